@@ -1,0 +1,129 @@
+/*
+ * buf.c - the growable byte buffer of buf.h. Growth doubles; a failed
+ * allocation latches `failed` so callers may check once at the end.
+ */
+#include "buf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int
+buf_reserve(struct buf *b, size_t extra)
+{
+    if (b->failed) {
+        return -1;
+    }
+    if (b->len + extra + 1 <= b->cap) {
+        return 0;
+    }
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra + 1) {
+        if (cap > ((size_t) -1) / 2) {
+            b->failed = 1;
+            return -1;
+        }
+        cap *= 2;
+    }
+    char *p = realloc(b->data, cap);
+    if (p == NULL) {
+        b->failed = 1;
+        return -1;
+    }
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+int
+buf_append(struct buf *b, const void *data, size_t n)
+{
+    if (buf_reserve(b, n) != 0) {
+        return -1;
+    }
+    if (n > 0) {
+        memcpy(b->data + b->len, data, n);
+    }
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+int
+buf_puts(struct buf *b, const char *s)
+{
+    return buf_append(b, s, strlen(s));
+}
+
+int
+buf_putc(struct buf *b, char c)
+{
+    return buf_append(b, &c, 1);
+}
+
+int
+buf_vprintf(struct buf *b, const char *fmt, va_list ap)
+{
+    va_list copy;
+    va_copy(copy, ap);
+    int n = vsnprintf(NULL, 0, fmt, copy);
+    va_end(copy);
+    if (n < 0 || buf_reserve(b, (size_t) n) != 0) {
+        b->failed = 1;
+        return -1;
+    }
+    vsnprintf(b->data + b->len, (size_t) n + 1, fmt, ap);
+    b->len += (size_t) n;
+    return 0;
+}
+
+int
+buf_printf(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = buf_vprintf(b, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+void
+buf_reset(struct buf *b)
+{
+    b->len = 0;
+    b->failed = 0;
+    if (b->data != NULL) {
+        b->data[0] = '\0';
+    }
+}
+
+const char *
+buf_str(const struct buf *b)
+{
+    return b->data != NULL ? b->data : "";
+}
+
+char *
+buf_steal(struct buf *b)
+{
+    if (b->failed) {
+        buf_free(b);
+        return NULL;
+    }
+    char *p = b->data;
+    if (p == NULL) {
+        p = strdup("");
+    }
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return p;
+}
+
+void
+buf_free(struct buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    b->failed = 0;
+}

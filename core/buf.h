@@ -1,0 +1,45 @@
+/*
+ * buf.h - a growable byte buffer, always NUL-terminated.
+ *
+ * Used wherever core builds text of unknown length (request bodies, log
+ * lines, SQL arrays). Not a string library: it only appends.
+ */
+#ifndef TWICE_BUF_H
+#define TWICE_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+struct buf {
+    char *data; /* NUL-terminated; NULL until the first append */
+    size_t len;
+    size_t cap;
+    int failed; /* an allocation failed: every later append is a no-op */
+};
+
+#define BUF_INIT {NULL, 0, 0, 0}
+
+/* Append n bytes / a C string / printf output. They return 0, or -1 once an
+ * allocation has failed (the buffer keeps what it had and stays failed). */
+int buf_append(struct buf *b, const void *data, size_t n);
+int buf_puts(struct buf *b, const char *s);
+int buf_putc(struct buf *b, char c);
+int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
+
+/* Make sure `extra` more bytes fit without another allocation. */
+int buf_reserve(struct buf *b, size_t extra);
+
+/* Forget the contents but keep the memory. */
+void buf_reset(struct buf *b);
+
+/* The contents as a C string ("" when empty). Borrowed from b. */
+const char *buf_str(const struct buf *b);
+
+/* Hand the contents over to the caller (who frees them) and reset b.
+ * Returns NULL if an allocation failed; never NULL otherwise. */
+char *buf_steal(struct buf *b);
+
+void buf_free(struct buf *b);
+
+#endif

@@ -1,0 +1,57 @@
+/*
+ * keytmpl.h - idempotency key templates: "welcome-email:{candidateId}".
+ *
+ * A template is literal text and fields: {a.b} a JSON body path (strings and
+ * numbers), {attr:Name} a message attribute (String or Number), {msg:group}
+ * the FIFO MessageGroupId. "{{" and "}}" are literal braces. A template must
+ * hold at least one field (a constant key would make every message a
+ * duplicate of the first). Compiled once per plugin; expanded per message.
+ */
+#ifndef TWICE_KEYTMPL_H
+#define TWICE_KEYTMPL_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+struct buf;
+struct sqs_attr;
+struct keytmpl;
+
+/* Compile; 0 and *out (keytmpl_free), or -1 with err naming the column
+ * ("column 15: unterminated field"). */
+int keytmpl_compile(const char *text, struct keytmpl **out, char *err, size_t errlen);
+void keytmpl_free(struct keytmpl *t);
+
+/* Whether any field reads the JSON body (so the body must be parsed). */
+int keytmpl_needs_body(const struct keytmpl *t);
+
+/* What a message offers a template. */
+struct keytmpl_input {
+    const json_t *body;     /* the parsed body, NULL when it is not JSON */
+    const char *body_error; /* why it is not JSON, when body is NULL */
+    const struct sqs_attr *attrs;
+    size_t nattrs;
+    const char *group_id;   /* NULL on standard queues */
+};
+
+/* Why a message has no key; each maps to a DLQ reason (keytmpl_reason). */
+enum keytmpl_result {
+    KEYTMPL_OK = 0,
+    KEYTMPL_NOT_JSON,  /* a body field is needed and the body is not JSON */
+    KEYTMPL_MISSING,   /* a field, attribute or group id is absent (or null) */
+    KEYTMPL_BAD_VALUE, /* an object/array/binary value, empty, or control characters */
+    KEYTMPL_TOO_LONG   /* the key would exceed TWICE_KEY_MAX bytes */
+};
+
+/*
+ * Expand into out (appended). On failure nothing useful is in out and err
+ * says which field and why ("missing key field candidateId").
+ */
+enum keytmpl_result keytmpl_expand(const struct keytmpl *t, const struct keytmpl_input *in,
+                                   struct buf *out, char *err, size_t errlen);
+
+/* The DLQ reason code for a result: "invalid-json", "missing-key-field",
+ * "bad-key-field", "key-too-long" ("" for KEYTMPL_OK). */
+const char *keytmpl_reason(enum keytmpl_result r);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * loader.h - loading handler plugins: dlopen, the ABI load rule, the
+ * descriptor's sanity, its key template and its declared settings.
+ *
+ * Plugins are opened with RTLD_NOW|RTLD_LOCAL and never closed (no dlclose:
+ * code may still run, and a new generation is a new process anyway). Only
+ * worker and probe processes call this; the master never loads plugin code.
+ * Refusals name the file and both ABI versions:
+ * "x.so: built for ABI 2.3, host supports 1.0-1.0".
+ */
+#ifndef TWICE_LOADER_H
+#define TWICE_LOADER_H
+
+#include <stddef.h>
+
+#include <twice/plugin.h>
+
+struct config_plugin;
+struct diag;
+struct keytmpl;
+
+struct loaded_plugin {
+    char *path;                /* as configured */
+    const twice_plugin *desc;  /* inside the plugin; valid forever (never dlclose'd) */
+    struct keytmpl *tmpl;      /* compiled key_template; NULL when derive_key is used */
+    void *state;               /* from init() */
+    int initialized;
+};
+
+/*
+ * Refuse a file that someone other than root or us could replace: the file
+ * or any directory on its resolved path writable by group or others (sticky
+ * directories such as /tmp excepted), or owned by a user other than root and
+ * our effective user; symlinks are judged by their target. 0, or -1 with
+ * err ("x.so: /srv/plugins is writable by others (chmod o-w it)").
+ */
+int loader_check_path(const char *path, char *err, size_t errlen);
+
+/*
+ * Check the path, dlopen, find the entry point, apply the load rule, check
+ * the descriptor (name, handle present, key_template compiles or derive_key
+ * set). 0 and *out filled (loader_release frees what is ours), or -1 with
+ * err starting with the file name.
+ */
+int loader_open(const char *path, struct loaded_plugin *out, char *err, size_t errlen);
+
+/*
+ * Check a configured plugin's settings against the descriptor's
+ * declaration: unknown names, wrong types, missing required ones. Adds
+ * "FILE:LINE: plugin NAME: ..." lines to d; returns the count added.
+ */
+int loader_check_settings(const struct loaded_plugin *p, const struct config_plugin *cp,
+                          const char *file, struct diag *d);
+
+/* Our parts of a loaded plugin (not the mapping, which stays). */
+void loader_release(struct loaded_plugin *p);
+
+/* The host's supported ABI as "1.0-1.0" text and the load-rule decision,
+ * exposed for unit tests: 0 when acceptable, else -1 with err. */
+int loader_check_descriptor(const char *path, const twice_plugin *d, char *err, size_t errlen);
+
+#endif

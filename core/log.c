@@ -1,0 +1,323 @@
+/*
+ * log.c - the line logger of log.h. Global state is a few scalars set at
+ * start-up or reload; a line is built in a local buffer and written once.
+ */
+#include "log.h"
+
+#include "buf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static int log_fd = 2;
+static volatile int log_level = TWICE_LOG_INFO;
+static volatile int log_format = LOG_FORMAT_TEXT;
+static char log_role[32] = "twiced";
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+const char *
+log_level_name(twice_log_level level)
+{
+    if ((int) level < 0 || (int) level > TWICE_LOG_DEBUG) {
+        return "?";
+    }
+    return level_names[level];
+}
+
+int
+log_parse_level(const char *s, twice_log_level *out)
+{
+    for (int i = 0; i <= TWICE_LOG_DEBUG; i++) {
+        if (strcmp(s, level_names[i]) == 0) {
+            *out = (twice_log_level) i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int
+log_parse_format(const char *s, enum log_format *out)
+{
+    if (strcmp(s, "text") == 0) {
+        *out = LOG_FORMAT_TEXT;
+    } else if (strcmp(s, "json") == 0) {
+        *out = LOG_FORMAT_JSON;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+int
+log_open(const char *path)
+{
+    if (path == NULL || path[0] == '\0') {
+        if (log_fd > 2) {
+            close(log_fd);
+        }
+        log_fd = 2;
+        return 0;
+    }
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (fd < 0) {
+        return -1;
+    }
+    int old = log_fd;
+    log_fd = fd;
+    if (old > 2) {
+        close(old);
+    }
+    return 0;
+}
+
+void
+log_set_level(twice_log_level level)
+{
+    log_level = level;
+}
+
+void
+log_set_format(enum log_format format)
+{
+    log_format = format;
+}
+
+void
+log_set_role(const char *role)
+{
+    snprintf(log_role, sizeof(log_role), "%s", role);
+}
+
+int
+log_enabled(twice_log_level level)
+{
+    return (int) level <= log_level;
+}
+
+/* Length of the valid UTF-8 sequence starting at s (at most n bytes), or 0. */
+static size_t
+utf8_seq_len(const unsigned char *s, size_t n)
+{
+    size_t len;
+    unsigned min;
+    unsigned cp;
+    if (s[0] < 0x80) {
+        return 1;
+    } else if ((s[0] & 0xe0) == 0xc0) {
+        len = 2, min = 0x80, cp = s[0] & 0x1f;
+    } else if ((s[0] & 0xf0) == 0xe0) {
+        len = 3, min = 0x800, cp = s[0] & 0x0f;
+    } else if ((s[0] & 0xf8) == 0xf0) {
+        len = 4, min = 0x10000, cp = s[0] & 0x07;
+    } else {
+        return 0;
+    }
+    if (len > n) {
+        return 0;
+    }
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+        return 0;
+    }
+    return len;
+}
+
+void
+log_escape(struct buf *b, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *) s;
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = p[i];
+        size_t len = utf8_seq_len(p + i, n - i);
+        if (c == '\n') {
+            buf_puts(b, "\\n");
+        } else if (c == '\t') {
+            buf_puts(b, "\\t");
+        } else if (c == '\r') {
+            buf_puts(b, "\\r");
+        } else if (c == '\\' || c == '"') {
+            buf_putc(b, '\\');
+            buf_putc(b, (char) c);
+        } else if (c < 0x20 || c == 0x7f || len == 0) {
+            buf_printf(b, "\\x%02x", c);
+            len = 1;
+        } else {
+            buf_append(b, p + i, len);
+        }
+        i += len ? len : 1;
+    }
+}
+
+/* Text fields are key=value; values with spaces, quotes or '=' are quoted. */
+static void
+text_field(struct buf *b, const char *name, const char *value)
+{
+    if (value == NULL) {
+        return;
+    }
+    int quote = value[0] == '\0' || strpbrk(value, " \"=\\") != NULL;
+    buf_printf(b, " %s=", name);
+    if (quote) {
+        buf_putc(b, '"');
+    }
+    log_escape(b, value, strlen(value));
+    if (quote) {
+        buf_putc(b, '"');
+    }
+}
+
+static void
+timestamp(char *out, size_t len)
+{
+    struct timeval tv;
+    struct tm tm;
+    gettimeofday(&tv, NULL);
+    gmtime_r(&tv.tv_sec, &tm);
+    size_t n = strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, len - n, ".%03ldZ", (long) (tv.tv_usec / 1000));
+}
+
+/* JSON values go through log_escape first so jansson always gets valid UTF-8
+ * (invalid bytes become the visible text \xNN). */
+static void
+json_field(json_t *obj, const char *name, const char *value)
+{
+    if (value == NULL) {
+        return;
+    }
+    struct buf clean = BUF_INIT;
+    const unsigned char *p = (const unsigned char *) value;
+    size_t n = strlen(value);
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_seq_len(p + i, n - i);
+        if (len == 0) {
+            buf_printf(&clean, "\\x%02x", p[i]);
+            i++;
+        } else {
+            buf_append(&clean, p + i, len);
+            i += len;
+        }
+    }
+    json_object_set_new(obj, name, json_string(buf_str(&clean)));
+    buf_free(&clean);
+}
+
+static void
+format_json(struct buf *line, const char *ts, twice_log_level level,
+            const struct log_job *job, const char *text)
+{
+    json_t *obj = json_object();
+    if (obj == NULL) {
+        return;
+    }
+    json_object_set_new(obj, "ts", json_string(ts));
+    json_object_set_new(obj, "level", json_string(log_level_name(level)));
+    json_field(obj, "role", log_role);
+    json_object_set_new(obj, "pid", json_integer(getpid()));
+    if (job != NULL) {
+        json_field(obj, "queue", job->queue);
+        json_field(obj, "message_id", job->message_id);
+        json_field(obj, "plugin", job->plugin);
+        json_field(obj, "key", job->key);
+        if (job->attempt > 0) {
+            json_object_set_new(obj, "attempt", json_integer(job->attempt));
+        }
+    }
+    json_field(obj, "msg", text);
+    char *s = json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(obj);
+    if (s != NULL) {
+        buf_puts(line, s);
+        free(s);
+    }
+}
+
+static void
+format_text(struct buf *line, const char *ts, twice_log_level level,
+            const struct log_job *job, const char *text)
+{
+    buf_printf(line, "%s %s %s[%d]", ts, log_level_name(level), log_role, (int) getpid());
+    if (job != NULL) {
+        text_field(line, "queue", job->queue);
+        text_field(line, "msg", job->message_id);
+        text_field(line, "plugin", job->plugin);
+        text_field(line, "key", job->key);
+        if (job->attempt > 0) {
+            buf_printf(line, " attempt=%d", job->attempt);
+        }
+    }
+    buf_puts(line, ": ");
+    log_escape(line, text, strlen(text));
+}
+
+void
+log_vjob(twice_log_level level, const struct log_job *job, const char *fmt, va_list ap)
+{
+    if (!log_enabled(level)) {
+        return;
+    }
+    int saved_errno = errno;
+    char ts[40];
+    struct buf text = BUF_INIT;
+    struct buf line = BUF_INIT;
+
+    timestamp(ts, sizeof(ts));
+    buf_vprintf(&text, fmt, ap);
+    if (log_format == LOG_FORMAT_JSON) {
+        format_json(&line, ts, level, job, buf_str(&text));
+    } else {
+        format_text(&line, ts, level, job, buf_str(&text));
+    }
+    buf_putc(&line, '\n');
+    if (!line.failed) {
+        const char *p = line.data;
+        size_t left = line.len;
+        while (left > 0) {
+            ssize_t w = write(log_fd, p, left);
+            if (w < 0 && errno == EINTR) {
+                continue;
+            }
+            if (w <= 0) {
+                break;
+            }
+            p += w;
+            left -= (size_t) w;
+        }
+    }
+    buf_free(&text);
+    buf_free(&line);
+    errno = saved_errno;
+}
+
+void
+log_job(twice_log_level level, const struct log_job *job, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_vjob(level, job, fmt, ap);
+    va_end(ap);
+}
+
+void
+log_msg(twice_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_vjob(level, NULL, fmt, ap);
+    va_end(ap);
+}

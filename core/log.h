@@ -1,0 +1,60 @@
+/*
+ * log.h - one line per event, as text or JSON, filtered by level.
+ *
+ * Every line is written with a single write(2), so lines from the master,
+ * workers and threads never interleave. Any bytes in messages and fields
+ * are escaped: control characters and invalid UTF-8 can never break a line.
+ * This module never sees secrets: callers must not pass them.
+ */
+#ifndef TWICE_LOG_H
+#define TWICE_LOG_H
+
+#include <stdarg.h>
+
+#include <twice/plugin.h> /* twice_log_level: one set of levels for host and plugins */
+
+enum log_format {
+    LOG_FORMAT_TEXT = 0,
+    LOG_FORMAT_JSON = 1
+};
+
+/* The context a job's lines carry. Any field may be NULL (attempt 0: none). */
+struct log_job {
+    const char *queue;
+    const char *message_id;
+    const char *plugin;
+    const char *key;
+    int attempt;
+};
+
+/* Parse "error"/"warn"/"info"/"debug" and "text"/"json". 0 or -1. */
+int log_parse_level(const char *s, twice_log_level *out);
+int log_parse_format(const char *s, enum log_format *out);
+const char *log_level_name(twice_log_level level);
+
+/* Send lines to `path` (opened for append; NULL or "" for stderr). Returns 0,
+ * or -1 with errno set; the previous destination stays in use on failure. */
+int log_open(const char *path);
+void log_set_level(twice_log_level level);
+void log_set_format(enum log_format format);
+/* The process's role in every line: "master", "worker", "probe", "twicectl". */
+void log_set_role(const char *role);
+int log_enabled(twice_log_level level);
+
+void log_msg(twice_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void log_job(twice_log_level level, const struct log_job *job, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void log_vjob(twice_log_level level, const struct log_job *job, const char *fmt, va_list ap);
+
+#define log_error(...) log_msg(TWICE_LOG_ERROR, __VA_ARGS__)
+#define log_warn(...) log_msg(TWICE_LOG_WARN, __VA_ARGS__)
+#define log_info(...) log_msg(TWICE_LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(TWICE_LOG_DEBUG, __VA_ARGS__)
+
+struct buf;
+/* Append s (n bytes) to b with control bytes, backslashes, quotes and
+ * invalid UTF-8 escaped as \n, \t, \\, \", \xNN; valid UTF-8 is kept.
+ * Exposed for tests and for anyone printing untrusted text. */
+void log_escape(struct buf *b, const char *s, size_t n);
+
+#endif
