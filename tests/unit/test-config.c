@@ -1,0 +1,852 @@
+/*
+ * test-config.c - config_load on full, minimal and broken configurations:
+ * every field, every default and the exact FILE:LINE of each message.
+ * Not for plugin settings against a plugin's declaration (the loader's job).
+ */
+#include "check.h"
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmpdir[256];  /* holds the configurations and plugins/ */
+static char plugdir[300]; /* tmpdir/plugins, with empty .so files */
+
+static const char *const fake_plugins[] = {"welcome_email.so", "match_recompute.so", "sync.so",
+                                           "a.so", NULL};
+
+static char *
+path_in(const char *dir, const char *name)
+{
+    static char p[4][512];
+    static int next;
+    char *out = p[next++ % 4];
+    snprintf(out, sizeof(p[0]), "%s/%s", dir, name);
+    return out;
+}
+
+static void
+write_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    CHECK(fp != NULL);
+    if (fp != NULL) {
+        fputs(text, fp);
+        fclose(fp);
+    }
+}
+
+/* A whole file from the source tree, or NULL. Caller frees. */
+static char *
+read_source(const char *rel)
+{
+    const char *src = getenv("TWICE_SOURCE_DIR");
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", src != NULL ? src : "../..", rel);
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL) {
+        fprintf(stderr, "%s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    char *text = calloc(1, 1 << 20);
+    size_t n = text != NULL ? fread(text, 1, (1 << 20) - 1, fp) : 0;
+    (void) n;
+    fclose(fp);
+    return text;
+}
+
+static void
+setup(void)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/twice-test-config-XXXXXX");
+    if (mkdtemp(tmpdir) == NULL) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    snprintf(plugdir, sizeof(plugdir), "%s/plugins", tmpdir);
+    mkdir(plugdir, 0700);
+    for (const char *const *p = fake_plugins; *p != NULL; p++) {
+        write_file(path_in(plugdir, *p), "");
+    }
+}
+
+static void
+teardown(void)
+{
+    static const char *const confs[] = {
+        "t.conf",     "full.conf", "syntax.conf", "include-main.conf", "include-queues.inc",
+        "twice.conf", NULL};
+    for (const char *const *p = fake_plugins; *p != NULL; p++) {
+        unlink(path_in(plugdir, *p));
+    }
+    for (const char *const *p = confs; *p != NULL; p++) {
+        unlink(path_in(tmpdir, *p));
+    }
+    rmdir(plugdir);
+    rmdir(tmpdir);
+}
+
+/* The 1-based line of the first occurrence of marker in text. */
+static int
+line_of(const char *text, const char *marker)
+{
+    const char *at = strstr(text, marker);
+    int line = 1;
+    if (at == NULL) {
+        fprintf(stderr, "marker not found: %s\n", marker);
+        return -1;
+    }
+    for (const char *p = text; p < at; p++) {
+        line += *p == '\n';
+    }
+    return line;
+}
+
+/* Whether d holds exactly the line "file:line: msg". Prints d if not. */
+static int
+has(const struct diag *d, const char *file, int line, const char *msg)
+{
+    char want[1024];
+    snprintf(want, sizeof(want), "%s:%d: %s", file, line, msg);
+    for (size_t i = 0; i < d->n; i++) {
+        if (strcmp(d->lines[i], want) == 0) {
+            return 1;
+        }
+    }
+    fprintf(stderr, "missing: %s\nhave:\n", want);
+    for (size_t i = 0; i < d->n; i++) {
+        fprintf(stderr, "  %s\n", d->lines[i]);
+    }
+    return 0;
+}
+
+static int
+has_bare(const struct diag *d, const char *msg)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        if (strcmp(d->lines[i], msg) == 0) {
+            return 1;
+        }
+    }
+    fprintf(stderr, "missing: %s\n", msg);
+    return 0;
+}
+
+/* Load text as tmpdir/t.conf; from the file when from_file, else as text. */
+static int
+load(const char *text, int from_file, struct config **c, struct diag *d)
+{
+    const char *file = path_in(tmpdir, "t.conf");
+    write_file(file, text);
+    return config_load(file, from_file ? NULL : text, c, d);
+}
+
+/* The smallest valid configuration around one queue's extra lines. */
+#define MINIMAL_HEAD                                                                              \
+    "idempotency = { dsn = \"dbname=twice\"; };\n"                                                \
+    "plugin_dir = \"plugins\";\n"                                                                 \
+    "plugins = ( { name = \"welcome-email\"; path = \"welcome_email.so\"; } );\n"
+
+static void
+check_full(const struct config *c, const char *file)
+{
+    CHECK_STR(c->file, file);
+    CHECK_INT(c->workers, 4);
+    CHECK_STR(c->plugin_dir, plugdir);
+    CHECK_INT(c->drain_timeout, 45);
+    CHECK_STR(c->user, "twice");
+    CHECK_INT(c->max_message_bytes, 262144);
+    CHECK_INT(c->log.level, TWICE_LOG_DEBUG);
+    CHECK_INT(c->log.format, LOG_FORMAT_JSON);
+    CHECK_STR(c->log.file, "/var/log/twice/twice.log");
+    CHECK_STR(c->aws.region, "eu-west-1");
+    CHECK_STR(c->aws.endpoint, "http://127.0.0.1:4566");
+    CHECK_STR(c->aws.profile, "ops");
+    CHECK_STR(c->aws.ca_file, "/etc/ssl/ca.pem");
+    CHECK_STR(c->idempotency.dsn, "host=db.example.com dbname=twice password=hunter2");
+    CHECK_STR(c->idempotency.table, "Job Keys");
+    CHECK_INT(c->idempotency.retention, 86400);
+    CHECK_INT(c->idempotency.on_conflict, CONFIG_CONFLICT_REJECT);
+    CHECK_INT(c->idempotency.lease_margin, 10);
+    CHECK_INT(c->idempotency.janitor_interval, 30);
+    CHECK_INT(c->idempotency.janitor_batch, 500);
+    CHECK_INT(c->alerts.dlq_check_interval, 15);
+    CHECK_INT(c->alerts.repeat_after, 0);
+    CHECK_STR(c->alerts.webhook.url, "https://hooks.example.com/T000/B000");
+    CHECK_STR(c->alerts.webhook.header, "Authorization: Bearer s3cret");
+    CHECK_INT(c->alerts.webhook.timeout, 5);
+    CHECK_STR(c->alerts.smtp.url, "smtp://127.0.0.1:2525");
+    CHECK_STR(c->alerts.smtp.from, "twice@example.com");
+    CHECK_INT(c->alerts.smtp.nto, 2);
+    if (c->alerts.smtp.nto == 2) {
+        CHECK_STR(c->alerts.smtp.to[0], "ops@example.com");
+        CHECK_STR(c->alerts.smtp.to[1], "oncall@example.com");
+    }
+    CHECK_STR(c->alerts.smtp.username, "mailer");
+    CHECK_STR(c->alerts.smtp.password, "p4ssw0rd");
+    CHECK_INT(c->alerts.smtp.timeout, 20);
+    CHECK_STR(c->metrics.listen, "[::1]:9464");
+}
+
+static void
+check_full_plugins(const struct config *c, const char *text)
+{
+    CHECK_INT(c->nplugins, 3);
+    if (c->nplugins != 3) {
+        return;
+    }
+    const struct config_plugin *p = &c->plugins[0];
+    CHECK_STR(p->name, "welcome-email");
+    CHECK_STR(p->path, path_in(plugdir, "welcome_email.so"));
+    CHECK_INT(p->line, line_of(text, "    {\n        name = \"welcome-email\""));
+    CHECK_INT(p->settings_line, line_of(text, "settings = {\n            from"));
+    CHECK_INT(p->nsettings, 4);
+    if (p->nsettings == 4) {
+        static const char *const names[] = {"from", "retries", "big", "dry_run"};
+        static const char *const values[] = {"welcome@example.com", "3", "5000000000", "true"};
+        static const int types[] = {TWICE_SETTING_STRING, TWICE_SETTING_INT, TWICE_SETTING_INT,
+                                    TWICE_SETTING_BOOL};
+        for (int i = 0; i < 4; i++) {
+            CHECK_STR(p->settings[i].name, names[i]);
+            CHECK_STR(p->settings[i].value, values[i]);
+            CHECK_INT(p->settings[i].type, types[i]);
+        }
+        CHECK_INT(p->settings[2].line, line_of(text, "big = "));
+    }
+    CHECK_STR(c->plugins[1].path, path_in(plugdir, "match_recompute.so"));
+    CHECK_INT(c->plugins[1].nsettings, 0);
+    CHECK_INT(c->plugins[1].settings_line, c->plugins[1].line);
+    CHECK_INT(c->plugins[2].nsettings, 0);
+    CHECK(config_find_plugin(c, "sync") == &c->plugins[2]);
+    CHECK(config_find_plugin(c, "nope") == NULL);
+}
+
+static void
+check_full_queues(const struct config *c, const char *text)
+{
+    CHECK_INT(c->nqueues, 3);
+    if (c->nqueues != 3) {
+        return;
+    }
+    const struct config_queue *q = &c->queues[0];
+    CHECK_STR(q->name, "welcome");
+    CHECK_STR(q->url, "https://sqs.eu-west-1.amazonaws.com/123456789012/welcome");
+    CHECK_STR(q->dlq_url, "https://sqs.eu-west-1.amazonaws.com/123456789012/welcome-dlq");
+    CHECK_STR(q->plugin, "welcome-email");
+    CHECK(q->route_by == NULL && q->nroutes == 0);
+    CHECK_INT(q->concurrency, 16);
+    CHECK_INT(q->batch_size, 5);
+    CHECK_INT(q->wait_time, 0);
+    CHECK_INT(q->visibility_timeout, 60);
+    CHECK_INT(q->max_attempts, 3);
+    CHECK_INT(q->backoff_base, 1);
+    CHECK_INT(q->backoff_cap, 60);
+    CHECK_INT(q->fifo, 0);
+    CHECK_INT(q->line, line_of(text, "    {\n        name = \"welcome\""));
+    q = &c->queues[1];
+    CHECK(q->plugin == NULL);
+    CHECK_STR(q->route_by, "attr:Type");
+    CHECK_INT(q->nroutes, 2);
+    if (q->nroutes == 2) {
+        CHECK_STR(q->routes[0].value, "candidate.created");
+        CHECK_STR(q->routes[0].plugin, "welcome-email");
+        CHECK_STR(q->routes[1].value, "match.updated");
+        CHECK_STR(q->routes[1].plugin, "match-recompute");
+        CHECK_INT(q->routes[1].line, line_of(text, "{ value = \"match.updated\""));
+    }
+    CHECK_INT(q->concurrency, 8); /* the queue defaults, next to a queue that sets them */
+    CHECK_INT(c->queues[2].fifo, 1);
+    CHECK(config_find_queue(c, "sync.fifo") == &c->queues[2]);
+    CHECK(config_find_queue(c, "sync") == NULL);
+}
+
+/* Every field of full.conf, read from the file and from its text. */
+static void
+test_full(void)
+{
+    char *text = read_source("tests/unit/data/config/full.conf");
+    CHECK(text != NULL);
+    if (text == NULL) {
+        return;
+    }
+    const char *file = path_in(tmpdir, "full.conf");
+    write_file(file, text);
+    for (int from_text = 0; from_text <= 1; from_text++) {
+        struct diag d = DIAG_INIT;
+        struct config *c = NULL;
+        CHECK_INT(config_load(file, from_text ? text : NULL, &c, &d), 0);
+        CHECK_INT(d.n, 0);
+        for (size_t i = 0; i < d.n; i++) {
+            fprintf(stderr, "  %s\n", d.lines[i]);
+        }
+        if (c != NULL) {
+            check_full(c, file);
+            check_full_plugins(c, text);
+            check_full_queues(c, text);
+        }
+        config_free(c);
+        diag_free(&d);
+    }
+    free(text);
+}
+
+static void
+test_defaults(void)
+{
+    char text[1024];
+    snprintf(text, sizeof(text),
+             "idempotency = { dsn = \"dbname=twice\"; };\n"
+             "plugins = ( { name = \"a\"; path = \"%s/a.so\"; } );\n"
+             "queues = ( { name = \"q\"; url = \"http://127.0.0.1:9/0/q\";\n"
+             "  dlq_url = \"http://127.0.0.1:9/0/q-dlq\"; plugin = \"a\"; } );\n",
+             plugdir);
+    struct diag d = DIAG_INIT;
+    struct config *c = NULL;
+    CHECK_INT(load(text, 0, &c, &d), 0);
+    CHECK_INT(d.n, 0);
+    if (c == NULL) {
+        diag_free(&d);
+        return;
+    }
+    CHECK_INT(c->workers, 2);
+    CHECK_STR(c->plugin_dir, TWICE_DEFAULT_PLUGIN_DIR);
+    CHECK_INT(c->drain_timeout, 30);
+    CHECK(c->user == NULL);
+    CHECK_INT(c->max_message_bytes, 1048576);
+    CHECK_INT(c->log.level, TWICE_LOG_INFO);
+    CHECK_INT(c->log.format, LOG_FORMAT_TEXT);
+    CHECK(c->log.file == NULL);
+    CHECK(c->aws.region == NULL && c->aws.endpoint == NULL);
+    CHECK(c->aws.profile == NULL && c->aws.ca_file == NULL);
+    CHECK_STR(c->idempotency.table, "twice_idempotency");
+    CHECK_INT(c->idempotency.retention, 604800);
+    CHECK_INT(c->idempotency.on_conflict, CONFIG_CONFLICT_SKIP);
+    CHECK_INT(c->idempotency.lease_margin, 5);
+    CHECK_INT(c->idempotency.janitor_interval, 60);
+    CHECK_INT(c->idempotency.janitor_batch, 1000);
+    CHECK_INT(c->alerts.dlq_check_interval, 60);
+    CHECK_INT(c->alerts.repeat_after, 3600);
+    CHECK(c->alerts.webhook.url == NULL && c->alerts.webhook.header == NULL);
+    CHECK_INT(c->alerts.webhook.timeout, 10);
+    CHECK(c->alerts.smtp.url == NULL && c->alerts.smtp.nto == 0);
+    CHECK_INT(c->alerts.smtp.timeout, 30);
+    CHECK(c->metrics.listen == NULL);
+    CHECK_STR(c->plugins[0].path, path_in(plugdir, "a.so")); /* absolute: kept */
+    const struct config_queue *q = &c->queues[0];
+    CHECK_INT(q->concurrency, 8);
+    CHECK_INT(q->batch_size, 10);
+    CHECK_INT(q->wait_time, 20);
+    CHECK_INT(q->visibility_timeout, 30);
+    CHECK_INT(q->max_attempts, 5);
+    CHECK_INT(q->backoff_base, 2);
+    CHECK_INT(q->backoff_cap, 300);
+    config_free(c);
+    diag_free(&d);
+}
+
+/* One configuration with many problems: every one is reported, each at
+ * its own line, none quoting a secret, the same from the file and text. */
+static const char errors_text[] =
+    "workers = \"4\";\n"
+    "drain_timeout = 4000;\n"
+    "frobnicate = 1;\n"
+    "plugin_dir = \"plugins\";\n"
+    "log = { levle = \"debug\";\n"
+    "  format = \"xml\"; };\n"
+    "idempotency = { dsn = \"host=x password=hunter2\";\n"
+    "  table = \"\";\n"
+    "  on_conflict = \"drop\";\n"
+    "  retention = 59; };\n"
+    "alerts = {\n"
+    "  webhook = { header = \"s3cret-without-colon\"; };\n"
+    "  smtp = { url = \"http://mail\";\n"
+    "    password = 5; };\n"
+    "};\n"
+    "metrics = { listen = \"127.0.0.1\"; };\n"
+    "plugins = (\n"
+    "  { name = \"welcome-email\"; path = \"welcome_email.so\";\n"
+    "    settings = { ratio = 0.5;\n"
+    "      nested = { a = 1; }; }; },\n"
+    "  { name = \"welcome-email\"; path = \"missing.so\"; },\n"
+    "  { name = \"x\"; }\n"
+    ");\n"
+    "queues = (\n"
+    "  { name = \"jobs\"; dlq_url = \"http://h/0/jobs-dlq\";\n"
+    "    plugin = \"welcom-email\";\n"
+    "    visiblity_timeout = 30;\n"
+    "    batch_size = 11; },\n"
+    "  { name = \"jobs\"; url = \"http://h/0/j2\"; dlq_url = \"http://h/0/j2-dlq\";\n"
+    "    plugin = \"welcome-email\"; },\n"
+    "  { name = \"f\"; url = \"https://h/0/f.fifo\";\n"
+    "    dlq_url = \"https://h/0/f-dlq\"; plugin = \"welcome-email\";\n"
+    "    backoff = { base = 10; cap = 5; }; },\n"
+    "  { name = \"r\"; url = \"http://h/0/r\"; dlq_url = \"http://h/0/r-dlq\";\n"
+    "    plugin = \"welcome-email\"; route_by = \"type\";\n"
+    "    routes = ( { value = \"a\"; plugin = \"nope\"; } ); },\n"
+    "  { name = \"bad name\";\n"
+    "    url = \"ftp://h/0/x\"; dlq_url = \"http://h/0/x-dlq\"; }\n"
+    ");\n";
+
+struct want {
+    const char *marker; /* the line is where this text first appears */
+    const char *msg;
+};
+
+static const struct want errors_want[] = {
+    {"workers =", "workers: expected an integer, got a string"},
+    {"drain_timeout", "drain_timeout: 4000 is out of range (0-3600)"},
+    {"frobnicate", "unknown setting 'frobnicate'"},
+    {"levle", "unknown setting 'levle' in log (did you mean 'level'?)"},
+    {"\"xml\"", "log.format: unknown format 'xml' (use text or json)"},
+    {"table = \"\"", "idempotency.table: must be 1-63 bytes long (PostgreSQL's name limit)"},
+    {"\"drop\"", "idempotency.on_conflict: unknown value 'drop' (use skip or reject)"},
+    {"retention", "idempotency.retention: 59 is out of range (must be at least 60)"},
+    {"webhook", "alerts.webhook: missing required setting 'url'"},
+    {"webhook", "alerts.webhook.header: must read 'Name: value' on one line"},
+    {"smtp =", "alerts.smtp.url: must start with smtp:// or smtps://"},
+    {"smtp =", "alerts.smtp: missing required setting 'from'"},
+    {"smtp =", "alerts.smtp: missing required setting 'to'"},
+    {"password = 5", "alerts.smtp.password: expected a string, got an integer"},
+    {"listen",
+     "metrics.listen: must be \"host:port\" or \"[ipv6]:port\" with a port of 1-65535, or \"\" "
+     "to disable"},
+    {"ratio", "plugin 'welcome-email': settings value 'ratio' must be a string, integer or "
+              "boolean, got a float"},
+    {"nested", "plugin 'welcome-email': settings value 'nested' must be a string, integer or "
+               "boolean, got a group"},
+    {"missing.so", "duplicate plugin name 'welcome-email' (first at line 18)"},
+    {"{ name = \"x\"", "plugin 'x': missing required setting 'path'"},
+    {"{ name = \"jobs\"", "queue 'jobs': missing required setting 'url'"},
+    {"welcom-email", "queue 'jobs': plugin 'welcom-email' is not configured (did you mean "
+                     "'welcome-email'?)"},
+    {"visiblity", "unknown setting 'visiblity_timeout' in queue 'jobs' (did you mean "
+                  "'visibility_timeout'?)"},
+    {"batch_size = 11", "queue 'jobs': batch_size: 11 is out of range (1-10)"},
+    {"j2\"", "duplicate queue name 'jobs' (first at line 25)"},
+    {"f-dlq", "queue 'f': dlq_url: must be a FIFO queue (ending in .fifo) like url"},
+    {"cap = 5", "queue 'f': backoff.cap (5) must be at least backoff.base (10)"},
+    {"{ name = \"r\"", "queue 'r': set either 'plugin' or 'route_by' with 'routes', not both"},
+    {"\"nope\"", "queue 'r': plugin 'nope' is not configured"},
+    {"bad name", "queue 5: name 'bad name' may only use letters, digits, '_', '.' and '-'"},
+    {"ftp:", "queue 5: url: must start with http:// or https://"},
+    {"{ name = \"bad name\"", "queue 5: missing 'plugin' (or 'route_by' with 'routes')"},
+};
+
+static void
+test_many_errors(void)
+{
+    const char *file = path_in(tmpdir, "t.conf");
+    struct diag d1 = DIAG_INIT, d2 = DIAG_INIT;
+    struct config *c = (struct config *) 1;
+    size_t nwant = sizeof(errors_want) / sizeof(errors_want[0]);
+    char msg[512];
+
+    CHECK_INT(load(errors_text, 1, &c, &d1), -1);
+    CHECK(c == NULL);
+    for (size_t i = 0; i < nwant; i++) {
+        CHECK(has(&d1, file, line_of(errors_text, errors_want[i].marker), errors_want[i].msg));
+    }
+    snprintf(msg, sizeof(msg), "plugin 'welcome-email': %s: No such file or directory",
+             path_in(plugdir, "missing.so"));
+    CHECK(has(&d1, file, line_of(errors_text, "missing.so"), msg));
+    CHECK_INT(d1.n, nwant + 1);
+    for (size_t i = 0; i < d1.n; i++) {
+        CHECK(strstr(d1.lines[i], "hunter2") == NULL);
+        CHECK(strstr(d1.lines[i], "s3cret") == NULL);
+    }
+    /* The same text passed in: the same lines, in the same order. */
+    CHECK_INT(config_load(file, errors_text, &c, &d2), -1);
+    CHECK_INT(d2.n, d1.n);
+    for (size_t i = 0; i < d1.n && i < d2.n; i++) {
+        CHECK_STR(d2.lines[i], d1.lines[i]);
+    }
+    diag_free(&d1);
+    diag_free(&d2);
+}
+
+/* Load MINIMAL_HEAD plus extra; return the status and keep d's lines. */
+static int
+load_extra(const char *extra, struct diag *d, struct config **out)
+{
+    char text[4096];
+    struct config *c = NULL;
+    snprintf(text, sizeof(text), "%s%s", MINIMAL_HEAD, extra);
+    int rc = load(text, 0, &c, d);
+    if (out != NULL) {
+        *out = c;
+    } else {
+        config_free(c);
+    }
+    return rc;
+}
+
+#define QUEUE_JOBS(extra)                                                                         \
+    "queues = ( { name = \"jobs\"; url = \"http://127.0.0.1:9/0/jobs\";\n"                        \
+    "  dlq_url = \"http://127.0.0.1:9/0/jobs-dlq\"; " extra " } );\n"
+
+/* One problem, exactly: the message at the line of marker in the text. */
+static void
+expect_one(const char *extra, const char *marker, const char *msg)
+{
+    struct diag d = DIAG_INIT;
+    char text[4096];
+    snprintf(text, sizeof(text), "%s%s", MINIMAL_HEAD, extra);
+    CHECK_INT(load_extra(extra, &d, NULL), -1);
+    CHECK_INT(d.n, 1);
+    for (size_t i = 0; d.n != 1 && i < d.n; i++) {
+        fprintf(stderr, "  got: %s\n", d.lines[i]);
+    }
+    CHECK(has(&d, path_in(tmpdir, "t.conf"), line_of(text, marker), msg));
+    diag_free(&d);
+}
+
+static void
+expect_ok(const char *extra)
+{
+    struct diag d = DIAG_INIT;
+    CHECK_INT(load_extra(extra, &d, NULL), 0);
+    CHECK_INT(d.n, 0);
+    for (size_t i = 0; i < d.n; i++) {
+        fprintf(stderr, "  unexpected: %s\n", d.lines[i]);
+    }
+    diag_free(&d);
+}
+
+static void
+test_single_errors(void)
+{
+    expect_ok(QUEUE_JOBS("plugin = \"welcome-email\";"));
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; wait_time = 21;"), "wait_time",
+               "queue 'jobs': wait_time: 21 is out of range (0-20)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; visibility_timeout = 43201;"), "visibility",
+               "queue 'jobs': visibility_timeout: 43201 is out of range (1-43200)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; concurrency = 0;"), "concurrency",
+               "queue 'jobs': concurrency: 0 is out of range (1-1024)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; max_attempts = 1001;"), "max_attempts",
+               "queue 'jobs': max_attempts: 1001 is out of range (1-1000)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; backoff = { base = -1; };"), "base",
+               "queue 'jobs': backoff.base: -1 is out of range (must be at least 0)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; backoff = { bse = 1; };"), "bse",
+               "unknown setting 'bse' in the backoff of queue 'jobs' (did you mean 'base'?)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; backoff = 3;"), "backoff",
+               "queue 'jobs': backoff: expected a group, got an integer");
+    /* 64-bit integers are fine where they fit. */
+    expect_ok("workers = 4L;\n" QUEUE_JOBS("plugin = \"welcome-email\";"));
+    expect_one("workers = 5000000000L;\n" QUEUE_JOBS("plugin = \"welcome-email\";"), "workers",
+               "workers: 5000000000 is out of range (1-256)");
+    expect_one("max_message_bytes = 1023;\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
+               "max_message", "max_message_bytes: 1023 is out of range (1024-1048576)");
+    expect_one("idempotency2 = 1;\n" QUEUE_JOBS("plugin = \"welcome-email\";"), "idempotency2",
+               "unknown setting 'idempotency2' (did you mean 'idempotency'?)");
+}
+
+static void
+test_queue_rules(void)
+{
+    /* FIFO queues need a FIFO DLQ, standard ones a standard DLQ. */
+    expect_ok("queues = ( { name = \"f\"; url = \"http://h/0/f.fifo\";\n"
+              "  dlq_url = \"http://h/0/f-dlq.fifo\"; plugin = \"welcome-email\"; } );\n");
+    expect_one("queues = ( { name = \"f\"; url = \"http://h/0/f.fifo\";\n"
+               "  dlq_url = \"http://h/0/f-dlq\"; plugin = \"welcome-email\"; } );\n",
+               "dlq_url", "queue 'f': dlq_url: must be a FIFO queue (ending in .fifo) like url");
+    expect_one("queues = ( { name = \"s\"; url = \"http://h/0/s\";\n"
+               "  dlq_url = \"http://h/0/s-dlq.fifo\"; plugin = \"welcome-email\"; } );\n",
+               "dlq_url",
+               "queue 's': dlq_url: must be a standard queue like url, not a FIFO queue");
+    expect_one("queues = ( { name = \"s\"; url = \"http://h/0/s\";\n"
+               "  plugin = \"welcome-email\"; } );\n",
+               "{ name = \"s\"", "queue 's': missing required setting 'dlq_url'");
+    expect_one("queues = ( { name = \"s\"; url = \"http://h/0/s\";\n"
+               "  dlq_url = \"http://h/0/s\"; plugin = \"welcome-email\"; } );\n",
+               "dlq_url", "queue 's': dlq_url: must be another queue than url");
+    expect_one("queues = ( { url = \"http://h/0/s\";\n"
+               "  dlq_url = \"http://h/0/s-dlq\"; plugin = \"welcome-email\"; } );\n",
+               "{ url", "queue 1: missing required setting 'name'");
+    expect_one("queues = ();\n", "queues", "queues: at least one queue is required");
+    expect_one("queues = ( 1 );\n", "queues", "queues: entry 1: expected a group, got an integer");
+    /* Routing. */
+    expect_ok(QUEUE_JOBS("route_by = \"meta.kind\";\n"
+                         "  routes = ( { value = \"a\"; plugin = \"welcome-email\"; } );"));
+    expect_one(QUEUE_JOBS("route_by = \"meta..kind\";\n"
+                          "  routes = ( { value = \"a\"; plugin = \"welcome-email\"; } );"),
+               "route_by",
+               "queue 'jobs': route_by 'meta..kind' must be a body path like \"a.b\" "
+               "or \"attr:Name\"");
+    expect_one(QUEUE_JOBS("route_by = \"attr:Type\";"), "{ name = \"jobs\"",
+               "queue 'jobs': 'route_by' needs 'routes'");
+    expect_one(QUEUE_JOBS("route_by = \"attr:Type\";\n"
+                          "  routes = ( { value = \"a\"; plugin = \"welcome-email\"; },\n"
+                          "    { value = \"a\"; plugin = \"welcome-email\"; } );"),
+               "    { value", "queue 'jobs': duplicate route value 'a' (first at line 6)");
+    expect_one(
+        QUEUE_JOBS("route_by = \"attr:Type\";\n"
+                   "  routes = ( { value = \"a\"; plugin = \"welcome-email\"; plugn = 1; } );"),
+        "plugn",
+        "unknown setting 'plugn' in route 1 of queue 'jobs' (did you mean "
+        "'plugin'?)");
+}
+
+static void
+test_plugin_rules(void)
+{
+    char extra[1024];
+    /* A relative plugin_dir is taken from the configuration's directory:
+     * MINIMAL_HEAD's "plugins" works whatever the working directory. */
+    expect_ok(QUEUE_JOBS("plugin = \"welcome-email\";"));
+    snprintf(extra, sizeof(extra), "plugins2 = 1;\n" QUEUE_JOBS("plugin = \"welcome-email\";"));
+    expect_one(extra, "plugins2", "unknown setting 'plugins2' (did you mean 'plugins'?)");
+    struct diag d = DIAG_INIT;
+    struct config *c = NULL;
+    CHECK_INT(
+        load("idempotency = { dsn = \"x\"; };\n"
+             "plugins = ( { name = \"p\"; path = \"p.so\"; } );\n" QUEUE_JOBS("plugin = \"p\";"),
+             0, &c, &d),
+        -1);
+    char msg[512];
+    snprintf(msg, sizeof(msg), "plugin 'p': %s/p.so: No such file or directory",
+             TWICE_DEFAULT_PLUGIN_DIR);
+    CHECK(has(&d, path_in(tmpdir, "t.conf"), 2, msg));
+    CHECK_INT(d.n, 1);
+    diag_free(&d);
+}
+
+/* A data file copied into tmpdir; its path there (static buffer). */
+static const char *
+copy_data(const char *name)
+{
+    char rel[256];
+    snprintf(rel, sizeof(rel), "tests/unit/data/config/%s", name);
+    char *text = read_source(rel);
+    CHECK(text != NULL);
+    const char *path = path_in(tmpdir, name);
+    write_file(path, text != NULL ? text : "");
+    free(text);
+    return path;
+}
+
+static void
+test_syntax_errors(void)
+{
+    const char *file = copy_data("syntax.conf");
+    char *text = read_source("tests/unit/data/config/syntax.conf");
+    for (int from_text = 0; from_text <= 1; from_text++) {
+        struct diag d = DIAG_INIT;
+        struct config *c = NULL;
+        CHECK_INT(config_load(file, from_text ? text : NULL, &c, &d), -1);
+        CHECK(c == NULL);
+        CHECK_INT(d.n, 1);
+        CHECK(has(&d, file, 5, "syntax error"));
+        diag_free(&d);
+    }
+    free(text);
+    /* libconfig's other parse errors keep its words. */
+    expect_one("workers = 2;\nworkers = 3;\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
+               "workers = 3", "syntax error: duplicate setting name");
+    /* An unreadable file is one line, without a line number. */
+    struct diag d = DIAG_INIT;
+    struct config *c = NULL;
+    char msg[512];
+    const char *missing = path_in(tmpdir, "nonexistent.conf");
+    CHECK_INT(config_load(missing, NULL, &c, &d), -1);
+    snprintf(msg, sizeof(msg), "%s: cannot read the configuration: No such file or directory",
+             missing);
+    CHECK(has_bare(&d, msg));
+    CHECK_INT(d.n, 1);
+    diag_free(&d);
+}
+
+/* Problems inside an @include'd file name that file and its own line. */
+static void
+test_include(void)
+{
+    const char *inc = copy_data("include-queues.inc");
+    char incpath[512];
+    snprintf(incpath, sizeof(incpath), "%s", inc);
+    const char *main_file = copy_data("include-main.conf");
+    char *text = read_source("tests/unit/data/config/include-main.conf");
+    for (int from_text = 0; from_text <= 1; from_text++) {
+        struct diag d = DIAG_INIT;
+        struct config *c = NULL;
+        CHECK_INT(config_load(main_file, from_text ? text : NULL, &c, &d), -1);
+        CHECK_INT(d.n, 1);
+        CHECK(has(&d, incpath, 8,
+                  "unknown setting 'bacth_size' in queue 'jobs' (did you mean 'batch_size'?)"));
+        diag_free(&d);
+    }
+    free(text);
+}
+
+static void
+test_required(void)
+{
+    struct diag d = DIAG_INIT;
+    struct config *c = NULL;
+    const char *file = path_in(tmpdir, "t.conf");
+    char msg[512];
+    CHECK_INT(load("workers = 2;\n", 0, &c, &d), -1);
+    CHECK_INT(d.n, 2);
+    snprintf(msg, sizeof(msg), "%s: idempotency: missing required setting 'dsn'", file);
+    CHECK(has_bare(&d, msg));
+    snprintf(msg, sizeof(msg), "%s: queues: at least one queue is required", file);
+    CHECK(has_bare(&d, msg));
+    diag_free(&d);
+    const char *text = "idempotency = { table = \"t\"; };\n" QUEUE_JOBS("plugin = \"a\";");
+    CHECK_INT(load(text, 0, &c, &d), -1);
+    CHECK_INT(d.n, 2);
+    CHECK(has(&d, file, 1, "idempotency: missing required setting 'dsn'"));
+    CHECK(has(&d, file, line_of(text, "plugin ="), "queue 'jobs': plugin 'a' is not configured"));
+    diag_free(&d);
+}
+
+static void
+test_alerts_metrics(void)
+{
+    static const char *const good[] = {"0.0.0.0:9464", "localhost:1", "[::]:65535", "[::1]:9464",
+                                       ""};
+    static const char *const bad[] = {"127.0.0.1", "[::1]9464", "host:0",  "host:65536",
+                                      "::1:80",    ":80",       "[zz]:80", "host:8x"};
+    char extra[1024];
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        snprintf(extra, sizeof(extra),
+                 "metrics = { listen = \"%s\"; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
+                 good[i]);
+        expect_ok(extra);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(extra, sizeof(extra),
+                 "metrics = { listen = \"%s\"; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
+                 bad[i]);
+        expect_one(extra, "listen",
+                   "metrics.listen: must be \"host:port\" or \"[ipv6]:port\" "
+                   "with a port of 1-65535, or \"\" to disable");
+    }
+    /* smtp.to may be one string. */
+    struct diag d = DIAG_INIT;
+    struct config *c = NULL;
+    CHECK_INT(
+        load_extra("alerts = { smtp = { url = \"smtps://m:465\"; from = \"a@b\";\n"
+                   "  to = \"ops@example.com\"; }; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
+                   &d, &c),
+        0);
+    if (c != NULL) {
+        CHECK_INT(c->alerts.smtp.nto, 1);
+        CHECK_STR(c->alerts.smtp.to[0], "ops@example.com");
+        CHECK(c->alerts.smtp.password == NULL);
+    }
+    config_free(c);
+    diag_free(&d);
+    expect_one("alerts = { smtp = { url = \"smtp://m\"; from = \"a@b\"; to = ();\n"
+               "  }; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
+               "to = ()", "alerts.smtp.to: needs at least one address");
+    expect_one(
+        "alerts = { webhook = { url = \"hooks.example.com/secret-token\"; }; };\n" QUEUE_JOBS(
+            "plugin = \"welcome-email\";"),
+        "webhook", "alerts.webhook.url: must start with http:// or https://");
+}
+
+static void
+test_restart_needed(void)
+{
+    struct diag d = DIAG_INIT;
+    struct config *a = NULL, *b = NULL, *n = NULL;
+    CHECK_INT(load_extra("user = \"alice\";\n" QUEUE_JOBS("plugin = \"welcome-email\";"), &d, &a),
+              0);
+    CHECK_INT(load_extra("user = \"bob\";\n" QUEUE_JOBS("plugin = \"welcome-email\";"), &d, &b),
+              0);
+    CHECK_INT(load_extra(QUEUE_JOBS("plugin = \"welcome-email\";"), &d, &n), 0);
+    CHECK_INT(d.n, 0);
+    if (a == NULL || b == NULL || n == NULL) {
+        goto out;
+    }
+    CHECK_INT(config_restart_needed(a, a, &d), 0);
+    CHECK_INT(config_restart_needed(n, n, &d), 0);
+    CHECK_INT(d.n, 0);
+    CHECK_INT(config_restart_needed(a, b, &d), 1);
+    CHECK_INT(d.n, 1);
+    if (d.n == 1) {
+        CHECK_CONTAINS(d.lines[0], "user: changing it needs a restart (reload keeps 'alice')");
+        CHECK(strncmp(d.lines[0], b->file, strlen(b->file)) == 0);
+    }
+    CHECK_INT(config_restart_needed(n, a, &d), 1);
+    CHECK_INT(config_restart_needed(a, n, &d), 1);
+    CHECK_INT(d.n, 3);
+out:
+    config_free(a);
+    config_free(b);
+    config_free(n);
+    diag_free(&d);
+}
+
+/* etc/twice.conf, the reference, loads cleanly once its bundled plugins
+ * exist: the test appends a plugin_dir (the file leaves it at the default)
+ * pointing at empty stand-ins. As shipped, the only problems allowed are
+ * the three plugin files missing from the default plugin_dir. */
+static void
+test_reference_conf(void)
+{
+    char *text = read_source("etc/twice.conf");
+    CHECK(text != NULL);
+    if (text == NULL) {
+        return;
+    }
+    const char *file = path_in(tmpdir, "twice.conf");
+    size_t n = strlen(text);
+    snprintf(text + n, (1 << 20) - n, "\nplugin_dir = \"%s\";\n", plugdir);
+    write_file(file, text);
+    struct diag d = DIAG_INIT;
+    struct config *c = NULL;
+    CHECK_INT(config_load(file, NULL, &c, &d), 0);
+    CHECK_INT(d.n, 0);
+    for (size_t i = 0; i < d.n; i++) {
+        fprintf(stderr, "  %s\n", d.lines[i]);
+    }
+    if (c != NULL) {
+        CHECK_INT(c->nplugins, 3);
+        CHECK_INT(c->nqueues, 3);
+        CHECK(config_find_queue(c, "welcome") != NULL);
+        CHECK(config_find_queue(c, "matches") != NULL);
+        CHECK(config_find_queue(c, "sync") != NULL && config_find_queue(c, "sync")->fifo);
+        CHECK_STR(config_find_queue(c, "matches")->plugin, "match-recompute");
+        CHECK_INT(c->workers, 2);
+        CHECK_INT(c->idempotency.retention, 604800);
+        CHECK(c->metrics.listen == NULL);
+    }
+    config_free(c);
+    diag_free(&d);
+
+    text[n] = '\0'; /* as shipped */
+    write_file(file, text);
+    CHECK_INT(config_load(file, NULL, &c, &d), d.n == 0 ? 0 : -1);
+    for (size_t i = 0; i < d.n; i++) {
+        CHECK_CONTAINS(d.lines[i], ": No such file or directory");
+        CHECK_CONTAINS(d.lines[i], TWICE_DEFAULT_PLUGIN_DIR "/");
+    }
+    CHECK(d.n == 0 || d.n == 3);
+    config_free(c);
+    diag_free(&d);
+    free(text);
+}
+
+int
+main(void)
+{
+    setup();
+    test_full();
+    test_defaults();
+    test_many_errors();
+    test_single_errors();
+    test_queue_rules();
+    test_plugin_rules();
+    test_syntax_errors();
+    test_include();
+    test_required();
+    test_alerts_metrics();
+    test_restart_needed();
+    test_reference_conf();
+    teardown();
+    return check_done("test-config");
+}
