@@ -534,6 +534,12 @@ test_single_errors(void)
                "unknown setting 'bse' in the backoff of queue 'jobs' (did you mean 'base'?)");
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; backoff = 3;"), "backoff",
                "queue 'jobs': backoff: expected a group, got an integer");
+    /* Two edits away still gets a suggestion; three do not. */
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; visiblity_timout = 3;"), "visiblity_timout",
+               "unknown setting 'visiblity_timout' in queue 'jobs' (did you mean "
+               "'visibility_timeout'?)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; visiblty_timout = 3;"), "visiblty_timout",
+               "unknown setting 'visiblty_timout' in queue 'jobs'");
     /* 64-bit integers are fine where they fit. */
     expect_ok("workers = 4L;\n" QUEUE_JOBS("plugin = \"welcome-email\";"));
     expect_one("workers = 5000000000L;\n" QUEUE_JOBS("plugin = \"welcome-email\";"), "workers",
