@@ -71,8 +71,8 @@ under_home(const char *rest)
 char *
 awsconfig_path(enum awsconfig_kind kind, const char **shown)
 {
-    const char *var = kind == AWSCONFIG_CREDENTIALS ? "AWS_SHARED_CREDENTIALS_FILE"
-                                                    : "AWS_CONFIG_FILE";
+    const char *var =
+        kind == AWSCONFIG_CREDENTIALS ? "AWS_SHARED_CREDENTIALS_FILE" : "AWS_CONFIG_FILE";
     const char *dflt = kind == AWSCONFIG_CREDENTIALS ? "~/.aws/credentials" : "~/.aws/config";
     const char *path = env_nonempty(var);
 

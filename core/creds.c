@@ -260,8 +260,7 @@ profile_creds(const struct profile_provider *pp, const struct awsconfig_section 
                    pre, pp->profile);
         return 0;
     }
-    snprintf(provider, sizeof(provider), "profile:%.*s", (int) sizeof(provider) - 9,
-             pp->profile);
+    snprintf(provider, sizeof(provider), "profile:%.*s", (int) sizeof(provider) - 9, pp->profile);
     return creds_set(out, akid, secret, token, 0, provider) == 0 ? 1 : -1;
 }
 

@@ -10,6 +10,7 @@
 #include "creds_provider.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +22,8 @@
 #define SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 
 static const char *const vars[] = {
-    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",       "AWS_SESSION_TOKEN",
-    "AWS_SECURITY_TOKEN", "AWS_CREDENTIAL_EXPIRATION",  "AWS_PROFILE",
+    "AWS_ACCESS_KEY_ID",  "AWS_SECRET_ACCESS_KEY",       "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN", "AWS_CREDENTIAL_EXPIRATION",   "AWS_PROFILE",
     "AWS_CONFIG_FILE",    "AWS_SHARED_CREDENTIALS_FILE", "HOME",
 };
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
@@ -491,8 +492,7 @@ test_copy_clear(void)
 {
     struct creds a, b;
 
-    CHECK_INT(creds_set(&a, "AKID", SECRET, "tok", 42, "a-provider-name-longer-than-32-bytes"),
-              0);
+    CHECK_INT(creds_set(&a, "AKID", SECRET, "tok", 42, "a-provider-name-longer-than-32-bytes"), 0);
     CHECK_STR(a.provider, "a-provider-name-longer-than-32-");
     CHECK_INT(creds_copy(&b, &a), 0);
     CHECK(b.secret_access_key != a.secret_access_key);
@@ -506,19 +506,19 @@ test_copy_clear(void)
     creds_clear(&b);
 }
 
+static int
+remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void) st;
+    (void) flag;
+    (void) ftw;
+    return remove(path);
+}
+
 static void
 remove_tree(const char *dir)
 {
-    static const char *const files[] = {"c1", "c2", "c3", "c4", "c5", "f1", "f2", "f3", "f4",
-                                        "f5", "home/.aws/credentials", "home/.aws/config",
-                                        "home/.aws", "home", "empty"};
-    char path[256];
-
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-        remove(path);
-    }
-    CHECK_INT(rmdir(dir), 0);
+    CHECK_INT(nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0);
 }
 
 int
