@@ -1,0 +1,64 @@
+/*
+ * awsconfig.h - the AWS shared files (~/.aws/credentials, ~/.aws/config):
+ * where they are and what a profile's section says, read the way botocore
+ * reads them. Not a general INI library; nothing here logs.
+ */
+#ifndef TWICE_AWSCONFIG_H
+#define TWICE_AWSCONFIG_H
+
+enum awsconfig_kind {
+    AWSCONFIG_CREDENTIALS, /* sections are [NAME] */
+    AWSCONFIG_CONFIG       /* sections are [profile NAME], and [default] */
+};
+
+enum awsconfig_status {
+    AWSCONFIG_OK,         /* the profile's section was found */
+    AWSCONFIG_NO_FILE,    /* the file does not exist */
+    AWSCONFIG_NO_SECTION, /* the file has no section for the profile */
+    AWSCONFIG_ERROR       /* errno says why: ENOMEM, EACCES, EISDIR... */
+};
+
+/* One profile's keys and values. Values may be secrets: they are wiped
+ * when the section is freed. */
+struct awsconfig_section;
+
+/*
+ * The file's path: AWS_SHARED_CREDENTIALS_FILE / AWS_CONFIG_FILE (a
+ * leading "~/" is expanded), else ~/.aws/credentials / ~/.aws/config.
+ * Returns a string the caller frees, or NULL with errno ENOMEM, or ENOENT
+ * when the home directory is unknown. *shown (may be NULL) gets the name
+ * to put in messages: the variable's value, or "~/.aws/credentials";
+ * borrowed, valid until the environment changes.
+ */
+char *awsconfig_path(enum awsconfig_kind kind, const char **shown);
+
+/* profile, else AWS_PROFILE when set and not empty, else "default".
+ * Borrowed: valid while profile and the environment are unchanged. */
+const char *awsconfig_profile_name(const char *profile);
+
+/*
+ * Read the section for `profile` from the file at path. Comments are whole
+ * lines starting with '#' or ';'; keys are case-insensitive; blanks
+ * around '=' and at the ends of values are dropped; indented lines after a
+ * key continue it (nested settings such as "s3 =") and are not keys of
+ * their own. A section or key given twice: the last one wins, as sections
+ * merge. On AWSCONFIG_OK, *out is the caller's (awsconfig_section_free).
+ */
+enum awsconfig_status awsconfig_read_profile(const char *path, enum awsconfig_kind kind,
+                                             const char *profile, struct awsconfig_section **out);
+
+/* The value of key (any case), or NULL. Borrowed from s. */
+const char *awsconfig_get(const struct awsconfig_section *s, const char *key);
+
+void awsconfig_section_free(struct awsconfig_section *s);
+
+/*
+ * A key of the config file's profile (profile NULL: AWS_PROFILE, else
+ * "default"), honouring AWS_CONFIG_FILE: used for `region`. Returns 1 with
+ * *out a string the caller frees; 0 with *out NULL when the file, the
+ * profile or the key is absent; -1 with errno set when the file cannot be
+ * read or memory runs out.
+ */
+int awsconfig_profile_value(const char *profile, const char *key, char **out);
+
+#endif
