@@ -113,6 +113,8 @@ int sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_re
                 size_t max_body_bytes, struct sqs_message **msgs, size_t *n,
                 struct sqs_error *err);
 void sqs_messages_free(struct sqs_message *msgs, size_t n);
+/* Free what one message owns and zero it (for a message moved out of the array). */
+void sqs_message_clear(struct sqs_message *m);
 
 /* One entry of a batch call (at most 10 per call). */
 struct sqs_batch_entry {

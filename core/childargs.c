@@ -1,0 +1,178 @@
+/*
+ * childargs.c - the command line between the master and its children (see
+ * childargs.h). The format is private to one twiced binary: the master
+ * only ever execs itself.
+ */
+#include "childargs.h"
+
+#include "buf.h"
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+void
+childargs_build(const struct childargs *a, char store[][24], char **argv)
+{
+    int n = 0, s = 0;
+    argv[n++] = "twiced";
+    argv[n++] = a->mode == CHILD_WORKER ? "--worker" : "--probe";
+#define NUM(flag, v)                                                                              \
+    do {                                                                                          \
+        snprintf(store[s], 24, "%d", (int) (v));                                                  \
+        argv[n++] = flag;                                                                         \
+        argv[n++] = store[s++];                                                                   \
+    } while (0)
+    NUM("--config-fd", a->config_fd);
+    NUM("--shm-fd", a->shm_fd);
+    NUM("--ctl-fd", a->ctl_fd);
+    NUM("--slot", a->slot);
+    NUM("--generation", a->generation);
+    NUM("--master-pid", a->master_pid);
+#undef NUM
+    argv[n++] = "--config-path";
+    argv[n++] = (char *) a->config_path;
+    argv[n] = NULL;
+}
+
+static int
+parse_int(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || *s == '\0' || *end != '\0' || v < -1 || v > 0x7fffffff) {
+        return -1;
+    }
+    *out = (int) v;
+    return 0;
+}
+
+int
+childargs_parse(int argc, char **argv, struct childargs *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    out->config_fd = out->shm_fd = out->ctl_fd = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--worker") == 0 || strcmp(a, "--probe") == 0) {
+            out->mode = a[2] == 'w' ? CHILD_WORKER : CHILD_PROBE;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            snprintf(err, errlen, "%s needs a value", a);
+            return -1;
+        }
+        const char *v = argv[++i];
+        int n = 0;
+        if (strcmp(a, "--config-path") == 0) {
+            out->config_path = v;
+            continue;
+        }
+        if (parse_int(v, &n) != 0) {
+            snprintf(err, errlen, "%s: bad number %s", a, v);
+            return -1;
+        }
+        if (strcmp(a, "--config-fd") == 0) {
+            out->config_fd = n;
+        } else if (strcmp(a, "--shm-fd") == 0) {
+            out->shm_fd = n;
+        } else if (strcmp(a, "--ctl-fd") == 0) {
+            out->ctl_fd = n;
+        } else if (strcmp(a, "--slot") == 0) {
+            out->slot = n;
+        } else if (strcmp(a, "--generation") == 0) {
+            out->generation = n;
+        } else if (strcmp(a, "--master-pid") == 0) {
+            out->master_pid = (pid_t) n;
+        } else {
+            snprintf(err, errlen, "unknown option %s", a);
+            return -1;
+        }
+    }
+    if (out->mode == 0 || out->config_fd < 0 || out->config_path == NULL) {
+        snprintf(err, errlen, "internal command line incomplete (this mode is for twiced itself)");
+        return -1;
+    }
+    return 0;
+}
+
+char *
+childargs_read_fd(int fd, size_t *len)
+{
+    struct buf b = BUF_INIT;
+    char chunk[8192];
+    if (lseek(fd, 0, SEEK_SET) < 0 && errno != ESPIPE) {
+        return NULL;
+    }
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            buf_free(&b);
+            return NULL;
+        }
+        if (n == 0) {
+            break;
+        }
+        buf_append(&b, chunk, (size_t) n);
+    }
+    if (len != NULL) {
+        *len = b.len;
+    }
+    char *s = buf_steal(&b);
+    if (s == NULL) {
+        errno = ENOMEM;
+    }
+    return s;
+}
+
+int
+childargs_load_config(const struct childargs *a, struct config **out, char *err, size_t errlen)
+{
+    char *text = childargs_read_fd(a->config_fd, NULL);
+    if (text == NULL) {
+        snprintf(err, errlen, "reading the configuration snapshot: %s", strerror(errno));
+        return -1;
+    }
+    close(a->config_fd);
+    struct diag d = DIAG_INIT;
+    int rc = config_load(a->config_path, text, out, &d);
+    free(text);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s%s", d.n > 0 ? d.lines[0] : "invalid configuration",
+                 d.n > 1 ? " (and more problems)" : "");
+    }
+    diag_free(&d);
+    return rc;
+}
+
+int
+childargs_memfd(const char *text, size_t len)
+{
+    int fd = memfd_create("twice-config", 0);
+    if (fd < 0) {
+        return -1;
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = write(fd, text + off, len - off);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            int saved = errno;
+            close(fd);
+            errno = saved;
+            return -1;
+        }
+        off += (size_t) n;
+    }
+    return fd;
+}

@@ -1,0 +1,53 @@
+/*
+ * childargs.h - how the master starts its children (workers and config
+ * probes) and how they read what they were given: the exact configuration
+ * text the master validated (in a memfd), the shared region, the pipe to
+ * report readiness on, their slot and generation. Children are the twiced
+ * binary itself, re-executed, so each generation loads plugin files fresh.
+ */
+#ifndef TWICE_CHILDARGS_H
+#define TWICE_CHILDARGS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct config;
+
+enum childargs_mode {
+    CHILD_WORKER = 1,
+    CHILD_PROBE = 2
+};
+
+struct childargs {
+    enum childargs_mode mode;
+    int config_fd;           /* memfd with the configuration text */
+    const char *config_path; /* the file it came from (messages, @include) */
+    int shm_fd;              /* -1: none */
+    int ctl_fd;              /* write "R" when ready; -1: none */
+    int slot;
+    int generation;
+    pid_t master_pid;
+};
+
+#define CHILDARGS_MAX 24
+
+/* Fill argv (at most CHILDARGS_MAX entries, NULL-terminated) for exec;
+ * numbers are formatted into store (owned by the caller, kept until exec). */
+void childargs_build(const struct childargs *a, char store[][24], char **argv);
+
+/* Parse the child's command line (after "--worker" or "--probe"). */
+int childargs_parse(int argc, char **argv, struct childargs *out, char *err, size_t errlen);
+
+/* Read the snapshot and parse it. On errors err holds the first problem
+ * and the count. */
+int childargs_load_config(const struct childargs *a, struct config **out, char *err,
+                          size_t errlen);
+
+/* A memfd holding text (for config_fd), or -1 with errno. */
+int childargs_memfd(const char *text, size_t len);
+
+/* Read a whole file descriptor (from offset 0) into a malloc'd,
+ * NUL-terminated string; NULL with errno on failure. */
+char *childargs_read_fd(int fd, size_t *len);
+
+#endif

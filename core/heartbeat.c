@@ -1,0 +1,146 @@
+/*
+ * heartbeat.c - extending visibility and leases of jobs in flight, and
+ * giving them back at the drain deadline (see heartbeat.h). Registry jobs
+ * belong to their handler threads: only fields fixed at claim time
+ * (queue, receipt handle, key) are read here, plus extended_at, which
+ * only the acker's thread writes.
+ */
+#include "heartbeat.h"
+
+#include "acker.h"
+#include "config.h"
+#include "idem.h"
+#include "job.h"
+#include "log.h"
+#include "metrics.h"
+#include "sqs.h"
+#include "worker.h"
+
+#include <stdio.h>
+
+#define HEARTBEAT_MAX 1024
+
+/* Set visibility for up to n jobs of one queue, ten per call. Returns how
+ * many calls failed as a whole. */
+static int
+set_visibility(struct sqs_client *c, struct twice_job **jobs, size_t n, int vis)
+{
+    int failures = 0;
+    for (size_t at = 0; at < n; at += 10) {
+        size_t m = n - at < 10 ? n - at : 10;
+        struct sqs_batch_entry e[10];
+        struct sqs_batch_result r[10];
+        char ids[10][8];
+        for (size_t i = 0; i < m; i++) {
+            snprintf(ids[i], sizeof(ids[i]), "h%zu", i);
+            e[i].id = ids[i];
+            e[i].receipt_handle = jobs[at + i]->msg.receipt_handle;
+            e[i].visibility_timeout = vis;
+        }
+        struct sqs_error err;
+        if (sqs_change_visibility_batch(c, jobs[0]->queue->cfg->url, e, m, r, &err) != 0) {
+            char desc[512];
+            sqs_error_describe(&err, "ChangeMessageVisibilityBatch", desc, sizeof(desc));
+            log_warn("queue %s: heartbeat: %s", jobs[0]->queue->cfg->name, desc);
+            failures++;
+        }
+    }
+    return failures;
+}
+
+/* Keys of the claimed jobs among jobs[0..n). */
+static size_t
+claimed_keys(struct twice_job **jobs, size_t n, const char **keys)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (jobs[i]->claimed) {
+            keys[k++] = jobs[i]->key;
+        }
+    }
+    return k;
+}
+
+/* Extend one queue's due jobs: visibility first, then leases. */
+static void
+extend_queue(struct acker *a, struct twice_job **jobs, size_t n, const struct timespec *now)
+{
+    const struct config *cfg = acker_worker(a)->cfg;
+    const struct config_queue *qc = jobs[0]->queue->cfg;
+    const char *keys[HEARTBEAT_MAX];
+    int extended[HEARTBEAT_MAX];
+    char err[512];
+    set_visibility(acker_sqs(a), jobs, n, qc->visibility_timeout);
+    size_t k = claimed_keys(jobs, n, keys);
+    struct idem_store *s = acker_store(a);
+    if (k > 0 && s != NULL) {
+        int lease = qc->visibility_timeout + cfg->idempotency.lease_margin;
+        if (idem_extend_batch(s, keys, k, lease, extended, err, sizeof(err)) != 0) {
+            metrics_count(MET_PG_ERRORS, "extend", NULL, NULL, 1);
+            log_warn("queue %s: extending %zu leases failed: %s", qc->name, k, err);
+        } else {
+            for (size_t i = 0; i < k; i++) {
+                if (!extended[i]) {
+                    log_warn("queue %s: key %s: lease lost while running", qc->name, keys[i]);
+                }
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        jobs[i]->extended_at = *now;
+    }
+    metrics_count(MET_EXTENSIONS, qc->name, NULL, NULL, n);
+}
+
+void
+heartbeat_run(struct acker *a, const struct timespec *now)
+{
+    struct twice_job *all[HEARTBEAT_MAX];
+    struct twice_job *due[HEARTBEAT_MAX];
+    size_t n = acker_registry_snapshot(a, all, HEARTBEAT_MAX);
+    struct worker *w = acker_worker(a);
+    for (size_t qi = 0; qi < w->nqueues; qi++) {
+        struct wqueue *q = &w->queues[qi];
+        double half = q->cfg->visibility_timeout / 2.0;
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (all[i]->queue == q && job_elapsed(&all[i]->extended_at, now) >= half) {
+                due[m++] = all[i];
+            }
+        }
+        if (m > 0) {
+            extend_queue(a, due, m, now);
+        }
+    }
+}
+
+void
+heartbeat_give_back(struct acker *a)
+{
+    struct twice_job *all[HEARTBEAT_MAX];
+    struct twice_job *mine[HEARTBEAT_MAX];
+    const char *keys[HEARTBEAT_MAX];
+    char err[512];
+    size_t n = acker_registry_snapshot(a, all, HEARTBEAT_MAX);
+    struct worker *w = acker_worker(a);
+    for (size_t qi = 0; qi < w->nqueues; qi++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (all[i]->queue == &w->queues[qi]) {
+                mine[m++] = all[i];
+            }
+        }
+        if (m == 0) {
+            continue;
+        }
+        size_t k = claimed_keys(mine, m, keys);
+        struct idem_store *s = acker_store(a);
+        if (k > 0 && (s == NULL || idem_release_batch(s, keys, k, err, sizeof(err)) != 0)) {
+            log_warn("queue %s: drain deadline: releasing %zu keys failed (their leases "
+                     "will lapse)", w->queues[qi].cfg->name, k);
+        }
+        set_visibility(acker_sqs(a), mine, m, 0);
+        log_warn("queue %s: drain deadline: gave back %zu unfinished jobs",
+                 w->queues[qi].cfg->name, m);
+    }
+}

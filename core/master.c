@@ -1,0 +1,671 @@
+/*
+ * master.c - the master process: supervises generations of worker
+ * processes and never loads plugin code. It validates the configuration
+ * (and, in a probe child, its plugins) before anything starts; respawns a
+ * dead worker with backoff and says why it died and which message it was
+ * on; on SIGHUP builds a new generation, waits until it is ready and only
+ * then lets the old one drain; on SIGTERM drains everything and exits 0.
+ * Signal handlers only set flags; the loop below acts on them.
+ */
+#include "master.h"
+
+#include "childargs.h"
+#include "config.h"
+#include "httpd.h"
+#include "janitor.h"
+#include "log.h"
+#include "metrics.h"
+#include "notify.h"
+#include "probe.h"
+#include "shm.h"
+#include "spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROBE_TIMEOUT 60          /* seconds a plugin check may take */
+#define READY_TIMEOUT 120         /* seconds a new generation has to get ready */
+#define RESPAWN_BASE_MS 500       /* first respawn delay */
+#define RESPAWN_CAP_MS 30000      /* longest respawn delay */
+#define RESPAWN_STABLE_S 60       /* a worker alive this long resets its backoff */
+
+struct proc {
+    pid_t pid; /* 0: free */
+    int gen;
+    int index;    /* its place in its generation */
+    int ready;
+    int ctl;      /* read end of its readiness pipe, -1 once ready */
+    int draining; /* told to stop */
+    time_t started;
+};
+
+struct generation {
+    int id;
+    struct config *cfg;
+    char *text;
+    size_t len;
+    int config_fd;
+    int nworkers;
+    int *failures;         /* per index: consecutive early deaths */
+    long long *respawn_at; /* per index: monotonic ms to start one, 0: none due */
+    time_t deadline;       /* a starting generation must be ready by then */
+};
+
+struct master {
+    const char *path;
+    struct spawn_user user;
+    char *user_name; /* the user workers run as; changing it needs a restart */
+    int shm_fd;
+    struct proc procs[SHM_PROCS];
+    struct generation *cur;
+    struct generation *next; /* being started by a reload */
+    int next_id;
+    int stopping;
+    int killed;     /* we had to SIGKILL someone on the way out */
+    time_t stop_deadline;
+    int ready_announced;
+    struct janitor *janitor;
+    struct httpd *httpd;
+};
+
+static volatile sig_atomic_t got_hup, got_term, got_chld;
+
+static void
+on_signal(int sig)
+{
+    if (sig == SIGHUP) {
+        got_hup = 1;
+    } else if (sig == SIGCHLD) {
+        got_chld = 1;
+    } else {
+        got_term++;
+    }
+}
+
+static long long
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+gen_free(struct generation *g)
+{
+    if (g == NULL) {
+        return;
+    }
+    config_free(g->cfg);
+    if (g->text != NULL) {
+        explicit_bzero(g->text, g->len);
+    }
+    free(g->text);
+    if (g->config_fd >= 0) {
+        close(g->config_fd);
+    }
+    free(g->failures);
+    free(g->respawn_at);
+    free(g);
+}
+
+/* Read and validate a configuration (and its plugins, in a probe child).
+ * Problems are added to d. */
+static struct generation *
+gen_load(const char *path, struct diag *d)
+{
+    struct generation *g = calloc(1, sizeof(*g));
+    if (g == NULL) {
+        diag_add(d, path, 0, "out of memory");
+        return NULL;
+    }
+    g->config_fd = -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    g->text = fd >= 0 ? childargs_read_fd(fd, &g->len) : NULL;
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (g->text == NULL) {
+        diag_add(d, path, 0, "%s", strerror(errno));
+        gen_free(g);
+        return NULL;
+    }
+    if (config_load(path, g->text, &g->cfg, d) != 0 ||
+        probe_run(path, g->text, g->len, PROBE_TIMEOUT, d) != 0) {
+        gen_free(g);
+        return NULL;
+    }
+    g->nworkers = g->cfg->workers;
+    g->failures = calloc((size_t) g->nworkers, sizeof(*g->failures));
+    g->respawn_at = calloc((size_t) g->nworkers, sizeof(*g->respawn_at));
+    g->config_fd = childargs_memfd(g->text, g->len);
+    if (g->failures == NULL || g->respawn_at == NULL || g->config_fd < 0) {
+        diag_add(d, path, 0, "cannot prepare the workers: %s", strerror(errno));
+        gen_free(g);
+        return NULL;
+    }
+    fcntl(g->config_fd, F_SETFD, FD_CLOEXEC);
+    return g;
+}
+
+static struct proc *
+find_proc(struct master *m, pid_t pid)
+{
+    for (int i = 0; i < SHM_PROCS; i++) {
+        if (m->procs[i].pid == pid) {
+            return &m->procs[i];
+        }
+    }
+    return NULL;
+}
+
+static int
+free_slot(struct master *m)
+{
+    struct shm_region *r = shm_region();
+    for (int i = 0; i < SHM_PROCS; i++) {
+        if (m->procs[i].pid == 0 && __atomic_load_n(&r->procs[i].pid, __ATOMIC_ACQUIRE) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void
+shm_reset_slot(int slot, pid_t pid, int gen)
+{
+    struct shm_proc *p = &shm_region()->procs[slot];
+    for (int i = 0; i < SHM_JOBS; i++) {
+        __atomic_store_n(&p->jobs[i].used, 0, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&p->crashed_job, -1, __ATOMIC_RELEASE);
+    p->generation = gen;
+    __atomic_store_n(&p->pid, pid, __ATOMIC_RELEASE);
+}
+
+static int
+spawn_worker(struct master *m, struct generation *g, int index)
+{
+    char err[256];
+    int slot = free_slot(m);
+    int ctl[2];
+    if (slot < 0) {
+        log_error("no free worker slot (at most %d worker processes)", SHM_PROCS);
+        return -1;
+    }
+    if (pipe2(ctl, O_CLOEXEC) != 0) {
+        log_error("cannot start a worker: pipe: %s", strerror(errno));
+        return -1;
+    }
+    struct childargs a = {CHILD_WORKER, g->config_fd, m->path, m->shm_fd, ctl[1], slot, g->id,
+                          getpid()};
+    shm_reset_slot(slot, -1, g->id);
+    pid_t pid = spawn_child(&a, -1, &m->user, err, sizeof(err));
+    close(ctl[1]);
+    if (pid < 0) {
+        close(ctl[0]);
+        shm_reset_slot(slot, 0, 0);
+        log_error("cannot start a worker: %s", err);
+        return -1;
+    }
+    shm_reset_slot(slot, pid, g->id);
+    struct proc *p = &m->procs[slot];
+    memset(p, 0, sizeof(*p));
+    p->pid = pid;
+    p->gen = g->id;
+    p->index = index;
+    p->ctl = ctl[0];
+    p->started = time(NULL);
+    g->respawn_at[index] = 0;
+    log_debug("started worker %d (generation %d, slot %d)", (int) pid, g->id, slot);
+    return 0;
+}
+
+static void
+signal_gen(struct master *m, int gen, int sig, int mark_draining)
+{
+    for (int i = 0; i < SHM_PROCS; i++) {
+        struct proc *p = &m->procs[i];
+        if (p->pid > 0 && (gen < 0 || p->gen == gen)) {
+            kill(p->pid, sig);
+            p->draining |= mark_draining;
+        }
+    }
+}
+
+static int
+count_procs(const struct master *m, int gen, int ready_only)
+{
+    int n = 0;
+    for (int i = 0; i < SHM_PROCS; i++) {
+        const struct proc *p = &m->procs[i];
+        if (p->pid > 0 && (gen < 0 || p->gen == gen) && (!ready_only || p->ready)) {
+            n++;
+        }
+    }
+    return n;
+}
+
+static void
+start_gen(struct master *m, struct generation *g)
+{
+    g->id = ++m->next_id;
+    g->deadline = time(NULL) + READY_TIMEOUT;
+    for (int i = 0; i < g->nworkers; i++) {
+        if (spawn_worker(m, g, i) != 0) {
+            g->respawn_at[i] = now_ms() + RESPAWN_BASE_MS;
+        }
+    }
+}
+
+/* Master-owned settings take effect on start and on every reload. */
+static void
+apply_master_settings(struct master *m, const struct config *c)
+{
+    log_set_level(c->log.level);
+    log_set_format(c->log.format);
+    if (log_open(c->log.file) != 0) {
+        log_error("log.file %s: %s (logging to stderr)", c->log.file, strerror(errno));
+        log_open(NULL);
+    }
+    janitor_stop(m->janitor);
+    m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table,
+                               c->idempotency.retention, c->idempotency.janitor_interval,
+                               c->idempotency.janitor_batch);
+    char err[256];
+    if (httpd_apply(&m->httpd, c, err, sizeof(err)) != 0) {
+        log_error("metrics: %s (metrics and health endpoints are off)", err);
+    }
+}
+
+/* "killed by signal 11 (Segmentation fault) while running plugin crashy on
+ * message 123 (queue jobs)" - what a dead worker was doing, from the
+ * shared process table. */
+static void
+describe_death(int slot, int status, char *out, size_t cap)
+{
+    struct shm_proc *p = &shm_region()->procs[slot];
+    size_t n;
+    if (WIFSIGNALED(status)) {
+        n = (size_t) snprintf(out, cap, "killed by signal %d (%s)", WTERMSIG(status),
+                              strsignal(WTERMSIG(status)));
+    } else {
+        n = (size_t) snprintf(out, cap, "exited with code %d", WEXITSTATUS(status));
+    }
+    int crashed = __atomic_load_n(&p->crashed_job, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < SHM_JOBS && n < cap; i++) {
+        struct shm_job *j = &p->jobs[i];
+        if (__atomic_load_n(&j->used, __ATOMIC_ACQUIRE) != 2) {
+            continue;
+        }
+        const char *what = i == crashed ? "while running" : "with in flight";
+        if (crashed >= 0 && i != crashed) {
+            continue;
+        }
+        n += (size_t) snprintf(out + n, cap - n, "%s plugin %s on message %s (queue %s)",
+                               n > 0 ? (i == crashed ? " " : "; ") : "", j->plugin,
+                               j->message_id, j->queue);
+        (void) what;
+    }
+}
+
+static void
+schedule_respawn(struct master *m, struct generation *g, struct proc *p, const char *cause)
+{
+    int i = p->index;
+    if (time(NULL) - p->started >= RESPAWN_STABLE_S) {
+        g->failures[i] = 0;
+    }
+    g->failures[i]++;
+    long long delay = RESPAWN_BASE_MS;
+    for (int k = 1; k < g->failures[i] && delay < RESPAWN_CAP_MS; k++) {
+        delay *= 2;
+    }
+    if (delay > RESPAWN_CAP_MS) {
+        delay = RESPAWN_CAP_MS;
+    }
+    g->respawn_at[i] = now_ms() + delay;
+    metrics_count(MET_RESTARTS, cause, NULL, NULL, 1);
+    log_info("restarting worker %d of generation %d in %.1fs", i, g->id, (double) delay / 1000);
+    (void) m;
+}
+
+/* A starting generation failed: its workers drain, the running one stays. */
+static void
+abandon_next(struct master *m, const char *why)
+{
+    log_error("reload failed: %s; generation %d keeps running", why,
+              m->cur != NULL ? m->cur->id : 0);
+    metrics_count(MET_RELOADS, "failed", NULL, NULL, 1);
+    signal_gen(m, m->next->id, SIGTERM, 1);
+    gen_free(m->next);
+    m->next = NULL;
+    notify_ready("running (reload failed)");
+}
+
+static void
+reap(struct master *m)
+{
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        struct proc *p = find_proc(m, pid);
+        if (p == NULL) {
+            continue; /* a probe child, waited for elsewhere */
+        }
+        int slot = (int) (p - m->procs);
+        char what[1024];
+        describe_death(slot, status, what, sizeof(what));
+        int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        struct generation *g = m->cur != NULL && p->gen == m->cur->id ? m->cur
+                               : m->next != NULL && p->gen == m->next->id ? m->next
+                                                                          : NULL;
+        if (p->draining || m->stopping) {
+            if (clean) {
+                log_info("worker %d (generation %d) drained and exited", (int) pid, p->gen);
+            } else {
+                log_warn("worker %d (generation %d) %s while draining", (int) pid, p->gen, what);
+            }
+        } else {
+            log_error("worker %d (generation %d) %s", (int) pid, p->gen, what);
+        }
+        if (p->ctl >= 0) {
+            close(p->ctl);
+        }
+        metrics_forget_proc(slot);
+        int was_ready = p->ready, draining = p->draining;
+        struct proc dead = *p;
+        memset(p, 0, sizeof(*p));
+        shm_reset_slot(slot, 0, 0);
+        if (g == NULL || draining || m->stopping) {
+            continue;
+        }
+        if (g == m->next && !was_ready) {
+            abandon_next(m, "a worker of the new generation died while starting");
+            continue;
+        }
+        schedule_respawn(m, g, &dead, WIFSIGNALED(status) ? "signal" : "exit");
+    }
+}
+
+static void
+read_ready(struct master *m, int slot)
+{
+    struct proc *p = &m->procs[slot];
+    char c;
+    ssize_t n = read(p->ctl, &c, 1);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+        return;
+    }
+    close(p->ctl);
+    p->ctl = -1;
+    if (n == 1 && c == 'R') {
+        p->ready = 1;
+    }
+}
+
+static void
+status_line(struct master *m, char *out, size_t cap)
+{
+    snprintf(out, cap, "generation %d: %d/%d workers ready", m->cur->id,
+             count_procs(m, m->cur->id, 1), m->cur->nworkers);
+}
+
+/* Progress of generations: the first one's readiness, a reload's switch. */
+static void
+check_generations(struct master *m)
+{
+    char status[128];
+    if (m->next != NULL) {
+        if (count_procs(m, m->next->id, 1) == m->next->nworkers) {
+            struct generation *old = m->cur;
+            m->cur = m->next;
+            m->next = NULL;
+            signal_gen(m, old->id, SIGTERM, 1);
+            log_info("reload done: generation %d ready, generation %d draining", m->cur->id,
+                     old->id);
+            metrics_count(MET_RELOADS, "ok", NULL, NULL, 1);
+            gen_free(old);
+            status_line(m, status, sizeof(status));
+            notify_ready(status);
+        } else if (time(NULL) > m->next->deadline) {
+            abandon_next(m, "the new generation did not get ready in time");
+        }
+    }
+    int all_ready = m->cur != NULL && count_procs(m, m->cur->id, 1) == m->cur->nworkers;
+    httpd_set_ready(m->httpd, all_ready);
+    if (!m->ready_announced && all_ready) {
+        m->ready_announced = 1;
+        status_line(m, status, sizeof(status));
+        log_info("ready: %s", status);
+        notify_ready(status);
+    }
+}
+
+static void
+reload(struct master *m)
+{
+    if (m->next != NULL) {
+        log_warn("reload requested while generation %d is still starting; ignored",
+                 m->next->id);
+        return;
+    }
+    notify_reloading();
+    log_info("reloading %s", m->path);
+    struct diag d = DIAG_INIT;
+    struct generation *g = gen_load(m->path, &d);
+    for (size_t i = 0; i < d.n; i++) {
+        log_error("reload: %s", d.lines[i]);
+    }
+    if (g == NULL) {
+        diag_free(&d);
+        log_error("reload refused (%zu problems); generation %d keeps running unchanged", d.n,
+                  m->cur->id);
+        metrics_count(MET_RELOADS, "failed", NULL, NULL, 1);
+        notify_ready("running (reload refused)");
+        return;
+    }
+    diag_free(&d);
+    if (config_restart_needed(m->cur->cfg, g->cfg, &d) > 0) {
+        for (size_t i = 0; i < d.n; i++) {
+            log_warn("reload: %s", d.lines[i]);
+        }
+    }
+    diag_free(&d);
+    apply_master_settings(m, g->cfg);
+    m->next = g;
+    start_gen(m, g);
+}
+
+static void
+respawn_due(struct master *m)
+{
+    struct generation *gens[2] = {m->cur, m->next};
+    long long now = now_ms();
+    for (int k = 0; k < 2; k++) {
+        struct generation *g = gens[k];
+        for (int i = 0; g != NULL && i < g->nworkers; i++) {
+            if (g->respawn_at[i] != 0 && g->respawn_at[i] <= now && spawn_worker(m, g, i) != 0) {
+                g->respawn_at[i] = now + RESPAWN_CAP_MS;
+            }
+        }
+    }
+}
+
+static int
+next_timeout(const struct master *m)
+{
+    long long next = now_ms() + 1000;
+    for (int i = 0; m->cur != NULL && i < m->cur->nworkers; i++) {
+        if (m->cur->respawn_at[i] != 0 && m->cur->respawn_at[i] < next) {
+            next = m->cur->respawn_at[i];
+        }
+    }
+    long long left = next - now_ms();
+    return left < 0 ? 0 : (int) left;
+}
+
+static void
+begin_stop(struct master *m)
+{
+    if (!m->stopping) {
+        m->stopping = 1;
+        m->stop_deadline = time(NULL) + m->cur->cfg->drain_timeout + 15;
+        notify_stopping();
+        log_info("stopping: draining %d workers", count_procs(m, -1, 0));
+        signal_gen(m, -1, SIGTERM, 1);
+    } else if (got_term > 1) {
+        /* A second signal: workers give back what runs and leave at once. */
+        log_warn("second stop signal: workers give back their jobs now");
+        signal_gen(m, -1, SIGTERM, 1);
+        m->stop_deadline = time(NULL) + 5;
+        got_term = 1;
+    }
+    if (time(NULL) > m->stop_deadline && count_procs(m, -1, 0) > 0) {
+        log_error("workers did not stop in time: killing them");
+        signal_gen(m, -1, SIGKILL, 1);
+        m->killed = 1;
+        m->stop_deadline = time(NULL) + 5;
+    }
+}
+
+static void
+loop_once(struct master *m, const sigset_t *wait_mask)
+{
+    struct pollfd pfd[SHM_PROCS];
+    int slots[SHM_PROCS];
+    nfds_t n = 0;
+    for (int i = 0; i < SHM_PROCS; i++) {
+        if (m->procs[i].pid > 0 && m->procs[i].ctl >= 0) {
+            pfd[n].fd = m->procs[i].ctl;
+            pfd[n].events = POLLIN;
+            slots[n++] = i;
+        }
+    }
+    int ms = next_timeout(m);
+    struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000L};
+    int rc = ppoll(pfd, n, &ts, wait_mask);
+    for (nfds_t i = 0; rc > 0 && i < n; i++) {
+        if (pfd[i].revents != 0) {
+            read_ready(m, slots[i]);
+        }
+    }
+    if (got_chld) {
+        got_chld = 0;
+        reap(m);
+    }
+    if (got_term) {
+        begin_stop(m);
+    }
+    if (got_hup) {
+        got_hup = 0;
+        if (!m->stopping) {
+            reload(m);
+        }
+    }
+    if (!m->stopping) {
+        respawn_due(m);
+        check_generations(m);
+    }
+}
+
+static void
+install_signals(sigset_t *wait_mask)
+{
+    sigset_t block;
+    sigemptyset(&block);
+    int sigs[] = {SIGHUP, SIGTERM, SIGINT, SIGQUIT, SIGCHLD};
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+        sigaddset(&block, sigs[i]);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    sigprocmask(SIG_BLOCK, &block, wait_mask);
+    sigdelset(wait_mask, SIGHUP);
+    sigdelset(wait_mask, SIGTERM);
+    sigdelset(wait_mask, SIGINT);
+    sigdelset(wait_mask, SIGQUIT);
+    sigdelset(wait_mask, SIGCHLD);
+}
+
+static void
+print_problems(const struct diag *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        fprintf(stderr, "%s\n", d->lines[i]);
+    }
+}
+
+int
+master_check(const char *path)
+{
+    struct diag d = DIAG_INIT;
+    struct generation *g = gen_load(path, &d);
+    print_problems(&d);
+    if (g != NULL) {
+        printf("%s: configuration and %zu plugins OK\n", path, g->cfg->nplugins);
+    }
+    int rc = g != NULL ? 0 : 1;
+    diag_free(&d);
+    gen_free(g);
+    return rc;
+}
+
+int
+master_run(const char *path)
+{
+    struct master m;
+    char err[256];
+    memset(&m, 0, sizeof(m));
+    m.path = path;
+    log_set_role("master");
+    struct diag d = DIAG_INIT;
+    struct generation *g = gen_load(path, &d);
+    print_problems(&d);
+    diag_free(&d);
+    if (g == NULL) {
+        log_error("not starting: %s has problems (listed above)", path);
+        return 1;
+    }
+    if (spawn_resolve_user(g->cfg->user, &m.user, err, sizeof(err)) != 0) {
+        log_error("not starting: %s", err);
+        gen_free(g);
+        return 1;
+    }
+    m.shm_fd = shm_create();
+    if (m.shm_fd < 0) {
+        log_error("not starting: shared memory: %s", strerror(errno));
+        gen_free(g);
+        return 1;
+    }
+    fcntl(m.shm_fd, F_SETFD, FD_CLOEXEC);
+    metrics_set_proc(-1);
+    sigset_t wait_mask;
+    install_signals(&wait_mask);
+    apply_master_settings(&m, g->cfg);
+    log_info("twiced starting: %d workers, %zu queues, %zu plugins", g->cfg->workers,
+             g->cfg->nqueues, g->cfg->nplugins);
+    m.cur = g;
+    start_gen(&m, g);
+    while (!m.stopping || count_procs(&m, -1, 0) > 0) {
+        loop_once(&m, &wait_mask);
+    }
+    httpd_stop(m.httpd);
+    janitor_stop(m.janitor);
+    gen_free(m.cur);
+    gen_free(m.next);
+    log_info("stopped");
+    return m.killed ? 1 : 0;
+}

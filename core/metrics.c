@@ -1,0 +1,401 @@
+/*
+ * metrics.c - series in the shared region (shm.h): found or created by
+ * open addressing on (metric, labels, process), updated with atomics, and
+ * rendered by the master in the Prometheus text format. Counters are
+ * integers; gauges and sums are doubles stored as their bits.
+ */
+#include "metrics.h"
+
+#include "buf.h"
+#include "shm.h"
+#include "version.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <twice/plugin.h>
+
+static int this_proc = -1;
+
+static const double duration_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                          2.5,   5,    10,    30,   60,  120,  300};
+#define NBUCKETS (sizeof(duration_buckets) / sizeof(duration_buckets[0]))
+
+enum kind { COUNTER, GAUGE, PROC_GAUGE, HISTOGRAM };
+
+static const struct {
+    const char *name;
+    enum kind kind;
+    const char *labels[3];
+    const char *help;
+} defs[MET_COUNT_] = {
+    [MET_RECEIVED] = {"twice_messages_received_total", COUNTER, {"queue"},
+                      "Messages received from SQS."},
+    [MET_FINISHED] = {"twice_jobs_finished_total", COUNTER, {"queue", "plugin", "outcome"},
+                      "Jobs finished, by outcome (done, retry, rejected, deadlettered)."},
+    [MET_DEADLETTERED] = {"twice_dead_lettered_total", COUNTER, {"queue", "plugin", "reason"},
+                          "Messages twice sent to a dead-letter queue, by reason."},
+    [MET_DUPLICATES] = {"twice_duplicates_skipped_total", COUNTER, {"queue", "plugin", "kind"},
+                        "Duplicate deliveries absorbed: completed key or live lease."},
+    [MET_CONFLICTS] = {"twice_payload_conflicts_total", COUNTER, {"queue", "plugin"},
+                       "Completed keys seen again with a different payload."},
+    [MET_EXTENSIONS] = {"twice_lease_extensions_total", COUNTER, {"queue"},
+                        "Visibility and lease extensions by the heartbeat."},
+    [MET_SQS_REQUESTS] = {"twice_sqs_requests_total", COUNTER, {"action", "result"},
+                          "SQS requests by action and result."},
+    [MET_SQS_ERRORS] = {"twice_sqs_errors_total", COUNTER, {"action", "code"},
+                        "SQS errors by action and error code."},
+    [MET_PG_ERRORS] = {"twice_pg_errors_total", COUNTER, {"operation"},
+                       "PostgreSQL errors by operation."},
+    [MET_DLQ_DEPTH] = {"twice_dlq_depth", GAUGE, {"queue"},
+                       "ApproximateNumberOfMessages of each queue's DLQ."},
+    [MET_ALERTS] = {"twice_alerts_total", COUNTER, {"sink", "result"},
+                    "Alerts by sink and result (sent, failed)."},
+    [MET_RESTARTS] = {"twice_worker_restarts_total", COUNTER, {"cause"},
+                      "Worker processes restarted, by cause."},
+    [MET_RELOADS] = {"twice_reloads_total", COUNTER, {"result"},
+                     "Configuration reloads by result (ok, failed)."},
+    [MET_INFLIGHT] = {"twice_jobs_in_flight", PROC_GAUGE, {"queue", "plugin"},
+                      "Jobs inside handle() right now."},
+    [MET_DURATION] = {"twice_handler_duration_seconds", HISTOGRAM, {"queue", "plugin"},
+                      "Time spent in handle()."},
+    [MET_P99] = {"twice_handler_p99_seconds", GAUGE, {"queue", "plugin"},
+                 "p99 of handle() duration over the recent window."},
+    [MET_LAST_RECEIVE] = {"twice_last_receive_timestamp_seconds", GAUGE, {"queue"},
+                          "Unix time of the last successful ReceiveMessage."},
+};
+
+void
+metrics_set_proc(int proc_slot)
+{
+    this_proc = proc_slot;
+}
+
+static uint64_t
+hash_series(int m, int proc, const char *const l[3])
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t) (m * 31 + proc + 7);
+    for (int i = 0; i < 3; i++) {
+        for (const char *p = l[i] != NULL ? l[i] : ""; *p; p++) {
+            h = (h ^ (unsigned char) *p) * 1099511628211ull;
+        }
+        h = (h ^ 0xff) * 1099511628211ull;
+    }
+    return h;
+}
+
+static int
+same_series(const struct shm_series *s, int m, int proc, const char *const l[3])
+{
+    if (s->metric != m || s->proc != proc) {
+        return 0;
+    }
+    for (int i = 0; i < 3; i++) {
+        char want[SHM_LABEL];
+        snprintf(want, sizeof(want), "%s", l[i] != NULL ? l[i] : "");
+        if (strcmp(s->labels[i], want) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The series for (m, labels, proc), created when absent; NULL when the
+ * table is full or not mapped. */
+static struct shm_series *
+series(int m, int proc, const char *l1, const char *l2, const char *l3)
+{
+    struct shm_region *r = shm_region();
+    if (r == NULL) {
+        return NULL;
+    }
+    const char *l[3] = {l1, l2, l3};
+    uint64_t h = hash_series(m, proc, l);
+    for (size_t probe = 0; probe < SHM_SERIES; probe++) {
+        struct shm_series *s = &r->series[(h + probe) % SHM_SERIES];
+        int st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+        if (st == 0) {
+            int expected = 0;
+            if (__atomic_compare_exchange_n(&s->state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE)) {
+                s->metric = m;
+                s->proc = proc;
+                for (int i = 0; i < 3; i++) {
+                    snprintf(s->labels[i], SHM_LABEL, "%s", l[i] != NULL ? l[i] : "");
+                }
+                __atomic_store_n(&s->state, 2, __ATOMIC_RELEASE);
+                return s;
+            }
+            st = expected;
+        }
+        while (st == 1) { /* another process is writing its labels: a few stores */
+            st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+        }
+        if (same_series(s, m, proc, l)) {
+            return s;
+        }
+    }
+    return NULL;
+}
+
+static double
+bits_to_double(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof(d));
+    return d;
+}
+
+static uint64_t
+double_to_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof(u));
+    return u;
+}
+
+static void
+add_double(struct shm_series *s, double delta)
+{
+    uint64_t old = __atomic_load_n(&s->value, __ATOMIC_RELAXED);
+    uint64_t new_;
+    do {
+        new_ = double_to_bits(bits_to_double(old) + delta);
+    } while (!__atomic_compare_exchange_n(&s->value, &old, new_, 1, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+}
+
+void
+metrics_count(enum metric m, const char *l1, const char *l2, const char *l3, uint64_t n)
+{
+    struct shm_series *s = series(m, -1, l1, l2, l3);
+    if (s != NULL) {
+        __atomic_fetch_add(&s->value, n, __ATOMIC_RELAXED);
+    }
+}
+
+void
+metrics_gauge_set(enum metric m, const char *l1, const char *l2, double v)
+{
+    struct shm_series *s = series(m, defs[m].kind == PROC_GAUGE ? this_proc : -1, l1, l2, NULL);
+    if (s != NULL) {
+        __atomic_store_n(&s->value, double_to_bits(v), __ATOMIC_RELAXED);
+    }
+}
+
+void
+metrics_gauge_add(enum metric m, const char *l1, const char *l2, double delta)
+{
+    struct shm_series *s = series(m, defs[m].kind == PROC_GAUGE ? this_proc : -1, l1, l2, NULL);
+    if (s != NULL) {
+        add_double(s, delta);
+    }
+}
+
+double
+metrics_gauge_get(enum metric m, const char *l1, const char *l2)
+{
+    struct shm_series *s = series(m, -1, l1, l2, NULL);
+    return s != NULL ? bits_to_double(__atomic_load_n(&s->value, __ATOMIC_RELAXED)) : 0;
+}
+
+/* Buckets are counter series with le in the third label; the sum is a
+ * double series with le "sum", the count an integer series "count". */
+void
+metrics_observe(enum metric m, const char *l1, const char *l2, double seconds)
+{
+    char le[32];
+    for (size_t i = 0; i < NBUCKETS; i++) {
+        if (seconds <= duration_buckets[i]) {
+            snprintf(le, sizeof(le), "%g", duration_buckets[i]);
+            metrics_count(m, l1, l2, le, 1);
+            break;
+        }
+    }
+    struct shm_series *sum = series(m, -1, l1, l2, "sum");
+    if (sum != NULL) {
+        add_double(sum, seconds);
+    }
+    metrics_count(m, l1, l2, "count", 1);
+}
+
+void
+metrics_forget_proc(int proc_slot)
+{
+    struct shm_region *r = shm_region();
+    if (r == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < SHM_SERIES; i++) {
+        struct shm_series *s = &r->series[i];
+        if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == 2 && s->proc == proc_slot) {
+            __atomic_store_n(&s->value, double_to_bits(0), __ATOMIC_RELAXED);
+        }
+    }
+}
+
+/* Prometheus label values escape backslash, double quote and newline. */
+static void
+put_label_value(struct buf *out, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"') {
+            buf_putc(out, '\\');
+            buf_putc(out, *v);
+        } else if (*v == '\n') {
+            buf_puts(out, "\\n");
+        } else {
+            buf_putc(out, *v);
+        }
+    }
+}
+
+/* name{l1="v1",l2="v2"[,extra]} with only the metric's declared labels. */
+static void
+put_series_name(struct buf *out, const char *name, int m, const char labels[3][SHM_LABEL],
+                const char *extra)
+{
+    int first = 1;
+    buf_puts(out, name);
+    for (int i = 0; i < 3 && defs[m].labels[i] != NULL; i++) {
+        buf_printf(out, "%s%s=\"", first ? "{" : ",", defs[m].labels[i]);
+        put_label_value(out, labels[i]);
+        buf_putc(out, '"');
+        first = 0;
+    }
+    if (extra != NULL) {
+        buf_printf(out, "%s%s", first ? "{" : ",", extra);
+        first = 0;
+    }
+    if (!first) {
+        buf_putc(out, '}');
+    }
+}
+
+static int
+labels_equal(const struct shm_series *a, const struct shm_series *b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (strcmp(a->labels[i], b->labels[i]) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int
+is_ready(const struct shm_series *s, int m)
+{
+    return __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == 2 && s->metric == m;
+}
+
+/* Per-process gauges: the sum over processes of the series with the same
+ * labels, printed once (at the first such series). */
+static void
+render_proc_gauge(struct buf *out, const struct shm_region *r, int m)
+{
+    for (size_t i = 0; i < SHM_SERIES; i++) {
+        const struct shm_series *s = &r->series[i];
+        if (!is_ready(s, m)) {
+            continue;
+        }
+        int seen = 0;
+        double sum = 0;
+        for (size_t k = 0; k < SHM_SERIES && !seen; k++) {
+            const struct shm_series *o = &r->series[k];
+            if (is_ready(o, m) && labels_equal(o, s, 3)) {
+                if (k < i) {
+                    seen = 1;
+                }
+                sum += bits_to_double(__atomic_load_n(&o->value, __ATOMIC_RELAXED));
+            }
+        }
+        if (!seen) {
+            put_series_name(out, defs[m].name, m, s->labels, NULL);
+            buf_printf(out, " %.17g\n", sum);
+        }
+    }
+}
+
+static uint64_t
+hist_value(const struct shm_region *r, int m, const struct shm_series *group, const char *le)
+{
+    for (size_t k = 0; k < SHM_SERIES; k++) {
+        const struct shm_series *o = &r->series[k];
+        if (is_ready(o, m) && labels_equal(o, group, 2) && strcmp(o->labels[2], le) == 0) {
+            return __atomic_load_n(&o->value, __ATOMIC_RELAXED);
+        }
+    }
+    return 0;
+}
+
+static void
+render_histogram(struct buf *out, const struct shm_region *r, int m)
+{
+    char name[128], le[48];
+    for (size_t i = 0; i < SHM_SERIES; i++) {
+        const struct shm_series *s = &r->series[i];
+        if (!is_ready(s, m) || strcmp(s->labels[2], "count") != 0) {
+            continue; /* one group per "count" series */
+        }
+        uint64_t cumulative = 0;
+        snprintf(name, sizeof(name), "%s_bucket", defs[m].name);
+        for (size_t b = 0; b < NBUCKETS; b++) {
+            snprintf(le, sizeof(le), "%g", duration_buckets[b]);
+            cumulative += hist_value(r, m, s, le);
+            snprintf(le, sizeof(le), "le=\"%g\"", duration_buckets[b]);
+            put_series_name(out, name, m, s->labels, le);
+            buf_printf(out, " %llu\n", (unsigned long long) cumulative);
+        }
+        uint64_t count = __atomic_load_n(&s->value, __ATOMIC_RELAXED);
+        put_series_name(out, name, m, s->labels, "le=\"+Inf\"");
+        buf_printf(out, " %llu\n", (unsigned long long) count);
+        snprintf(name, sizeof(name), "%s_sum", defs[m].name);
+        put_series_name(out, name, m, s->labels, NULL);
+        buf_printf(out, " %.17g\n", bits_to_double(hist_value(r, m, s, "sum")));
+        snprintf(name, sizeof(name), "%s_count", defs[m].name);
+        put_series_name(out, name, m, s->labels, NULL);
+        buf_printf(out, " %llu\n", (unsigned long long) count);
+    }
+}
+
+static void
+render_plain(struct buf *out, const struct shm_region *r, int m)
+{
+    for (size_t i = 0; i < SHM_SERIES; i++) {
+        const struct shm_series *s = &r->series[i];
+        if (!is_ready(s, m) || s->proc != -1) {
+            continue;
+        }
+        uint64_t v = __atomic_load_n(&s->value, __ATOMIC_RELAXED);
+        put_series_name(out, defs[m].name, m, s->labels, NULL);
+        if (defs[m].kind == COUNTER) {
+            buf_printf(out, " %llu\n", (unsigned long long) v);
+        } else {
+            buf_printf(out, " %.17g\n", bits_to_double(v));
+        }
+    }
+}
+
+int
+metrics_render(struct buf *out)
+{
+    static const char *const type_names[] = {"counter", "gauge", "gauge", "histogram"};
+    struct shm_region *r = shm_region();
+    buf_printf(out, "# HELP twice_build_info Version of twiced and of its plugin ABI.\n"
+                    "# TYPE twice_build_info gauge\n"
+                    "twice_build_info{version=\"%s\",abi=\"%d.%d\"} 1\n",
+               TWICE_VERSION, TWICE_ABI_MAJOR, TWICE_ABI_MINOR);
+    for (int m = 0; m < MET_COUNT_ && r != NULL; m++) {
+        buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", defs[m].name, defs[m].help,
+                   defs[m].name, type_names[defs[m].kind]);
+        if (defs[m].kind == PROC_GAUGE) {
+            render_proc_gauge(out, r, m);
+        } else if (defs[m].kind == HISTOGRAM) {
+            render_histogram(out, r, m);
+        } else {
+            render_plain(out, r, m);
+        }
+    }
+    return out->failed ? -1 : 0;
+}

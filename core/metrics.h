@@ -1,0 +1,60 @@
+/*
+ * metrics.h - counters, gauges and histograms shared by all processes.
+ *
+ * The master maps one shared memory region before it starts workers; every
+ * process adds to it with atomic operations, so counting costs no IPC and
+ * the totals survive a worker's death and a reload (counters never go
+ * backwards). Series are created on first use, keyed by metric and labels.
+ * The master renders them in the Prometheus text format (metrics_render).
+ */
+#ifndef TWICE_METRICS_H
+#define TWICE_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct buf;
+
+enum metric {
+    MET_RECEIVED = 0,    /* counter: queue */
+    MET_FINISHED,        /* counter: queue, plugin, outcome done|retry|rejected|deadlettered */
+    MET_DEADLETTERED,    /* counter: queue, plugin, reason */
+    MET_DUPLICATES,      /* counter: queue, plugin, kind completed|lease */
+    MET_CONFLICTS,       /* counter: queue, plugin */
+    MET_EXTENSIONS,      /* counter: queue */
+    MET_SQS_REQUESTS,    /* counter: action, result ok|error */
+    MET_SQS_ERRORS,      /* counter: action, code */
+    MET_PG_ERRORS,       /* counter: operation */
+    MET_DLQ_DEPTH,       /* gauge (master): queue */
+    MET_ALERTS,          /* counter: sink, result sent|failed */
+    MET_RESTARTS,        /* counter: cause */
+    MET_RELOADS,         /* counter: result ok|failed */
+    MET_INFLIGHT,        /* gauge, per process: queue, plugin */
+    MET_DURATION,        /* histogram: queue, plugin */
+    MET_P99,             /* gauge (worker-published): queue, plugin */
+    MET_LAST_RECEIVE,    /* gauge: queue; unix time of the last successful receive */
+    MET_COUNT_
+};
+
+/* Series live in the shared region of shm.h (shm_create / shm_attach);
+ * before it is mapped every call is a no-op. proc_slot identifies this
+ * process for per-process gauges (-1 in the master). */
+void metrics_set_proc(int proc_slot);
+
+/* Add n to a counter. Labels may be NULL where the metric has fewer. */
+void metrics_count(enum metric m, const char *l1, const char *l2, const char *l3, uint64_t n);
+/* Set / add to a gauge. Per-process gauges (MET_INFLIGHT) are summed over
+ * live processes at render time. */
+void metrics_gauge_set(enum metric m, const char *l1, const char *l2, double v);
+void metrics_gauge_add(enum metric m, const char *l1, const char *l2, double delta);
+/* Observe a handler duration in seconds. */
+void metrics_observe(enum metric m, const char *l1, const char *l2, double seconds);
+
+/* Master: forget a dead process's per-process gauges. */
+void metrics_forget_proc(int proc_slot);
+/* A gauge's current value (0 when absent): for readiness checks and tests. */
+double metrics_gauge_get(enum metric m, const char *l1, const char *l2);
+/* Render every series in the Prometheus text exposition format. */
+int metrics_render(struct buf *out);
+
+#endif

@@ -1,0 +1,97 @@
+/*
+ * shm.c - creating, mapping and the process table of the shared region
+ * (see shm.h). Metrics series are managed by metrics.c.
+ */
+#include "shm.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define SHM_MAGIC 0x54575348u
+
+static struct shm_region *region;
+static _Thread_local int thread_job = -1;
+
+struct shm_region *
+shm_region(void)
+{
+    return region;
+}
+
+int
+shm_create(void)
+{
+    int fd = memfd_create("twice-shm", 0);
+    if (fd < 0) {
+        return -1;
+    }
+    if (ftruncate(fd, (off_t) sizeof(struct shm_region)) != 0 || shm_attach(fd) != 0) {
+        close(fd);
+        return -1;
+    }
+    region->magic = SHM_MAGIC;
+    region->size = (uint32_t) sizeof(struct shm_region);
+    for (int i = 0; i < SHM_PROCS; i++) {
+        region->procs[i].crashed_job = -1;
+    }
+    return fd;
+}
+
+int
+shm_attach(int fd)
+{
+    void *p = mmap(NULL, sizeof(struct shm_region), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        return -1;
+    }
+    region = p;
+    return 0;
+}
+
+static void
+copy_field(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src != NULL ? src : "");
+}
+
+int
+shm_job_begin(int proc_slot, const char *queue, const char *plugin, const char *message_id)
+{
+    if (region == NULL || proc_slot < 0 || proc_slot >= SHM_PROCS) {
+        return -1;
+    }
+    struct shm_proc *p = &region->procs[proc_slot];
+    for (int i = 0; i < SHM_JOBS; i++) {
+        int expected = 0;
+        if (__atomic_compare_exchange_n(&p->jobs[i].used, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            copy_field(p->jobs[i].queue, sizeof(p->jobs[i].queue), queue);
+            copy_field(p->jobs[i].plugin, sizeof(p->jobs[i].plugin), plugin);
+            copy_field(p->jobs[i].message_id, sizeof(p->jobs[i].message_id), message_id);
+            __atomic_store_n(&p->jobs[i].used, 2, __ATOMIC_RELEASE);
+            thread_job = i;
+            return i;
+        }
+    }
+    return -1;
+}
+
+void
+shm_job_end(int proc_slot, int idx)
+{
+    thread_job = -1;
+    if (region == NULL || proc_slot < 0 || proc_slot >= SHM_PROCS || idx < 0) {
+        return;
+    }
+    __atomic_store_n(&region->procs[proc_slot].jobs[idx].used, 0, __ATOMIC_RELEASE);
+}
+
+void
+shm_mark_crash(int proc_slot)
+{
+    if (region != NULL && proc_slot >= 0 && proc_slot < SHM_PROCS) {
+        __atomic_store_n(&region->procs[proc_slot].crashed_job, thread_job, __ATOMIC_RELEASE);
+    }
+}

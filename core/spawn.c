@@ -1,0 +1,95 @@
+/*
+ * spawn.c - fork and exec of the master's children (see spawn.h). The
+ * binary is /proc/self/exe, so a child always runs the master's own
+ * version even if the package was upgraded under it.
+ */
+#include "spawn.h"
+
+#include "childargs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int
+spawn_resolve_user(const char *name, struct spawn_user *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    out->uid = (uid_t) -1;
+    out->gid = (gid_t) -1;
+    if (name == NULL || name[0] == '\0') {
+        return 0;
+    }
+    errno = 0;
+    struct passwd *pw = getpwnam(name);
+    if (pw == NULL) {
+        snprintf(err, errlen, "user %s: %s", name, errno ? strerror(errno) : "no such user");
+        return -1;
+    }
+    out->uid = pw->pw_uid;
+    out->gid = pw->pw_gid;
+    snprintf(out->name, sizeof(out->name), "%s", name);
+    return 0;
+}
+
+static void
+keep_fd(int fd)
+{
+    if (fd >= 0) {
+        int flags = fcntl(fd, F_GETFD);
+        if (flags >= 0) {
+            fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
+        }
+    }
+}
+
+/* In the child, between fork and exec: async-signal-safe calls only. */
+static void
+child_exec(const struct childargs *a, int stdout_fd, const struct spawn_user *user, char **argv)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    for (int sig = 1; sig < 32; sig++) {
+        if (sig != SIGKILL && sig != SIGSTOP) {
+            signal(sig, SIG_DFL);
+        }
+    }
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (stdout_fd >= 0 && dup2(stdout_fd, 1) < 0) {
+        _exit(126);
+    }
+    keep_fd(a->config_fd);
+    keep_fd(a->shm_fd);
+    keep_fd(a->ctl_fd);
+    if (user != NULL && user->uid != (uid_t) -1 && geteuid() == 0) {
+        if (setgroups(1, &user->gid) != 0 || setgid(user->gid) != 0 ||
+            setuid(user->uid) != 0) {
+            _exit(126);
+        }
+    }
+    execv("/proc/self/exe", argv);
+    _exit(127);
+}
+
+pid_t
+spawn_child(const struct childargs *a, int stdout_fd, const struct spawn_user *user, char *err,
+            size_t errlen)
+{
+    char store[CHILDARGS_MAX][24];
+    char *argv[CHILDARGS_MAX];
+    childargs_build(a, store, argv);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        child_exec(a, stdout_fd, user, argv);
+    }
+    return pid;
+}

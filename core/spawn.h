@@ -1,0 +1,32 @@
+/*
+ * spawn.h - starting a child of the master: fork, then in the child only
+ * async-signal-safe calls (clear close-on-exec on the fds it is given,
+ * drop privileges, reset the signal mask) and exec of the twiced binary
+ * itself with the child's command line.
+ */
+#ifndef TWICE_SPAWN_H
+#define TWICE_SPAWN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct childargs;
+
+/* Who workers run as; uid -1: do not change. Resolved before any fork. */
+struct spawn_user {
+    uid_t uid;
+    gid_t gid;
+    char name[64];
+};
+
+/* Look a user up (getpwnam). 0, or -1 with err. */
+int spawn_resolve_user(const char *name, struct spawn_user *out, char *err, size_t errlen);
+
+/*
+ * Start a child. stdout_fd (or -1) becomes its standard output. user may be
+ * NULL. Returns the pid, or -1 with err.
+ */
+pid_t spawn_child(const struct childargs *a, int stdout_fd, const struct spawn_user *user,
+                  char *err, size_t errlen);
+
+#endif
