@@ -120,6 +120,13 @@ compile_field(struct keytmpl *t, const char *text, size_t open, size_t close, ch
     if (n == 0) {
         return compile_error(err, errlen, text, open, "empty field {}");
     }
+    for (size_t i = 0; i < n; i++) {
+        if (is_control((unsigned char) f[i])) {
+            return compile_error(err, errlen, text, open + 1 + i,
+                                 "control character 0x%02x in template",
+                                 (unsigned) (unsigned char) f[i]);
+        }
+    }
     if (n >= plen && memcmp(f, ATTR_PREFIX, plen) == 0) {
         if (n == plen) {
             return compile_error(err, errlen, text, open, "empty attribute name in {attr:}");
@@ -225,9 +232,8 @@ keytmpl_compile(const char *text, struct keytmpl **out, char *err, size_t errlen
     }
     if (literal >= TWICE_KEY_MAX) {
         compile_error(err, errlen, text, 0,
-                      "literal text of %zu bytes leaves no room in a "
-                      "%d-byte key",
-                      literal, TWICE_KEY_MAX);
+                      "literal text of %zu bytes leaves no room in a %d-byte key", literal,
+                      TWICE_KEY_MAX);
         goto fail;
     }
     *out = t;

@@ -182,7 +182,8 @@ follow(struct walk *w, const char *link, const char *next, char *rest)
     return 0;
 }
 
-/* The absolute path to walk: path itself, or the working directory + path. */
+/* The absolute path to walk into rest: path itself, or the working
+ * directory + path. The root directory is judged here, once. */
 static int
 walk_start(struct walk *w, char *rest)
 {
@@ -191,14 +192,15 @@ walk_start(struct walk *w, char *rest)
     if (w->path[0] == '\0') {
         return walk_error(w, "empty path");
     }
-    if (w->path[0] != '/' && getcwd(cwd, sizeof(cwd)) == NULL) {
-        return walk_error(w, "working directory: %s", strerror(errno));
-    }
-    if (w->path[0] == '/' ? strlen(w->path) >= PATH_MAX : join(rest, cwd, w->path) != 0) {
-        return walk_error(w, "%s", strerror(ENAMETOOLONG));
-    }
     if (w->path[0] == '/') {
+        if (strlen(w->path) >= PATH_MAX) {
+            return walk_error(w, "%s", strerror(ENAMETOOLONG));
+        }
         strcpy(rest, w->path);
+    } else if (getcwd(cwd, sizeof(cwd)) == NULL) {
+        return walk_error(w, "working directory: %s", strerror(errno));
+    } else if (join(rest, cwd, w->path) != 0) {
+        return walk_error(w, "%s", strerror(ENAMETOOLONG));
     }
     return judge_dir(w, "/", 0);
 }
@@ -520,6 +522,12 @@ loader_release(struct loaded_plugin *p)
 
 /* ---- a configuration's settings for a plugin ---- */
 
+static int
+lower_eq(char a, char b)
+{
+    return tolower((unsigned char) a) == tolower((unsigned char) b);
+}
+
 /*
  * Edit distance counting a swap of neighbours as one edit (so "smtp_ulr"
  * is one away from "smtp_url"), case-insensitive. Names longer than
@@ -541,11 +549,11 @@ distance(const char *a, const char *b)
         size_t *cur = rows[i % 3], *prev = rows[(i - 1) % 3], *prev2 = rows[(i + 1) % 3];
         cur[0] = i;
         for (size_t j = 1; j <= lb; j++) {
-            int differ = tolower((unsigned char) a[i - 1]) != tolower((unsigned char) b[j - 1]);
+            int differ = !lower_eq(a[i - 1], b[j - 1]);
             size_t best = prev[j - 1] + (size_t) differ;
             best = prev[j] + 1 < best ? prev[j] + 1 : best;
             best = cur[j - 1] + 1 < best ? cur[j - 1] + 1 : best;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+            if (i > 1 && j > 1 && lower_eq(a[i - 1], b[j - 2]) && lower_eq(a[i - 2], b[j - 1]) &&
                 prev2[j - 2] + 1 < best) {
                 best = prev2[j - 2] + 1;
             }

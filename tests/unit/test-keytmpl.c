@@ -56,6 +56,7 @@ test_compile_errors(void)
     check_compile_error("{.a}", "column 2: empty path component in {.a}");
     check_compile_error("{a.}", "column 3: empty path component in {a.}");
     check_compile_error("k\x01{id}", "column 2: control character 0x01 in template");
+    check_compile_error("k:{i\td}", "column 5: control character 0x09 in template");
 
     const char *no_field = "column 1: no field: a constant key would make every message a "
                            "duplicate (use {path}, {attr:Name} or {msg:group})";

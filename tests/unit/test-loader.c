@@ -45,7 +45,7 @@ static void
 check_fixture_refused(const char *name, const char *want_fmt)
 {
     char *path = fmt("%s/%s.so", plugin_dir, name);
-    char *want = fmt(want_fmt, path);
+    char *want = fmt(want_fmt, path, path);
     char err[1024] = "";
     struct loaded_plugin p;
 
@@ -88,6 +88,84 @@ test_fixture_refusals(void)
     struct loaded_plugin p;
     CHECK_INT(loader_open(path, &p, err, sizeof(err)), -1);
     CHECK_CONTAINS(err, "newer_major.so: built for ABI 2.0, host supports 1.0-1.0");
+    free(path);
+}
+
+/* Open bad_fields.so with variant v: refused with exactly want (%s = path),
+ * or accepted when want is NULL. */
+static void
+check_variant(const char *v, const char *want_fmt)
+{
+    char *path = fmt("%s/bad_fields.so", plugin_dir);
+    char err[1024] = "";
+    struct loaded_plugin p;
+
+    setenv("TWICE_BAD_FIELDS", v, 1);
+    CHECK_INT(loader_open(path, &p, err, sizeof(err)), (want_fmt != NULL ? -1 : 0));
+    if (want_fmt != NULL) {
+        char *want = fmt(want_fmt, path);
+        CHECK_STR(err, want);
+        free(want);
+    } else {
+        CHECK_STR(err, "");
+        loader_release(&p);
+    }
+    unsetenv("TWICE_BAD_FIELDS");
+    free(path);
+}
+
+static void
+test_fixture_fields(void)
+{
+    const char *name = "%s: plugin name \"%s\" is not 1-64 characters of [a-z0-9_-]";
+    char *upper = fmt(name, "%s", "Bad"), *empty = fmt(name, "%s", "");
+    char *ctrl = fmt(name, "%s", "a\\nb");
+    char *longn =
+        fmt(name, "%s", "a123456789012345678901234567890123456789012345678901234567890123");
+
+    check_variant("valid", NULL);
+    check_variant("name_upper", upper);
+    check_variant("name_empty", empty);
+    check_variant("name_null", empty);
+    check_variant("name_long", longn);
+    check_variant("name_ctrl", ctrl);
+    check_variant("flags", "%s: unknown flags 0x80 in the descriptor");
+    check_variant("both", "%s: set key_template or derive_key, not both");
+    check_variant("neither", "%s: descriptor sets neither key_template nor derive_key");
+    check_variant("setting_name", "%s: setting '9lives' is not a valid setting name");
+    check_variant("setting_type", "%s: setting 'x' has an unknown type");
+    check_variant("setting_int", "%s: setting 'n' has a default that is not of its type");
+    check_variant("setting_bool", "%s: setting 'b' has a default that is not of its type");
+    check_variant("setting_dup", "%s: setting 'a' is declared twice");
+    check_variant("setting_required_default",
+                  "%s: setting 'r' is required and has a default (the default could never "
+                  "apply)");
+    check_variant("template_ctrl",
+                  "%s: key_template \"k\\x1b{\": column 2: control character 0x1b in template");
+    check_variant("transactional", NULL);
+    check_variant("derive_only", NULL);
+    free(upper);
+    free(empty);
+    free(ctrl);
+    free(longn);
+
+    /* derive_key instead of a template: no compiled template. */
+    char *path = fmt("%s/bad_fields.so", plugin_dir);
+    char err[1024];
+    struct loaded_plugin p;
+    setenv("TWICE_BAD_FIELDS", "derive_only", 1);
+    CHECK_INT(loader_open(path, &p, err, sizeof(err)), 0);
+    CHECK(p.tmpl == NULL && p.desc != NULL && p.desc->derive_key != NULL);
+    loader_release(&p);
+    unsetenv("TWICE_BAD_FIELDS");
+    free(path);
+
+    /* An entry point that is data, not code, is never called. */
+    path = fmt("%s/entry_is_data.so", plugin_dir);
+    char *want = fmt("%s: twice_plugin_entry is not a function: not a twice plugin", path);
+    CHECK_INT(loader_open(path, &p, err, sizeof(err)), -1);
+    CHECK_STR(err, want);
+    free(want);
     free(path);
 }
 
@@ -640,6 +718,7 @@ main(void)
     }
     test_fixture_refusals();
     test_fixture_echo_ok();
+    test_fixture_fields();
     test_paths();
     test_descriptor_rule();
     test_settings();
