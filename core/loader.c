@@ -206,6 +206,25 @@ walk_start(struct walk *w, char *rest)
 }
 
 /*
+ * The symlink cand, found in directory cur: its owner, its directory when it
+ * is the last component, then its target spliced into rest (cur restarts at
+ * "/" for an absolute target).
+ */
+static int
+through_symlink(struct walk *w, char *cur, const char *cand, const struct stat *st, int last,
+                const char *next, char *rest)
+{
+    if (judge(w, "symlink", cand, st, 0) != 0 || (last && judge_dir(w, cur, 1) != 0) ||
+        follow(w, cand, next, rest) != 0) {
+        return -1;
+    }
+    if (rest[0] == '/') {
+        strcpy(cur, "/");
+    }
+    return 0;
+}
+
+/*
  * Resolve the path one component at a time, as the kernel does, judging
  * everything the result depends on: each directory walked through, each
  * symlink followed, the directory of a symlink that is the last component
@@ -250,12 +269,8 @@ walk_path(struct walk *w, char *resolved)
             if (++hops > 40) {
                 return walk_error(w, "%s: %s", cand, strerror(ELOOP));
             }
-            if (judge(w, "symlink", cand, &st, 0) != 0 || (last && judge_dir(w, cur, 1) != 0) ||
-                follow(w, cand, next, rest) != 0) {
+            if (through_symlink(w, cur, cand, &st, last, next, rest) != 0) {
                 return -1;
-            }
-            if (rest[0] == '/') {
-                strcpy(cur, "/");
             }
             continue;
         }
