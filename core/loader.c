@@ -1,0 +1,679 @@
+/*
+ * loader.c - loading handler plugins: who can write the file, dlopen, the
+ * ABI load rule, the descriptor's sanity and the settings the configuration
+ * gives a plugin. Not calling into plugins (init/handle/fini belong to the
+ * worker) and not the API table handed to them.
+ */
+#include "loader.h"
+
+#include "buf.h"
+#include "config.h"
+#include "diag.h"
+#include "keytmpl.h"
+#include "log.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- the load rule ---- */
+
+#define FIELD_END(type, field) (offsetof(type, field) + sizeof(((type *) 0)->field))
+
+/* The smallest descriptor of each minor: the end of its last field. Minors
+ * only append, so a new minor adds one line here. */
+#define MIN_SIZE_1_0 FIELD_END(twice_plugin, derive_key)
+static const size_t min_size[] = {MIN_SIZE_1_0};
+
+_Static_assert(sizeof(min_size) / sizeof(min_size[0]) == TWICE_ABI_MINOR + 1,
+               "min_size needs one entry per ABI minor");
+_Static_assert(MIN_SIZE_1_0 == sizeof(twice_plugin), "the 1.0 descriptor ends with derive_key");
+
+/*
+ * Only the four version fields are read before they are judged: they sit at
+ * the start of every descriptor of every ABI, so reading them is safe even
+ * for a foreign or tiny struct. Nothing past `size` is ever read.
+ */
+int
+loader_check_descriptor(const char *path, const twice_plugin *d, char *err, size_t errlen)
+{
+    uint32_t magic = d->magic;
+    unsigned major = d->abi_major, minor = d->abi_minor;
+    uint32_t size = d->size;
+
+    if (magic != TWICE_ABI_MAGIC) {
+        snprintf(err, errlen, "%s: bad magic 0x%08x, not a twice plugin descriptor", path,
+                 (unsigned) magic);
+        return -1;
+    }
+    if (major != TWICE_ABI_MAJOR || minor > TWICE_ABI_MINOR) {
+        snprintf(err, errlen, "%s: built for ABI %u.%u, host supports %d.0-%d.%d", path, major,
+                 minor, TWICE_ABI_MAJOR, TWICE_ABI_MAJOR, TWICE_ABI_MINOR);
+        return -1;
+    }
+    if (size < min_size[minor]) {
+        snprintf(err, errlen, "%s: descriptor size %u is too small for ABI %u.%u (needs %zu)",
+                 path, (unsigned) size, major, minor, min_size[minor]);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- who may write the plugin ---- */
+
+/* One path check: the plugin as configured (for messages) and our uid. */
+struct walk {
+    const char *path;
+    uid_t euid;
+    char *err;
+    size_t errlen;
+};
+
+static int walk_error(struct walk *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int
+walk_error(struct walk *w, const char *fmt, ...)
+{
+    char what[PATH_MAX + 256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    snprintf(w->err, w->errlen, "plugin %s: %s", w->path, what);
+    return -1;
+}
+
+/*
+ * Judge one object on the way: it must be owned by root or us, and not be
+ * writable by group or others. A sticky directory (like /tmp) may be
+ * world-writable when it is only an ancestor (`strict` 0): others can add
+ * entries there but not replace ours. The directory holding the plugin file
+ * (or a symlink to it) is strict: nobody else may add or swap files in it.
+ */
+static int
+judge(struct walk *w, const char *kind, const char *p, const struct stat *st, int strict)
+{
+    mode_t wbits = st->st_mode & (S_IWGRP | S_IWOTH);
+    int sticky = S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX);
+
+    if (st->st_uid != 0 && st->st_uid != w->euid) {
+        const char *chown = S_ISLNK(st->st_mode) ? "chown -h" : "chown";
+        if (w->euid == 0) {
+            return walk_error(w, "%s %s is owned by uid %u, not root (%s root %s)", kind, p,
+                              (unsigned) st->st_uid, chown, p);
+        }
+        return walk_error(w, "%s %s is owned by uid %u, not root or uid %u (%s root %s)", kind, p,
+                          (unsigned) st->st_uid, (unsigned) w->euid, chown, p);
+    }
+    if (S_ISLNK(st->st_mode) || wbits == 0 || (sticky && !strict)) {
+        return 0;
+    }
+    const char *who = wbits == (S_IWGRP | S_IWOTH) ? "group and others"
+                      : wbits == S_IWGRP           ? "group"
+                                                   : "others";
+    const char *fix = wbits == (S_IWGRP | S_IWOTH) ? "go-w" : wbits == S_IWGRP ? "g-w" : "o-w";
+    if (sticky) {
+        return walk_error(w,
+                          "%s %s is writable by %s (sticky, but anyone can add files to it: "
+                          "keep plugins in a directory only root can write)",
+                          kind, p, who);
+    }
+    return walk_error(w, "%s %s is writable by %s (chmod %s %s)", kind, p, who, fix, p);
+}
+
+static int
+judge_dir(struct walk *w, const char *dir, int strict)
+{
+    struct stat st;
+
+    if (stat(dir, &st) != 0) {
+        return walk_error(w, "%s: %s", dir, strerror(errno));
+    }
+    return judge(w, "directory", dir, &st, strict);
+}
+
+/* Join a and b with one '/' into out (PATH_MAX). 0, or -1 when too long. */
+static int
+join(char *out, const char *a, const char *b)
+{
+    size_t la = strlen(a);
+    int n = snprintf(out, PATH_MAX, "%s%s%s", a, la > 0 && a[la - 1] == '/' ? "" : "/", b);
+    return n < 0 || n >= PATH_MAX ? -1 : 0;
+}
+
+/* Drop the last component of an absolute, resolved directory path. */
+static void
+parent(char *dir)
+{
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) {
+        dir[1] = '\0';
+    } else if (slash != NULL) {
+        *slash = '\0';
+    }
+}
+
+/* Replace rest with the symlink's target followed by `next` (what was left
+ * after the link). */
+static int
+follow(struct walk *w, const char *link, const char *next, char *rest)
+{
+    char target[PATH_MAX], spliced[PATH_MAX];
+    ssize_t n = readlink(link, target, sizeof(target) - 1);
+
+    if (n < 0) {
+        return walk_error(w, "%s: %s", link, strerror(errno));
+    }
+    target[n] = '\0';
+    int len = snprintf(spliced, sizeof(spliced), "%s%s%s", target, *next ? "/" : "", next);
+    if (len < 0 || len >= PATH_MAX) {
+        return walk_error(w, "%s: %s", link, strerror(ENAMETOOLONG));
+    }
+    memcpy(rest, spliced, (size_t) len + 1);
+    return 0;
+}
+
+/* The absolute path to walk into rest: path itself, or the working
+ * directory + path. The root directory is judged here, once. */
+static int
+walk_start(struct walk *w, char *rest)
+{
+    char cwd[PATH_MAX];
+
+    if (w->path[0] == '\0') {
+        return walk_error(w, "empty path");
+    }
+    if (w->path[0] == '/') {
+        if (strlen(w->path) >= PATH_MAX) {
+            return walk_error(w, "%s", strerror(ENAMETOOLONG));
+        }
+        strcpy(rest, w->path);
+    } else if (getcwd(cwd, sizeof(cwd)) == NULL) {
+        return walk_error(w, "working directory: %s", strerror(errno));
+    } else if (join(rest, cwd, w->path) != 0) {
+        return walk_error(w, "%s", strerror(ENAMETOOLONG));
+    }
+    return judge_dir(w, "/", 0);
+}
+
+/*
+ * The symlink cand, found in directory cur: its owner, its directory when it
+ * is the last component, then its target spliced into rest (cur restarts at
+ * "/" for an absolute target).
+ */
+static int
+through_symlink(struct walk *w, char *cur, const char *cand, const struct stat *st, int last,
+                const char *next, char *rest)
+{
+    if (judge(w, "symlink", cand, st, 0) != 0 || (last && judge_dir(w, cur, 1) != 0) ||
+        follow(w, cand, next, rest) != 0) {
+        return -1;
+    }
+    if (rest[0] == '/') {
+        strcpy(cur, "/");
+    }
+    return 0;
+}
+
+/*
+ * Resolve the path one component at a time, as the kernel does, judging
+ * everything the result depends on: each directory walked through, each
+ * symlink followed, the directory of a symlink that is the last component
+ * (whoever can write there can repoint it), the file and its directory.
+ * realpath() alone would hide the directories holding the symlinks. On
+ * success `resolved` (PATH_MAX bytes) holds the file's real path.
+ */
+static int
+walk_path(struct walk *w, char *resolved)
+{
+    char cur[PATH_MAX] = "/", rest[PATH_MAX], cand[PATH_MAX];
+    int hops = 0;
+    struct stat st;
+
+    if (walk_start(w, rest) != 0) {
+        return -1;
+    }
+    for (;;) {
+        char *comp = rest + strspn(rest, "/");
+        size_t n = strcspn(comp, "/");
+        char *next = comp + n + strspn(comp + n, "/");
+        int last = *next == '\0';
+
+        if (n == 0) {
+            return walk_error(w, "%s is a directory, not a plugin file", cur);
+        }
+        comp[n] = '\0';
+        if (strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0) {
+            if (comp[1] == '.') {
+                parent(cur);
+            }
+            memmove(rest, next, strlen(next) + 1);
+            continue;
+        }
+        if (join(cand, cur, comp) != 0) {
+            return walk_error(w, "%s", strerror(ENAMETOOLONG));
+        }
+        if (lstat(cand, &st) != 0) {
+            return walk_error(w, "%s: %s", cand, strerror(errno));
+        }
+        if (S_ISLNK(st.st_mode)) {
+            if (++hops > 40) {
+                return walk_error(w, "%s: %s", cand, strerror(ELOOP));
+            }
+            if (through_symlink(w, cur, cand, &st, last, next, rest) != 0) {
+                return -1;
+            }
+            continue;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            if (judge(w, "directory", cand, &st, 0) != 0) {
+                return -1;
+            }
+            strcpy(cur, cand);
+            memmove(rest, next, strlen(next) + 1);
+            continue;
+        }
+        if (!last) {
+            return walk_error(w, "%s: %s", cand, strerror(ENOTDIR));
+        }
+        if (!S_ISREG(st.st_mode)) {
+            return walk_error(w, "%s is not a regular file", cand);
+        }
+        if (judge(w, "file", cand, &st, 0) != 0 || judge_dir(w, cur, 1) != 0) {
+            return -1;
+        }
+        strcpy(resolved, cand);
+        return 0;
+    }
+}
+
+static int
+check_path_resolved(const char *path, char *resolved, char *err, size_t errlen)
+{
+    struct walk w = {path, geteuid(), err, errlen};
+    return walk_path(&w, resolved);
+}
+
+int
+loader_check_path(const char *path, char *err, size_t errlen)
+{
+    char resolved[PATH_MAX];
+    return check_path_resolved(path, resolved, err, errlen);
+}
+
+/* ---- the descriptor's contents ---- */
+
+#define NAME_MAX_LEN 64
+
+/* Plugin-supplied text, escaped and cut short, for an error message. */
+static const char *
+shown(struct buf *b, const char *s)
+{
+    buf_reset(b);
+    log_escape(b, s, strnlen(s, NAME_MAX_LEN));
+    return b->failed ? "?" : buf_str(b);
+}
+
+static int
+valid_name(const char *s, const char *extra)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > NAME_MAX_LEN) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!islower((unsigned char) s[i]) && !isdigit((unsigned char) s[i]) &&
+            strchr(extra, s[i]) == NULL) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Does a declared default read as its type? */
+static int
+valid_default(const twice_setting *s)
+{
+    char *end;
+
+    if (s->default_value == NULL || s->type == TWICE_SETTING_STRING) {
+        return 1;
+    }
+    if (s->type == TWICE_SETTING_BOOL) {
+        return strcmp(s->default_value, "true") == 0 || strcmp(s->default_value, "false") == 0;
+    }
+    errno = 0;
+    (void) strtoll(s->default_value, &end, 10);
+    return errno == 0 && end != s->default_value && *end == '\0';
+}
+
+/*
+ * The settings declaration: names a configuration can spell (libconfig
+ * names: a letter, then letters, digits, '_' or '-'), known types, no
+ * duplicates, defaults of the declared type, no default on a required one
+ * (it could never apply). Capped at 256 entries, so a missing terminator
+ * fails instead of wandering through memory for long.
+ */
+static int
+check_settings_decl(const char *path, const twice_setting *decl, struct buf *tmp, char *err,
+                    size_t errlen)
+{
+    for (size_t i = 0; decl != NULL && decl[i].name != NULL; i++) {
+        const twice_setting *s = &decl[i];
+        const char *why = NULL;
+        if (i >= 256) {
+            why = "more than 256 settings (is the array's NULL-name terminator missing?)";
+        } else if (!isalpha((unsigned char) s->name[0]) || strlen(s->name) > NAME_MAX_LEN ||
+                   strspn(s->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                   "0123456789_-") != strlen(s->name)) {
+            why = "is not a valid setting name";
+        } else if (s->type != TWICE_SETTING_STRING && s->type != TWICE_SETTING_INT &&
+                   s->type != TWICE_SETTING_BOOL) {
+            why = "has an unknown type";
+        } else if (!valid_default(s)) {
+            why = "has a default that is not of its type";
+        } else if (s->required && s->default_value != NULL) {
+            why = "is required and has a default (the default could never apply)";
+        }
+        for (size_t j = 0; why == NULL && j < i; j++) {
+            if (strcmp(decl[j].name, s->name) == 0) {
+                why = "is declared twice";
+            }
+        }
+        if (why != NULL) {
+            snprintf(err, errlen, "%s: setting '%s' %s", path, shown(tmp, s->name), why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The key: a template that compiles, or derive_key; exactly one of them. */
+static int
+check_key(const char *path, const twice_plugin *d, struct keytmpl **tmpl, struct buf *tmp,
+          char *err, size_t errlen)
+{
+    char why[256];
+
+    if (d->key_template != NULL && d->derive_key != NULL) {
+        snprintf(err, errlen, "%s: set key_template or derive_key, not both", path);
+        return -1;
+    }
+    if (d->key_template == NULL && d->derive_key == NULL) {
+        snprintf(err, errlen, "%s: descriptor sets neither key_template nor derive_key", path);
+        return -1;
+    }
+    if (d->key_template != NULL && keytmpl_compile(d->key_template, tmpl, why, sizeof(why)) != 0) {
+        buf_reset(tmp);
+        log_escape(tmp, d->key_template, strnlen(d->key_template, 2 * TWICE_KEY_MAX));
+        snprintf(err, errlen, "%s: key_template \"%s\": %s", path, buf_str(tmp), why);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Everything after the load rule. Fields up to derive_key are all inside
+ * the 1.0 minimum size, which loader_check_descriptor has checked; a field
+ * of a later minor must be read only when d->size covers it. *tmpl is set
+ * (owned by the caller) only when 0 is returned.
+ */
+static int
+check_fields(const char *path, const twice_plugin *d, struct keytmpl **tmpl, char *err,
+             size_t errlen)
+{
+    struct buf tmp = BUF_INIT;
+    int rc = -1;
+
+    *tmpl = NULL;
+    if (d->name == NULL || !valid_name(d->name, "_-")) {
+        snprintf(err, errlen, "%s: plugin name \"%s\" is not 1-%d characters of [a-z0-9_-]", path,
+                 d->name != NULL ? shown(&tmp, d->name) : "", NAME_MAX_LEN);
+    } else if ((d->flags & ~(uint32_t) TWICE_FLAG_TRANSACTIONAL) != 0) {
+        snprintf(err, errlen, "%s: unknown flags 0x%x in the descriptor", path,
+                 (unsigned) (d->flags & ~(uint32_t) TWICE_FLAG_TRANSACTIONAL));
+    } else if (d->handle == NULL) {
+        snprintf(err, errlen, "%s: descriptor has no handle function", path);
+    } else if (check_settings_decl(path, d->settings, &tmp, err, errlen) == 0 &&
+               check_key(path, d, tmpl, &tmp, err, errlen) == 0) {
+        rc = 0;
+    }
+    buf_free(&tmp);
+    return rc;
+}
+
+/* Find the entry point and make sure it is a function of the library (a
+ * data symbol of that name would be called as code). */
+static int
+find_entry(const char *path, void *lib, twice_plugin_entry_fn *entry, char *err, size_t errlen)
+{
+    const ElfW(Sym) *sym = NULL;
+    Dl_info info;
+
+    dlerror();
+    void *p = dlsym(lib, TWICE_PLUGIN_ENTRY);
+    if (p == NULL) {
+        snprintf(err, errlen, "%s: no entry point %s: not a twice plugin", path,
+                 TWICE_PLUGIN_ENTRY);
+        return -1;
+    }
+    if (dladdr1(p, &info, (void **) &sym, RTLD_DL_SYMENT) != 0 && sym != NULL &&
+        ELF64_ST_TYPE(sym->st_info) != STT_FUNC && ELF64_ST_TYPE(sym->st_info) != STT_GNU_IFUNC) {
+        snprintf(err, errlen, "%s: %s is not a function: not a twice plugin", path,
+                 TWICE_PLUGIN_ENTRY);
+        return -1;
+    }
+    /* POSIX guarantees this object-to-function pointer round trip for dlsym. */
+    memcpy(entry, &p, sizeof(*entry));
+    return 0;
+}
+
+/*
+ * The library is never dlclose'd, not even when it is refused: like
+ * PostgreSQL's dfmgr, twice never unloads code. A refused library may
+ * already have run constructors that registered callbacks (atexit, thread
+ * keys, signal handlers) pointing into it; unmapping it would leave those
+ * dangling. A refused plugin fails the probe or worker process, which
+ * exits anyway.
+ */
+int
+loader_open(const char *path, struct loaded_plugin *out, char *err, size_t errlen)
+{
+    char resolved[PATH_MAX];
+    twice_plugin_entry_fn entry;
+    struct keytmpl *tmpl = NULL;
+
+    memset(out, 0, sizeof(*out));
+    if (check_path_resolved(path, resolved, err, errlen) != 0) {
+        return -1;
+    }
+    /* The resolved path: what was checked is what is mapped. */
+    void *lib = dlopen(resolved, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        const char *why = dlerror();
+        snprintf(err, errlen, "%s: dlopen: %s", path, why != NULL ? why : "unknown error");
+        return -1;
+    }
+    if (find_entry(path, lib, &entry, err, errlen) != 0) {
+        return -1;
+    }
+    const twice_plugin *d = entry();
+    if (d == NULL) {
+        snprintf(err, errlen, "%s: %s returned no descriptor", path, TWICE_PLUGIN_ENTRY);
+        return -1;
+    }
+    if (loader_check_descriptor(path, d, err, errlen) != 0 ||
+        check_fields(path, d, &tmpl, err, errlen) != 0) {
+        return -1;
+    }
+    out->path = strdup(path);
+    if (out->path == NULL) {
+        keytmpl_free(tmpl);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    out->desc = d;
+    out->tmpl = tmpl;
+    return 0;
+}
+
+void
+loader_release(struct loaded_plugin *p)
+{
+    free(p->path);
+    keytmpl_free(p->tmpl);
+    p->path = NULL;
+    p->tmpl = NULL;
+}
+
+/* ---- a configuration's settings for a plugin ---- */
+
+static int
+lower_eq(char a, char b)
+{
+    return tolower((unsigned char) a) == tolower((unsigned char) b);
+}
+
+/*
+ * Edit distance counting a swap of neighbours as one edit (so "smtp_ulr"
+ * is one away from "smtp_url"), case-insensitive. Names longer than
+ * NAME_MAX_LEN are never suggested: returns a large distance.
+ */
+static size_t
+distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    size_t rows[3][NAME_MAX_LEN + 1];
+
+    if (la > NAME_MAX_LEN || lb > NAME_MAX_LEN) {
+        return (size_t) -1;
+    }
+    for (size_t j = 0; j <= lb; j++) {
+        rows[0][j] = j;
+    }
+    for (size_t i = 1; i <= la; i++) {
+        size_t *cur = rows[i % 3], *prev = rows[(i - 1) % 3], *prev2 = rows[(i + 1) % 3];
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            int differ = !lower_eq(a[i - 1], b[j - 1]);
+            size_t best = prev[j - 1] + (size_t) differ;
+            best = prev[j] + 1 < best ? prev[j] + 1 : best;
+            best = cur[j - 1] + 1 < best ? cur[j - 1] + 1 : best;
+            if (i > 1 && j > 1 && lower_eq(a[i - 1], b[j - 2]) && lower_eq(a[i - 2], b[j - 1]) &&
+                prev2[j - 2] + 1 < best) {
+                best = prev2[j - 2] + 1;
+            }
+            cur[j] = best;
+        }
+    }
+    return rows[la % 3][lb];
+}
+
+/* The declared name closest to a misspelt one, if close enough to be a
+ * likely typo (one edit for short names, two otherwise), or NULL. */
+static const char *
+closest(const twice_setting *decl, const char *name)
+{
+    const char *best = NULL;
+    size_t best_d = strlen(name) <= 4 ? 2 : 3;
+
+    for (size_t i = 0; decl != NULL && decl[i].name != NULL; i++) {
+        size_t d = distance(name, decl[i].name);
+        if (d < best_d) {
+            best = decl[i].name;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+static const twice_setting *
+find_decl(const twice_setting *decl, const char *name)
+{
+    for (size_t i = 0; decl != NULL && decl[i].name != NULL; i++) {
+        if (strcmp(decl[i].name, name) == 0) {
+            return &decl[i];
+        }
+    }
+    return NULL;
+}
+
+static const char *
+type_name(int type)
+{
+    switch (type) {
+    case TWICE_SETTING_STRING:
+        return "a string";
+    case TWICE_SETTING_INT:
+        return "an int";
+    case TWICE_SETTING_BOOL:
+        return "a bool";
+    default:
+        return "of an unknown type";
+    }
+}
+
+/* One given setting: declared, and written with the declared type (an int
+ * setting given as "10" is a string and is refused, not converted). */
+static int
+check_given(const twice_setting *decl, const struct config_plugin *cp, const struct config_kv *kv,
+            const char *file, struct diag *d)
+{
+    const twice_setting *s = find_decl(decl, kv->name);
+
+    if (s == NULL) {
+        const char *guess = closest(decl, kv->name);
+        if (decl == NULL || decl[0].name == NULL) {
+            diag_add(d, file, kv->line,
+                     "plugin '%s': unknown setting '%s' (this plugin takes no settings)", cp->name,
+                     kv->name);
+        } else if (guess != NULL) {
+            diag_add(d, file, kv->line, "plugin '%s': unknown setting '%s' (did you mean '%s'?)",
+                     cp->name, kv->name, guess);
+        } else {
+            diag_add(d, file, kv->line, "plugin '%s': unknown setting '%s'", cp->name, kv->name);
+        }
+        return 1;
+    }
+    if (kv->type != (int) s->type) {
+        diag_add(d, file, kv->line, "plugin '%s': setting '%s' must be %s, not %s", cp->name,
+                 kv->name, type_name((int) s->type), type_name(kv->type));
+        return 1;
+    }
+    return 0;
+}
+
+int
+loader_check_settings(const struct loaded_plugin *p, const struct config_plugin *cp,
+                      const char *file, struct diag *d)
+{
+    const twice_setting *decl = p->desc->settings;
+    int added = 0;
+
+    for (size_t i = 0; i < cp->nsettings; i++) {
+        added += check_given(decl, cp, &cp->settings[i], file, d);
+    }
+    for (size_t i = 0; decl != NULL && decl[i].name != NULL; i++) {
+        int given = 0;
+        for (size_t j = 0; j < cp->nsettings && !given; j++) {
+            given = strcmp(cp->settings[j].name, decl[i].name) == 0;
+        }
+        if (decl[i].required && !given) {
+            diag_add(
+                d, file, cp->settings_line, "plugin '%s': missing required setting '%s'%s%s%s",
+                cp->name, decl[i].name, decl[i].description ? " (" : "",
+                decl[i].description ? decl[i].description : "", decl[i].description ? ")" : "");
+            added++;
+        }
+    }
+    return added;
+}

@@ -1,0 +1,7 @@
+/*
+ * no_handle.c - fixture: a well-versioned descriptor without the one
+ * required function, handle. Must be refused.
+ */
+#include <twice/plugin.h>
+
+TWICE_PLUGIN(.name = "no_handle", .version = "1.0.0", .key_template = "nohandle:{id}")
