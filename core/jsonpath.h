@@ -25,7 +25,8 @@ int jsonpath_scalar_text(const json_t *v, struct buf *out);
 
 /*
  * Parse a message body the one way twice does everywhere: strict UTF-8,
- * no duplicate object keys, no NUL in strings, depth limited by jansson.
+ * no duplicate object keys, no NUL in strings, depth limited by jansson;
+ * a bare scalar ("42") is accepted as a body without fields.
  * Returns a new reference, or NULL with err set ("line 1 column 7: ...").
  */
 json_t *jsonpath_parse_body(const char *body, size_t len, char *err, size_t errlen);

@@ -29,10 +29,11 @@ struct loaded_plugin {
 
 /*
  * Refuse a file that someone other than root or us could replace: the file
- * or any directory on its resolved path writable by group or others (sticky
- * directories such as /tmp excepted), or owned by a user other than root and
- * our effective user; symlinks are judged by their target. 0, or -1 with
- * err ("x.so: /srv/plugins is writable by others (chmod o-w it)").
+ * or any directory on its path writable by group or others (sticky
+ * directories such as /tmp excepted, except the file's own), or owned by a
+ * user other than root and our effective user. Symlinks are judged by the
+ * directories that hold them as well as by their targets. 0, or -1 with err
+ * ("plugin /x/y.so: directory /x is writable by others (chmod o-w /x)").
  */
 int loader_check_path(const char *path, char *err, size_t errlen);
 
@@ -47,7 +48,7 @@ int loader_open(const char *path, struct loaded_plugin *out, char *err, size_t e
 /*
  * Check a configured plugin's settings against the descriptor's
  * declaration: unknown names, wrong types, missing required ones. Adds
- * "FILE:LINE: plugin NAME: ..." lines to d; returns the count added.
+ * "FILE:LINE: plugin 'NAME': ..." lines to d; returns the count added.
  */
 int loader_check_settings(const struct loaded_plugin *p, const struct config_plugin *cp,
                           const char *file, struct diag *d);

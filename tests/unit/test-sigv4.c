@@ -706,8 +706,8 @@ test_misc(void)
     buf_free(&out);
 }
 
-/* TWICE_SIGV4_VECTORS, else ../shared/testdata/sigv4 beside the source
- * tree (/work/shared/... for the repository at /work/main). */
+/* TWICE_SIGV4_VECTORS, else the copy of the official vectors kept in the
+ * repository (tests/unit/data/sigv4, with their LICENSE and NOTICE). */
 static int
 vectors_dir(char *out, size_t len)
 {
@@ -717,7 +717,7 @@ vectors_dir(char *out, size_t len)
     if (env != NULL && *env != '\0') {
         snprintf(out, len, "%s", env);
     } else if (src != NULL && *src != '\0') {
-        snprintf(out, len, "%s/../shared/testdata/sigv4", src);
+        snprintf(out, len, "%s/tests/unit/data/sigv4", src);
     } else {
         fprintf(stderr, "set TWICE_SIGV4_VECTORS or TWICE_SOURCE_DIR (ctest sets the latter)\n");
         return -1;

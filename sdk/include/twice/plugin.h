@@ -115,7 +115,8 @@ typedef enum twice_setting_type {
     TWICE_SETTING_BOOL = 2
 } twice_setting_type;
 
-/* One setting a plugin accepts in its `settings` group in twice.conf. The
+/* One setting a plugin accepts in its `settings` group in twice.conf. This
+ * struct is frozen for ABI major 1 (arrays of it have no stride field). The
  * host refuses settings the plugin does not declare, values of the wrong
  * type and missing required ones, with FILE:LINE, before init() runs.
  * An array of these ends with an entry whose name is NULL. */
@@ -151,7 +152,8 @@ typedef struct twice_api {
     const char *(*body)(const twice_job *job, size_t *len);
 
     /* A scalar field of the JSON body by dotted path ("a.b", "items.0.id"):
-     * a string's text, a number's literal text, "true"/"false". NULL when the
+     * a string's text, an integer in decimal, a real in the shortest form
+     * that reads back the same (1.0 gives "1"), "true"/"false". NULL when the
      * body is not JSON, the path is missing, or the value is null, an object
      * or an array. Borrowed until handle() returns; NUL-terminated. */
     const char *(*field)(const twice_job *job, const char *path, size_t *len);
@@ -224,8 +226,8 @@ typedef struct twice_plugin {
      * "welcome-email:{candidateId}". {a.b} is a JSON body path (strings and
      * numbers), {attr:Name} a message attribute, {msg:group} the FIFO group
      * id; "{{" and "}}" are literal braces. Never a random id: two messages
-     * meaning the same action must collide. NULL only when derive_key is
-     * set. */
+     * meaning the same action must collide. Set exactly one of
+     * key_template and derive_key. */
     const char *key_template;
 
     /* The settings this plugin accepts (ends with a NULL name), or NULL for
@@ -247,8 +249,8 @@ typedef struct twice_plugin {
     /* Optional, for keys a template cannot express. Write the key (without
      * a NUL terminator is fine) into buf, at most cap bytes, and return its
      * length; return -1 after api->error() when the message has no valid
-     * key (the message goes to the dead-letter queue). Used instead of
-     * key_template when set. */
+     * key (the message goes to the dead-letter queue). Set exactly one of
+     * key_template and derive_key. */
     int (*derive_key)(void *state, const twice_job *job, char *buf, size_t cap);
 } twice_plugin;
 
