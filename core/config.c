@@ -451,6 +451,7 @@ parse_top(struct ctx *x, const config_setting_t *root, struct config *c)
         c->max_message_bytes = mmb;
     }
     config_setting_t *s = get_str(x, root, &top_scope, "user", &c->user);
+    c->user_line = s != NULL ? config_setting_source_line(s) : 0;
     if (s != NULL && c->user[0] == '\0') {
         problem(x, s, "user: must not be empty (leave it out to keep the invoking user)");
     }
@@ -1291,11 +1292,11 @@ config_restart_needed(const struct config *old, const struct config *new_, struc
     if (was == now || (was != NULL && now != NULL && strcmp(was, now) == 0)) {
         return 0;
     }
-    /* struct config keeps no line for `user`, so the line is the file's. */
     if (was != NULL) {
-        diag_add(d, new_->file, 0, "user: changing it needs a restart (reload keeps '%s')", was);
+        diag_add(d, new_->file, new_->user_line,
+                 "user: changing it needs a restart (reload keeps '%s')", was);
     } else {
-        diag_add(d, new_->file, 0,
+        diag_add(d, new_->file, new_->user_line,
                  "user: changing it needs a restart (reload keeps the current user)");
     }
     return 1;

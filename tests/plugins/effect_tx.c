@@ -1,0 +1,96 @@
+/*
+ * effect_tx.c - fixture: a transactional plugin whose effect is one row in
+ * a table (setting `table`, default "effects"), written through the
+ * host's connection inside the transaction that completes the key. The
+ * body steers it: {"id":"k1", "sleep_ms":0, "fail_until":0, "reject":false,
+ * "crash":false, "fail_midway":false}. Integration tests count rows per key:
+ * exactly one per distinct key proves exactly-once.
+ */
+#include <libpq-fe.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <twice/plugin.h>
+
+#ifndef EFFECT_VERSION
+#define EFFECT_VERSION "1"
+#endif
+
+static const twice_api *api;
+static char table[64] = "effects";
+
+static int
+init(const twice_api *a, const twice_settings *s, void **state)
+{
+    api = a;
+    const char *t = a->setting(s, "table");
+    if (t != NULL) {
+        snprintf(table, sizeof(table), "%s", t);
+    }
+    *state = NULL;
+    return 0;
+}
+
+static int
+flag(const twice_job *job, const char *name)
+{
+    const char *v = api->field(job, name, NULL);
+    return v != NULL && strcmp(v, "true") == 0;
+}
+
+static long
+number(const twice_job *job, const char *name)
+{
+    const char *v = api->field(job, name, NULL);
+    return v != NULL ? atol(v) : 0;
+}
+
+static twice_status
+handle(void *state, twice_job *job)
+{
+    (void) state;
+    long ms = number(job, "sleep_ms");
+    if (ms > 0) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (flag(job, "crash")) {
+        raise(SIGSEGV);
+    }
+    if (flag(job, "reject")) {
+        api->error(job, "rejected on request of the message");
+        return TWICE_REJECT;
+    }
+    if (api->attempt(job) < number(job, "fail_until")) {
+        api->error(job, "failing until attempt %ld", number(job, "fail_until"));
+        return TWICE_RETRY;
+    }
+    char sql[256], attempt[16];
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO %s (key, message_id, version, attempt) VALUES ($1, $2, $3, $4)",
+             table);
+    snprintf(attempt, sizeof(attempt), "%d", api->attempt(job));
+    const char *params[4] = {api->key(job), api->message_id(job), EFFECT_VERSION, attempt};
+    PGresult *r = PQexecParams(api->db(job), sql, 4, NULL, params, NULL, NULL, 0);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok) {
+        api->error(job, "insert: %s", PQerrorMessage(api->db(job)));
+    }
+    PQclear(r);
+    if (ok && flag(job, "fail_midway")) {
+        api->error(job, "failing after the insert (must be rolled back)");
+        return TWICE_RETRY;
+    }
+    return ok ? TWICE_DONE : TWICE_RETRY;
+}
+
+static const twice_setting settings[] = {
+    {"table", TWICE_SETTING_STRING, 0, "effects", "table the effect rows go to"},
+    {NULL, 0, 0, NULL, NULL},
+};
+
+TWICE_PLUGIN(.flags = TWICE_FLAG_TRANSACTIONAL, .name = "effect-tx", .version = EFFECT_VERSION,
+             .key_template = "effect:{id}", .settings = settings, .init = init,
+             .handle = handle)
