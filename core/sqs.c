@@ -31,6 +31,8 @@
  * a 2-byte character), plus attributes and JSON framing. */
 #define SQS_RECEIVE_MAX_RESPONSE (40u << 20)
 #define SQS_MAX_BATCH            10
+/* Response memory kept for the next call; a larger buffer is released. */
+#define SQS_KEEP_BUFFER          (1u << 20)
 
 struct sqs_client {
     const struct sqs_endpoint *ep; /* borrowed */
@@ -170,7 +172,15 @@ sqs_sign(const struct sqs_client *c, const char *op, const char *body, size_t le
         {"x-amz-target", target},
         {"x-amz-security-token", cr->session_token},
     };
-    struct sigv4_request r = {"POST", c->path, NULL, h, cr->session_token ? 5 : 4, body, len, 1};
+    struct sigv4_request r = {
+        .method = "POST",
+        .path = c->path,
+        .headers = h,
+        .nheaders = cr->session_token != NULL ? 5 : 4,
+        .body = body,
+        .body_len = len,
+        .normalize_path = 1,
+    };
     struct buf auth = BUF_INIT;
     int rc = sigv4_authorization(&r, cr, c->ep->region, "sqs", date, &auth);
     buf_printf(&s->target, "X-Amz-Target: %s", target);
@@ -217,6 +227,9 @@ sqs_attempt(struct sqs_client *c, const char *op, const char *body, size_t len,
     char cerr[256];
     int rc = -1;
     *retry_after = -1;
+    if (c->resp.body.cap > SQS_KEEP_BUFFER) {
+        buf_free(&c->resp.body); /* do not hold a big receive's memory for good */
+    }
     if (creds_get(c->creds, &cr, cerr, sizeof cerr) != 0) {
         /* worth trying later (temporary credentials come back), not now */
         sqs_error_set(err, "CredentialsError", 1, "%s", cerr);
@@ -232,17 +245,18 @@ sqs_attempt(struct sqs_client *c, const char *op, const char *body, size_t len,
                               s.host.data,
                               s.auth.data,
                               s.token.data};
-    struct http_request req = {"POST",
-                               c->ep->url,
-                               headers,
-                               s.token.data ? 6 : 5,
-                               body,
-                               len,
-                               o->timeout_ms,
-                               SQS_CONNECT_TIMEOUT_MS,
-                               c->cancel,
-                               o->max_response,
-                               0};
+    struct http_request req = {
+        .method = "POST",
+        .url = c->ep->url,
+        .headers = headers,
+        .nheaders = s.token.data != NULL ? 6 : 5,
+        .body = body,
+        .body_len = len,
+        .timeout_ms = o->timeout_ms,
+        .connect_timeout_ms = SQS_CONNECT_TIMEOUT_MS,
+        .cancel = c->cancel,
+        .max_response = o->max_response,
+    };
     struct http_error herr;
     if (http_perform(c->http, &req, &c->resp, &herr) != 0) {
         char msg[sizeof err->message];

@@ -538,8 +538,17 @@ test_http(void)
     const char *headers[] = {"Content-Type: application/x-amz-json-1.0",
                              "X-Amz-Target: AmazonSQS.GetQueueUrl"};
     const char *body = "{\"QueueName\":\"twice-itest-no-such-queue\"}";
-    struct http_request req = {"POST", ep.url, headers, 2, body, strlen(body),
-                               10000,  2000,   NULL,    0, 1};
+    struct http_request req = {
+        .method = "POST",
+        .url = ep.url,
+        .headers = headers,
+        .nheaders = 2,
+        .body = body,
+        .body_len = strlen(body),
+        .timeout_ms = 10000,
+        .connect_timeout_ms = 2000,
+        .no_proxy = 1,
+    };
     CHECK_INT(http_perform(h, &req, &resp, &herr), 0);
     CHECK_INT(resp.status, 400);
     CHECK_STR(http_response_header(&resp, "X-AMZN-QUERY-ERROR"),
