@@ -1,0 +1,388 @@
+/*
+ * http.c - the libcurl wrapper of http.h: a kept-alive easy handle per
+ * client, body and header capture, size and cancel limits, and transport
+ * errors named by short codes. No retries and no logging here.
+ */
+#include "http.h"
+
+#include "version.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* A response rarely has more; past this, headers are dropped (bounded memory). */
+#define HTTP_MAX_HEADERS 256
+
+struct http_client {
+    CURL *curl;
+    char *ca_file;
+    long connects;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+/* What the callbacks of one transfer share. */
+struct http_transfer {
+    struct http_response *resp;
+    const volatile int *cancel;
+    size_t max_response;
+    int got_bytes; /* a byte of the response arrived: cancelling is too late */
+    int cancelled;
+    int too_large;
+};
+
+static pthread_once_t http_once = PTHREAD_ONCE_INIT;
+static CURLcode http_global_rc = CURLE_FAILED_INIT;
+
+static void
+http_global_init(void)
+{
+    http_global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+struct http_client *
+http_client_new(const char *ca_file)
+{
+    pthread_once(&http_once, http_global_init);
+    if (http_global_rc != CURLE_OK) {
+        return NULL;
+    }
+    struct http_client *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        return NULL;
+    }
+    c->curl = curl_easy_init();
+    if (c->curl == NULL || (ca_file != NULL && (c->ca_file = strdup(ca_file)) == NULL)) {
+        http_client_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void
+http_client_free(struct http_client *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    if (c->curl != NULL) {
+        curl_easy_cleanup(c->curl);
+    }
+    free(c->ca_file);
+    free(c);
+}
+
+long
+http_client_connects(const struct http_client *c)
+{
+    return c->connects;
+}
+
+void
+http_response_init(struct http_response *r)
+{
+    memset(r, 0, sizeof *r);
+}
+
+static void
+http_headers_clear(struct http_response *r)
+{
+    for (size_t i = 0; i < r->nheaders; i++) {
+        free(r->headers[i].name);
+        free(r->headers[i].value);
+    }
+    r->nheaders = 0;
+}
+
+void
+http_response_reset(struct http_response *r)
+{
+    r->status = 0;
+    buf_reset(&r->body);
+    http_headers_clear(r);
+}
+
+void
+http_response_free(struct http_response *r)
+{
+    http_headers_clear(r);
+    free(r->headers);
+    buf_free(&r->body);
+    memset(r, 0, sizeof *r);
+}
+
+const char *
+http_response_header(const struct http_response *r, const char *name)
+{
+    for (size_t i = 0; i < r->nheaders; i++) {
+        if (strcasecmp(r->headers[i].name, name) == 0) {
+            return r->headers[i].value;
+        }
+    }
+    return NULL;
+}
+
+static size_t
+http_on_body(char *data, size_t size, size_t n, void *userdata)
+{
+    struct http_transfer *t = userdata;
+    size_t len = size * n;
+    t->got_bytes = 1;
+    if (t->max_response > 0 && (t->resp->body.len + len > t->max_response)) {
+        t->too_large = 1;
+        return 0; /* makes curl fail with CURLE_WRITE_ERROR */
+    }
+    if (buf_append(&t->resp->body, data, len) != 0) {
+        return 0;
+    }
+    return len;
+}
+
+/* Store one "Name: value" header line. A status line starts a new response
+ * (after a 100 Continue or an interim response): forget the old headers. */
+static int
+http_add_header(struct http_response *r, const char *line, size_t len)
+{
+    if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+        http_headers_clear(r);
+        return 0;
+    }
+    const char *colon = memchr(line, ':', len);
+    if (colon == NULL || colon == line || r->nheaders >= HTTP_MAX_HEADERS) {
+        return 0; /* the blank line at the end, folded lines, or too many */
+    }
+    const char *v = colon + 1, *end = line + len;
+    while (v < end && (*v == ' ' || *v == '\t')) {
+        v++;
+    }
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t')) {
+        end--;
+    }
+    if (r->nheaders == r->cap_headers) {
+        size_t cap = r->cap_headers ? r->cap_headers * 2 : 16;
+        struct http_header *h = realloc(r->headers, cap * sizeof *h);
+        if (h == NULL) {
+            return -1;
+        }
+        r->headers = h;
+        r->cap_headers = cap;
+    }
+    char *name = strndup(line, (size_t) (colon - line));
+    char *value = strndup(v, (size_t) (end - v));
+    if (name == NULL || value == NULL) {
+        free(name);
+        free(value);
+        return -1;
+    }
+    r->headers[r->nheaders].name = name;
+    r->headers[r->nheaders].value = value;
+    r->nheaders++;
+    return 0;
+}
+
+static size_t
+http_on_header(char *data, size_t size, size_t n, void *userdata)
+{
+    struct http_transfer *t = userdata;
+    t->got_bytes = 1;
+    return http_add_header(t->resp, data, size * n) == 0 ? size * n : 0;
+}
+
+/* Called by curl about once a second (and more often while data moves). */
+static int
+http_on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                 curl_off_t ulnow)
+{
+    struct http_transfer *t = userdata;
+    (void) dltotal, (void) dlnow, (void) ultotal, (void) ulnow;
+    if (t->cancel != NULL && *t->cancel && !t->got_bytes) {
+        t->cancelled = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Short, stable names for curl's errors; transient says whether a retry
+ * may help (a bad certificate or URL will not fix itself). */
+static void
+http_name_error(CURLcode rc, const struct http_transfer *t, struct http_error *err)
+{
+    const char *code = "Transport";
+    int transient = 1;
+    if (t->cancelled || rc == CURLE_ABORTED_BY_CALLBACK) {
+        code = "Cancelled", transient = 0;
+    } else if (t->too_large) {
+        code = "TooLarge", transient = 0;
+    } else {
+        switch (rc) {
+        case CURLE_COULDNT_CONNECT:
+            code = "CouldNotConnect";
+            break;
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_RESOLVE_PROXY:
+            code = "CouldNotResolveHost";
+            break;
+        case CURLE_OPERATION_TIMEDOUT:
+            code = "Timeout";
+            break;
+        case CURLE_SEND_ERROR:
+            code = "SendError";
+            break;
+        case CURLE_RECV_ERROR:
+            code = "RecvError";
+            break;
+        case CURLE_GOT_NOTHING:
+            code = "EmptyReply";
+            break;
+        case CURLE_PARTIAL_FILE:
+            code = "PartialResponse";
+            break;
+        case CURLE_SSL_CONNECT_ERROR:
+            code = "TLSConnectError";
+            break;
+        case CURLE_PEER_FAILED_VERIFICATION:
+        case CURLE_SSL_CACERT_BADFILE:
+        case CURLE_SSL_CERTPROBLEM:
+            code = "TLSVerifyFailed", transient = 0;
+            break;
+        case CURLE_URL_MALFORMAT:
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            code = "BadURL", transient = 0;
+            break;
+        case CURLE_OUT_OF_MEMORY:
+            code = "OutOfMemory";
+            break;
+        default:
+            break;
+        }
+    }
+    snprintf(err->code, sizeof err->code, "%s", code);
+    err->transient = transient;
+}
+
+static void
+http_fail(struct http_error *err, const char *code, const char *message)
+{
+    snprintf(err->code, sizeof err->code, "%s", code);
+    snprintf(err->message, sizeof err->message, "%s", message);
+    err->transient = 0;
+}
+
+/* The request's headers plus "Expect:" (no 100-continue round trip).
+ * Returns NULL on ENOMEM; the caller frees the list. */
+static struct curl_slist *
+http_header_list(const struct http_request *req)
+{
+    struct curl_slist *list = NULL;
+    for (size_t i = 0; i < req->nheaders; i++) {
+        struct curl_slist *l = curl_slist_append(list, req->headers[i]);
+        if (l == NULL) {
+            curl_slist_free_all(list);
+            return NULL;
+        }
+        list = l;
+    }
+    struct curl_slist *l = curl_slist_append(list, "Expect:");
+    if (l == NULL) {
+        curl_slist_free_all(list);
+    }
+    return l;
+}
+
+/* Set every option of one transfer; curl_easy_reset before this keeps the
+ * live connections and caches, so a kept-alive connection is reused. */
+static void
+http_setup(struct http_client *c, const struct http_request *req, struct curl_slist *headers,
+           struct http_transfer *t)
+{
+    CURL *h = c->curl;
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, req->url);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (c->ca_file != NULL) {
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    }
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, req->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, req->connect_timeout_ms);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "twice/" TWICE_VERSION);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    if (req->no_proxy) {
+        curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+    }
+    if (strcmp(req->method, "GET") == 0) {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    } else if (strcmp(req->method, "HEAD") == 0) {
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    } else {
+        if (strcmp(req->method, "POST") != 0) {
+            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
+        }
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) req->body_len);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body != NULL ? req->body : "");
+    }
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, t);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, http_on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, t);
+    if (req->cancel != NULL) {
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, http_on_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, t);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    }
+    c->errbuf[0] = '\0';
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
+}
+
+int
+http_perform(struct http_client *c, const struct http_request *req, struct http_response *resp,
+             struct http_error *err)
+{
+    memset(err, 0, sizeof *err);
+    http_response_reset(resp);
+    if (req->cancel != NULL && *req->cancel) {
+        http_fail(err, "Cancelled", "cancelled before the request was sent");
+        return -1;
+    }
+    struct curl_slist *headers = http_header_list(req);
+    if (headers == NULL) {
+        http_fail(err, "OutOfMemory", "out of memory");
+        return -1;
+    }
+    struct http_transfer t = {resp, req->cancel, req->max_response, 0, 0, 0};
+    http_setup(c, req, headers, &t);
+    CURLcode rc = curl_easy_perform(c->curl);
+    long connects = 0;
+    if (curl_easy_getinfo(c->curl, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK) {
+        c->connects += connects;
+    }
+    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
+    curl_slist_free_all(headers);
+    if (resp->body.failed) {
+        rc = CURLE_OUT_OF_MEMORY;
+    }
+    if (rc != CURLE_OK) {
+        http_name_error(rc, &t, err);
+        if (t.too_large) {
+            snprintf(err->message, sizeof err->message, "response too large (more than %zu bytes)",
+                     req->max_response);
+        } else {
+            snprintf(err->message, sizeof err->message, "%s",
+                     c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));
+        }
+        http_response_reset(resp);
+        return -1;
+    }
+    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &resp->status);
+    return 0;
+}

@@ -1,0 +1,723 @@
+/*
+ * sqs.c - the SQS client of sqs.h: requests built with jansson, signed with
+ * SigV4, sent over http.c, retried inside the call on throttling and
+ * transient errors. Response parsing and error rules are in sqs_parse.c and
+ * sqs_error.c; this file is the transport and the operations.
+ */
+#include "sqs.h"
+
+#include "awsconfig.h"
+#include "backoff.h"
+#include "buf.h"
+#include "creds.h"
+#include "http.h"
+#include "sigv4.h"
+#include "sqs_parse.h"
+
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SQS_CONTENT_TYPE         "application/x-amz-json-1.0"
+#define SQS_CALL_TIMEOUT_MS      30000L
+#define SQS_CONNECT_TIMEOUT_MS   5000L
+#define SQS_LONG_POLL_SLACK_MS   10000L
+/* A response other than ReceiveMessage's is small (a policy at most). */
+#define SQS_MAX_RESPONSE         (4u << 20)
+/* Ten 1 MiB messages even if the server escaped every byte 3x (\u00e9 for
+ * a 2-byte character), plus attributes and JSON framing. */
+#define SQS_RECEIVE_MAX_RESPONSE (40u << 20)
+#define SQS_MAX_BATCH            10
+/* Response memory kept for the next call; a larger buffer is released. */
+#define SQS_KEEP_BUFFER          (1u << 20)
+
+struct sqs_client {
+    const struct sqs_endpoint *ep; /* borrowed */
+    struct creds_chain *creds;     /* borrowed */
+    struct http_client *http;      /* owned */
+    const volatile int *cancel;    /* borrowed */
+    char *host;                    /* the URL's authority, for Host and signing */
+    char *path;                    /* "/" unless the endpoint has a path */
+    struct http_response resp;     /* reused between calls */
+};
+
+/* What one call needs besides the body. */
+struct sqs_call_opts {
+    long timeout_ms;
+    size_t max_response;
+};
+
+/* Split "scheme://authority/path" into authority and path ("/" if none). */
+static int
+sqs_split_url(const char *url, char **host, char **path)
+{
+    const char *a = strstr(url, "://");
+    a = a != NULL ? a + 3 : url;
+    size_t n = strcspn(a, "/?#");
+    *host = strndup(a, n);
+    *path = strndup(a[n] == '/' ? a + n : "/", a[n] == '/' ? strcspn(a + n, "?#") : 1);
+    if (*host == NULL || *path == NULL) {
+        free(*host);
+        free(*path);
+        return -1;
+    }
+    return 0;
+}
+
+struct sqs_client *
+sqs_client_new(const struct sqs_endpoint *ep, struct creds_chain *creds)
+{
+    struct sqs_client *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        return NULL;
+    }
+    c->ep = ep;
+    c->creds = creds;
+    http_response_init(&c->resp);
+    if ((c->http = http_client_new(ep->ca_file)) == NULL ||
+        sqs_split_url(ep->url, &c->host, &c->path) != 0) {
+        sqs_client_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void
+sqs_client_free(struct sqs_client *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    http_client_free(c->http);
+    http_response_free(&c->resp);
+    free(c->host);
+    free(c->path);
+    free(c);
+}
+
+void
+sqs_client_set_cancel(struct sqs_client *c, const volatile int *flag)
+{
+    c->cancel = flag;
+}
+
+struct http_client *
+sqs_client_http(struct sqs_client *c)
+{
+    return c->http;
+}
+
+static int
+sqs_cancelled(const struct sqs_client *c)
+{
+    return c->cancel != NULL && *c->cancel;
+}
+
+/* Sleep ms, waking early (returning -1) when the cancel flag is raised. */
+static int
+sqs_sleep(const struct sqs_client *c, long ms)
+{
+    while (ms > 0) {
+        if (sqs_cancelled(c)) {
+            return -1;
+        }
+        long step = ms < 20 ? ms : 20;
+        struct timespec ts = {0, step * 1000000L};
+        nanosleep(&ts, NULL);
+        ms -= step;
+    }
+    return sqs_cancelled(c) ? -1 : 0;
+}
+
+/* The header lines of one attempt; the token and Authorization lines are
+ * wiped before they are freed. */
+struct sqs_signed {
+    struct buf target, date, host, token, auth;
+};
+
+static void
+sqs_signed_free(struct sqs_signed *s)
+{
+    if (s->token.data != NULL) {
+        OPENSSL_cleanse(s->token.data, s->token.cap);
+    }
+    if (s->auth.data != NULL) {
+        OPENSSL_cleanse(s->auth.data, s->auth.cap);
+    }
+    buf_free(&s->target);
+    buf_free(&s->date);
+    buf_free(&s->host);
+    buf_free(&s->token);
+    buf_free(&s->auth);
+}
+
+/*
+ * Sign body for op at the current time with cr and fill s. The Host value
+ * is exactly the URL's authority, as curl would send it.
+ */
+static int
+sqs_sign(const struct sqs_client *c, const char *op, const char *body, size_t len,
+         const struct creds *cr, struct sqs_signed *s)
+{
+    char date[17], target[96];
+    sigv4_amz_date((long long) time(NULL), date);
+    snprintf(target, sizeof target, "AmazonSQS.%s", op);
+    struct sigv4_header h[5] = {
+        {"content-type", SQS_CONTENT_TYPE},
+        {"host", c->host},
+        {"x-amz-date", date},
+        {"x-amz-target", target},
+        {"x-amz-security-token", cr->session_token},
+    };
+    struct sigv4_request r = {
+        .method = "POST",
+        .path = c->path,
+        .headers = h,
+        .nheaders = cr->session_token != NULL ? 5 : 4,
+        .body = body,
+        .body_len = len,
+        .normalize_path = 1,
+    };
+    struct buf auth = BUF_INIT;
+    int rc = sigv4_authorization(&r, cr, c->ep->region, "sqs", date, &auth);
+    buf_printf(&s->target, "X-Amz-Target: %s", target);
+    buf_printf(&s->date, "X-Amz-Date: %s", date);
+    buf_printf(&s->host, "Host: %s", c->host);
+    if (cr->session_token != NULL) {
+        buf_printf(&s->token, "X-Amz-Security-Token: %s", cr->session_token);
+    }
+    buf_printf(&s->auth, "Authorization: %s", buf_str(&auth));
+    if (auth.data != NULL) {
+        OPENSSL_cleanse(auth.data, auth.cap);
+    }
+    buf_free(&auth);
+    if (rc != 0 || s->target.failed || s->date.failed || s->host.failed || s->token.failed ||
+        s->auth.failed) {
+        return -1;
+    }
+    return 0;
+}
+
+/* x-amz-retry-after in ms, or -1 when absent or not a number. */
+static long
+sqs_retry_after(const struct http_response *resp)
+{
+    const char *v = http_response_header(resp, "x-amz-retry-after");
+    char *end;
+    if (v == NULL) {
+        return -1;
+    }
+    long ms = strtol(v, &end, 10);
+    return end != v && *end == '\0' && ms >= 0 ? ms : -1;
+}
+
+/*
+ * One signed attempt. 0 on a 2xx response (in c->resp), else -1 with err;
+ * *retry_after gets x-amz-retry-after (ms) or -1.
+ */
+static int
+sqs_attempt(struct sqs_client *c, const char *op, const char *body, size_t len,
+            const struct sqs_call_opts *o, long *retry_after, struct sqs_error *err)
+{
+    struct creds cr = {0};
+    struct sqs_signed s = {BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT};
+    char cerr[256];
+    int rc = -1;
+    *retry_after = -1;
+    if (c->resp.body.cap > SQS_KEEP_BUFFER) {
+        buf_free(&c->resp.body); /* do not hold a big receive's memory for good */
+    }
+    if (creds_get(c->creds, &cr, cerr, sizeof cerr) != 0) {
+        /* worth trying later (temporary credentials come back), not now */
+        sqs_error_set(err, "CredentialsError", 1, "%s", cerr);
+        return -1;
+    }
+    if (sqs_sign(c, op, body, len, &cr, &s) != 0) {
+        sqs_error_set(err, "OutOfMemory", 0, "out of memory while signing");
+        goto done;
+    }
+    const char *headers[6] = {"Content-Type: " SQS_CONTENT_TYPE,
+                              s.target.data,
+                              s.date.data,
+                              s.host.data,
+                              s.auth.data,
+                              s.token.data};
+    struct http_request req = {
+        .method = "POST",
+        .url = c->ep->url,
+        .headers = headers,
+        .nheaders = s.token.data != NULL ? 6 : 5,
+        .body = body,
+        .body_len = len,
+        .timeout_ms = o->timeout_ms,
+        .connect_timeout_ms = SQS_CONNECT_TIMEOUT_MS,
+        .cancel = c->cancel,
+        .max_response = o->max_response,
+    };
+    struct http_error herr;
+    if (http_perform(c->http, &req, &c->resp, &herr) != 0) {
+        char msg[sizeof err->message];
+        snprintf(msg, sizeof msg, "%s: %s", c->ep->url, herr.message);
+        sqs_error_transport(err, herr.code, msg, herr.transient);
+        goto done;
+    }
+    if (c->resp.status >= 200 && c->resp.status < 300) {
+        rc = 0;
+        goto done;
+    }
+    sqs_parse_error(c->resp.status, buf_str(&c->resp.body), c->resp.body.len,
+                    http_response_header(&c->resp, "x-amzn-query-error"),
+                    http_response_header(&c->resp, "x-amzn-ErrorType"), err);
+    *retry_after = sqs_retry_after(&c->resp);
+done:
+    sqs_signed_free(&s);
+    creds_clear(&cr);
+    return rc;
+}
+
+/*
+ * A call with the in-call retries: up to SQS_MAX_ATTEMPTS signed attempts
+ * (each re-signed with a fresh date), backing off between them. A
+ * cancelled call is not retried. On success the body is in c->resp.
+ */
+static int
+sqs_call(struct sqs_client *c, const char *op, const char *body, size_t len,
+         const struct sqs_call_opts *o, struct sqs_error *err)
+{
+    for (int attempt = 1;; attempt++) {
+        long retry_after;
+        if (sqs_attempt(c, op, body, len, o, &retry_after, err) == 0) {
+            return 0;
+        }
+        if (!err->retryable || attempt >= SQS_MAX_ATTEMPTS || sqs_cancelled(c) ||
+            strcmp(err->code, "CredentialsError") == 0) {
+            break;
+        }
+        long delay = sqs_retry_delay_ms(err, attempt, retry_after, backoff_random());
+        if (sqs_sleep(c, delay) != 0) {
+            sqs_error_transport(err, "Cancelled", "cancelled while backing off", 0);
+            break;
+        }
+    }
+    if (strcmp(err->code, "Cancelled") == 0) {
+        err->retryable = 0;
+    }
+    return -1;
+}
+
+/* Serialize req (consumed: decref'd here) and call op. NULL req means
+ * json_pack failed on a bad argument. */
+static int
+sqs_call_json(struct sqs_client *c, const char *op, json_t *req, const struct sqs_call_opts *o,
+              struct sqs_error *err)
+{
+    if (req == NULL) {
+        sqs_error_set(err, "InvalidArgument", 0, "%s: a required argument is missing", op);
+        return -1;
+    }
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    if (body == NULL) {
+        sqs_error_set(err, "OutOfMemory", 0, "out of memory");
+        return -1;
+    }
+    int rc = sqs_call(c, op, body, strlen(body), o, err);
+    free(body);
+    return rc;
+}
+
+int
+sqs_call_raw(struct sqs_client *c, const char *op, const char *body, size_t len, char **resp,
+             struct sqs_error *err)
+{
+    struct sqs_call_opts o = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    *resp = NULL;
+    if (sqs_call(c, op, body, len, &o, err) != 0) {
+        return -1;
+    }
+    if (c->resp.body.len > 0 && (*resp = strdup(buf_str(&c->resp.body))) == NULL) {
+        sqs_error_set(err, "OutOfMemory", 0, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int
+sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_receive_opts *o,
+            size_t max_body_bytes, struct sqs_message **msgs, size_t *n, struct sqs_error *err)
+{
+    *msgs = NULL;
+    *n = 0;
+    json_t *req =
+        json_pack("{s:s, s:i, s:i, s:[s], s:[s]}", "QueueUrl", queue_url, "MaxNumberOfMessages",
+                  o->max_messages, "WaitTimeSeconds", o->wait_time, "MessageSystemAttributeNames",
+                  "All", "MessageAttributeNames", "All");
+    if (req != NULL && o->visibility_timeout >= 0) {
+        json_object_set_new(req, "VisibilityTimeout", json_integer(o->visibility_timeout));
+    }
+    if (req != NULL && o->attempt_id != NULL) {
+        json_object_set_new(req, "ReceiveRequestAttemptId", json_string(o->attempt_id));
+    }
+    long wait_ms = (o->wait_time > 0 ? o->wait_time : 0) * 1000L;
+    struct sqs_call_opts co = {wait_ms + SQS_LONG_POLL_SLACK_MS, SQS_RECEIVE_MAX_RESPONSE};
+    if (sqs_call_json(c, "ReceiveMessage", req, &co, err) != 0) {
+        return -1;
+    }
+    return sqs_parse_receive(buf_str(&c->resp.body), c->resp.body.len, max_body_bytes, msgs, n,
+                             err);
+}
+
+/* Delete / ChangeMessageVisibility batches share everything but a field. */
+static int
+sqs_handle_batch(struct sqs_client *c, const char *op, const char *queue_url,
+                 const struct sqs_batch_entry *entries, size_t n, int with_visibility,
+                 struct sqs_batch_result *results, struct sqs_error *err)
+{
+    const char *ids[SQS_MAX_BATCH];
+    if (n == 0) {
+        return 0;
+    }
+    if (n > SQS_MAX_BATCH) {
+        sqs_error_set(err, "TooManyEntriesInBatchRequest", 0, "%zu entries (at most 10)", n);
+        return -1;
+    }
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n && arr != NULL; i++) {
+        json_t *e = json_pack("{s:s, s:s}", "Id", entries[i].id, "ReceiptHandle",
+                              entries[i].receipt_handle);
+        if (e != NULL && with_visibility) {
+            json_object_set_new(e, "VisibilityTimeout",
+                                json_integer(entries[i].visibility_timeout));
+        }
+        if (e == NULL || json_array_append_new(arr, e) != 0) {
+            json_decref(arr);
+            arr = NULL;
+        }
+        ids[i] = entries[i].id;
+    }
+    json_t *req = arr ? json_pack("{s:s, s:o}", "QueueUrl", queue_url, "Entries", arr) : NULL;
+    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    if (sqs_call_json(c, op, req, &co, err) != 0) {
+        return -1;
+    }
+    return sqs_parse_batch(buf_str(&c->resp.body), c->resp.body.len, ids, n, results, err);
+}
+
+int
+sqs_delete_batch(struct sqs_client *c, const char *queue_url,
+                 const struct sqs_batch_entry *entries, size_t n, struct sqs_batch_result *results,
+                 struct sqs_error *err)
+{
+    return sqs_handle_batch(c, "DeleteMessageBatch", queue_url, entries, n, 0, results, err);
+}
+
+int
+sqs_change_visibility_batch(struct sqs_client *c, const char *queue_url,
+                            const struct sqs_batch_entry *entries, size_t n,
+                            struct sqs_batch_result *results, struct sqs_error *err)
+{
+    return sqs_handle_batch(c, "ChangeMessageVisibilityBatch", queue_url, entries, n, 1, results,
+                            err);
+}
+
+int
+sqs_change_visibility(struct sqs_client *c, const char *queue_url, const char *receipt_handle,
+                      int visibility_timeout, struct sqs_error *err)
+{
+    json_t *req = json_pack("{s:s, s:s, s:i}", "QueueUrl", queue_url, "ReceiptHandle",
+                            receipt_handle, "VisibilityTimeout", visibility_timeout);
+    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    return sqs_call_json(c, "ChangeMessageVisibility", req, &co, err);
+}
+
+int
+sqs_delete(struct sqs_client *c, const char *queue_url, const char *receipt_handle,
+           struct sqs_error *err)
+{
+    json_t *req = json_pack("{s:s, s:s}", "QueueUrl", queue_url, "ReceiptHandle", receipt_handle);
+    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    return sqs_call_json(c, "DeleteMessage", req, &co, err);
+}
+
+/* MessageAttributes for a send: {name: {DataType, StringValue|BinaryValue}}.
+ * NULL on a bad attribute or ENOMEM. */
+static json_t *
+sqs_attrs_json(const struct sqs_attr *attrs, size_t n)
+{
+    json_t *obj = json_object();
+    for (size_t i = 0; i < n && obj != NULL; i++) {
+        const struct sqs_attr *a = &attrs[i];
+        json_t *v = NULL;
+        if (a->string_value != NULL) {
+            v = json_pack("{s:s, s:s}", "DataType", a->data_type, "StringValue", a->string_value);
+        } else {
+            struct buf b64 = BUF_INIT;
+            if (sqs_base64_encode(a->binary, a->binary_len, &b64) == 0) {
+                v = json_pack("{s:s, s:s}", "DataType", a->data_type, "BinaryValue",
+                              buf_str(&b64));
+            }
+            buf_free(&b64);
+        }
+        if (v == NULL || a->name == NULL || json_object_set_new(obj, a->name, v) != 0) {
+            json_decref(obj);
+            obj = NULL;
+        }
+    }
+    return obj;
+}
+
+/* One message to send as a JSON object; with_id for batch entries. Body
+ * must be UTF-8 (jansson checks). NULL on bad input or ENOMEM. */
+static json_t *
+sqs_send_json(const struct sqs_send_entry *e, int with_id)
+{
+    json_t *body = e->body != NULL ? json_stringn(e->body, e->body_len) : NULL;
+    json_t *m = body != NULL ? json_pack("{s:o}", "MessageBody", body) : NULL;
+    if (m == NULL) {
+        return NULL;
+    }
+    int bad = 0;
+    if (with_id) {
+        bad |= e->id == NULL || json_object_set_new(m, "Id", json_string(e->id)) != 0;
+    }
+    if (e->delay_seconds >= 0) {
+        bad |= json_object_set_new(m, "DelaySeconds", json_integer(e->delay_seconds)) != 0;
+    }
+    if (e->nattrs > 0) {
+        json_t *attrs = sqs_attrs_json(e->attrs, e->nattrs);
+        bad |= attrs == NULL || json_object_set_new(m, "MessageAttributes", attrs) != 0;
+    }
+    if (e->group_id != NULL) {
+        bad |= json_object_set_new(m, "MessageGroupId", json_string(e->group_id)) != 0;
+    }
+    if (e->dedup_id != NULL) {
+        bad |= json_object_set_new(m, "MessageDeduplicationId", json_string(e->dedup_id)) != 0;
+    }
+    if (bad) {
+        json_decref(m);
+        return NULL;
+    }
+    return m;
+}
+
+int
+sqs_send(struct sqs_client *c, const char *queue_url, const struct sqs_send_entry *e,
+         char *message_id_out, size_t message_id_len, struct sqs_error *err)
+{
+    json_t *req = sqs_send_json(e, 0);
+    if (req == NULL || queue_url == NULL) {
+        json_decref(req);
+        sqs_error_set(err, "InvalidMessageContents", 0,
+                      "the message has no body, a body or attribute that is not UTF-8, "
+                      "or no queue url");
+        return -1;
+    }
+    json_object_set_new(req, "QueueUrl", json_string(queue_url));
+    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    if (sqs_call_json(c, "SendMessage", req, &co, err) != 0) {
+        return -1;
+    }
+    if (message_id_out == NULL || message_id_len == 0) {
+        return 0;
+    }
+    char *id = NULL;
+    if (sqs_parse_string_member(buf_str(&c->resp.body), c->resp.body.len, "MessageId", &id, err) !=
+        0) {
+        return -1;
+    }
+    snprintf(message_id_out, message_id_len, "%s", id);
+    free(id);
+    return 0;
+}
+
+int
+sqs_send_batch(struct sqs_client *c, const char *queue_url, const struct sqs_send_entry *entries,
+               size_t n, struct sqs_batch_result *results, struct sqs_error *err)
+{
+    const char *ids[SQS_MAX_BATCH];
+    if (n == 0) {
+        return 0;
+    }
+    if (n > SQS_MAX_BATCH) {
+        sqs_error_set(err, "TooManyEntriesInBatchRequest", 0, "%zu entries (at most 10)", n);
+        return -1;
+    }
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n && arr != NULL; i++) {
+        json_t *m = sqs_send_json(&entries[i], 1);
+        if (m == NULL || json_array_append_new(arr, m) != 0) {
+            json_decref(arr);
+            sqs_error_set(err, "InvalidMessageContents", 0,
+                          "entry %zu: no body, or a body or attribute that is not UTF-8", i);
+            return -1;
+        }
+        ids[i] = entries[i].id;
+    }
+    json_t *req = arr ? json_pack("{s:s, s:o}", "QueueUrl", queue_url, "Entries", arr) : NULL;
+    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    if (sqs_call_json(c, "SendMessageBatch", req, &co, err) != 0) {
+        return -1;
+    }
+    return sqs_parse_batch(buf_str(&c->resp.body), c->resp.body.len, ids, n, results, err);
+}
+
+int
+sqs_get_attributes(struct sqs_client *c, const char *queue_url, const char *const *names,
+                   size_t nnames, struct sqs_kv **out, size_t *n, struct sqs_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    json_t *arr = json_array();
+    for (size_t i = 0; i < nnames && arr != NULL; i++) {
+        if (names[i] == NULL || json_array_append_new(arr, json_string(names[i])) != 0) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    }
+    json_t *req =
+        arr ? json_pack("{s:s, s:o}", "QueueUrl", queue_url, "AttributeNames", arr) : NULL;
+    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    if (sqs_call_json(c, "GetQueueAttributes", req, &co, err) != 0) {
+        return -1;
+    }
+    return sqs_parse_attributes(buf_str(&c->resp.body), c->resp.body.len, out, n, err);
+}
+
+int
+sqs_get_queue_url(struct sqs_client *c, const char *name, char **url_out, struct sqs_error *err)
+{
+    *url_out = NULL;
+    json_t *req = json_pack("{s:s}", "QueueName", name);
+    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    if (sqs_call_json(c, "GetQueueUrl", req, &co, err) != 0) {
+        return -1;
+    }
+    return sqs_parse_string_member(buf_str(&c->resp.body), c->resp.body.len, "QueueUrl", url_out,
+                                   err);
+}
+
+int
+sqs_purge(struct sqs_client *c, const char *queue_url, struct sqs_error *err)
+{
+    json_t *req = json_pack("{s:s}", "QueueUrl", queue_url);
+    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    return sqs_call_json(c, "PurgeQueue", req, &co, err);
+}
+
+static const char *
+sqs_env(const char *name)
+{
+    const char *v = getenv(name);
+    return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+/* Region names are short lower-case words: "eu-west-1", "cn-north-1". */
+static int
+sqs_valid_region(const char *r)
+{
+    size_t n = strlen(r);
+    return n > 0 && n < 64 && strspn(r, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
+}
+
+/*
+ * The region, in the order of sqs.h; *src says where it came from. NULL
+ * when none is configured, with *unreadable set when the shared config
+ * file exists but could not be read (or on ENOMEM).
+ */
+static char *
+sqs_resolve_region(const char *cfg_region, const char *profile, const char **src, int *unreadable)
+{
+    const char *v = NULL;
+    *unreadable = 0;
+    if (cfg_region != NULL && cfg_region[0] != '\0') {
+        v = cfg_region, *src = "aws.region";
+    } else if ((v = sqs_env("AWS_REGION")) != NULL) {
+        *src = "AWS_REGION";
+    } else if ((v = sqs_env("AWS_DEFAULT_REGION")) != NULL) {
+        *src = "AWS_DEFAULT_REGION";
+    }
+    if (v != NULL) {
+        return strdup(v);
+    }
+    char *region = NULL;
+    *src = "the shared config file";
+    int rc = awsconfig_profile_value(profile, "region", &region);
+    if (rc != 1 || region == NULL || region[0] == '\0') {
+        *unreadable = rc < 0;
+        free(region);
+        return NULL;
+    }
+    return region;
+}
+
+/* The endpoint URL (malloc'd, no trailing '/'); NULL on ENOMEM. */
+static char *
+sqs_resolve_url(const char *cfg_endpoint, const char *region)
+{
+    const char *v = cfg_endpoint != NULL && cfg_endpoint[0] != '\0' ? cfg_endpoint : NULL;
+    const char *ignore = sqs_env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
+    if (v == NULL && (ignore == NULL || strcasecmp(ignore, "true") != 0)) {
+        if ((v = sqs_env("AWS_ENDPOINT_URL_SQS")) == NULL) {
+            v = sqs_env("AWS_ENDPOINT_URL");
+        }
+    }
+    char *url = NULL;
+    if (v != NULL) {
+        url = strdup(v);
+    } else if (asprintf(&url, "https://sqs.%s.amazonaws.com%s", region,
+                        strncmp(region, "cn-", 3) == 0 ? ".cn" : "") < 0) {
+        url = NULL;
+    }
+    for (size_t n = url ? strlen(url) : 0; n > 0 && url[n - 1] == '/'; n--) {
+        url[n - 1] = '\0';
+    }
+    return url;
+}
+
+int
+sqs_endpoint_resolve(const char *cfg_region, const char *cfg_endpoint, const char *profile,
+                     const char *ca_file, struct sqs_endpoint *out, char *err, size_t errlen)
+{
+    const char *src = "";
+    int unreadable = 0;
+    memset(out, 0, sizeof *out);
+    out->region = sqs_resolve_region(cfg_region, profile, &src, &unreadable);
+    if (out->region == NULL) {
+        snprintf(err, errlen, "no AWS region: set aws.region in the configuration or AWS_REGION%s",
+                 unreadable ? " (the AWS config file could not be read)" : "");
+        return -1;
+    }
+    if (!sqs_valid_region(out->region)) {
+        snprintf(err, errlen, "bad AWS region \"%.64s\" from %s (expected e.g. eu-west-1)",
+                 out->region, src);
+        goto fail;
+    }
+    if ((out->url = sqs_resolve_url(cfg_endpoint, out->region)) == NULL ||
+        (ca_file != NULL && (out->ca_file = strdup(ca_file)) == NULL)) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    const char *host = strstr(out->url, "://");
+    if ((strncmp(out->url, "https://", 8) != 0 && strncmp(out->url, "http://", 7) != 0) ||
+        host == NULL || strcspn(host + 3, "/?#") == 0 || strpbrk(out->url, "?# \t") != NULL) {
+        snprintf(err, errlen, "bad SQS endpoint \"%.200s\" (expected http[s]://host[:port])",
+                 out->url);
+        goto fail;
+    }
+    return 0;
+fail:
+    sqs_endpoint_free(out);
+    return -1;
+}
+
+void
+sqs_endpoint_free(struct sqs_endpoint *ep)
+{
+    free(ep->url);
+    free(ep->region);
+    free(ep->ca_file);
+    memset(ep, 0, sizeof *ep);
+}

@@ -1,0 +1,509 @@
+/*
+ * test-sqs-parse.c - the SQS client's pure half against canned responses:
+ * error parsing and retry classification, describe() texts, received
+ * messages with attributes and MD5 checks, batch results, endpoint
+ * resolution. No server here; itest-sqs.c talks to fauxqs.
+ */
+#include "buf.h"
+#include "check.h"
+#include "sqs.h"
+#include "sqs_parse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void
+parse_err(long status, const char *body, const char *query, struct sqs_error *e)
+{
+    sqs_parse_error(status, body, body ? strlen(body) : 0, query, NULL, e);
+}
+
+/* The exact example of the reference, §4. */
+static void
+test_reference_error(void)
+{
+    struct sqs_error e;
+    char text[1024];
+    parse_err(400,
+              "{\"__type\":\"com.amazonaws.sqs#QueueDoesNotExist\","
+              "\"message\":\"The specified queue does not exist.\"}",
+              "AWS.SimpleQueueService.NonExistentQueue;Sender", &e);
+    CHECK_INT(e.http_status, 400);
+    CHECK_STR(e.code, "QueueDoesNotExist");
+    CHECK_STR(e.query_code, "AWS.SimpleQueueService.NonExistentQueue");
+    CHECK_STR(e.message, "The specified queue does not exist.");
+    CHECK_INT(e.retryable, 0);
+    CHECK_INT(e.throttled, 0);
+    CHECK_INT(e.transport, 0);
+    sqs_error_describe(&e, "ReceiveMessage", text, sizeof text);
+    CHECK_STR(text, "ReceiveMessage: QueueDoesNotExist: The specified queue does not exist. "
+                    "(check the queue url and region)");
+}
+
+static void
+test_throttling(void)
+{
+    struct sqs_error e;
+    char text[1024];
+    /* SQS throttles with HTTP 403: the code decides, not the status */
+    parse_err(403, "{\"__type\":\"com.amazonaws.sqs#RequestThrottled\",\"message\":\"Rate\"}",
+              "RequestThrottled;Sender", &e);
+    CHECK_STR(e.code, "RequestThrottled");
+    CHECK_INT(e.throttled, 1);
+    CHECK_INT(e.retryable, 1);
+    sqs_error_describe(&e, "SendMessage", text, sizeof text);
+    CHECK_CONTAINS(text, "(the queue is being throttled; twice backs off)");
+    /* the query code alone is enough */
+    parse_err(403, "", "RequestThrottled;Sender", &e);
+    CHECK_STR(e.code, "HTTP 403");
+    CHECK_INT(e.throttled, 1);
+    /* __type with a ':' suffix, as coral services send it */
+    parse_err(400,
+              "{\"__type\":\"com.amazon.coral.service#ThrottlingException:"
+              "http://internal.amazon.com/coral/com.amazon.coral.service/\","
+              "\"Message\":\"Rate exceeded\"}",
+              NULL, &e);
+    CHECK_STR(e.code, "ThrottlingException");
+    CHECK_STR(e.message, "Rate exceeded");
+    CHECK_STR(e.query_code, "");
+    CHECK_INT(e.throttled, 1);
+    CHECK_INT(e.retryable, 1);
+    parse_err(400, "{\"__type\":\"com.amazonaws.sqs#KmsThrottled\"}",
+              "KMS.ThrottlingException;Sender", &e);
+    CHECK_INT(e.throttled, 1);
+    /* a 403 that is not throttling is not retried */
+    parse_err(403, "{\"__type\":\"com.amazonaws.sqs#OverLimit\"}", "OverLimit;Sender", &e);
+    CHECK_INT(e.retryable, 0);
+    /* x-amzn-ErrorType when the body has no __type */
+    sqs_parse_error(400, "{}", 2, NULL, "ThrottlingException:http://x/", &e);
+    CHECK_STR(e.code, "ThrottlingException");
+    CHECK_INT(e.throttled, 1);
+}
+
+static void
+test_transient(void)
+{
+    struct sqs_error e;
+    char text[1024];
+    parse_err(500, NULL, NULL, &e);
+    CHECK_STR(e.code, "HTTP 500");
+    CHECK_STR(e.message, "");
+    CHECK_INT(e.retryable, 1);
+    CHECK_INT(e.throttled, 0);
+    sqs_error_describe(&e, "DeleteMessageBatch", text, sizeof text);
+    CHECK_STR(text, "DeleteMessageBatch: HTTP 500");
+    parse_err(503, "<html>Service Unavailable</html>", NULL, &e);
+    CHECK_STR(e.code, "HTTP 503");
+    CHECK_INT(e.retryable, 1);
+    parse_err(400, "{\"__type\":\"com.amazonaws.sqs#RequestTimeout\"}", NULL, &e);
+    CHECK_INT(e.retryable, 1);
+    parse_err(400, "{\"__type\":\"com.amazonaws.sqs#InvalidParameterValue\"}", NULL, &e);
+    CHECK_INT(e.retryable, 0);
+    parse_err(404, "{\"__type\":\"com.amazonaws.sqs#ReceiptHandleIsInvalid\"}", NULL, &e);
+    CHECK_INT(e.retryable, 0);
+
+    sqs_error_transport(&e, "CouldNotConnect", "http://127.0.0.1:9: Failed to connect", 1);
+    CHECK_INT(e.transport, 1);
+    CHECK_INT(e.retryable, 1);
+    CHECK_INT(e.http_status, 0);
+    sqs_error_describe(&e, "ReceiveMessage", text, sizeof text);
+    CHECK_STR(text, "ReceiveMessage: CouldNotConnect: http://127.0.0.1:9: Failed to connect "
+                    "(is the endpoint reachable?)");
+    sqs_error_transport(&e, "Cancelled", "cancelled", 0);
+    CHECK_INT(e.retryable, 0);
+    sqs_error_describe(&e, "ReceiveMessage", text, sizeof text);
+    CHECK_STR(text, "ReceiveMessage: Cancelled: cancelled");
+}
+
+static void
+test_describe_hints(void)
+{
+    struct sqs_error e;
+    char text[1024];
+    parse_err(400,
+              "{\"__type\":\"com.amazonaws.sqs#AccessDeniedException\","
+              "\"message\":\"User: x is not authorized\"}",
+              "AccessDenied;Sender", &e);
+    sqs_error_describe(&e, "ReceiveMessage", text, sizeof text);
+    CHECK_STR(text, "ReceiveMessage: AccessDeniedException: User: x is not authorized "
+                    "(check the IAM policy allows sqs:ReceiveMessage on this queue)");
+    parse_err(403, "{\"__type\":\"com.amazonaws.sqs#InvalidClientTokenId\"}", NULL, &e);
+    sqs_error_describe(&e, "GetQueueUrl", text, sizeof text);
+    CHECK_STR(text, "GetQueueUrl: InvalidClientTokenId (check the AWS credentials)");
+    parse_err(400, "{\"__type\":\"#UnrecognizedClientException\"}", NULL, &e);
+    sqs_error_describe(&e, "GetQueueUrl", text, sizeof text);
+    CHECK_CONTAINS(text, "(check the AWS credentials)");
+    parse_err(403,
+              "{\"__type\":\"#SignatureDoesNotMatch\",\"message\":\"Signature expired: "
+              "20150830T123600Z is now earlier than 20150830T124100Z\"}",
+              NULL, &e);
+    sqs_error_describe(&e, "SendMessage", text, sizeof text);
+    CHECK_CONTAINS(text, "(clock skew: check the system clock)");
+    CHECK_INT(e.retryable, 0);
+    parse_err(403, "{\"__type\":\"#SignatureDoesNotMatch\",\"message\":\"no\"}", NULL, &e);
+    sqs_error_describe(&e, "SendMessage", text, sizeof text);
+    CHECK_CONTAINS(text, "credentials and the system clock");
+    parse_err(400, "{\"__type\":\"#RequestExpired\"}", NULL, &e);
+    sqs_error_describe(&e, "SendMessage", text, sizeof text);
+    CHECK_CONTAINS(text, "clock skew");
+    /* a short buffer truncates, never overflows */
+    char small[12];
+    sqs_error_describe(&e, "SendMessage", small, sizeof small);
+    CHECK_STR(small, "SendMessage");
+}
+
+static void
+test_retry_delay(void)
+{
+    struct sqs_error thr = {0}, tr = {0};
+    thr.throttled = thr.retryable = 1;
+    tr.retryable = 1;
+    /* base 1000 ms for throttling, 50 ms for transient; r mod (ceiling+1) */
+    CHECK_INT(sqs_retry_delay_ms(&thr, 1, -1, 1000), 1000);
+    CHECK_INT(sqs_retry_delay_ms(&thr, 2, -1, 2000), 2000);
+    CHECK_INT(sqs_retry_delay_ms(&tr, 1, -1, 1000), 1000 % 51);
+    CHECK_INT(sqs_retry_delay_ms(&tr, 2, -1, 100), 100);
+    CHECK_INT(sqs_retry_delay_ms(&tr, 30, -1, UINT64_MAX), UINT64_MAX % 20001);
+    /* x-amz-retry-after: max(t, min(retry_after, t + 5 s)) */
+    CHECK_INT(sqs_retry_delay_ms(&tr, 1, 3000, 0), 3000);
+    CHECK_INT(sqs_retry_delay_ms(&tr, 1, 60000, 0), 5000);
+    CHECK_INT(sqs_retry_delay_ms(&tr, 1, 10, 40), 40);
+    CHECK_INT(sqs_retry_delay_ms(&thr, 1, 60000, 700), 5700);
+}
+
+/* Two messages: a standard one with every kind of attribute, a FIFO one. */
+static const char receive_json[] =
+    "{\"Messages\":[{"
+    "\"MessageId\":\"m-1\",\"ReceiptHandle\":\"rh-1\","
+    "\"MD5OfBody\":\"afc1128594788b435bdea77721f4c4ae\","
+    "\"Body\":\"h\\u00e9llo \\\"world\\\"\","
+    "\"Attributes\":{\"ApproximateReceiveCount\":\"3\",\"SentTimestamp\":\"1700000000123\","
+    "\"ApproximateFirstReceiveTimestamp\":\"1700000000456\",\"SenderId\":\"AIDA\"},"
+    "\"MD5OfMessageAttributes\":\"0c787e45616d0800eb5b8baa64dcad7e\","
+    "\"MessageAttributes\":{"
+    "\"trace\":{\"DataType\":\"String\",\"StringValue\":\"abc-123\"},"
+    "\"price\":{\"DataType\":\"Number.float\",\"StringValue\":\"3.25\"},"
+    "\"blob\":{\"DataType\":\"Binary\",\"BinaryValue\":\"AAEC//4=\"}}"
+    "},{"
+    "\"MessageId\":\"m-2\",\"ReceiptHandle\":\"rh-2\","
+    "\"MD5OfBody\":\"E63AEAFC8CA710BBBD371F7D1730C9CC\",\"Body\":\"second body\","
+    "\"Attributes\":{\"MessageGroupId\":\"g1\",\"MessageDeduplicationId\":\"d1\","
+    "\"SequenceNumber\":\"18888\",\"ApproximateReceiveCount\":\"1\"},"
+    "\"UnknownMember\":[1,2,3]"
+    "}]}";
+
+static const struct sqs_attr *
+find_attr(const struct sqs_message *m, const char *name)
+{
+    for (size_t i = 0; i < m->nattrs; i++) {
+        if (strcmp(m->attrs[i].name, name) == 0) {
+            return &m->attrs[i];
+        }
+    }
+    return NULL;
+}
+
+static void
+test_receive(void)
+{
+    struct sqs_message *msgs = NULL;
+    size_t n = 0;
+    struct sqs_error e;
+    CHECK_INT(sqs_parse_receive(receive_json, strlen(receive_json), 0, &msgs, &n, &e), 0);
+    CHECK_INT(n, 2);
+    if (n != 2) {
+        return;
+    }
+    const struct sqs_message *m = &msgs[0];
+    CHECK_STR(m->message_id, "m-1");
+    CHECK_STR(m->receipt_handle, "rh-1");
+    CHECK_STR(m->body, "h\xc3\xa9llo \"world\"");
+    CHECK_INT(m->body_len, 14);
+    CHECK_INT(m->receive_count, 3);
+    CHECK(m->sent_timestamp_ms == 1700000000123LL);
+    CHECK(m->first_receive_ms == 1700000000456LL);
+    CHECK(m->group_id == NULL);
+    CHECK_INT(m->nattrs, 3);
+    const struct sqs_attr *a = find_attr(m, "trace");
+    CHECK(a != NULL && a->binary == NULL);
+    CHECK_STR(a ? a->string_value : NULL, "abc-123");
+    a = find_attr(m, "price");
+    CHECK_STR(a ? a->data_type : NULL, "Number.float");
+    CHECK_STR(a ? a->string_value : NULL, "3.25");
+    a = find_attr(m, "blob");
+    CHECK(a != NULL && a->string_value == NULL);
+    CHECK_INT(a ? a->binary_len : 0, 5);
+    CHECK(a != NULL && a->binary_len == 5 && memcmp(a->binary, "\0\1\2\377\376", 5) == 0);
+
+    m = &msgs[1];
+    CHECK_STR(m->body, "second body");
+    CHECK_STR(m->group_id, "g1");
+    CHECK_STR(m->dedup_id, "d1");
+    CHECK_STR(m->sequence_number, "18888");
+    CHECK_INT(m->receive_count, 1);
+    CHECK_INT(m->nattrs, 0);
+    sqs_messages_free(msgs, n);
+
+    /* bodies over the limit are not copied, but their size is known */
+    CHECK_INT(sqs_parse_receive(receive_json, strlen(receive_json), 11, &msgs, &n, &e), 0);
+    CHECK_INT(n, 2);
+    CHECK(n == 2 && msgs[0].body == NULL && msgs[0].body_len == 14);
+    CHECK(n == 2 && msgs[1].body != NULL && msgs[1].body_len == 11);
+    sqs_messages_free(msgs, n);
+}
+
+static void
+test_receive_empty(void)
+{
+    struct sqs_message *msgs = (struct sqs_message *) &msgs;
+    size_t n = 99;
+    struct sqs_error e;
+    CHECK_INT(sqs_parse_receive("{}", 2, 0, &msgs, &n, &e), 0);
+    CHECK_INT(n, 0);
+    CHECK(msgs == NULL);
+    CHECK_INT(sqs_parse_receive("{\"Messages\":[]}", 15, 0, &msgs, &n, &e), 0);
+    CHECK_INT(n, 0);
+    CHECK_INT(sqs_parse_receive("", 0, 0, &msgs, &n, &e), 0);
+    CHECK_INT(n, 0);
+    /* a message without a receive count counts as received once */
+    const char *j =
+        "{\"Messages\":[{\"MessageId\":\"a\",\"ReceiptHandle\":\"b\",\"Body\":\"x\"}]}";
+    CHECK_INT(sqs_parse_receive(j, strlen(j), 0, &msgs, &n, &e), 0);
+    CHECK(n == 1 && msgs[0].receive_count == 1 && msgs[0].sent_timestamp_ms == 0);
+    sqs_messages_free(msgs, n);
+}
+
+/* Replace the first occurrence of from in s with to (same length). */
+static char *
+patched(const char *s, const char *from, const char *to)
+{
+    char *p = strdup(s);
+    char *at = strstr(p, from);
+    if (at != NULL && strlen(from) == strlen(to)) {
+        memcpy(at, to, strlen(to));
+    }
+    return p;
+}
+
+static void
+test_receive_corrupt(void)
+{
+    struct sqs_message *msgs = NULL;
+    size_t n = 0;
+    struct sqs_error e;
+    char text[1024];
+    /* one flipped letter in the second body: the whole call fails */
+    char *j = patched(receive_json, "second body", "second bodY");
+    CHECK_INT(sqs_parse_receive(j, strlen(j), 0, &msgs, &n, &e), -1);
+    CHECK_STR(e.code, "BodyMD5Mismatch");
+    CHECK_INT(e.retryable, 1);
+    CHECK_INT(e.throttled, 0);
+    CHECK_CONTAINS(e.message, "m-2");
+    CHECK(msgs == NULL && n == 0);
+    sqs_error_describe(&e, "ReceiveMessage", text, sizeof text);
+    CHECK_CONTAINS(text, "ReceiveMessage: BodyMD5Mismatch: message m-2");
+    free(j);
+    /* also when the body is too large to copy */
+    j = patched(receive_json, "second body", "second bodY");
+    CHECK_INT(sqs_parse_receive(j, strlen(j), 5, &msgs, &n, &e), -1);
+    CHECK_STR(e.code, "BodyMD5Mismatch");
+    free(j);
+    /* an attribute changed in transit */
+    j = patched(receive_json, "abc-123", "abc-124");
+    CHECK_INT(sqs_parse_receive(j, strlen(j), 0, &msgs, &n, &e), -1);
+    CHECK_STR(e.code, "AttributesMD5Mismatch");
+    CHECK_INT(e.retryable, 1);
+    free(j);
+    /* bad base64 in a Binary attribute */
+    j = patched(receive_json, "AAEC//4=", "AAEC/!4=");
+    CHECK_INT(sqs_parse_receive(j, strlen(j), 0, &msgs, &n, &e), -1);
+    CHECK_STR(e.code, "MalformedResponse");
+    CHECK_CONTAINS(e.message, "blob");
+    free(j);
+    /* not JSON at all */
+    CHECK_INT(sqs_parse_receive("<html>", 6, 0, &msgs, &n, &e), -1);
+    CHECK_STR(e.code, "MalformedResponse");
+    CHECK_INT(e.retryable, 1);
+    /* a message without a receipt handle cannot be acknowledged */
+    const char *k = "{\"Messages\":[{\"MessageId\":\"a\",\"Body\":\"x\"}]}";
+    CHECK_INT(sqs_parse_receive(k, strlen(k), 0, &msgs, &n, &e), -1);
+    CHECK_STR(e.code, "MalformedResponse");
+}
+
+static void
+test_md5_and_base64(void)
+{
+    char md5[33];
+    struct sqs_attr a = {"attribName1", "String", "attribValue 1", NULL, 0};
+    CHECK_INT(sqs_md5_of_attrs(&a, 1, md5), 0);
+    CHECK_STR(md5, "19e27d4e946b072f3f58da80d94fd778"); /* the reference's vector */
+    CHECK_INT(sqs_md5_hex("", 0, md5), 0);
+    CHECK_STR(md5, "d41d8cd98f00b204e9800998ecf8427e");
+
+    const char *in[] = {"", "YQ==", "YWI=", "YWJj", "AAEC//4="};
+    size_t want[] = {0, 1, 2, 3, 5};
+    for (size_t i = 0; i < 5; i++) {
+        unsigned char *out = NULL;
+        size_t len = 99;
+        CHECK_INT(sqs_base64_decode(in[i], strlen(in[i]), &out, &len), 0);
+        CHECK_INT(len, want[i]);
+        struct buf b = BUF_INIT;
+        CHECK_INT(sqs_base64_encode(out, len, &b), 0);
+        CHECK_STR(buf_str(&b), in[i]);
+        buf_free(&b);
+        free(out);
+    }
+    unsigned char *out = NULL;
+    size_t len = 0;
+    CHECK_INT(sqs_base64_decode("YWJ", 3, &out, &len), -1);
+    CHECK_INT(sqs_base64_decode("Y!==", 4, &out, &len), -1);
+    CHECK(out == NULL);
+}
+
+static void
+test_batch(void)
+{
+    const char *ids[] = {"a", "b", "c", "d"};
+    struct sqs_batch_result r[4];
+    struct sqs_error e;
+    const char *j = "{\"Successful\":[{\"Id\":\"a\",\"MessageId\":\"mid-a\"},{\"Id\":\"zz\"}],"
+                    "\"Failed\":[{\"Id\":\"b\",\"SenderFault\":true,"
+                    "\"Code\":\"ReceiptHandleIsInvalid\",\"Message\":\"The input receipt "
+                    "handle is invalid.\"},"
+                    "{\"Id\":\"d\",\"SenderFault\":false,\"Code\":\"InternalError\"}]}";
+    CHECK_INT(sqs_parse_batch(j, strlen(j), ids, 4, r, &e), 0);
+    CHECK_INT(r[0].ok, 1);
+    CHECK_STR(r[0].message_id, "mid-a");
+    CHECK_STR(r[0].code, "");
+    CHECK_INT(r[1].ok, 0);
+    CHECK_INT(r[1].sender_fault, 1);
+    CHECK_STR(r[1].code, "ReceiptHandleIsInvalid");
+    CHECK_STR(r[1].message, "The input receipt handle is invalid.");
+    /* named in neither list: failed, so nobody assumes it worked */
+    CHECK_INT(r[2].ok, 0);
+    CHECK_STR(r[2].code, "NoResult");
+    CHECK_INT(r[3].ok, 0);
+    CHECK_INT(r[3].sender_fault, 0);
+    CHECK_STR(r[3].code, "InternalError");
+    CHECK_STR(r[3].message, "");
+
+    /* an empty 200 body: every entry failed with NoResult */
+    CHECK_INT(sqs_parse_batch("", 0, ids, 2, r, &e), 0);
+    CHECK(r[0].ok == 0 && r[1].ok == 0);
+    CHECK_STR(r[1].code, "NoResult");
+    CHECK_INT(sqs_parse_batch("[1]", 3, ids, 2, r, &e), -1);
+    CHECK_STR(e.code, "MalformedResponse");
+}
+
+static void
+test_attributes(void)
+{
+    struct sqs_kv *kv = NULL;
+    size_t n = 0;
+    struct sqs_error e;
+    const char *j = "{\"Attributes\":{\"ApproximateNumberOfMessages\":\"7\","
+                    "\"VisibilityTimeout\":30,\"QueueArn\":\"arn:aws:sqs:us-east-1:0:q\"}}";
+    CHECK_INT(sqs_parse_attributes(j, strlen(j), &kv, &n, &e), 0);
+    CHECK_INT(n, 3);
+    CHECK_STR(sqs_kv_get(kv, n, "ApproximateNumberOfMessages"), "7");
+    CHECK_STR(sqs_kv_get(kv, n, "VisibilityTimeout"), "30");
+    CHECK(sqs_kv_get(kv, n, "Policy") == NULL);
+    sqs_kv_free(kv, n);
+    CHECK_INT(sqs_parse_attributes("{}", 2, &kv, &n, &e), 0);
+    CHECK_INT(n, 0);
+    sqs_kv_free(kv, n);
+
+    char *url = NULL;
+    j = "{\"QueueUrl\":\"http://sqs.us-east-1.localhost:1/000000000000/q\"}";
+    CHECK_INT(sqs_parse_string_member(j, strlen(j), "QueueUrl", &url, &e), 0);
+    CHECK_STR(url, "http://sqs.us-east-1.localhost:1/000000000000/q");
+    free(url);
+    CHECK_INT(sqs_parse_string_member("{}", 2, "QueueUrl", &url, &e), -1);
+    CHECK_STR(e.code, "MalformedResponse");
+}
+
+static void
+clear_env(void)
+{
+    const char *vars[] = {"AWS_REGION",           "AWS_DEFAULT_REGION",
+                          "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL",
+                          "AWS_PROFILE",          "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        unsetenv(vars[i]);
+    }
+    /* no shared config file with a region in it */
+    setenv("AWS_CONFIG_FILE", "/nonexistent/twice-test/config", 1);
+}
+
+static void
+test_endpoint(void)
+{
+    struct sqs_endpoint ep;
+    char err[256];
+    clear_env();
+    CHECK_INT(sqs_endpoint_resolve(NULL, NULL, NULL, NULL, &ep, err, sizeof err), -1);
+    CHECK_STR(err, "no AWS region: set aws.region in the configuration or AWS_REGION");
+
+    setenv("AWS_DEFAULT_REGION", "eu-central-1", 1);
+    CHECK_INT(sqs_endpoint_resolve(NULL, NULL, NULL, NULL, &ep, err, sizeof err), 0);
+    CHECK_STR(ep.region, "eu-central-1");
+    CHECK_STR(ep.url, "https://sqs.eu-central-1.amazonaws.com");
+    CHECK(ep.ca_file == NULL);
+    sqs_endpoint_free(&ep);
+
+    setenv("AWS_REGION", "eu-west-1", 1); /* wins over AWS_DEFAULT_REGION */
+    setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:4566/", 1);
+    CHECK_INT(sqs_endpoint_resolve(NULL, NULL, NULL, "/etc/ca.pem", &ep, err, sizeof err), 0);
+    CHECK_STR(ep.region, "eu-west-1");
+    CHECK_STR(ep.url, "http://127.0.0.1:4566");
+    CHECK_STR(ep.ca_file, "/etc/ca.pem");
+    sqs_endpoint_free(&ep);
+
+    setenv("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:9324", 1);
+    CHECK_INT(sqs_endpoint_resolve(NULL, NULL, NULL, NULL, &ep, err, sizeof err), 0);
+    CHECK_STR(ep.url, "http://127.0.0.1:9324");
+    sqs_endpoint_free(&ep);
+
+    /* the configuration wins over the environment */
+    CHECK_INT(sqs_endpoint_resolve("cn-north-1", "", NULL, NULL, &ep, err, sizeof err), 0);
+    CHECK_STR(ep.region, "cn-north-1");
+    CHECK_STR(ep.url, "http://127.0.0.1:9324");
+    sqs_endpoint_free(&ep);
+    setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true", 1);
+    CHECK_INT(sqs_endpoint_resolve("cn-north-1", NULL, NULL, NULL, &ep, err, sizeof err), 0);
+    CHECK_STR(ep.url, "https://sqs.cn-north-1.amazonaws.com.cn");
+    sqs_endpoint_free(&ep);
+    CHECK_INT(sqs_endpoint_resolve("us-east-2",
+                                   "https://vpce-1.sqs.us-east-2.vpce.amazonaws"
+                                   ".com",
+                                   NULL, NULL, &ep, err, sizeof err),
+              0);
+    CHECK_STR(ep.url, "https://vpce-1.sqs.us-east-2.vpce.amazonaws.com");
+    sqs_endpoint_free(&ep);
+
+    CHECK_INT(sqs_endpoint_resolve("Eu West", NULL, NULL, NULL, &ep, err, sizeof err), -1);
+    CHECK_CONTAINS(err, "bad AWS region \"Eu West\" from aws.region");
+    CHECK(ep.url == NULL && ep.region == NULL);
+    CHECK_INT(sqs_endpoint_resolve("us-east-1", "ftp://x", NULL, NULL, &ep, err, sizeof err), -1);
+    CHECK_CONTAINS(err, "bad SQS endpoint \"ftp://x\"");
+    CHECK_INT(sqs_endpoint_resolve("us-east-1", "http://", NULL, NULL, &ep, err, sizeof err), -1);
+    clear_env();
+}
+
+int
+main(void)
+{
+    test_reference_error();
+    test_throttling();
+    test_transient();
+    test_describe_hints();
+    test_retry_delay();
+    test_receive();
+    test_receive_empty();
+    test_receive_corrupt();
+    test_md5_and_base64();
+    test_batch();
+    test_attributes();
+    test_endpoint();
+    return check_done("test-sqs-parse");
+}
