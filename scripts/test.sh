@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# test.sh: THE test command. Installs dependencies (deps.sh), builds twice normally in
+# build/ and with ASan+UBSan in build-asan/, starts the test servers (testenv.sh) in a
+# temporary RUN_DIR, runs ctest in both builds, always stops the servers, and exits with
+# ctest's status. Not for: the demo, or leaving servers up (use testenv.sh for that).
+#
+#   scripts/test.sh [--quick] [-R REGEX] [--keep]
+#     --quick    normal build only (no sanitizer build and run)
+#     -R REGEX   only the ctest tests matching REGEX
+#     --keep     keep RUN_DIR (logs, mail, twiced work dirs) after the run
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+quick=0
+keep=0
+ctest_args=(--output-on-failure -j2)
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --quick) quick=1 ;;
+    --keep) keep=1 ;;
+    -R)
+        [ $# -ge 2 ] || { echo "test.sh: -R needs a regex" >&2; exit 2; }
+        ctest_args+=(-R "$2")
+        shift
+        ;;
+    -h | --help)
+        sed -n '2,/^set /p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+        exit 0
+        ;;
+    *)
+        echo "test.sh: unknown option $1 (see --help)" >&2
+        exit 2
+        ;;
+    esac
+    shift
+done
+
+cd "$root"
+start=$SECONDS
+bash "$here/deps.sh"
+
+build() {
+    local dir=$1
+    shift
+    echo "test.sh: building in $dir/"
+    cmake -S . -B "$dir" "$@" >/dev/null
+    cmake --build "$dir" -j2
+}
+build build -DCMAKE_BUILD_TYPE=Debug
+if [ "$quick" = 0 ]; then
+    build build-asan -DTWICE_SANITIZE=ON
+fi
+
+run_dir=$(mktemp -d "${TMPDIR:-/tmp}/twice-test.XXXXXX")
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+    bash "$here/testenv.sh" down "$run_dir" >>"$run_dir.down.log" 2>&1 ||
+        { cat "$run_dir.down.log" >&2; }
+    if [ "$keep" = 1 ]; then
+        echo "test.sh: kept $run_dir" >&2
+    else
+        rm -rf "$run_dir"
+    fi
+    rm -f "$run_dir.down.log"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+
+bash "$here/testenv.sh" up "$run_dir"
+# shellcheck disable=SC1091
+. "$run_dir/env.sh"
+echo "test.sh: setup took $((SECONDS - start))s"
+
+status=0
+echo "test.sh: ctest in build/"
+(cd build && ctest "${ctest_args[@]}") || status=$?
+if [ "$status" = 0 ] && [ "$quick" = 0 ]; then
+    echo "test.sh: ctest in build-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer)"
+    (cd build-asan &&
+        ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
+            UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+            ctest "${ctest_args[@]}") || status=$?
+fi
+exit $status
