@@ -19,7 +19,6 @@
 #include "sqs.h"
 #include "worker.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <openssl/sha.h>
 #include <stdio.h>
@@ -218,7 +217,7 @@ on_claim(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
         on_completed(q, j, c);
         break;
     case IDEM_BUSY: {
-        int wait = (int) ceil(c->lease_left) + 1;
+        int wait = (int) c->lease_left + 2; /* past the lease's end */
         j->action = JOB_ACT_HIDE;
         j->delay = wait < 1 ? 1 : wait > 43200 ? 43200 : wait;
         metrics_count(MET_DUPLICATES, q->cfg->name, j->plugin->name, "lease", 1);

@@ -366,18 +366,24 @@ done:
 }
 
 void
+sqs_message_clear(struct sqs_message *m)
+{
+    free(m->message_id);
+    free(m->receipt_handle);
+    free(m->body);
+    free(m->md5_of_body);
+    free(m->group_id);
+    free(m->dedup_id);
+    free(m->sequence_number);
+    sqs_attrs_free(m->attrs, m->nattrs);
+    memset(m, 0, sizeof(*m));
+}
+
+void
 sqs_messages_free(struct sqs_message *msgs, size_t n)
 {
     for (size_t i = 0; msgs != NULL && i < n; i++) {
-        struct sqs_message *m = &msgs[i];
-        free(m->message_id);
-        free(m->receipt_handle);
-        free(m->body);
-        free(m->md5_of_body);
-        free(m->group_id);
-        free(m->dedup_id);
-        free(m->sequence_number);
-        sqs_attrs_free(m->attrs, m->nattrs);
+        sqs_message_clear(&msgs[i]);
     }
     free(msgs);
 }
