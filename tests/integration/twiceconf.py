@@ -1,0 +1,118 @@
+"""twiceconf: building twice.conf texts and reading /metrics for integration tests.
+
+What it is for: the configuration blocks every lifecycle test writes (queues,
+plugins, the idempotency store), a free port for the metrics listener, and
+scraping /metrics with a real Prometheus text-format parser. Not for
+assertions: those stay in the test_*.py files.
+"""
+
+import os
+import socket
+import urllib.error
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def quote(value):
+    """A libconfig string literal. '$' is doubled because Twiced runs the text
+    through string.Template."""
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return '"%s"' % text.replace("$", "$$")
+
+
+def setting(name, value):
+    if isinstance(value, bool):
+        return "%s = %s;" % (name, "true" if value else "false")
+    if isinstance(value, int):
+        return "%s = %d;" % (name, value)
+    return "%s = %s;" % (name, quote(value))
+
+
+def plugin(name, path, **settings):
+    body = " ".join(setting(k, v) for k, v in settings.items())
+    block = "{ name = %s; path = %s;" % (quote(name), quote(path))
+    if settings:
+        block += " settings = { %s };" % body
+    return block + " }"
+
+
+def queue(name, url, dlq_url, plugin_name=None, routes=None, route_by=None, **options):
+    """A queue entry. Defaults suit tests: short polls and visibility timeouts."""
+    values = {"concurrency": 4, "batch_size": 10, "wait_time": 1, "visibility_timeout": 10,
+              "max_attempts": 5}
+    values.update(options)
+    backoff = values.pop("backoff", (1, 30))
+    parts = [setting("name", name), setting("url", url), setting("dlq_url", dlq_url)]
+    if plugin_name is not None:
+        parts.append(setting("plugin", plugin_name))
+    if route_by is not None:
+        parts.append(setting("route_by", route_by))
+        entries = ", ".join("{ value = %s; plugin = %s; }" % (quote(v), quote(p))
+                            for v, p in routes)
+        parts.append("routes = ( %s );" % entries)
+    parts += [setting(k, v) for k, v in values.items()]
+    parts.append("backoff = { base = %d; cap = %d; };" % backoff)
+    return "{ %s }" % " ".join(parts)
+
+
+def config(env, dsn, queues, plugins, workers=1, drain_timeout=10, metrics_port=None,
+           log_level="info", on_conflict="skip", lease_margin=2, extra=""):
+    """A whole twice.conf for the test servers of env."""
+    lines = [
+        setting("workers", workers),
+        setting("drain_timeout", drain_timeout),
+        "log = { %s };" % setting("level", log_level),
+        "aws = { %s %s };" % (setting("region", env.region), setting("endpoint", env.sqs_endpoint)),
+        "idempotency = { %s %s %s %s };" % (
+            setting("dsn", dsn), setting("on_conflict", on_conflict),
+            setting("lease_margin", lease_margin), setting("janitor_interval", 1)),
+        "metrics = { %s };" % setting("listen", "127.0.0.1:%d" % metrics_port
+                                      if metrics_port else ""),
+        "plugins = ( %s );" % ",\n  ".join(plugins),
+        "queues = ( %s );" % ",\n  ".join(queues),
+        extra,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def test_plugin(env, name):
+    return os.path.join(env.test_plugin_dir, name + ".so")
+
+
+def scrape(port, timeout=5):
+    """/metrics parsed into {(name, frozenset(labels.items())): value}."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=timeout) as r:
+        text = r.read().decode("utf-8")
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            samples[(s.name, frozenset(s.labels.items()))] = s.value
+    return samples
+
+
+def metric_sum(samples, name, **labels):
+    """The sum of every sample of `name` whose labels include `labels`."""
+    want = set(labels.items())
+    return sum(v for (n, ls), v in samples.items() if n == name and want <= set(ls))
+
+
+def http_status(port, path, timeout=5):
+    """(status, body) of GET path on the metrics listener."""
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=timeout) as r:
+            return r.status, r.read().decode("utf-8")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8")
+
+
+EFFECTS_TABLE = """CREATE TABLE effects (
+    key TEXT NOT NULL, message_id TEXT NOT NULL, version TEXT NOT NULL,
+    attempt INT NOT NULL, at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())"""
