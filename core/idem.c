@@ -403,13 +403,16 @@ idem_open(const char *dsn, const char *table, const char *owner, struct idem_sto
     }
     struct idem_store *s = calloc(1, sizeof(*s));
     struct buf index = BUF_INIT;
+    int rc = 0;
     if (s == NULL || (s->name = strdup(table)) == NULL || (s->owner = strdup(owner)) == NULL ||
         (s->conn = connect_dsn(dsn)) == NULL) {
         goto oom;
     }
     PQsetNoticeProcessor(s->conn, quiet_notices, NULL);
     /* Describe a failed connect now: PQescapeIdentifier clears the message. */
-    int rc = PQstatus(s->conn) == CONNECTION_OK ? 0 : connect_error(s, err, errlen);
+    if (PQstatus(s->conn) != CONNECTION_OK) {
+        rc = connect_error(s, err, errlen);
+    }
     buf_printf(&index, "%s_janitor_idx", table);
     if (index.failed || (s->table = quote_ident(s->conn, table)) == NULL ||
         (s->index = quote_ident(s->conn, buf_str(&index))) == NULL) {
@@ -499,8 +502,12 @@ ensure_prepared(struct idem_store *s, char *err, size_t errlen)
     return 0;
 }
 
-/* Run a prepared statement; the result (owned by the caller) when its status
- * is `want`, else NULL with err. */
+/*
+ * Run a prepared statement; the result (owned by the caller) when its status
+ * is `want`, else NULL with err. A plugin using idem_pgconn may have run
+ * DEALLOCATE ALL or DISCARD ALL: then prepare again and retry once, unless
+ * that would hide the failure inside a transaction.
+ */
 static PGresult *
 run_prepared(struct idem_store *s, const char *name, int nparams, const char *const *params,
              ExecStatusType want, const char *what, char *err, size_t errlen)
@@ -509,6 +516,16 @@ run_prepared(struct idem_store *s, const char *name, int nparams, const char *co
         return NULL;
     }
     PGresult *res = PQexecPrepared(s->conn, name, nparams, params, NULL, NULL, 0);
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    if (state != NULL && strcmp(state, "26000") == 0 &&
+        PQtransactionStatus(s->conn) == PQTRANS_IDLE) {
+        PQclear(res);
+        s->prepared = 0;
+        if (ensure_prepared(s, err, errlen) != 0) {
+            return NULL;
+        }
+        res = PQexecPrepared(s->conn, name, nparams, params, NULL, NULL, 0);
+    }
     if (PQresultStatus(res) != want) {
         pg_fail(s, res, what, err, errlen);
         return NULL;

@@ -757,6 +757,9 @@ test_reconnect(struct ctx *c)
     CHECK_INT(idem_claim_batch(a, &r, 1, err, sizeof(err)), 0);
     CHECK_INT(r.state, IDEM_CLAIMED);
     CHECK_INT(complete1(a, "rc-1"), 1);
+    /* a plugin that drops every prepared statement on the shared connection */
+    sql(idem_pgconn(a), "DEALLOCATE ALL");
+    CHECK_INT(claim1(a, "rc-3", "m", 1, 30).state, IDEM_CLAIMED);
     idem_close(a);
 }
 
