@@ -1,0 +1,828 @@
+/*
+ * itest-idem.c - the idempotency store (core/idem.c) against a real
+ * PostgreSQL: migration, claim states, leases, transactions, concurrency,
+ * janitor, key queries, errors and reconnects. Not a test of the job
+ * lifecycle that decides what to do with each answer.
+ *
+ * Needs TWICE_TEST_PGDSN: a libpq URI to an existing database whose role may
+ * CREATE DATABASE. Fails when it is unset or unreachable. Creates its own
+ * databases and drops them at the end.
+ */
+#include <libpq-fe.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "check.h"
+#include "idem.h"
+
+struct ctx {
+    PGconn *admin; /* to TWICE_TEST_PGDSN, for CREATE/DROP DATABASE and kills */
+    PGconn *db;    /* to the test database, for looking behind the store */
+    char *dsn;     /* conninfo of the test database */
+    char *dsn2;    /* conninfo of the second one (etc/schema.sql) */
+};
+
+static char err[512];
+
+static void
+quiet(void *arg, const char *message)
+{
+    (void) arg;
+    (void) message;
+}
+
+static double
+now_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+static void
+sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long) (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Run SQL that must succeed; prints the error and counts a failure if not. */
+static void
+sql(PGconn *conn, const char *q)
+{
+    PGresult *res = PQexec(conn, q);
+    ExecStatusType st = PQresultStatus(res);
+    CHECK(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        fprintf(stderr, "  SQL failed: %s\n  %s", q, PQerrorMessage(conn));
+    }
+    PQclear(res);
+}
+
+/* The first value of a query, malloc'd ("" for NULL or no row; caller frees). */
+static char *
+sql_value(PGconn *conn, const char *q)
+{
+    PGresult *res = PQexec(conn, q);
+    char *v = NULL;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fprintf(stderr, "  SQL failed: %s\n  %s", q, PQerrorMessage(conn));
+        CHECK(0);
+    } else if (PQntuples(res) > 0) {
+        v = strdup(PQgetvalue(res, 0, 0));
+    }
+    PQclear(res);
+    return v ? v : strdup("");
+}
+
+static long
+sql_long(PGconn *conn, const char *q)
+{
+    char *v = sql_value(conn, q);
+    long n = strtol(v, NULL, 10);
+    free(v);
+    return n;
+}
+
+/* conninfo of the admin connection with dbname (and password, if not NULL)
+ * replaced; caller frees. */
+static char *
+dsn_with(PGconn *admin, const char *dbname, const char *password)
+{
+    PQconninfoOption *opts = PQconninfo(admin);
+    struct buf b = BUF_INIT;
+    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++) {
+        const char *v = o->val;
+        if (strcmp(o->keyword, "dbname") == 0) {
+            v = dbname;
+        } else if (strcmp(o->keyword, "password") == 0 && password != NULL) {
+            v = password;
+        }
+        if (v == NULL || *v == '\0') {
+            continue;
+        }
+        buf_printf(&b, "%s%s='", b.len ? " " : "", o->keyword);
+        for (const char *p = v; *p; p++) {
+            if (*p == '\'' || *p == '\\') {
+                buf_putc(&b, '\\');
+            }
+            buf_putc(&b, *p);
+        }
+        buf_putc(&b, '\'');
+    }
+    PQconninfoFree(opts);
+    return buf_steal(&b);
+}
+
+static struct idem_store *
+open_store(const char *dsn, const char *table, const char *owner)
+{
+    struct idem_store *s = NULL;
+    err[0] = '\0';
+    int rc = idem_open(dsn, table, owner, &s, err, sizeof(err));
+    CHECK_INT(rc, 0);
+    if (rc != 0) {
+        fprintf(stderr, "  idem_open: %s\n", err);
+        idem_close(s);
+        exit(check_done("itest-idem"));
+    }
+    return s;
+}
+
+/* One claim of one key; its answer. */
+static struct idem_claim
+claim1(struct idem_store *s, const char *key, const char *msg, int sha_seed, int lease)
+{
+    unsigned char sha[32];
+    memset(sha, sha_seed, sizeof(sha));
+    struct idem_claim c = {.key = key, .sha256 = sha, .message_id = msg, .lease_seconds = lease};
+    err[0] = '\0';
+    int rc = idem_claim_batch(s, &c, 1, err, sizeof(err));
+    CHECK_INT(rc, 0);
+    if (rc != 0) {
+        fprintf(stderr, "  claim %s: %s\n", key, err);
+        c.state = (enum idem_state) - 1;
+    }
+    c.sha256 = NULL; /* the local array goes away */
+    return c;
+}
+
+static int
+complete1(struct idem_store *s, const char *key)
+{
+    int done = -1;
+    CHECK_INT(idem_complete_batch(s, &key, 1, &done, err, sizeof(err)), 0);
+    return done;
+}
+
+/* The table's shape as one string: columns, constraints and indexes. */
+static char *
+table_shape(PGconn *conn, const char *table)
+{
+    char q[1024];
+    snprintf(q, sizeof(q),
+             "SELECT (SELECT string_agg(column_name || ' ' || data_type || ' ' || is_nullable"
+             " || ' ' || coalesce(column_default, '-'), ', ' ORDER BY ordinal_position)"
+             " FROM information_schema.columns WHERE table_name = '%s'"
+             " AND table_schema = current_schema()) || ' | ' ||"
+             " (SELECT string_agg(pg_get_constraintdef(oid), ', ' ORDER BY conname)"
+             " FROM pg_constraint WHERE conrelid = '%s'::regclass) || ' | ' ||"
+             " (SELECT string_agg(indexdef, ', ' ORDER BY indexname) FROM pg_indexes"
+             " WHERE tablename = '%s')",
+             table, table, table);
+    return sql_value(conn, q);
+}
+
+/* Read a file whole (caller frees); NULL when it cannot. */
+static char *
+read_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return NULL;
+    }
+    struct buf b = BUF_INIT;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        buf_append(&b, chunk, n);
+    }
+    fclose(f);
+    return buf_steal(&b);
+}
+
+/* idem_migrate on an empty database, twice; etc/schema.sql in another
+ * database gives the same table; migrate after schema.sql is a no-op. */
+static void
+test_migrate_and_schema_sql(struct ctx *c)
+{
+    struct idem_store *s = open_store(c->dsn, NULL, "migrator");
+    CHECK_INT(idem_migrate(s, err, sizeof(err)), 0);
+    CHECK_INT(idem_migrate(s, err, sizeof(err)), 0);
+    char *shape = table_shape(c->db, "twice_idempotency");
+    CHECK_CONTAINS(shape, "idempotency_key text NO -, processed_at timestamp with time zone NO"
+                          " now(), state text NO 'completed'::text");
+    CHECK_CONTAINS(shape, "attempts integer NO 1");
+    CHECK_CONTAINS(shape, "(state, processed_at)");
+    idem_close(s);
+
+    PGconn *db2 = PQconnectdb(c->dsn2);
+    /* ctest sets TWICE_SOURCE_DIR; run by hand, find it from this file */
+    const char *src = getenv("TWICE_SOURCE_DIR");
+    char path[1024];
+    if (src != NULL) {
+        snprintf(path, sizeof(path), "%s/etc/schema.sql", src);
+    } else {
+        snprintf(path, sizeof(path), "%.*s/etc/schema.sql",
+                 (int) (strlen(__FILE__) - strlen("/tests/integration/itest-idem.c")), __FILE__);
+    }
+    char *ddl = read_file(path);
+    CHECK(ddl != NULL);
+    if (ddl != NULL) {
+        sql(db2, ddl);
+    }
+    char *shape2 = table_shape(db2, "twice_idempotency");
+    CHECK_STR(shape2, shape);
+    s = open_store(c->dsn2, NULL, "migrator");
+    CHECK_INT(idem_migrate(s, err, sizeof(err)), 0);
+    char *shape3 = table_shape(db2, "twice_idempotency");
+    CHECK_STR(shape3, shape);
+    idem_close(s);
+    PQfinish(db2);
+    free(ddl);
+    free(shape);
+    free(shape2);
+    free(shape3);
+}
+
+struct migrate_arg {
+    struct idem_store *s;
+    int rc;
+    char err[256];
+};
+
+static void *
+migrate_thread(void *arg)
+{
+    struct migrate_arg *m = arg;
+    m->rc = idem_migrate(m->s, m->err, sizeof(m->err));
+    return NULL;
+}
+
+/* Two processes starting at once both migrate a fresh table (without the
+ * advisory lock, concurrent CREATE TABLE IF NOT EXISTS can fail). */
+static void
+test_migrate_concurrently(struct ctx *c)
+{
+    for (int round = 0; round < 5; round++) {
+        char table[32];
+        snprintf(table, sizeof(table), "race_%d", round);
+        struct migrate_arg a = {open_store(c->dsn, table, "ra"), -1, ""};
+        struct migrate_arg b = {open_store(c->dsn, table, "rb"), -1, ""};
+        pthread_t ta, tb;
+        pthread_create(&ta, NULL, migrate_thread, &a);
+        pthread_create(&tb, NULL, migrate_thread, &b);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        CHECK_INT(a.rc, 0);
+        CHECK_INT(b.rc, 0);
+        if (a.rc != 0 || b.rc != 0) {
+            fprintf(stderr, "  concurrent migrate: %s / %s\n", a.err, b.err);
+        }
+        idem_close(a.s);
+        idem_close(b.s);
+    }
+}
+
+/* A classic two-column table with rows is migrated in place: its rows are
+ * completed keys without a stored hash. */
+static void
+test_migrate_classic(struct ctx *c)
+{
+    sql(c->db, "CREATE TABLE classic_keys (idempotency_key TEXT PRIMARY KEY,"
+               " processed_at TIMESTAMPTZ NOT NULL DEFAULT now());"
+               "INSERT INTO classic_keys VALUES ('old-1'), ('old-2')");
+    struct idem_store *s = open_store(c->dsn, "classic_keys", "w1");
+    CHECK_INT(idem_migrate(s, err, sizeof(err)), 0);
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM classic_keys WHERE state = 'completed'"
+                              " AND owner IS NULL AND attempts = 1"),
+              2);
+    struct idem_claim r = claim1(s, "old-1", "m-new", 7, 30);
+    CHECK_INT(r.state, IDEM_COMPLETED);
+    CHECK_INT(r.has_stored_sha256, 0);
+    CHECK_STR(r.stored_message_id, "");
+    r = claim1(s, "new-1", "m-new", 7, 30);
+    CHECK_INT(r.state, IDEM_CLAIMED);
+    idem_close(s);
+}
+
+/* CLAIMED, then BUSY for another owner with the holder's lease and message. */
+static void
+test_claim_busy(struct ctx *c)
+{
+    struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
+    struct idem_store *b = open_store(c->dsn, NULL, "owner-b");
+    unsigned char sha[32];
+    memset(sha, 1, sizeof(sha));
+    struct idem_claim cl[3] = {
+        {.key = "k-1", .sha256 = sha, .message_id = "m-1", .lease_seconds = 30},
+        {.key = "k-2", .sha256 = sha, .message_id = "m-2", .lease_seconds = 30},
+        {.key = "k-3", .sha256 = NULL, .message_id = NULL, .lease_seconds = 30},
+    };
+    CHECK_INT(idem_claim_batch(a, cl, 3, err, sizeof(err)), 0);
+    for (int i = 0; i < 3; i++) {
+        CHECK_INT(cl[i].state, IDEM_CLAIMED);
+        CHECK_INT(cl[i].attempts, 1);
+    }
+    struct idem_claim r = claim1(b, "k-2", "m-2b", 2, 60);
+    CHECK_INT(r.state, IDEM_BUSY);
+    CHECK(r.lease_left > 28.0 && r.lease_left <= 30.0);
+    CHECK_STR(r.stored_message_id, "m-2");
+    CHECK_INT(r.attempts, 1);
+    /* the same owner claiming again (a duplicate delivered to us) is BUSY too */
+    r = claim1(a, "k-1", "m-1", 1, 30);
+    CHECK_INT(r.state, IDEM_BUSY);
+    /* a key twice in one batch is refused */
+    struct idem_claim dup[2] = {
+        {.key = "d-1", .sha256 = sha, .message_id = "x", .lease_seconds = 30},
+        {.key = "d-1", .sha256 = sha, .message_id = "y", .lease_seconds = 30},
+    };
+    CHECK_INT(idem_claim_batch(a, dup, 2, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "twice");
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM twice_idempotency WHERE"
+                              " idempotency_key = 'd-1'"),
+              0);
+    idem_close(a);
+    idem_close(b);
+}
+
+/* An expired lease is taken over; the old holder can no longer complete;
+ * the new one can, and later claims see COMPLETED with its hash. */
+static void
+test_takeover_complete(struct ctx *c)
+{
+    struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
+    struct idem_store *b = open_store(c->dsn, NULL, "owner-b");
+    struct idem_claim r = claim1(a, "t-1", "m-a", 1, 1);
+    CHECK_INT(r.state, IDEM_CLAIMED);
+    sleep_ms(1200);
+    r = claim1(b, "t-1", "m-b", 2, 30);
+    CHECK_INT(r.state, IDEM_TAKEN_OVER);
+    CHECK_INT(r.attempts, 2);
+    CHECK_INT(complete1(a, "t-1"), 0);
+    r = claim1(a, "t-1", "m-a", 1, 30);
+    CHECK_INT(r.state, IDEM_BUSY);
+    CHECK_INT(complete1(b, "t-1"), 1);
+    CHECK_INT(complete1(b, "t-1"), 0);
+    r = claim1(a, "t-1", "m-c", 3, 30);
+    CHECK_INT(r.state, IDEM_COMPLETED);
+    CHECK_INT(r.has_stored_sha256, 1);
+    unsigned char want[32];
+    memset(want, 2, sizeof(want));
+    CHECK(memcmp(r.stored_sha256, want, 32) == 0);
+    CHECK_STR(r.stored_message_id, "m-b");
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM twice_idempotency WHERE idempotency_key"
+                              " = 't-1' AND owner IS NULL AND lease_until IS NULL"),
+              1);
+    idem_close(a);
+    idem_close(b);
+}
+
+/* Release deletes only our in_progress row; extend moves only our lease. */
+static void
+test_release_extend(struct ctx *c)
+{
+    struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
+    struct idem_store *b = open_store(c->dsn, NULL, "owner-b");
+    const char *key = "r-1";
+    CHECK_INT(claim1(a, key, "m", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(idem_release_batch(b, &key, 1, err, sizeof(err)), 0);
+    CHECK_INT(claim1(b, key, "m", 1, 30).state, IDEM_BUSY);
+    CHECK_INT(idem_release_batch(a, &key, 1, err, sizeof(err)), 0);
+    struct idem_record rec;
+    CHECK_INT(idem_key_show(a, key, &rec, err, sizeof(err)), 0);
+    struct idem_claim r = claim1(b, key, "m", 1, 30);
+    CHECK_INT(r.state, IDEM_CLAIMED);
+    CHECK_INT(r.attempts, 1);
+
+    const char *keys[2] = {"e-1", "e-missing"};
+    int ext[2] = {-1, -1};
+    CHECK_INT(claim1(a, "e-1", "m", 1, 5).state, IDEM_CLAIMED);
+    CHECK_INT(idem_extend_batch(a, keys, 2, 100, ext, err, sizeof(err)), 0);
+    CHECK_INT(ext[0], 1);
+    CHECK_INT(ext[1], 0);
+    r = claim1(b, "e-1", "m", 1, 30);
+    CHECK_INT(r.state, IDEM_BUSY);
+    CHECK(r.lease_left > 98.0 && r.lease_left <= 100.0);
+    CHECK_INT(idem_extend_batch(b, keys, 1, 100, ext, err, sizeof(err)), 0);
+    CHECK_INT(ext[0], 0);
+    idem_close(a);
+    idem_close(b);
+}
+
+/*
+ * A key locked by a transactional handler is BUSY for every other claim,
+ * at once, even when its lease has expired; our own heartbeat can still
+ * extend it from another connection without waiting.
+ */
+static void
+test_tx_lock_does_not_block(struct ctx *c)
+{
+    struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
+    struct idem_store *hb = open_store(c->dsn, NULL, "owner-a"); /* a's heartbeat */
+    struct idem_store *b = open_store(c->dsn, NULL, "owner-b");
+    /* a claim that blocks fails after 5 s instead of hanging the test */
+    sql(idem_pgconn(b), "SET statement_timeout = '5s'");
+    sql(idem_pgconn(hb), "SET statement_timeout = '5s'");
+    CHECK_INT(claim1(a, "x-live", "m", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(claim1(a, "x-dead", "m", 1, 1).state, IDEM_CLAIMED);
+    sleep_ms(1200);
+    const char *keys[2] = {"x-live", "x-dead"};
+    for (int i = 0; i < 2; i++) {
+        CHECK_INT(idem_tx_begin(a, keys[i], err, sizeof(err)), 1);
+        double t0 = now_mono();
+        struct idem_claim r = claim1(b, keys[i], "m2", 2, 30);
+        CHECK(now_mono() - t0 < 1.0);
+        CHECK_INT(r.state, IDEM_BUSY);
+        CHECK_STR(r.stored_message_id, "m");
+        int ext = -1;
+        t0 = now_mono();
+        CHECK_INT(idem_extend_batch(hb, &keys[i], 1, 30, &ext, err, sizeof(err)), 0);
+        CHECK(now_mono() - t0 < 1.0);
+        CHECK_INT(ext, 1);
+        CHECK_INT(idem_tx_rollback(a, err, sizeof(err)), 0);
+    }
+    /* a key that is not ours: 0, and the transaction is over */
+    CHECK_INT(claim1(b, "x-theirs", "m", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(idem_tx_begin(a, "x-theirs", err, sizeof(err)), 0);
+    CHECK_INT(PQtransactionStatus(idem_pgconn(a)), PQTRANS_IDLE);
+    idem_close(a);
+    idem_close(hb);
+    idem_close(b);
+}
+
+/* The handler's statements and the completion commit together, or neither. */
+static void
+test_tx_commit_rollback(struct ctx *c)
+{
+    sql(c->db, "CREATE TABLE effects (k TEXT)");
+    struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
+    struct idem_store *b = open_store(c->dsn, NULL, "owner-b");
+    CHECK_INT(claim1(a, "tx-1", "m", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(idem_tx_begin(a, "tx-1", err, sizeof(err)), 1);
+    sql(idem_pgconn(a), "INSERT INTO effects VALUES ('tx-1')");
+    CHECK_INT(idem_tx_complete(a, "tx-1", err, sizeof(err)), 0);
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM effects WHERE k = 'tx-1'"), 1);
+    CHECK_INT(claim1(b, "tx-1", "m", 1, 30).state, IDEM_COMPLETED);
+
+    CHECK_INT(claim1(a, "tx-2", "m", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(idem_tx_begin(a, "tx-2", err, sizeof(err)), 1);
+    sql(idem_pgconn(a), "INSERT INTO effects VALUES ('tx-2')");
+    CHECK_INT(idem_tx_rollback(a, err, sizeof(err)), 0);
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM effects WHERE k = 'tx-2'"), 0);
+    CHECK_INT(claim1(b, "tx-2", "m", 1, 30).state, IDEM_BUSY);
+
+    /* a failed statement of the handler: nothing commits, the claim stays */
+    CHECK_INT(idem_tx_begin(a, "tx-2", err, sizeof(err)), 1);
+    sql(idem_pgconn(a), "INSERT INTO effects VALUES ('tx-2')");
+    PQclear(PQexec(idem_pgconn(a), "INSERT INTO no_such_table VALUES (1)"));
+    CHECK_INT(idem_tx_complete(a, "tx-2", err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "rolled back");
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM effects WHERE k = 'tx-2'"), 0);
+    CHECK_INT(claim1(b, "tx-2", "m", 1, 30).state, IDEM_BUSY);
+    CHECK_INT(PQtransactionStatus(idem_pgconn(a)), PQTRANS_IDLE);
+    /* a deferred constraint that fails at COMMIT: -1, nothing committed */
+    sql(c->db, "CREATE TABLE strict (v INT UNIQUE DEFERRABLE INITIALLY DEFERRED)");
+    CHECK_INT(idem_tx_begin(a, "tx-2", err, sizeof(err)), 1);
+    sql(idem_pgconn(a), "INSERT INTO strict VALUES (1), (1)");
+    CHECK_INT(idem_tx_complete(a, "tx-2", err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "COMMIT");
+    CHECK_INT(claim1(b, "tx-2", "m", 1, 30).state, IDEM_BUSY);
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM strict"), 0);
+    idem_close(a);
+    idem_close(b);
+}
+
+#define CONC_KEYS   50
+#define CONC_ROUNDS 10
+
+struct conc_arg {
+    const char *dsn;
+    const char *owner;
+    int reverse;
+    pthread_barrier_t *barrier;
+    enum idem_state state[CONC_ROUNDS][CONC_KEYS];
+    int errors;
+    char err[256];
+};
+
+/* The key at position i of a thread's list: the second thread has the same
+ * batches of 10, each in the opposite order, so that both insert the same
+ * keys at the same time in opposite orders (which deadlocks unless the
+ * store inserts in a fixed order). */
+static int
+conc_key(int reverse, int i)
+{
+    return reverse ? i - i % 10 + 9 - i % 10 : i;
+}
+
+/* Claim every key of each round in batches of 10. */
+static void *
+conc_thread(void *arg)
+{
+    struct conc_arg *t = arg;
+    struct idem_store *s = NULL;
+    if (idem_open(t->dsn, NULL, t->owner, &s, t->err, sizeof(t->err)) != 0) {
+        t->errors++;
+    }
+    for (int round = 0; round < CONC_ROUNDS; round++) {
+        char keys[CONC_KEYS][32];
+        struct idem_claim cl[CONC_KEYS];
+        memset(cl, 0, sizeof(cl));
+        for (int i = 0; i < CONC_KEYS; i++) {
+            int k = conc_key(t->reverse, i);
+            snprintf(keys[i], sizeof(keys[i]), "conc-%d-%02d", round, k);
+            cl[i].key = keys[i];
+            cl[i].message_id = t->owner;
+            cl[i].lease_seconds = 30;
+        }
+        pthread_barrier_wait(t->barrier);
+        for (int i = 0; s != NULL && i < CONC_KEYS; i += 10) {
+            if (idem_claim_batch(s, cl + i, 10, t->err, sizeof(t->err)) != 0) {
+                t->errors++;
+            }
+        }
+        for (int i = 0; i < CONC_KEYS; i++) {
+            int k = conc_key(t->reverse, i);
+            t->state[round][k] = cl[i].state;
+        }
+    }
+    idem_close(s);
+    return NULL;
+}
+
+static void
+test_concurrent_claims(struct ctx *c)
+{
+    pthread_barrier_t barrier;
+    pthread_barrier_init(&barrier, NULL, 2);
+    static struct conc_arg t1, t2;
+    t1 = (struct conc_arg){.dsn = c->dsn, .owner = "conc-1", .barrier = &barrier};
+    t2 = (struct conc_arg){.dsn = c->dsn, .owner = "conc-2", .reverse = 1, .barrier = &barrier};
+    pthread_t p1, p2;
+    pthread_create(&p1, NULL, conc_thread, &t1);
+    pthread_create(&p2, NULL, conc_thread, &t2);
+    pthread_join(p1, NULL);
+    pthread_join(p2, NULL);
+    pthread_barrier_destroy(&barrier);
+    CHECK_INT(t1.errors, 0);
+    CHECK_INT(t2.errors, 0);
+    if (t1.errors || t2.errors) {
+        fprintf(stderr, "  concurrent claims: %s / %s\n", t1.err, t2.err);
+    }
+    /* each key claimed by exactly one thread, and BUSY (never COMPLETED or
+     * TAKEN_OVER) for the other */
+    int once = 0, by1 = 0;
+    for (int r = 0; r < CONC_ROUNDS; r++) {
+        for (int k = 0; k < CONC_KEYS; k++) {
+            enum idem_state s1 = t1.state[r][k], s2 = t2.state[r][k];
+            once +=
+                (s1 == IDEM_CLAIMED && s2 == IDEM_BUSY) || (s1 == IDEM_BUSY && s2 == IDEM_CLAIMED);
+            by1 += s1 == IDEM_CLAIMED;
+        }
+    }
+    CHECK_INT(once, CONC_ROUNDS * CONC_KEYS);
+    printf("concurrent claims: %d of %d keys won by the first thread\n", by1,
+           CONC_ROUNDS * CONC_KEYS);
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM twice_idempotency"
+                              " WHERE idempotency_key LIKE 'conc-%' AND attempts = 1"),
+              CONC_ROUNDS * CONC_KEYS);
+}
+
+/* The janitor deletes only completed keys older than the retention, at most
+ * `limit` per call. */
+static void
+test_purge(struct ctx *c)
+{
+    struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
+    char key[32];
+    for (int i = 0; i < 5; i++) {
+        snprintf(key, sizeof(key), "purge-old-%d", i);
+        CHECK_INT(claim1(a, key, "m", 1, 30).state, IDEM_CLAIMED);
+        CHECK_INT(complete1(a, key), 1);
+    }
+    CHECK_INT(claim1(a, "purge-new", "m", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(complete1(a, "purge-new"), 1);
+    CHECK_INT(claim1(a, "purge-running", "m", 1, 30).state, IDEM_CLAIMED);
+    sql(c->db, "UPDATE twice_idempotency SET processed_at = now() - interval '2 hours'"
+               " WHERE idempotency_key LIKE 'purge-old-%' OR idempotency_key = 'purge-running'");
+    long counts[4] = {-1, -1, -1, -1};
+    for (int i = 0; i < 4; i++) {
+        CHECK_INT(idem_purge_completed(a, 3600, 2, &counts[i], err, sizeof(err)), 0);
+    }
+    CHECK_INT(counts[0], 2);
+    CHECK_INT(counts[1], 2);
+    CHECK_INT(counts[2], 1);
+    CHECK_INT(counts[3], 0);
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM twice_idempotency"
+                              " WHERE idempotency_key LIKE 'purge-%'"),
+              2);
+    long d = -1;
+    CHECK_INT(idem_purge_completed(a, 3600, 0, &d, err, sizeof(err)), -1);
+    idem_close(a);
+}
+
+/* show, list (a prefix with LIKE's metacharacters means them literally),
+ * forget. */
+static void
+test_key_ops(struct ctx *c)
+{
+    struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
+    const char *keys[] = {"p%_x:1", "p%_x:2", "pa_x:3", "p%Ax:4", "pZZx:5"};
+    for (int i = 0; i < 5; i++) {
+        CHECK_INT(claim1(a, keys[i], "msg-p", 0xab, 30).state, IDEM_CLAIMED);
+    }
+    CHECK_INT(complete1(a, "p%_x:2"), 1);
+    struct idem_record *r = NULL;
+    size_t n = 0;
+    CHECK_INT(idem_key_list(a, "p%_x", NULL, 10, &r, &n, err, sizeof(err)), 0);
+    CHECK_INT(n, 2);
+    if (n == 2) {
+        CHECK_STR(r[0].key, "p%_x:1");
+        CHECK_STR(r[0].state, "in_progress");
+        CHECK_STR(r[1].key, "p%_x:2");
+        CHECK_STR(r[1].state, "completed");
+    }
+    idem_records_free(r, n);
+    CHECK_INT(idem_key_list(a, "p%_x", "completed", 10, &r, &n, err, sizeof(err)), 0);
+    CHECK_INT(n, 1);
+    idem_records_free(r, n);
+    CHECK_INT(idem_key_list(a, "p", NULL, 3, &r, &n, err, sizeof(err)), 0);
+    CHECK_INT(n, 3);
+    idem_records_free(r, n);
+    CHECK_INT(idem_key_list(a, NULL, NULL, 0, &r, &n, err, sizeof(err)), 0);
+    CHECK(n >= 5);
+    idem_records_free(r, n);
+    CHECK_INT(idem_key_list(a, NULL, "done", 0, &r, &n, err, sizeof(err)), -1);
+
+    struct idem_record rec;
+    time_t now = time(NULL);
+    CHECK_INT(idem_key_show(a, "p%_x:1", &rec, err, sizeof(err)), 1);
+    CHECK_STR(rec.key, "p%_x:1");
+    CHECK_STR(rec.state, "in_progress");
+    CHECK_STR(rec.owner, "owner-a");
+    CHECK_STR(rec.message_id, "msg-p");
+    CHECK_STR(rec.sha256_hex, "abababababababababababababababababababababababababababababababab");
+    CHECK_INT(rec.attempts, 1);
+    CHECK(rec.lease_until >= now + 25 && rec.lease_until <= now + 31);
+    CHECK(rec.created_at >= now - 60 && rec.created_at <= now + 1);
+    idem_record_clear(&rec);
+    CHECK_INT(idem_key_show(a, "p%_x:2", &rec, err, sizeof(err)), 1);
+    CHECK(rec.owner == NULL);
+    CHECK_INT(rec.lease_until, 0);
+    idem_record_clear(&rec);
+    CHECK_INT(idem_key_forget(a, "p%_x:1", err, sizeof(err)), 1);
+    CHECK_INT(idem_key_forget(a, "p%_x:1", err, sizeof(err)), 0);
+    CHECK_INT(idem_key_show(a, "p%_x:1", &rec, err, sizeof(err)), 0);
+    idem_close(a);
+}
+
+/* Keys and message ids that need quoting in an array literal, and table
+ * names that need quoting as identifiers. */
+static void
+test_quoting(struct ctx *c)
+{
+    const char *tables[] = {"Weird Name", "we\"ird; DROP TABLE effects"};
+    const char *keys[] = {"a\"b\\c,{d} e", "NULL", " spaced ", "ключ", ""};
+    for (int t = 0; t < 2; t++) {
+        struct idem_store *a = open_store(c->dsn, tables[t], "owner-a");
+        CHECK_INT(idem_migrate(a, err, sizeof(err)), 0);
+        struct idem_claim cl[5];
+        memset(cl, 0, sizeof(cl));
+        for (int i = 0; i < 5; i++) {
+            cl[i].key = keys[i];
+            cl[i].message_id = keys[(i + 1) % 5];
+            cl[i].lease_seconds = 30;
+        }
+        CHECK_INT(idem_claim_batch(a, cl, 5, err, sizeof(err)), 0);
+        int done[5] = {0};
+        CHECK_INT(idem_complete_batch(a, keys, 5, done, err, sizeof(err)), 0);
+        CHECK_INT(idem_claim_batch(a, cl, 5, err, sizeof(err)), 0);
+        for (int i = 0; i < 5; i++) {
+            CHECK_INT(done[i], 1);
+            CHECK_INT(cl[i].state, IDEM_COMPLETED);
+            CHECK_STR(cl[i].stored_message_id, keys[(i + 1) % 5]);
+            struct idem_record rec;
+            CHECK_INT(idem_key_show(a, keys[i], &rec, err, sizeof(err)), 1);
+            CHECK_STR(rec.key, keys[i]);
+            idem_record_clear(&rec);
+        }
+        idem_close(a);
+    }
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM \"Weird Name\""), 5);
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM pg_class WHERE relname = 'effects'"), 1);
+}
+
+/* Connection errors say what failed and never quote the password. */
+static void
+test_connect_errors(struct ctx *c)
+{
+    struct idem_store *s = NULL;
+    const char *down = "postgresql://twice:S3cret-pw-XYZ@127.0.0.1:1/twice?connect_timeout=3";
+    CHECK_INT(idem_open(down, NULL, "w", &s, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "cannot connect to PostgreSQL");
+    CHECK(strstr(err, "S3cret-pw-XYZ") == NULL);
+    CHECK(s != NULL);
+    CHECK_INT(idem_connected(s), 0);
+    CHECK_INT(idem_reconnect(s, err, sizeof(err)), -1);
+    CHECK(strstr(err, "S3cret-pw-XYZ") == NULL);
+    idem_close(s);
+
+    char *wrong = dsn_with(c->admin, PQdb(c->db), "Wr0ng-pw-QQQ");
+    CHECK_INT(idem_open(wrong, NULL, "w", &s, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "password authentication failed");
+    CHECK(strstr(err, "Wr0ng-pw-QQQ") == NULL);
+    idem_close(s);
+    free(wrong);
+
+    s = (struct idem_store *) 1;
+    CHECK_INT(idem_open("host=127.0.0.1 password=abc def", NULL, "w", &s, err, sizeof(err)), -1);
+    CHECK(s == NULL);
+    CHECK(strstr(err, "def") == NULL && strstr(err, "abc") == NULL);
+    CHECK_CONTAINS(err, "not a valid");
+}
+
+/* After the server drops our connection: -1, not connected, reconnect, and
+ * the prepared statements work again. */
+static void
+test_reconnect(struct ctx *c)
+{
+    struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
+    CHECK_INT(claim1(a, "rc-1", "m", 1, 30).state, IDEM_CLAIMED);
+    char q[128];
+    snprintf(q, sizeof(q), "SELECT pg_terminate_backend(%d)", PQbackendPID(idem_pgconn(a)));
+    sql(c->admin, q);
+    sleep_ms(300);
+    struct idem_claim r = {.key = "rc-2", .message_id = "m", .lease_seconds = 30};
+    CHECK_INT(idem_claim_batch(a, &r, 1, err, sizeof(err)), -1);
+    CHECK_INT(idem_connected(a), 0);
+    CHECK_INT(idem_reconnect(a, err, sizeof(err)), 0);
+    CHECK_INT(idem_connected(a), 1);
+    CHECK_INT(idem_claim_batch(a, &r, 1, err, sizeof(err)), 0);
+    CHECK_INT(r.state, IDEM_CLAIMED);
+    CHECK_INT(complete1(a, "rc-1"), 1);
+    /* a plugin that drops every prepared statement on the shared connection */
+    sql(idem_pgconn(a), "DEALLOCATE ALL");
+    CHECK_INT(claim1(a, "rc-3", "m", 1, 30).state, IDEM_CLAIMED);
+    idem_close(a);
+}
+
+static void
+drop_databases(PGconn *admin, const char *name)
+{
+    char q[256];
+    snprintf(q, sizeof(q), "DROP DATABASE IF EXISTS %s WITH (FORCE)", name);
+    sql(admin, q);
+    snprintf(q, sizeof(q), "DROP DATABASE IF EXISTS %s_2 WITH (FORCE)", name);
+    sql(admin, q);
+}
+
+int
+main(void)
+{
+    const char *dsn = getenv("TWICE_TEST_PGDSN");
+    if (dsn == NULL || *dsn == '\0') {
+        fprintf(stderr, "itest-idem: TWICE_TEST_PGDSN is not set (a libpq URI to a database "
+                        "whose role may CREATE DATABASE; see scripts/)\n");
+        return 1;
+    }
+    struct ctx c = {0};
+    c.admin = PQconnectdb(dsn);
+    PQsetNoticeProcessor(c.admin, quiet, NULL);
+    if (PQstatus(c.admin) != CONNECTION_OK) {
+        fprintf(stderr, "itest-idem: cannot connect to TWICE_TEST_PGDSN: %s",
+                PQerrorMessage(c.admin));
+        PQfinish(c.admin);
+        return 1;
+    }
+    char name[64], q[256];
+    snprintf(name, sizeof(name), "twice_itest_idem_%ld", (long) getpid());
+    drop_databases(c.admin, name);
+    snprintf(q, sizeof(q), "CREATE DATABASE %s", name);
+    sql(c.admin, q);
+    snprintf(q, sizeof(q), "CREATE DATABASE %s_2", name);
+    sql(c.admin, q);
+    c.dsn = dsn_with(c.admin, name, NULL);
+    snprintf(q, sizeof(q), "%s_2", name);
+    c.dsn2 = dsn_with(c.admin, q, NULL);
+    c.db = PQconnectdb(c.dsn);
+    CHECK_INT(PQstatus(c.db), CONNECTION_OK);
+
+    test_migrate_and_schema_sql(&c);
+    test_migrate_concurrently(&c);
+    test_migrate_classic(&c);
+    test_claim_busy(&c);
+    test_takeover_complete(&c);
+    test_release_extend(&c);
+    test_tx_lock_does_not_block(&c);
+    test_tx_commit_rollback(&c);
+    test_concurrent_claims(&c);
+    test_purge(&c);
+    test_key_ops(&c);
+    test_quoting(&c);
+    test_connect_errors(&c);
+    test_reconnect(&c);
+
+    PQfinish(c.db);
+    drop_databases(c.admin, name);
+    PQfinish(c.admin);
+    free(c.dsn);
+    free(c.dsn2);
+    return check_done("itest-idem");
+}
