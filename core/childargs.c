@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 void
@@ -36,6 +38,8 @@ childargs_build(const struct childargs *a, char store[][24], char **argv)
 #undef NUM
     argv[n++] = "--config-path";
     argv[n++] = (char *) a->config_path;
+    argv[n++] = "--instance";
+    argv[n++] = (char *) a->instance;
     argv[n] = NULL;
 }
 
@@ -73,6 +77,10 @@ childargs_parse(int argc, char **argv, struct childargs *out, char *err, size_t 
             out->config_path = v;
             continue;
         }
+        if (strcmp(a, "--instance") == 0) {
+            out->instance = v;
+            continue;
+        }
         if (parse_int(v, &n) != 0) {
             snprintf(err, errlen, "%s: bad number %s", a, v);
             return -1;
@@ -94,7 +102,8 @@ childargs_parse(int argc, char **argv, struct childargs *out, char *err, size_t 
             return -1;
         }
     }
-    if (out->mode == 0 || out->config_fd < 0 || out->config_path == NULL) {
+    if (out->mode == 0 || out->config_fd < 0 || out->config_path == NULL ||
+        out->instance == NULL) {
         snprintf(err, errlen, "internal command line incomplete (this mode is for twiced itself)");
         return -1;
     }
@@ -151,6 +160,31 @@ childargs_load_config(const struct childargs *a, struct config **out, char *err,
     }
     diag_free(&d);
     return rc;
+}
+
+void
+childargs_owner(char *out, size_t cap, pid_t pid, int gen, const char *instance)
+{
+    char host[64] = "localhost";
+    if (gethostname(host, sizeof(host) - 1) != 0) {
+        snprintf(host, sizeof(host), "localhost");
+    }
+    host[sizeof(host) - 1] = '\0';
+    snprintf(out, cap, "%s:%d:g%d:%s", host, (int) pid, gen, instance);
+}
+
+void
+childargs_instance(char *out, size_t cap)
+{
+    unsigned char r[8] = {0};
+    if (getrandom(r, sizeof(r), 0) != (ssize_t) sizeof(r)) {
+        unsigned long long t = (unsigned long long) time(NULL) ^ (unsigned long long) getpid();
+        memcpy(r, &t, sizeof(r));
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(r) && n + 2 < cap; i++) {
+        n += (size_t) snprintf(out + n, cap - n, "%02x", r[i]);
+    }
 }
 
 int

@@ -27,6 +27,7 @@ struct childargs {
     int slot;
     int generation;
     pid_t master_pid;
+    const char *instance; /* the master's random id (lease owners) */
 };
 
 #define CHILDARGS_MAX 24
@@ -42,6 +43,14 @@ int childargs_parse(int argc, char **argv, struct childargs *out, char *err, siz
  * and the count. */
 int childargs_load_config(const struct childargs *a, struct config **out, char *err,
                           size_t errlen);
+
+/* The lease owner of worker pid of generation gen under master instance:
+ * "host:pid:gGEN:INSTANCE". The worker uses it in its leases; the master
+ * computes it again to end those leases when the worker has gone. */
+#define CHILDARGS_OWNER_MAX 160
+void childargs_owner(char *out, size_t cap, pid_t pid, int gen, const char *instance);
+/* A random instance id (16 hex digits) for a master. */
+void childargs_instance(char *out, size_t cap);
 
 /* A memfd holding text (for config_fd), or -1 with errno. */
 int childargs_memfd(const char *text, size_t len);

@@ -114,13 +114,47 @@ heartbeat_run(struct acker *a, const struct timespec *now)
     }
 }
 
+/* A running transactional job holds its key under its handler's lock until
+ * the process exits; its message comes back a little later, once the master
+ * has ended the gone worker's leases, so it is taken over, not hidden. */
+#define GIVE_BACK_TX_DELAY 3
+
+/* Give back one queue's jobs: release what can be released, then set the
+ * visibility. */
+static void
+give_back_queue(struct acker *a, struct wqueue *q, struct twice_job **jobs, size_t n)
+{
+    struct twice_job *now_[HEARTBEAT_MAX], *later[HEARTBEAT_MAX];
+    const char *keys[HEARTBEAT_MAX];
+    size_t nn = 0, nl = 0;
+    char err[512];
+    for (size_t i = 0; i < n; i++) {
+        if (jobs[i]->plugin != NULL && jobs[i]->plugin->transactional) {
+            later[nl++] = jobs[i];
+        } else {
+            now_[nn++] = jobs[i];
+        }
+    }
+    size_t k = claimed_keys(now_, nn, keys);
+    struct idem_store *s = acker_store(a);
+    if (k > 0 && (s == NULL || idem_release_batch(s, keys, k, err, sizeof(err)) != 0)) {
+        log_warn("queue %s: drain deadline: releasing %zu keys failed (their leases "
+                 "will be ended when this worker has gone)", q->cfg->name, k);
+    }
+    if (nn > 0) {
+        set_visibility(acker_sqs(a), now_, nn, 0);
+    }
+    if (nl > 0) {
+        set_visibility(acker_sqs(a), later, nl, GIVE_BACK_TX_DELAY);
+    }
+    log_warn("queue %s: drain deadline: gave back %zu unfinished jobs", q->cfg->name, n);
+}
+
 void
 heartbeat_give_back(struct acker *a)
 {
     struct twice_job *all[HEARTBEAT_MAX];
     struct twice_job *mine[HEARTBEAT_MAX];
-    const char *keys[HEARTBEAT_MAX];
-    char err[512];
     size_t n = acker_registry_snapshot(a, all, HEARTBEAT_MAX);
     struct worker *w = acker_worker(a);
     for (size_t qi = 0; qi < w->nqueues; qi++) {
@@ -130,17 +164,8 @@ heartbeat_give_back(struct acker *a)
                 mine[m++] = all[i];
             }
         }
-        if (m == 0) {
-            continue;
+        if (m > 0) {
+            give_back_queue(a, &w->queues[qi], mine, m);
         }
-        size_t k = claimed_keys(mine, m, keys);
-        struct idem_store *s = acker_store(a);
-        if (k > 0 && (s == NULL || idem_release_batch(s, keys, k, err, sizeof(err)) != 0)) {
-            log_warn("queue %s: drain deadline: releasing %zu keys failed (their leases "
-                     "will lapse)", w->queues[qi].cfg->name, k);
-        }
-        set_visibility(acker_sqs(a), mine, m, 0);
-        log_warn("queue %s: drain deadline: gave back %zu unfinished jobs",
-                 w->queues[qi].cfg->name, m);
     }
 }

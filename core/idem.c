@@ -25,6 +25,7 @@ struct idem_store {
     char *name;   /* the table name as configured, for error texts */
     char *table;  /* quoted with PQescapeIdentifier */
     char *index;  /* quoted name of the janitor index */
+    char *owner_index; /* quoted name of the index of in-progress keys by owner */
     char *owner;  /* this process in leases */
     int prepared; /* the hot-path statements exist on this connection */
 };
@@ -91,7 +92,9 @@ static const char sql_claim[] =
  * them on overlapping batches (a heartbeat and a completion) never deadlock.
  * FOR NO KEY UPDATE does not conflict with idem_tx_begin's FOR KEY SHARE, so
  * a heartbeat never waits for a transactional handler; release deletes,
- * which does wait for it (a key is not released under a running handler).
+ * and skips a key a running handler still locks (it is not released under
+ * the handler: its lease lapses, or the master expires it when the
+ * handler's process has gone).
  * They answer the 1-based positions of the keys they changed.
  */
 static const char sql_complete[] =
@@ -114,7 +117,8 @@ static const char sql_extend[] =
 
 static const char sql_release[] =
     "WITH k AS (SELECT idempotency_key FROM @T WHERE idempotency_key = ANY ($1::text[])"
-    " AND owner = $2 AND state = 'in_progress' ORDER BY idempotency_key FOR UPDATE)"
+    " AND owner = $2 AND state = 'in_progress' ORDER BY idempotency_key"
+    " FOR UPDATE SKIP LOCKED)"
     " DELETE FROM @T t USING k WHERE t.idempotency_key = k.idempotency_key"
     " AND t.owner = $2 AND t.state = 'in_progress'";
 
@@ -158,14 +162,16 @@ static const char sql_migrate[] =
     " ADD COLUMN IF NOT EXISTS message_id TEXT,"
     " ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 1,"
     " ADD COLUMN IF NOT EXISTS created_at TIMESTAMPTZ NOT NULL DEFAULT now();"
-    "CREATE INDEX IF NOT EXISTS @I ON @T (state, processed_at);";
+    "CREATE INDEX IF NOT EXISTS @I ON @T (state, processed_at);"
+    "CREATE INDEX IF NOT EXISTS @O ON @T (owner) WHERE state = 'in_progress';";
 
-/* Whether the migration has nothing to do: every column and the index. */
+/* Whether the migration has nothing to do: every column and both indexes. */
 static const char sql_migrate_check[] =
     "SELECT (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($1)"
     " AND attnum > 0 AND NOT attisdropped AND attname = ANY ('{idempotency_key,"
     "processed_at,state,owner,lease_until,payload_sha256,message_id,attempts,"
-    "created_at}'::text[])) = 9 AND to_regclass($2) IS NOT NULL";
+    "created_at}'::text[])) = 9 AND to_regclass($2) IS NOT NULL"
+    " AND to_regclass($3) IS NOT NULL";
 
 /* The columns of struct idem_record, in parse_record's order. */
 #define RECORD_COLUMNS                                                                            \
@@ -260,7 +266,8 @@ pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, size_t
     return -1;
 }
 
-/* Copy tmpl to out with @T, @I replaced by the quoted table and index names. */
+/* Copy tmpl to out with @T, @I, @O replaced by the quoted table and index
+ * names. */
 static int
 sql_expand(struct buf *out, const char *tmpl, const struct idem_store *s)
 {
@@ -270,6 +277,9 @@ sql_expand(struct buf *out, const char *tmpl, const struct idem_store *s)
             p++;
         } else if (p[0] == '@' && p[1] == 'I') {
             buf_puts(out, s->index);
+            p++;
+        } else if (p[0] == '@' && p[1] == 'O') {
+            buf_puts(out, s->owner_index);
             p++;
         } else {
             buf_putc(out, *p);
@@ -402,7 +412,7 @@ idem_open(const char *dsn, const char *table, const char *owner, struct idem_sto
         return -1;
     }
     struct idem_store *s = calloc(1, sizeof(*s));
-    struct buf index = BUF_INIT;
+    struct buf index = BUF_INIT, owner_index = BUF_INIT;
     int rc = 0;
     if (s == NULL || (s->name = strdup(table)) == NULL || (s->owner = strdup(owner)) == NULL ||
         (s->conn = connect_dsn(dsn)) == NULL) {
@@ -414,15 +424,19 @@ idem_open(const char *dsn, const char *table, const char *owner, struct idem_sto
         rc = connect_error(s, err, errlen);
     }
     buf_printf(&index, "%s_janitor_idx", table);
-    if (index.failed || (s->table = quote_ident(s->conn, table)) == NULL ||
-        (s->index = quote_ident(s->conn, buf_str(&index))) == NULL) {
+    buf_printf(&owner_index, "%s_owner_idx", table);
+    if (index.failed || owner_index.failed || (s->table = quote_ident(s->conn, table)) == NULL ||
+        (s->index = quote_ident(s->conn, buf_str(&index))) == NULL ||
+        (s->owner_index = quote_ident(s->conn, buf_str(&owner_index))) == NULL) {
         goto oom;
     }
     buf_free(&index);
+    buf_free(&owner_index);
     *out = s;
     return rc;
 oom:
     buf_free(&index);
+    buf_free(&owner_index);
     idem_close(s);
     set_err(err, errlen,
             "idempotency store: out of memory (or a table name that is "
@@ -442,6 +456,7 @@ idem_close(struct idem_store *s)
     free(s->name);
     free(s->table);
     free(s->index);
+    free(s->owner_index);
     free(s->owner);
     free(s);
 }
@@ -576,8 +591,8 @@ migrate_lock_key(const char *table)
 int
 idem_migrate(struct idem_store *s, char *err, size_t errlen)
 {
-    const char *params[] = {s->table, s->index};
-    PGresult *res = PQexecParams(s->conn, sql_migrate_check, 2, NULL, params, NULL, NULL, 0);
+    const char *params[] = {s->table, s->index, s->owner_index};
+    PGresult *res = PQexecParams(s->conn, sql_migrate_check, 3, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
         return pg_fail(s, res, "migrate: inspect the table", err, errlen);
     }
@@ -1011,6 +1026,26 @@ idem_purge_completed(struct idem_store *s, int retention, int limit, long *delet
         return -1;
     }
     *deleted = strtol(PQcmdTuples(res), NULL, 10);
+    PQclear(res);
+    return 0;
+}
+
+/* Leases of a process that has gone end now: the next claim of each key
+ * takes it over (counting the attempt) instead of waiting for the lease. */
+int
+idem_expire_owner(struct idem_store *s, const char *owner, long *expired, char *err,
+                  size_t errlen)
+{
+    const char *params[] = {owner};
+    *expired = 0;
+    PGresult *res = run_sql(s,
+                            "UPDATE @T SET lease_until = now() - interval '1 second'"
+                            " WHERE owner = $1 AND state = 'in_progress'",
+                            1, params, PGRES_COMMAND_OK, "expire leases", err, errlen);
+    if (res == NULL) {
+        return -1;
+    }
+    *expired = strtol(PQcmdTuples(res), NULL, 10);
     PQclear(res);
     return 0;
 }

@@ -64,10 +64,11 @@ struct idem_claim {
 
     enum idem_state state;         /* out */
     int attempts;                  /* out: claims of this key since it was last free */
-    double lease_left;             /* out, BUSY: seconds until the holder's lease ends */
-    unsigned char stored_sha256[32]; /* out, COMPLETED: the completed payload's hash */
+    double lease_left;             /* out, BUSY: seconds until the holder's lease ends
+                                      (lease_seconds when it already has) */
+    unsigned char stored_sha256[32]; /* out: the completed (or held) payload's hash */
     int has_stored_sha256;           /* out: 0 for rows migrated without a hash */
-    char stored_message_id[128];     /* out, COMPLETED/BUSY: the message that completed/holds it */
+    char stored_message_id[128];     /* out: the message that completed / holds / held it */
 };
 
 /* Claim every key of the batch in one round trip (one statement). */
@@ -82,7 +83,9 @@ int idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, 
 int idem_complete_batch(struct idem_store *s, const char *const *keys, size_t n, int *done,
                         char *err, size_t errlen);
 
-/* Delete our in_progress rows for keys (RETRY, REJECT, drain); one round trip. */
+/* Delete our in_progress rows for keys (RETRY, REJECT, drain); one round
+ * trip. A key that a running transactional handler locks is skipped (never
+ * waited for): its lease lapses, or the master expires it (idem_expire_owner). */
 int idem_release_batch(struct idem_store *s, const char *const *keys, size_t n, char *err,
                        size_t errlen);
 
@@ -95,8 +98,10 @@ int idem_extend_batch(struct idem_store *s, const char *const *keys, size_t n,
  * Transactional plugins. idem_tx_begin opens a transaction and locks the key's
  * row if it is still ours and in progress: returns 1 (locked, run the
  * handler with idem_pgconn), 0 (no longer ours: transaction ended), -1.
- * idem_tx_complete marks it completed and commits (0, or -1: nothing
- * committed). idem_tx_rollback rolls back (the claim stays in progress).
+ * idem_tx_complete marks it completed and commits (0, or -1: not committed,
+ * or - if the connection dropped during COMMIT - outcome unknown; the error
+ * says so). idem_tx_rollback rolls back (the claim stays in progress). The
+ * plugin must not end the transaction or drop prepared statements itself.
  */
 int idem_tx_begin(struct idem_store *s, const char *key, char *err, size_t errlen);
 int idem_tx_complete(struct idem_store *s, const char *key, char *err, size_t errlen);
@@ -108,6 +113,12 @@ void *idem_pgconn(struct idem_store *s);
  * seconds; *deleted gets the count (repeat while it equals limit). */
 int idem_purge_completed(struct idem_store *s, int retention, int limit, long *deleted,
                          char *err, size_t errlen);
+
+/* A worker process is gone: end the leases it held now (its claims are
+ * taken over on the next delivery, counting an attempt, instead of waiting
+ * out the lease). *expired gets the count. Uses the owner index. */
+int idem_expire_owner(struct idem_store *s, const char *owner, long *expired, char *err,
+                      size_t errlen);
 
 /* A row, for `twicectl key`. */
 struct idem_record {
@@ -126,8 +137,8 @@ void idem_record_clear(struct idem_record *r);
 /* 1 and *out when found, 0 when not, -1 on error. */
 int idem_key_show(struct idem_store *s, const char *key, struct idem_record *out, char *err,
                   size_t errlen);
-/* Up to limit rows whose key starts with prefix (NULL: any) in state (NULL:
- * any), ordered by key; *out is owned by the caller (idem_records_free). */
+/* Up to limit rows (<= 0: no limit) whose key starts with prefix (NULL:
+ * any) in state (NULL: any), ordered by key; *out is owned by the caller (idem_records_free). */
 int idem_key_list(struct idem_store *s, const char *prefix, const char *state, int limit,
                   struct idem_record **out, size_t *n, char *err, size_t errlen);
 void idem_records_free(struct idem_record *r, size_t n);

@@ -1,7 +1,9 @@
 /*
- * janitor.c - deleting expired completed keys (see janitor.h). One
+ * janitor.c - the master's database chores (see janitor.h): deleting
+ * expired completed keys every janitor_interval, and ending the leases of
+ * worker processes that have gone, as soon as the master reaps them. One
  * connection, opened on demand; an unreachable database is logged when it
- * starts and stops being so.
+ * starts and stops being so, not on every try.
  */
 #include "janitor.h"
 
@@ -10,9 +12,12 @@
 #include "metrics.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#define JANITOR_OWNERS 256 /* gone workers waiting for their leases to end */
 
 struct janitor {
     pthread_t thread;
@@ -24,79 +29,144 @@ struct janitor {
     int retention;
     int interval;
     int batch;
+    char owners[JANITOR_OWNERS][160];
+    int nowners;
+
+    /* The thread's own. */
+    struct idem_store *store;
+    int down;
 };
 
-/* Sleep up to seconds; returns 1 when asked to stop. */
-static int
-wait_or_stop(struct janitor *j, int seconds)
+/* The connection, or NULL while the database is unreachable. */
+static struct idem_store *
+store(struct janitor *j)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += seconds;
-    pthread_mutex_lock(&j->mu);
-    while (!j->stop) {
-        if (pthread_cond_timedwait(&j->cv, &j->mu, &until) != 0) {
-            break;
+    char err[512];
+    int rc = j->store == NULL ? idem_open(j->dsn, j->table, "janitor", &j->store, err,
+                                          sizeof(err))
+             : idem_connected(j->store) ? 0
+                                        : idem_reconnect(j->store, err, sizeof(err));
+    if (rc != 0) {
+        metrics_count(MET_PG_ERRORS, "janitor", NULL, NULL, 1);
+        if (!j->down) {
+            log_warn("janitor: %s (will retry)", err);
         }
+        j->down = 1;
+        return NULL;
     }
-    int stop = j->stop;
-    pthread_mutex_unlock(&j->mu);
-    return stop;
+    if (j->down) {
+        log_info("janitor: database reachable again");
+    }
+    j->down = 0;
+    return j->store;
 }
 
-static int
-stopping(struct janitor *j)
+static void
+sweep(struct janitor *j)
 {
-    pthread_mutex_lock(&j->mu);
-    int stop = j->stop;
-    pthread_mutex_unlock(&j->mu);
-    return stop;
-}
-
-/* One sweep: batches until a short one. Returns rows deleted, -1 on error. */
-static long
-sweep(struct janitor *j, struct idem_store *s, char *err, size_t errlen)
-{
+    char err[512];
     long total = 0, deleted = 0;
+    struct idem_store *s = store(j);
+    if (s == NULL) {
+        return;
+    }
     do {
-        if (idem_purge_completed(s, j->retention, j->batch, &deleted, err, errlen) != 0) {
-            return -1;
+        if (idem_purge_completed(s, j->retention, j->batch, &deleted, err, sizeof(err)) != 0) {
+            metrics_count(MET_PG_ERRORS, "janitor", NULL, NULL, 1);
+            log_warn("janitor: %s", err);
+            return;
         }
         total += deleted;
-    } while (deleted == j->batch && !stopping(j));
-    return total;
+    } while (deleted == j->batch);
+    if (total > 0) {
+        log_info("janitor: deleted %ld completed keys older than %ds", total, j->retention);
+    }
+}
+
+/* End the leases of one gone worker. Returns 0, or -1 to try again later. */
+static int
+expire(struct janitor *j, const char *owner)
+{
+    char err[512];
+    long n = 0;
+    struct idem_store *s = store(j);
+    if (s == NULL) {
+        return -1;
+    }
+    if (idem_expire_owner(s, owner, &n, err, sizeof(err)) != 0) {
+        metrics_count(MET_PG_ERRORS, "expire", NULL, NULL, 1);
+        log_warn("janitor: %s", err);
+        return -1;
+    }
+    if (n > 0) {
+        log_info("ended %ld leases of gone worker %s: their jobs are taken over on their next "
+                 "delivery", n, owner);
+    }
+    return 0;
+}
+
+/* Work through the queued owners (the lock is dropped around each query). */
+static void
+expire_queued(struct janitor *j)
+{
+    char owner[160];
+    pthread_mutex_lock(&j->mu);
+    while (j->nowners > 0) {
+        snprintf(owner, sizeof(owner), "%s", j->owners[0]);
+        pthread_mutex_unlock(&j->mu);
+        int rc = expire(j, owner);
+        pthread_mutex_lock(&j->mu);
+        if (rc != 0) {
+            break; /* the database is down: the next round tries again */
+        }
+        memmove(j->owners[0], j->owners[1], (size_t) (j->nowners - 1) * sizeof(j->owners[0]));
+        j->nowners--;
+    }
+    pthread_mutex_unlock(&j->mu);
 }
 
 static void *
 janitor_main(void *arg)
 {
     struct janitor *j = arg;
-    struct idem_store *s = NULL;
-    int down = 0;
-    char err[512];
-    while (!wait_or_stop(j, j->interval)) {
-        int rc = s == NULL ? idem_open(j->dsn, j->table, "janitor", &s, err, sizeof(err))
-                 : idem_connected(s) ? 0
-                                     : idem_reconnect(s, err, sizeof(err));
-        long n = rc == 0 ? sweep(j, s, err, sizeof(err)) : -1;
-        if (n < 0) {
-            metrics_count(MET_PG_ERRORS, "janitor", NULL, NULL, 1);
-            if (!down) {
-                log_warn("janitor: %s (will retry every %ds)", err, j->interval);
-            }
-            down = 1;
-            continue;
+    time_t next_sweep = time(NULL) + j->interval;
+    pthread_mutex_lock(&j->mu);
+    for (;;) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        if (!j->stop && j->nowners == 0) {
+            pthread_cond_timedwait(&j->cv, &j->mu, &until);
         }
-        if (down) {
-            log_info("janitor: database reachable again");
+        int stop = j->stop;
+        pthread_mutex_unlock(&j->mu);
+        expire_queued(j);
+        if (!stop && time(NULL) >= next_sweep) {
+            sweep(j);
+            next_sweep = time(NULL) + j->interval;
         }
-        down = 0;
-        if (n > 0) {
-            log_info("janitor: deleted %ld completed keys older than %ds", n, j->retention);
+        pthread_mutex_lock(&j->mu);
+        if (stop) {
+            break;
         }
     }
-    idem_close(s);
+    pthread_mutex_unlock(&j->mu);
+    idem_close(j->store);
     return NULL;
+}
+
+void
+janitor_expire_owner(struct janitor *j, const char *owner)
+{
+    if (j == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&j->mu);
+    if (j->nowners < JANITOR_OWNERS) {
+        snprintf(j->owners[j->nowners++], sizeof(j->owners[0]), "%s", owner);
+        pthread_cond_signal(&j->cv);
+    }
+    pthread_mutex_unlock(&j->mu);
 }
 
 struct janitor *
@@ -124,8 +194,20 @@ janitor_start(const char *dsn, const char *table, int retention, int interval, i
     return j;
 }
 
+/* Hand queued owners over to a successor (a reload's new janitor). */
+static void
+hand_over(struct janitor *from, struct janitor *to)
+{
+    pthread_mutex_lock(&from->mu);
+    for (int i = 0; i < from->nowners; i++) {
+        janitor_expire_owner(to, from->owners[i]);
+    }
+    from->nowners = 0;
+    pthread_mutex_unlock(&from->mu);
+}
+
 void
-janitor_stop(struct janitor *j)
+janitor_stop(struct janitor *j, struct janitor *successor)
 {
     if (j == NULL) {
         return;
@@ -135,6 +217,9 @@ janitor_stop(struct janitor *j)
     pthread_cond_signal(&j->cv);
     pthread_mutex_unlock(&j->mu);
     pthread_join(j->thread, NULL);
+    if (successor != NULL) {
+        hand_over(j, successor);
+    }
     pthread_cond_destroy(&j->cv);
     pthread_mutex_destroy(&j->mu);
     explicit_bzero(j->dsn, strlen(j->dsn));

@@ -61,6 +61,7 @@ struct generation {
 
 struct master {
     const char *path;
+    char instance[17]; /* random: part of every worker's lease owner */
     struct spawn_user user;
     char *user_name; /* the user workers run as; changing it needs a restart */
     int shm_fd;
@@ -206,7 +207,7 @@ spawn_worker(struct master *m, struct generation *g, int index)
         return -1;
     }
     struct childargs a = {CHILD_WORKER, g->config_fd, m->path, m->shm_fd, ctl[1], slot, g->id,
-                          getpid()};
+                          getpid(), m->instance};
     shm_reset_slot(slot, -1, g->id);
     pid_t pid = spawn_child(&a, -1, &m->user, err, sizeof(err));
     close(ctl[1]);
@@ -276,10 +277,11 @@ apply_master_settings(struct master *m, const struct config *c)
         log_error("log.file %s: %s (logging to stderr)", c->log.file, strerror(errno));
         log_open(NULL);
     }
-    janitor_stop(m->janitor);
+    struct janitor *old = m->janitor;
     m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table,
                                c->idempotency.retention, c->idempotency.janitor_interval,
                                c->idempotency.janitor_batch);
+    janitor_stop(old, m->janitor);
     char err[256];
     if (httpd_apply(&m->httpd, c, err, sizeof(err)) != 0) {
         log_error("metrics: %s (metrics and health endpoints are off)", err);
@@ -380,6 +382,9 @@ reap(struct master *m)
         if (p->ctl >= 0) {
             close(p->ctl);
         }
+        char owner[CHILDARGS_OWNER_MAX];
+        childargs_owner(owner, sizeof(owner), pid, p->gen, m->instance);
+        janitor_expire_owner(m->janitor, owner);
         metrics_forget_proc(slot);
         int was_ready = p->ready, draining = p->draining;
         struct proc dead = *p;
@@ -630,6 +635,7 @@ master_run(const char *path)
     char err[256];
     memset(&m, 0, sizeof(m));
     m.path = path;
+    childargs_instance(m.instance, sizeof(m.instance));
     log_set_role("master");
     struct diag d = DIAG_INIT;
     struct generation *g = gen_load(path, &d);
@@ -663,7 +669,7 @@ master_run(const char *path)
         loop_once(&m, &wait_mask);
     }
     httpd_stop(m.httpd);
-    janitor_stop(m.janitor);
+    janitor_stop(m.janitor, NULL);
     gen_free(m.cur);
     gen_free(m.next);
     log_info("stopped");

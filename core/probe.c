@@ -145,7 +145,7 @@ probe_run(const char *path, const char *text, size_t len, int timeout, struct di
         }
         return -1;
     }
-    struct childargs a = {CHILD_PROBE, cfd, path, -1, -1, 0, 0, getpid()};
+    struct childargs a = {CHILD_PROBE, cfd, path, -1, -1, 0, 0, getpid(), "probe"};
     pid_t pid = spawn_child(&a, pipefd[1], NULL, err, sizeof(err));
     close(pipefd[1]);
     close(cfd);

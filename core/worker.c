@@ -134,23 +134,6 @@ setup_queue(struct worker *w, struct wqueue *q, const struct config_queue *qc, c
     return 0;
 }
 
-static void
-make_owner(struct worker *w)
-{
-    char host[64] = "localhost";
-    gethostname(host, sizeof(host) - 1);
-    host[sizeof(host) - 1] = '\0';
-    unsigned long long r = 0;
-    FILE *f = fopen("/dev/urandom", "rb");
-    if (f != NULL) {
-        if (fread(&r, sizeof(r), 1, f) != 1) {
-            r = (unsigned long long) time(NULL);
-        }
-        fclose(f);
-    }
-    snprintf(w->owner, sizeof(w->owner), "%s:%d:g%d:%08llx", host, (int) getpid(),
-             w->generation, r & 0xffffffffull);
-}
 
 /* Create the idempotency table if needed. A database that is down now is
  * not fatal: receivers wait for it, and the next worker start migrates. */
@@ -174,7 +157,6 @@ static int
 start(struct worker *w, char *err, size_t errlen)
 {
     const struct config *c = w->cfg;
-    make_owner(w);
     w->endpoint = calloc(1, sizeof(*w->endpoint));
     w->creds = creds_chain_new(c->aws.profile);
     if (w->endpoint == NULL || w->creds == NULL) {
@@ -325,6 +307,7 @@ worker_main(int argc, char **argv)
     w.cfg = cfg;
     w.slot = a.slot;
     w.generation = a.generation;
+    childargs_owner(w.owner, sizeof(w.owner), getpid(), w.generation, a.instance);
     if (start(&w, err, sizeof(err)) != 0) {
         log_error("worker not started: %s", err);
         _exit(3);

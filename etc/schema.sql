@@ -35,4 +35,8 @@ ALTER TABLE twice_idempotency
 CREATE INDEX IF NOT EXISTS twice_idempotency_janitor_idx
     ON twice_idempotency (state, processed_at);
 
+-- For the master, which ends the leases of a worker process that has gone.
+CREATE INDEX IF NOT EXISTS twice_idempotency_owner_idx
+    ON twice_idempotency (owner) WHERE state = 'in_progress';
+
 COMMIT;

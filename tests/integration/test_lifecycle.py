@@ -1,0 +1,312 @@
+"""Issue 3 acceptance: the idempotent job lifecycle against real PostgreSQL and the
+SQS emulator. Effects are rows (transactional fixture effect_tx) or lines
+(non-transactional effect_file) that these tests count: exactly one per key means
+exactly once."""
+
+import json
+import os
+import re
+import signal
+import tempfile
+import time
+import unittest
+
+import twicetest
+import twiceconf as tc
+
+EFFECT_TX = "effect-tx"
+
+
+class Lifecycle(twicetest.TwiceTestCase):
+    def setup_tx(self, prefix, fifo=False, queue_options=None, conf_options=None,
+                 routes=None):
+        """A queue pair, a database with the effects table, and a config running
+        effect_tx on the queue. Returns (url, dlq, dsn, metrics_port, config)."""
+        url, dlq = self.queue_pair(prefix, fifo=fifo)
+        dsn = self.new_database(prefix)
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        port = tc.free_port()
+        plugin_path = tc.test_plugin(self.env, "effect_tx")
+        qopts = dict(queue_options or {})
+        if routes:
+            q = tc.queue(prefix, url, dlq, routes=routes, route_by="type", **qopts)
+        else:
+            q = tc.queue(prefix, url, dlq, EFFECT_TX, **qopts)
+        conf = tc.config(self.env, dsn, [q], [tc.plugin(EFFECT_TX, plugin_path)],
+                         metrics_port=port, **(conf_options or {}))
+        return url, dlq, dsn, port, conf
+
+    def effects(self, dsn, key=None):
+        if key is None:
+            return self.pg.query(dsn, "SELECT key, message_id, version, attempt FROM effects "
+                                      "ORDER BY at")
+        return self.pg.query(dsn, "SELECT key, message_id, version, attempt FROM effects "
+                                  "WHERE key = %s ORDER BY at", (key,))
+
+    def wait_empty(self, url, timeout=30):
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=timeout,
+                             message="queue %s did not end empty: %s" % (url, self.sqs.counts(url)))
+
+    def test_duplicates_by_key_have_one_effect(self):
+        url, dlq, dsn, port, conf = self.setup_tx(
+            "dups", queue_options={"concurrency": 8}, conf_options={"workers": 2})
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 2/2", timeout=20)
+        entries = []
+        for copy in range(4):  # interleaved: k0..k49, then again, 4 times
+            for k in range(50):
+                entries.append({"body": json.dumps({"id": "k%d" % k})})
+        for i in range(0, len(entries), 10):
+            self.sqs.send_batch(url, entries[i:i + 10])
+        twicetest.wait_until(lambda: len(self.effects(dsn)) >= 50, timeout=60,
+                             message="not every key ran")
+        self.wait_empty(url, timeout=60)
+        rows = self.effects(dsn)
+        self.assertEqual(len(rows), 50, "one effect row per distinct key")
+        self.assertEqual(len({r[0] for r in rows}), 50)
+        samples = tc.scrape(port)
+        self.assertEqual(tc.metric_sum(samples, "twice_duplicates_skipped_total",
+                                       kind="completed"), 150)
+        self.assertEqual(tc.metric_sum(samples, "twice_jobs_finished_total", outcome="done"), 50)
+        self.assertEqual(tc.metric_sum(samples, "twice_messages_received_total") >= 200, True)
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
+    def test_slow_handler_is_kept_alive_by_the_heartbeat(self):
+        url, dlq, dsn, port, conf = self.setup_tx(
+            "slow", queue_options={"visibility_timeout": 3})
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "slow", "sleep_ms": 9000}))
+        twicetest.wait_until(lambda: len(self.effects(dsn)) == 1, timeout=30)
+        self.wait_empty(url)
+        time.sleep(4)  # longer than a visibility timeout: nothing may run again
+        self.assertEqual(len(self.effects(dsn)), 1)
+        self.assertNotIn("taking over", d.log_text())
+        self.assertGreaterEqual(tc.metric_sum(tc.scrape(port), "twice_lease_extensions_total"),
+                                3)
+        self.assertEqual(d.stop(), 0)
+
+    def _worker_pid(self, d):
+        pids = d.worker_pids()
+        self.assertEqual(len(pids), 1, pids)
+        return pids[0]
+
+    def test_kill_9_mid_transactional_job_redoes_it_once(self):
+        url, dlq, dsn, port, conf = self.setup_tx(
+            "kill", queue_options={"visibility_timeout": 3})
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "victim", "sleep_ms": 2500}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight") == 1,
+                             timeout=10, message="the job never started")
+        pid = self._worker_pid(d)
+        os.kill(pid, signal.SIGKILL)
+        d.wait_log(r"worker %d \(generation 1\) killed by signal 9.*effect-tx on message" % pid,
+                   timeout=10)
+        d.wait_log(r"worker ready: generation 1", timeout=20, since=d.mark() - 1)
+        twicetest.wait_until(lambda: len(self.effects(dsn)) == 1, timeout=30,
+                             message="the job was not redone after the crash")
+        self.wait_empty(url)
+        rows = self.effects(dsn)
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0][3], 2, "redone on the second delivery")
+        self.assertIn("taking over", d.log_text())
+        self.assertEqual(d.stop(), 0)
+
+    def test_kill_9_mid_outside_effect_job_completes_its_key_once(self):
+        url, dlq = self.queue_pair("killf")
+        dsn = self.new_database("killf")
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        port = tc.free_port()
+        conf = tc.config(self.env, dsn,
+                         [tc.queue("killf", url, dlq, "effect-file", visibility_timeout=3)],
+                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)], metrics_port=port)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "victim", "sleep_ms": 2500}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight") == 1,
+                             timeout=10)
+        os.kill(self._worker_pid(d), signal.SIGKILL)
+        self.wait_empty(url, timeout=40)
+        with open(effects) as f:
+            lines = [line for line in f if line.startswith("effect:victim ")]
+        self.assertGreaterEqual(len(lines), 1, "at least once")
+        rows = self.pg.query(dsn, "SELECT state FROM twice_idempotency "
+                                  "WHERE idempotency_key = 'effect:victim'")
+        self.assertEqual(rows, [("completed",)])
+        self.assertEqual(d.stop(), 0)
+
+    def test_retry_twice_then_done_backs_off_more_each_time(self):
+        url, dlq, dsn, port, conf = self.setup_tx(
+            "retry", queue_options={"backoff": (1, 60), "max_attempts": 5})
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "flaky", "fail_until": 3}))
+        twicetest.wait_until(lambda: len(self.effects(dsn)) == 1, timeout=40)
+        self.wait_empty(url)
+        rows = self.effects(dsn)
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0][3], 3, "done on the third attempt")
+        retries = re.findall(r"retry in (\d+)s \(attempt (\d) of 5, backoff ceiling (\d+)s\)",
+                             d.log_text())
+        self.assertEqual([int(a) for _, a, _ in retries], [1, 2])
+        ceilings = [int(c) for _, _, c in retries]
+        self.assertLess(ceilings[0], ceilings[1], "the backoff ceiling grows")
+        for delay, _, ceiling in retries:
+            self.assertLessEqual(int(delay), int(ceiling))
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_jobs_finished_total",
+                                       outcome="retry"), 2)
+        self.assertEqual(d.stop(), 0)
+
+    def dlq_messages(self, dlq, count, timeout=30):
+        got = []
+
+        def collect():
+            got.extend(self.sqs.receive(dlq, max=10, visibility=60))
+            return len(got) >= count
+        twicetest.wait_until(collect, timeout=timeout,
+                             message="expected %d dead letters" % count)
+        return got
+
+    @staticmethod
+    def attr(message, name):
+        return message["MessageAttributes"][name]["StringValue"]
+
+    def test_every_permanent_failure_lands_in_the_dlq_with_its_reason(self):
+        url, dlq, dsn, port, conf = self.setup_tx(
+            "dlq", queue_options={"max_attempts": 2, "backoff": (1, 1)},
+            routes=[("effect", EFFECT_TX)])
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        cases = {
+            "rejected": {"type": "effect", "id": "r1", "reject": True},
+            "max-attempts": {"type": "effect", "id": "m1", "fail_until": 99},
+            "missing-key-field": {"type": "effect", "noid": 1},
+            "invalid-json": "{not json",
+            "unknown-route": {"type": "nobody-handles-this", "id": "u1"},
+        }
+        ids = {}
+        for reason, body in cases.items():
+            text = body if isinstance(body, str) else json.dumps(body)
+            ids[self.sqs.send(url, text, attrs={"origin": "test"})] = reason
+        letters = self.dlq_messages(dlq, len(cases))
+        self.wait_empty(url)
+        by_source = {self.attr(m, "twice-source-message-id"): m for m in letters}
+        self.assertEqual(set(by_source), set(ids))
+        for mid, reason in ids.items():
+            m = by_source[mid]
+            self.assertEqual(self.attr(m, "twice-reason"), reason)
+            self.assertEqual(self.attr(m, "twice-source-queue"), url)
+            self.assertEqual(self.attr(m, "origin"), "test", "user attributes are kept")
+            self.assertTrue(self.attr(m, "twice-attempts").isdigit())
+        self.assertEqual(self.attr(by_source[[k for k, v in ids.items()
+                                               if v == "max-attempts"][0]], "twice-attempts"),
+                         "2")
+        self.assertEqual(by_source[[k for k, v in ids.items() if v == "invalid-json"][0]]["Body"],
+                         "{not json", "the original body is kept")
+        self.assertEqual(self.effects(dsn), [])
+        self.assertEqual(d.stop(), 0)
+
+    def _conflict(self, on_conflict):
+        url, dlq, dsn, port, conf = self.setup_tx(
+            "conf-" + on_conflict, conf_options={"on_conflict": on_conflict})
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        first = self.sqs.send(url, json.dumps({"id": "same", "payload": "A"}))
+        twicetest.wait_until(lambda: len(self.effects(dsn)) == 1, timeout=20)
+        second = self.sqs.send(url, json.dumps({"id": "same", "payload": "B"}))
+        d.wait_log(r"payload conflict: key completed by message %s" % first, timeout=20)
+        self.wait_empty(url)
+        self.assertEqual(len(self.effects(dsn)), 1)
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_payload_conflicts_total"), 1)
+        return d, dlq, second
+
+    def test_conflict_skip(self):
+        d, dlq, _ = self._conflict("skip")
+        time.sleep(1)
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
+    def test_conflict_reject(self):
+        d, dlq, second = self._conflict("reject")
+        m = self.dlq_messages(dlq, 1)[0]
+        self.assertEqual(self.attr(m, "twice-reason"), "payload-conflict")
+        self.assertEqual(self.attr(m, "twice-source-message-id"), second)
+        self.assertEqual(d.stop(), 0)
+
+    def test_sigterm_with_20_in_flight_loses_nothing(self):
+        url, dlq, dsn, port, conf = self.setup_tx(
+            "term", queue_options={"concurrency": 20, "visibility_timeout": 30},
+            conf_options={"drain_timeout": 2})
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        # Ten finish within the drain timeout, ten do not and must be given back.
+        for i in range(20):
+            sleep = 500 if i % 2 == 0 else 8000
+            self.sqs.send(url, json.dumps({"id": "t%d" % i, "sleep_ms": sleep}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight")
+                             == 20, timeout=15, message="20 jobs never ran at once")
+        self.assertEqual(d.stop(timeout=20), 0)
+        done = {r[0] for r in self.effects(dsn)}
+        # Given back: visible at once, or (transactional, still locked by the dying
+        # handler) after a few seconds, by when the master has ended its lease.
+        time.sleep(4)
+        back = self.sqs.drain(url, visibility=2)
+        back_keys = {"effect:" + json.loads(m["Body"])["id"] for m in back}
+        self.assertEqual(len(back), len(back_keys))
+        self.assertEqual(done | back_keys, {"effect:t%d" % i for i in range(20)},
+                         "each job completed or visible again")
+        self.assertEqual(done & back_keys, set())
+        self.assertGreaterEqual(len(done), 10)
+        self.assertEqual(self.sqs.counts(url)[0], 0)
+        # The rest run once on the next start: still one effect per key.
+        d2 = self.start_twiced(conf)
+        d2.wait_log(r"ready: generation 1", timeout=20)
+        self.wait_empty(url, timeout=40)
+        rows = self.effects(dsn)
+        self.assertEqual(len(rows), 20)
+        self.assertEqual(len({r[0] for r in rows}), 20)
+        self.assertEqual(d2.stop(timeout=20), 0)
+
+    def test_classic_two_column_table_is_migrated_in_place(self):
+        url, dlq, dsn, port, conf = self.setup_tx("classic")
+        self.pg.query(dsn, "CREATE TABLE twice_idempotency (idempotency_key TEXT PRIMARY KEY, "
+                           "processed_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+        self.pg.query(dsn, "INSERT INTO twice_idempotency VALUES ('effect:old-1'), "
+                           "('effect:old-2')")
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "old-1"}))
+        self.sqs.send(url, json.dumps({"id": "new-1"}))
+        twicetest.wait_until(lambda: len(self.effects(dsn)) == 1, timeout=20)
+        self.wait_empty(url)
+        self.assertEqual([r[0] for r in self.effects(dsn)], ["effect:new-1"])
+        states = dict(self.pg.query(dsn, "SELECT idempotency_key, state FROM twice_idempotency"))
+        self.assertEqual(states, {"effect:old-1": "completed", "effect:old-2": "completed",
+                                  "effect:new-1": "completed"})
+        self.assertIn("duplicate: key completed by message (migrated)", d.log_text())
+        self.assertEqual(d.stop(), 0)
+
+    def test_janitor_deletes_expired_completed_keys(self):
+        url, dlq, dsn, port, conf = self.setup_tx("janitor")
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "fresh"}))
+        twicetest.wait_until(lambda: len(self.effects(dsn)) == 1, timeout=20)
+        self.pg.query(dsn, "INSERT INTO twice_idempotency (idempotency_key, state, "
+                           "processed_at) VALUES ('effect:ancient', 'completed', "
+                           "now() - interval '30 days')")
+        twicetest.wait_until(
+            lambda: self.pg.query(dsn, "SELECT count(*) FROM twice_idempotency WHERE "
+                                       "idempotency_key = 'effect:ancient'")[0][0] == 0,
+            timeout=15, message="the janitor did not delete an expired key")
+        keys = [r[0] for r in self.pg.query(dsn, "SELECT idempotency_key FROM "
+                                                 "twice_idempotency")]
+        self.assertEqual(keys, ["effect:fresh"], "unexpired keys stay")
+        self.assertEqual(d.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
