@@ -349,11 +349,9 @@ sqs_batch(struct acker *a, struct twice_job **jobs, size_t n, int del)
 {
     struct sqs_batch_entry e[10];
     struct sqs_batch_result r[10];
-    char ids[10][8];
     const char *action = del ? "DeleteMessageBatch" : "ChangeMessageVisibilityBatch";
     for (size_t i = 0; i < n; i++) {
-        snprintf(ids[i], sizeof(ids[i]), "m%zu", i);
-        e[i].id = ids[i];
+        e[i].id = sqs_batch_id(i);
         e[i].receipt_handle = jobs[i]->msg.receipt_handle;
         e[i].visibility_timeout = del ? 0 : visibility_for(jobs[i]);
     }

@@ -30,10 +30,8 @@ set_visibility(struct sqs_client *c, struct twice_job **jobs, size_t n, int vis)
         size_t m = n - at < 10 ? n - at : 10;
         struct sqs_batch_entry e[10];
         struct sqs_batch_result r[10];
-        char ids[10][8];
         for (size_t i = 0; i < m; i++) {
-            snprintf(ids[i], sizeof(ids[i]), "h%zu", i);
-            e[i].id = ids[i];
+            e[i].id = sqs_batch_id(i);
             e[i].receipt_handle = jobs[at + i]->msg.receipt_handle;
             e[i].visibility_timeout = vis;
         }

@@ -123,6 +123,9 @@ struct sqs_batch_entry {
     int visibility_timeout; /* ChangeMessageVisibilityBatch only */
 };
 
+/* "0".."9": batch entry ids for the i-th entry of a batch. */
+const char *sqs_batch_id(size_t i);
+
 /* The outcome of one batch entry. */
 struct sqs_batch_result {
     int ok;

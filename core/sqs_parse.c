@@ -365,6 +365,13 @@ done:
     return rc;
 }
 
+const char *
+sqs_batch_id(size_t i)
+{
+    static const char *const ids[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
+    return i < 10 ? ids[i] : "overflow";
+}
+
 void
 sqs_message_clear(struct sqs_message *m)
 {

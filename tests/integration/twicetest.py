@@ -792,8 +792,14 @@ class TwiceTestCase(unittest.TestCase):
     def start_twiced(self, config, args=("-f",), **kwargs):
         return self.twiced(config, **kwargs).start(args)
 
+    SANITIZER_REPORT = re.compile(r"ERROR: (Address|Leak)Sanitizer|runtime error: ")
+
     def _close_twiced(self, d):
         d.close()
+        report = self.SANITIZER_REPORT.search(d.log_text())
+        if report:
+            raise AssertionError("twiced's log holds a sanitizer report (%s):\n%s"
+                                 % (d.log_path, d.log_tail(80)))
         if self._failed():
             sys.stderr.write("\n--- twiced log (%s), last lines ---\n%s\n---\n"
                              % (d.log_path, d.log_tail()))
