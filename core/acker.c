@@ -22,6 +22,7 @@
 #include "job.h"
 #include "log.h"
 #include "metrics.h"
+#include "shm.h"
 #include "sqs.h"
 #include "worker.h"
 
@@ -232,7 +233,9 @@ send_dead_letters(struct acker *a, struct twice_job *list)
         log_job(TWICE_LOG_WARN, &ctx, "dead-lettered (%s): %s", j->reason,
                 j->error != NULL ? j->error : "");
         metrics_count(MET_DEADLETTERED, qname(j), pname(j), j->reason, 1);
-        metrics_count(MET_FINISHED, qname(j), pname(j), "deadlettered", 1);
+        metrics_count(MET_FINISHED, qname(j), pname(j),
+                      strcmp(j->reason, "rejected") == 0 ? "rejected" : "deadlettered", 1);
+        shm_dlq_event(qname(j), pname(j), j->reason, j->msg.message_id, j->key);
     }
 }
 

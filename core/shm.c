@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SHM_MAGIC 0x54575348u
@@ -94,4 +95,56 @@ shm_mark_crash(int proc_slot)
     if (region != NULL && proc_slot >= 0 && proc_slot < SHM_PROCS) {
         __atomic_store_n(&region->procs[proc_slot].crashed_job, thread_job, __ATOMIC_RELEASE);
     }
+}
+
+void
+shm_dlq_event(const char *queue, const char *plugin, const char *reason, const char *message_id,
+              const char *key)
+{
+    if (region == NULL) {
+        return;
+    }
+    uint64_t seq = __atomic_add_fetch(&region->dlq_next, 1, __ATOMIC_ACQ_REL);
+    struct shm_dlq_event *e = &region->dlq[seq % SHM_DLQ_EVENTS];
+    __atomic_store_n(&e->seq, 0, __ATOMIC_RELEASE);
+    e->at = (int64_t) time(NULL);
+    copy_field(e->queue, sizeof(e->queue), queue);
+    copy_field(e->plugin, sizeof(e->plugin), plugin);
+    copy_field(e->reason, sizeof(e->reason), reason);
+    copy_field(e->message_id, sizeof(e->message_id), message_id);
+    copy_field(e->key, sizeof(e->key), key);
+    __atomic_store_n(&e->seq, seq, __ATOMIC_RELEASE);
+}
+
+size_t
+shm_dlq_read(uint64_t *cursor, struct shm_dlq_event *out, size_t max, uint64_t *lost)
+{
+    size_t n = 0;
+    if (lost != NULL) {
+        *lost = 0;
+    }
+    if (region == NULL) {
+        return 0;
+    }
+    uint64_t last = __atomic_load_n(&region->dlq_next, __ATOMIC_ACQUIRE);
+    if (last > *cursor + SHM_DLQ_EVENTS) { /* the oldest were overwritten */
+        if (lost != NULL) {
+            *lost = last - SHM_DLQ_EVENTS - *cursor;
+        }
+        *cursor = last - SHM_DLQ_EVENTS;
+    }
+    while (*cursor < last && n < max) {
+        uint64_t want = *cursor + 1;
+        struct shm_dlq_event *e = &region->dlq[want % SHM_DLQ_EVENTS];
+        if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) != want) {
+            break; /* still being written: read it next time */
+        }
+        out[n] = *e;
+        if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) != want) {
+            break; /* overwritten while copying */
+        }
+        n++;
+        *cursor = want;
+    }
+    return n;
 }

@@ -38,11 +38,28 @@ struct shm_series {
     uint64_t value;  /* atomic: a counter, or a double's bits for gauges/sums */
 };
 
+#define SHM_DLQ_EVENTS 512 /* recent dead letters, for the master's alerts */
+
+/* One message twice dead-lettered. seq is written last (atomically): an
+ * entry whose seq is not the one a reader expects was overwritten or is
+ * being written. */
+struct shm_dlq_event {
+    uint64_t seq; /* atomic; 0: never written */
+    int64_t at;   /* unix time */
+    char queue[64];
+    char plugin[64];
+    char reason[32];
+    char message_id[128];
+    char key[192];
+};
+
 struct shm_region {
     uint32_t magic;
     uint32_t size;
     struct shm_proc procs[SHM_PROCS];
     struct shm_series series[SHM_SERIES];
+    uint64_t dlq_next; /* atomic: sequence number of the last event written */
+    struct shm_dlq_event dlq[SHM_DLQ_EVENTS];
 };
 
 /* Master: create and map; returns the fd to pass to children, or -1. */
@@ -59,5 +76,17 @@ int shm_job_begin(int proc_slot, const char *queue, const char *plugin, const ch
 void shm_job_end(int proc_slot, int idx);
 /* Async-signal-safe: record that this thread's job crashed the process. */
 void shm_mark_crash(int proc_slot);
+
+/* Worker: record a dead letter twice sent (after the DLQ accepted it). */
+void shm_dlq_event(const char *queue, const char *plugin, const char *reason,
+                   const char *message_id, const char *key);
+
+/*
+ * Master: copy the events after *cursor (a sequence number; start at 0) into
+ * out, oldest first, at most max; *cursor advances past what was read.
+ * *lost (may be NULL) counts events overwritten before they were read.
+ * Returns the number copied.
+ */
+size_t shm_dlq_read(uint64_t *cursor, struct shm_dlq_event *out, size_t max, uint64_t *lost);
 
 #endif
