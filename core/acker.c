@@ -447,6 +447,14 @@ static void
 count_finished(const struct twice_job *j)
 {
     if (j->action == JOB_ACT_COMPLETE) {
+        if (log_enabled(TWICE_LOG_DEBUG)) {
+            struct log_job ctx;
+            struct timespec now;
+            acker_job_ctx(j, &ctx);
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            log_job(TWICE_LOG_DEBUG, &ctx, "done (%.3fs after it was received)",
+                    job_elapsed(&j->received_at, &now));
+        }
         metrics_count(MET_FINISHED, qname(j), pname(j), "done", 1);
     } else if (j->action == JOB_ACT_RETRY) {
         metrics_count(MET_FINISHED, qname(j), pname(j), "retry", 1);
