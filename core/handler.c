@@ -178,7 +178,9 @@ run_job(struct handler *h, struct twice_job *j)
     shm_job_end(q->w->slot, shm_idx);
     struct timespec end;
     clock_gettime(CLOCK_MONOTONIC, &end);
-    metrics_observe(MET_DURATION, q->cfg->name, j->plugin->name, job_elapsed(&j->started_at, &end));
+    double seconds = job_elapsed(&j->started_at, &end);
+    metrics_observe(MET_DURATION, q->cfg->name, j->plugin->name, seconds);
+    advice_record(q, j->plugin->index, seconds);
     metrics_gauge_add(MET_INFLIGHT, q->cfg->name, j->plugin->name, -1);
     pthread_mutex_lock(&q->mu);
     q->running--;

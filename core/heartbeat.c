@@ -8,6 +8,7 @@
 #include "heartbeat.h"
 
 #include "acker.h"
+#include "advice.h"
 #include "config.h"
 #include "idem.h"
 #include "job.h"
@@ -90,9 +91,16 @@ extend_queue(struct acker *a, struct twice_job **jobs, size_t n, const struct ti
     metrics_count(MET_EXTENSIONS, qc->name, NULL, NULL, n);
 }
 
+/* When the p99s were last published (the acker's thread only). */
+static time_t last_advice;
+
 void
 heartbeat_run(struct acker *a, const struct timespec *now)
 {
+    if (now->tv_sec - last_advice >= 10) {
+        last_advice = now->tv_sec;
+        advice_tick(acker_worker(a));
+    }
     struct twice_job *all[HEARTBEAT_MAX];
     struct twice_job *due[HEARTBEAT_MAX];
     size_t n = acker_registry_snapshot(a, all, HEARTBEAT_MAX);

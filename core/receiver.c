@@ -46,11 +46,22 @@ wqueue_release_slot(struct wqueue *q, int n)
     pthread_mutex_unlock(&q->mu);
 }
 
+/* The queue is healthy (for /readyz): its last receive succeeded and it
+ * is receiving, or only waiting for handler slots. */
+static void
+mark_healthy(struct receiver *r)
+{
+    if (r->recv_failures == 0) {
+        metrics_gauge_set(MET_LAST_RECEIVE, r->q->cfg->name, NULL, (double) time(NULL));
+    }
+}
+
 /* Wait for free handler slots and reserve up to batch_size of them.
  * Returns 0 when draining. */
 static int
-reserve_slots(struct wqueue *q)
+reserve_slots(struct receiver *r)
 {
+    struct wqueue *q = r->q;
     int n = 0;
     pthread_mutex_lock(&q->mu);
     while (!q->w->draining && q->inflight >= q->cfg->concurrency) {
@@ -58,6 +69,9 @@ reserve_slots(struct wqueue *q)
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += 1;
         pthread_cond_timedwait(&q->space_cv, &q->mu, &until);
+        pthread_mutex_unlock(&q->mu);
+        mark_healthy(r); /* busy is not broken */
+        pthread_mutex_lock(&q->mu);
     }
     if (!q->w->draining) {
         n = q->cfg->concurrency - q->inflight;
@@ -436,7 +450,7 @@ static void
 receive_once(struct receiver *r)
 {
     struct wqueue *q = r->q;
-    int n = reserve_slots(q);
+    int n = reserve_slots(r);
     if (n == 0) {
         return;
     }
@@ -465,7 +479,7 @@ receive_once(struct receiver *r)
                  r->recv_failures);
         r->recv_failures = 0;
     }
-    metrics_gauge_set(MET_LAST_RECEIVE, q->cfg->name, NULL, (double) time(NULL));
+    mark_healthy(r);
     if (got > 0) {
         process_batch(r, msgs, got);
     }
