@@ -61,8 +61,9 @@ url_build(const twice_api *api, twice_job *job, CURL *c, const char *tmpl, char 
         p += n + 1;
         const char *v = api->field(job, name, NULL);
         if (v == NULL || *v == '\0') {
-            api->error(job, "url field {%s}: the message has %s", name,
-                       v == NULL ? "no such field (or not a string or number)" : "it empty");
+            api->error(job, "url field {%s}: %s", name,
+                       v == NULL ? "the message has no such field (or not a string or number)"
+                                 : "empty in the message");
             st = TWICE_REJECT;
             break;
         }
