@@ -123,5 +123,31 @@ class Metrics(twicetest.TwiceTestCase):
         self.assertEqual(d.stop(), 0)
 
 
+class Dashboard(twicetest.TwiceTestCase):
+    def test_every_dashboard_query_names_a_metric_twiced_exports(self):
+        path = os.path.join(self.env.source_dir, "etc", "grafana-dashboard.json")
+        with open(path) as f:
+            dash = json.load(f)
+        exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+        titles = " ".join(p["title"] for p in dash["panels"]).lower()
+        for word in ("outcome", "duplicates", "dlq depth", "p99", "in flight"):
+            self.assertIn(word, titles)
+        url, dlq = self.queue_pair("dash")
+        dsn = self.new_database("dash")
+        port = tc.free_port()
+        conf = tc.config(self.env, dsn, [tc.queue("jobs", url, dlq, "effect-tx")],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         metrics_port=port)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        _, text = tc.http_status(port, "/metrics")
+        exported = set(re.findall(r"^# TYPE (\S+)", text, re.M))
+        for expr in exprs:
+            for name in re.findall(r"\b(twice_[a-z0-9_]+)", expr):
+                base = re.sub(r"_(bucket|sum|count)$", "", name)
+                self.assertIn(base, exported, "%s in %r" % (name, expr))
+        self.assertEqual(d.stop(), 0)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -329,7 +329,7 @@ test_transport_failures(void)
 static int
 integration(void)
 {
-    struct test_server srv;
+    struct test_server srv = {.pid = 0};
     if (server_start(&srv, HTTP_RECEIVER, NULL, NULL) != 0) {
         fprintf(stderr, "could not start %s\n", HTTP_RECEIVER);
         return 1;

@@ -310,7 +310,7 @@ test_no_server_and_no_tls(void)
 static int
 integration(void)
 {
-    struct test_server sink;
+    struct test_server sink = {.pid = 0};
     char dirarg[300];
     snprintf(maildir, sizeof(maildir), "/tmp/twice-welcome-test.XXXXXX");
     if (mkdtemp(maildir) == NULL || server_start(&sink, SMTP_SINK, "--dir", maildir) != 0) {
