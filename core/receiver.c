@@ -34,6 +34,8 @@ struct receiver {
     struct sqs_client *sqs;
     struct idem_store *store;
     int recv_failures;  /* consecutive failed receives */
+    char recv_error[128]; /* the code of the last failure: a new one is logged */
+    time_t recv_failing_since;
     int store_failures; /* consecutive failed connection attempts */
 };
 
@@ -224,7 +226,7 @@ on_claim(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
                                    : "");
         } else if (c->state == IDEM_TAKEN_OVER) {
             job_log(TWICE_LOG_WARN, j, "taking over: the previous attempt's lease expired "
-                    "(its worker died or hung)");
+                    "(its worker died or hung, or could not release the key)");
         }
         break;
     case IDEM_COMPLETED:
@@ -422,6 +424,8 @@ store_ok(struct receiver *r)
     return 0;
 }
 
+/* Log a failing endpoint once per state (unreachable, 5xx, throttled...),
+ * not once per request, and back off with jitter. */
 static void
 receive_failed(struct receiver *r, const struct sqs_error *e)
 {
@@ -429,9 +433,13 @@ receive_failed(struct receiver *r, const struct sqs_error *e)
     sqs_error_describe(e, "ReceiveMessage", desc, sizeof(desc));
     metrics_count(MET_SQS_ERRORS, "ReceiveMessage", e->code, NULL, 1);
     if (r->recv_failures++ == 0) {
-        log_error("queue %s: %s; backing off", r->q->cfg->name, desc);
+        r->recv_failing_since = time(NULL);
     }
-    nap(r->q->w, backoff_delay(1000, 30000, r->recv_failures));
+    if (strcmp(r->recv_error, e->code) != 0) {
+        log_error("queue %s: %s; backing off", r->q->cfg->name, desc);
+        snprintf(r->recv_error, sizeof(r->recv_error), "%s", e->code);
+    }
+    nap(r->q->w, backoff_delay(1000, 20000, r->recv_failures));
 }
 
 static void
@@ -475,9 +483,10 @@ receive_once(struct receiver *r)
         return;
     }
     if (r->recv_failures > 0) {
-        log_info("queue %s: receiving again after %d failed attempts", q->cfg->name,
-                 r->recv_failures);
+        log_info("queue %s: receiving again after %d failed attempts in %lds", q->cfg->name,
+                 r->recv_failures, (long) (time(NULL) - r->recv_failing_since));
         r->recv_failures = 0;
+        r->recv_error[0] = '\0';
     }
     mark_healthy(r);
     if (got > 0) {
