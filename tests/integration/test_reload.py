@@ -167,7 +167,9 @@ class Reload(twicetest.TwiceTestCase):
         # Remove the added plugin and queue again: its queue is no longer consumed.
         self.write_config(d, self.conf(workers=1))
         self.reload(d)
-        d.wait_log(r"worker \d+ \(generation %s\) drained and exited" % gen, timeout=30)
+        twicetest.wait_until(lambda: len(re.findall(r"worker \d+ \(generation %s\) drained "
+                                                    r"and exited" % gen, d.log_text())) == 2,
+                             timeout=30, message="generation %s did not drain" % gen)
         self.sqs.send(url2, json.dumps({"id": "f2"}))
         time.sleep(3)
         self.assertNotIn("effect:f2", open(effects2).read())

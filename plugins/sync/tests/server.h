@@ -19,6 +19,7 @@
 struct test_server {
     pid_t pid;
     int port;
+    int out; /* the read end of its stdout, kept open while it runs */
 };
 
 /* A port the kernel just handed out (free now; the server may still lose
@@ -62,16 +63,26 @@ server_start(struct test_server *s, const char *script, const char *extra1, cons
             _exit(127);
         }
         close(fds[1]);
+        /* Read until the "listening" line (a loaded machine may take a while to
+         * start Python), then keep the pipe open: closing it early would kill
+         * the server with SIGPIPE on its next line of output. */
+        size_t used = 0;
+        line[0] = '\0';
         struct pollfd pfd = {fds[0], POLLIN, 0};
-        ssize_t n = 0;
-        if (s->pid > 0 && poll(&pfd, 1, 10000) == 1) {
-            n = read(fds[0], line, sizeof(line) - 1);
+        while (s->pid > 0 && used < sizeof(line) - 1 && strstr(line, "listening") == NULL &&
+               poll(&pfd, 1, 30000) == 1) {
+            ssize_t n = read(fds[0], line + used, sizeof(line) - 1 - used);
+            if (n <= 0) {
+                break;
+            }
+            used += (size_t) n;
+            line[used] = '\0';
         }
-        close(fds[0]);
-        line[n > 0 ? n : 0] = '\0';
         if (s->pid > 0 && strstr(line, "listening") != NULL) {
+            s->out = fds[0];
             return 0;
         }
+        close(fds[0]);
         if (s->pid > 0) {
             kill(s->pid, SIGKILL);
             waitpid(s->pid, NULL, 0);
@@ -88,6 +99,7 @@ server_stop(struct test_server *s)
         kill(s->pid, SIGTERM);
         waitpid(s->pid, NULL, 0);
         s->pid = 0;
+        close(s->out);
     }
 }
 
