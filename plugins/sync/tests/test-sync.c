@@ -6,7 +6,7 @@
  * REJECT on 400 with the body, escaped URL fields, Idempotency-Key = key.
  */
 #include "check.h"
-#include "server.h"
+#include "test_server.h"
 
 #include "../sync.h"
 

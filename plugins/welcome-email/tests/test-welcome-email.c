@@ -6,7 +6,7 @@
  * key, 451 -> RETRY, 550 -> REJECT with the server's reply.
  */
 #include "check.h"
-#include "server.h"
+#include "test_server.h"
 
 #include <openssl/evp.h>
 #include <stdlib.h>

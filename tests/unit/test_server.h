@@ -1,5 +1,5 @@
 /*
- * server.h - start one of the project's test servers (a scripts/ Python file, with
+ * test_server.h - start one of the project's test servers (a scripts/ Python file, with
  * Debian's /usr/bin/python3) privately for this test: on a free loopback
  * port, ready once it printed its "listening" line; stopped with SIGTERM.
  * Header-only test helper; not part of any plugin.
