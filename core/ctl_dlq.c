@@ -46,7 +46,9 @@ static const char list_help[] =
     "\n"
     "SQS cannot show a message without receiving it: each letter is hidden for up\n"
     "to 30 seconds while the list is read and made visible again at the end. Nothing\n"
-    "is changed or deleted, but every listing counts as a receive of each letter.\n";
+    "is changed or deleted, but every listing counts as a receive of each letter.\n"
+    "On a FIFO DLQ, SQS hands out a group's next messages only once the earlier\n"
+    "ones are visible again: at most 10 letters per message group are shown.\n";
 
 static const char redrive_help[] =
     "usage: twicectl dlq redrive QUEUE (--id MESSAGE_ID... | --all) [--json]\n"
