@@ -9,17 +9,24 @@
 #ifndef TWICE_CTL_H
 #define TWICE_CTL_H
 
+#include <stddef.h>
 #include <stdio.h>
 
+#include "sqs.h"
+
+struct buf;
 struct config;
 struct config_queue;
 struct creds_chain;
 struct idem_store;
 struct sqs_client;
 struct sqs_endpoint;
+struct sqs_error;
+struct sqs_message;
+struct json_t;
 
-#define CTL_OK 0
-#define CTL_FAIL 1
+#define CTL_OK    0
+#define CTL_FAIL  1
 #define CTL_USAGE 2
 
 struct ctl {
@@ -49,6 +56,67 @@ void ctl_close(struct ctl *c);
 int ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print a usage error (and "see twicectl CMD --help"); returns CTL_USAGE. */
 int ctl_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* "twicectl: queue NAME: ACTION: CODE: message (hint)" on stderr; returns
+ * CTL_FAIL. */
+int ctl_sqs_fail(const char *queue, const char *action, const struct sqs_error *e);
+
+/*
+ * Options. Every subcommand parses its own with getopt_long (opterr off,
+ * optstring starting with ':') and passes what it does not know to
+ * ctl_option: -c/--config FILE and --json are accepted anywhere; 'h'
+ * (--help) prints help (the subcommand's text) and returns CTL_OK; ':' and
+ * '?' are usage errors. Returns -1 when the option was handled and parsing
+ * goes on, else the exit code to return now.
+ */
+int ctl_option(struct ctl *c, const char *cmd, const char *help, int opt, int argc, char **argv);
+/* The long options of ctl_option, to end a subcommand's table with. */
+#define CTL_LONG_OPTIONS                                                                          \
+    {"help", 0, NULL, 'h'}, {"config", 1, NULL, 'c'}, {"json", 0, NULL, 'J'},                     \
+    {                                                                                             \
+        NULL, 0, NULL, 0                                                                          \
+    }
+
+/* A positive integer option value, or -1 after a usage message. */
+long ctl_number(const char *cmd, const char *opt, const char *value, long max);
+
+/* Append s (len bytes) for a terminal, on one line: control characters,
+ * backslashes and bytes that are not UTF-8 escaped (\n, \\, \xNN, \u0085),
+ * quotes kept; cut after max characters with "..." (max 0: no cut). */
+void ctl_escape(struct buf *b, const char *s, size_t len, size_t max);
+
+/* Print v as indented JSON and a newline to stdout; takes v. CTL_OK, or
+ * CTL_FAIL when v is NULL (out of memory) or stdout fails. */
+int ctl_print_json(struct json_t *v);
+
+/* A table printed with aligned columns; cells are copied as given (escape
+ * them first). ctl_table_print prints and frees. */
+struct ctl_table;
+struct ctl_table *ctl_table_new(size_t ncols, const char *const *headers);
+void ctl_table_add(struct ctl_table *t, const char *const *cells);
+int ctl_table_print(struct ctl_table *t);
+
+/* "2026-12-02 09:41:01Z", or "-" for 0. */
+void ctl_time(long long t, char *out, size_t cap);
+
+/*
+ * The message `dlq redrive` sends for dead letter m: its body, its user
+ * attributes (twice-packed-attributes unpacked, every other twice-*
+ * attribute dropped), its FIFO group, and a deduplication id derived from
+ * the dead letter's own id. Borrows from m; frees with ctl_redrive_free.
+ * 0, or -1 with err (a packed attribute that does not parse, too many).
+ */
+#define CTL_MAX_ATTRS 10 /* SQS's limit of message attributes */
+struct ctl_redrive {
+    struct sqs_attr attrs[CTL_MAX_ATTRS]; /* names and values borrowed from m or packed */
+    size_t nattrs;
+    struct json_t *packed;                /* owned: twice-packed-attributes, parsed */
+    unsigned char *binary[CTL_MAX_ATTRS]; /* owned: decoded packed Binary values */
+    char dedup[160];
+};
+int ctl_redrive_build(const struct sqs_message *m, struct ctl_redrive *r, char *err,
+                      size_t errlen);
+void ctl_redrive_free(struct ctl_redrive *r);
 
 /* Subcommands: argv[0] is the subcommand's name. */
 int ctl_send(struct ctl *c, int argc, char **argv);

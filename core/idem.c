@@ -1,8 +1,9 @@
 /*
  * idem.c - the idempotency store of idem.h on libpq: connection, migration,
- * claim/complete/release/extend by batch, transactional completion, janitor
- * and the key queries of twicectl. Not the policy of what to do with a BUSY
- * or COMPLETED key: that is the job lifecycle's.
+ * claim/complete/release/extend by batch, transactional completion and the
+ * janitor's deletes. The key queries of twicectl are in idem_keys.c. Not the
+ * policy of what to do with a BUSY or COMPLETED key: that is the job
+ * lifecycle's.
  */
 #include "idem.h"
 
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "idem_internal.h"
 
 #define IDEM_DEFAULT_TABLE "twice_idempotency"
 /* The index name appends "_janitor_idx" (12 bytes) to the table name and must
@@ -172,12 +174,6 @@ static const char sql_migrate_check[] =
     "processed_at,state,owner,lease_until,payload_sha256,message_id,attempts,"
     "created_at}'::text[])) = 9 AND to_regclass($2) IS NOT NULL"
     " AND to_regclass($3) IS NOT NULL";
-
-/* The columns of struct idem_record, in parse_record's order. */
-#define RECORD_COLUMNS                                                                            \
-    "idempotency_key, state, owner, message_id, encode(payload_sha256, 'hex'), attempts,"         \
-    " coalesce(extract(epoch FROM lease_until)::bigint, 0),"                                      \
-    " extract(epoch FROM created_at)::bigint, extract(epoch FROM processed_at)::bigint"
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -548,10 +544,10 @@ run_prepared(struct idem_store *s, const char *name, int nparams, const char *co
     return res;
 }
 
-/* Run SQL built from a template (@T, @I) with text parameters. */
-static PGresult *
-run_sql(struct idem_store *s, const char *tmpl, int nparams, const char *const *params,
-        ExecStatusType want, const char *what, char *err, size_t errlen)
+/* Run SQL built from a template (@T, @I) with text parameters (idem_internal.h). */
+PGresult *
+idem_run_sql(struct idem_store *s, const char *tmpl, int nparams, const char *const *params,
+             ExecStatusType want, const char *what, char *err, size_t errlen)
 {
     struct buf sql = BUF_INIT;
     if (sql_expand(&sql, tmpl, s) != 0) {
@@ -1016,12 +1012,12 @@ idem_purge_completed(struct idem_store *s, int retention, int limit, long *delet
     snprintf(ret, sizeof(ret), "%d", retention);
     snprintf(lim, sizeof(lim), "%d", limit);
     const char *params[] = {ret, lim};
-    PGresult *res = run_sql(s,
-                            "DELETE FROM @T WHERE ctid = ANY (ARRAY (SELECT ctid FROM @T"
-                            " WHERE state = 'completed'"
-                            " AND processed_at < now() - $1::int * interval '1 second'"
-                            " LIMIT $2::int))",
-                            2, params, PGRES_COMMAND_OK, "purge completed keys", err, errlen);
+    PGresult *res = idem_run_sql(s,
+                                 "DELETE FROM @T WHERE ctid = ANY (ARRAY (SELECT ctid FROM @T"
+                                 " WHERE state = 'completed'"
+                                 " AND processed_at < now() - $1::int * interval '1 second'"
+                                 " LIMIT $2::int))",
+                                 2, params, PGRES_COMMAND_OK, "purge completed keys", err, errlen);
     if (res == NULL) {
         return -1;
     }
@@ -1038,139 +1034,14 @@ idem_expire_owner(struct idem_store *s, const char *owner, long *expired, char *
 {
     const char *params[] = {owner};
     *expired = 0;
-    PGresult *res = run_sql(s,
-                            "UPDATE @T SET lease_until = now() - interval '1 second'"
-                            " WHERE owner = $1 AND state = 'in_progress'",
-                            1, params, PGRES_COMMAND_OK, "expire leases", err, errlen);
+    PGresult *res = idem_run_sql(s,
+                                 "UPDATE @T SET lease_until = now() - interval '1 second'"
+                                 " WHERE owner = $1 AND state = 'in_progress'",
+                                 1, params, PGRES_COMMAND_OK, "expire leases", err, errlen);
     if (res == NULL) {
         return -1;
     }
     *expired = strtol(PQcmdTuples(res), NULL, 10);
     PQclear(res);
     return 0;
-}
-
-void
-idem_record_clear(struct idem_record *r)
-{
-    free(r->key);
-    free(r->owner);
-    free(r->message_id);
-    memset(r, 0, sizeof(*r));
-}
-
-void
-idem_records_free(struct idem_record *r, size_t n)
-{
-    for (size_t i = 0; r != NULL && i < n; i++) {
-        idem_record_clear(&r[i]);
-    }
-    free(r);
-}
-
-/* A copy of a nullable column (NULL stays NULL); -1 when out of memory. */
-static int
-dup_column(const PGresult *res, int row, int col, char **out)
-{
-    *out = NULL;
-    if (PQgetisnull(res, row, col)) {
-        return 0;
-    }
-    *out = strdup(PQgetvalue(res, row, col));
-    return *out ? 0 : -1;
-}
-
-/* One row of RECORD_COLUMNS into r (zeroed first; cleared on failure). */
-static int
-parse_record(const PGresult *res, int row, struct idem_record *r)
-{
-    memset(r, 0, sizeof(*r));
-    if (dup_column(res, row, 0, &r->key) != 0 || dup_column(res, row, 2, &r->owner) != 0 ||
-        dup_column(res, row, 3, &r->message_id) != 0) {
-        idem_record_clear(r);
-        return -1;
-    }
-    snprintf(r->state, sizeof(r->state), "%s", PQgetvalue(res, row, 1));
-    snprintf(r->sha256_hex, sizeof(r->sha256_hex), "%s", PQgetvalue(res, row, 4));
-    r->attempts = atoi(PQgetvalue(res, row, 5));
-    r->lease_until = (time_t) strtoll(PQgetvalue(res, row, 6), NULL, 10);
-    r->created_at = (time_t) strtoll(PQgetvalue(res, row, 7), NULL, 10);
-    r->processed_at = (time_t) strtoll(PQgetvalue(res, row, 8), NULL, 10);
-    return 0;
-}
-
-int
-idem_key_show(struct idem_store *s, const char *key, struct idem_record *out, char *err,
-              size_t errlen)
-{
-    memset(out, 0, sizeof(*out));
-    const char *params[] = {key};
-    PGresult *res = run_sql(s, "SELECT " RECORD_COLUMNS " FROM @T WHERE idempotency_key = $1", 1,
-                            params, PGRES_TUPLES_OK, "show key", err, errlen);
-    if (res == NULL) {
-        return -1;
-    }
-    int rc = PQntuples(res) == 1 ? 1 : 0;
-    if (rc == 1 && parse_record(res, 0, out) != 0) {
-        set_err(err, errlen, "show key: out of memory");
-        rc = -1;
-    }
-    PQclear(res);
-    return rc;
-}
-
-/* starts_with, not LIKE: a prefix with % or _ means those characters. A
- * limit <= 0 means no limit (LIMIT NULL). */
-int
-idem_key_list(struct idem_store *s, const char *prefix, const char *state, int limit,
-              struct idem_record **out, size_t *n, char *err, size_t errlen)
-{
-    *out = NULL;
-    *n = 0;
-    if (state != NULL && strcmp(state, "in_progress") != 0 && strcmp(state, "completed") != 0) {
-        set_err(err, errlen, "list keys: state \"%s\" is neither in_progress nor completed",
-                state);
-        return -1;
-    }
-    char lim[16];
-    snprintf(lim, sizeof(lim), "%d", limit);
-    const char *params[] = {prefix, state, limit > 0 ? lim : NULL};
-    PGresult *res = run_sql(s,
-                            "SELECT " RECORD_COLUMNS " FROM @T"
-                            " WHERE ($1::text IS NULL OR starts_with(idempotency_key, $1))"
-                            " AND ($2::text IS NULL OR state = $2)"
-                            " ORDER BY idempotency_key LIMIT $3::int",
-                            3, params, PGRES_TUPLES_OK, "list keys", err, errlen);
-    if (res == NULL) {
-        return -1;
-    }
-    size_t rows = (size_t) PQntuples(res);
-    struct idem_record *r = calloc(rows ? rows : 1, sizeof(*r));
-    size_t i = 0;
-    while (r != NULL && i < rows && parse_record(res, (int) i, &r[i]) == 0) {
-        i++;
-    }
-    PQclear(res);
-    if (r == NULL || i < rows) {
-        idem_records_free(r, i);
-        set_err(err, errlen, "list keys: out of memory");
-        return -1;
-    }
-    *out = r;
-    *n = rows;
-    return 0;
-}
-
-int
-idem_key_forget(struct idem_store *s, const char *key, char *err, size_t errlen)
-{
-    const char *params[] = {key};
-    PGresult *res = run_sql(s, "DELETE FROM @T WHERE idempotency_key = $1", 1, params,
-                            PGRES_COMMAND_OK, "forget key", err, errlen);
-    if (res == NULL) {
-        return -1;
-    }
-    int rc = strcmp(PQcmdTuples(res), "0") == 0 ? 0 : 1;
-    PQclear(res);
-    return rc;
 }

@@ -11,6 +11,7 @@
 
 #include "childargs.h"
 #include "config.h"
+#include "dlqmon.h"
 #include "httpd.h"
 #include "janitor.h"
 #include "log.h"
@@ -74,6 +75,7 @@ struct master {
     time_t stop_deadline;
     int ready_announced;
     struct janitor *janitor;
+    struct dlqmon *dlqmon;
     struct httpd *httpd;
 };
 
@@ -282,6 +284,8 @@ apply_master_settings(struct master *m, const struct config *c)
                                c->idempotency.retention, c->idempotency.janitor_interval,
                                c->idempotency.janitor_batch);
     janitor_stop(old, m->janitor);
+    dlqmon_stop(m->dlqmon); /* then start: its state carries over to the new one */
+    m->dlqmon = dlqmon_start(c);
     char err[256];
     if (httpd_apply(&m->httpd, c, err, sizeof(err)) != 0) {
         log_error("metrics: %s (metrics and health endpoints are off)", err);
@@ -667,6 +671,7 @@ master_run(const char *path)
         loop_once(&m, &wait_mask);
     }
     httpd_stop(m.httpd);
+    dlqmon_stop(m.dlqmon);
     janitor_stop(m.janitor, NULL);
     gen_free(m.cur);
     gen_free(m.next);

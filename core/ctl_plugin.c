@@ -1,0 +1,352 @@
+/*
+ * ctl_plugin.c - `twicectl plugin check FILE.so`: does the host accept this
+ * plugin, and what does it declare? The file is loaded in a forked child,
+ * so a plugin that crashes or hangs while loading (constructors run at
+ * dlopen) cannot take twicectl with it. init() is not run: `twiced -t`
+ * does that with the configured settings.
+ */
+#include "buf.h"
+#include "config.h"
+#include "ctl.h"
+#include "diag.h"
+#include "loader.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <twice/plugin.h>
+
+#define CHECK_TIMEOUT 30 /* seconds the child may take */
+#define EXIT_REFUSED  10 /* the child's exit codes (not 1: sanitizers use it) */
+#define EXIT_SETTINGS 11
+
+static const char plugin_help[] =
+    "usage: twicectl plugin check FILE.so [--settings NAME=VALUE]... [--json]\n"
+    "\n"
+    "Load FILE.so as twiced would, in a separate process, and show whether the\n"
+    "host accepts it (file permissions, entry point, ABI load rule, descriptor)\n"
+    "and what it declares: name, version, ABI, flags, key template or derive_key,\n"
+    "and its settings with types, defaults and descriptions. With --settings\n"
+    "(repeatable; NAME=VALUE arguments after FILE count too) the given settings\n"
+    "are checked against the declaration. init() is not run. Exit code 1 with the\n"
+    "loader's reason when the plugin is refused or a setting is wrong.\n";
+
+static const char *
+type_name(twice_setting_type t)
+{
+    return t == TWICE_SETTING_INT ? "int" : t == TWICE_SETTING_BOOL ? "bool" : "string";
+}
+
+static const char *
+esc(struct buf *b, const char *s)
+{
+    buf_reset(b);
+    ctl_escape(b, s != NULL ? s : "-", s != NULL ? strlen(s) : 1, 0);
+    return buf_str(b);
+}
+
+static void
+print_settings(const twice_setting *s)
+{
+    if (s == NULL || s[0].name == NULL) {
+        printf("settings:   none\n");
+        return;
+    }
+    printf("settings:\n");
+    static const char *const head[] = {"  NAME", "TYPE", "REQUIRED", "DEFAULT", "DESCRIPTION"};
+    struct ctl_table *t = ctl_table_new(5, head);
+    struct buf name = BUF_INIT, def = BUF_INIT, desc = BUF_INIT;
+    for (size_t i = 0; s[i].name != NULL; i++) {
+        buf_reset(&name);
+        buf_puts(&name, "  ");
+        ctl_escape(&name, s[i].name, strlen(s[i].name), 0);
+        const char *row[] = {buf_str(&name), type_name(s[i].type), s[i].required ? "yes" : "no",
+                             esc(&def, s[i].default_value), esc(&desc, s[i].description)};
+        ctl_table_add(t, row);
+    }
+    ctl_table_print(t);
+    buf_free(&name);
+    buf_free(&def);
+    buf_free(&desc);
+}
+
+static void
+print_text(const char *path, const twice_plugin *d)
+{
+    struct buf b = BUF_INIT;
+    printf("file:       %s\n", esc(&b, path));
+    printf("load rule:  accepted (built for ABI %u.%u; host supports %d.0-%d.%d)\n", d->abi_major,
+           d->abi_minor, TWICE_ABI_MAJOR, TWICE_ABI_MAJOR, TWICE_ABI_MINOR);
+    printf("name:       %s\n", esc(&b, d->name));
+    printf("version:    %s\n", esc(&b, d->version));
+    printf("descriptor: %u bytes\n", d->size);
+    printf("flags:      %s\n", (d->flags & TWICE_FLAG_TRANSACTIONAL) ? "transactional" : "none");
+    if (d->derive_key != NULL) {
+        printf("key:        derive_key() (computed by the plugin)\n");
+    } else {
+        printf("key:        template %s\n", esc(&b, d->key_template));
+    }
+    printf("init/fini:  %s/%s\n", d->init ? "yes" : "no", d->fini ? "yes" : "no");
+    print_settings(d->settings);
+    buf_free(&b);
+}
+
+static json_t *
+print_json(const char *path, const twice_plugin *d, const struct diag *problems)
+{
+    char abi[32], host[32];
+    snprintf(abi, sizeof(abi), "%u.%u", d->abi_major, d->abi_minor);
+    snprintf(host, sizeof(host), "%d.0-%d.%d", TWICE_ABI_MAJOR, TWICE_ABI_MAJOR, TWICE_ABI_MINOR);
+    json_t *settings = json_array(), *probs = json_array();
+    for (size_t i = 0; d->settings != NULL && d->settings[i].name != NULL; i++) {
+        const twice_setting *s = &d->settings[i];
+        json_array_append_new(settings, json_pack("{s:s,s:s,s:b,s:s?,s:s?}", "name", s->name,
+                                                  "type", type_name(s->type), "required",
+                                                  s->required != 0, "default", s->default_value,
+                                                  "description", s->description));
+    }
+    for (size_t i = 0; i < problems->n; i++) {
+        json_array_append_new(probs, json_string(problems->lines[i]));
+    }
+    return json_pack(
+        "{s:s,s:b,s:s?,s:s?,s:s,s:s,s:i,s:b,s:s?,s:b,s:b,s:b,s:o,s:o}", "file", path, "accepted",
+        1, "name", d->name, "version", d->version, "abi", abi, "host_abi", host, "descriptor_size",
+        (int) d->size, "transactional", (d->flags & TWICE_FLAG_TRANSACTIONAL) != 0, "key_template",
+        d->derive_key ? NULL : d->key_template, "derive_key", d->derive_key != NULL, "init",
+        d->init != NULL, "fini", d->fini != NULL, "settings", settings, "problems", probs);
+}
+
+/* The type a NAME=VALUE setting has when written as the declaration wants
+ * it; otherwise string (and the loader says it should not be). */
+static int
+infer_type(const twice_setting *decl, const char *name, const char *value)
+{
+    for (size_t i = 0; decl != NULL && decl[i].name != NULL; i++) {
+        if (strcmp(decl[i].name, name) != 0) {
+            continue;
+        }
+        char *end = NULL;
+        if (decl[i].type == TWICE_SETTING_INT) {
+            errno = 0;
+            strtoll(value, &end, 10);
+            return end != value && *end == '\0' && errno == 0 ? TWICE_SETTING_INT
+                                                              : TWICE_SETTING_STRING;
+        }
+        if (decl[i].type == TWICE_SETTING_BOOL) {
+            return strcmp(value, "true") == 0 || strcmp(value, "false") == 0
+                       ? TWICE_SETTING_BOOL
+                       : TWICE_SETTING_STRING;
+        }
+    }
+    return TWICE_SETTING_STRING;
+}
+
+/* Check NAME=VALUE settings (split in place) against the declaration. */
+static void
+check_settings(const struct loaded_plugin *p, char **kv, size_t n, struct diag *d)
+{
+    struct config_kv *s = calloc(n ? n : 1, sizeof(*s));
+    if (s == NULL) {
+        diag_add(d, NULL, 0, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char *eq = strchr(kv[i], '=');
+        *eq = '\0';
+        s[i].name = kv[i];
+        s[i].value = eq + 1;
+        s[i].type = infer_type(p->desc->settings, s[i].name, s[i].value);
+    }
+    struct config_plugin cp = {
+        .name = (char *) p->desc->name, .path = p->path, .settings = s, .nsettings = n};
+    loader_check_settings(p, &cp, NULL, d);
+    free(s);
+}
+
+/* In the child, stdout being the pipe: the report, then _exit. */
+static void
+child(const char *path, char **kv, size_t n, int json)
+{
+    struct loaded_plugin p;
+    char err[1024];
+    if (loader_open(path, &p, err, sizeof(err)) != 0) {
+        fputs(err, stdout);
+        fflush(stdout);
+        _exit(EXIT_REFUSED);
+    }
+    struct diag d = DIAG_INIT;
+    if (n > 0) {
+        check_settings(&p, kv, n, &d);
+    }
+    if (json) {
+        json_t *v = print_json(path, p.desc, &d);
+        json_dumpf(v, stdout, JSON_INDENT(2));
+        fputc('\n', stdout);
+        json_decref(v);
+    } else {
+        print_text(path, p.desc);
+        if (n > 0 && d.n == 0) {
+            printf("settings check: %zu given, all accepted\n", n);
+        }
+    }
+    for (size_t i = 0; i < d.n; i++) {
+        printf("%s%s\n", json ? "#problem " : "problem: ", d.lines[i]);
+    }
+    fflush(stdout);
+    _exit(d.n > 0 ? EXIT_SETTINGS : 0);
+}
+
+/* Everything the child wrote, until EOF or the deadline (-1). */
+static int
+read_all(int fd, struct buf *out)
+{
+    time_t deadline = time(NULL) + CHECK_TIMEOUT;
+    char chunk[4096];
+    for (;;) {
+        int left = (int) (deadline - time(NULL));
+        struct pollfd pfd = {fd, POLLIN, 0};
+        int rc = left > 0 ? poll(&pfd, 1, left * 1000) : 0;
+        if (rc < 0 && errno == EINTR) {
+            continue;
+        }
+        if (rc <= 0) {
+            return -1;
+        }
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return 0;
+        }
+        buf_append(out, chunk, (size_t) n);
+    }
+}
+
+/* Problems (lines marked by the child) go to stderr, the rest to stdout. */
+static void
+relay(const char *text)
+{
+    while (*text != '\0') {
+        size_t len = strcspn(text, "\n");
+        if (strncmp(text, "#problem ", 9) == 0) {
+            fprintf(stderr, "twicectl: plugin check: %.*s\n", (int) len - 9, text + 9);
+        } else if (strncmp(text, "problem: ", 9) == 0) {
+            fprintf(stderr, "twicectl: plugin check: %.*s\n", (int) len - 9, text + 9);
+        } else {
+            printf("%.*s\n", (int) len, text);
+        }
+        text += len + (text[len] == '\n');
+    }
+}
+
+static int
+run_check(const char *path, char **kv, size_t n, int json)
+{
+    int fds[2];
+    fflush(NULL);
+    if (pipe(fds) != 0) {
+        return ctl_fail("plugin check: pipe: %s", strerror(errno));
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return ctl_fail("plugin check: fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        if (dup2(fds[1], STDOUT_FILENO) < 0) {
+            _exit(127);
+        }
+        close(fds[1]);
+        child(path, kv, n, json);
+    }
+    close(fds[1]);
+    struct buf out = BUF_INIT;
+    int timed_out = read_all(fds[0], &out) != 0;
+    close(fds[0]);
+    if (timed_out) {
+        kill(pid, SIGKILL);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    int rc = CTL_FAIL;
+    if (timed_out) {
+        ctl_fail("plugin check: %s: loading did not finish within %ds (a constructor that "
+                 "hangs?)",
+                 path, CHECK_TIMEOUT);
+    } else if (WIFSIGNALED(status)) {
+        ctl_fail("plugin check: %s crashed the check with signal %d (%s)", path, WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    } else if (WEXITSTATUS(status) == EXIT_REFUSED) {
+        ctl_fail("plugin check: %s", buf_str(&out));
+    } else if (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == EXIT_SETTINGS) {
+        relay(buf_str(&out));
+        rc = WEXITSTATUS(status) == 0 ? CTL_OK : CTL_FAIL;
+    } else {
+        ctl_fail("plugin check: %s: the check failed with exit code %d", path,
+                 WEXITSTATUS(status));
+    }
+    buf_free(&out);
+    return rc;
+}
+
+static int
+plugin_check(struct ctl *c, int argc, char **argv)
+{
+    static const struct option longopts[] = {{"settings", 1, NULL, 's'}, CTL_LONG_OPTIONS};
+    char **kv = calloc((size_t) argc, sizeof(*kv));
+    size_t n = 0;
+    int opt, rc = -1;
+    if (kv == NULL) {
+        return ctl_fail("out of memory");
+    }
+    while (rc < 0 && (opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
+        if (opt == 's') {
+            kv[n++] = optarg;
+        } else {
+            rc = ctl_option(c, "plugin check", plugin_help, opt, argc, argv);
+        }
+    }
+    for (int i = optind + 1; rc < 0 && i < argc; i++) {
+        kv[n++] = argv[i];
+    }
+    for (size_t i = 0; rc < 0 && i < n; i++) {
+        if (strchr(kv[i], '=') == NULL || kv[i][0] == '=') {
+            rc = ctl_usage_error("plugin check", "settings are NAME=VALUE, not '%s'", kv[i]);
+        }
+    }
+    if (rc < 0 && argc - optind < 1) {
+        rc = ctl_usage_error("plugin check", "expected FILE.so");
+    }
+    if (rc < 0) {
+        rc = run_check(argv[optind], kv, n, c->json);
+    }
+    free(kv);
+    return rc;
+}
+
+int
+ctl_plugin(struct ctl *c, int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(plugin_help, argc < 2 ? stderr : stdout);
+        return argc < 2 ? CTL_USAGE : CTL_OK;
+    }
+    if (strcmp(argv[1], "check") != 0) {
+        return ctl_usage_error("plugin", "no plugin command '%s' (check)", argv[1]);
+    }
+    optind = 0;
+    return plugin_check(c, argc - 1, argv + 1);
+}

@@ -1,0 +1,159 @@
+/*
+ * ctl_status.c - `twicectl status`: for each configured queue the messages
+ * visible, in flight and delayed, and the depth of its DLQ, from
+ * GetQueueAttributes (approximate numbers, as SQS gives them). Not the
+ * daemon's health: that is the metrics listener's /health.
+ */
+#include "config.h"
+#include "ctl.h"
+#include "sqs.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char status_help[] =
+    "usage: twicectl status [QUEUE...] [--json]\n"
+    "\n"
+    "For each configured queue (or the ones named): messages visible, in flight\n"
+    "(received, not yet deleted), delayed, and in its dead-letter queue. SQS's\n"
+    "numbers are approximate. Exit code 1 when a queue could not be read (the\n"
+    "others are still shown).\n";
+
+struct counts {
+    long visible, in_flight, delayed, dlq; /* -1: unknown */
+};
+
+static long
+number(const struct sqs_kv *kv, size_t n, const char *name)
+{
+    const char *v = sqs_kv_get(kv, n, name);
+    return v != NULL ? strtol(v, NULL, 10) : -1;
+}
+
+/* The three counts of url; 0, or -1 after printing why. */
+static int
+read_counts(struct sqs_client *sqs, const char *name, const char *what, const char *url,
+            long out[3])
+{
+    static const char *const names[] = {"ApproximateNumberOfMessages",
+                                        "ApproximateNumberOfMessagesNotVisible",
+                                        "ApproximateNumberOfMessagesDelayed"};
+    struct sqs_kv *kv = NULL;
+    size_t n = 0;
+    struct sqs_error err;
+    if (sqs_get_attributes(sqs, url, names, 3, &kv, &n, &err) != 0) {
+        char label[256];
+        snprintf(label, sizeof(label), "%s%s", name, what);
+        ctl_sqs_fail(label, "GetQueueAttributes", &err);
+        return -1;
+    }
+    for (int i = 0; i < 3; i++) {
+        out[i] = number(kv, n, names[i]);
+    }
+    sqs_kv_free(kv, n);
+    return 0;
+}
+
+/* 0 when both the queue and its DLQ were read. */
+static int
+queue_counts(struct sqs_client *sqs, const struct config_queue *q, struct counts *c)
+{
+    long main[3] = {-1, -1, -1}, dlq[3] = {-1, -1, -1};
+    int rc = read_counts(sqs, q->name, "", q->url, main);
+    rc |= read_counts(sqs, q->name, " (dead-letter queue)", q->dlq_url, dlq);
+    c->visible = main[0];
+    c->in_flight = main[1];
+    c->delayed = main[2];
+    c->dlq = dlq[0] < 0 ? -1 : dlq[0] + (dlq[1] > 0 ? dlq[1] : 0) + (dlq[2] > 0 ? dlq[2] : 0);
+    return rc;
+}
+
+static void
+cell(char *out, size_t cap, long v)
+{
+    if (v < 0) {
+        snprintf(out, cap, "?");
+    } else {
+        snprintf(out, cap, "%ld", v);
+    }
+}
+
+static json_t *
+jnum(long v)
+{
+    return v >= 0 ? json_integer(v) : json_null();
+}
+
+/* The queues to show: those named, or all. NULL after printing why. */
+static const struct config_queue **
+pick(struct ctl *c, int argc, char **argv, size_t *n)
+{
+    const struct config *cfg = ctl_config(c);
+    if (cfg == NULL) {
+        return NULL;
+    }
+    size_t want = argc > optind ? (size_t) (argc - optind) : cfg->nqueues;
+    const struct config_queue **qs = calloc(want ? want : 1, sizeof(*qs));
+    if (qs == NULL) {
+        ctl_fail("out of memory");
+        return NULL;
+    }
+    for (*n = 0; *n < want; (*n)++) {
+        qs[*n] = argc > optind ? ctl_queue(c, argv[optind + (int) *n], 0) : &cfg->queues[*n];
+        if (qs[*n] == NULL) {
+            free(qs);
+            return NULL;
+        }
+    }
+    return qs;
+}
+
+int
+ctl_status(struct ctl *c, int argc, char **argv)
+{
+    static const struct option longopts[] = {CTL_LONG_OPTIONS};
+    int opt, rc;
+    while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
+        if ((rc = ctl_option(c, "status", status_help, opt, argc, argv)) >= 0) {
+            return rc;
+        }
+    }
+    size_t n = 0;
+    const struct config_queue **qs = pick(c, argc, argv, &n);
+    struct sqs_client *sqs = qs != NULL ? ctl_sqs(c) : NULL;
+    if (sqs == NULL) {
+        free(qs);
+        return CTL_FAIL;
+    }
+    static const char *const head[] = {"QUEUE", "VISIBLE", "IN FLIGHT", "DELAYED", "DLQ"};
+    struct ctl_table *t = c->json ? NULL : ctl_table_new(5, head);
+    json_t *arr = c->json ? json_array() : NULL;
+    rc = CTL_OK;
+    for (size_t i = 0; i < n; i++) {
+        struct counts k;
+        if (queue_counts(sqs, qs[i], &k) != 0) {
+            rc = CTL_FAIL;
+        }
+        if (arr != NULL) {
+            json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:o,s:o,s:s,s:o}", "queue",
+                                                 qs[i]->name, "url", qs[i]->url, "visible",
+                                                 jnum(k.visible), "in_flight", jnum(k.in_flight),
+                                                 "delayed", jnum(k.delayed), "dlq_url",
+                                                 qs[i]->dlq_url, "dlq", jnum(k.dlq)));
+            continue;
+        }
+        char v[24], f[24], d[24], l[24];
+        cell(v, sizeof(v), k.visible);
+        cell(f, sizeof(f), k.in_flight);
+        cell(d, sizeof(d), k.delayed);
+        cell(l, sizeof(l), k.dlq);
+        const char *row[] = {qs[i]->name, v, f, d, l};
+        ctl_table_add(t, row);
+    }
+    free(qs);
+    int prc = c->json ? ctl_print_json(arr) : ctl_table_print(t);
+    return rc != CTL_OK ? rc : prc;
+}

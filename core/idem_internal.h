@@ -1,0 +1,24 @@
+/*
+ * idem_internal.h - what idem.c shares with idem_keys.c and nobody else:
+ * running SQL written against the store's table. Not part of the store's
+ * contract (idem.h); never include it outside idem*.c.
+ */
+#ifndef TWICE_IDEM_INTERNAL_H
+#define TWICE_IDEM_INTERNAL_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+
+struct idem_store;
+
+/*
+ * Run SQL built from tmpl ("@T" is the quoted table, "@I" the janitor
+ * index) with text parameters. Returns the result (owned by the caller,
+ * PQclear it) when its status is `want`, else NULL with err ("WHAT (table
+ * T): message", never the DSN's password).
+ */
+PGresult *idem_run_sql(struct idem_store *s, const char *tmpl, int nparams,
+                       const char *const *params, ExecStatusType want, const char *what, char *err,
+                       size_t errlen);
+
+#endif

@@ -1,0 +1,388 @@
+"""Issue 6 acceptance, the operator CLI: twicectl against the real SQS emulator,
+PostgreSQL and twiced. Each test writes its own configuration and queues; twicectl
+reads the same file twiced does. Effects are rows of the effect_tx fixture: one row
+per key means the job ran once."""
+
+import base64
+import json
+import os
+import re
+import subprocess
+import time
+import unittest
+
+import twicetest
+import twiceconf as tc
+
+EFFECT_TX = "effect-tx"
+
+
+class Ctl(twicetest.TwiceTestCase):
+    def setup(self, prefix, fifo=False, table="effects", create_table=True, **qopts):
+        """Queues, a database and a (not started) twiced for them. Returns
+        (url, dlq, dsn, twiced)."""
+        url, dlq = self.queue_pair(prefix, fifo=fifo)
+        dsn = self.new_database(prefix)
+        if create_table:
+            self.pg.query(dsn, tc.EFFECTS_TABLE.replace("effects", table, 1))
+        plugin = tc.plugin(EFFECT_TX, tc.test_plugin(self.env, "effect_tx"), table=table)
+        conf = tc.config(self.env, dsn, [tc.queue(prefix, url, dlq, EFFECT_TX, **qopts)],
+                         [plugin])
+        return url, dlq, dsn, self.twiced(conf)
+
+    def ctl(self, d, *args, input=None, code=0):
+        """Run `twicectl -c CONFIG ARGS`; assert its exit code; return the result."""
+        r = subprocess.run([self.env.binary("twicectl"), "-c", d.config_path, *args],
+                           input=input, capture_output=True, text=True, env=d.process_env,
+                           timeout=120)
+        self.assertEqual(r.returncode, code, "twicectl %s: exit %d\nstdout: %s\nstderr: %s"
+                         % (" ".join(args), r.returncode, r.stdout, r.stderr))
+        self.assertNotIn(twicetest.TEST_SECRET_ACCESS_KEY, r.stdout + r.stderr)
+        self.assertNotIn(self.env.pg_password, r.stdout + r.stderr)
+        self.assertIsNone(self.SANITIZER_REPORT.search(r.stderr), r.stderr)
+        return r
+
+    def effects(self, dsn, table="effects"):
+        return self.pg.query(dsn, "SELECT key, message_id FROM %s ORDER BY at" % table)
+
+    def dlq_count(self, dlq):
+        return sum(self.sqs.counts(dlq))
+
+    def wait_dlq(self, dlq, count, timeout=30):
+        twicetest.wait_until(lambda: self.dlq_count(dlq) >= count, timeout=timeout,
+                             message="%d dead letters" % count)
+
+    # ------------------------------------------------------------------ usage
+
+    def test_help_and_exit_codes(self):
+        url, dlq, dsn, d = self.setup("usage")
+        r = self.ctl(d, "--help")
+        self.assertIn("usage: twicectl", r.stdout)
+        for cmd in ("send", "status", "dlq", "key", "plugin", "whoami"):
+            self.assertIn(cmd, r.stdout)
+        self.assertIn("twicectl", self.ctl(d, "--version").stdout)
+        self.ctl(d, code=2)
+        self.assertIn("no command 'nope'", self.ctl(d, "nope", code=2).stderr)
+        for args in (["send"], ["status"], ["dlq"], ["dlq", "list"], ["dlq", "redrive"],
+                     ["dlq", "purge"], ["key"], ["key", "show"], ["key", "list"],
+                     ["key", "forget"], ["plugin"], ["plugin", "check"]):
+            out = self.ctl(d, *args, "--help").stdout
+            self.assertRegex(out, r"usage: twicectl %s" % re.escape(args[0]), args)
+            self.assertEqual(self.ctl(d, "help", *args).stdout, out, "help CMD is CMD --help")
+        self.ctl(d, "send", "--bogus", code=2)
+        self.ctl(d, "send", "usage", code=2)  # no BODY
+        self.ctl(d, "dlq", "list", "usage", "--max", "zero", code=2)
+        self.ctl(d, "dlq", "frob", "usage", code=2)
+        self.assertIn("--yes", self.ctl(d, "dlq", "purge", "usage", code=2).stderr)
+        self.assertIn("--yes", self.ctl(d, "key", "forget", "k", code=2).stderr)
+        self.ctl(d, "dlq", "redrive", "usage", code=2)  # neither --id nor --all
+        self.ctl(d, "dlq", "redrive", "usage", "--all", "--id", "x", code=2)
+        self.ctl(d, "key", "list", "--state", "weird", code=2)
+        r = self.ctl(d, "status", "ghost", code=1)
+        self.assertIn("twicectl: no queue named 'ghost'", r.stderr)
+        self.assertIn("(configured: usage)", r.stderr)
+        # A broken configuration: each problem as FILE:LINE, exit 1.
+        bad = os.path.join(d.workdir, "bad.conf")
+        with open(bad, "w") as f:
+            f.write("workers = 1;\nqueues = 7;\n")
+        r = subprocess.run([self.env.binary("twicectl"), "-c", bad, "status"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(bad + ":", r.stderr)
+
+    def test_errors_name_the_queue_action_and_hint(self):
+        url, dlq, dsn, d = self.setup("ghost")
+        self.sqs.delete_queue(url)
+        r = self.ctl(d, "status", code=1)
+        self.assertRegex(r.stderr, r"twicectl: queue ghost: GetQueueAttributes: "
+                                   r"QueueDoesNotExist: .*\(check the queue url")
+        r = self.ctl(d, "send", "ghost", "x", code=1)
+        self.assertIn("twicectl: queue ghost: SendMessage: QueueDoesNotExist", r.stderr)
+
+    # ------------------------------------------------------------------ send, status
+
+    def test_send_with_attributes_and_stdin(self):
+        url, dlq, dsn, d = self.setup("send")
+        mid = self.ctl(d, "send", "send", "--attr", "origin=cli", "--attr", "n=a=b",
+                       '{"id":"s1"}').stdout.strip()
+        self.assertRegex(mid, r"^[0-9a-f-]{36}$")
+        r = self.ctl(d, "--json", "send", url, "-", input="line 1\nline \u00e9\n")
+        mid2 = json.loads(r.stdout)["message_id"]
+        got = {m["MessageId"]: m for m in self.sqs.drain(url)}
+        self.assertEqual(set(got), {mid, mid2})
+        self.assertEqual(got[mid]["Body"], '{"id":"s1"}')
+        self.assertEqual(got[mid]["MessageAttributes"]["origin"],
+                         {"DataType": "String", "StringValue": "cli"})
+        self.assertEqual(got[mid]["MessageAttributes"]["n"]["StringValue"], "a=b")
+        self.assertEqual(got[mid2]["Body"], "line 1\nline \u00e9\n")
+        self.ctl(d, "send", "send", "--attr", "novalue", "x", code=2)
+
+    def test_send_fifo_group_and_dedup(self):
+        url, dlq, dsn, d = self.setup("sendf", fifo=True)
+        self.assertIn("--group is required", self.ctl(d, "send", url, "x", code=2).stderr)
+        first = self.ctl(d, "send", url, "--group", "g1", "--dedup-id", "d1", "a").stdout
+        self.ctl(d, "send", url, "--group", "g1", "--dedup-id", "d1", "a again")
+        self.ctl(d, "send", url, "--group", "g2", "--dedup-id", "d2", "b")
+        got = self.sqs.drain(url)
+        by_body = {m["Body"]: m for m in got}
+        self.assertEqual(set(by_body), {"a", "b"}, "the second d1 was deduplicated")
+        self.assertEqual(by_body["a"]["MessageId"], first.strip())
+        self.assertEqual(by_body["a"]["Attributes"]["MessageGroupId"], "g1")
+        self.assertEqual(by_body["b"]["Attributes"]["MessageGroupId"], "g2")
+
+    def test_status_numbers(self):
+        url, dlq, dsn, d = self.setup("status")
+        for i in range(3):
+            self.sqs.send(url, "m%d" % i)
+        self.sqs.send(url, "later", delay=60)
+        self.sqs.receive(url, max=1, visibility=60)
+        self.sqs.send(dlq, "dead 1")
+        self.sqs.send(dlq, "dead 2")
+        r = self.ctl(d, "status")
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[0].split(), ["QUEUE", "VISIBLE", "IN", "FLIGHT", "DELAYED", "DLQ"])
+        self.assertEqual(lines[1].split(), ["status", "2", "1", "1", "2"])
+        st = json.loads(self.ctl(d, "status", "--json").stdout)
+        self.assertEqual(st, [{"queue": "status", "url": url, "visible": 2, "in_flight": 1,
+                               "delayed": 1, "dlq_url": dlq, "dlq": 2}])
+
+    # ------------------------------------------------------------------ dlq
+
+    def test_dlq_list_table_and_json_changes_nothing(self):
+        url, dlq, dsn, d = self.setup("list")
+        d.start()
+        d.wait_log(r"ready: generation 1", timeout=20)
+        body = '{"id":"r1","reject":true,\n"note":"x"}'
+        sent = self.ctl(d, "send", "list", "--attr", "origin=test", body).stdout.strip()
+        self.wait_dlq(dlq, 1)
+        r = self.ctl(d, "dlq", "list", "list")
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[0].split(), ["MESSAGE", "ID", "REASON", "PLUGIN", "ATTEMPTS",
+                                            "KEY", "BODY"])
+        self.assertEqual(len(lines), 2, r.stdout)
+        cols = lines[1].split()
+        self.assertRegex(cols[0], r"^[0-9a-f-]{36}$")
+        self.assertEqual(cols[1:5], ["rejected", EFFECT_TX, "1", "effect:r1"])
+        self.assertIn('{"id":"r1","reject":true,\\n"note":"x"}', lines[1],
+                      "the body on one line, control characters escaped")
+        letters = json.loads(self.ctl(d, "--json", "dlq", "list", dlq).stdout)
+        self.assertEqual(len(letters), 1)
+        m = letters[0]
+        self.assertEqual(m["message_id"], cols[0])
+        self.assertEqual(m["source_message_id"], sent)
+        self.assertEqual(m["source_queue"], url)
+        self.assertEqual((m["reason"], m["plugin"], m["attempts"], m["key"]),
+                         ("rejected", EFFECT_TX, 1, "effect:r1"))
+        self.assertEqual(m["error"], "rejected on request of the message")
+        self.assertEqual(m["body"], body)
+        self.assertEqual(m["attributes"]["origin"], {"DataType": "String",
+                                                     "StringValue": "test"})
+        self.assertEqual(m["attributes"]["twice-reason"]["StringValue"], "rejected")
+        # Listing deletes nothing and leaves every letter visible.
+        self.assertEqual(self.dlq_count(dlq), 1)
+        self.assertEqual(len(self.sqs.receive(dlq, max=10, visibility=0)), 1)
+        # --max bounds the listing; more letters than one receive returns are all shown.
+        for i in range(12):
+            self.sqs.send(dlq, "extra %d" % i)
+        self.assertEqual(len(json.loads(self.ctl(d, "dlq", "list", "list", "--json",
+                                                 "--max", "5").stdout)), 5)
+        self.assertEqual(len(json.loads(self.ctl(d, "dlq", "list", "list",
+                                                 "--json").stdout)), 13)
+        self.assertEqual(self.dlq_count(dlq), 13)
+        self.assertEqual(len(self.sqs.receive(dlq, max=10, visibility=0)), 10)
+        self.assertEqual(d.stop(), 0)
+
+    def test_dlq_redrive_after_fixing_the_cause_runs_once(self):
+        # The plugin writes to a table that does not exist yet: every attempt fails
+        # (RETRY) until max_attempts sends the message to the DLQ.
+        url, dlq, dsn, d = self.setup("fix", table="effects_later", create_table=False,
+                                      max_attempts=2, backoff=(1, 1))
+        d.start()
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.ctl(d, "send", "fix", '{"id":"fixme"}')
+        self.wait_dlq(dlq, 1)
+        letters = json.loads(self.ctl(d, "--json", "dlq", "list", "fix").stdout)
+        self.assertEqual([m["reason"] for m in letters], ["max-attempts"])
+        # Fix the cause, then send it back.
+        self.pg.query(dsn, tc.EFFECTS_TABLE.replace("effects", "effects_later", 1))
+        r = self.ctl(d, "dlq", "redrive", "fix", "--all")
+        self.assertIn("redriven 1, failed 0, skipped 0", r.stdout)
+        twicetest.wait_until(lambda: len(self.effects(dsn, "effects_later")) == 1, timeout=30,
+                             message="the redriven job did not run")
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20)
+        time.sleep(2)
+        self.assertEqual([k for k, _ in self.effects(dsn, "effects_later")], ["effect:fixme"])
+        self.assertEqual(self.dlq_count(dlq), 0, "the DLQ is empty")
+        self.assertEqual(d.stop(), 0)
+
+    def test_dlq_redrive_of_a_key_completed_meanwhile_is_a_duplicate(self):
+        url, dlq, dsn, d = self.setup("dup", table="effects_later", create_table=False,
+                                      max_attempts=2, backoff=(1, 1))
+        d.start()
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.ctl(d, "send", "dup", '{"id":"same"}')
+        self.wait_dlq(dlq, 1)
+        self.pg.query(dsn, tc.EFFECTS_TABLE.replace("effects", "effects_later", 1))
+        second = self.ctl(d, "send", "dup", '{"id":"same"}').stdout.strip()
+        twicetest.wait_until(lambda: len(self.effects(dsn, "effects_later")) == 1, timeout=20)
+        mark = d.mark()
+        self.assertIn("redriven 1,", self.ctl(d, "dlq", "redrive", "dup", "--all").stdout)
+        d.wait_log(r"duplicate: key completed by message %s" % second, timeout=20, since=mark)
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20)
+        self.assertEqual(self.effects(dsn, "effects_later"), [("effect:same", second)],
+                         "no second effect")
+        self.assertEqual(self.dlq_count(dlq), 0)
+        self.assertEqual(d.stop(), 0)
+
+    def test_dlq_redrive_keeps_body_and_user_attributes_and_refuses_strangers(self):
+        url, dlq, dsn, d = self.setup("keep")
+        packed = {"p1": {"DataType": "String", "StringValue": "packed one"},
+                  "p2": {"DataType": "Binary",
+                         "BinaryValue": base64.b64encode(b"\x00\x01bin").decode()}}
+        good = self.sqs.send(dlq, "the body \u00e9", attrs={
+            "twice-reason": "rejected", "twice-plugin": EFFECT_TX, "twice-attempts": 1,
+            "twice-source-message-id": "orig-1", "twice-source-queue": url,
+            "twice-key": "effect:x", "twice-error": "boom", "origin": "test", "n": 42,
+            "twice-packed-attributes": json.dumps(packed)})
+        stranger = self.sqs.send(dlq, "elsewhere", attrs={
+            "twice-source-queue": url.replace("keep", "not-configured")})
+        orphan = self.sqs.send(dlq, "from SQS's own redrive policy")
+        other = self.sqs.send(dlq, "not selected", attrs={"twice-source-queue": url})
+        r = self.ctl(d, "dlq", "redrive", "keep", "--id", good, "--id", stranger,
+                     "--id", orphan, "--id", "no-such-id", code=1)
+        self.assertIn("redriven 1, failed 0, skipped 2", r.stdout)
+        self.assertIn("message %s skipped: its twice-source-queue is not the url of a "
+                      "configured queue" % stranger, r.stderr)
+        self.assertIn("message %s skipped: no twice-source-queue attribute" % orphan, r.stderr)
+        self.assertIn("message no-such-id not found in the DLQ of keep", r.stderr)
+        back = self.sqs.drain(url)
+        self.assertEqual(len(back), 1)
+        self.assertEqual(back[0]["Body"], "the body \u00e9")
+        attrs = back[0]["MessageAttributes"]
+        self.assertEqual(sorted(attrs), ["n", "origin", "p1", "p2"], "no twice-* attribute")
+        self.assertEqual(attrs["n"], {"DataType": "Number", "StringValue": "42"})
+        self.assertEqual(attrs["p1"]["StringValue"], "packed one")
+        self.assertEqual(base64.b64decode(attrs["p2"]["BinaryValue"]), b"\x00\x01bin")
+        # Skipped and unselected letters stay, visible at once.
+        left = {m["MessageId"] for m in self.sqs.receive(dlq, max=10, visibility=0)}
+        self.assertEqual(left, {stranger, orphan, other})
+
+    def test_dlq_redrive_fifo_keeps_the_group(self):
+        url, dlq, dsn, d = self.setup("rfifo", fifo=True)
+        self.sqs.send(dlq, "one", group="g7", dedup="x1",
+                      attrs={"twice-source-queue": url, "twice-reason": "rejected"})
+        self.sqs.send(dlq, "two", group="g7", dedup="x2",
+                      attrs={"twice-source-queue": url, "twice-reason": "rejected"})
+        r = self.ctl(d, "--json", "dlq", "redrive", "rfifo", "--all")
+        self.assertEqual(json.loads(r.stdout), {"queue": "rfifo", "redriven": 2, "failed": 0,
+                                                "skipped": 0})
+        back = []
+        for _ in range(4):  # a group's next message comes once the previous is deleted
+            for m in self.sqs.receive(url, max=10, visibility=30):
+                back.append(m)
+                self.sqs.delete(url, m)
+        self.assertEqual([m["Body"] for m in back], ["one", "two"], "in order, one group")
+        self.assertEqual({m["Attributes"]["MessageGroupId"] for m in back}, {"g7"})
+        self.assertEqual(self.dlq_count(dlq), 0)
+
+    def test_dlq_purge(self):
+        url, dlq, dsn, d = self.setup("purge")
+        for i in range(3):
+            self.sqs.send(dlq, "dead %d" % i)
+        self.ctl(d, "dlq", "purge", "purge", code=2)
+        self.assertEqual(self.dlq_count(dlq), 3)
+        r = self.ctl(d, "dlq", "purge", "purge", "--yes")
+        self.assertIn("purged the dead-letter queue of purge", r.stdout)
+        twicetest.wait_until(lambda: self.dlq_count(dlq) == 0, timeout=10)
+        self.assertEqual(self.sqs.counts(url), (0, 0, 0), "the source queue is untouched")
+
+    # ------------------------------------------------------------------ keys
+
+    def test_key_show_list_forget_then_resend_runs_again(self):
+        url, dlq, dsn, d = self.setup("keys")
+        d.start()
+        d.wait_log(r"ready: generation 1", timeout=20)
+        ids = {}
+        for k in ("a1", "a2", "b1"):
+            ids[k] = self.ctl(d, "send", "keys", json.dumps({"id": k})).stdout.strip()
+        twicetest.wait_until(lambda: len(self.effects(dsn)) == 3, timeout=20)
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20)
+
+        lines = self.ctl(d, "key", "list").stdout.splitlines()
+        self.assertEqual(lines[0].split(), ["KEY", "STATE", "ATTEMPTS", "MESSAGE", "ID",
+                                            "UPDATED"])
+        self.assertEqual([ln.split()[:4] for ln in lines[1:]],
+                         [["effect:a1", "completed", "1", ids["a1"]],
+                          ["effect:a2", "completed", "1", ids["a2"]],
+                          ["effect:b1", "completed", "1", ids["b1"]]])
+        keys = [r["key"] for r in json.loads(self.ctl(d, "--json", "key", "list", "--prefix",
+                                                      "effect:a").stdout)]
+        self.assertEqual(keys, ["effect:a1", "effect:a2"])
+        self.assertEqual(json.loads(self.ctl(d, "key", "list", "--state", "in_progress",
+                                             "--json").stdout), [])
+        r = self.ctl(d, "key", "list", "--max", "1")
+        self.assertEqual(len(r.stdout.splitlines()), 2)
+        self.assertIn("--max", r.stderr)
+
+        out = self.ctl(d, "key", "show", "effect:a1").stdout
+        self.assertRegex(out, r"key: +effect:a1\n")
+        self.assertRegex(out, r"state: +completed\n")
+        self.assertRegex(out, r"message id: +%s\n" % ids["a1"])
+        self.assertRegex(out, r"payload sha256: +[0-9a-f]{64}\n")
+        rec = json.loads(self.ctl(d, "key", "show", "effect:a1", "--json").stdout)
+        self.assertEqual((rec["key"], rec["state"], rec["message_id"], rec["attempts"]),
+                         ("effect:a1", "completed", ids["a1"], 1))
+        self.assertIsNone(rec["owner"])
+
+        self.ctl(d, "key", "forget", "effect:a1", "--yes")
+        self.assertIn("no key 'effect:a1'", self.ctl(d, "key", "show", "effect:a1",
+                                                     code=1).stderr)
+        self.ctl(d, "key", "forget", "effect:a1", "--yes", code=1)
+        # The same message again now runs its job again.
+        again = self.ctl(d, "send", "keys", '{"id":"a1"}').stdout.strip()
+        twicetest.wait_until(lambda: len(self.effects(dsn)) == 4, timeout=20,
+                             message="the forgotten key's job did not run again")
+        self.assertEqual([m for k, m in self.effects(dsn) if k == "effect:a1"],
+                         [ids["a1"], again])
+        self.assertEqual(d.stop(), 0)
+
+    # ------------------------------------------------------------------ plugins
+
+    def test_plugin_check_good_and_bad(self):
+        url, dlq, dsn, d = self.setup("plug")
+        path = lambda name: tc.test_plugin(self.env, name)  # noqa: E731
+        out = self.ctl(d, "plugin", "check", path("echo_ok")).stdout
+        self.assertIn("load rule:  accepted (built for ABI 1.0; host supports 1.0-1.0)", out)
+        self.assertRegex(out, r"name: +echo_ok\n")
+        self.assertRegex(out, r"version: +1.0.0\n")
+        self.assertRegex(out, r"key: +template echo:\{id\}\n")
+        self.assertRegex(out, r"settings: +none\n")
+        out = self.ctl(d, "plugin", "check", path("effect_tx")).stdout
+        self.assertRegex(out, r"flags: +transactional\n")
+        self.assertRegex(out, r"\n  table +string +no +effects +table the effect rows go to\n")
+        doc = json.loads(self.ctl(d, "plugin", "check", path("settings_decl"), "--json",
+                                  "--settings", "url=http://x", "timeout=5").stdout)
+        self.assertEqual((doc["name"], doc["abi"], doc["accepted"], doc["problems"]),
+                         ("settings_decl", "1.0", True, []))
+        self.assertEqual([(s["name"], s["type"], s["required"], s["default"])
+                          for s in doc["settings"]],
+                         [("url", "string", True, None), ("timeout", "int", False, "10"),
+                          ("verbose", "bool", False, None)])
+        r = self.ctl(d, "plugin", "check", path("settings_decl"), "--settings", "timeout=soon",
+                     "--settings", "verbos=true", code=1)
+        self.assertIn("setting 'timeout' must be an int, not a string", r.stderr)
+        self.assertIn("unknown setting 'verbos' (did you mean 'verbose'?)", r.stderr)
+        self.assertIn("missing required setting 'url'", r.stderr)
+        r = self.ctl(d, "plugin", "check", path("newer_major"), code=1)
+        self.assertIn("newer_major.so: built for ABI 2.0, host supports 1.0-1.0", r.stderr)
+        self.assertEqual(r.stdout, "")
+        r = self.ctl(d, "plugin", "check", path("no_entry"), code=1)
+        self.assertIn("no_entry.so: no entry point", r.stderr)
+        r = self.ctl(d, "plugin", "check", path("abort_on_load"), code=1)
+        self.assertIn("abort_on_load.so crashed the check with signal 6", r.stderr)
+        self.ctl(d, "plugin", "check", path("does_not_exist"), code=1)
+        self.ctl(d, "plugin", "check", path("echo_ok"), "oops", code=2)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,146 @@
+/*
+ * test-ctl.c - the pure pieces of twicectl: what `dlq redrive` sends back
+ * (user attributes kept, packed ones unpacked, twice-* dropped, a stable
+ * deduplication id), round-tripped through the real dead-letter builder of
+ * dlq.c; and the escaping of untrusted text for a terminal. Not a test of
+ * the subcommands against servers (test_ctl.py does that).
+ */
+#include "buf.h"
+#include "check.h"
+#include "ctl.h"
+#include "dlq.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct sqs_attr
+str_attr(const char *name, const char *value)
+{
+    struct sqs_attr a = {(char *) name, (char *) "String", (char *) value, NULL, 0};
+    return a;
+}
+
+static const struct sqs_attr *
+find(const struct ctl_redrive *r, const char *name)
+{
+    for (size_t i = 0; i < r->nattrs; i++) {
+        if (strcmp(r->attrs[i].name, name) == 0) {
+            return &r->attrs[i];
+        }
+    }
+    return NULL;
+}
+
+/* A source message with n user attributes (one Binary) goes to the DLQ
+ * through dlq_letter_build; the letter comes back as it would be received. */
+static void
+round_trip(size_t n)
+{
+    static unsigned char bin[] = {0, 1, 2, 0xff};
+    char names[10][16], values[10][16];
+    struct sqs_attr user[10];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(names[i], sizeof(names[i]), "u%zu", i);
+        snprintf(values[i], sizeof(values[i]), "v%zu", i);
+        user[i] = str_attr(names[i], values[i]);
+    }
+    if (n > 0) {
+        user[n - 1] = (struct sqs_attr){names[n - 1], (char *) "Binary.raw", NULL, bin, 4};
+    }
+    struct sqs_message src = {0};
+    src.message_id = (char *) "src-1";
+    src.body = (char *) "{\"id\":1}";
+    src.body_len = strlen(src.body);
+    src.attrs = user;
+    src.nattrs = n;
+    struct dlq_reason why = {"rejected", "boom", "p", 3, "http://q/jobs", "k:1"};
+    struct dlq_letter l;
+    CHECK_INT(dlq_letter_build(&l, &src, &why, 0), 0);
+
+    struct sqs_message letter = {0};
+    letter.message_id = (char *) "dlq-7";
+    letter.attrs = (struct sqs_attr *) l.attrs;
+    letter.nattrs = l.nattrs;
+    struct ctl_redrive r;
+    char err[256];
+    CHECK_INT(ctl_redrive_build(&letter, &r, err, sizeof(err)), 0);
+    CHECK_INT(r.nattrs, n);
+    for (size_t i = 0; i + 1 < n; i++) {
+        const struct sqs_attr *a = find(&r, names[i]);
+        CHECK(a != NULL);
+        CHECK_STR(a != NULL ? a->string_value : NULL, values[i]);
+        CHECK_STR(a != NULL ? a->data_type : NULL, "String");
+    }
+    if (n > 0) {
+        const struct sqs_attr *b = find(&r, names[n - 1]);
+        CHECK(b != NULL && b->string_value == NULL);
+        CHECK_STR(b != NULL ? b->data_type : NULL, "Binary.raw");
+        CHECK(b != NULL && b->binary_len == 4 && memcmp(b->binary, bin, 4) == 0);
+    }
+    for (size_t i = 0; i < r.nattrs; i++) {
+        CHECK(strncmp(r.attrs[i].name, "twice-", 6) != 0);
+    }
+    CHECK_STR(r.dedup, "redrive-dlq-7");
+    ctl_redrive_free(&r);
+    dlq_letter_free(&l);
+}
+
+static void
+test_redrive_build(void)
+{
+    round_trip(0);
+    round_trip(2);  /* all direct */
+    round_trip(4);  /* the last that fits without packing */
+    round_trip(10); /* most packed into twice-packed-attributes */
+
+    struct sqs_attr bad[] = {str_attr("twice-packed-attributes", "[1,2]"),
+                             str_attr("twice-reason", "rejected")};
+    struct sqs_message m = {0};
+    m.message_id = (char *) "x";
+    m.attrs = bad;
+    m.nattrs = 2;
+    struct ctl_redrive r;
+    char err[256];
+    CHECK_INT(ctl_redrive_build(&m, &r, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "twice-packed-attributes is not a JSON object");
+
+    bad[0] = str_attr("twice-packed-attributes", "{\"b\":{\"DataType\":\"Binary\","
+                                                 "\"BinaryValue\":\"***\"}}");
+    CHECK_INT(ctl_redrive_build(&m, &r, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "attribute 'b' is not base64");
+}
+
+static const char *
+esc(struct buf *b, const char *s, size_t max)
+{
+    buf_reset(b);
+    ctl_escape(b, s, strlen(s), max);
+    return buf_str(b);
+}
+
+static void
+test_escape(void)
+{
+    struct buf b = BUF_INIT;
+    CHECK_STR(esc(&b, "{\"id\":\"k1\"}", 0), "{\"id\":\"k1\"}");
+    CHECK_STR(esc(&b, "a\nb\tc\\d\x1b[31m", 0), "a\\nb\\tc\\\\d\\x1b[31m");
+    CHECK_STR(esc(&b, "caf\xc3\xa9 \xe2\x82\xac", 0), "caf\xc3\xa9 \xe2\x82\xac");
+    CHECK_STR(esc(&b, "bad \xff\xc3(", 0), "bad \\xff\\xc3(");
+    CHECK_STR(esc(&b,
+                  "csi \xc2\x9b"
+                  "2J",
+                  0),
+              "csi \\u009b2J");
+    CHECK_STR(esc(&b, "abcdef", 3), "abc...");
+    CHECK_STR(esc(&b, "\xc3\xa9\xc3\xa9\xc3\xa9", 2), "\xc3\xa9\xc3\xa9...");
+    CHECK_STR(esc(&b, "abc", 3), "abc");
+    buf_free(&b);
+}
+
+int
+main(void)
+{
+    test_redrive_build();
+    test_escape();
+    return check_done("test-ctl");
+}
