@@ -1,12 +1,14 @@
 /*
- * creds.c - the AWS credential chain of creds.h and its first two sources:
- * environment variables and the shared profile files. Not the INI reading
- * (awsconfig.c) and not the network sources (files of their own, added to
- * chain_order below).
+ * creds.c - struct creds, ISO 8601 expirations, and the credential chain
+ * of creds.h: the sources in order, the cache, and the thread that
+ * refreshes temporary credentials ahead of their expiration. Not the
+ * sources themselves (creds_env.c, creds_webid.c, creds_profile.c,
+ * creds_container.c, creds_imds.c) and not the INI reading (awsconfig.c).
  */
 #include "creds.h"
 
 #include "awsconfig.h"
+#include "backoff.h"
 #include "buf.h"
 #include "creds_provider.h"
 
@@ -14,13 +16,25 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Cached credentials that expire are resolved again this long before
- * they do, so a request is never signed with ones about to lapse. */
-#define CREDS_REFRESH_MARGIN 300
+/* Cached credentials closer than this to their expiration count as
+ * expired: a request signed now must still be valid when AWS reads it. */
+#define CREDS_EXPIRY_SKEW    10
+/* Refresh at most this long before the expiration (botocore's advisory
+ * window); shorter lifetimes are refreshed at half-life. */
+#define CREDS_REFRESH_WINDOW (15 * 60)
+/* Retries of a failed refresh: full-jitter backoff between these. */
+#define CREDS_RETRY_BASE_MS  1000
+#define CREDS_RETRY_CAP_MS   60000
+/* The longest creds_get waits for the refresh thread's first answer (the
+ * sources' own timeouts add up to less). */
+#define CREDS_WAIT_LIMIT     120
+/* The refresh thread looks at the wall clock at least this often. */
+#define CREDS_MAX_SLEEP      60
 
 #define CREDS_MAX_PROVIDERS 8
 
@@ -152,257 +166,63 @@ creds_parse_time(const char *s, time_t *out)
     return 0;
 }
 
-/* ---- source 1: environment variables ---- */
-
-static const char *
-env_nonempty(const char *name)
-{
-    const char *v = getenv(name);
-    return v != NULL && *v != '\0' ? v : NULL;
-}
-
-/* AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, both or nothing (a lone key
- * id falls through to the next source, with the reason); the token from
- * AWS_SESSION_TOKEN or the legacy AWS_SECURITY_TOKEN. */
-static int
-env_resolve(struct creds_provider *p, struct creds *out, char *why, size_t whylen)
-{
-    const char *akid = env_nonempty("AWS_ACCESS_KEY_ID");
-    const char *secret = env_nonempty("AWS_SECRET_ACCESS_KEY");
-    const char *token = env_nonempty("AWS_SESSION_TOKEN");
-    const char *expiry = env_nonempty("AWS_CREDENTIAL_EXPIRATION");
-    time_t expiration = 0;
-
-    (void) p;
-    if (token == NULL) {
-        token = env_nonempty("AWS_SECURITY_TOKEN");
-    }
-    if (akid == NULL) {
-        snprintf(why, whylen, "AWS_ACCESS_KEY_ID not set");
-        return 0;
-    }
-    if (secret == NULL) {
-        snprintf(why, whylen, "AWS_ACCESS_KEY_ID set but AWS_SECRET_ACCESS_KEY not");
-        return 0;
-    }
-    if (expiry != NULL && creds_parse_time(expiry, &expiration) != 0) {
-        snprintf(why, whylen, "AWS_CREDENTIAL_EXPIRATION \"%.40s\" is not an ISO 8601 time",
-                 expiry);
-        return 0;
-    }
-    if (creds_set(out, akid, secret, token, expiration, "env") != 0) {
-        snprintf(why, whylen, "out of memory");
-        return -1;
-    }
-    return 1;
-}
-
-static void
-env_free(struct creds_provider *p)
-{
-    free(p);
-}
-
-struct creds_provider *
-creds_provider_env_new(const char *profile)
-{
-    struct creds_provider *p = calloc(1, sizeof(*p));
-
-    (void) profile;
-    if (p != NULL) {
-        p->label = "env";
-        p->resolve = env_resolve;
-        p->free = env_free;
-    }
-    return p;
-}
-
-/* ---- source 2: the shared credentials and config files ---- */
-
-struct profile_provider {
-    struct creds_provider base; /* first: the chain sees only this */
-    char *profile;
-    char *label; /* "profile NAME" */
-};
-
-static const char *
-nonempty(const char *s)
-{
-    return s != NULL && *s != '\0' ? s : NULL;
-}
-
-/* The section as the user wrote it, for messages: "dev" in the
- * credentials file, "profile dev" (but "default") in the config file. */
-static const char *
-section_prefix(const struct profile_provider *pp, enum awsconfig_kind kind)
-{
-    return kind == AWSCONFIG_CONFIG && strcmp(pp->profile, "default") != 0 ? "profile " : "";
-}
-
-/* Keys of a found section: 1 with *out filled, 0 with the reason in why
- * when the pair is incomplete, -1 on ENOMEM. */
-static int
-profile_creds(const struct profile_provider *pp, const struct awsconfig_section *s,
-              enum awsconfig_kind kind, const char *shown, struct creds *out, struct buf *why)
-{
-    const char *akid = nonempty(awsconfig_get(s, "aws_access_key_id"));
-    const char *secret = nonempty(awsconfig_get(s, "aws_secret_access_key"));
-    const char *token = nonempty(awsconfig_get(s, "aws_session_token"));
-    const char *pre = section_prefix(pp, kind);
-    char provider[sizeof(out->provider)];
-
-    if (akid == NULL) {
-        buf_printf(why, "%s: [%s%s] has no aws_access_key_id", shown, pre, pp->profile);
-        return 0;
-    }
-    if (secret == NULL) {
-        buf_printf(why, "%s: [%s%s] has aws_access_key_id but no aws_secret_access_key", shown,
-                   pre, pp->profile);
-        return 0;
-    }
-    snprintf(provider, sizeof(provider), "profile:%.*s", (int) sizeof(provider) - 9, pp->profile);
-    return creds_set(out, akid, secret, token, 0, provider) == 0 ? 1 : -1;
-}
-
-/* The profile's credentials from one of the two files: 1, 0 with the
- * reason appended to why, or -1 on ENOMEM. */
-static int
-profile_from_file(const struct profile_provider *pp, enum awsconfig_kind kind, struct creds *out,
-                  struct buf *why)
-{
-    const char *shown = "";
-    struct awsconfig_section *s = NULL;
-    char *path = awsconfig_path(kind, &shown);
-    int rc = 0;
-
-    if (why->len > 0) {
-        buf_puts(why, "; ");
-    }
-    if (path == NULL) {
-        if (errno == ENOMEM) {
-            return -1;
-        }
-        buf_printf(why, "%s: no home directory", shown);
-        return 0;
-    }
-    switch (awsconfig_read_profile(path, kind, pp->profile, &s)) {
-    case AWSCONFIG_OK:
-        rc = profile_creds(pp, s, kind, shown, out, why);
-        break;
-    case AWSCONFIG_NO_FILE:
-        buf_printf(why, "%s: no such file", shown);
-        break;
-    case AWSCONFIG_NO_SECTION:
-        buf_printf(why, "%s: no [%s%s]", shown, section_prefix(pp, kind), pp->profile);
-        break;
-    case AWSCONFIG_ERROR:
-        if (errno == ENOMEM) {
-            rc = -1;
-        } else {
-            buf_printf(why, "%s: %s", shown, strerror(errno));
-        }
-        break;
-    }
-    awsconfig_section_free(s);
-    free(path);
-    return rc;
-}
-
-/* The credentials file first: for the same profile it wins over the
- * config file, as a whole (keys are never mixed from the two). */
-static int
-profile_resolve(struct creds_provider *p, struct creds *out, char *why, size_t whylen)
-{
-    struct profile_provider *pp = (struct profile_provider *) p;
-    struct buf reasons = BUF_INIT;
-
-    int rc = profile_from_file(pp, AWSCONFIG_CREDENTIALS, out, &reasons);
-    if (rc == 0) {
-        rc = profile_from_file(pp, AWSCONFIG_CONFIG, out, &reasons);
-    }
-    if (rc == 0 && reasons.failed) {
-        rc = -1;
-    }
-    if (rc == 0) {
-        snprintf(why, whylen, "%s", buf_str(&reasons));
-    } else if (rc == -1) {
-        snprintf(why, whylen, "out of memory");
-    }
-    buf_free(&reasons);
-    return rc;
-}
-
-static void
-profile_free(struct creds_provider *p)
-{
-    struct profile_provider *pp = (struct profile_provider *) p;
-
-    free(pp->profile);
-    free(pp->label);
-    free(pp);
-}
-
-struct creds_provider *
-creds_provider_profile_new(const char *profile)
-{
-    struct profile_provider *pp = calloc(1, sizeof(*pp));
-
-    if (pp == NULL) {
-        return NULL;
-    }
-    pp->base.resolve = profile_resolve;
-    pp->base.free = profile_free;
-    pp->profile = strdup(profile);
-    if (pp->profile == NULL || asprintf(&pp->label, "profile %s", profile) < 0) {
-        pp->label = NULL;
-        profile_free(&pp->base);
-        return NULL;
-    }
-    pp->base.label = pp->label;
-    return &pp->base;
-}
-
 /* ---- the chain ---- */
 
 typedef struct creds_provider *(*creds_provider_ctor)(const char *profile);
 
-/* The AWS SDKs' order (sqs-json-protocol.md section 7). Web identity goes
- * between these two; container, then IMDS, after the profile. */
+/* The AWS SDKs' order (sqs-json-protocol.md section 7). */
 static const creds_provider_ctor chain_order[] = {
-    creds_provider_env_new,
-    creds_provider_profile_new,
+    creds_provider_env_new,       creds_provider_webid_new, creds_provider_profile_new,
+    creds_provider_container_new, creds_provider_imds_new,
 };
 
 _Static_assert(sizeof(chain_order) / sizeof(chain_order[0]) <= CREDS_MAX_PROVIDERS,
                "raise CREDS_MAX_PROVIDERS");
 
+/*
+ * One lock guards everything below it; the refresh thread drops it while a
+ * source resolves, so creds_get never waits behind the network. The thread
+ * is the only caller of the sources.
+ */
 struct creds_chain {
-    pthread_mutex_t lock; /* guards cached and serialises resolving */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;     /* to the thread: credentials wanted, or stop */
+    pthread_cond_t answered; /* to callers: an attempt finished */
+    pthread_t thread;
+    int started;
+    volatile int stopping; /* also the sources' cancel flag */
+    int wanted;            /* a caller waits for the next attempt */
+    unsigned long attempts;
+    time_t failed_at;    /* the last attempt failed then; 0 after a success */
+    char error[512];     /* why it failed */
+    struct creds cached; /* access_key_id NULL until the first success */
+    size_t source;       /* the provider that supplied cached */
+    time_t refresh_at;   /* the next attempt; 0: none planned */
+    int failures;        /* attempts failed in a row */
+    char *region;
     struct creds_provider *providers[CREDS_MAX_PROVIDERS];
     size_t nproviders;
-    struct creds cached; /* access_key_id NULL until the first success */
 };
 
 struct creds_chain *
 creds_chain_new(const char *profile)
 {
     struct creds_chain *chain = calloc(1, sizeof(*chain));
-    const char *name = awsconfig_profile_name(profile);
 
     if (chain == NULL) {
         return NULL;
     }
-    if (pthread_mutex_init(&chain->lock, NULL) != 0) {
-        free(chain);
-        return NULL;
-    }
+    pthread_mutex_init(&chain->lock, NULL);
+    pthread_cond_init(&chain->wake, NULL);
+    pthread_cond_init(&chain->answered, NULL);
+    profile = awsconfig_profile_name(profile);
     for (size_t i = 0; i < sizeof(chain_order) / sizeof(chain_order[0]); i++) {
-        struct creds_provider *p = chain_order[i](name);
-        if (p == NULL) {
+        chain->providers[i] = chain_order[i](profile);
+        if (chain->providers[i] == NULL) {
             creds_chain_free(chain);
             return NULL;
         }
-        chain->providers[chain->nproviders++] = p;
+        chain->nproviders++;
     }
     return chain;
 }
@@ -413,42 +233,101 @@ creds_chain_free(struct creds_chain *chain)
     if (chain == NULL) {
         return;
     }
+    pthread_mutex_lock(&chain->lock);
+    chain->stopping = 1;
+    pthread_cond_broadcast(&chain->wake);
+    pthread_cond_broadcast(&chain->answered);
+    pthread_mutex_unlock(&chain->lock);
+    if (chain->started) {
+        pthread_join(chain->thread, NULL);
+    }
     for (size_t i = 0; i < chain->nproviders; i++) {
         chain->providers[i]->free(chain->providers[i]);
     }
     creds_clear(&chain->cached);
+    pthread_cond_destroy(&chain->answered);
+    pthread_cond_destroy(&chain->wake);
     pthread_mutex_destroy(&chain->lock);
+    free(chain->region);
     free(chain);
 }
 
-/* Whether c can be handed out at `now` without asking the sources. */
-static int
-still_good(const struct creds *c, time_t now)
+int
+creds_chain_set_region(struct creds_chain *chain, const char *region)
 {
-    return c->access_key_id != NULL &&
-           (c->expiration == 0 || now < c->expiration - CREDS_REFRESH_MARGIN);
+    char *copy = region != NULL ? strdup(region) : NULL;
+    int rc = 0;
+
+    if (region != NULL && copy == NULL) {
+        return -1;
+    }
+    pthread_mutex_lock(&chain->lock);
+    if (chain->started) {
+        errno = EBUSY; /* the thread may be reading it */
+        rc = -1;
+        free(copy);
+    } else {
+        free(chain->region);
+        chain->region = copy;
+    }
+    pthread_mutex_unlock(&chain->lock);
+    return rc;
 }
 
-/* Ask each source in turn. A source that hands back credentials already
- * expired counts as having none. 0 with *out filled, or -1 with err. */
+time_t
+creds_refresh_time(time_t obtained, time_t expiration)
+{
+    if (expiration == 0) {
+        return 0;
+    }
+    time_t lifetime = expiration > obtained ? expiration - obtained : 0;
+    time_t window = lifetime / 2 < CREDS_REFRESH_WINDOW ? lifetime / 2 : CREDS_REFRESH_WINDOW;
+    /* and before they stop being usable, with room for a retry */
+    if (window < 2 * CREDS_EXPIRY_SKEW) {
+        window = 2 * CREDS_EXPIRY_SKEW;
+    }
+    return expiration - window;
+}
+
 static int
-resolve_chain(struct creds_chain *chain, time_t now, struct creds *out, char *err, size_t errlen)
+usable(const struct creds *c, time_t now)
+{
+    return c->access_key_id != NULL &&
+           (c->expiration == 0 || now < c->expiration - CREDS_EXPIRY_SKEW);
+}
+
+/* Ask one source; credentials already expired count as none (why says
+ * when). The provider's 1, 0 or -1. */
+static int
+ask(struct creds_provider *p, const struct creds_ctx *ctx, time_t now, struct creds *out,
+    char *why, size_t whylen)
+{
+    why[0] = '\0';
+    int rc = p->resolve(p, ctx, out, why, whylen);
+    if (rc == 1 && out->expiration != 0 && out->expiration <= now + CREDS_EXPIRY_SKEW) {
+        struct tm tm;
+        gmtime_r(&out->expiration, &tm);
+        strftime(why, whylen, "expired at %Y-%m-%dT%H:%M:%SZ", &tm);
+        creds_clear(out);
+        rc = 0;
+    }
+    return rc;
+}
+
+/* Ask each source in turn until one answers or one that is configured
+ * fails. 0 with *out and *source filled, or -1 with err. */
+static int
+resolve_chain(struct creds_chain *chain, const struct creds_ctx *ctx, time_t now,
+              struct creds *out, size_t *source, char *err, size_t errlen)
 {
     struct buf tried = BUF_INIT;
     char why[512];
 
     for (size_t i = 0; i < chain->nproviders; i++) {
         struct creds_provider *p = chain->providers[i];
-        why[0] = '\0';
-        int rc = p->resolve(p, out, why, sizeof(why));
-        if (rc == 1 && out->expiration != 0 && out->expiration <= now) {
-            struct tm tm;
-            gmtime_r(&out->expiration, &tm);
-            strftime(why, sizeof(why), "expired at %Y-%m-%dT%H:%M:%SZ", &tm);
-            creds_clear(out);
-            rc = 0;
-        }
+        int rc = ask(p, ctx, now, out, why, sizeof(why));
         if (rc == 1) {
+            *source = i;
             buf_free(&tried);
             return 0;
         }
@@ -465,27 +344,181 @@ resolve_chain(struct creds_chain *chain, time_t now, struct creds *out, char *er
     return -1;
 }
 
-/*
- * Resolve when nothing is cached or the cached credentials are within
- * CREDS_REFRESH_MARGIN of expiring. If that refresh fails while the cached
- * ones are still valid, keep using them (botocore's advisory refresh).
- */
+/* A refresh asks the source that supplied the cached credentials, as the
+ * SDKs do: the chain is walked again only when nothing valid is left. */
+static int
+refresh_source(struct creds_chain *chain, const struct creds_ctx *ctx, size_t source, time_t now,
+               struct creds *out, char *err, size_t errlen)
+{
+    struct creds_provider *p = chain->providers[source];
+    char why[512];
+
+    if (ask(p, ctx, now, out, why, sizeof(why)) == 1) {
+        return 0;
+    }
+    snprintf(err, errlen, "AWS credentials: refreshing from %s: %s", p->label,
+             why[0] ? why : "no credentials");
+    return -1;
+}
+
+/* Record a success: the new credentials and when to refresh them. */
+static void
+adopt(struct creds_chain *chain, struct creds *fresh, size_t source, time_t now)
+{
+    creds_clear(&chain->cached);
+    chain->cached = *fresh;
+    memset(fresh, 0, sizeof(*fresh));
+    chain->source = source;
+    chain->failures = 0;
+    chain->failed_at = 0;
+    chain->error[0] = '\0';
+    chain->refresh_at = creds_refresh_time(now, chain->cached.expiration);
+    if (chain->refresh_at != 0 && chain->refresh_at <= now) {
+        chain->refresh_at = now + 1;
+    }
+}
+
+/* Record a failure: try again after a backoff, and while cached ones are
+ * valid, at the latest halfway to their end. */
+static void
+failed(struct creds_chain *chain, const char *err, time_t now)
+{
+    chain->failures++;
+    chain->failed_at = now;
+    snprintf(chain->error, sizeof(chain->error), "%s", err);
+    time_t delay =
+        (time_t) (backoff_delay(CREDS_RETRY_BASE_MS, CREDS_RETRY_CAP_MS, chain->failures) / 1000);
+    if (usable(&chain->cached, now)) {
+        time_t half = (chain->cached.expiration - CREDS_EXPIRY_SKEW - now) / 2;
+        if (chain->cached.expiration != 0 && delay > half) {
+            delay = half;
+        }
+    }
+    chain->refresh_at = now + (delay < 1 ? 1 : delay);
+}
+
+/* One attempt, called and returning with the lock held; the lock is
+ * dropped while the sources work. */
+static void
+attempt(struct creds_chain *chain)
+{
+    struct creds fresh;
+    struct creds_ctx ctx = {chain->region, &chain->stopping};
+    char err[512] = "";
+    time_t now = time(NULL);
+    int refresh = usable(&chain->cached, now);
+    size_t source = chain->source;
+
+    memset(&fresh, 0, sizeof(fresh));
+    pthread_mutex_unlock(&chain->lock);
+    int rc = refresh ? refresh_source(chain, &ctx, source, now, &fresh, err, sizeof(err))
+                     : resolve_chain(chain, &ctx, now, &fresh, &source, err, sizeof(err));
+    pthread_mutex_lock(&chain->lock);
+    now = time(NULL);
+    if (rc == 0) {
+        adopt(chain, &fresh, source, now);
+    } else {
+        failed(chain, err, now);
+    }
+    chain->attempts++;
+    chain->wanted = 0;
+    pthread_cond_broadcast(&chain->answered);
+}
+
+/* Sleep until the planned refresh (or a minute, to notice clock jumps),
+ * a caller's wish or the stop; with the lock held. */
+static void
+sleep_until_due(struct creds_chain *chain, time_t now)
+{
+    if (chain->refresh_at == 0) {
+        pthread_cond_wait(&chain->wake, &chain->lock);
+        return;
+    }
+    time_t until =
+        chain->refresh_at < now + CREDS_MAX_SLEEP ? chain->refresh_at : now + CREDS_MAX_SLEEP;
+    struct timespec ts = {until, 0};
+    pthread_cond_timedwait(&chain->wake, &chain->lock, &ts);
+}
+
+static void *
+refresher_main(void *arg)
+{
+    struct creds_chain *chain = arg;
+
+    pthread_mutex_lock(&chain->lock);
+    while (!chain->stopping) {
+        time_t now = time(NULL);
+        if (chain->wanted || (chain->refresh_at != 0 && now >= chain->refresh_at)) {
+            attempt(chain);
+        } else {
+            sleep_until_due(chain, now);
+        }
+    }
+    pthread_mutex_unlock(&chain->lock);
+    return NULL;
+}
+
+/* Start the refresh thread (lock held) with every signal blocked: the
+ * process's signals belong to its own threads. 0, or -1 with err. */
+static int
+start_refresher(struct creds_chain *chain, char *err, size_t errlen)
+{
+    sigset_t all, old;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&chain->thread, NULL, refresher_main, chain);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        snprintf(err, errlen, "AWS credentials: cannot start the refresh thread: %s",
+                 strerror(rc));
+        return -1;
+    }
+    chain->started = 1;
+    return 0;
+}
+
+/* Nothing valid is cached: wait for the thread's next attempt, unless the
+ * last one failed (then its error is the answer until a retry succeeds).
+ * Lock held; 0 when valid credentials arrived. */
+static int
+wait_for_attempt(struct creds_chain *chain, char *err, size_t errlen)
+{
+    if (chain->failed_at == 0) {
+        unsigned long seen = chain->attempts;
+        struct timespec limit = {time(NULL) + CREDS_WAIT_LIMIT, 0};
+        chain->wanted = 1;
+        pthread_cond_signal(&chain->wake);
+        while (chain->attempts == seen && !chain->stopping) {
+            if (pthread_cond_timedwait(&chain->answered, &chain->lock, &limit) == ETIMEDOUT) {
+                snprintf(err, errlen, "AWS credentials: no answer from the sources within %d s",
+                         CREDS_WAIT_LIMIT);
+                return -1;
+            }
+        }
+    }
+    if (usable(&chain->cached, time(NULL))) {
+        return 0;
+    }
+    snprintf(err, errlen, "%s",
+             chain->stopping                       ? "AWS credentials: shutting down"
+             : chain->error[0]                     ? chain->error
+             : chain->cached.access_key_id != NULL ? "AWS credentials: expired"
+                                                   : "no AWS credentials");
+    return -1;
+}
+
 int
 creds_get(struct creds_chain *chain, struct creds *out, char *err, size_t errlen)
 {
-    time_t now = time(NULL);
     int rc = 0;
 
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&chain->lock);
-    if (!still_good(&chain->cached, now)) {
-        struct creds fresh;
-        memset(&fresh, 0, sizeof(fresh));
-        if (resolve_chain(chain, now, &fresh, err, errlen) == 0) {
-            creds_clear(&chain->cached);
-            chain->cached = fresh;
-        } else if (chain->cached.access_key_id == NULL || chain->cached.expiration <= now) {
-            rc = -1;
+    if (!usable(&chain->cached, time(NULL))) {
+        rc = chain->started ? 0 : start_refresher(chain, err, errlen);
+        if (rc == 0) {
+            rc = wait_for_attempt(chain, err, errlen);
         }
     }
     if (rc == 0 && creds_copy(out, &chain->cached) != 0) {

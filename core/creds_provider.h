@@ -1,7 +1,8 @@
 /*
  * creds_provider.h - the interface between the credential chain (creds.c)
- * and each source of credentials. Adding a source (web identity,
- * container, IMDS, credential_process) is one new constructor here, its
+ * and each source of credentials (creds_env.c, creds_webid.c,
+ * creds_profile.c with creds_process.c, creds_container.c, creds_imds.c),
+ * plus the helpers they share. Adding a source is one constructor here, its
  * file, and one line in creds.c's order table. Not for users of
  * credentials: they include creds.h.
  */
@@ -12,27 +13,41 @@
 #include <time.h>
 
 struct creds;
+struct http_client;
+
+/* What the chain lends a provider for one resolve call. */
+struct creds_ctx {
+    const char *region;         /* the configured region, or NULL (STS endpoint) */
+    const volatile int *cancel; /* nonzero: the chain is being freed, give up */
+};
 
 struct creds_provider {
     /* What error texts call it: "env", "profile default". Owned by the
      * provider, valid until free. */
     const char *label;
     /*
-     * Fill *out (creds_set) and return 1; or return 0 when this source has
-     * no credentials, so the chain goes on; or -1 on a failure that must
-     * stop the chain (ENOMEM). For 0 and -1, write the reason into why
-     * ("AWS_ACCESS_KEY_ID not set"): never a secret. Called with the
-     * chain's lock held, so one call at a time per provider; it may block
-     * (network sources), and expiration tells the chain when to call again.
+     * Fill *out (creds_set) and return 1; or return 0 when this source is
+     * not configured or has nothing, so the chain goes on; or -1 when the
+     * source is configured but failed (STS refused, the container endpoint
+     * answered 500, credential_process exited 1) or on ENOMEM: the chain
+     * stops there, as the AWS SDKs do, rather than quietly falling back to
+     * another identity. For 0 and -1, write the reason into why: never a
+     * secret. Only the chain's refresh thread calls it, so one call at a
+     * time per provider, without the chain's lock; it may block (bounded by
+     * its timeouts, and cut short by ctx->cancel).
      */
-    int (*resolve)(struct creds_provider *p, struct creds *out, char *why, size_t whylen);
+    int (*resolve)(struct creds_provider *p, const struct creds_ctx *ctx, struct creds *out,
+                   char *why, size_t whylen);
     void (*free)(struct creds_provider *p);
 };
 
 /* The constructors take the chain's profile name (never NULL) and return
  * NULL on ENOMEM. */
 struct creds_provider *creds_provider_env_new(const char *profile);
+struct creds_provider *creds_provider_webid_new(const char *profile);
 struct creds_provider *creds_provider_profile_new(const char *profile);
+struct creds_provider *creds_provider_container_new(const char *profile);
+struct creds_provider *creds_provider_imds_new(const char *profile);
 
 /* Fill c with copies of the strings (token may be NULL); provider is cut
  * to fit. 0, or -1 on ENOMEM with c left empty. */
@@ -43,5 +58,81 @@ int creds_set(struct creds *c, const char *access_key_id, const char *secret_acc
  * or "-hhmm" offset instead of Z (no zone: UTC), the forms AWS services,
  * IMDS and AWS_CREDENTIAL_EXPIRATION use. 0, or -1 if s is not one. */
 int creds_parse_time(const char *s, time_t *out);
+
+/* getenv, but an empty value counts as unset. */
+const char *creds_env(const char *name);
+/* Whether the variable says true (any case). */
+int creds_env_true(const char *name);
+
+/* What creds_from_json insists on, besides AccessKeyId and SecretAccessKey. */
+#define CREDS_JSON_EXPIRATION 1 /* an Expiration member */
+#define CREDS_JSON_VERSION_1  2 /* "Version": 1 (credential_process) */
+#define CREDS_JSON_SUCCESS    4 /* "Code", when present, is "Success" (IMDS) */
+
+/*
+ * A JSON credential document, the container endpoint's and IMDS's form
+ * ({"AccessKeyId", "SecretAccessKey", "Token", "Expiration"}) or
+ * credential_process's ({"Version": 1, ..., "SessionToken"}): token_key
+ * names the token's member; flags are CREDS_JSON_*. 1 with *out filled, 0
+ * with why when the document is not one (never quoting it: it may hold
+ * secrets), -1 on ENOMEM. The parsed copies of the secrets are wiped
+ * before they are freed; text is the caller's to wipe.
+ */
+int creds_from_json(const char *text, size_t len, const char *token_key, unsigned flags,
+                    const char *provider, struct creds *out, char *why, size_t whylen);
+
+/* Read a small file (a token) whole into a new string the caller wipes
+ * and frees, with trailing blanks and newlines cut; NULL with errno
+ * (EFBIG past max bytes). */
+char *creds_read_token_file(const char *path, size_t max);
+
+/* The shared client of the network providers, made on first use (one per
+ * provider: only the refresh thread uses it). NULL when curl fails. */
+struct http_client *creds_http(struct http_client **slot);
+
+/* ---- credential_process (creds_process.c) ---- */
+
+#define CREDS_PROCESS_TIMEOUT_MS 30000
+#define CREDS_PROCESS_MAX_OUTPUT 65536
+
+/*
+ * Run command through /bin/sh -c with stdin from /dev/null, in its own
+ * process group, and collect up to cap bytes of its standard output into
+ * out (which holds cap + 1: a NUL is added; *len the length). Standard
+ * error is read and counted but never shown: it may hold secrets. Past
+ * timeout_ms, on cancel, or when the output outgrows out, the process
+ * group is killed. 0 when the command exited 0, else -1 with why. out may
+ * hold secrets: the caller wipes it.
+ */
+int creds_process_run(const char *command, long timeout_ms, const volatile int *cancel, char *out,
+                      size_t cap, size_t *len, char *why, size_t whylen);
+
+/* Run a profile's credential_process and read its JSON: 1, or -1 with why
+ * (a configured source that failed). */
+int creds_process_resolve(const char *command, const char *profile, const struct creds_ctx *ctx,
+                          struct creds *out, char *why, size_t whylen);
+
+/* ---- web identity (creds_webid.c) ---- */
+
+/*
+ * The AssumeRoleWithWebIdentity reply: 1 with *out from
+ * Credentials/{AccessKeyId, SecretAccessKey, SessionToken, Expiration},
+ * 0 with why when the XML has no such credentials (an ErrorResponse's
+ * Code and Message go into why), -1 on ENOMEM.
+ */
+int creds_webid_parse(const char *xml, size_t len, struct creds *out, char *why, size_t whylen);
+
+/* The STS endpoint: AWS_ENDPOINT_URL_STS, else AWS_ENDPOINT_URL (neither
+ * when AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true), else the regional
+ * https://sts.REGION.amazonaws.com (.com.cn in China), else the global
+ * https://sts.amazonaws.com. A new string, or NULL on ENOMEM. */
+char *creds_sts_endpoint(const char *region);
+
+/* ---- container credentials (creds_container.c) ---- */
+
+/* Whether AWS_CONTAINER_CREDENTIALS_FULL_URI may be used: https to any
+ * host, or http only to loopback, 169.254.170.2, 169.254.170.23 or
+ * [fd00:ec2::23]. No user info ("@") is accepted. */
+int creds_container_uri_allowed(const char *uri);
 
 #endif

@@ -1,7 +1,10 @@
 /*
- * test-creds.c - the credential chain (env, then the profile files), its
- * cache and expiry, the INI reading of awsconfig.c and the error texts.
- * Files are written to a temporary folder; the environment is restored.
+ * test-creds.c - the credential chain's local sources (env, the profile
+ * files), its order and error texts, the INI reading of awsconfig.c and
+ * expirations. Files are written to a temporary folder; the environment is
+ * restored. The network sources are switched off or unset here: their
+ * wire formats are tested against fake servers (test_creds.py), their
+ * parsers in test-creds-parse.c, refreshing in test-creds-refresh.c.
  */
 #include "check.h"
 
@@ -22,9 +25,29 @@
 #define SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 
 static const char *const vars[] = {
-    "AWS_ACCESS_KEY_ID",  "AWS_SECRET_ACCESS_KEY",       "AWS_SESSION_TOKEN",
-    "AWS_SECURITY_TOKEN", "AWS_CREDENTIAL_EXPIRATION",   "AWS_PROFILE",
-    "AWS_CONFIG_FILE",    "AWS_SHARED_CREDENTIALS_FILE", "HOME",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_CREDENTIAL_EXPIRATION",
+    "AWS_PROFILE",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "HOME",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_ROLE_SESSION_NAME",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+    "AWS_EC2_METADATA_DISABLED",
+    "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+    "AWS_EC2_METADATA_V1_DISABLED",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_STS",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
 };
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 
@@ -54,8 +77,9 @@ restore_env(void)
     }
 }
 
-/* No AWS variables, and a HOME without .aws: neither the developer's own
- * credentials nor a previous test leak in. */
+/* No AWS variables, a HOME without .aws, and no instance metadata (this
+ * machine may well answer at 169.254.169.254): neither the developer's
+ * own credentials nor a previous test leak in. */
 static void
 reset_env(void)
 {
@@ -63,6 +87,7 @@ reset_env(void)
         unsetenv(vars[i]);
     }
     setenv("HOME", empty_home, 1);
+    setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
 }
 
 /* tmpdir/name with text in it; the path is in a static buffer per slot. */
@@ -172,8 +197,10 @@ test_partial_env_error(void)
     setenv("AWS_ACCESS_KEY_ID", "AKIDENV", 1);
     expect_none(NULL, err, sizeof(err));
     CHECK_STR(err, "no AWS credentials: tried env (AWS_ACCESS_KEY_ID set but "
-                   "AWS_SECRET_ACCESS_KEY not), profile default (~/.aws/credentials: no such "
-                   "file; ~/.aws/config: no such file)");
+                   "AWS_SECRET_ACCESS_KEY not), web-identity (AWS_WEB_IDENTITY_TOKEN_FILE not "
+                   "set), profile default (~/.aws/credentials: no such file; ~/.aws/config: no "
+                   "such file), container (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI and _FULL_URI "
+                   "not set), imds (AWS_EC2_METADATA_DISABLED=true)");
     reset_env();
     setenv("AWS_SECRET_ACCESS_KEY", SECRET, 1);
     expect_none(NULL, err, sizeof(err));
@@ -253,8 +280,10 @@ test_missing_profile(void)
     setenv("AWS_PROFILE", "nope", 1);
     expect_none(NULL, err, sizeof(err));
     snprintf(want, sizeof(want),
-             "no AWS credentials: tried env (AWS_ACCESS_KEY_ID not set), profile nope (%s: no "
-             "[nope]; %s: no [profile nope])",
+             "no AWS credentials: tried env (AWS_ACCESS_KEY_ID not set), web-identity "
+             "(AWS_WEB_IDENTITY_TOKEN_FILE not set), profile nope (%s: no [nope]; %s: no "
+             "[profile nope]), container (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI and _FULL_URI "
+             "not set), imds (AWS_EC2_METADATA_DISABLED=true)",
              cred, conf);
     CHECK_STR(err, want);
     /* A section that has the secret but not the key id: named, not shown. */
@@ -414,6 +443,8 @@ chain_expect(struct creds_chain *chain, const char *akid)
 static void
 test_cache(void)
 {
+    char err[1024];
+
     reset_env();
     setenv("AWS_ACCESS_KEY_ID", "AKIDONE", 1);
     setenv("AWS_SECRET_ACCESS_KEY", SECRET, 1);
@@ -425,25 +456,94 @@ test_cache(void)
     chain_expect(chain, "AKIDONE");
     creds_chain_free(chain);
 
-    /* Ones expiring within the refresh margin are resolved again... */
-    set_expiration_in(60);
+    /* An hour left: cached, no refresh due yet. */
+    set_expiration_in(3600);
     chain = creds_chain_new(NULL);
     chain_expect(chain, "AKIDTWO");
     setenv("AWS_ACCESS_KEY_ID", "AKIDTHREE", 1);
-    chain_expect(chain, "AKIDTHREE");
-    /* ...and when that fails, the cached ones serve until they expire. */
-    unsetenv("AWS_ACCESS_KEY_ID");
-    chain_expect(chain, "AKIDTHREE");
+    chain_expect(chain, "AKIDTWO");
     creds_chain_free(chain);
 
-    /* An hour left: cached. */
-    setenv("AWS_ACCESS_KEY_ID", "AKIDFOUR", 1);
-    set_expiration_in(3600);
-    chain = creds_chain_new(NULL);
-    chain_expect(chain, "AKIDFOUR");
-    setenv("AWS_ACCESS_KEY_ID", "AKIDFIVE", 1);
-    chain_expect(chain, "AKIDFOUR");
-    creds_chain_free(chain);
+    /* Five seconds left is too little to sign with: as good as expired. */
+    set_expiration_in(5);
+    expect_none(NULL, err, sizeof(err));
+    CHECK_CONTAINS(err, "env (expired at ");
+}
+
+/* A profile's credential_process sits between its credentials-file keys
+ * and its config-file keys, as in botocore. */
+static void
+test_credential_process_order(void)
+{
+    char cmd[512];
+
+    reset_env();
+    snprintf(cmd, sizeof(cmd),
+             "[default]\ncredential_process = printf '{\"Version\": 1, \"AccessKeyId\": "
+             "\"AKIDPROC\", \"SecretAccessKey\": \"procsecret\", \"SessionToken\": \"ptok\", "
+             "\"Expiration\": \"2100-01-01T00:00:00Z\"}'\n"
+             "aws_access_key_id = AKIDCONFIG\naws_secret_access_key = cs\n");
+    setenv("AWS_CONFIG_FILE", write_file("f6", cmd), 1);
+    expect_creds(NULL, "AKIDPROC", "procsecret", "ptok", "process:default");
+    setenv("AWS_SHARED_CREDENTIALS_FILE",
+           write_file("c6", "[default]\naws_access_key_id = AKIDCRED\n"
+                            "aws_secret_access_key = cr\n"),
+           1);
+    expect_creds(NULL, "AKIDCRED", "cr", NULL, "profile:default");
+    /* In the credentials file too; there it wins over the config file's. */
+    write_file("c6", "[default]\ncredential_process = printf '{\"Version\": 1, "
+                     "\"AccessKeyId\": \"AKIDPROC2\", \"SecretAccessKey\": \"s2\"}'\n");
+    expect_creds(NULL, "AKIDPROC2", "s2", NULL, "process:default");
+}
+
+/* A source that is configured but fails stops the chain: no quiet fallback
+ * to the next source's identity. */
+static void
+test_configured_source_fails(void)
+{
+    char err[1024];
+
+    reset_env();
+    setenv("AWS_SHARED_CREDENTIALS_FILE",
+           write_file("c7", "[default]\naws_access_key_id = AKIDFALLBACK\n"
+                            "aws_secret_access_key = fb\n"),
+           1);
+    setenv("AWS_WEB_IDENTITY_TOKEN_FILE", "/nonexistent/token", 1);
+    setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/r", 1);
+    expect_none(NULL, err, sizeof(err));
+    CHECK_STR(err, "AWS credentials: web-identity: web identity token file /nonexistent/token: "
+                   "No such file or directory");
+    /* Only half configured: a reason, and the next source answers. */
+    unsetenv("AWS_ROLE_ARN");
+    expect_creds(NULL, "AKIDFALLBACK", "fb", NULL, "profile:default");
+
+    reset_env();
+    setenv("AWS_CONFIG_FILE",
+           write_file("f7", "[default]\ncredential_process = echo token-on-stderr >&2; exit 3\n"),
+           1);
+    expect_none(NULL, err, sizeof(err));
+    CHECK_CONTAINS(err, "AWS credentials: profile default: credential_process exited with "
+                        "status 3 (16 bytes on stderr, not shown");
+    CHECK(strstr(err, "token-on-stderr") == NULL);
+    write_file("f7", "[default]\ncredential_process = echo '{\"Version\": 2}'\n");
+    expect_none(NULL, err, sizeof(err));
+    CHECK_CONTAINS(err, "credential_process printed no credentials: the JSON has no "
+                        "\"Version\": 1");
+
+    reset_env();
+    setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://example.com/creds", 1);
+    expect_none(NULL, err, sizeof(err));
+    CHECK_CONTAINS(err, "AWS credentials: container: AWS_CONTAINER_CREDENTIALS_FULL_URI is "
+                        "neither https nor http to the loopback");
+    setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://127.0.0.1:9/creds", 1);
+    setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "abc\r\nX-Injected: 1", 1);
+    expect_none(NULL, err, sizeof(err));
+    CHECK_STR(err, "AWS credentials: container: the container authorization token holds a "
+                   "line break (from AWS_CONTAINER_AUTHORIZATION_TOKEN)");
+    setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", "/nonexistent/ecs-token", 1);
+    expect_none(NULL, err, sizeof(err));
+    CHECK_STR(err, "AWS credentials: container: AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE "
+                   "/nonexistent/ecs-token: No such file or directory");
 }
 
 static void *
@@ -464,8 +564,8 @@ hammer(void *arg)
     return (void *) bad;
 }
 
-/* Many threads on one chain whose credentials are re-resolved on every
- * call (expiry inside the margin): each gets whole credentials. */
+/* Many threads on a fresh chain at once: each gets whole credentials,
+ * the ones the single first resolution found. */
 static void
 test_threads(void)
 {
@@ -474,7 +574,7 @@ test_threads(void)
     reset_env();
     setenv("AWS_ACCESS_KEY_ID", "AKIDTHREAD", 1);
     setenv("AWS_SECRET_ACCESS_KEY", SECRET, 1);
-    set_expiration_in(60);
+    set_expiration_in(3600);
     struct creds_chain *chain = creds_chain_new(NULL);
     for (int i = 0; i < 4; i++) {
         CHECK_INT(pthread_create(&t[i], NULL, hammer, chain), 0);
@@ -543,6 +643,8 @@ main(void)
     test_profile_value();
     test_expiration();
     test_cache();
+    test_credential_process_order();
+    test_configured_source_fails();
     test_threads();
     test_copy_clear();
     restore_env();

@@ -1,0 +1,268 @@
+/*
+ * creds_process.c - a profile's credential_process: run the command
+ * through the shell as the AWS SDKs do, with a timeout, and read the JSON
+ * it prints. Not the profile's other keys (creds_profile.c). The
+ * command's standard error is never shown: tools print tokens there.
+ */
+#include "creds.h"
+#include "creds_provider.h"
+
+#include <openssl/crypto.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* How often a running command is checked for the cancel flag. */
+#define PROCESS_POLL_MS 100
+
+static long
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* In the child, before exec: only async-signal-safe calls. Its own
+ * process group (so a timeout kills the whole pipeline), default signal
+ * dispositions and mask, stdin from /dev/null, the pipes as stdout and
+ * stderr. */
+static void
+exec_shell(char *const argv[], int out_fd, int err_fd)
+{
+    struct sigaction dfl;
+    sigset_t none;
+
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++) {
+        sigaction(sig, &dfl, NULL); /* fails harmlessly for SIGKILL, SIGSTOP, RT */
+    }
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    setpgid(0, 0);
+    int in = open("/dev/null", O_RDONLY);
+    if (in < 0 || dup2(in, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) {
+        _exit(127);
+    }
+    execve("/bin/sh", argv, environ);
+    _exit(127);
+}
+
+/* Start /bin/sh -c command with stdout and stderr into the pipes' write
+ * ends (both close-on-exec: dup2 makes the child's copies). The pid, or
+ * -1 with errno. */
+static pid_t
+spawn_shell(const char *command, int out_fd, int err_fd)
+{
+    char *argv[] = {"/bin/sh", "-c", (char *) command, NULL};
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        exec_shell(argv, out_fd, err_fd);
+    }
+    if (pid > 0) {
+        setpgid(pid, pid); /* also here: kill(-pid) must work at once */
+    }
+    return pid;
+}
+
+/* What collect() saw. */
+struct process_io {
+    int fds[2]; /* stdout, stderr read ends; -1 once at EOF */
+    char *out;
+    size_t cap, len;
+    size_t err_bytes;
+    int too_large;
+};
+
+/* Read what is ready: stdout into out, stderr counted and dropped. */
+static void
+drain_ready(struct process_io *io, const struct pollfd *pfd)
+{
+    char scratch[4096];
+
+    for (int i = 0; i < 2; i++) {
+        if (io->fds[i] < 0 || pfd[i].revents == 0) {
+            continue;
+        }
+        char *dst = i == 0 ? io->out + io->len : scratch;
+        size_t room = i == 0 ? io->cap - io->len : sizeof(scratch);
+        ssize_t n = room > 0 ? read(io->fds[i], dst, room) : 0;
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+            continue;
+        }
+        if (i == 0 && room == 0) {
+            io->too_large = 1;
+        }
+        if (n <= 0) {
+            close(io->fds[i]);
+            io->fds[i] = -1;
+        } else if (i == 0) {
+            io->len += (size_t) n;
+        } else {
+            io->err_bytes += (size_t) n;
+        }
+    }
+    OPENSSL_cleanse(scratch, sizeof(scratch));
+}
+
+/* Read both pipes until they close. 0, or -1 at the deadline, on cancel
+ * or when stdout outgrows the buffer (io->too_large). */
+static int
+collect(struct process_io *io, long deadline, const volatile int *cancel)
+{
+    while (io->fds[0] >= 0 || io->fds[1] >= 0) {
+        struct pollfd pfd[2] = {{io->fds[0], POLLIN, 0}, {io->fds[1], POLLIN, 0}};
+        long left = deadline - now_ms();
+        if (left <= 0 || (cancel != NULL && *cancel) || io->too_large) {
+            return -1;
+        }
+        int n = poll(pfd, 2, (int) (left < PROCESS_POLL_MS ? left : PROCESS_POLL_MS));
+        if (n < 0 && errno != EINTR) {
+            return -1;
+        }
+        if (n > 0) {
+            drain_ready(io, pfd);
+        }
+    }
+    return io->too_large ? -1 : 0;
+}
+
+/* Wait for the child until the deadline; kill its group if it is late.
+ * The wait status, or -1 when it had to be killed. */
+static int
+reap(pid_t pid, long deadline, int kill_now)
+{
+    int status = 0;
+
+    while (!kill_now) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR)) {
+            return r == pid ? status : -1;
+        }
+        if (now_ms() >= deadline) {
+            break;
+        }
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return -1;
+}
+
+/* The outcome as a reason: why the run failed, or "" when it did not. */
+static int
+explain(const struct process_io *io, int status, int late, long timeout_ms,
+        const volatile int *cancel, char *why, size_t whylen)
+{
+    if (io->too_large) {
+        snprintf(why, whylen, "printed more than %zu bytes", io->cap);
+    } else if (late && cancel != NULL && *cancel) {
+        snprintf(why, whylen, "cancelled");
+    } else if (late) {
+        snprintf(why, whylen, "did not finish within %ld ms (killed)", timeout_ms);
+    } else if (WIFSIGNALED(status)) {
+        snprintf(why, whylen, "killed by signal %d", WTERMSIG(status));
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+        snprintf(why, whylen, "exited with status %d", WEXITSTATUS(status));
+    } else {
+        return 0;
+    }
+    if (io->err_bytes > 0) {
+        size_t n = strlen(why);
+        snprintf(why + n, whylen - n,
+                 " (%zu bytes on stderr, not shown: they may hold secrets; run the command "
+                 "by hand to see them)",
+                 io->err_bytes);
+    }
+    return -1;
+}
+
+int
+creds_process_run(const char *command, long timeout_ms, const volatile int *cancel, char *out,
+                  size_t cap, size_t *len, char *why, size_t whylen)
+{
+    int outp[2] = {-1, -1}, errp[2] = {-1, -1};
+    long deadline = now_ms() + timeout_ms;
+
+    *len = 0;
+    out[0] = '\0';
+    if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
+        snprintf(why, whylen, "cannot make a pipe: %s", strerror(errno));
+        goto fail;
+    }
+    pid_t pid = spawn_shell(command, outp[1], errp[1]);
+    if (pid < 0) {
+        snprintf(why, whylen, "cannot start /bin/sh: %s", strerror(errno));
+        goto fail;
+    }
+    close(outp[1]);
+    close(errp[1]);
+    struct process_io io = {{outp[0], errp[0]}, out, cap, 0, 0, 0};
+    int late = collect(&io, deadline, cancel) != 0;
+    for (int i = 0; i < 2; i++) {
+        if (io.fds[i] >= 0) {
+            close(io.fds[i]);
+        }
+    }
+    int status = reap(pid, deadline, late);
+    late |= status == -1;
+    out[io.len] = '\0';
+    *len = io.len;
+    return explain(&io, status, late, timeout_ms, cancel, why, whylen);
+fail:
+    for (int i = 0; i < 2; i++) {
+        if (outp[i] >= 0) {
+            close(outp[i]);
+        }
+        if (errp[i] >= 0) {
+            close(errp[i]);
+        }
+    }
+    return -1;
+}
+
+int
+creds_process_resolve(const char *command, const char *profile, const struct creds_ctx *ctx,
+                      struct creds *out, char *why, size_t whylen)
+{
+    char provider[sizeof(out->provider)], reason[384];
+    size_t len = 0;
+    char *text = malloc(CREDS_PROCESS_MAX_OUTPUT + 1);
+    int rc = -1;
+
+    if (text == NULL) {
+        snprintf(why, whylen, "out of memory");
+        return -1;
+    }
+    snprintf(provider, sizeof(provider), "process:%.*s", (int) sizeof(provider) - 9, profile);
+    if (creds_process_run(command, CREDS_PROCESS_TIMEOUT_MS, ctx->cancel, text,
+                          CREDS_PROCESS_MAX_OUTPUT, &len, reason, sizeof(reason)) != 0) {
+        snprintf(why, whylen, "credential_process %s", reason);
+        goto out;
+    }
+    rc = creds_from_json(text, len, "SessionToken", CREDS_JSON_VERSION_1, provider, out, reason,
+                         sizeof(reason));
+    if (rc != 1) {
+        snprintf(why, whylen, "credential_process printed no credentials: %s", reason);
+        rc = -1;
+    }
+out:
+    OPENSSL_cleanse(text, CREDS_PROCESS_MAX_OUTPUT + 1);
+    free(text);
+    return rc;
+}

@@ -1,0 +1,204 @@
+/*
+ * creds_source.c - what the credential sources share: reading variables,
+ * the JSON credential documents of the container endpoint, IMDS and
+ * credential_process, token files, and the HTTP client of the network
+ * sources. Not a source itself, and not the chain (creds.c).
+ */
+#include "creds.h"
+#include "creds_provider.h"
+#include "http.h"
+
+#include <jansson.h>
+#include <openssl/crypto.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *
+creds_env(const char *name)
+{
+    const char *v = getenv(name);
+    return v != NULL && *v != '\0' ? v : NULL;
+}
+
+int
+creds_env_true(const char *name)
+{
+    const char *v = creds_env(name);
+    return v != NULL && strcasecmp(v, "true") == 0;
+}
+
+/* A member that must be a non-empty string, or NULL. */
+static const char *
+member(json_t *doc, const char *name)
+{
+    json_t *v = json_object_get(doc, name);
+    const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+    return s != NULL && *s != '\0' ? s : NULL;
+}
+
+/* Overwrite a parsed string's bytes: jansson frees without wiping. */
+static void
+wipe_member(json_t *doc, const char *name)
+{
+    json_t *v = json_object_get(doc, name);
+    if (json_is_string(v)) {
+        OPENSSL_cleanse((char *) json_string_value(v), json_string_length(v));
+    }
+}
+
+/* The checks besides the two keys: 1, or 0 with why. */
+static int
+check_form(json_t *doc, unsigned flags, char *why, size_t whylen)
+{
+    json_t *version = json_object_get(doc, "Version");
+    const char *code = member(doc, "Code");
+
+    if ((flags & CREDS_JSON_VERSION_1) &&
+        (!json_is_integer(version) || json_integer_value(version) != 1)) {
+        snprintf(why, whylen, "the JSON has no \"Version\": 1");
+        return 0;
+    }
+    if ((flags & CREDS_JSON_SUCCESS) && code != NULL && strcmp(code, "Success") != 0) {
+        snprintf(why, whylen, "the credentials' Code is \"%.40s\", not Success", code);
+        return 0;
+    }
+    return 1;
+}
+
+/* The document's parts into *out: 1, 0 with why, -1 on ENOMEM. */
+static int
+doc_creds(json_t *doc, const char *token_key, unsigned flags, const char *provider,
+          struct creds *out, char *why, size_t whylen)
+{
+    const char *akid = member(doc, "AccessKeyId");
+    const char *secret = member(doc, "SecretAccessKey");
+    const char *token = token_key != NULL ? member(doc, token_key) : NULL;
+    const char *expiry = member(doc, "Expiration");
+    time_t expiration = 0;
+
+    if (!check_form(doc, flags, why, whylen)) {
+        return 0;
+    }
+    if (akid == NULL || secret == NULL) {
+        snprintf(why, whylen, "the JSON has no %s",
+                 akid == NULL ? "AccessKeyId" : "SecretAccessKey");
+        return 0;
+    }
+    if (expiry == NULL && (flags & CREDS_JSON_EXPIRATION)) {
+        snprintf(why, whylen, "the JSON has no Expiration");
+        return 0;
+    }
+    if (expiry != NULL && creds_parse_time(expiry, &expiration) != 0) {
+        snprintf(why, whylen, "Expiration \"%.40s\" is not an ISO 8601 time", expiry);
+        return 0;
+    }
+    if (creds_set(out, akid, secret, token, expiration, provider) != 0) {
+        snprintf(why, whylen, "out of memory");
+        return -1;
+    }
+    return 1;
+}
+
+int
+creds_from_json(const char *text, size_t len, const char *token_key, unsigned flags,
+                const char *provider, struct creds *out, char *why, size_t whylen)
+{
+    json_error_t jerr;
+    json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if (!json_is_object(doc)) {
+        /* jerr.text can quote the input: only say where. */
+        if (doc == NULL) {
+            snprintf(why, whylen, "the answer is not JSON (error at line %d, column %d)",
+                     jerr.line, jerr.column);
+        } else {
+            snprintf(why, whylen, "the answer is not a JSON object");
+        }
+        json_decref(doc);
+        return 0;
+    }
+    rc = doc_creds(doc, token_key, flags, provider, out, why, whylen);
+    wipe_member(doc, "SecretAccessKey");
+    if (token_key != NULL) {
+        wipe_member(doc, token_key);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+/* Read an open file of at most max bytes into one allocation (no realloc
+ * leaves copies of a secret behind). */
+static char *
+read_all(int fd, size_t max)
+{
+    struct stat st;
+    char *text = NULL;
+    size_t got = 0;
+
+    if (fstat(fd, &st) != 0) {
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode) || (size_t) st.st_size > max) {
+        errno = S_ISDIR(st.st_mode) ? EISDIR : EFBIG;
+        return NULL;
+    }
+    text = malloc(max + 1);
+    if (text == NULL) {
+        return NULL;
+    }
+    for (;;) {
+        ssize_t n = read(fd, text + got, max - got);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 || (n > 0 && got + (size_t) n == max)) {
+            int saved = n < 0 ? errno : EFBIG;
+            OPENSSL_cleanse(text, got + (n > 0 ? (size_t) n : 0));
+            free(text);
+            errno = saved;
+            return NULL;
+        }
+        if (n == 0) {
+            break;
+        }
+        got += (size_t) n;
+    }
+    while (got > 0 && strchr(" \t\r\n", text[got - 1]) != NULL) {
+        got--;
+    }
+    text[got] = '\0';
+    return text;
+}
+
+char *
+creds_read_token_file(const char *path, size_t max)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        return NULL;
+    }
+    char *text = read_all(fd, max);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return text;
+}
+
+struct http_client *
+creds_http(struct http_client **slot)
+{
+    if (*slot == NULL) {
+        *slot = http_client_new(NULL);
+    }
+    return *slot;
+}

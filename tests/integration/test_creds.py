@@ -1,0 +1,348 @@
+"""Issue 11 acceptance: twiced finds its AWS credentials the way the AWS SDKs do.
+
+Each source of the chain supplies credentials in its own test, from a fake of its own
+(fakeaws: IMDSv2, the container endpoint, STS) or from files and processes, and the tests
+assert the exact requests twiced makes to it. Every SQS request goes through
+fakeaws.SqsProxy, which recomputes the SigV4 signature (X-Amz-Security-Token included)
+with the credentials the fake handed out and refuses anything wrong or expired, so "the
+messages were processed" means "signed right with live credentials". Also: the chain's
+order, a configured source that fails stops the chain, and credentials with 5 minutes
+left are refreshed ahead of expiry with no failed request (that test takes ~3 minutes).
+"""
+
+import copy
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import unittest
+
+import fakeaws
+import twicetest
+import twiceconf as tc
+
+EFFECT_TX = "effect-tx"
+ROLE_PATH = "/latest/meta-data/iam/security-credentials/"
+
+
+class CredsTest(twicetest.TwiceTestCase):
+    def setUp(self):
+        super().setUp()
+        self.ledger = fakeaws.Ledger()
+        self.proxy = self.fake(fakeaws.SqsProxy(self.ledger, self.env.sqs_endpoint))
+        self.tmp = tempfile.mkdtemp(prefix="creds-", dir=self.env.run_dir)
+        self.home = os.path.join(self.tmp, "home")
+        os.mkdir(self.home)
+        self.url, self.dlq = self.queue_pair("creds")
+        self.dsn = self.new_database("creds")
+        self.pg.query(self.dsn, tc.EFFECTS_TABLE)
+        proxied = copy.copy(self.env)
+        proxied.sqs_endpoint = self.proxy.url
+        self.conf = tc.config(proxied, self.dsn, [tc.queue("creds", self.url, self.dlq,
+                                                           EFFECT_TX)],
+                              [tc.plugin(EFFECT_TX, tc.test_plugin(self.env, "effect_tx"))])
+        self.secrets = []  # texts that must never appear in twiced's log
+
+    def fake(self, server):
+        server.start()
+        self.addCleanup(server.stop)
+        return server
+
+    def isolated_env(self, **extra):
+        """twiced's environment with no credentials of any source but the ones given: no
+        AWS keys, a HOME without .aws, shared files that do not exist, no IMDS."""
+        env = {"AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None, "HOME": self.home,
+               "AWS_CONFIG_FILE": os.path.join(self.tmp, "no-config"),
+               "AWS_SHARED_CREDENTIALS_FILE": os.path.join(self.tmp, "no-credentials"),
+               "AWS_EC2_METADATA_DISABLED": "true"}
+        env.update(extra)
+        return env
+
+    def write(self, name, text, mode=0o600):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(path, mode)
+        return path
+
+    def effects(self):
+        return self.pg.query(self.dsn, "SELECT key FROM effects ORDER BY at")
+
+    def run_jobs(self, extra_env, count=3, prefix="job"):
+        """Start twiced, have it process `count` messages, stop it; returns it."""
+        d = self.start_twiced(self.conf, extra_env=extra_env)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        before = len(self.effects())
+        for i in range(count):
+            self.sqs.send(self.url, json.dumps({"id": "%s-%d" % (prefix, i)}))
+        twicetest.wait_until(lambda: len(self.effects()) >= before + count, timeout=30,
+                             message="twiced did not process the messages")
+        twicetest.wait_until(lambda: self.sqs.counts(self.url) == (0, 0, 0), timeout=30)
+        self.assertEqual(d.stop(), 0)
+        self.assert_no_secrets(d)
+        return d
+
+    def assert_signed_with(self, creds, since=0.0):
+        """Every SQS request twiced made (after `since`) passed the proxy's checks and was
+        signed with one of creds, the session token signed along when there is one."""
+        self.assertEqual([(r.target, r.note) for r in self.proxy.refused()], [],
+                         "requests the proxy refused")
+        reqs = [r for r in self.proxy.passed() if r.at >= since]
+        self.assertTrue(reqs, "no SQS request reached the proxy")
+        by_id = {c.access_key_id: c for c in creds}
+        for r in reqs:
+            self.assertIn(r.access_key_id, by_id, "%s signed with an unexpected key" % r.target)
+            self.assertEqual(r.token_signed, by_id[r.access_key_id].token is not None)
+        targets = {r.target for r in reqs}
+        self.assertIn("ReceiveMessage", targets)
+        self.assertTrue(targets & {"DeleteMessageBatch", "DeleteMessage"}, targets)
+        return reqs
+
+    def assert_no_secrets(self, d):
+        log = d.log_text()
+        for c in self.ledger.all():
+            self.assertNotIn(c.secret_access_key, log)
+            if c.token:
+                self.assertNotIn(c.token, log)
+        for s in self.secrets:
+            self.assertNotIn(s, log)
+
+
+class Sources(CredsTest):
+    def test_env_with_session_token(self):
+        token = fakeaws.random_token(120)
+        creds = self.ledger.add(twicetest.TEST_ACCESS_KEY_ID, twicetest.TEST_SECRET_ACCESS_KEY,
+                                token)
+        self.run_jobs(self.isolated_env(AWS_ACCESS_KEY_ID=twicetest.TEST_ACCESS_KEY_ID,
+                                        AWS_SECRET_ACCESS_KEY=twicetest.TEST_SECRET_ACCESS_KEY,
+                                        AWS_SESSION_TOKEN=token))
+        self.assert_signed_with([creds])
+
+    def test_imds_v2(self):
+        imds = self.fake(fakeaws.Imds(self.ledger))
+        self.run_jobs(self.isolated_env(AWS_EC2_METADATA_DISABLED=None,
+                                        AWS_EC2_METADATA_SERVICE_ENDPOINT=imds.url))
+        self.assert_signed_with(imds.issued)
+        reqs = imds.requests()
+        self.assertEqual([(r.method, r.path) for r in reqs],
+                         [("PUT", "/latest/api/token"), ("GET", ROLE_PATH),
+                          ("GET", ROLE_PATH + imds.role)])
+        self.assertEqual(reqs[0].headers.get("x-aws-ec2-metadata-token-ttl-seconds"), "21600")
+        self.assertNotIn("x-aws-ec2-metadata-token", reqs[0].headers)
+        token = list(imds.tokens)[0]
+        for r in reqs[1:]:
+            self.assertEqual(r.headers.get("x-aws-ec2-metadata-token"), token)
+        self.assertEqual([r.status for r in reqs], [200, 200, 200])
+        self.assertEqual(len(imds.issued), 1, "6-hour credentials are fetched once")
+        self.secrets.append(token)
+
+    def test_imds_v1_fallback_only_when_asked(self):
+        imds = self.fake(fakeaws.Imds(self.ledger, token_status=403, allow_v1=True))
+        env = self.isolated_env(AWS_EC2_METADATA_DISABLED=None,
+                                AWS_EC2_METADATA_SERVICE_ENDPOINT=imds.url)
+        d = self.start_twiced(self.conf, extra_env=env)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        d.wait_log(r"CredentialsError: no AWS credentials: tried env", timeout=15)
+        self.assertEqual(d.stop(), 0)
+        self.assertEqual({(r.method, r.path) for r in imds.requests()},
+                         {("PUT", "/latest/api/token")}, "no token, no further request")
+        self.assertEqual(self.proxy.requests(), [])
+
+        env["AWS_EC2_METADATA_V1_DISABLED"] = "false"
+        since = time.time()
+        self.run_jobs(env)
+        self.assert_signed_with(imds.issued)
+        gets = [r for r in imds.requests() if r.at >= since and r.method == "GET"]
+        self.assertEqual([r.path for r in gets], [ROLE_PATH, ROLE_PATH + imds.role])
+        for r in gets:
+            self.assertNotIn("x-aws-ec2-metadata-token", r.headers)
+
+    def test_container_full_uri_with_token_file(self):
+        token = "Bearer " + fakeaws.random_token()
+        container = self.fake(fakeaws.Container(self.ledger, token=token))
+        token_file = self.write("ecs-token", token + "\n")
+        self.secrets.append(token)
+        self.run_jobs(self.isolated_env(
+            AWS_CONTAINER_CREDENTIALS_FULL_URI=container.url + container.path,
+            AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=token_file,
+            AWS_CONTAINER_AUTHORIZATION_TOKEN="the-file-wins-over-this"))
+        self.assert_signed_with(container.issued)
+        reqs = container.requests()
+        self.assertEqual([(r.method, r.path, r.status) for r in reqs],
+                         [("GET", container.path, 200)])
+        self.assertEqual(reqs[0].headers.get("authorization"), token)
+
+    def test_container_token_from_variable(self):
+        container = self.fake(fakeaws.Container(self.ledger, token="tok-from-env"))
+        self.run_jobs(self.isolated_env(
+            AWS_CONTAINER_CREDENTIALS_FULL_URI=container.url + container.path,
+            AWS_CONTAINER_AUTHORIZATION_TOKEN="tok-from-env"))
+        self.assert_signed_with(container.issued)
+        self.assertEqual([r.headers.get("authorization") for r in container.requests()],
+                         ["tok-from-env"])
+
+    def test_web_identity(self):
+        jwt = "eyJhbGciOiJSUzI1NiJ9." + fakeaws.random_token(200) + ".sig+/="
+        role = "arn:aws:iam::123456789012:role/twice-irsa"
+        sts = self.fake(fakeaws.Sts(self.ledger, role, jwt))
+        token_file = self.write("web-identity-token", jwt)
+        self.secrets.append(jwt)
+        self.run_jobs(self.isolated_env(AWS_WEB_IDENTITY_TOKEN_FILE=token_file,
+                                        AWS_ROLE_ARN=role,
+                                        AWS_ROLE_SESSION_NAME="twice-worker@test",
+                                        AWS_ENDPOINT_URL_STS=sts.url))
+        self.assert_signed_with(sts.issued)
+        reqs = sts.requests()
+        self.assertEqual([(r.method, r.path, r.status) for r in reqs], [("POST", "/", 200)])
+        self.assertEqual(reqs[0].form(), {
+            "Action": "AssumeRoleWithWebIdentity", "Version": "2011-06-15", "RoleArn": role,
+            "RoleSessionName": "twice-worker@test", "WebIdentityToken": jwt})
+        self.assertTrue(reqs[0].headers["content-type"].startswith(
+            "application/x-www-form-urlencoded"))
+        self.assertNotIn("authorization", reqs[0].headers, "AssumeRoleWithWebIdentity is "
+                                                           "unsigned")
+
+    def test_web_identity_from_profile(self):
+        jwt = "eyJ." + fakeaws.random_token(60) + ".x"
+        role = "arn:aws:iam::123456789012:role/from-profile"
+        sts = self.fake(fakeaws.Sts(self.ledger, role, jwt))
+        token_file = self.write("jwt", jwt)
+        config = self.write("config", "[profile irsa]\nweb_identity_token_file = %s\n"
+                                      "role_arn = %s\n" % (token_file, role))
+        self.run_jobs(self.isolated_env(AWS_CONFIG_FILE=config, AWS_PROFILE="irsa",
+                                        AWS_ENDPOINT_URL_STS=sts.url))
+        self.assert_signed_with(sts.issued)
+        form = sts.requests()[0].form()
+        self.assertEqual(form["RoleArn"], role)
+        self.assertTrue(re.fullmatch(r"twice-session-\d+", form["RoleSessionName"]),
+                        form["RoleSessionName"])
+
+    def test_credential_process(self):
+        creds = self.ledger.issue("process", 3600)
+        runs = os.path.join(self.tmp, "runs")
+        doc = {"Version": 1, "AccessKeyId": creds.access_key_id,
+               "SecretAccessKey": creds.secret_access_key, "SessionToken": creds.token,
+               "Expiration": creds.expiration_text()}
+        script = self.write("cred-helper.py",
+                            "import sys\nopen(%r, 'a').write('run\\n')\n"
+                            "sys.stderr.write('helper: token %s\\n')\n"
+                            "print(%r)\n" % (runs, creds.token, json.dumps(doc)), 0o700)
+        config = self.write("config", "[profile helper]\ncredential_process = %s %s\n"
+                                      % (sys.executable, script))
+        self.run_jobs(self.isolated_env(AWS_CONFIG_FILE=config, AWS_PROFILE="helper"))
+        self.assert_signed_with([creds])
+        with open(runs) as f:
+            self.assertEqual(f.read(), "run\n", "an hour's credentials: run once")
+
+    def test_shared_credentials_file(self):
+        creds = self.ledger.add("AKIDFILE0123456789AB", "file/secret+key")
+        path = self.write("credentials", "[default]\naws_access_key_id = %s\n"
+                                         "aws_secret_access_key = %s\n"
+                          % (creds.access_key_id, creds.secret_access_key))
+        self.run_jobs(self.isolated_env(AWS_SHARED_CREDENTIALS_FILE=path))
+        self.assert_signed_with([creds])
+
+
+class Chain(CredsTest):
+    def test_order_env_webid_profile_container_imds(self):
+        """All five sources configured; taking away the winner each time hands over to
+        the next, and the sources after the winner are never asked."""
+        env_creds = self.ledger.add(twicetest.TEST_ACCESS_KEY_ID,
+                                    twicetest.TEST_SECRET_ACCESS_KEY)
+        jwt, role = "eyJ." + fakeaws.random_token() + ".s", "arn:aws:iam::1:role/w"
+        sts = self.fake(fakeaws.Sts(self.ledger, role, jwt))
+        imds = self.fake(fakeaws.Imds(self.ledger))
+        container = self.fake(fakeaws.Container(self.ledger))
+        file_creds = self.ledger.add("AKIDPROFILE000000000", "profile-secret")
+        env = self.isolated_env(
+            AWS_ACCESS_KEY_ID=env_creds.access_key_id,
+            AWS_SECRET_ACCESS_KEY=env_creds.secret_access_key,
+            AWS_WEB_IDENTITY_TOKEN_FILE=self.write("jwt", jwt), AWS_ROLE_ARN=role,
+            AWS_ENDPOINT_URL_STS=sts.url,
+            AWS_SHARED_CREDENTIALS_FILE=self.write(
+                "credentials", "[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n"
+                % (file_creds.access_key_id, file_creds.secret_access_key)),
+            AWS_CONTAINER_CREDENTIALS_FULL_URI=container.url + container.path,
+            AWS_EC2_METADATA_DISABLED=None, AWS_EC2_METADATA_SERVICE_ENDPOINT=imds.url)
+        fakes = [sts, container, imds]
+        steps = [("env", lambda: [env_creds], ["AWS_ACCESS_KEY_ID"], 0),
+                 ("web-identity", lambda: sts.issued, ["AWS_WEB_IDENTITY_TOKEN_FILE"], 1),
+                 ("profile", lambda: [file_creds], ["AWS_SHARED_CREDENTIALS_FILE"], 0),
+                 ("container", lambda: container.issued, ["AWS_CONTAINER_CREDENTIALS_FULL_URI"],
+                  2),
+                 ("imds", lambda: imds.issued, [], 3)]
+        for name, creds, remove, asked in steps:
+            since = time.time()
+            self.run_jobs(env, count=1, prefix=name)
+            self.assert_signed_with(creds(), since)
+            asked_now = [len([r for r in f.requests() if r.at >= since]) > 0 for f in fakes]
+            self.assertEqual(asked_now, [i == asked - 1 for i in range(3)],
+                             "step %s: which fakes were asked" % name)
+            for var in remove:
+                env[var] = None
+
+    def test_configured_source_that_fails_stops_the_chain(self):
+        imds = self.fake(fakeaws.Imds(self.ledger))
+        container = self.fake(fakeaws.Container(self.ledger))
+        container.fail_next(1000, status=500)
+        d = self.start_twiced(self.conf, extra_env=self.isolated_env(
+            AWS_CONTAINER_CREDENTIALS_FULL_URI=container.url + container.path,
+            AWS_EC2_METADATA_DISABLED=None, AWS_EC2_METADATA_SERVICE_ENDPOINT=imds.url))
+        d.wait_log(r"ready: generation 1", timeout=20)
+        d.wait_log(r"AWS credentials: container: container endpoint http://127\.0\.0\.1:%d: "
+                   r"HTTP 500" % container.port, timeout=20)
+        self.assertEqual(d.stop(), 0)
+        self.assertGreaterEqual(len(container.requests()), 3, "three tries per attempt")
+        self.assertEqual(imds.requests(), [], "no fallback to the instance's role")
+        self.assertEqual(self.proxy.requests(), [])
+
+
+class Refresh(CredsTest):
+    def test_five_minutes_left_refreshed_ahead_with_no_failed_request(self):
+        """IMDS hands out credentials with 5 minutes left. twiced refreshes them at
+        half-life (~150 s before expiry) in the background; the first refresh attempt
+        fails (500) and is retried with backoff while the old ones stay in use. Messages
+        flow all along, every request is signed with live credentials, none fails."""
+        imds = self.fake(fakeaws.Imds(self.ledger, lifetimes=(300, 6 * 3600)))
+        d = self.start_twiced(self.conf, extra_env=self.isolated_env(
+            AWS_EC2_METADATA_DISABLED=None, AWS_EC2_METADATA_SERVICE_ENDPOINT=imds.url))
+        d.wait_log(r"ready: generation 1", timeout=20)
+        twicetest.wait_until(lambda: imds.issued, timeout=10)
+        first = imds.issued[0]
+        imds.fail_next(1, status=500, path_prefix=ROLE_PATH + imds.role)
+        sent = 0
+        deadline = first.issued + 175
+        while time.time() < deadline:
+            self.sqs.send(self.url, json.dumps({"id": "steady-%d" % sent}))
+            sent += 1
+            time.sleep(2)
+        twicetest.wait_until(lambda: len(self.effects()) >= sent, timeout=30,
+                             message="not every message was processed")
+        self.assertEqual(d.stop(), 0)
+        self.assert_no_secrets(d)
+
+        self.assertEqual(len(imds.issued), 2, imds.requests(ROLE_PATH + imds.role))
+        second = imds.issued[1]
+        fetches = imds.requests(ROLE_PATH + imds.role)
+        self.assertEqual([r.status for r in fetches], [200, 500, 200])
+        failed_at, refreshed_at = fetches[1].at - first.issued, fetches[2].at - first.issued
+        print("\nrefresh tried %.1f s after the first fetch, done at %.1f s (expiry at 300 s)"
+              % (failed_at, refreshed_at), file=sys.stderr)
+        self.assertTrue(140 <= failed_at <= 160, failed_at)
+        self.assertTrue(refreshed_at - failed_at < 10, "retried soon after the failure")
+        reqs = self.assert_signed_with([first, second])
+        old = [r.at for r in reqs if r.access_key_id == first.access_key_id]
+        new = [r.at for r in reqs if r.access_key_id == second.access_key_id]
+        self.assertTrue(old and new)
+        self.assertLess(min(new), first.expiration, "switched before the old ones expired")
+        self.assertLess(max(old), min(new) + 1, "no request went back to the old ones")
+        self.assertEqual(self.proxy.refused(), [])
+        log = d.log_text()
+        self.assertNotIn("CredentialsError", log)
+        self.assertIsNone(re.search(r"(?i)credentials.*(expired|fail)", log), log[-2000:])
+
+
+if __name__ == "__main__":
+    unittest.main()
