@@ -6,6 +6,8 @@
  */
 #include "ctl.h"
 
+#include "aws.h"
+
 #include "buf.h"
 #include "config.h"
 #include "creds.h"
@@ -86,13 +88,11 @@ ctl_sqs(struct ctl *c)
     }
     char err[512];
     c->endpoint = calloc(1, sizeof(*c->endpoint));
-    c->creds = creds_chain_new(cfg->aws.profile);
-    if (c->endpoint == NULL || c->creds == NULL) {
+    if (c->endpoint == NULL) {
         ctl_fail("out of memory");
         return NULL;
     }
-    if (sqs_endpoint_resolve(cfg->aws.region, cfg->aws.endpoint, cfg->aws.profile,
-                             cfg->aws.ca_file, c->endpoint, err, sizeof(err)) != 0) {
+    if (aws_setup(cfg, c->endpoint, &c->creds, err, sizeof(err)) != 0) {
         ctl_fail("%s", err);
         return NULL;
     }

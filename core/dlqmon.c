@@ -7,6 +7,8 @@
  */
 #include "dlqmon.h"
 
+#include "aws.h"
+
 #include "alert.h"
 #include "config.h"
 #include "creds.h"
@@ -334,11 +336,8 @@ static void
 connect_sqs(struct dlqmon *m, const struct config *c)
 {
     char err[512];
-    m->creds = creds_chain_new(c->aws.profile);
-    if (m->creds == NULL || sqs_endpoint_resolve(c->aws.region, c->aws.endpoint, c->aws.profile,
-                                                 c->aws.ca_file, &m->ep, err, sizeof(err)) != 0) {
-        log_error("dlq monitor: %s (DLQ depths are not checked)",
-                  m->creds == NULL ? "out of memory" : err);
+    if (aws_setup(c, &m->ep, &m->creds, err, sizeof(err)) != 0) {
+        log_error("dlq monitor: %s (DLQ depths are not checked)", err);
         return;
     }
     m->sqs = sqs_client_new(&m->ep, m->creds);

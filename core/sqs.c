@@ -224,7 +224,7 @@ sqs_attempt(struct sqs_client *c, const char *op, const char *body, size_t len,
 {
     struct creds cr = {0};
     struct sqs_signed s = {BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT};
-    char cerr[256];
+    char cerr[1024];
     int rc = -1;
     *retry_after = -1;
     if (c->resp.body.cap > SQS_KEEP_BUFFER) {

@@ -44,7 +44,7 @@ struct sqs_error {
     int retryable;        /* worth trying again later (throttling, 5xx, transport) */
     char code[128];       /* "QueueDoesNotExist", "ThrottlingException", curl's name... */
     char query_code[128]; /* x-amzn-query-error's code, "" when absent */
-    char message[512];    /* the service's or curl's message */
+    char message[1024];   /* the service's or curl's message */
 };
 
 /*

@@ -8,6 +8,7 @@
 #include "worker.h"
 
 #include "acker.h"
+#include "aws.h"
 #include "config.h"
 #include "creds.h"
 #include "hostapi.h"
@@ -164,13 +165,11 @@ start(struct worker *w, char *err, size_t errlen)
 {
     const struct config *c = w->cfg;
     w->endpoint = calloc(1, sizeof(*w->endpoint));
-    w->creds = creds_chain_new(c->aws.profile);
-    if (w->endpoint == NULL || w->creds == NULL) {
+    if (w->endpoint == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (sqs_endpoint_resolve(c->aws.region, c->aws.endpoint, c->aws.profile, c->aws.ca_file,
-                             w->endpoint, err, errlen) != 0 ||
+    if (aws_setup(c, w->endpoint, &w->creds, err, errlen) != 0 ||
         load_plugins(w, err, errlen) != 0) {
         return -1;
     }
