@@ -223,7 +223,8 @@ else
 fi
 grep -qx "plugin_dir = \"$plugindir\";" /etc/twice/twice.conf ||
     fail "/etc/twice/twice.conf does not set plugin_dir = \"$plugindir\""
-[ "$(stat -c %a /etc/twice/twice.conf)" = 644 ] || fail "/etc/twice/twice.conf is not mode 644"
+perm=$(stat -c '%a %U:%G' /etc/twice/twice.conf)
+[ "$perm" = "640 root:twice" ] || fail "/etc/twice/twice.conf is $perm, not 640 root:twice"
 
 # ---- the installed configuration ----
 step "twiced -t on the installed configuration"
@@ -237,6 +238,13 @@ if twiced -t -c "$conf" >"$work/t.out" 2>&1; then
 else
     cat "$work/t.out" >&2
     fail "twiced -t fails on the installed configuration (DSN and queue URLs filled in)"
+fi
+# The service's user reads the installed file and may load the plugins.
+if runuser -u twice -- twiced -t -c /etc/twice/twice.conf >"$work/t-user.out" 2>&1; then
+    ok "twiced -t as the user twice on /etc/twice/twice.conf as installed"
+else
+    cat "$work/t-user.out" >&2
+    fail "twiced -t as the user twice on /etc/twice/twice.conf as installed"
 fi
 # The check must be able to fail: a bad value gives FILE:LINE and exit 1.
 sed 's/^workers = .*/workers = 0;/' "$conf" >"$work/bad.conf"
