@@ -171,31 +171,38 @@ for lib in libcurl4 libpq5 libconfig9 libjansson4 libmicrohttpd12 libsystemd0 li
 done
 [[ "$(dpkg-deb -f "$deb_dev" Depends)" == *"twice (= $pkgversion)"* ]] ||
     fail "twice-dev.deb does not depend on twice (= $pkgversion)"
-[ "$(dpkg-deb -f "$deb_run" Version)" = "$pkgversion" ] || fail "twice.deb version is not $pkgversion"
+[ "$(dpkg-deb -f "$deb_run" Version)" = "$pkgversion" ] ||
+    fail "twice.deb version is not $pkgversion"
 [ "$(dpkg-deb --ctrl-tarfile "$deb_run" | tar -xOf - ./conffiles)" = /etc/twice/twice.conf ] ||
     fail "twice.deb: /etc/twice/twice.conf is not its one conffile"
 if dpkg-deb --ctrl-tarfile "$deb_run" | tar -xOf - ./postinst ./prerm ./postrm |
-    grep -E '^[^#]*(systemctl|deb-systemd-invoke) .*[[:space:]](start|enable)([[:space:]]|$)' >&2; then
+    grep -E '^[^#]*(systemctl|deb-systemd-invoke) .*[[:space:]](start|enable)([[:space:]]|$)' \
+        >&2; then
     fail "twice.deb's maintainer scripts start or enable the service"
 fi
-rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$rpm_run" | grep -qx 'cn /etc/twice/twice.conf' ||
+rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$rpm_run" |
+    grep -qx 'cn /etc/twice/twice.conf' ||
     fail "twice.rpm: /etc/twice/twice.conf is not %config(noreplace)"
 rpm -qpR "$rpm_run" >"$work/rpm-requires"
 for lib in libcurl.so.4 libpq.so.5 libconfig.so.9 libjansson.so.4 libmicrohttpd.so.12; do
     grep -q "^$lib()" "$work/rpm-requires" || fail "twice.rpm does not require $lib"
 done
-rpm -qpR "$rpm_dev" | grep -qx "twice = $pkgversion" || fail "twice-devel.rpm does not require twice = $pkgversion"
-rpm -qp --scripts "$rpm_run" | grep -q systemd-sysusers || fail "twice.rpm does not create its user"
+rpm -qpR "$rpm_dev" | grep -qx "twice = $pkgversion" ||
+    fail "twice-devel.rpm does not require twice = $pkgversion"
+rpm -qp --scripts "$rpm_run" | grep -q systemd-sysusers ||
+    fail "twice.rpm does not create its user"
 ok "dependencies, conffile, %config(noreplace), scripts"
 
 # ---- lintian ----
 step "lintian"
-if lintian --fail-on error,warning --info --pedantic "$deb_run" "$deb_dev" >"$work/lintian.log" 2>&1; then
+if lintian --fail-on error,warning --info --pedantic "$deb_run" "$deb_dev" \
+    >"$work/lintian.log" 2>&1; then
     grep -v '^running with root' "$work/lintian.log" || true
     ok "lintian: no errors or warnings"
 else
     cat "$work/lintian.log" >&2
-    fail "lintian found errors or warnings (fix them, or override one in packaging/lintian/ with its reason)"
+    fail "lintian found errors or warnings" \
+        "(fix them, or override one in packaging/lintian/ with its reason)"
 fi
 
 # ---- install ----
@@ -205,7 +212,10 @@ if ! dpkg -i "$deb_run" "$deb_dev" >"$work/install.log" 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get -f install -y -qq >>"$work/install.log" 2>&1 ||
         { cat "$work/install.log" >&2; die "installing the .debs failed"; }
 fi
-installed twice && installed twice-dev || { cat "$work/install.log" >&2; die "not installed"; }
+if ! installed twice || ! installed twice-dev; then
+    cat "$work/install.log" >&2
+    die "twice and twice-dev are not installed after dpkg -i"
+fi
 ok "installed twice and twice-dev"
 
 out=$(twiced --version)
@@ -229,8 +239,9 @@ perm=$(stat -c '%a %U:%G' /etc/twice/twice.conf)
 # ---- the installed configuration ----
 step "twiced -t on the installed configuration"
 conf=$work/twice.conf
+sqs=https://sqs.eu-central-1.amazonaws.com/000000000000/
 sed -e 's|^\( *dsn = \)".*";|\1"host=db.example.org dbname=app user=twice";|' \
-    -e 's#^\( *\)\(url\|dlq_url\) = "https://sqs\.[^/]*/[0-9]*/\([^"]*\)";#\1\2 = "https://sqs.eu-central-1.amazonaws.com/000000000000/app-\3";#' \
+    -e 's#^\( *\)\(url\|dlq_url\) = "https://sqs\.[^"]*/\([^"/]*\)";#\1\2 = "'"$sqs"'app-\3";#' \
     /etc/twice/twice.conf >"$conf"
 grep -q 'app-' "$conf" || fail "no queue URL to fill in in /etc/twice/twice.conf"
 if twiced -t -c "$conf" >"$work/t.out" 2>&1; then
@@ -270,18 +281,21 @@ for k in Type=notify "ExecStart=/usr/sbin/twiced -f -c /etc/twice/twice.conf" Us
 done
 stop=$(sed -n 's/^TimeoutStopSec=//p' "$unit")
 drain=$(sed -n 's/^drain_timeout = \([0-9]*\);/\1/p' /etc/twice/twice.conf)
-[ "${stop:-0}" -gt "${drain:-0}" ] || fail "TimeoutStopSec ($stop) is not above drain_timeout ($drain)"
+[ "${stop:-0}" -gt "${drain:-0}" ] ||
+    fail "TimeoutStopSec ($stop) is not above drain_timeout ($drain)"
 for page in twiced.8 twicectl.1 twice.conf.5 twice-plugin.3; do
     path=$(man -w "${page%.*}" 2>/dev/null | head -1)
     [ -n "$path" ] || { fail "man ${page%.*}: not found"; continue; }
-    warnings=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l "$path" 2>&1 >/dev/null || true)
+    warnings=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l "$path" 2>&1 >/dev/null ||
+        true)
     [ -z "$warnings" ] || fail "man page $path: $warnings"
 done
 ok "man pages found, no groff warnings"
 
 # ---- SDK: pkg-config, out-of-tree plugin, mock host ----
 step "an out-of-tree plugin with the installed SDK"
-[ "$(pkg-config --modversion twice-plugin)" = "$version" ] || fail "pkg-config twice-plugin version"
+[ "$(pkg-config --modversion twice-plugin)" = "$version" ] ||
+    fail "pkg-config --modversion twice-plugin is not $version"
 cflags=$(PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 pkg-config --cflags twice-plugin)
 [ "${cflags% }" = "-I/usr/include" ] ||
     fail "pkg-config --cflags twice-plugin is not -I/usr/include"
@@ -307,7 +321,8 @@ if twicectl plugin check "$plug/hello.so" >"$work/check.out" 2>&1 &&
     ok "twicectl plugin check hello.so: $(head -1 "$work/check.out")"
 else
     cat "$work/check.out" >&2
-    fail "twicectl plugin check $plug/hello.so did not exit 0 with the descriptor (name, key template)"
+    fail "twicectl plugin check $plug/hello.so did not exit 0 with the descriptor" \
+        "(name, key template)"
 fi
 printf 'int not_a_plugin(void);\nint not_a_plugin(void) { return 0; }\n' >"$plug/bad.c"
 cc -shared -fPIC -o "$plug/bad.so" "$plug/bad.c"
@@ -315,7 +330,8 @@ rc=0
 twicectl plugin check "$plug/bad.so" >"$work/bad-check.out" 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "twicectl plugin check of a .so without entry point exits $rc, not 1"
 # And the daemon loads it from the installed configuration.
-sed 's|^plugins = (|plugins = (\n    { name = "hello"; path = "'"$plug"'/hello.so"; },|' "$conf" >"$work/hello.conf"
+sed 's|^plugins = (|&\n    { name = "hello"; path = "'"$plug"'/hello.so"; },|' "$conf" \
+    >"$work/hello.conf"
 twiced -t -c "$work/hello.conf" >"$work/hello-t.out" 2>&1 ||
     { cat "$work/hello-t.out" >&2; fail "twiced -t with the out-of-tree hello.so"; }
 
