@@ -84,4 +84,8 @@ if [ "$status" = 0 ] && [ "$quick" = 0 ]; then
             UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
             ctest "${ctest_args[@]}") || status=$?
 fi
+if [ "$status" = 0 ] && [ "$quick" = 0 ]; then
+    echo "test.sh: packaging (scripts/package-test.sh)"
+    bash "$here/package-test.sh" || status=$?
+fi
 exit $status
