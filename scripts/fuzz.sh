@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # fuzz.sh: builds the libFuzzer targets (clang, build-fuzz/) and runs each one for SECONDS
-# (default 60) on a copy of its committed seed corpus and past crash inputs
-# (tests/fuzz/corpus/<target>/ and regress/<target>/ are never written), prints each target's executions, and exits 1 if any target crashed, leaked,
-# timed out or ran out of memory. The input that did it is kept under
+# (default 60) on a copy of its committed seed corpus and past crash inputs (nothing under
+# tests/fuzz/ is ever written), prints each target's executions, and exits 1 if any target
+# crashed, leaked, timed out or ran out of memory. The input that did it is kept under
 # build-fuzz/fuzz-artifacts/<target>/ and its path printed: fix the bug, then commit the
 # input to tests/fuzz/regress/<target>/ (ctest replays it in every build).
 # Not for: reproducing one input (run build-fuzz/fuzz/<target> FILE), or growing the corpus.
