@@ -54,7 +54,17 @@ struct acker {
     struct idem_store *store;
     struct twice_job *later; /* deferred jobs */
     int store_down;          /* to log state changes, not every failure */
+    time_t defer_logged;     /* when deferrals were last reported */
+    time_t release_logged;   /* when failed releases were last reported */
+    int deferrals;           /* deferrals since then */
 };
+
+/* A pass's acker, for defer(): one acknowledger per process. */
+static struct acker *this_acker;
+
+/* Seconds between two reports of failing acknowledgements: an outage gives a
+ * line now and then, not one per request. */
+#define ACKER_REPORT_EVERY 10
 
 static void
 now_mono(struct timespec *ts)
@@ -204,7 +214,18 @@ defer(struct twice_job *j, const char *what, const char *why)
         j->action = JOB_ACT_NONE;
         return;
     }
-    log_job(TWICE_LOG_WARN, &ctx, "%s failed, will retry: %s", what, why);
+    log_job(TWICE_LOG_DEBUG, &ctx, "%s failed, will retry: %s", what, why);
+    struct acker *a = this_acker;
+    time_t now = time(NULL);
+    a->deferrals++;
+    if (now - a->defer_logged >= ACKER_REPORT_EVERY) {
+        log_warn("%d acknowledgement steps failed in the last %ds and will be retried "
+                 "(latest: %s: %s)",
+                 a->deferrals, now - a->defer_logged > 3600 ? 0 : (int) (now - a->defer_logged),
+                 what, why);
+        a->defer_logged = now;
+        a->deferrals = 0;
+    }
     j->deferred = 1;
     now_mono(&j->not_before);
     j->not_before.tv_sec += j->act_tries < 4 ? j->act_tries : 4;
@@ -313,8 +334,12 @@ release_keys(struct acker *a, struct twice_job *list)
         struct idem_store *s = acker_store(a);
         if (s == NULL || idem_release_batch(s, keys, n, err, sizeof(err)) != 0) {
             metrics_count(MET_PG_ERRORS, "release", NULL, NULL, 1);
-            log_warn("releasing %zu keys failed (they stay claimed until their leases end): %s",
-                     n, err);
+            time_t now = time(NULL);
+            if (now - a->release_logged >= ACKER_REPORT_EVERY) {
+                log_warn("releasing %zu keys failed (they stay claimed until their leases "
+                         "end): %s", n, err);
+                a->release_logged = now;
+            }
         }
         for (size_t i = 0; i < n; i++) {
             jobs[i]->claimed = 0;
@@ -447,6 +472,14 @@ static void
 count_finished(const struct twice_job *j)
 {
     if (j->action == JOB_ACT_COMPLETE) {
+        if (log_enabled(TWICE_LOG_DEBUG)) {
+            struct log_job ctx;
+            struct timespec now;
+            acker_job_ctx(j, &ctx);
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            log_job(TWICE_LOG_DEBUG, &ctx, "done (%.3fs after it was received)",
+                    job_elapsed(&j->received_at, &now));
+        }
         metrics_count(MET_FINISHED, qname(j), pname(j), "done", 1);
     } else if (j->action == JOB_ACT_RETRY) {
         metrics_count(MET_FINISHED, qname(j), pname(j), "retry", 1);
@@ -543,6 +576,7 @@ static void *
 acker_main(void *arg)
 {
     struct acker *a = arg;
+    this_acker = a;
     struct timespec last_beat;
     now_mono(&last_beat);
     pthread_mutex_lock(&a->mu);

@@ -25,6 +25,7 @@
 struct handler {
     struct wqueue *q;
     struct idem_store *store; /* transactional plugins only, connected lazily */
+    int store_down;           /* log an outage once, not per job */
 };
 
 static void
@@ -111,10 +112,14 @@ handler_store(struct handler *h)
                                           h->q->w->owner, &h->store, err, sizeof(err))
                               : idem_reconnect(h->store, err, sizeof(err));
     if (rc != 0) {
-        log_error("queue %s: transactional handler: database unreachable: %s",
-                  h->q->cfg->name, err);
+        if (!h->store_down) {
+            log_error("queue %s: transactional handler: database unreachable: %s",
+                      h->q->cfg->name, err);
+        }
+        h->store_down = 1;
         return NULL;
     }
+    h->store_down = 0;
     return h->store;
 }
 
@@ -145,6 +150,15 @@ run_transactional(struct handler *h, struct twice_job *j)
         if (idem_tx_complete(s, j->key, err, sizeof(err)) == 0) {
             j->key_completed = 1;
             j->claimed = 0;
+        } else if (!idem_connected(s)) {
+            /* The database went away: not the job's fault, and not an attempt
+             * to count against it. It comes back when the store does. */
+            metrics_count(MET_PG_ERRORS, "tx_commit", NULL, NULL, 1);
+            hlog(TWICE_LOG_WARN, j, "commit failed with the connection (%s); giving the "
+                 "message back", err);
+            j->action = JOB_ACT_RETURN;
+            j->delay = 5;
+            return;
         } else {
             metrics_count(MET_PG_ERRORS, "tx_commit", NULL, NULL, 1);
             free(j->error);
@@ -178,7 +192,9 @@ run_job(struct handler *h, struct twice_job *j)
     shm_job_end(q->w->slot, shm_idx);
     struct timespec end;
     clock_gettime(CLOCK_MONOTONIC, &end);
-    metrics_observe(MET_DURATION, q->cfg->name, j->plugin->name, job_elapsed(&j->started_at, &end));
+    double seconds = job_elapsed(&j->started_at, &end);
+    metrics_observe(MET_DURATION, q->cfg->name, j->plugin->name, seconds);
+    advice_record(q, j->plugin->index, seconds);
     metrics_gauge_add(MET_INFLIGHT, q->cfg->name, j->plugin->name, -1);
     pthread_mutex_lock(&q->mu);
     q->running--;

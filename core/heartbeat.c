@@ -8,6 +8,7 @@
 #include "heartbeat.h"
 
 #include "acker.h"
+#include "advice.h"
 #include "config.h"
 #include "idem.h"
 #include "job.h"
@@ -17,8 +18,25 @@
 #include "worker.h"
 
 #include <stdio.h>
+#include <time.h>
 
 #define HEARTBEAT_MAX 1024
+
+/* When a failing heartbeat was last reported (the acker's thread only): an
+ * outage is reported every HEARTBEAT_REPORT_EVERY seconds, not every tick. */
+static time_t failure_logged;
+#define HEARTBEAT_REPORT_EVERY 10
+
+static int
+report_now(void)
+{
+    time_t now = time(NULL);
+    if (now - failure_logged < HEARTBEAT_REPORT_EVERY) {
+        return 0;
+    }
+    failure_logged = now;
+    return 1;
+}
 
 /* Set visibility for up to n jobs of one queue, ten per call. Returns how
  * many calls failed as a whole. */
@@ -39,7 +57,10 @@ set_visibility(struct sqs_client *c, struct twice_job **jobs, size_t n, int vis)
         if (sqs_change_visibility_batch(c, jobs[0]->queue->cfg->url, e, m, r, &err) != 0) {
             char desc[512];
             sqs_error_describe(&err, "ChangeMessageVisibilityBatch", desc, sizeof(desc));
-            log_warn("queue %s: heartbeat: %s", jobs[0]->queue->cfg->name, desc);
+            metrics_count(MET_SQS_ERRORS, "ChangeMessageVisibilityBatch", err.code, NULL, 1);
+            if (report_now()) {
+                log_warn("queue %s: heartbeat: %s", jobs[0]->queue->cfg->name, desc);
+            }
             failures++;
         }
     }
@@ -75,7 +96,9 @@ extend_queue(struct acker *a, struct twice_job **jobs, size_t n, const struct ti
         int lease = qc->visibility_timeout + cfg->idempotency.lease_margin;
         if (idem_extend_batch(s, keys, k, lease, extended, err, sizeof(err)) != 0) {
             metrics_count(MET_PG_ERRORS, "extend", NULL, NULL, 1);
-            log_warn("queue %s: extending %zu leases failed: %s", qc->name, k, err);
+            if (report_now()) {
+                log_warn("queue %s: extending %zu leases failed: %s", qc->name, k, err);
+            }
         } else {
             for (size_t i = 0; i < k; i++) {
                 if (!extended[i]) {
@@ -90,9 +113,16 @@ extend_queue(struct acker *a, struct twice_job **jobs, size_t n, const struct ti
     metrics_count(MET_EXTENSIONS, qc->name, NULL, NULL, n);
 }
 
+/* When the p99s were last published (the acker's thread only). */
+static time_t last_advice;
+
 void
 heartbeat_run(struct acker *a, const struct timespec *now)
 {
+    if (now->tv_sec - last_advice >= 10) {
+        last_advice = now->tv_sec;
+        advice_tick(acker_worker(a));
+    }
     struct twice_job *all[HEARTBEAT_MAX];
     struct twice_job *due[HEARTBEAT_MAX];
     size_t n = acker_registry_snapshot(a, all, HEARTBEAT_MAX);

@@ -19,8 +19,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
-/* A long poll plus the time the request itself may take. */
-#define POLL_SLACK 10
+/* What a long poll may take beyond its wait time (request, response). */
+#define POLL_SLACK 3
 
 struct httpd {
     struct MHD_Daemon *daemon;

@@ -290,7 +290,8 @@ apply_master_settings(struct master *m, const struct config *c)
 
 /* "killed by signal 11 (Segmentation fault) while running plugin crashy on
  * message 123 (queue jobs)" - what a dead worker was doing, from the
- * shared process table. */
+ * shared process table: the job whose thread faulted when the worker could
+ * say, else every job it had inside handle(). */
 static void
 describe_death(int slot, int status, char *out, size_t cap)
 {
@@ -303,19 +304,16 @@ describe_death(int slot, int status, char *out, size_t cap)
         n = (size_t) snprintf(out, cap, "exited with code %d", WEXITSTATUS(status));
     }
     int crashed = __atomic_load_n(&p->crashed_job, __ATOMIC_ACQUIRE);
+    int listed = 0;
     for (int i = 0; i < SHM_JOBS && n < cap; i++) {
         struct shm_job *j = &p->jobs[i];
-        if (__atomic_load_n(&j->used, __ATOMIC_ACQUIRE) != 2) {
+        if (__atomic_load_n(&j->used, __ATOMIC_ACQUIRE) != 2 || (crashed >= 0 && i != crashed)) {
             continue;
         }
-        const char *what = i == crashed ? "while running" : "with in flight";
-        if (crashed >= 0 && i != crashed) {
-            continue;
-        }
-        n += (size_t) snprintf(out + n, cap - n, "%s plugin %s on message %s (queue %s)",
-                               n > 0 ? (i == crashed ? " " : "; ") : "", j->plugin,
-                               j->message_id, j->queue);
-        (void) what;
+        const char *lead = crashed >= 0 ? " while running" : listed ? "," : " with in flight:";
+        n += (size_t) snprintf(out + n, cap - n, "%s plugin %s on message %s (queue %s)", lead,
+                               j->plugin, j->message_id, j->queue);
+        listed++;
     }
 }
 

@@ -34,6 +34,8 @@ struct receiver {
     struct sqs_client *sqs;
     struct idem_store *store;
     int recv_failures;  /* consecutive failed receives */
+    char recv_error[128]; /* the code of the last failure: a new one is logged */
+    time_t recv_failing_since;
     int store_failures; /* consecutive failed connection attempts */
 };
 
@@ -46,11 +48,22 @@ wqueue_release_slot(struct wqueue *q, int n)
     pthread_mutex_unlock(&q->mu);
 }
 
+/* The queue is healthy (for /readyz): its last receive succeeded and it
+ * is receiving, or only waiting for handler slots. */
+static void
+mark_healthy(struct receiver *r)
+{
+    if (r->recv_failures == 0) {
+        metrics_gauge_set(MET_LAST_RECEIVE, r->q->cfg->name, NULL, (double) time(NULL));
+    }
+}
+
 /* Wait for free handler slots and reserve up to batch_size of them.
  * Returns 0 when draining. */
 static int
-reserve_slots(struct wqueue *q)
+reserve_slots(struct receiver *r)
 {
+    struct wqueue *q = r->q;
     int n = 0;
     pthread_mutex_lock(&q->mu);
     while (!q->w->draining && q->inflight >= q->cfg->concurrency) {
@@ -58,6 +71,9 @@ reserve_slots(struct wqueue *q)
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += 1;
         pthread_cond_timedwait(&q->space_cv, &q->mu, &until);
+        pthread_mutex_unlock(&q->mu);
+        mark_healthy(r); /* busy is not broken */
+        pthread_mutex_lock(&q->mu);
     }
     if (!q->w->draining) {
         n = q->cfg->concurrency - q->inflight;
@@ -210,7 +226,7 @@ on_claim(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
                                    : "");
         } else if (c->state == IDEM_TAKEN_OVER) {
             job_log(TWICE_LOG_WARN, j, "taking over: the previous attempt's lease expired "
-                    "(its worker died or hung)");
+                    "(its worker died or hung, or could not release the key)");
         }
         break;
     case IDEM_COMPLETED:
@@ -408,6 +424,8 @@ store_ok(struct receiver *r)
     return 0;
 }
 
+/* Log a failing endpoint once per state (unreachable, 5xx, throttled...),
+ * not once per request, and back off with jitter. */
 static void
 receive_failed(struct receiver *r, const struct sqs_error *e)
 {
@@ -415,9 +433,13 @@ receive_failed(struct receiver *r, const struct sqs_error *e)
     sqs_error_describe(e, "ReceiveMessage", desc, sizeof(desc));
     metrics_count(MET_SQS_ERRORS, "ReceiveMessage", e->code, NULL, 1);
     if (r->recv_failures++ == 0) {
-        log_error("queue %s: %s; backing off", r->q->cfg->name, desc);
+        r->recv_failing_since = time(NULL);
     }
-    nap(r->q->w, backoff_delay(1000, 30000, r->recv_failures));
+    if (strcmp(r->recv_error, e->code) != 0) {
+        log_error("queue %s: %s; backing off", r->q->cfg->name, desc);
+        snprintf(r->recv_error, sizeof(r->recv_error), "%s", e->code);
+    }
+    nap(r->q->w, backoff_delay(1000, 20000, r->recv_failures));
 }
 
 static void
@@ -436,7 +458,7 @@ static void
 receive_once(struct receiver *r)
 {
     struct wqueue *q = r->q;
-    int n = reserve_slots(q);
+    int n = reserve_slots(r);
     if (n == 0) {
         return;
     }
@@ -461,11 +483,12 @@ receive_once(struct receiver *r)
         return;
     }
     if (r->recv_failures > 0) {
-        log_info("queue %s: receiving again after %d failed attempts", q->cfg->name,
-                 r->recv_failures);
+        log_info("queue %s: receiving again after %d failed attempts in %lds", q->cfg->name,
+                 r->recv_failures, (long) (time(NULL) - r->recv_failing_since));
         r->recv_failures = 0;
+        r->recv_error[0] = '\0';
     }
-    metrics_gauge_set(MET_LAST_RECEIVE, q->cfg->name, NULL, (double) time(NULL));
+    mark_healthy(r);
     if (got > 0) {
         process_batch(r, msgs, got);
     }

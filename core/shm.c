@@ -148,3 +148,50 @@ shm_dlq_read(uint64_t *cursor, struct shm_dlq_event *out, size_t max, uint64_t *
     }
     return n;
 }
+
+/* The advice slot for key, claimed when absent; NULL when the table is full. */
+static struct shm_advice *
+advice_slot(const char *key)
+{
+    for (int i = 0; i < SHM_ADVICE; i++) {
+        struct shm_advice *a = &region->advice[i];
+        int st = __atomic_load_n(&a->state, __ATOMIC_ACQUIRE);
+        if (st == 0) {
+            int expected = 0;
+            if (__atomic_compare_exchange_n(&a->state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE)) {
+                copy_field(a->key, sizeof(a->key), key);
+                __atomic_store_n(&a->state, 2, __ATOMIC_RELEASE);
+                return a;
+            }
+            st = expected;
+        }
+        while (st == 1) {
+            st = __atomic_load_n(&a->state, __ATOMIC_ACQUIRE);
+        }
+        if (strcmp(a->key, key) == 0) {
+            return a;
+        }
+    }
+    return NULL;
+}
+
+int
+shm_advice_due(const char *queue, const char *plugin, int64_t now, int every)
+{
+    if (region == NULL) {
+        return 1;
+    }
+    char key[192];
+    snprintf(key, sizeof(key), "%s\t%s", queue, plugin);
+    struct shm_advice *a = advice_slot(key);
+    if (a == NULL) {
+        return 0;
+    }
+    int64_t last = __atomic_load_n(&a->last, __ATOMIC_ACQUIRE);
+    if (last != 0 && now - last < every) {
+        return 0;
+    }
+    return __atomic_compare_exchange_n(&a->last, &last, now, 0, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_ACQUIRE);
+}

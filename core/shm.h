@@ -53,6 +53,14 @@ struct shm_dlq_event {
     char key[192];
 };
 
+#define SHM_ADVICE 128 /* (queue, plugin) pairs with a visibility-timeout warning */
+
+struct shm_advice {
+    int64_t last; /* atomic: unix time of the last warning; 0 none */
+    char key[192]; /* "queue\tplugin"; set once under state */
+    int state;     /* atomic: 0 free, 1 being written, 2 ready */
+};
+
 struct shm_region {
     uint32_t magic;
     uint32_t size;
@@ -60,6 +68,7 @@ struct shm_region {
     struct shm_series series[SHM_SERIES];
     uint64_t dlq_next; /* atomic: sequence number of the last event written */
     struct shm_dlq_event dlq[SHM_DLQ_EVENTS];
+    struct shm_advice advice[SHM_ADVICE];
 };
 
 /* Master: create and map; returns the fd to pass to children, or -1. */
@@ -76,6 +85,11 @@ int shm_job_begin(int proc_slot, const char *queue, const char *plugin, const ch
 void shm_job_end(int proc_slot, int idx);
 /* Async-signal-safe: record that this thread's job crashed the process. */
 void shm_mark_crash(int proc_slot);
+
+/* Whether this process should give the (queue, plugin) warning now: 1 when
+ * none was given in the last `every` seconds by any process (and records
+ * now as given), else 0. Without a region: always 1. */
+int shm_advice_due(const char *queue, const char *plugin, int64_t now, int every);
 
 /* Worker: record a dead letter twice sent (after the DLQ accepted it). */
 void shm_dlq_event(const char *queue, const char *plugin, const char *reason,

@@ -66,6 +66,7 @@ load_plugins(struct worker *w, char *err, size_t errlen)
         struct wplugin *p = &w->plugins[i];
         p->cfg = &c->plugins[i];
         p->name = p->cfg->name;
+        p->index = i;
         if (loader_open(p->cfg->path, &p->lp, err, errlen) != 0) {
             return -1;
         }
@@ -102,6 +103,11 @@ setup_queue(struct worker *w, struct wqueue *q, const struct config_queue *qc, c
 {
     q->w = w;
     q->cfg = qc;
+    q->advice = calloc(w->nplugins ? w->nplugins : 1, sizeof(*q->advice));
+    if (q->advice == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->work_cv, NULL);
     pthread_cond_init(&q->space_cv, NULL);

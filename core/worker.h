@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "advice.h"
 #include "loader.h"
 
 struct config;
@@ -33,6 +34,7 @@ struct wplugin {
     const struct config_plugin *cfg;
     struct loaded_plugin lp;
     const char *name; /* the configured name (logs, metrics, routes) */
+    size_t index;     /* in w->plugins */
     int transactional;
 };
 
@@ -58,6 +60,7 @@ struct wqueue {
     struct twice_job *tail;
     int inflight;  /* received and not yet handed to the acker: <= concurrency */
     int running;   /* inside handle() right now */
+    struct advice_window *advice; /* per plugin (w->plugins order): recent durations */
     int stop;      /* handlers: exit when the list is empty */
 };
 

@@ -7,6 +7,9 @@
 #                                     RUN_DIR/env.sh (the TWICE_TEST_* variables)
 #   scripts/testenv.sh down RUN_DIR   stop everything started there (safe to repeat)
 #   scripts/testenv.sh env RUN_DIR    print RUN_DIR/env.sh
+#   scripts/testenv.sh pg-restart RUN_DIR
+#                                     restart PostgreSQL (pg_ctl restart -m fast): the
+#                                     outage of the fault tests
 #
 # Layout of RUN_DIR: pg/ (data/, log, sockets), fauxqs.log, smtp.log, http.log, mail/,
 # *.pid, env.sh. As root, PostgreSQL runs as the `postgres` user, so RUN_DIR must be
@@ -29,7 +32,7 @@ die() {
 }
 
 usage() {
-    echo "usage: $0 up|down|env RUN_DIR" >&2
+    echo "usage: $0 up|down|env|pg-restart RUN_DIR" >&2
     exit 2
 }
 
@@ -284,6 +287,14 @@ down)
 env)
     [ -f "$run_dir/env.sh" ] || die "no $run_dir/env.sh: run '$0 up $run_dir' first"
     cat "$run_dir/env.sh"
+    ;;
+pg-restart)
+    run_dir=$(cd "$run_dir" && pwd)
+    as_pg "$(pg_bindir)/pg_ctl" -D "$run_dir/pg/data" -l "$run_dir/pg/log" -m fast -w -t 60 \
+        restart >>"$run_dir/pg/pg_ctl.log" 2>&1 || {
+        show_log "$run_dir/pg/log"
+        die "PostgreSQL did not restart"
+    }
     ;;
 *) usage ;;
 esac

@@ -1,0 +1,348 @@
+/*
+ * welcome_email.c - the welcome-email plugin: one welcome mail per
+ * candidate, sent over SMTP with libcurl, keyed "welcome-email:{candidateId}".
+ * Settings, init/fini and the SMTP exchange live here; the message itself is
+ * built in mime.c from the templates of template.c. Not a mailing list tool.
+ */
+#include "welcome.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <twice/plugin.h>
+
+#ifndef WELCOME_TEMPLATE_DIR
+#define WELCOME_TEMPLATE_DIR "/usr/share/twice/templates"
+#endif
+
+/* The plugin's state: read-only after init, so handle() may run on many
+ * threads at once. Every string is owned. */
+struct welcome {
+    const twice_api *api;
+    char *smtp_url, *username, *password, *from, *mail_from, *subject;
+    char *text_tmpl, *html_tmpl;
+    long timeout;
+    int starttls_required;
+};
+
+static void
+welcome_free(struct welcome *w)
+{
+    if (w == NULL) {
+        return;
+    }
+    free(w->smtp_url);
+    free(w->username);
+    if (w->password != NULL) {
+        explicit_bzero(w->password, strlen(w->password));
+        free(w->password);
+    }
+    free(w->from);
+    free(w->mail_from);
+    free(w->subject);
+    free(w->text_tmpl);
+    free(w->html_tmpl);
+    free(w);
+}
+
+/* A copy of an optional setting (NULL when not set or empty). */
+static int
+copy_setting(const twice_api *api, const twice_settings *s, const char *name, char **out)
+{
+    const char *v = api->setting(s, name);
+    *out = NULL;
+    if (v == NULL || *v == '\0') {
+        return 0;
+    }
+    *out = strdup(v);
+    return *out != NULL ? 0 : -1;
+}
+
+/* Checks of what the settings say; a message for the log, or NULL. */
+static const char *
+check_settings(struct welcome *w)
+{
+    if (w->smtp_url == NULL || (strncasecmp(w->smtp_url, "smtp://", 7) != 0 &&
+                                strncasecmp(w->smtp_url, "smtps://", 8) != 0)) {
+        return "smtp_url must start with smtp:// or smtps://";
+    }
+    if (w->from == NULL || !mime_valid_address(w->from)) {
+        return "from must be a plain address like welcome@example.com";
+    }
+    if (w->timeout < 1 || w->timeout > 600) {
+        return "timeout must be 1-600 seconds";
+    }
+    if (w->subject == NULL) {
+        return "subject must not be empty";
+    }
+    /* Credentials over plain smtp:// only after STARTTLS: curl then refuses
+     * a server that does not offer it instead of sending them in clear. */
+    w->starttls_required = w->username != NULL && strncasecmp(w->smtp_url, "smtp://", 7) == 0;
+    return NULL;
+}
+
+static int
+load_templates(struct welcome *w, const twice_settings *s)
+{
+    char err[512];
+    const char *text = w->api->setting(s, "template_text");
+    const char *html = w->api->setting(s, "template_html");
+    if (template_load(text, &w->text_tmpl, err, sizeof(err)) != 0 ||
+        template_load(html, &w->html_tmpl, err, sizeof(err)) != 0) {
+        w->api->log(NULL, TWICE_LOG_ERROR, "%s (set template_text/template_html)", err);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+welcome_init(const twice_api *api, const twice_settings *s, void **state)
+{
+    struct welcome *w = calloc(1, sizeof(*w));
+    const char *why = "out of memory";
+    if (w == NULL) {
+        api->log(NULL, TWICE_LOG_ERROR, "%s", why);
+        return -1;
+    }
+    w->api = api;
+    const char *timeout = api->setting(s, "timeout");
+    w->timeout = timeout != NULL ? strtol(timeout, NULL, 10) : 30;
+    if (copy_setting(api, s, "smtp_url", &w->smtp_url) != 0 ||
+        copy_setting(api, s, "username", &w->username) != 0 ||
+        copy_setting(api, s, "password", &w->password) != 0 ||
+        copy_setting(api, s, "from", &w->from) != 0 ||
+        copy_setting(api, s, "subject", &w->subject) != 0 ||
+        (w->from != NULL && asprintf(&w->mail_from, "<%s>", w->from) < 0)) {
+        w->mail_from = NULL;
+        goto fail;
+    }
+    if ((why = check_settings(w)) != NULL) {
+        goto fail;
+    }
+    if (load_templates(w, s) != 0) {
+        welcome_free(w);
+        return -1;
+    }
+    /* Reference counted: safe even when the host called it already. */
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        why = "curl_global_init failed";
+        goto fail;
+    }
+    *state = w;
+    return 0;
+fail:
+    api->log(NULL, TWICE_LOG_ERROR, "%s", why);
+    welcome_free(w);
+    return -1;
+}
+
+static void
+welcome_fini(void *state)
+{
+    welcome_free(state);
+    curl_global_cleanup();
+}
+
+/* ---- the SMTP exchange ---- */
+
+struct upload {
+    const char *data;
+    size_t len, off;
+};
+
+static size_t
+read_upload(char *buf, size_t size, size_t nitems, void *arg)
+{
+    struct upload *u = arg;
+    size_t n = size * nitems;
+    if (n > u->len - u->off) {
+        n = u->len - u->off;
+    }
+    memcpy(buf, u->data + u->off, n);
+    u->off += n;
+    return n;
+}
+
+/* The server's first error reply line ("550 5.1.1 ..."), printable ASCII
+ * only: curl hands SMTP response lines to the header callback, and after a
+ * failure it still says QUIT, whose "221 Bye" must not hide the reason. */
+struct reply {
+    char line[256];
+};
+
+static size_t
+keep_reply(char *buf, size_t size, size_t nitems, void *arg)
+{
+    struct reply *r = arg;
+    size_t n = size * nitems, k = 0;
+    if (r->line[0] == '\0' && n >= 4 && (buf[0] == '4' || buf[0] == '5')) {
+        for (size_t i = 0; i < n && k < sizeof(r->line) - 1; i++) {
+            unsigned char c = (unsigned char) buf[i];
+            if (c == '\r' || c == '\n') {
+                break;
+            }
+            r->line[k++] = c >= 0x20 && c < 0x7f ? (char) c : '?';
+        }
+        r->line[k] = '\0';
+    }
+    return n;
+}
+
+/*
+ * What a failed exchange means. A 4xx reply is the server's "try later"; a
+ * 5xx reply to our envelope or message is final (the server's words become
+ * the DLQ reason), except a refused login, which is our configuration, not
+ * the message. No reply at all (connection, TLS, timeout) is transient.
+ */
+static twice_status
+classify(const struct welcome *w, twice_job *job, CURLcode rc, long code, const char *reply,
+         const char *errbuf)
+{
+    const char *detail = *reply != '\0'    ? reply
+                         : *errbuf != '\0' ? errbuf
+                                           : curl_easy_strerror(rc);
+    if (rc == CURLE_LOGIN_DENIED) {
+        w->api->error(job, "SMTP login refused: %s (check username/password)", detail);
+        return TWICE_RETRY;
+    }
+    if (code >= 500 && code < 600) {
+        w->api->error(job, "%s", *reply != '\0' ? reply : detail);
+        return TWICE_REJECT;
+    }
+    if (code >= 400 && code < 500) {
+        w->api->error(job, "SMTP temporary failure: %s", detail);
+        return TWICE_RETRY;
+    }
+    w->api->error(job, "SMTP: %s", *errbuf != '\0' ? errbuf : curl_easy_strerror(rc));
+    return TWICE_RETRY;
+}
+
+static void
+set_options(const struct welcome *w, CURL *c, struct curl_slist *rcpt)
+{
+    curl_easy_setopt(c, CURLOPT_URL, w->smtp_url);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, w->timeout);
+    curl_easy_setopt(c, CURLOPT_USE_SSL, w->starttls_required ? CURLUSESSL_ALL : CURLUSESSL_TRY);
+    /* Certificate and host name checks are curl's defaults and never
+     * switched off here. */
+    if (w->username != NULL) {
+        curl_easy_setopt(c, CURLOPT_USERNAME, w->username);
+        curl_easy_setopt(c, CURLOPT_PASSWORD, w->password != NULL ? w->password : "");
+    }
+    curl_easy_setopt(c, CURLOPT_MAIL_FROM, w->mail_from);
+    curl_easy_setopt(c, CURLOPT_MAIL_RCPT, rcpt);
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+}
+
+/* Send one message to one recipient. One easy handle per call: handle()
+ * runs on many threads. */
+static twice_status
+send_mail(const struct welcome *w, twice_job *job, const char *to, const struct text *msg)
+{
+    char errbuf[CURL_ERROR_SIZE] = "", rcpt_addr[300];
+    struct upload up = {msg->s, msg->len, 0};
+    struct reply reply = {""};
+    twice_status st = TWICE_RETRY;
+    snprintf(rcpt_addr, sizeof(rcpt_addr), "<%s>", to);
+    struct curl_slist *rcpt = curl_slist_append(NULL, rcpt_addr);
+    CURL *c = curl_easy_init();
+    if (c == NULL || rcpt == NULL) {
+        w->api->error(job, "out of memory preparing the SMTP request");
+        goto out;
+    }
+    set_options(w, c, rcpt);
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, read_upload);
+    curl_easy_setopt(c, CURLOPT_READDATA, &up);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, keep_reply);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &reply);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    CURLcode rc = curl_easy_perform(c);
+    long code = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    st = rc == CURLE_OK ? TWICE_DONE : classify(w, job, rc, code, reply.line, errbuf);
+out:
+    curl_easy_cleanup(c);
+    curl_slist_free_all(rcpt);
+    return st;
+}
+
+/* ---- handle ---- */
+
+struct lookup_ctx {
+    const twice_api *api;
+    const twice_job *job;
+};
+
+static const char *
+lookup_field(void *arg, const char *path)
+{
+    struct lookup_ctx *ctx = arg;
+    return ctx->api->field(ctx->job, path, NULL);
+}
+
+static twice_status
+welcome_handle(void *state, twice_job *job)
+{
+    const struct welcome *w = state;
+    struct lookup_ctx ctx = {w->api, job};
+    struct text subject = {0}, text = {0}, html = {0}, msg = {0};
+    twice_status st = TWICE_REJECT;
+    const char *to = w->api->field(job, "email", NULL);
+    if (to == NULL || *to == '\0') {
+        w->api->error(job, "message has no email");
+        return TWICE_REJECT;
+    }
+    if (!mime_valid_address(to)) {
+        w->api->error(job, "message has an invalid email address");
+        return TWICE_REJECT;
+    }
+    template_fill(w->subject, FILL_HEADER, lookup_field, &ctx, &subject);
+    template_fill(w->text_tmpl, FILL_RAW, lookup_field, &ctx, &text);
+    template_fill(w->html_tmpl, FILL_HTML, lookup_field, &ctx, &html);
+    struct mime_mail m = {w->from,
+                          to,
+                          subject.s != NULL ? subject.s : "",
+                          text.s != NULL ? text.s : "",
+                          html.s != NULL ? html.s : "",
+                          w->api->key(job),
+                          w->api->field(job, "candidateId", NULL)};
+    if (!subject.failed && !text.failed && !html.failed) {
+        mime_build(&m, &msg);
+    }
+    if (subject.failed || text.failed || html.failed || msg.failed) {
+        w->api->error(job, "out of memory building the message");
+        st = TWICE_RETRY;
+    } else if ((st = send_mail(w, job, to, &msg)) == TWICE_DONE) {
+        char msgid[160];
+        mime_message_id(m.key, m.id_part, msgid, sizeof(msgid));
+        w->api->log(job, TWICE_LOG_INFO, "welcome email sent, Message-ID %s", msgid);
+    }
+    text_free(&subject);
+    text_free(&text);
+    text_free(&html);
+    text_free(&msg);
+    return st;
+}
+
+static const twice_setting welcome_settings[] = {
+    {"smtp_url", TWICE_SETTING_STRING, 1, NULL,
+     "SMTP server, smtp://host:587 (STARTTLS when offered) or smtps://host:465"},
+    {"username", TWICE_SETTING_STRING, 0, NULL, "SMTP login (STARTTLS is then required)"},
+    {"password", TWICE_SETTING_STRING, 0, NULL, "SMTP password (a secret, never logged)"},
+    {"from", TWICE_SETTING_STRING, 1, NULL, "sender address, e.g. welcome@example.com"},
+    {"subject", TWICE_SETTING_STRING, 0, "Welcome, {{name}}!", "subject template"},
+    {"template_text", TWICE_SETTING_STRING, 0, WELCOME_TEMPLATE_DIR "/welcome.txt",
+     "text body template file"},
+    {"template_html", TWICE_SETTING_STRING, 0, WELCOME_TEMPLATE_DIR "/welcome.html",
+     "HTML body template file (placeholders HTML-escaped)"},
+    {"timeout", TWICE_SETTING_INT, 0, "30", "seconds for the whole SMTP exchange (1-600)"},
+    {NULL, TWICE_SETTING_STRING, 0, NULL, NULL},
+};
+
+TWICE_PLUGIN(.name = "welcome-email", .version = "1.0.0",
+             .key_template = "welcome-email:{candidateId}", .settings = welcome_settings,
+             .init = welcome_init, .handle = welcome_handle, .fini = welcome_fini)

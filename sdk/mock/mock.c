@@ -1,0 +1,315 @@
+/*
+ * mock.c - the mock host's life cycle: taking a plugin (linked or dlopen'ed)
+ * through the host's load rule, checking settings as the host does, init
+ * and fini, and the captured log. Jobs and the API table are in mockapi.c,
+ * key templates in mockkey.c; nothing here talks to a server.
+ */
+#include "mock_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int
+twice_mock_log_add(struct mock_log *log, twice_log_level level, const char *text)
+{
+    if (log->n == log->cap) {
+        size_t cap = log->cap != 0 ? log->cap * 2 : 16;
+        struct mock_line *lines = realloc(log->lines, cap * sizeof(*lines));
+        if (lines == NULL) {
+            return -1;
+        }
+        log->lines = lines;
+        log->cap = cap;
+    }
+    char *copy = strdup(text);
+    if (copy == NULL) {
+        return -1;
+    }
+    log->lines[log->n++] = (struct mock_line){level, copy};
+    return 0;
+}
+
+void
+twice_mock_log_clear(struct mock_log *log)
+{
+    for (size_t i = 0; i < log->n; i++) {
+        free(log->lines[i].text);
+    }
+    free(log->lines);
+    memset(log, 0, sizeof(*log));
+}
+
+/* The host's load rule (plugin.h): magic, equal major, a minor not newer
+ * than ours, and at least the 1.0 size; then a handle and exactly one of
+ * key_template and derive_key. */
+static int
+check_descriptor(const twice_plugin *d, char *err, size_t errlen)
+{
+    if (d == NULL) {
+        snprintf(err, errlen, "the entry point returned NULL");
+    } else if (d->magic != TWICE_ABI_MAGIC) {
+        snprintf(err, errlen, "not a twice plugin (bad magic 0x%08x)", (unsigned) d->magic);
+    } else if (d->abi_major != TWICE_ABI_MAJOR || d->abi_minor > TWICE_ABI_MINOR) {
+        snprintf(err, errlen, "built for ABI %u.%u, mock host supports %d.0-%d.%d",
+                 (unsigned) d->abi_major, (unsigned) d->abi_minor, TWICE_ABI_MAJOR,
+                 TWICE_ABI_MAJOR, TWICE_ABI_MINOR);
+    } else if (d->size < sizeof(twice_plugin)) {
+        snprintf(err, errlen, "descriptor of %u bytes is smaller than ABI 1.0's %zu",
+                 (unsigned) d->size, sizeof(twice_plugin));
+    } else if (d->handle == NULL) {
+        snprintf(err, errlen, "descriptor has no handle function");
+    } else if ((d->key_template == NULL) == (d->derive_key == NULL)) {
+        snprintf(err, errlen, "set exactly one of key_template and derive_key");
+    } else {
+        return 0;
+    }
+    return -1;
+}
+
+static twice_mock *
+mock_alloc(const twice_plugin *plugin)
+{
+    twice_mock *m = calloc(1, sizeof(*m));
+    if (m == NULL) {
+        return NULL;
+    }
+    if (pthread_mutex_init(&m->lock, NULL) != 0) {
+        free(m);
+        return NULL;
+    }
+    m->plugin = plugin;
+    m->settings_view.mock = m;
+    const char *echo = getenv("TWICE_MOCK_ECHO");
+    m->echo = echo != NULL && strcmp(echo, "1") == 0;
+    return m;
+}
+
+twice_mock *
+twice_mock_new(const twice_plugin *plugin)
+{
+    char err[256];
+    if (check_descriptor(plugin, err, sizeof(err)) != 0) {
+        return NULL;
+    }
+    return mock_alloc(plugin);
+}
+
+twice_mock *
+twice_mock_open(const char *path, char *err, size_t errlen)
+{
+    char why[256];
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL) {
+        snprintf(err, errlen, "%s: %s", path, dlerror());
+        return NULL;
+    }
+    /* POSIX allows converting dlsym's object pointer to a function pointer;
+     * the union says so without a cast warning. */
+    union {
+        void *obj;
+        twice_plugin_entry_fn fn;
+    } entry;
+    entry.obj = dlsym(lib, TWICE_PLUGIN_ENTRY);
+    if (entry.obj == NULL) {
+        snprintf(err, errlen, "%s: no %s symbol", path, TWICE_PLUGIN_ENTRY);
+        goto fail;
+    }
+    const twice_plugin *d = entry.fn();
+    if (check_descriptor(d, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        goto fail;
+    }
+    twice_mock *m = mock_alloc(d);
+    if (m == NULL) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto fail;
+    }
+    m->lib = lib;
+    return m;
+fail:
+    dlclose(lib);
+    return NULL;
+}
+
+void
+twice_mock_free(twice_mock *m)
+{
+    if (m == NULL) {
+        return;
+    }
+    if (m->initialized && m->plugin->fini != NULL) {
+        twice_mock_set_current(m);
+        m->plugin->fini(m->state);
+        twice_mock_set_current(NULL);
+    }
+    for (size_t i = 0; i < m->nsettings; i++) {
+        free(m->settings[i].name);
+        free(m->settings[i].value);
+    }
+    free(m->settings);
+    twice_mock_log_clear(&m->log);
+    pthread_mutex_destroy(&m->lock);
+    if (m->lib != NULL) {
+        dlclose(m->lib);
+    }
+    free(m);
+}
+
+const twice_plugin *
+twice_mock_plugin(const twice_mock *m)
+{
+    return m->plugin;
+}
+
+int
+twice_mock_set(twice_mock *m, const char *name, const char *value)
+{
+    char *v = strdup(value != NULL ? value : "");
+    if (v == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < m->nsettings; i++) {
+        if (strcmp(m->settings[i].name, name) == 0) {
+            free(m->settings[i].value);
+            m->settings[i].value = v;
+            return 0;
+        }
+    }
+    struct mock_kv *kv = realloc(m->settings, (m->nsettings + 1) * sizeof(*kv));
+    char *n = strdup(name);
+    if (kv == NULL || n == NULL) {
+        m->settings = kv != NULL ? kv : m->settings;
+        free(n);
+        free(v);
+        return -1;
+    }
+    m->settings = kv;
+    m->settings[m->nsettings++] = (struct mock_kv){n, v};
+    return 0;
+}
+
+static const twice_setting *
+find_decl(const twice_plugin *p, const char *name)
+{
+    for (const twice_setting *s = p->settings; s != NULL && s->name != NULL; s++) {
+        if (strcmp(s->name, name) == 0) {
+            return s;
+        }
+    }
+    return NULL;
+}
+
+/* A given value must read as its declared type, as libconfig would type it
+ * in twice.conf. */
+static int
+valid_value(const twice_setting *s, const char *v)
+{
+    char *end;
+    if (s->type == TWICE_SETTING_BOOL) {
+        return strcmp(v, "true") == 0 || strcmp(v, "false") == 0;
+    }
+    if (s->type == TWICE_SETTING_INT) {
+        errno = 0;
+        (void) strtoll(v, &end, 10);
+        return errno == 0 && end != v && *end == '\0';
+    }
+    return 1;
+}
+
+static int
+check_settings(twice_mock *m)
+{
+    for (size_t i = 0; i < m->nsettings; i++) {
+        const twice_setting *s = find_decl(m->plugin, m->settings[i].name);
+        if (s == NULL) {
+            snprintf(m->error, sizeof(m->error), "plugin '%s': unknown setting '%s'",
+                     m->plugin->name, m->settings[i].name);
+            return -1;
+        }
+        if (!valid_value(s, m->settings[i].value)) {
+            snprintf(m->error, sizeof(m->error), "plugin '%s': setting '%s' must be %s",
+                     m->plugin->name, s->name,
+                     s->type == TWICE_SETTING_INT ? "an integer" : "true or false");
+            return -1;
+        }
+    }
+    for (const twice_setting *s = m->plugin->settings; s != NULL && s->name != NULL; s++) {
+        int given = 0;
+        for (size_t i = 0; i < m->nsettings && !given; i++) {
+            given = strcmp(m->settings[i].name, s->name) == 0;
+        }
+        if (s->required && !given) {
+            snprintf(m->error, sizeof(m->error), "plugin '%s': missing required setting '%s'",
+                     m->plugin->name, s->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int
+twice_mock_init(twice_mock *m)
+{
+    m->error[0] = '\0';
+    if (m->initialized) {
+        snprintf(m->error, sizeof(m->error), "init already ran");
+        return -1;
+    }
+    if (check_settings(m) != 0) {
+        return -1;
+    }
+    int rc = 0;
+    if (m->plugin->init != NULL) {
+        twice_mock_set_current(m);
+        rc = m->plugin->init(twice_mock_api(), &m->settings_view, &m->state);
+        twice_mock_set_current(NULL);
+    }
+    if (rc != 0) {
+        snprintf(m->error, sizeof(m->error),
+                 "plugin '%s': init failed (returned %d; see its log lines)", m->plugin->name, rc);
+        return rc;
+    }
+    m->initialized = 1;
+    return 0;
+}
+
+const char *
+twice_mock_error(const twice_mock *m)
+{
+    return m->error;
+}
+
+size_t
+twice_mock_log_count(const twice_mock *m)
+{
+    twice_mock *mm = (twice_mock *) m; /* the lock is bookkeeping, not state */
+    pthread_mutex_lock(&mm->lock);
+    size_t n = m->log.n;
+    pthread_mutex_unlock(&mm->lock);
+    return n;
+}
+
+const char *
+twice_mock_log_text(const twice_mock *m, size_t i, twice_log_level *level)
+{
+    twice_mock *mm = (twice_mock *) m;
+    const char *text = NULL;
+    pthread_mutex_lock(&mm->lock);
+    if (i < m->log.n) {
+        text = m->log.lines[i].text;
+        if (level != NULL) {
+            *level = m->log.lines[i].level;
+        }
+    }
+    pthread_mutex_unlock(&mm->lock);
+    return text;
+}
+
+void
+twice_mock_echo(twice_mock *m, int on)
+{
+    m->echo = on;
+}

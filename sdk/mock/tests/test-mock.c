@@ -1,0 +1,356 @@
+/*
+ * test-mock.c - the SDK mock host, tested with a small plugin linked into
+ * this test ("probe") and one loaded from a .so (tiny_plugin.c): settings
+ * checks, init/fini, every API function's documented answer, key
+ * templates and derive_key, captured logs, and runs on several threads.
+ */
+#include "check.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <twice/mock.h>
+
+/* ---- the linked plugin ---- */
+
+static const twice_api *api;
+static int fini_called;
+
+static int
+init(const twice_api *a, const twice_settings *s, void **state)
+{
+    api = a;
+    const char *loud = a->setting(s, "loud");
+    a->log(NULL, TWICE_LOG_INFO, "greeting=%s count=%s loud=%s", a->setting(s, "greeting"),
+           a->setting(s, "count"), loud != NULL ? loud : "(null)");
+    *state = (void *) "probe-state";
+    return 0;
+}
+
+static void
+fini(void *state)
+{
+    fini_called = state != NULL && strcmp(state, "probe-state") == 0;
+}
+
+static const char *const paths[] = {"s", "i",       "r",       "r2",     "t",    "f", "n",
+                                    "o", "o.a.1.b", "missing", "o.a.01", "o..a", NULL};
+
+static void
+log_fields(twice_job *job)
+{
+    for (size_t i = 0; paths[i] != NULL; i++) {
+        const char *v = api->field(job, paths[i], NULL);
+        api->log(job, TWICE_LOG_DEBUG, "%s=%s", paths[i], v != NULL ? v : "(null)");
+    }
+    size_t len = 0;
+    const char *o = api->field_json(job, "o", &len);
+    api->log(job, TWICE_LOG_DEBUG, "json o=%s len=%zu", o, len);
+    const char *attr = api->attr(job, "Tenant", NULL), *bin = api->attr(job, "Blob", NULL);
+    const char *group = api->group_id(job);
+    api->log(job, TWICE_LOG_INFO, "key=%s msg=%s attempt=%d tenant=%s blob=%s group=%s db=%s",
+             api->key(job), api->message_id(job), api->attempt(job), attr ? attr : "(null)",
+             bin ? bin : "(null)", group ? group : "(null)", api->db(job) ? "yes" : "no");
+}
+
+static twice_status
+handle(void *state, twice_job *job)
+{
+    (void) state;
+    const char *action = api->field(job, "action", NULL);
+    if (action == NULL) {
+        return TWICE_DONE;
+    }
+    if (strcmp(action, "fields") == 0) {
+        log_fields(job);
+        return TWICE_DONE;
+    }
+    if (strcmp(action, "retry") == 0) {
+        api->error(job, "first");
+        api->error(job, "second %d", 2);
+        api->retry_after(job, 99999);
+        return TWICE_RETRY;
+    }
+    if (strcmp(action, "reject") == 0) {
+        api->error(job, "no such thing");
+        return TWICE_REJECT;
+    }
+    return (twice_status) 7;
+}
+
+static const twice_setting settings[] = {
+    {"greeting", TWICE_SETTING_STRING, 0, "hi", "what to say"},
+    {"count", TWICE_SETTING_INT, 1, NULL, "how many"},
+    {"loud", TWICE_SETTING_BOOL, 0, NULL, "shout"},
+    {NULL, 0, 0, NULL, NULL},
+};
+
+TWICE_PLUGIN(.name = "probe", .version = "1", .key_template = "probe:{id}", .settings = settings,
+             .init = init, .handle = handle, .fini = fini)
+
+/* ---- tests ---- */
+
+static const char *
+job_line(twice_mock_job *j, const char *prefix)
+{
+    for (size_t i = 0; i < twice_mock_job_log_count(j); i++) {
+        const char *t = twice_mock_job_log_text(j, i, NULL);
+        if (strncmp(t, prefix, strlen(prefix)) == 0) {
+            return t;
+        }
+    }
+    return "(no such line)";
+}
+
+static void
+test_settings(void)
+{
+    twice_mock *m = twice_mock_new(twice_plugin_entry());
+    CHECK(m != NULL);
+    CHECK(twice_mock_init(m) != 0);
+    CHECK_CONTAINS(twice_mock_error(m), "missing required setting 'count'");
+    twice_mock_set(m, "count", "many");
+    CHECK(twice_mock_init(m) != 0);
+    CHECK_CONTAINS(twice_mock_error(m), "setting 'count' must be an integer");
+    twice_mock_set(m, "count", "3");
+    twice_mock_set(m, "colour", "red");
+    CHECK(twice_mock_init(m) != 0);
+    CHECK_CONTAINS(twice_mock_error(m), "unknown setting 'colour'");
+    twice_mock_free(m);
+    CHECK(!fini_called); /* init never succeeded */
+
+    m = twice_mock_new(twice_plugin_entry());
+    twice_mock_set(m, "count", "3");
+    twice_mock_set(m, "loud", "yes");
+    CHECK(twice_mock_init(m) != 0);
+    twice_mock_set(m, "loud", "true");
+    CHECK_INT(twice_mock_init(m), 0);
+    CHECK_STR(twice_mock_error(m), "");
+    twice_log_level lvl = TWICE_LOG_DEBUG;
+    CHECK_INT(twice_mock_log_count(m), 1);
+    CHECK_STR(twice_mock_log_text(m, 0, &lvl), "greeting=hi count=3 loud=true");
+    CHECK_INT(lvl, TWICE_LOG_INFO);
+    CHECK(twice_mock_log_text(m, 1, NULL) == NULL);
+    twice_mock_free(m);
+    CHECK(fini_called);
+}
+
+static twice_mock *
+ready_probe(void)
+{
+    twice_mock *m = twice_mock_new(twice_plugin_entry());
+    twice_mock_set(m, "count", "1");
+    CHECK_INT(twice_mock_init(m), 0);
+    return m;
+}
+
+static void
+test_fields(void)
+{
+    twice_mock *m = ready_probe();
+    twice_mock_job *j = twice_mock_job_new(
+        m, "{\"id\":42,\"action\":\"fields\",\"s\":\"text\",\"i\":-7,\"r\":1.0,\"r2\":0.1,"
+           "\"t\":true,\"f\":false,\"n\":null,\"o\":{\"a\":[1,{\"b\":\"deep\"}]}}");
+    twice_mock_job_attr(j, "Tenant", "Number.int", "17");
+    twice_mock_job_attr(j, "Blob", "Binary", "xx");
+    twice_mock_job_message_id(j, "m-1");
+    twice_mock_job_attempt(j, 3);
+    twice_mock_job_group(j, "g1");
+    twice_mock_job_db(j, (void *) j); /* ignored: probe is not transactional */
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    CHECK_STR(twice_mock_job_key(j), "probe:42");
+    CHECK(twice_mock_job_handled(j));
+    CHECK(twice_mock_job_error(j) == NULL);
+    CHECK_INT(twice_mock_job_retry_after(j), -1);
+    const char *want[] = {"s=text",       "i=-7",           "r=1",           "r2=0.1",
+                          "t=true",       "f=false",        "n=(null)",      "o=(null)",
+                          "o.a.1.b=deep", "missing=(null)", "o.a.01=(null)", "o..a=(null)"};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        CHECK_STR(twice_mock_job_log_text(j, i, NULL), want[i]);
+    }
+    CHECK_STR(job_line(j, "json o="), "json o={\"a\":[1,{\"b\":\"deep\"}]} len=22");
+    CHECK_STR(job_line(j, "key="),
+              "key=probe:42 msg=m-1 attempt=3 tenant=17 blob=(null) group=g1 db=no");
+    twice_log_level lvl = TWICE_LOG_ERROR;
+    twice_mock_job_log_text(j, 0, &lvl);
+    CHECK_INT(lvl, TWICE_LOG_DEBUG);
+    /* a second run starts from clean results */
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    CHECK_INT(twice_mock_job_log_count(j), 14);
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+}
+
+static twice_status
+run_body(twice_mock *m, const char *body, twice_mock_job **out)
+{
+    *out = twice_mock_job_new(m, body);
+    return twice_mock_run(*out);
+}
+
+static void
+test_statuses(void)
+{
+    twice_mock *m = ready_probe();
+    twice_mock_job *j;
+    CHECK_INT(run_body(m, "{\"id\":\"a\",\"action\":\"retry\"}", &j), TWICE_RETRY);
+    CHECK_STR(twice_mock_job_error(j), "second 2");
+    CHECK_INT(twice_mock_job_retry_after(j), 43200);
+    twice_mock_job_free(j);
+    CHECK_INT(run_body(m, "{\"id\":\"a\",\"action\":\"reject\"}", &j), TWICE_REJECT);
+    CHECK_STR(twice_mock_job_error(j), "no such thing");
+    CHECK(twice_mock_job_handled(j));
+    twice_mock_job_free(j);
+    CHECK_INT(run_body(m, "{\"id\":\"a\",\"action\":\"odd\"}", &j), TWICE_RETRY);
+    CHECK_STR(twice_mock_job_error(j), "handle() returned 7, not DONE, RETRY or REJECT");
+    twice_mock_job_free(j);
+
+    /* no key: dead-lettered without calling handle() */
+    CHECK_INT(run_body(m, "{\"action\":\"reject\"}", &j), TWICE_REJECT);
+    CHECK(twice_mock_job_key(j) == NULL);
+    CHECK(!twice_mock_job_handled(j));
+    CHECK_STR(twice_mock_job_error(j), "missing key field id");
+    twice_mock_job_free(j);
+    CHECK_INT(run_body(m, "{\"id\":null}", &j), TWICE_REJECT);
+    CHECK_STR(twice_mock_job_error(j), "missing key field id (null)");
+    twice_mock_job_free(j);
+    CHECK_INT(run_body(m, "{\"id\":{\"x\":1}}", &j), TWICE_REJECT);
+    CHECK_STR(twice_mock_job_error(j), "bad key field id: an object (need a string or number)");
+    twice_mock_job_free(j);
+    CHECK_INT(run_body(m, "{\"id\":\"\"}", &j), TWICE_REJECT);
+    CHECK_STR(twice_mock_job_error(j), "bad key field id: empty");
+    twice_mock_job_free(j);
+    CHECK_INT(run_body(m, "not json", &j), TWICE_REJECT);
+    CHECK_CONTAINS(twice_mock_job_error(j), "key field id needs a JSON body");
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+}
+
+static void
+expect_key(twice_mock_job *j, const char *tmpl, const char *want_key, const char *want_err)
+{
+    char key[TWICE_KEY_MAX + 1], err[256] = "";
+    int n = twice_mock_expand_key(j, tmpl, key, sizeof(key), err, sizeof(err));
+    if (want_key != NULL) {
+        CHECK_INT(n, (long long) strlen(want_key));
+        CHECK_STR(n >= 0 ? key : err, want_key);
+    } else {
+        CHECK_INT(n, -1);
+        CHECK_STR(err, want_err);
+    }
+}
+
+static void
+test_templates(void)
+{
+    twice_mock *m = ready_probe();
+    twice_mock_job *j = twice_mock_job_new(m, "{\"o\":{\"a\":[1,{\"b\":\"deep\"}]},\"x\":2.5,"
+                                              "\"t\":true,\"nl\":\"a\\nb\"}");
+    twice_mock_job_attr(j, "Tenant", NULL, "acme");
+    twice_mock_job_attr(j, "Blob", "Binary", "xx");
+    expect_key(j, "{attr:Tenant}/{{x}}/{o.a.1.b}/{x}", "acme/{x}/deep/2.5", NULL);
+    expect_key(j, "{msg:group}", NULL, "missing key field msg:group (not a FIFO queue)");
+    twice_mock_job_group(j, "g1");
+    expect_key(j, "k:{msg:group}", "k:g1", NULL);
+    expect_key(j, "{attr:Blob}", NULL,
+               "bad key field attr:Blob: a binary attribute (need String or Number)");
+    expect_key(j, "{attr:Nope}", NULL, "missing key field attr:Nope");
+    expect_key(j, "{t}", NULL, "bad key field t: a boolean (need a string or number)");
+    expect_key(j, "{nl}", NULL, "bad key field nl: contains a control character");
+    expect_key(j, "ab{}", NULL, "column 3: empty field {}");
+    expect_key(j, "a}b", NULL, "column 2: stray '}' (write '}}' for a literal brace)");
+    expect_key(j, "a{b", NULL, "column 2: unterminated field");
+    expect_key(j, "{msg:id}", NULL,
+               "column 1: unknown message field {msg:id} (only {msg:group} exists)");
+    expect_key(j, "constant", NULL,
+               "column 1: no field: a constant key would make every message a duplicate "
+               "(use {path}, {attr:Name} or {msg:group})");
+    char big[700];
+    memset(big, 'a', 600);
+    strcpy(big + 600, "{x}");
+    expect_key(j, big, NULL, "key longer than 512 bytes");
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+}
+
+static void
+test_dlopen(void)
+{
+    char err[512] = "";
+    CHECK(twice_mock_open("/nonexistent/x.so", err, sizeof(err)) == NULL);
+    CHECK_CONTAINS(err, "/nonexistent/x.so: ");
+    twice_mock *m = twice_mock_open(TINY_PLUGIN_PATH, err, sizeof(err));
+    CHECK(m != NULL);
+    if (m == NULL) {
+        fprintf(stderr, "%s\n", err);
+        return;
+    }
+    CHECK_STR(twice_mock_plugin(m)->name, "tiny");
+    twice_mock_job *j = twice_mock_job_new(m, "{}");
+    CHECK_INT(twice_mock_run(j), TWICE_RETRY); /* before init */
+    CHECK_CONTAINS(twice_mock_job_error(j), "before a successful twice_mock_init");
+    CHECK_INT(twice_mock_init(m), 0);
+    twice_log_level lvl = TWICE_LOG_ERROR;
+    CHECK_STR(twice_mock_log_text(m, 0, &lvl), "tiny up");
+    CHECK_INT(lvl, TWICE_LOG_DEBUG);
+    CHECK_INT(twice_mock_run(j), TWICE_REJECT);
+    CHECK_STR(twice_mock_job_error(j), "derive_key: no Tenant attribute");
+    twice_mock_job_attr(j, "Tenant", "String", "acme");
+    twice_mock_job_db(j, (void *) m);
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    CHECK_STR(twice_mock_job_key(j), "tiny:acme");
+    CHECK_STR(twice_mock_job_log_text(j, 0, &lvl), "db=yes");
+    CHECK_INT(lvl, TWICE_LOG_WARN);
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+}
+
+struct worker {
+    twice_mock *m;
+    int id, ok;
+};
+
+static void *
+worker_main(void *arg)
+{
+    struct worker *w = arg;
+    char body[64], want[64];
+    snprintf(body, sizeof(body), "{\"id\":%d,\"action\":\"fields\"}", w->id);
+    snprintf(want, sizeof(want), "probe:%d", w->id);
+    for (int i = 0; i < 200; i++) {
+        twice_mock_job *j = twice_mock_job_new(w->m, body);
+        w->ok += twice_mock_run(j) == TWICE_DONE && strcmp(twice_mock_job_key(j), want) == 0;
+        twice_mock_job_free(j);
+    }
+    return NULL;
+}
+
+static void
+test_threads(void)
+{
+    twice_mock *m = ready_probe();
+    struct worker w[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct worker){m, i, 0};
+        pthread_create(&t[i], NULL, worker_main, &w[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_INT(w[i].ok, 200);
+    }
+    twice_mock_free(m);
+}
+
+int
+main(void)
+{
+    test_settings();
+    test_fields();
+    test_statuses();
+    test_templates();
+    test_dlopen();
+    test_threads();
+    return check_done("test-mock");
+}

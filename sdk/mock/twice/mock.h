@@ -1,0 +1,143 @@
+/*
+ * twice/mock.h - a small mock host for unit-testing a twice handler plugin
+ * without the daemon, PostgreSQL or SQS. It is not the host: it never
+ * retries, dead-letters, deletes or opens a transaction; the test decides.
+ *
+ * A test creates a mock for a plugin (its descriptor, or a .so path), sets
+ * settings, calls init, builds fake jobs from a JSON body and the message's
+ * metadata, runs them through the plugin and asserts on what came back:
+ *
+ *     twice_mock *m = twice_mock_open("./welcome_email.so", err, sizeof(err));
+ *     twice_mock_set(m, "smtp_url", "smtp://127.0.0.1:2525");
+ *     if (twice_mock_init(m) != 0) fail(twice_mock_error(m));
+ *     twice_mock_job *j = twice_mock_job_new(m, "{\"candidateId\":42,...}");
+ *     twice_status st = twice_mock_run(j);
+ *     ... twice_mock_job_key(j), twice_mock_job_error(j),
+ *         twice_mock_job_retry_after(j), twice_mock_job_log_text(j, 0, &lvl)
+ *     twice_mock_job_free(j);
+ *     twice_mock_free(m);               (calls fini, closes the .so)
+ *
+ * The API table handed to the plugin implements every twice_api function
+ * with the semantics plugin.h documents, and derives keys from the
+ * plugin's key template ({a.b}, {attr:Name}, {msg:group}, "{{", "}}") the
+ * way the host does, or with its derive_key().
+ *
+ * Ownership: every string the mock returns is owned by the mock or the job
+ * and lives until the object is freed (or, for a job's results, until the
+ * next twice_mock_run of that job). Strings passed in are copied.
+ *
+ * Threads: one mock may run different jobs on different threads at once
+ * (that is how handle() is called for real); a single job and the mock's
+ * set/init/free calls belong to one thread at a time.
+ */
+#ifndef TWICE_MOCK_H
+#define TWICE_MOCK_H
+
+#include <stddef.h>
+
+#include <twice/plugin.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct twice_mock twice_mock;
+typedef struct twice_mock_job twice_mock_job;
+
+/* A mock host for a descriptor linked into the test (pass
+ * twice_plugin_entry()). The descriptor is checked with the host's load
+ * rule; NULL when it fails (the reason is not kept: use twice_mock_open for
+ * a .so, whose errors are reported) or out of memory. */
+twice_mock *twice_mock_new(const twice_plugin *plugin);
+
+/* A mock host for a plugin file: dlopen(path), the entry point, the load
+ * rule (magic, major, minor, size). NULL with err on failure. The library
+ * stays open until twice_mock_free. */
+twice_mock *twice_mock_open(const char *path, char *err, size_t errlen);
+
+/* Call fini() when init() succeeded, close the library, free everything.
+ * Every job of this mock must be freed before. NULL is fine. */
+void twice_mock_free(twice_mock *m);
+
+/* The descriptor under test (borrowed from the plugin). */
+const twice_plugin *twice_mock_plugin(const twice_mock *m);
+
+/* Give a setting as text, as twice.conf would ("10", "true", "x@y").
+ * Before twice_mock_init. A second call for a name replaces the value.
+ * 0, or -1 when out of memory. */
+int twice_mock_set(twice_mock *m, const char *name, const char *value);
+
+/* Check the settings against the plugin's declaration as the host does
+ * (unknown names, wrong types, missing required ones), then call init().
+ * Returns 0, or nonzero with twice_mock_error() saying why (init's own
+ * reasons are in its log lines). */
+int twice_mock_init(twice_mock *m);
+
+/* Why the last twice_mock_init failed ("" when it did not). */
+const char *twice_mock_error(const twice_mock *m);
+
+/* Log lines written without a job (in init, fini, or with job NULL).
+ * twice_mock_log_text returns NULL past the end; level may be NULL. */
+size_t twice_mock_log_count(const twice_mock *m);
+const char *twice_mock_log_text(const twice_mock *m, size_t i, twice_log_level *level);
+
+/* Echo every captured log line to stderr as well (for debugging a test);
+ * also on when the environment has TWICE_MOCK_ECHO=1. */
+void twice_mock_echo(twice_mock *m, int on);
+
+/* A fake job with this body (copied; need not be JSON: field() is then
+ * NULL). Defaults: attempt 1, message id "mock-message-<n>", no group id,
+ * no attributes, no database connection. NULL when out of memory. */
+twice_mock_job *twice_mock_job_new(twice_mock *m, const char *body);
+void twice_mock_job_free(twice_mock_job *j);
+
+/* A message attribute. type is "String", "Number" (or a custom subtype
+ * such as "Number.int") or "Binary"; NULL means "String". Binary ones are
+ * invisible to attr() and refused in keys, as in the host. 0 or -1. */
+int twice_mock_job_attr(twice_mock_job *j, const char *name, const char *type, const char *value);
+int twice_mock_job_message_id(twice_mock_job *j, const char *message_id);
+/* The FIFO MessageGroupId; NULL for a standard queue. */
+int twice_mock_job_group(twice_mock_job *j, const char *group_id);
+void twice_mock_job_attempt(twice_mock_job *j, int attempt);
+/* A PGconn * for a plugin flagged TWICE_FLAG_TRANSACTIONAL (what api->db
+ * returns; NULL for other plugins, as in the host). The mock opens no
+ * transaction: BEGIN before and COMMIT/ROLLBACK after are the test's. */
+void twice_mock_job_db(twice_mock_job *j, void *pgconn);
+
+/*
+ * Derive the job's key (template or derive_key), then call handle(), as
+ * the host does. Returns handle()'s status (an out-of-range one counts as
+ * TWICE_RETRY with an error, as in the host), or TWICE_REJECT without
+ * calling handle() when the message has no valid key: the host would
+ * dead-letter it; twice_mock_job_key() is then NULL and the error says
+ * why ("missing key field candidateId"). Needs a successful init (or a
+ * plugin without init). Clears the previous run's results and log lines.
+ */
+twice_status twice_mock_run(twice_mock_job *j);
+
+/* Results of the last run. The key, or NULL when none was derived. */
+const char *twice_mock_job_key(const twice_mock_job *j);
+/* The last api->error() text, or NULL when none was given. */
+const char *twice_mock_job_error(const twice_mock_job *j);
+/* What api->retry_after() asked for (capped at 43200), or -1. */
+int twice_mock_job_retry_after(const twice_mock_job *j);
+/* Whether handle() was called (0 when the key could not be derived). */
+int twice_mock_job_handled(const twice_mock_job *j);
+/* Log lines written with this job. */
+size_t twice_mock_job_log_count(const twice_mock_job *j);
+const char *twice_mock_job_log_text(const twice_mock_job *j, size_t i, twice_log_level *level);
+
+/*
+ * The key template expansion on its own: expand tmpl for a job's body,
+ * attributes and group id into buf (NUL-terminated, at most cap bytes with
+ * the NUL). Returns the key's length, or -1 with a reason in err ("missing
+ * key field candidateId", "column 3: unterminated field").
+ */
+int twice_mock_expand_key(const twice_mock_job *j, const char *tmpl, char *buf, size_t cap,
+                          char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TWICE_MOCK_H */

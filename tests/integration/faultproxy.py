@@ -1,0 +1,157 @@
+"""faultproxy: a small HTTP reverse proxy of the tests' own, between twiced and the
+SQS emulator, that injects the faults production brings.
+
+What it is for: making the real emulator unreachable (connections refused), or
+answering every request with a chosen status and error body (500s, throttling),
+or passing requests through unchanged - switched at run time by the test. It
+also counts what it saw. Not a mock: in "pass" mode every request goes to the
+real emulator and its real answer comes back.
+"""
+
+import http.client
+import http.server
+import socket
+import socketserver
+import threading
+import time
+
+
+class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class FaultProxy:
+    """Listen on 127.0.0.1:<port>, forward to target_host:target_port.
+
+    modes: "pass" (forward), "refuse" (the listening socket is closed: connect
+    fails), "status" (answer with self.status, self.body and self.headers).
+    """
+
+    def __init__(self, target_host, target_port):
+        self.target = (target_host, target_port)
+        self.mode = "pass"
+        self.status, self.body, self.headers = 500, b"", {}
+        self.seen = {"pass": 0, "status": 0}
+        self.lock = threading.Lock()
+        self.port = None
+        self._server = None
+        self._thread = None
+        self.start()
+
+    @property
+    def endpoint(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def _handler(self):
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                with proxy.lock:
+                    mode = proxy.mode
+                    if mode in proxy.seen:
+                        proxy.seen[mode] += 1
+                if mode == "refuse":  # a connection opened before refuse(): cut it
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    return
+                if mode == "status":
+                    self._answer(proxy.status, proxy.body, proxy.headers)
+                    return
+                conn = http.client.HTTPConnection(*proxy.target, timeout=60)
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("connection", "keep-alive")}
+                conn.request("POST", self.path, body, headers)
+                r = conn.getresponse()
+                data = r.read()
+                out = {k: v for k, v in r.getheaders()
+                       if k.lower() not in ("connection", "keep-alive", "transfer-encoding",
+                                            "content-length")}
+                conn.close()
+                self._answer(r.status, data, out)
+
+            def _answer(self, status, data, headers):
+                try:
+                    self.send_response(status)
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # twiced gave up (a cancelled long poll)
+
+        return Handler
+
+    def start(self):
+        """Listen (again, on the same port when it had one)."""
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self._server = _Server(("127.0.0.1", self.port or 0), self._handler())
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def refuse(self):
+        """Stop listening and drop open connections: the endpoint is unreachable."""
+        with self.lock:
+            self.mode = "refuse"
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def answer(self, status, code, message="injected by the test", query_code=None):
+        """Answer every request with an SQS-style JSON error."""
+        if self._server is None:
+            self.start()
+        body = ('{"__type":"com.amazonaws.sqs#%s","message":"%s"}' % (code, message)).encode()
+        headers = {"Content-Type": "application/x-amz-json-1.0"}
+        if query_code:
+            headers["x-amzn-query-error"] = query_code
+        with self.lock:
+            self.status, self.body, self.headers = status, body, headers
+            self.mode = "status"
+
+    def passthrough(self):
+        """Forward to the real emulator again."""
+        if self._server is None:
+            self.start()
+        with self.lock:
+            self.mode = "pass"
+
+    def close(self):
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+def split_endpoint(endpoint):
+    """("127.0.0.1", 4566) from "http://127.0.0.1:4566"."""
+    hostport = endpoint.split("://", 1)[1].rstrip("/")
+    host, port = hostport.rsplit(":", 1)
+    return host, int(port)
+
+
+def free_port_now():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

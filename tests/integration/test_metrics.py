@@ -1,0 +1,153 @@
+"""Issue 8 acceptance: /metrics counts exactly what happened (parsed with a
+Prometheus text-format parser), survives a reload and a killed worker, /readyz
+follows the SQS endpoint's reachability, and the visibility-timeout advice."""
+
+import json
+import os
+import re
+import signal
+import time
+import unittest
+
+import faultproxy
+import twicetest
+import twiceconf as tc
+
+
+class Metrics(twicetest.TwiceTestCase):
+    def start(self, prefix, endpoint=None, workers=2, **queue_options):
+        url, dlq = self.queue_pair(prefix)
+        dsn = self.new_database(prefix)
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        port = tc.free_port()
+        options = dict({"max_attempts": 2}, **queue_options)
+        conf = tc.config(self.env, dsn, [tc.queue("jobs", url, dlq, "effect-tx", **options)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         workers=workers, metrics_port=port, endpoint=endpoint)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: %d/%d" % (workers, workers), timeout=20)
+        return url, dlq, dsn, port, d
+
+    def counts(self, port):
+        s = tc.scrape(port)
+        return {
+            "received": tc.metric_sum(s, "twice_messages_received_total", queue="jobs"),
+            "done": tc.metric_sum(s, "twice_jobs_finished_total", queue="jobs",
+                                  plugin="effect-tx", outcome="done"),
+            "rejected": tc.metric_sum(s, "twice_jobs_finished_total", outcome="rejected"),
+            "dups": tc.metric_sum(s, "twice_duplicates_skipped_total", kind="completed"),
+            "dead": tc.metric_sum(s, "twice_dead_lettered_total", queue="jobs",
+                                  plugin="effect-tx", reason="rejected"),
+            "durations": tc.metric_sum(s, "twice_handler_duration_seconds_count"),
+        }
+
+    def test_known_traffic_is_counted_exactly_and_never_goes_backwards(self):
+        url, dlq, dsn, port, d = self.start("metrics")
+        n_done, n_dups, n_dead = 20, 10, 3
+        for i in range(n_done):
+            self.sqs.send(url, json.dumps({"id": "m%d" % i}))
+        for i in range(n_dead):
+            self.sqs.send(url, json.dumps({"id": "bad%d" % i, "reject": True}))
+        twicetest.wait_until(lambda: self.counts(port)["done"] == n_done, timeout=30)
+        for i in range(n_dups):  # the same intent again, after completion
+            self.sqs.send(url, json.dumps({"id": "m%d" % i}))
+        want = {"received": n_done + n_dups + n_dead, "done": n_done, "rejected": n_dead,
+                "dups": n_dups, "dead": n_dead, "durations": n_done + n_dead}
+        twicetest.wait_until(lambda: self.counts(port) == want, timeout=30,
+                             message="metrics never matched %s" % want)
+        time.sleep(1.5)  # nothing counts twice later
+        self.assertEqual(self.counts(port), want)
+        samples = tc.scrape(port)
+        self.assertEqual(samples[("twice_build_info",
+                                  frozenset({("version", "0.1.0"), ("abi", "1.0")}))], 1)
+        self.assertGreater(tc.metric_sum(samples, "twice_sqs_requests_total",
+                                         action="ReceiveMessage", result="ok"), 0)
+        self.assertEqual(tc.metric_sum(samples, "twice_jobs_in_flight"), 0)
+        # A reload and a killed worker: the counts stay.
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload done", since=mark, timeout=30)
+        twicetest.wait_until(lambda: len(re.findall(r"\(generation 1\) drained and exited",
+                                                    d.log_text())) == 2, timeout=30)
+        self.assertEqual(self.counts(port), want)
+        os.kill(d.worker_pids()[0], signal.SIGKILL)
+        d.wait_log(r"killed by signal 9", timeout=10)
+        self.assertEqual(self.counts(port), want)
+        self.sqs.send(url, json.dumps({"id": "after"}))
+        want.update(received=want["received"] + 1, done=n_done + 1,
+                    durations=want["durations"] + 1)
+        twicetest.wait_until(lambda: self.counts(port) == want, timeout=30)
+        restarts = tc.metric_sum(tc.scrape(port), "twice_worker_restarts_total", cause="signal")
+        self.assertEqual(restarts, 1)
+        self.assertEqual(d.stop(), 0)
+
+    def test_readyz_follows_the_sqs_endpoint(self):
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+        url, dlq, dsn, port, d = self.start("ready", endpoint=proxy.endpoint, wait_time=1)
+        self.assertEqual(tc.http_status(port, "/healthz"), (200, "ok\n"))
+        twicetest.wait_until(lambda: tc.http_status(port, "/readyz")[0] == 200, timeout=10)
+        proxy.refuse()
+        status, body = twicetest.wait_until(
+            lambda: (lambda r: r if r[0] == 503 else None)(tc.http_status(port, "/readyz")),
+            timeout=20, message="/readyz stayed 200 with SQS unreachable")
+        self.assertRegex(body, r"^queue jobs: no successful receive for \d+s")
+        self.assertEqual(tc.http_status(port, "/healthz")[0], 200, "the master is alive")
+        proxy.passthrough()
+        twicetest.wait_until(lambda: tc.http_status(port, "/readyz")[0] == 200, timeout=40,
+                             message="/readyz did not recover")
+        self.sqs.send(url, json.dumps({"id": "after-outage"}))
+        twicetest.wait_until(lambda: self.pg.query(dsn, "SELECT count(*) FROM effects")[0][0]
+                             == 1, timeout=30)
+        self.assertEqual(d.stop(), 0)
+
+    def test_slow_plugin_gets_the_visibility_timeout_advice(self):
+        url, dlq, dsn, port, d = self.start("advice", workers=1, visibility_timeout=4,
+                                            concurrency=10)
+        for i in range(0, 30, 10):
+            self.sqs.send_batch(url, [json.dumps({"id": "s%d" % n, "sleep_ms": 2500})
+                                      for n in range(i, i + 10)])
+        m = d.wait_log(r"queue jobs: plugin effect-tx: p99 handler duration is ([\d.]+)s, "
+                       r"more than half the visibility timeout \(4s\).* at least (\d+) ",
+                       timeout=60)
+        p99, suggested = float(m.group(1)), int(m.group(2))
+        self.assertGreaterEqual(p99, 2.5)
+        self.assertLess(p99, 4.0)
+        self.assertEqual(suggested, int(-(-2 * p99 // 1)))
+        gauge = tc.metric_sum(tc.scrape(port), "twice_handler_p99_seconds", queue="jobs",
+                              plugin="effect-tx")
+        self.assertAlmostEqual(gauge, p99, delta=0.05)
+        time.sleep(11)
+        self.assertEqual(len(re.findall(r"p99 handler duration", d.log_text())), 1,
+                         "once per hour, for the whole instance")
+        self.assertEqual(d.stop(), 0)
+
+
+class Dashboard(twicetest.TwiceTestCase):
+    def test_every_dashboard_query_names_a_metric_twiced_exports(self):
+        path = os.path.join(self.env.source_dir, "etc", "grafana-dashboard.json")
+        with open(path) as f:
+            dash = json.load(f)
+        exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+        titles = " ".join(p["title"] for p in dash["panels"]).lower()
+        for word in ("outcome", "duplicates", "dlq depth", "p99", "in flight"):
+            self.assertIn(word, titles)
+        url, dlq = self.queue_pair("dash")
+        dsn = self.new_database("dash")
+        port = tc.free_port()
+        conf = tc.config(self.env, dsn, [tc.queue("jobs", url, dlq, "effect-tx")],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         metrics_port=port)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        _, text = tc.http_status(port, "/metrics")
+        exported = set(re.findall(r"^# TYPE (\S+)", text, re.M))
+        for expr in exprs:
+            for name in re.findall(r"\b(twice_[a-z0-9_]+)", expr):
+                base = re.sub(r"_(bucket|sum|count)$", "", name)
+                self.assertIn(base, exported, "%s in %r" % (name, expr))
+        self.assertEqual(d.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,189 @@
+"""Issue 4 acceptance through the daemon: the bundled plugins (welcome-email,
+match-recompute, sync) run by twiced against the real SMTP sink, PostgreSQL, the
+HTTP receiver and the SQS emulator, each absorbing duplicates by intent; and
+etc/twice.conf passes `twiced -t` with all three."""
+
+import json
+import os
+import re
+import tempfile
+import time
+import unittest
+
+import twicetest
+import twiceconf as tc
+
+
+class BundledPlugins(twicetest.TwiceTestCase):
+    def plugin_path(self, name):
+        return os.path.join(self.env.plugin_build_dir, name + ".so")
+
+    def templates(self):
+        return os.path.join(self.env.source_dir, "etc", "templates")
+
+    def run_one(self, prefix, plugin_name, so, settings, db_setup=None, **queue_options):
+        url, dlq = self.queue_pair(prefix)
+        dsn = self.new_database(prefix)
+        if db_setup:
+            db_setup(dsn)
+        port = tc.free_port()
+        conf = tc.config(self.env, dsn, [tc.queue(prefix, url, dlq, plugin_name, **queue_options)],
+                         [tc.plugin(plugin_name, self.plugin_path(so), **settings)],
+                         metrics_port=port)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        return url, dlq, dsn, port, d
+
+    def test_welcome_email_ten_sends_one_email(self):
+        rcpt = "ana-%s@example.com" % os.urandom(4).hex()
+        url, dlq, dsn, port, d = self.run_one(
+            "welcome", "welcome-email", "welcome_email",
+            {"smtp_url": "smtp://127.0.0.1:%d" % self.env.smtp_port,
+             "from": "welcome@twice.test", "subject": "Welcome, {{name}}!",
+             "template_text": os.path.join(self.templates(), "welcome.txt"),
+             "template_html": os.path.join(self.templates(), "welcome.html")},
+            concurrency=4)
+        body = {"type": "welcome-email", "candidateId": 4242, "email": rcpt,
+                "name": "Ana <&> Lima"}
+        for i in range(10):
+            self.sqs.send(url, json.dumps(body))
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=40,
+                             message="the sends were not all handled")
+        time.sleep(1)
+        mails = self.mailbox().messages(to=rcpt)
+        self.assertEqual(len(mails), 1, "ten sends of one candidate: one email")
+        m = mails[0]
+        self.assertEqual(m.rcpt_tos, [rcpt])
+        self.assertEqual(m.mail_from, "welcome@twice.test")
+        self.assertEqual(m.subject, "Welcome, Ana <&> Lima!")
+        self.assertIn("Ana <&> Lima", m.text())
+        html = m.message.get_body(preferencelist=("html",)).get_content()
+        self.assertIn("Ana &lt;&amp;&gt; Lima", html)
+        self.assertRegex(m.message["Message-ID"], r"^<welcome-email\.4242\.[0-9a-f]{16}@twice>$")
+        dups = tc.metric_sum(tc.scrape(port), "twice_duplicates_skipped_total")
+        self.assertGreaterEqual(dups, 9)
+        self.assertEqual(d.stop(), 0)
+
+    def test_welcome_email_bad_mailbox_goes_to_the_dlq(self):
+        url, dlq, dsn, port, d = self.run_one(
+            "welcome-bad", "welcome-email", "welcome_email",
+            {"smtp_url": "smtp://127.0.0.1:%d" % self.env.smtp_port, "from": "w@twice.test",
+             "template_text": os.path.join(self.templates(), "welcome.txt"),
+             "template_html": os.path.join(self.templates(), "welcome.html")})
+        self.sqs.send(url, json.dumps({"type": "welcome-email", "candidateId": 1,
+                                       "email": "reject-%s@example.com" % os.urandom(3).hex(),
+                                       "name": "X"}))
+        self.sqs.send(url, json.dumps({"type": "welcome-email", "candidateId": 2, "name": "Y"}))
+        letters = []
+        twicetest.wait_until(lambda: letters.extend(self.sqs.receive(dlq, visibility=60)) or
+                             len(letters) >= 2, timeout=30)
+        errors = sorted(m["MessageAttributes"]["twice-error"]["StringValue"] for m in letters)
+        self.assertRegex(errors[0], r"^550 ")
+        self.assertIn("twice-test-sink", errors[0], "the server's own reply")
+        self.assertIn("email", errors[1])
+        for m in letters:
+            self.assertEqual(m["MessageAttributes"]["twice-reason"]["StringValue"], "rejected")
+        self.assertEqual(d.stop(), 0)
+
+    def matches_db(self, dsn):
+        with open(os.path.join(self.env.source_dir, "etc", "schema-matches.sql")) as f:
+            self.pg.query(dsn, f.read())
+        self.pg.query(dsn, "INSERT INTO roles (id, title, version) VALUES (7, 'Backend', 3)")
+        self.pg.query(dsn, "INSERT INTO role_skills (role_id, skill, weight) VALUES "
+                           "(7, 'C', 3), (7, 'PostgreSQL', 2), (7, 'SQS', 1)")
+        self.pg.query(dsn, "INSERT INTO candidates (id, name, skills) VALUES "
+                           "(1, 'Ana', '{C,PostgreSQL,SQS}'), (2, 'Bo', '{C}'), "
+                           "(3, 'Cy', '{Java}')")
+
+    def matches(self, dsn):
+        return dict(self.pg.query(dsn, "SELECT candidate_id, score::float8 FROM matches "
+                                       "WHERE role_id = 7"))
+
+    def test_match_recompute(self):
+        url, dlq, dsn, port, d = self.run_one("matches", "match-recompute", "match_recompute",
+                                              {}, db_setup=self.matches_db, max_attempts=5,
+                                              backoff=(1, 2))
+        msg = json.dumps({"type": "match-recompute", "roleId": 7, "roleVersion": 3})
+        for _ in range(5):  # five duplicate deliveries of one version
+            self.sqs.send(url, msg)
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=30)
+        self.assertEqual(self.matches(dsn), {1: 1.0, 2: 0.5})
+        keys = self.pg.query(dsn, "SELECT idempotency_key, state FROM twice_idempotency")
+        self.assertEqual(keys, [("match-recompute:7:3", "completed")])
+        # Candidates change and the role is edited: version 4 recomputes.
+        self.pg.query(dsn, "UPDATE candidates SET skills = '{C,SQS}' WHERE id = 2")
+        self.pg.query(dsn, "UPDATE roles SET version = 4 WHERE id = 7")
+        self.sqs.send(url, json.dumps({"type": "match-recompute", "roleId": 7, "roleVersion": 4}))
+        twicetest.wait_until(lambda: self.matches(dsn).get(2) == 0.6667, timeout=30)
+        self.assertEqual(self.matches(dsn), {1: 1.0, 2: 0.6667})
+        # An error midway (a constraint the new rows break): the old rows stay and
+        # the job is retried; once the cause is gone it succeeds.
+        self.pg.query(dsn, "ALTER TABLE matches ADD CONSTRAINT no_perfect CHECK (score < 1) "
+                           "NOT VALID")
+        self.pg.query(dsn, "UPDATE roles SET version = 5 WHERE id = 7")
+        self.sqs.send(url, json.dumps({"type": "match-recompute", "roleId": 7, "roleVersion": 5}))
+        d.wait_log(r"retry in \d+s \(attempt 1 of 5", timeout=20)
+        self.assertEqual(self.matches(dsn), {1: 1.0, 2: 0.6667}, "rolled back")
+        self.pg.query(dsn, "ALTER TABLE matches DROP CONSTRAINT no_perfect")
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=30)
+        versions = {v for (v,) in self.pg.query(dsn, "SELECT computed_for_version FROM "
+                                                     "matches WHERE role_id = 7")}
+        self.assertEqual(versions, {5})
+        self.assertEqual(d.stop(), 0)
+
+    def test_sync(self):
+        rx = self.http_receiver()
+        url, dlq, dsn, port, d = self.run_one(
+            "sync", "sync", "sync", {"url": rx.url + "/api/{entity}/{id}"},
+            max_attempts=5, backoff=(1, 2))
+        # Duplicates: the receiver sees each key at most once after completion.
+        rec = {"type": "sync", "entity": "candidate", "id": 42, "version": 9,
+               "data": {"name": "Ana"}}
+        self.sqs.send(url, json.dumps(rec))
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20)
+        for _ in range(3):
+            self.sqs.send(url, json.dumps(rec))
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20)
+        reqs = rx.requests()
+        self.assertEqual(len(reqs), 1)
+        self.assertEqual(reqs[0]["method"], "PUT")
+        self.assertTrue(reqs[0]["path"].endswith("/api/candidate/42"))
+        self.assertEqual(reqs[0]["headers"]["idempotency-key"], "sync:candidate:42:9")
+        self.assertEqual(json.loads(reqs[0]["body"]), {"name": "Ana"})
+        # 503 twice (with Retry-After), then 200: done on the third attempt.
+        rx.reset()
+        rx.script(fail_first=2, status=503, retry_after="1", then_status=200)
+        rec2 = dict(rec, id=43)
+        self.sqs.send(url, json.dumps(rec2))
+        twicetest.wait_until(lambda: len(rx.requests()) == 3 and
+                             self.sqs.counts(url) == (0, 0, 0), timeout=30)
+        self.assertEqual([r["status"] for r in rx.requests()], [503, 503, 200])
+        self.assertEqual({r["headers"]["idempotency-key"] for r in rx.requests()},
+                         {"sync:candidate:43:9"})
+        # 400: to the DLQ with the status and the response.
+        rx.reset()
+        rx.script(status=400, body={"error": "unknown field"})
+        self.sqs.send(url, json.dumps(dict(rec, id=44)))
+        letters = []
+        twicetest.wait_until(lambda: letters.extend(self.sqs.receive(dlq, visibility=60))
+                             or letters, timeout=30)
+        attrs = letters[0]["MessageAttributes"]
+        self.assertEqual(attrs["twice-reason"]["StringValue"], "rejected")
+        self.assertRegex(attrs["twice-error"]["StringValue"], r"^HTTP 400: .*unknown field")
+        self.assertEqual(d.stop(), 0)
+
+    def test_reference_config_loads_all_three_plugins(self):
+        with open(os.path.join(self.env.source_dir, "etc", "twice.conf")) as f:
+            text = f.read()
+        text = text.replace('#plugin_dir = "/usr/lib/x86_64-linux-gnu/twice/plugins";',
+                            'plugin_dir = "%s";' % self.env.plugin_build_dir)
+        text = re.sub(r'#(template_(text|html)) = "/usr/share/twice/templates/',
+                      r'\1 = "%s/' % self.templates(), text)
+        d = self.twiced(text.replace("$", "$$"))
+        r = d.check_config()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("configuration and 3 plugins OK", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,267 @@
+"""Issue 5 acceptance: reload on SIGHUP with no lost and no duplicated job, crash
+isolation, and systemd notifications. Real PostgreSQL and SQS emulator."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+import time
+import unittest
+
+import twicetest
+import twiceconf as tc
+
+
+class Reload(twicetest.TwiceTestCase):
+    def plugin_dir(self):
+        """A plugin directory of the test's own (safe permissions) holding a copy of
+        effect_tx.so version 1."""
+        d = tempfile.mkdtemp(dir=self.env.run_dir)
+        os.chmod(d, 0o755)
+        shutil.copy(tc.test_plugin(self.env, "effect_tx"), os.path.join(d, "effect.so"))
+        return d
+
+    def swap_plugin(self, directory, fixture):
+        """Install a new version the way packages do: copy beside, then rename over."""
+        tmp = os.path.join(directory, ".effect.so.new")
+        shutil.copy(tc.test_plugin(self.env, fixture), tmp)
+        os.rename(tmp, os.path.join(directory, "effect.so"))
+
+    def write_config(self, d, text):
+        with open(d.config_path, "w") as f:
+            f.write(text.replace("$$", "$"))
+
+    def setup(self, prefix, workers=2, plugin_path=None, **queue_options):
+        url, dlq = self.queue_pair(prefix)
+        dsn = self.new_database(prefix)
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        port = tc.free_port()
+        self.url, self.dlq, self.dsn, self.port = url, dlq, dsn, port
+        self.workers = workers
+        self.plugin_path = plugin_path or os.path.join(self.plugin_dir(), "effect.so")
+        self.queue_options = dict({"concurrency": 8, "visibility_timeout": 10}, **queue_options)
+        return self.conf()
+
+    def conf(self, workers=None, plugin_path=None, extra_plugins=(), log_level="info",
+             port=None, extra=""):
+        queues = [tc.queue("jobs", self.url, self.dlq, "effect-tx", **self.queue_options)]
+        plugins = [tc.plugin("effect-tx", plugin_path or self.plugin_path)] + list(extra_plugins)
+        return tc.config(self.env, self.dsn, queues, plugins, workers=workers or self.workers,
+                         metrics_port=port or self.port, log_level=log_level, drain_timeout=10,
+                         extra=extra)
+
+    def effects(self):
+        return self.pg.query(self.dsn, "SELECT key, version FROM effects ORDER BY at")
+
+    def reload(self, d, expect=r"reload done: generation (\d+) ready"):
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        return d.wait_log(expect, timeout=60, since=mark)
+
+    def test_stream_of_2000_through_5_reloads_and_a_plugin_swap(self):
+        conf = self.setup("reload")
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 2/2", timeout=20)
+        total = 2000
+        sent = threading.Event()
+
+        def producer():
+            for i in range(0, total, 10):
+                self.sqs.send_batch(self.url, [json.dumps({"id": "r%d" % n})
+                                               for n in range(i, i + 10)])
+                time.sleep(0.02)
+            sent.set()
+
+        t = threading.Thread(target=producer)
+        t.start()
+        swapped_at = None
+        for n in range(5):
+            time.sleep(1.0)
+            if n == 2:
+                self.swap_plugin(os.path.dirname(self.plugin_path), "effect_tx_v2")
+            self.reload(d)
+            if n == 2:
+                swapped_at = self.pg.query(self.dsn, "SELECT clock_timestamp()")[0][0]
+        t.join()
+        self.assertTrue(sent.is_set())
+        twicetest.wait_until(lambda: self.pg.query(self.dsn, "SELECT count(DISTINCT key) "
+                                                              "FROM effects")[0][0] == total,
+                             timeout=120, message="not every key ran")
+        twicetest.wait_until(lambda: self.sqs.counts(self.url) == (0, 0, 0), timeout=30)
+        rows = self.effects()
+        self.assertEqual(len(rows), total, "exactly one effect row per key")
+        self.assertEqual(self.sqs.counts(self.dlq), (0, 0, 0))
+        after = self.pg.query(self.dsn, "SELECT DISTINCT version FROM effects WHERE at > %s",
+                              (swapped_at,))
+        self.assertEqual(after, [("2",)], "after the swap only the new code runs")
+        self.assertIn(("1",), self.pg.query(self.dsn, "SELECT DISTINCT version FROM effects"))
+        samples = tc.scrape(self.port)
+        self.assertEqual(tc.metric_sum(samples, "twice_reloads_total", result="ok"), 5)
+        self.assertEqual(tc.metric_sum(samples, "twice_jobs_finished_total", outcome="done"),
+                         total, "counters survive reloads")
+        self.assertEqual(d.stop(timeout=30), 0)
+
+    def test_refused_reloads_keep_the_old_generation_working(self):
+        conf = self.setup("refuse", workers=1)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        # A broken configuration: refused with FILE:LINE, nothing changes.
+        self.write_config(d, conf.replace("workers = 1;", "workers = \"many\";"))
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload: %s:\d+: workers: expected an integer" % re.escape(d.config_path),
+                   since=mark, timeout=20)
+        d.wait_log(r"reload refused .*generation 1 keeps running", since=mark, timeout=20)
+        for i in range(20):
+            self.sqs.send(self.url, json.dumps({"id": "during-%d" % i}))
+        # A plugin built for ABI major+1: refused by name, with both versions.
+        newer = tc.test_plugin(self.env, "newer_major")
+        self.write_config(d, self.conf(plugin_path=newer))
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload: .*%s: built for ABI 2\.0, host supports 1\.0-1\.0" % re.escape(newer),
+                   since=mark, timeout=30)
+        d.wait_log(r"reload refused", since=mark, timeout=20)
+        for i in range(20, 40):
+            self.sqs.send(self.url, json.dumps({"id": "during-%d" % i}))
+        twicetest.wait_until(lambda: len(self.effects()) == 40, timeout=30,
+                             message="the old generation stopped processing")
+        self.assertEqual(tc.metric_sum(tc.scrape(self.port), "twice_reloads_total",
+                                       result="failed"), 2)
+        self.assertNotIn("generation 2", d.log_text())
+        self.assertEqual(d.stop(), 0)
+
+    def test_added_and_removed_plugins_and_master_settings(self):
+        conf = self.setup("change", workers=1)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        url2, dlq2 = self.queue_pair("change2")
+        effects2 = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        new_port = tc.free_port()
+        text = self.conf(workers=2, port=new_port, log_level="debug",
+                         extra_plugins=[tc.plugin("effect-file",
+                                                  tc.test_plugin(self.env, "effect_file"),
+                                                  file=effects2)])
+        text = text.replace("queues = ( ", "queues = ( %s,\n  " % tc.queue(
+            "files", url2, dlq2, "effect-file"))
+        text += 'user = "nobody";\n'
+        self.write_config(d, text)
+        m = self.reload(d)
+        gen = m.group(1)
+        self.assertIn("user: changing it needs a restart", d.log_text())
+        d.wait_log(r"worker \d+ \(generation 1\) drained and exited", timeout=30)
+        self.assertEqual(len(d.worker_pids()), 2, "worker count took effect")
+        status, _ = tc.http_status(new_port, "/healthz")
+        self.assertEqual(status, 200, "the new metrics address serves")
+        with self.assertRaises(OSError):
+            tc.http_status(self.port, "/healthz", timeout=2)
+        self.sqs.send(url2, json.dumps({"id": "f1"}))
+        twicetest.wait_until(lambda: os.path.exists(effects2) and "effect:f1" in
+                             open(effects2).read(), timeout=20,
+                             message="the added plugin's queue is not consumed")
+        self.assertRegex(d.log_text(), r"debug worker\[\d+\]")  # log level took effect
+        # Remove the added plugin and queue again: its queue is no longer consumed.
+        self.write_config(d, self.conf(workers=1))
+        self.reload(d)
+        d.wait_log(r"worker \d+ \(generation %s\) drained and exited" % gen, timeout=30)
+        self.sqs.send(url2, json.dumps({"id": "f2"}))
+        time.sleep(3)
+        self.assertNotIn("effect:f2", open(effects2).read())
+        self.assertEqual(self.sqs.counts(url2)[0], 1)
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_crashing_message_takes_down_only_its_worker(self):
+        conf = self.setup("crash", max_attempts=3, visibility_timeout=3)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 2/2", timeout=20)
+        poison = self.sqs.send(self.url, json.dumps({"id": "poison", "crash": True}))
+        for i in range(30):
+            self.sqs.send(self.url, json.dumps({"id": "good-%d" % i}))
+            time.sleep(0.1)
+        d.wait_log(r"worker \d+ \(generation 1\) killed by signal 11 \(Segmentation fault\) "
+                   r"while running plugin effect-tx on message %s \(queue jobs\)" % poison,
+                   timeout=20)
+        twicetest.wait_until(lambda: len(self.effects()) == 30, timeout=60,
+                             message="the good messages stopped flowing")
+        letters = []
+
+        def dead_letter():
+            letters.extend(self.sqs.receive(self.dlq, max=10, visibility=60))
+            return letters
+        twicetest.wait_until(dead_letter, timeout=60, message="the poison never reached the DLQ")
+        attrs = letters[0]["MessageAttributes"]
+        self.assertEqual(attrs["twice-reason"]["StringValue"], "worker-crashed")
+        self.assertEqual(attrs["twice-source-message-id"]["StringValue"], poison)
+        self.assertTrue(d.running(), "the master never exits")
+        crashes = re.findall(r"killed by signal 11", d.log_text())
+        self.assertEqual(len(crashes), 3, "max_attempts deliveries, then the DLQ")
+        self.assertRegex(d.log_text(), r"restarting worker \d of generation 1 in 0\.5s")
+        self.assertRegex(d.log_text(), r"restarting worker \d of generation 1 in 1\.0s")
+        samples = tc.scrape(self.port)
+        self.assertEqual(tc.metric_sum(samples, "twice_worker_restarts_total", cause="signal"), 3)
+        twicetest.wait_until(lambda: self.sqs.counts(self.url) == (0, 0, 0), timeout=20)
+        self.assertEqual(len(self.effects()), 30)
+        self.assertEqual(d.stop(), 0)
+
+    def test_sigterm_during_a_reload_still_drains(self):
+        conf = self.setup("termreload", workers=1)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        for i in range(10):
+            self.sqs.send(self.url, json.dumps({"id": "s%d" % i, "sleep_ms": 1500}))
+        time.sleep(0.5)
+        d.signal(signal.SIGHUP)
+        d.signal(signal.SIGTERM)
+        self.assertEqual(d.stop(timeout=30), 0)
+        done = {r[0] for r in self.effects()}
+        time.sleep(4)
+        back = {"effect:" + json.loads(m["Body"])["id"] for m in self.sqs.drain(self.url)}
+        self.assertEqual(done | back, {"effect:s%d" % i for i in range(10)})
+        self.assertEqual(done & back, set())
+
+
+class SystemdNotify(twicetest.TwiceTestCase):
+    def test_ready_reloading_stopping_and_status(self):
+        url, dlq = self.queue_pair("notify")
+        dsn = self.new_database("notify")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        conf = tc.config(self.env, dsn, [tc.queue("jobs", url, dlq, "effect-tx")],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))])
+        sock_path = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "notify.sock")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(sock_path)
+        sock.settimeout(30)
+        self.addCleanup(sock.close)
+        d = self.start_twiced(conf, extra_env={"NOTIFY_SOCKET": sock_path})
+
+        def next_message(want):
+            while True:
+                msg = sock.recv(4096).decode()
+                if want in msg.split("\n"):
+                    return msg
+
+        self.assertRegex(next_message("READY=1"), r"STATUS=generation 1: 1/1 workers ready")
+        d.signal(signal.SIGHUP)
+        self.assertIn("MONOTONIC_USEC=", next_message("RELOADING=1"))
+        self.assertRegex(next_message("READY=1"), r"STATUS=generation 2")
+        d.signal(signal.SIGTERM)
+        self.assertIn("STATUS=stopping", next_message("STOPPING=1"))
+        self.assertEqual(d.stop(), 0)
+
+    def test_foreground_by_default_and_daemon_only_when_asked(self):
+        url, dlq = self.queue_pair("fg")
+        dsn = self.new_database("fg")
+        conf = tc.config(self.env, dsn, [tc.queue("jobs", url, dlq, "effect-tx")],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))])
+        d = self.start_twiced(conf, args=())
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.assertTrue(d.running(), "without -d twiced stays in the foreground")
+        self.assertEqual(d.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,115 @@
+"""Issue 10, faults 1-2: PostgreSQL restarted in the middle of a stream, and the SQS
+endpoint unreachable, then failing, then throttling. Real servers; a fault proxy of
+the tests' own stands between twiced and the emulator. Runs alone (RUN_SERIAL):
+it restarts the run's PostgreSQL."""
+
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+import unittest
+
+import faultproxy
+import twicetest
+import twiceconf as tc
+
+
+def restart_postgres(env):
+    script = os.path.join(env.source_dir, "scripts", "testenv.sh")
+    subprocess.run(["bash", script, "pg-restart", env.run_dir], check=True,
+                   capture_output=True, timeout=120)
+
+
+class Faults(twicetest.TwiceTestCase):
+    def setup_tx(self, prefix, endpoint=None, workers=2, **queue_options):
+        url, dlq = self.queue_pair(prefix)
+        dsn = self.new_database(prefix)
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        port = tc.free_port()
+        options = dict({"concurrency": 8, "visibility_timeout": 10, "max_attempts": 5},
+                       **queue_options)
+        conf = tc.config(self.env, dsn, [tc.queue("jobs", url, dlq, "effect-tx", **options)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         workers=workers, metrics_port=port, endpoint=endpoint)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        return url, dlq, dsn, port, d
+
+    def distinct_effects(self, dsn):
+        return self.pg.query(dsn, "SELECT count(DISTINCT key), count(*) FROM effects")[0]
+
+    def test_postgres_restart_in_the_middle_of_2000_messages(self):
+        url, dlq, dsn, port, d = self.setup_tx("pgrestart")
+        total = 2000
+
+        def produce():
+            for i in range(0, total, 10):
+                self.sqs.send_batch(url, [json.dumps({"id": "p%d" % n})
+                                          for n in range(i, i + 10)])
+                time.sleep(0.05)
+
+        producer = threading.Thread(target=produce)
+        producer.start()
+        twicetest.wait_until(lambda: self.distinct_effects(dsn)[0] >= 300, timeout=60)
+        restart_postgres(self.env)
+        producer.join()
+        twicetest.wait_until(lambda: self.distinct_effects(dsn)[0] == total, timeout=180,
+                             message="not every key ran after the restart")
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=60)
+        distinct, rows = self.distinct_effects(dsn)
+        self.assertEqual((distinct, rows), (total, total), "exactly one effect per key")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0), "nothing dead-lettered by the outage")
+        log = d.log_text()
+        self.assertRegex(log, r"idempotency store unreachable, not receiving until it is back")
+        self.assertRegex(log, r"idempotency store reachable again; receiving")
+        self.assertTrue(d.running())
+        self.assertEqual(d.stop(timeout=30), 0)
+
+    def test_sqs_unreachable_then_failing_then_throttling(self):
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+        url, dlq, dsn, port, d = self.setup_tx("sqsfault", endpoint=proxy.endpoint, workers=1,
+                                               wait_time=1)
+        phases = [
+            ("unreachable", 30, lambda: proxy.refuse()),
+            ("500", 10, lambda: proxy.answer(500, "InternalFailure", "injected")),
+            ("403 RequestThrottled", 8, lambda: proxy.answer(
+                403, "RequestThrottled", "Rate exceeded", "RequestThrottled;Sender")),
+            ("400 ThrottlingException", 8, lambda: proxy.answer(
+                400, "ThrottlingException", "Rate exceeded")),
+        ]
+        mark = d.mark()
+        sent = 0
+        seen = {}
+        for name, seconds, start in phases:
+            before = dict(proxy.seen)
+            start()
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                self.sqs.send(url, json.dumps({"id": "f%d" % sent}))
+                sent += 1
+                time.sleep(0.5)
+            seen[name] = proxy.seen["status"] - before["status"]
+            self.assertTrue(d.running(), "twiced exited during %s" % name)
+        proxy.passthrough()
+        twicetest.wait_until(lambda: self.distinct_effects(dsn)[0] == sent, timeout=120,
+                             message="the queue was not drained after the endpoint recovered")
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=30)
+        self.assertEqual(self.distinct_effects(dsn), (sent, sent))
+        log = d.log_text()[mark:]
+        failures = re.findall(r"queue jobs: ReceiveMessage: .*backing off", log)
+        # One line per state (unreachable, 500, throttled x2), not one per request.
+        self.assertLessEqual(len(failures), 6, "\n".join(failures))
+        self.assertGreaterEqual(len(failures), 3, "\n".join(failures))
+        self.assertRegex(log, r"receiving again after \d+ failed attempts")
+        # Backed off: a few requests per phase, not one per poll (~1/s) times retries.
+        for name in ("500", "403 RequestThrottled", "400 ThrottlingException"):
+            self.assertLess(seen[name], 20, "requests during %s: %d" % (name, seen[name]))
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(timeout=30), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
