@@ -76,10 +76,7 @@ class Hostile(twicetest.TwiceTestCase):
              tc.queue("attr", *queues["attr"], ECHO, max_attempts=1)],
             [tc.plugin(EFFECT_TX, tc.test_plugin(self.env, "effect_tx")),
              tc.plugin(ECHO, tc.test_plugin(self.env, "hostile_echo"))],
-            log_level="debug", extra="max_message_bytes = %d;" % max_bytes)
-        text_log = 'log = { level = "debug"; };'
-        self.assertIn(text_log, conf)
-        conf = conf.replace(text_log, 'log = { level = "debug"; format = "%s"; };' % fmt)
+            log_level="debug", log_format=fmt, extra="max_message_bytes = %d;" % max_bytes)
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1", timeout=20)
         return d, queues, dsn
@@ -145,7 +142,9 @@ class Hostile(twicetest.TwiceTestCase):
             self.assertEqual(attrs["twice-reason"]["StringValue"], reason, case)
             self.assertTrue(attrs["twice-error"]["StringValue"].strip(), case)
         by_case = {v[0]: letters[mid] for mid, v in dead.items()}
-        err = lambda case: by_case[case]["MessageAttributes"]["twice-error"]["StringValue"]
+
+        def err(case):
+            return by_case[case]["MessageAttributes"]["twice-error"]["StringValue"]
         self.assertIn("max_message_bytes", err("too-large"))
         self.assertRegex(err("deep-nesting"), r"line 1 column \d+")
         self.assertIn("line1\nline2", err("echo-reject"), "the plugin's error, kept whole")
@@ -160,8 +159,8 @@ class Hostile(twicetest.TwiceTestCase):
         msgs = self.check_log(d, fmt)
         echoed = [m for m in msgs if "body [" in m]
         self.assertEqual(len(echoed), 2, "the plugin logged both messages it handled")
-        self.assertEqual(len([m for m in msgs if "dead-lettered (rejected): rejected: note [" in m]),
-                         1, "the host logs the plugin's error")
+        rejected = [m for m in msgs if "dead-lettered (rejected): rejected: note [" in m]
+        self.assertEqual(len(rejected), 1, "the host logs the plugin's error")
         if fmt == "json":
             self.assertTrue(any("note [line1\nline2\r\n\tend]" in m for m in echoed), echoed)
             self.assertTrue(any("note [%s]" % NOTE in m for m in echoed), echoed)

@@ -98,14 +98,13 @@ class Tls(twicetest.TwiceTestCase):
 
     def config(self, ca_file=None):
         conf = tc.config(self.env, self.dsn, [tc.queue("tls", self.url, self.dlq, PLUGIN)],
-                         [tc.plugin(PLUGIN, tc.test_plugin(self.env, "effect_tx"))])
-        aws = 'aws = { %s %s };' % (tc.setting("region", self.env.region),
-                                    tc.setting("endpoint", self.env.sqs_endpoint))
-        self.assertIn(aws, conf)
-        mine = [tc.setting("region", self.env.region), tc.setting("endpoint", self.proxy.url)]
-        if ca_file is not None:
-            mine.append(tc.setting("ca_file", ca_file))
-        return conf.replace(aws, "aws = { %s };" % " ".join(mine))
+                         [tc.plugin(PLUGIN, tc.test_plugin(self.env, "effect_tx"))],
+                         endpoint=self.proxy.url)
+        endpoint = tc.setting("endpoint", self.proxy.url)
+        self.assertIn(endpoint, conf)
+        if ca_file is None:
+            return conf
+        return conf.replace(endpoint, endpoint + " " + tc.setting("ca_file", ca_file))
 
     def test_the_proxy_works(self):
         """The control: the proxy answers SQS calls for a client that trusts it."""
