@@ -40,6 +40,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/twice-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 artifacts=$root/build-fuzz/fuzz-artifacts
 export LSAN_OPTIONS="suppressions=$root/tests/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export TWICE_FUZZ_CONFIG_DIR=$work/config-dir # fuzz-config's scratch directory
+mkdir -p "$TWICE_FUZZ_CONFIG_DIR"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 
 status=0

@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static char dir[64];
-static char file[96];
-static char plugin[96];
+static char dir[256];
+static char file[300];
+static char plugin[300];
 
 static void
 remove_dir(void)
@@ -30,16 +30,25 @@ remove_dir(void)
 
 /* A directory of our own for the file name, so that relative paths name
  * nothing of this machine's; with one empty file, plugin.so, so that seeds
- * saying plugin_dir = "." can name a plugin that exists. */
+ * saying plugin_dir = "." can name a plugin that exists. libFuzzer ends a
+ * timed run with _Exit, past atexit: scripts/fuzz.sh hands us a directory in
+ * its own work area instead (TWICE_FUZZ_CONFIG_DIR), which it removes. */
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+    const char *given = getenv("TWICE_FUZZ_CONFIG_DIR");
+
     (void) argc;
     (void) argv;
-    snprintf(dir, sizeof(dir), "%s", "/tmp/twice-fuzz-config.XXXXXX");
-    if (mkdtemp(dir) == NULL) {
-        perror("fuzz-config: mkdtemp");
-        exit(1);
+    if (given != NULL && given[0] != '\0') {
+        snprintf(dir, sizeof(dir), "%s", given);
+    } else {
+        snprintf(dir, sizeof(dir), "%s", "/tmp/twice-fuzz-config.XXXXXX");
+        if (mkdtemp(dir) == NULL) {
+            perror("fuzz-config: mkdtemp");
+            exit(1);
+        }
+        atexit(remove_dir);
     }
     snprintf(file, sizeof(file), "%s/twice.conf", dir);
     snprintf(plugin, sizeof(plugin), "%s/plugin.so", dir);
@@ -49,7 +58,6 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
         exit(1);
     }
     fclose(fp);
-    atexit(remove_dir);
     return 0;
 }
 
