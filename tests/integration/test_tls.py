@@ -11,6 +11,7 @@ import http.server
 import json
 import os
 import re
+import shutil
 import ssl
 import subprocess
 import tempfile
@@ -89,6 +90,7 @@ class Tls(twicetest.TwiceTestCase):
     def setUp(self):
         super().setUp()
         self.dir = tempfile.mkdtemp(prefix="tls-", dir=self.env.run_dir)
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
         self.cert, key = make_certificate(self.dir)
         self.proxy = TlsProxy(self.env.sqs_endpoint, self.cert, key)
         self.addCleanup(self.proxy.close)
