@@ -774,11 +774,18 @@ parse_plugin_path(struct ctx *x, const config_setting_t *e, const struct scope *
     free(raw);
     if (p->path == NULL) {
         problem(x, s, "out of memory");
-    } else if (stat(p->path, &st) != 0) {
-        problem(x, s, "%s%s: %s", sc->pfx, p->path, strerror(errno));
-    } else if (!S_ISREG(st.st_mode)) {
-        problem(x, s, "%s%s: not a regular file", sc->pfx, p->path);
+        return;
     }
+    int rc = stat(p->path, &st), err = errno;
+    if (rc == 0 && S_ISREG(st.st_mode)) {
+        return;
+    }
+    /* Quoted in full but escaped: a control byte must not break the line. */
+    struct buf path = BUF_INIT;
+    log_escape(&path, p->path, strlen(p->path));
+    problem(x, s, "%s%s: %s", sc->pfx, buf_str(&path),
+            rc != 0 ? strerror(err) : "not a regular file");
+    buf_free(&path);
 }
 
 static void
@@ -839,7 +846,7 @@ static void
 check_plugin_ref(struct ctx *x, const struct config *c, const config_setting_t *s,
                  const struct scope *sc, const char *name)
 {
-    char tmp[64];
+    char tmp[64], best[64];
     if (config_find_plugin(c, name) != NULL) {
         return;
     }
@@ -848,7 +855,8 @@ check_plugin_ref(struct ctx *x, const struct config *c, const config_setting_t *
         suggest_offer(&sg, c->plugins[i].name);
     }
     problem(x, s, "%splugin '%s' is not configured%s%s%s", sc->pfx, shown(name, tmp),
-            sg.best ? " (did you mean '" : "", sg.best ? sg.best : "", sg.best ? "'?)" : "");
+            sg.best ? " (did you mean '" : "", sg.best ? shown(sg.best, best) : "",
+            sg.best ? "'?)" : "");
 }
 
 /* route_by: a dotted JSON body path ("user.id") or "attr:Name". */

@@ -53,7 +53,8 @@ void log_vjob(twice_log_level level, const struct log_job *job, const char *fmt,
 
 struct buf;
 /* Append s (n bytes) to b with control bytes, backslashes, quotes and
- * invalid UTF-8 escaped as \n, \t, \\, \", \xNN; valid UTF-8 is kept.
+ * invalid UTF-8 escaped as \n, \t, \\, \", \xNN, and C1 controls and
+ * U+2028/U+2029 as \uNNNN; other valid UTF-8 is kept.
  * Exposed for tests and for anyone printing untrusted text. */
 void log_escape(struct buf *b, const char *s, size_t n);
 

@@ -421,7 +421,7 @@ sqs_batch_failed(json_t *f, struct sqs_batch_result *r)
     const char *msg = json_string_value(json_object_get(f, "Message"));
     r->ok = 0;
     r->sender_fault = sqs_json_true(json_object_get(f, "SenderFault"));
-    snprintf(r->code, sizeof r->code, "%s", code != NULL ? code : "Failed");
+    snprintf(r->code, sizeof r->code, "%s", code != NULL && code[0] != '\0' ? code : "Failed");
     snprintf(r->message, sizeof r->message, "%s", msg != NULL ? msg : "");
 }
 

@@ -1,0 +1,166 @@
+/*
+ * test-hostile-input.c - regression tests for what the fuzz targets and
+ * test_hostile.py found, each with the input that showed it, plus the pure
+ * half of the hostile-message cases (bodies twice must refuse, and why).
+ * Not a home for a module's ordinary tests: those stay in test-<module>.c.
+ */
+#include "buf.h"
+#include "check.h"
+#include "config.h"
+#include "jsonpath.h"
+#include "log.h"
+#include "sqs.h"
+#include "sqs_parse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CONF "/nonexistent-twice-test/twice.conf"
+
+static int
+has_control(const char *s)
+{
+    for (; *s != '\0'; s++) {
+        if ((unsigned char) *s < 0x20 || *s == 0x7f) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The lines `twiced -t` prints for text, checked to be one line each. */
+static char *
+config_problems(const char *text)
+{
+    struct diag d = DIAG_INIT;
+    struct config *c = NULL;
+    struct buf all = BUF_INIT;
+
+    CHECK_INT(config_load(CONF, text, &c, &d), -1);
+    for (size_t i = 0; i < d.n; i++) {
+        CHECK(!has_control(d.lines[i]));
+        buf_printf(&all, "%s\n", d.lines[i]);
+    }
+    diag_free(&d);
+    config_free(c);
+    return buf_steal(&all);
+}
+
+/* fuzz-config: "did you mean" quoted a configured plugin name raw, so a
+ * name holding a newline split the message of `twiced -t` in two. */
+static void
+test_config_suggestion_is_shown_safely(void)
+{
+    char *out = config_problems(
+        "idempotency = { dsn = \"x\"; };\n"
+        "plugins = ( { name = \"p\\n\"; path = \"/nonexistent-twice-test/p.so\"; } );\n"
+        "queues = ( { name = \"q\"; url = \"http://h/a\"; dlq_url = \"http://h/d\"; "
+        "plugin = \"p\"; } );\n");
+    CHECK_CONTAINS(out, CONF ":3: queue 'q': plugin 'p' is not configured (did you mean 'p?'?)");
+    free(out);
+}
+
+/* fuzz-config: a plugin path that does not exist was quoted raw. */
+static void
+test_config_plugin_path_is_escaped(void)
+{
+    char *out = config_problems(
+        "idempotency = { dsn = \"x\"; };\n"
+        "plugins = ( { name = \"p\"; path = \"missing.s\\x04o\\n\"; } );\n"
+        "queues = ( { name = \"q\"; url = \"http://h/a\"; dlq_url = \"http://h/d\"; "
+        "plugin = \"p\"; } );\n");
+    CHECK_CONTAINS(out, "/missing.s\\x04o\\n: No such file or directory");
+    free(out);
+}
+
+/* fuzz-sqs-response: a failed batch entry with "Code": "" had no code. */
+static void
+test_batch_failure_without_code(void)
+{
+    const char *json = "{\"Failed\":[{\"Id\":\"1\",\"Code\":\"\"}]}";
+    const char *ids[] = {"0", "1"};
+    struct sqs_batch_result r[2];
+    struct sqs_error e;
+
+    CHECK_INT(sqs_parse_batch(json, strlen(json), ids, 2, r, &e), 0);
+    CHECK_INT(r[1].ok, 0);
+    CHECK_STR(r[1].code, "Failed");
+    CHECK_STR(r[0].code, "NoResult");
+}
+
+static char *
+escaped(const char *s)
+{
+    struct buf b = BUF_INIT;
+    log_escape(&b, s, strlen(s));
+    return buf_steal(&b);
+}
+
+/* test_hostile.py: SQS lets U+2028/U+2029 and C1 controls (U+0085 NEL,
+ * U+009B CSI) into attributes and bodies; a plugin logging them split text
+ * log lines for Unicode-aware readers and could drive a terminal. */
+static void
+test_log_escape_line_breaking_unicode(void)
+{
+    char *s = escaped("a\xe2\x80\xa8"
+                      "b\xe2\x80\xa9"
+                      "c\xc2\x85"
+                      "d\xc2\x9b[31me");
+    CHECK_STR(s, "a\\u2028b\\u2029c\\u0085d\\u009b[31me");
+    free(s);
+    /* their neighbours stay as they are */
+    s = escaped("\xc2\xa0\xc3\xa9\xe2\x80\xa7\xe2\x80\xaa\xf0\x9f\x98\x80");
+    CHECK_STR(s, "\xc2\xa0\xc3\xa9\xe2\x80\xa7\xe2\x80\xaa\xf0\x9f\x98\x80");
+    free(s);
+    s = escaped("t\tn\nr\r\x01\x7f\"\\\xff\xc0\xaf\xed\xa0\x80");
+    CHECK_STR(s, "t\\tn\\nr\\r\\x01\\x7f\\\"\\\\\\xff\\xc0\\xaf\\xed\\xa0\\x80");
+    free(s);
+}
+
+/* Bodies that can reach a worker and that twice refuses as invalid-json:
+ * the reason's text names where, and quotes nothing raw. */
+static void
+refused_body(const char *body, const char *want)
+{
+    char err[256];
+    json_t *v = jsonpath_parse_body(body, strlen(body), err, sizeof(err));
+
+    CHECK(v == NULL);
+    json_decref(v);
+    CHECK(strncmp(err, "line 1 column ", 14) == 0);
+    CHECK_CONTAINS(err, want);
+    CHECK(!has_control(err));
+}
+
+static void
+test_hostile_bodies_are_refused(void)
+{
+    size_t depth = 10000;
+    char *deep = malloc(2 * depth + 1);
+
+    CHECK(deep != NULL);
+    if (deep != NULL) {
+        memset(deep, '[', depth);
+        memset(deep + depth, ']', depth);
+        deep[2 * depth] = '\0';
+        refused_body(deep, "depth");
+        free(deep);
+    }
+    refused_body("{\"id\":\"\\ud800\"}", "invalid Unicode");
+    refused_body("{\"id\":\"a\\u0000b\"}", "\\\\u0000 is not allowed");
+    refused_body("{\"v\":1e400}", "real number overflow");
+    refused_body("{\"id\":123456789012345678901234567890}", "too big integer");
+    refused_body("{\"id\":1,\"id\":2}", "duplicate object key");
+    refused_body("{\"id\":\"\x01\"}", "control character 0x1");
+}
+
+int
+main(void)
+{
+    test_config_suggestion_is_shown_safely();
+    test_config_plugin_path_is_escaped();
+    test_batch_failure_without_code();
+    test_log_escape_line_breaking_unicode();
+    test_hostile_bodies_are_refused();
+    return check_done("test-hostile-input");
+}
