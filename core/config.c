@@ -8,6 +8,7 @@
 #include "buf.h"
 
 #include <libconfig.h>
+#include <libpq-fe.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -513,6 +514,26 @@ parse_aws(struct ctx *x, const config_setting_t *root, struct config *c)
     get_opt_str(x, g, &sc, "ca_file", &c->aws.ca_file);
 }
 
+/* libpq's own parser, so a malformed DSN is caught by `twiced -t`, not by the
+ * first worker. Its message is not shown: it can quote the DSN, password
+ * included. */
+static void
+check_dsn(struct ctx *x, const config_setting_t *g, const char *dsn)
+{
+    if (dsn == NULL) {
+        return;
+    }
+    char *msg = NULL;
+    PQconninfoOption *opts = PQconninfoParse(dsn, &msg);
+    if (opts == NULL) {
+        problem(x, config_setting_get_member(g, "dsn"),
+                "idempotency.dsn: not a valid libpq connection string or URI (the value is "
+                "not shown: it may hold a password)");
+    }
+    PQconninfoFree(opts);
+    PQfreemem(msg);
+}
+
 static void
 parse_idempotency(struct ctx *x, const config_setting_t *root, struct config *c)
 {
@@ -529,9 +550,11 @@ parse_idempotency(struct ctx *x, const config_setting_t *root, struct config *c)
     }
     check_unknown(x, g, idem_keys, &sc);
     get_required_str(x, g, g, &sc, "dsn", &c->idempotency.dsn);
+    check_dsn(x, g, c->idempotency.dsn);
     config_setting_t *s = get_str(x, g, &sc, "table", &c->idempotency.table);
-    if (s != NULL && (c->idempotency.table[0] == '\0' || strlen(c->idempotency.table) > 63)) {
-        problem(x, s, "idempotency.table: must be 1-63 bytes long (PostgreSQL's name limit)");
+    if (s != NULL && (c->idempotency.table[0] == '\0' || strlen(c->idempotency.table) > 51)) {
+        problem(x, s, "idempotency.table: must be 1-51 bytes long (twice's index names add "
+                      "up to 12 bytes, within PostgreSQL's 63)");
     }
     get_int(x, g, &sc, "retention", &c->idempotency.retention, 60, NO_MAX);
     s = get_str(x, g, &sc, "on_conflict", &v);

@@ -402,7 +402,8 @@ static const struct want errors_want[] = {
     {"frobnicate", "unknown setting 'frobnicate'"},
     {"levle", "unknown setting 'levle' in log (did you mean 'level'?)"},
     {"\"xml\"", "log.format: unknown format 'xml' (use text or json)"},
-    {"table = \"\"", "idempotency.table: must be 1-63 bytes long (PostgreSQL's name limit)"},
+    {"table = \"\"", "idempotency.table: must be 1-51 bytes long (twice's index names add "
+                    "up to 12 bytes, within PostgreSQL's 63)"},
     {"\"drop\"", "idempotency.on_conflict: unknown value 'drop' (use skip or reject)"},
     {"retention", "idempotency.retention: 59 is out of range (must be at least 60)"},
     {"webhook", "alerts.webhook: missing required setting 'url'"},
@@ -608,7 +609,7 @@ test_plugin_rules(void)
     struct diag d = DIAG_INIT;
     struct config *c = NULL;
     CHECK_INT(
-        load("idempotency = { dsn = \"x\"; };\n"
+        load("idempotency = { dsn = \"dbname=x\"; };\n"
              "plugins = ( { name = \"p\"; path = \"p.so\"; } );\n" QUEUE_JOBS("plugin = \"p\";"),
              0, &c, &d),
         -1);
@@ -837,6 +838,25 @@ test_reference_conf(void)
     free(text);
 }
 
+/* A DSN libpq cannot parse is caught by the check, and never echoed. */
+static void
+test_malformed_dsn(void)
+{
+    struct diag d = DIAG_INIT;
+    struct config *c = NULL;
+    CHECK_INT(load("idempotency = { dsn = \"host=db password=hunter2 broken\"; };\n"
+                   QUEUE_JOBS("plugin = \"welcome-email\";"),
+                   0, &c, &d),
+              -1);
+    CHECK(has(&d, path_in(tmpdir, "t.conf"), 1,
+              "idempotency.dsn: not a valid libpq connection string or URI (the value is not "
+              "shown: it may hold a password)"));
+    for (size_t i = 0; i < d.n; i++) {
+        CHECK(strstr(d.lines[i], "hunter2") == NULL);
+    }
+    diag_free(&d);
+}
+
 int
 main(void)
 {
@@ -853,6 +873,7 @@ main(void)
     test_alerts_metrics();
     test_restart_needed();
     test_reference_conf();
+    test_malformed_dsn();
     teardown();
     return check_done("test-config");
 }
