@@ -75,8 +75,23 @@ bash "$here/testenv.sh" up "$run_dir"
 echo "test.sh: setup took $((SECONDS - start))s"
 
 status=0
-echo "test.sh: ctest in build/"
-(cd build && ctest "${ctest_args[@]}") || status=$?
+# Checks outside ctest first, so the run ends with ctest's own summary.
+if [ "$quick" = 0 ]; then
+    echo "test.sh: fuzzing each target for ${TWICE_FUZZ_SECONDS:-45}s (scripts/fuzz.sh)"
+    bash "$here/fuzz.sh" "${TWICE_FUZZ_SECONDS:-45}" || status=$?
+fi
+if [ "$status" = 0 ] && [ "$quick" = 0 ]; then
+    echo "test.sh: unit tests under valgrind memcheck (scripts/valgrind-unit.sh)"
+    bash "$here/valgrind-unit.sh" build || status=$?
+fi
+if [ "$status" = 0 ] && [ "$quick" = 0 ]; then
+    echo "test.sh: packaging (scripts/package-test.sh)"
+    bash "$here/package-test.sh" || status=$?
+fi
+if [ "$status" = 0 ]; then
+    echo "test.sh: ctest in build/"
+    (cd build && ctest "${ctest_args[@]}") || status=$?
+fi
 if [ "$status" = 0 ] && [ "$quick" = 0 ]; then
     echo "test.sh: ctest in build-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer)"
     (cd build-asan &&
@@ -84,8 +99,5 @@ if [ "$status" = 0 ] && [ "$quick" = 0 ]; then
             UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
             ctest "${ctest_args[@]}") || status=$?
 fi
-if [ "$status" = 0 ] && [ "$quick" = 0 ]; then
-    echo "test.sh: packaging (scripts/package-test.sh)"
-    bash "$here/package-test.sh" || status=$?
-fi
+echo "test.sh: finished in $((SECONDS - start))s with status $status"
 exit $status
