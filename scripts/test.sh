@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # test.sh: THE test command. Installs dependencies (deps.sh), builds twice normally in
 # build/ and with ASan+UBSan in build-asan/, starts the test servers (testenv.sh) in a
-# temporary RUN_DIR, runs ctest in both builds, always stops the servers, and exits with
-# ctest's status. Not for: the demo, or leaving servers up (use testenv.sh for that).
+# temporary RUN_DIR, fuzzes every libFuzzer target for a bounded time (fuzz.sh,
+# TWICE_FUZZ_SECONDS each, default 45), runs the unit tests under valgrind
+# (valgrind-unit.sh), builds, lints, installs and purges the packages (package-test.sh),
+# then runs ctest in both builds; always stops the servers, and exits with the status of
+# the first failure. Not for: the demo, or leaving servers up (use testenv.sh for that).
 #
 #   scripts/test.sh [--quick] [-R REGEX] [--keep]
-#     --quick    normal build only (no sanitizer build and run)
+#     --quick    normal build and ctest only (no sanitizers, fuzzing, valgrind, packages)
 #     -R REGEX   only the ctest tests matching REGEX
 #     --keep     keep RUN_DIR (logs, mail, twiced work dirs) after the run
 set -euo pipefail
@@ -99,5 +102,4 @@ if [ "$status" = 0 ] && [ "$quick" = 0 ]; then
             UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
             ctest "${ctest_args[@]}") || status=$?
 fi
-echo "test.sh: finished in $((SECONDS - start))s with status $status"
 exit $status
