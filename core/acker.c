@@ -36,7 +36,7 @@
 /* Acknowledgement attempts before a job is given up (it is then redelivered). */
 #define ACKER_MAX_TRIES 8
 /* Keys per PostgreSQL statement. */
-#define ACKER_BATCH 256
+#define ACKER_BATCH     256
 
 struct acker {
     struct worker *w;
@@ -45,9 +45,9 @@ struct acker {
     pthread_cond_t cv;
     struct twice_job *pending; /* submitted, not yet taken by a pass */
     size_t npending;
-    struct twice_job *reg;     /* the in-flight registry (reg_prev/reg_next) */
+    struct twice_job *reg; /* the in-flight registry (reg_prev/reg_next) */
     int stop;
-    int abandon;               /* give back the running jobs */
+    int abandon; /* give back the running jobs */
 
     /* Used by the thread only. */
     struct sqs_client *sqs;
@@ -337,7 +337,8 @@ release_keys(struct acker *a, struct twice_job *list)
             time_t now = time(NULL);
             if (now - a->release_logged >= ACKER_REPORT_EVERY) {
                 log_warn("releasing %zu keys failed (they stay claimed until their leases "
-                         "end): %s", n, err);
+                         "end): %s",
+                         n, err);
                 a->release_logged = now;
             }
         }

@@ -69,8 +69,8 @@ static void
 advise(const struct wqueue *q, const char *plugin, double p99)
 {
     int vis = q->cfg->visibility_timeout;
-    if ((double) vis >= 2.0 * p99 || !shm_advice_due(q->cfg->name, plugin, time(NULL),
-                                                     ADVICE_EVERY)) {
+    if ((double) vis >= 2.0 * p99 ||
+        !shm_advice_due(q->cfg->name, plugin, time(NULL), ADVICE_EVERY)) {
         return;
     }
     log_warn("queue %s: plugin %s: p99 handler duration is %.1fs, more than half the "

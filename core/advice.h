@@ -11,9 +11,9 @@
 
 #include <stddef.h>
 
-#define ADVICE_WINDOW 1024     /* durations kept per (queue, plugin) */
-#define ADVICE_MIN_SAMPLES 20  /* fewer: no p99 yet */
-#define ADVICE_EVERY 3600      /* seconds between two warnings for one pair */
+#define ADVICE_WINDOW      1024 /* durations kept per (queue, plugin) */
+#define ADVICE_MIN_SAMPLES 20   /* fewer: no p99 yet */
+#define ADVICE_EVERY       3600 /* seconds between two warnings for one pair */
 
 struct wqueue;
 struct worker;

@@ -12,8 +12,8 @@
 #include <string.h>
 
 int
-aws_setup(const struct config *c, struct sqs_endpoint *ep, struct creds_chain **chain,
-          char *err, size_t errlen)
+aws_setup(const struct config *c, struct sqs_endpoint *ep, struct creds_chain **chain, char *err,
+          size_t errlen)
 {
     memset(ep, 0, sizeof(*ep));
     *chain = NULL;

@@ -17,7 +17,10 @@ struct buf {
     int failed; /* an allocation failed: every later append is a no-op */
 };
 
-#define BUF_INIT {NULL, 0, 0, 0}
+#define BUF_INIT                                                                                  \
+    {                                                                                             \
+        NULL, 0, 0, 0                                                                             \
+    }
 
 /* Append n bytes / a C string / printf output. They return 0, or -1 once an
  * allocation has failed (the buffer keeps what it had and stays failed). */

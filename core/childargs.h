@@ -13,10 +13,7 @@
 
 struct config;
 
-enum childargs_mode {
-    CHILD_WORKER = 1,
-    CHILD_PROBE = 2
-};
+enum childargs_mode { CHILD_WORKER = 1, CHILD_PROBE = 2 };
 
 struct childargs {
     enum childargs_mode mode;

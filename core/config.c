@@ -553,8 +553,9 @@ parse_idempotency(struct ctx *x, const config_setting_t *root, struct config *c)
     check_dsn(x, g, c->idempotency.dsn);
     config_setting_t *s = get_str(x, g, &sc, "table", &c->idempotency.table);
     if (s != NULL && (c->idempotency.table[0] == '\0' || strlen(c->idempotency.table) > 51)) {
-        problem(x, s, "idempotency.table: must be 1-51 bytes long (twice's index names add "
-                      "up to 12 bytes, within PostgreSQL's 63)");
+        problem(x, s,
+                "idempotency.table: must be 1-51 bytes long (twice's index names add "
+                "up to 12 bytes, within PostgreSQL's 63)");
     }
     get_int(x, g, &sc, "retention", &c->idempotency.retention, 60, NO_MAX);
     s = get_str(x, g, &sc, "on_conflict", &v);

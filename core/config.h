@@ -47,11 +47,11 @@ struct config_route {
 };
 
 struct config_queue {
-    char *name;       /* short name for logs and metrics */
-    char *url;        /* required */
-    char *dlq_url;    /* required: where REJECTs and exhausted jobs go */
-    char *plugin;     /* the queue's plugin, or NULL with route_by/routes */
-    char *route_by;   /* a JSON body path, or "attr:Name"; NULL with plugin */
+    char *name;     /* short name for logs and metrics */
+    char *url;      /* required */
+    char *dlq_url;  /* required: where REJECTs and exhausted jobs go */
+    char *plugin;   /* the queue's plugin, or NULL with route_by/routes */
+    char *route_by; /* a JSON body path, or "attr:Name"; NULL with plugin */
     struct config_route *routes;
     size_t nroutes;
     int concurrency;        /* handler threads per worker process (default 8) */
@@ -66,15 +66,15 @@ struct config_queue {
 };
 
 struct config_webhook {
-    char *url;         /* NULL: no webhook sink */
-    char *header;      /* optional extra header "Name: value" (a secret: never logged) */
-    int timeout;       /* seconds (default 10) */
+    char *url;    /* NULL: no webhook sink */
+    char *header; /* optional extra header "Name: value" (a secret: never logged) */
+    int timeout;  /* seconds (default 10) */
 };
 
 struct config_smtp {
-    char *url;      /* smtp:// or smtps://; NULL: no email sink */
+    char *url; /* smtp:// or smtps://; NULL: no email sink */
     char *from;
-    char **to;      /* at least one */
+    char **to; /* at least one */
     size_t nto;
     char *username; /* optional */
     char *password; /* optional; a secret: never logged */
@@ -84,15 +84,15 @@ struct config_smtp {
 struct config {
     char *file; /* the path the configuration was read from */
 
-    int workers;           /* worker processes (default 2) */
-    char *plugin_dir;      /* default TWICE_DEFAULT_PLUGIN_DIR */
-    int drain_timeout;     /* seconds to finish in-flight jobs on stop/reload (default 30) */
-    char *user;            /* run workers as this user (needs a restart to change); NULL */
-    int user_line;         /* its line, 0 when not set */
+    int workers;            /* worker processes (default 2) */
+    char *plugin_dir;       /* default TWICE_DEFAULT_PLUGIN_DIR */
+    int drain_timeout;      /* seconds to finish in-flight jobs on stop/reload (default 30) */
+    char *user;             /* run workers as this user (needs a restart to change); NULL */
+    int user_line;          /* its line, 0 when not set */
     long max_message_bytes; /* larger bodies go to the DLQ as too-large (default 1 MiB) */
 
     struct {
-        twice_log_level level; /* default info */
+        twice_log_level level;  /* default info */
         enum log_format format; /* default text */
         char *file;             /* NULL: stderr */
     } log;
@@ -105,8 +105,8 @@ struct config {
     } aws;
 
     struct {
-        char *dsn;    /* required; a secret when it holds a password: never logged */
-        char *table;  /* default "twice_idempotency"; quoted as an identifier */
+        char *dsn;     /* required; a secret when it holds a password: never logged */
+        char *table;   /* default "twice_idempotency"; quoted as an identifier */
         int retention; /* seconds completed keys are kept (default 7 days) */
         enum config_on_conflict on_conflict;
         int lease_margin;     /* seconds added to the visibility timeout (default 5) */

@@ -14,7 +14,10 @@ struct diag {
     size_t cap;
 };
 
-#define DIAG_INIT {NULL, 0, 0}
+#define DIAG_INIT                                                                                 \
+    {                                                                                             \
+        NULL, 0, 0                                                                                \
+    }
 
 /* Add "FILE:LINE: message" ("FILE: message" when line is 0, the bare message
  * when file is NULL). Allocation failures drop the line silently: a

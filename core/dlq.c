@@ -23,8 +23,10 @@ sqs_char_len(const unsigned char *s, size_t n)
     if (s[0] < 0x80) {
         return (s[0] >= 0x20 || s[0] == 0x9 || s[0] == 0xa || s[0] == 0xd) ? 1 : 0;
     }
-    size_t len = (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3
-                                         : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+    size_t len = (s[0] & 0xe0) == 0xc0   ? 2
+                 : (s[0] & 0xf0) == 0xe0 ? 3
+                 : (s[0] & 0xf8) == 0xf0 ? 4
+                                         : 0;
     if (len == 0 || len > n) {
         return 0;
     }
@@ -102,8 +104,9 @@ pack_rest(struct dlq_letter *l, const struct sqs_message *m, size_t from)
             continue;
         }
         if (a->string_value != NULL) {
-            json_object_set_new(obj, a->name, json_pack("{s:s,s:s}", "DataType", a->data_type,
-                                                        "StringValue", a->string_value));
+            json_object_set_new(
+                obj, a->name,
+                json_pack("{s:s,s:s}", "DataType", a->data_type, "StringValue", a->string_value));
             continue;
         }
         /* Binary: base64, as SQS itself carries it. */
@@ -113,8 +116,8 @@ pack_rest(struct dlq_letter *l, const struct sqs_message *m, size_t from)
             return -1;
         }
         EVP_EncodeBlock((unsigned char *) b64, a->binary, (int) a->binary_len);
-        json_object_set_new(obj, a->name, json_pack("{s:s,s:s}", "DataType", a->data_type,
-                                                    "BinaryValue", b64));
+        json_object_set_new(obj, a->name,
+                            json_pack("{s:s,s:s}", "DataType", a->data_type, "BinaryValue", b64));
         free(b64);
     }
     l->packed = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
@@ -127,8 +130,8 @@ pack_rest(struct dlq_letter *l, const struct sqs_message *m, size_t from)
 }
 
 int
-dlq_letter_build(struct dlq_letter *l, const struct sqs_message *m,
-                 const struct dlq_reason *why, int fifo)
+dlq_letter_build(struct dlq_letter *l, const struct sqs_message *m, const struct dlq_reason *why,
+                 int fifo)
 {
     memset(l, 0, sizeof(*l));
     snprintf(l->attempts, sizeof(l->attempts), "%d", why->attempts);

@@ -41,9 +41,9 @@ struct dlq_letter {
 
 /* What a letter says about its message. */
 struct dlq_reason {
-    const char *reason;    /* code */
-    const char *error;     /* detail, may be NULL */
-    const char *plugin;    /* may be NULL */
+    const char *reason; /* code */
+    const char *error;  /* detail, may be NULL */
+    const char *plugin; /* may be NULL */
     int attempts;
     const char *queue_url; /* the source queue */
     const char *key;       /* may be NULL */

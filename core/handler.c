@@ -28,8 +28,7 @@ struct handler {
     int store_down;           /* log an outage once, not per job */
 };
 
-static void
-hlog(twice_log_level level, const struct twice_job *j, const char *fmt, ...)
+static void hlog(twice_log_level level, const struct twice_job *j, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static void
@@ -67,8 +66,8 @@ retry_delay(const struct twice_job *j)
     if (j->retry_after >= 0) {
         return j->retry_after;
     }
-    uint64_t d = backoff_delay((uint64_t) qc->backoff_base, (uint64_t) qc->backoff_cap,
-                               j->attempt);
+    uint64_t d =
+        backoff_delay((uint64_t) qc->backoff_base, (uint64_t) qc->backoff_cap, j->attempt);
     if (d < 1) {
         d = 1;
     }
@@ -84,15 +83,16 @@ decide(struct twice_job *j, twice_status st)
     if (st == TWICE_DONE) {
         j->action = JOB_ACT_COMPLETE;
     } else if (st == TWICE_REJECT) {
-        job_deadletter(j, "rejected", "%s", j->error != NULL ? j->error : "rejected by the plugin");
+        job_deadletter(j, "rejected", "%s",
+                       j->error != NULL ? j->error : "rejected by the plugin");
     } else if (j->attempt >= qc->max_attempts) {
         job_deadletter(j, "max-attempts", "attempt %d of %d failed: %s", j->attempt,
                        qc->max_attempts, why[0] ? why : "the plugin asked to retry");
     } else {
         j->action = JOB_ACT_RETRY;
         j->delay = retry_delay(j);
-        uint64_t ceiling = backoff_ceiling((uint64_t) qc->backoff_base,
-                                           (uint64_t) qc->backoff_cap, j->attempt);
+        uint64_t ceiling =
+            backoff_ceiling((uint64_t) qc->backoff_base, (uint64_t) qc->backoff_cap, j->attempt);
         hlog(TWICE_LOG_INFO, j, "retry in %ds (attempt %d of %d, backoff ceiling %llus): %s",
              j->delay, j->attempt, qc->max_attempts, (unsigned long long) ceiling,
              why[0] ? why : "the plugin asked to retry");
@@ -108,13 +108,13 @@ handler_store(struct handler *h)
     if (h->store != NULL && idem_connected(h->store)) {
         return h->store;
     }
-    int rc = h->store == NULL ? idem_open(c->idempotency.dsn, c->idempotency.table,
-                                          h->q->w->owner, &h->store, err, sizeof(err))
+    int rc = h->store == NULL ? idem_open(c->idempotency.dsn, c->idempotency.table, h->q->w->owner,
+                                          &h->store, err, sizeof(err))
                               : idem_reconnect(h->store, err, sizeof(err));
     if (rc != 0) {
         if (!h->store_down) {
-            log_error("queue %s: transactional handler: database unreachable: %s",
-                      h->q->cfg->name, err);
+            log_error("queue %s: transactional handler: database unreachable: %s", h->q->cfg->name,
+                      err);
         }
         h->store_down = 1;
         return NULL;
@@ -131,7 +131,8 @@ run_transactional(struct handler *h, struct twice_job *j)
     struct idem_store *s = handler_store(h);
     int rc = s != NULL ? idem_tx_begin(s, j->key, err, sizeof(err)) : -1;
     if (rc == 0) {
-        hlog(TWICE_LOG_WARN, j, "lease lost before the handler started; leaving the message "
+        hlog(TWICE_LOG_WARN, j,
+             "lease lost before the handler started; leaving the message "
              "to its new holder");
         j->action = JOB_ACT_NONE;
         j->claimed = 0;
@@ -154,8 +155,10 @@ run_transactional(struct handler *h, struct twice_job *j)
             /* The database went away: not the job's fault, and not an attempt
              * to count against it. It comes back when the store does. */
             metrics_count(MET_PG_ERRORS, "tx_commit", NULL, NULL, 1);
-            hlog(TWICE_LOG_WARN, j, "commit failed with the connection (%s); giving the "
-                 "message back", err);
+            hlog(TWICE_LOG_WARN, j,
+                 "commit failed with the connection (%s); giving the "
+                 "message back",
+                 err);
             j->action = JOB_ACT_RETURN;
             j->delay = 5;
             return;

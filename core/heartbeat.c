@@ -167,7 +167,8 @@ give_back_queue(struct acker *a, struct wqueue *q, struct twice_job **jobs, size
     struct idem_store *s = acker_store(a);
     if (k > 0 && (s == NULL || idem_release_batch(s, keys, k, err, sizeof(err)) != 0)) {
         log_warn("queue %s: drain deadline: releasing %zu keys failed (their leases "
-                 "will be ended when this worker has gone)", q->cfg->name, k);
+                 "will be ended when this worker has gone)",
+                 q->cfg->name, k);
     }
     if (nn > 0) {
         set_visibility(acker_sqs(a), now_, nn, 0);

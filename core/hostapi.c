@@ -232,8 +232,8 @@ hostapi_init(struct wplugin *p, char *err, size_t errlen)
         current_plugin = NULL;
     }
     if (rc != 0) {
-        snprintf(err, errlen, "plugin '%s': init failed (returned %d; see its log lines)",
-                 p->name, rc);
+        snprintf(err, errlen, "plugin '%s': init failed (returned %d; see its log lines)", p->name,
+                 rc);
         return -1;
     }
     p->lp.initialized = 1;

@@ -79,8 +79,7 @@ check_ready(struct httpd *h, char *reason, size_t cap)
 static enum MHD_Result
 reply(struct MHD_Connection *conn, unsigned status, const char *type, char *body, size_t len)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (r == NULL) {
         free(body);
         return MHD_NO;

@@ -28,7 +28,6 @@ void httpd_stop(struct httpd *h);
 
 /* The /readyz decision, exposed for tests: 1 ready, 0 not (reason set). */
 int httpd_readiness(int workers_ready, const char *const *queues, const int *wait_times,
-                    const double *last_receive, size_t n, double now, char *reason,
-                    size_t cap);
+                    const double *last_receive, size_t n, double now, char *reason, size_t cap);
 
 #endif

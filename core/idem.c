@@ -23,13 +23,13 @@
 #define IDEM_MAX_TABLE_LEN 51
 
 struct idem_store {
-    PGconn *conn; /* never NULL once idem_open has returned a store */
-    char *name;   /* the table name as configured, for error texts */
-    char *table;  /* quoted with PQescapeIdentifier */
-    char *index;  /* quoted name of the janitor index */
+    PGconn *conn;      /* never NULL once idem_open has returned a store */
+    char *name;        /* the table name as configured, for error texts */
+    char *table;       /* quoted with PQescapeIdentifier */
+    char *index;       /* quoted name of the janitor index */
     char *owner_index; /* quoted name of the index of in-progress keys by owner */
-    char *owner;  /* this process in leases */
-    int prepared; /* the hot-path statements exist on this connection */
+    char *owner;       /* this process in leases */
+    int prepared;      /* the hot-path statements exist on this connection */
 };
 
 /*
@@ -1029,8 +1029,7 @@ idem_purge_completed(struct idem_store *s, int retention, int limit, long *delet
 /* Leases of a process that has gone end now: the next claim of each key
  * takes it over (counting the attempt) instead of waiting for the lease. */
 int
-idem_expire_owner(struct idem_store *s, const char *owner, long *expired, char *err,
-                  size_t errlen)
+idem_expire_owner(struct idem_store *s, const char *owner, long *expired, char *err, size_t errlen)
 {
     const char *params[] = {owner};
     *expired = 0;

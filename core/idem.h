@@ -62,10 +62,10 @@ struct idem_claim {
     const char *message_id;      /* in */
     int lease_seconds;           /* in: lease length from now */
 
-    enum idem_state state;         /* out */
-    int attempts;                  /* out: claims of this key since it was last free */
-    double lease_left;             /* out, BUSY: seconds until the holder's lease ends
-                                      (lease_seconds when it already has) */
+    enum idem_state state;           /* out */
+    int attempts;                    /* out: claims of this key since it was last free */
+    double lease_left;               /* out, BUSY: seconds until the holder's lease ends
+                                        (lease_seconds when it already has) */
     unsigned char stored_sha256[32]; /* out: the completed (or held) payload's hash */
     int has_stored_sha256;           /* out: 0 for rows migrated without a hash */
     char stored_message_id[128];     /* out: the message that completed / holds / held it */
@@ -91,8 +91,8 @@ int idem_release_batch(struct idem_store *s, const char *const *keys, size_t n, 
 
 /* Extend our leases to now + lease_seconds; extended[i] (may be NULL) as for
  * idem_complete_batch. One round trip. */
-int idem_extend_batch(struct idem_store *s, const char *const *keys, size_t n,
-                      int lease_seconds, int *extended, char *err, size_t errlen);
+int idem_extend_batch(struct idem_store *s, const char *const *keys, size_t n, int lease_seconds,
+                      int *extended, char *err, size_t errlen);
 
 /*
  * Transactional plugins. idem_tx_begin opens a transaction and locks the key's
@@ -111,8 +111,8 @@ void *idem_pgconn(struct idem_store *s);
 
 /* Janitor: delete at most `limit` completed keys older than retention
  * seconds; *deleted gets the count (repeat while it equals limit). */
-int idem_purge_completed(struct idem_store *s, int retention, int limit, long *deleted,
-                         char *err, size_t errlen);
+int idem_purge_completed(struct idem_store *s, int retention, int limit, long *deleted, char *err,
+                         size_t errlen);
 
 /* A worker process is gone: end the leases it held now (its claims are
  * taken over on the next delivery, counting an attempt, instead of waiting

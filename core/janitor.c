@@ -42,8 +42,7 @@ static struct idem_store *
 store(struct janitor *j)
 {
     char err[512];
-    int rc = j->store == NULL ? idem_open(j->dsn, j->table, "janitor", &j->store, err,
-                                          sizeof(err))
+    int rc = j->store == NULL ? idem_open(j->dsn, j->table, "janitor", &j->store, err, sizeof(err))
              : idem_connected(j->store) ? 0
                                         : idem_reconnect(j->store, err, sizeof(err));
     if (rc != 0) {
@@ -100,7 +99,8 @@ expire(struct janitor *j, const char *owner)
     }
     if (n > 0) {
         log_info("ended %ld leases of gone worker %s: their jobs are taken over on their next "
-                 "delivery", n, owner);
+                 "delivery",
+                 n, owner);
     }
     return 0;
 }

@@ -26,12 +26,12 @@ struct idem_store;
 /* What the acknowledger must do with a finished job. */
 enum job_action {
     JOB_ACT_NONE = 0,
-    JOB_ACT_COMPLETE,      /* DONE: complete the key (unless done in a tx), delete */
-    JOB_ACT_DELETE,        /* a duplicate of a completed key: delete only */
-    JOB_ACT_RETRY,         /* release the key, hide for the backoff */
-    JOB_ACT_DEADLETTER,    /* send to the DLQ, delete, release the key if we hold one */
-    JOB_ACT_HIDE,          /* someone else holds the key: hide until their lease ends */
-    JOB_ACT_RETURN         /* give it back now (drain, store down): release, visibility 0 */
+    JOB_ACT_COMPLETE,   /* DONE: complete the key (unless done in a tx), delete */
+    JOB_ACT_DELETE,     /* a duplicate of a completed key: delete only */
+    JOB_ACT_RETRY,      /* release the key, hide for the backoff */
+    JOB_ACT_DEADLETTER, /* send to the DLQ, delete, release the key if we hold one */
+    JOB_ACT_HIDE,       /* someone else holds the key: hide until their lease ends */
+    JOB_ACT_RETURN      /* give it back now (drain, store down): release, visibility 0 */
 };
 
 struct twice_job {
@@ -39,16 +39,16 @@ struct twice_job {
     struct sqs_message msg;       /* owned: moved out of the receive array */
     const struct wplugin *plugin; /* borrowed: the routed plugin, NULL until routed */
 
-    json_t *body;          /* owned: the parsed body, NULL until parsed or if not JSON */
-    int body_parsed;       /* parsing was attempted */
-    char body_error[160];  /* why the body is not JSON */
+    json_t *body;         /* owned: the parsed body, NULL until parsed or if not JSON */
+    int body_parsed;      /* parsing was attempted */
+    char body_error[160]; /* why the body is not JSON */
 
-    char *key;             /* owned: the idempotency key, NULL until derived */
+    char *key;                /* owned: the idempotency key, NULL until derived */
     unsigned char sha256[32]; /* of the body: tells a conflict from a duplicate */
-    int attempt;           /* ApproximateReceiveCount */
-    int claimed;           /* we hold the key in the store */
-    int key_completed;     /* the key is completed (by the acker or in the handler's tx) */
-    int dlq_sent;          /* the dead letter was accepted by the DLQ */
+    int attempt;              /* ApproximateReceiveCount */
+    int claimed;              /* we hold the key in the store */
+    int key_completed;        /* the key is completed (by the acker or in the handler's tx) */
+    int dlq_sent;             /* the dead letter was accepted by the DLQ */
 
     twice_status status;   /* handle()'s answer */
     char *error;           /* owned: api->error() text, NULL if none */
@@ -56,21 +56,21 @@ struct twice_job {
     struct idem_store *db; /* borrowed, transactional handle() only */
 
     enum job_action action;
-    char reason[32];        /* DLQ reason code ("rejected", "max-attempts", ...) */
-    int delay;              /* RETRY/HIDE: visibility seconds */
-    int act_tries;          /* acknowledgement attempts so far */
-    int deferred;           /* acker: a step failed, try again in a later pass */
+    char reason[32]; /* DLQ reason code ("rejected", "max-attempts", ...) */
+    int delay;       /* RETRY/HIDE: visibility seconds */
+    int act_tries;   /* acknowledgement attempts so far */
+    int deferred;    /* acker: a step failed, try again in a later pass */
 
-    json_t *scratch;        /* owned: strings handed to the plugin (api->field...) */
+    json_t *scratch; /* owned: strings handed to the plugin (api->field...) */
 
-    struct timespec received_at;  /* monotonic */
-    struct timespec extended_at;  /* monotonic: visibility and lease last set */
-    struct timespec started_at;   /* monotonic: handle() began */
+    struct timespec received_at; /* monotonic */
+    struct timespec extended_at; /* monotonic: visibility and lease last set */
+    struct timespec started_at;  /* monotonic: handle() began */
 
-    int tracked;                  /* in the acker's in-flight registry */
-    struct twice_job *reg_prev;   /* the registry's links (acker.c) */
+    int tracked;                /* in the acker's in-flight registry */
+    struct twice_job *reg_prev; /* the registry's links (acker.c) */
     struct twice_job *reg_next;
-    struct timespec not_before;   /* acker: do not retry the acknowledgement earlier */
+    struct timespec not_before; /* acker: do not retry the acknowledgement earlier */
 
     struct twice_job *next;       /* in whichever list the job is on */
     struct twice_job *dups;       /* same key, same batch: decided with this one */

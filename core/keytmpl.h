@@ -31,7 +31,7 @@ struct keytmpl_input {
     const char *body_error; /* why it is not JSON, when body is NULL */
     const struct sqs_attr *attrs;
     size_t nattrs;
-    const char *group_id;   /* NULL on standard queues */
+    const char *group_id; /* NULL on standard queues */
 };
 
 /* Why a message has no key; each maps to a DLQ reason (keytmpl_reason). */

@@ -20,10 +20,10 @@ struct diag;
 struct keytmpl;
 
 struct loaded_plugin {
-    char *path;                /* as configured */
-    const twice_plugin *desc;  /* inside the plugin; valid forever (never dlclose'd) */
-    struct keytmpl *tmpl;      /* compiled key_template; NULL when derive_key is used */
-    void *state;               /* from init() */
+    char *path;               /* as configured */
+    const twice_plugin *desc; /* inside the plugin; valid forever (never dlclose'd) */
+    struct keytmpl *tmpl;     /* compiled key_template; NULL when derive_key is used */
+    void *state;              /* from init() */
     int initialized;
 };
 

@@ -231,8 +231,8 @@ json_field(json_t *obj, const char *name, const char *value)
 }
 
 static void
-format_json(struct buf *line, const char *ts, twice_log_level level,
-            const struct log_job *job, const char *text)
+format_json(struct buf *line, const char *ts, twice_log_level level, const struct log_job *job,
+            const char *text)
 {
     json_t *obj = json_object();
     if (obj == NULL) {
@@ -261,8 +261,8 @@ format_json(struct buf *line, const char *ts, twice_log_level level,
 }
 
 static void
-format_text(struct buf *line, const char *ts, twice_log_level level,
-            const struct log_job *job, const char *text)
+format_text(struct buf *line, const char *ts, twice_log_level level, const struct log_job *job,
+            const char *text)
 {
     buf_printf(line, "%s %s %s[%d]", ts, log_level_name(level), log_role, (int) getpid());
     if (job != NULL) {

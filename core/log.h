@@ -13,10 +13,7 @@
 
 #include <twice/plugin.h> /* twice_log_level: one set of levels for host and plugins */
 
-enum log_format {
-    LOG_FORMAT_TEXT = 0,
-    LOG_FORMAT_JSON = 1
-};
+enum log_format { LOG_FORMAT_TEXT = 0, LOG_FORMAT_JSON = 1 };
 
 /* The context a job's lines carry. Any field may be NULL (attempt 0: none). */
 struct log_job {
@@ -47,8 +44,8 @@ void log_job(twice_log_level level, const struct log_job *job, const char *fmt, 
 void log_vjob(twice_log_level level, const struct log_job *job, const char *fmt, va_list ap);
 
 #define log_error(...) log_msg(TWICE_LOG_ERROR, __VA_ARGS__)
-#define log_warn(...) log_msg(TWICE_LOG_WARN, __VA_ARGS__)
-#define log_info(...) log_msg(TWICE_LOG_INFO, __VA_ARGS__)
+#define log_warn(...)  log_msg(TWICE_LOG_WARN, __VA_ARGS__)
+#define log_info(...)  log_msg(TWICE_LOG_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(TWICE_LOG_DEBUG, __VA_ARGS__)
 
 struct buf;

@@ -32,16 +32,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROBE_TIMEOUT 60          /* seconds a plugin check may take */
-#define READY_TIMEOUT 120         /* seconds a new generation has to get ready */
-#define RESPAWN_BASE_MS 500       /* first respawn delay */
-#define RESPAWN_CAP_MS 30000      /* longest respawn delay */
-#define RESPAWN_STABLE_S 60       /* a worker alive this long resets its backoff */
+#define PROBE_TIMEOUT    60    /* seconds a plugin check may take */
+#define READY_TIMEOUT    120   /* seconds a new generation has to get ready */
+#define RESPAWN_BASE_MS  500   /* first respawn delay */
+#define RESPAWN_CAP_MS   30000 /* longest respawn delay */
+#define RESPAWN_STABLE_S 60    /* a worker alive this long resets its backoff */
 
 struct proc {
     pid_t pid; /* 0: free */
     int gen;
-    int index;    /* its place in its generation */
+    int index; /* its place in its generation */
     int ready;
     int ctl;      /* read end of its readiness pipe, -1 once ready */
     int draining; /* told to stop */
@@ -71,7 +71,7 @@ struct master {
     struct generation *next; /* being started by a reload */
     int next_id;
     int stopping;
-    int killed;     /* we had to SIGKILL someone on the way out */
+    int killed; /* we had to SIGKILL someone on the way out */
     time_t stop_deadline;
     int ready_announced;
     struct janitor *janitor;
@@ -208,8 +208,8 @@ spawn_worker(struct master *m, struct generation *g, int index)
         log_error("cannot start a worker: pipe: %s", strerror(errno));
         return -1;
     }
-    struct childargs a = {CHILD_WORKER, g->config_fd, m->path, m->shm_fd, ctl[1], slot, g->id,
-                          getpid(), m->instance};
+    struct childargs a = {CHILD_WORKER, g->config_fd, m->path,  m->shm_fd,  ctl[1],
+                          slot,         g->id,        getpid(), m->instance};
     shm_reset_slot(slot, -1, g->id);
     pid_t pid = spawn_child(&a, -1, &m->user, err, sizeof(err));
     close(ctl[1]);
@@ -280,9 +280,8 @@ apply_master_settings(struct master *m, const struct config *c)
         log_open(NULL);
     }
     struct janitor *old = m->janitor;
-    m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table,
-                               c->idempotency.retention, c->idempotency.janitor_interval,
-                               c->idempotency.janitor_batch);
+    m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table, c->idempotency.retention,
+                               c->idempotency.janitor_interval, c->idempotency.janitor_batch);
     janitor_stop(old, m->janitor);
     dlqmon_stop(m->dlqmon); /* then start: its state carries over to the new one */
     m->dlqmon = dlqmon_start(c);
@@ -369,7 +368,7 @@ reap(struct master *m)
         char what[1024];
         describe_death(slot, status, what, sizeof(what));
         int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        struct generation *g = m->cur != NULL && p->gen == m->cur->id ? m->cur
+        struct generation *g = m->cur != NULL && p->gen == m->cur->id     ? m->cur
                                : m->next != NULL && p->gen == m->next->id ? m->next
                                                                           : NULL;
         if (p->draining || m->stopping) {
@@ -461,8 +460,7 @@ static void
 reload(struct master *m)
 {
     if (m->next != NULL) {
-        log_warn("reload requested while generation %d is still starting; ignored",
-                 m->next->id);
+        log_warn("reload requested while generation %d is still starting; ignored", m->next->id);
         return;
     }
     notify_reloading();

@@ -21,7 +21,8 @@ notify_reloading(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     /* MONOTONIC_USEC lets newer systemd (253+) match RELOADING=1 to the reload. */
     sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading",
-               (unsigned long long) ts.tv_sec * 1000000ull + (unsigned long long) ts.tv_nsec / 1000);
+               (unsigned long long) ts.tv_sec * 1000000ull +
+                   (unsigned long long) ts.tv_nsec / 1000);
 }
 
 void

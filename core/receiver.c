@@ -33,7 +33,7 @@ struct receiver {
     struct wqueue *q;
     struct sqs_client *sqs;
     struct idem_store *store;
-    int recv_failures;  /* consecutive failed receives */
+    int recv_failures;    /* consecutive failed receives */
     char recv_error[128]; /* the code of the last failure: a new one is logged */
     time_t recv_failing_since;
     int store_failures; /* consecutive failed connection attempts */
@@ -115,8 +115,7 @@ route(struct wqueue *q, struct twice_job *j)
     } else {
         json_t *body = job_body(j);
         if (body == NULL) {
-            job_deadletter(j, "invalid-json", "routing by %s: %s", q->route_path,
-                           j->body_error);
+            job_deadletter(j, "invalid-json", "routing by %s: %s", q->route_path, j->body_error);
             return NULL;
         }
         json_t *v = jsonpath_get(body, q->route_path);
@@ -166,8 +165,7 @@ prepare(struct wqueue *q, struct twice_job *j)
     }
 }
 
-static void
-job_log(twice_log_level level, const struct twice_job *j, const char *fmt, ...)
+static void job_log(twice_log_level level, const struct twice_job *j, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static void
@@ -195,8 +193,8 @@ on_completed(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
                 c->stored_message_id, reject ? "rejecting to the DLQ" : "skipping");
         if (reject) {
             job_deadletter(j, "payload-conflict",
-                           "key %s was completed by message %s with a different payload",
-                           j->key, c->stored_message_id);
+                           "key %s was completed by message %s with a different payload", j->key,
+                           c->stored_message_id);
             return;
         }
     } else {
@@ -225,7 +223,8 @@ on_claim(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
                                      "running it"
                                    : "");
         } else if (c->state == IDEM_TAKEN_OVER) {
-            job_log(TWICE_LOG_WARN, j, "taking over: the previous attempt's lease expired "
+            job_log(TWICE_LOG_WARN, j,
+                    "taking over: the previous attempt's lease expired "
                     "(its worker died or hung, or could not release the key)");
         }
         break;
@@ -294,8 +293,8 @@ claim(struct receiver *r, struct twice_job **jobs, size_t n)
     char err[512];
     if (idem_claim_batch(r->store, claims, nl, err, sizeof(err)) != 0) {
         metrics_count(MET_PG_ERRORS, "claim", NULL, NULL, 1);
-        log_error("queue %s: claiming %zu keys failed, giving the messages back: %s",
-                  q->cfg->name, nl, err);
+        log_error("queue %s: claiming %zu keys failed, giving the messages back: %s", q->cfg->name,
+                  nl, err);
         for (size_t i = 0; i < nl; i++) {
             leaders[i]->action = JOB_ACT_RETURN;
         }
@@ -405,10 +404,9 @@ store_ok(struct receiver *r)
     if (r->store != NULL && idem_connected(r->store)) {
         return 1;
     }
-    int rc = r->store == NULL
-                 ? idem_open(w->cfg->idempotency.dsn, w->cfg->idempotency.table, w->owner,
-                             &r->store, err, sizeof(err))
-                 : idem_reconnect(r->store, err, sizeof(err));
+    int rc = r->store == NULL ? idem_open(w->cfg->idempotency.dsn, w->cfg->idempotency.table,
+                                          w->owner, &r->store, err, sizeof(err))
+                              : idem_reconnect(r->store, err, sizeof(err));
     if (rc == 0) {
         if (r->store_failures > 0) {
             log_info("queue %s: idempotency store reachable again; receiving", r->q->cfg->name);
@@ -418,7 +416,8 @@ store_ok(struct receiver *r)
     }
     if (r->store_failures++ == 0) {
         log_error("queue %s: idempotency store unreachable, not receiving until it is back: "
-                  "%s", r->q->cfg->name, err);
+                  "%s",
+                  r->q->cfg->name, err);
     }
     nap(w, backoff_delay(500, 15000, r->store_failures));
     return 0;

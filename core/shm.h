@@ -11,10 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SHM_PROCS 600   /* worker slots: 2 generations of up to 256, reused */
-#define SHM_JOBS 64     /* running jobs tracked per worker */
+#define SHM_PROCS  600  /* worker slots: 2 generations of up to 256, reused */
+#define SHM_JOBS   64   /* running jobs tracked per worker */
 #define SHM_SERIES 8192 /* metric series */
-#define SHM_LABEL 96    /* bytes per label value, NUL included */
+#define SHM_LABEL  96   /* bytes per label value, NUL included */
 
 struct shm_job {
     int used; /* atomic */
@@ -24,18 +24,18 @@ struct shm_job {
 };
 
 struct shm_proc {
-    int pid;         /* atomic; 0 when the slot is free */
+    int pid; /* atomic; 0 when the slot is free */
     int generation;
     int crashed_job; /* atomic: index of the job whose thread faulted, -1 */
     struct shm_job jobs[SHM_JOBS];
 };
 
 struct shm_series {
-    int state;       /* atomic: 0 free, 1 being written, 2 ready */
+    int state; /* atomic: 0 free, 1 being written, 2 ready */
     int metric;
-    int proc;        /* per-process gauges: the process slot; -1 otherwise */
+    int proc; /* per-process gauges: the process slot; -1 otherwise */
     char labels[3][SHM_LABEL];
-    uint64_t value;  /* atomic: a counter, or a double's bits for gauges/sums */
+    uint64_t value; /* atomic: a counter, or a double's bits for gauges/sums */
 };
 
 #define SHM_DLQ_EVENTS 512 /* recent dead letters, for the master's alerts */
@@ -56,7 +56,7 @@ struct shm_dlq_event {
 #define SHM_ADVICE 128 /* (queue, plugin) pairs with a visibility-timeout warning */
 
 struct shm_advice {
-    int64_t last; /* atomic: unix time of the last warning; 0 none */
+    int64_t last;  /* atomic: unix time of the last warning; 0 none */
     char key[192]; /* "queue\tplugin"; set once under state */
     int state;     /* atomic: 0 free, 1 being written, 2 ready */
 };

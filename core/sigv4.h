@@ -19,9 +19,9 @@ struct sigv4_header {
 };
 
 struct sigv4_request {
-    const char *method; /* "POST" */
-    const char *path;   /* raw path as sent, e.g. "/" */
-    const char *query;  /* raw query string without '?', or NULL */
+    const char *method;                 /* "POST" */
+    const char *path;                   /* raw path as sent, e.g. "/" */
+    const char *query;                  /* raw query string without '?', or NULL */
     const struct sigv4_header *headers; /* must include host and x-amz-date */
     size_t nheaders;
     const void *body;

@@ -67,8 +67,7 @@ child_exec(const struct childargs *a, int stdout_fd, const struct spawn_user *us
     keep_fd(a->shm_fd);
     keep_fd(a->ctl_fd);
     if (user != NULL && user->uid != (uid_t) -1 && geteuid() == 0) {
-        if (setgroups(1, &user->gid) != 0 || setgid(user->gid) != 0 ||
-            setuid(user->uid) != 0) {
+        if (setgroups(1, &user->gid) != 0 || setgid(user->gid) != 0 || setuid(user->uid) != 0) {
             _exit(126);
         }
     }

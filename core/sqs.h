@@ -74,7 +74,7 @@ void sqs_client_set_cancel(struct sqs_client *c, const volatile int *flag);
 struct sqs_attr {
     char *name;
     char *data_type;
-    char *string_value;   /* NULL for Binary */
+    char *string_value;    /* NULL for Binary */
     unsigned char *binary; /* decoded BinaryValue, NULL for String/Number */
     size_t binary_len;
 };
@@ -82,12 +82,12 @@ struct sqs_attr {
 struct sqs_message {
     char *message_id;
     char *receipt_handle;
-    char *body;       /* NUL-terminated */
+    char *body; /* NUL-terminated */
     size_t body_len;
     char *md5_of_body;
-    int receive_count;          /* ApproximateReceiveCount; 1 when missing */
-    char *group_id;             /* MessageGroupId, NULL on standard queues */
-    char *dedup_id;             /* MessageDeduplicationId */
+    int receive_count; /* ApproximateReceiveCount; 1 when missing */
+    char *group_id;    /* MessageGroupId, NULL on standard queues */
+    char *dedup_id;    /* MessageDeduplicationId */
     char *sequence_number;
     int64_t sent_timestamp_ms;
     int64_t first_receive_ms;
@@ -129,7 +129,7 @@ const char *sqs_batch_id(size_t i);
 /* The outcome of one batch entry. */
 struct sqs_batch_result {
     int ok;
-    int sender_fault;     /* a failed entry that resending will not fix */
+    int sender_fault; /* a failed entry that resending will not fix */
     char code[128];
     char message[256];
     char message_id[128]; /* SendMessageBatch: the new MessageId */
@@ -146,15 +146,14 @@ int sqs_delete_batch(struct sqs_client *c, const char *queue_url,
 int sqs_change_visibility_batch(struct sqs_client *c, const char *queue_url,
                                 const struct sqs_batch_entry *entries, size_t n,
                                 struct sqs_batch_result *results, struct sqs_error *err);
-int sqs_change_visibility(struct sqs_client *c, const char *queue_url,
-                          const char *receipt_handle, int visibility_timeout,
-                          struct sqs_error *err);
+int sqs_change_visibility(struct sqs_client *c, const char *queue_url, const char *receipt_handle,
+                          int visibility_timeout, struct sqs_error *err);
 int sqs_delete(struct sqs_client *c, const char *queue_url, const char *receipt_handle,
                struct sqs_error *err);
 
 /* A message to send. */
 struct sqs_send_entry {
-    const char *id;       /* batch entry id (SendMessageBatch only) */
+    const char *id; /* batch entry id (SendMessageBatch only) */
     const char *body;
     size_t body_len;
     const struct sqs_attr *attrs;

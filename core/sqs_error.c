@@ -211,8 +211,9 @@ sqs_error_hint(const struct sqs_error *e, const char *action, char *out, size_t 
     } else if (sqs_error_is(e, md5)) {
         snprintf(out, len, "corrupted in transit; the messages will be received again");
     } else if (strncmp(e->code, "TLS", 3) == 0) {
-        snprintf(out, len, "the endpoint's certificate is not trusted: check aws.ca_file, or "
-                           "the system CA store");
+        snprintf(out, len,
+                 "the endpoint's certificate is not trusted: check aws.ca_file, or "
+                 "the system CA store");
     } else if (e->transport && strcmp(e->code, "Cancelled") != 0 &&
                strcmp(e->code, "TooLarge") != 0) {
         snprintf(out, len, "is the endpoint reachable?");

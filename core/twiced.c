@@ -80,9 +80,12 @@ main(int argc, char **argv)
         return probe_main(argc, argv);
     }
     static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'}, {"test", no_argument, NULL, 't'},
-        {"foreground", no_argument, NULL, 'f'},   {"daemon", no_argument, NULL, 'd'},
-        {"version", no_argument, NULL, 'V'},      {"help", no_argument, NULL, 'h'},
+        {"config", required_argument, NULL, 'c'},
+        {"test", no_argument, NULL, 't'},
+        {"foreground", no_argument, NULL, 'f'},
+        {"daemon", no_argument, NULL, 'd'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *config = TWICE_DEFAULT_CONFIG;

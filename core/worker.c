@@ -141,7 +141,6 @@ setup_queue(struct worker *w, struct wqueue *q, const struct config_queue *qc, c
     return 0;
 }
 
-
 /* Create the idempotency table if needed. A database that is down now is
  * not fatal: receivers wait for it, and the next worker start migrates. */
 static void
@@ -150,8 +149,7 @@ migrate_store(struct worker *w)
     struct idem_store *s = NULL;
     char err[512];
     const struct config *c = w->cfg;
-    if (idem_open(c->idempotency.dsn, c->idempotency.table, w->owner, &s, err, sizeof(err)) ==
-            0 &&
+    if (idem_open(c->idempotency.dsn, c->idempotency.table, w->owner, &s, err, sizeof(err)) == 0 &&
         idem_migrate(s, err, sizeof(err)) == 0) {
         idem_close(s);
         return;

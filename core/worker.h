@@ -42,10 +42,10 @@ struct wplugin {
 struct wqueue {
     struct worker *w;
     const struct config_queue *cfg;
-    const struct wplugin *plugin;        /* the queue's plugin, or NULL when routed */
+    const struct wplugin *plugin;         /* the queue's plugin, or NULL when routed */
     const struct wplugin **route_plugins; /* parallel to cfg->routes */
-    const char *route_attr;              /* route_by "attr:Name": the name */
-    const char *route_path;              /* route_by body path */
+    const char *route_attr;               /* route_by "attr:Name": the name */
+    const char *route_path;               /* route_by body path */
 
     pthread_t receiver;
     pthread_t *handlers;
@@ -58,10 +58,10 @@ struct wqueue {
     pthread_cond_t space_cv; /* a slot came free, or stop */
     struct twice_job *head;
     struct twice_job *tail;
-    int inflight;  /* received and not yet handed to the acker: <= concurrency */
-    int running;   /* inside handle() right now */
+    int inflight;                 /* received and not yet handed to the acker: <= concurrency */
+    int running;                  /* inside handle() right now */
     struct advice_window *advice; /* per plugin (w->plugins order): recent durations */
-    int stop;      /* handlers: exit when the list is empty */
+    int stop;                     /* handlers: exit when the list is empty */
 };
 
 /* The in-flight registry: every claimed job until the acker finishes it,
@@ -77,7 +77,7 @@ struct worker {
     const char *config_text; /* the snapshot the master validated */
     int slot;                /* in the master's table */
     int generation;
-    char owner[160];         /* lease owner: host:pid:generation:random */
+    char owner[160]; /* lease owner: host:pid:generation:random */
 
     struct wplugin *plugins;
     size_t nplugins;

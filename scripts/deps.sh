@@ -9,7 +9,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 
 PACKAGES=(
-    build-essential cmake pkg-config clang
+    build-essential cmake pkg-config clang clang-format git
     libcurl4-openssl-dev libssl-dev libpq-dev libconfig-dev libjansson-dev
     libmicrohttpd-dev libsystemd-dev
     postgresql

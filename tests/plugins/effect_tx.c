@@ -69,8 +69,7 @@ handle(void *state, twice_job *job)
     }
     char sql[256], attempt[16];
     snprintf(sql, sizeof(sql),
-             "INSERT INTO %s (key, message_id, version, attempt) VALUES ($1, $2, $3, $4)",
-             table);
+             "INSERT INTO %s (key, message_id, version, attempt) VALUES ($1, $2, $3, $4)", table);
     snprintf(attempt, sizeof(attempt), "%d", api->attempt(job));
     const char *params[4] = {api->key(job), api->message_id(job), EFFECT_VERSION, attempt};
     PGresult *r = PQexecParams(api->db(job), sql, 4, NULL, params, NULL, NULL, 0);
@@ -92,5 +91,4 @@ static const twice_setting settings[] = {
 };
 
 TWICE_PLUGIN(.flags = TWICE_FLAG_TRANSACTIONAL, .name = "effect-tx", .version = EFFECT_VERSION,
-             .key_template = "effect:{id}", .settings = settings, .init = init,
-             .handle = handle)
+             .key_template = "effect:{id}", .settings = settings, .init = init, .handle = handle)

@@ -403,7 +403,7 @@ static const struct want errors_want[] = {
     {"levle", "unknown setting 'levle' in log (did you mean 'level'?)"},
     {"\"xml\"", "log.format: unknown format 'xml' (use text or json)"},
     {"table = \"\"", "idempotency.table: must be 1-51 bytes long (twice's index names add "
-                    "up to 12 bytes, within PostgreSQL's 63)"},
+                     "up to 12 bytes, within PostgreSQL's 63)"},
     {"\"drop\"", "idempotency.on_conflict: unknown value 'drop' (use skip or reject)"},
     {"retention", "idempotency.retention: 59 is out of range (must be at least 60)"},
     {"webhook", "alerts.webhook: missing required setting 'url'"},
@@ -844,8 +844,8 @@ test_malformed_dsn(void)
 {
     struct diag d = DIAG_INIT;
     struct config *c = NULL;
-    CHECK_INT(load("idempotency = { dsn = \"host=db password=hunter2 broken\"; };\n"
-                   QUEUE_JOBS("plugin = \"welcome-email\";"),
+    CHECK_INT(load("idempotency = { dsn = \"host=db password=hunter2 broken\"; };\n" QUEUE_JOBS(
+                       "plugin = \"welcome-email\";"),
                    0, &c, &d),
               -1);
     CHECK(has(&d, path_in(tmpdir, "t.conf"), 1,

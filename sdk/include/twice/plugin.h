@@ -73,7 +73,7 @@ extern "C" {
 /* Symbol visibility: plugins build with -fvisibility=hidden; this makes the
  * entry point the one exported symbol. */
 #if defined(__GNUC__) || defined(__clang__)
-#define TWICE_EXPORT __attribute__((visibility("default")))
+#define TWICE_EXPORT            __attribute__((visibility("default")))
 #define TWICE_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 #else
 #define TWICE_EXPORT
@@ -92,9 +92,9 @@ typedef struct twice_settings twice_settings;
 
 /* What handle() decides. */
 typedef enum twice_status {
-    TWICE_DONE = 0,   /* success: the key is completed and the message deleted */
-    TWICE_RETRY = 1,  /* transient failure: release the key, back off, try again */
-    TWICE_REJECT = 2  /* permanent failure: to the dead-letter queue now */
+    TWICE_DONE = 0,  /* success: the key is completed and the message deleted */
+    TWICE_RETRY = 1, /* transient failure: release the key, back off, try again */
+    TWICE_REJECT = 2 /* permanent failure: to the dead-letter queue now */
 } twice_status;
 
 typedef enum twice_log_level {
@@ -105,8 +105,9 @@ typedef enum twice_log_level {
 } twice_log_level;
 
 /* Descriptor flags. */
-#define TWICE_FLAG_TRANSACTIONAL 0x1u /* handle() runs inside the transaction
-                                         that completes the key; api->db() works */
+#define TWICE_FLAG_TRANSACTIONAL                                                                  \
+    0x1u /* handle() runs inside the transaction                                                  \
+            that completes the key; api->db() works */
 
 /* The type of a declared setting. */
 typedef enum twice_setting_type {
@@ -135,7 +136,7 @@ typedef struct twice_setting {
  * added after 1.0 with TWICE_API_HAS(api, fn).
  */
 typedef struct twice_api {
-    uint32_t size;     /* sizeof(struct twice_api) as the host built it */
+    uint32_t size;      /* sizeof(struct twice_api) as the host built it */
     uint16_t abi_major; /* the host's ABI version */
     uint16_t abi_minor;
 
@@ -212,11 +213,11 @@ typedef struct twice_api {
  * fields. The host reads it by the plugin's `size`, never by its own sizeof.
  */
 typedef struct twice_plugin {
-    uint32_t magic;      /* TWICE_ABI_MAGIC */
-    uint16_t abi_major;  /* TWICE_ABI_MAJOR the plugin was built against */
-    uint16_t abi_minor;  /* TWICE_ABI_MINOR the plugin was built against */
-    uint32_t size;       /* sizeof(struct twice_plugin) as the plugin built it */
-    uint32_t flags;      /* TWICE_FLAG_* */
+    uint32_t magic;     /* TWICE_ABI_MAGIC */
+    uint16_t abi_major; /* TWICE_ABI_MAJOR the plugin was built against */
+    uint16_t abi_minor; /* TWICE_ABI_MINOR the plugin was built against */
+    uint32_t size;      /* sizeof(struct twice_plugin) as the plugin built it */
+    uint32_t flags;     /* TWICE_FLAG_* */
 
     /* --- 1.0 --- */
     const char *name;    /* short name, [a-z0-9_-]; shown in logs */
@@ -261,12 +262,12 @@ typedef const twice_plugin *(*twice_plugin_entry_fn)(void);
 /* Define the descriptor and the entry point. Arguments are designated
  * initializers for the fields after `flags` (and `.flags` itself). */
 #define TWICE_PLUGIN(...)                                                                         \
-    static const twice_plugin twice_plugin_descriptor_ = {                                        \
-        .magic = TWICE_ABI_MAGIC,                                                                 \
-        .abi_major = TWICE_ABI_MAJOR,                                                             \
-        .abi_minor = TWICE_ABI_MINOR,                                                             \
-        .size = (uint32_t) sizeof(twice_plugin),                                                  \
-        __VA_ARGS__};                                                                             \
+    static const twice_plugin twice_plugin_descriptor_ = {.magic = TWICE_ABI_MAGIC,               \
+                                                          .abi_major = TWICE_ABI_MAJOR,           \
+                                                          .abi_minor = TWICE_ABI_MINOR,           \
+                                                          .size =                                 \
+                                                              (uint32_t) sizeof(twice_plugin),    \
+                                                          __VA_ARGS__};                           \
     TWICE_EXPORT const twice_plugin *twice_plugin_entry(void);                                    \
     TWICE_EXPORT const twice_plugin *twice_plugin_entry(void)                                     \
     {                                                                                             \
