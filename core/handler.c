@@ -204,9 +204,48 @@ run_job(struct handler *h, struct twice_job *j)
     pthread_mutex_unlock(&q->mu);
 }
 
+/* Wait out a FIFO retry's delay; 0 when the worker started draining (the
+ * job is then given back with the delay it has left). */
+static int
+fifo_backoff(struct twice_job *j)
+{
+    struct worker *w = j->queue->w;
+    for (int waited = 0; waited < j->delay * 10; waited++) {
+        if (w->draining) {
+            j->action = JOB_ACT_RETURN;
+            j->delay -= waited / 10;
+            return 0;
+        }
+        struct timespec tick = {0, 100 * 1000000L};
+        nanosleep(&tick, NULL);
+    }
+    return 1;
+}
+
+/* A FIFO job that asked to retry is retried here, after its backoff, with
+ * the rest of its group waiting behind it, all still in flight (the
+ * heartbeat keeps them): giving it back would let SQS count a receive
+ * against every message behind it that never ran. Attempts are counted on
+ * the job. Standard queues retry through SQS instead (the acker hides the
+ * message for the backoff). */
+static void
+run_fifo_job(struct handler *h, struct twice_job *j)
+{
+    run_job(h, j);
+    while (j->action == JOB_ACT_RETRY && fifo_backoff(j)) {
+        metrics_count(MET_FINISHED, j->queue->cfg->name, j->plugin->name, "retry", 1);
+        free(j->error);
+        j->error = NULL;
+        j->retry_after = -1;
+        j->action = JOB_ACT_NONE;
+        j->attempt++;
+        run_job(h, j);
+    }
+}
+
 /* Run a chain (one job, or a FIFO group in order). Once a job of the
- * group is not done, the rest are given back untouched: SQS delivers them
- * again after it, in order. */
+ * group is not done (given back at a drain), the rest are given back
+ * untouched: SQS delivers them again after it, in order. */
 static void
 run_chain(struct handler *h, struct twice_job *j)
 {
@@ -217,9 +256,11 @@ run_chain(struct handler *h, struct twice_job *j)
         if (held_back || h->q->w->draining) {
             j->action = JOB_ACT_RETURN;
             j->delay = 0;
+        } else if (h->q->cfg->fifo) {
+            run_fifo_job(h, j);
+            held_back = j->action != JOB_ACT_COMPLETE && j->action != JOB_ACT_DEADLETTER;
         } else {
             run_job(h, j);
-            held_back = j->action != JOB_ACT_COMPLETE && j->action != JOB_ACT_DEADLETTER;
         }
         acker_submit(h->q->w->acker, j);
         j = next;

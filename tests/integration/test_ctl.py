@@ -348,6 +348,20 @@ class Ctl(twicetest.TwiceTestCase):
 
     # ------------------------------------------------------------------ plugins
 
+    def test_whoami_says_where_the_credentials_came_from_and_nothing_secret(self):
+        url, dlq, dsn, d = self.setup("whoami")
+        d.process_env["AWS_SESSION_TOKEN"] = "whoami-session-token-secret"
+        r = self.ctl(d, "whoami")
+        self.assertRegex(r.stdout, r"(?m)^provider:?\s+env\b")
+        self.assertIn(twicetest.TEST_ACCESS_KEY_ID[-4:], r.stdout)
+        self.assertNotIn(twicetest.TEST_ACCESS_KEY_ID, r.stdout, "only the last 4 characters")
+        self.assertIn(self.env.region, r.stdout)
+        self.assertNotIn("whoami-session-token-secret", r.stdout + r.stderr)
+        j = json.loads(self.ctl(d, "--json", "whoami").stdout)
+        self.assertEqual(j["provider"], "env")
+        self.assertEqual(j["region"], self.env.region)
+        self.assertTrue(j["access_key_id_last4"].endswith(twicetest.TEST_ACCESS_KEY_ID[-4:]))
+
     def test_plugin_check_good_and_bad(self):
         url, dlq, dsn, d = self.setup("plug")
         path = lambda name: tc.test_plugin(self.env, name)  # noqa: E731
