@@ -22,6 +22,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 
@@ -423,9 +424,8 @@ class Context:
         self.twiced = os.path.join(self.build, "bin", "twiced")
         self.noop = os.path.join(self.build, "bench", "noop.so")
         # Fresh for every invocation: count files must not add up across runs.
-        self.work = os.path.join(os.environ["TWICE_TEST_RUN_DIR"], "bench-%s-%d" % (
-            time.strftime("%Y%m%d-%H%M%S"), os.getpid()))
-        os.makedirs(self.work)
+        self.work = tempfile.mkdtemp(prefix=time.strftime("bench-%Y%m%d-%H%M%S-"),
+                                     dir=os.environ["TWICE_TEST_RUN_DIR"])
         self.log_level = args.log_level
         run_dir = os.environ["TWICE_TEST_RUN_DIR"]
         with open(os.path.join(run_dir, "fauxqs.pid")) as f:
