@@ -38,6 +38,7 @@ LEASE_MARGIN = 5
 VISIBILITY = 30
 WAIT = 1                 # long-poll seconds of every contender
 CALLGRIND_MESSAGES = 2000
+CALLGRIND_CONCURRENCY = 32  # fixed, so that the figure compares across runs
 
 
 class BenchError(Exception):
@@ -834,7 +835,7 @@ def main():
     if not args.no_callgrind:
         n_cg = 500 if args.quick else CALLGRIND_MESSAGES
         log("callgrind: one worker, %d messages" % n_cg)
-        cg = callgrind(ctx, tw[1], n_cg)
+        cg = callgrind(ctx, CALLGRIND_CONCURRENCY, n_cg)
     text = report(info, med, ratios, rounds, cg)
     print(text)
     if args.out:
