@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -268,8 +269,14 @@ class Contender:
             p.stdin.write("stop\n")
             p.stdin.flush()
         for p in self.procs:
-            line = p.stdout.readline()
-            rc = p.wait(timeout=60)
+            # A process that hangs on stop is killed, and the run fails below.
+            watchdog = threading.Timer(60, p.kill)
+            watchdog.start()
+            try:
+                line = p.stdout.readline()
+                rc = p.wait(timeout=60)
+            finally:
+                watchdog.cancel()
             if rc != 0 or not line.strip():
                 raise BenchError("%s: process %d exited with %s (log: %s)"
                                  % (self.kind, p.pid, rc, self.log_path))
@@ -855,6 +862,6 @@ def main():
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except BenchError as e:
+    except (BenchError, subprocess.TimeoutExpired) as e:
         log("FAILED: %s" % e)
         sys.exit(1)
