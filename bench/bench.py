@@ -686,7 +686,7 @@ TWICED_CANDIDATES = [(1, 16), (2, 16), (2, 32), (4, 32)]
 CONSUMER_CANDIDATES = [(1, 4), (1, 8), (1, 16), (2, 8)]
 BARE_LOOPS = 4
 # Used without tuning (--quick): the best of the candidates on the 2-core machine.
-TWICED_DEFAULT = (4, 32)
+TWICED_DEFAULT = (2, 32)
 CONSUMER_DEFAULT = (1, 8)
 
 
