@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# run.sh: THE benchmark command (issue 9). Installs what it needs (scripts/deps.sh, npm ci
+# in bench/), builds twiced in release mode in build-bench/, starts the test servers with
+# scripts/testenv.sh in a temporary RUN_DIR, runs bench/bench.py, always stops the servers,
+# and exits non-zero when any run lost or double-handled a message. Not a test: it asserts
+# no timings; the figures are for bench/README.md.
+#
+#   bench/run.sh [N] [--quick] [--rounds R] [--twiced W:C] [--consumer P:C]
+#                [--no-callgrind] [--keep]
+#     N               messages per run (default 20000; 10% of them are duplicates)
+#     --quick         check the harness: N=2000, 1 round, no tuning, a short callgrind run
+#     --rounds R      rounds of (a) twiced, (b) sqs-consumer, (c) bare loop (default 3)
+#     --twiced W:C    twiced workers:concurrency instead of tuning them
+#     --consumer P:C  sqs-consumer processes:consumers per process instead of tuning them
+#     --no-callgrind  skip the instructions-per-message figure
+#     --keep          keep RUN_DIR (logs, configs, callgrind output) after the run
+# The report is printed and written to build-bench/bench-results.txt (+ .json).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+PY=/usr/bin/python3
+keep=0
+bench_args=()
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --quick) bench_args+=(2000 --rounds 1 --quick) ;;
+    --keep) keep=1 ;;
+    --rounds | --twiced | --consumer)
+        [ $# -ge 2 ] || { echo "run.sh: $1 needs a value" >&2; exit 2; }
+        bench_args+=("$1" "$2")
+        shift
+        ;;
+    --no-callgrind) bench_args+=("$1") ;;
+    -h | --help)
+        sed -n '2,/^set /p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+        exit 0
+        ;;
+    [0-9]*) bench_args+=("$1") ;;
+    *)
+        echo "run.sh: unknown option $1 (see --help)" >&2
+        exit 2
+        ;;
+    esac
+    shift
+done
+
+cd "$root"
+bash scripts/deps.sh
+
+# The peers, exactly as locked in bench/package-lock.json (stamped like deps.sh does).
+lock=$here/package-lock.json
+stamp=$here/node_modules/.twice-lock.sha256
+want=$(sha256sum "$lock" | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "run.sh: npm ci in bench/"
+    (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$want" >"$stamp"
+fi
+
+echo "run.sh: building twiced (Release) in build-bench/"
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DTWICE_TESTS=OFF >/dev/null
+cmake --build build-bench -j2 >/dev/null
+
+run_dir=$(mktemp -d "${TMPDIR:-/tmp}/twice-bench.XXXXXX")
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+    bash "$root/scripts/testenv.sh" down "$run_dir" >>"$run_dir.down.log" 2>&1 ||
+        cat "$run_dir.down.log" >&2
+    if [ "$keep" = 1 ]; then
+        echo "run.sh: kept $run_dir" >&2
+    else
+        rm -rf "$run_dir"
+    fi
+    rm -f "$run_dir.down.log"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+
+bash "$root/scripts/testenv.sh" up "$run_dir"
+# shellcheck disable=SC1091
+. "$run_dir/env.sh"
+$PY "$here/bench.py" --build-dir build-bench --out build-bench/bench-results.txt \
+    "${bench_args[@]}"
