@@ -32,7 +32,7 @@
 #include <string.h>
 
 /* How long a pass waits to gather more jobs into its batches. */
-#define ACKER_GATHER_NS (2 * 1000000L)
+#define ACKER_GATHER_NS (5 * 1000000L)
 /* Acknowledgement attempts before a job is given up (it is then redelivered). */
 #define ACKER_MAX_TRIES 8
 /* Keys per PostgreSQL statement. */
@@ -115,12 +115,20 @@ push_pending_locked(struct acker *a, struct twice_job *j)
 void
 acker_submit(struct acker *a, struct twice_job *j)
 {
-    struct wqueue *q = j->queue;
     pthread_mutex_lock(&a->mu);
     push_pending_locked(a, j);
     pthread_cond_signal(&a->cv);
     pthread_mutex_unlock(&a->mu);
-    wqueue_release_slot(q, 1);
+}
+
+/* The end of a job: its queue slot is free again. */
+static void
+finish(struct twice_job *j)
+{
+    if (j->holds_slot) {
+        wqueue_release_slot(j->queue, 1);
+    }
+    job_free(j);
 }
 
 void
@@ -511,7 +519,7 @@ pass(struct acker *a, struct twice_job *list)
         pthread_mutex_lock(&a->mu);
         untrack_locked(a, j);
         pthread_mutex_unlock(&a->mu);
-        job_free(j);
+        finish(j);
     }
 }
 
@@ -611,7 +619,7 @@ acker_main(void *arg)
     struct twice_job *next;
     for (struct twice_job *j = a->later; j != NULL; j = next) {
         next = j->next;
-        job_free(j);
+        finish(j);
     }
     a->later = NULL;
     return NULL;

@@ -57,9 +57,9 @@ static const char *const smtp_keys[] = {"url",      "from",    "to", "username",
 static const char *const metrics_keys[] = {"listen", NULL};
 static const char *const plugin_keys[] = {"name", "path", "settings", NULL};
 static const char *const queue_keys[] = {
-    "name",         "url",         "dlq_url",    "plugin",    "route_by",
-    "routes",       "concurrency", "batch_size", "wait_time", "visibility_timeout",
-    "max_attempts", "backoff",     NULL};
+    "name",        "url",       "dlq_url",    "plugin",    "route_by",           "routes",
+    "concurrency", "receivers", "batch_size", "wait_time", "visibility_timeout", "max_attempts",
+    "backoff",     NULL};
 static const char *const route_keys[] = {"value", "plugin", NULL};
 static const char *const backoff_keys[] = {"base", "cap", NULL};
 
@@ -1067,6 +1067,7 @@ parse_queue(struct ctx *x, struct config *c, const config_setting_t *e, int idx)
     struct scope sc;
     q->line = config_setting_source_line(e);
     q->concurrency = 8;
+    q->receivers = 1;
     q->batch_size = 10;
     q->wait_time = 20;
     q->visibility_timeout = 30;
@@ -1079,6 +1080,7 @@ parse_queue(struct ctx *x, struct config *c, const config_setting_t *e, int idx)
     parse_queue_urls(x, e, &sc, q);
     parse_handler(x, c, e, &sc, q);
     get_int(x, e, &sc, "concurrency", &q->concurrency, 1, 1024);
+    get_int(x, e, &sc, "receivers", &q->receivers, 1, 64);
     get_int(x, e, &sc, "batch_size", &q->batch_size, 1, 10);
     get_int(x, e, &sc, "wait_time", &q->wait_time, 0, 20);
     get_int(x, e, &sc, "visibility_timeout", &q->visibility_timeout, 1, 43200);

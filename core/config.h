@@ -55,6 +55,7 @@ struct config_queue {
     struct config_route *routes;
     size_t nroutes;
     int concurrency;        /* handler threads per worker process (default 8) */
+    int receivers;          /* receive loops per worker process (default 1) */
     int batch_size;         /* 1-10 (default 10) */
     int wait_time;          /* long poll seconds 0-20 (default 20) */
     int visibility_timeout; /* seconds (default 30); lease = this + lease_margin */

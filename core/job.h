@@ -68,6 +68,7 @@ struct twice_job {
     struct timespec started_at;  /* monotonic: handle() began */
 
     int tracked;                /* in the acker's in-flight registry */
+    int holds_slot;             /* counts against its queue's concurrency */
     struct twice_job *reg_prev; /* the registry's links (acker.c) */
     struct twice_job *reg_next;
     struct timespec not_before; /* acker: do not retry the acknowledgement earlier */

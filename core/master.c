@@ -159,17 +159,6 @@ gen_load(const char *path, struct diag *d)
     return g;
 }
 
-static struct proc *
-find_proc(struct master *m, pid_t pid)
-{
-    for (int i = 0; i < SHM_PROCS; i++) {
-        if (m->procs[i].pid == pid) {
-            return &m->procs[i];
-        }
-    }
-    return NULL;
-}
-
 static int
 free_slot(struct master *m)
 {
@@ -357,14 +346,16 @@ abandon_next(struct master *m, const char *why)
 static void
 reap(struct master *m)
 {
-    int status;
-    pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        struct proc *p = find_proc(m, pid);
-        if (p == NULL) {
-            continue; /* a probe child, waited for elsewhere */
+    /* Only our workers: other children of this process (a probe, a
+     * credential_process run by the DLQ monitor's credentials) are waited
+     * for by whoever started them, and waitpid(-1) would steal them. */
+    for (int slot = 0; slot < SHM_PROCS; slot++) {
+        struct proc *p = &m->procs[slot];
+        int status;
+        pid_t pid = p->pid;
+        if (pid <= 0 || waitpid(pid, &status, WNOHANG) != pid) {
+            continue;
         }
-        int slot = (int) (p - m->procs);
         char what[1024];
         describe_death(slot, status, what, sizeof(what));
         int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;

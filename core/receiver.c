@@ -266,6 +266,7 @@ split_dups(struct wqueue *q, struct twice_job **jobs, size_t n, struct twice_job
         j->leader = leaders[l];
         j->dups = leaders[l]->dups;
         leaders[l]->dups = j;
+        j->holds_slot = 0; /* it rides with its leader */
         wqueue_release_slot(q, 1);
     }
     return nl;
@@ -380,6 +381,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
             wqueue_release_slot(q, 1);
             continue;
         }
+        j->holds_slot = 1;
         prepare(q, j);
         jobs[nj++] = j;
     }
@@ -511,8 +513,9 @@ receiver_main(void *arg)
     return NULL;
 }
 
-int
-receiver_start(struct wqueue *q, char *err, size_t errlen)
+/* Start one receive thread of q. */
+static int
+start_one(struct wqueue *q, char *err, size_t errlen)
 {
     struct receiver *r = calloc(1, sizeof(*r));
     if (r == NULL) {
@@ -527,22 +530,41 @@ receiver_start(struct wqueue *q, char *err, size_t errlen)
         return -1;
     }
     sqs_client_set_cancel(r->sqs, &q->w->draining);
-    int rc = pthread_create(&q->receiver, NULL, receiver_main, r);
+    int rc = pthread_create(&q->receivers[q->nreceivers], NULL, receiver_main, r);
     if (rc != 0) {
         snprintf(err, errlen, "queue %s: pthread_create: %s", q->cfg->name, strerror(rc));
         sqs_client_free(r->sqs);
         free(r);
         return -1;
     }
-    q->receiver_started = 1;
+    q->nreceivers++;
+    return 0;
+}
+
+int
+receiver_start(struct wqueue *q, char *err, size_t errlen)
+{
+    size_t n = (size_t) q->cfg->receivers;
+    q->receivers = calloc(n, sizeof(*q->receivers));
+    if (q->receivers == NULL) {
+        snprintf(err, errlen, "queue %s: out of memory", q->cfg->name);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (start_one(q, err, errlen) != 0) {
+            return -1;
+        }
+    }
     return 0;
 }
 
 void
 receiver_join(struct wqueue *q)
 {
-    if (q->receiver_started) {
-        pthread_join(q->receiver, NULL);
-        q->receiver_started = 0;
+    for (size_t i = 0; i < q->nreceivers; i++) {
+        pthread_join(q->receivers[i], NULL);
     }
+    q->nreceivers = 0;
+    free(q->receivers);
+    q->receivers = NULL;
 }

@@ -438,9 +438,51 @@ sigv4_signature(const unsigned char key[32], const char *string_to_sign, char ou
     hex_encode(mac, 32, out);
 }
 
+void
+sigv4_key_cache_clear(struct sigv4_key_cache *cache)
+{
+    OPENSSL_cleanse(cache, sizeof(*cache));
+}
+
+/* The signing key from the cache when it was derived from the same inputs,
+ * else derived (and kept when the inputs fit the cache). */
+static void
+cached_signing_key(struct sigv4_key_cache *cache, const char *secret, const char *date,
+                   const char *region, const char *service, unsigned char out[32])
+{
+    if (cache != NULL && cache->valid && strcmp(cache->secret, secret) == 0 &&
+        strcmp(cache->date, date) == 0 && strcmp(cache->region, region) == 0 &&
+        strcmp(cache->service, service) == 0) {
+        memcpy(out, cache->key, 32);
+        return;
+    }
+    sigv4_signing_key(secret, date, region, service, out);
+    if (cache == NULL) {
+        return;
+    }
+    sigv4_key_cache_clear(cache);
+    if (strlen(secret) < sizeof(cache->secret) && strlen(region) < sizeof(cache->region) &&
+        strlen(service) < sizeof(cache->service)) {
+        snprintf(cache->secret, sizeof(cache->secret), "%s", secret);
+        snprintf(cache->date, sizeof(cache->date), "%s", date);
+        snprintf(cache->region, sizeof(cache->region), "%s", region);
+        snprintf(cache->service, sizeof(cache->service), "%s", service);
+        memcpy(cache->key, out, 32);
+        cache->valid = 1;
+    }
+}
+
 int
 sigv4_authorization(const struct sigv4_request *r, const struct creds *c, const char *region,
                     const char *service, const char *amz_date, struct buf *out)
+{
+    return sigv4_authorization_cached(r, c, region, service, amz_date, NULL, out);
+}
+
+int
+sigv4_authorization_cached(const struct sigv4_request *r, const struct creds *c,
+                           const char *region, const char *service, const char *amz_date,
+                           struct sigv4_key_cache *cache, struct buf *out)
 {
     struct buf creq = BUF_INIT, signed_headers = BUF_INIT, sts = BUF_INIT, scope = BUF_INIT;
     unsigned char key[32];
@@ -453,7 +495,7 @@ sigv4_authorization(const struct sigv4_request *r, const struct creds *c, const 
         sigv4_string_to_sign(amz_date, buf_str(&scope), buf_str(&creq), &sts) != 0) {
         goto out;
     }
-    sigv4_signing_key(c->secret_access_key, date, region, service, key);
+    cached_signing_key(cache, c->secret_access_key, date, region, service, key);
     sigv4_signature(key, buf_str(&sts), signature);
     OPENSSL_cleanse(key, sizeof(key));
     buf_printf(out, SIGV4_ALGORITHM " Credential=%s/%s, SignedHeaders=%s, Signature=%s",

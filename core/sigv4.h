@@ -54,6 +54,25 @@ void sigv4_signature(const unsigned char key[32], const char *string_to_sign, ch
 int sigv4_authorization(const struct sigv4_request *r, const struct creds *c, const char *region,
                         const char *service, const char *amz_date, struct buf *out);
 
+/* A derived signing key kept between the requests of one client: valid for
+ * one secret, day, region and service, which is what the key is made of.
+ * Deriving it costs four HMACs per request otherwise. Holds a copy of the
+ * secret: wipe it with sigv4_key_cache_clear. */
+struct sigv4_key_cache {
+    int valid;
+    char secret[160];
+    char date[9];
+    char region[64];
+    char service[32];
+    unsigned char key[32];
+};
+void sigv4_key_cache_clear(struct sigv4_key_cache *cache);
+
+/* sigv4_authorization with a key cache (cache may be NULL: no caching). */
+int sigv4_authorization_cached(const struct sigv4_request *r, const struct creds *c,
+                               const char *region, const char *service, const char *amz_date,
+                               struct sigv4_key_cache *cache, struct buf *out);
+
 /* "YYYYMMDDTHHMMSSZ" for t (UTC) into out[17]. */
 void sigv4_amz_date(long long t, char out[17]);
 

@@ -42,6 +42,7 @@ struct sqs_client {
     char *host;                    /* the URL's authority, for Host and signing */
     char *path;                    /* "/" unless the endpoint has a path */
     struct http_response resp;     /* reused between calls */
+    struct sigv4_key_cache keys;   /* the day's signing key (holds the secret: wiped) */
 };
 
 /* What one call needs besides the body. */
@@ -93,6 +94,7 @@ sqs_client_free(struct sqs_client *c)
     }
     http_client_free(c->http);
     http_response_free(&c->resp);
+    sigv4_key_cache_clear(&c->keys);
     free(c->host);
     free(c->path);
     free(c);
@@ -159,7 +161,7 @@ sqs_signed_free(struct sqs_signed *s)
  * is exactly the URL's authority, as curl would send it.
  */
 static int
-sqs_sign(const struct sqs_client *c, const char *op, const char *body, size_t len,
+sqs_sign(struct sqs_client *c, const char *op, const char *body, size_t len,
          const struct creds *cr, struct sqs_signed *s)
 {
     char date[17], target[96];
@@ -182,7 +184,7 @@ sqs_sign(const struct sqs_client *c, const char *op, const char *body, size_t le
         .normalize_path = 1,
     };
     struct buf auth = BUF_INIT;
-    int rc = sigv4_authorization(&r, cr, c->ep->region, "sqs", date, &auth);
+    int rc = sigv4_authorization_cached(&r, cr, c->ep->region, "sqs", date, &c->keys, &auth);
     buf_printf(&s->target, "X-Amz-Target: %s", target);
     buf_printf(&s->date, "X-Amz-Date: %s", date);
     buf_printf(&s->host, "Host: %s", c->host);
@@ -351,10 +353,13 @@ sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_receiv
 {
     *msgs = NULL;
     *n = 0;
+    /* Only the system attributes twice reads: "All" costs a parse per message. */
     json_t *req =
-        json_pack("{s:s, s:i, s:i, s:[s], s:[s]}", "QueueUrl", queue_url, "MaxNumberOfMessages",
-                  o->max_messages, "WaitTimeSeconds", o->wait_time, "MessageSystemAttributeNames",
-                  "All", "MessageAttributeNames", "All");
+        json_pack("{s:s, s:i, s:i, s:[s,s,s,s,s,s], s:[s]}", "QueueUrl", queue_url,
+                  "MaxNumberOfMessages", o->max_messages, "WaitTimeSeconds", o->wait_time,
+                  "MessageSystemAttributeNames", "ApproximateReceiveCount",
+                  "ApproximateFirstReceiveTimestamp", "SentTimestamp", "MessageGroupId",
+                  "MessageDeduplicationId", "SequenceNumber", "MessageAttributeNames", "All");
     if (req != NULL && o->visibility_timeout >= 0) {
         json_object_set_new(req, "VisibilityTimeout", json_integer(o->visibility_timeout));
     }

@@ -47,10 +47,10 @@ struct wqueue {
     const char *route_attr;               /* route_by "attr:Name": the name */
     const char *route_path;               /* route_by body path */
 
-    pthread_t receiver;
+    pthread_t *receivers; /* cfg->receivers of them */
+    size_t nreceivers;
     pthread_t *handlers;
     size_t nhandlers;
-    int receiver_started;
 
     /* Jobs (or FIFO chains) waiting for a handler, and the slot count. */
     pthread_mutex_t mu;
@@ -105,7 +105,9 @@ void handlers_stop(struct wqueue *q);
 void handlers_join(struct wqueue *q);
 /* Nothing running and nothing waiting. */
 int handlers_idle(struct wqueue *q);
-/* A job has left the queue's hands (acker took it): free its slot. */
+/* A job is finished (its message deleted, hidden or given back): its slot
+ * is free for the next receive. Counting jobs until then keeps the acker's
+ * backlog bounded by concurrency. */
 void wqueue_release_slot(struct wqueue *q, int n);
 
 /* Entry point of a worker process (twiced --worker). Returns the exit code. */
