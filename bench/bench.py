@@ -312,14 +312,14 @@ class Twiced(Contender):
     gated = False
 
     def label(self):
-        return "workers=%d concurrency=%d" % self.settings
+        return "workers=%d concurrency=%d receivers=%d" % self.settings
 
     def launch(self, url, dlq_url, dsn):
-        workers, concurrency = self.settings
+        workers, concurrency, receivers = self.settings
         self.dsn = dsn
         self.count_file = os.path.join(self.ctx.work, "noop-counts-%d" % self.ctx.seq())
         self.log_path = os.path.join(self.ctx.work, "twiced.log")
-        config = self.ctx.twiced_config(url, dlq_url, dsn, workers, concurrency,
+        config = self.ctx.twiced_config(url, dlq_url, dsn, workers, concurrency, receivers,
                                         self.count_file)
         path = os.path.join(self.ctx.work, "twice-%d.conf" % self.ctx.seq())
         with open(path, "w") as f:
@@ -447,7 +447,7 @@ class Context:
         self._seq += 1
         return self._seq
 
-    def twiced_config(self, url, dlq_url, dsn, workers, concurrency, count_file,
+    def twiced_config(self, url, dlq_url, dsn, workers, concurrency, receivers, count_file,
                       visibility=VISIBILITY):
         q = twicetest_quote
         return "\n".join([
@@ -459,8 +459,9 @@ class Context:
             "plugins = ( { name = \"noop\"; path = %s; settings = { count_file = %s; }; } );"
             % (q(self.noop), q(count_file)),
             "queues = ( { name = \"bench\"; url = %s; dlq_url = %s; plugin = \"noop\";"
-            " concurrency = %d; batch_size = 10; wait_time = %d; visibility_timeout = %d;"
-            " max_attempts = 5; } );" % (q(url), q(dlq_url), concurrency, WAIT, visibility),
+            " concurrency = %d; receivers = %d; batch_size = 10; wait_time = %d;"
+            " visibility_timeout = %d; max_attempts = 5; } );"
+            % (q(url), q(dlq_url), concurrency, receivers, WAIT, visibility),
             ""])
 
 
@@ -573,7 +574,7 @@ def callgrind(ctx, concurrency, n=CALLGRIND_MESSAGES):
     with open(conf, "w") as f:
         # A long visibility timeout: under callgrind the worker runs some 50 times slower,
         # and heartbeats (at half the timeout) would add calls a normal run never makes.
-        f.write(ctx.twiced_config(url, dlq_url, dsn, 1, concurrency, count_file,
+        f.write(ctx.twiced_config(url, dlq_url, dsn, 1, concurrency, 1, count_file,
                                   visibility=CALLGRIND_VISIBILITY))
     fd = os.open(conf, os.O_RDONLY)
     cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=" + out,
@@ -682,17 +683,17 @@ def by_object(out, n):
 # --------------------------------------------------------------------------- the whole run
 
 
-TWICED_CANDIDATES = [(1, 16), (2, 16), (2, 32), (4, 32)]
+TWICED_CANDIDATES = [(1, 32, 2), (1, 32, 4), (1, 64, 6), (2, 32, 3)]
 CONSUMER_CANDIDATES = [(1, 4), (1, 8), (1, 16), (2, 8)]
 BARE_LOOPS = 4
 # Used without tuning (--quick): the best of the candidates on the 2-core machine.
-TWICED_DEFAULT = (2, 32)
+TWICED_DEFAULT = (1, 32, 4)
 CONSUMER_DEFAULT = (1, 8)
 
 
 def parse_pair(text):
-    a, b = text.split(":")
-    return int(a), int(b)
+    """W:C, or W:C:R for twiced (receivers per worker, default 1)."""
+    return tuple(int(x) for x in text.split(":"))
 
 
 def tune(ctx, cls, candidates, n):
@@ -810,8 +811,8 @@ def main():
     ap.add_argument("n", nargs="?", type=int, default=20000, help="messages per run")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of a, b, c (default 3)")
     ap.add_argument("--build-dir", required=True)
-    ap.add_argument("--twiced", type=parse_pair, metavar="W:C",
-                    help="twiced workers:concurrency (default: tuned)")
+    ap.add_argument("--twiced", type=parse_pair, metavar="W:C[:R]",
+                    help="twiced workers:concurrency[:receivers] (default: tuned)")
     ap.add_argument("--consumer", type=parse_pair, metavar="P:C",
                     help="sqs-consumer processes:consumers each (default: tuned)")
     ap.add_argument("--no-callgrind", action="store_true")
@@ -830,6 +831,8 @@ def main():
     log("twiced %s, %d messages, %d rounds; work files in %s"
         % (info["revision"], args.n, args.rounds, ctx.work))
     tune_n = max(2000, args.n // 4)
+    if args.twiced is not None and len(args.twiced) == 2:
+        args.twiced = args.twiced + (1,)
     if args.quick:
         tw = args.twiced or TWICED_DEFAULT
         co = args.consumer or CONSUMER_DEFAULT
