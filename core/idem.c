@@ -90,32 +90,28 @@ static const char sql_claim[] =
     " LEFT JOIN @T t ON t.idempotency_key = i.k ORDER BY i.ord";
 
 /*
- * complete/extend/release lock our rows in key order first, so that two of
- * them on overlapping batches (a heartbeat and a completion) never deadlock.
- * FOR NO KEY UPDATE does not conflict with idem_tx_begin's FOR KEY SHARE, so
- * a heartbeat never waits for a transactional handler; release deletes,
- * and skips a key a running handler still locks (it is not released under
- * the handler: its lease lapses, or the master expires it when the
- * handler's process has gone).
- * They answer the 1-based positions of the keys they changed.
+ * complete/extend/release touch only rows this owner holds, and one process
+ * runs them from one thread (its acknowledger), so they never race each
+ * other; a claim taking over an expired lease skips locked rows. So plain
+ * one-statement updates by primary key, no lock ordering. An update (NO KEY
+ * UPDATE) does not conflict with idem_tx_begin's FOR KEY SHARE, so a
+ * heartbeat never waits for a transactional handler; release deletes, and
+ * skips a key a running handler still locks (it is not released under the
+ * handler: its lease lapses, or the master expires it when the handler's
+ * process has gone). complete and extend answer the 1-based positions of
+ * the keys they changed.
  */
 static const char sql_complete[] =
-    "WITH k AS (SELECT idempotency_key FROM @T WHERE idempotency_key = ANY ($1::text[])"
-    " AND owner = $2 AND state = 'in_progress' ORDER BY idempotency_key FOR NO KEY UPDATE),"
-    " u AS (UPDATE @T t SET state = 'completed', processed_at = now(), lease_until = NULL,"
-    " owner = NULL FROM k WHERE t.idempotency_key = k.idempotency_key AND t.owner = $2"
-    " AND t.state = 'in_progress' RETURNING t.idempotency_key)"
-    " SELECT i.ord FROM unnest($1::text[]) WITH ORDINALITY AS i (k, ord)"
-    " JOIN u ON u.idempotency_key = i.k";
+    "UPDATE @T t SET state = 'completed', processed_at = now(), lease_until = NULL,"
+    " owner = NULL FROM unnest($1::text[]) WITH ORDINALITY AS i (k, ord)"
+    " WHERE t.idempotency_key = i.k AND t.owner = $2 AND t.state = 'in_progress'"
+    " RETURNING i.ord";
 
 static const char sql_extend[] =
-    "WITH k AS (SELECT idempotency_key FROM @T WHERE idempotency_key = ANY ($1::text[])"
-    " AND owner = $2 AND state = 'in_progress' ORDER BY idempotency_key FOR NO KEY UPDATE),"
-    " u AS (UPDATE @T t SET lease_until = now() + $3::int * interval '1 second'"
-    " FROM k WHERE t.idempotency_key = k.idempotency_key AND t.owner = $2"
-    " AND t.state = 'in_progress' RETURNING t.idempotency_key)"
-    " SELECT i.ord FROM unnest($1::text[]) WITH ORDINALITY AS i (k, ord)"
-    " JOIN u ON u.idempotency_key = i.k";
+    "UPDATE @T t SET lease_until = now() + $3::int * interval '1 second'"
+    " FROM unnest($1::text[]) WITH ORDINALITY AS i (k, ord)"
+    " WHERE t.idempotency_key = i.k AND t.owner = $2 AND t.state = 'in_progress'"
+    " RETURNING i.ord";
 
 static const char sql_release[] =
     "WITH k AS (SELECT idempotency_key FROM @T WHERE idempotency_key = ANY ($1::text[])"
@@ -149,6 +145,10 @@ static const struct {
  * transaction, so the advisory lock serialises concurrent migrators and a
  * failure leaves nothing half done. "@T"/"@I": table and index, "@L": lock.
  * Keep in sync with etc/schema.sql (the integration test compares them).
+ * Both indexes are partial so that no query about in-progress keys is
+ * tempted to scan them instead of the primary key: the janitor's covers
+ * completed keys only; the owner index answers "owner = $1 AND key = ANY
+ * (...)" by both columns, and a gone worker's leases by owner alone.
  */
 static const char sql_migrate[] =
     "SELECT pg_advisory_xact_lock(@L);"
@@ -164,8 +164,9 @@ static const char sql_migrate[] =
     " ADD COLUMN IF NOT EXISTS message_id TEXT,"
     " ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 1,"
     " ADD COLUMN IF NOT EXISTS created_at TIMESTAMPTZ NOT NULL DEFAULT now();"
-    "CREATE INDEX IF NOT EXISTS @I ON @T (state, processed_at);"
-    "CREATE INDEX IF NOT EXISTS @O ON @T (owner) WHERE state = 'in_progress';";
+    "CREATE INDEX IF NOT EXISTS @I ON @T (processed_at) WHERE state = 'completed';"
+    "CREATE INDEX IF NOT EXISTS @O ON @T (owner, idempotency_key)"
+    " WHERE state = 'in_progress';";
 
 /* Whether the migration has nothing to do: every column and both indexes. */
 static const char sql_migrate_check[] =

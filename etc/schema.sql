@@ -33,10 +33,11 @@ ALTER TABLE twice_idempotency
 
 -- For the janitor, which deletes completed keys older than the retention.
 CREATE INDEX IF NOT EXISTS twice_idempotency_janitor_idx
-    ON twice_idempotency (state, processed_at);
+    ON twice_idempotency (processed_at) WHERE state = 'completed';
 
 -- For the master, which ends the leases of a worker process that has gone.
+-- Also what completions, releases and lease extensions (owner and keys) use.
 CREATE INDEX IF NOT EXISTS twice_idempotency_owner_idx
-    ON twice_idempotency (owner) WHERE state = 'in_progress';
+    ON twice_idempotency (owner, idempotency_key) WHERE state = 'in_progress';
 
 COMMIT;

@@ -209,7 +209,8 @@ test_migrate_and_schema_sql(struct ctx *c)
     CHECK_CONTAINS(shape, "idempotency_key text NO -, processed_at timestamp with time zone NO"
                           " now(), state text NO 'completed'::text");
     CHECK_CONTAINS(shape, "attempts integer NO 1");
-    CHECK_CONTAINS(shape, "(state, processed_at)");
+    CHECK_CONTAINS(shape, "(processed_at) WHERE (state = 'completed'::text)");
+    CHECK_CONTAINS(shape, "(owner, idempotency_key) WHERE (state = 'in_progress'::text)");
     idem_close(s);
 
     PGconn *db2 = PQconnectdb(c->dsn2);
