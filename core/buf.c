@@ -56,12 +56,6 @@ buf_puts(struct buf *b, const char *s)
 }
 
 int
-buf_putc(struct buf *b, char c)
-{
-    return buf_append(b, &c, 1);
-}
-
-int
 buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 {
     va_list copy;

@@ -26,12 +26,25 @@ struct buf {
  * allocation has failed (the buffer keeps what it had and stays failed). */
 int buf_append(struct buf *b, const void *data, size_t n);
 int buf_puts(struct buf *b, const char *s);
-int buf_putc(struct buf *b, char c);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 
 /* Make sure `extra` more bytes fit without another allocation. */
 int buf_reserve(struct buf *b, size_t extra);
+
+/* One byte: inline, as encoders call it for every character they write. */
+static inline int
+buf_putc(struct buf *b, char c)
+{
+    if (b->failed || b->data == NULL || b->len + 2 > b->cap) {
+        if (buf_reserve(b, 1) != 0) {
+            return -1;
+        }
+    }
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
+    return 0;
+}
 
 /* Forget the contents but keep the memory. */
 void buf_reset(struct buf *b);
