@@ -7,6 +7,7 @@
  * URL's path or query, the webhook header, or SMTP credentials.
  */
 #include "alert.h"
+#include "buf.h"
 
 #include "config.h"
 #include "http.h"
@@ -70,15 +71,6 @@ mono_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-free_secret(char *s)
-{
-    if (s != NULL) {
-        explicit_bzero(s, strlen(s));
-    }
-    free(s);
 }
 
 static void
@@ -409,12 +401,12 @@ sender_free(struct alert_sender *s)
         free_list(s->q[i].head);
     }
     http_client_free(s->http);
-    free_secret(s->webhook_url);
-    free_secret(s->webhook_header);
-    free_secret(s->smtp_url);
+    buf_free_secret(s->webhook_url);
+    buf_free_secret(s->webhook_header);
+    buf_free_secret(s->smtp_url);
     free(s->smtp_from);
     free(s->smtp_user);
-    free_secret(s->smtp_password);
+    buf_free_secret(s->smtp_password);
     for (size_t i = 0; i < s->nto; i++) {
         free(s->smtp_to[i]);
     }

@@ -121,3 +121,12 @@ buf_free(struct buf *b)
     b->len = b->cap = 0;
     b->failed = 0;
 }
+
+void
+buf_free_secret(char *s)
+{
+    if (s != NULL) {
+        explicit_bzero(s, strlen(s));
+    }
+    free(s);
+}

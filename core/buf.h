@@ -58,4 +58,8 @@ char *buf_steal(struct buf *b);
 
 void buf_free(struct buf *b);
 
+/* Overwrite a NUL-terminated string that holds a secret (a password, a
+ * DSN, a webhook URL) with zeros, then free it. NULL is fine. */
+void buf_free_secret(char *s);
+
 #endif

@@ -1221,17 +1221,6 @@ done:
     return 0;
 }
 
-/* Free a string that may hold a secret, wiping it first so that it does
- * not linger in freed heap memory (core dumps, later allocations). */
-static void
-free_secret(char *s)
-{
-    if (s != NULL) {
-        explicit_bzero(s, strlen(s));
-        free(s);
-    }
-}
-
 static void
 free_plugin(struct config_plugin *p)
 {
@@ -1239,7 +1228,7 @@ free_plugin(struct config_plugin *p)
     free(p->path);
     for (size_t j = 0; j < p->nsettings; j++) {
         free(p->settings[j].name);
-        free_secret(p->settings[j].value); /* API keys live here too */
+        buf_free_secret(p->settings[j].value); /* API keys live here too */
     }
     free(p->settings);
 }
@@ -1273,18 +1262,18 @@ config_free(struct config *c)
     free(c->aws.endpoint);
     free(c->aws.profile);
     free(c->aws.ca_file);
-    free_secret(c->idempotency.dsn);
+    buf_free_secret(c->idempotency.dsn);
     free(c->idempotency.table);
-    free_secret(c->alerts.webhook.url); /* chat webhook URLs carry a token */
-    free_secret(c->alerts.webhook.header);
-    free_secret(c->alerts.smtp.url); /* may hold user:password@ */
+    buf_free_secret(c->alerts.webhook.url); /* chat webhook URLs carry a token */
+    buf_free_secret(c->alerts.webhook.header);
+    buf_free_secret(c->alerts.smtp.url); /* may hold user:password@ */
     free(c->alerts.smtp.from);
     for (size_t i = 0; i < c->alerts.smtp.nto; i++) {
         free(c->alerts.smtp.to[i]);
     }
     free(c->alerts.smtp.to);
     free(c->alerts.smtp.username);
-    free_secret(c->alerts.smtp.password);
+    buf_free_secret(c->alerts.smtp.password);
     free(c->metrics.listen);
     for (size_t i = 0; i < c->nplugins; i++) {
         free_plugin(&c->plugins[i]);

@@ -26,34 +26,18 @@ struct counts {
     long visible, in_flight, delayed, dlq; /* -1: unknown */
 };
 
-static long
-number(const struct sqs_kv *kv, size_t n, const char *name)
-{
-    const char *v = sqs_kv_get(kv, n, name);
-    return v != NULL ? strtol(v, NULL, 10) : -1;
-}
-
 /* The three counts of url; 0, or -1 after printing why. */
 static int
 read_counts(struct sqs_client *sqs, const char *name, const char *what, const char *url,
             long out[3])
 {
-    static const char *const names[] = {"ApproximateNumberOfMessages",
-                                        "ApproximateNumberOfMessagesNotVisible",
-                                        "ApproximateNumberOfMessagesDelayed"};
-    struct sqs_kv *kv = NULL;
-    size_t n = 0;
     struct sqs_error err;
-    if (sqs_get_attributes(sqs, url, names, 3, &kv, &n, &err) != 0) {
+    if (sqs_queue_counts(sqs, url, out, &err) != 0) {
         char label[256];
         snprintf(label, sizeof(label), "%s%s", name, what);
         ctl_sqs_fail(label, "GetQueueAttributes", &err);
         return -1;
     }
-    for (int i = 0; i < 3; i++) {
-        out[i] = number(kv, n, names[i]);
-    }
-    sqs_kv_free(kv, n);
     return 0;
 }
 

@@ -76,16 +76,12 @@ mono_ms(void)
 static long
 read_depth(struct dlqmon *m, struct watched *w)
 {
-    static const char *const names[] = {"ApproximateNumberOfMessages",
-                                        "ApproximateNumberOfMessagesNotVisible",
-                                        "ApproximateNumberOfMessagesDelayed"};
-    struct sqs_kv *kv = NULL;
-    size_t n = 0;
+    long counts[3];
     struct sqs_error err;
     if (m->sqs == NULL) {
         return -1;
     }
-    if (sqs_get_attributes(m->sqs, w->dlq_url, names, 3, &kv, &n, &err) != 0) {
+    if (sqs_queue_counts(m->sqs, w->dlq_url, counts, &err) != 0) {
         if (!w->failing && !m->stop) {
             char what[800];
             sqs_error_describe(&err, "GetQueueAttributes", what, sizeof(what));
@@ -96,10 +92,8 @@ read_depth(struct dlqmon *m, struct watched *w)
     }
     long depth = 0;
     for (size_t i = 0; i < 3; i++) {
-        const char *v = sqs_kv_get(kv, n, names[i]);
-        depth += v != NULL ? strtol(v, NULL, 10) : 0;
+        depth += counts[i] > 0 ? counts[i] : 0;
     }
-    sqs_kv_free(kv, n);
     if (w->failing) {
         log_info("dlq monitor: queue %s: dead-letter queue readable again", w->name);
     }

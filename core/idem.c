@@ -776,6 +776,20 @@ out:
     return rc;
 }
 
+/* keys as a PostgreSQL text[] literal in arr (freed on failure). 0 or -1. */
+static int
+keys_array(struct buf *arr, const char *const *keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        array_elem(arr, keys[i]);
+    }
+    if (array_end(arr) == NULL) {
+        buf_free(arr);
+        return -1;
+    }
+    return 0;
+}
+
 /*
  * complete and extend: run stmt on our keys and set flags[i] (may be NULL)
  * for the keys it changed, from the positions it answers. lease < 0: the
@@ -792,11 +806,7 @@ keys_update(struct idem_store *s, const char *stmt, const char *what, const char
         return 0;
     }
     struct buf arr = BUF_INIT;
-    for (size_t i = 0; i < n; i++) {
-        array_elem(&arr, keys[i]);
-    }
-    if (array_end(&arr) == NULL) {
-        buf_free(&arr);
+    if (keys_array(&arr, keys, n) != 0) {
         set_err(err, errlen, "%s: out of memory", what);
         return -1;
     }
@@ -846,11 +856,7 @@ idem_release_batch(struct idem_store *s, const char *const *keys, size_t n, char
         return 0;
     }
     struct buf arr = BUF_INIT;
-    for (size_t i = 0; i < n; i++) {
-        array_elem(&arr, keys[i]);
-    }
-    if (array_end(&arr) == NULL) {
-        buf_free(&arr);
+    if (keys_array(&arr, keys, n) != 0) {
         set_err(err, errlen, "release: out of memory");
         return -1;
     }

@@ -592,6 +592,25 @@ sqs_get_attributes(struct sqs_client *c, const char *queue_url, const char *cons
 }
 
 int
+sqs_queue_counts(struct sqs_client *c, const char *queue_url, long out[3], struct sqs_error *err)
+{
+    static const char *const names[] = {"ApproximateNumberOfMessages",
+                                        "ApproximateNumberOfMessagesNotVisible",
+                                        "ApproximateNumberOfMessagesDelayed"};
+    struct sqs_kv *kv = NULL;
+    size_t n = 0;
+    if (sqs_get_attributes(c, queue_url, names, 3, &kv, &n, err) != 0) {
+        return -1;
+    }
+    for (int i = 0; i < 3; i++) {
+        const char *v = sqs_kv_get(kv, n, names[i]);
+        out[i] = v != NULL ? strtol(v, NULL, 10) : -1;
+    }
+    sqs_kv_free(kv, n);
+    return 0;
+}
+
+int
 sqs_get_queue_url(struct sqs_client *c, const char *name, char **url_out, struct sqs_error *err)
 {
     *url_out = NULL;

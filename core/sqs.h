@@ -184,6 +184,11 @@ void sqs_kv_free(struct sqs_kv *kv, size_t n);
 /* The value of name in kv, or NULL. */
 const char *sqs_kv_get(const struct sqs_kv *kv, size_t n, const char *name);
 
+/* A queue's approximate counts: visible, in flight (received, not deleted)
+ * and delayed, in out[0..2] (-1 where SQS gave none). One GetQueueAttributes. */
+int sqs_queue_counts(struct sqs_client *c, const char *queue_url, long out[3],
+                     struct sqs_error *err);
+
 /* GetQueueUrl; *url_out is malloc'd and owned by the caller. */
 int sqs_get_queue_url(struct sqs_client *c, const char *name, char **url_out,
                       struct sqs_error *err);
