@@ -1034,16 +1034,21 @@ idem_purge_completed(struct idem_store *s, int retention, int limit, long *delet
 }
 
 /* Leases of a process that has gone end now: the next claim of each key
- * takes it over (counting the attempt) instead of waiting for the lease. */
+ * takes it over instead of waiting for the lease. When the job that crashed
+ * the process is known, the others' attempts are taken back. */
 int
-idem_expire_owner(struct idem_store *s, const char *owner, long *expired, char *err, size_t errlen)
+idem_expire_owner(struct idem_store *s, const char *owner, const char *culprit, long *expired,
+                  char *err, size_t errlen)
 {
-    const char *params[] = {owner};
+    const char *params[] = {owner, culprit != NULL ? culprit : ""};
     *expired = 0;
-    PGresult *res = idem_run_sql(s,
-                                 "UPDATE @T SET lease_until = now() - interval '1 second'"
-                                 " WHERE owner = $1 AND state = 'in_progress'",
-                                 1, params, PGRES_COMMAND_OK, "expire leases", err, errlen);
+    PGresult *res =
+        idem_run_sql(s,
+                     "UPDATE @T SET lease_until = now() - interval '1 second',"
+                     " attempts = CASE WHEN $2 <> '' AND message_id IS DISTINCT FROM $2"
+                     " THEN greatest(attempts - 1, 0) ELSE attempts END"
+                     " WHERE owner = $1 AND state = 'in_progress'",
+                     2, params, PGRES_COMMAND_OK, "expire leases", err, errlen);
     if (res == NULL) {
         return -1;
     }

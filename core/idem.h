@@ -63,7 +63,8 @@ struct idem_claim {
     int lease_seconds;           /* in: lease length from now */
 
     enum idem_state state;           /* out */
-    int attempts;                    /* out: claims of this key since it was last free */
+    int attempts;                    /* out: claims of this key since it was last free,
+                                        not counting those another job's crash cut short */
     double lease_left;               /* out, BUSY: seconds until the holder's lease ends
                                         (lease_seconds when it already has) */
     unsigned char stored_sha256[32]; /* out: the completed (or held) payload's hash */
@@ -114,11 +115,16 @@ void *idem_pgconn(struct idem_store *s);
 int idem_purge_completed(struct idem_store *s, int retention, int limit, long *deleted, char *err,
                          size_t errlen);
 
-/* A worker process is gone: end the leases it held now (its claims are
- * taken over on the next delivery, counting an attempt, instead of waiting
- * out the lease). *expired gets the count. Uses the owner index. */
-int idem_expire_owner(struct idem_store *s, const char *owner, long *expired, char *err,
-                      size_t errlen);
+/*
+ * A worker process is gone: end the leases it held now (its claims are
+ * taken over on the next delivery instead of waiting out the lease).
+ * culprit (may be NULL: unknown) is the message whose job crashed the
+ * process: only its attempt counts; the others were cut short through no
+ * fault of their own, so their attempt is taken back (see idem_claim's
+ * attempts). *expired gets the count. Uses the owner index.
+ */
+int idem_expire_owner(struct idem_store *s, const char *owner, const char *culprit, long *expired,
+                      char *err, size_t errlen);
 
 /* A row, for `twicectl key`. */
 struct idem_record {

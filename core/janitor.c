@@ -29,7 +29,10 @@ struct janitor {
     int retention;
     int interval;
     int batch;
-    char owners[JANITOR_OWNERS][160];
+    struct gone {
+        char owner[160];
+        char culprit[128]; /* message id of the job that crashed it; "" unknown */
+    } owners[JANITOR_OWNERS];
     int nowners;
 
     /* The thread's own. */
@@ -84,7 +87,7 @@ sweep(struct janitor *j)
 
 /* End the leases of one gone worker. Returns 0, or -1 to try again later. */
 static int
-expire(struct janitor *j, const char *owner)
+expire(struct janitor *j, const struct gone *g)
 {
     char err[512];
     long n = 0;
@@ -92,15 +95,19 @@ expire(struct janitor *j, const char *owner)
     if (s == NULL) {
         return -1;
     }
-    if (idem_expire_owner(s, owner, &n, err, sizeof(err)) != 0) {
+    if (idem_expire_owner(s, g->owner, g->culprit, &n, err, sizeof(err)) != 0) {
         metrics_count(MET_PG_ERRORS, "expire", NULL, NULL, 1);
         log_warn("janitor: %s", err);
         return -1;
     }
-    if (n > 0) {
+    if (n > 0 && g->culprit[0] != '\0') {
+        log_info("ended %ld leases of gone worker %s: their jobs are taken over on their next "
+                 "delivery; only message %s's attempt counts (it crashed the worker)",
+                 n, g->owner, g->culprit);
+    } else if (n > 0) {
         log_info("ended %ld leases of gone worker %s: their jobs are taken over on their next "
                  "delivery",
-                 n, owner);
+                 n, g->owner);
     }
     return 0;
 }
@@ -109,17 +116,17 @@ expire(struct janitor *j, const char *owner)
 static void
 expire_queued(struct janitor *j)
 {
-    char owner[160];
+    struct gone g;
     pthread_mutex_lock(&j->mu);
     while (j->nowners > 0) {
-        snprintf(owner, sizeof(owner), "%s", j->owners[0]);
+        g = j->owners[0];
         pthread_mutex_unlock(&j->mu);
-        int rc = expire(j, owner);
+        int rc = expire(j, &g);
         pthread_mutex_lock(&j->mu);
         if (rc != 0) {
             break; /* the database is down: the next round tries again */
         }
-        memmove(j->owners[0], j->owners[1], (size_t) (j->nowners - 1) * sizeof(j->owners[0]));
+        memmove(&j->owners[0], &j->owners[1], (size_t) (j->nowners - 1) * sizeof(j->owners[0]));
         j->nowners--;
     }
     pthread_mutex_unlock(&j->mu);
@@ -156,14 +163,16 @@ janitor_main(void *arg)
 }
 
 void
-janitor_expire_owner(struct janitor *j, const char *owner)
+janitor_expire_owner(struct janitor *j, const char *owner, const char *culprit)
 {
     if (j == NULL) {
         return;
     }
     pthread_mutex_lock(&j->mu);
     if (j->nowners < JANITOR_OWNERS) {
-        snprintf(j->owners[j->nowners++], sizeof(j->owners[0]), "%s", owner);
+        struct gone *g = &j->owners[j->nowners++];
+        snprintf(g->owner, sizeof(g->owner), "%s", owner);
+        snprintf(g->culprit, sizeof(g->culprit), "%s", culprit != NULL ? culprit : "");
         pthread_cond_signal(&j->cv);
     }
     pthread_mutex_unlock(&j->mu);
@@ -200,7 +209,7 @@ hand_over(struct janitor *from, struct janitor *to)
 {
     pthread_mutex_lock(&from->mu);
     for (int i = 0; i < from->nowners; i++) {
-        janitor_expire_owner(to, from->owners[i]);
+        janitor_expire_owner(to, from->owners[i].owner, from->owners[i].culprit);
     }
     from->nowners = 0;
     pthread_mutex_unlock(&from->mu);

@@ -16,8 +16,9 @@ struct janitor;
 struct janitor *janitor_start(const char *dsn, const char *table, int retention, int interval,
                               int batch);
 
-/* Queue a gone worker's lease owner (see childargs_owner). Never blocks. */
-void janitor_expire_owner(struct janitor *j, const char *owner);
+/* Queue a gone worker's lease owner (see childargs_owner) and the message
+ * whose job crashed it (NULL: unknown; see idem_expire_owner). Never blocks. */
+void janitor_expire_owner(struct janitor *j, const char *owner, const char *culprit);
 
 /* Stop (after one last try at the queued owners) and free; owners still
  * queued move to successor when given (a reload's new janitor). */

@@ -309,6 +309,20 @@ describe_death(int slot, int status, char *out, size_t cap)
     }
 }
 
+/* The message whose job crashed the worker in slot, into out ("" when the
+ * worker could not say: every job it held then counts an attempt). */
+static void
+crash_culprit(int slot, char *out, size_t cap)
+{
+    struct shm_proc *p = &shm_region()->procs[slot];
+    int crashed = __atomic_load_n(&p->crashed_job, __ATOMIC_ACQUIRE);
+    out[0] = '\0';
+    if (crashed >= 0 && crashed < SHM_JOBS &&
+        __atomic_load_n(&p->jobs[crashed].used, __ATOMIC_ACQUIRE) == 2) {
+        snprintf(out, cap, "%s", p->jobs[crashed].message_id);
+    }
+}
+
 static void
 schedule_respawn(struct master *m, struct generation *g, struct proc *p, const char *cause)
 {
@@ -375,8 +389,10 @@ reap(struct master *m)
             close(p->ctl);
         }
         char owner[CHILDARGS_OWNER_MAX];
+        char culprit[sizeof(((struct shm_job *) 0)->message_id)];
         childargs_owner(owner, sizeof(owner), pid, p->gen, m->instance);
-        janitor_expire_owner(m->janitor, owner);
+        crash_culprit(slot, culprit, sizeof(culprit));
+        janitor_expire_owner(m->janitor, owner, culprit);
         metrics_forget_proc(slot);
         int was_ready = p->ready, draining = p->draining;
         struct proc dead = *p;

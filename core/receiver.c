@@ -212,22 +212,31 @@ on_claim(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
 {
     switch (c->state) {
     case IDEM_CLAIMED:
-    case IDEM_TAKEN_OVER:
+    case IDEM_TAKEN_OVER: {
+        /* Taken over with one attempt counted: every earlier one was cut
+         * short by another job crashing the worker (idem_expire_owner), so
+         * its deliveries so far do not count against it. */
+        int crashed = c->state == IDEM_TAKEN_OVER;
+        int spared = crashed && c->attempts <= 1;
         j->claimed = 1;
-        if (j->attempt > q->cfg->max_attempts) {
-            int crashed = c->state == IDEM_TAKEN_OVER;
+        if (j->attempt > q->cfg->max_attempts && !spared) {
             job_deadletter(j, crashed ? "worker-crashed" : "max-attempts",
                            "received %d times (max_attempts %d)%s", j->attempt,
                            q->cfg->max_attempts,
                            crashed ? "; the last attempt's worker died or hung while "
                                      "running it"
                                    : "");
-        } else if (c->state == IDEM_TAKEN_OVER) {
+        } else if (spared) {
+            job_log(TWICE_LOG_WARN, j,
+                    "taking over: the previous attempt was cut short when another job crashed "
+                    "its worker (not counted against this one)");
+        } else if (crashed) {
             job_log(TWICE_LOG_WARN, j,
                     "taking over: the previous attempt's lease expired "
                     "(its worker died or hung, or could not release the key)");
         }
         break;
+    }
     case IDEM_COMPLETED:
         on_completed(q, j, c);
         break;

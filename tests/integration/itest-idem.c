@@ -375,6 +375,43 @@ test_takeover_complete(struct ctx *c)
     idem_close(b);
 }
 
+/* A gone worker's leases end at once; only the job that crashed it counts
+ * the attempt, and other owners' leases are untouched. */
+static void
+test_expire_owner(struct ctx *c)
+{
+    struct idem_store *a = open_store(c->dsn, NULL, "gone-a");
+    struct idem_store *b = open_store(c->dsn, NULL, "live-b");
+    struct idem_store *n = open_store(c->dsn, NULL, "next-n");
+    CHECK_INT(claim1(a, "x-poison", "m-poison", 1, 300).state, IDEM_CLAIMED);
+    CHECK_INT(claim1(a, "x-good", "m-good", 1, 300).state, IDEM_CLAIMED);
+    CHECK_INT(claim1(b, "x-other", "m-other", 1, 300).state, IDEM_CLAIMED);
+    long expired = -1;
+    CHECK_INT(idem_expire_owner(n, "gone-a", "m-poison", &expired, err, sizeof(err)), 0);
+    CHECK_INT(expired, 2);
+    struct idem_claim r = claim1(n, "x-poison", "m-poison", 1, 30);
+    CHECK_INT(r.state, IDEM_TAKEN_OVER);
+    CHECK_INT(r.attempts, 2);
+    r = claim1(n, "x-good", "m-good", 1, 30);
+    CHECK_INT(r.state, IDEM_TAKEN_OVER);
+    CHECK_INT(r.attempts, 1); /* cut short by the poison: not counted */
+    CHECK_INT(claim1(n, "x-other", "m-other", 1, 30).state, IDEM_BUSY);
+    /* crashed again by the poison, then by an unknown cause: both count */
+    CHECK_INT(idem_expire_owner(a, "next-n", "m-poison", &expired, err, sizeof(err)), 0);
+    CHECK_INT(expired, 2);
+    CHECK_INT(claim1(b, "x-poison", "m-poison", 1, 30).attempts, 3);
+    CHECK_INT(claim1(b, "x-good", "m-good", 1, 30).attempts, 1);
+    CHECK_INT(idem_expire_owner(a, "live-b", NULL, &expired, err, sizeof(err)), 0);
+    CHECK_INT(expired, 3);
+    CHECK_INT(claim1(n, "x-good", "m-good", 1, 30).attempts, 2);
+    CHECK_INT(claim1(n, "x-other", "m-other", 1, 30).attempts, 2);
+    CHECK_INT(idem_expire_owner(a, "nobody", "m-good", &expired, err, sizeof(err)), 0);
+    CHECK_INT(expired, 0);
+    idem_close(a);
+    idem_close(b);
+    idem_close(n);
+}
+
 /* Release deletes only our in_progress row; extend moves only our lease. */
 static void
 test_release_extend(struct ctx *c)
@@ -810,6 +847,7 @@ main(void)
     test_migrate_classic(&c);
     test_claim_busy(&c);
     test_takeover_complete(&c);
+    test_expire_owner(&c);
     test_release_extend(&c);
     test_tx_lock_does_not_block(&c);
     test_tx_commit_rollback(&c);

@@ -198,6 +198,7 @@ class Reload(twicetest.TwiceTestCase):
         attrs = letters[0]["MessageAttributes"]
         self.assertEqual(attrs["twice-reason"]["StringValue"], "worker-crashed")
         self.assertEqual(attrs["twice-source-message-id"]["StringValue"], poison)
+        self.assertRegex(d.log_text(), r"only message %s's attempt counts" % poison)
         self.assertTrue(d.running(), "the master never exits")
         crashes = re.findall(r"killed by signal 11", d.log_text())
         self.assertEqual(len(crashes), 3, "max_attempts deliveries, then the DLQ")
@@ -207,6 +208,31 @@ class Reload(twicetest.TwiceTestCase):
         self.assertEqual(tc.metric_sum(samples, "twice_worker_restarts_total", cause="signal"), 3)
         twicetest.wait_until(lambda: self.sqs.counts(self.url) == (0, 0, 0), timeout=20)
         self.assertEqual(len(self.effects()), 30)
+        # good messages the poison took down with it are not counted against
+        # them, however often that happened: only the poison is dead-lettered
+        self.assertEqual(self.sqs.counts(self.dlq), (0, 1, 0))
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_job_the_crash_took_down_is_not_counted_against_it(self):
+        # one worker: the bystander is mid-handle whenever the poison crashes
+        conf = self.setup("bystander", workers=1, max_attempts=2, visibility_timeout=3)
+        poison = self.sqs.send(self.url, json.dumps({"id": "poison", "crash": True,
+                                                     "sleep_ms": 1000}))
+        bystander = self.sqs.send(self.url, json.dumps({"id": "bystander", "sleep_ms": 2500}))
+        d = self.start_twiced(conf)
+        twicetest.wait_until(lambda: [k for k, _ in self.effects()] == ["effect:bystander"],
+                             timeout=60,
+                             message="the bystander never completed")
+        twicetest.wait_until(lambda: self.sqs.counts(self.dlq) == (1, 0, 0), timeout=30,
+                             message="the poison never reached the DLQ")
+        self.assertEqual(self.sqs.counts(self.url), (0, 0, 0))
+        [letter] = self.sqs.receive(self.dlq, max=10, visibility=60)
+        self.assertEqual(letter["MessageAttributes"]["twice-source-message-id"]["StringValue"],
+                         poison)
+        log = d.log_text()
+        self.assertGreaterEqual(len(re.findall(r"msg=%s .*cut short when another job crashed"
+                                               % bystander, log)), 1)
+        self.assertEqual(len(re.findall(r"killed by signal 11", log)), 2)
         self.assertEqual(d.stop(), 0)
 
     def test_sigterm_during_a_reload_still_drains(self):

@@ -37,7 +37,7 @@ static void
 round_trip(size_t n)
 {
     static unsigned char bin[] = {0, 1, 2, 0xff};
-    char names[10][16], values[10][16];
+    char names[10][24], values[10][24];
     struct sqs_attr user[10];
     for (size_t i = 0; i < n; i++) {
         snprintf(names[i], sizeof(names[i]), "u%zu", i);
