@@ -210,18 +210,27 @@ print_table(const struct sqs_message *all, size_t n)
     static const char *const head[] = {"MESSAGE ID", "REASON", "PLUGIN",
                                        "ATTEMPTS",   "KEY",    "BODY"};
     struct ctl_table *t = ctl_table_new(6, head);
+    static const char *const attrs[] = {"twice-reason", "twice-plugin", "twice-attempts",
+                                        "twice-key"};
+    static const size_t widths[] = {0, 0, 0, KEY_CHARS};
     for (size_t i = 0; i < n; i++) {
         const struct sqs_message *m = &all[i];
-        struct buf key = BUF_INIT, body = BUF_INIT;
-        const char *k = attr(m, "twice-key");
-        ctl_escape(&key, k != NULL ? k : "-", k != NULL ? strlen(k) : 1, KEY_CHARS);
-        ctl_escape(&body, m->body != NULL ? m->body : "", m->body_len, BODY_CHARS);
-        const char *row[] = {m->message_id,           attr(m, "twice-reason"),
-                             attr(m, "twice-plugin"), attr(m, "twice-attempts"),
-                             buf_str(&key),           buf_str(&body)};
+        /* Any producer can write to a DLQ: every cell is escaped. */
+        struct buf cell[6] = {BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT};
+        const char *row[6];
+        ctl_escape(&cell[0], m->message_id, strlen(m->message_id), 0);
+        for (size_t a = 0; a < 4; a++) {
+            const char *v = attr(m, attrs[a]);
+            ctl_escape(&cell[a + 1], v != NULL ? v : "-", v != NULL ? strlen(v) : 1, widths[a]);
+        }
+        ctl_escape(&cell[5], m->body != NULL ? m->body : "", m->body_len, BODY_CHARS);
+        for (size_t c = 0; c < 6; c++) {
+            row[c] = buf_str(&cell[c]);
+        }
         ctl_table_add(t, row);
-        buf_free(&key);
-        buf_free(&body);
+        for (size_t c = 0; c < 6; c++) {
+            buf_free(&cell[c]);
+        }
     }
     return ctl_table_print(t);
 }

@@ -100,6 +100,7 @@ print_text(const char *path, const twice_plugin *d)
     buf_free(&b);
 }
 
+/* The JSON report; NULL when some text of the descriptor is not UTF-8. */
 static json_t *
 print_json(const char *path, const twice_plugin *d, const struct diag *problems)
 {
@@ -109,10 +110,14 @@ print_json(const char *path, const twice_plugin *d, const struct diag *problems)
     json_t *settings = json_array(), *probs = json_array();
     for (size_t i = 0; d->settings != NULL && d->settings[i].name != NULL; i++) {
         const twice_setting *s = &d->settings[i];
-        json_array_append_new(settings, json_pack("{s:s,s:s,s:b,s:s?,s:s?}", "name", s->name,
-                                                  "type", type_name(s->type), "required",
-                                                  s->required != 0, "default", s->default_value,
-                                                  "description", s->description));
+        json_t *o = json_pack("{s:s,s:s,s:b,s:s?,s:s?}", "name", s->name, "type",
+                              type_name(s->type), "required", s->required != 0, "default",
+                              s->default_value, "description", s->description);
+        if (o == NULL || json_array_append_new(settings, o) != 0) {
+            json_decref(settings);
+            json_decref(probs);
+            return NULL;
+        }
     }
     for (size_t i = 0; i < problems->n; i++) {
         json_array_append_new(probs, json_string(problems->lines[i]));
@@ -189,6 +194,13 @@ child(const char *path, char **kv, size_t n, int json)
     }
     if (json) {
         json_t *v = print_json(path, p.desc, &d);
+        if (v == NULL) {
+            printf("%s: the descriptor's text (name, version, key template or a setting) is "
+                   "not valid UTF-8",
+                   path);
+            fflush(stdout);
+            _exit(EXIT_REFUSED);
+        }
         json_dumpf(v, stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(v);
@@ -199,7 +211,7 @@ child(const char *path, char **kv, size_t n, int json)
         }
     }
     for (size_t i = 0; i < d.n; i++) {
-        printf("%s%s\n", json ? "#problem " : "problem: ", d.lines[i]);
+        printf("#problem %s\n", d.lines[i]);
     }
     fflush(stdout);
     _exit(d.n > 0 ? EXIT_SETTINGS : 0);
@@ -239,8 +251,6 @@ relay(const char *text)
     while (*text != '\0') {
         size_t len = strcspn(text, "\n");
         if (strncmp(text, "#problem ", 9) == 0) {
-            fprintf(stderr, "twicectl: plugin check: %.*s\n", (int) len - 9, text + 9);
-        } else if (strncmp(text, "problem: ", 9) == 0) {
             fprintf(stderr, "twicectl: plugin check: %.*s\n", (int) len - 9, text + 9);
         } else {
             printf("%.*s\n", (int) len, text);

@@ -9,6 +9,7 @@
 #include "ctl.h"
 #include "sqs.h"
 
+#include <getopt.h>
 #include <jansson.h>
 
 #include <stdio.h>
@@ -80,15 +81,7 @@ print_json(const struct whoami *w, time_t now)
         w->expires[0] ? json_integer((json_int_t) (w->creds.expiration - now)) : json_null(),
         "region", w->region != NULL ? json_string(w->region) : json_null(), "endpoint",
         w->endpoint != NULL ? json_string(w->endpoint) : json_null());
-    char *text = o != NULL ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-
-    json_decref(o);
-    if (text == NULL) {
-        return ctl_fail("whoami: out of memory");
-    }
-    printf("%s\n", text);
-    free(text);
-    return CTL_OK;
+    return ctl_print_json(o);
 }
 
 /* Fill w from the credentials: the key id's tail and the expiry. */
@@ -129,36 +122,21 @@ fetch_creds(struct ctl *c, const struct config *cfg, const char *region, struct 
     return rc == 0 ? CTL_OK : ctl_fail("whoami: %s", err);
 }
 
-/* Parse the subcommand's own options: 0 to go on, else an exit code. */
-static int
-parse_args(int argc, char **argv, int *json, int *done)
-{
-    *done = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            *json = 1;
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            fputs(whoami_usage, stdout);
-            *done = 1;
-            return CTL_OK;
-        } else {
-            return ctl_usage_error("whoami", "unexpected argument \"%s\"", argv[i]);
-        }
-    }
-    return CTL_OK;
-}
-
 int
 ctl_whoami(struct ctl *c, int argc, char **argv)
 {
     struct whoami w;
     struct sqs_endpoint own = {0};
     const struct sqs_endpoint *ep = c->endpoint;
-    int json = c->json, done = 0;
-    int rc = parse_args(argc, argv, &json, &done);
-
-    if (rc != CTL_OK || done) {
-        return rc;
+    static const struct option longopts[] = {CTL_LONG_OPTIONS};
+    int opt, rc;
+    while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
+        if ((rc = ctl_option(c, "whoami", whoami_usage, opt, argc, argv)) >= 0) {
+            return rc;
+        }
+    }
+    if (optind < argc) {
+        return ctl_usage_error("whoami", "unexpected argument \"%s\"", argv[optind]);
     }
     const struct config *cfg = ctl_config(c);
     if (cfg == NULL) {
@@ -176,7 +154,7 @@ ctl_whoami(struct ctl *c, int argc, char **argv)
     if (rc == CTL_OK) {
         time_t now = time(NULL);
         describe(&w, now);
-        rc = json ? print_json(&w, now) : (print_text(&w), CTL_OK);
+        rc = c->json ? print_json(&w, now) : (print_text(&w), CTL_OK);
         if (rc == CTL_OK && w.region == NULL) {
             rc = ctl_fail("whoami: %s", w.region_err);
         }

@@ -44,17 +44,6 @@ diag_add(struct diag *d, const char *file, int line, const char *fmt, ...)
 }
 
 void
-diag_move(struct diag *dst, struct diag *src)
-{
-    for (size_t i = 0; i < src->n; i++) {
-        diag_push(dst, src->lines[i]);
-    }
-    free(src->lines);
-    src->lines = NULL;
-    src->n = src->cap = 0;
-}
-
-void
 diag_free(struct diag *d)
 {
     for (size_t i = 0; i < d->n; i++) {

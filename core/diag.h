@@ -25,9 +25,6 @@ struct diag {
 void diag_add(struct diag *d, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Move every line of src to the end of dst; src is left empty. */
-void diag_move(struct diag *dst, struct diag *src);
-
 void diag_free(struct diag *d);
 
 #endif

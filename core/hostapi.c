@@ -113,6 +113,9 @@ api_field_json(const twice_job *job, const char *path, size_t *len)
 static const char *
 api_attr(const twice_job *job, const char *name, size_t *len)
 {
+    if (name == NULL) {
+        return NULL;
+    }
     for (size_t i = 0; i < job->msg.nattrs; i++) {
         const struct sqs_attr *a = &job->msg.attrs[i];
         if (strcmp(a->name, name) == 0 && a->string_value != NULL) {
@@ -214,12 +217,6 @@ static const twice_api host_api = {
     .error = api_error,
 };
 
-const twice_api *
-hostapi_table(void)
-{
-    return &host_api;
-}
-
 int
 hostapi_init(struct wplugin *p, char *err, size_t errlen)
 {
@@ -276,7 +273,11 @@ derive_with_plugin(const struct wplugin *p, struct twice_job *j, struct buf *out
             return -1;
         }
     }
-    return buf_append(out, key, (size_t) n);
+    if (buf_append(out, key, (size_t) n) != 0) {
+        job_deadletter(j, "bad-key-field", "out of memory deriving the key");
+        return -1;
+    }
+    return 0;
 }
 
 int

@@ -15,9 +15,6 @@ struct wplugin;
 struct twice_job;
 struct buf;
 
-/* The table (static, lives forever). */
-const twice_api *hostapi_table(void);
-
 /* Call init() with the plugin's configured settings (and the declared
  * defaults). 0, or -1 with err ("plugin 'x': init failed"). */
 int hostapi_init(struct wplugin *p, char *err, size_t errlen);
