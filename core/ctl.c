@@ -14,6 +14,7 @@
 #include "diag.h"
 #include "idem.h"
 #include "sqs.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -206,25 +207,6 @@ ctl_number(const char *cmd, const char *opt, const char *value, long max)
     return n;
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), or 0. */
-static size_t
-utf8_len(const unsigned char *s, size_t n)
-{
-    size_t len = (s[0] & 0xe0) == 0xc0   ? 2
-                 : (s[0] & 0xf0) == 0xe0 ? 3
-                 : (s[0] & 0xf8) == 0xf0 ? 4
-                                         : 0;
-    if (len == 0 || len > n || (len == 2 && s[0] < 0xc2) || (len == 4 && s[0] > 0xf4)) {
-        return 0;
-    }
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) {
-            return 0;
-        }
-    }
-    return len;
-}
-
 /* For a terminal: quotes stay as they are (unlike log_escape), control
  * bytes, backslashes and bytes that are not UTF-8 are escaped. */
 void
@@ -233,7 +215,7 @@ ctl_escape(struct buf *b, const char *s, size_t len, size_t max)
     const unsigned char *p = (const unsigned char *) s;
     size_t off = 0, chars = 0;
     while (off < len && (max == 0 || chars < max)) {
-        size_t l = p[off] >= 0x80 ? utf8_len(p + off, len - off) : 1;
+        size_t l = p[off] >= 0x80 ? utf8_seq_len(p + off, len - off) : 1;
         if (l == 2 && p[off] == 0xc2 && p[off + 1] < 0xa0) {
             buf_printf(b, "\\u%04x", p[off + 1]); /* C1 controls: a terminal acts on them */
         } else if (l > 1) {

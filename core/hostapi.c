@@ -12,6 +12,7 @@
 #include "jsonpath.h"
 #include "keytmpl.h"
 #include "log.h"
+#include "utf8.h"
 #include "worker.h"
 
 #include <stdarg.h>
@@ -272,6 +273,11 @@ derive_with_plugin(const struct wplugin *p, struct twice_job *j, struct buf *out
             job_deadletter(j, "bad-key-field", "derive_key returned a control character");
             return -1;
         }
+    }
+    if (!utf8_valid(key, (size_t) n)) {
+        /* PostgreSQL would refuse it, and with it the whole claimed batch. */
+        job_deadletter(j, "bad-key-field", "derive_key returned bytes that are not UTF-8");
+        return -1;
     }
     if (buf_append(out, key, (size_t) n) != 0) {
         job_deadletter(j, "bad-key-field", "out of memory deriving the key");

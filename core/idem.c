@@ -529,10 +529,11 @@ run_prepared(struct idem_store *s, const char *name, int nparams, const char *co
     }
     PGresult *res = PQexecPrepared(s->conn, name, nparams, params, NULL, NULL, 0);
     const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-    if (state != NULL && strcmp(state, "26000") == 0 &&
-        PQtransactionStatus(s->conn) == PQTRANS_IDLE) {
+    if (state != NULL && strcmp(state, "26000") == 0) {
+        s->prepared = 0; /* inside a transaction: the next statement prepares again */
+    }
+    if (!s->prepared && PQtransactionStatus(s->conn) == PQTRANS_IDLE) {
         PQclear(res);
-        s->prepared = 0;
         if (ensure_prepared(s, err, errlen) != 0) {
             return NULL;
         }

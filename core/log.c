@@ -5,6 +5,7 @@
 #include "log.h"
 
 #include "buf.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -101,39 +102,6 @@ int
 log_enabled(twice_log_level level)
 {
     return (int) level <= log_level;
-}
-
-/* Length of the valid UTF-8 sequence starting at s (at most n bytes), or 0. */
-static size_t
-utf8_seq_len(const unsigned char *s, size_t n)
-{
-    size_t len;
-    unsigned min;
-    unsigned cp;
-    if (s[0] < 0x80) {
-        return 1;
-    } else if ((s[0] & 0xe0) == 0xc0) {
-        len = 2, min = 0x80, cp = s[0] & 0x1f;
-    } else if ((s[0] & 0xf0) == 0xe0) {
-        len = 3, min = 0x800, cp = s[0] & 0x0f;
-    } else if ((s[0] & 0xf8) == 0xf0) {
-        len = 4, min = 0x10000, cp = s[0] & 0x07;
-    } else {
-        return 0;
-    }
-    if (len > n) {
-        return 0;
-    }
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) {
-            return 0;
-        }
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-        return 0;
-    }
-    return len;
 }
 
 /* C1 controls (U+0080-U+009F; U+009B is a terminal's CSI) and the Unicode

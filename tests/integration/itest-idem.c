@@ -798,6 +798,15 @@ test_reconnect(struct ctx *c)
     /* a plugin that drops every prepared statement on the shared connection */
     sql(idem_pgconn(a), "DEALLOCATE ALL");
     CHECK_INT(claim1(a, "rc-3", "m", 1, 30).state, IDEM_CLAIMED);
+    /* ... inside a transactional handler's transaction: that job fails
+     * (nothing is applied), the next one on the connection works */
+    CHECK_INT(idem_tx_begin(a, "rc-3", err, sizeof(err)), 1);
+    sql(idem_pgconn(a), "DEALLOCATE ALL");
+    CHECK_INT(idem_tx_complete(a, "rc-3", err, sizeof(err)), -1);
+    CHECK_INT(idem_tx_rollback(a, err, sizeof(err)), 0);
+    CHECK_INT(idem_tx_begin(a, "rc-3", err, sizeof(err)), 1);
+    CHECK_INT(idem_tx_complete(a, "rc-3", err, sizeof(err)), 0);
+    CHECK_INT(claim1(a, "rc-3", "m", 1, 30).state, IDEM_COMPLETED);
     idem_close(a);
 }
 
