@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -421,4 +422,23 @@ alert_url_origin(const char *url, char *out, size_t cap)
     curl_free(host);
     curl_free(port);
     curl_url_cleanup(u);
+}
+
+int
+alert_smtp_needs_tls(const char *url, int has_credentials)
+{
+    if (!has_credentials || strncasecmp(url, "smtp://", 7) != 0) {
+        return 0;
+    }
+    char *host = NULL;
+    CURLU *u = curl_url();
+    int loopback = 0;
+    if (u != NULL && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+        loopback = strcmp(host, "127.0.0.1") == 0 || strcmp(host, "[::1]") == 0 ||
+                   strcasecmp(host, "localhost") == 0;
+    }
+    curl_free(host);
+    curl_url_cleanup(u);
+    return !loopback;
 }

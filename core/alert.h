@@ -147,4 +147,10 @@ int alert_retry_delay(int attempt);
  * logs (paths and queries of webhook URLs are secrets, user info too). */
 void alert_url_origin(const char *url, char *out, size_t cap);
 
+/* 1 when mail to url must go through TLS (STARTTLS, else fail): credentials
+ * over smtp:// to anything but loopback, so nobody on the path can strip
+ * the upgrade and read the password. smtps:// is TLS throughout; without
+ * credentials STARTTLS is used when offered. */
+int alert_smtp_needs_tls(const char *url, int has_credentials);
+
 #endif

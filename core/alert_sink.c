@@ -178,8 +178,11 @@ smtp_setup(struct alert_sender *s, CURL *h, struct curl_slist *rcpt, struct mail
     curl_easy_setopt(h, CURLOPT_READFUNCTION, mail_read);
     curl_easy_setopt(h, CURLOPT_READDATA, src);
     curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-    /* smtp:// upgrades with STARTTLS when offered; smtps:// is TLS throughout. */
-    curl_easy_setopt(h, CURLOPT_USE_SSL, (long) CURLUSESSL_TRY);
+    curl_easy_setopt(
+        h, CURLOPT_USE_SSL,
+        alert_smtp_needs_tls(s->smtp_url, s->smtp_user != NULL || s->smtp_password != NULL)
+            ? (long) CURLUSESSL_ALL
+            : (long) CURLUSESSL_TRY);
     if (s->smtp_user != NULL) {
         curl_easy_setopt(h, CURLOPT_USERNAME, s->smtp_user);
     }

@@ -153,7 +153,7 @@ childargs_load_config(const struct childargs *a, struct config **out, char *err,
     close(a->config_fd);
     struct diag d = DIAG_INIT;
     int rc = config_load(a->config_path, text, out, &d);
-    free(text);
+    buf_free_secret(text); /* the DSN, passwords and webhook tokens */
     if (rc != 0) {
         snprintf(err, errlen, "%s%s", d.n > 0 ? d.lines[0] : "invalid configuration",
                  d.n > 1 ? " (and more problems)" : "");
@@ -190,7 +190,7 @@ childargs_instance(char *out, size_t cap)
 int
 childargs_memfd(const char *text, size_t len)
 {
-    int fd = memfd_create("twice-config", 0);
+    int fd = memfd_create("twice-config", MFD_CLOEXEC);
     if (fd < 0) {
         return -1;
     }

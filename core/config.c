@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "buf.h"
+#include "httpd.h"
 
 #include <libconfig.h>
 #include <libpq-fe.h>
@@ -670,39 +671,6 @@ parse_alerts(struct ctx *x, const config_setting_t *root, struct config *c)
     parse_smtp(x, g, &c->alerts.smtp);
 }
 
-/* "host:port", "[v6]:port", with a port of 1-65535. */
-static int
-listen_ok(const char *s)
-{
-    const char *colon;
-    if (s[0] == '[') {
-        const char *end = strchr(s, ']');
-        char addr[INET6_ADDRSTRLEN];
-        struct in6_addr a6;
-        if (end == NULL || end[1] != ':' || (size_t) (end - s - 1) >= sizeof(addr)) {
-            return 0;
-        }
-        memcpy(addr, s + 1, (size_t) (end - s - 1));
-        addr[end - s - 1] = '\0';
-        if (inet_pton(AF_INET6, addr, &a6) != 1) {
-            return 0;
-        }
-        colon = end + 1;
-    } else {
-        colon = strchr(s, ':');
-        if (colon == NULL || colon == s || strchr(colon + 1, ':') != NULL) {
-            return 0;
-        }
-    }
-    const char *p = colon + 1;
-    long port = 0;
-    if (*p == '\0' || strlen(p) > 5 || strspn(p, "0123456789") != strlen(p)) {
-        return 0;
-    }
-    port = strtol(p, NULL, 10);
-    return port >= 1 && port <= 65535;
-}
-
 static void
 parse_metrics(struct ctx *x, const config_setting_t *root, struct config *c)
 {
@@ -714,10 +682,11 @@ parse_metrics(struct ctx *x, const config_setting_t *root, struct config *c)
     scope_group(&sc, "metrics");
     check_unknown(x, g, metrics_keys, &sc);
     config_setting_t *s = get_opt_str(x, g, &sc, "listen", &c->metrics.listen);
-    if (s != NULL && c->metrics.listen != NULL && !listen_ok(c->metrics.listen)) {
-        problem(x, s,
-                "metrics.listen: must be \"host:port\" or \"[ipv6]:port\" with a port of "
-                "1-65535, or \"\" to disable");
+    struct sockaddr_storage ss;
+    char why[160];
+    if (s != NULL && c->metrics.listen != NULL &&
+        httpd_parse_listen(c->metrics.listen, &ss, why, sizeof(why)) != 0) {
+        problem(x, s, "metrics.listen: %s, or \"\" to disable", why);
     }
 }
 

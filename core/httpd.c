@@ -123,36 +123,51 @@ serve(void *cls, struct MHD_Connection *conn, const char *url, const char *metho
     return reply(conn, status, type, body, len);
 }
 
-/* "127.0.0.1:9464", "[::1]:9464" or ":9464" (all IPv4 interfaces). */
-static int
-parse_listen(const char *s, struct sockaddr_storage *ss, char *err, size_t errlen)
+int
+httpd_parse_listen(const char *s, struct sockaddr_storage *ss, char *err, size_t errlen)
 {
-    char host[128];
+    char host[INET6_ADDRSTRLEN + 2];
     const char *colon = strrchr(s, ':');
-    if (colon == NULL || (size_t) (colon - s) >= sizeof(host)) {
-        snprintf(err, errlen, "metrics.listen %s: expected HOST:PORT", s);
+    const char *port = colon != NULL ? colon + 1 : "";
+    size_t hlen = colon != NULL ? (size_t) (colon - s) : 0;
+    long n = strspn(port, "0123456789") == strlen(port) && strlen(port) <= 5 ? atol(port) : 0;
+    if (colon == NULL || hlen >= sizeof(host) || n < 1 || n > 65535) {
+        snprintf(err, errlen,
+                 "must be \"IP:port\", \"[IPv6]:port\" or \":port\" with a port "
+                 "of 1-65535");
         return -1;
     }
-    memcpy(host, s, (size_t) (colon - s));
-    host[colon - s] = '\0';
-    int port = atoi(colon + 1);
+    memcpy(host, s, hlen);
+    host[hlen] = '\0';
     memset(ss, 0, sizeof(*ss));
     if (host[0] == '[') {
         struct sockaddr_in6 *a6 = (struct sockaddr_in6 *) ss;
-        host[strlen(host) - 1] = '\0';
         a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons((uint16_t) port);
-        return inet_pton(AF_INET6, host + 1, &a6->sin6_addr) == 1 ? 0 : -1;
+        a6->sin6_port = htons((uint16_t) n);
+        if (hlen < 2 || host[hlen - 1] != ']') {
+            snprintf(err, errlen, "an IPv6 address goes in brackets: \"[::1]:9464\"");
+            return -1;
+        }
+        host[hlen - 1] = '\0';
+        if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1) {
+            snprintf(err, errlen, "%s is not an IPv6 address", host + 1);
+            return -1;
+        }
+        return 0;
+    }
+    if (strchr(host, ':') != NULL) {
+        snprintf(err, errlen, "an IPv6 address goes in brackets: \"[::1]:9464\"");
+        return -1;
     }
     struct sockaddr_in *a4 = (struct sockaddr_in *) ss;
     a4->sin_family = AF_INET;
-    a4->sin_port = htons((uint16_t) port);
+    a4->sin_port = htons((uint16_t) n);
     if (host[0] == '\0') {
         a4->sin_addr.s_addr = htonl(INADDR_ANY);
         return 0;
     }
     if (inet_pton(AF_INET, host, &a4->sin_addr) != 1) {
-        snprintf(err, errlen, "metrics.listen %s: not an IP address", s);
+        snprintf(err, errlen, "%s is not an IP address (names are not resolved)", host);
         return -1;
     }
     return 0;
@@ -189,7 +204,9 @@ static struct httpd *
 start(const char *listen, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
-    if (parse_listen(listen, &ss, err, errlen) != 0) {
+    char why[160];
+    if (httpd_parse_listen(listen, &ss, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "metrics.listen %s: %s", listen, why);
         return NULL;
     }
     struct httpd *h = calloc(1, sizeof(*h));

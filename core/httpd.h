@@ -12,6 +12,7 @@
 #define TWICE_HTTPD_H
 
 #include <stddef.h>
+#include <sys/socket.h>
 
 struct config;
 struct httpd;
@@ -25,6 +26,11 @@ int httpd_apply(struct httpd **h, const struct config *c, char *err, size_t errl
 void httpd_set_ready(struct httpd *h, int ready);
 
 void httpd_stop(struct httpd *h);
+
+/* metrics.listen: "IP:port", "[IPv6]:port" or ":port" (every IPv4
+ * interface), port 1-65535, into *ss. 0, or -1 with why (without the
+ * value). The one parser: the configuration check uses it too. */
+int httpd_parse_listen(const char *s, struct sockaddr_storage *ss, char *err, size_t errlen);
 
 /* The /readyz decision, exposed for tests: 1 ready, 0 not (reason set). */
 int httpd_readiness(int workers_ready, const char *const *queues, const int *wait_times,

@@ -7,6 +7,8 @@
  */
 #include "janitor.h"
 
+#include "backoff.h"
+#include "buf.h"
 #include "idem.h"
 #include "log.h"
 #include "metrics.h"
@@ -112,16 +114,18 @@ expire(struct janitor *j, const struct gone *g)
     return 0;
 }
 
-/* Work through the queued owners (the lock is dropped around each query). */
-static void
+/* Work through the queued owners (the lock is dropped around each query).
+ * Returns 0, or -1 when the database refused one (the rest wait). */
+static int
 expire_queued(struct janitor *j)
 {
+    int rc = 0;
     struct gone g;
     pthread_mutex_lock(&j->mu);
     while (j->nowners > 0) {
         g = j->owners[0];
         pthread_mutex_unlock(&j->mu);
-        int rc = expire(j, &g);
+        rc = expire(j, &g);
         pthread_mutex_lock(&j->mu);
         if (rc != 0) {
             break; /* the database is down: the next round tries again */
@@ -130,6 +134,7 @@ expire_queued(struct janitor *j)
         j->nowners--;
     }
     pthread_mutex_unlock(&j->mu);
+    return rc;
 }
 
 static void *
@@ -137,17 +142,24 @@ janitor_main(void *arg)
 {
     struct janitor *j = arg;
     time_t next_sweep = time(NULL) + j->interval;
+    int failures = 0; /* expiries refused in a row: they are retried with backoff */
     pthread_mutex_lock(&j->mu);
     for (;;) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 1;
-        if (!j->stop && j->nowners == 0) {
+        if (!j->stop && (j->nowners == 0 || failures > 0)) {
+            uint64_t ms = failures > 0 ? backoff_ceiling(1000, 30000, failures) : 1000;
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += (time_t) (ms / 1000);
+            until.tv_nsec += (long) (ms % 1000) * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
             pthread_cond_timedwait(&j->cv, &j->mu, &until);
         }
         int stop = j->stop;
         pthread_mutex_unlock(&j->mu);
-        expire_queued(j);
+        failures = expire_queued(j) != 0 ? failures + 1 : 0;
         if (!stop && time(NULL) >= next_sweep) {
             sweep(j);
             next_sweep = time(NULL) + j->interval;
@@ -195,7 +207,7 @@ janitor_start(const char *dsn, const char *table, int retention, int interval, i
     if (j->dsn == NULL || j->table == NULL ||
         pthread_create(&j->thread, NULL, janitor_main, j) != 0) {
         log_error("janitor: cannot start");
-        free(j->dsn);
+        buf_free_secret(j->dsn);
         free(j->table);
         free(j);
         return NULL;
@@ -231,8 +243,7 @@ janitor_stop(struct janitor *j, struct janitor *successor)
     }
     pthread_cond_destroy(&j->cv);
     pthread_mutex_destroy(&j->mu);
-    explicit_bzero(j->dsn, strlen(j->dsn));
-    free(j->dsn);
+    buf_free_secret(j->dsn);
     free(j->table);
     free(j);
 }

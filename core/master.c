@@ -10,6 +10,7 @@
 #include "master.h"
 
 #include "childargs.h"
+#include "backoff.h"
 #include "config.h"
 #include "dlqmon.h"
 #include "httpd.h"
@@ -64,7 +65,6 @@ struct master {
     const char *path;
     char instance[17]; /* random: part of every worker's lease owner */
     struct spawn_user user;
-    char *user_name; /* the user workers run as; changing it needs a restart */
     int shm_fd;
     struct proc procs[SHM_PROCS];
     struct generation *cur;
@@ -155,7 +155,6 @@ gen_load(const char *path, struct diag *d)
         gen_free(g);
         return NULL;
     }
-    fcntl(g->config_fd, F_SETFD, FD_CLOEXEC);
     return g;
 }
 
@@ -172,14 +171,13 @@ free_slot(struct master *m)
 }
 
 static void
-shm_reset_slot(int slot, pid_t pid, int gen)
+shm_reset_slot(int slot, pid_t pid)
 {
     struct shm_proc *p = &shm_region()->procs[slot];
     for (int i = 0; i < SHM_JOBS; i++) {
         __atomic_store_n(&p->jobs[i].used, 0, __ATOMIC_RELEASE);
     }
     __atomic_store_n(&p->crashed_job, -1, __ATOMIC_RELEASE);
-    p->generation = gen;
     __atomic_store_n(&p->pid, pid, __ATOMIC_RELEASE);
 }
 
@@ -199,16 +197,16 @@ spawn_worker(struct master *m, struct generation *g, int index)
     }
     struct childargs a = {CHILD_WORKER, g->config_fd, m->path,  m->shm_fd,  ctl[1],
                           slot,         g->id,        getpid(), m->instance};
-    shm_reset_slot(slot, -1, g->id);
+    shm_reset_slot(slot, -1);
     pid_t pid = spawn_child(&a, -1, &m->user, err, sizeof(err));
     close(ctl[1]);
     if (pid < 0) {
         close(ctl[0]);
-        shm_reset_slot(slot, 0, 0);
+        shm_reset_slot(slot, 0);
         log_error("cannot start a worker: %s", err);
         return -1;
     }
-    shm_reset_slot(slot, pid, g->id);
+    shm_reset_slot(slot, pid);
     struct proc *p = &m->procs[slot];
     memset(p, 0, sizeof(*p));
     p->pid = pid;
@@ -324,24 +322,17 @@ crash_culprit(int slot, char *out, size_t cap)
 }
 
 static void
-schedule_respawn(struct master *m, struct generation *g, struct proc *p, const char *cause)
+schedule_respawn(struct generation *g, struct proc *p, const char *cause)
 {
     int i = p->index;
     if (time(NULL) - p->started >= RESPAWN_STABLE_S) {
         g->failures[i] = 0;
     }
     g->failures[i]++;
-    long long delay = RESPAWN_BASE_MS;
-    for (int k = 1; k < g->failures[i] && delay < RESPAWN_CAP_MS; k++) {
-        delay *= 2;
-    }
-    if (delay > RESPAWN_CAP_MS) {
-        delay = RESPAWN_CAP_MS;
-    }
+    long long delay = (long long) backoff_ceiling(RESPAWN_BASE_MS, RESPAWN_CAP_MS, g->failures[i]);
     g->respawn_at[i] = now_ms() + delay;
     metrics_count(MET_RESTARTS, cause, NULL, NULL, 1);
     log_info("restarting worker %d of generation %d in %.1fs", i, g->id, (double) delay / 1000);
-    (void) m;
 }
 
 /* A starting generation failed: its workers drain, the running one stays. */
@@ -354,6 +345,9 @@ abandon_next(struct master *m, const char *why)
     signal_gen(m, m->next->id, SIGTERM, 1);
     gen_free(m->next);
     m->next = NULL;
+    if (m->cur != NULL) {
+        apply_master_settings(m, m->cur->cfg); /* the reload applied the new ones */
+    }
     notify_ready("running (reload failed)");
 }
 
@@ -397,7 +391,7 @@ reap(struct master *m)
         int was_ready = p->ready, draining = p->draining;
         struct proc dead = *p;
         memset(p, 0, sizeof(*p));
-        shm_reset_slot(slot, 0, 0);
+        shm_reset_slot(slot, 0);
         if (g == NULL || draining || m->stopping) {
             continue;
         }
@@ -405,7 +399,7 @@ reap(struct master *m)
             abandon_next(m, "a worker of the new generation died while starting");
             continue;
         }
-        schedule_respawn(m, g, &dead, WIFSIGNALED(status) ? "signal" : "exit");
+        schedule_respawn(g, &dead, WIFSIGNALED(status) ? "signal" : "exit");
     }
 }
 
@@ -478,9 +472,9 @@ reload(struct master *m)
         log_error("reload: %s", d.lines[i]);
     }
     if (g == NULL) {
-        diag_free(&d);
         log_error("reload refused (%zu problems); generation %d keeps running unchanged", d.n,
                   m->cur->id);
+        diag_free(&d);
         metrics_count(MET_RELOADS, "failed", NULL, NULL, 1);
         notify_ready("running (reload refused)");
         return;
@@ -516,9 +510,12 @@ static int
 next_timeout(const struct master *m)
 {
     long long next = now_ms() + 1000;
-    for (int i = 0; m->cur != NULL && i < m->cur->nworkers; i++) {
-        if (m->cur->respawn_at[i] != 0 && m->cur->respawn_at[i] < next) {
-            next = m->cur->respawn_at[i];
+    const struct generation *gens[2] = {m->cur, m->next};
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; gens[k] != NULL && i < gens[k]->nworkers; i++) {
+            if (gens[k]->respawn_at[i] != 0 && gens[k]->respawn_at[i] < next) {
+                next = gens[k]->respawn_at[i];
+            }
         }
     }
     long long left = next - now_ms();
@@ -596,12 +593,14 @@ install_signals(sigset_t *wait_mask)
     sigemptyset(&block);
     int sigs[] = {SIGHUP, SIGTERM, SIGINT, SIGQUIT, SIGCHLD};
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        sigaddset(&block, sigs[i]);
+    }
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof(sa));
         sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
+        sa.sa_mask = block; /* one handler at a time: got_term counts every signal */
         sigaction(sigs[i], &sa, NULL);
-        sigaddset(&block, sigs[i]);
     }
     signal(SIGPIPE, SIG_IGN);
     sigprocmask(SIG_BLOCK, &block, wait_mask);
@@ -636,7 +635,7 @@ master_check(const char *path)
 }
 
 int
-master_run(const char *path)
+master_run(const char *path, int (*detach)(void))
 {
     struct master m;
     char err[256];
@@ -657,13 +656,16 @@ master_run(const char *path)
         gen_free(g);
         return 1;
     }
+    if (detach != NULL && detach() != 0) {
+        gen_free(g);
+        return 1;
+    }
     m.shm_fd = shm_create();
     if (m.shm_fd < 0) {
         log_error("not starting: shared memory: %s", strerror(errno));
         gen_free(g);
         return 1;
     }
-    fcntl(m.shm_fd, F_SETFD, FD_CLOEXEC);
     metrics_set_proc(-1);
     sigset_t wait_mask;
     install_signals(&wait_mask);

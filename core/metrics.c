@@ -162,10 +162,10 @@ series(int m, int proc, const char *l1, const char *l2, const char *l3)
             }
             st = expected;
         }
-        while (st == 1) { /* another process is writing its labels: a few stores */
-            st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+        if (st == 1) { /* another process is writing its labels */
+            st = shm_slot_state(&s->state);
         }
-        if (same_series(s, m, proc, l)) {
+        if (st == 2 && same_series(s, m, proc, l)) {
             return s;
         }
     }

@@ -30,9 +30,3 @@ notify_stopping(void)
 {
     sd_notify(0, "STOPPING=1\nSTATUS=stopping: draining in-flight jobs");
 }
-
-void
-notify_status(const char *status)
-{
-    sd_notifyf(0, "STATUS=%s", status);
-}

@@ -9,6 +9,5 @@
 void notify_ready(const char *status);
 void notify_reloading(void);
 void notify_stopping(void);
-void notify_status(const char *status);
 
 #endif

@@ -132,6 +132,24 @@ collect(int fd, time_t deadline, struct diag *d, char *current, size_t cap)
     }
 }
 
+/* Wait for the child until the deadline (it may close its output and go on
+ * running). 0 when it has exited (*status set), -1 at the deadline. */
+static int
+reap_by(pid_t pid, time_t deadline, int *status)
+{
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR)) {
+            return 0;
+        }
+        if (time(NULL) >= deadline) {
+            return -1;
+        }
+        struct timespec tick = {0, 20 * 1000000L};
+        nanosleep(&tick, NULL);
+    }
+}
+
 int
 probe_run(const char *path, const char *text, size_t len, int timeout, struct diag *d)
 {
@@ -156,13 +174,15 @@ probe_run(const char *path, const char *text, size_t len, int timeout, struct di
     }
     char current[128] = "";
     size_t before = d->n;
-    int timed_out = collect(pipefd[0], time(NULL) + timeout, d, current, sizeof(current)) != 0;
+    time_t deadline = time(NULL) + timeout;
+    int status = 0;
+    int timed_out = collect(pipefd[0], deadline, d, current, sizeof(current)) != 0 ||
+                    reap_by(pid, deadline, &status) != 0;
     close(pipefd[0]);
     if (timed_out) {
         kill(pid, SIGKILL);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
     }
     if (timed_out) {
         diag_add(d, path, 0, "plugin '%s': the check did not finish within %ds (init hangs?)",

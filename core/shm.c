@@ -10,8 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SHM_MAGIC 0x54575348u
-
 static struct shm_region *region;
 static _Thread_local int thread_job = -1;
 
@@ -24,7 +22,7 @@ shm_region(void)
 int
 shm_create(void)
 {
-    int fd = memfd_create("twice-shm", 0);
+    int fd = memfd_create("twice-shm", MFD_CLOEXEC);
     if (fd < 0) {
         return -1;
     }
@@ -32,8 +30,6 @@ shm_create(void)
         close(fd);
         return -1;
     }
-    region->magic = SHM_MAGIC;
-    region->size = (uint32_t) sizeof(struct shm_region);
     for (int i = 0; i < SHM_PROCS; i++) {
         region->procs[i].crashed_job = -1;
     }
@@ -107,6 +103,7 @@ shm_dlq_event(const char *queue, const char *plugin, const char *reason, const c
     uint64_t seq = __atomic_add_fetch(&region->dlq_next, 1, __ATOMIC_ACQ_REL);
     struct shm_dlq_event *e = &region->dlq[seq % SHM_DLQ_EVENTS];
     __atomic_store_n(&e->seq, 0, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_RELEASE); /* no field write is seen before the 0 */
     e->at = (int64_t) time(NULL);
     copy_field(e->queue, sizeof(e->queue), queue);
     copy_field(e->plugin, sizeof(e->plugin), plugin);
@@ -140,6 +137,7 @@ shm_dlq_read(uint64_t *cursor, struct shm_dlq_event *out, size_t max, uint64_t *
             break; /* still being written: read it next time */
         }
         out[n] = *e;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the copy is done before seq is read again */
         if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) != want) {
             break; /* overwritten while copying */
         }
@@ -147,6 +145,16 @@ shm_dlq_read(uint64_t *cursor, struct shm_dlq_event *out, size_t max, uint64_t *
         *cursor = want;
     }
     return n;
+}
+
+int
+shm_slot_state(int *state)
+{
+    int st = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+    for (long spins = 0; st == 1 && spins < 10000000L; spins++) {
+        st = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+    }
+    return st;
 }
 
 /* The advice slot for key, claimed when absent; NULL when the table is full. */
@@ -166,10 +174,10 @@ advice_slot(const char *key)
             }
             st = expected;
         }
-        while (st == 1) {
-            st = __atomic_load_n(&a->state, __ATOMIC_ACQUIRE);
+        if (st == 1) {
+            st = shm_slot_state(&a->state);
         }
-        if (strcmp(a->key, key) == 0) {
+        if (st == 2 && strcmp(a->key, key) == 0) {
             return a;
         }
     }

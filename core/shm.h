@@ -24,8 +24,7 @@ struct shm_job {
 };
 
 struct shm_proc {
-    int pid; /* atomic; 0 when the slot is free */
-    int generation;
+    int pid;         /* atomic; 0 when the slot is free */
     int crashed_job; /* atomic: index of the job whose thread faulted, -1 */
     struct shm_job jobs[SHM_JOBS];
 };
@@ -62,14 +61,18 @@ struct shm_advice {
 };
 
 struct shm_region {
-    uint32_t magic;
-    uint32_t size;
     struct shm_proc procs[SHM_PROCS];
     struct shm_series series[SHM_SERIES];
     uint64_t dlq_next; /* atomic: sequence number of the last event written */
     struct shm_dlq_event dlq[SHM_DLQ_EVENTS];
     struct shm_advice advice[SHM_ADVICE];
 };
+
+/* A slot's state (0 free, 1 being written, 2 ready) once its writer is
+ * done: a few stores, so a short spin; a writer that died in between (a
+ * crash in another thread) leaves 1 for good, returned after the spin so
+ * callers skip the slot instead of hanging. */
+int shm_slot_state(int *state);
 
 /* Master: create and map; returns the fd to pass to children, or -1. */
 int shm_create(void);

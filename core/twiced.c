@@ -128,10 +128,8 @@ main(int argc, char **argv)
     if (test) {
         log_set_role("twiced -t");
         rc = master_check(path);
-    } else if (detach && daemonize() != 0) {
-        rc = 1;
     } else {
-        rc = master_run(path);
+        rc = master_run(path, detach ? daemonize : NULL);
     }
     free(abs);
     return rc;

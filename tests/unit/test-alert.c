@@ -239,6 +239,15 @@ test_retry_and_origin(void)
     CHECK_INT(alert_retry_delay(1000), ALERT_RETRY_CAP);
 
     char o[256];
+    /* credentials never cross the network in clear */
+    CHECK_INT(alert_smtp_needs_tls("smtp://mail.example.com:587", 1), 1);
+    CHECK_INT(alert_smtp_needs_tls("SMTP://10.0.0.5", 1), 1);
+    CHECK_INT(alert_smtp_needs_tls("smtp://127.0.0.1:2525", 1), 0);
+    CHECK_INT(alert_smtp_needs_tls("smtp://localhost:25", 1), 0);
+    CHECK_INT(alert_smtp_needs_tls("smtp://[::1]:25", 1), 0);
+    CHECK_INT(alert_smtp_needs_tls("smtp://127.0.0.1.evil.example:25", 1), 1);
+    CHECK_INT(alert_smtp_needs_tls("smtp://mail.example.com:587", 0), 0);
+    CHECK_INT(alert_smtp_needs_tls("smtps://mail.example.com:465", 1), 0);
     alert_url_origin("https://hooks.slack.com/services/T000/B000/XXXXSECRET", o, sizeof(o));
     CHECK_STR(o, "https://hooks.slack.com");
     alert_url_origin("http://127.0.0.1:8080/a/b?token=secret#x", o, sizeof(o));

@@ -413,8 +413,8 @@ static const struct want errors_want[] = {
     {"smtp =", "alerts.smtp: missing required setting 'to'"},
     {"password = 5", "alerts.smtp.password: expected a string, got an integer"},
     {"listen",
-     "metrics.listen: must be \"host:port\" or \"[ipv6]:port\" with a port of 1-65535, or \"\" "
-     "to disable"},
+     "metrics.listen: must be \"IP:port\", \"[IPv6]:port\" or \":port\" with a port of 1-65535, "
+     "or \"\" to disable"},
     {"ratio", "plugin 'welcome-email': settings value 'ratio' must be a string, integer or "
               "boolean, got a float"},
     {"nested", "plugin 'welcome-email': settings value 'nested' must be a string, integer or "
@@ -712,10 +712,20 @@ test_required(void)
 static void
 test_alerts_metrics(void)
 {
-    static const char *const good[] = {"0.0.0.0:9464", "localhost:1", "[::]:65535", "[::1]:9464",
-                                       ""};
-    static const char *const bad[] = {"127.0.0.1", "[::1]9464", "host:0",  "host:65536",
-                                      "::1:80",    ":80",       "[zz]:80", "host:8x"};
+    static const char *const good[] = {"0.0.0.0:9464", "127.0.0.1:1", ":80",
+                                       "[::]:65535",   "[::1]:9464",  ""};
+#define PORTS "must be \"IP:port\", \"[IPv6]:port\" or \":port\" with a port of 1-65535"
+    static const char *const bad[][2] = {
+        {"127.0.0.1", PORTS},
+        {"[::1]9464", PORTS},
+        {"1.2.3.4:0", PORTS},
+        {"1.2.3.4:65536", PORTS},
+        {"1.2.3.4:8x", PORTS},
+        {"::1:80", "an IPv6 address goes in brackets: \"[::1]:9464\""},
+        {"[::1:80", "an IPv6 address goes in brackets: \"[::1]:9464\""},
+        {"[zz]:80", "zz is not an IPv6 address"},
+        {"localhost:9464", "localhost is not an IP address (names are not resolved)"},
+    };
     char extra[1024];
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         snprintf(extra, sizeof(extra),
@@ -726,10 +736,10 @@ test_alerts_metrics(void)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(extra, sizeof(extra),
                  "metrics = { listen = \"%s\"; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
-                 bad[i]);
-        expect_one(extra, "listen",
-                   "metrics.listen: must be \"host:port\" or \"[ipv6]:port\" "
-                   "with a port of 1-65535, or \"\" to disable");
+                 bad[i][0]);
+        char msg[256];
+        snprintf(msg, sizeof(msg), "metrics.listen: %s, or \"\" to disable", bad[i][1]);
+        expect_one(extra, "listen", msg);
     }
     /* smtp.to may be one string. */
     struct diag d = DIAG_INIT;
