@@ -7,6 +7,7 @@ import re
 import shutil
 import signal
 import socket
+import subprocess
 import tempfile
 import threading
 import time
@@ -289,6 +290,19 @@ class SystemdNotify(twicetest.TwiceTestCase):
         d.wait_log(r"ready: generation 1", timeout=20)
         self.assertTrue(d.running(), "without -d twiced stays in the foreground")
         self.assertEqual(d.stop(), 0)
+
+    def test_daemon_reports_a_bad_configuration_before_it_detaches(self):
+        url, dlq = self.queue_pair("dbad")
+        dsn = self.new_database("dbad")
+        conf = tc.config(self.env, dsn, [tc.queue("jobs", url, dlq, "effect-tx")],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))])
+        d = self.twiced(conf + "\nbogus = 1;\n")
+        line = len(d.config_text.splitlines())
+        r = subprocess.run([d.binary, "-d", "-c", d.config_path], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, env=d.process_env, cwd=d.workdir,
+                           timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("%s:%d: unknown setting 'bogus'" % (d.config_path, line), r.stderr)
 
 
 if __name__ == "__main__":
