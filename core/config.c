@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "httpd.h"
+#include "idem.h"
 
 #include <libconfig.h>
 #include <libpq-fe.h>
@@ -68,19 +69,35 @@ static const char *const backoff_keys[] = {"base", "cap", NULL};
  * (as written, relative to the include directory), or NULL for the main
  * configuration, which is named as the caller named it. */
 static void
+path_of(struct ctx *x, const char *sfile, struct buf *path)
+{
+    if (sfile == NULL) {
+        buf_puts(path, x->file);
+    } else if (sfile[0] == '/') {
+        buf_puts(path, sfile);
+    } else {
+        buf_printf(path, "%s/%s", x->dir, sfile);
+    }
+}
+
+static void
 add_line(struct ctx *x, const char *sfile, int line, const char *msg)
 {
     struct buf path = BUF_INIT;
-    if (sfile == NULL) {
-        buf_puts(&path, x->file);
-    } else if (sfile[0] == '/') {
-        buf_puts(&path, sfile);
-    } else {
-        buf_printf(&path, "%s/%s", x->dir, sfile);
-    }
+    path_of(x, sfile, &path);
     diag_add(x->d, buf_str(&path), line, "%s", msg);
     buf_free(&path);
     x->errors++;
+}
+
+/* The file a setting was read from, named as problems name it, for checks
+ * made later (a plugin's settings, a reload); owned, NULL on ENOMEM. */
+static char *
+source_path(struct ctx *x, const config_setting_t *s)
+{
+    struct buf path = BUF_INIT;
+    path_of(x, config_setting_source_file(s), &path);
+    return buf_steal(&path);
 }
 
 /* Record one problem at s's file and line (the bare file when s is NULL or
@@ -454,6 +471,7 @@ parse_top(struct ctx *x, const config_setting_t *root, struct config *c)
     }
     config_setting_t *s = get_str(x, root, &top_scope, "user", &c->user);
     c->user_line = s != NULL ? config_setting_source_line(s) : 0;
+    c->user_file = s != NULL ? source_path(x, s) : NULL;
     if (s != NULL && c->user[0] == '\0') {
         problem(x, s, "user: must not be empty (leave it out to keep the invoking user)");
     }
@@ -553,10 +571,12 @@ parse_idempotency(struct ctx *x, const config_setting_t *root, struct config *c)
     get_required_str(x, g, g, &sc, "dsn", &c->idempotency.dsn);
     check_dsn(x, g, c->idempotency.dsn);
     config_setting_t *s = get_str(x, g, &sc, "table", &c->idempotency.table);
-    if (s != NULL && (c->idempotency.table[0] == '\0' || strlen(c->idempotency.table) > 51)) {
+    if (s != NULL &&
+        (c->idempotency.table[0] == '\0' || strlen(c->idempotency.table) > IDEM_MAX_TABLE_LEN)) {
         problem(x, s,
-                "idempotency.table: must be 1-51 bytes long (twice's index names add "
-                "up to 12 bytes, within PostgreSQL's 63)");
+                "idempotency.table: must be 1-%d bytes long (twice's index names add "
+                "up to 12 bytes, within PostgreSQL's 63)",
+                IDEM_MAX_TABLE_LEN);
     }
     get_int(x, g, &sc, "retention", &c->idempotency.retention, 60, NO_MAX);
     s = get_str(x, g, &sc, "on_conflict", &v);
@@ -718,7 +738,8 @@ parse_setting(struct ctx *x, const config_setting_t *s, const struct scope *sc,
     kv->name = strdup(config_setting_name(s));
     kv->value = buf_steal(&b);
     kv->line = config_setting_source_line(s);
-    if (kv->name == NULL || kv->value == NULL) {
+    kv->file = source_path(x, s);
+    if (kv->name == NULL || kv->value == NULL || kv->file == NULL) {
         problem(x, s, "out of memory");
     }
 }
@@ -732,6 +753,8 @@ parse_plugin_settings(struct ctx *x, const config_setting_t *e, const struct sco
         return;
     }
     p->settings_line = config_setting_source_line(g);
+    free(p->settings_file);
+    p->settings_file = source_path(x, g);
     int n = config_setting_length(g);
     if (n == 0) {
         return;
@@ -744,7 +767,7 @@ parse_plugin_settings(struct ctx *x, const config_setting_t *e, const struct sco
     for (int i = 0; i < n; i++) {
         struct config_kv *kv = &p->settings[p->nsettings];
         parse_setting(x, config_setting_get_elem(g, (unsigned) i), sc, kv);
-        if (kv->name != NULL || kv->value != NULL) {
+        if (kv->name != NULL || kv->value != NULL || kv->file != NULL) {
             p->nsettings++; /* kept even half-built, so config_free frees it */
         }
     }
@@ -788,6 +811,8 @@ parse_plugin(struct ctx *x, struct config *c, const config_setting_t *e, int idx
     struct scope sc;
     char tmp[64];
     p->line = p->settings_line = config_setting_source_line(e);
+    p->file = source_path(x, e);
+    p->settings_file = source_path(x, e);
     scope_entry(&sc, "plugin %d", idx);
     if (get_required_str(x, e, e, &sc, "name", &p->name) == 0) {
         const config_setting_t *s = config_setting_get_member(e, "name");
@@ -1104,7 +1129,7 @@ set_defaults(struct config *c, const char *file)
     c->alerts.smtp.timeout = 30;
     c->file = strdup(file);
     c->plugin_dir = strdup(TWICE_DEFAULT_PLUGIN_DIR);
-    c->idempotency.table = strdup("twice_idempotency");
+    c->idempotency.table = strdup(IDEM_DEFAULT_TABLE);
     return c->file && c->plugin_dir && c->idempotency.table ? 0 : -1;
 }
 
@@ -1195,8 +1220,11 @@ free_plugin(struct config_plugin *p)
 {
     free(p->name);
     free(p->path);
+    free(p->file);
+    free(p->settings_file);
     for (size_t j = 0; j < p->nsettings; j++) {
         free(p->settings[j].name);
+        free(p->settings[j].file);
         buf_free_secret(p->settings[j].value); /* API keys live here too */
     }
     free(p->settings);
@@ -1226,6 +1254,7 @@ config_free(struct config *c)
     free(c->file);
     free(c->plugin_dir);
     free(c->user);
+    free(c->user_file);
     free(c->log.file);
     free(c->aws.region);
     free(c->aws.endpoint);
@@ -1285,10 +1314,10 @@ config_restart_needed(const struct config *old, const struct config *new_, struc
         return 0;
     }
     if (was != NULL) {
-        diag_add(d, new_->file, new_->user_line,
+        diag_add(d, new_->user_file != NULL ? new_->user_file : new_->file, new_->user_line,
                  "user: changing it needs a restart (reload keeps '%s')", was);
     } else {
-        diag_add(d, new_->file, new_->user_line,
+        diag_add(d, new_->user_file != NULL ? new_->user_file : new_->file, new_->user_line,
                  "user: changing it needs a restart (reload keeps the current user)");
     }
     return 1;

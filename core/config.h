@@ -29,6 +29,7 @@ struct config_kv {
     char *value; /* ints in decimal, bools "true"/"false", strings as is */
     int type;    /* a twice_setting_type: the type written in the file */
     int line;
+    char *file; /* the file it is written in (an @include'd one, or the main) */
 };
 
 struct config_plugin {
@@ -36,8 +37,10 @@ struct config_plugin {
     char *path; /* as resolved: absolute, or relative paths taken from plugin_dir */
     struct config_kv *settings;
     size_t nsettings;
-    int line;          /* line of the plugin's entry */
-    int settings_line; /* line of its settings group (the entry's line if none) */
+    int line;            /* line of the plugin's entry */
+    int settings_line;   /* line of its settings group (the entry's line if none) */
+    char *file;          /* the file of the entry (an @include'd one, or the main) */
+    char *settings_file; /* the file of its settings group */
 };
 
 struct config_route {
@@ -89,6 +92,7 @@ struct config {
     char *plugin_dir;       /* default TWICE_DEFAULT_PLUGIN_DIR */
     int drain_timeout;      /* seconds to finish in-flight jobs on stop/reload (default 30) */
     char *user;             /* run workers as this user (needs a restart to change); NULL */
+    char *user_file;        /* where it is set (NULL when not set) */
     int user_line;          /* its line, 0 when not set */
     long max_message_bytes; /* larger bodies go to the DLQ as too-large (default 1 MiB) */
 

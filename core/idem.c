@@ -17,11 +17,6 @@
 #include "buf.h"
 #include "idem_internal.h"
 
-#define IDEM_DEFAULT_TABLE "twice_idempotency"
-/* The index name appends "_janitor_idx" (12 bytes) to the table name and must
- * stay within PostgreSQL's 63-byte identifiers, or it would be truncated. */
-#define IDEM_MAX_TABLE_LEN 51
-
 struct idem_store {
     PGconn *conn;      /* never NULL once idem_open has returned a store */
     char *name;        /* the table name as configured, for error texts */

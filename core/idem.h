@@ -24,6 +24,11 @@
 #include <stdint.h>
 #include <time.h>
 
+#define IDEM_DEFAULT_TABLE "twice_idempotency"
+/* The index name appends "_janitor_idx" (12 bytes) to the table name and must
+ * stay within PostgreSQL's 63-byte identifiers, or it would be truncated. */
+#define IDEM_MAX_TABLE_LEN 51
+
 struct idem_store;
 
 /*

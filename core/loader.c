@@ -629,6 +629,7 @@ check_given(const twice_setting *decl, const struct config_plugin *cp, const str
             const char *file, struct diag *d)
 {
     const twice_setting *s = find_decl(decl, kv->name);
+    file = kv->file != NULL ? kv->file : file;
 
     if (s == NULL) {
         const char *guess = closest(decl, kv->name);
@@ -668,10 +669,11 @@ loader_check_settings(const struct loaded_plugin *p, const struct config_plugin 
             given = strcmp(cp->settings[j].name, decl[i].name) == 0;
         }
         if (decl[i].required && !given) {
-            diag_add(
-                d, file, cp->settings_line, "plugin '%s': missing required setting '%s'%s%s%s",
-                cp->name, decl[i].name, decl[i].description ? " (" : "",
-                decl[i].description ? decl[i].description : "", decl[i].description ? ")" : "");
+            diag_add(d, cp->settings_file != NULL ? cp->settings_file : file, cp->settings_line,
+                     "plugin '%s': missing required setting '%s'%s%s%s", cp->name, decl[i].name,
+                     decl[i].description ? " (" : "",
+                     decl[i].description ? decl[i].description : "",
+                     decl[i].description ? ")" : "");
             added++;
         }
     }

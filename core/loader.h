@@ -48,7 +48,8 @@ int loader_open(const char *path, struct loaded_plugin *out, char *err, size_t e
 /*
  * Check a configured plugin's settings against the descriptor's
  * declaration: unknown names, wrong types, missing required ones. Adds
- * "FILE:LINE: plugin 'NAME': ..." lines to d; returns the count added.
+ * "FILE:LINE: plugin 'NAME': ..." lines to d, FILE being where each
+ * setting is written (file when cp does not say); returns the count added.
  */
 int loader_check_settings(const struct loaded_plugin *p, const struct config_plugin *cp,
                           const char *file, struct diag *d);

@@ -33,13 +33,14 @@ check_plugin(const struct config *c, const struct config_plugin *cp)
 {
     struct wplugin p;
     char err[1024];
+    const char *file = cp->file != NULL ? cp->file : c->file; /* maybe an @include'd one */
     memset(&p, 0, sizeof(p));
     p.cfg = cp;
     p.name = cp->name;
     printf("#plugin %s\n", cp->name);
     fflush(stdout);
     if (loader_open(cp->path, &p.lp, err, sizeof(err)) != 0) {
-        printf("%s:%d: plugin '%s': %s\n", c->file, cp->line, cp->name, err);
+        printf("%s:%d: plugin '%s': %s\n", file, cp->line, cp->name, err);
         return 1;
     }
     struct diag d = DIAG_INIT;
@@ -50,7 +51,7 @@ check_plugin(const struct config *c, const struct config_plugin *cp)
     diag_free(&d);
     if (problems == 0) {
         if (hostapi_init(&p, err, sizeof(err)) != 0) {
-            printf("%s:%d: %s\n", c->file, cp->line, err);
+            printf("%s:%d: %s\n", file, cp->line, err);
             problems = 1;
         } else {
             hostapi_fini(&p);

@@ -687,6 +687,46 @@ test_include(void)
     free(text);
 }
 
+/* A plugin's settings kept in an @include'd file (API keys apart, a common
+ * layout) remember that file, so later checks of them name it. */
+static void
+test_include_plugin_settings(void)
+{
+    const char *inc = path_in(tmpdir, "keys.inc");
+    const char *main_file = path_in(tmpdir, "keys-main.conf");
+    char incpath[512], mainpath[512], text[2048];
+    snprintf(incpath, sizeof(incpath), "%s", inc);
+    snprintf(mainpath, sizeof(mainpath), "%s", main_file);
+    write_file(incpath, "# keys\napi_key = \"k\";\n");
+    snprintf(text, sizeof(text),
+             "idempotency = { dsn = \"dbname=twice\"; };\n"
+             "plugins = ( { name = \"a\"; path = \"%s\";\n"
+             "  settings = {\n"
+             "    url = \"x\";\n"
+             "    @include \"keys.inc\"\n"
+             "  }; } );\n" QUEUE_JOBS("plugin = \"a\";"),
+             mainpath);
+    write_file(mainpath, text);
+    struct diag d = DIAG_INIT;
+    struct config *c = NULL;
+    CHECK_INT(config_load(mainpath, NULL, &c, &d), 0);
+    CHECK(c != NULL && c->nplugins == 1 && c->plugins[0].nsettings == 2);
+    if (c != NULL && c->nplugins == 1 && c->plugins[0].nsettings == 2) {
+        const struct config_plugin *p = &c->plugins[0];
+        CHECK_STR(p->file, mainpath);
+        CHECK_INT(p->line, 2);
+        CHECK_STR(p->settings_file, mainpath);
+        CHECK_STR(p->settings[0].name, "url");
+        CHECK_STR(p->settings[0].file, mainpath);
+        CHECK_INT(p->settings[0].line, 4);
+        CHECK_STR(p->settings[1].name, "api_key");
+        CHECK_STR(p->settings[1].file, incpath);
+        CHECK_INT(p->settings[1].line, 2);
+    }
+    diag_free(&d);
+    config_free(c);
+}
+
 static void
 test_required(void)
 {
@@ -879,6 +919,7 @@ main(void)
     test_plugin_rules();
     test_syntax_errors();
     test_include();
+    test_include_plugin_settings();
     test_required();
     test_alerts_metrics();
     test_restart_needed();

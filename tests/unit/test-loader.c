@@ -612,19 +612,19 @@ static void
 test_settings(void)
 {
     struct config_kv good[] = {
-        {"smtp_url", "smtp://127.0.0.1:25", TWICE_SETTING_STRING, 12},
-        {"timeout", "30", TWICE_SETTING_INT, 13},
-        {"verbose", "true", TWICE_SETTING_BOOL, 14},
-        {"api_key", "k", TWICE_SETTING_STRING, 15},
+        {"smtp_url", "smtp://127.0.0.1:25", TWICE_SETTING_STRING, 12, NULL},
+        {"timeout", "30", TWICE_SETTING_INT, 13, NULL},
+        {"verbose", "true", TWICE_SETTING_BOOL, 14, NULL},
+        {"api_key", "k", TWICE_SETTING_STRING, 15, NULL},
     };
     check_settings(decl, good, 4, NULL, 0);
 
     struct config_kv typo[] = {
-        {"smtp_ulr", "smtp://x", TWICE_SETTING_STRING, 12},
-        {"URL", "http://x", TWICE_SETTING_STRING, 13},
-        {"timout", "5", TWICE_SETTING_INT, 14},
-        {"colour", "red", TWICE_SETTING_STRING, 15},
-        {"api_key", "k", TWICE_SETTING_STRING, 16},
+        {"smtp_ulr", "smtp://x", TWICE_SETTING_STRING, 12, NULL},
+        {"URL", "http://x", TWICE_SETTING_STRING, 13, NULL},
+        {"timout", "5", TWICE_SETTING_INT, 14, NULL},
+        {"colour", "red", TWICE_SETTING_STRING, 15, NULL},
+        {"api_ky", "k", TWICE_SETTING_STRING, 3, "/etc/twice/keys.inc"}, /* @include'd */
     };
     const char *typo_want[] = {
         "twice.conf:12: plugin 'welcome-email': unknown setting 'smtp_ulr' "
@@ -633,17 +633,20 @@ test_settings(void)
         "twice.conf:14: plugin 'welcome-email': unknown setting 'timout' "
         "(did you mean 'timeout'?)",
         "twice.conf:15: plugin 'welcome-email': unknown setting 'colour'",
+        "/etc/twice/keys.inc:3: plugin 'welcome-email': unknown setting 'api_ky' "
+        "(did you mean 'api_key'?)",
         "twice.conf:11: plugin 'welcome-email': missing required setting 'smtp_url' "
         "(where to send)",
+        "twice.conf:11: plugin 'welcome-email': missing required setting 'api_key'",
     };
-    check_settings(decl, typo, 5, typo_want, 5);
+    check_settings(decl, typo, 5, typo_want, 7);
 
     struct config_kv types[] = {
-        {"smtp_url", "5", TWICE_SETTING_INT, 12},
-        {"timeout", "30", TWICE_SETTING_STRING, 13},
-        {"verbose", "1", TWICE_SETTING_INT, 14},
-        {"url", "true", TWICE_SETTING_BOOL, 15},
-        {"api_key", "k", 7, 16},
+        {"smtp_url", "5", TWICE_SETTING_INT, 12, NULL},
+        {"timeout", "30", TWICE_SETTING_STRING, 13, NULL},
+        {"verbose", "1", TWICE_SETTING_INT, 14, NULL},
+        {"url", "true", TWICE_SETTING_BOOL, 15, NULL},
+        {"api_key", "k", 7, 16, NULL},
     };
     const char *types_want[] = {
         "twice.conf:12: plugin 'welcome-email': setting 'smtp_url' must be a string, not an int",
@@ -662,7 +665,7 @@ test_settings(void)
     };
     check_settings(decl, NULL, 0, missing_want, 2);
 
-    struct config_kv stray[] = {{"url", "x", TWICE_SETTING_STRING, 0}};
+    struct config_kv stray[] = {{"url", "x", TWICE_SETTING_STRING, 0, NULL}};
     const char *none_want[] = {
         "twice.conf: plugin 'welcome-email': unknown setting 'url' (this plugin takes no "
         "settings)",
@@ -683,8 +686,8 @@ test_settings_fixture(void)
     struct loaded_plugin p;
     CHECK_INT(loader_open(path, &p, err, sizeof(err)), 0);
     if (p.desc != NULL) {
-        struct config_kv kv[] = {{"timeout", "10", TWICE_SETTING_STRING, 21},
-                                 {"verbos", "true", TWICE_SETTING_BOOL, 22}};
+        struct config_kv kv[] = {{"timeout", "10", TWICE_SETTING_STRING, 21, NULL},
+                                 {"verbos", "true", TWICE_SETTING_BOOL, 22, NULL}};
         struct config_plugin cp = {.name = "settings_decl",
                                    .settings = kv,
                                    .nsettings = 2,
