@@ -184,36 +184,6 @@ shown(const char *s, char out[static 64])
     return out;
 }
 
-/* Optimal string alignment distance (a transposition counts as one edit),
- * for "did you mean". Names longer than 63 bytes are never close. */
-static int
-edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63) {
-        return INT_MAX;
-    }
-    int d[64][64];
-    for (size_t i = 0; i <= la; i++) {
-        for (size_t j = 0; j <= lb; j++) {
-            if (i == 0 || j == 0) {
-                d[i][j] = (int) (i + j);
-                continue;
-            }
-            int cost = a[i - 1] != b[j - 1];
-            int v = d[i - 1][j - 1] + cost;
-            v = d[i - 1][j] + 1 < v ? d[i - 1][j] + 1 : v;
-            v = d[i][j - 1] + 1 < v ? d[i][j - 1] + 1 : v;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-                d[i - 2][j - 2] + 1 < v) {
-                v = d[i - 2][j - 2] + 1;
-            }
-            d[i][j] = v;
-        }
-    }
-    return d[la][lb];
-}
-
 /* The closest candidate offered so far within two edits (and fewer edits
  * than the candidate has bytes, so "ab" does not suggest "to"). */
 struct suggest {
@@ -228,7 +198,7 @@ suggest_offer(struct suggest *sg, const char *cand)
     if (cand == NULL || strcmp(cand, sg->name) == 0) {
         return;
     }
-    int dist = edit_distance(sg->name, cand);
+    int dist = diag_edit_distance(sg->name, cand, 0);
     if (dist <= 2 && (size_t) dist < strlen(cand) && dist < sg->dist) {
         sg->best = cand;
         sg->dist = dist;

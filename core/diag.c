@@ -5,8 +5,11 @@
 
 #include "buf.h"
 
+#include <ctype.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void
 diag_push(struct diag *d, char *line)
@@ -52,4 +55,37 @@ diag_free(struct diag *d)
     free(d->lines);
     d->lines = NULL;
     d->n = d->cap = 0;
+}
+
+static int
+same_char(char a, char b, int fold_case)
+{
+    return fold_case ? tolower((unsigned char) a) == tolower((unsigned char) b) : a == b;
+}
+
+int
+diag_edit_distance(const char *a, const char *b, int fold_case)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > DIAG_NAME_MAX || lb > DIAG_NAME_MAX) {
+        return INT_MAX;
+    }
+    int d[DIAG_NAME_MAX + 1][DIAG_NAME_MAX + 1];
+    for (size_t i = 0; i <= la; i++) {
+        for (size_t j = 0; j <= lb; j++) {
+            if (i == 0 || j == 0) {
+                d[i][j] = (int) (i + j);
+                continue;
+            }
+            int v = d[i - 1][j - 1] + !same_char(a[i - 1], b[j - 1], fold_case);
+            v = d[i - 1][j] + 1 < v ? d[i - 1][j] + 1 : v;
+            v = d[i][j - 1] + 1 < v ? d[i][j - 1] + 1 : v;
+            if (i > 1 && j > 1 && same_char(a[i - 1], b[j - 2], fold_case) &&
+                same_char(a[i - 2], b[j - 1], fold_case) && d[i - 2][j - 2] + 1 < v) {
+                v = d[i - 2][j - 2] + 1;
+            }
+            d[i][j] = v;
+        }
+    }
+    return d[la][lb];
 }

@@ -1,7 +1,8 @@
 /*
  * diag.h - a list of problems, each one line, for commands that report
  * everything wrong at once (`twiced -t`, a refused reload) rather than
- * stopping at the first. Lines read "FILE:LINE: message".
+ * stopping at the first. Lines read "FILE:LINE: message". Also the edit
+ * distance behind their "did you mean" suggestions.
  */
 #ifndef TWICE_DIAG_H
 #define TWICE_DIAG_H
@@ -26,5 +27,12 @@ void diag_add(struct diag *d, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 void diag_free(struct diag *d);
+
+/* For "did you mean": the optimal string alignment distance of a and b (a
+ * swap of neighbours counts as one edit, so "smtp_ulr" is one away from
+ * "smtp_url"), ignoring case when fold_case. Names longer than
+ * DIAG_NAME_MAX bytes are never close: INT_MAX. */
+#define DIAG_NAME_MAX 64
+int diag_edit_distance(const char *a, const char *b, int fold_case);
 
 #endif

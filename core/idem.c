@@ -867,20 +867,12 @@ idem_release_batch(struct idem_store *s, const char *const *keys, size_t n, char
     return 0;
 }
 
-/* Run a command without parameters (BEGIN, COMMIT, ROLLBACK); the result,
- * owned by the caller, whatever its status. */
-static PGresult *
-run_command(struct idem_store *s, const char *sql)
-{
-    return PQexec(s->conn, sql);
-}
-
 /* Roll back after a failure that err already describes; its own failure
  * (a lost connection) shows in idem_connected. */
 static void
 rollback_quietly(struct idem_store *s)
 {
-    PQclear(run_command(s, "ROLLBACK"));
+    PQclear(PQexec(s->conn, "ROLLBACK"));
 }
 
 int
@@ -896,7 +888,7 @@ idem_tx_begin(struct idem_store *s, const char *key, char *err, size_t errlen)
     if (ensure_prepared(s, err, errlen) != 0) {
         return -1;
     }
-    PGresult *res = run_command(s, "BEGIN");
+    PGresult *res = PQexec(s->conn, "BEGIN");
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         return pg_fail(s, res, "tx begin", err, errlen);
     }
@@ -913,12 +905,7 @@ idem_tx_begin(struct idem_store *s, const char *key, char *err, size_t errlen)
     if (locked) {
         return 1;
     }
-    res = run_command(s, "ROLLBACK");
-    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-        return pg_fail(s, res, "tx begin: rollback", err, errlen);
-    }
-    PQclear(res);
-    return 0;
+    return idem_tx_rollback(s, err, errlen) == 0 ? 0 : -1;
 }
 
 /* Why the handler's transaction cannot be completed, before we try. */
@@ -967,7 +954,7 @@ idem_tx_complete(struct idem_store *s, const char *key, char *err, size_t errlen
         set_err(err, errlen, "tx complete \"%s\": the key is no longer ours; rolled back", key);
         return -1;
     }
-    res = run_command(s, "COMMIT");
+    res = PQexec(s->conn, "COMMIT");
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         if (PQstatus(s->conn) != CONNECTION_OK) {
             PQclear(res);
@@ -991,7 +978,7 @@ idem_tx_complete(struct idem_store *s, const char *key, char *err, size_t errlen
 int
 idem_tx_rollback(struct idem_store *s, char *err, size_t errlen)
 {
-    PGresult *res = run_command(s, "ROLLBACK");
+    PGresult *res = PQexec(s->conn, "ROLLBACK");
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         return pg_fail(s, res, "tx rollback", err, errlen);
     }

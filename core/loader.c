@@ -537,57 +537,16 @@ loader_release(struct loaded_plugin *p)
 
 /* ---- a configuration's settings for a plugin ---- */
 
-static int
-lower_eq(char a, char b)
-{
-    return tolower((unsigned char) a) == tolower((unsigned char) b);
-}
-
-/*
- * Edit distance counting a swap of neighbours as one edit (so "smtp_ulr"
- * is one away from "smtp_url"), case-insensitive. Names longer than
- * NAME_MAX_LEN are never suggested: returns a large distance.
- */
-static size_t
-distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    size_t rows[3][NAME_MAX_LEN + 1];
-
-    if (la > NAME_MAX_LEN || lb > NAME_MAX_LEN) {
-        return (size_t) -1;
-    }
-    for (size_t j = 0; j <= lb; j++) {
-        rows[0][j] = j;
-    }
-    for (size_t i = 1; i <= la; i++) {
-        size_t *cur = rows[i % 3], *prev = rows[(i - 1) % 3], *prev2 = rows[(i + 1) % 3];
-        cur[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            int differ = !lower_eq(a[i - 1], b[j - 1]);
-            size_t best = prev[j - 1] + (size_t) differ;
-            best = prev[j] + 1 < best ? prev[j] + 1 : best;
-            best = cur[j - 1] + 1 < best ? cur[j - 1] + 1 : best;
-            if (i > 1 && j > 1 && lower_eq(a[i - 1], b[j - 2]) && lower_eq(a[i - 2], b[j - 1]) &&
-                prev2[j - 2] + 1 < best) {
-                best = prev2[j - 2] + 1;
-            }
-            cur[j] = best;
-        }
-    }
-    return rows[la % 3][lb];
-}
-
 /* The declared name closest to a misspelt one, if close enough to be a
  * likely typo (one edit for short names, two otherwise), or NULL. */
 static const char *
 closest(const twice_setting *decl, const char *name)
 {
     const char *best = NULL;
-    size_t best_d = strlen(name) <= 4 ? 2 : 3;
+    int best_d = strlen(name) <= 4 ? 2 : 3;
 
     for (size_t i = 0; decl != NULL && decl[i].name != NULL; i++) {
-        size_t d = distance(name, decl[i].name);
+        int d = diag_edit_distance(name, decl[i].name, 1);
         if (d < best_d) {
             best = decl[i].name;
             best_d = d;
