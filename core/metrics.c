@@ -134,10 +134,10 @@ same_series(const struct shm_series *s, int m, int proc, const char *const l[3])
     return 1;
 }
 
-/* The series for (m, labels, proc), created when absent; NULL when the
- * table is full or not mapped. */
+/* The series for (m, labels, proc), created when absent if create; NULL
+ * when absent (and not created), the table is full or not mapped. */
 static struct shm_series *
-series(int m, int proc, const char *l1, const char *l2, const char *l3)
+find_series(int m, int proc, const char *l1, const char *l2, const char *l3, int create)
 {
     struct shm_region *r = shm_region();
     if (r == NULL) {
@@ -148,6 +148,9 @@ series(int m, int proc, const char *l1, const char *l2, const char *l3)
     for (size_t probe = 0; probe < SHM_SERIES; probe++) {
         struct shm_series *s = &r->series[(h + probe) % SHM_SERIES];
         int st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+        if (st == 0 && !create) {
+            return NULL; /* probing stops at the first free slot: absent */
+        }
         if (st == 0) {
             int expected = 0;
             if (__atomic_compare_exchange_n(&s->state, &expected, 1, 0, __ATOMIC_ACQ_REL,
@@ -170,6 +173,12 @@ series(int m, int proc, const char *l1, const char *l2, const char *l3)
         }
     }
     return NULL;
+}
+
+static struct shm_series *
+series(int m, int proc, const char *l1, const char *l2, const char *l3)
+{
+    return find_series(m, proc, l1, l2, l3, 1);
 }
 
 static double
@@ -229,7 +238,7 @@ metrics_gauge_add(enum metric m, const char *l1, const char *l2, double delta)
 double
 metrics_gauge_get(enum metric m, const char *l1, const char *l2)
 {
-    struct shm_series *s = series(m, -1, l1, l2, NULL);
+    struct shm_series *s = find_series(m, -1, l1, l2, NULL, 0); /* reading creates nothing */
     return s != NULL ? bits_to_double(__atomic_load_n(&s->value, __ATOMIC_RELAXED)) : 0;
 }
 

@@ -151,8 +151,16 @@ int
 shm_slot_state(int *state)
 {
     int st = __atomic_load_n(state, __ATOMIC_ACQUIRE);
-    for (long spins = 0; st == 1 && spins < 10000000L; spins++) {
+    for (long spins = 0; st == 1 && spins < 1000000L; spins++) {
         st = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+    }
+    if (st == 1) {
+        /* Mark it abandoned, so nobody spins on it again; a writer that was
+         * only slow still stores 2 over this and the slot becomes usable. */
+        int expected = 1;
+        __atomic_compare_exchange_n(state, &expected, SHM_SLOT_ABANDONED, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+        st = expected == 1 ? SHM_SLOT_ABANDONED : expected;
     }
     return st;
 }

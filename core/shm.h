@@ -69,9 +69,10 @@ struct shm_region {
 };
 
 /* A slot's state (0 free, 1 being written, 2 ready) once its writer is
- * done: a few stores, so a short spin; a writer that died in between (a
- * crash in another thread) leaves 1 for good, returned after the spin so
- * callers skip the slot instead of hanging. */
+ * done: a few stores, so a short spin. A writer that died in between (a
+ * crash in another thread) would leave 1 for good: after the spin the slot
+ * is marked SHM_SLOT_ABANDONED, which callers skip instead of hanging. */
+#define SHM_SLOT_ABANDONED 3
 int shm_slot_state(int *state);
 
 /* Master: create and map; returns the fd to pass to children, or -1. */
