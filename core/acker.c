@@ -15,6 +15,7 @@
  */
 #include "acker.h"
 
+#include "clock.h"
 #include "config.h"
 #include "dlq.h"
 #include "heartbeat.h"
@@ -547,13 +548,7 @@ static struct twice_job *
 take_pending(struct acker *a)
 {
     if (a->pending == NULL && !a->abandon && (!a->stop || a->later != NULL)) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 250 * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = clock_after_ms(CLOCK_REALTIME, 250);
         pthread_cond_timedwait(&a->cv, &a->mu, &until);
     }
     if (a->pending != NULL && a->npending < 10 && !a->stop) {

@@ -9,6 +9,7 @@
 #include "alert.h"
 #include "buf.h"
 
+#include "clock.h"
 #include "config.h"
 #include "http.h"
 #include "log.h"
@@ -64,14 +65,6 @@ struct alert_sender {
     size_t nto;
     int smtp_timeout;
 };
-
-static int64_t
-mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void
 free_list(struct delivery *d)
@@ -298,7 +291,7 @@ settle(struct alert_sender *s, int i, enum outcome out, const char *err)
         return;
     }
     int delay = alert_retry_delay(d->attempts);
-    d->due_ms = mono_ms() + (int64_t) delay * 1000;
+    d->due_ms = clock_mono_ms() + (int64_t) delay * 1000;
     log_warn("alert: %s about queue %s: %s to %s failed: %s (attempt %d of %d; retrying in %ds)",
              alert_kind_name(n->kind), n->queue, sink_names[i], q->origin, err, d->attempts,
              ALERT_MAX_ATTEMPTS, delay);
@@ -307,15 +300,7 @@ settle(struct alert_sender *s, int i, enum outcome out, const char *err)
 static void
 wait_until_ms(struct alert_sender *s, int64_t due_ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t left = due_ms - mono_ms();
-    ts.tv_sec += left / 1000;
-    ts.tv_nsec += (long) (left % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, due_ms - clock_mono_ms());
     pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 }
 
@@ -334,7 +319,7 @@ sender_main(void *arg)
             continue;
         }
         struct delivery *d = s->q[i].head;
-        if (d->due_ms > mono_ms()) {
+        if (d->due_ms > clock_mono_ms()) {
             wait_until_ms(s, d->due_ms);
             continue;
         }
@@ -439,7 +424,7 @@ adopt(struct alert_sender *s, struct alert_pending *carried)
     while (d != NULL) {
         struct delivery *next = d->next;
         if (s != NULL && s->q[d->sink].enabled) {
-            d->due_ms = mono_ms();
+            d->due_ms = clock_mono_ms();
             append(&s->q[d->sink], d);
         } else {
             dropped++;

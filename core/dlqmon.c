@@ -10,6 +10,7 @@
 #include "aws.h"
 
 #include "alert.h"
+#include "clock.h"
 #include "config.h"
 #include "creds.h"
 #include "log.h"
@@ -63,14 +64,6 @@ static struct {
     size_t n;
     struct alert_pending *pending;
 } carry;
-
-static int64_t
-mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Every message in the DLQ, or -1 (logged when it starts failing). */
 static long
@@ -161,11 +154,7 @@ unexplained_rise(const struct dlqmon *m)
 static int
 pause_ms(struct dlqmon *m, int ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += (long) ms * 1000000L;
-    ts.tv_sec += ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
+    struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, ms);
     pthread_mutex_lock(&m->mu);
     while (!m->stop && pthread_cond_timedwait(&m->cv, &m->mu, &ts) == 0) {
     }
@@ -226,26 +215,20 @@ static void *
 dlqmon_main(void *arg)
 {
     struct dlqmon *m = arg;
-    int64_t next = mono_ms();
+    int64_t next = clock_mono_ms();
     pthread_mutex_lock(&m->mu);
     while (!m->stop) {
-        int64_t now = mono_ms();
+        int64_t now = clock_mono_ms();
         if (now < next) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int64_t left = next - now;
-            ts.tv_sec += left / 1000;
-            ts.tv_nsec += (long) (left % 1000) * 1000000L;
-            ts.tv_sec += ts.tv_nsec / 1000000000L;
-            ts.tv_nsec %= 1000000000L;
+            struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, next - now);
             pthread_cond_timedwait(&m->cv, &m->mu, &ts);
             continue;
         }
         pthread_mutex_unlock(&m->mu);
         check(m);
         next += (int64_t) m->interval * 1000;
-        if (next < mono_ms()) { /* a slow check: do not catch up in a burst */
-            next = mono_ms() + (int64_t) m->interval * 1000;
+        if (next < clock_mono_ms()) { /* a slow check: do not catch up in a burst */
+            next = clock_mono_ms() + (int64_t) m->interval * 1000;
         }
         pthread_mutex_lock(&m->mu);
     }

@@ -9,6 +9,7 @@
 
 #include "backoff.h"
 #include "buf.h"
+#include "clock.h"
 #include "idem.h"
 #include "log.h"
 #include "metrics.h"
@@ -147,14 +148,7 @@ janitor_main(void *arg)
     for (;;) {
         if (!j->stop && (j->nowners == 0 || failures > 0)) {
             uint64_t ms = failures > 0 ? backoff_ceiling(1000, 30000, failures) : 1000;
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_sec += (time_t) (ms / 1000);
-            until.tv_nsec += (long) (ms % 1000) * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
+            struct timespec until = clock_after_ms(CLOCK_REALTIME, (int64_t) ms);
             pthread_cond_timedwait(&j->cv, &j->mu, &until);
         }
         int stop = j->stop;

@@ -11,6 +11,7 @@
 
 #include "childargs.h"
 #include "backoff.h"
+#include "clock.h"
 #include "config.h"
 #include "dlqmon.h"
 #include "httpd.h"
@@ -91,14 +92,6 @@ on_signal(int sig)
     } else {
         got_term++;
     }
-}
-
-static long long
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void
@@ -251,7 +244,7 @@ start_gen(struct master *m, struct generation *g)
     g->deadline = time(NULL) + READY_TIMEOUT;
     for (int i = 0; i < g->nworkers; i++) {
         if (spawn_worker(m, g, i) != 0) {
-            g->respawn_at[i] = now_ms() + RESPAWN_BASE_MS;
+            g->respawn_at[i] = clock_mono_ms() + RESPAWN_BASE_MS;
         }
     }
 }
@@ -330,7 +323,7 @@ schedule_respawn(struct generation *g, struct proc *p, const char *cause)
     }
     g->failures[i]++;
     long long delay = (long long) backoff_ceiling(RESPAWN_BASE_MS, RESPAWN_CAP_MS, g->failures[i]);
-    g->respawn_at[i] = now_ms() + delay;
+    g->respawn_at[i] = clock_mono_ms() + delay;
     metrics_count(MET_RESTARTS, cause, NULL, NULL, 1);
     log_info("restarting worker %d of generation %d in %.1fs", i, g->id, (double) delay / 1000);
 }
@@ -495,7 +488,7 @@ static void
 respawn_due(struct master *m)
 {
     struct generation *gens[2] = {m->cur, m->next};
-    long long now = now_ms();
+    long long now = clock_mono_ms();
     for (int k = 0; k < 2; k++) {
         struct generation *g = gens[k];
         for (int i = 0; g != NULL && i < g->nworkers; i++) {
@@ -509,7 +502,7 @@ respawn_due(struct master *m)
 static int
 next_timeout(const struct master *m)
 {
-    long long next = now_ms() + 1000;
+    long long next = clock_mono_ms() + 1000;
     const struct generation *gens[2] = {m->cur, m->next};
     for (int k = 0; k < 2; k++) {
         for (int i = 0; gens[k] != NULL && i < gens[k]->nworkers; i++) {
@@ -518,7 +511,7 @@ next_timeout(const struct master *m)
             }
         }
     }
-    long long left = next - now_ms();
+    long long left = next - clock_mono_ms();
     return left < 0 ? 0 : (int) left;
 }
 
