@@ -14,7 +14,10 @@ one each, so they can run in parallel):
         Without fail_first: every request gets `status` (for 409, 400, ... modes).
         delay_ms delays every answer. body/then_body replace the default JSON body.
         Posting a script again replaces it and restarts its count.
-    GET  /_requests/PREFIX  the recorded requests under PREFIX, oldest first (JSON list)
+    GET  /_requests/PREFIX  the recorded requests under PREFIX, oldest first (JSON list);
+                           each has "conn", a number per TCP connection (1, 2, ... in
+                           accept order), so a test can count the connections a
+                           client opened for its requests (keep-alive reuse)
     POST /_reset/PREFIX     forget requests and scripts under PREFIX (empty: all)
 Any other request is recorded and answered by the longest matching script, or with
 200 {"ok":true}.
@@ -51,6 +54,12 @@ class State:
         self.lock = threading.Lock()
         self.requests = []
         self.scripts = {}
+        self.connections = 0  # accepted so far; never reset, so numbers stay unique
+
+    def new_connection(self):
+        with self.lock:
+            self.connections += 1
+            return self.connections
 
     def script(self, prefix, spec):
         with self.lock:
@@ -101,6 +110,12 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "twice-test-http-receiver"
     state = None  # set by main()
+
+    def setup(self):
+        # One handler instance per accepted connection (its keep-alive
+        # requests all pass through this instance): number it.
+        super().setup()
+        self.conn = self.state.new_connection()
 
     def log_request(self, code="-", size="-"):
         pass  # no line per request; errors still go through log_message
@@ -162,6 +177,7 @@ class Handler(BaseHTTPRequestHandler):
             "body": text,
             "body_b64": base64.b64encode(body).decode(),
             "time": time.time(),
+            "conn": self.conn,
         }
         status, headers, payload, delay = self.state.answer(record)
         if delay > 0:

@@ -7,19 +7,43 @@
 #include "sync.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <twice/plugin.h>
 
-/* Read-only after init: handle() runs on many threads. All owned. */
+/*
+ * Connections are reused, not set up per message: an easy handle keeps its
+ * connections (and TLS sessions) open after a transfer, so handles are kept
+ * in a pool, taken by handle() and given back after the request. handle()
+ * runs on several threads at once and an easy handle serves one transfer at
+ * a time, so the pool grows to at most the queue's concurrency and each
+ * handle keeps its own keep-alive connection to the endpoint.
+ *
+ * Why not the alternatives: a CURLSH sharing CURL_LOCK_DATA_CONNECT is
+ * documented by libcurl as "not supported" between concurrent threads
+ * (CURLSHOPT_SHARE(3)); a per-thread handle behind a pthread key needs a
+ * destructor that runs at thread exit, possibly after fini, and fini could
+ * not reach the other threads' handles. The pool needs one mutex held for a
+ * list push or pop, and fini (no handle() running) finds every handle in it.
+ */
+struct pooled {
+    CURL *curl;
+    struct pooled *next;
+};
+
+/* Read-only after init except the pool (under pool_lock): handle() runs on
+ * many threads. All owned. */
 struct sync {
     const twice_api *api;
     char *url_tmpl;
     char *method;      /* "PUT" or "POST" */
     char *auth_header; /* "Name: value" or NULL; a secret: never logged */
     long timeout;
+    pthread_mutex_t pool_lock;
+    struct pooled *idle; /* idle handles, the most recently used first */
 };
 
 static void
@@ -28,6 +52,13 @@ sync_free(struct sync *s)
     if (s == NULL) {
         return;
     }
+    while (s->idle != NULL) {
+        struct pooled *p = s->idle;
+        s->idle = p->next;
+        curl_easy_cleanup(p->curl);
+        free(p);
+    }
+    pthread_mutex_destroy(&s->pool_lock);
     free(s->url_tmpl);
     free(s->method);
     if (s->auth_header != NULL) {
@@ -100,6 +131,10 @@ sync_init(const twice_api *api, const twice_settings *set, void **state)
 {
     struct sync *s = calloc(1, sizeof(*s));
     const char *why = "out of memory";
+    if (s != NULL && pthread_mutex_init(&s->pool_lock, NULL) != 0) {
+        free(s);
+        s = NULL;
+    }
     if (s == NULL || (s->api = api, why = read_settings(s, set)) != NULL) {
         api->log(NULL, TWICE_LOG_ERROR, "%s", why);
         sync_free(s);
@@ -118,8 +153,45 @@ sync_init(const twice_api *api, const twice_settings *set, void **state)
 static void
 sync_fini(void *state)
 {
-    sync_free(state);
+    sync_free(state); /* the pooled handles before curl_global_cleanup */
     curl_global_cleanup();
+}
+
+/* An idle handle from the pool, or a new one; NULL when out of memory. */
+static struct pooled *
+pool_take(struct sync *s)
+{
+    pthread_mutex_lock(&s->pool_lock);
+    struct pooled *p = s->idle;
+    if (p != NULL) {
+        s->idle = p->next;
+    }
+    pthread_mutex_unlock(&s->pool_lock);
+    if (p != NULL) {
+        return p;
+    }
+    if ((p = malloc(sizeof(*p))) == NULL) {
+        return NULL;
+    }
+    if ((p->curl = curl_easy_init()) == NULL) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* Back to the pool after a request. curl_easy_reset() puts every option
+ * back to its default (so the next message starts as on a new handle and
+ * no pointer into this message's memory is kept) but keeps the open
+ * connections, the DNS cache and the TLS sessions. */
+static void
+pool_give(struct sync *s, struct pooled *p)
+{
+    curl_easy_reset(p->curl);
+    pthread_mutex_lock(&s->pool_lock);
+    p->next = s->idle;
+    s->idle = p;
+    pthread_mutex_unlock(&s->pool_lock);
 }
 
 /* The request's headers; NULL when out of memory. */
@@ -162,7 +234,7 @@ set_options(const struct sync *s, CURL *c, const char *url, struct curl_slist *h
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, s->method);
 }
 
-/* One request (one easy handle per call: handle() runs on many threads). */
+/* One request, on an easy handle this call has to itself (from the pool). */
 static twice_status
 send_record(const struct sync *s, twice_job *job, CURL *c, const char *url, const char *data,
             size_t len)
@@ -196,7 +268,7 @@ send_record(const struct sync *s, twice_job *job, CURL *c, const char *url, cons
 static twice_status
 sync_handle(void *state, twice_job *job)
 {
-    const struct sync *s = state;
+    struct sync *s = state;
     size_t len = 0;
     char *url = NULL;
     const char *data = s->api->field_json(job, "data", &len);
@@ -208,17 +280,17 @@ sync_handle(void *state, twice_job *job)
         s->api->error(job, "data must be a JSON object");
         return TWICE_REJECT;
     }
-    CURL *c = curl_easy_init();
-    if (c == NULL) {
+    struct pooled *p = pool_take(s);
+    if (p == NULL) {
         s->api->error(job, "curl_easy_init failed");
         return TWICE_RETRY;
     }
-    twice_status st = url_build(s->api, job, c, s->url_tmpl, &url);
+    twice_status st = url_build(s->api, job, p->curl, s->url_tmpl, &url);
     if (st == TWICE_DONE) {
-        st = send_record(s, job, c, url, data, len);
+        st = send_record(s, job, p->curl, url, data, len);
     }
     free(url);
-    curl_easy_cleanup(c);
+    pool_give(s, p);
     return st;
 }
 

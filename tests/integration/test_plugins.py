@@ -170,6 +170,15 @@ class BundledPlugins(twicetest.TwiceTestCase):
         attrs = letters[0]["MessageAttributes"]
         self.assertEqual(attrs["twice-reason"]["StringValue"], "rejected")
         self.assertRegex(attrs["twice-error"]["StringValue"], r"^HTTP 400: .*unknown field")
+        # No connection per message: 12 records over one worker with 4 handler
+        # threads come on at most 4 connections (the receiver numbers them).
+        rx.reset()
+        for i in range(12):
+            self.sqs.send(url, json.dumps(dict(rec, id=100 + i)))
+        twicetest.wait_until(lambda: len(rx.requests()) == 12 and
+                             self.sqs.counts(url) == (0, 0, 0), timeout=30)
+        conns = {r["conn"] for r in rx.requests()}
+        self.assertLessEqual(len(conns), 4, "12 messages, %d connections" % len(conns))
         self.assertEqual(d.stop(), 0)
 
     def test_reference_config_loads_all_three_plugins(self):

@@ -543,7 +543,8 @@ class HttpReceiver:
 
     def requests(self):
         """Recorded requests, oldest first: dicts with method, path, query, headers
-        (lower-case names), body (text), body_b64, status (what was answered)."""
+        (lower-case names), body (text), body_b64, status (what was answered), conn
+        (which TCP connection it came on: equal numbers, the same connection)."""
         return self._call("GET", "_requests")
 
     def reset(self):

@@ -3,7 +3,9 @@
  * (answer.c linked in), settings, keys and refusals through the SDK mock
  * host. `integration`: real requests to a private scripts/http-receiver.py:
  * DONE on 200 and 409, RETRY with retry_after on 503 + Retry-After: 7,
- * REJECT on 400 with the body, escaped URL fields, Idempotency-Key = key.
+ * REJECT on 400 with the body, escaped URL fields, Idempotency-Key = key,
+ * and connections reused across messages (the receiver numbers each TCP
+ * connection), from one thread and from several at once.
  */
 #include "check.h"
 #include "test_server.h"
@@ -11,6 +13,7 @@
 #include "../sync.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <twice/mock.h>
 
@@ -298,6 +301,81 @@ test_retry(twice_mock *m)
     twice_mock_job_free(j);
 }
 
+/* How many TCP connections the requests under prefix came on. */
+static size_t
+connections(const char *prefix, size_t *nrequests)
+{
+    json_t *r = requests(prefix), *seen = json_object();
+    char conn[32];
+    for (size_t i = 0; i < json_array_size(r); i++) {
+        json_int_t n = json_integer_value(json_object_get(json_array_get(r, i), "conn"));
+        snprintf(conn, sizeof(conn), "%lld", (long long) n);
+        json_object_set_new(seen, conn, json_true());
+    }
+    size_t count = json_object_size(seen);
+    *nrequests = json_array_size(r);
+    json_decref(seen);
+    json_decref(r);
+    return count;
+}
+
+enum { CONN_THREADS = 4, CONN_EACH = 5 };
+
+struct conn_run {
+    twice_mock *m;
+    const char *prefix;
+    int first_id;
+    int failures;
+};
+
+/* CONN_EACH messages one after another to the same endpoint. */
+static void *
+conn_run(void *arg)
+{
+    struct conn_run *cr = arg;
+    char body[160];
+    for (int i = 0; i < CONN_EACH; i++) {
+        snprintf(body, sizeof(body),
+                 "{\"case\":\"%s\",\"entity\":\"c\",\"id\":%d,\"version\":1,\"data\":{}}",
+                 cr->prefix, cr->first_id + i);
+        twice_mock_job *j = twice_mock_job_new(cr->m, body);
+        cr->failures += twice_mock_run(j) != TWICE_DONE;
+        twice_mock_job_free(j);
+    }
+    return NULL;
+}
+
+/* No connection per message: one thread's messages share one connection;
+ * CONN_THREADS threads at once need at most one each. */
+static void
+test_connection_reuse(twice_mock *m)
+{
+    size_t nreq, nconn;
+    struct conn_run one = {m, "conn1", 1, 0};
+    conn_run(&one);
+    CHECK_INT(one.failures, 0);
+    nconn = connections("conn1", &nreq);
+    fprintf(stderr, "test-sync: %zu messages from one thread: %zu connection(s)\n", nreq, nconn);
+    CHECK_INT(nreq, CONN_EACH);
+    CHECK_INT(nconn, 1);
+
+    pthread_t t[CONN_THREADS];
+    struct conn_run runs[CONN_THREADS];
+    for (int i = 0; i < CONN_THREADS; i++) {
+        runs[i] = (struct conn_run){m, "connN", 100 * (i + 1), 0};
+        CHECK_INT(pthread_create(&t[i], NULL, conn_run, &runs[i]), 0);
+    }
+    for (int i = 0; i < CONN_THREADS; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_INT(runs[i].failures, 0);
+    }
+    nconn = connections("connN", &nreq);
+    fprintf(stderr, "test-sync: %zu messages from %d threads: %zu connection(s)\n", nreq,
+            CONN_THREADS, nconn);
+    CHECK_INT(nreq, CONN_THREADS * CONN_EACH);
+    CHECK(nconn >= 1 && nconn <= CONN_THREADS);
+}
+
 static void
 test_transport_failures(void)
 {
@@ -346,6 +424,7 @@ integration(void)
     test_escaping(m);
     test_conflict_and_reject(m);
     test_retry(m);
+    test_connection_reuse(m);
     for (size_t i = 0; i < twice_mock_log_count(m); i++) {
         CHECK(strstr(twice_mock_log_text(m, i, NULL), "s3cret") == NULL);
     }
