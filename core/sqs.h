@@ -84,13 +84,9 @@ struct sqs_message {
     char *receipt_handle;
     char *body; /* NUL-terminated */
     size_t body_len;
-    char *md5_of_body;
     int receive_count; /* ApproximateReceiveCount; 1 when missing */
     char *group_id;    /* MessageGroupId, NULL on standard queues */
-    char *dedup_id;    /* MessageDeduplicationId */
-    char *sequence_number;
     int64_t sent_timestamp_ms;
-    int64_t first_receive_ms;
     struct sqs_attr *attrs;
     size_t nattrs;
 };

@@ -238,16 +238,9 @@ sqs_parse_sysattrs(json_t *attrs, struct sqs_message *m)
     if ((s = sqs_sysattr(attrs, "SentTimestamp", tmp, sizeof tmp)) != NULL) {
         m->sent_timestamp_ms = strtoll(s, NULL, 10);
     }
-    if ((s = sqs_sysattr(attrs, "ApproximateFirstReceiveTimestamp", tmp, sizeof tmp)) != NULL) {
-        m->first_receive_ms = strtoll(s, NULL, 10);
-    }
-    const char *names[] = {"MessageGroupId", "MessageDeduplicationId", "SequenceNumber"};
-    char **fields[] = {&m->group_id, &m->dedup_id, &m->sequence_number};
-    for (size_t i = 0; i < 3; i++) {
-        if ((s = sqs_sysattr(attrs, names[i], tmp, sizeof tmp)) != NULL &&
-            (*fields[i] = strdup(s)) == NULL) {
-            return -1;
-        }
+    if ((s = sqs_sysattr(attrs, "MessageGroupId", tmp, sizeof tmp)) != NULL &&
+        (m->group_id = strdup(s)) == NULL) {
+        return -1;
     }
     return 0;
 }
@@ -265,11 +258,11 @@ sqs_parse_body(json_t *jm, size_t max, struct sqs_message *m, struct sqs_error *
         return -1;
     }
     m->body_len = json_string_length(jb);
+    const char *want = json_string_value(json_object_get(jm, "MD5OfBody"));
     char md5[33];
-    if (m->md5_of_body != NULL && sqs_md5_hex(body, m->body_len, md5) == 0 &&
-        strcasecmp(md5, m->md5_of_body) != 0) {
+    if (want != NULL && sqs_md5_hex(body, m->body_len, md5) == 0 && strcasecmp(md5, want) != 0) {
         sqs_error_set(e, "BodyMD5Mismatch", 1, "message %.64s: MD5OfBody %.40s, body hashes to %s",
-                      m->message_id, m->md5_of_body, md5);
+                      m->message_id, want, md5);
         return -1;
     }
     if (max > 0 && m->body_len > max) {
@@ -310,7 +303,6 @@ sqs_parse_message(json_t *jm, size_t max, struct sqs_message *m, struct sqs_erro
     }
     m->message_id = sqs_dup_member(jm, "MessageId");
     m->receipt_handle = sqs_dup_member(jm, "ReceiptHandle");
-    m->md5_of_body = sqs_dup_member(jm, "MD5OfBody");
     if (m->message_id == NULL || m->receipt_handle == NULL) {
         sqs_error_set(e, "MalformedResponse", 1, "a message lacks MessageId or ReceiptHandle");
         return -1;
@@ -378,10 +370,7 @@ sqs_message_clear(struct sqs_message *m)
     free(m->message_id);
     free(m->receipt_handle);
     free(m->body);
-    free(m->md5_of_body);
     free(m->group_id);
-    free(m->dedup_id);
-    free(m->sequence_number);
     sqs_attrs_free(m->attrs, m->nattrs);
     memset(m, 0, sizeof(*m));
 }
