@@ -152,7 +152,7 @@ recv_batch(struct sqs_client *sqs, const char *url, int max, int visibility,
            struct sqs_message **msgs, size_t *n, struct sqs_error *err)
 {
     struct sqs_receive_opts o = {max < 10 ? max : 10, 1, visibility, NULL};
-    return sqs_receive(sqs, url, &o, 0, msgs, n, err);
+    return sqs_receive(sqs, url, &o, msgs, n, err);
 }
 
 /* ---- list ---- */

@@ -483,7 +483,7 @@ receive_once(struct receiver *r)
     struct sqs_message *msgs = NULL;
     size_t got = 0;
     struct sqs_error e;
-    int rc = sqs_receive(r->sqs, q->cfg->url, &o, 0, &msgs, &got, &e);
+    int rc = sqs_receive(r->sqs, q->cfg->url, &o, &msgs, &got, &e);
     metrics_count(MET_SQS_REQUESTS, "ReceiveMessage", rc == 0 ? "ok" : "error", NULL, 1);
     wqueue_release_slot(q, n - (int) got);
     if (rc != 0) {

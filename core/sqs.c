@@ -349,7 +349,7 @@ sqs_call_raw(struct sqs_client *c, const char *op, const char *body, size_t len,
 
 int
 sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_receive_opts *o,
-            size_t max_body_bytes, struct sqs_message **msgs, size_t *n, struct sqs_error *err)
+            struct sqs_message **msgs, size_t *n, struct sqs_error *err)
 {
     *msgs = NULL;
     *n = 0;
@@ -369,8 +369,7 @@ sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_receiv
     if (sqs_call_json(c, "ReceiveMessage", req, &co, err) != 0) {
         return -1;
     }
-    return sqs_parse_receive(buf_str(&c->resp.body), c->resp.body.len, max_body_bytes, msgs, n,
-                             err);
+    return sqs_parse_receive(buf_str(&c->resp.body), c->resp.body.len, msgs, n, err);
 }
 
 /* Delete / ChangeMessageVisibility batches share everything but a field. */

@@ -99,15 +99,12 @@ struct sqs_receive_opts {
 };
 
 /*
- * ReceiveMessage, asking for every system and message attribute. Bodies
- * larger than max_body_bytes are not copied: the message is returned with
- * body NULL, body_len the real size, so the caller can dead-letter it as
- * too large (0 for no limit). *msgs is owned by the caller
+ * ReceiveMessage, asking for every message attribute and the system
+ * attributes struct sqs_message holds. *msgs is owned by the caller
  * (sqs_messages_free); *n may be 0.
  */
 int sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_receive_opts *o,
-                size_t max_body_bytes, struct sqs_message **msgs, size_t *n,
-                struct sqs_error *err);
+                struct sqs_message **msgs, size_t *n, struct sqs_error *err);
 void sqs_messages_free(struct sqs_message *msgs, size_t n);
 /* Free what one message owns and zero it (for a message moved out of the array). */
 void sqs_message_clear(struct sqs_message *m);

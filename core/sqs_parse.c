@@ -245,10 +245,9 @@ sqs_parse_sysattrs(json_t *attrs, struct sqs_message *m)
     return 0;
 }
 
-/* Body: copied unless larger than max (0: no limit); MD5OfBody checked
- * either way, on the bytes as received. */
+/* Body: MD5OfBody checked on the bytes as received, then copied. */
 static int
-sqs_parse_body(json_t *jm, size_t max, struct sqs_message *m, struct sqs_error *e)
+sqs_parse_body(json_t *jm, struct sqs_message *m, struct sqs_error *e)
 {
     json_t *jb = json_object_get(jm, "Body");
     const char *body = json_string_value(jb);
@@ -264,9 +263,6 @@ sqs_parse_body(json_t *jm, size_t max, struct sqs_message *m, struct sqs_error *
         sqs_error_set(e, "BodyMD5Mismatch", 1, "message %.64s: MD5OfBody %.40s, body hashes to %s",
                       m->message_id, want, md5);
         return -1;
-    }
-    if (max > 0 && m->body_len > max) {
-        return 0;
     }
     if ((m->body = malloc(m->body_len + 1)) == NULL) {
         sqs_error_set(e, "OutOfMemory", 0, "out of memory");
@@ -295,7 +291,7 @@ sqs_check_attrs_md5(json_t *jm, const struct sqs_message *m, struct sqs_error *e
 }
 
 static int
-sqs_parse_message(json_t *jm, size_t max, struct sqs_message *m, struct sqs_error *e)
+sqs_parse_message(json_t *jm, struct sqs_message *m, struct sqs_error *e)
 {
     if (!json_is_object(jm)) {
         sqs_error_set(e, "MalformedResponse", 1, "a message is not a JSON object");
@@ -307,7 +303,7 @@ sqs_parse_message(json_t *jm, size_t max, struct sqs_message *m, struct sqs_erro
         sqs_error_set(e, "MalformedResponse", 1, "a message lacks MessageId or ReceiptHandle");
         return -1;
     }
-    if (sqs_parse_body(jm, max, m, e) != 0 ||
+    if (sqs_parse_body(jm, m, e) != 0 ||
         sqs_parse_attrs(json_object_get(jm, "MessageAttributes"), m, e) != 0 ||
         sqs_check_attrs_md5(jm, m, e) != 0) {
         return -1;
@@ -320,8 +316,8 @@ sqs_parse_message(json_t *jm, size_t max, struct sqs_message *m, struct sqs_erro
 }
 
 int
-sqs_parse_receive(const char *json, size_t len, size_t max_body_bytes, struct sqs_message **msgs,
-                  size_t *n, struct sqs_error *e)
+sqs_parse_receive(const char *json, size_t len, struct sqs_message **msgs, size_t *n,
+                  struct sqs_error *e)
 {
     *msgs = NULL;
     *n = 0;
@@ -343,7 +339,7 @@ sqs_parse_receive(const char *json, size_t len, size_t max_body_bytes, struct sq
         goto done;
     }
     for (i = 0; i < count; i++) {
-        if (sqs_parse_message(json_array_get(arr, i), max_body_bytes, &out[i], e) != 0) {
+        if (sqs_parse_message(json_array_get(arr, i), &out[i], e) != 0) {
             sqs_messages_free(out, i + 1);
             out = NULL;
             goto done;

@@ -58,11 +58,10 @@ long sqs_retry_delay_ms(const struct sqs_error *e, int retry, long retry_after_m
  * sqs_messages_free). No "Messages" key: *n = 0. Checks MD5OfBody and
  * MD5OfMessageAttributes: a mismatch fails the whole call with the
  * retryable "BodyMD5Mismatch" / "AttributesMD5Mismatch" (the messages come
- * back after their visibility timeout). Bodies over max_body_bytes (0: no
- * limit) are not copied.
+ * back after their visibility timeout).
  */
-int sqs_parse_receive(const char *json, size_t len, size_t max_body_bytes,
-                      struct sqs_message **msgs, size_t *n, struct sqs_error *e);
+int sqs_parse_receive(const char *json, size_t len, struct sqs_message **msgs, size_t *n,
+                      struct sqs_error *e);
 
 /*
  * A batch response -> results[i] for the entry whose Id is ids[i]. An
