@@ -304,9 +304,6 @@ sqs_call(struct sqs_client *c, const char *op, const char *body, size_t len,
             break;
         }
     }
-    if (strcmp(err->code, "Cancelled") == 0) {
-        err->retryable = 0;
-    }
     return -1;
 }
 
