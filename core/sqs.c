@@ -369,11 +369,20 @@ sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_receiv
     return sqs_parse_receive(buf_str(&c->resp.body), c->resp.body.len, msgs, n, err);
 }
 
-/* Delete / ChangeMessageVisibility batches share everything but a field. */
+/* Entry i of a batch as JSON, its Id in *id; NULL with err set on bad
+ * input (op names the call in the message). */
+typedef json_t *sqs_batch_entry_fn(const void *entries, size_t i, const char *op, const char **id,
+                                   struct sqs_error *err);
+
+/*
+ * Every *Batch call: nothing to do for n == 0, at most 10 entries, the
+ * {QueueUrl, Entries} request built with entry(), then results[i] for
+ * entry i from the response.
+ */
 static int
-sqs_handle_batch(struct sqs_client *c, const char *op, const char *queue_url,
-                 const struct sqs_batch_entry *entries, size_t n, int with_visibility,
-                 struct sqs_batch_result *results, struct sqs_error *err)
+sqs_batch_call(struct sqs_client *c, const char *op, const char *queue_url, const void *entries,
+               size_t n, sqs_batch_entry_fn *entry, struct sqs_batch_result *results,
+               struct sqs_error *err)
 {
     const char *ids[SQS_MAX_BATCH];
     if (n == 0) {
@@ -384,20 +393,21 @@ sqs_handle_batch(struct sqs_client *c, const char *op, const char *queue_url,
         return -1;
     }
     json_t *arr = json_array();
-    for (size_t i = 0; i < n && arr != NULL; i++) {
-        json_t *e = json_pack("{s:s, s:s}", "Id", entries[i].id, "ReceiptHandle",
-                              entries[i].receipt_handle);
-        if (e != NULL && with_visibility) {
-            json_object_set_new(e, "VisibilityTimeout",
-                                json_integer(entries[i].visibility_timeout));
-        }
-        if (e == NULL || json_array_append_new(arr, e) != 0) {
-            json_decref(arr);
-            arr = NULL;
-        }
-        ids[i] = entries[i].id;
+    if (arr == NULL) {
+        sqs_error_set(err, "OutOfMemory", 0, "out of memory");
+        return -1;
     }
-    json_t *req = arr ? json_pack("{s:s, s:o}", "QueueUrl", queue_url, "Entries", arr) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = entry(entries, i, op, &ids[i], err);
+        if (e == NULL || json_array_append_new(arr, e) != 0) {
+            if (e != NULL) {
+                sqs_error_set(err, "OutOfMemory", 0, "out of memory");
+            }
+            json_decref(arr);
+            return -1;
+        }
+    }
+    json_t *req = json_pack("{s:s, s:o}", "QueueUrl", queue_url, "Entries", arr);
     struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
     if (sqs_call_json(c, op, req, &co, err) != 0) {
         return -1;
@@ -405,12 +415,43 @@ sqs_handle_batch(struct sqs_client *c, const char *op, const char *queue_url,
     return sqs_parse_batch(buf_str(&c->resp.body), c->resp.body.len, ids, n, results, err);
 }
 
+/* A DeleteMessageBatch entry: {Id, ReceiptHandle}. */
+static json_t *
+sqs_delete_entry(const void *entries, size_t i, const char *op, const char **id,
+                 struct sqs_error *err)
+{
+    const struct sqs_batch_entry *e = (const struct sqs_batch_entry *) entries + i;
+    json_t *j = json_pack("{s:s, s:s}", "Id", e->id, "ReceiptHandle", e->receipt_handle);
+    if (j == NULL) {
+        sqs_error_set(err, "InvalidArgument", 0, "%s: a required argument is missing", op);
+    }
+    *id = e->id;
+    return j;
+}
+
+/* A ChangeMessageVisibilityBatch entry: a delete entry plus VisibilityTimeout. */
+static json_t *
+sqs_visibility_entry(const void *entries, size_t i, const char *op, const char **id,
+                     struct sqs_error *err)
+{
+    const struct sqs_batch_entry *e = (const struct sqs_batch_entry *) entries + i;
+    json_t *j = sqs_delete_entry(entries, i, op, id, err);
+    if (j != NULL &&
+        json_object_set_new(j, "VisibilityTimeout", json_integer(e->visibility_timeout)) != 0) {
+        json_decref(j);
+        sqs_error_set(err, "OutOfMemory", 0, "out of memory");
+        return NULL;
+    }
+    return j;
+}
+
 int
 sqs_delete_batch(struct sqs_client *c, const char *queue_url,
                  const struct sqs_batch_entry *entries, size_t n, struct sqs_batch_result *results,
                  struct sqs_error *err)
 {
-    return sqs_handle_batch(c, "DeleteMessageBatch", queue_url, entries, n, 0, results, err);
+    return sqs_batch_call(c, "DeleteMessageBatch", queue_url, entries, n, sqs_delete_entry,
+                          results, err);
 }
 
 int
@@ -418,8 +459,8 @@ sqs_change_visibility_batch(struct sqs_client *c, const char *queue_url,
                             const struct sqs_batch_entry *entries, size_t n,
                             struct sqs_batch_result *results, struct sqs_error *err)
 {
-    return sqs_handle_batch(c, "ChangeMessageVisibilityBatch", queue_url, entries, n, 1, results,
-                            err);
+    return sqs_batch_call(c, "ChangeMessageVisibilityBatch", queue_url, entries, n,
+                          sqs_visibility_entry, results, err);
 }
 
 int
@@ -532,35 +573,28 @@ sqs_send(struct sqs_client *c, const char *queue_url, const struct sqs_send_entr
     return 0;
 }
 
+/* A SendMessageBatch entry: the message with its Id. */
+static json_t *
+sqs_send_entry_json(const void *entries, size_t i, const char *op, const char **id,
+                    struct sqs_error *err)
+{
+    (void) op;
+    const struct sqs_send_entry *e = (const struct sqs_send_entry *) entries + i;
+    json_t *m = sqs_send_json(e, 1);
+    if (m == NULL) {
+        sqs_error_set(err, "InvalidMessageContents", 0,
+                      "entry %zu: no body, or a body or attribute that is not UTF-8", i);
+    }
+    *id = e->id;
+    return m;
+}
+
 int
 sqs_send_batch(struct sqs_client *c, const char *queue_url, const struct sqs_send_entry *entries,
                size_t n, struct sqs_batch_result *results, struct sqs_error *err)
 {
-    const char *ids[SQS_MAX_BATCH];
-    if (n == 0) {
-        return 0;
-    }
-    if (n > SQS_MAX_BATCH) {
-        sqs_error_set(err, "TooManyEntriesInBatchRequest", 0, "%zu entries (at most 10)", n);
-        return -1;
-    }
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n && arr != NULL; i++) {
-        json_t *m = sqs_send_json(&entries[i], 1);
-        if (m == NULL || json_array_append_new(arr, m) != 0) {
-            json_decref(arr);
-            sqs_error_set(err, "InvalidMessageContents", 0,
-                          "entry %zu: no body, or a body or attribute that is not UTF-8", i);
-            return -1;
-        }
-        ids[i] = entries[i].id;
-    }
-    json_t *req = arr ? json_pack("{s:s, s:o}", "QueueUrl", queue_url, "Entries", arr) : NULL;
-    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
-    if (sqs_call_json(c, "SendMessageBatch", req, &co, err) != 0) {
-        return -1;
-    }
-    return sqs_parse_batch(buf_str(&c->resp.body), c->resp.body.len, ids, n, results, err);
+    return sqs_batch_call(c, "SendMessageBatch", queue_url, entries, n, sqs_send_entry_json,
+                          results, err);
 }
 
 int
