@@ -7,6 +7,7 @@
 
 #include <openssl/crypto.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -27,8 +28,8 @@ struct awsconfig_section {
     size_t n, cap;
 };
 
-static const char *
-env_nonempty(const char *name)
+const char *
+awsconfig_env(const char *name)
 {
     const char *v = getenv(name);
     return v != NULL && *v != '\0' ? v : NULL;
@@ -39,7 +40,7 @@ env_nonempty(const char *name)
 static char *
 home_dir(void)
 {
-    const char *home = env_nonempty("HOME");
+    const char *home = awsconfig_env("HOME");
     struct passwd pw, *res = NULL;
     char pwbuf[4096];
 
@@ -74,7 +75,7 @@ awsconfig_path(enum awsconfig_kind kind, const char **shown)
     const char *var =
         kind == AWSCONFIG_CREDENTIALS ? "AWS_SHARED_CREDENTIALS_FILE" : "AWS_CONFIG_FILE";
     const char *dflt = kind == AWSCONFIG_CREDENTIALS ? "~/.aws/credentials" : "~/.aws/config";
-    const char *path = env_nonempty(var);
+    const char *path = awsconfig_env(var);
 
     if (path == NULL) {
         path = dflt;
@@ -95,7 +96,7 @@ awsconfig_path(enum awsconfig_kind kind, const char **shown)
 const char *
 awsconfig_profile_name(const char *profile)
 {
-    const char *env = env_nonempty("AWS_PROFILE");
+    const char *env = awsconfig_env("AWS_PROFILE");
 
     if (profile != NULL && *profile != '\0') {
         return profile;
@@ -382,4 +383,34 @@ awsconfig_profile_value(const char *profile, const char *key, char **out)
     awsconfig_section_free(s);
     free(path);
     return rc;
+}
+
+char *
+awsconfig_service_url(const char *service, const char *region)
+{
+    const char *ignore = awsconfig_env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
+    const char *url = NULL;
+    char *out = NULL;
+
+    if (ignore == NULL || strcasecmp(ignore, "true") != 0) {
+        char var[64];
+        snprintf(var, sizeof(var), "AWS_ENDPOINT_URL_%s", service);
+        for (char *p = var; *p != '\0'; p++) {
+            *p = (char) toupper((unsigned char) *p);
+        }
+        if ((url = awsconfig_env(var)) == NULL) {
+            url = awsconfig_env("AWS_ENDPOINT_URL");
+        }
+    }
+    if (url != NULL) {
+        out = strdup(url);
+    } else if (region == NULL) {
+        if (asprintf(&out, "https://%s.amazonaws.com", service) < 0) {
+            out = NULL;
+        }
+    } else if (asprintf(&out, "https://%s.%s.amazonaws.com%s", service, region,
+                        strncmp(region, "cn-", 3) == 0 ? ".cn" : "") < 0) {
+        out = NULL;
+    }
+    return out;
 }

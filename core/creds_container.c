@@ -5,6 +5,7 @@
  * AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE (read again on each refresh) or
  * AWS_CONTAINER_AUTHORIZATION_TOKEN. Not IMDS (creds_imds.c).
  */
+#include "awsconfig.h"
 #include "creds.h"
 #include "creds_provider.h"
 #include "http.h"
@@ -91,9 +92,9 @@ creds_container_uri_allowed(const char *uri)
 static char *
 auth_header(int *failed, char *why, size_t whylen)
 {
-    const char *file = creds_env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
+    const char *file = awsconfig_env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
     char *from_file = NULL, *line = NULL;
-    const char *token = creds_env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+    const char *token = awsconfig_env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
 
     *failed = 0;
     if (file != NULL) {
@@ -182,8 +183,8 @@ fetch(struct container_provider *cp, const struct creds_ctx *ctx, const char *ur
 static char *
 endpoint_url(int *rc, size_t *shown_len, char *why, size_t whylen)
 {
-    const char *rel = creds_env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
-    const char *full = creds_env("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+    const char *rel = awsconfig_env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+    const char *full = awsconfig_env("AWS_CONTAINER_CREDENTIALS_FULL_URI");
     char *url = NULL;
 
     *rc = -1;

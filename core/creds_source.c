@@ -4,6 +4,7 @@
  * credential_process, token files, and the HTTP client of the network
  * sources. Not a source itself, and not the chain (creds.c).
  */
+#include "awsconfig.h"
 #include "creds.h"
 #include "creds_provider.h"
 #include "http.h"
@@ -20,17 +21,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *
-creds_env(const char *name)
-{
-    const char *v = getenv(name);
-    return v != NULL && *v != '\0' ? v : NULL;
-}
-
 int
 creds_env_true(const char *name)
 {
-    const char *v = creds_env(name);
+    const char *v = awsconfig_env(name);
     return v != NULL && strcasecmp(v, "true") == 0;
 }
 

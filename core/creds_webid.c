@@ -218,29 +218,6 @@ creds_webid_parse(const char *xml, size_t len, struct creds *out, char *why, siz
 
 /* ---- the request ---- */
 
-char *
-creds_sts_endpoint(const char *region)
-{
-    const char *url = NULL;
-    char *out = NULL;
-
-    if (!creds_env_true("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")) {
-        url = creds_env("AWS_ENDPOINT_URL_STS");
-        if (url == NULL) {
-            url = creds_env("AWS_ENDPOINT_URL");
-        }
-    }
-    if (url != NULL) {
-        out = strdup(url);
-    } else if (region == NULL) {
-        out = strdup("https://sts.amazonaws.com");
-    } else if (asprintf(&out, "https://sts.%s.amazonaws.com%s", region,
-                        strncmp(region, "cn-", 3) == 0 ? ".cn" : "") < 0) {
-        out = NULL;
-    }
-    return out;
-}
-
 /* application/x-www-form-urlencoded: unreserved bytes as they are. */
 static void
 form_put(struct buf *b, const char *name, const char *value)
@@ -270,7 +247,7 @@ struct webid_conf {
 static const char *
 either(const char *var, const struct awsconfig_section *s, const char *key)
 {
-    const char *v = creds_env(var);
+    const char *v = awsconfig_env(var);
     const char *p = v == NULL ? awsconfig_get(s, key) : NULL;
     return v != NULL ? v : p != NULL && *p != '\0' ? p : NULL;
 }
@@ -294,7 +271,7 @@ webid_conf_load(const struct webid_provider *wp, const struct creds_ctx *ctx, st
                  (long long) time(NULL));
         c->session = c->session_buf;
     }
-    c->region = ctx->region != NULL ? ctx->region : creds_env("AWS_REGION");
+    c->region = ctx->region != NULL ? ctx->region : awsconfig_env("AWS_REGION");
     if (c->region == NULL) {
         c->region = either("AWS_DEFAULT_REGION", c->section, "region");
     }
@@ -364,7 +341,7 @@ assume_role(struct webid_provider *wp, const struct creds_ctx *ctx, const struct
         snprintf(why, whylen, "web identity token file %s: %s", c->token_file, strerror(errno));
         return -1;
     }
-    url = creds_sts_endpoint(c->region);
+    url = awsconfig_service_url("sts", c->region);
     buf_reserve(&form, 3 * (strlen(token) + strlen(c->role_arn) + strlen(c->session)) + 128);
     form_put(&form, "Action", "AssumeRoleWithWebIdentity");
     form_put(&form, "Version", "2011-06-15");

@@ -659,13 +659,6 @@ sqs_purge(struct sqs_client *c, const char *queue_url, struct sqs_error *err)
     return sqs_call_json(c, "PurgeQueue", req, &co, err);
 }
 
-static const char *
-sqs_env(const char *name)
-{
-    const char *v = getenv(name);
-    return v != NULL && v[0] != '\0' ? v : NULL;
-}
-
 /* Region names are short lower-case words: "eu-west-1", "cn-north-1". */
 static int
 sqs_valid_region(const char *r)
@@ -686,9 +679,9 @@ sqs_resolve_region(const char *cfg_region, const char *profile, const char **src
     *unreadable = 0;
     if (cfg_region != NULL && cfg_region[0] != '\0') {
         v = cfg_region, *src = "aws.region";
-    } else if ((v = sqs_env("AWS_REGION")) != NULL) {
+    } else if ((v = awsconfig_env("AWS_REGION")) != NULL) {
         *src = "AWS_REGION";
-    } else if ((v = sqs_env("AWS_DEFAULT_REGION")) != NULL) {
+    } else if ((v = awsconfig_env("AWS_DEFAULT_REGION")) != NULL) {
         *src = "AWS_DEFAULT_REGION";
     }
     if (v != NULL) {
@@ -705,24 +698,14 @@ sqs_resolve_region(const char *cfg_region, const char *profile, const char **src
     return region;
 }
 
-/* The endpoint URL (malloc'd, no trailing '/'); NULL on ENOMEM. */
+/* The endpoint URL (malloc'd, no trailing '/'): the configuration's, else
+ * the environment's or the regional one. NULL on ENOMEM. */
 static char *
 sqs_resolve_url(const char *cfg_endpoint, const char *region)
 {
-    const char *v = cfg_endpoint != NULL && cfg_endpoint[0] != '\0' ? cfg_endpoint : NULL;
-    const char *ignore = sqs_env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
-    if (v == NULL && (ignore == NULL || strcasecmp(ignore, "true") != 0)) {
-        if ((v = sqs_env("AWS_ENDPOINT_URL_SQS")) == NULL) {
-            v = sqs_env("AWS_ENDPOINT_URL");
-        }
-    }
-    char *url = NULL;
-    if (v != NULL) {
-        url = strdup(v);
-    } else if (asprintf(&url, "https://sqs.%s.amazonaws.com%s", region,
-                        strncmp(region, "cn-", 3) == 0 ? ".cn" : "") < 0) {
-        url = NULL;
-    }
+    char *url = cfg_endpoint != NULL && cfg_endpoint[0] != '\0'
+                    ? strdup(cfg_endpoint)
+                    : awsconfig_service_url("sqs", region);
     for (size_t n = url ? strlen(url) : 0; n > 0 && url[n - 1] == '/'; n--) {
         url[n - 1] = '\0';
     }
