@@ -12,6 +12,7 @@
 #include "creds.h"
 #include "creds_provider.h"
 #include "http.h"
+#include "sigv4.h"
 
 #include <openssl/crypto.h>
 
@@ -222,18 +223,8 @@ creds_webid_parse(const char *xml, size_t len, struct creds *out, char *why, siz
 static void
 form_put(struct buf *b, const char *name, const char *value)
 {
-    static const char hex[] = "0123456789ABCDEF";
-
     buf_printf(b, "%s%s=", b->len > 0 ? "&" : "", name);
-    for (const unsigned char *p = (const unsigned char *) value; *p; p++) {
-        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-            *p == '-' || *p == '_' || *p == '.' || *p == '~') {
-            buf_putc(b, (char) *p);
-        } else {
-            char esc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
-            buf_append(b, esc, 3);
-        }
-    }
+    sigv4_uri_encode(b, value, strlen(value), 0);
 }
 
 /* What the variables and the profile say. Strings are borrowed from the
