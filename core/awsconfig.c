@@ -5,6 +5,8 @@
  */
 #include "awsconfig.h"
 
+#include "buf.h"
+
 #include <openssl/crypto.h>
 
 #include <ctype.h>
@@ -111,9 +113,8 @@ awsconfig_section_free(struct awsconfig_section *s)
         return;
     }
     for (size_t i = 0; i < s->n; i++) {
-        OPENSSL_cleanse(s->entries[i].value, strlen(s->entries[i].value));
         free(s->entries[i].key);
-        free(s->entries[i].value);
+        buf_free_secret(s->entries[i].value);
     }
     free(s->entries);
     free(s);
@@ -147,8 +148,7 @@ section_set(struct awsconfig_section *s, const char *key, size_t n, const char *
     }
     for (size_t i = 0; i < s->n; i++) {
         if (strcmp(s->entries[i].key, k) == 0) {
-            OPENSSL_cleanse(s->entries[i].value, strlen(s->entries[i].value));
-            free(s->entries[i].value);
+            buf_free_secret(s->entries[i].value);
             free(k);
             s->entries[i].value = v;
             return 0;

@@ -12,8 +12,6 @@
 #include "buf.h"
 #include "creds_provider.h"
 
-#include <openssl/crypto.h>
-
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -40,21 +38,12 @@
 
 /* ---- struct creds ---- */
 
-static void
-wipe_free(char *s)
-{
-    if (s != NULL) {
-        OPENSSL_cleanse(s, strlen(s));
-        free(s);
-    }
-}
-
 void
 creds_clear(struct creds *c)
 {
     free(c->access_key_id);
-    wipe_free(c->secret_access_key);
-    wipe_free(c->session_token);
+    buf_free_secret(c->secret_access_key);
+    buf_free_secret(c->session_token);
     memset(c, 0, sizeof(*c));
 }
 

@@ -6,11 +6,10 @@
  * AWS_CONTAINER_AUTHORIZATION_TOKEN. Not IMDS (creds_imds.c).
  */
 #include "awsconfig.h"
+#include "buf.h"
 #include "creds.h"
 #include "creds_provider.h"
 #include "http.h"
-
-#include <openssl/crypto.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -117,10 +116,7 @@ auth_header(int *failed, char *why, size_t whylen)
         *failed = 1;
         line = NULL;
     }
-    if (from_file != NULL) {
-        OPENSSL_cleanse(from_file, strlen(from_file));
-        free(from_file);
-    }
+    buf_free_secret(from_file);
     return line;
 }
 
@@ -170,9 +166,7 @@ fetch(struct container_provider *cp, const struct creds_ctx *ctx, const char *ur
             break;
         }
     }
-    if (resp.body.data != NULL) {
-        OPENSSL_cleanse(resp.body.data, resp.body.cap);
-    }
+    buf_free_wipe(&resp.body);
     http_response_free(&resp);
     return rc;
 }
@@ -232,10 +226,7 @@ container_resolve(struct creds_provider *p, const struct creds_ctx *ctx, struct 
     } else {
         rc = fetch(cp, ctx, url, shown, auth, out, why, whylen);
     }
-    if (auth != NULL) {
-        OPENSSL_cleanse(auth, strlen(auth));
-        free(auth);
-    }
+    buf_free_secret(auth);
     free(url);
     return rc;
 }

@@ -7,11 +7,10 @@
  * the metadata (region and the like).
  */
 #include "awsconfig.h"
+#include "buf.h"
 #include "creds.h"
 #include "creds_provider.h"
 #include "http.h"
-
-#include <openssl/crypto.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,13 +199,8 @@ imds_resolve(struct creds_provider *p, const struct creds_ctx *ctx, struct creds
     if (rc == 1) {
         rc = role_creds(&call, role, out, why, whylen);
     }
-    if (call.token_header != NULL) {
-        OPENSSL_cleanse(call.token_header, strlen(call.token_header));
-        free(call.token_header);
-    }
-    if (call.resp.body.data != NULL) {
-        OPENSSL_cleanse(call.resp.body.data, call.resp.body.cap);
-    }
+    buf_free_secret(call.token_header);
+    buf_free_wipe(&call.resp.body);
     http_response_free(&call.resp);
     return rc;
 }

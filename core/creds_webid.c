@@ -14,8 +14,6 @@
 #include "http.h"
 #include "sigv4.h"
 
-#include <openssl/crypto.h>
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,8 +135,7 @@ element_text(const char *p, const char *end, const char *name)
     while (c < c_end) {
         size_t used = *c == '&' ? entity(c + 1, c_end, &b) : 0;
         if (*c == '&' && used == 0) {
-            OPENSSL_cleanse(b.data, b.cap);
-            buf_free(&b);
+            buf_free_wipe(&b);
             errno = EINVAL;
             return NULL;
         }
@@ -149,15 +146,6 @@ element_text(const char *p, const char *end, const char *name)
     }
     buf_putc(&b, '\0'); /* an empty element still gives a string */
     return buf_steal(&b);
-}
-
-static void
-wipe_free(char *s)
-{
-    if (s != NULL) {
-        OPENSSL_cleanse(s, strlen(s));
-        free(s);
-    }
 }
 
 /* An ErrorResponse's Code and Message into why ("" parts when absent). */
@@ -211,8 +199,8 @@ creds_webid_parse(const char *xml, size_t len, struct creds *out, char *why, siz
         rc = 1;
     }
     free(akid);
-    wipe_free(secret);
-    wipe_free(token);
+    buf_free_secret(secret);
+    buf_free_secret(token);
     free(expiry);
     return rc;
 }
@@ -312,9 +300,7 @@ call_sts(struct webid_provider *wp, const struct creds_ctx *ctx, const char *url
         snprintf(why, whylen, "STS %s: AssumeRoleWithWebIdentity: %s", url, reason);
         rc = -1;
     }
-    if (resp.body.data != NULL) {
-        OPENSSL_cleanse(resp.body.data, resp.body.cap);
-    }
+    buf_free_wipe(&resp.body);
     http_response_free(&resp);
     return rc;
 }
@@ -344,11 +330,8 @@ assume_role(struct webid_provider *wp, const struct creds_ctx *ctx, const struct
     } else {
         rc = call_sts(wp, ctx, url, &form, out, why, whylen);
     }
-    if (form.data != NULL) {
-        OPENSSL_cleanse(form.data, form.cap);
-    }
-    buf_free(&form);
-    wipe_free(token);
+    buf_free_wipe(&form);
+    buf_free_secret(token);
     free(url);
     return rc;
 }

@@ -15,7 +15,6 @@
 #include "sqs_parse.h"
 
 #include <jansson.h>
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,17 +142,11 @@ struct sqs_signed {
 static void
 sqs_signed_free(struct sqs_signed *s)
 {
-    if (s->token.data != NULL) {
-        OPENSSL_cleanse(s->token.data, s->token.cap);
-    }
-    if (s->auth.data != NULL) {
-        OPENSSL_cleanse(s->auth.data, s->auth.cap);
-    }
     buf_free(&s->target);
     buf_free(&s->date);
     buf_free(&s->host);
-    buf_free(&s->token);
-    buf_free(&s->auth);
+    buf_free_wipe(&s->token);
+    buf_free_wipe(&s->auth);
 }
 
 /*
@@ -192,10 +185,7 @@ sqs_sign(struct sqs_client *c, const char *op, const char *body, size_t len,
         buf_printf(&s->token, "X-Amz-Security-Token: %s", cr->session_token);
     }
     buf_printf(&s->auth, "Authorization: %s", buf_str(&auth));
-    if (auth.data != NULL) {
-        OPENSSL_cleanse(auth.data, auth.cap);
-    }
-    buf_free(&auth);
+    buf_free_wipe(&auth);
     if (rc != 0 || s->target.failed || s->date.failed || s->host.failed || s->token.failed ||
         s->auth.failed) {
         return -1;
