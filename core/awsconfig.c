@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,11 +258,33 @@ parse_line(struct parse_state *st, const char *line)
     return section_set(st->out, k, kn, v, vn);
 }
 
-/* The whole file in one allocation sized from fstat (no realloc leaves
- * stray copies of secrets); the caller wipes and frees it. NULL with errno
- * on failure. */
-static char *
-slurp(const char *path, size_t *len)
+/* Read from fd until the end, or until more than max bytes came; 0 or -1
+ * (errno; EFBIG for too much). text has room for max + 1 bytes. */
+static int
+read_upto(int fd, char *text, size_t max, size_t *got)
+{
+    *got = 0;
+    for (;;) {
+        ssize_t n = read(fd, text + *got, max + 1 - *got);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            return -1;
+        }
+        if (n == 0) {
+            return 0;
+        }
+        *got += (size_t) n;
+        if (*got > max) {
+            errno = EFBIG;
+            return -1;
+        }
+    }
+}
+
+char *
+awsconfig_read_file(const char *path, size_t max, size_t *len)
 {
     struct stat st;
     char *text = NULL;
@@ -274,37 +297,23 @@ slurp(const char *path, size_t *len)
     if (fstat(fd, &st) != 0) {
         goto fail;
     }
-    if (S_ISDIR(st.st_mode)) {
-        errno = EISDIR;
+    if (S_ISDIR(st.st_mode) || (uintmax_t) st.st_size > max) {
+        errno = S_ISDIR(st.st_mode) ? EISDIR : EFBIG;
         goto fail;
     }
-    text = malloc((size_t) st.st_size + 1);
-    if (text == NULL) {
+    if ((text = malloc(max + 2)) == NULL || read_upto(fd, text, max, &got) != 0) {
         goto fail;
-    }
-    while (got < (size_t) st.st_size) {
-        ssize_t n = read(fd, text + got, (size_t) st.st_size - got);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            goto fail;
-        }
-        if (n == 0) {
-            break;
-        }
-        got += (size_t) n;
     }
     close(fd);
     text[got] = '\0';
     *len = got;
     return text;
-fail:
+fail:;
+    int saved = errno;
     if (text != NULL) {
         OPENSSL_cleanse(text, got);
     }
     free(text);
-    int saved = errno;
     close(fd);
     errno = saved;
     return NULL;
@@ -317,7 +326,7 @@ awsconfig_read_profile(const char *path, enum awsconfig_kind kind, const char *p
     struct parse_state st = {kind, profile, NULL, 0, 0, 0};
     enum awsconfig_status rc = AWSCONFIG_ERROR;
     size_t len = 0;
-    char *text = slurp(path, &len);
+    char *text = awsconfig_read_file(path, AWSCONFIG_MAX_FILE, &len);
 
     *out = NULL;
     if (text == NULL) {

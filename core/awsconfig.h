@@ -7,6 +7,8 @@
 #ifndef TWICE_AWSCONFIG_H
 #define TWICE_AWSCONFIG_H
 
+#include <stddef.h>
+
 enum awsconfig_kind {
     AWSCONFIG_CREDENTIALS, /* sections are [NAME] */
     AWSCONFIG_CONFIG       /* sections are [profile NAME], and [default] */
@@ -61,6 +63,17 @@ void awsconfig_section_free(struct awsconfig_section *s);
  * read or memory runs out.
  */
 int awsconfig_profile_value(const char *profile, const char *key, char **out);
+
+/* The largest shared file awsconfig_read_profile reads. */
+#define AWSCONFIG_MAX_FILE (1024 * 1024)
+
+/*
+ * A small file that may hold secrets, read whole into one allocation (no
+ * realloc leaves copies behind) and NUL-terminated; *len its length. The
+ * caller wipes and frees it. NULL with errno on failure (EFBIG past max
+ * bytes, EISDIR for a directory).
+ */
+char *awsconfig_read_file(const char *path, size_t max, size_t *len);
 
 /* getenv, but an empty value counts as unset, as the AWS SDKs read their
  * variables. Borrowed from the environment. */
