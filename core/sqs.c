@@ -472,6 +472,21 @@ sqs_delete(struct sqs_client *c, const char *queue_url, const char *receipt_hand
     return sqs_call_json(c, "DeleteMessage", req, &co, err);
 }
 
+json_t *
+sqs_attr_json(const struct sqs_attr *a)
+{
+    if (a->string_value != NULL) {
+        return json_pack("{s:s, s:s}", "DataType", a->data_type, "StringValue", a->string_value);
+    }
+    json_t *v = NULL;
+    struct buf b64 = BUF_INIT;
+    if (sqs_base64_encode(a->binary, a->binary_len, &b64) == 0) {
+        v = json_pack("{s:s, s:s}", "DataType", a->data_type, "BinaryValue", buf_str(&b64));
+    }
+    buf_free(&b64);
+    return v;
+}
+
 /* MessageAttributes for a send: {name: {DataType, StringValue|BinaryValue}}.
  * NULL on a bad attribute or ENOMEM. */
 static json_t *
@@ -480,17 +495,7 @@ sqs_attrs_json(const struct sqs_attr *attrs, size_t n)
     json_t *obj = json_object();
     for (size_t i = 0; i < n && obj != NULL; i++) {
         const struct sqs_attr *a = &attrs[i];
-        json_t *v = NULL;
-        if (a->string_value != NULL) {
-            v = json_pack("{s:s, s:s}", "DataType", a->data_type, "StringValue", a->string_value);
-        } else {
-            struct buf b64 = BUF_INIT;
-            if (sqs_base64_encode(a->binary, a->binary_len, &b64) == 0) {
-                v = json_pack("{s:s, s:s}", "DataType", a->data_type, "BinaryValue",
-                              buf_str(&b64));
-            }
-            buf_free(&b64);
-        }
+        json_t *v = sqs_attr_json(a);
         if (v == NULL || a->name == NULL || json_object_set_new(obj, a->name, v) != 0) {
             json_decref(obj);
             obj = NULL;

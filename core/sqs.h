@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 struct creds_chain;
+struct json_t;
 
 /* Where requests go and how they are signed. */
 struct sqs_endpoint {
@@ -78,6 +79,11 @@ struct sqs_attr {
     unsigned char *binary; /* decoded BinaryValue, NULL for String/Number */
     size_t binary_len;
 };
+
+/* One attribute as SQS's JSON carries it: {DataType, StringValue} or
+ * {DataType, BinaryValue (base64)}. A new reference, or NULL when data_type
+ * is NULL, a value is not UTF-8, or on ENOMEM. */
+struct json_t *sqs_attr_json(const struct sqs_attr *a);
 
 struct sqs_message {
     char *message_id;
