@@ -136,15 +136,12 @@ seen(const struct sqs_message *all, size_t n, const char *id)
     return 0;
 }
 
+/* A letter's attribute as text, NULL when absent or binary. */
 static const char *
 attr(const struct sqs_message *m, const char *name)
 {
-    for (size_t i = 0; i < m->nattrs; i++) {
-        if (strcmp(m->attrs[i].name, name) == 0) {
-            return m->attrs[i].string_value;
-        }
-    }
-    return NULL;
+    const struct sqs_attr *a = sqs_attr_find(m->attrs, m->nattrs, name);
+    return a != NULL ? a->string_value : NULL;
 }
 
 static int

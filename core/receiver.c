@@ -107,11 +107,8 @@ route(struct wqueue *q, struct twice_job *j)
     const char *value = NULL;
     struct buf text = BUF_INIT;
     if (q->route_attr != NULL) {
-        for (size_t i = 0; i < j->msg.nattrs; i++) {
-            if (strcmp(j->msg.attrs[i].name, q->route_attr) == 0) {
-                value = j->msg.attrs[i].string_value;
-            }
-        }
+        const struct sqs_attr *a = sqs_attr_find(j->msg.attrs, j->msg.nattrs, q->route_attr);
+        value = a != NULL ? a->string_value : NULL;
     } else {
         json_t *body = job_body(j);
         if (body == NULL) {

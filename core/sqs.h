@@ -85,6 +85,10 @@ struct sqs_attr {
  * is NULL, a value is not UTF-8, or on ENOMEM. */
 struct json_t *sqs_attr_json(const struct sqs_attr *a);
 
+/* The attribute called name among attrs[0..n-1], or NULL (also for name
+ * NULL). Entries without a name are skipped. */
+const struct sqs_attr *sqs_attr_find(const struct sqs_attr *attrs, size_t n, const char *name);
+
 struct sqs_message {
     char *message_id;
     char *receipt_handle;

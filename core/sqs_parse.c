@@ -501,6 +501,17 @@ sqs_kv_free(struct sqs_kv *kv, size_t n)
     free(kv);
 }
 
+const struct sqs_attr *
+sqs_attr_find(const struct sqs_attr *attrs, size_t n, const char *name)
+{
+    for (size_t i = 0; name != NULL && i < n; i++) {
+        if (attrs[i].name != NULL && strcmp(attrs[i].name, name) == 0) {
+            return &attrs[i];
+        }
+    }
+    return NULL;
+}
+
 const char *
 sqs_kv_get(const struct sqs_kv *kv, size_t n, const char *name)
 {
