@@ -5,11 +5,15 @@
  */
 #include "awsconfig.h"
 
+#include "buf.h"
+
 #include <openssl/crypto.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +31,8 @@ struct awsconfig_section {
     size_t n, cap;
 };
 
-static const char *
-env_nonempty(const char *name)
+const char *
+awsconfig_env(const char *name)
 {
     const char *v = getenv(name);
     return v != NULL && *v != '\0' ? v : NULL;
@@ -39,7 +43,7 @@ env_nonempty(const char *name)
 static char *
 home_dir(void)
 {
-    const char *home = env_nonempty("HOME");
+    const char *home = awsconfig_env("HOME");
     struct passwd pw, *res = NULL;
     char pwbuf[4096];
 
@@ -74,7 +78,7 @@ awsconfig_path(enum awsconfig_kind kind, const char **shown)
     const char *var =
         kind == AWSCONFIG_CREDENTIALS ? "AWS_SHARED_CREDENTIALS_FILE" : "AWS_CONFIG_FILE";
     const char *dflt = kind == AWSCONFIG_CREDENTIALS ? "~/.aws/credentials" : "~/.aws/config";
-    const char *path = env_nonempty(var);
+    const char *path = awsconfig_env(var);
 
     if (path == NULL) {
         path = dflt;
@@ -95,7 +99,7 @@ awsconfig_path(enum awsconfig_kind kind, const char **shown)
 const char *
 awsconfig_profile_name(const char *profile)
 {
-    const char *env = env_nonempty("AWS_PROFILE");
+    const char *env = awsconfig_env("AWS_PROFILE");
 
     if (profile != NULL && *profile != '\0') {
         return profile;
@@ -110,9 +114,8 @@ awsconfig_section_free(struct awsconfig_section *s)
         return;
     }
     for (size_t i = 0; i < s->n; i++) {
-        OPENSSL_cleanse(s->entries[i].value, strlen(s->entries[i].value));
         free(s->entries[i].key);
-        free(s->entries[i].value);
+        buf_free_secret(s->entries[i].value);
     }
     free(s->entries);
     free(s);
@@ -146,8 +149,7 @@ section_set(struct awsconfig_section *s, const char *key, size_t n, const char *
     }
     for (size_t i = 0; i < s->n; i++) {
         if (strcmp(s->entries[i].key, k) == 0) {
-            OPENSSL_cleanse(s->entries[i].value, strlen(s->entries[i].value));
-            free(s->entries[i].value);
+            buf_free_secret(s->entries[i].value);
             free(k);
             s->entries[i].value = v;
             return 0;
@@ -256,11 +258,33 @@ parse_line(struct parse_state *st, const char *line)
     return section_set(st->out, k, kn, v, vn);
 }
 
-/* The whole file in one allocation sized from fstat (no realloc leaves
- * stray copies of secrets); the caller wipes and frees it. NULL with errno
- * on failure. */
-static char *
-slurp(const char *path, size_t *len)
+/* Read from fd until the end, or until more than max bytes came; 0 or -1
+ * (errno; EFBIG for too much). text has room for max + 1 bytes. */
+static int
+read_upto(int fd, char *text, size_t max, size_t *got)
+{
+    *got = 0;
+    for (;;) {
+        ssize_t n = read(fd, text + *got, max + 1 - *got);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            return -1;
+        }
+        if (n == 0) {
+            return 0;
+        }
+        *got += (size_t) n;
+        if (*got > max) {
+            errno = EFBIG;
+            return -1;
+        }
+    }
+}
+
+char *
+awsconfig_read_file(const char *path, size_t max, size_t *len)
 {
     struct stat st;
     char *text = NULL;
@@ -273,37 +297,23 @@ slurp(const char *path, size_t *len)
     if (fstat(fd, &st) != 0) {
         goto fail;
     }
-    if (S_ISDIR(st.st_mode)) {
-        errno = EISDIR;
+    if (S_ISDIR(st.st_mode) || (uintmax_t) st.st_size > max) {
+        errno = S_ISDIR(st.st_mode) ? EISDIR : EFBIG;
         goto fail;
     }
-    text = malloc((size_t) st.st_size + 1);
-    if (text == NULL) {
+    if ((text = malloc(max + 2)) == NULL || read_upto(fd, text, max, &got) != 0) {
         goto fail;
-    }
-    while (got < (size_t) st.st_size) {
-        ssize_t n = read(fd, text + got, (size_t) st.st_size - got);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            goto fail;
-        }
-        if (n == 0) {
-            break;
-        }
-        got += (size_t) n;
     }
     close(fd);
     text[got] = '\0';
     *len = got;
     return text;
-fail:
+fail:;
+    int saved = errno;
     if (text != NULL) {
         OPENSSL_cleanse(text, got);
     }
     free(text);
-    int saved = errno;
     close(fd);
     errno = saved;
     return NULL;
@@ -316,7 +326,7 @@ awsconfig_read_profile(const char *path, enum awsconfig_kind kind, const char *p
     struct parse_state st = {kind, profile, NULL, 0, 0, 0};
     enum awsconfig_status rc = AWSCONFIG_ERROR;
     size_t len = 0;
-    char *text = slurp(path, &len);
+    char *text = awsconfig_read_file(path, AWSCONFIG_MAX_FILE, &len);
 
     *out = NULL;
     if (text == NULL) {
@@ -382,4 +392,34 @@ awsconfig_profile_value(const char *profile, const char *key, char **out)
     awsconfig_section_free(s);
     free(path);
     return rc;
+}
+
+char *
+awsconfig_service_url(const char *service, const char *region)
+{
+    const char *ignore = awsconfig_env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
+    const char *url = NULL;
+    char *out = NULL;
+
+    if (ignore == NULL || strcasecmp(ignore, "true") != 0) {
+        char var[64];
+        snprintf(var, sizeof(var), "AWS_ENDPOINT_URL_%s", service);
+        for (char *p = var; *p != '\0'; p++) {
+            *p = (char) toupper((unsigned char) *p);
+        }
+        if ((url = awsconfig_env(var)) == NULL) {
+            url = awsconfig_env("AWS_ENDPOINT_URL");
+        }
+    }
+    if (url != NULL) {
+        out = strdup(url);
+    } else if (region == NULL) {
+        if (asprintf(&out, "https://%s.amazonaws.com", service) < 0) {
+            out = NULL;
+        }
+    } else if (asprintf(&out, "https://%s.%s.amazonaws.com%s", service, region,
+                        strncmp(region, "cn-", 3) == 0 ? ".cn" : "") < 0) {
+        out = NULL;
+    }
+    return out;
 }

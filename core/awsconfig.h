@@ -1,10 +1,13 @@
 /*
  * awsconfig.h - the AWS shared files (~/.aws/credentials, ~/.aws/config):
  * where they are and what a profile's section says, read the way botocore
- * reads them. Not a general INI library; nothing here logs.
+ * reads them; and the AWS_* variables every client reads the same way (a
+ * service's endpoint). Not a general INI library; nothing here logs.
  */
 #ifndef TWICE_AWSCONFIG_H
 #define TWICE_AWSCONFIG_H
+
+#include <stddef.h>
 
 enum awsconfig_kind {
     AWSCONFIG_CREDENTIALS, /* sections are [NAME] */
@@ -60,5 +63,30 @@ void awsconfig_section_free(struct awsconfig_section *s);
  * read or memory runs out.
  */
 int awsconfig_profile_value(const char *profile, const char *key, char **out);
+
+/* The largest shared file awsconfig_read_profile reads. */
+#define AWSCONFIG_MAX_FILE (1024 * 1024)
+
+/*
+ * A small file that may hold secrets, read whole into one allocation (no
+ * realloc leaves copies behind) and NUL-terminated; *len its length. The
+ * caller wipes and frees it. NULL with errno on failure (EFBIG past max
+ * bytes, EISDIR for a directory).
+ */
+char *awsconfig_read_file(const char *path, size_t max, size_t *len);
+
+/* getenv, but an empty value counts as unset, as the AWS SDKs read their
+ * variables. Borrowed from the environment. */
+const char *awsconfig_env(const char *name);
+
+/*
+ * The endpoint of an AWS service ("sqs", "sts"), chosen as the AWS SDKs do:
+ * AWS_ENDPOINT_URL_<SERVICE> (upper case), else AWS_ENDPOINT_URL (neither
+ * when AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true), else the regional
+ * https://SERVICE.REGION.amazonaws.com (.com.cn in China), else, region
+ * NULL, the global https://SERVICE.amazonaws.com. A new string, or NULL
+ * on ENOMEM.
+ */
+char *awsconfig_service_url(const char *service, const char *region);
 
 #endif

@@ -123,6 +123,15 @@ buf_free(struct buf *b)
 }
 
 void
+buf_free_wipe(struct buf *b)
+{
+    if (b->data != NULL) {
+        explicit_bzero(b->data, b->cap);
+    }
+    buf_free(b);
+}
+
+void
 buf_free_secret(char *s)
 {
     if (s != NULL) {

@@ -57,6 +57,9 @@ const char *buf_str(const struct buf *b);
 char *buf_steal(struct buf *b);
 
 void buf_free(struct buf *b);
+/* buf_free, after overwriting all the memory with zeros: for buffers that
+ * held a secret (a signature, a token, credentials in a response). */
+void buf_free_wipe(struct buf *b);
 
 /* Overwrite a NUL-terminated string that holds a secret (a password, a
  * DSN, a webhook URL) with zeros, then free it. NULL is fine. */

@@ -12,8 +12,6 @@
 #include "buf.h"
 #include "creds_provider.h"
 
-#include <openssl/crypto.h>
-
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -40,21 +38,12 @@
 
 /* ---- struct creds ---- */
 
-static void
-wipe_free(char *s)
-{
-    if (s != NULL) {
-        OPENSSL_cleanse(s, strlen(s));
-        free(s);
-    }
-}
-
 void
 creds_clear(struct creds *c)
 {
     free(c->access_key_id);
-    wipe_free(c->secret_access_key);
-    wipe_free(c->session_token);
+    buf_free_secret(c->secret_access_key);
+    buf_free_secret(c->session_token);
     memset(c, 0, sizeof(*c));
 }
 
@@ -80,12 +69,6 @@ creds_set(struct creds *c, const char *access_key_id, const char *secret_access_
 int
 creds_copy(struct creds *dst, const struct creds *src)
 {
-    if (src->access_key_id == NULL || src->secret_access_key == NULL) {
-        memset(dst, 0, sizeof(*dst));
-        snprintf(dst->provider, sizeof(dst->provider), "%s", src->provider);
-        dst->expiration = src->expiration;
-        return 0;
-    }
     return creds_set(dst, src->access_key_id, src->secret_access_key, src->session_token,
                      src->expiration, src->provider);
 }
@@ -193,7 +176,6 @@ struct creds_chain {
     volatile int stopping; /* also the sources' cancel flag */
     int wanted;            /* a caller waits for the next attempt */
     unsigned long attempts;
-    time_t failed_at;    /* the last attempt failed then; 0 after a success */
     char error[512];     /* why it failed */
     struct creds cached; /* access_key_id NULL until the first success */
     size_t source;       /* the provider that supplied cached */
@@ -370,7 +352,6 @@ adopt(struct creds_chain *chain, struct creds *fresh, size_t source, time_t now)
     memset(fresh, 0, sizeof(*fresh));
     chain->source = source;
     chain->failures = 0;
-    chain->failed_at = 0;
     chain->error[0] = '\0';
     chain->refresh_at = creds_refresh_time(now, chain->cached.expiration);
     if (chain->refresh_at != 0 && chain->refresh_at <= now) {
@@ -384,7 +365,6 @@ static void
 failed(struct creds_chain *chain, const char *err, time_t now)
 {
     chain->failures++;
-    chain->failed_at = now;
     snprintf(chain->error, sizeof(chain->error), "%s", err);
     time_t delay =
         (time_t) (backoff_delay(CREDS_RETRY_BASE_MS, CREDS_RETRY_CAP_MS, chain->failures) / 1000);
@@ -484,7 +464,7 @@ start_refresher(struct creds_chain *chain, char *err, size_t errlen)
 static int
 wait_for_attempt(struct creds_chain *chain, char *err, size_t errlen)
 {
-    if (chain->failed_at == 0) {
+    if (chain->failures == 0) {
         unsigned long seen = chain->attempts;
         struct timespec limit = {time(NULL) + CREDS_WAIT_LIMIT, 0};
         chain->wanted = 1;

@@ -43,7 +43,8 @@ struct creds {
 
 /* Overwrite the secrets with zeros and free them. */
 void creds_clear(struct creds *c);
-/* Deep copy; 0 or -1 (ENOMEM). */
+/* Deep copy of credentials that have a key and a secret (what creds_set
+ * made); 0 or -1 (ENOMEM). */
 int creds_copy(struct creds *dst, const struct creds *src);
 
 struct creds_chain;

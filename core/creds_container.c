@@ -5,11 +5,11 @@
  * AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE (read again on each refresh) or
  * AWS_CONTAINER_AUTHORIZATION_TOKEN. Not IMDS (creds_imds.c).
  */
+#include "awsconfig.h"
+#include "buf.h"
 #include "creds.h"
 #include "creds_provider.h"
 #include "http.h"
-
-#include <openssl/crypto.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -91,9 +91,9 @@ creds_container_uri_allowed(const char *uri)
 static char *
 auth_header(int *failed, char *why, size_t whylen)
 {
-    const char *file = creds_env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
+    const char *file = awsconfig_env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
     char *from_file = NULL, *line = NULL;
-    const char *token = creds_env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+    const char *token = awsconfig_env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
 
     *failed = 0;
     if (file != NULL) {
@@ -116,10 +116,7 @@ auth_header(int *failed, char *why, size_t whylen)
         *failed = 1;
         line = NULL;
     }
-    if (from_file != NULL) {
-        OPENSSL_cleanse(from_file, strlen(from_file));
-        free(from_file);
-    }
+    buf_free_secret(from_file);
     return line;
 }
 
@@ -169,9 +166,7 @@ fetch(struct container_provider *cp, const struct creds_ctx *ctx, const char *ur
             break;
         }
     }
-    if (resp.body.data != NULL) {
-        OPENSSL_cleanse(resp.body.data, resp.body.cap);
-    }
+    buf_free_wipe(&resp.body);
     http_response_free(&resp);
     return rc;
 }
@@ -182,8 +177,8 @@ fetch(struct container_provider *cp, const struct creds_ctx *ctx, const char *ur
 static char *
 endpoint_url(int *rc, size_t *shown_len, char *why, size_t whylen)
 {
-    const char *rel = creds_env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
-    const char *full = creds_env("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+    const char *rel = awsconfig_env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+    const char *full = awsconfig_env("AWS_CONTAINER_CREDENTIALS_FULL_URI");
     char *url = NULL;
 
     *rc = -1;
@@ -231,10 +226,7 @@ container_resolve(struct creds_provider *p, const struct creds_ctx *ctx, struct 
     } else {
         rc = fetch(cp, ctx, url, shown, auth, out, why, whylen);
     }
-    if (auth != NULL) {
-        OPENSSL_cleanse(auth, strlen(auth));
-        free(auth);
-    }
+    buf_free_secret(auth);
     free(url);
     return rc;
 }

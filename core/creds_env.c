@@ -4,6 +4,7 @@
  * legacy AWS_SECURITY_TOKEN) and AWS_CREDENTIAL_EXPIRATION. Not the other
  * variables the chain reads: each source reads its own.
  */
+#include "awsconfig.h"
 #include "creds.h"
 #include "creds_provider.h"
 
@@ -16,16 +17,16 @@ static int
 env_resolve(struct creds_provider *p, const struct creds_ctx *ctx, struct creds *out, char *why,
             size_t whylen)
 {
-    const char *akid = creds_env("AWS_ACCESS_KEY_ID");
-    const char *secret = creds_env("AWS_SECRET_ACCESS_KEY");
-    const char *token = creds_env("AWS_SESSION_TOKEN");
-    const char *expiry = creds_env("AWS_CREDENTIAL_EXPIRATION");
+    const char *akid = awsconfig_env("AWS_ACCESS_KEY_ID");
+    const char *secret = awsconfig_env("AWS_SECRET_ACCESS_KEY");
+    const char *token = awsconfig_env("AWS_SESSION_TOKEN");
+    const char *expiry = awsconfig_env("AWS_CREDENTIAL_EXPIRATION");
     time_t expiration = 0;
 
     (void) p;
     (void) ctx;
     if (token == NULL) {
-        token = creds_env("AWS_SECURITY_TOKEN");
+        token = awsconfig_env("AWS_SECURITY_TOKEN");
     }
     if (akid == NULL) {
         snprintf(why, whylen, "AWS_ACCESS_KEY_ID not set");

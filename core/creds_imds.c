@@ -6,11 +6,11 @@
  * AWS_EC2_METADATA_V1_DISABLED=false is set explicitly. Not the rest of
  * the metadata (region and the like).
  */
+#include "awsconfig.h"
+#include "buf.h"
 #include "creds.h"
 #include "creds_provider.h"
 #include "http.h"
-
-#include <openssl/crypto.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +75,7 @@ imds_request(struct imds_call *call, const char *method, const char *path, const
 static int
 session_token(struct imds_call *call, char *why, size_t whylen)
 {
-    const char *v1 = creds_env("AWS_EC2_METADATA_V1_DISABLED");
+    const char *v1 = awsconfig_env("AWS_EC2_METADATA_V1_DISABLED");
     int v1_allowed = v1 != NULL && strcasecmp(v1, "false") == 0;
     long status;
 
@@ -161,8 +161,8 @@ role_creds(struct imds_call *call, const char *role, struct creds *out, char *wh
 static void
 endpoint(char *out, size_t len)
 {
-    const char *ep = creds_env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
-    const char *mode = creds_env("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE");
+    const char *ep = awsconfig_env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+    const char *mode = awsconfig_env("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE");
 
     if (ep == NULL) {
         ep = mode != NULL && strcasecmp(mode, "IPv6") == 0 ? IMDS_ENDPOINT_V6 : IMDS_ENDPOINT;
@@ -199,13 +199,8 @@ imds_resolve(struct creds_provider *p, const struct creds_ctx *ctx, struct creds
     if (rc == 1) {
         rc = role_creds(&call, role, out, why, whylen);
     }
-    if (call.token_header != NULL) {
-        OPENSSL_cleanse(call.token_header, strlen(call.token_header));
-        free(call.token_header);
-    }
-    if (call.resp.body.data != NULL) {
-        OPENSSL_cleanse(call.resp.body.data, call.resp.body.cap);
-    }
+    buf_free_secret(call.token_header);
+    buf_free_wipe(&call.resp.body);
     http_response_free(&call.resp);
     return rc;
 }

@@ -59,8 +59,6 @@ int creds_set(struct creds *c, const char *access_key_id, const char *secret_acc
  * IMDS and AWS_CREDENTIAL_EXPIRATION use. 0, or -1 if s is not one. */
 int creds_parse_time(const char *s, time_t *out);
 
-/* getenv, but an empty value counts as unset. */
-const char *creds_env(const char *name);
 /* Whether the variable says true (any case). */
 int creds_env_true(const char *name);
 
@@ -121,12 +119,6 @@ int creds_process_resolve(const char *command, const char *profile, const struct
  * Code and Message go into why), -1 on ENOMEM.
  */
 int creds_webid_parse(const char *xml, size_t len, struct creds *out, char *why, size_t whylen);
-
-/* The STS endpoint: AWS_ENDPOINT_URL_STS, else AWS_ENDPOINT_URL (neither
- * when AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true), else the regional
- * https://sts.REGION.amazonaws.com (.com.cn in China), else the global
- * https://sts.amazonaws.com. A new string, or NULL on ENOMEM. */
-char *creds_sts_endpoint(const char *region);
 
 /* ---- container credentials (creds_container.c) ---- */
 

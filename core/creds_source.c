@@ -4,6 +4,7 @@
  * credential_process, token files, and the HTTP client of the network
  * sources. Not a source itself, and not the chain (creds.c).
  */
+#include "awsconfig.h"
 #include "creds.h"
 #include "creds_provider.h"
 #include "http.h"
@@ -11,26 +12,15 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-const char *
-creds_env(const char *name)
-{
-    const char *v = getenv(name);
-    return v != NULL && *v != '\0' ? v : NULL;
-}
 
 int
 creds_env_true(const char *name)
 {
-    const char *v = creds_env(name);
+    const char *v = awsconfig_env(name);
     return v != NULL && strcasecmp(v, "true") == 0;
 }
 
@@ -135,62 +125,15 @@ creds_from_json(const char *text, size_t len, const char *token_key, unsigned fl
     return rc;
 }
 
-/* Read an open file of at most max bytes into one allocation (no realloc
- * leaves copies of a secret behind). */
-static char *
-read_all(int fd, size_t max)
-{
-    struct stat st;
-    char *text = NULL;
-    size_t got = 0;
-
-    if (fstat(fd, &st) != 0) {
-        return NULL;
-    }
-    if (S_ISDIR(st.st_mode) || (size_t) st.st_size > max) {
-        errno = S_ISDIR(st.st_mode) ? EISDIR : EFBIG;
-        return NULL;
-    }
-    text = malloc(max + 1);
-    if (text == NULL) {
-        return NULL;
-    }
-    for (;;) {
-        ssize_t n = read(fd, text + got, max - got);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0 || (n > 0 && got + (size_t) n == max)) {
-            int saved = n < 0 ? errno : EFBIG;
-            OPENSSL_cleanse(text, got + (n > 0 ? (size_t) n : 0));
-            free(text);
-            errno = saved;
-            return NULL;
-        }
-        if (n == 0) {
-            break;
-        }
-        got += (size_t) n;
-    }
-    while (got > 0 && strchr(" \t\r\n", text[got - 1]) != NULL) {
-        got--;
-    }
-    text[got] = '\0';
-    return text;
-}
-
 char *
 creds_read_token_file(const char *path, size_t max)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    size_t len = 0;
+    char *text = awsconfig_read_file(path, max, &len);
 
-    if (fd < 0) {
-        return NULL;
+    while (text != NULL && len > 0 && strchr(" \t\r\n", text[len - 1]) != NULL) {
+        text[--len] = '\0';
     }
-    char *text = read_all(fd, max);
-    int saved = errno;
-    close(fd);
-    errno = saved;
     return text;
 }
 

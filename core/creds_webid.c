@@ -12,8 +12,7 @@
 #include "creds.h"
 #include "creds_provider.h"
 #include "http.h"
-
-#include <openssl/crypto.h>
+#include "sigv4.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -136,8 +135,7 @@ element_text(const char *p, const char *end, const char *name)
     while (c < c_end) {
         size_t used = *c == '&' ? entity(c + 1, c_end, &b) : 0;
         if (*c == '&' && used == 0) {
-            OPENSSL_cleanse(b.data, b.cap);
-            buf_free(&b);
+            buf_free_wipe(&b);
             errno = EINVAL;
             return NULL;
         }
@@ -148,15 +146,6 @@ element_text(const char *p, const char *end, const char *name)
     }
     buf_putc(&b, '\0'); /* an empty element still gives a string */
     return buf_steal(&b);
-}
-
-static void
-wipe_free(char *s)
-{
-    if (s != NULL) {
-        OPENSSL_cleanse(s, strlen(s));
-        free(s);
-    }
 }
 
 /* An ErrorResponse's Code and Message into why ("" parts when absent). */
@@ -210,53 +199,20 @@ creds_webid_parse(const char *xml, size_t len, struct creds *out, char *why, siz
         rc = 1;
     }
     free(akid);
-    wipe_free(secret);
-    wipe_free(token);
+    buf_free_secret(secret);
+    buf_free_secret(token);
     free(expiry);
     return rc;
 }
 
 /* ---- the request ---- */
 
-char *
-creds_sts_endpoint(const char *region)
-{
-    const char *url = NULL;
-    char *out = NULL;
-
-    if (!creds_env_true("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")) {
-        url = creds_env("AWS_ENDPOINT_URL_STS");
-        if (url == NULL) {
-            url = creds_env("AWS_ENDPOINT_URL");
-        }
-    }
-    if (url != NULL) {
-        out = strdup(url);
-    } else if (region == NULL) {
-        out = strdup("https://sts.amazonaws.com");
-    } else if (asprintf(&out, "https://sts.%s.amazonaws.com%s", region,
-                        strncmp(region, "cn-", 3) == 0 ? ".cn" : "") < 0) {
-        out = NULL;
-    }
-    return out;
-}
-
 /* application/x-www-form-urlencoded: unreserved bytes as they are. */
 static void
 form_put(struct buf *b, const char *name, const char *value)
 {
-    static const char hex[] = "0123456789ABCDEF";
-
     buf_printf(b, "%s%s=", b->len > 0 ? "&" : "", name);
-    for (const unsigned char *p = (const unsigned char *) value; *p; p++) {
-        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-            *p == '-' || *p == '_' || *p == '.' || *p == '~') {
-            buf_putc(b, (char) *p);
-        } else {
-            char esc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
-            buf_append(b, esc, 3);
-        }
-    }
+    sigv4_uri_encode(b, value, strlen(value), 0);
 }
 
 /* What the variables and the profile say. Strings are borrowed from the
@@ -270,7 +226,7 @@ struct webid_conf {
 static const char *
 either(const char *var, const struct awsconfig_section *s, const char *key)
 {
-    const char *v = creds_env(var);
+    const char *v = awsconfig_env(var);
     const char *p = v == NULL ? awsconfig_get(s, key) : NULL;
     return v != NULL ? v : p != NULL && *p != '\0' ? p : NULL;
 }
@@ -294,7 +250,7 @@ webid_conf_load(const struct webid_provider *wp, const struct creds_ctx *ctx, st
                  (long long) time(NULL));
         c->session = c->session_buf;
     }
-    c->region = ctx->region != NULL ? ctx->region : creds_env("AWS_REGION");
+    c->region = ctx->region != NULL ? ctx->region : awsconfig_env("AWS_REGION");
     if (c->region == NULL) {
         c->region = either("AWS_DEFAULT_REGION", c->section, "region");
     }
@@ -344,9 +300,7 @@ call_sts(struct webid_provider *wp, const struct creds_ctx *ctx, const char *url
         snprintf(why, whylen, "STS %s: AssumeRoleWithWebIdentity: %s", url, reason);
         rc = -1;
     }
-    if (resp.body.data != NULL) {
-        OPENSSL_cleanse(resp.body.data, resp.body.cap);
-    }
+    buf_free_wipe(&resp.body);
     http_response_free(&resp);
     return rc;
 }
@@ -364,7 +318,7 @@ assume_role(struct webid_provider *wp, const struct creds_ctx *ctx, const struct
         snprintf(why, whylen, "web identity token file %s: %s", c->token_file, strerror(errno));
         return -1;
     }
-    url = creds_sts_endpoint(c->region);
+    url = awsconfig_service_url("sts", c->region);
     buf_reserve(&form, 3 * (strlen(token) + strlen(c->role_arn) + strlen(c->session)) + 128);
     form_put(&form, "Action", "AssumeRoleWithWebIdentity");
     form_put(&form, "Version", "2011-06-15");
@@ -376,11 +330,8 @@ assume_role(struct webid_provider *wp, const struct creds_ctx *ctx, const struct
     } else {
         rc = call_sts(wp, ctx, url, &form, out, why, whylen);
     }
-    if (form.data != NULL) {
-        OPENSSL_cleanse(form.data, form.cap);
-    }
-    buf_free(&form);
-    wipe_free(token);
+    buf_free_wipe(&form);
+    buf_free_secret(token);
     free(url);
     return rc;
 }

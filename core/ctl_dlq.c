@@ -67,28 +67,54 @@ static const char purge_help[] = "usage: twicectl dlq purge QUEUE --yes\n"
                                  "Delete every message in QUEUE's dead-letter queue "
                                  "(PurgeQueue). There is no undo.\n";
 
-/* ---- receipt handles to make visible again ---- */
+/* ---- lists of copied strings: receipt handles to make visible again,
+ * message ids already met ---- */
 
 struct held {
-    char **handles;
+    char **strs;
     size_t n, cap;
 };
 
-static void
-hold(struct held *h, const char *handle)
+/* Append a copy of s; 0, or -1 on ENOMEM (a receipt handle that is not
+ * held reappears when its visibility timeout ends). */
+static int
+hold(struct held *h, const char *s)
 {
     if (h->n == h->cap) {
         size_t cap = h->cap ? h->cap * 2 : 32;
-        char **grown = realloc(h->handles, cap * sizeof(*grown));
+        char **grown = realloc(h->strs, cap * sizeof(*grown));
         if (grown == NULL) {
-            return; /* it reappears when its visibility timeout ends */
+            return -1;
         }
-        h->handles = grown;
+        h->strs = grown;
         h->cap = cap;
     }
-    if ((h->handles[h->n] = strdup(handle)) != NULL) {
-        h->n++;
+    if ((h->strs[h->n] = strdup(s)) == NULL) {
+        return -1;
     }
+    h->n++;
+    return 0;
+}
+
+static int
+held_has(const struct held *h, const char *s)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        if (strcmp(h->strs[i], s) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void
+held_free(struct held *h)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        free(h->strs[i]);
+    }
+    free(h->strs);
+    memset(h, 0, sizeof(*h));
 }
 
 /* Visibility 0 for every held message, ten per call; frees h. */
@@ -102,7 +128,7 @@ release(struct sqs_client *sqs, const char *url, struct held *h, int visibility)
         struct sqs_error err;
         size_t n = h->n - i < 10 ? h->n - i : 10;
         for (size_t j = 0; j < n; j++) {
-            e[j] = (struct sqs_batch_entry){sqs_batch_id(j), h->handles[i + j], 0};
+            e[j] = (struct sqs_batch_entry){sqs_batch_id(j), h->strs[i + j], 0};
         }
         if (sqs_change_visibility_batch(sqs, url, e, n, r, &err) != 0) {
             failed += n;
@@ -118,11 +144,7 @@ release(struct sqs_client *sqs, const char *url, struct held *h, int visibility)
                 "they will be within %d seconds\n",
                 failed, visibility);
     }
-    for (size_t i = 0; i < h->n; i++) {
-        free(h->handles[i]);
-    }
-    free(h->handles);
-    memset(h, 0, sizeof(*h));
+    held_free(h);
 }
 
 static int
@@ -136,15 +158,12 @@ seen(const struct sqs_message *all, size_t n, const char *id)
     return 0;
 }
 
+/* A letter's attribute as text, NULL when absent or binary. */
 static const char *
 attr(const struct sqs_message *m, const char *name)
 {
-    for (size_t i = 0; i < m->nattrs; i++) {
-        if (strcmp(m->attrs[i].name, name) == 0) {
-            return m->attrs[i].string_value;
-        }
-    }
-    return NULL;
+    const struct sqs_attr *a = sqs_attr_find(m->attrs, m->nattrs, name);
+    return a != NULL ? a->string_value : NULL;
 }
 
 static int
@@ -152,7 +171,7 @@ recv_batch(struct sqs_client *sqs, const char *url, int max, int visibility,
            struct sqs_message **msgs, size_t *n, struct sqs_error *err)
 {
     struct sqs_receive_opts o = {max < 10 ? max : 10, 1, visibility, NULL};
-    return sqs_receive(sqs, url, &o, 0, msgs, n, err);
+    return sqs_receive(sqs, url, &o, msgs, n, err);
 }
 
 /* ---- list ---- */
@@ -546,8 +565,7 @@ all_found(const struct redrive *rd)
 static int
 redrive_all(struct redrive *rd)
 {
-    char **seen_ids = NULL;
-    size_t nseen = 0;
+    struct held seen_ids = {0};
     int rc = CTL_OK;
     while (!all_found(rd)) {
         struct sqs_message *batch = NULL;
@@ -559,17 +577,9 @@ redrive_all(struct redrive *rd)
         }
         for (size_t i = 0; i < got; i++) {
             const struct sqs_message *m = &batch[i];
-            int again = 0;
-            for (size_t j = 0; j < nseen && !again; j++) {
-                again = strcmp(seen_ids[j], m->message_id) == 0;
-            }
-            char **grown = again ? NULL : realloc(seen_ids, (nseen + 1) * sizeof(*grown));
-            if (grown != NULL && (grown[nseen] = strdup(m->message_id)) != NULL) {
-                seen_ids = grown;
-                nseen++;
+            int again = held_has(&seen_ids, m->message_id);
+            if (!again && hold(&seen_ids, m->message_id) == 0) {
                 fresh++;
-            } else if (grown != NULL) {
-                seen_ids = grown;
             }
             if (again || !selected(rd, m)) {
                 hold(&rd->held, m->receipt_handle);
@@ -582,10 +592,7 @@ redrive_all(struct redrive *rd)
             break;
         }
     }
-    for (size_t i = 0; i < nseen; i++) {
-        free(seen_ids[i]);
-    }
-    free(seen_ids);
+    held_free(&seen_ids);
     return rc;
 }
 

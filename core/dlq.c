@@ -10,7 +10,6 @@
 #include "worker.h"
 
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,22 +102,12 @@ pack_rest(struct dlq_letter *l, const struct sqs_message *m, size_t from)
         if (is_twice_attr(a) || seen++ < from) {
             continue;
         }
-        if (a->string_value != NULL) {
-            json_object_set_new(
-                obj, a->name,
-                json_pack("{s:s,s:s}", "DataType", a->data_type, "StringValue", a->string_value));
-            continue;
-        }
-        /* Binary: base64, as SQS itself carries it. */
-        char *b64 = malloc(4 * ((a->binary_len + 2) / 3) + 1);
-        if (b64 == NULL) {
+        /* Binary values in base64, as SQS itself carries them. */
+        json_t *v = sqs_attr_json(a);
+        if (v == NULL || json_object_set_new(obj, a->name, v) != 0) {
             json_decref(obj);
             return -1;
         }
-        EVP_EncodeBlock((unsigned char *) b64, a->binary, (int) a->binary_len);
-        json_object_set_new(obj, a->name,
-                            json_pack("{s:s,s:s}", "DataType", a->data_type, "BinaryValue", b64));
-        free(b64);
     }
     l->packed = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(obj);

@@ -114,19 +114,14 @@ api_field_json(const twice_job *job, const char *path, size_t *len)
 static const char *
 api_attr(const twice_job *job, const char *name, size_t *len)
 {
-    if (name == NULL) {
+    const struct sqs_attr *a = sqs_attr_find(job->msg.attrs, job->msg.nattrs, name);
+    if (a == NULL || a->string_value == NULL) {
         return NULL;
     }
-    for (size_t i = 0; i < job->msg.nattrs; i++) {
-        const struct sqs_attr *a = &job->msg.attrs[i];
-        if (strcmp(a->name, name) == 0 && a->string_value != NULL) {
-            if (len != NULL) {
-                *len = strlen(a->string_value);
-            }
-            return a->string_value;
-        }
+    if (len != NULL) {
+        *len = strlen(a->string_value);
     }
-    return NULL;
+    return a->string_value;
 }
 
 static const char *

@@ -1,8 +1,9 @@
 /*
  * http.h - a thin libcurl wrapper shared by the SQS client, the credential
- * providers, alert webhooks and SMTP: one request at a time per client, the
+ * providers and alert webhooks: one request at a time per client, the
  * connection kept alive between requests. Not an AWS client: no signing, no
- * retries, no JSON; callers decide what a status means.
+ * retries, no JSON; callers decide what a status means. Not for SMTP:
+ * alert_sink.c sends mail with a curl handle of its own.
  */
 #ifndef TWICE_HTTP_H
 #define TWICE_HTTP_H

@@ -49,12 +49,8 @@ job_body(struct twice_job *j)
 {
     if (!j->body_parsed) {
         j->body_parsed = 1;
-        if (j->msg.body == NULL) {
-            snprintf(j->body_error, sizeof(j->body_error), "body not read (too large)");
-        } else {
-            j->body = jsonpath_parse_body(j->msg.body, j->msg.body_len, j->body_error,
-                                          sizeof(j->body_error));
-        }
+        j->body = jsonpath_parse_body(j->msg.body, j->msg.body_len, j->body_error,
+                                      sizeof(j->body_error));
     }
     return j->body;
 }

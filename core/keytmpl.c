@@ -372,20 +372,17 @@ expand_path(struct expansion *x, const struct part *p, const struct keytmpl_inpu
 static enum keytmpl_result
 expand_attr(struct expansion *x, const struct part *p, const struct keytmpl_input *in)
 {
-    for (size_t i = 0; i < in->nattrs; i++) {
-        const struct sqs_attr *a = &in->attrs[i];
-        if (a->name == NULL || strcmp(a->name, p->text) != 0) {
-            continue;
-        }
-        const char *dt = a->data_type != NULL ? a->data_type : "";
-        int text_type = strncmp(dt, "String", 6) == 0 || strncmp(dt, "Number", 6) == 0;
-        if (!text_type || a->string_value == NULL) {
-            return field_error(x, KEYTMPL_BAD_VALUE, p, ": a binary attribute",
-                               " (need String or Number)");
-        }
-        return append_value(x, p, a->string_value, strlen(a->string_value));
+    const struct sqs_attr *a = sqs_attr_find(in->attrs, in->nattrs, p->text);
+    if (a == NULL) {
+        return field_error(x, KEYTMPL_MISSING, p, "", "");
     }
-    return field_error(x, KEYTMPL_MISSING, p, "", "");
+    const char *dt = a->data_type != NULL ? a->data_type : "";
+    int text_type = strncmp(dt, "String", 6) == 0 || strncmp(dt, "Number", 6) == 0;
+    if (!text_type || a->string_value == NULL) {
+        return field_error(x, KEYTMPL_BAD_VALUE, p, ": a binary attribute",
+                           " (need String or Number)");
+    }
+    return append_value(x, p, a->string_value, strlen(a->string_value));
 }
 
 static enum keytmpl_result

@@ -107,11 +107,8 @@ route(struct wqueue *q, struct twice_job *j)
     const char *value = NULL;
     struct buf text = BUF_INIT;
     if (q->route_attr != NULL) {
-        for (size_t i = 0; i < j->msg.nattrs; i++) {
-            if (strcmp(j->msg.attrs[i].name, q->route_attr) == 0) {
-                value = j->msg.attrs[i].string_value;
-            }
-        }
+        const struct sqs_attr *a = sqs_attr_find(j->msg.attrs, j->msg.nattrs, q->route_attr);
+        value = a != NULL ? a->string_value : NULL;
     } else {
         json_t *body = job_body(j);
         if (body == NULL) {
@@ -483,7 +480,7 @@ receive_once(struct receiver *r)
     struct sqs_message *msgs = NULL;
     size_t got = 0;
     struct sqs_error e;
-    int rc = sqs_receive(r->sqs, q->cfg->url, &o, 0, &msgs, &got, &e);
+    int rc = sqs_receive(r->sqs, q->cfg->url, &o, &msgs, &got, &e);
     metrics_count(MET_SQS_REQUESTS, "ReceiveMessage", rc == 0 ? "ok" : "error", NULL, 1);
     wqueue_release_slot(q, n - (int) got);
     if (rc != 0) {

@@ -61,10 +61,8 @@ is_unreserved(unsigned char c)
            c == '-' || c == '.' || c == '_' || c == '~';
 }
 
-/* RFC 3986 encoding as SigV4 wants it: unreserved bytes as they are, '/'
- * too when keep_slash, everything else %XX in upper-case hex. */
-static void
-uri_encode(struct buf *out, const char *s, size_t n, int keep_slash)
+void
+sigv4_uri_encode(struct buf *out, const char *s, size_t n, int keep_slash)
 {
     static const char upper[] = "0123456789ABCDEF";
 
@@ -131,7 +129,7 @@ canonical_path(struct buf *out, const char *path, int normalize)
         if (*path != '/') {
             buf_putc(out, '/');
         }
-        uri_encode(out, path, strlen(path), 1);
+        sigv4_uri_encode(out, path, strlen(path), 1);
         return out->failed ? -1 : 0;
     }
 
@@ -158,7 +156,7 @@ canonical_path(struct buf *out, const char *path, int normalize)
     }
     for (size_t i = 0; i < depth; i++) {
         buf_putc(out, '/');
-        uri_encode(out, seg[i], seglen[i], 0);
+        sigv4_uri_encode(out, seg[i], seglen[i], 0);
     }
     if (depth == 0 || path[strlen(path) - 1] == '/') {
         buf_putc(out, '/');
@@ -191,7 +189,7 @@ query_component(const char *s, size_t n)
     struct buf raw = BUF_INIT, enc = BUF_INIT;
 
     uri_decode(&raw, s, n);
-    uri_encode(&enc, buf_str(&raw), raw.len, 0);
+    sigv4_uri_encode(&enc, buf_str(&raw), raw.len, 0);
     if (raw.failed) {
         enc.failed = 1;
     }

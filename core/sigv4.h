@@ -29,6 +29,11 @@ struct sigv4_request {
     int normalize_path; /* 1 except for S3; SQS's path is always "/" */
 };
 
+/* RFC 3986 encoding as SigV4 wants it: unreserved bytes (A-Z a-z 0-9 - _
+ * . ~) as they are, '/' too when keep_slash, everything else %XX in
+ * upper-case hex. Appended to out. Also what a form body needs. */
+void sigv4_uri_encode(struct buf *out, const char *s, size_t n, int keep_slash);
+
 /* Step 1: the canonical request (no trailing newline); signed_headers gets
  * the ';'-joined lower-case names. 0, or -1 on ENOMEM. */
 int sigv4_canonical_request(const struct sigv4_request *r, struct buf *out,

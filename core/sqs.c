@@ -15,7 +15,6 @@
 #include "sqs_parse.h"
 
 #include <jansson.h>
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,17 +142,11 @@ struct sqs_signed {
 static void
 sqs_signed_free(struct sqs_signed *s)
 {
-    if (s->token.data != NULL) {
-        OPENSSL_cleanse(s->token.data, s->token.cap);
-    }
-    if (s->auth.data != NULL) {
-        OPENSSL_cleanse(s->auth.data, s->auth.cap);
-    }
     buf_free(&s->target);
     buf_free(&s->date);
     buf_free(&s->host);
-    buf_free(&s->token);
-    buf_free(&s->auth);
+    buf_free_wipe(&s->token);
+    buf_free_wipe(&s->auth);
 }
 
 /*
@@ -192,10 +185,7 @@ sqs_sign(struct sqs_client *c, const char *op, const char *body, size_t len,
         buf_printf(&s->token, "X-Amz-Security-Token: %s", cr->session_token);
     }
     buf_printf(&s->auth, "Authorization: %s", buf_str(&auth));
-    if (auth.data != NULL) {
-        OPENSSL_cleanse(auth.data, auth.cap);
-    }
-    buf_free(&auth);
+    buf_free_wipe(&auth);
     if (rc != 0 || s->target.failed || s->date.failed || s->host.failed || s->token.failed ||
         s->auth.failed) {
         return -1;
@@ -304,9 +294,6 @@ sqs_call(struct sqs_client *c, const char *op, const char *body, size_t len,
             break;
         }
     }
-    if (strcmp(err->code, "Cancelled") == 0) {
-        err->retryable = 0;
-    }
     return -1;
 }
 
@@ -349,17 +336,15 @@ sqs_call_raw(struct sqs_client *c, const char *op, const char *body, size_t len,
 
 int
 sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_receive_opts *o,
-            size_t max_body_bytes, struct sqs_message **msgs, size_t *n, struct sqs_error *err)
+            struct sqs_message **msgs, size_t *n, struct sqs_error *err)
 {
     *msgs = NULL;
     *n = 0;
     /* Only the system attributes twice reads: "All" costs a parse per message. */
-    json_t *req =
-        json_pack("{s:s, s:i, s:i, s:[s,s,s,s,s,s], s:[s]}", "QueueUrl", queue_url,
-                  "MaxNumberOfMessages", o->max_messages, "WaitTimeSeconds", o->wait_time,
-                  "MessageSystemAttributeNames", "ApproximateReceiveCount",
-                  "ApproximateFirstReceiveTimestamp", "SentTimestamp", "MessageGroupId",
-                  "MessageDeduplicationId", "SequenceNumber", "MessageAttributeNames", "All");
+    json_t *req = json_pack("{s:s, s:i, s:i, s:[s,s,s], s:[s]}", "QueueUrl", queue_url,
+                            "MaxNumberOfMessages", o->max_messages, "WaitTimeSeconds",
+                            o->wait_time, "MessageSystemAttributeNames", "ApproximateReceiveCount",
+                            "SentTimestamp", "MessageGroupId", "MessageAttributeNames", "All");
     if (req != NULL && o->visibility_timeout >= 0) {
         json_object_set_new(req, "VisibilityTimeout", json_integer(o->visibility_timeout));
     }
@@ -371,15 +356,23 @@ sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_receiv
     if (sqs_call_json(c, "ReceiveMessage", req, &co, err) != 0) {
         return -1;
     }
-    return sqs_parse_receive(buf_str(&c->resp.body), c->resp.body.len, max_body_bytes, msgs, n,
-                             err);
+    return sqs_parse_receive(buf_str(&c->resp.body), c->resp.body.len, msgs, n, err);
 }
 
-/* Delete / ChangeMessageVisibility batches share everything but a field. */
+/* Entry i of a batch as JSON, its Id in *id; NULL with err set on bad
+ * input (op names the call in the message). */
+typedef json_t *sqs_batch_entry_fn(const void *entries, size_t i, const char *op, const char **id,
+                                   struct sqs_error *err);
+
+/*
+ * Every *Batch call: nothing to do for n == 0, at most 10 entries, the
+ * {QueueUrl, Entries} request built with entry(), then results[i] for
+ * entry i from the response.
+ */
 static int
-sqs_handle_batch(struct sqs_client *c, const char *op, const char *queue_url,
-                 const struct sqs_batch_entry *entries, size_t n, int with_visibility,
-                 struct sqs_batch_result *results, struct sqs_error *err)
+sqs_batch_call(struct sqs_client *c, const char *op, const char *queue_url, const void *entries,
+               size_t n, sqs_batch_entry_fn *entry, struct sqs_batch_result *results,
+               struct sqs_error *err)
 {
     const char *ids[SQS_MAX_BATCH];
     if (n == 0) {
@@ -390,20 +383,21 @@ sqs_handle_batch(struct sqs_client *c, const char *op, const char *queue_url,
         return -1;
     }
     json_t *arr = json_array();
-    for (size_t i = 0; i < n && arr != NULL; i++) {
-        json_t *e = json_pack("{s:s, s:s}", "Id", entries[i].id, "ReceiptHandle",
-                              entries[i].receipt_handle);
-        if (e != NULL && with_visibility) {
-            json_object_set_new(e, "VisibilityTimeout",
-                                json_integer(entries[i].visibility_timeout));
-        }
-        if (e == NULL || json_array_append_new(arr, e) != 0) {
-            json_decref(arr);
-            arr = NULL;
-        }
-        ids[i] = entries[i].id;
+    if (arr == NULL) {
+        sqs_error_set(err, "OutOfMemory", 0, "out of memory");
+        return -1;
     }
-    json_t *req = arr ? json_pack("{s:s, s:o}", "QueueUrl", queue_url, "Entries", arr) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = entry(entries, i, op, &ids[i], err);
+        if (e == NULL || json_array_append_new(arr, e) != 0) {
+            if (e != NULL) {
+                sqs_error_set(err, "OutOfMemory", 0, "out of memory");
+            }
+            json_decref(arr);
+            return -1;
+        }
+    }
+    json_t *req = json_pack("{s:s, s:o}", "QueueUrl", queue_url, "Entries", arr);
     struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
     if (sqs_call_json(c, op, req, &co, err) != 0) {
         return -1;
@@ -411,12 +405,43 @@ sqs_handle_batch(struct sqs_client *c, const char *op, const char *queue_url,
     return sqs_parse_batch(buf_str(&c->resp.body), c->resp.body.len, ids, n, results, err);
 }
 
+/* A DeleteMessageBatch entry: {Id, ReceiptHandle}. */
+static json_t *
+sqs_delete_entry(const void *entries, size_t i, const char *op, const char **id,
+                 struct sqs_error *err)
+{
+    const struct sqs_batch_entry *e = (const struct sqs_batch_entry *) entries + i;
+    json_t *j = json_pack("{s:s, s:s}", "Id", e->id, "ReceiptHandle", e->receipt_handle);
+    if (j == NULL) {
+        sqs_error_set(err, "InvalidArgument", 0, "%s: a required argument is missing", op);
+    }
+    *id = e->id;
+    return j;
+}
+
+/* A ChangeMessageVisibilityBatch entry: a delete entry plus VisibilityTimeout. */
+static json_t *
+sqs_visibility_entry(const void *entries, size_t i, const char *op, const char **id,
+                     struct sqs_error *err)
+{
+    const struct sqs_batch_entry *e = (const struct sqs_batch_entry *) entries + i;
+    json_t *j = sqs_delete_entry(entries, i, op, id, err);
+    if (j != NULL &&
+        json_object_set_new(j, "VisibilityTimeout", json_integer(e->visibility_timeout)) != 0) {
+        json_decref(j);
+        sqs_error_set(err, "OutOfMemory", 0, "out of memory");
+        return NULL;
+    }
+    return j;
+}
+
 int
 sqs_delete_batch(struct sqs_client *c, const char *queue_url,
                  const struct sqs_batch_entry *entries, size_t n, struct sqs_batch_result *results,
                  struct sqs_error *err)
 {
-    return sqs_handle_batch(c, "DeleteMessageBatch", queue_url, entries, n, 0, results, err);
+    return sqs_batch_call(c, "DeleteMessageBatch", queue_url, entries, n, sqs_delete_entry,
+                          results, err);
 }
 
 int
@@ -424,8 +449,8 @@ sqs_change_visibility_batch(struct sqs_client *c, const char *queue_url,
                             const struct sqs_batch_entry *entries, size_t n,
                             struct sqs_batch_result *results, struct sqs_error *err)
 {
-    return sqs_handle_batch(c, "ChangeMessageVisibilityBatch", queue_url, entries, n, 1, results,
-                            err);
+    return sqs_batch_call(c, "ChangeMessageVisibilityBatch", queue_url, entries, n,
+                          sqs_visibility_entry, results, err);
 }
 
 int
@@ -447,6 +472,21 @@ sqs_delete(struct sqs_client *c, const char *queue_url, const char *receipt_hand
     return sqs_call_json(c, "DeleteMessage", req, &co, err);
 }
 
+json_t *
+sqs_attr_json(const struct sqs_attr *a)
+{
+    if (a->string_value != NULL) {
+        return json_pack("{s:s, s:s}", "DataType", a->data_type, "StringValue", a->string_value);
+    }
+    json_t *v = NULL;
+    struct buf b64 = BUF_INIT;
+    if (sqs_base64_encode(a->binary, a->binary_len, &b64) == 0) {
+        v = json_pack("{s:s, s:s}", "DataType", a->data_type, "BinaryValue", buf_str(&b64));
+    }
+    buf_free(&b64);
+    return v;
+}
+
 /* MessageAttributes for a send: {name: {DataType, StringValue|BinaryValue}}.
  * NULL on a bad attribute or ENOMEM. */
 static json_t *
@@ -455,17 +495,7 @@ sqs_attrs_json(const struct sqs_attr *attrs, size_t n)
     json_t *obj = json_object();
     for (size_t i = 0; i < n && obj != NULL; i++) {
         const struct sqs_attr *a = &attrs[i];
-        json_t *v = NULL;
-        if (a->string_value != NULL) {
-            v = json_pack("{s:s, s:s}", "DataType", a->data_type, "StringValue", a->string_value);
-        } else {
-            struct buf b64 = BUF_INIT;
-            if (sqs_base64_encode(a->binary, a->binary_len, &b64) == 0) {
-                v = json_pack("{s:s, s:s}", "DataType", a->data_type, "BinaryValue",
-                              buf_str(&b64));
-            }
-            buf_free(&b64);
-        }
+        json_t *v = sqs_attr_json(a);
         if (v == NULL || a->name == NULL || json_object_set_new(obj, a->name, v) != 0) {
             json_decref(obj);
             obj = NULL;
@@ -538,35 +568,28 @@ sqs_send(struct sqs_client *c, const char *queue_url, const struct sqs_send_entr
     return 0;
 }
 
+/* A SendMessageBatch entry: the message with its Id. */
+static json_t *
+sqs_send_entry_json(const void *entries, size_t i, const char *op, const char **id,
+                    struct sqs_error *err)
+{
+    (void) op;
+    const struct sqs_send_entry *e = (const struct sqs_send_entry *) entries + i;
+    json_t *m = sqs_send_json(e, 1);
+    if (m == NULL) {
+        sqs_error_set(err, "InvalidMessageContents", 0,
+                      "entry %zu: no body, or a body or attribute that is not UTF-8", i);
+    }
+    *id = e->id;
+    return m;
+}
+
 int
 sqs_send_batch(struct sqs_client *c, const char *queue_url, const struct sqs_send_entry *entries,
                size_t n, struct sqs_batch_result *results, struct sqs_error *err)
 {
-    const char *ids[SQS_MAX_BATCH];
-    if (n == 0) {
-        return 0;
-    }
-    if (n > SQS_MAX_BATCH) {
-        sqs_error_set(err, "TooManyEntriesInBatchRequest", 0, "%zu entries (at most 10)", n);
-        return -1;
-    }
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n && arr != NULL; i++) {
-        json_t *m = sqs_send_json(&entries[i], 1);
-        if (m == NULL || json_array_append_new(arr, m) != 0) {
-            json_decref(arr);
-            sqs_error_set(err, "InvalidMessageContents", 0,
-                          "entry %zu: no body, or a body or attribute that is not UTF-8", i);
-            return -1;
-        }
-        ids[i] = entries[i].id;
-    }
-    json_t *req = arr ? json_pack("{s:s, s:o}", "QueueUrl", queue_url, "Entries", arr) : NULL;
-    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
-    if (sqs_call_json(c, "SendMessageBatch", req, &co, err) != 0) {
-        return -1;
-    }
-    return sqs_parse_batch(buf_str(&c->resp.body), c->resp.body.len, ids, n, results, err);
+    return sqs_batch_call(c, "SendMessageBatch", queue_url, entries, n, sqs_send_entry_json,
+                          results, err);
 }
 
 int
@@ -631,13 +654,6 @@ sqs_purge(struct sqs_client *c, const char *queue_url, struct sqs_error *err)
     return sqs_call_json(c, "PurgeQueue", req, &co, err);
 }
 
-static const char *
-sqs_env(const char *name)
-{
-    const char *v = getenv(name);
-    return v != NULL && v[0] != '\0' ? v : NULL;
-}
-
 /* Region names are short lower-case words: "eu-west-1", "cn-north-1". */
 static int
 sqs_valid_region(const char *r)
@@ -658,9 +674,9 @@ sqs_resolve_region(const char *cfg_region, const char *profile, const char **src
     *unreadable = 0;
     if (cfg_region != NULL && cfg_region[0] != '\0') {
         v = cfg_region, *src = "aws.region";
-    } else if ((v = sqs_env("AWS_REGION")) != NULL) {
+    } else if ((v = awsconfig_env("AWS_REGION")) != NULL) {
         *src = "AWS_REGION";
-    } else if ((v = sqs_env("AWS_DEFAULT_REGION")) != NULL) {
+    } else if ((v = awsconfig_env("AWS_DEFAULT_REGION")) != NULL) {
         *src = "AWS_DEFAULT_REGION";
     }
     if (v != NULL) {
@@ -677,24 +693,14 @@ sqs_resolve_region(const char *cfg_region, const char *profile, const char **src
     return region;
 }
 
-/* The endpoint URL (malloc'd, no trailing '/'); NULL on ENOMEM. */
+/* The endpoint URL (malloc'd, no trailing '/'): the configuration's, else
+ * the environment's or the regional one. NULL on ENOMEM. */
 static char *
 sqs_resolve_url(const char *cfg_endpoint, const char *region)
 {
-    const char *v = cfg_endpoint != NULL && cfg_endpoint[0] != '\0' ? cfg_endpoint : NULL;
-    const char *ignore = sqs_env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
-    if (v == NULL && (ignore == NULL || strcasecmp(ignore, "true") != 0)) {
-        if ((v = sqs_env("AWS_ENDPOINT_URL_SQS")) == NULL) {
-            v = sqs_env("AWS_ENDPOINT_URL");
-        }
-    }
-    char *url = NULL;
-    if (v != NULL) {
-        url = strdup(v);
-    } else if (asprintf(&url, "https://sqs.%s.amazonaws.com%s", region,
-                        strncmp(region, "cn-", 3) == 0 ? ".cn" : "") < 0) {
-        url = NULL;
-    }
+    char *url = cfg_endpoint != NULL && cfg_endpoint[0] != '\0'
+                    ? strdup(cfg_endpoint)
+                    : awsconfig_service_url("sqs", region);
     for (size_t n = url ? strlen(url) : 0; n > 0 && url[n - 1] == '/'; n--) {
         url[n - 1] = '\0';
     }

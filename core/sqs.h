@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 struct creds_chain;
+struct json_t;
 
 /* Where requests go and how they are signed. */
 struct sqs_endpoint {
@@ -79,18 +80,23 @@ struct sqs_attr {
     size_t binary_len;
 };
 
+/* One attribute as SQS's JSON carries it: {DataType, StringValue} or
+ * {DataType, BinaryValue (base64)}. A new reference, or NULL when data_type
+ * is NULL, a value is not UTF-8, or on ENOMEM. */
+struct json_t *sqs_attr_json(const struct sqs_attr *a);
+
+/* The attribute called name among attrs[0..n-1], or NULL (also for name
+ * NULL). Entries without a name are skipped. */
+const struct sqs_attr *sqs_attr_find(const struct sqs_attr *attrs, size_t n, const char *name);
+
 struct sqs_message {
     char *message_id;
     char *receipt_handle;
     char *body; /* NUL-terminated */
     size_t body_len;
-    char *md5_of_body;
     int receive_count; /* ApproximateReceiveCount; 1 when missing */
     char *group_id;    /* MessageGroupId, NULL on standard queues */
-    char *dedup_id;    /* MessageDeduplicationId */
-    char *sequence_number;
     int64_t sent_timestamp_ms;
-    int64_t first_receive_ms;
     struct sqs_attr *attrs;
     size_t nattrs;
 };
@@ -103,15 +109,12 @@ struct sqs_receive_opts {
 };
 
 /*
- * ReceiveMessage, asking for every system and message attribute. Bodies
- * larger than max_body_bytes are not copied: the message is returned with
- * body NULL, body_len the real size, so the caller can dead-letter it as
- * too large (0 for no limit). *msgs is owned by the caller
+ * ReceiveMessage, asking for every message attribute and the system
+ * attributes struct sqs_message holds. *msgs is owned by the caller
  * (sqs_messages_free); *n may be 0.
  */
 int sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_receive_opts *o,
-                size_t max_body_bytes, struct sqs_message **msgs, size_t *n,
-                struct sqs_error *err);
+                struct sqs_message **msgs, size_t *n, struct sqs_error *err);
 void sqs_messages_free(struct sqs_message *msgs, size_t n);
 /* Free what one message owns and zero it (for a message moved out of the array). */
 void sqs_message_clear(struct sqs_message *m);

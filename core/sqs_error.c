@@ -54,13 +54,15 @@ sqs_code_in(const char *code, const char *const *list)
     return 0;
 }
 
-int
+/* 1 when code names a throttling error. */
+static int
 sqs_is_throttling_code(const char *code)
 {
     return sqs_code_in(code, throttling_codes);
 }
 
-void
+/* Set e->throttled and e->retryable from status, code and query code. */
+static void
 sqs_error_classify(struct sqs_error *e)
 {
     if (e->transport) {

@@ -238,24 +238,16 @@ sqs_parse_sysattrs(json_t *attrs, struct sqs_message *m)
     if ((s = sqs_sysattr(attrs, "SentTimestamp", tmp, sizeof tmp)) != NULL) {
         m->sent_timestamp_ms = strtoll(s, NULL, 10);
     }
-    if ((s = sqs_sysattr(attrs, "ApproximateFirstReceiveTimestamp", tmp, sizeof tmp)) != NULL) {
-        m->first_receive_ms = strtoll(s, NULL, 10);
-    }
-    const char *names[] = {"MessageGroupId", "MessageDeduplicationId", "SequenceNumber"};
-    char **fields[] = {&m->group_id, &m->dedup_id, &m->sequence_number};
-    for (size_t i = 0; i < 3; i++) {
-        if ((s = sqs_sysattr(attrs, names[i], tmp, sizeof tmp)) != NULL &&
-            (*fields[i] = strdup(s)) == NULL) {
-            return -1;
-        }
+    if ((s = sqs_sysattr(attrs, "MessageGroupId", tmp, sizeof tmp)) != NULL &&
+        (m->group_id = strdup(s)) == NULL) {
+        return -1;
     }
     return 0;
 }
 
-/* Body: copied unless larger than max (0: no limit); MD5OfBody checked
- * either way, on the bytes as received. */
+/* Body: MD5OfBody checked on the bytes as received, then copied. */
 static int
-sqs_parse_body(json_t *jm, size_t max, struct sqs_message *m, struct sqs_error *e)
+sqs_parse_body(json_t *jm, struct sqs_message *m, struct sqs_error *e)
 {
     json_t *jb = json_object_get(jm, "Body");
     const char *body = json_string_value(jb);
@@ -265,15 +257,12 @@ sqs_parse_body(json_t *jm, size_t max, struct sqs_message *m, struct sqs_error *
         return -1;
     }
     m->body_len = json_string_length(jb);
+    const char *want = json_string_value(json_object_get(jm, "MD5OfBody"));
     char md5[33];
-    if (m->md5_of_body != NULL && sqs_md5_hex(body, m->body_len, md5) == 0 &&
-        strcasecmp(md5, m->md5_of_body) != 0) {
+    if (want != NULL && sqs_md5_hex(body, m->body_len, md5) == 0 && strcasecmp(md5, want) != 0) {
         sqs_error_set(e, "BodyMD5Mismatch", 1, "message %.64s: MD5OfBody %.40s, body hashes to %s",
-                      m->message_id, m->md5_of_body, md5);
+                      m->message_id, want, md5);
         return -1;
-    }
-    if (max > 0 && m->body_len > max) {
-        return 0;
     }
     if ((m->body = malloc(m->body_len + 1)) == NULL) {
         sqs_error_set(e, "OutOfMemory", 0, "out of memory");
@@ -302,7 +291,7 @@ sqs_check_attrs_md5(json_t *jm, const struct sqs_message *m, struct sqs_error *e
 }
 
 static int
-sqs_parse_message(json_t *jm, size_t max, struct sqs_message *m, struct sqs_error *e)
+sqs_parse_message(json_t *jm, struct sqs_message *m, struct sqs_error *e)
 {
     if (!json_is_object(jm)) {
         sqs_error_set(e, "MalformedResponse", 1, "a message is not a JSON object");
@@ -310,12 +299,11 @@ sqs_parse_message(json_t *jm, size_t max, struct sqs_message *m, struct sqs_erro
     }
     m->message_id = sqs_dup_member(jm, "MessageId");
     m->receipt_handle = sqs_dup_member(jm, "ReceiptHandle");
-    m->md5_of_body = sqs_dup_member(jm, "MD5OfBody");
     if (m->message_id == NULL || m->receipt_handle == NULL) {
         sqs_error_set(e, "MalformedResponse", 1, "a message lacks MessageId or ReceiptHandle");
         return -1;
     }
-    if (sqs_parse_body(jm, max, m, e) != 0 ||
+    if (sqs_parse_body(jm, m, e) != 0 ||
         sqs_parse_attrs(json_object_get(jm, "MessageAttributes"), m, e) != 0 ||
         sqs_check_attrs_md5(jm, m, e) != 0) {
         return -1;
@@ -328,8 +316,8 @@ sqs_parse_message(json_t *jm, size_t max, struct sqs_message *m, struct sqs_erro
 }
 
 int
-sqs_parse_receive(const char *json, size_t len, size_t max_body_bytes, struct sqs_message **msgs,
-                  size_t *n, struct sqs_error *e)
+sqs_parse_receive(const char *json, size_t len, struct sqs_message **msgs, size_t *n,
+                  struct sqs_error *e)
 {
     *msgs = NULL;
     *n = 0;
@@ -351,7 +339,7 @@ sqs_parse_receive(const char *json, size_t len, size_t max_body_bytes, struct sq
         goto done;
     }
     for (i = 0; i < count; i++) {
-        if (sqs_parse_message(json_array_get(arr, i), max_body_bytes, &out[i], e) != 0) {
+        if (sqs_parse_message(json_array_get(arr, i), &out[i], e) != 0) {
             sqs_messages_free(out, i + 1);
             out = NULL;
             goto done;
@@ -378,10 +366,7 @@ sqs_message_clear(struct sqs_message *m)
     free(m->message_id);
     free(m->receipt_handle);
     free(m->body);
-    free(m->md5_of_body);
     free(m->group_id);
-    free(m->dedup_id);
-    free(m->sequence_number);
     sqs_attrs_free(m->attrs, m->nattrs);
     memset(m, 0, sizeof(*m));
 }
@@ -514,6 +499,17 @@ sqs_kv_free(struct sqs_kv *kv, size_t n)
         free(kv[i].value);
     }
     free(kv);
+}
+
+const struct sqs_attr *
+sqs_attr_find(const struct sqs_attr *attrs, size_t n, const char *name)
+{
+    for (size_t i = 0; name != NULL && i < n; i++) {
+        if (attrs[i].name != NULL && strcmp(attrs[i].name, name) == 0) {
+            return &attrs[i];
+        }
+    }
+    return NULL;
 }
 
 const char *

@@ -25,7 +25,8 @@ struct http_client;
  * Fill e from a non-2xx response: code from __type (cut at the first ':',
  * then the part after the last '#') or the x-amzn-ErrorType header, else
  * "HTTP <status>"; message from "message" or "Message"; query_code from
- * x-amzn-query-error ("Code;Fault"). Then classify. Headers may be NULL.
+ * x-amzn-query-error ("Code;Fault"); throttled and retryable from those
+ * and the status. Headers may be NULL.
  */
 void sqs_parse_error(long status, const char *body, size_t len, const char *query_error,
                      const char *error_type, struct sqs_error *e);
@@ -38,12 +39,6 @@ void sqs_error_transport(struct sqs_error *e, const char *code, const char *mess
  * unless retryable is 1. */
 void sqs_error_set(struct sqs_error *e, const char *code, int retryable, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-
-/* Set e->throttled and e->retryable from status, code and query code. */
-void sqs_error_classify(struct sqs_error *e);
-
-/* 1 when code names a throttling error. */
-int sqs_is_throttling_code(const char *code);
 
 /*
  * The delay before retry number `retry` (1 for the first retry): full
@@ -58,11 +53,10 @@ long sqs_retry_delay_ms(const struct sqs_error *e, int retry, long retry_after_m
  * sqs_messages_free). No "Messages" key: *n = 0. Checks MD5OfBody and
  * MD5OfMessageAttributes: a mismatch fails the whole call with the
  * retryable "BodyMD5Mismatch" / "AttributesMD5Mismatch" (the messages come
- * back after their visibility timeout). Bodies over max_body_bytes (0: no
- * limit) are not copied.
+ * back after their visibility timeout).
  */
-int sqs_parse_receive(const char *json, size_t len, size_t max_body_bytes,
-                      struct sqs_message **msgs, size_t *n, struct sqs_error *e);
+int sqs_parse_receive(const char *json, size_t len, struct sqs_message **msgs, size_t *n,
+                      struct sqs_error *e);
 
 /*
  * A batch response -> results[i] for the entry whose Id is ids[i]. An

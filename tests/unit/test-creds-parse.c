@@ -7,6 +7,7 @@
  */
 #include "check.h"
 
+#include "awsconfig.h"
 #include "creds.h"
 #include "creds_provider.h"
 
@@ -180,20 +181,23 @@ test_sts_endpoint(void)
     unsetenv("AWS_ENDPOINT_URL_STS");
     unsetenv("AWS_ENDPOINT_URL");
     unsetenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
-    CHECK_STR(e = creds_sts_endpoint("eu-west-1"), "https://sts.eu-west-1.amazonaws.com");
+    CHECK_STR(e = awsconfig_service_url("sts", "eu-west-1"),
+              "https://sts.eu-west-1.amazonaws.com");
     free(e);
-    CHECK_STR(e = creds_sts_endpoint("cn-north-1"), "https://sts.cn-north-1.amazonaws.com.cn");
+    CHECK_STR(e = awsconfig_service_url("sts", "cn-north-1"),
+              "https://sts.cn-north-1.amazonaws.com.cn");
     free(e);
-    CHECK_STR(e = creds_sts_endpoint(NULL), "https://sts.amazonaws.com");
+    CHECK_STR(e = awsconfig_service_url("sts", NULL), "https://sts.amazonaws.com");
     free(e);
     setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1", 1);
-    CHECK_STR(e = creds_sts_endpoint("eu-west-1"), "http://127.0.0.1:1");
+    CHECK_STR(e = awsconfig_service_url("sts", "eu-west-1"), "http://127.0.0.1:1");
     free(e);
     setenv("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:2", 1);
-    CHECK_STR(e = creds_sts_endpoint("eu-west-1"), "http://127.0.0.1:2");
+    CHECK_STR(e = awsconfig_service_url("sts", "eu-west-1"), "http://127.0.0.1:2");
     free(e);
     setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "TRUE", 1);
-    CHECK_STR(e = creds_sts_endpoint("eu-west-1"), "https://sts.eu-west-1.amazonaws.com");
+    CHECK_STR(e = awsconfig_service_url("sts", "eu-west-1"),
+              "https://sts.eu-west-1.amazonaws.com");
     free(e);
     unsetenv("AWS_ENDPOINT_URL_STS");
     unsetenv("AWS_ENDPOINT_URL");
