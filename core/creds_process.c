@@ -4,6 +4,7 @@
  * it prints. Not the profile's other keys (creds_profile.c). The
  * command's standard error is never shown: tools print tokens there.
  */
+#include "clock.h"
 #include "creds.h"
 #include "creds_provider.h"
 
@@ -24,14 +25,6 @@ extern char **environ;
 
 /* How often a running command is checked for the cancel flag. */
 #define PROCESS_POLL_MS 100
-
-static long
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
 
 /* In the child, before exec: only async-signal-safe calls. Its own
  * process group (so a timeout kills the whole pipeline), default signal
@@ -124,7 +117,7 @@ collect(struct process_io *io, long deadline, const volatile int *cancel)
 {
     while (io->fds[0] >= 0 || io->fds[1] >= 0) {
         struct pollfd pfd[2] = {{io->fds[0], POLLIN, 0}, {io->fds[1], POLLIN, 0}};
-        long left = deadline - now_ms();
+        long left = deadline - (long) clock_mono_ms();
         if (left <= 0 || (cancel != NULL && *cancel) || io->too_large) {
             return -1;
         }
@@ -151,7 +144,7 @@ reap(pid_t pid, long deadline, int kill_now)
         if (r == pid || (r < 0 && errno != EINTR)) {
             return r == pid ? status : -1;
         }
-        if (now_ms() >= deadline) {
+        if ((long) clock_mono_ms() >= deadline) {
             break;
         }
         struct timespec ts = {0, 10 * 1000000L};
@@ -197,7 +190,7 @@ creds_process_run(const char *command, long timeout_ms, const volatile int *canc
                   size_t cap, size_t *len, char *why, size_t whylen)
 {
     int outp[2] = {-1, -1}, errp[2] = {-1, -1};
-    long deadline = now_ms() + timeout_ms;
+    long deadline = (long) clock_mono_ms() + timeout_ms;
 
     *len = 0;
     out[0] = '\0';
