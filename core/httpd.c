@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "log.h"
 #include "metrics.h"
 
 #include <arpa/inet.h>
@@ -123,6 +124,17 @@ serve(void *cls, struct MHD_Connection *conn, const char *url, const char *metho
     return reply(conn, status, type, body, len);
 }
 
+/* "HOST is not WHAT", HOST escaped: it comes from the configuration and a
+ * control byte must not break the line of `twiced -t`. */
+static void
+not_an_address(const char *host, const char *what, char *err, size_t errlen)
+{
+    struct buf b = BUF_INIT;
+    log_escape(&b, host, strlen(host));
+    snprintf(err, errlen, "%s is not %s", b.len > 0 ? buf_str(&b) : "", what);
+    buf_free(&b);
+}
+
 int
 httpd_parse_listen(const char *s, struct sockaddr_storage *ss, char *err, size_t errlen)
 {
@@ -150,7 +162,7 @@ httpd_parse_listen(const char *s, struct sockaddr_storage *ss, char *err, size_t
         }
         host[hlen - 1] = '\0';
         if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1) {
-            snprintf(err, errlen, "%s is not an IPv6 address", host + 1);
+            not_an_address(host + 1, "an IPv6 address", err, errlen);
             return -1;
         }
         return 0;
@@ -167,7 +179,7 @@ httpd_parse_listen(const char *s, struct sockaddr_storage *ss, char *err, size_t
         return 0;
     }
     if (inet_pton(AF_INET, host, &a4->sin_addr) != 1) {
-        snprintf(err, errlen, "%s is not an IP address (names are not resolved)", host);
+        not_an_address(host, "an IP address (names are not resolved)", err, errlen);
         return -1;
     }
     return 0;

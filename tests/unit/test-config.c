@@ -765,6 +765,8 @@ test_alerts_metrics(void)
         {"[::1:80", "an IPv6 address goes in brackets: \"[::1]:9464\""},
         {"[zz]:80", "zz is not an IPv6 address"},
         {"localhost:9464", "localhost is not an IP address (names are not resolved)"},
+        /* fuzz-config: the host was quoted raw, a control byte split the line */
+        {"127.0.0.1\\x02:9464", "127.0.0.1\\x02 is not an IP address (names are not resolved)"},
     };
     char extra[1024];
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
