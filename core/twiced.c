@@ -1,13 +1,13 @@
 /*
- * twiced.c - the daemon's command line. What runs is in master.c
- * (supervision), worker.c (jobs) and probe.c (plugin checks); the last two
- * are started by the master re-executing this binary.
+ * twiced.c - the daemon's command line. What runs is in master/master.c
+ * (supervision), worker/process.c (jobs) and plugin/probe.c (plugin
+ * checks); the last two are started by the master re-executing this binary.
  */
 #include "log.h"
 #include "master.h"
 #include "probe.h"
+#include "process.h"
 #include "version.h"
-#include "worker.h"
 
 #include <fcntl.h>
 #include <getopt.h>

@@ -1,6 +1,6 @@
 /*
  * fuzz-sqs-response.c - libFuzzer target: every parser of SQS response
- * bodies (core/sqs_parse.h) on the same bytes, as a broken or hostile
+ * bodies (core/sqs/sqs_parse.h) on the same bytes, as a broken or hostile
  * endpoint could send them. Not for the transport (sqs.c) or signing.
  *
  * Input, cut at the first two NUL bytes: response body, x-amzn-query-error

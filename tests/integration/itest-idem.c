@@ -1,5 +1,5 @@
 /*
- * itest-idem.c - the idempotency store (core/idem.c) against a real
+ * itest-idem.c - the idempotency store (core/idem/idem.c) against a real
  * PostgreSQL: migration, claim states, leases, transactions, concurrency,
  * janitor, key queries, errors and reconnects. Not a test of the job
  * lifecycle that decides what to do with each answer.

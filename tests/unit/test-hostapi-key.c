@@ -8,7 +8,7 @@
 #include "check.h"
 #include "hostapi.h"
 #include "job.h"
-#include "worker.h"
+#include "instance.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +34,7 @@ derive(const char *key, int len, char *reason, size_t cap)
 {
     static twice_plugin desc;
     desc.derive_key = fake_derive;
-    struct wplugin p = {.name = "fake"};
+    struct plugin_instance p = {.name = "fake"};
     p.lp.desc = &desc;
     struct twice_job j = {.retry_after = -1};
     struct buf out = BUF_INIT;

@@ -1,0 +1,166 @@
+/*
+ * config.h - twice.conf (libconfig syntax) parsed and validated into one
+ * immutable struct config.
+ *
+ * Every problem is reported as "FILE:LINE: what is wrong" into a diag list,
+ * all of them at once; unknown settings are errors, so a typo is never
+ * silently ignored. This module does not load plugins: a plugin's own
+ * settings are kept as text with their line numbers and checked against the
+ * plugin's declaration by the loader (in a child process).
+ *
+ * etc/twice.conf is the annotated reference of every option and default.
+ */
+#ifndef TWICE_CONFIG_H
+#define TWICE_CONFIG_H
+
+#include <stddef.h>
+
+#include "diag.h"
+#include "log.h"
+
+/* idempotency.table: its default, and its longest name. The store's index
+ * name appends "_janitor_idx" (12 bytes) to the table name and must stay
+ * within PostgreSQL's 63-byte identifiers, or it would be truncated. */
+#define CONFIG_DEFAULT_TABLE "twice_idempotency"
+#define CONFIG_MAX_TABLE_LEN 51
+
+enum config_on_conflict {
+    CONFIG_CONFLICT_SKIP = 0,  /* completed key, other payload: delete as a duplicate */
+    CONFIG_CONFLICT_REJECT = 1 /* ... send it to the DLQ with reason payload-conflict */
+};
+
+/* One entry of a plugin's `settings` group, as written. */
+struct config_kv {
+    char *name;
+    char *value; /* ints in decimal, bools "true"/"false", strings as is */
+    int type;    /* a twice_setting_type: the type written in the file */
+    int line;
+    char *file; /* the file it is written in (an @include'd one, or the main) */
+};
+
+struct config_plugin {
+    char *name;
+    char *path; /* as resolved: absolute, or relative paths taken from plugin_dir */
+    struct config_kv *settings;
+    size_t nsettings;
+    int line;            /* line of the plugin's entry */
+    int settings_line;   /* line of its settings group (the entry's line if none) */
+    char *file;          /* the file of the entry (an @include'd one, or the main) */
+    char *settings_file; /* the file of its settings group */
+};
+
+struct config_route {
+    char *value;  /* the value of route_by that selects this route */
+    char *plugin; /* a plugin name from `plugins` */
+    int line;
+};
+
+struct config_queue {
+    char *name;     /* short name for logs and metrics */
+    char *url;      /* required */
+    char *dlq_url;  /* required: where REJECTs and exhausted jobs go */
+    char *plugin;   /* the queue's plugin, or NULL with route_by/routes */
+    char *route_by; /* a JSON body path, or "attr:Name"; NULL with plugin */
+    struct config_route *routes;
+    size_t nroutes;
+    int concurrency;        /* handler threads per worker process (default 8) */
+    int receivers;          /* receive loops per worker process (default 1) */
+    int batch_size;         /* 1-10 (default 10) */
+    int wait_time;          /* long poll seconds 0-20 (default 20) */
+    int visibility_timeout; /* seconds (default 30); lease = this + lease_margin */
+    int max_attempts;       /* deliveries before the DLQ (default 5) */
+    int backoff_base;       /* RETRY delay base, seconds (default 2) */
+    int backoff_cap;        /* RETRY delay cap, seconds (default 300) */
+    int fifo;               /* the url ends in ".fifo" */
+    int line;
+};
+
+struct config_webhook {
+    char *url;    /* NULL: no webhook sink */
+    char *header; /* optional extra header "Name: value" (a secret: never logged) */
+    int timeout;  /* seconds (default 10) */
+};
+
+struct config_smtp {
+    char *url; /* smtp:// or smtps://; NULL: no email sink */
+    char *from;
+    char **to; /* at least one */
+    size_t nto;
+    char *username; /* optional */
+    char *password; /* optional; a secret: never logged */
+    int timeout;    /* seconds (default 30) */
+};
+
+struct config {
+    char *file; /* the path the configuration was read from */
+
+    int workers;            /* worker processes (default 2) */
+    char *plugin_dir;       /* default TWICE_DEFAULT_PLUGIN_DIR */
+    int drain_timeout;      /* seconds to finish in-flight jobs on stop/reload (default 30) */
+    char *user;             /* run workers as this user (needs a restart to change); NULL */
+    char *user_file;        /* where it is set (NULL when not set) */
+    int user_line;          /* its line, 0 when not set */
+    long max_message_bytes; /* larger bodies go to the DLQ as too-large (default 1 MiB) */
+
+    struct {
+        twice_log_level level;  /* default info */
+        enum log_format format; /* default text */
+        char *file;             /* NULL: stderr */
+    } log;
+
+    struct {
+        char *region;   /* NULL: AWS_REGION, AWS_DEFAULT_REGION, then the profile */
+        char *endpoint; /* NULL: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, then AWS's */
+        char *profile;  /* NULL: AWS_PROFILE or "default" */
+        char *ca_file;  /* NULL: the system CA store */
+    } aws;
+
+    struct {
+        char *dsn;     /* required; a secret when it holds a password: never logged */
+        char *table;   /* default "twice_idempotency"; quoted as an identifier */
+        int retention; /* seconds completed keys are kept (default 7 days) */
+        enum config_on_conflict on_conflict;
+        int lease_margin;     /* seconds added to the visibility timeout (default 5) */
+        int janitor_interval; /* seconds between janitor passes (default 60) */
+        int janitor_batch;    /* rows deleted per statement (default 1000) */
+    } idempotency;
+
+    struct {
+        int dlq_check_interval; /* seconds (default 60) */
+        int repeat_after;       /* seconds (default 3600) */
+        struct config_webhook webhook;
+        struct config_smtp smtp;
+    } alerts;
+
+    struct {
+        char *listen; /* "127.0.0.1:9464"-style; NULL or "" disables */
+    } metrics;
+
+    struct config_plugin *plugins;
+    size_t nplugins;
+    struct config_queue *queues;
+    size_t nqueues;
+};
+
+/*
+ * Parse and validate. `text` is the file's contents when the caller already
+ * read them (a worker parsing the snapshot the master validated), or NULL to
+ * read `file`. Relative @include paths are taken from file's directory.
+ * Returns 0 and *out (owned by the caller, free with config_free), or -1
+ * with every problem added to d.
+ */
+int config_load(const char *file, const char *text, struct config **out, struct diag *d);
+
+void config_free(struct config *c);
+
+const struct config_plugin *config_find_plugin(const struct config *c, const char *name);
+const struct config_queue *config_find_queue(const struct config *c, const char *name);
+
+/*
+ * Settings a running master cannot change on reload (today: user). Adds one
+ * line per such difference to d ("user: changing it needs a restart") and
+ * returns how many there were.
+ */
+int config_restart_needed(const struct config *old, const struct config *new_, struct diag *d);
+
+#endif

@@ -1,0 +1,364 @@
+/*
+ * ctl.c - the shared context of twicectl's subcommands (ctl.h): the
+ * configuration, SQS and PostgreSQL connections made from it on first use,
+ * option and error conventions, and output helpers (escaped cells, aligned
+ * tables, JSON). Not any subcommand's own logic.
+ */
+#include "ctl.h"
+
+#include "sqs_setup.h"
+
+#include "buf.h"
+#include "config.h"
+#include "creds.h"
+#include "diag.h"
+#include "idem.h"
+#include "sqs.h"
+#include "utf8.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int
+ctl_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("twicectl: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return CTL_FAIL;
+}
+
+int
+ctl_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "twicectl: %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nsee 'twicectl %s --help'\n", cmd);
+    va_end(ap);
+    return CTL_USAGE;
+}
+
+int
+ctl_sqs_fail(const char *queue, const char *action, const struct sqs_error *e)
+{
+    char what[1024];
+    sqs_error_describe(e, action, what, sizeof(what));
+    return ctl_fail("queue %s: %s", queue, what);
+}
+
+const struct config *
+ctl_config(struct ctl *c)
+{
+    if (c->cfg != NULL) {
+        return c->cfg;
+    }
+    const char *path = c->config_path != NULL ? c->config_path : TWICE_DEFAULT_CONFIG;
+    struct diag d = DIAG_INIT;
+    if (config_load(path, NULL, &c->cfg, &d) != 0) {
+        for (size_t i = 0; i < d.n; i++) {
+            fprintf(stderr, "%s\n", d.lines[i]);
+        }
+        ctl_fail("%s: the configuration has problems (listed above)%s", path,
+                 c->config_path == NULL ? "; use -c FILE for another file" : "");
+        c->cfg = NULL;
+    }
+    diag_free(&d);
+    return c->cfg;
+}
+
+struct sqs_client *
+ctl_sqs(struct ctl *c)
+{
+    if (c->sqs != NULL) {
+        return c->sqs;
+    }
+    const struct config *cfg = ctl_config(c);
+    if (cfg == NULL) {
+        return NULL;
+    }
+    char err[512];
+    c->endpoint = calloc(1, sizeof(*c->endpoint));
+    if (c->endpoint == NULL) {
+        ctl_fail("out of memory");
+        return NULL;
+    }
+    if (sqs_setup(cfg, c->endpoint, &c->creds, err, sizeof(err)) != 0) {
+        ctl_fail("%s", err);
+        return NULL;
+    }
+    c->sqs = sqs_client_new(c->endpoint, c->creds);
+    if (c->sqs == NULL) {
+        ctl_fail("cannot set up the SQS client (out of memory?)");
+    }
+    return c->sqs;
+}
+
+struct idem_store *
+ctl_store(struct ctl *c)
+{
+    if (c->store != NULL) {
+        return c->store;
+    }
+    const struct config *cfg = ctl_config(c);
+    if (cfg == NULL) {
+        return NULL;
+    }
+    char err[1024], owner[128], host[64] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    snprintf(owner, sizeof(owner), "twicectl:%s:%d", host, (int) getpid());
+    if (idem_open(cfg->idempotency.dsn, cfg->idempotency.table, owner, &c->store, err,
+                  sizeof(err)) != 0) {
+        ctl_fail("%s", err);
+        idem_close(c->store);
+        c->store = NULL;
+    }
+    return c->store;
+}
+
+const struct config_queue *
+ctl_queue(struct ctl *c, const char *name_or_url, int dlq)
+{
+    const struct config *cfg = ctl_config(c);
+    if (cfg == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; i < cfg->nqueues; i++) {
+        const struct config_queue *q = &cfg->queues[i];
+        if (strcmp(q->name, name_or_url) == 0 || strcmp(q->url, name_or_url) == 0 ||
+            (dlq && strcmp(q->dlq_url, name_or_url) == 0)) {
+            return q;
+        }
+    }
+    struct buf names = BUF_INIT;
+    for (size_t i = 0; i < cfg->nqueues; i++) {
+        buf_printf(&names, "%s%s", i > 0 ? ", " : "", cfg->queues[i].name);
+    }
+    ctl_fail("no queue named '%s'%s in %s (configured: %s)", name_or_url,
+             dlq ? ", nor with that url or dlq_url," : " or with that url", cfg->file,
+             names.len > 0 ? buf_str(&names) : "none");
+    buf_free(&names);
+    return NULL;
+}
+
+void
+ctl_close(struct ctl *c)
+{
+    sqs_client_free(c->sqs);
+    if (c->endpoint != NULL) {
+        sqs_endpoint_free(c->endpoint);
+        free(c->endpoint);
+    }
+    creds_chain_free(c->creds);
+    idem_close(c->store);
+    config_free(c->cfg);
+    c->sqs = NULL;
+    c->endpoint = NULL;
+    c->creds = NULL;
+    c->store = NULL;
+    c->cfg = NULL;
+}
+
+int
+ctl_option(struct ctl *c, const char *cmd, const char *help, int opt, int argc, char **argv)
+{
+    switch (opt) {
+    case 'h':
+        fputs(help, stdout);
+        return CTL_OK;
+    case 'c':
+        c->config_path = optarg;
+        return -1;
+    case 'J':
+        c->json = 1;
+        return -1;
+    case ':':
+        return ctl_usage_error(cmd, "%s needs a value", argv[optind - 1]);
+    default:
+        if (optopt != 0) {
+            return ctl_usage_error(cmd, "unknown option -%c", optopt);
+        }
+        return ctl_usage_error(cmd, "unknown option %s",
+                               optind - 1 < argc ? argv[optind - 1] : "?");
+    }
+}
+
+long
+ctl_number(const char *cmd, const char *opt, const char *value, long max)
+{
+    char *end = NULL;
+    errno = 0;
+    long n = strtol(value, &end, 10);
+    if (errno != 0 || end == value || *end != '\0' || n < 1 || n > max) {
+        ctl_usage_error(cmd, "%s: expected a number from 1 to %ld, got '%s'", opt, max, value);
+        return -1;
+    }
+    return n;
+}
+
+/* For a terminal: quotes stay as they are (unlike log_escape), control
+ * bytes, backslashes and bytes that are not UTF-8 are escaped. */
+void
+ctl_escape(struct buf *b, const char *s, size_t len, size_t max)
+{
+    const unsigned char *p = (const unsigned char *) s;
+    size_t off = 0, chars = 0;
+    while (off < len && (max == 0 || chars < max)) {
+        size_t l = p[off] >= 0x80 ? utf8_seq_len(p + off, len - off) : 1;
+        if (l == 2 && p[off] == 0xc2 && p[off + 1] < 0xa0) {
+            buf_printf(b, "\\u%04x", p[off + 1]); /* C1 controls: a terminal acts on them */
+        } else if (l > 1) {
+            buf_append(b, p + off, l);
+        } else if (p[off] == '\\') {
+            buf_puts(b, "\\\\");
+        } else if (p[off] == '\n') {
+            buf_puts(b, "\\n");
+        } else if (p[off] == '\t') {
+            buf_puts(b, "\\t");
+        } else if (p[off] == '\r') {
+            buf_puts(b, "\\r");
+        } else if (p[off] < 0x20 || p[off] >= 0x7f) {
+            buf_printf(b, "\\x%02x", p[off]);
+        } else {
+            buf_putc(b, (char) p[off]);
+        }
+        off += l > 0 ? l : 1;
+        chars++;
+    }
+    if (off < len) {
+        buf_puts(b, "...");
+    }
+}
+
+int
+ctl_print_json(json_t *v)
+{
+    if (v == NULL) {
+        return ctl_fail("out of memory");
+    }
+    int rc = json_dumpf(v, stdout, JSON_INDENT(2)) == 0 && fputc('\n', stdout) != EOF ? CTL_OK
+                                                                                      : CTL_FAIL;
+    json_decref(v);
+    if (rc != CTL_OK || fflush(stdout) != 0) {
+        return ctl_fail("writing the output: %s", strerror(errno));
+    }
+    return CTL_OK;
+}
+
+void
+ctl_time(long long t, char *out, size_t cap)
+{
+    if (t <= 0) {
+        snprintf(out, cap, "-");
+        return;
+    }
+    struct tm tm;
+    time_t tt = (time_t) t;
+    gmtime_r(&tt, &tm);
+    strftime(out, cap, "%Y-%m-%d %H:%M:%SZ", &tm);
+}
+
+/* ---- tables ---- */
+
+struct ctl_table {
+    size_t ncols;
+    char **cells; /* row-major, headers first */
+    size_t nrows;
+    size_t cap;
+    int failed;
+};
+
+struct ctl_table *
+ctl_table_new(size_t ncols, const char *const *headers)
+{
+    struct ctl_table *t = calloc(1, sizeof(*t));
+    if (t != NULL) {
+        t->ncols = ncols;
+        ctl_table_add(t, headers);
+    }
+    return t;
+}
+
+void
+ctl_table_add(struct ctl_table *t, const char *const *cells)
+{
+    if (t == NULL || t->failed) {
+        return;
+    }
+    if (t->nrows == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        char **grown = realloc(t->cells, cap * t->ncols * sizeof(*grown));
+        if (grown == NULL) {
+            t->failed = 1;
+            return;
+        }
+        t->cells = grown;
+        t->cap = cap;
+    }
+    char **row = &t->cells[t->nrows * t->ncols];
+    for (size_t i = 0; i < t->ncols; i++) {
+        row[i] = strdup(cells[i] != NULL ? cells[i] : "-");
+        t->failed |= row[i] == NULL;
+    }
+    t->nrows++;
+}
+
+/* Display width: UTF-8 characters (escaping left only printable ones). */
+static size_t
+width(const char *s)
+{
+    size_t w = 0;
+    for (; *s != '\0'; s++) {
+        w += ((unsigned char) *s & 0xc0) != 0x80;
+    }
+    return w;
+}
+
+int
+ctl_table_print(struct ctl_table *t)
+{
+    if (t == NULL || t->failed) {
+        for (size_t i = 0; t != NULL && i < t->nrows * t->ncols; i++) {
+            free(t->cells[i]);
+        }
+        if (t != NULL) {
+            free(t->cells);
+            free(t);
+        }
+        return ctl_fail("out of memory");
+    }
+    size_t *w = calloc(t->ncols, sizeof(*w));
+    for (size_t r = 0; w != NULL && r < t->nrows; r++) {
+        for (size_t i = 0; i < t->ncols; i++) {
+            size_t cw = width(t->cells[r * t->ncols + i]);
+            w[i] = cw > w[i] ? cw : w[i];
+        }
+    }
+    for (size_t r = 0; w != NULL && r < t->nrows; r++) {
+        for (size_t i = 0; i < t->ncols; i++) {
+            const char *cell = t->cells[r * t->ncols + i];
+            int last = i + 1 == t->ncols;
+            printf("%s%*s", cell, last ? 0 : (int) (w[i] - width(cell) + 2), "");
+        }
+        putchar('\n');
+    }
+    for (size_t i = 0; i < t->nrows * t->ncols; i++) {
+        free(t->cells[i]);
+    }
+    free(t->cells);
+    free(t);
+    int rc = w != NULL && fflush(stdout) == 0 ? CTL_OK : ctl_fail("writing the output failed");
+    free(w);
+    return rc;
+}

@@ -1,0 +1,1042 @@
+/*
+ * idem.c - the idempotency store of idem.h on libpq: connection, migration,
+ * claim/complete/release/extend by batch, transactional completion and the
+ * janitor's deletes. The key queries of twicectl are in idem_keys.c. Not the
+ * policy of what to do with a BUSY or COMPLETED key: that is the job
+ * lifecycle's.
+ */
+#include "idem.h"
+
+#include <libpq-fe.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "config.h"
+#include "idem_internal.h"
+
+struct idem_store {
+    PGconn *conn;      /* never NULL once idem_open has returned a store */
+    char *name;        /* the table name as configured, for error texts */
+    char *table;       /* quoted with PQescapeIdentifier */
+    char *index;       /* quoted name of the janitor index */
+    char *owner_index; /* quoted name of the index of in-progress keys by owner */
+    char *owner;       /* this process in leases */
+    int prepared;      /* the hot-path statements exist on this connection */
+};
+
+/*
+ * The statements prepared once per connection (lazily, since the table may
+ * not exist before idem_migrate). "@T" stands for the quoted table name.
+ *
+ * The claim, in one statement under READ COMMITTED (every part of it sees the
+ * same snapshot, taken when the statement starts):
+ * - ins inserts the keys nobody has, in key order so that two claimers of
+ *   overlapping batches wait for each other's uncommitted inserts in the same
+ *   order and cannot deadlock. ON CONFLICT checks the latest committed state,
+ *   not the snapshot: a key inserted by another worker after our snapshot is
+ *   not inserted again (we wait if its insert is still uncommitted). A row
+ *   lock (FOR KEY SHARE from idem_tx_begin) does not make it wait.
+ * - stale locks the in_progress rows whose lease has expired, SKIP LOCKED: a
+ *   row locked by a transactional handler, or being taken over by another
+ *   worker right now, is skipped instead of waited for. A row changed after
+ *   our snapshot is rechecked on its newest version, so a row that another
+ *   worker has just taken over (lease renewed) or completed is not taken.
+ * - upd takes over exactly the rows stale locked.
+ * - The final SELECT reads each key's row from the snapshot: a key neither
+ *   inserted nor taken over is COMPLETED if the snapshot says so (completed
+ *   is final until the janitor deletes it), else BUSY, including a row that
+ *   is newer than the snapshot (lease unknown: we report our own lease).
+ */
+static const char sql_claim[] =
+    "WITH input AS ("
+    " SELECT u.k, decode(u.h, 'hex') AS sha, u.m, u.l, u.ord"
+    " FROM unnest($1::text[], $2::text[], $3::text[], $4::int[])"
+    " WITH ORDINALITY AS u (k, h, m, l, ord)"
+    "), ins AS ("
+    " INSERT INTO @T AS t (idempotency_key, state, owner, lease_until, payload_sha256,"
+    " message_id, attempts, processed_at, created_at)"
+    " SELECT i.k, 'in_progress', $5, now() + i.l * interval '1 second', i.sha, i.m, 1,"
+    " now(), now() FROM input i ORDER BY i.k"
+    " ON CONFLICT (idempotency_key) DO NOTHING RETURNING t.idempotency_key"
+    "), stale AS MATERIALIZED ("
+    " SELECT t.idempotency_key FROM @T t JOIN input i ON t.idempotency_key = i.k"
+    " WHERE t.state = 'in_progress'"
+    " AND t.lease_until < now() ORDER BY t.idempotency_key FOR UPDATE OF t SKIP LOCKED"
+    "), upd AS ("
+    " UPDATE @T t SET owner = $5, lease_until = now() + i.l * interval '1 second',"
+    " payload_sha256 = i.sha, message_id = i.m, attempts = t.attempts + 1,"
+    " processed_at = now()"
+    " FROM stale s JOIN input i ON i.k = s.idempotency_key"
+    " WHERE t.idempotency_key = s.idempotency_key AND t.state = 'in_progress'"
+    " AND t.lease_until < now() RETURNING t.idempotency_key, t.attempts"
+    ") SELECT CASE WHEN ins.idempotency_key IS NOT NULL THEN 'C'"
+    " WHEN upd.idempotency_key IS NOT NULL THEN 'T'"
+    " WHEN t.state = 'completed' THEN 'D' ELSE 'B' END,"
+    " CASE WHEN ins.idempotency_key IS NOT NULL THEN 1"
+    " ELSE coalesce(upd.attempts, t.attempts, 0) END,"
+    " CASE WHEN t.lease_until > now()"
+    " THEN extract(epoch FROM t.lease_until - now())::float8 ELSE i.l END,"
+    " encode(t.payload_sha256, 'hex'), t.message_id"
+    " FROM input i LEFT JOIN ins ON ins.idempotency_key = i.k"
+    " LEFT JOIN upd ON upd.idempotency_key = i.k"
+    " LEFT JOIN @T t ON t.idempotency_key = i.k ORDER BY i.ord";
+
+/*
+ * complete/extend/release touch only rows this owner holds, and one process
+ * runs them from one thread (its acknowledger), so they never race each
+ * other; a claim taking over an expired lease skips locked rows. So plain
+ * one-statement updates by primary key, no lock ordering. An update (NO KEY
+ * UPDATE) does not conflict with idem_tx_begin's FOR KEY SHARE, so a
+ * heartbeat never waits for a transactional handler; release deletes, and
+ * skips a key a running handler still locks (it is not released under the
+ * handler: its lease lapses, or the master expires it when the handler's
+ * process has gone). complete and extend answer the 1-based positions of
+ * the keys they changed.
+ */
+static const char sql_complete[] =
+    "UPDATE @T t SET state = 'completed', processed_at = now(), lease_until = NULL,"
+    " owner = NULL FROM unnest($1::text[]) WITH ORDINALITY AS i (k, ord)"
+    " WHERE t.idempotency_key = i.k AND t.owner = $2 AND t.state = 'in_progress'"
+    " RETURNING i.ord";
+
+static const char sql_extend[] =
+    "UPDATE @T t SET lease_until = now() + $3::int * interval '1 second'"
+    " FROM unnest($1::text[]) WITH ORDINALITY AS i (k, ord)"
+    " WHERE t.idempotency_key = i.k AND t.owner = $2 AND t.state = 'in_progress'"
+    " RETURNING i.ord";
+
+static const char sql_release[] =
+    "WITH k AS (SELECT idempotency_key FROM @T WHERE idempotency_key = ANY ($1::text[])"
+    " AND owner = $2 AND state = 'in_progress' ORDER BY idempotency_key"
+    " FOR UPDATE SKIP LOCKED)"
+    " DELETE FROM @T t USING k WHERE t.idempotency_key = k.idempotency_key"
+    " AND t.owner = $2 AND t.state = 'in_progress'";
+
+/* FOR KEY SHARE: enough to keep the claim (FOR UPDATE SKIP LOCKED) and
+ * release (DELETE) off the row, while our heartbeat may still extend it. */
+static const char sql_tx_lock[] = "SELECT 1 FROM @T WHERE idempotency_key = $1 AND owner = $2"
+                                  " AND state = 'in_progress' FOR KEY SHARE";
+
+/* statement_timestamp(): now() would be when the transaction began. */
+static const char sql_tx_complete[] =
+    "UPDATE @T SET state = 'completed', processed_at = statement_timestamp(),"
+    " lease_until = NULL, owner = NULL"
+    " WHERE idempotency_key = $1 AND owner = $2 AND state = 'in_progress'";
+
+static const struct {
+    const char *name;
+    const char *sql;
+} prepared_stmts[] = {
+    {"twice_idem_claim", sql_claim},     {"twice_idem_complete", sql_complete},
+    {"twice_idem_extend", sql_extend},   {"twice_idem_release", sql_release},
+    {"twice_idem_tx_lock", sql_tx_lock}, {"twice_idem_tx_complete", sql_tx_complete},
+};
+
+/*
+ * Migration, one multi-statement query: PostgreSQL runs it as one implicit
+ * transaction, so the advisory lock serialises concurrent migrators and a
+ * failure leaves nothing half done. "@T"/"@I": table and index, "@L": lock.
+ * Keep in sync with etc/schema.sql (the integration test compares them).
+ * Both indexes are partial so that no query about in-progress keys is
+ * tempted to scan them instead of the primary key: the janitor's covers
+ * completed keys only; the owner index answers "owner = $1 AND key = ANY
+ * (...)" by both columns, and a gone worker's leases by owner alone.
+ */
+static const char sql_migrate[] =
+    "SELECT pg_advisory_xact_lock(@L);"
+    "SELECT set_config('lock_timeout', '10s', true);"
+    "CREATE TABLE IF NOT EXISTS @T (idempotency_key TEXT PRIMARY KEY,"
+    " processed_at TIMESTAMPTZ NOT NULL DEFAULT now());"
+    "ALTER TABLE @T"
+    " ADD COLUMN IF NOT EXISTS state TEXT NOT NULL DEFAULT 'completed'"
+    " CHECK (state IN ('in_progress', 'completed')),"
+    " ADD COLUMN IF NOT EXISTS owner TEXT,"
+    " ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ,"
+    " ADD COLUMN IF NOT EXISTS payload_sha256 BYTEA,"
+    " ADD COLUMN IF NOT EXISTS message_id TEXT,"
+    " ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 1,"
+    " ADD COLUMN IF NOT EXISTS created_at TIMESTAMPTZ NOT NULL DEFAULT now();"
+    "CREATE INDEX IF NOT EXISTS @I ON @T (processed_at) WHERE state = 'completed';"
+    "CREATE INDEX IF NOT EXISTS @O ON @T (owner, idempotency_key)"
+    " WHERE state = 'in_progress';";
+
+/* Whether the migration has nothing to do: every column and both indexes. */
+static const char sql_migrate_check[] =
+    "SELECT (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($1)"
+    " AND attnum > 0 AND NOT attisdropped AND attname = ANY ('{idempotency_key,"
+    "processed_at,state,owner,lease_until,payload_sha256,message_id,attempts,"
+    "created_at}'::text[])) = 9 AND to_regclass($2) IS NOT NULL"
+    " AND to_regclass($3) IS NOT NULL";
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err == NULL || errlen == 0) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Overwrite every occurrence of secret in s with '*': defence in depth, as
+ * libpq's own messages do not quote the password. */
+static void
+redact(char *s, const char *secret)
+{
+    size_t n = secret ? strlen(secret) : 0;
+    if (n == 0) {
+        return;
+    }
+    for (char *p = strstr(s, secret); p != NULL; p = strstr(p + n, secret)) {
+        memset(p, '*', n);
+    }
+}
+
+/* One line: libpq's messages end in newlines and continue with tabs. */
+static void
+flatten(char *s)
+{
+    for (char *p = s; *p; p++) {
+        if (*p == '\n' || *p == '\r' || *p == '\t') {
+            *p = ' ';
+        }
+    }
+    size_t n = strlen(s);
+    while (n > 0 && s[n - 1] == ' ') {
+        s[--n] = '\0';
+    }
+}
+
+/* A hint for the errors an operator can fix, by SQLSTATE. */
+static const char *
+sqlstate_hint(const char *state)
+{
+    if (state == NULL) {
+        return "";
+    }
+    if (strcmp(state, "42P01") == 0) {
+        return " (create the table: run the migration or apply etc/schema.sql)";
+    }
+    if (strcmp(state, "42501") == 0) {
+        return " (grant the role SELECT, INSERT, UPDATE, DELETE on the table)";
+    }
+    if (strcmp(state, "55P03") == 0) {
+        return " (the table is locked by another session; try again)";
+    }
+    return "";
+}
+
+/*
+ * Describe a failed statement as "<what> (table T): <message><hint>", clear
+ * res (may be NULL: the message is then the connection's) and return -1.
+ */
+static int
+pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, size_t errlen)
+{
+    const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (msg == NULL) {
+        msg = PQerrorMessage(s->conn);
+    }
+    if (msg == NULL || *msg == '\0') {
+        msg = res ? PQresStatus(PQresultStatus(res)) : "unknown error";
+    }
+    if (err != NULL && errlen > 0) {
+        set_err(err, errlen, "%s (table %s): %s%s", what, s->name, msg, sqlstate_hint(state));
+        flatten(err);
+        redact(err, PQpass(s->conn));
+    }
+    PQclear(res);
+    return -1;
+}
+
+/* Copy tmpl to out with @T, @I, @O replaced by the quoted table and index
+ * names. */
+static int
+sql_expand(struct buf *out, const char *tmpl, const struct idem_store *s)
+{
+    for (const char *p = tmpl; *p; p++) {
+        if (p[0] == '@' && p[1] == 'T') {
+            buf_puts(out, s->table);
+            p++;
+        } else if (p[0] == '@' && p[1] == 'I') {
+            buf_puts(out, s->index);
+            p++;
+        } else if (p[0] == '@' && p[1] == 'O') {
+            buf_puts(out, s->owner_index);
+            p++;
+        } else {
+            buf_putc(out, *p);
+        }
+    }
+    return out->failed ? -1 : 0;
+}
+
+/* Append one element to a PostgreSQL array literal being built in b (empty
+ * at first): quoted, with double quotes and backslashes escaped by a
+ * backslash; the bare word NULL for a null element. */
+static void
+array_elem(struct buf *b, const char *v)
+{
+    buf_putc(b, b->len == 0 ? '{' : ',');
+    if (v == NULL) {
+        buf_puts(b, "NULL");
+        return;
+    }
+    buf_putc(b, '"');
+    for (const char *p = v; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            buf_putc(b, '\\');
+        }
+        buf_putc(b, *p);
+    }
+    buf_putc(b, '"');
+}
+
+/* Close the literal; NULL when an allocation failed. Borrowed from b. */
+static const char *
+array_end(struct buf *b)
+{
+    if (b->len == 0) {
+        buf_putc(b, '{');
+    }
+    buf_putc(b, '}');
+    return b->failed ? NULL : buf_str(b);
+}
+
+/* The library never prints: notices ("relation already exists, skipping")
+ * would otherwise go to stderr. */
+static void
+quiet_notices(void *arg, const char *message)
+{
+    (void) arg;
+    (void) message;
+}
+
+/* PQescapeIdentifier into a malloc'd copy (the caller frees it). */
+static char *
+quote_ident(PGconn *conn, const char *name)
+{
+    char *q = PQescapeIdentifier(conn, name, strlen(name));
+    if (q == NULL) {
+        return NULL;
+    }
+    char *copy = strdup(q);
+    PQfreemem(q);
+    return copy;
+}
+
+/*
+ * A malformed connection string makes libpq quote a piece of it in its
+ * message, which may be the password: check the syntax first and say only
+ * that it is wrong. A bare database name ("twice") is not parsed.
+ */
+static int
+check_dsn(const char *dsn, char *err, size_t errlen)
+{
+    if (strncmp(dsn, "postgresql://", 13) != 0 && strncmp(dsn, "postgres://", 11) != 0 &&
+        strchr(dsn, '=') == NULL) {
+        return 0;
+    }
+    char *msg = NULL;
+    PQconninfoOption *opts = PQconninfoParse(dsn, &msg);
+    if (opts == NULL) {
+        set_err(err, errlen,
+                "the idempotency dsn is not a valid libpq connection string or URI "
+                "(details withheld: they could quote the password)");
+        PQfreemem(msg);
+        return -1;
+    }
+    PQconninfoFree(opts);
+    return 0;
+}
+
+/* Our connection defaults come before the DSN, so that the DSN can override
+ * any of them (libpq: later entries win, an expanded dbname included). */
+static PGconn *
+connect_dsn(const char *dsn)
+{
+    static const char *const keys[] = {
+        "connect_timeout",  "keepalives",       "keepalives_idle", "keepalives_interval",
+        "keepalives_count", "application_name", "dbname",          NULL,
+    };
+    const char *vals[] = {"10", "1", "10", "5", "3", "twice", dsn, NULL};
+    return PQconnectdbParams(keys, vals, 1);
+}
+
+static int
+connect_error(struct idem_store *s, char *err, size_t errlen)
+{
+    if (err != NULL && errlen > 0) {
+        set_err(err, errlen, "cannot connect to PostgreSQL: %s", PQerrorMessage(s->conn));
+        flatten(err);
+        redact(err, PQpass(s->conn));
+    }
+    return -1;
+}
+
+int
+idem_open(const char *dsn, const char *table, const char *owner, struct idem_store **out,
+          char *err, size_t errlen)
+{
+    *out = NULL;
+    if (table == NULL || *table == '\0') {
+        table = CONFIG_DEFAULT_TABLE;
+    }
+    if (dsn == NULL || owner == NULL || *owner == '\0') {
+        set_err(err, errlen, "idempotency store: a dsn and an owner are required");
+        return -1;
+    }
+    if (strlen(table) > CONFIG_MAX_TABLE_LEN) {
+        set_err(err, errlen, "idempotency table name \"%s\" is longer than %d bytes", table,
+                CONFIG_MAX_TABLE_LEN);
+        return -1;
+    }
+    if (check_dsn(dsn, err, errlen) != 0) {
+        return -1;
+    }
+    struct idem_store *s = calloc(1, sizeof(*s));
+    struct buf index = BUF_INIT, owner_index = BUF_INIT;
+    int rc = 0;
+    if (s == NULL || (s->name = strdup(table)) == NULL || (s->owner = strdup(owner)) == NULL ||
+        (s->conn = connect_dsn(dsn)) == NULL) {
+        goto oom;
+    }
+    PQsetNoticeProcessor(s->conn, quiet_notices, NULL);
+    /* Describe a failed connect now: PQescapeIdentifier clears the message. */
+    if (PQstatus(s->conn) != CONNECTION_OK) {
+        rc = connect_error(s, err, errlen);
+    }
+    buf_printf(&index, "%s_janitor_idx", table);
+    buf_printf(&owner_index, "%s_owner_idx", table);
+    if (index.failed || owner_index.failed || (s->table = quote_ident(s->conn, table)) == NULL ||
+        (s->index = quote_ident(s->conn, buf_str(&index))) == NULL ||
+        (s->owner_index = quote_ident(s->conn, buf_str(&owner_index))) == NULL) {
+        goto oom;
+    }
+    buf_free(&index);
+    buf_free(&owner_index);
+    *out = s;
+    return rc;
+oom:
+    buf_free(&index);
+    buf_free(&owner_index);
+    idem_close(s);
+    set_err(err, errlen,
+            "idempotency store: out of memory (or a table name that is "
+            "not valid in the client encoding)");
+    return -1;
+}
+
+void
+idem_close(struct idem_store *s)
+{
+    if (s == NULL) {
+        return;
+    }
+    if (s->conn != NULL) {
+        PQfinish(s->conn);
+    }
+    free(s->name);
+    free(s->table);
+    free(s->index);
+    free(s->owner_index);
+    free(s->owner);
+    free(s);
+}
+
+int
+idem_connected(const struct idem_store *s)
+{
+    return s != NULL && s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK;
+}
+
+/* PQreset reconnects with the parameters of the first connect; the server
+ * forgot our prepared statements (and any open transaction). */
+int
+idem_reconnect(struct idem_store *s, char *err, size_t errlen)
+{
+    s->prepared = 0;
+    PQreset(s->conn);
+    PQsetNoticeProcessor(s->conn, quiet_notices, NULL);
+    if (PQstatus(s->conn) != CONNECTION_OK) {
+        return connect_error(s, err, errlen);
+    }
+    return 0;
+}
+
+void *
+idem_pgconn(struct idem_store *s)
+{
+    return s->conn;
+}
+
+/* Prepare the hot-path statements once per connection. A statement that
+ * exists already (a partly failed earlier attempt) is fine. */
+static int
+ensure_prepared(struct idem_store *s, char *err, size_t errlen)
+{
+    if (s->prepared) {
+        return 0;
+    }
+    struct buf sql = BUF_INIT;
+    for (size_t i = 0; i < sizeof(prepared_stmts) / sizeof(prepared_stmts[0]); i++) {
+        buf_reset(&sql);
+        if (sql_expand(&sql, prepared_stmts[i].sql, s) != 0) {
+            buf_free(&sql);
+            set_err(err, errlen, "idempotency store: out of memory");
+            return -1;
+        }
+        PGresult *res = PQprepare(s->conn, prepared_stmts[i].name, buf_str(&sql), 0, NULL);
+        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+            (state == NULL || strcmp(state, "42P05") != 0)) {
+            buf_free(&sql);
+            return pg_fail(s, res, "prepare statements", err, errlen);
+        }
+        PQclear(res);
+    }
+    buf_free(&sql);
+    s->prepared = 1;
+    return 0;
+}
+
+/*
+ * Run a prepared statement; the result (owned by the caller) when its status
+ * is `want`, else NULL with err. A plugin using idem_pgconn may have run
+ * DEALLOCATE ALL or DISCARD ALL: then prepare again and retry once, unless
+ * that would hide the failure inside a transaction.
+ */
+static PGresult *
+run_prepared(struct idem_store *s, const char *name, int nparams, const char *const *params,
+             ExecStatusType want, const char *what, char *err, size_t errlen)
+{
+    if (ensure_prepared(s, err, errlen) != 0) {
+        return NULL;
+    }
+    PGresult *res = PQexecPrepared(s->conn, name, nparams, params, NULL, NULL, 0);
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    if (state != NULL && strcmp(state, "26000") == 0) {
+        s->prepared = 0; /* inside a transaction: the next statement prepares again */
+    }
+    if (!s->prepared && PQtransactionStatus(s->conn) == PQTRANS_IDLE) {
+        PQclear(res);
+        if (ensure_prepared(s, err, errlen) != 0) {
+            return NULL;
+        }
+        res = PQexecPrepared(s->conn, name, nparams, params, NULL, NULL, 0);
+    }
+    if (PQresultStatus(res) != want) {
+        pg_fail(s, res, what, err, errlen);
+        return NULL;
+    }
+    return res;
+}
+
+/* Run SQL built from a template (@T, @I) with text parameters (idem_internal.h). */
+PGresult *
+idem_run_sql(struct idem_store *s, const char *tmpl, int nparams, const char *const *params,
+             ExecStatusType want, const char *what, char *err, size_t errlen)
+{
+    struct buf sql = BUF_INIT;
+    if (sql_expand(&sql, tmpl, s) != 0) {
+        buf_free(&sql);
+        set_err(err, errlen, "%s: out of memory", what);
+        return NULL;
+    }
+    PGresult *res = PQexecParams(s->conn, buf_str(&sql), nparams, NULL, params, NULL, NULL, 0);
+    buf_free(&sql);
+    if (PQresultStatus(res) != want) {
+        pg_fail(s, res, what, err, errlen);
+        return NULL;
+    }
+    return res;
+}
+
+/* The advisory lock of a table's migration: FNV-1a 64 of its name, the same
+ * in every process and PostgreSQL version (unlike hashtext). */
+static long long
+migrate_lock_key(const char *table)
+{
+    unsigned long long h = 14695981039346656037ULL;
+    for (const char *p = "twice:idem:"; *p; p++) {
+        h = (h ^ (unsigned char) *p) * 1099511628211ULL;
+    }
+    for (const char *p = table; *p; p++) {
+        h = (h ^ (unsigned char) *p) * 1099511628211ULL;
+    }
+    return (long long) (h >> 1); /* a positive bigint */
+}
+
+/*
+ * ALTER TABLE takes an ACCESS EXCLUSIVE lock even when every column exists,
+ * which would queue all claims behind any long transactional handler. So
+ * look first, without locks, and migrate only when something is missing.
+ */
+int
+idem_migrate(struct idem_store *s, char *err, size_t errlen)
+{
+    const char *params[] = {s->table, s->index, s->owner_index};
+    PGresult *res = PQexecParams(s->conn, sql_migrate_check, 3, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        return pg_fail(s, res, "migrate: inspect the table", err, errlen);
+    }
+    int done = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    if (done) {
+        return 0;
+    }
+    struct buf tmpl = BUF_INIT, sql = BUF_INIT;
+    char lock[32];
+    snprintf(lock, sizeof(lock), "%lld", migrate_lock_key(s->name));
+    const char *at = strstr(sql_migrate, "@L");
+    buf_append(&tmpl, sql_migrate, (size_t) (at - sql_migrate));
+    buf_puts(&tmpl, lock);
+    buf_puts(&tmpl, at + 2);
+    if (tmpl.failed || sql_expand(&sql, buf_str(&tmpl), s) != 0) {
+        buf_free(&tmpl);
+        buf_free(&sql);
+        set_err(err, errlen, "migrate: out of memory");
+        return -1;
+    }
+    res = PQexec(s->conn, buf_str(&sql));
+    buf_free(&tmpl);
+    buf_free(&sql);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        return pg_fail(s, res, "migrate", err, errlen);
+    }
+    PQclear(res);
+    return 0;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/*
+ * Reject what the claim statement cannot answer correctly: a NULL key, a
+ * lease <= 0, and a key twice in one batch (both copies would read as
+ * CLAIMED). Distinctness costs a sort of n pointers.
+ */
+static int
+check_claims(const struct idem_claim *claims, size_t n, char *err, size_t errlen)
+{
+    const char **keys = malloc(n * sizeof(*keys));
+    if (keys == NULL) {
+        set_err(err, errlen, "claim: out of memory");
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        keys[i] = claims[i].key;
+        if (claims[i].key == NULL || claims[i].lease_seconds <= 0) {
+            set_err(err, errlen, "claim: key %zu has no key or a lease <= 0", i);
+            rc = -1;
+        }
+    }
+    if (rc == 0) {
+        qsort(keys, n, sizeof(*keys), cmp_str);
+        for (size_t i = 1; i < n && rc == 0; i++) {
+            if (strcmp(keys[i - 1], keys[i]) == 0) {
+                set_err(err, errlen, "claim: key \"%s\" appears twice in one batch", keys[i]);
+                rc = -1;
+            }
+        }
+    }
+    free(keys);
+    return rc;
+}
+
+/* The four input arrays of the claim statement ($1..$4). */
+static int
+claim_arrays(const struct idem_claim *claims, size_t n, struct buf arr[4])
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        char sha[65], lease[16];
+        if (claims[i].sha256 != NULL) {
+            for (int j = 0; j < 32; j++) {
+                sha[2 * j] = hex[claims[i].sha256[j] >> 4];
+                sha[2 * j + 1] = hex[claims[i].sha256[j] & 15];
+            }
+            sha[64] = '\0';
+        }
+        snprintf(lease, sizeof(lease), "%d", claims[i].lease_seconds);
+        array_elem(&arr[0], claims[i].key);
+        array_elem(&arr[1], claims[i].sha256 ? sha : NULL);
+        array_elem(&arr[2], claims[i].message_id);
+        array_elem(&arr[3], lease);
+    }
+    for (int a = 0; a < 4; a++) {
+        if (array_end(&arr[a]) == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+unhex(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Fill the outputs of one claim from its row of the claim statement. */
+static void
+claim_parse(const PGresult *res, int row, struct idem_claim *c)
+{
+    switch (PQgetvalue(res, row, 0)[0]) {
+    case 'C':
+        c->state = IDEM_CLAIMED;
+        break;
+    case 'T':
+        c->state = IDEM_TAKEN_OVER;
+        break;
+    case 'D':
+        c->state = IDEM_COMPLETED;
+        break;
+    default:
+        c->state = IDEM_BUSY;
+        break;
+    }
+    c->attempts = atoi(PQgetvalue(res, row, 1));
+    c->lease_left = c->state == IDEM_BUSY ? strtod(PQgetvalue(res, row, 2), NULL) : 0.0;
+    if (c->state == IDEM_CLAIMED) {
+        return; /* the snapshot's row, if any, was a deleted predecessor */
+    }
+    const char *sha = PQgetvalue(res, row, 3);
+    if (!PQgetisnull(res, row, 3) && strlen(sha) == 64) {
+        for (int j = 0; j < 32; j++) {
+            c->stored_sha256[j] = (unsigned char) (unhex(sha[2 * j]) << 4 | unhex(sha[2 * j + 1]));
+        }
+        c->has_stored_sha256 = 1;
+    }
+    snprintf(c->stored_message_id, sizeof(c->stored_message_id), "%s", PQgetvalue(res, row, 4));
+}
+
+int
+idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, char *err,
+                 size_t errlen)
+{
+    for (size_t i = 0; i < n; i++) {
+        claims[i].state = IDEM_BUSY;
+        claims[i].attempts = 0;
+        claims[i].lease_left = 0.0;
+        memset(claims[i].stored_sha256, 0, sizeof(claims[i].stored_sha256));
+        claims[i].has_stored_sha256 = 0;
+        claims[i].stored_message_id[0] = '\0';
+    }
+    if (n == 0) {
+        return 0;
+    }
+    if (check_claims(claims, n, err, errlen) != 0) {
+        return -1;
+    }
+    struct buf arr[4] = {BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT};
+    int rc = -1;
+    if (claim_arrays(claims, n, arr) != 0) {
+        set_err(err, errlen, "claim: out of memory");
+        goto out;
+    }
+    const char *params[] = {buf_str(&arr[0]), buf_str(&arr[1]), buf_str(&arr[2]), buf_str(&arr[3]),
+                            s->owner};
+    PGresult *res =
+        run_prepared(s, "twice_idem_claim", 5, params, PGRES_TUPLES_OK, "claim", err, errlen);
+    if (res == NULL) {
+        goto out;
+    }
+    if ((size_t) PQntuples(res) != n) {
+        set_err(err, errlen, "claim: %d answers for %zu keys", PQntuples(res), n);
+        PQclear(res);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        claim_parse(res, (int) i, &claims[i]);
+    }
+    PQclear(res);
+    rc = 0;
+out:
+    for (int a = 0; a < 4; a++) {
+        buf_free(&arr[a]);
+    }
+    return rc;
+}
+
+/* keys as a PostgreSQL text[] literal in arr (freed on failure). 0 or -1. */
+static int
+keys_array(struct buf *arr, const char *const *keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        array_elem(arr, keys[i]);
+    }
+    if (array_end(arr) == NULL) {
+        buf_free(arr);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * complete and extend: run stmt on our keys and set flags[i] (may be NULL)
+ * for the keys it changed, from the positions it answers. lease < 0: the
+ * statement takes no $3.
+ */
+static int
+keys_update(struct idem_store *s, const char *stmt, const char *what, const char *const *keys,
+            size_t n, int lease, int *flags, char *err, size_t errlen)
+{
+    if (flags != NULL) {
+        memset(flags, 0, n * sizeof(*flags));
+    }
+    if (n == 0) {
+        return 0;
+    }
+    struct buf arr = BUF_INIT;
+    if (keys_array(&arr, keys, n) != 0) {
+        set_err(err, errlen, "%s: out of memory", what);
+        return -1;
+    }
+    char lease_text[16];
+    snprintf(lease_text, sizeof(lease_text), "%d", lease);
+    const char *params[] = {buf_str(&arr), s->owner, lease_text};
+    PGresult *res =
+        run_prepared(s, stmt, lease < 0 ? 2 : 3, params, PGRES_TUPLES_OK, what, err, errlen);
+    buf_free(&arr);
+    if (res == NULL) {
+        return -1;
+    }
+    for (int r = 0; r < PQntuples(res); r++) {
+        long pos = strtol(PQgetvalue(res, r, 0), NULL, 10);
+        if (flags != NULL && pos >= 1 && (size_t) pos <= n) {
+            flags[pos - 1] = 1;
+        }
+    }
+    PQclear(res);
+    return 0;
+}
+
+int
+idem_complete_batch(struct idem_store *s, const char *const *keys, size_t n, int *done, char *err,
+                    size_t errlen)
+{
+    return keys_update(s, "twice_idem_complete", "complete", keys, n, -1, done, err, errlen);
+}
+
+int
+idem_extend_batch(struct idem_store *s, const char *const *keys, size_t n, int lease_seconds,
+                  int *extended, char *err, size_t errlen)
+{
+    if (lease_seconds <= 0) {
+        set_err(err, errlen, "extend: lease of %d seconds (must be > 0)", lease_seconds);
+        return -1;
+    }
+    return keys_update(s, "twice_idem_extend", "extend", keys, n, lease_seconds, extended, err,
+                       errlen);
+}
+
+int
+idem_release_batch(struct idem_store *s, const char *const *keys, size_t n, char *err,
+                   size_t errlen)
+{
+    if (n == 0) {
+        return 0;
+    }
+    struct buf arr = BUF_INIT;
+    if (keys_array(&arr, keys, n) != 0) {
+        set_err(err, errlen, "release: out of memory");
+        return -1;
+    }
+    const char *params[] = {buf_str(&arr), s->owner};
+    PGresult *res =
+        run_prepared(s, "twice_idem_release", 2, params, PGRES_COMMAND_OK, "release", err, errlen);
+    buf_free(&arr);
+    if (res == NULL) {
+        return -1;
+    }
+    PQclear(res);
+    return 0;
+}
+
+/* Roll back after a failure that err already describes; its own failure
+ * (a lost connection) shows in idem_connected. */
+static void
+rollback_quietly(struct idem_store *s)
+{
+    PQclear(PQexec(s->conn, "ROLLBACK"));
+}
+
+int
+idem_tx_begin(struct idem_store *s, const char *key, char *err, size_t errlen)
+{
+    if (PQtransactionStatus(s->conn) != PQTRANS_IDLE) {
+        set_err(err, errlen,
+                "tx begin \"%s\": the connection is busy or already in a "
+                "transaction",
+                key);
+        return -1;
+    }
+    if (ensure_prepared(s, err, errlen) != 0) {
+        return -1;
+    }
+    PGresult *res = PQexec(s->conn, "BEGIN");
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        return pg_fail(s, res, "tx begin", err, errlen);
+    }
+    PQclear(res);
+    const char *params[] = {key, s->owner};
+    res = run_prepared(s, "twice_idem_tx_lock", 2, params, PGRES_TUPLES_OK, "tx begin: lock key",
+                       err, errlen);
+    if (res == NULL) {
+        rollback_quietly(s);
+        return -1;
+    }
+    int locked = PQntuples(res) == 1;
+    PQclear(res);
+    if (locked) {
+        return 1;
+    }
+    return idem_tx_rollback(s, err, errlen) == 0 ? 0 : -1;
+}
+
+/* Why the handler's transaction cannot be completed, before we try. */
+static int
+tx_check_open(struct idem_store *s, char *err, size_t errlen)
+{
+    switch (PQtransactionStatus(s->conn)) {
+    case PQTRANS_INTRANS:
+        return 0;
+    case PQTRANS_INERROR:
+        rollback_quietly(s);
+        set_err(err, errlen,
+                "tx complete: a statement of the handler failed, so the "
+                "transaction was rolled back");
+        return -1;
+    case PQTRANS_IDLE:
+        set_err(err, errlen, "tx complete: no transaction is open (did the handler end it?)");
+        return -1;
+    default:
+        return pg_fail(s, NULL, "tx complete", err, errlen);
+    }
+}
+
+/*
+ * Mark the key completed and commit it with the handler's statements. A
+ * COMMIT of a failed transaction "succeeds" with the tag ROLLBACK, hence the
+ * tag check; a connection lost during COMMIT leaves the outcome unknown.
+ */
+int
+idem_tx_complete(struct idem_store *s, const char *key, char *err, size_t errlen)
+{
+    if (tx_check_open(s, err, errlen) != 0) {
+        return -1;
+    }
+    const char *params[] = {key, s->owner};
+    PGresult *res = run_prepared(s, "twice_idem_tx_complete", 2, params, PGRES_COMMAND_OK,
+                                 "tx complete", err, errlen);
+    if (res == NULL) {
+        rollback_quietly(s);
+        return -1;
+    }
+    int updated = strcmp(PQcmdTuples(res), "1") == 0;
+    PQclear(res);
+    if (!updated) {
+        rollback_quietly(s);
+        set_err(err, errlen, "tx complete \"%s\": the key is no longer ours; rolled back", key);
+        return -1;
+    }
+    res = PQexec(s->conn, "COMMIT");
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        if (PQstatus(s->conn) != CONNECTION_OK) {
+            PQclear(res);
+            set_err(err, errlen,
+                    "tx complete \"%s\": connection lost during COMMIT, the "
+                    "outcome is unknown (look the key up)",
+                    key);
+            return -1;
+        }
+        return pg_fail(s, res, "tx complete: COMMIT", err, errlen);
+    }
+    int committed = strcmp(PQcmdStatus(res), "COMMIT") == 0;
+    PQclear(res);
+    if (!committed) {
+        set_err(err, errlen, "tx complete \"%s\": the transaction was rolled back", key);
+        return -1;
+    }
+    return 0;
+}
+
+int
+idem_tx_rollback(struct idem_store *s, char *err, size_t errlen)
+{
+    PGresult *res = PQexec(s->conn, "ROLLBACK");
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        return pg_fail(s, res, "tx rollback", err, errlen);
+    }
+    PQclear(res);
+    return 0;
+}
+
+/* Delete by ctid so that LIMIT bounds the batch (DELETE has no LIMIT); the
+ * janitor index finds the old completed rows. */
+int
+idem_purge_completed(struct idem_store *s, int retention, int limit, long *deleted, char *err,
+                     size_t errlen)
+{
+    *deleted = 0;
+    if (retention < 0 || limit <= 0) {
+        set_err(err, errlen, "purge: retention %d and limit %d must be >= 0 and > 0", retention,
+                limit);
+        return -1;
+    }
+    char ret[16], lim[16];
+    snprintf(ret, sizeof(ret), "%d", retention);
+    snprintf(lim, sizeof(lim), "%d", limit);
+    const char *params[] = {ret, lim};
+    PGresult *res = idem_run_sql(s,
+                                 "DELETE FROM @T WHERE ctid = ANY (ARRAY (SELECT ctid FROM @T"
+                                 " WHERE state = 'completed'"
+                                 " AND processed_at < now() - $1::int * interval '1 second'"
+                                 " LIMIT $2::int))",
+                                 2, params, PGRES_COMMAND_OK, "purge completed keys", err, errlen);
+    if (res == NULL) {
+        return -1;
+    }
+    *deleted = strtol(PQcmdTuples(res), NULL, 10);
+    PQclear(res);
+    return 0;
+}
+
+/* Leases of a process that has gone end now: the next claim of each key
+ * takes it over instead of waiting for the lease. When the job that crashed
+ * the process is known, the others' attempts are taken back. */
+int
+idem_expire_owner(struct idem_store *s, const char *owner, const char *culprit, long *expired,
+                  char *err, size_t errlen)
+{
+    const char *params[] = {owner, culprit != NULL ? culprit : ""};
+    *expired = 0;
+    PGresult *res =
+        idem_run_sql(s,
+                     "UPDATE @T SET lease_until = now() - interval '1 second',"
+                     " attempts = CASE WHEN $2 <> '' AND message_id IS DISTINCT FROM $2"
+                     " THEN greatest(attempts - 1, 0) ELSE attempts END"
+                     " WHERE owner = $1 AND state = 'in_progress'",
+                     2, params, PGRES_COMMAND_OK, "expire leases", err, errlen);
+    if (res == NULL) {
+        return -1;
+    }
+    *expired = strtol(PQcmdTuples(res), NULL, 10);
+    PQclear(res);
+    return 0;
+}

@@ -1,0 +1,236 @@
+/*
+ * httpd.c - /metrics, /healthz and /readyz over libmicrohttpd (see
+ * httpd.h). One internal polling thread; state shared with the master is
+ * behind a mutex.
+ */
+#include "httpd.h"
+
+#include "buf.h"
+#include "config.h"
+#include "listen.h"
+#include "log.h"
+#include "metrics.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+/* What a long poll may take beyond its wait time (request, response). */
+#define POLL_SLACK 3
+
+struct httpd {
+    struct MHD_Daemon *daemon;
+    char *listen;
+    pthread_mutex_t mu;
+    int ready;
+    char **queues;
+    int *wait_times;
+    size_t nqueues;
+};
+
+int
+httpd_readiness(int workers_ready, const char *const *queues, const int *wait_times,
+                const double *last_receive, size_t n, double now, char *reason, size_t cap)
+{
+    if (!workers_ready) {
+        snprintf(reason, cap, "workers are not ready (starting, or restarting after a crash)");
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        double window = 2.0 * (wait_times[i] + POLL_SLACK);
+        if (now - last_receive[i] > window) {
+            if (last_receive[i] <= 0) {
+                snprintf(reason, cap, "queue %s has not received yet", queues[i]);
+            } else {
+                snprintf(reason, cap, "queue %s: no successful receive for %.0fs (limit %.0fs)",
+                         queues[i], now - last_receive[i], window);
+            }
+            return 0;
+        }
+    }
+    snprintf(reason, cap, "ready");
+    return 1;
+}
+
+static int
+check_ready(struct httpd *h, char *reason, size_t cap)
+{
+    pthread_mutex_lock(&h->mu);
+    double *last = calloc(h->nqueues ? h->nqueues : 1, sizeof(*last));
+    int ok = 0;
+    if (last == NULL) {
+        snprintf(reason, cap, "out of memory");
+    } else {
+        for (size_t i = 0; i < h->nqueues; i++) {
+            last[i] = metrics_gauge_get(MET_LAST_RECEIVE, h->queues[i], NULL);
+        }
+        ok = httpd_readiness(h->ready, (const char *const *) h->queues, h->wait_times, last,
+                             h->nqueues, (double) time(NULL), reason, cap);
+    }
+    pthread_mutex_unlock(&h->mu);
+    free(last);
+    return ok;
+}
+
+static enum MHD_Result
+reply(struct MHD_Connection *conn, unsigned status, const char *type, char *body, size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (r == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", type);
+    enum MHD_Result rc = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static enum MHD_Result
+serve(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+      const char *version, const char *upload, size_t *upload_len, void **state)
+{
+    struct httpd *h = cls;
+    (void) version, (void) upload, (void) upload_len, (void) state;
+    struct buf b = BUF_INIT;
+    unsigned status = 200;
+    const char *type = "text/plain; charset=utf-8";
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        status = 405;
+        buf_puts(&b, "method not allowed\n");
+    } else if (strcmp(url, "/metrics") == 0) {
+        type = "text/plain; version=0.0.4; charset=utf-8";
+        metrics_render(&b);
+    } else if (strcmp(url, "/healthz") == 0) {
+        buf_puts(&b, "ok\n");
+    } else if (strcmp(url, "/readyz") == 0) {
+        char reason[256];
+        status = check_ready(h, reason, sizeof(reason)) ? 200 : 503;
+        buf_printf(&b, "%s\n", reason);
+    } else {
+        status = 404;
+        buf_puts(&b, "not found: try /metrics, /healthz or /readyz\n");
+    }
+    size_t len = b.len;
+    char *body = buf_steal(&b);
+    if (body == NULL) {
+        return MHD_NO;
+    }
+    return reply(conn, status, type, body, len);
+}
+
+static int
+take_queues(struct httpd *h, const struct config *c)
+{
+    char **names = calloc(c->nqueues ? c->nqueues : 1, sizeof(*names));
+    int *waits = calloc(c->nqueues ? c->nqueues : 1, sizeof(*waits));
+    if (names == NULL || waits == NULL) {
+        free(names);
+        free(waits);
+        return -1;
+    }
+    for (size_t i = 0; i < c->nqueues; i++) {
+        names[i] = strdup(c->queues[i].name);
+        waits[i] = c->queues[i].wait_time;
+    }
+    pthread_mutex_lock(&h->mu);
+    for (size_t i = 0; i < h->nqueues; i++) {
+        free(h->queues[i]);
+    }
+    free(h->queues);
+    free(h->wait_times);
+    h->queues = names;
+    h->wait_times = waits;
+    h->nqueues = c->nqueues;
+    pthread_mutex_unlock(&h->mu);
+    return 0;
+}
+
+static struct httpd *
+start(const char *listen, char *err, size_t errlen)
+{
+    struct sockaddr_storage ss;
+    char why[160];
+    if (listen_parse(listen, &ss, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "metrics.listen %s: %s", listen, why);
+        return NULL;
+    }
+    struct httpd *h = calloc(1, sizeof(*h));
+    if (h == NULL || (h->listen = strdup(listen)) == NULL) {
+        free(h);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&h->mu, NULL);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    if (ss.ss_family == AF_INET6) {
+        flags |= MHD_USE_IPv6;
+    }
+    h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, serve, h, MHD_OPTION_SOCK_ADDR,
+                                 (struct sockaddr *) &ss, MHD_OPTION_CONNECTION_TIMEOUT,
+                                 (unsigned) 10, MHD_OPTION_END);
+    if (h->daemon == NULL) {
+        snprintf(err, errlen, "cannot listen on %s (address in use?)", listen);
+        free(h->listen);
+        pthread_mutex_destroy(&h->mu);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+int
+httpd_apply(struct httpd **hp, const struct config *c, char *err, size_t errlen)
+{
+    const char *listen = c->metrics.listen;
+    struct httpd *h = *hp;
+    if (h != NULL && (listen == NULL || strcmp(listen, h->listen) != 0)) {
+        httpd_stop(h);
+        *hp = h = NULL;
+    }
+    if (h == NULL && listen != NULL && listen[0] != '\0') {
+        h = start(listen, err, errlen);
+        if (h == NULL) {
+            return -1;
+        }
+        *hp = h;
+    }
+    if (h != NULL && take_queues(h, c) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+void
+httpd_set_ready(struct httpd *h, int ready)
+{
+    if (h != NULL) {
+        pthread_mutex_lock(&h->mu);
+        h->ready = ready;
+        pthread_mutex_unlock(&h->mu);
+    }
+}
+
+void
+httpd_stop(struct httpd *h)
+{
+    if (h == NULL) {
+        return;
+    }
+    MHD_stop_daemon(h->daemon);
+    for (size_t i = 0; i < h->nqueues; i++) {
+        free(h->queues[i]);
+    }
+    free(h->queues);
+    free(h->wait_times);
+    free(h->listen);
+    pthread_mutex_destroy(&h->mu);
+    free(h);
+}

@@ -1,0 +1,112 @@
+/*
+ * job.h - one received message on its way through a worker: routed to a
+ * plugin, given its idempotency key, claimed, handled, acknowledged.
+ *
+ * struct twice_job is the SDK's opaque twice_job: plugins only reach it
+ * through the API table (hostapi.c). A job is owned by exactly one thread
+ * at a time: the receiver that made it, then the handler thread running it,
+ * then the acknowledger that finishes it and frees it.
+ */
+#ifndef TWICE_JOB_H
+#define TWICE_JOB_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <time.h>
+
+#include <twice/plugin.h>
+
+#include "sqs.h"
+
+struct config_queue;
+struct log_job;
+struct wqueue;
+struct plugin_instance;
+struct keytmpl;
+struct idem_store;
+
+/* What the acknowledger must do with a finished job. */
+enum job_action {
+    JOB_ACT_NONE = 0,
+    JOB_ACT_COMPLETE,   /* DONE: complete the key (unless done in a tx), delete */
+    JOB_ACT_DELETE,     /* a duplicate of a completed key: delete only */
+    JOB_ACT_RETRY,      /* release the key, hide for the backoff */
+    JOB_ACT_DEADLETTER, /* send to the DLQ, delete, release the key if we hold one */
+    JOB_ACT_HIDE,       /* someone else holds the key: hide until their lease ends */
+    JOB_ACT_RETURN      /* give it back now (drain, store down): release, visibility 0 */
+};
+
+struct twice_job {
+    struct wqueue *queue;                 /* borrowed: the worker's queue it came from */
+    const struct config_queue *qcfg;      /* borrowed: that queue's configuration */
+    struct sqs_message msg;               /* owned: moved out of the receive array */
+    const struct plugin_instance *plugin; /* borrowed: the routed plugin, NULL until routed */
+
+    json_t *body;         /* owned: the parsed body, NULL until parsed or if not JSON */
+    int body_parsed;      /* parsing was attempted */
+    char body_error[160]; /* why the body is not JSON */
+
+    char *key;                /* owned: the idempotency key, NULL until derived */
+    unsigned char sha256[32]; /* of the body: tells a conflict from a duplicate */
+    int attempt;              /* ApproximateReceiveCount */
+    int claimed;              /* we hold the key in the store */
+    int key_completed;        /* the key is completed (by the acker or in the handler's tx) */
+    int dlq_sent;             /* the dead letter was accepted by the DLQ */
+
+    twice_status status;   /* handle()'s answer */
+    char *error;           /* owned: api->error() text, NULL if none */
+    int retry_after;       /* api->retry_after() seconds, -1 if not asked */
+    struct idem_store *db; /* borrowed, transactional handle() only */
+
+    enum job_action action;
+    char reason[32]; /* DLQ reason code ("rejected", "max-attempts", ...) */
+    int delay;       /* RETRY/HIDE: visibility seconds */
+    int act_tries;   /* acknowledgement attempts so far */
+    int deferred;    /* acker: a step failed, try again in a later pass */
+
+    json_t *scratch; /* owned: strings handed to the plugin (api->field...) */
+
+    struct timespec received_at; /* monotonic */
+    struct timespec extended_at; /* monotonic: visibility and lease last set */
+    struct timespec started_at;  /* monotonic: handle() began */
+
+    int tracked;                /* in the acker's in-flight registry */
+    int holds_slot;             /* counts against its queue's concurrency */
+    struct twice_job *reg_prev; /* the registry's links (acker.c) */
+    struct twice_job *reg_next;
+    struct timespec not_before; /* acker: do not retry the acknowledgement earlier */
+
+    struct twice_job *next;       /* in whichever list the job is on */
+    struct twice_job *dups;       /* same key, same batch: decided with this one */
+    struct twice_job *leader;     /* set on those dups: the job they wait on */
+    struct twice_job *group_next; /* FIFO: the next job of this group, in order */
+};
+
+/* A new job of queue q (configured as qc) taking ownership of *m (which is
+ * zeroed). NULL on ENOMEM. */
+struct twice_job *job_new(struct wqueue *q, const struct config_queue *qc, struct sqs_message *m);
+void job_free(struct twice_job *j);
+
+/* Parse the body once (lazily); returns the JSON root or NULL (see
+ * body_error). */
+json_t *job_body(struct twice_job *j);
+
+/* Set the job's outcome to dead-letter with a reason code and detail. */
+void job_deadletter(struct twice_job *j, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Keep a string alive until the job ends and return it (for the API). */
+const char *job_keep(struct twice_job *j, const char *s, size_t len);
+
+/* The job's log context (queue, message, plugin, key, attempt); its
+ * strings are borrowed from j. */
+void job_log_ctx(const struct twice_job *j, struct log_job *ctx);
+
+/* Log a line with the job's context. */
+void job_log(twice_log_level level, const struct twice_job *j, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Seconds elapsed from a to b (monotonic). */
+double job_elapsed(const struct timespec *a, const struct timespec *b);
+
+#endif

@@ -1,0 +1,198 @@
+/*
+ * probe.c - checking a configuration's plugins in a throwaway child, so a
+ * plugin that crashes or misbehaves while being checked cannot hurt the
+ * process that asked (the master on reload, or `twiced -t`). The child
+ * loads each plugin (ABI, entry point, key template), checks its settings
+ * against its declaration, runs init with them and fini, and prints one
+ * line per problem. It never runs a job.
+ */
+#include "probe.h"
+
+#include "childargs.h"
+#include "config.h"
+#include "hostapi.h"
+#include "instance.h"
+#include "log.h"
+#include "spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Progress lines start with '#': the parent uses them to name a plugin that
+ * crashed the probe; every other line is a problem. */
+static int
+check_plugin(const struct config *c, const struct config_plugin *cp)
+{
+    struct plugin_instance p;
+    char err[1024];
+    const char *file = cp->file != NULL ? cp->file : c->file; /* maybe an @include'd one */
+    memset(&p, 0, sizeof(p));
+    p.cfg = cp;
+    p.name = cp->name;
+    printf("#plugin %s\n", cp->name);
+    fflush(stdout);
+    if (loader_open(cp->path, &p.lp, err, sizeof(err)) != 0) {
+        printf("%s:%d: plugin '%s': %s\n", file, cp->line, cp->name, err);
+        return 1;
+    }
+    struct diag d = DIAG_INIT;
+    int problems = loader_check_settings(&p.lp, cp, c->file, &d);
+    for (size_t i = 0; i < d.n; i++) {
+        printf("%s\n", d.lines[i]);
+    }
+    diag_free(&d);
+    if (problems == 0) {
+        if (hostapi_init(&p, err, sizeof(err)) != 0) {
+            printf("%s:%d: %s\n", file, cp->line, err);
+            problems = 1;
+        } else {
+            hostapi_fini(&p);
+        }
+    }
+    loader_release(&p.lp);
+    return problems;
+}
+
+int
+probe_main(int argc, char **argv)
+{
+    struct childargs a;
+    char err[1024];
+    log_set_role("probe");
+    if (childargs_parse(argc, argv, &a, err, sizeof(err)) != 0) {
+        printf("probe: %s\n", err);
+        return 2;
+    }
+    struct config *c = NULL;
+    if (childargs_load_config(&a, &c, err, sizeof(err)) != 0) {
+        printf("%s\n", err);
+        return 1;
+    }
+    int problems = 0;
+    for (size_t i = 0; i < c->nplugins; i++) {
+        problems += check_plugin(c, &c->plugins[i]);
+    }
+    fflush(stdout);
+    config_free(c);
+    return problems > 0 ? 1 : 0;
+}
+
+/* Read the child's lines until EOF or the deadline. Problems go to d; the
+ * last "#plugin" progress line is remembered in current. */
+static int
+collect(int fd, time_t deadline, struct diag *d, char *current, size_t cap)
+{
+    char buf[4096];
+    size_t used = 0;
+    for (;;) {
+        int left = (int) (deadline - time(NULL));
+        if (left <= 0) {
+            return -1;
+        }
+        struct pollfd pfd = {fd, POLLIN, 0};
+        int rc = poll(&pfd, 1, left * 1000);
+        if (rc < 0 && errno == EINTR) {
+            continue;
+        }
+        if (rc <= 0) {
+            return -1;
+        }
+        ssize_t n = read(fd, buf + used, sizeof(buf) - 1 - used);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return 0;
+        }
+        used += (size_t) n;
+        buf[used] = '\0';
+        char *line = buf, *nl;
+        while ((nl = strchr(line, '\n')) != NULL) {
+            *nl = '\0';
+            if (strncmp(line, "#plugin ", 8) == 0) {
+                snprintf(current, cap, "%s", line + 8);
+            } else if (line[0] != '\0') {
+                diag_add(d, NULL, 0, "%s", line);
+            }
+            line = nl + 1;
+        }
+        used = strlen(line);
+        memmove(buf, line, used);
+        if (used == sizeof(buf) - 1) {
+            diag_add(d, NULL, 0, "%s", buf); /* an overlong line, as it is */
+            used = 0;
+        }
+    }
+}
+
+/* Wait for the child until the deadline (it may close its output and go on
+ * running). 0 when it has exited (*status set), -1 at the deadline. */
+static int
+reap_by(pid_t pid, time_t deadline, int *status)
+{
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR)) {
+            return 0;
+        }
+        if (time(NULL) >= deadline) {
+            return -1;
+        }
+        struct timespec tick = {0, 20 * 1000000L};
+        nanosleep(&tick, NULL);
+    }
+}
+
+int
+probe_run(const char *path, const char *text, size_t len, int timeout, struct diag *d)
+{
+    int pipefd[2] = {-1, -1};
+    int cfd = childargs_memfd(text, len);
+    char err[256];
+    if (cfd < 0 || pipe2(pipefd, O_CLOEXEC) != 0) {
+        diag_add(d, NULL, 0, "cannot start the plugin check: %s", strerror(errno));
+        if (cfd >= 0) {
+            close(cfd);
+        }
+        return -1;
+    }
+    struct childargs a = {CHILD_PROBE, cfd, path, -1, -1, 0, 0, getpid(), "probe"};
+    pid_t pid = spawn_child(&a, pipefd[1], NULL, err, sizeof(err));
+    close(pipefd[1]);
+    close(cfd);
+    if (pid < 0) {
+        close(pipefd[0]);
+        diag_add(d, NULL, 0, "cannot start the plugin check: %s", err);
+        return -1;
+    }
+    char current[128] = "";
+    size_t before = d->n;
+    time_t deadline = time(NULL) + timeout;
+    int status = 0;
+    int timed_out = collect(pipefd[0], deadline, d, current, sizeof(current)) != 0 ||
+                    reap_by(pid, deadline, &status) != 0;
+    close(pipefd[0]);
+    if (timed_out) {
+        kill(pid, SIGKILL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    }
+    if (timed_out) {
+        diag_add(d, path, 0, "plugin '%s': the check did not finish within %ds (init hangs?)",
+                 current, timeout);
+    } else if (WIFSIGNALED(status)) {
+        diag_add(d, path, 0, "plugin '%s': crashed the check with signal %d (%s)", current,
+                 WTERMSIG(status), strsignal(WTERMSIG(status)));
+    } else if (WEXITSTATUS(status) != 0 && d->n == before) {
+        diag_add(d, path, 0, "plugin check failed with exit code %d", WEXITSTATUS(status));
+    }
+    return d->n == before ? 0 : -1;
+}

@@ -1,0 +1,104 @@
+/*
+ * sqs_types.h - the SQS data model that the client (sqs.c), the response
+ * parser (sqs_parse.c) and their users share: errors, message attributes,
+ * messages, batch entries and results, messages to send, queue attributes.
+ * The functions here are pure; they live in sqs_parse.c and sqs_error.c.
+ */
+#ifndef TWICE_SQS_TYPES_H
+#define TWICE_SQS_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What went wrong with a call. */
+struct sqs_error {
+    long http_status;     /* 0 for transport errors */
+    int transport;        /* could not connect / send / read (curl error) */
+    int throttled;        /* a throttling error (after the retries inside the call) */
+    int retryable;        /* worth trying again later (throttling, 5xx, transport) */
+    char code[128];       /* "QueueDoesNotExist", "ThrottlingException", curl's name... */
+    char query_code[128]; /* x-amzn-query-error's code, "" when absent */
+    char message[1024];   /* the service's or curl's message */
+};
+
+/*
+ * "ReceiveMessage: QueueDoesNotExist: The specified queue does not exist.
+ * (check the queue url)" - the action, the code, the message and a hint for
+ * the codes operators meet (access denied, missing queue, bad credentials,
+ * clock skew, unreachable endpoint). Callers prefix the queue name.
+ */
+void sqs_error_describe(const struct sqs_error *e, const char *action, char *out, size_t len);
+
+/* A message attribute (String, Number or Binary, and custom subtypes such
+ * as "Number.float"). */
+struct sqs_attr {
+    char *name;
+    char *data_type;
+    char *string_value;    /* NULL for Binary */
+    unsigned char *binary; /* decoded BinaryValue, NULL for String/Number */
+    size_t binary_len;
+};
+
+/* The attribute called name among attrs[0..n-1], or NULL (also for name
+ * NULL). Entries without a name are skipped. */
+const struct sqs_attr *sqs_attr_find(const struct sqs_attr *attrs, size_t n, const char *name);
+
+struct sqs_message {
+    char *message_id;
+    char *receipt_handle;
+    char *body; /* NUL-terminated */
+    size_t body_len;
+    int receive_count; /* ApproximateReceiveCount; 1 when missing */
+    char *group_id;    /* MessageGroupId, NULL on standard queues */
+    int64_t sent_timestamp_ms;
+    struct sqs_attr *attrs;
+    size_t nattrs;
+};
+
+/* Free what messages own (sqs_messages_free also frees the array). */
+void sqs_messages_free(struct sqs_message *msgs, size_t n);
+/* Free what one message owns and zero it (for a message moved out of the array). */
+void sqs_message_clear(struct sqs_message *m);
+
+/* One entry of a batch call (at most 10 per call). */
+struct sqs_batch_entry {
+    const char *id; /* unique in the batch, [A-Za-z0-9_-]{1,80} */
+    const char *receipt_handle;
+    int visibility_timeout; /* ChangeMessageVisibilityBatch only */
+};
+
+/* "0".."9": batch entry ids for the i-th entry of a batch. */
+const char *sqs_batch_id(size_t i);
+
+/* The outcome of one batch entry. */
+struct sqs_batch_result {
+    int ok;
+    int sender_fault; /* a failed entry that resending will not fix */
+    char code[128];
+    char message[256];
+    char message_id[128]; /* SendMessageBatch: the new MessageId */
+};
+
+/* A message to send. */
+struct sqs_send_entry {
+    const char *id; /* batch entry id (SendMessageBatch only) */
+    const char *body;
+    size_t body_len;
+    const struct sqs_attr *attrs;
+    size_t nattrs;
+    int delay_seconds;    /* -1: the queue's own; not allowed on FIFO */
+    const char *group_id; /* FIFO MessageGroupId, or NULL */
+    const char *dedup_id; /* FIFO MessageDeduplicationId, or NULL */
+};
+
+/* A name/value pair of GetQueueAttributes. */
+struct sqs_kv {
+    char *name;
+    char *value;
+};
+
+void sqs_kv_free(struct sqs_kv *kv, size_t n);
+/* The value of name in kv, or NULL. */
+const char *sqs_kv_get(const struct sqs_kv *kv, size_t n, const char *name);
+
+#endif

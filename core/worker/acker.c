@@ -1,0 +1,637 @@
+/*
+ * acker.c - the acknowledger thread of a worker (see acker.h).
+ *
+ * Each pass takes every submitted job and acts in this order, so that no
+ * path loses a message or repeats an effect:
+ *   1. dead letters are sent;
+ *   2. keys of DONE jobs are completed in one statement;
+ *   3. keys of retried, returned and dead-lettered jobs are released;
+ *   4. messages are deleted and visibilities changed, ten per SQS call.
+ * A step that fails defers the job to a later pass; steps already done are
+ * remembered on the job (dlq_sent, key_completed, claimed), so a retried
+ * pass never sends a second dead letter. A message is deleted only after
+ * its key is completed or its dead letter accepted. Between passes the
+ * heartbeat (heartbeat.c) extends what is still in flight.
+ */
+#include "acker.h"
+
+#include "clock.h"
+#include "config.h"
+#include "dlq.h"
+#include "heartbeat.h"
+#include "idem.h"
+#include "instance.h"
+#include "job.h"
+#include "log.h"
+#include "metrics.h"
+#include "registry.h"
+#include "shm.h"
+#include "sqs.h"
+#include "worker.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How long a pass waits to gather more jobs into its batches. */
+#define ACKER_GATHER_NS (5 * 1000000L)
+/* Acknowledgement attempts before a job is given up (it is then redelivered). */
+#define ACKER_MAX_TRIES 8
+/* Keys per PostgreSQL statement. */
+#define ACKER_BATCH     256
+
+struct acker {
+    struct worker *w;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct twice_job *pending; /* submitted, not yet taken by a pass */
+    size_t npending;
+    struct registry reg; /* the jobs in flight, for the heartbeat */
+    int stop;
+    int abandon; /* give back the running jobs */
+
+    /* Used by the thread only. */
+    struct sqs_client *sqs;
+    struct idem_store *store;
+    struct twice_job *later; /* deferred jobs */
+    int store_down;          /* to log state changes, not every failure */
+    time_t defer_logged;     /* when deferrals were last reported */
+    time_t release_logged;   /* when failed releases were last reported */
+    int deferrals;           /* deferrals since then */
+    struct heartbeat hb;     /* its state; it runs between passes */
+};
+
+/* Seconds between two reports of failing acknowledgements: an outage gives a
+ * line now and then, not one per request. */
+#define ACKER_REPORT_EVERY 10
+
+static void
+now_mono(struct timespec *ts)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+}
+
+void
+acker_track(struct acker *a, struct twice_job *j)
+{
+    registry_add(&a->reg, j);
+}
+
+static void
+push_pending_locked(struct acker *a, struct twice_job *j)
+{
+    j->next = a->pending;
+    a->pending = j;
+    a->npending++;
+}
+
+void
+acker_submit(struct acker *a, struct twice_job *j)
+{
+    pthread_mutex_lock(&a->mu);
+    push_pending_locked(a, j);
+    pthread_cond_signal(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* The end of a job: its queue slot is free again. */
+static void
+finish(struct twice_job *j)
+{
+    if (j->holds_slot) {
+        wqueue_release_slot(j->queue, 1);
+    }
+    job_free(j);
+}
+
+void
+acker_abandon_running(struct acker *a)
+{
+    pthread_mutex_lock(&a->mu);
+    a->abandon = 1;
+    pthread_cond_signal(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+}
+
+static const char *
+qname(const struct twice_job *j)
+{
+    return j->queue->cfg->name;
+}
+
+static const char *
+pname(const struct twice_job *j)
+{
+    return j->plugin != NULL ? j->plugin->name : "";
+}
+
+/* The acker's store connection, (re)connected on demand. Outages are
+ * logged when they begin and end, not on every failure. */
+static struct idem_store *
+acker_store(struct acker *a)
+{
+    char err[512];
+    if (a->store != NULL && idem_connected(a->store)) {
+        return a->store;
+    }
+    int rc;
+    if (a->store == NULL) {
+        const struct config *c = a->w->cfg;
+        rc = idem_open(c->idempotency.dsn, c->idempotency.table, a->w->owner, &a->store, err,
+                       sizeof(err));
+    } else {
+        rc = idem_reconnect(a->store, err, sizeof(err));
+    }
+    if (rc != 0) {
+        if (!a->store_down) {
+            log_error("idempotency store unreachable (acknowledgements wait): %s", err);
+        }
+        a->store_down = 1;
+        return NULL;
+    }
+    if (a->store_down) {
+        log_info("idempotency store reachable again");
+    }
+    a->store_down = 0;
+    return a->store;
+}
+
+/* The heartbeat's way to the same connection. */
+static struct idem_store *
+heartbeat_store(void *arg)
+{
+    return acker_store(arg);
+}
+
+/* A step failed: try the job again in a later pass, or give it up after
+ * too many tries (its message comes back after its visibility timeout and
+ * meets its key's state then: nothing is lost). */
+static void
+defer(struct acker *a, struct twice_job *j, const char *what, const char *why)
+{
+    struct log_job ctx;
+    job_log_ctx(j, &ctx);
+    j->act_tries++;
+    if (j->act_tries >= ACKER_MAX_TRIES) {
+        log_job(TWICE_LOG_ERROR, &ctx,
+                "%s failed %d times, giving up (the message will be redelivered after its "
+                "visibility timeout): %s",
+                what, j->act_tries, why);
+        j->action = JOB_ACT_NONE;
+        return;
+    }
+    log_job(TWICE_LOG_DEBUG, &ctx, "%s failed, will retry: %s", what, why);
+    time_t now = time(NULL);
+    a->deferrals++;
+    if (now - a->defer_logged >= ACKER_REPORT_EVERY) {
+        log_warn("%d acknowledgement steps failed in the last %ds and will be retried "
+                 "(latest: %s: %s)",
+                 a->deferrals, now - a->defer_logged > 3600 ? 0 : (int) (now - a->defer_logged),
+                 what, why);
+        a->defer_logged = now;
+        a->deferrals = 0;
+    }
+    j->deferred = 1;
+    now_mono(&j->not_before);
+    j->not_before.tv_sec += j->act_tries < 4 ? j->act_tries : 4;
+}
+
+/* Send the job's dead letter to its queue's DLQ. */
+static int
+send_letter(struct sqs_client *c, const struct twice_job *j, struct sqs_error *e)
+{
+    const struct config_queue *qc = j->queue->cfg;
+    struct dlq_reason why = {
+        .reason = j->reason[0] != '\0' ? j->reason : "rejected",
+        .error = j->error,
+        .plugin = j->plugin != NULL ? j->plugin->name : NULL,
+        .attempts = j->attempt,
+        .queue_url = qc->url,
+        .key = j->key,
+    };
+    return dlq_send(c, qc->dlq_url, qc->fifo, &j->msg, &why, e);
+}
+
+/* 1. Dead letters. */
+static void
+send_dead_letters(struct acker *a, struct twice_job *list)
+{
+    for (struct twice_job *j = list; j != NULL; j = j->next) {
+        if (j->action != JOB_ACT_DEADLETTER || j->dlq_sent || j->deferred) {
+            continue;
+        }
+        struct sqs_error e;
+        if (send_letter(a->sqs, j, &e) != 0) {
+            char desc[768];
+            sqs_error_describe(&e, "SendMessage", desc, sizeof(desc));
+            metrics_count(MET_SQS_REQUESTS, "SendMessage", "error", NULL, 1);
+            defer(a, j, "sending to the DLQ", desc);
+            continue;
+        }
+        metrics_count(MET_SQS_REQUESTS, "SendMessage", "ok", NULL, 1);
+        j->dlq_sent = 1;
+        struct log_job ctx;
+        job_log_ctx(j, &ctx);
+        log_job(TWICE_LOG_WARN, &ctx, "dead-lettered (%s): %s", j->reason,
+                j->error != NULL ? j->error : "");
+        metrics_count(MET_DEADLETTERED, qname(j), pname(j), j->reason, 1);
+        metrics_count(MET_FINISHED, qname(j), pname(j),
+                      strcmp(j->reason, "rejected") == 0 ? "rejected" : "deadlettered", 1);
+        shm_dlq_event(qname(j), pname(j), j->reason, j->msg.message_id, j->key);
+    }
+}
+
+static int
+needs_complete(const struct twice_job *j)
+{
+    return j->action == JOB_ACT_COMPLETE && j->claimed && !j->key_completed && !j->deferred;
+}
+
+static int
+needs_release(const struct twice_job *j)
+{
+    if (!j->claimed || j->deferred) {
+        return 0;
+    }
+    return j->action == JOB_ACT_RETRY || j->action == JOB_ACT_RETURN ||
+           (j->action == JOB_ACT_DEADLETTER && j->dlq_sent);
+}
+
+static size_t
+collect_keys(struct twice_job *list, int (*want)(const struct twice_job *),
+             struct twice_job **jobs, const char **keys)
+{
+    size_t n = 0;
+    for (struct twice_job *j = list; j != NULL && n < ACKER_BATCH; j = j->next) {
+        if (want(j)) {
+            jobs[n] = j;
+            keys[n] = j->key;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* 2. Complete the keys of DONE jobs, in one statement per ACKER_BATCH. */
+static void
+complete_keys(struct acker *a, struct twice_job *list)
+{
+    struct twice_job *jobs[ACKER_BATCH];
+    const char *keys[ACKER_BATCH];
+    int done[ACKER_BATCH];
+    char err[512] = "idempotency store unreachable";
+    size_t n;
+    while ((n = collect_keys(list, needs_complete, jobs, keys)) > 0) {
+        struct idem_store *s = acker_store(a);
+        if (s == NULL || idem_complete_batch(s, keys, n, done, err, sizeof(err)) != 0) {
+            metrics_count(MET_PG_ERRORS, "complete", NULL, NULL, 1);
+            for (size_t i = 0; i < n; i++) {
+                defer(a, jobs[i], "completing the key", err);
+            }
+            continue;
+        }
+        for (size_t i = 0; i < n; i++) {
+            jobs[i]->key_completed = 1;
+            jobs[i]->claimed = 0;
+            if (!done[i]) {
+                struct log_job ctx;
+                job_log_ctx(jobs[i], &ctx);
+                log_job(TWICE_LOG_WARN, &ctx,
+                        "lease lost before completion: another worker took the key over");
+            }
+        }
+    }
+}
+
+/* 3. Release keys. A failure only delays the key: its lease runs out. */
+static void
+release_keys(struct acker *a, struct twice_job *list)
+{
+    struct twice_job *jobs[ACKER_BATCH];
+    const char *keys[ACKER_BATCH];
+    char err[512] = "idempotency store unreachable";
+    size_t n;
+    while ((n = collect_keys(list, needs_release, jobs, keys)) > 0) {
+        struct idem_store *s = acker_store(a);
+        if (s == NULL || idem_release_batch(s, keys, n, err, sizeof(err)) != 0) {
+            metrics_count(MET_PG_ERRORS, "release", NULL, NULL, 1);
+            time_t now = time(NULL);
+            if (now - a->release_logged >= ACKER_REPORT_EVERY) {
+                log_warn("releasing %zu keys failed (they stay claimed until their leases "
+                         "end): %s",
+                         n, err);
+                a->release_logged = now;
+            }
+        }
+        for (size_t i = 0; i < n; i++) {
+            jobs[i]->claimed = 0;
+        }
+    }
+}
+
+/* What step 4 does with a job's message: delete it (-1), set its
+ * visibility (>= 0), or nothing (-2). */
+static int
+visibility_for(const struct twice_job *j)
+{
+    if (j->deferred) {
+        return -2;
+    }
+    switch (j->action) {
+    case JOB_ACT_COMPLETE:
+        return j->key_completed || !j->claimed ? -1 : -2;
+    case JOB_ACT_DELETE:
+        return -1;
+    case JOB_ACT_DEADLETTER:
+        return j->dlq_sent ? -1 : -2;
+    case JOB_ACT_RETRY:
+    case JOB_ACT_HIDE:
+    case JOB_ACT_RETURN:
+        return j->delay > 0 ? j->delay : 0;
+    default:
+        return -2;
+    }
+}
+
+/* One SQS batch call for up to 10 jobs of one queue. */
+static void
+sqs_batch(struct acker *a, struct twice_job **jobs, size_t n, int del)
+{
+    struct sqs_batch_entry e[10];
+    struct sqs_batch_result r[10];
+    const char *action = del ? "DeleteMessageBatch" : "ChangeMessageVisibilityBatch";
+    for (size_t i = 0; i < n; i++) {
+        e[i].id = sqs_batch_id(i);
+        e[i].receipt_handle = jobs[i]->msg.receipt_handle;
+        e[i].visibility_timeout = del ? 0 : visibility_for(jobs[i]);
+    }
+    struct sqs_error err;
+    const char *url = jobs[0]->queue->cfg->url;
+    int rc = del ? sqs_delete_batch(a->sqs, url, e, n, r, &err)
+                 : sqs_change_visibility_batch(a->sqs, url, e, n, r, &err);
+    metrics_count(MET_SQS_REQUESTS, action, rc == 0 ? "ok" : "error", NULL, 1);
+    char desc[768] = "";
+    if (rc != 0) {
+        sqs_error_describe(&err, action, desc, sizeof(desc));
+        metrics_count(MET_SQS_ERRORS, action, err.code, NULL, 1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct twice_job *j = jobs[i];
+        struct log_job ctx;
+        job_log_ctx(j, &ctx);
+        if (rc != 0 && err.retryable) {
+            defer(a, j, action, desc);
+        } else if (rc != 0) {
+            log_job(TWICE_LOG_ERROR, &ctx, "queue %s: %s", qname(j), desc);
+        } else if (!r[i].ok && !r[i].sender_fault) {
+            defer(a, j, action, r[i].message);
+        } else if (!r[i].ok) {
+            /* A stale receipt handle: the message was received again and
+             * will meet its key's state then. Nothing is lost. */
+            log_job(TWICE_LOG_WARN, &ctx, "%s: %s: %s", action, r[i].code, r[i].message);
+        }
+    }
+}
+
+/* 4. Deletes, then visibility changes, by queue, ten per call. */
+static void
+sqs_acks(struct acker *a, struct twice_job *list)
+{
+    for (int del = 1; del >= 0; del--) {
+        for (size_t qi = 0; qi < a->w->nqueues; qi++) {
+            struct wqueue *q = &a->w->queues[qi];
+            struct twice_job *batch[10];
+            size_t n = 0;
+            for (struct twice_job *j = list; j != NULL; j = j->next) {
+                int vis = visibility_for(j);
+                if (j->queue != q || vis == -2 || (del ? vis != -1 : vis < 0)) {
+                    continue;
+                }
+                batch[n++] = j;
+                if (n == 10) {
+                    sqs_batch(a, batch, n, del);
+                    n = 0;
+                }
+            }
+            if (n > 0) {
+                sqs_batch(a, batch, n, del);
+            }
+        }
+    }
+}
+
+/* Jobs that carried the same key in the same batch follow the fate of the
+ * one that ran: deleted as duplicates once its key is completed, else
+ * hidden like it (a retry) or given back (anything else). */
+static void
+settle_dups(struct acker *a, struct twice_job *j)
+{
+    struct twice_job *d = j->dups;
+    j->dups = NULL;
+    pthread_mutex_lock(&a->mu);
+    while (d != NULL) {
+        struct twice_job *next = d->dups;
+        d->dups = NULL;
+        d->leader = NULL;
+        struct log_job ctx;
+        job_log_ctx(d, &ctx);
+        if (j->key_completed) {
+            d->action = JOB_ACT_DELETE;
+            metrics_count(MET_DUPLICATES, qname(d), pname(d), "completed", 1);
+            log_job(TWICE_LOG_INFO, &ctx, "duplicate of %s in the same batch: deleted",
+                    j->msg.message_id);
+        } else {
+            d->action = JOB_ACT_HIDE;
+            d->delay = j->action == JOB_ACT_RETRY || j->action == JOB_ACT_HIDE ? j->delay : 0;
+        }
+        push_pending_locked(a, d);
+        d = next;
+    }
+    pthread_mutex_unlock(&a->mu);
+}
+
+static void
+count_finished(const struct twice_job *j)
+{
+    if (j->action == JOB_ACT_COMPLETE) {
+        if (log_enabled(TWICE_LOG_DEBUG)) {
+            struct log_job ctx;
+            struct timespec now;
+            job_log_ctx(j, &ctx);
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            log_job(TWICE_LOG_DEBUG, &ctx, "done (%.3fs after it was received)",
+                    job_elapsed(&j->received_at, &now));
+        }
+        metrics_count(MET_FINISHED, qname(j), pname(j), "done", 1);
+    } else if (j->action == JOB_ACT_RETRY) {
+        metrics_count(MET_FINISHED, qname(j), pname(j), "retry", 1);
+    }
+}
+
+/* Run the steps over a list; deferred jobs go to a->later, the rest are
+ * finished and freed. */
+static void
+pass(struct acker *a, struct twice_job *list)
+{
+    send_dead_letters(a, list);
+    complete_keys(a, list);
+    release_keys(a, list);
+    sqs_acks(a, list);
+
+    struct twice_job *next;
+    for (struct twice_job *j = list; j != NULL; j = next) {
+        next = j->next;
+        if (j->deferred) {
+            j->deferred = 0;
+            j->next = a->later;
+            a->later = j;
+            continue;
+        }
+        count_finished(j);
+        settle_dups(a, j);
+        registry_remove(&a->reg, j);
+        finish(j);
+    }
+}
+
+/* Deferred jobs whose time has come. */
+static struct twice_job *
+due_later(struct acker *a, struct twice_job *list, const struct timespec *now)
+{
+    struct twice_job **pp = &a->later;
+    while (*pp != NULL) {
+        struct twice_job *j = *pp;
+        if (a->w->abandon || job_elapsed(&j->not_before, now) >= 0) {
+            *pp = j->next;
+            j->next = list;
+            list = j;
+        } else {
+            pp = &j->next;
+        }
+    }
+    return list;
+}
+
+/* Wait for work (or a heartbeat tick), then take everything pending.
+ * Called and returns with a->mu held. */
+static struct twice_job *
+take_pending(struct acker *a)
+{
+    if (a->pending == NULL && !a->abandon && (!a->stop || a->later != NULL)) {
+        struct timespec until = clock_after_ms(CLOCK_REALTIME, 250);
+        pthread_cond_timedwait(&a->cv, &a->mu, &until);
+    }
+    if (a->pending != NULL && a->npending < 10 && !a->stop) {
+        pthread_mutex_unlock(&a->mu);
+        struct timespec gather = {0, ACKER_GATHER_NS};
+        nanosleep(&gather, NULL);
+        pthread_mutex_lock(&a->mu);
+    }
+    struct twice_job *list = a->pending;
+    a->pending = NULL;
+    a->npending = 0;
+    return list;
+}
+
+static void *
+acker_main(void *arg)
+{
+    struct acker *a = arg;
+    struct timespec last_beat;
+    now_mono(&last_beat);
+    pthread_mutex_lock(&a->mu);
+    for (;;) {
+        struct twice_job *list = take_pending(a);
+        int stopping = a->stop;
+        int abandon = a->abandon;
+        a->abandon = 0;
+        pthread_mutex_unlock(&a->mu);
+
+        struct timespec now;
+        now_mono(&now);
+        list = due_later(a, list, &now);
+        if (list != NULL) {
+            pass(a, list);
+        }
+        if (abandon) {
+            heartbeat_give_back(&a->hb);
+        }
+        if (job_elapsed(&last_beat, &now) >= 1.0) {
+            heartbeat_run(&a->hb, &now);
+            last_beat = now;
+        }
+        pthread_mutex_lock(&a->mu);
+        if (stopping && a->pending == NULL && (a->later == NULL || a->w->abandon)) {
+            break;
+        }
+    }
+    pthread_mutex_unlock(&a->mu);
+    /* What could not be acknowledged comes back after its visibility timeout. */
+    struct twice_job *next;
+    for (struct twice_job *j = a->later; j != NULL; j = next) {
+        next = j->next;
+        finish(j);
+    }
+    a->later = NULL;
+    return NULL;
+}
+
+struct acker *
+acker_start(struct worker *w, char *err, size_t errlen)
+{
+    struct acker *a = calloc(1, sizeof(*a));
+    if (a == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    a->w = w;
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    registry_init(&a->reg);
+    a->sqs = sqs_client_new(w->endpoint, w->creds);
+    if (a->sqs == NULL) {
+        snprintf(err, errlen, "acknowledger: cannot create an SQS client");
+        goto fail;
+    }
+    a->hb = (struct heartbeat){
+        .w = w, .reg = &a->reg, .sqs = a->sqs, .store = heartbeat_store, .store_arg = a};
+    acker_store(a); /* a failure is logged and retried on use */
+    int rc = pthread_create(&a->thread, NULL, acker_main, a);
+    if (rc != 0) {
+        snprintf(err, errlen, "acknowledger: pthread_create: %s", strerror(rc));
+        goto fail;
+    }
+    return a;
+fail:
+    sqs_client_free(a->sqs);
+    idem_close(a->store);
+    registry_destroy(&a->reg);
+    pthread_cond_destroy(&a->cv);
+    pthread_mutex_destroy(&a->mu);
+    free(a);
+    return NULL;
+}
+
+void
+acker_stop(struct acker *a)
+{
+    if (a == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&a->mu);
+    a->stop = 1;
+    pthread_cond_signal(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    pthread_join(a->thread, NULL);
+    if (a->w->abandon) {
+        return; /* handler threads may still submit: the process exits now */
+    }
+    sqs_client_free(a->sqs);
+    idem_close(a->store);
+    registry_destroy(&a->reg);
+    pthread_cond_destroy(&a->cv);
+    pthread_mutex_destroy(&a->mu);
+    free(a);
+}

@@ -1,0 +1,38 @@
+/*
+ * acker.h - the acknowledger of a worker process: the one thread that
+ * finishes jobs. It completes keys and deletes messages (in batches),
+ * releases keys and hides messages for retries, sends dead letters, and
+ * keeps the visibility and lease of every job still in flight extended
+ * (the heartbeat). Side effects on SQS and PostgreSQL happen here in an
+ * order that never loses a message: the key is completed before the
+ * message is deleted, and a dead letter is accepted before the source is
+ * deleted.
+ */
+#ifndef TWICE_ACKER_H
+#define TWICE_ACKER_H
+
+#include <stddef.h>
+
+struct worker;
+struct twice_job;
+struct acker;
+
+/* Create and start the thread. NULL with err on failure. */
+struct acker *acker_start(struct worker *w, char *err, size_t errlen);
+
+/* Track a claimed job for heartbeats until it is submitted and finished. */
+void acker_track(struct acker *a, struct twice_job *j);
+
+/* Hand over a job whose action is decided; the acker owns it from now on
+ * (and frees its queue slot). */
+void acker_submit(struct acker *a, struct twice_job *j);
+
+/* Give back every tracked job still running (the drain deadline passed):
+ * release its key and make its message visible now. The jobs themselves
+ * stay with their handler threads. */
+void acker_abandon_running(struct acker *a);
+
+/* Finish everything submitted so far, then stop the thread and free. */
+void acker_stop(struct acker *a);
+
+#endif

@@ -1,0 +1,326 @@
+/*
+ * handler.c - a queue's pool of handler threads in a worker: each takes a
+ * job (or a FIFO group's chain of jobs, run in order), runs the plugin's
+ * handle(), turns the answer into an action for the acker, and hands the
+ * job over. Transactional plugins run inside a transaction on the thread's
+ * own connection that also completes the key.
+ */
+#include "handler.h"
+
+#include "acker.h"
+#include "advice.h"
+#include "backoff.h"
+#include "config.h"
+#include "hostapi.h"
+#include "idem.h"
+#include "instance.h"
+#include "job.h"
+#include "log.h"
+#include "metrics.h"
+#include "shm.h"
+#include "worker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A handler thread's own state. */
+struct handler {
+    struct wqueue *q;
+    struct idem_store *store; /* transactional plugins only, connected lazily */
+    int store_down;           /* log an outage once, not per job */
+};
+
+/* The delay before the next attempt: the plugin's wish, else capped
+ * exponential backoff with full jitter (at least one second). */
+static int
+retry_delay(const struct twice_job *j)
+{
+    const struct config_queue *qc = j->queue->cfg;
+    if (j->retry_after >= 0) {
+        return j->retry_after;
+    }
+    uint64_t d =
+        backoff_delay((uint64_t) qc->backoff_base, (uint64_t) qc->backoff_cap, j->attempt);
+    if (d < 1) {
+        d = 1;
+    }
+    return d > 43200 ? 43200 : (int) d;
+}
+
+/* Turn handle()'s answer into the job's action. */
+static void
+decide(struct twice_job *j, twice_status st)
+{
+    const struct config_queue *qc = j->queue->cfg;
+    const char *why = j->error != NULL ? j->error : "";
+    if (st == TWICE_DONE) {
+        j->action = JOB_ACT_COMPLETE;
+    } else if (st == TWICE_REJECT) {
+        job_deadletter(j, "rejected", "%s",
+                       j->error != NULL ? j->error : "rejected by the plugin");
+    } else if (j->attempt >= qc->max_attempts) {
+        job_deadletter(j, "max-attempts", "attempt %d of %d failed: %s", j->attempt,
+                       qc->max_attempts, why[0] ? why : "the plugin asked to retry");
+    } else {
+        j->action = JOB_ACT_RETRY;
+        j->delay = retry_delay(j);
+        uint64_t ceiling =
+            backoff_ceiling((uint64_t) qc->backoff_base, (uint64_t) qc->backoff_cap, j->attempt);
+        job_log(TWICE_LOG_INFO, j, "retry in %ds (attempt %d of %d, backoff ceiling %llus): %s",
+                j->delay, j->attempt, qc->max_attempts, (unsigned long long) ceiling,
+                why[0] ? why : "the plugin asked to retry");
+    }
+}
+
+/* The thread's connection for transactional plugins; NULL while down. */
+static struct idem_store *
+handler_store(struct handler *h)
+{
+    const struct config *c = h->q->w->cfg;
+    char err[512];
+    if (h->store != NULL && idem_connected(h->store)) {
+        return h->store;
+    }
+    int rc = h->store == NULL ? idem_open(c->idempotency.dsn, c->idempotency.table, h->q->w->owner,
+                                          &h->store, err, sizeof(err))
+                              : idem_reconnect(h->store, err, sizeof(err));
+    if (rc != 0) {
+        if (!h->store_down) {
+            log_error("queue %s: transactional handler: database unreachable: %s", h->q->cfg->name,
+                      err);
+        }
+        h->store_down = 1;
+        return NULL;
+    }
+    h->store_down = 0;
+    return h->store;
+}
+
+/* handle() inside the transaction that completes the key. */
+static void
+run_transactional(struct handler *h, struct twice_job *j)
+{
+    char err[512];
+    struct idem_store *s = handler_store(h);
+    int rc = s != NULL ? idem_tx_begin(s, j->key, err, sizeof(err)) : -1;
+    if (rc == 0) {
+        job_log(TWICE_LOG_WARN, j,
+                "lease lost before the handler started; leaving the message "
+                "to its new holder");
+        j->action = JOB_ACT_NONE;
+        j->claimed = 0;
+        return;
+    }
+    if (rc < 0) {
+        metrics_count(MET_PG_ERRORS, "tx_begin", NULL, NULL, 1);
+        j->action = JOB_ACT_RETURN;
+        j->delay = 5;
+        return;
+    }
+    j->db = s;
+    twice_status st = hostapi_handle(j->plugin, j);
+    j->db = NULL;
+    if (st == TWICE_DONE) {
+        if (idem_tx_complete(s, j->key, err, sizeof(err)) == 0) {
+            j->key_completed = 1;
+            j->claimed = 0;
+        } else if (!idem_connected(s)) {
+            /* The database went away: not the job's fault, and not an attempt
+             * to count against it. It comes back when the store does. */
+            metrics_count(MET_PG_ERRORS, "tx_commit", NULL, NULL, 1);
+            job_log(TWICE_LOG_WARN, j,
+                    "commit failed with the connection (%s); giving the "
+                    "message back",
+                    err);
+            j->action = JOB_ACT_RETURN;
+            j->delay = 5;
+            return;
+        } else {
+            metrics_count(MET_PG_ERRORS, "tx_commit", NULL, NULL, 1);
+            free(j->error);
+            j->error = strdup(err);
+            st = TWICE_RETRY;
+            job_log(TWICE_LOG_ERROR, j, "commit failed, nothing was applied: %s", err);
+        }
+    } else if (idem_tx_rollback(s, err, sizeof(err)) != 0) {
+        job_log(TWICE_LOG_WARN, j, "rollback failed (the connection is reset): %s", err);
+    }
+    decide(j, st);
+}
+
+static void
+run_job(struct handler *h, struct twice_job *j)
+{
+    struct wqueue *q = h->q;
+    clock_gettime(CLOCK_MONOTONIC, &j->started_at);
+    pthread_mutex_lock(&q->mu);
+    q->running++;
+    pthread_mutex_unlock(&q->mu);
+    metrics_gauge_add(MET_INFLIGHT, q->cfg->name, j->plugin->name, 1);
+    int shm_idx = shm_job_begin(q->w->slot, q->cfg->name, j->plugin->name, j->msg.message_id);
+
+    if (j->plugin->transactional) {
+        run_transactional(h, j);
+    } else {
+        decide(j, hostapi_handle(j->plugin, j));
+    }
+
+    shm_job_end(q->w->slot, shm_idx);
+    struct timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    double seconds = job_elapsed(&j->started_at, &end);
+    metrics_observe(MET_DURATION, q->cfg->name, j->plugin->name, seconds);
+    advice_record(q, j->plugin->index, seconds);
+    metrics_gauge_add(MET_INFLIGHT, q->cfg->name, j->plugin->name, -1);
+    pthread_mutex_lock(&q->mu);
+    q->running--;
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* Wait out a FIFO retry's delay; 0 when the worker started draining (the
+ * job is then given back with the delay it has left). */
+static int
+fifo_backoff(struct twice_job *j)
+{
+    struct worker *w = j->queue->w;
+    for (int waited = 0; waited < j->delay * 10; waited++) {
+        if (w->draining) {
+            j->action = JOB_ACT_RETURN;
+            j->delay -= waited / 10;
+            return 0;
+        }
+        struct timespec tick = {0, 100 * 1000000L};
+        nanosleep(&tick, NULL);
+    }
+    return 1;
+}
+
+/* A FIFO job that asked to retry is retried here, after its backoff, with
+ * the rest of its group waiting behind it, all still in flight (the
+ * heartbeat keeps them): giving it back would let SQS count a receive
+ * against every message behind it that never ran. Attempts are counted on
+ * the job. Standard queues retry through SQS instead (the acker hides the
+ * message for the backoff). */
+static void
+run_fifo_job(struct handler *h, struct twice_job *j)
+{
+    run_job(h, j);
+    while (j->action == JOB_ACT_RETRY && fifo_backoff(j)) {
+        metrics_count(MET_FINISHED, j->queue->cfg->name, j->plugin->name, "retry", 1);
+        free(j->error);
+        j->error = NULL;
+        j->retry_after = -1;
+        j->action = JOB_ACT_NONE;
+        j->attempt++;
+        run_job(h, j);
+    }
+}
+
+/* Run a chain (one job, or a FIFO group in order). Once a job of the
+ * group is not done (given back at a drain), the rest are given back
+ * untouched: SQS delivers them again after it, in order. */
+static void
+run_chain(struct handler *h, struct twice_job *j)
+{
+    int held_back = 0;
+    while (j != NULL) {
+        struct twice_job *next = j->group_next;
+        j->group_next = NULL;
+        if (held_back || h->q->w->draining) {
+            j->action = JOB_ACT_RETURN;
+            j->delay = 0;
+        } else if (h->q->cfg->fifo) {
+            run_fifo_job(h, j);
+            held_back = j->action != JOB_ACT_COMPLETE && j->action != JOB_ACT_DEADLETTER;
+        } else {
+            run_job(h, j);
+        }
+        acker_submit(h->q->w->acker, j);
+        j = next;
+    }
+}
+
+static void *
+handler_main(void *arg)
+{
+    struct handler *h = arg;
+    struct wqueue *q = h->q;
+    for (;;) {
+        pthread_mutex_lock(&q->mu);
+        while (q->head == NULL && !q->stop) {
+            pthread_cond_wait(&q->work_cv, &q->mu);
+        }
+        struct twice_job *j = q->head;
+        if (j == NULL) {
+            pthread_mutex_unlock(&q->mu);
+            break;
+        }
+        q->head = j->next;
+        if (q->head == NULL) {
+            q->tail = NULL;
+        }
+        pthread_mutex_unlock(&q->mu);
+        run_chain(h, j);
+    }
+    idem_close(h->store);
+    free(h);
+    return NULL;
+}
+
+int
+handlers_start(struct wqueue *q, char *err, size_t errlen)
+{
+    size_t n = (size_t) q->cfg->concurrency;
+    q->handlers = calloc(n, sizeof(*q->handlers));
+    if (q->handlers == NULL) {
+        snprintf(err, errlen, "queue %s: out of memory", q->cfg->name);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct handler *h = calloc(1, sizeof(*h));
+        if (h == NULL) {
+            snprintf(err, errlen, "queue %s: out of memory", q->cfg->name);
+            return -1;
+        }
+        h->q = q;
+        int rc = pthread_create(&q->handlers[i], NULL, handler_main, h);
+        if (rc != 0) {
+            free(h);
+            snprintf(err, errlen, "queue %s: pthread_create: %s", q->cfg->name, strerror(rc));
+            return -1;
+        }
+        q->nhandlers++;
+    }
+    return 0;
+}
+
+void
+handlers_stop(struct wqueue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->stop = 1;
+    pthread_cond_broadcast(&q->work_cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void
+handlers_join(struct wqueue *q)
+{
+    for (size_t i = 0; i < q->nhandlers; i++) {
+        pthread_join(q->handlers[i], NULL);
+    }
+    q->nhandlers = 0;
+    free(q->handlers);
+    q->handlers = NULL;
+}
+
+/* Jobs still waiting when the drain deadline passes (handlers all busy). */
+int
+handlers_idle(struct wqueue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    int idle = q->running == 0 && q->head == NULL;
+    pthread_mutex_unlock(&q->mu);
+    return idle;
+}

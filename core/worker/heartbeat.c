@@ -1,0 +1,197 @@
+/*
+ * heartbeat.c - extending visibility and leases of jobs in flight, and
+ * giving them back at the drain deadline (see heartbeat.h). Registry jobs
+ * belong to their handler threads: only fields fixed at claim time
+ * (queue, receipt handle, key) are read here, plus extended_at, which
+ * only the acker's thread writes.
+ */
+#include "heartbeat.h"
+
+#include "advice.h"
+#include "config.h"
+#include "idem.h"
+#include "instance.h"
+#include "job.h"
+#include "log.h"
+#include "metrics.h"
+#include "registry.h"
+#include "sqs.h"
+#include "worker.h"
+
+#include <stdio.h>
+#include <time.h>
+
+#define HEARTBEAT_MAX 1024
+
+/* An outage is reported every HEARTBEAT_REPORT_EVERY seconds, not every
+ * tick. */
+#define HEARTBEAT_REPORT_EVERY 10
+
+static int
+report_now(struct heartbeat *hb)
+{
+    time_t now = time(NULL);
+    if (now - hb->failure_logged < HEARTBEAT_REPORT_EVERY) {
+        return 0;
+    }
+    hb->failure_logged = now;
+    return 1;
+}
+
+/* Set visibility for up to n jobs of one queue, ten per call. Returns how
+ * many calls failed as a whole. */
+static int
+set_visibility(struct heartbeat *hb, struct twice_job **jobs, size_t n, int vis)
+{
+    int failures = 0;
+    for (size_t at = 0; at < n; at += 10) {
+        size_t m = n - at < 10 ? n - at : 10;
+        struct sqs_batch_entry e[10];
+        struct sqs_batch_result r[10];
+        for (size_t i = 0; i < m; i++) {
+            e[i].id = sqs_batch_id(i);
+            e[i].receipt_handle = jobs[at + i]->msg.receipt_handle;
+            e[i].visibility_timeout = vis;
+        }
+        struct sqs_error err;
+        if (sqs_change_visibility_batch(hb->sqs, jobs[0]->queue->cfg->url, e, m, r, &err) != 0) {
+            char desc[512];
+            sqs_error_describe(&err, "ChangeMessageVisibilityBatch", desc, sizeof(desc));
+            metrics_count(MET_SQS_ERRORS, "ChangeMessageVisibilityBatch", err.code, NULL, 1);
+            if (report_now(hb)) {
+                log_warn("queue %s: heartbeat: %s", jobs[0]->queue->cfg->name, desc);
+            }
+            failures++;
+        }
+    }
+    return failures;
+}
+
+/* Keys of the claimed jobs among jobs[0..n). */
+static size_t
+claimed_keys(struct twice_job **jobs, size_t n, const char **keys)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (jobs[i]->claimed) {
+            keys[k++] = jobs[i]->key;
+        }
+    }
+    return k;
+}
+
+/* Extend one queue's due jobs: visibility first, then leases. */
+static void
+extend_queue(struct heartbeat *hb, struct twice_job **jobs, size_t n, const struct timespec *now)
+{
+    const struct config *cfg = hb->w->cfg;
+    const struct config_queue *qc = jobs[0]->queue->cfg;
+    const char *keys[HEARTBEAT_MAX];
+    int extended[HEARTBEAT_MAX];
+    char err[512];
+    set_visibility(hb, jobs, n, qc->visibility_timeout);
+    size_t k = claimed_keys(jobs, n, keys);
+    struct idem_store *s = hb->store(hb->store_arg);
+    if (k > 0 && s != NULL) {
+        int lease = qc->visibility_timeout + cfg->idempotency.lease_margin;
+        if (idem_extend_batch(s, keys, k, lease, extended, err, sizeof(err)) != 0) {
+            metrics_count(MET_PG_ERRORS, "extend", NULL, NULL, 1);
+            if (report_now(hb)) {
+                log_warn("queue %s: extending %zu leases failed: %s", qc->name, k, err);
+            }
+        } else {
+            for (size_t i = 0; i < k; i++) {
+                if (!extended[i]) {
+                    log_warn("queue %s: key %s: lease lost while running", qc->name, keys[i]);
+                }
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        jobs[i]->extended_at = *now;
+    }
+    metrics_count(MET_EXTENSIONS, qc->name, NULL, NULL, n);
+}
+
+void
+heartbeat_run(struct heartbeat *hb, const struct timespec *now)
+{
+    if (now->tv_sec - hb->last_advice >= 10) {
+        hb->last_advice = now->tv_sec;
+        advice_tick(hb->w);
+    }
+    struct twice_job *all[HEARTBEAT_MAX];
+    struct twice_job *due[HEARTBEAT_MAX];
+    size_t n = registry_snapshot(hb->reg, all, HEARTBEAT_MAX);
+    struct worker *w = hb->w;
+    for (size_t qi = 0; qi < w->nqueues; qi++) {
+        struct wqueue *q = &w->queues[qi];
+        double half = q->cfg->visibility_timeout / 2.0;
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (all[i]->queue == q && job_elapsed(&all[i]->extended_at, now) >= half) {
+                due[m++] = all[i];
+            }
+        }
+        if (m > 0) {
+            extend_queue(hb, due, m, now);
+        }
+    }
+}
+
+/* A running transactional job holds its key under its handler's lock until
+ * the process exits; its message comes back a little later, once the master
+ * has ended the gone worker's leases, so it is taken over, not hidden. */
+#define GIVE_BACK_TX_DELAY 3
+
+/* Give back one queue's jobs: release what can be released, then set the
+ * visibility. */
+static void
+give_back_queue(struct heartbeat *hb, struct wqueue *q, struct twice_job **jobs, size_t n)
+{
+    struct twice_job *now_[HEARTBEAT_MAX], *later[HEARTBEAT_MAX];
+    const char *keys[HEARTBEAT_MAX];
+    size_t nn = 0, nl = 0;
+    char err[512];
+    for (size_t i = 0; i < n; i++) {
+        if (jobs[i]->plugin != NULL && jobs[i]->plugin->transactional) {
+            later[nl++] = jobs[i];
+        } else {
+            now_[nn++] = jobs[i];
+        }
+    }
+    size_t k = claimed_keys(now_, nn, keys);
+    struct idem_store *s = hb->store(hb->store_arg);
+    if (k > 0 && (s == NULL || idem_release_batch(s, keys, k, err, sizeof(err)) != 0)) {
+        log_warn("queue %s: drain deadline: releasing %zu keys failed (their leases "
+                 "will be ended when this worker has gone)",
+                 q->cfg->name, k);
+    }
+    if (nn > 0) {
+        set_visibility(hb, now_, nn, 0);
+    }
+    if (nl > 0) {
+        set_visibility(hb, later, nl, GIVE_BACK_TX_DELAY);
+    }
+    log_warn("queue %s: drain deadline: gave back %zu unfinished jobs", q->cfg->name, n);
+}
+
+void
+heartbeat_give_back(struct heartbeat *hb)
+{
+    struct twice_job *all[HEARTBEAT_MAX];
+    struct twice_job *mine[HEARTBEAT_MAX];
+    size_t n = registry_snapshot(hb->reg, all, HEARTBEAT_MAX);
+    struct worker *w = hb->w;
+    for (size_t qi = 0; qi < w->nqueues; qi++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (all[i]->queue == &w->queues[qi]) {
+                mine[m++] = all[i];
+            }
+        }
+        if (m > 0) {
+            give_back_queue(hb, &w->queues[qi], mine, m);
+        }
+    }
+}

@@ -1,0 +1,555 @@
+/*
+ * receiver.c - one queue's receive loop in a worker: receive only what the
+ * handlers have room for, prepare each message (route, key, payload hash),
+ * claim the whole batch in one round trip, and send each job where its
+ * claim says: to a handler, or straight to the acker (duplicates, dead
+ * letters, keys held elsewhere). It never receives while the idempotency
+ * store is unreachable: a message that cannot be claimed is not taken.
+ */
+#include "receiver.h"
+
+#include "acker.h"
+#include "backoff.h"
+#include "buf.h"
+#include "config.h"
+#include "hostapi.h"
+#include "idem.h"
+#include "instance.h"
+#include "job.h"
+#include "jsonpath.h"
+#include "log.h"
+#include "metrics.h"
+#include "sqs.h"
+#include "worker.h"
+
+#include <openssl/sha.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define RECV_MAX 10
+
+/* The receive thread's own state. */
+struct receiver {
+    struct wqueue *q;
+    struct sqs_client *sqs;
+    struct idem_store *store;
+    int recv_failures;    /* consecutive failed receives */
+    char recv_error[128]; /* the code of the last failure: a new one is logged */
+    time_t recv_failing_since;
+    int store_failures; /* consecutive failed connection attempts */
+};
+
+/* The queue is healthy (for /readyz): its last receive succeeded and it
+ * is receiving, or only waiting for handler slots. */
+static void
+mark_healthy(struct receiver *r)
+{
+    if (r->recv_failures == 0) {
+        metrics_gauge_set(MET_LAST_RECEIVE, r->q->cfg->name, NULL, (double) time(NULL));
+    }
+}
+
+/* Wait for free handler slots and reserve up to batch_size of them.
+ * Returns 0 when draining. */
+static int
+reserve_slots(struct receiver *r)
+{
+    struct wqueue *q = r->q;
+    int n = 0;
+    pthread_mutex_lock(&q->mu);
+    while (!q->w->draining && q->inflight >= q->cfg->concurrency) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        pthread_cond_timedwait(&q->space_cv, &q->mu, &until);
+        pthread_mutex_unlock(&q->mu);
+        mark_healthy(r); /* busy is not broken */
+        pthread_mutex_lock(&q->mu);
+    }
+    if (!q->w->draining) {
+        n = q->cfg->concurrency - q->inflight;
+        if (n > q->cfg->batch_size) {
+            n = q->cfg->batch_size;
+        }
+        q->inflight += n;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+/* Sleep up to ms, waking early when the worker starts draining. */
+static void
+nap(struct worker *w, uint64_t ms)
+{
+    while (ms > 0 && !w->draining) {
+        uint64_t step = ms < 100 ? ms : 100;
+        struct timespec ts = {0, (long) step * 1000000L};
+        nanosleep(&ts, NULL);
+        ms -= step;
+    }
+}
+
+static const struct plugin_instance *
+route(struct wqueue *q, struct twice_job *j)
+{
+    if (q->plugin != NULL) {
+        return q->plugin;
+    }
+    const char *value = NULL;
+    struct buf text = BUF_INIT;
+    if (q->route_attr != NULL) {
+        const struct sqs_attr *a = sqs_attr_find(j->msg.attrs, j->msg.nattrs, q->route_attr);
+        value = a != NULL ? a->string_value : NULL;
+    } else {
+        json_t *body = job_body(j);
+        if (body == NULL) {
+            job_deadletter(j, "invalid-json", "routing by %s: %s", q->route_path, j->body_error);
+            return NULL;
+        }
+        json_t *v = jsonpath_get(body, q->route_path);
+        if (v != NULL && jsonpath_scalar_text(v, &text) == 0) {
+            value = buf_str(&text);
+        }
+    }
+    const struct plugin_instance *p = NULL;
+    for (size_t i = 0; value != NULL && i < q->cfg->nroutes; i++) {
+        if (strcmp(q->cfg->routes[i].value, value) == 0) {
+            p = q->route_plugins[i];
+        }
+    }
+    if (p == NULL) {
+        job_deadletter(j, "unknown-route", "no route for %s = %s", q->cfg->route_by,
+                       value != NULL ? value : "(missing)");
+    }
+    buf_free(&text);
+    return p;
+}
+
+/* Route, derive the key, hash the payload. On failure the job's verdict is
+ * a dead letter with the reason. */
+static void
+prepare(struct wqueue *q, struct twice_job *j)
+{
+    long max = q->w->cfg->max_message_bytes;
+    if ((long) j->msg.body_len > max) {
+        job_deadletter(j, "too-large", "body of %zu bytes exceeds max_message_bytes (%ld)",
+                       j->msg.body_len, max);
+        return;
+    }
+    j->plugin = route(q, j);
+    if (j->plugin == NULL) {
+        return;
+    }
+    struct buf key = BUF_INIT;
+    if (hostapi_derive_key(j->plugin, j, &key) == 0) {
+        j->key = buf_steal(&key);
+        if (j->key == NULL) {
+            job_deadletter(j, "bad-key-field", "out of memory deriving the key");
+        }
+    }
+    buf_free(&key);
+    if (j->msg.body != NULL) {
+        SHA256((const unsigned char *) j->msg.body, j->msg.body_len, j->sha256);
+    }
+}
+
+/* A completed key seen again: a duplicate, or a conflict when the payload
+ * differs from the one that completed it. */
+static void
+on_completed(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
+{
+    const char *p = j->plugin->name;
+    if (c->has_stored_sha256 && memcmp(c->stored_sha256, j->sha256, 32) != 0) {
+        metrics_count(MET_CONFLICTS, q->cfg->name, p, NULL, 1);
+        int reject = q->w->cfg->idempotency.on_conflict == CONFIG_CONFLICT_REJECT;
+        job_log(TWICE_LOG_WARN, j,
+                "payload conflict: key completed by message %s with a different payload; %s",
+                c->stored_message_id, reject ? "rejecting to the DLQ" : "skipping");
+        if (reject) {
+            job_deadletter(j, "payload-conflict",
+                           "key %s was completed by message %s with a different payload", j->key,
+                           c->stored_message_id);
+            return;
+        }
+    } else {
+        job_log(TWICE_LOG_INFO, j, "duplicate: key completed by message %s; deleting",
+                c->stored_message_id[0] ? c->stored_message_id : "(migrated)");
+    }
+    metrics_count(MET_DUPLICATES, q->cfg->name, p, "completed", 1);
+    j->action = JOB_ACT_DELETE;
+}
+
+/* Decide a claimed job from the store's answer. Runnable jobs keep action
+ * NONE. */
+static void
+on_claim(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
+{
+    switch (c->state) {
+    case IDEM_CLAIMED:
+    case IDEM_TAKEN_OVER: {
+        /* Taken over with one attempt counted: every earlier one was cut
+         * short by another job crashing the worker (idem_expire_owner), so
+         * its deliveries so far do not count against it. */
+        int crashed = c->state == IDEM_TAKEN_OVER;
+        int spared = crashed && c->attempts <= 1;
+        j->claimed = 1;
+        if (j->attempt > q->cfg->max_attempts && !spared) {
+            job_deadletter(j, crashed ? "worker-crashed" : "max-attempts",
+                           "received %d times (max_attempts %d)%s", j->attempt,
+                           q->cfg->max_attempts,
+                           crashed ? "; the last attempt's worker died or hung while "
+                                     "running it"
+                                   : "");
+        } else if (spared) {
+            job_log(TWICE_LOG_WARN, j,
+                    "taking over: the previous attempt was cut short when another job crashed "
+                    "its worker (not counted against this one)");
+        } else if (crashed) {
+            job_log(TWICE_LOG_WARN, j,
+                    "taking over: the previous attempt's lease expired "
+                    "(its worker died or hung, or could not release the key)");
+        }
+        break;
+    }
+    case IDEM_COMPLETED:
+        on_completed(q, j, c);
+        break;
+    case IDEM_BUSY: {
+        int wait = (int) c->lease_left + 2; /* past the lease's end */
+        j->action = JOB_ACT_HIDE;
+        j->delay = wait < 1 ? 1 : wait > 43200 ? 43200 : wait;
+        metrics_count(MET_DUPLICATES, q->cfg->name, j->plugin->name, "lease", 1);
+        job_log(TWICE_LOG_INFO, j, "key held by a live lease (message %s): hidden for %ds",
+                c->stored_message_id[0] ? c->stored_message_id : "?", j->delay);
+        break;
+    }
+    }
+}
+
+/* Jobs with the same key as an earlier job of the batch wait on it
+ * (j->dups); they leave the handler slots at once. Returns the leaders. */
+static size_t
+split_dups(struct wqueue *q, struct twice_job **jobs, size_t n, struct twice_job **leaders)
+{
+    size_t nl = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct twice_job *j = jobs[i];
+        if (j->action != JOB_ACT_NONE) {
+            continue;
+        }
+        size_t l = 0;
+        while (l < nl && strcmp(leaders[l]->key, j->key) != 0) {
+            l++;
+        }
+        if (l == nl) {
+            leaders[nl++] = j;
+            continue;
+        }
+        j->action = JOB_ACT_HIDE; /* until the leader's fate settles it */
+        j->leader = leaders[l];
+        j->dups = leaders[l]->dups;
+        leaders[l]->dups = j;
+        j->holds_slot = 0; /* it rides with its leader */
+        wqueue_release_slot(q, 1);
+    }
+    return nl;
+}
+
+/* One round trip for the batch's keys. A failure gives every job back. */
+static void
+claim(struct receiver *r, struct twice_job **jobs, size_t n)
+{
+    struct wqueue *q = r->q;
+    struct twice_job *leaders[RECV_MAX];
+    struct idem_claim claims[RECV_MAX];
+    size_t nl = split_dups(q, jobs, n, leaders);
+    if (nl == 0) {
+        return;
+    }
+    int lease = q->cfg->visibility_timeout + q->w->cfg->idempotency.lease_margin;
+    memset(claims, 0, sizeof(claims));
+    for (size_t i = 0; i < nl; i++) {
+        claims[i].key = leaders[i]->key;
+        claims[i].sha256 = leaders[i]->sha256;
+        claims[i].message_id = leaders[i]->msg.message_id;
+        claims[i].lease_seconds = lease;
+    }
+    char err[512];
+    if (idem_claim_batch(r->store, claims, nl, err, sizeof(err)) != 0) {
+        metrics_count(MET_PG_ERRORS, "claim", NULL, NULL, 1);
+        log_error("queue %s: claiming %zu keys failed, giving the messages back: %s", q->cfg->name,
+                  nl, err);
+        for (size_t i = 0; i < nl; i++) {
+            leaders[i]->action = JOB_ACT_RETURN;
+        }
+        return;
+    }
+    for (size_t i = 0; i < nl; i++) {
+        on_claim(q, leaders[i], &claims[i]);
+    }
+}
+
+/* FIFO: jobs of one group run one at a time, in order, as a chain; once a
+ * job of a group cannot run now, the rest of that group is held back. */
+static void
+dispatch_fifo(struct wqueue *q, struct twice_job **jobs, size_t n)
+{
+    struct twice_job *heads[RECV_MAX], *tails[RECV_MAX];
+    const char *groups[RECV_MAX];
+    int blocked[RECV_MAX];
+    size_t ng = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct twice_job *j = jobs[i];
+        const char *g = j->msg.group_id != NULL ? j->msg.group_id : "";
+        size_t k = 0;
+        while (k < ng && strcmp(groups[k], g) != 0) {
+            k++;
+        }
+        if (k == ng) {
+            groups[ng] = g, heads[ng] = tails[ng] = NULL, blocked[ng] = 0, ng++;
+        }
+        if (blocked[k] && j->action == JOB_ACT_NONE) {
+            j->action = JOB_ACT_RETURN;
+        }
+        if (j->action == JOB_ACT_NONE) {
+            acker_track(q->w->acker, j);
+            if (heads[k] == NULL) {
+                heads[k] = j;
+            } else {
+                tails[k]->group_next = j;
+            }
+            tails[k] = j;
+        } else {
+            blocked[k] |= j->action == JOB_ACT_HIDE || j->action == JOB_ACT_RETURN;
+            acker_submit(q->w->acker, j);
+        }
+    }
+    for (size_t k = 0; k < ng; k++) {
+        if (heads[k] != NULL) {
+            wqueue_push(q, heads[k]);
+        }
+    }
+}
+
+static void
+dispatch(struct wqueue *q, struct twice_job **jobs, size_t n)
+{
+    if (q->cfg->fifo) {
+        dispatch_fifo(q, jobs, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct twice_job *j = jobs[i];
+        if (j->action == JOB_ACT_NONE) {
+            acker_track(q->w->acker, j);
+            wqueue_push(q, j);
+        } else {
+            acker_submit(q->w->acker, j);
+        }
+    }
+}
+
+static void
+process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
+{
+    struct wqueue *q = r->q;
+    struct twice_job *jobs[RECV_MAX];
+    size_t nj = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct twice_job *j = job_new(q, q->cfg, &msgs[i]);
+        if (j == NULL) {
+            /* Without memory we cannot even describe it; it comes back. */
+            log_error("queue %s: out of memory for a received message", q->cfg->name);
+            sqs_message_clear(&msgs[i]);
+            wqueue_release_slot(q, 1);
+            continue;
+        }
+        j->holds_slot = 1;
+        prepare(q, j);
+        jobs[nj++] = j;
+    }
+    metrics_count(MET_RECEIVED, q->cfg->name, NULL, NULL, n);
+    claim(r, jobs, nj);
+    /* Dups travel with their leader from here on. */
+    size_t keep = 0;
+    for (size_t i = 0; i < nj; i++) {
+        if (jobs[i]->leader == NULL) {
+            jobs[keep++] = jobs[i];
+        }
+    }
+    dispatch(q, jobs, keep);
+}
+
+/* Keep the store connected; 1 when usable. Outages are logged once. */
+static int
+store_ok(struct receiver *r)
+{
+    struct worker *w = r->q->w;
+    char err[512];
+    if (r->store != NULL && idem_connected(r->store)) {
+        return 1;
+    }
+    int rc = r->store == NULL ? idem_open(w->cfg->idempotency.dsn, w->cfg->idempotency.table,
+                                          w->owner, &r->store, err, sizeof(err))
+                              : idem_reconnect(r->store, err, sizeof(err));
+    if (rc == 0) {
+        if (r->store_failures > 0) {
+            log_info("queue %s: idempotency store reachable again; receiving", r->q->cfg->name);
+        }
+        r->store_failures = 0;
+        return 1;
+    }
+    if (r->store_failures++ == 0) {
+        log_error("queue %s: idempotency store unreachable, not receiving until it is back: "
+                  "%s",
+                  r->q->cfg->name, err);
+    }
+    nap(w, backoff_delay(500, 15000, r->store_failures));
+    return 0;
+}
+
+/* Log a failing endpoint once per state (unreachable, 5xx, throttled...),
+ * not once per request, and back off with jitter. */
+static void
+receive_failed(struct receiver *r, const struct sqs_error *e)
+{
+    char desc[768];
+    sqs_error_describe(e, "ReceiveMessage", desc, sizeof(desc));
+    metrics_count(MET_SQS_ERRORS, "ReceiveMessage", e->code, NULL, 1);
+    if (r->recv_failures++ == 0) {
+        r->recv_failing_since = time(NULL);
+    }
+    if (strcmp(r->recv_error, e->code) != 0) {
+        log_error("queue %s: %s; backing off", r->q->cfg->name, desc);
+        snprintf(r->recv_error, sizeof(r->recv_error), "%s", e->code);
+    }
+    nap(r->q->w, backoff_delay(1000, 20000, r->recv_failures));
+}
+
+static void
+random_attempt_id(char out[33])
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t a = backoff_random(), b = backoff_random();
+    for (int i = 0; i < 16; i++) {
+        out[i] = hex[(a >> (i * 4)) & 0xf];
+        out[16 + i] = hex[(b >> (i * 4)) & 0xf];
+    }
+    out[32] = '\0';
+}
+
+static void
+receive_once(struct receiver *r)
+{
+    struct wqueue *q = r->q;
+    int n = reserve_slots(r);
+    if (n == 0) {
+        return;
+    }
+    char attempt_id[33];
+    random_attempt_id(attempt_id);
+    struct sqs_receive_opts o = {
+        .max_messages = n,
+        .wait_time = q->cfg->wait_time,
+        .visibility_timeout = q->cfg->visibility_timeout,
+        .attempt_id = q->cfg->fifo ? attempt_id : NULL,
+    };
+    struct sqs_message *msgs = NULL;
+    size_t got = 0;
+    struct sqs_error e;
+    int rc = sqs_receive(r->sqs, q->cfg->url, &o, &msgs, &got, &e);
+    metrics_count(MET_SQS_REQUESTS, "ReceiveMessage", rc == 0 ? "ok" : "error", NULL, 1);
+    wqueue_release_slot(q, n - (int) got);
+    if (rc != 0) {
+        if (!q->w->draining) {
+            receive_failed(r, &e);
+        }
+        return;
+    }
+    if (r->recv_failures > 0) {
+        log_info("queue %s: receiving again after %d failed attempts in %lds", q->cfg->name,
+                 r->recv_failures, (long) (time(NULL) - r->recv_failing_since));
+        r->recv_failures = 0;
+        r->recv_error[0] = '\0';
+    }
+    mark_healthy(r);
+    if (got > 0) {
+        process_batch(r, msgs, got);
+    }
+    free(msgs);
+}
+
+static void *
+receiver_main(void *arg)
+{
+    struct receiver *r = arg;
+    struct worker *w = r->q->w;
+    while (!w->draining) {
+        if (!store_ok(r)) {
+            continue;
+        }
+        receive_once(r);
+    }
+    sqs_client_free(r->sqs);
+    idem_close(r->store);
+    free(r);
+    return NULL;
+}
+
+/* Start one receive thread of q. */
+static int
+start_one(struct wqueue *q, char *err, size_t errlen)
+{
+    struct receiver *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        snprintf(err, errlen, "queue %s: out of memory", q->cfg->name);
+        return -1;
+    }
+    r->q = q;
+    r->sqs = sqs_client_new(q->w->endpoint, q->w->creds);
+    if (r->sqs == NULL) {
+        snprintf(err, errlen, "queue %s: cannot create an SQS client", q->cfg->name);
+        free(r);
+        return -1;
+    }
+    sqs_client_set_cancel(r->sqs, &q->w->draining);
+    int rc = pthread_create(&q->receivers[q->nreceivers], NULL, receiver_main, r);
+    if (rc != 0) {
+        snprintf(err, errlen, "queue %s: pthread_create: %s", q->cfg->name, strerror(rc));
+        sqs_client_free(r->sqs);
+        free(r);
+        return -1;
+    }
+    q->nreceivers++;
+    return 0;
+}
+
+int
+receiver_start(struct wqueue *q, char *err, size_t errlen)
+{
+    size_t n = (size_t) q->cfg->receivers;
+    q->receivers = calloc(n, sizeof(*q->receivers));
+    if (q->receivers == NULL) {
+        snprintf(err, errlen, "queue %s: out of memory", q->cfg->name);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (start_one(q, err, errlen) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void
+receiver_join(struct wqueue *q)
+{
+    for (size_t i = 0; i < q->nreceivers; i++) {
+        pthread_join(q->receivers[i], NULL);
+    }
+    q->nreceivers = 0;
+    free(q->receivers);
+    q->receivers = NULL;
+}

@@ -1,0 +1,85 @@
+/*
+ * worker.h - the state a worker process's threads share: the process
+ * (struct worker: configuration, plugins, queues, the acker) and each queue
+ * it consumes (struct wqueue: the jobs waiting for a handler and the slots
+ * that bound them). The threads that move jobs through it:
+ *
+ *   receiver (receivers per queue)  receive, route, derive keys, claim a batch
+ *   handlers (concurrency)          run handle(); FIFO groups in order
+ *   acker (one per worker)          complete, delete, retry, dead-letter, heartbeat
+ *
+ * A job is owned by one of them at a time and always ends in the acker,
+ * which is the only place that frees jobs. The queue's job list and slots
+ * are wqueue.c's; the process itself is process.c's. Nothing outside the
+ * worker layer uses this header.
+ */
+#ifndef TWICE_WORKER_H
+#define TWICE_WORKER_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+struct acker;
+struct advice_window;
+struct config;
+struct config_queue;
+struct creds_chain;
+struct plugin_instance;
+struct sqs_endpoint;
+struct twice_job;
+
+/* A queue as a worker consumes it. */
+struct wqueue {
+    struct worker *w;
+    const struct config_queue *cfg;
+    const struct plugin_instance *plugin;         /* the queue's plugin, or NULL when routed */
+    const struct plugin_instance **route_plugins; /* parallel to cfg->routes */
+    const char *route_attr;                       /* route_by "attr:Name": the name */
+    const char *route_path;                       /* route_by body path */
+
+    pthread_t *receivers; /* cfg->receivers of them */
+    size_t nreceivers;
+    pthread_t *handlers;
+    size_t nhandlers;
+
+    /* Jobs (or FIFO chains) waiting for a handler, and the slot count. */
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv;  /* a job is ready, or stop */
+    pthread_cond_t space_cv; /* a slot came free, or stop */
+    struct twice_job *head;
+    struct twice_job *tail;
+    int inflight;                 /* received and not yet handed to the acker: <= concurrency */
+    int running;                  /* inside handle() right now */
+    struct advice_window *advice; /* per plugin (w->plugins order): recent durations */
+    int stop;                     /* handlers: exit when the list is empty */
+};
+
+struct worker {
+    const struct config *cfg;
+    int slot; /* in the master's table */
+    int generation;
+    char owner[160]; /* lease owner: host:pid:generation:random */
+
+    struct plugin_instance *plugins;
+    size_t nplugins;
+    struct wqueue *queues;
+    size_t nqueues;
+
+    struct sqs_endpoint *endpoint;
+    struct creds_chain *creds;
+    struct acker *acker;
+
+    volatile int draining; /* stop receiving; read by receivers and cancel flags */
+    volatile int abandon;  /* the drain deadline passed */
+};
+
+/* Hand a prepared job (or the head of a FIFO chain) to q's handlers; never
+ * blocks: the receiver only receives what fits. */
+void wqueue_push(struct wqueue *q, struct twice_job *j);
+
+/* A job is finished (its message deleted, hidden or given back): its slot
+ * is free for the next receive. Counting jobs until then keeps the acker's
+ * backlog bounded by concurrency. */
+void wqueue_release_slot(struct wqueue *q, int n);
+
+#endif
