@@ -115,11 +115,14 @@ childargs_read_fd(int fd, size_t *len)
 {
     struct buf b = BUF_INIT;
     char chunk[8192];
-    if (lseek(fd, 0, SEEK_SET) < 0 && errno != ESPIPE) {
-        return NULL;
-    }
+    off_t at = 0;
     for (;;) {
-        ssize_t n = read(fd, chunk, sizeof(chunk));
+        /* pread: the workers of a generation share one open memfd, and with
+         * read() they would share (and race on) its file offset. */
+        ssize_t n = pread(fd, chunk, sizeof(chunk), at);
+        if (n < 0 && errno == ESPIPE) {
+            n = read(fd, chunk, sizeof(chunk)); /* a pipe: read in order */
+        }
         if (n < 0 && errno == EINTR) {
             continue;
         }
@@ -130,6 +133,7 @@ childargs_read_fd(int fd, size_t *len)
         if (n == 0) {
             break;
         }
+        at += n;
         buf_append(&b, chunk, (size_t) n);
     }
     if (len != NULL) {

@@ -53,7 +53,8 @@ void childargs_instance(char *out, size_t cap);
 int childargs_memfd(const char *text, size_t len);
 
 /* Read a whole file descriptor (from offset 0) into a malloc'd,
- * NUL-terminated string; NULL with errno on failure. */
+ * NUL-terminated string; NULL with errno on failure. Safe while other
+ * processes read the same open file (it never moves the shared offset). */
 char *childargs_read_fd(int fd, size_t *len);
 
 #endif
