@@ -28,6 +28,7 @@
 #define WARN   TWICE_LOG_WARN
 #define INFO   TWICE_LOG_INFO
 #define QUIET  (-1) /* nothing logged */
+#define F(x)   LIFECYCLE_##x
 
 /* Queues: max_attempts, backoff_base, backoff_cap, fifo, reject_conflicts. */
 static const struct lifecycle_queue STD = {5, 2, 300, 0, 0};        /* skip conflicts */
@@ -384,33 +385,24 @@ struct failure_row {
 
 /* clang-format off */
 static const struct failure_row failure_rows[] = {
-/*   name                       failure                  wait error -> action delay reason level text */
-    {"claim failed",            LIFECYCLE_CLAIM_FAILED,      0, NULL,
-     {RETURN, 0, NULL, QUIET, NULL}},
-    {"FIFO group blocked",      LIFECYCLE_GROUP_BLOCKED,     0, NULL,
-     {RETURN, 0, NULL, QUIET, NULL}},
-    {"transaction begin failed", LIFECYCLE_TX_BEGIN_FAILED,  0, NULL,
-     {RETURN, 5, NULL, QUIET, NULL}},
-    {"lease lost before start", LIFECYCLE_LEASE_LOST,        0, NULL,
-     {RUN, 0, NULL, WARN, "lease lost before the handler started; leaving the message to its "
-      "new holder"}},
-    {"store lost at commit",    LIFECYCLE_COMMIT_LOST,       0, "server closed the connection",
+/*   name                          failure             wait error   -> action delay reason level */
+    {"claim failed",               F(CLAIM_FAILED),       0, NULL, {RETURN, 0, NULL, QUIET, NULL}},
+    {"FIFO group blocked",         F(GROUP_BLOCKED),      0, NULL, {RETURN, 0, NULL, QUIET, NULL}},
+    {"transaction begin failed",   F(TX_BEGIN_FAILED),    0, NULL, {RETURN, 5, NULL, QUIET, NULL}},
+    {"lease lost before start",    F(LEASE_LOST),         0, NULL, {RUN, 0, NULL, WARN,
+     "lease lost before the handler started; leaving the message to its new holder"}},
+    {"store lost at commit",       F(COMMIT_LOST),        0, "server closed the connection",
      {RETURN, 5, NULL, WARN, "commit failed with the connection (server closed the "
       "connection); giving the message back"}},
-    {"store lost, no error",    LIFECYCLE_COMMIT_LOST,       0, NULL,
-     {RETURN, 5, NULL, WARN, "commit failed with the connection (); giving the message back"}},
-    {"draining",                LIFECYCLE_DRAINING,          0, NULL,
-     {RETURN, 0, NULL, QUIET, NULL}},
-    {"drain in a FIFO wait",    LIFECYCLE_DRAIN_IN_BACKOFF,  7, NULL,
-     {RETURN, 7, NULL, QUIET, NULL}},
-    {"drain in a wait, none left", LIFECYCLE_DRAIN_IN_BACKOFF, -3, NULL,
-     {RETURN, 0, NULL, QUIET, NULL}},
-    {"drain in a huge wait",    LIFECYCLE_DRAIN_IN_BACKOFF,  99999, NULL,
+    {"store lost, no error",       F(COMMIT_LOST),        0, NULL, {RETURN, 5, NULL, WARN,
+     "commit failed with the connection (); giving the message back"}},
+    {"draining",                   F(DRAINING),           0, NULL, {RETURN, 0, NULL, QUIET, NULL}},
+    {"drain in a FIFO wait",       F(DRAIN_IN_BACKOFF),   7, NULL, {RETURN, 7, NULL, QUIET, NULL}},
+    {"drain in a wait, none left", F(DRAIN_IN_BACKOFF),  -3, NULL, {RETURN, 0, NULL, QUIET, NULL}},
+    {"drain in a huge wait",       F(DRAIN_IN_BACKOFF), 99999, NULL,
      {RETURN, 43200, NULL, QUIET, NULL}},
-    {"drain deadline",          LIFECYCLE_DRAIN_DEADLINE,    0, NULL,
-     {RETURN, 0, NULL, QUIET, NULL}},
-    {"drain deadline, tx job",  LIFECYCLE_DRAIN_DEADLINE_TX, 0, NULL,
-     {RETURN, 3, NULL, QUIET, NULL}},
+    {"drain deadline",             F(DRAIN_DEADLINE),     0, NULL, {RETURN, 0, NULL, QUIET, NULL}},
+    {"drain deadline, tx job",     F(DRAIN_DEADLINE_TX),  0, NULL, {RETURN, 3, NULL, QUIET, NULL}},
 };
 /* clang-format on */
 
