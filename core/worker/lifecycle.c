@@ -93,13 +93,12 @@ on_claimed(const struct lifecycle_queue *q, const struct lifecycle_claim *c,
              q->max_attempts,
              crashed ? "; the last attempt's worker died or hung while running it" : "");
     } else if (spared) {
-        v->log.arg = "taking over: the previous attempt was cut short when another job "
-                     "crashed its worker (not counted against this one)";
-        say(v, TWICE_LOG_WARN);
+        say(v, TWICE_LOG_WARN)->arg = "taking over: the previous attempt was cut short when "
+                                      "another job crashed its worker (not counted against "
+                                      "this one)";
     } else if (crashed) {
-        v->log.arg = "taking over: the previous attempt's lease expired (its worker died or "
-                     "hung, or could not release the key)";
-        say(v, TWICE_LOG_WARN);
+        say(v, TWICE_LOG_WARN)->arg = "taking over: the previous attempt's lease expired (its "
+                                      "worker died or hung, or could not release the key)";
     }
 }
 
