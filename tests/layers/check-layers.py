@@ -177,7 +177,7 @@ def self_test(core):
     with tempfile.TemporaryDirectory() as tmp:
         copy = os.path.join(tmp, "core")
         shutil.copytree(core, copy)
-        with open(os.path.join(copy, "base", "buf.c"), "a", encoding="utf-8") as f:
+        with open(os.path.join(copy, "base", "log.c"), "a", encoding="utf-8") as f:
             f.write('\n#include "worker.h"\n')
         with open(os.path.join(copy, "base", "clock.h"), "a", encoding="utf-8") as f:
             f.write('\n#include "backoff.h"\n')
@@ -185,7 +185,7 @@ def self_test(core):
             f.write('\n#include "clock.h"\n')
         os.mkdir(os.path.join(copy, "stray"))
         problems = check(copy)
-    want = ["core/base/buf.c: includes worker.h from worker/",
+    want = ["core/base/log.c: includes worker.h from worker/",
             "core/base/backoff and core/base/clock include each other",
             "core/stray: not described"]
     missing = [w for w in want if not any(p.startswith(w) for p in problems)]
