@@ -9,7 +9,6 @@
 #include "mockapi.h"
 #include "mockkey.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,23 +141,6 @@ twice_mock_job_db(twice_mock_job *mj, void *pgconn)
 
 /* ---- running a job ---- */
 
-static void set_error(struct twice_job *j, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
-set_error(struct twice_job *j, const char *fmt, ...)
-{
-    char *text = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vasprintf(&text, fmt, ap);
-    va_end(ap);
-    if (n >= 0) {
-        free(j->error);
-        j->error = text;
-    }
-}
-
 twice_status
 twice_mock_run(twice_mock_job *mj)
 {
@@ -166,7 +148,7 @@ twice_mock_run(twice_mock_job *mj)
     struct twice_mock *m = j->mock;
     clear_results(j);
     if (!m->initialized && m->plugin->init != NULL) {
-        set_error(j, "twice_mock_run before a successful twice_mock_init");
+        mockapi_table()->error(j, "twice_mock_run before a successful twice_mock_init");
         return TWICE_RETRY;
     }
     if (mockkey_derive(j) != 0) {
@@ -177,7 +159,8 @@ twice_mock_run(twice_mock_job *mj)
     twice_status st = m->plugin->handle(m->state, j);
     mockapi_set_current(NULL);
     if (st != TWICE_DONE && st != TWICE_RETRY && st != TWICE_REJECT) {
-        set_error(j, "handle() returned %d, not DONE, RETRY or REJECT", (int) st);
+        /* the host says it the same way, through its own api->error */
+        mockapi_table()->error(j, "handle() returned %d, not DONE, RETRY or REJECT", (int) st);
         st = TWICE_RETRY;
     }
     j->reason = st == TWICE_REJECT ? "rejected" : NULL;
