@@ -124,13 +124,7 @@ gen_load(const char *path, struct diag *d)
         return NULL;
     }
     g->config_fd = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    g->text = fd >= 0 ? childargs_read_fd(fd, &g->len) : NULL;
-    if (fd >= 0) {
-        close(fd);
-    }
-    if (g->text == NULL) {
-        diag_add(d, path, 0, "%s", strerror(errno));
+    if (config_text_read_file(path, &g->text, &g->len, d) != 0) {
         gen_free(g);
         return NULL;
     }
