@@ -51,7 +51,7 @@ const struct config_row config_rows[] = {
             "handed back to SQS (visibility 0). Keep it above the slowest normal job, and below "
             "the systemd unit's TimeoutStopSec."},
     {ROW("", "user", CONFIG_STR, C(user)), .check = config_check_user,
-     .doc_default = "not set: the invoking user (the systemd unit runs twiced as twice)",
+     .doc_default = "not set, so the invoking user (the systemd unit runs twiced as twice)",
      .doc = "Run the workers as this user when started as root. Changing it needs a restart: "
             "a reload keeps the old user."},
     {ROW("", "max_message_bytes", CONFIG_INT, C(max_message_bytes)), .lo = 1024, .hi = 1048576,

@@ -459,8 +459,8 @@ reload(struct master *m)
         log_error("reload: %s", d.lines[i]);
     }
     if (g == NULL) {
-        log_error("reload refused (%zu problems); generation %d keeps running unchanged", d.n,
-                  m->cur->id);
+        log_error("reload refused (%zu problems); generation %d keeps running unchanged",
+                  diag_count(&d), m->cur->id);
         diag_free(&d);
         metrics_count(MET_RELOADS, "failed", NULL, NULL, 1);
         notify_ready("running (reload refused)");
