@@ -34,6 +34,7 @@
  * too. twice.conf(5) and etc/twice.conf document them. */
 #define CONFIG_MAX_BYTES    (4 * 1024 * 1024) /* the file with its @include files */
 #define CONFIG_MAX_ENTRIES  1000              /* settings in one group, entries in one list */
+#define CONFIG_MAX_SETTINGS 10000             /* settings in all, @include files included */
 #define CONFIG_MAX_INCLUDES 100               /* @include directives followed in all */
 
 enum config_on_conflict {

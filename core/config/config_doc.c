@@ -211,6 +211,7 @@ expand(struct buf *b, const char *line)
         long value;
     } vars[] = {{"@CONFIG_MAX_MIB@", CONFIG_MAX_BYTES / (1024 * 1024)},
                 {"@CONFIG_MAX_ENTRIES@", CONFIG_MAX_ENTRIES},
+                {"@CONFIG_MAX_SETTINGS@", CONFIG_MAX_SETTINGS},
                 {"@CONFIG_MAX_INCLUDES@", CONFIG_MAX_INCLUDES},
                 {"@DIAG_MAX_LINES@", DIAG_MAX_LINES}};
     while (*line != '\0') {

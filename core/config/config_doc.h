@@ -17,8 +17,8 @@
  *     groups and lists that have no line of their own; in a list's section
  *     names are relative to it ("backoff.base" under queues), elsewhere
  *     full ("alerts.webhook.url");
- *   - @CONFIG_MAX_MIB@, @CONFIG_MAX_ENTRIES@, @CONFIG_MAX_INCLUDES@ and
- *     @DIAG_MAX_LINES@ by those limits.
+ *   - @CONFIG_MAX_MIB@, @CONFIG_MAX_ENTRIES@, @CONFIG_MAX_SETTINGS@,
+ *     @CONFIG_MAX_INCLUDES@ and @DIAG_MAX_LINES@ by those limits.
  * Every setting must land in exactly one section. Returns 0, or -1 with
  * the reason in err (an unknown group, a setting in no section, a line too
  * long, a write error).

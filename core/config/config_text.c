@@ -116,10 +116,11 @@ struct scan {
     enum { LEX_CODE, LEX_COMMENT, LEX_STRING } lex;
     int level; /* groups and lists open; 0: the top level, a group */
     struct {
-        char open;    /* '{', '(' or '[' */
-        int count;    /* '=' in a group, ',' in a list or array */
-        int reported; /* its size was reported */
+        char open; /* '{', '(' or '[' */
+        int count; /* '=' in a group, ',' in a list or array */
     } levels[SCAN_LEVELS];
+    int settings; /* '=' in groups so far, in every file */
+    int too_many; /* a count was reported */
     size_t bytes; /* read so far, the main text included */
     int includes; /* @include directives followed */
     int stop;     /* a limit was hit: read no more files */
@@ -150,24 +151,32 @@ scan_problem(struct scan *sc, const struct src *f, const char *fmt, ...)
 }
 
 /* A '=' (or ':') names a setting of the group open; a ',' separates the
- * entries of the list or array open. */
+ * entries of the list or array open. libconfig's time grows with the
+ * settings of a group times all settings: both are bounded. */
 static void
 count(struct scan *sc, const struct src *f, char what)
 {
+    if (sc->too_many) {
+        return; /* one of these is reason enough */
+    }
+    if (what == '=' && ++sc->settings > CONFIG_MAX_SETTINGS) {
+        scan_problem(sc, f, "more than %d settings in all: twice reads at most that many",
+                     CONFIG_MAX_SETTINGS);
+        sc->too_many = 1;
+        return;
+    }
     if (sc->level >= SCAN_LEVELS) {
         return;
     }
     int group = sc->level == 0 || sc->levels[sc->level].open == '{';
-    if ((what == '=') != group || sc->levels[sc->level].reported) {
-        return;
-    }
     /* a list of n entries has n - 1 commas */
-    if (++sc->levels[sc->level].count <= CONFIG_MAX_ENTRIES - (group ? 0 : 1)) {
+    if ((what == '=') != group ||
+        ++sc->levels[sc->level].count <= CONFIG_MAX_ENTRIES - (group ? 0 : 1)) {
         return;
     }
-    sc->levels[sc->level].reported = 1;
     scan_problem(sc, f, "more than %d %s in one %s: twice reads at most that many",
                  CONFIG_MAX_ENTRIES, group ? "settings" : "entries", group ? "group" : "list");
+    sc->too_many = 1;
 }
 
 static void
@@ -177,7 +186,6 @@ nest(struct scan *sc, char ch)
         if (++sc->level < SCAN_LEVELS) {
             sc->levels[sc->level].open = ch;
             sc->levels[sc->level].count = 0;
-            sc->levels[sc->level].reported = 0;
         }
     } else if (sc->level > 0) {
         sc->level--;

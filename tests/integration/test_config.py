@@ -55,7 +55,8 @@ queues = ( { name = "q"; url = "http://127.0.0.1:1/0/q"; dlq_url = "http://127.0
         path = self.write(self.base().encode() + b'@include "extra.inc"\n')
         inc = os.path.join(os.path.dirname(path), "extra.inc")
         with open(inc, "wb") as f:
-            f.write(b"# more settings\ndrain_timeout = 5;\0\0\0\n")
+            # in a comment, where libconfig itself skipped it silently
+            f.write(b"drain_timeout = 5;\n# zero-filled after a crash: \0\0\0\n")
         r = self.check(path)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertRegex(r.stderr, r"(?m)^%s:2: %s" % (re.escape(inc), NUL))

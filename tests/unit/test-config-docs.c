@@ -183,11 +183,12 @@ test_reference_conf(void)
     }
     CHECK_INT(etc.n, table.n);
     /* the limits it documents are the code's */
-    char limits[3][64];
+    char limits[4][64];
     snprintf(limits[0], 64, "larger than %d MiB", CONFIG_MAX_BYTES / (1024 * 1024));
-    snprintf(limits[1], 64, "more than %d settings", CONFIG_MAX_ENTRIES);
-    snprintf(limits[2], 64, "more than %d @include", CONFIG_MAX_INCLUDES);
-    for (int i = 0; i < 3; i++) {
+    snprintf(limits[1], 64, "more than %d settings in a group", CONFIG_MAX_ENTRIES);
+    snprintf(limits[2], 64, "more than %d settings in all", CONFIG_MAX_SETTINGS);
+    snprintf(limits[3], 64, "more than %d @include", CONFIG_MAX_INCLUDES);
+    for (int i = 0; i < 4; i++) {
         if (strstr(text, limits[i]) == NULL) {
             fprintf(stderr, "etc/twice.conf does not say '%s'\n", limits[i]);
             CHECK(0);

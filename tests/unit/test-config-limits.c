@@ -348,6 +348,41 @@ test_entries(void)
     unlink(file);
 }
 
+/* Settings in all are counted too (libconfig's time grows with a group's
+ * size times their number), across @include files: 9 groups of 1000 here,
+ * 2 more in an included file. */
+static void
+test_settings_in_all(void)
+{
+    char want[1024];
+    struct buf b = BUF_INIT, inc = BUF_INIT;
+    buf_printf(&b, VALID_HEAD, plugin); /* 10 settings */
+    for (int g = 0; g < 11; g++) {
+        struct buf *to = g < 9 ? &b : &inc;
+        buf_printf(to, "g%d = {\n", g);
+        for (int i = 0; i < CONFIG_MAX_ENTRIES; i++) {
+            buf_printf(to, "s%d = 1;\n", i);
+        }
+        buf_puts(to, "};\n");
+    }
+    buf_puts(&b, "@include \"settings.inc\"\n");
+    const char *file = path_in("settings.conf");
+    const char *incfile = path_in("settings.inc");
+    write_bytes(file, buf_str(&b), b.len);
+    write_bytes(incfile, buf_str(&inc), inc.len);
+    /* the main file holds 10 + 9 * 1001 settings; one '=' per line in the
+     * included one */
+    int line = CONFIG_MAX_SETTINGS + 1 - (10 + 9 * (CONFIG_MAX_ENTRIES + 1));
+    snprintf(want, sizeof(want),
+             "%s:%d: more than %d settings in all: twice reads at most that many", incfile, line,
+             CONFIG_MAX_SETTINGS);
+    expect_refused(file, want);
+    buf_free(&b);
+    buf_free(&inc);
+    unlink(file);
+    unlink(incfile);
+}
+
 /* @include directives are counted: a file cannot fan out without end. */
 static void
 test_include_count(void)
@@ -414,6 +449,7 @@ main(void)
     test_size();
     test_size_include();
     test_entries();
+    test_settings_in_all();
     test_include_count();
     test_problem_cap();
     unlink(path_in("nul.conf"));
