@@ -68,16 +68,21 @@ config_doc_name(const char *path, const char *section, char *out, size_t cap)
 }
 
 /* Text for troff: a backslash is \e, a line never starts with a control
- * character. */
+ * character, and each sentence starts a line (troff's sentence spacing). */
 static void
 troff_text(struct buf *b, const char *s)
 {
-    if (s[0] == '.' || s[0] == '\'') {
-        buf_puts(b, "\\&");
-    }
-    for (; *s != '\0'; s++) {
+    int bol = 1;
+    for (char prev = '\0'; *s != '\0'; prev = *s++) {
+        if (bol && (*s == '.' || *s == '\'')) {
+            buf_puts(b, "\\&");
+        }
+        bol = 0;
         if (*s == '\\') {
             buf_puts(b, "\\e");
+        } else if (*s == ' ' && prev == '.' && s[1] >= 'A' && s[1] <= 'Z') {
+            buf_putc(b, '\n');
+            bol = 1;
         } else {
             buf_putc(b, *s);
         }

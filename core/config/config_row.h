@@ -43,7 +43,7 @@ struct config_field {
     size_t size;
 };
 
-struct config_at; /* a setting being checked: config_parse.h */
+struct config_at; /* a setting being read or checked: config_ctx.h */
 
 /* A row's special check, called once its value is stored (see CONFIG_ABSENT).
  * Returns 0, or -1 when it reported a problem. */
@@ -61,7 +61,8 @@ struct config_row {
     enum config_kind kind;
     unsigned flags;
     struct config_field field;
-    long long lo, hi;    /* CONFIG_INT: the range; CONFIG_LIST: lo is the fewest entries */
+    long long lo, hi;    /* CONFIG_INT: the range; CONFIG_STR: its length when hi > 0 (for the
+                            row's check and the manual); CONFIG_LIST: lo, the fewest entries */
     long long def;       /* CONFIG_INT and CONFIG_ENUM: the default */
     const char *def_str; /* CONFIG_STR: the default (copied); NULL: not set */
     const struct config_choice *choices; /* CONFIG_ENUM */

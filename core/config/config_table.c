@@ -233,13 +233,26 @@ const struct config_row config_rows[] = {
 };
 
 /*
- * Adding a setting:
- *   1. its field in struct config (or struct config_queue ...) in config.h;
- *   2. its row above, in its group, where twice.conf(5) should list it:
- *      kind, range, default, flags, and a check from config_check.c when a
- *      type and a range are not enough;
- *   3. its description and default in etc/twice.conf (ctest unit/test-config-docs
- *      fails until the file names it). twice.conf(5) is generated from the row.
+ * Adding a setting (these rows are the only list of settings there is):
+ *   1. Its field in config.h: in struct config, or struct config_queue for a
+ *      per-queue setting (config_plugin, config_route); an int or a long for
+ *      an integer, an int for a choice, a char * for a string (the table
+ *      frees it; nothing to add to config_free).
+ *   2. Its row above, in its group, where twice.conf(5) should list it:
+ *        {ROW("queues", "max_receives", CONFIG_INT, Q(max_receives)), .lo = 1,
+ *         .hi = 100000, .def = 50, .doc = "Receives of a message before ..."},
+ *      A string: CONFIG_STR with .def_str (or none), .flags CONFIG_UNSET when
+ *      "" means not set, CONFIG_SECRET for a password or a token,
+ *      CONFIG_REQUIRED. A choice: CONFIG_ENUM, .choices and .noun. A new group:
+ *      a CONFIG_GROUP row, then rows whose group is its path. What a type and
+ *      a range cannot say: a config_check_fn in config_check.c (declared in
+ *      config_check.h, reporting with config_problem), named in .check.
+ *   3. Its description, range and default in etc/twice.conf, set or commented
+ *      out ("#name = value;") inside its group: ctest unit/test-config-docs
+ *      fails until the table, etc/twice.conf and twice.conf(5) name the same
+ *      settings. twice.conf(5) needs nothing: the build writes its entry
+ *      from the row (doc, type, range, default).
+ *   4. A test of what it does; test-config.c for a check of its own.
  */
 
 const char *
