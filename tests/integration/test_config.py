@@ -1,8 +1,8 @@
-"""Issue 14 #22 and #23: configurations that are not what a person wrote (a NUL byte
-from a zero-filled disk, /dev/zero, a runaway generated file) are refused at once
-with FILE:LINE by `twiced -t`, by the daemon at start and reload (the running
-workers stay), and by twicectl; and a file with hundreds of problems prints a
-bounded list that says how many were left out."""
+"""Configurations that are not what a person wrote (a NUL byte from a zero-filled
+disk, /dev/zero, a runaway generated file) are refused at once with FILE:LINE by
+`twiced -t`, by the daemon at reload (the running workers stay), and by twicectl;
+a file with hundreds of problems prints a bounded list that says how many were left
+out. Uses the fixtures echo_ok and effect_file."""
 
 import json
 import os

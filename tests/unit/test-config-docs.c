@@ -330,7 +330,8 @@ run(const char *cmd)
     return out;
 }
 
-/* Issue 14 #13: one default configuration path, this build's, everywhere. */
+/* One default configuration path, this build's, everywhere (a source build
+ * printed /usr/local/etc/... while the docs said /etc/...). */
 static void
 test_default_path(void)
 {

@@ -91,7 +91,7 @@ expect_loads(const char *path)
     "a NUL byte: a configuration is text (is the file damaged, or zero-filled after a crash?); "  \
     "nothing of it was used"
 
-/* Issue 14 #22: a valid file, a NUL, then more settings passed `twiced -t`
+/* A valid file, a NUL, then more settings used to pass `twiced -t`
  * with the tail ignored. A NUL anywhere is refused at its line. */
 static void
 test_nul(void)
@@ -183,7 +183,7 @@ test_nul_include(void)
     unlink(file);
 }
 
-/* Issue 14 #23: sizes are capped, /dev/zero included. */
+/* Sizes are capped, /dev/zero included: it used to be read for ever. */
 static void
 test_size(void)
 {
