@@ -292,6 +292,18 @@ for page in twiced.8 twicectl.1 twice.conf.5 twice-plugin.3; do
     [ -z "$warnings" ] || fail "man page $path: $warnings"
 done
 ok "man pages found, no groff warnings"
+# One default configuration file, the packages': in --help and the man pages.
+twiced --help | grep -qF '(default /etc/twice/twice.conf)' ||
+    fail "twiced --help does not name /etc/twice/twice.conf as its default"
+twicectl --help | grep -qF 'default /etc/twice/twice.conf)' ||
+    fail "twicectl --help does not name /etc/twice/twice.conf as its default"
+for page in twiced twicectl twice.conf; do
+    man -P cat "$page" 2>/dev/null | grep -qF /etc/twice/twice.conf ||
+        fail "man $page does not name /etc/twice/twice.conf"
+done
+man -P cat twice.conf 2>/dev/null | grep -q 'receivers' ||
+    fail "twice.conf(5) does not list the settings (no receivers)"
+ok "twiced, twicectl and the man pages name /etc/twice/twice.conf"
 
 # ---- SDK: pkg-config, out-of-tree plugin, mock host ----
 step "an out-of-tree plugin with the installed SDK"
