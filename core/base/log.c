@@ -114,8 +114,9 @@ breaks_line(const unsigned char *s, size_t len)
            (len == 3 && s[0] == 0xe2 && s[1] == 0x80 && (s[2] == 0xa8 || s[2] == 0xa9));
 }
 
-void
-log_escape(struct buf *b, const char *s, size_t n)
+/* The two escapes of log.h: quotes and backslashes too when quoted. */
+static void
+escape(struct buf *b, const char *s, size_t n, int quoted)
 {
     const unsigned char *p = (const unsigned char *) s;
     size_t i = 0;
@@ -128,7 +129,7 @@ log_escape(struct buf *b, const char *s, size_t n)
             buf_puts(b, "\\t");
         } else if (c == '\r') {
             buf_puts(b, "\\r");
-        } else if (c == '\\' || c == '"') {
+        } else if (quoted && (c == '\\' || c == '"')) {
             buf_putc(b, '\\');
             buf_putc(b, (char) c);
         } else if (c < 0x20 || c == 0x7f || len == 0) {
@@ -142,6 +143,18 @@ log_escape(struct buf *b, const char *s, size_t n)
         }
         i += len ? len : 1;
     }
+}
+
+void
+log_escape(struct buf *b, const char *s, size_t n)
+{
+    escape(b, s, n, 1);
+}
+
+void
+log_escape_text(struct buf *b, const char *s, size_t n)
+{
+    escape(b, s, n, 0);
 }
 
 /* Text fields are key=value; values with spaces, quotes or '=' are quoted. */
@@ -242,8 +255,11 @@ format_text(struct buf *line, const char *ts, twice_log_level level, const struc
             buf_printf(line, " attempt=%d", job->attempt);
         }
     }
+    /* The message runs to the end of the line, unquoted: quotes and
+     * backslashes stay, so text that a caller escaped already (an error
+     * quoting input) is shown as it is, not escaped a second time. */
     buf_puts(line, ": ");
-    log_escape(line, text, strlen(text));
+    log_escape_text(line, text, strlen(text));
 }
 
 void

@@ -54,5 +54,10 @@ struct buf;
  * U+2028/U+2029 as \uNNNN; other valid UTF-8 is kept.
  * Exposed for tests and for anyone printing untrusted text. */
 void log_escape(struct buf *b, const char *s, size_t n);
+/* The same for unquoted text that runs to the end of a line (a log line's
+ * message, an error text): control bytes, invalid UTF-8, C1 controls and
+ * U+2028/U+2029 escaped, quotes and backslashes kept. What either function
+ * wrote passes through it unchanged, so text is never escaped twice. */
+void log_escape_text(struct buf *b, const char *s, size_t n);
 
 #endif
