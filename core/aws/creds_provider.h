@@ -96,11 +96,13 @@ struct http_client *creds_http(struct http_client **slot);
 /*
  * Run command through /bin/sh -c with stdin from /dev/null, in its own
  * process group, and collect up to cap bytes of its standard output into
- * out (which holds cap + 1: a NUL is added; *len the length). Standard
- * error is read and counted but never shown: it may hold secrets. Past
+ * out (which holds cap + 1: a NUL is added; *len the length). Past
  * timeout_ms, on cancel, or when the output outgrows out, the process
- * group is killed. 0 when the command exited 0, else -1 with why. out may
- * hold secrets: the caller wipes it.
+ * group is killed. 0 when the command exited 0, else -1 with why, which
+ * ends with the last characters of its standard error, escaped ("; stderr:
+ * run aws sso login"): tools put their hints there and the secrets on
+ * standard output, which is never shown. out may hold secrets: the caller
+ * wipes it.
  */
 int creds_process_run(const char *command, long timeout_ms, const volatile int *cancel, char *out,
                       size_t cap, size_t *len, char *why, size_t whylen);

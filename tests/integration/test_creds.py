@@ -248,6 +248,30 @@ class Sources(CredsTest):
         with open(runs) as f:
             self.per_process(f.read().splitlines(), ["run"])  # an hour's credentials
 
+    def test_credential_process_failure_shows_its_stderr_never_its_stdout(self):
+        """A failing credential_process said "73 bytes on stderr, not shown", hiding
+        hints such as "run aws sso login". The end of its stderr is shown, escaped;
+        what it printed on stdout (where secrets go) never is."""
+        secret = "stdout-secret-" + fakeaws.random_token(20)
+        script = self.write("failing-helper.sh",
+                            "#!/bin/sh\n"
+                            "printf '{\"Version\": 1, \"SecretAccessKey\": \"%s\"}\\n'\n"
+                            "echo 'Error loading SSO Token: Token for helper does not exist' >&2\n"
+                            "printf 'run: aws sso login --profile helper\\033[0m\\n' >&2\n"
+                            "exit 1\n" % secret, 0o700)
+        config = self.write("config", "[profile helper]\ncredential_process = %s\n" % script)
+        self.secrets.append(secret)
+        d = self.start_twiced(self.conf, extra_env=self.isolated_env(AWS_CONFIG_FILE=config,
+                                                                     AWS_PROFILE="helper"))
+        d.wait_log(r"ready: generation 1", timeout=20)
+        d.wait_log(re.escape("AWS credentials: profile helper: credential_process exited with "
+                             "status 1; stderr: Error loading SSO Token: Token for helper does "
+                             "not exist\\nrun: aws sso login --profile helper\\x1b[0m"),
+                   timeout=20)
+        self.assertEqual(d.stop(), 0)
+        self.assert_no_secrets(d)
+        self.assertEqual(self.proxy.requests(), [], "nothing was signed")
+
     def test_shared_credentials_file(self):
         creds = self.ledger.add("AKIDFILE0123456789AB", "file/secret+key")
         path = self.write("credentials", "[default]\naws_access_key_id = %s\n"
