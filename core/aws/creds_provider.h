@@ -112,15 +112,34 @@ int creds_process_run(const char *command, long timeout_ms, const volatile int *
 int creds_process_resolve(const char *command, const char *profile, const struct creds_ctx *ctx,
                           struct creds *out, char *why, size_t whylen);
 
-/* ---- web identity (creds_webid.c) ---- */
+/* ---- STS, the Query API (creds_sts.c) ---- */
+
+struct buf;
 
 /*
- * The AssumeRoleWithWebIdentity reply: 1 with *out from
+ * An STS reply (AssumeRole, AssumeRoleWithWebIdentity): 1 with *out from
  * Credentials/{AccessKeyId, SecretAccessKey, SessionToken, Expiration},
- * 0 with why when the XML has no such credentials (an ErrorResponse's
- * Code and Message go into why), -1 on ENOMEM.
+ * named provider; 0 with why when the XML has no such credentials (an
+ * ErrorResponse's Code and Message go into why), -1 on ENOMEM.
  */
-int creds_webid_parse(const char *xml, size_t len, struct creds *out, char *why, size_t whylen);
+int creds_sts_parse(const char *xml, size_t len, const char *provider, struct creds *out,
+                    char *why, size_t whylen);
+
+/* Append "&name=value" (no '&' first) to a form body, value URI-encoded. */
+void creds_form_put(struct buf *b, const char *name, const char *value);
+
+/*
+ * POST form (the Query API's Action=...&Version=... body) to the STS url
+ * and read the credentials of the reply (named provider). signer NULL:
+ * unsigned (AssumeRoleWithWebIdentity); else signed with SigV4 for region
+ * and service "sts" (AssumeRole). *http is made on first use. 1, or -1
+ * with why ("STS URL: ACTION: HTTP 403: AccessDenied: ..."), never a
+ * secret.
+ */
+int creds_sts_call(struct http_client **http, const struct creds_ctx *ctx, const char *url,
+                   const char *action, const struct buf *form, const struct creds *signer,
+                   const char *region, const char *provider, struct creds *out, char *why,
+                   size_t whylen);
 
 /* ---- container credentials (creds_container.c) ---- */
 

@@ -137,7 +137,7 @@ test_sts_reply(void)
     struct creds c;
     char why[512] = "";
 
-    CHECK_INT(creds_webid_parse(sts_ok, strlen(sts_ok), &c, why, sizeof(why)), 1);
+    CHECK_INT(creds_sts_parse(sts_ok, strlen(sts_ok), "web-identity", &c, why, sizeof(why)), 1);
     CHECK_STR(c.access_key_id, "ASIAWEBID");
     CHECK_STR(c.secret_access_key, "sec/ret+KEY&");
     CHECK_STR(c.session_token, "FwoGZXIvYXdzE&a<b>c\"d'eAB");
@@ -162,13 +162,13 @@ test_sts_errors(void)
                          "2100-01-01T00:00:00Z</Expiration></Credentials></R>";
     const char *cut = "<R><Credentials><AccessKeyId>A</AccessKeyId><SecretAccessKey>s";
 
-    CHECK_INT(creds_webid_parse(err, strlen(err), &c, why, sizeof(why)), 0);
+    CHECK_INT(creds_sts_parse(err, strlen(err), "web-identity", &c, why, sizeof(why)), 0);
     CHECK_STR(why, "InvalidIdentityToken: Incorrect token audience & issuer");
-    CHECK_INT(creds_webid_parse(partial, strlen(partial), &c, why, sizeof(why)), 0);
+    CHECK_INT(creds_sts_parse(partial, strlen(partial), "web-identity", &c, why, sizeof(why)), 0);
     CHECK_CONTAINS(why, "lack AccessKeyId, SecretAccessKey, SessionToken or Expiration");
-    CHECK_INT(creds_webid_parse(badent, strlen(badent), &c, why, sizeof(why)), 0);
-    CHECK_INT(creds_webid_parse(cut, strlen(cut), &c, why, sizeof(why)), 0);
-    CHECK_INT(creds_webid_parse("", 0, &c, why, sizeof(why)), 0);
+    CHECK_INT(creds_sts_parse(badent, strlen(badent), "web-identity", &c, why, sizeof(why)), 0);
+    CHECK_INT(creds_sts_parse(cut, strlen(cut), "web-identity", &c, why, sizeof(why)), 0);
+    CHECK_INT(creds_sts_parse("", 0, "web-identity", &c, why, sizeof(why)), 0);
     CHECK_STR(why, "the reply has no Credentials");
     CHECK(c.access_key_id == NULL);
 }
