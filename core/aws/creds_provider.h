@@ -49,6 +49,10 @@ struct creds_provider *creds_provider_profile_new(const char *profile);
 struct creds_provider *creds_provider_container_new(const char *profile);
 struct creds_provider *creds_provider_imds_new(const char *profile);
 
+/* The variables' keys (creds_env.c), whatever the profile says: 1, 0 with
+ * why when they are not set (or not whole), -1 on ENOMEM. */
+int creds_env_read(struct creds *out, char *why, size_t whylen);
+
 /* Fill c with copies of the strings (token may be NULL); provider is cut
  * to fit. 0, or -1 on ENOMEM with c left empty. */
 int creds_set(struct creds *c, const char *access_key_id, const char *secret_access_key,
@@ -87,6 +91,52 @@ char *creds_read_token_file(const char *path, size_t max);
 /* The shared client of the network providers, made on first use (one per
  * provider: only the refresh thread uses it). NULL when curl fails. */
 struct http_client *creds_http(struct http_client **slot);
+
+/* ---- profiles of the shared files (creds_profile.c) ---- */
+
+struct awsconfig_section;
+
+/*
+ * A profile's own credentials, as the profile source finds them but
+ * without assume-role: the credentials file's keys, its
+ * credential_process, the config file's keys (SSO profiles refused). The
+ * source of an assume-role profile. 1, 0 with why (what each file lacks),
+ * or -1 with why (credential_process failed, SSO, ENOMEM).
+ */
+int creds_profile_own(const char *profile, const struct creds_ctx *ctx, struct creds *out,
+                      char *why, size_t whylen);
+
+/* A key of a profile: the credentials file's value (cred) if set and not
+ * empty, else the config file's (conf); either section may be NULL. */
+const char *creds_profile_get(const struct awsconfig_section *cred,
+                              const struct awsconfig_section *conf, const char *key);
+
+/* Whether the config file's section is an SSO (IAM Identity Center)
+ * profile: sso_session or sso_start_url. */
+int creds_profile_sso(const struct awsconfig_section *conf);
+/* Why an SSO profile is refused, and the way around (credential_process
+ * with `aws configure export-credentials`). */
+void creds_profile_sso_refusal(const char *profile, char *why, size_t whylen);
+
+/* ---- assume-role profiles (creds_assume.c) ---- */
+
+/* Whether a profile's sections (either may be NULL) make it an assume-role
+ * profile: role_arn with source_profile or credential_source. */
+int creds_assume_profile(const struct awsconfig_section *cred,
+                         const struct awsconfig_section *conf);
+
+/*
+ * Credentials for the assume-role profile `profile`: the credentials of
+ * its source (source_profile, followed through chained roles to a profile
+ * with credentials of its own, or credential_source Environment,
+ * Ec2InstanceMetadata or EcsContainer), then one STS AssumeRole per role
+ * of the chain, each signed with the credentials before it. *http is made
+ * on first use. 1, or -1 with why: a source_profile loop or a chain longer
+ * than 8, a source without credentials, mfa_serial (nobody can type a
+ * code), STS refused. Called again at every refresh.
+ */
+int creds_assume_resolve(const char *profile, const struct creds_ctx *ctx,
+                         struct http_client **http, struct creds *out, char *why, size_t whylen);
 
 /* ---- credential_process (creds_process.c) ---- */
 
