@@ -338,7 +338,7 @@ readme_dir=$work/readme
 mkdir -m 700 "$readme_dir"
 ln -s "$build" "$readme_dir/build-pkg"
 run_readme "$(readme_block "Write your own plugin" 1)" "$readme_dir" plugin ||
-    { cat "$work/plugin.log" >&2; fail "the README's plugin commands failed"; }
+    { cat "$work/plugin.log" >&2; die "the README's plugin commands failed"; }
 if installed twice && installed twice-dev && grep -q 'hello:{id}' "$work/plugin.log"; then
     ok "the README's install, build and plugin check of hello.so"
 else
