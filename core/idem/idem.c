@@ -773,8 +773,8 @@ claim_peek(struct idem_store *s, struct idem_claim *claims, size_t n, const PGre
         return;
     }
     const char *params[] = {buf_str(&arr)};
-    PGresult *rows = run_prepared(s, "twice_idem_peek", 1, params, PGRES_TUPLES_OK, "claim", err,
-                                  sizeof(err));
+    PGresult *rows =
+        run_prepared(s, "twice_idem_peek", 1, params, PGRES_TUPLES_OK, "claim", err, sizeof(err));
     buf_free(&arr);
     if (rows == NULL) {
         return;
