@@ -461,11 +461,11 @@ class AssumeRole(CredsTest):
         self.assertEqual(self.proxy.requests(), [])
 
     def test_refreshed_before_expiry(self):
-        """The role's credentials last 30 s: they are refreshed (source keys, AssumeRole
-        again) ahead of their expiry while messages flow; no request is refused."""
+        """The role's credentials last 24 s: they are refreshed (source keys, AssumeRole
+        again) 20 s ahead of their expiry while messages flow; no request is refused."""
         base = self.ledger.add("AKIDBASE000000000003", "base-secret-3")
         sts = self.fake(fakeaws.Sts(self.ledger, roles={self.TOP: base.access_key_id},
-                                    lifetimes={self.TOP: 30}))
+                                    lifetimes={self.TOP: 24}))
         env = self.profiles(base, "[profile top]\nrole_arn = %s\nsource_profile = base\n"
                             % self.TOP)
         env.update(AWS_PROFILE="top", AWS_ENDPOINT_URL_STS=sts.url)
@@ -474,7 +474,7 @@ class AssumeRole(CredsTest):
         twicetest.wait_until(lambda: sts.assumed, timeout=10)
         first = sts.assumed[0][3]
         sent = 0
-        while time.time() < first.issued + 24:
+        while time.time() < first.issued + 16:
             self.sqs.send(self.url, json.dumps({"id": "steady-%d" % sent}))
             sent += 1
             time.sleep(1)
@@ -486,8 +486,8 @@ class AssumeRole(CredsTest):
         reqs = self.assert_signed_with(issued)
         self.assertEqual(self.proxy.refused(), [])
         times = sorted(c.issued - first.issued for c in issued)
-        self.assertTrue(any(8 <= t <= 15 for t in times),
-                        "refreshed about 10 s after the first (expiry at 30 s): %s" % times)
+        self.assertTrue(any(3 <= t <= 9 for t in times),
+                        "refreshed about 4 s after the first (expiry at 24 s): %s" % times)
         used = {r.access_key_id for r in reqs}
         self.assertGreater(len(used), len({first.access_key_id}), "new credentials were used")
         self.assertNotIn("CredentialsError", d.log_text())
