@@ -8,7 +8,7 @@
  */
 #include "buf.h"
 #include "clock.h"
-#include "log.h"
+#include "escape.h"
 #include "creds.h"
 #include "creds_provider.h"
 
@@ -206,7 +206,7 @@ stderr_excerpt(const struct process_io *io, char *out, size_t cap)
     struct buf b = BUF_INIT;
     int cut = start > 0 || io->err_bytes > io->err_kept;
     buf_printf(&b, "; stderr: %s", cut ? "..." : "");
-    log_escape_text(&b, io->err_tail + start, end - start);
+    escape_unquoted(&b, io->err_tail + start, end - start);
     snprintf(out, cap, "%s", b.failed ? "" : buf_str(&b));
     buf_free_wipe(&b);
 }

@@ -1,7 +1,8 @@
 /*
  * job.c - creating and freeing jobs, and the small pieces of state every
  * stage of a job shares (its parsed body, its kept strings, its DLQ verdict).
- * The stages themselves live in receiver.c, handler.c and acker.c.
+ * The stages themselves live in the worker (receiver.c, handler.c, acker.c),
+ * which decides each job's fate with lifecycle.c.
  */
 #include "job.h"
 

@@ -22,11 +22,13 @@
 #include "idem.h"
 #include "instance.h"
 #include "job.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
 #include "registry.h"
 #include "shm.h"
 #include "sqs.h"
+#include "verdict.h"
 #include "worker.h"
 
 #include <pthread.h>
@@ -423,29 +425,30 @@ sqs_acks(struct acker *a, struct twice_job *list)
 }
 
 /* Jobs that carried the same key in the same batch follow the fate of the
- * one that ran: deleted as duplicates once its key is completed, else
- * hidden like it (a retry) or given back (anything else). */
+ * one that ran (lifecycle.c): deleted as duplicates once its key is
+ * completed, else hidden like it (a retry) or given back (anything else). */
 static void
 settle_dups(struct acker *a, struct twice_job *j)
 {
     struct twice_job *d = j->dups;
+    if (d == NULL) {
+        return;
+    }
     j->dups = NULL;
+    struct lifecycle_leader leader = {
+        .key_completed = j->key_completed,
+        .action = j->action,
+        .delay = j->delay,
+        .message_id = j->msg.message_id,
+    };
+    struct lifecycle_verdict v;
+    lifecycle_on_leader(&leader, &v);
     pthread_mutex_lock(&a->mu);
     while (d != NULL) {
         struct twice_job *next = d->dups;
         d->dups = NULL;
         d->leader = NULL;
-        struct log_job ctx;
-        job_log_ctx(d, &ctx);
-        if (j->key_completed) {
-            d->action = JOB_ACT_DELETE;
-            metrics_count(MET_DUPLICATES, qname(d), pname(d), "completed", 1);
-            log_job(TWICE_LOG_INFO, &ctx, "duplicate of %s in the same batch: deleted",
-                    j->msg.message_id);
-        } else {
-            d->action = JOB_ACT_HIDE;
-            d->delay = j->action == JOB_ACT_RETRY || j->action == JOB_ACT_HIDE ? j->delay : 0;
-        }
+        verdict_apply(d, &v);
         push_pending_locked(a, d);
         d = next;
     }

@@ -15,9 +15,11 @@
 #include "idem.h"
 #include "instance.h"
 #include "job.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
 #include "shm.h"
+#include "verdict.h"
 #include "worker.h"
 
 #include <stdio.h>
@@ -31,46 +33,31 @@ struct handler {
     int store_down;           /* log an outage once, not per job */
 };
 
-/* The delay before the next attempt: the plugin's wish, else capped
- * exponential backoff with full jitter (at least one second). */
+/* Turn handle()'s answer into the job's action (lifecycle.c). Returns 1 when
+ * the verdict is to run the job again here after j->delay (a FIFO retry). */
 static int
-retry_delay(const struct twice_job *j)
-{
-    const struct config_queue *qc = j->queue->cfg;
-    if (j->retry_after >= 0) {
-        return j->retry_after;
-    }
-    uint64_t d =
-        backoff_delay((uint64_t) qc->backoff_base, (uint64_t) qc->backoff_cap, j->attempt);
-    if (d < 1) {
-        d = 1;
-    }
-    return d > 43200 ? 43200 : (int) d;
-}
-
-/* Turn handle()'s answer into the job's action. */
-static void
 decide(struct twice_job *j, twice_status st)
 {
-    const struct config_queue *qc = j->queue->cfg;
-    const char *why = j->error != NULL ? j->error : "";
-    if (st == TWICE_DONE) {
-        j->action = JOB_ACT_COMPLETE;
-    } else if (st == TWICE_REJECT) {
-        job_deadletter(j, "rejected", "%s",
-                       j->error != NULL ? j->error : "rejected by the plugin");
-    } else if (j->attempt >= qc->max_attempts) {
-        job_deadletter(j, "max-attempts", "attempt %d of %d failed: %s", j->attempt,
-                       qc->max_attempts, why[0] ? why : "the plugin asked to retry");
-    } else {
-        j->action = JOB_ACT_RETRY;
-        j->delay = retry_delay(j);
-        uint64_t ceiling =
-            backoff_ceiling((uint64_t) qc->backoff_base, (uint64_t) qc->backoff_cap, j->attempt);
-        job_log(TWICE_LOG_INFO, j, "retry in %ds (attempt %d of %d, backoff ceiling %llus): %s",
-                j->delay, j->attempt, qc->max_attempts, (unsigned long long) ceiling,
-                why[0] ? why : "the plugin asked to retry");
-    }
+    struct lifecycle_run run = {
+        .status = st,
+        .attempt = j->attempt,
+        .retry_after = j->retry_after,
+        .error = j->error,
+        .random = st == TWICE_DONE ? 0 : backoff_random(), /* only a retry draws */
+    };
+    struct lifecycle_verdict v;
+    lifecycle_on_handled(&j->queue->policy, &run, &v);
+    verdict_apply(j, &v);
+    return v.in_place;
+}
+
+/* Give the job back for a reason that is not its fault (lifecycle.c). */
+static void
+give_back(struct twice_job *j, enum lifecycle_failure why, int wait_left, const char *error)
+{
+    struct lifecycle_verdict v;
+    lifecycle_on_failure(why, wait_left, error, &v);
+    verdict_apply(j, &v);
 }
 
 /* The thread's connection for transactional plugins; NULL while down. */
@@ -97,26 +84,23 @@ handler_store(struct handler *h)
     return h->store;
 }
 
-/* handle() inside the transaction that completes the key. */
-static void
+/* handle() inside the transaction that completes the key. Returns decide()'s
+ * answer (0 when the job was given back or left alone). */
+static int
 run_transactional(struct handler *h, struct twice_job *j)
 {
     char err[512];
     struct idem_store *s = handler_store(h);
     int rc = s != NULL ? idem_tx_begin(s, j->key, err, sizeof(err)) : -1;
     if (rc == 0) {
-        job_log(TWICE_LOG_WARN, j,
-                "lease lost before the handler started; leaving the message "
-                "to its new holder");
-        j->action = JOB_ACT_NONE;
+        give_back(j, LIFECYCLE_LEASE_LOST, 0, NULL);
         j->claimed = 0;
-        return;
+        return 0;
     }
     if (rc < 0) {
         metrics_count(MET_PG_ERRORS, "tx_begin", NULL, NULL, 1);
-        j->action = JOB_ACT_RETURN;
-        j->delay = 5;
-        return;
+        give_back(j, LIFECYCLE_TX_BEGIN_FAILED, 0, NULL);
+        return 0;
     }
     j->db = s;
     twice_status st = hostapi_handle(j->plugin, j);
@@ -129,13 +113,8 @@ run_transactional(struct handler *h, struct twice_job *j)
             /* The database went away: not the job's fault, and not an attempt
              * to count against it. It comes back when the store does. */
             metrics_count(MET_PG_ERRORS, "tx_commit", NULL, NULL, 1);
-            job_log(TWICE_LOG_WARN, j,
-                    "commit failed with the connection (%s); giving the "
-                    "message back",
-                    err);
-            j->action = JOB_ACT_RETURN;
-            j->delay = 5;
-            return;
+            give_back(j, LIFECYCLE_COMMIT_LOST, 0, err);
+            return 0;
         } else {
             metrics_count(MET_PG_ERRORS, "tx_commit", NULL, NULL, 1);
             free(j->error);
@@ -146,10 +125,11 @@ run_transactional(struct handler *h, struct twice_job *j)
     } else if (idem_tx_rollback(s, err, sizeof(err)) != 0) {
         job_log(TWICE_LOG_WARN, j, "rollback failed (the connection is reset): %s", err);
     }
-    decide(j, st);
+    return decide(j, st);
 }
 
-static void
+/* Run the job once. Returns 1 when it is to run again here (see decide()). */
+static int
 run_job(struct handler *h, struct twice_job *j)
 {
     struct wqueue *q = h->q;
@@ -160,11 +140,8 @@ run_job(struct handler *h, struct twice_job *j)
     metrics_gauge_add(MET_INFLIGHT, q->cfg->name, j->plugin->name, 1);
     int shm_idx = shm_job_begin(q->w->slot, q->cfg->name, j->plugin->name, j->msg.message_id);
 
-    if (j->plugin->transactional) {
-        run_transactional(h, j);
-    } else {
-        decide(j, hostapi_handle(j->plugin, j));
-    }
+    int again = j->plugin->transactional ? run_transactional(h, j)
+                                         : decide(j, hostapi_handle(j->plugin, j));
 
     shm_job_end(q->w->slot, shm_idx);
     struct timespec end;
@@ -176,6 +153,7 @@ run_job(struct handler *h, struct twice_job *j)
     pthread_mutex_lock(&q->mu);
     q->running--;
     pthread_mutex_unlock(&q->mu);
+    return again;
 }
 
 /* Wait out a FIFO retry's delay; 0 when the worker started draining (the
@@ -186,8 +164,7 @@ fifo_backoff(struct twice_job *j)
     struct worker *w = j->queue->w;
     for (int waited = 0; waited < j->delay * 10; waited++) {
         if (w->draining) {
-            j->action = JOB_ACT_RETURN;
-            j->delay -= waited / 10;
+            give_back(j, LIFECYCLE_DRAIN_IN_BACKOFF, j->delay - waited / 10, NULL);
             return 0;
         }
         struct timespec tick = {0, 100 * 1000000L};
@@ -196,24 +173,24 @@ fifo_backoff(struct twice_job *j)
     return 1;
 }
 
-/* A FIFO job that asked to retry is retried here, after its backoff, with
- * the rest of its group waiting behind it, all still in flight (the
- * heartbeat keeps them): giving it back would let SQS count a receive
- * against every message behind it that never ran. Attempts are counted on
- * the job. Standard queues retry through SQS instead (the acker hides the
- * message for the backoff). */
+/* Run a job until its verdict settles. A FIFO job that asked to retry is
+ * retried here, after its backoff, with the rest of its group waiting behind
+ * it, all still in flight (the heartbeat keeps them): giving it back would let
+ * SQS count a receive against every message behind it that never ran.
+ * Attempts are counted on the job. Standard queues retry through SQS instead
+ * (the acker hides the message for the backoff). */
 static void
-run_fifo_job(struct handler *h, struct twice_job *j)
+run_settled(struct handler *h, struct twice_job *j)
 {
-    run_job(h, j);
-    while (j->action == JOB_ACT_RETRY && fifo_backoff(j)) {
+    int again = run_job(h, j);
+    while (again && fifo_backoff(j)) {
         metrics_count(MET_FINISHED, j->queue->cfg->name, j->plugin->name, "retry", 1);
         free(j->error);
         j->error = NULL;
         j->retry_after = -1;
         j->action = JOB_ACT_NONE;
         j->attempt++;
-        run_job(h, j);
+        again = run_job(h, j);
     }
 }
 
@@ -228,13 +205,10 @@ run_chain(struct handler *h, struct twice_job *j)
         struct twice_job *next = j->group_next;
         j->group_next = NULL;
         if (held_back || h->q->w->draining) {
-            j->action = JOB_ACT_RETURN;
-            j->delay = 0;
-        } else if (h->q->cfg->fifo) {
-            run_fifo_job(h, j);
-            held_back = j->action != JOB_ACT_COMPLETE && j->action != JOB_ACT_DEADLETTER;
+            give_back(j, LIFECYCLE_DRAINING, 0, NULL);
         } else {
-            run_job(h, j);
+            run_settled(h, j);
+            held_back = j->action != JOB_ACT_COMPLETE && j->action != JOB_ACT_DEADLETTER;
         }
         acker_submit(h->q->w->acker, j);
         j = next;

@@ -12,6 +12,7 @@
 #include "idem.h"
 #include "instance.h"
 #include "job.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
 #include "registry.h"
@@ -139,10 +140,18 @@ heartbeat_run(struct heartbeat *hb, const struct timespec *now)
     }
 }
 
-/* A running transactional job holds its key under its handler's lock until
- * the process exits; its message comes back a little later, once the master
- * has ended the gone worker's leases, so it is taken over, not hidden. */
-#define GIVE_BACK_TX_DELAY 3
+/* The visibility a running job is given back with at the drain deadline
+ * (lifecycle.c). A transactional job holds its key under its handler's lock
+ * until the process exits, so its message comes back a little later, once the
+ * master has ended the gone worker's leases: it is taken over, not hidden. */
+static int
+deadline_delay(int transactional)
+{
+    struct lifecycle_verdict v;
+    lifecycle_on_failure(transactional ? LIFECYCLE_DRAIN_DEADLINE_TX : LIFECYCLE_DRAIN_DEADLINE, 0,
+                         NULL, &v);
+    return v.delay;
+}
 
 /* Give back one queue's jobs: release what can be released, then set the
  * visibility. */
@@ -168,10 +177,10 @@ give_back_queue(struct heartbeat *hb, struct wqueue *q, struct twice_job **jobs,
                  q->cfg->name, k);
     }
     if (nn > 0) {
-        set_visibility(hb, now_, nn, 0);
+        set_visibility(hb, now_, nn, deadline_delay(0));
     }
     if (nl > 0) {
-        set_visibility(hb, later, nl, GIVE_BACK_TX_DELAY);
+        set_visibility(hb, later, nl, deadline_delay(1));
     }
     log_warn("queue %s: drain deadline: gave back %zu unfinished jobs", q->cfg->name, n);
 }

@@ -109,6 +109,13 @@ setup_queue(struct worker *w, struct wqueue *q, const struct config_queue *qc, c
 {
     q->w = w;
     q->cfg = qc;
+    q->policy = (struct lifecycle_queue){
+        .max_attempts = qc->max_attempts,
+        .backoff_base = qc->backoff_base,
+        .backoff_cap = qc->backoff_cap,
+        .fifo = qc->fifo,
+        .reject_conflicts = w->cfg->idempotency.on_conflict == CONFIG_CONFLICT_REJECT,
+    };
     q->advice = calloc(w->nplugins ? w->nplugins : 1, sizeof(*q->advice));
     if (q->advice == NULL) {
         snprintf(err, errlen, "out of memory");

@@ -17,9 +17,11 @@
 #include "instance.h"
 #include "job.h"
 #include "jsonpath.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
 #include "sqs.h"
+#include "verdict.h"
 #include "worker.h"
 
 #include <openssl/sha.h>
@@ -155,77 +157,26 @@ prepare(struct wqueue *q, struct twice_job *j)
     }
 }
 
-/* A completed key seen again: a duplicate, or a conflict when the payload
- * differs from the one that completed it. */
-static void
-on_completed(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
-{
-    const char *p = j->plugin->name;
-    if (c->has_stored_sha256 && memcmp(c->stored_sha256, j->sha256, 32) != 0) {
-        metrics_count(MET_CONFLICTS, q->cfg->name, p, NULL, 1);
-        int reject = q->w->cfg->idempotency.on_conflict == CONFIG_CONFLICT_REJECT;
-        job_log(TWICE_LOG_WARN, j,
-                "payload conflict: key completed by message %s with a different payload; %s",
-                c->stored_message_id, reject ? "rejecting to the DLQ" : "skipping");
-        if (reject) {
-            job_deadletter(j, "payload-conflict",
-                           "key %s was completed by message %s with a different payload", j->key,
-                           c->stored_message_id);
-            return;
-        }
-    } else {
-        job_log(TWICE_LOG_INFO, j, "duplicate: key completed by message %s; deleting",
-                c->stored_message_id[0] ? c->stored_message_id : "(migrated)");
-    }
-    metrics_count(MET_DUPLICATES, q->cfg->name, p, "completed", 1);
-    j->action = JOB_ACT_DELETE;
-}
-
-/* Decide a claimed job from the store's answer. Runnable jobs keep action
- * NONE. */
+/* Decide a leader from the store's answer (lifecycle.c). Runnable jobs keep
+ * action NONE; claimed ones hold the key, even when dead-lettered, so that
+ * the acker releases it. */
 static void
 on_claim(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
 {
-    switch (c->state) {
-    case IDEM_CLAIMED:
-    case IDEM_TAKEN_OVER: {
-        /* Taken over with one attempt counted: every earlier one was cut
-         * short by another job crashing the worker (idem_expire_owner), so
-         * its deliveries so far do not count against it. */
-        int crashed = c->state == IDEM_TAKEN_OVER;
-        int spared = crashed && c->attempts <= 1;
-        j->claimed = 1;
-        if (j->attempt > q->cfg->max_attempts && !spared) {
-            job_deadletter(j, crashed ? "worker-crashed" : "max-attempts",
-                           "received %d times (max_attempts %d)%s", j->attempt,
-                           q->cfg->max_attempts,
-                           crashed ? "; the last attempt's worker died or hung while "
-                                     "running it"
-                                   : "");
-        } else if (spared) {
-            job_log(TWICE_LOG_WARN, j,
-                    "taking over: the previous attempt was cut short when another job crashed "
-                    "its worker (not counted against this one)");
-        } else if (crashed) {
-            job_log(TWICE_LOG_WARN, j,
-                    "taking over: the previous attempt's lease expired "
-                    "(its worker died or hung, or could not release the key)");
-        }
-        break;
-    }
-    case IDEM_COMPLETED:
-        on_completed(q, j, c);
-        break;
-    case IDEM_BUSY: {
-        int wait = (int) c->lease_left + 2; /* past the lease's end */
-        j->action = JOB_ACT_HIDE;
-        j->delay = wait < 1 ? 1 : wait > 43200 ? 43200 : wait;
-        metrics_count(MET_DUPLICATES, q->cfg->name, j->plugin->name, "lease", 1);
-        job_log(TWICE_LOG_INFO, j, "key held by a live lease (message %s): hidden for %ds",
-                c->stored_message_id[0] ? c->stored_message_id : "?", j->delay);
-        break;
-    }
-    }
+    struct lifecycle_claim in = {
+        .state = c->state,
+        .attempts = c->attempts,
+        .receives = j->attempt,
+        .lease_left = c->lease_left,
+        .key = j->key,
+        .sha256 = j->sha256,
+        .stored_sha256 = c->has_stored_sha256 ? c->stored_sha256 : NULL,
+        .stored_message_id = c->stored_message_id,
+    };
+    struct lifecycle_verdict v;
+    j->claimed = c->state == IDEM_CLAIMED || c->state == IDEM_TAKEN_OVER;
+    lifecycle_on_claim(&q->policy, &in, &v);
+    verdict_apply(j, &v);
 }
 
 /* Jobs with the same key as an earlier job of the batch wait on it
@@ -281,8 +232,10 @@ claim(struct receiver *r, struct twice_job **jobs, size_t n)
         metrics_count(MET_PG_ERRORS, "claim", NULL, NULL, 1);
         log_error("queue %s: claiming %zu keys failed, giving the messages back: %s", q->cfg->name,
                   nl, err);
+        struct lifecycle_verdict v;
+        lifecycle_on_failure(LIFECYCLE_CLAIM_FAILED, 0, NULL, &v);
         for (size_t i = 0; i < nl; i++) {
-            leaders[i]->action = JOB_ACT_RETURN;
+            verdict_apply(leaders[i], &v);
         }
         return;
     }
@@ -311,7 +264,9 @@ dispatch_fifo(struct wqueue *q, struct twice_job **jobs, size_t n)
             groups[ng] = g, heads[ng] = tails[ng] = NULL, blocked[ng] = 0, ng++;
         }
         if (blocked[k] && j->action == JOB_ACT_NONE) {
-            j->action = JOB_ACT_RETURN;
+            struct lifecycle_verdict v;
+            lifecycle_on_failure(LIFECYCLE_GROUP_BLOCKED, 0, NULL, &v);
+            verdict_apply(j, &v);
         }
         if (j->action == JOB_ACT_NONE) {
             acker_track(q->w->acker, j);

@@ -19,6 +19,8 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "lifecycle.h"
+
 struct acker;
 struct advice_window;
 struct config;
@@ -32,6 +34,7 @@ struct twice_job;
 struct wqueue {
     struct worker *w;
     const struct config_queue *cfg;
+    struct lifecycle_queue policy;                /* cfg's retry and conflict policy */
     const struct plugin_instance *plugin;         /* the queue's plugin, or NULL when routed */
     const struct plugin_instance **route_plugins; /* parallel to cfg->routes */
     const char *route_attr;                       /* route_by "attr:Name": the name */

@@ -6,6 +6,7 @@
  */
 #include "buf.h"
 #include "check.h"
+#include "escape.h"
 #include "jsonpath.h"
 #include "log.h"
 
@@ -58,7 +59,7 @@ test_text_message_is_escaped_once(void)
     CHECK_STR(last_line(1), ": a\\nb\\tc\\x01\\xff\\u2028z \\n stays");
     /* text escaped by either escape passes unchanged */
     struct buf b = BUF_INIT;
-    log_escape(&b, "q\"\\\n", 4);
+    escape_text(&b, "q\"\\\n", 4);
     log_info("%s", buf_str(&b));
     CHECK_STR(last_line(1), ": q\\\"\\\\\\n");
     buf_free(&b);
