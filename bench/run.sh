@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
-# run.sh: THE benchmark command (issue 9). Installs what it needs (scripts/deps.sh, npm ci
+# run.sh: THE benchmark command (issues 9 and 19). Installs what it needs (scripts/deps.sh, npm ci
 # in bench/), builds twiced in release mode in build-bench/, starts the test servers with
 # scripts/testenv.sh in a temporary RUN_DIR, runs bench/bench.py, always stops the servers,
 # and exits non-zero when any run lost or double-handled a message. Not a test: it asserts
 # no timings; the figures are for bench/README.md.
 #
-#   bench/run.sh [N] [--quick] [--rounds R] [--twiced W:C] [--consumer P:C]
-#                [--no-callgrind] [--keep]
-#     N               messages per run (default 20000; 10% of them are duplicates)
+#   bench/run.sh [N] [--quick] [--rounds R] [--twiced W:C[:R]] [--consumer P:C]
+#                [--latency P50:P99] [--hosts N] [--no-callgrind]
+#                [--no-pg-stat-statements] [--keep]
+#     N               messages per run (default 20000, 5000 with --latency alone; 10% of
+#                     them are duplicates)
 #     --quick         check the harness: N=2000, 1 round, no tuning, a short callgrind run
-#     --rounds R      rounds of (a) twiced, (b) sqs-consumer, (c) bare loop (default 3)
-#     --twiced W:C    twiced workers:concurrency instead of tuning them
+#     --rounds R      rounds of the mode's runs (default 3)
+#     --twiced W:C[:R]  twiced workers:concurrency[:receivers] instead of tuning them
 #     --consumer P:C  sqs-consumer processes:consumers per process instead of tuning them
-#     --no-callgrind  skip the instructions-per-message figure
+#     --latency P50:P99  a proxy delays every SQS call of the contenders (milliseconds,
+#                     lognormal, plus 1 call in 1,000 taking 2 s); runs twiced and
+#                     sqs-consumer at their defaults and tuned, and counts SQS calls
+#     --hosts N       1, 2, 4 ... N independent twiced masters on one database and one
+#                     queue (with --latency: behind the proxy)
+#     --no-callgrind  skip the instructions-per-message figure (standard mode only)
+#     --no-pg-stat-statements  do not load pg_stat_statements (no statement counts)
 #     --keep          keep RUN_DIR (logs, configs, callgrind output) after the run
 # The report is printed and written to build-bench/bench-results.txt (+ .json).
 set -euo pipefail
@@ -27,12 +35,12 @@ while [ $# -gt 0 ]; do
     case $1 in
     --quick) bench_args+=(2000 --rounds 1 --quick) ;;
     --keep) keep=1 ;;
-    --rounds | --twiced | --consumer)
+    --rounds | --twiced | --consumer | --latency | --hosts)
         [ $# -ge 2 ] || { echo "run.sh: $1 needs a value" >&2; exit 2; }
         bench_args+=("$1" "$2")
         shift
         ;;
-    --no-callgrind) bench_args+=("$1") ;;
+    --no-callgrind | --no-pg-stat-statements) bench_args+=("$1") ;;
     -h | --help)
         sed -n '2,/^set /p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
         exit 0
