@@ -129,6 +129,10 @@ class Twiced(Contender):
     kind = "twiced"
     gated = False
 
+    def build(self):
+        """(twiced, noop.so) this contender runs."""
+        return self.ctx.twiced, self.ctx.noop
+
     def label(self):
         if self.settings is None:
             text = "defaults (workers=%d concurrency=%d receivers=%d)" % TWICED_BUILTIN
@@ -148,11 +152,12 @@ class Twiced(Contender):
             path = os.path.join(home, "twice.conf")
             with open(path, "w") as f:
                 f.write(self.ctx.twiced_config(url, dlq_url, dsn, self.settings, count_file,
-                                               self.ctx.contender_endpoint()))
+                                               self.ctx.contender_endpoint(),
+                                               noop=self.build()[1]))
             self.log_path = os.path.join(home, "twiced.log")
             with open(self.log_path, "ab") as logf:
                 self.procs.append(subprocess.Popen(
-                    [self.ctx.twiced, "-f", "-c", path], cwd=home, env=clean_env(),
+                    [self.build()[0], "-f", "-c", path], cwd=home, env=clean_env(),
                     stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
                     start_new_session=True))
 
@@ -186,6 +191,16 @@ class Twiced(Contender):
             problems.append("idempotency table: %d rows, %d completed; want %d and %d"
                             % (rows, completed, d, d))
         return problems
+
+
+class TwicedBaseline(Twiced):
+    """twiced from another build (--baseline-build): the same runs, so that a round
+    compares a change with what it changes under the same background load."""
+
+    kind = "twiced-baseline"
+
+    def build(self):
+        return self.ctx.baseline
 
 
 class SqsConsumer(Contender):
@@ -307,6 +322,14 @@ class Context:
         self.work = tempfile.mkdtemp(prefix=time.strftime("bench-%Y%m%d-%H%M%S-"),
                                      dir=run_dir)
         self.log_level = args.log_level
+        self.baseline = None
+        if args.baseline_build is not None:
+            base = os.path.abspath(args.baseline_build)
+            self.baseline = (os.path.join(base, "bin", "twiced"),
+                             os.path.join(base, "bench", "noop.so"))
+            for path in self.baseline:
+                if not os.path.exists(path):
+                    raise BenchError("--baseline-build: no %s" % path)
         with open(os.path.join(run_dir, "fauxqs.pid")) as f:
             self.fauxqs_pid = int(f.readline())
         # Before reading the postmaster's pid: enabling it restarts PostgreSQL.
@@ -331,9 +354,10 @@ class Context:
             self.proxy.stop()
 
     def twiced_config(self, url, dlq_url, dsn, settings, count_file, endpoint,
-                      visibility=VISIBILITY):
+                      visibility=VISIBILITY, noop=None):
         """A twice.conf for the bench queue; settings (workers, concurrency, receivers),
-        or None for twiced's built-in defaults of all three."""
+        or None for twiced's built-in defaults of all three; noop: the plugin's path
+        (default this build's)."""
         q = quote
         tuning = ["", ""]
         if settings is not None:
@@ -346,7 +370,7 @@ class Context:
             "aws = { region = %s; endpoint = %s; };" % (q(self.region), q(endpoint)),
             "idempotency = { dsn = %s; lease_margin = %d; };" % (q(dsn), LEASE_MARGIN),
             "plugins = ( { name = \"noop\"; path = %s; settings = { count_file = %s; }; } );"
-            % (q(self.noop), q(count_file)),
+            % (q(noop or self.noop), q(count_file)),
             "queues = ( { name = \"bench\"; url = %s; dlq_url = %s; plugin = \"noop\";%s"
             " batch_size = 10; wait_time = %d; visibility_timeout = %d; max_attempts = 5; } );"
             % (q(url), q(dlq_url), tuning[1], WAIT, visibility),
@@ -576,12 +600,13 @@ def plan(ctx, args):
     else:
         tw = args.twiced or tune(ctx, Twiced, cands[0], tune_n)
         co = args.consumer or tune(ctx, SqsConsumer, cands[1], tune_n)
+    base = [("twiced-baseline", TwicedBaseline, tw, 1)] if ctx.baseline is not None else []
     if args.latency is not None:
-        return [("twiced-default", Twiced, None, 1), ("twiced", Twiced, tw, 1),
-                ("sqs-consumer-default", SqsConsumer, CONSUMER_BUILTIN, 1),
-                ("sqs-consumer", SqsConsumer, co, 1)]
-    return [("twiced", Twiced, tw, 1), ("sqs-consumer", SqsConsumer, co, 1),
-            ("bare", Bare, BARE_LOOPS, 1)]
+        return [("twiced-default", Twiced, None, 1), ("twiced", Twiced, tw, 1)] + base + [
+            ("sqs-consumer-default", SqsConsumer, CONSUMER_BUILTIN, 1),
+            ("sqs-consumer", SqsConsumer, co, 1)]
+    return [("twiced", Twiced, tw, 1)] + base + [("sqs-consumer", SqsConsumer, co, 1),
+                                                  ("bare", Bare, BARE_LOOPS, 1)]
 
 
 def run_round(ctx, runs, n):
@@ -624,11 +649,12 @@ def summarize(rounds, keys, pairs):
 
 
 def mode_pairs(args):
+    base = [("twiced", "twiced-baseline")] if args.baseline_build is not None else []
     if args.hosts is not None:
         return []
     if args.latency is not None:
-        return [("twiced-default", "sqs-consumer-default"), ("twiced", "sqs-consumer")]
-    return [("twiced", "sqs-consumer"), ("twiced", "bare")]
+        return [("twiced-default", "sqs-consumer-default"), ("twiced", "sqs-consumer")] + base
+    return [("twiced", "sqs-consumer"), ("twiced", "bare")] + base
 
 
 def parse_args():
@@ -646,6 +672,9 @@ def parse_args():
     ap.add_argument("--hosts", type=int, metavar="N",
                     help="N independent twiced masters on one database and queue "
                          "(runs 1, 2, 4 ... N of them)")
+    ap.add_argument("--baseline-build", metavar="DIR",
+                    help="also run twiced from this build directory (bin/twiced, "
+                         "bench/noop.so) in every round, with the same settings")
     ap.add_argument("--no-callgrind", action="store_true")
     ap.add_argument("--no-pg-stat-statements", action="store_true",
                     help="do not load pg_stat_statements (statements are then not counted)")
@@ -678,7 +707,8 @@ def run(ctx, args):
     info = {"date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
             "revision": revision(), "machine": sysstat.machine(), "n": args.n,
             "distinct": message_plan(args.n)[1], "mode": mode, "latency": args.latency,
-            "hosts": args.hosts, "pg_stat_statements": ctx.pgss}
+            "hosts": args.hosts, "pg_stat_statements": ctx.pgss,
+            "baseline": args.baseline_build}
     log("twiced %s, %s mode, %d messages, %d rounds; work files in %s"
         % (info["revision"], mode, args.n, args.rounds, ctx.work))
     runs = plan(ctx, args)

@@ -38,6 +38,7 @@ def name_of(key, mode):
     names = {"twiced": "(a) twiced + no-op, guard on",
              "sqs-consumer": "(b) sqs-consumer + batched claim",
              "bare": "(c) bare receive+delete",
+             "twiced-baseline": "(a') twiced, baseline build",
              "twiced-default": "twiced, built-in defaults",
              "sqs-consumer-default": "sqs-consumer, one Consumer"}
     if mode == "latency":
@@ -60,6 +61,7 @@ def header(info, keys, rounds):
             info["hosts"], "; SQS p50 %g ms, p99 %g ms" % tuple(info["latency"])
             if info["latency"] else "")
     noisy = sum(1 for r in rounds if r["noisy"])
+    base = ["(a') is twiced built in %s" % info["baseline"]] if info.get("baseline") else []
     return [
         "twice benchmark, %s (twiced %s), %s mode" % (info["date"], info["revision"], mode),
         "machine: %d CPUs, %s, %.1f GiB RAM, Linux %s; load average at start %.2f"
@@ -70,7 +72,7 @@ def header(info, keys, rounds):
         % ("pg_stat_statements" if info["pg_stat_statements"] else
            "nothing (pg_stat_statements unavailable: rows written from pg_stat_database "
            "instead)", noisy, len(rounds), m["nproc"]),
-    ]
+    ] + base
 
 
 def throughput_table(keys, med, mode):

@@ -19,6 +19,10 @@
 #                     sqs-consumer at their defaults and tuned, and counts SQS calls
 #     --hosts N       1, 2, 4 ... N independent twiced masters on one database and one
 #                     queue (with --latency: behind the proxy)
+#     --baseline REV  also build twiced at git revision REV (in build-bench-baseline/)
+#                     and run it in every round beside this tree's, with the same
+#                     settings: what a change does, under the same background load
+#     --baseline-build DIR  the same with a build directory made elsewhere
 #     --no-callgrind  skip the instructions-per-message figure (standard mode only)
 #     --no-pg-stat-statements  do not load pg_stat_statements (no statement counts)
 #     --keep          keep RUN_DIR (logs, configs, callgrind output) after the run
@@ -29,13 +33,19 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 PY=/usr/bin/python3
 keep=0
+baseline_rev=
 bench_args=()
 
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) bench_args+=(2000 --rounds 1 --quick) ;;
     --keep) keep=1 ;;
-    --rounds | --twiced | --consumer | --latency | --hosts)
+    --baseline)
+        [ $# -ge 2 ] || { echo "run.sh: $1 needs a value" >&2; exit 2; }
+        baseline_rev=$2
+        shift
+        ;;
+    --rounds | --twiced | --consumer | --latency | --hosts | --baseline-build)
         [ $# -ge 2 ] || { echo "run.sh: $1 needs a value" >&2; exit 2; }
         bench_args+=("$1" "$2")
         shift
@@ -70,6 +80,25 @@ fi
 echo "run.sh: building twiced (Release) in build-bench/"
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DTWICE_TESTS=OFF >/dev/null
 cmake --build build-bench -j2 >/dev/null
+
+# The baseline: the tree of REV as git has it, built the same way (kept while REV is the
+# same commit, so that a second comparison does not build it again).
+if [ -n "$baseline_rev" ]; then
+    rev=$(git rev-parse --verify --quiet "$baseline_rev^{commit}") ||
+        { echo "run.sh: --baseline: no commit $baseline_rev" >&2; exit 2; }
+    base=build-bench-baseline
+    if [ "$(cat "$base/rev" 2>/dev/null)" != "$rev" ]; then
+        echo "run.sh: building twiced at $rev (Release) in $base/"
+        rm -rf "$base"
+        mkdir -p "$base/src"
+        git archive "$rev" | tar -x -C "$base/src"
+    fi
+    cmake -S "$base/src" -B "$base/build" -DCMAKE_BUILD_TYPE=Release -DTWICE_TESTS=OFF \
+        >/dev/null
+    cmake --build "$base/build" -j2 >/dev/null
+    echo "$rev" >"$base/rev"
+    bench_args+=(--baseline-build "$base/build")
+fi
 
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/twice-bench.XXXXXX")
 # shellcheck disable=SC2317  # called by the EXIT trap
