@@ -424,8 +424,8 @@ class Clocks:
     def figures(self, start, n, seconds):
         """Per 10,000 messages and in cores busy (CPU seconds per second)."""
         d = {k: getattr(self, k) - getattr(start, k) for k in
-             ("contender", "emulator", "pg", "proxy", "me", "kernel", "busy", "steal",
-              "total")}
+             ("contender", "emulator", "pg", "proxy", "me", "busy", "steal", "total")}
+        d["kernel"] = sysstat.kernel_delta(start.kernel, self.kernel)
         ours = d["contender"] + d["emulator"] + d["pg"] + d["proxy"] + d["me"] + d["kernel"]
         per10k = 10000 / n / HZ
         return {"cpu_s": d["contender"] / HZ, "cpu_per_10k": d["contender"] * per10k,

@@ -45,15 +45,22 @@ def tree_ticks(pids):
 
 
 def kernel_ticks():
-    """CPU ticks of the kernel's threads (children of kthreadd, pid 2): writeback, the
-    journal, work queues. A run's fsyncs cost CPU there, in no process of its own."""
-    total = 0
+    """pid -> CPU ticks of the kernel's threads (children of kthreadd, pid 2): writeback,
+    the journal, work queues. A run's fsyncs cost CPU there, in no process of its own.
+    Threads come and go: compare two of these with kernel_delta."""
+    out = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
             st = proc_stat(int(name))
             if st is not None and (st[0] == 2 or name == "2"):
-                total += st[1]
-    return total
+                out[int(name)] = st[1]
+    return out
+
+
+def kernel_delta(before, after):
+    """Ticks the kernel threads spent between two kernel_ticks(): a thread that exited in
+    between is lost (little), one that started counts whole."""
+    return sum(t - before.get(pid, 0) for pid, t in after.items() if t >= before.get(pid, 0))
 
 
 def _status_kib(path, field):
