@@ -716,7 +716,9 @@ def run(ctx, args):
     rounds = []
     for i in range(args.rounds):
         log("round %d of %d" % (i + 1, args.rounds))
-        rounds.append(run_round(ctx, runs, args.n))
+        # The order turns each round (a b c, b c a, c a b): no run is always first.
+        k = i % len(runs)
+        rounds.append(run_round(ctx, runs[k:] + runs[:k], args.n))
     med, ratios = summarize(rounds, keys, mode_pairs(args))
     cg = None
     if mode == "standard" and not args.no_callgrind:

@@ -11,6 +11,7 @@ import http.client
 import json
 import os
 import sys
+import types
 import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -116,36 +117,17 @@ def clean_env(extra=None):
     return env
 
 
-class Pg:
-    """The run's PostgreSQL: a fresh database per run (psycopg2, autocommit)."""
+class Pg(twicetest.Pg):
+    """The run's PostgreSQL: a fresh database per run (psycopg2, autocommit); the
+    connections, queries and databases of the tests' harness, on the bench's DSN."""
 
     def __init__(self, dsn):
+        super().__init__(types.SimpleNamespace(pg_dsn=dsn))
         self.admin_dsn = dsn
         self.parts = urllib.parse.urlsplit(dsn)
 
     def dsn(self, dbname):
         return urllib.parse.urlunsplit(self.parts._replace(path="/" + dbname))
-
-    def query(self, dsn, sql, params=None):
-        import psycopg2
-
-        conn = psycopg2.connect(dsn, connect_timeout=10)
-        conn.autocommit = True
-        try:
-            with conn.cursor() as cur:
-                cur.execute(sql, params)
-                return cur.fetchall() if cur.description is not None else []
-        finally:
-            conn.close()
-
-    def new_database(self, prefix):
-        name = twicetest.unique_name(prefix, limit=63).lower().replace("-", "_")
-        self.query(self.admin_dsn, 'CREATE DATABASE "%s"' % name)
-        return self.dsn(name)
-
-    def drop_database(self, dsn):
-        name = urllib.parse.urlsplit(dsn).path.lstrip("/")
-        self.query(self.admin_dsn, 'DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % name)
 
     def key_states(self, dsn, table):
         """(rows, completed rows) of an idempotency table."""

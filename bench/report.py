@@ -166,8 +166,9 @@ def hosts_table(keys, med):
 
 
 def rounds_lines(keys, rounds, nproc):
-    out = ["per round: msg/s of %s; load average before -> after; CPU of other processes "
-           "(cores) during the runs, most of any run:" % " / ".join(keys)]
+    out = ["per round (each starts one run later in the list): msg/s of %s; load average "
+           "before -> after; CPU of other processes (cores) during the runs, most of any run:"
+           % " / ".join(keys)]
     for i, r in enumerate(rounds, 1):
         figs = r["figs"]
         out.append("  %d: %s; load %.2f -> %.2f; others %.2f cores%s"
