@@ -28,8 +28,8 @@ import tempfile
 import threading
 import time
 
-from common import (HERE, ROOT, BenchError, Pg, Sqs, clean_env, log, message_plan, preload,
-                    quote, twicetest)
+from common import (HERE, PREFILL_PREFIX, ROOT, BenchError, Pg, Sqs, clean_env, log,
+                    message_plan, preload, quote, twicetest)
 import cgrind
 import dbwork
 import report
@@ -65,6 +65,16 @@ class Contender:
         self.settings = settings
         self.hosts = hosts
         self.procs = []
+
+    table = None  # its idempotency table (for --prefill)
+
+    def prepare(self, url, dlq_url, dsn):
+        """Create the contender's tables in dsn's database, before the queue is filled."""
+
+    def prefill_sql(self):
+        """INSERT ... SELECT of %(k)s completed keys named %(prefix)s..., none of them the
+        run's."""
+        return None
 
     def roots(self):
         return [p.pid for p in self.procs]
@@ -140,6 +150,44 @@ class Twiced(Contender):
             text = "workers=%d concurrency=%d receivers=%d" % self.settings
         return text + (" x %d hosts" % self.hosts if self.hosts > 1 else "")
 
+    table = "twice_idempotency"
+
+    def prepare(self, url, dlq_url, dsn):
+        """twiced's own migration creates the table: one master runs until it is ready,
+        then stops. On a queue of its own: a long poll it leaves behind would take the
+        first message of the run's queue and hide it for a visibility timeout."""
+        home = os.path.join(self.ctx.work, "twiced-%d-migrate" % self.ctx.seq())
+        os.makedirs(home)
+        path = os.path.join(home, "twice.conf")
+        urls = self.ctx.sqs.create_queue_pair(twicetest.unique_name("bench-migrate", 60))
+        with open(path, "w") as f:
+            f.write(self.ctx.twiced_config(urls[0], urls[1], dsn, (1, 1, 1),
+                                           os.path.join(home, "noop-counts"),
+                                           self.ctx.endpoint, noop=self.build()[1]))
+        log_path = os.path.join(home, "twiced.log")
+        with open(log_path, "ab") as logf:
+            p = subprocess.Popen([self.build()[0], "-f", "-c", path], cwd=home,
+                                 env=clean_env(), stdin=subprocess.DEVNULL, stdout=logf,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            cgrind.wait_for_log(log_path, "ready: generation", p, 60)
+            p.send_signal(signal.SIGTERM)
+            if p.wait(timeout=60) != 0:
+                raise BenchError("twiced (migration) exited with %d (log: %s)"
+                                 % (p.returncode, log_path))
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            for u in urls:
+                self.ctx.sqs.delete_queue(u)
+
+    def prefill_sql(self):
+        return ("INSERT INTO twice_idempotency (idempotency_key, state, processed_at,"
+                " payload_sha256, message_id) SELECT '%(prefix)s' || lpad(g::text, 9, '0'),"
+                " 'completed', now(), sha256(g::text::bytea), gen_random_uuid()::text"
+                " FROM generate_series(1, %(k)s) g")
+
     def launch(self, url, dlq_url, dsn):
         self.dsn = dsn
         self.count_files = []
@@ -178,7 +226,7 @@ class Twiced(Contender):
         return {"handled": calls, "workers_reported": lines}
 
     def check(self, res, n, d):
-        rows, completed = self.ctx.pg.key_states(self.dsn, "twice_idempotency")
+        rows, completed, pre = self.ctx.pg.key_states(self.dsn, "twice_idempotency")
         workers = (self.settings or TWICED_BUILTIN)[0] * self.hosts
         problems = []
         if res["workers_reported"] < workers:
@@ -190,6 +238,9 @@ class Twiced(Contender):
         if (rows, completed) != (d, d):
             problems.append("idempotency table: %d rows, %d completed; want %d and %d"
                             % (rows, completed, d, d))
+        if pre != self.ctx.prefill:
+            problems.append("the %d keys completed before the run are no longer all there and "
+                            "completed" % self.ctx.prefill)
         return problems
 
 
@@ -209,12 +260,21 @@ class SqsConsumer(Contender):
     def label(self):
         return "processes=%d consumers=%d" % self.settings
 
-    def launch(self, url, dlq_url, dsn):
-        procs, consumers = self.settings
-        self.dsn = dsn
+    table = "peer_idempotency"
+
+    def prepare(self, url, dlq_url, dsn):
         self.ctx.pg.query(dsn, "CREATE TABLE peer_idempotency (idempotency_key text PRIMARY KEY,"
                           " state text NOT NULL, owner text, lease_until timestamptz,"
                           " processed_at timestamptz NOT NULL)")
+
+    def prefill_sql(self):
+        return ("INSERT INTO peer_idempotency (idempotency_key, state, processed_at)"
+                " SELECT '%(prefix)s' || lpad(g::text, 9, '0'), 'completed', now()"
+                " FROM generate_series(1, %(k)s) g")
+
+    def launch(self, url, dlq_url, dsn):
+        procs, consumers = self.settings
+        self.dsn = dsn
         self.launch_node("consumer.mjs", [
             "--endpoint", self.ctx.contender_endpoint(), "--region", self.ctx.region,
             "--queue", url, "--dsn", dsn, "--table", "peer_idempotency",
@@ -225,7 +285,7 @@ class SqsConsumer(Contender):
         return self.stop_node()
 
     def check(self, res, n, d):
-        rows, completed = self.ctx.pg.key_states(self.dsn, "peer_idempotency")
+        rows, completed, pre = self.ctx.pg.key_states(self.dsn, "peer_idempotency")
         problems = []
         if res["handled"] != d:
             problems.append("the no-op handler ran %d times for %d distinct keys"
@@ -237,6 +297,9 @@ class SqsConsumer(Contender):
         if (rows, completed) != (d, d):
             problems.append("idempotency table: %d rows, %d completed; want %d and %d"
                             % (rows, completed, d, d))
+        if pre != self.ctx.prefill:
+            problems.append("the %d keys completed before the run are no longer all there and "
+                            "completed" % self.ctx.prefill)
         return problems
 
 
@@ -337,6 +400,7 @@ class Context:
                      dbwork.enable_statements(self.pg, ROOT, run_dir, log))
         with open(os.path.join(run_dir, "pg", "data", "postmaster.pid")) as f:
             self.pg_pid = int(f.readline())
+        self.prefill = args.prefill
         self.proxy = None
         if args.latency is not None:
             self.proxy = LatencyProxy(self.work, self.endpoint, *args.latency)
@@ -457,6 +521,15 @@ def sqs_figures(stats, n):
             "proxy_max_open": stats["max_open"]}
 
 
+def prefill(ctx, dsn, contender):
+    """ctx.prefill completed keys from earlier in the contender's table, then VACUUM
+    (ANALYZE): a table with a history and planner statistics, as in production, where
+    a fresh one would be planned as empty for the whole run."""
+    ctx.pg.query(dsn, contender.prefill_sql() % {"k": int(ctx.prefill),
+                                                 "prefix": PREFILL_PREFIX})
+    ctx.pg.query(dsn, 'VACUUM (ANALYZE) "%s"' % contender.table)
+
+
 def run_once(ctx, cls, settings, n, hosts=1):
     """Preload n messages, drain them with one contender, check, measure. Returns a dict
     of figures; raises BenchError when anything was lost or handled twice."""
@@ -465,6 +538,9 @@ def run_once(ctx, cls, settings, n, hosts=1):
     dsn = ctx.pg.new_database("bench_" + cls.kind.replace("-", "_"))
     c = cls(ctx, settings, hosts)
     try:
+        c.prepare(url, dlq_url, dsn)
+        if ctx.prefill and c.prefill_sql() is not None:
+            prefill(ctx, dsn, c)
         preload(ctx.sqs, url, bodies)
         db0 = dbwork.snapshot(ctx.pg, dsn, ctx.pgss)
         if ctx.proxy is not None:
@@ -481,7 +557,7 @@ def run_once(ctx, cls, settings, n, hosts=1):
         if not dbwork.wait_disconnected(ctx.pg, dsn):
             log("%s: its database connections outlived it; commits may be undercounted"
                 % cls.kind)
-        db1 = dbwork.snapshot(ctx.pg, dsn, ctx.pgss, tables=True)
+        db1 = dbwork.snapshot(ctx.pg, dsn, ctx.pgss)
         problems = c.check(res, n, d)
         left, dlq_left = ctx.sqs.counts(url), ctx.sqs.counts(dlq_url)
         if left != (0, 0, 0) or dlq_left != (0, 0, 0):
@@ -675,6 +751,9 @@ def parse_args():
     ap.add_argument("--baseline-build", metavar="DIR",
                     help="also run twiced from this build directory (bin/twiced, "
                          "bench/noop.so) in every round, with the same settings")
+    ap.add_argument("--prefill", type=int, metavar="K",
+                    help="completed keys in each contender's table before a run, vacuumed "
+                         "and analysed (default 100000, 10000 with --quick; 0: empty)")
     ap.add_argument("--no-callgrind", action="store_true")
     ap.add_argument("--no-pg-stat-statements", action="store_true",
                     help="do not load pg_stat_statements (statements are then not counted)")
@@ -687,6 +766,10 @@ def parse_args():
         args.n = 5000 if args.latency is not None and args.hosts is None else 20000
     if args.n < 100 or args.rounds < 1 or (args.hosts is not None and args.hosts < 1):
         ap.error("n must be >= 100, rounds >= 1 and hosts >= 1")
+    if args.prefill is None:
+        args.prefill = 10000 if args.quick else 100000
+    if args.prefill < 0:
+        ap.error("--prefill must be >= 0")
     if args.twiced is not None and len(args.twiced) == 2:
         args.twiced = args.twiced + (1,)
     return args
@@ -708,7 +791,7 @@ def run(ctx, args):
             "revision": revision(), "machine": sysstat.machine(), "n": args.n,
             "distinct": message_plan(args.n)[1], "mode": mode, "latency": args.latency,
             "hosts": args.hosts, "pg_stat_statements": ctx.pgss,
-            "baseline": args.baseline_build}
+            "baseline": args.baseline_build, "prefill": args.prefill}
     log("twiced %s, %s mode, %d messages, %d rounds; work files in %s"
         % (info["revision"], mode, args.n, args.rounds, ctx.work))
     runs = plan(ctx, args)

@@ -66,7 +66,7 @@ def callgrind(ctx, concurrency=CALLGRIND_CONCURRENCY, n=CALLGRIND_MESSAGES):
                              % (p.returncode, log_path))
         with open(count_file) as f:
             calls = sum(int(line.split()[1]) for line in f)
-        rows, completed = ctx.pg.key_states(dsn, "twice_idempotency")
+        rows, completed, _ = ctx.pg.key_states(dsn, "twice_idempotency")
         if (calls, rows, completed) != (d, d, d):
             raise BenchError("callgrind: %d handler calls, %d rows, %d completed; want %d"
                              % (calls, rows, completed, d))

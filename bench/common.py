@@ -117,6 +117,10 @@ def clean_env(extra=None):
     return env
 
 
+# The keys of --prefill: completed before the run, never one of its keys.
+PREFILL_PREFIX = "noop:pre"
+
+
 class Pg(twicetest.Pg):
     """The run's PostgreSQL: a fresh database per run (psycopg2, autocommit); the
     connections, queries and databases of the tests' harness, on the bench's DSN."""
@@ -130,10 +134,17 @@ class Pg(twicetest.Pg):
         return urllib.parse.urlunsplit(self.parts._replace(path="/" + dbname))
 
     def key_states(self, dsn, table):
-        """(rows, completed rows) of an idempotency table."""
-        rows = self.query(dsn, 'SELECT count(*), count(*) FILTER (WHERE state = %%s) FROM "%s"'
-                          % table, ("completed",))
-        return rows[0]
+        """(rows, completed rows) of an idempotency table, leaving out the keys the bench
+        put there before the run (PREFILL_PREFIX); and whether those are all still there,
+        completed (the number of them, else -1)."""
+        rows = self.query(dsn, 'SELECT count(*) FILTER (WHERE NOT pre),'
+                          ' count(*) FILTER (WHERE NOT pre AND state = %%s),'
+                          ' count(*) FILTER (WHERE pre), count(*) FILTER (WHERE pre AND'
+                          ' state = %%s) FROM (SELECT idempotency_key LIKE %%s AS pre, state'
+                          ' FROM "%s") t' % table, ("completed", "completed",
+                                                    PREFILL_PREFIX + "%"))
+        rows_, completed, pre, pre_completed = rows[0]
+        return rows_, completed, pre if pre == pre_completed else -1
 
 
 def preload_unchecked(sqs, url, bodies):

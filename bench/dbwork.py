@@ -57,10 +57,16 @@ def wait_disconnected(pg, dsn, timeout=15):
     return False
 
 
-def snapshot(pg, dsn, with_statements, tables=False):
-    """The counters of dsn's database now (a dict, see diff). tables=True also reads
-    pg_stat_user_tables, which needs a connection to the database itself: take it only
-    at the end of a run (that connection's own commit would land in the run's figures)."""
+def snapshot(pg, dsn, with_statements):
+    """The counters of dsn's database now (a dict, see diff). The tables' counters need
+    a connection to the database itself, whose own commit would count: they are read
+    first, and the rest once that connection has gone."""
+    tables = {}
+    for rel, ins, upd, hot, dele, av in pg.query(dsn, """
+            SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del,
+                   autovacuum_count + autoanalyze_count FROM pg_stat_user_tables"""):
+        tables[rel] = (ins, upd, hot, dele, av)
+    wait_disconnected(pg, dsn)
     name = _name(dsn)
     snap = {}
     rows = pg.query(pg.admin_dsn, """
@@ -81,12 +87,7 @@ def snapshot(pg, dsn, with_statements, tables=False):
                        sum(wal_bytes)::bigint, sum(shared_blks_dirtied)::bigint
                 FROM pg_stat_statements WHERE dbid = %s GROUP BY query""", (oid,)):
             snap["statements"][q] = (calls, nrows, ms, wal, dirtied)
-    snap["tables"] = {}
-    if tables:
-        for rel, ins, upd, hot, dele, av in pg.query(dsn, """
-                SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del,
-                       autovacuum_count + autoanalyze_count FROM pg_stat_user_tables"""):
-            snap["tables"][rel] = (ins, upd, hot, dele, av)
+    snap["tables"] = tables
     return snap
 
 
@@ -106,10 +107,12 @@ def diff(before, after, n, seconds):
             stmts.append({"query": q, "calls": calls, "rows": rows, "ms": ms, "wal": wal,
                           "dirtied": dirtied})
     stmts.sort(key=lambda s: -s["calls"])
-    upd = hot = 0
-    for ins, u, h, dele, av in after["tables"].values():
-        upd += u
-        hot += h
+    tables = {}
+    for rel, vals in after["tables"].items():
+        old = before["tables"].get(rel, (0, 0, 0, 0, 0))
+        tables[rel] = [a - b for a, b in zip(vals, old)]
+    upd = sum(t[1] for t in tables.values())
+    hot = sum(t[2] for t in tables.values())
     out = {
         "statements": sum(s["calls"] for s in stmts) if after["statements"] else None,
         "commits": d["commits"],
@@ -120,7 +123,7 @@ def diff(before, after, n, seconds):
         "rows_written": d["tup_inserted"] + d["tup_updated"] + d["tup_deleted"],
         "hot_share": hot / upd if upd else None,
         "by_statement": stmts,
-        "tables": after["tables"],
+        "tables": tables,
     }
     per = {"statements_per_msg": None if out["statements"] is None else out["statements"] / n,
            "commits_per_msg": out["commits"] / n,

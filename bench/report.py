@@ -68,6 +68,9 @@ def header(info, keys, rounds):
         % (m["nproc"], m["cpu"], m["ram_gib"], m["kernel"], m["load_at_start"][0]),
         "%d messages per run over %d distinct keys (10%% duplicates), %d round(s) of: %s"
         % (info["n"], info["distinct"], len(rounds), ", ".join(keys)),
+        "each idempotency table holds %d completed keys from before the run (vacuumed and "
+        "analysed)" % info.get("prefill", 0) if info.get("prefill") else
+        "each idempotency table starts empty (--prefill 0)",
         "statements counted by %s; %d of %d round(s) noisy (load average above %d)"
         % ("pg_stat_statements" if info["pg_stat_statements"] else
            "nothing (pg_stat_statements unavailable: rows written from pg_stat_database "
