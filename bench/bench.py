@@ -530,6 +530,26 @@ def prefill(ctx, dsn, contender):
     ctx.pg.query(dsn, 'VACUUM (ANALYZE) "%s"' % contender.table)
 
 
+def figures(c, n, d, seconds, peaks, clocks, dbs, proxy):
+    """The figures of one run, from what run_once measured: peaks (RSS, PSS in KiB),
+    clocks (Clocks at start and end), dbs (dbwork snapshots before and after) and the
+    proxy's counters (or None)."""
+    fig = {"kind": c.kind, "settings": c.label(), "n": n, "distinct": d,
+           "instances": c.instances(), "seconds": seconds, "msgs_per_s": n / seconds,
+           "msgs_per_s_per_instance": n / seconds / c.instances(),
+           "peak_rss_mb": peaks[0] / 1024.0, "peak_pss_mb": peaks[1] / 1024.0}
+    fig.update(clocks[1].figures(clocks[0], n, seconds))
+    db = dbwork.diff(dbs[0], dbs[1], n, seconds)
+    fig["db"] = db
+    fig.update({k: db[k] for k in ("statements_per_msg", "commits_per_msg",
+                                   "wal_bytes_per_msg", "rows_written_per_msg", "hot_share",
+                                   "commits_per_s", "statements_per_s", "wal_mb_per_s")})
+    fig["wal_fpi_per_1k"] = db["wal_fpi"] * 1000 / n
+    if proxy is not None:
+        fig.update(sqs_figures(proxy, n))
+    return fig
+
+
 def run_once(ctx, cls, settings, n, hosts=1):
     """Preload n messages, drain them with one contender, check, measure. Returns a dict
     of figures; raises BenchError when anything was lost or handled twice."""
@@ -573,21 +593,7 @@ def run_once(ctx, cls, settings, n, hosts=1):
             except (BenchError, twicetest.SqsError):
                 pass
         ctx.pg.drop_database(dsn)
-    seconds = t1 - t0
-    fig = {"kind": cls.kind, "settings": c.label(), "n": n, "distinct": d,
-           "instances": c.instances(), "seconds": seconds, "msgs_per_s": n / seconds,
-           "msgs_per_s_per_instance": n / seconds / c.instances(),
-           "peak_rss_mb": peak / 1024.0, "peak_pss_mb": peak_pss / 1024.0}
-    fig.update(clk1.figures(clk0, n, seconds))
-    db = dbwork.diff(db0, db1, n, seconds)
-    fig["db"] = db
-    fig.update({k: db[k] for k in ("statements_per_msg", "commits_per_msg",
-                                   "wal_bytes_per_msg", "rows_written_per_msg", "hot_share",
-                                   "commits_per_s", "statements_per_s", "wal_mb_per_s")})
-    fig["wal_fpi_per_1k"] = db["wal_fpi"] * 1000 / n
-    if proxy is not None:
-        fig.update(sqs_figures(proxy, n))
-        fig["proxy_cpu_share"] = fig["proxy_cores"]
+    fig = figures(c, n, d, t1 - t0, (peak, peak_pss), (clk0, clk1), (db0, db1), proxy)
     log_run(fig)
     return fig
 

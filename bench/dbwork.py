@@ -60,7 +60,7 @@ def wait_disconnected(pg, dsn, timeout=15):
 def snapshot(pg, dsn, with_statements):
     """The counters of dsn's database now (a dict, see diff). The tables' counters need
     a connection to the database itself, whose own commit would count: they are read
-    first, and the rest once that connection has gone."""
+    first, and the rest once that connection has gone (its statement is left out)."""
     tables = {}
     for rel, ins, upd, hot, dele, av in pg.query(dsn, """
             SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del,
@@ -85,7 +85,8 @@ def snapshot(pg, dsn, with_statements):
         for q, calls, nrows, ms, wal, dirtied in pg.query(pg.admin_dsn, """
                 SELECT query, sum(calls)::bigint, sum(rows)::bigint, sum(total_exec_time),
                        sum(wal_bytes)::bigint, sum(shared_blks_dirtied)::bigint
-                FROM pg_stat_statements WHERE dbid = %s GROUP BY query""", (oid,)):
+                FROM pg_stat_statements WHERE dbid = %s AND query NOT LIKE %s
+                GROUP BY query""", (oid, "%pg_stat_user_tables%")):
             snap["statements"][q] = (calls, nrows, ms, wal, dirtied)
     snap["tables"] = tables
     return snap
