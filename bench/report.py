@@ -78,94 +78,98 @@ def header(info, keys, rounds):
     ] + base
 
 
-def throughput_table(keys, med, mode):
-    out = ["| run | settings | msg/s | msg/s per instance | CPU s / 10k msgs | peak RSS MB |"
-           " peak PSS MB | emulator CPU s / 10k | PostgreSQL CPU s / 10k |",
-           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for k in keys:
-        f = med[k]
-        out.append("| %s | %s | %.0f | %.0f | %.2f | %.1f | %.1f | %.2f | %.2f |"
-                   % (name_of(k, mode), f["settings"], f["msgs_per_s"],
-                      f["msgs_per_s_per_instance"], f["cpu_per_10k"], f["peak_rss_mb"],
-                      f["peak_pss_mb"], f["emulator_cpu_per_10k"], f["pg_cpu_per_10k"]))
-    return out
+# Columns of the per-run tables: (title, figure, format; "pct" is a share in percent).
+THROUGHPUT_COLUMNS = [
+    ("settings", "settings", "%s"), ("msg/s", "msgs_per_s", "%.0f"),
+    ("msg/s per instance", "msgs_per_s_per_instance", "%.0f"),
+    ("CPU s / 10k msgs", "cpu_per_10k", "%.2f"), ("peak RSS MB", "peak_rss_mb", "%.1f"),
+    ("peak PSS MB", "peak_pss_mb", "%.1f"),
+    ("emulator CPU s / 10k", "emulator_cpu_per_10k", "%.2f"),
+    ("PostgreSQL CPU s / 10k", "pg_cpu_per_10k", "%.2f"),
+]
+DB_COLUMNS = [
+    ("statements / msg", "statements_per_msg", "%.3f"),
+    ("commits / msg", "commits_per_msg", "%.3f"),
+    ("WAL bytes / msg", "wal_bytes_per_msg", "%.0f"),
+    ("WAL full-page images / 1k msgs", "wal_fpi_per_1k", "%.1f"),
+    ("rows written / msg", "rows_written_per_msg", "%.2f"),
+    ("HOT share of updates", "hot_share", "pct"),
+    ("PostgreSQL CPU s / 10k", "pg_cpu_per_10k", "%.2f"),
+]
+SQS_COLUMNS = [
+    ("SQS calls / msg", "sqs_requests_per_msg", "%.3f"),
+    ("ReceiveMessage / msg", "receives_per_msg", "%.3f"),
+    ("empty receives / msg", "empty_receives_per_msg", "%.3f"),
+    ("DeleteMessageBatch / msg", "deletes_per_msg", "%.3f"),
+    ("ChangeMessageVisibility* / msg", "visibility_per_msg", "%.4f"),
+    ("proxy CPU, % of a core", "proxy_cores", "pct"),
+]
+HOSTS_COLUMNS = [
+    ("msg/s", "msgs_per_s", "%.0f"), ("msg/s per host", "msgs_per_s_per_instance", "%.0f"),
+    ("twiced CPU s / 10k", "cpu_per_10k", "%.2f"), ("PostgreSQL cores busy", "pg_cores", "%.2f"),
+    ("PostgreSQL CPU s / 10k", "pg_cpu_per_10k", "%.2f"), ("commits/s", "commits_per_s", "%.0f"),
+    ("statements/s", "statements_per_s", "%.0f"), ("WAL MB/s", "wal_mb_per_s", "%.2f"),
+    ("emulator cores busy", "emulator_cores", "%.2f"), ("machine busy", "machine_busy", "pct"),
+]
 
 
-def db_table(keys, med, mode):
-    out = ["| run | statements / msg | commits / msg | WAL bytes / msg | WAL full-page images"
-           " / 1k msgs | rows written / msg | HOT share of updates | PostgreSQL CPU s / 10k |",
-           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for k in keys:
-        if k == "bare":
-            continue
-        f = med[k]
-        hot = "n/a" if f["hot_share"] is None else "%.0f%%" % (100 * f["hot_share"])
-        out.append("| %s | %s | %.3f | %.0f | %.1f | %.2f | %s | %.2f |"
-                   % (name_of(k, mode), fmt(f["statements_per_msg"], "%.3f"),
-                      f["commits_per_msg"], f["wal_bytes_per_msg"], f["wal_fpi_per_1k"],
-                      f["rows_written_per_msg"], hot, f["pg_cpu_per_10k"]))
-    return out
+def cell(value, spec):
+    if spec == "pct":
+        return "n/a" if value is None else "%.0f%%" % (100 * value)
+    return fmt(value, spec)
+
+
+def md_table(titles, rows, text_columns=1):
+    """A Markdown table: the first text_columns columns left-aligned, the others right."""
+    return (["| " + " | ".join(titles) + " |",
+             "|" + " --- |" * text_columns + " ---: |" * (len(titles) - text_columns)] +
+            ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def run_table(keys, med, mode, columns):
+    """One line per run (bare left out where it has no database figures)."""
+    keys = [k for k in keys if k != "bare" or columns is not DB_COLUMNS]
+    texts = 1 + sum(1 for _, _, spec in columns if spec == "%s")
+    return md_table(["run"] + [c[0] for c in columns],
+                    [[name_of(k, mode)] + [cell(med[k].get(f), spec) for _, f, spec in columns]
+                     for k in keys], texts)
+
+
+def hosts_table(keys, med):
+    return md_table(["hosts"] + [c[0] for c in HOSTS_COLUMNS],
+                    [[k[6:]] + [cell(med[k].get(f), spec) for _, f, spec in HOSTS_COLUMNS]
+                     for k in keys], 0)
 
 
 def ratio_table(pairs, ratios, mode):
-    out = ["| figure | " + " | ".join("%s / %s" % (name_of(a, mode), name_of(b, mode))
-                                       for a, b in pairs) + " |",
-           "| --- |" + " ---: |" * len(pairs)]
+    rows = []
     for fig in RATIO_FIGURES:
         vals = [ratios.get((a, b, fig)) for a, b in pairs]
         if all(v is None for v in vals):
             continue
         if fig in ("statements_per_msg", "commits_per_msg", "wal_bytes_per_msg",
-                   "pg_cpu_per_10k", "sqs_requests_per_msg") and any(b == "bare"
-                                                                    for _, b in pairs):
+                   "pg_cpu_per_10k", "sqs_requests_per_msg"):
             vals = [None if b == "bare" else v for (_, b), v in zip(pairs, vals)]
-        out.append("| %s | %s |" % (RATIO_NAMES[fig],
-                                     " | ".join(fmt(v, "%.2f") for v in vals)))
-    return out
+        rows.append([RATIO_NAMES[fig]] + [fmt(v, "%.2f") for v in vals])
+    return md_table(["figure"] + ["%s / %s" % (name_of(a, mode), name_of(b, mode))
+                                  for a, b in pairs], rows)
 
 
 def targets_table(ratios, cg):
-    out = ["| target (issue 19) | measured: median of per-round ratios | |",
-           "| --- | ---: | --- |"]
+    rows = []
     for text, fig, op, want in TARGETS:
         v = ratios.get(("twiced", "sqs-consumer", fig))
         ok = v is not None and (v >= want if op == ">=" else v <= want)
-        out.append("| %s | %s | %s |" % (text, fmt(v, "%.2f"), "pass" if ok else "FAIL"))
+        rows.append([text, fmt(v, "%.2f"), "pass" if ok else "FAIL"])
     if cg is not None:
-        ok = cg["ir_per_msg"] <= IR_TARGET
-        out.append("| worker instructions per message (callgrind) <= 80,000 | %.0f | %s |"
-                   % (cg["ir_per_msg"], "pass" if ok else "FAIL"))
-    out.append("| zero lost, zero double-handled (every run checked) | all runs | pass |")
-    return out
-
-
-def sqs_table(keys, med, mode):
-    out = ["| run | SQS calls / msg | ReceiveMessage / msg | empty receives / msg |"
-           " DeleteMessageBatch / msg | ChangeMessageVisibility* / msg | proxy CPU, % of a"
-           " core |",
-           "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for k in keys:
-        f = med[k]
-        out.append("| %s | %.3f | %.3f | %.3f | %.3f | %.4f | %.0f%% |"
-                   % (name_of(k, mode), f["sqs_requests_per_msg"], f["receives_per_msg"],
-                      f["empty_receives_per_msg"], f["deletes_per_msg"],
-                      f["visibility_per_msg"], 100 * f["proxy_cores"]))
-    return out
-
-
-def hosts_table(keys, med):
-    out = ["| hosts | msg/s | msg/s per host | twiced CPU s / 10k | PostgreSQL cores busy |"
-           " PostgreSQL CPU s / 10k | commits/s | statements/s | WAL MB/s |"
-           " emulator cores busy | machine busy |",
-           "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for k in keys:
-        f = med[k]
-        out.append("| %s | %.0f | %.0f | %.2f | %.2f | %.2f | %.0f | %s | %.2f | %.2f | %.0f%% |"
-                   % (k[6:], f["msgs_per_s"], f["msgs_per_s_per_instance"], f["cpu_per_10k"],
-                      f["pg_cores"], f["pg_cpu_per_10k"], f["commits_per_s"],
-                      fmt(f["statements_per_s"], "%.0f"), f["wal_mb_per_s"],
-                      f["emulator_cores"], 100 * f["machine_busy"]))
-    return out
+        rows.append(["worker instructions per message (callgrind) <= 80,000",
+                     "%.0f" % cg["ir_per_msg"],
+                     "pass" if cg["ir_per_msg"] <= IR_TARGET else "FAIL"])
+    rows.append(["zero lost, zero double-handled (every run checked)", "all runs", "pass"])
+    table = md_table(["target (issue 19)", "measured: median of per-round ratios", ""], rows)
+    table[:2] = ["| target (issue 19) | measured: median of per-round ratios | |",
+                 "| --- | ---: | --- |"]
+    return table
 
 
 def rounds_lines(keys, rounds, nproc):
@@ -189,8 +193,7 @@ def squeeze(query, width=90):
 
 def statements_table(keys, rounds, mode, top=6):
     """Per statement text, summed over the rounds: what the optimiser looks at."""
-    out = ["| run | statement | calls / msg | rows / call | ms / call | WAL bytes / msg |",
-           "| --- | --- | ---: | ---: | ---: | ---: |"]
+    rows = []
     for k in keys:
         if k == "bare":
             continue
@@ -205,11 +208,12 @@ def statements_table(keys, rounds, mode, top=6):
                 a[3] += s["wal"]
         # Statements run once per run (the migration) are left out: at least 1 in 1,000.
         often = [x for x in acc.items() if x[1][0] * 1000 >= total_n]
-        for q, (calls, rows, ms, wal) in sorted(often, key=lambda x: -x[1][0])[:top]:
-            out.append("| %s | `%s` | %.3f | %.1f | %.3f | %.0f |"
-                       % (name_of(k, mode), squeeze(q).replace("|", "\\|"), calls / total_n,
-                          rows / calls, ms / calls, wal / total_n))
-    return out
+        for q, (calls, nrows, ms, wal) in sorted(often, key=lambda x: -x[1][0])[:top]:
+            rows.append([name_of(k, mode), "`%s`" % squeeze(q).replace("|", "\\|"),
+                         "%.3f" % (calls / total_n), "%.1f" % (nrows / calls),
+                         "%.3f" % (ms / calls), "%.0f" % (wal / total_n)])
+    return md_table(["run", "statement", "calls / msg", "rows / call", "ms / call",
+                     "WAL bytes / msg"], rows, 2)
 
 
 def callgrind_lines(cg):
@@ -229,11 +233,13 @@ def render(info, keys, med, ratios, rounds, cg):
     lines = header(info, keys, rounds)
     if mode == "hosts":
         lines += ["", "Scale-out (medians):", ""] + hosts_table(keys, med)
-    lines += ["", "Throughput and CPU (medians):", ""] + throughput_table(keys, med, mode)
-    lines += ["", "Database work per message (medians):", ""] + db_table(keys, med, mode)
+    lines += ["", "Throughput and CPU (medians):", ""]
+    lines += run_table(keys, med, mode, THROUGHPUT_COLUMNS)
+    lines += ["", "Database work per message (medians):", ""]
+    lines += run_table(keys, med, mode, DB_COLUMNS)
     if mode == "latency":
         lines += ["", "SQS calls per message, counted by the proxy (medians):", ""]
-        lines += sqs_table(keys, med, mode)
+        lines += run_table(keys, med, mode, SQS_COLUMNS)
     if pairs:
         lines += ["", "Ratios (median of per-round ratios):", ""]
         lines += ratio_table(pairs, ratios, mode)
