@@ -202,8 +202,13 @@ section_line(const char *line, char *out, size_t cap)
     if (strncmp(line, mark, sizeof(mark) - 1) != 0) {
         return NULL;
     }
-    snprintf(out, cap, "%s", line + sizeof(mark) - 1);
-    out[strcspn(out, " \r\n")] = '\0';
+    const char *group = line + sizeof(mark) - 1;
+    size_t len = strcspn(group, " \r\n");
+    if (len >= cap) {
+        return NULL;
+    }
+    memcpy(out, group, len);
+    out[len] = '\0';
     return out;
 }
 
