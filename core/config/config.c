@@ -60,7 +60,7 @@ static const char *const plugin_keys[] = {"name", "path", "settings", NULL};
 static const char *const queue_keys[] = {
     "name",        "url",       "dlq_url",    "plugin",    "route_by",           "routes",
     "concurrency", "receivers", "batch_size", "wait_time", "visibility_timeout", "max_attempts",
-    "backoff",     NULL};
+    "max_receives", "backoff",  NULL};
 static const char *const route_keys[] = {"value", "plugin", NULL};
 static const char *const backoff_keys[] = {"base", "cap", NULL};
 
@@ -999,6 +999,19 @@ parse_backoff(struct ctx *x, const config_setting_t *e, const struct scope *qsc,
     }
 }
 
+/* max_receives: 10 x max_attempts unless given, and never below it. */
+static void
+parse_max_receives(struct ctx *x, const config_setting_t *e, const struct scope *sc,
+                   struct config_queue *q)
+{
+    q->max_receives = 10 * q->max_attempts;
+    config_setting_t *s = get_int(x, e, sc, "max_receives", &q->max_receives, 1, 1000000);
+    if (s != NULL && q->max_receives < q->max_attempts) {
+        problem(x, s, "%smax_receives (%d) must be at least max_attempts (%d)", sc->pfx,
+                q->max_receives, q->max_attempts);
+    }
+}
+
 static void
 parse_queue_name(struct ctx *x, const struct config *c, const config_setting_t *e,
                  struct scope *sc, struct config_queue *q)
@@ -1048,6 +1061,7 @@ parse_queue(struct ctx *x, struct config *c, const config_setting_t *e, int idx)
     get_int(x, e, &sc, "wait_time", &q->wait_time, 0, 20);
     get_int(x, e, &sc, "visibility_timeout", &q->visibility_timeout, 1, 43200);
     get_int(x, e, &sc, "max_attempts", &q->max_attempts, 1, 1000);
+    parse_max_receives(x, e, &sc, q);
     parse_backoff(x, e, &sc, q);
 }
 

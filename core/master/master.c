@@ -300,18 +300,32 @@ describe_death(int slot, int status, char *out, size_t cap)
     }
 }
 
-/* The message whose job crashed the worker in slot, into out ("" when the
- * worker could not say: every job it held then counts an attempt). */
-static void
-crash_culprit(int slot, char *out, size_t cap)
+/* The messages whose jobs crashed the worker in slot, pointing into the
+ * shared table (read before the slot is reset): the job whose thread faulted
+ * when the worker could say; else, when it died on its own (a signal or an
+ * exit code, not a drain or stop), every job it had inside handle(). None
+ * when it exited cleanly or was stopped: its jobs were cut short, not at
+ * fault. Returns how many. */
+static size_t
+crash_culprits(int slot, int status, int stopped, const char *out[SHM_JOBS])
 {
     struct shm_proc *p = &shm_region()->procs[slot];
     int crashed = __atomic_load_n(&p->crashed_job, __ATOMIC_ACQUIRE);
-    out[0] = '\0';
+    size_t n = 0;
     if (crashed >= 0 && crashed < SHM_JOBS &&
         __atomic_load_n(&p->jobs[crashed].used, __ATOMIC_ACQUIRE) == 2) {
-        snprintf(out, cap, "%s", p->jobs[crashed].message_id);
+        out[n++] = p->jobs[crashed].message_id;
+        return n;
     }
+    if ((WIFEXITED(status) && WEXITSTATUS(status) == 0) || stopped) {
+        return 0;
+    }
+    for (int i = 0; i < SHM_JOBS; i++) {
+        if (__atomic_load_n(&p->jobs[i].used, __ATOMIC_ACQUIRE) == 2) {
+            out[n++] = p->jobs[i].message_id;
+        }
+    }
+    return n;
 }
 
 static void
@@ -376,10 +390,10 @@ reap(struct master *m)
             close(p->ctl);
         }
         char owner[CHILDARGS_OWNER_MAX];
-        char culprit[sizeof(((struct shm_job *) 0)->message_id)];
+        const char *culprits[SHM_JOBS];
         childargs_owner(owner, sizeof(owner), pid, p->gen, m->instance);
-        crash_culprit(slot, culprit, sizeof(culprit));
-        janitor_expire_owner(m->janitor, owner, culprit);
+        size_t nculprits = crash_culprits(slot, status, p->draining || m->stopping, culprits);
+        janitor_expire_owner(m->janitor, owner, culprits, nculprits);
         metrics_forget_proc(slot);
         int was_ready = p->ready, draining = p->draining;
         struct proc dead = *p;

@@ -106,7 +106,7 @@ run_transactional(struct handler *h, struct twice_job *j)
     twice_status st = hostapi_handle(j->plugin, j);
     j->db = NULL;
     if (st == TWICE_DONE) {
-        if (idem_tx_complete(s, j->key, err, sizeof(err)) == 0) {
+        if (idem_tx_complete(s, j->key, j->attempt, err, sizeof(err)) == 0) {
             j->key_completed = 1;
             j->claimed = 0;
         } else if (!idem_connected(s)) {
