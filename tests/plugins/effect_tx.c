@@ -3,7 +3,9 @@
  * a table (setting `table`, default "effects"), written through the
  * host's connection inside the transaction that completes the key. The
  * body steers it: {"id":"k1", "sleep_ms":0, "fail_until":0, "reject":false,
- * "crash":false, "fail_midway":false}. Integration tests count rows per key:
+ * "crash":false, "fail_midway":false, "fail_sleep_ms":0, "retry_after":0}:
+ * attempts before fail_until RETRY, after sleeping fail_sleep_ms and asking
+ * for retry_after seconds when given. Integration tests count rows per key:
  * exactly one per distinct key proves exactly-once.
  */
 #include <libpq-fe.h>
@@ -64,6 +66,12 @@ handle(void *state, twice_job *job)
         return TWICE_REJECT;
     }
     if (api->attempt(job) < number(job, "fail_until")) {
+        long fail_ms = number(job, "fail_sleep_ms");
+        struct timespec ts = {fail_ms / 1000, (fail_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        if (number(job, "retry_after") > 0) {
+            api->retry_after(job, (unsigned) number(job, "retry_after"));
+        }
         api->error(job, "failing until attempt %ld", number(job, "fail_until"));
         return TWICE_RETRY;
     }
