@@ -10,8 +10,6 @@ JSON log, the DLQ, the SMTP sink, the HTTP receiver and PostgreSQL.
 import argparse
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 

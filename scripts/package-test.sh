@@ -336,10 +336,19 @@ sed 's|^plugins = (|&\n    { name = "hello"; path = "'"$plug"'/hello.so"; },|' "
 twiced -t -c "$work/hello.conf" >"$work/hello-t.out" 2>&1 ||
     { cat "$work/hello-t.out" >&2; fail "twiced -t with the out-of-tree hello.so"; }
 
+# The test defines a buf_append of its own: the mock host carries core's key code, but
+# exports nothing beyond twice_mock_*, so a user's names never clash with core's.
 cat >"$plug/test-hello.c" <<'EOF'
 #include <stdio.h>
 #include <string.h>
 #include <twice/mock.h>
+
+int buf_append(const char *s);
+int
+buf_append(const char *s)
+{
+    return (int) strlen(s);
+}
 
 int
 main(int argc, char **argv)
@@ -357,6 +366,8 @@ main(int argc, char **argv)
     twice_mock_job_free(j);
     j = twice_mock_job_new(m, "{\"name\":\"no id\"}");
     bad |= twice_mock_run(j) != TWICE_REJECT || twice_mock_job_handled(j);
+    const char *why = twice_mock_job_reason(j);
+    bad |= why == NULL || strcmp(why, "missing-key-field") != 0 || buf_append("x") != 1;
     twice_mock_job_free(j);
     twice_mock_free(m);
     return bad;

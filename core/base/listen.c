@@ -6,7 +6,7 @@
 #include "listen.h"
 
 #include "buf.h"
-#include "log.h"
+#include "escape.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -20,7 +20,7 @@ static void
 not_an_address(const char *host, const char *what, char *err, size_t errlen)
 {
     struct buf b = BUF_INIT;
-    log_escape(&b, host, strlen(host));
+    escape_text(&b, host, strlen(host));
     snprintf(err, errlen, "%s is not %s", b.len > 0 ? buf_str(&b) : "", what);
     buf_free(&b);
 }

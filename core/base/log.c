@@ -5,6 +5,7 @@
 #include "log.h"
 
 #include "buf.h"
+#include "escape.h"
 #include "utf8.h"
 
 #include <errno.h>
@@ -104,46 +105,6 @@ log_enabled(twice_log_level level)
     return (int) level <= log_level;
 }
 
-/* C1 controls (U+0080-U+009F; U+009B is a terminal's CSI) and the Unicode
- * line and paragraph separators U+2028/U+2029: valid UTF-8 that still ends
- * a line for some readers, or drives a terminal. */
-static int
-breaks_line(const unsigned char *s, size_t len)
-{
-    return (len == 2 && s[0] == 0xc2 && s[1] <= 0x9f) ||
-           (len == 3 && s[0] == 0xe2 && s[1] == 0x80 && (s[2] == 0xa8 || s[2] == 0xa9));
-}
-
-void
-log_escape(struct buf *b, const char *s, size_t n)
-{
-    const unsigned char *p = (const unsigned char *) s;
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = p[i];
-        size_t len = utf8_seq_len(p + i, n - i);
-        if (c == '\n') {
-            buf_puts(b, "\\n");
-        } else if (c == '\t') {
-            buf_puts(b, "\\t");
-        } else if (c == '\r') {
-            buf_puts(b, "\\r");
-        } else if (c == '\\' || c == '"') {
-            buf_putc(b, '\\');
-            buf_putc(b, (char) c);
-        } else if (c < 0x20 || c == 0x7f || len == 0) {
-            buf_printf(b, "\\x%02x", c);
-            len = 1;
-        } else if (breaks_line(p + i, len)) {
-            buf_printf(b, "\\u%04x",
-                       len == 2 ? (unsigned) p[i + 1] : 0x2000u | (p[i + 2] & 0x3fu));
-        } else {
-            buf_append(b, p + i, len);
-        }
-        i += len ? len : 1;
-    }
-}
-
 /* Text fields are key=value; values with spaces, quotes or '=' are quoted. */
 static void
 text_field(struct buf *b, const char *name, const char *value)
@@ -156,7 +117,7 @@ text_field(struct buf *b, const char *name, const char *value)
     if (quote) {
         buf_putc(b, '"');
     }
-    log_escape(b, value, strlen(value));
+    escape_text(b, value, strlen(value));
     if (quote) {
         buf_putc(b, '"');
     }
@@ -173,7 +134,7 @@ timestamp(char *out, size_t len)
     snprintf(out + n, len - n, ".%03ldZ", (long) (tv.tv_usec / 1000));
 }
 
-/* JSON values go through log_escape first so jansson always gets valid UTF-8
+/* JSON values go through escape_text first so jansson always gets valid UTF-8
  * (invalid bytes become the visible text \xNN). */
 static void
 json_field(json_t *obj, const char *name, const char *value)
@@ -243,7 +204,7 @@ format_text(struct buf *line, const char *ts, twice_log_level level, const struc
         }
     }
     buf_puts(line, ": ");
-    log_escape(line, text, strlen(text));
+    escape_text(line, text, strlen(text));
 }
 
 void

@@ -3,7 +3,8 @@
  *
  * Every line is written with a single write(2), so lines from the master,
  * workers and threads never interleave. Any bytes in messages and fields
- * are escaped: control characters and invalid UTF-8 can never break a line.
+ * are escaped (escape.h): control characters and invalid UTF-8 can never
+ * break a line.
  * This module never sees secrets: callers must not pass them.
  */
 #ifndef TWICE_LOG_H
@@ -47,12 +48,5 @@ void log_vjob(twice_log_level level, const struct log_job *job, const char *fmt,
 #define log_warn(...)  log_msg(TWICE_LOG_WARN, __VA_ARGS__)
 #define log_info(...)  log_msg(TWICE_LOG_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(TWICE_LOG_DEBUG, __VA_ARGS__)
-
-struct buf;
-/* Append s (n bytes) to b with control bytes, backslashes, quotes and
- * invalid UTF-8 escaped as \n, \t, \\, \", \xNN, and C1 controls and
- * U+2028/U+2029 as \uNNNN; other valid UTF-8 is kept.
- * Exposed for tests and for anyone printing untrusted text. */
-void log_escape(struct buf *b, const char *s, size_t n);
 
 #endif

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "buf.h"
+#include "escape.h"
 #include "listen.h"
 
 #include <libconfig.h>
@@ -767,7 +768,7 @@ parse_plugin_path(struct ctx *x, const config_setting_t *e, const struct scope *
     }
     /* Quoted in full but escaped: a control byte must not break the line. */
     struct buf path = BUF_INIT;
-    log_escape(&path, p->path, strlen(p->path));
+    escape_text(&path, p->path, strlen(p->path));
     problem(x, s, "%s%s: %s", sc->pfx, buf_str(&path),
             rc != 0 ? strerror(err) : "not a regular file");
     buf_free(&path);

@@ -207,7 +207,7 @@ ctl_number(const char *cmd, const char *opt, const char *value, long max)
     return n;
 }
 
-/* For a terminal: quotes stay as they are (unlike log_escape), control
+/* For a terminal: quotes stay as they are (unlike escape_text), control
  * bytes, backslashes and bytes that are not UTF-8 are escaped. */
 void
 ctl_escape(struct buf *b, const char *s, size_t len, size_t max)

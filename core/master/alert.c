@@ -8,7 +8,7 @@
 #include "backoff.h"
 #include "buf.h"
 #include "dlq.h"
-#include "log.h"
+#include "escape.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -102,7 +102,7 @@ static void
 put_text(struct buf *b, const char *s, int slack)
 {
     struct buf esc = BUF_INIT;
-    log_escape(&esc, s, strlen(s));
+    escape_text(&esc, s, strlen(s));
     for (const char *p = buf_str(&esc); *p != '\0'; p++) {
         if (slack && *p == '&') {
             buf_puts(b, "&amp;");

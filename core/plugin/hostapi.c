@@ -13,7 +13,6 @@
 #include "jsonpath.h"
 #include "keytmpl.h"
 #include "log.h"
-#include "utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -243,40 +242,39 @@ hostapi_fini(struct plugin_instance *p)
     p->lp.initialized = 0;
 }
 
-/* A key from derive_key() must obey what templates obey: not empty, no
- * control characters, at most TWICE_KEY_MAX bytes. */
+/* A key from derive_key() must obey what templates obey (keytmpl.c says
+ * what: not empty, no control characters, UTF-8, at most TWICE_KEY_MAX). */
 static int
 derive_with_plugin(const struct plugin_instance *p, struct twice_job *j, struct buf *out)
 {
     char key[TWICE_KEY_MAX + 1];
+    struct buf why = BUF_INIT;
     current_plugin = p->name;
     int n = p->lp.desc->derive_key(p->lp.state, j, key, sizeof(key));
     current_plugin = NULL;
-    if (n < 0) {
-        job_deadletter(j, "bad-key-field", "derive_key: %s",
-                       j->error != NULL ? j->error : "the plugin found no key");
+    enum keytmpl_result r = keytmpl_check_derived(key, n, j->error, &why);
+    if (r == KEYTMPL_OK && buf_append(out, key, (size_t) n) != 0) {
+        r = KEYTMPL_BAD_VALUE;
+        buf_puts(&why, "out of memory deriving the key");
+    }
+    if (r != KEYTMPL_OK) {
+        job_deadletter(j, keytmpl_reason(r), "%s", buf_str(&why));
+    }
+    buf_free(&why);
+    return r == KEYTMPL_OK ? 0 : -1;
+}
+
+/* keytmpl's view of the message's attributes (keytmpl knows nothing of
+ * SQS); ctx is the job's struct sqs_message. */
+static int
+message_attr(const void *ctx, const char *name, struct keytmpl_attr *out)
+{
+    const struct sqs_message *m = ctx;
+    const struct sqs_attr *a = sqs_attr_find(m->attrs, m->nattrs, name);
+    if (a == NULL) {
         return -1;
     }
-    if (n == 0 || (size_t) n > TWICE_KEY_MAX) {
-        job_deadletter(j, n == 0 ? "bad-key-field" : "key-too-long",
-                       "derive_key returned %d bytes (1-%d allowed)", n, TWICE_KEY_MAX);
-        return -1;
-    }
-    for (int i = 0; i < n; i++) {
-        if ((unsigned char) key[i] < 0x20 || key[i] == 0x7f) {
-            job_deadletter(j, "bad-key-field", "derive_key returned a control character");
-            return -1;
-        }
-    }
-    if (!utf8_valid(key, (size_t) n)) {
-        /* PostgreSQL would refuse it, and with it the whole claimed batch. */
-        job_deadletter(j, "bad-key-field", "derive_key returned bytes that are not UTF-8");
-        return -1;
-    }
-    if (buf_append(out, key, (size_t) n) != 0) {
-        job_deadletter(j, "bad-key-field", "out of memory deriving the key");
-        return -1;
-    }
+    *out = (struct keytmpl_attr){a->data_type, a->string_value};
     return 0;
 }
 
@@ -287,8 +285,8 @@ hostapi_derive_key(const struct plugin_instance *p, struct twice_job *j, struct 
         return derive_with_plugin(p, j, out);
     }
     struct keytmpl_input in = {
-        .attrs = j->msg.attrs,
-        .nattrs = j->msg.nattrs,
+        .attr = message_attr,
+        .attr_ctx = &j->msg,
         .group_id = j->msg.group_id,
     };
     if (keytmpl_needs_body(p->lp.tmpl)) {

@@ -16,6 +16,7 @@
 
 #include <twice/plugin.h>
 
+#include "jsonpath.h"
 #include "sqs.h"
 
 struct config_queue;
@@ -42,9 +43,9 @@ struct twice_job {
     struct sqs_message msg;               /* owned: moved out of the receive array */
     const struct plugin_instance *plugin; /* borrowed: the routed plugin, NULL until routed */
 
-    json_t *body;         /* owned: the parsed body, NULL until parsed or if not JSON */
-    int body_parsed;      /* parsing was attempted */
-    char body_error[160]; /* why the body is not JSON */
+    json_t *body;    /* owned: the parsed body, NULL until parsed or if not JSON */
+    int body_parsed; /* parsing was attempted */
+    char body_error[JSONPATH_BODY_ERROR_LEN]; /* why the body is not JSON */
 
     char *key;                /* owned: the idempotency key, NULL until derived */
     unsigned char sha256[32]; /* of the body: tells a conflict from a duplicate */

@@ -9,8 +9,8 @@
 #include "buf.h"
 #include "config.h"
 #include "diag.h"
+#include "escape.h"
 #include "keytmpl.h"
-#include "log.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -319,7 +319,7 @@ static const char *
 shown(struct buf *b, const char *s)
 {
     buf_reset(b);
-    log_escape(b, s, strnlen(s, NAME_MAX_LEN));
+    escape_text(b, s, strnlen(s, NAME_MAX_LEN));
     return b->failed ? "?" : buf_str(b);
 }
 
@@ -414,7 +414,7 @@ check_key(const char *path, const twice_plugin *d, struct keytmpl **tmpl, struct
     }
     if (d->key_template != NULL && keytmpl_compile(d->key_template, tmpl, why, sizeof(why)) != 0) {
         buf_reset(tmp);
-        log_escape(tmp, d->key_template, strnlen(d->key_template, 2 * TWICE_KEY_MAX));
+        escape_text(tmp, d->key_template, strnlen(d->key_template, 2 * TWICE_KEY_MAX));
         snprintf(err, errlen, "%s: key_template \"%s\": %s", path, buf_str(tmp), why);
         return -1;
     }

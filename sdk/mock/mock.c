@@ -1,10 +1,13 @@
 /*
  * mock.c - the mock host's life cycle: taking a plugin (linked or dlopen'ed)
  * through the host's load rule, checking settings as the host does, init
- * and fini, and the captured log. Jobs and the API table are in mockapi.c,
- * key templates in mockkey.c; nothing here talks to a server.
+ * and fini, and the captured log. Jobs are in mockjob.c, the API table in
+ * mockapi.c, keys in mockkey.c; nothing here talks to a server.
  */
+#include "keytmpl.h"
 #include "mock_internal.h"
+#include "mockapi.h"
+#include "mockkey.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -12,42 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-int
-twice_mock_log_add(struct mock_log *log, twice_log_level level, const char *text)
-{
-    if (log->n == log->cap) {
-        size_t cap = log->cap != 0 ? log->cap * 2 : 16;
-        struct mock_line *lines = realloc(log->lines, cap * sizeof(*lines));
-        if (lines == NULL) {
-            return -1;
-        }
-        log->lines = lines;
-        log->cap = cap;
-    }
-    char *copy = strdup(text);
-    if (copy == NULL) {
-        return -1;
-    }
-    log->lines[log->n++] = (struct mock_line){level, copy};
-    return 0;
-}
-
-void
-twice_mock_log_clear(struct mock_log *log)
-{
-    for (size_t i = 0; i < log->n; i++) {
-        free(log->lines[i].text);
-    }
-    free(log->lines);
-    memset(log, 0, sizeof(*log));
-}
-
 /* The host's load rule (plugin.h): magic, equal major, a minor not newer
- * than ours, and at least the 1.0 size; then a handle and exactly one of
- * key_template and derive_key. */
+ * than ours, and at least the 1.0 size; then a handle, exactly one of
+ * key_template and derive_key, and a template that compiles. 0 and *tmpl
+ * (NULL for derive_key; the caller's), or -1 with err. */
 static int
-check_descriptor(const twice_plugin *d, char *err, size_t errlen)
+check_descriptor(const twice_plugin *d, struct keytmpl **tmpl, char *err, size_t errlen)
 {
+    *tmpl = NULL;
     if (d == NULL) {
         snprintf(err, errlen, "the entry point returned NULL");
     } else if (d->magic != TWICE_ABI_MAGIC) {
@@ -64,23 +39,23 @@ check_descriptor(const twice_plugin *d, char *err, size_t errlen)
     } else if ((d->key_template == NULL) == (d->derive_key == NULL)) {
         snprintf(err, errlen, "set exactly one of key_template and derive_key");
     } else {
-        return 0;
+        return mockkey_compile(d, tmpl, err, errlen);
     }
     return -1;
 }
 
+/* A mock for a checked descriptor, taking tmpl (freed on failure). */
 static twice_mock *
-mock_alloc(const twice_plugin *plugin)
+mock_alloc(const twice_plugin *plugin, struct keytmpl *tmpl)
 {
     twice_mock *m = calloc(1, sizeof(*m));
-    if (m == NULL) {
-        return NULL;
-    }
-    if (pthread_mutex_init(&m->lock, NULL) != 0) {
+    if (m == NULL || pthread_mutex_init(&m->lock, NULL) != 0) {
         free(m);
+        keytmpl_free(tmpl);
         return NULL;
     }
     m->plugin = plugin;
+    m->tmpl = tmpl;
     m->settings_view.mock = m;
     const char *echo = getenv("TWICE_MOCK_ECHO");
     m->echo = echo != NULL && strcmp(echo, "1") == 0;
@@ -90,17 +65,19 @@ mock_alloc(const twice_plugin *plugin)
 twice_mock *
 twice_mock_new(const twice_plugin *plugin)
 {
-    char err[256];
-    if (check_descriptor(plugin, err, sizeof(err)) != 0) {
+    char err[512];
+    struct keytmpl *tmpl;
+    if (check_descriptor(plugin, &tmpl, err, sizeof(err)) != 0) {
         return NULL;
     }
-    return mock_alloc(plugin);
+    return mock_alloc(plugin, tmpl);
 }
 
 twice_mock *
 twice_mock_open(const char *path, char *err, size_t errlen)
 {
-    char why[256];
+    char why[512];
+    struct keytmpl *tmpl;
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) {
         snprintf(err, errlen, "%s: %s", path, dlerror());
@@ -118,11 +95,11 @@ twice_mock_open(const char *path, char *err, size_t errlen)
         goto fail;
     }
     const twice_plugin *d = entry.fn();
-    if (check_descriptor(d, why, sizeof(why)) != 0) {
+    if (check_descriptor(d, &tmpl, why, sizeof(why)) != 0) {
         snprintf(err, errlen, "%s: %s", path, why);
         goto fail;
     }
-    twice_mock *m = mock_alloc(d);
+    twice_mock *m = mock_alloc(d, tmpl);
     if (m == NULL) {
         snprintf(err, errlen, "%s: out of memory", path);
         goto fail;
@@ -141,16 +118,17 @@ twice_mock_free(twice_mock *m)
         return;
     }
     if (m->initialized && m->plugin->fini != NULL) {
-        twice_mock_set_current(m);
+        mockapi_set_current(m);
         m->plugin->fini(m->state);
-        twice_mock_set_current(NULL);
+        mockapi_set_current(NULL);
     }
     for (size_t i = 0; i < m->nsettings; i++) {
         free(m->settings[i].name);
         free(m->settings[i].value);
     }
     free(m->settings);
-    twice_mock_log_clear(&m->log);
+    mocklog_clear(&m->log);
+    keytmpl_free(m->tmpl);
     pthread_mutex_destroy(&m->lock);
     if (m->lib != NULL) {
         dlclose(m->lib);
@@ -263,9 +241,9 @@ twice_mock_init(twice_mock *m)
     }
     int rc = 0;
     if (m->plugin->init != NULL) {
-        twice_mock_set_current(m);
-        rc = m->plugin->init(twice_mock_api(), &m->settings_view, &m->state);
-        twice_mock_set_current(NULL);
+        mockapi_set_current(m);
+        rc = m->plugin->init(mockapi_table(), &m->settings_view, &m->state);
+        mockapi_set_current(NULL);
     }
     if (rc != 0) {
         snprintf(m->error, sizeof(m->error),

@@ -13,21 +13,31 @@
 #include "buf.h"
 #include "jsonpath.h"
 #include "keytmpl.h"
-#include "sqs.h"
 
 #include <twice/plugin.h>
 
 #define PREFIX "pre:"
 
+/* The message's attributes: "A" (String, the input's second line) and
+ * "B" (Binary). ctx is A's text. */
+static int
+find_attr(const void *ctx, const char *name, struct keytmpl_attr *out)
+{
+    if (strcmp(name, "A") == 0) {
+        *out = (struct keytmpl_attr){"String", ctx};
+    } else if (strcmp(name, "B") == 0) {
+        *out = (struct keytmpl_attr){"Binary", NULL};
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
 static void
 expand(const struct keytmpl *t, const struct fuzz_pieces *f)
 {
     char err[256], body_err[256];
-    struct sqs_attr attrs[2] = {
-        {.name = "A", .data_type = "String", .string_value = (char *) f->p[1]},
-        {.name = "B", .data_type = "Binary", .binary = (unsigned char *) "\x01", .binary_len = 1},
-    };
-    struct keytmpl_input in = {.attrs = attrs, .nattrs = 2};
+    struct keytmpl_input in = {.attr = find_attr, .attr_ctx = f->p[1]};
     struct buf out = BUF_INIT;
     json_t *body = NULL;
 

@@ -6,6 +6,8 @@ answering every request with a chosen status and error body (500s, throttling),
 or passing requests through unchanged - switched at run time by the test. It
 also counts what it saw. Not a mock: in "pass" mode every request goes to the
 real emulator and its real answer comes back.
+
+Used by: test_serial_faults.py, test_metrics.py.
 """
 
 import http.client

@@ -1,4 +1,4 @@
-"""Issue 6 acceptance, DLQ alerting: twiced's master watches each DLQ and tells a
+"""DLQ alerting: twiced's master watches each DLQ and tells a
 webhook (the run's HTTP receiver) and a mailbox (the run's SMTP sink) when poison
 messages arrive, when more come, and when the DLQ is empty again, with retries when a
 sink fails, while jobs keep being processed. Real SQS emulator, PostgreSQL, HTTP and

@@ -1,4 +1,4 @@
-"""Issue 2 acceptance: twiced as a process consumes real SQS messages (from the
+"""twiced as a process consumes real SQS messages (from the
 emulator, sent with the AWS JSON protocol) with a real plugin, deletes them, and
 its command line checks configurations and plugins the way operators rely on."""
 

@@ -1,4 +1,4 @@
-"""Issue 11 acceptance: twiced finds its AWS credentials the way the AWS SDKs do.
+"""twiced finds its AWS credentials the way the AWS SDKs do.
 
 Each source of the chain supplies credentials in its own test, from a fake of its own
 (fakeaws: IMDSv2, the container endpoint, STS) or from files and processes, and the tests

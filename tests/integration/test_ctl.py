@@ -1,4 +1,4 @@
-"""Issue 6 acceptance, the operator CLI: twicectl against the real SQS emulator,
+"""The operator CLI: twicectl against the real SQS emulator,
 PostgreSQL and twiced. Each test writes its own configuration and queues; twicectl
 reads the same file twiced does. Effects are rows of the effect_tx fixture: one row
 per key means the job ran once."""

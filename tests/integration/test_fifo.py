@@ -1,4 +1,4 @@
-"""Issue 11 acceptance, FIFO queues, against the emulator's FIFO support: jobs of one
+"""FIFO queues, against the emulator's FIFO support: jobs of one
 MessageGroupId run one at a time and in order, groups run concurrently, a RETRY holds
 back the rest of its group until the retried message is done, every receive carries a
 ReceiveRequestAttemptId, and a dead letter keeps its group id with a fresh deduplication

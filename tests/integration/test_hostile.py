@@ -1,4 +1,4 @@
-"""Issue 10, point 6: hostile messages against the real daemon, PostgreSQL and the SQS
+"""Hostile messages against the real daemon, PostgreSQL and the SQS
 emulator. Each message an attacker (or a buggy producer) can get into a queue ends in
 the DLQ with a clear reason, or is handled; no worker crashes; and no log line is broken
 by the content, in the text and in the JSON log format. Not for the parsers' corner

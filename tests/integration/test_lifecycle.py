@@ -1,4 +1,4 @@
-"""Issue 3 acceptance: the idempotent job lifecycle against real PostgreSQL and the
+"""The idempotent job lifecycle against real PostgreSQL and the
 SQS emulator. Effects are rows (transactional fixture effect_tx) or lines
 (non-transactional effect_file) that these tests count: exactly one per key means
 exactly once."""

@@ -1,4 +1,4 @@
-"""Issue 8 acceptance: /metrics counts exactly what happened (parsed with a
+"""/metrics counts exactly what happened (parsed with a
 Prometheus text-format parser), survives a reload and a killed worker, /readyz
 follows the SQS endpoint's reachability, and the visibility-timeout advice."""
 

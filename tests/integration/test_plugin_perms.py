@@ -1,4 +1,4 @@
-"""Issue 10, point 8: plugin files that someone other than root (or twiced's own user)
+"""Plugin files that someone other than root (or twiced's own user)
 could replace are refused, end to end: by `twiced -t` and by a start of twiced, each
 with the reason and the command that fixes it. The cases: a file writable by group or
 others, a directory writable by others, a file owned by another non-root user, and

@@ -1,12 +1,10 @@
-"""Issue 4 acceptance through the daemon: the bundled plugins (welcome-email,
-match-recompute, sync) run by twiced against the real SMTP sink, PostgreSQL, the
-HTTP receiver and the SQS emulator, each absorbing duplicates by intent; and
-etc/twice.conf passes `twiced -t` with all three."""
+"""The bundled plugins (welcome-email, match-recompute, sync) run by twiced against
+the real SMTP sink, PostgreSQL, the HTTP receiver and the SQS emulator, each absorbing
+duplicates by intent; and etc/twice.conf passes `twiced -t` with all three."""
 
 import json
 import os
 import re
-import tempfile
 import time
 import unittest
 

@@ -1,4 +1,4 @@
-"""Issue 5 acceptance: reload on SIGHUP with no lost and no duplicated job, crash
+"""Reload on SIGHUP with no lost and no duplicated job, crash
 isolation, and systemd notifications. Real PostgreSQL and SQS emulator."""
 
 import json

@@ -1,4 +1,4 @@
-"""Issue 10, point 7: no secret ever reaches a log. A full run at log level debug, then
+"""No secret ever reaches a log. A full run at log level debug, then
 the runs that fail (a wrong database password, an unreachable SQS endpoint, a DSN that
 does not parse, a plugin whose SMTP login cannot proceed), with every secret set to a
 recognisable value: the AWS secret key and session token (environment), the database

@@ -1,4 +1,4 @@
-"""Issue 10, fault 3: the chaos run. 5,000 messages (20% duplicates by key) while
+"""The chaos run. 5,000 messages (20% duplicates by key) while
 a random worker is killed every 2 s, PostgreSQL is restarted once and the
 configuration is reloaded 3 times: every distinct key ends with exactly one effect
 row (transactional plugin), the queue and the in-flight count end at zero, the DLQ

@@ -1,4 +1,4 @@
-"""Issue 10, faults 1-2: PostgreSQL restarted in the middle of a stream, and the SQS
+"""PostgreSQL restarted in the middle of a stream, and the SQS
 endpoint unreachable, then failing, then throttling. Real servers; a fault proxy of
 the tests' own stands between twiced and the emulator. Runs alone (RUN_SERIAL):
 it restarts the run's PostgreSQL."""

@@ -1,4 +1,4 @@
-"""Issue 10, point 9: TLS to the SQS endpoint is always verified. A local HTTPS proxy in
+"""TLS to the SQS endpoint is always verified. A local HTTPS proxy in
 front of the SQS emulator, with a self-signed certificate made by `openssl req` here,
 is refused by twiced (certificate verify failed) until aws.ca_file names that
 certificate; then jobs run through it. And no switch to turn verification off exists:

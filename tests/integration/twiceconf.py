@@ -4,6 +4,8 @@ What it is for: the configuration blocks every lifecycle test writes (queues,
 plugins, the idempotency store), a free port for the metrics listener, and
 scraping /metrics with a real Prometheus text-format parser. Not for
 assertions: those stay in the test_*.py files.
+
+Used by: every tests/integration/test_*.py but test_harness.py, and scripts/demo.py.
 """
 
 import os

@@ -6,9 +6,11 @@ Reads the map in core/README.md (folder | uses | what) and checks the tree again
   - every #include "x.h" of a file in core/ names a header of its own layer or of a
     layer below it (the closure of "uses");
   - no two modules (x.c with x.h) include each other, and modules form no loop;
-  - core/CMakeLists.txt links each layer with exactly the layers the map says it uses.
+  - core/CMakeLists.txt links each layer with exactly the layers the map says it uses;
+  - the SDK's mock host (sdk/mock/) has no include loop either.
 Exit 0 when all hold, 1 with one line per problem. `--self-test` plants a bad include
-and a loop in a copy of core/ and checks that both are reported (the checker can fail).
+and loops in a copy of core/ and sdk/mock/ and checks that all are reported (the checker
+can fail).
 """
 import os
 import re
@@ -161,6 +163,25 @@ def check_cmake(core, layers, problems):
                             f", the map says {', '.join(sorted(uses)) or 'nothing'}")
 
 
+def check_mock(mock, problems):
+    """sdk/mock/: no two files include each other, and no loop. The public twice/mock.h is
+    no node: several files implement it, and none calls another through it."""
+    names = {os.path.splitext(f)[0] for f in os.listdir(mock) if f.endswith((".c", ".h"))}
+    edges = {}
+    for f in sorted(os.listdir(mock)):
+        if not f.endswith((".c", ".h")):
+            continue
+        me = os.path.splitext(f)[0]
+        with open(os.path.join(mock, f), encoding="utf-8") as fh:
+            text = fh.read()
+        for inc in INCLUDE.findall(text):
+            other = os.path.splitext(inc)[0]
+            if "/" not in inc and other in names and other != me:
+                edges.setdefault(me, set()).add(other)
+    for loop in loops(edges):
+        problems.append("sdk/mock: files include each other in a loop: " + " -> ".join(loop))
+
+
 def check(core):
     problems = []
     layers = read_map(core)
@@ -169,6 +190,9 @@ def check(core):
     check_folders(core, layers, problems)
     check_includes(core, layers, problems)
     check_cmake(core, layers, problems)
+    mock = os.path.join(os.path.dirname(core), "sdk", "mock")
+    if os.path.isdir(mock):
+        check_mock(mock, problems)
     return problems
 
 
@@ -177,7 +201,11 @@ def self_test(core):
     with tempfile.TemporaryDirectory() as tmp:
         copy = os.path.join(tmp, "core")
         shutil.copytree(core, copy)
-        with open(os.path.join(copy, "base", "buf.c"), "a", encoding="utf-8") as f:
+        mock = os.path.join(tmp, "sdk", "mock")
+        shutil.copytree(os.path.join(os.path.dirname(core), "sdk", "mock"), mock)
+        with open(os.path.join(mock, "mocklog.h"), "a", encoding="utf-8") as f:
+            f.write('\n#include "mockapi.h"\n')
+        with open(os.path.join(copy, "base", "log.c"), "a", encoding="utf-8") as f:
             f.write('\n#include "worker.h"\n')
         with open(os.path.join(copy, "base", "clock.h"), "a", encoding="utf-8") as f:
             f.write('\n#include "backoff.h"\n')
@@ -185,9 +213,10 @@ def self_test(core):
             f.write('\n#include "clock.h"\n')
         os.mkdir(os.path.join(copy, "stray"))
         problems = check(copy)
-    want = ["core/base/buf.c: includes worker.h from worker/",
+    want = ["core/base/log.c: includes worker.h from worker/",
             "core/base/backoff and core/base/clock include each other",
-            "core/stray: not described"]
+            "core/stray: not described",
+            "sdk/mock: files include each other in a loop: mock_internal -> mockapi -> mocklog"]
     missing = [w for w in want if not any(p.startswith(w) for p in problems)]
     for w in missing:
         print(f"self-test: the checker did not report: {w}", file=sys.stderr)

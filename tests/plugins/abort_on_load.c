@@ -2,6 +2,7 @@
  * abort_on_load.c - fixture: a plugin whose constructor aborts while it is
  * being loaded (dlopen runs constructors before any check), for the tests
  * that a plugin check survives it. Not loadable by anything.
+ * Used by: test_ctl.py.
  */
 #include <stdlib.h>
 #include <twice/plugin.h>

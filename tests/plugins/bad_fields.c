@@ -3,6 +3,7 @@
  * mistake each (name, flags, key, settings declaration), chosen at entry
  * time by the environment variable TWICE_BAD_FIELDS, so one library
  * covers every rule loader_open applies after the load rule. Unset: valid.
+ * Used by: test-loader.c.
  */
 #include <twice/plugin.h>
 

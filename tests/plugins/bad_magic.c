@@ -2,6 +2,7 @@
  * bad_magic.c - fixture: a descriptor whose magic cookie is wrong, as from
  * a library that is not a twice plugin. Must be refused before any other
  * field is read.
+ * Used by: test-loader.c.
  */
 #include <twice/plugin.h>
 

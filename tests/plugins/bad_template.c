@@ -1,6 +1,7 @@
 /*
  * bad_template.c - fixture: a key template that does not compile (the
  * field is never closed). Must be refused with the template's column.
+ * Used by: test-loader.c, test_basic.py.
  */
 #include <twice/plugin.h>
 

@@ -2,6 +2,7 @@
  * entry_is_data.c - fixture: exports the descriptor itself under the entry
  * point's name instead of a function returning it. Calling it would jump
  * into data; it must be refused as not a function.
+ * Used by: test-loader.c.
  */
 #include <twice/plugin.h>
 

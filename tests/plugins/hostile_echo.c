@@ -5,6 +5,7 @@
  * in its error when the attribute Action is "reject". The host must keep
  * every log line and DLQ attribute intact whatever they hold. Not a model
  * plugin: real ones should not log whole bodies.
+ * Used by: test_hostile.py.
  */
 #include <string.h>
 #include <twice/plugin.h>

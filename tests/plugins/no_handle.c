@@ -1,6 +1,7 @@
 /*
  * no_handle.c - fixture: a well-versioned descriptor without the one
  * required function, handle. Must be refused.
+ * Used by: test-loader.c.
  */
 #include <twice/plugin.h>
 

@@ -1,6 +1,7 @@
 /*
  * null_descriptor.c - fixture: the entry point exists but returns NULL.
  * Must be refused, not dereferenced.
+ * Used by: test-loader.c.
  */
 #include <twice/plugin.h>
 

@@ -2,6 +2,7 @@
  * settings_decl.c - fixture: a good plugin that declares settings (a
  * required string "url", an int "timeout" defaulting to 10, a bool
  * "verbose") for the loader's settings checks.
+ * Used by: test-loader.c, test_ctl.py.
  */
 #include <twice/plugin.h>
 

@@ -2,6 +2,7 @@
  * small_struct.c - fixture: a descriptor that claims ABI 1.0 but is only
  * 24 bytes long. The object really is that small: whatever a loader read
  * past the declared size would not be the descriptor.
+ * Used by: test-loader.c.
  */
 #include <twice/plugin.h>
 

@@ -7,8 +7,8 @@
 #include "buf.h"
 #include "check.h"
 #include "config.h"
+#include "escape.h"
 #include "jsonpath.h"
-#include "log.h"
 #include "sqs.h"
 #include "sqs_parse.h"
 
@@ -92,7 +92,7 @@ static char *
 escaped(const char *s)
 {
     struct buf b = BUF_INIT;
-    log_escape(&b, s, strlen(s));
+    escape_text(&b, s, strlen(s));
     return buf_steal(&b);
 }
 
@@ -100,7 +100,7 @@ escaped(const char *s)
  * U+009B CSI) into attributes and bodies; a plugin logging them split text
  * log lines for Unicode-aware readers and could drive a terminal. */
 static void
-test_log_escape_line_breaking_unicode(void)
+test_escape_line_breaking_unicode(void)
 {
     char *s = escaped("a\xe2\x80\xa8"
                       "b\xe2\x80\xa9"
@@ -160,7 +160,7 @@ main(void)
     test_config_suggestion_is_shown_safely();
     test_config_plugin_path_is_escaped();
     test_batch_failure_without_code();
-    test_log_escape_line_breaking_unicode();
+    test_escape_line_breaking_unicode();
     test_hostile_bodies_are_refused();
     return check_done("test-hostile-input");
 }

@@ -7,9 +7,9 @@
 #include "buf.h"
 #include "jsonpath.h"
 #include "keytmpl.h"
-#include "sqs.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include <twice/plugin.h>
 
@@ -101,28 +101,46 @@ test_needs_body(void)
     keytmpl_free(NULL);
 }
 
+/* A message attribute, as the host's SQS messages hold them. */
+struct attr {
+    const char *name, *data_type, *string_value;
+};
+
 /* A message for expansions. */
 struct msg {
     json_t *body;
-    struct sqs_attr attrs[4];
+    struct attr attrs[4];
     struct keytmpl_input in;
 };
+
+/* keytmpl's attribute lookup over a struct msg's attrs. */
+static int
+find_attr(const void *ctx, const char *name, struct keytmpl_attr *out)
+{
+    const struct msg *m = ctx;
+    for (size_t i = 0; i < sizeof(m->attrs) / sizeof(m->attrs[0]); i++) {
+        if (strcmp(m->attrs[i].name, name) == 0) {
+            *out = (struct keytmpl_attr){m->attrs[i].data_type, m->attrs[i].string_value};
+            return 0;
+        }
+    }
+    return -1;
+}
 
 static void
 msg_init(struct msg *m, const char *body)
 {
-    static unsigned char bin[] = {1, 2, 3};
     char err[256];
 
     memset(m, 0, sizeof(*m));
     m->body = jsonpath_parse_body(body, strlen(body), err, sizeof(err));
-    m->attrs[0] = (struct sqs_attr){"Tenant", "String", "acme", NULL, 0};
-    m->attrs[1] = (struct sqs_attr){"Count", "Number", "12", NULL, 0};
-    m->attrs[2] = (struct sqs_attr){"Shard", "Number.int", "7", NULL, 0};
-    m->attrs[3] = (struct sqs_attr){"Blob", "Binary", NULL, bin, sizeof(bin)};
+    m->attrs[0] = (struct attr){"Tenant", "String", "acme"};
+    m->attrs[1] = (struct attr){"Count", "Number", "12"};
+    m->attrs[2] = (struct attr){"Shard", "Number.int", "7"};
+    m->attrs[3] = (struct attr){"Blob", "Binary", NULL};
     m->in.body = m->body;
-    m->in.attrs = m->attrs;
-    m->in.nattrs = 4;
+    m->in.attr = find_attr;
+    m->in.attr_ctx = m;
     m->in.group_id = "grp-1";
 }
 

@@ -162,6 +162,7 @@ test_fields(void)
     CHECK_STR(twice_mock_job_key(j), "probe:42");
     CHECK(twice_mock_job_handled(j));
     CHECK(twice_mock_job_error(j) == NULL);
+    CHECK(twice_mock_job_reason(j) == NULL);
     CHECK_INT(twice_mock_job_retry_after(j), -1);
     const char *want[] = {"s=text",       "i=-7",           "r=1",           "r2=0.1",
                           "t=true",       "f=false",        "n=(null)",      "o=(null)",
@@ -197,13 +198,16 @@ test_statuses(void)
     CHECK_INT(run_body(m, "{\"id\":\"a\",\"action\":\"retry\"}", &j), TWICE_RETRY);
     CHECK_STR(twice_mock_job_error(j), "second 2");
     CHECK_INT(twice_mock_job_retry_after(j), 43200);
+    CHECK(twice_mock_job_reason(j) == NULL);
     twice_mock_job_free(j);
     CHECK_INT(run_body(m, "{\"id\":\"a\",\"action\":\"reject\"}", &j), TWICE_REJECT);
     CHECK_STR(twice_mock_job_error(j), "no such thing");
+    CHECK_STR(twice_mock_job_reason(j), "rejected");
     CHECK(twice_mock_job_handled(j));
     twice_mock_job_free(j);
     CHECK_INT(run_body(m, "{\"id\":\"a\",\"action\":\"odd\"}", &j), TWICE_RETRY);
     CHECK_STR(twice_mock_job_error(j), "handle() returned 7, not DONE, RETRY or REJECT");
+    CHECK(twice_mock_job_reason(j) == NULL);
     twice_mock_job_free(j);
 
     /* no key: dead-lettered without calling handle() */
@@ -211,18 +215,22 @@ test_statuses(void)
     CHECK(twice_mock_job_key(j) == NULL);
     CHECK(!twice_mock_job_handled(j));
     CHECK_STR(twice_mock_job_error(j), "missing key field id");
+    CHECK_STR(twice_mock_job_reason(j), "missing-key-field");
     twice_mock_job_free(j);
     CHECK_INT(run_body(m, "{\"id\":null}", &j), TWICE_REJECT);
     CHECK_STR(twice_mock_job_error(j), "missing key field id (null)");
     twice_mock_job_free(j);
     CHECK_INT(run_body(m, "{\"id\":{\"x\":1}}", &j), TWICE_REJECT);
     CHECK_STR(twice_mock_job_error(j), "bad key field id: an object (need a string or number)");
+    CHECK_STR(twice_mock_job_reason(j), "bad-key-field");
     twice_mock_job_free(j);
     CHECK_INT(run_body(m, "{\"id\":\"\"}", &j), TWICE_REJECT);
     CHECK_STR(twice_mock_job_error(j), "bad key field id: empty");
     twice_mock_job_free(j);
     CHECK_INT(run_body(m, "not json", &j), TWICE_REJECT);
-    CHECK_CONTAINS(twice_mock_job_error(j), "key field id needs a JSON body");
+    CHECK_STR(twice_mock_job_error(j), "key field id needs a JSON body: line 1 column 3: "
+                                       "invalid token near 'not'");
+    CHECK_STR(twice_mock_job_reason(j), "invalid-json");
     twice_mock_job_free(j);
     twice_mock_free(m);
 }
@@ -269,8 +277,23 @@ test_templates(void)
     char big[700];
     memset(big, 'a', 600);
     strcpy(big + 600, "{x}");
-    expect_key(j, big, NULL, "key longer than 512 bytes");
+    expect_key(j, big, NULL,
+               "column 1: literal text of 600 bytes leaves no room in a 512-byte key");
+    memset(big, 'a', 510);
+    strcpy(big + 510, "{o.a.1.b}");
+    expect_key(j, big, NULL, "key longer than 512 bytes at key field o.a.1.b");
     twice_mock_job_free(j);
+    twice_mock_free(m);
+
+    /* The load rule includes the template, as the host's loader does. */
+    twice_plugin bad = *twice_plugin_entry();
+    bad.key_template = "probe:{id";
+    CHECK(twice_mock_new(&bad) == NULL);
+    bad.key_template = "probe";
+    CHECK(twice_mock_new(&bad) == NULL);
+    bad.key_template = "probe:{id}";
+    m = twice_mock_new(&bad);
+    CHECK(m != NULL);
     twice_mock_free(m);
 }
 
@@ -296,6 +319,21 @@ test_dlopen(void)
     CHECK_INT(lvl, TWICE_LOG_DEBUG);
     CHECK_INT(twice_mock_run(j), TWICE_REJECT);
     CHECK_STR(twice_mock_job_error(j), "derive_key: no Tenant attribute");
+    CHECK_STR(twice_mock_job_reason(j), "bad-key-field");
+    twice_mock_job_free(j);
+    /* derive_key's answer is checked as the host checks it */
+    j = twice_mock_job_new(m, "{}");
+    twice_mock_job_attr(j, "Tenant", "String", "ac\tme");
+    CHECK_INT(twice_mock_run(j), TWICE_REJECT);
+    CHECK_STR(twice_mock_job_error(j), "derive_key returned a control character");
+    twice_mock_job_free(j);
+    j = twice_mock_job_new(m, "{}");
+    twice_mock_job_attr(j, "Tenant", "String", "caf\xc3");
+    CHECK_INT(twice_mock_run(j), TWICE_REJECT);
+    CHECK_STR(twice_mock_job_error(j), "derive_key returned bytes that are not UTF-8");
+    CHECK_STR(twice_mock_job_reason(j), "bad-key-field");
+    twice_mock_job_free(j);
+    j = twice_mock_job_new(m, "{}");
     twice_mock_job_attr(j, "Tenant", "String", "acme");
     twice_mock_job_db(j, (void *) m);
     CHECK_INT(twice_mock_run(j), TWICE_DONE);

@@ -3,6 +3,7 @@
  * dlopen: a transactional one whose key comes from derive_key() (the
  * Tenant attribute), and whose handle() reports what api->db() gave it.
  * Not an example of a useful handler.
+ * Used by: test-mock.c (ctest unit/sdk-mock), unit/exports-mock_tiny_plugin.
  */
 #include <stdio.h>
 #include <string.h>

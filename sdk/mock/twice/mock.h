@@ -19,8 +19,9 @@
  *
  * The API table handed to the plugin implements every twice_api function
  * with the semantics plugin.h documents, and derives keys from the
- * plugin's key template ({a.b}, {attr:Name}, {msg:group}, "{{", "}}") the
- * way the host does, or with its derive_key().
+ * plugin's key template ({a.b}, {attr:Name}, {msg:group}, "{{", "}}") or
+ * with its derive_key(), by the host's own code (compiled into the mock's
+ * library): the same key, or the same refusal and reason, as twiced.
  *
  * Ownership: every string the mock returns is owned by the mock or the job
  * and lives until the object is freed (or, for a job's results, until the
@@ -46,13 +47,14 @@ typedef struct twice_mock_job twice_mock_job;
 
 /* A mock host for a descriptor linked into the test (pass
  * twice_plugin_entry()). The descriptor is checked with the host's load
- * rule; NULL when it fails (the reason is not kept: use twice_mock_open for
- * a .so, whose errors are reported) or out of memory. */
+ * rule, key template included; NULL when it fails (the reason is not kept:
+ * use twice_mock_open for a .so, whose errors are reported, or
+ * twice_mock_expand_key for a template's) or out of memory. */
 twice_mock *twice_mock_new(const twice_plugin *plugin);
 
 /* A mock host for a plugin file: dlopen(path), the entry point, the load
- * rule (magic, major, minor, size). NULL with err on failure. The library
- * stays open until twice_mock_free. */
+ * rule (magic, major, minor, size, a key template that compiles). NULL
+ * with err on failure. The library stays open until twice_mock_free. */
 twice_mock *twice_mock_open(const char *path, char *err, size_t errlen);
 
 /* Call fini() when init() succeeded, close the library, free everything.
@@ -117,6 +119,13 @@ twice_status twice_mock_run(twice_mock_job *j);
 
 /* Results of the last run. The key, or NULL when none was derived. */
 const char *twice_mock_job_key(const twice_mock_job *j);
+/* The reason code the host would dead-letter the message with after this
+ * run: "missing-key-field", "bad-key-field", "key-too-long" or
+ * "invalid-json" when no key could be derived (the error then says why, in
+ * the host's words), "rejected" when handle() returned TWICE_REJECT; NULL
+ * otherwise (a TWICE_RETRY is dead-lettered only past max_attempts, which
+ * the mock does not count). A static string. */
+const char *twice_mock_job_reason(const twice_mock_job *j);
 /* The last api->error() text, or NULL when none was given. */
 const char *twice_mock_job_error(const twice_mock_job *j);
 /* What api->retry_after() asked for (capped at 43200), or -1. */

@@ -7,7 +7,7 @@
 
 #include "buf.h"
 #include "jsonpath.h"
-#include "sqs.h"
+#include "utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -372,17 +372,17 @@ expand_path(struct expansion *x, const struct part *p, const struct keytmpl_inpu
 static enum keytmpl_result
 expand_attr(struct expansion *x, const struct part *p, const struct keytmpl_input *in)
 {
-    const struct sqs_attr *a = sqs_attr_find(in->attrs, in->nattrs, p->text);
-    if (a == NULL) {
+    struct keytmpl_attr a = {NULL, NULL};
+    if (in->attr == NULL || in->attr(in->attr_ctx, p->text, &a) != 0) {
         return field_error(x, KEYTMPL_MISSING, p, "", "");
     }
-    const char *dt = a->data_type != NULL ? a->data_type : "";
+    const char *dt = a.data_type != NULL ? a.data_type : "";
     int text_type = strncmp(dt, "String", 6) == 0 || strncmp(dt, "Number", 6) == 0;
-    if (!text_type || a->string_value == NULL) {
+    if (!text_type || a.string_value == NULL) {
         return field_error(x, KEYTMPL_BAD_VALUE, p, ": a binary attribute",
                            " (need String or Number)");
     }
-    return append_value(x, p, a->string_value, strlen(a->string_value));
+    return append_value(x, p, a.string_value, strlen(a.string_value));
 }
 
 static enum keytmpl_result
@@ -424,6 +424,32 @@ keytmpl_expand(const struct keytmpl *t, const struct keytmpl_input *in, struct b
         out->data[out->len] = '\0';
     }
     return r;
+}
+
+enum keytmpl_result
+keytmpl_check_derived(const char *key, int n, const char *plugin_error, struct buf *err)
+{
+    if (n < 0) {
+        buf_printf(err, "derive_key: %s",
+                   plugin_error != NULL ? plugin_error : "the plugin found no key");
+        return KEYTMPL_BAD_VALUE;
+    }
+    if (n == 0 || n > TWICE_KEY_MAX) {
+        buf_printf(err, "derive_key returned %d bytes (1-%d allowed)", n, TWICE_KEY_MAX);
+        return n == 0 ? KEYTMPL_BAD_VALUE : KEYTMPL_TOO_LONG;
+    }
+    for (int i = 0; i < n; i++) {
+        if (is_control((unsigned char) key[i])) {
+            buf_puts(err, "derive_key returned a control character");
+            return KEYTMPL_BAD_VALUE;
+        }
+    }
+    if (!utf8_valid(key, (size_t) n)) {
+        /* PostgreSQL would refuse it, and with it the whole claimed batch. */
+        buf_puts(err, "derive_key returned bytes that are not UTF-8");
+        return KEYTMPL_BAD_VALUE;
+    }
+    return KEYTMPL_OK;
 }
 
 const char *

@@ -31,4 +31,8 @@ int jsonpath_scalar_text(const json_t *v, struct buf *out);
  */
 json_t *jsonpath_parse_body(const char *body, size_t len, char *err, size_t errlen);
 
+/* The room the host gives that err (a job's body_error): a longer reason is
+ * cut there, in the daemon and in the SDK's mock host alike. */
+#define JSONPATH_BODY_ERROR_LEN 160
+
 #endif

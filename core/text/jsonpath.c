@@ -6,8 +6,9 @@
 #include "jsonpath.h"
 
 #include "buf.h"
-#include "log.h"
+#include "escape.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,7 +142,7 @@ jsonpath_parse_body(const char *body, size_t len, char *err, size_t errlen)
     if (root != NULL) {
         return root;
     }
-    log_escape(&text, jerr.text, strnlen(jerr.text, sizeof(jerr.text)));
+    escape_text(&text, jerr.text, strnlen(jerr.text, sizeof(jerr.text)));
     snprintf(err, errlen, "line %d column %d: %s", jerr.line, jerr.column,
              text.failed ? "invalid JSON" : buf_str(&text));
     buf_free(&text);

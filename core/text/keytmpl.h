@@ -6,6 +6,8 @@
  * the FIFO MessageGroupId. "{{" and "}}" are literal braces. A template must
  * hold at least one field (a constant key would make every message a
  * duplicate of the first). Compiled once per plugin; expanded per message.
+ * Also the rule a key from a plugin's own derive_key() must obey. Pure: the
+ * daemon (plugin/hostapi.c) and the SDK's mock host both derive keys here.
  */
 #ifndef TWICE_KEYTMPL_H
 #define TWICE_KEYTMPL_H
@@ -14,7 +16,6 @@
 #include <stddef.h>
 
 struct buf;
-struct sqs_attr;
 struct keytmpl;
 
 /* Compile; 0 and *out (keytmpl_free), or -1 with err naming the column
@@ -25,13 +26,23 @@ void keytmpl_free(struct keytmpl *t);
 /* Whether any field reads the JSON body (so the body must be parsed). */
 int keytmpl_needs_body(const struct keytmpl *t);
 
+/* A message attribute as a template sees it. */
+struct keytmpl_attr {
+    const char *data_type;    /* "String", "Number", "Number.int", "Binary"...; may be NULL */
+    const char *string_value; /* its text; NULL for a Binary attribute */
+};
+
+/* Find the attribute called name in the message ctx: 0 and *out (pointers
+ * borrowed from ctx for the expansion), or -1 when there is none. */
+typedef int (*keytmpl_attr_fn)(const void *ctx, const char *name, struct keytmpl_attr *out);
+
 /* What a message offers a template. */
 struct keytmpl_input {
     const json_t *body;     /* the parsed body, NULL when it is not JSON */
     const char *body_error; /* why it is not JSON, when body is NULL */
-    const struct sqs_attr *attrs;
-    size_t nattrs;
-    const char *group_id; /* NULL on standard queues */
+    keytmpl_attr_fn attr;   /* the message's attributes; NULL: it has none */
+    const void *attr_ctx;   /* passed to attr */
+    const char *group_id;   /* NULL on standard queues */
 };
 
 /* Why a message has no key; each maps to a DLQ reason (keytmpl_reason). */
@@ -49,6 +60,16 @@ enum keytmpl_result {
  */
 enum keytmpl_result keytmpl_expand(const struct keytmpl *t, const struct keytmpl_input *in,
                                    struct buf *out, char *err, size_t errlen);
+
+/*
+ * Check what a plugin's derive_key() returned (n, and its error text when
+ * n < 0, NULL if it gave none): a key is 1 to TWICE_KEY_MAX bytes of UTF-8
+ * without control characters, as an expanded template is. KEYTMPL_OK, or
+ * the result with why appended to err ("derive_key returned a control
+ * character"; the plugin's own error text is kept whole).
+ */
+enum keytmpl_result keytmpl_check_derived(const char *key, int n, const char *plugin_error,
+                                          struct buf *err);
 
 /* The DLQ reason code for a result: "invalid-json", "missing-key-field",
  * "bad-key-field", "key-too-long" ("" for KEYTMPL_OK). */

@@ -1,0 +1,49 @@
+/*
+ * escape.c - escaping untrusted text for one line (see escape.h). Used by
+ * the logger for every message and field, and wherever an error quotes
+ * input it did not write (a path, a host, a template, jansson's text).
+ */
+#include "escape.h"
+
+#include "buf.h"
+#include "utf8.h"
+
+/* C1 controls (U+0080-U+009F; U+009B is a terminal's CSI) and the Unicode
+ * line and paragraph separators U+2028/U+2029: valid UTF-8 that still ends
+ * a line for some readers, or drives a terminal. */
+static int
+breaks_line(const unsigned char *s, size_t len)
+{
+    return (len == 2 && s[0] == 0xc2 && s[1] <= 0x9f) ||
+           (len == 3 && s[0] == 0xe2 && s[1] == 0x80 && (s[2] == 0xa8 || s[2] == 0xa9));
+}
+
+void
+escape_text(struct buf *b, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *) s;
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = p[i];
+        size_t len = utf8_seq_len(p + i, n - i);
+        if (c == '\n') {
+            buf_puts(b, "\\n");
+        } else if (c == '\t') {
+            buf_puts(b, "\\t");
+        } else if (c == '\r') {
+            buf_puts(b, "\\r");
+        } else if (c == '\\' || c == '"') {
+            buf_putc(b, '\\');
+            buf_putc(b, (char) c);
+        } else if (c < 0x20 || c == 0x7f || len == 0) {
+            buf_printf(b, "\\x%02x", c);
+            len = 1;
+        } else if (breaks_line(p + i, len)) {
+            buf_printf(b, "\\u%04x",
+                       len == 2 ? (unsigned) p[i + 1] : 0x2000u | (p[i + 2] & 0x3fu));
+        } else {
+            buf_append(b, p + i, len);
+        }
+        i += len ? len : 1;
+    }
+}

@@ -1,0 +1,18 @@
+/*
+ * escape.h - untrusted bytes made safe to show on one line: in a log line,
+ * an error message, a DLQ reason. Not quoting for a shell, SQL or JSON;
+ * only what keeps a line one line and the text valid UTF-8.
+ */
+#ifndef TWICE_ESCAPE_H
+#define TWICE_ESCAPE_H
+
+#include <stddef.h>
+
+struct buf;
+
+/* Append s (n bytes) to b with control bytes, backslashes, quotes and
+ * invalid UTF-8 escaped as \n, \t, \\, \", \xNN, and C1 controls and
+ * U+2028/U+2029 as \uNNNN; other valid UTF-8 is kept. */
+void escape_text(struct buf *b, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,19 @@
+/*
+ * mockapi.h - the twice_api table the mock host hands to plugins, and the
+ * "current mock" that log lines without a job are captured into.
+ */
+#ifndef TWICE_MOCKAPI_H
+#define TWICE_MOCKAPI_H
+
+#include <twice/plugin.h>
+
+struct twice_mock;
+
+/* The API table handed to init() (static, lives forever). */
+const twice_api *mockapi_table(void);
+
+/* The mock whose plugin code runs on this thread (for log lines without a
+ * job); set around every call into the plugin, NULL after it. */
+void mockapi_set_current(struct twice_mock *m);
+
+#endif

@@ -1,0 +1,217 @@
+/*
+ * mockjob.c - the mock host's fake jobs: a body, attributes, a group id and
+ * an attempt, run through key derivation (mockkey.c) and handle() as the
+ * host runs them, with what came back kept for the test. Not a simulation
+ * of the job lifecycle: no claim, retry, DLQ or transaction happens here.
+ */
+#include "jsonpath.h"
+#include "mock_internal.h"
+#include "mockapi.h"
+#include "mockkey.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+twice_mock_job *
+twice_mock_job_new(twice_mock *m, const char *body)
+{
+    struct twice_job *j = calloc(1, sizeof(*j));
+    if (j == NULL) {
+        return NULL;
+    }
+    j->mock = m;
+    j->attempt = 1;
+    j->retry_after = -1;
+    j->body = strdup(body != NULL ? body : "");
+    pthread_mutex_lock(&m->lock);
+    unsigned long id = ++m->next_id;
+    pthread_mutex_unlock(&m->lock);
+    if (j->body == NULL || asprintf(&j->message_id, "mock-message-%lu", id) < 0) {
+        j->message_id = NULL;
+        twice_mock_job_free((twice_mock_job *) j);
+        return NULL;
+    }
+    j->body_len = strlen(j->body);
+    /* Parsed by the host's own parser: duplicates refused, a bare scalar
+     * accepted (it simply has no fields), the same reason when it fails. */
+    j->root = jsonpath_parse_body(j->body, j->body_len, j->body_error, sizeof(j->body_error));
+    return (twice_mock_job *) j;
+}
+
+static void
+clear_results(struct twice_job *j)
+{
+    free(j->key);
+    free(j->error);
+    j->key = j->error = NULL;
+    j->reason = NULL;
+    j->retry_after = -1;
+    j->handled = 0;
+    mocklog_clear(&j->log);
+    for (size_t i = 0; i < j->nkept; i++) {
+        free(j->kept[i]);
+    }
+    free(j->kept);
+    j->kept = NULL;
+    j->nkept = j->capkept = 0;
+}
+
+void
+twice_mock_job_free(twice_mock_job *mj)
+{
+    struct twice_job *j = (struct twice_job *) mj;
+    if (j == NULL) {
+        return;
+    }
+    clear_results(j);
+    for (size_t i = 0; i < j->nattrs; i++) {
+        free(j->attrs[i].name);
+        free(j->attrs[i].type);
+        free(j->attrs[i].value);
+    }
+    free(j->attrs);
+    json_decref(j->root);
+    free(j->body);
+    free(j->message_id);
+    free(j->group_id);
+    free(j);
+}
+
+int
+twice_mock_job_attr(twice_mock_job *mj, const char *name, const char *type, const char *value)
+{
+    struct twice_job *j = (struct twice_job *) mj;
+    struct mock_attr *a = realloc(j->attrs, (j->nattrs + 1) * sizeof(*a));
+    if (a == NULL) {
+        return -1;
+    }
+    j->attrs = a;
+    struct mock_attr at = {strdup(name), strdup(type != NULL ? type : "String"),
+                           strdup(value != NULL ? value : "")};
+    if (at.name == NULL || at.type == NULL || at.value == NULL) {
+        free(at.name);
+        free(at.type);
+        free(at.value);
+        return -1;
+    }
+    j->attrs[j->nattrs++] = at;
+    return 0;
+}
+
+/* Replace *slot with a copy of s (NULL clears it when allow_null). */
+static int
+replace(char **slot, const char *s, int allow_null)
+{
+    char *copy = NULL;
+    if (s == NULL && !allow_null) {
+        return -1;
+    }
+    if (s != NULL && (copy = strdup(s)) == NULL) {
+        return -1;
+    }
+    free(*slot);
+    *slot = copy;
+    return 0;
+}
+
+int
+twice_mock_job_message_id(twice_mock_job *mj, const char *message_id)
+{
+    return replace(&((struct twice_job *) mj)->message_id, message_id, 0);
+}
+
+int
+twice_mock_job_group(twice_mock_job *mj, const char *group_id)
+{
+    return replace(&((struct twice_job *) mj)->group_id, group_id, 1);
+}
+
+void
+twice_mock_job_attempt(twice_mock_job *mj, int attempt)
+{
+    ((struct twice_job *) mj)->attempt = attempt;
+}
+
+void
+twice_mock_job_db(twice_mock_job *mj, void *pgconn)
+{
+    ((struct twice_job *) mj)->db = pgconn;
+}
+
+/* ---- running a job ---- */
+
+twice_status
+twice_mock_run(twice_mock_job *mj)
+{
+    struct twice_job *j = (struct twice_job *) mj;
+    struct twice_mock *m = j->mock;
+    clear_results(j);
+    if (!m->initialized && m->plugin->init != NULL) {
+        mockapi_table()->error(j, "twice_mock_run before a successful twice_mock_init");
+        return TWICE_RETRY;
+    }
+    if (mockkey_derive(j) != 0) {
+        return TWICE_REJECT;
+    }
+    j->handled = 1;
+    mockapi_set_current(m);
+    twice_status st = m->plugin->handle(m->state, j);
+    mockapi_set_current(NULL);
+    if (st != TWICE_DONE && st != TWICE_RETRY && st != TWICE_REJECT) {
+        /* the host says it the same way, through its own api->error */
+        mockapi_table()->error(j, "handle() returned %d, not DONE, RETRY or REJECT", (int) st);
+        st = TWICE_RETRY;
+    }
+    j->reason = st == TWICE_REJECT ? "rejected" : NULL;
+    return st;
+}
+
+const char *
+twice_mock_job_key(const twice_mock_job *mj)
+{
+    return ((const struct twice_job *) mj)->key;
+}
+
+const char *
+twice_mock_job_reason(const twice_mock_job *mj)
+{
+    return ((const struct twice_job *) mj)->reason;
+}
+
+const char *
+twice_mock_job_error(const twice_mock_job *mj)
+{
+    return ((const struct twice_job *) mj)->error;
+}
+
+int
+twice_mock_job_retry_after(const twice_mock_job *mj)
+{
+    return ((const struct twice_job *) mj)->retry_after;
+}
+
+int
+twice_mock_job_handled(const twice_mock_job *mj)
+{
+    return ((const struct twice_job *) mj)->handled;
+}
+
+size_t
+twice_mock_job_log_count(const twice_mock_job *mj)
+{
+    return ((const struct twice_job *) mj)->log.n;
+}
+
+const char *
+twice_mock_job_log_text(const twice_mock_job *mj, size_t i, twice_log_level *level)
+{
+    const struct twice_job *j = (const struct twice_job *) mj;
+    if (i >= j->log.n) {
+        return NULL;
+    }
+    if (level != NULL) {
+        *level = j->log.lines[i].level;
+    }
+    return j->log.lines[i].text;
+}

@@ -1,0 +1,24 @@
+/*
+ * mockkey.h - a fake job's idempotency key, derived by the daemon's own
+ * code (core/text/keytmpl.c, carried inside libtwice-mock.a).
+ */
+#ifndef TWICE_MOCKKEY_H
+#define TWICE_MOCKKEY_H
+
+#include <stddef.h>
+
+#include <twice/plugin.h>
+
+struct keytmpl;
+struct twice_job;
+
+/* Compile the descriptor's key_template as the host's loader does: 0 and
+ * *out (NULL for a derive_key plugin; keytmpl_free), or -1 with err
+ * ("key_template \"x{\": column 2: unterminated field"). */
+int mockkey_compile(const twice_plugin *d, struct keytmpl **out, char *err, size_t errlen);
+
+/* Derive j's key with its mock's template or the plugin's derive_key(), as
+ * the host does: 0 and j->key, or -1 with j->error and j->reason set. */
+int mockkey_derive(struct twice_job *j);
+
+#endif
