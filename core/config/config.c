@@ -59,9 +59,9 @@ static const char *const smtp_keys[] = {"url",      "from",    "to", "username",
 static const char *const metrics_keys[] = {"listen", NULL};
 static const char *const plugin_keys[] = {"name", "path", "settings", NULL};
 static const char *const queue_keys[] = {
-    "name",        "url",       "dlq_url",    "plugin",    "route_by",           "routes",
-    "concurrency", "receivers", "batch_size", "wait_time", "visibility_timeout", "max_attempts",
-    "max_receives", "backoff",  NULL};
+    "name",         "url",       "dlq_url",    "plugin",    "route_by",           "routes",
+    "concurrency",  "receivers", "batch_size", "wait_time", "visibility_timeout", "max_attempts",
+    "max_receives", "backoff",   NULL};
 static const char *const route_keys[] = {"value", "plugin", NULL};
 static const char *const backoff_keys[] = {"base", "cap", NULL};
 

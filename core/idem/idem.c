@@ -177,7 +177,7 @@ static const struct {
     " IF NOT EXISTS (SELECT 1 FROM pg_constraint k JOIN pg_attribute a"                           \
     " ON a.attrelid = k.conrelid AND a.attname = 'state' WHERE k.conrelid = t"                    \
     " AND k.contype = 'c' AND k.conkey = ARRAY[a.attnum]) THEN"                                   \
-    " EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I CHECK (state IN (''in_progress'',"        \
+    " EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I CHECK (state IN (''in_progress'',"         \
     " ''released'', ''crashed'', ''interrupted'', ''completed''))', t,"                           \
     " current_setting('twice.idem_check')); END IF; END $twice$;"
 
@@ -205,8 +205,8 @@ static const char sql_migrate[] =
     " ADD COLUMN IF NOT EXISTS message_id TEXT,"
     " ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 1,"
     " ADD COLUMN IF NOT EXISTS created_at TIMESTAMPTZ NOT NULL DEFAULT now();"
-    "SELECT set_config('twice.idem_table', @N, true), set_config('twice.idem_check', @C, true);"
-    SQL_STATE_CHECK
+    "SELECT set_config('twice.idem_table', @N, true),"
+    " set_config('twice.idem_check', @C, true);" SQL_STATE_CHECK
     "CREATE INDEX IF NOT EXISTS @I ON @T (processed_at) WHERE state = 'completed';"
     "CREATE INDEX IF NOT EXISTS @O ON @T (owner, idempotency_key)"
     " WHERE state = 'in_progress';"
@@ -681,8 +681,8 @@ idem_migrate(struct idem_store *s, char *err, size_t errlen)
     char *table_lit = PQescapeLiteral(s->conn, s->table, strlen(s->table));
     char *check_lit = check.failed ? NULL : PQescapeLiteral(s->conn, buf_str(&check), check.len);
     const char *extra[] = {"L", lock, "N", table_lit, "C", check_lit, NULL};
-    int rc = table_lit != NULL && check_lit != NULL ? sql_expand_with(&sql, sql_migrate, s, extra)
-                                                    : -1;
+    int rc =
+        table_lit != NULL && check_lit != NULL ? sql_expand_with(&sql, sql_migrate, s, extra) : -1;
     PQfreemem(table_lit);
     PQfreemem(check_lit);
     buf_free(&check);
@@ -949,8 +949,8 @@ int
 idem_complete_batch(struct idem_store *s, const char *const *keys, const int *attempts, size_t n,
                     int *done, char *err, size_t errlen)
 {
-    return keys_update_attempts(s, "twice_idem_complete", "complete", keys, attempts, n, done,
-                                err, errlen);
+    return keys_update_attempts(s, "twice_idem_complete", "complete", keys, attempts, n, done, err,
+                                errlen);
 }
 
 int
@@ -1099,8 +1099,8 @@ idem_tx_rollback(struct idem_store *s, char *err, size_t errlen)
  * janitor index finds the old rows of the states given (as the index says
  * them, so that the planner can use it). */
 static int
-purge(struct idem_store *s, const char *states, int retention, int limit, long *deleted,
-      char *err, size_t errlen)
+purge(struct idem_store *s, const char *states, int retention, int limit, long *deleted, char *err,
+      size_t errlen)
 {
     *deleted = 0;
     if (retention < 0 || limit <= 0) {
@@ -1122,8 +1122,8 @@ purge(struct idem_store *s, const char *states, int retention, int limit, long *
         set_err(err, errlen, "purge: out of memory");
         return -1;
     }
-    PGresult *res = idem_run_sql(s, buf_str(&tmpl), 2, params, PGRES_COMMAND_OK, "purge keys",
-                                 err, errlen);
+    PGresult *res =
+        idem_run_sql(s, buf_str(&tmpl), 2, params, PGRES_COMMAND_OK, "purge keys", err, errlen);
     buf_free(&tmpl);
     if (res == NULL) {
         return -1;

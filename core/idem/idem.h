@@ -180,8 +180,8 @@ struct idem_record {
     char *owner;    /* NULL unless in_progress */
     char *message_id;
     char sha256_hex[65]; /* "" when unknown */
-    int attempts;       /* runs counted (while in_progress: before the current one) */
-    time_t lease_until; /* 0 when none */
+    int attempts;        /* runs counted (while in_progress: before the current one) */
+    time_t lease_until;  /* 0 when none */
     time_t created_at;
     time_t processed_at;
 };

@@ -173,7 +173,8 @@ give_back_queue(struct heartbeat *hb, struct wqueue *q, struct twice_job **jobs,
     struct idem_store *s = hb->store(hb->store_arg);
     /* Their runs are cut short by the drain: not counted (the rows keep the
      * count they had when claimed). */
-    if (k > 0 && (s == NULL || idem_release_batch(s, keys, NULL, k, NULL, err, sizeof(err)) != 0)) {
+    if (k > 0 &&
+        (s == NULL || idem_release_batch(s, keys, NULL, k, NULL, err, sizeof(err)) != 0)) {
         log_warn("queue %s: drain deadline: releasing %zu keys failed (their leases "
                  "will be ended when this worker has gone)",
                  q->cfg->name, k);

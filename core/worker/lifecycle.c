@@ -103,7 +103,8 @@ take_over_warning(enum idem_state state)
 
 /* The key is ours (claimed, or taken over from a run that did not end): run
  * it as attempt runs + 1, unless its attempts are spent, or the message has
- * been received too often while its runs went unrecorded. */
+ * been received too often without finishing (the backstop: runs that were
+ * never recorded, a count the janitor removed). */
 static void
 on_claimed(const struct lifecycle_queue *q, const struct lifecycle_claim *c,
            struct lifecycle_verdict *v)
@@ -115,11 +116,13 @@ on_claimed(const struct lifecycle_queue *q, const struct lifecycle_claim *c,
     } else if (c->attempts >= q->max_attempts) {
         part(dead_letter(v, "max-attempts", c->attempts)->before, LIFECYCLE_TEXT_MAX,
              "%d attempts already (max_attempts %d)", c->attempts, q->max_attempts);
-    } else if (c->state == IDEM_TAKEN_OVER && c->receives > q->max_receives) {
+    } else if (c->receives > q->max_receives) {
         part(dead_letter(v, "max-receives", c->attempts)->before, LIFECYCLE_TEXT_MAX,
-             "received %d times (max_receives %d); the previous holder's lease expired before "
-             "it recorded its run",
-             c->receives, q->max_receives);
+             "received %d times (max_receives %d) without finishing (attempts counted: %d)%s",
+             c->receives, q->max_receives, c->attempts,
+             c->state == IDEM_TAKEN_OVER ? "; the last holder's lease expired before it "
+                                           "recorded its run"
+                                         : "");
     } else {
         v->attempt = c->attempts + 1;
         const char *warning = take_over_warning(c->state);

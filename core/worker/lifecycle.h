@@ -9,7 +9,7 @@
  * max_receives, "receives" SQS's ApproximateReceiveCount, "runs" the handler runs
  * counted with the key in the store). An attempt is a run of the handler: a
  * delivery that twice hid, gave back or could not claim is no attempt. Receives
- * are only a backstop (max receives, higher) for a message that cannot run.
+ * are only a backstop (max receives, higher) for a message that never finishes.
  *
  * After the claim (lifecycle_on_claim); the job would run as attempt runs + 1:
  *   claimed (a new key, or one     run it; but runs >= max (max lowered since), dead-
@@ -18,12 +18,18 @@
  *   crashed (its last run crashed  runs >= max: dead-letter "worker-crashed" ("R attempts,
  *   its worker; that run counted)    the last one crashed its worker (max_attempts M)");
  *                                    else run it with a warning
- *   interrupted (its worker went   run it with a warning (not counted against it); runs
- *   away mid-run: another job's      >= max as for claimed
+ *   interrupted (its worker went   run it with a warning (that run is not counted against
+ *   away mid-run: another job's      it); runs >= max as for claimed
  *   crash, or a stop)
- *   taken over (a lease expired    runs >= max as for claimed; else past max receives,
- *   unrecorded: its worker hung      dead-letter "max-receives" ("received N times
- *   or lost the database)            (max_receives X); ..."); else run it with a warning
+ *   taken over (a lease expired    run it with a warning (that run is not counted);
+ *   unrecorded: its worker hung,     runs >= max as for claimed
+ *   lost the database, or its
+ *   host died)
+ *   any of these four, received    the backstop, unless runs >= max said otherwise:
+ *     more than max receives         dead-letter "max-receives" ("received N times
+ *                                    (max_receives X) without finishing (attempts
+ *                                    counted: R)"): runs that were never recorded (a host
+ *                                    that keeps dying), a count the janitor removed
  *   completed, same payload      a duplicate: delete it (also when the stored payload
  *   (or unknown: migrated row)     is unknown); never dead-lettered for its receives
  *   completed, other payload     a conflict: delete it (on_conflict skip) or
@@ -31,7 +37,9 @@
  *   busy (a live lease)          past max receives, dead-letter "max-receives"; else hide
  *                                  it for 2^(receives-1) s (1 s on the first delivery,
  *                                  doubling with each), never past the lease's end + 2 s,
- *                                  clamped to 1..43200
+ *                                  clamped to 1..43200: a duplicate of a job that ends
+ *                                  soon is looked at again soon, and one behind a long job
+ *                                  costs a receive per lease at most
  * A claim that failed (lifecycle_on_claim_failed) gives the message back at once
  * (not counted); past max receives it is dead-lettered "max-receives" with the error.
  *
@@ -108,7 +116,7 @@ struct lifecycle_verdict {
     struct lifecycle_text detail; /* DEADLETTER: the detail sent with it */
     int runs;                     /* DEADLETTER: the key's runs counted (twice-attempts) */
     int attempt;                  /* claim, NONE: the run's number (runs + 1); else 0 */
-    int counted; /* RETRY, RETURN: the release records this run as an attempt */
+    int counted;                  /* RETRY, RETURN: the release records this run as an attempt */
     int has_log;                  /* log is a line to log with the job's context */
     twice_log_level log_level;
     struct lifecycle_text log;
@@ -119,7 +127,7 @@ struct lifecycle_verdict {
 /* What the store answered for a key, and what is known of the delivery. */
 struct lifecycle_claim {
     enum idem_state state;
-    int attempts; /* the key's runs counted so far (idem_claim.attempts) */
+    int attempts;      /* the key's runs counted so far (idem_claim.attempts) */
     int receives;      /* this delivery's ApproximateReceiveCount (>= 1) */
     double lease_left; /* BUSY: seconds left on the holder's lease */
     const char *key;

@@ -51,8 +51,8 @@ main(void)
     struct timespec wait = {3, 0};
     nanosleep(&wait, NULL);
     double tries = pg_errors("janitor") + pg_errors("expire");
-    CHECK(tries >= 1);  /* it did try */
-    CHECK(tries <= 10); /* 1 s, 2 s, ... between tries, not a busy loop */
+    CHECK(tries >= 1);     /* it did try */
+    CHECK(tries <= 10);    /* 1 s, 2 s, ... between tries, not a busy loop */
     janitor_stop(j, NULL); /* frees what is still queued (ASan checks) */
     return check_done("test-janitor");
 }

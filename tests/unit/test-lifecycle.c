@@ -131,8 +131,16 @@ static const struct claim_row claim_rows[] = {
     /* Deliveries twice hid, gave back or could not claim are no attempts. */
     {"received 40 times, never ran", &STD, CLAIM, 0, 40, 0, SAME, "",
      {RUN, 0, NULL, QUIET, NULL}, 1, 0, NULL, NULL, 0},
-    {"free key past max receives",  &STD, CLAIM, 2, 1000, 0, SAME, "",
+    {"released at max receives",    &STD, CLAIM, 2, 50, 0, SAME, "",
      {RUN, 0, NULL, QUIET, NULL}, 3, 0, NULL, NULL, 0},
+    /* The backstop: received too often without finishing, whatever the count
+     * (runs never recorded, a count the janitor removed). */
+    {"released past max receives",  &STD, CLAIM, 2, 51, 0, SAME, "",
+     {DLQ, 0, "max-receives", QUIET, "received 51 times (max_receives 50) without finishing "
+      "(attempts counted: 2)"}, 0, 2, NULL, NULL, 0},
+    {"new key past max receives",   &STD, CLAIM, 0, 1000, 0, SAME, "",
+     {DLQ, 0, "max-receives", QUIET, "received 1000 times (max_receives 50) without "
+      "finishing (attempts counted: 0)"}, 0, 0, NULL, NULL, 0},
     {"runs == max (max lowered)",   &STD, CLAIM, 5, 6, 0, SAME, "",
      {DLQ, 0, "max-attempts", QUIET, "5 attempts already (max_attempts 5)"}, 0, 5, NULL, NULL, 0},
     {"crashed once",                &STD, CRASH, 1, 2, 0, SAME, "",
@@ -143,11 +151,13 @@ static const struct claim_row claim_rows[] = {
      {DLQ, 0, "worker-crashed", QUIET, "5 attempts, the last one crashed its worker "
       "(max_attempts 5)"}, 0, 5, NULL, NULL, 0},
     {"crashed past max receives",   &STD, CRASH, 2, 99, 0, SAME, "",
-     {RUN, 0, NULL, WARN, CRASHED}, 3, 0, NULL, NULL, 0},
+     {DLQ, 0, "max-receives", QUIET, "received 99 times (max_receives 50) without finishing "
+      "(attempts counted: 2)"}, 0, 2, NULL, NULL, 0},
     {"interrupted, never counted",  &STD, INTER, 0, 3, 0, SAME, "",
      {RUN, 0, NULL, WARN, CUT}, 1, 0, NULL, NULL, 0},
     {"interrupted past max receives", &STD, INTER, 1, 500, 0, SAME, "",
-     {RUN, 0, NULL, WARN, CUT}, 2, 0, NULL, NULL, 0},
+     {DLQ, 0, "max-receives", QUIET, "received 500 times (max_receives 50) without "
+      "finishing (attempts counted: 1)"}, 0, 1, NULL, NULL, 0},
     /* No crash recorded: the reason says what happened, never worker-crashed. */
     {"interrupted, runs == max",    &STD, INTER, 5, 6, 0, SAME, "",
      {DLQ, 0, "max-attempts", QUIET, "5 attempts already (max_attempts 5)"}, 0, 5, NULL, NULL, 0},
@@ -158,8 +168,9 @@ static const struct claim_row claim_rows[] = {
     {"lease lapsed at max receives", &STD, TAKEN, 1, 50, 0, SAME, "",
      {RUN, 0, NULL, WARN, LAPSED}, 2, 0, NULL, NULL, 0},
     {"lease lapsed past max receives", &STD, TAKEN, 1, 51, 0, SAME, "",
-     {DLQ, 0, "max-receives", QUIET, "received 51 times (max_receives 50); the previous "
-      "holder's lease expired before it recorded its run"}, 0, 1, NULL, NULL, 0},
+     {DLQ, 0, "max-receives", QUIET, "received 51 times (max_receives 50) without finishing "
+      "(attempts counted: 1); the last holder's lease expired before it recorded its run"},
+     0, 1, NULL, NULL, 0},
     {"duplicate",                   &STD, COMPL, 1, 1, 0, SAME, "m-1",
      {DEL, 0, NULL, INFO, "duplicate: key completed by message m-1; deleting"},
      0, 0, NULL, "completed", 0},
@@ -496,18 +507,24 @@ test_claim_failed(void)
         {"first receive", &STD, 1, "boom", {RETURN, 0, NULL, QUIET, NULL}},
         {"past max_attempts", &STD, 6, "boom", {RETURN, 0, NULL, QUIET, NULL}},
         {"at max_receives", &STD, 50, "boom", {RETURN, 0, NULL, QUIET, NULL}},
-        {"past max_receives", &STD, 51, "permission denied for table t",
+        {"past max_receives",
+         &STD,
+         51,
+         "permission denied for table t",
          {DLQ, 0, "max-receives", QUIET,
           "received 51 times (max_receives 50) and its claim failed: permission denied for "
           "table t"}},
-        {"no error text", &ONE, 2, NULL,
+        {"no error text",
+         &ONE,
+         2,
+         NULL,
          {DLQ, 0, "max-receives", QUIET,
           "received 2 times (max_receives 1) and its claim failed: "}},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         struct lifecycle_verdict v;
-        enum job_action got = lifecycle_on_claim_failed(rows[i].q, rows[i].receives,
-                                                        rows[i].error, &v);
+        enum job_action got =
+            lifecycle_on_claim_failed(rows[i].q, rows[i].receives, rows[i].error, &v);
         check_verdict(rows[i].name, got, &v, &rows[i].want);
         CHECK_INT(v.counted + v.runs + v.attempt, 0);
     }
