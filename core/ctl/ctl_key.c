@@ -89,7 +89,8 @@ print_record(const struct idem_record *r)
         ctl_time(r->lease_until, t, sizeof(t));
         printf("owner:          %s\nlease until:    %s\n", buf_str(&b), t);
     }
-    printf("attempts:       %d\n", r->attempts);
+    printf("attempts:       %d%s\n", r->attempts,
+           strcmp(r->state, "in_progress") == 0 ? " (and the run in progress)" : "");
     printf("payload sha256: %s\n", r->sha256_hex[0] ? r->sha256_hex : "-");
     ctl_time(r->created_at, t, sizeof(t));
     printf("created:        %s\n", t);

@@ -350,6 +350,12 @@ test_migrate_classic(struct ctx *c)
     CHECK_STR(r.stored_message_id, "");
     r = claim1(s, "new-1", "m-new", 7, 30);
     CHECK_INT(r.state, IDEM_CLAIMED);
+    /* the new states are allowed: a retried job keeps its count */
+    CHECK_INT(release1(s, "new-1", 1), 1);
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM classic_keys WHERE state = 'released'"
+                              " AND attempts = 1"),
+              1);
+    CHECK_INT(claim1(s, "new-1", "m-new", 7, 30).attempts, 1);
     idem_close(s);
 }
 
