@@ -28,8 +28,10 @@
  * message is delivered or claimed: a delivery twice hid, gave back or could
  * not claim costs nothing, and no statement is added to the common path. A
  * claim answers the runs so far; the job's run is attempts + 1. A lease that
- * expired without its run being recorded (its worker hung, or lost the
- * database before it could say) is taken over without counting that run.
+ * expired without its run being recorded (its worker hung, lost the database
+ * before it could say, or its whole host died with it) is taken over without
+ * counting that run: the queue's max_receives, not the count, ends a message
+ * whose runs never get recorded.
  * completed is final until the janitor removes it: the key's job is done and
  * attempts says how many runs it took. released, crashed and interrupted
  * keys are free: the next claim takes them at once and keeps their count.

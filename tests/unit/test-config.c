@@ -243,7 +243,7 @@ check_full_queues(const struct config *c, const char *text)
     CHECK_INT(q->wait_time, 0);
     CHECK_INT(q->visibility_timeout, 60);
     CHECK_INT(q->max_attempts, 3);
-    CHECK_INT(q->max_receives, 30); /* 10 x max_attempts */
+    CHECK_INT(q->max_receives, 40);
     CHECK_INT(q->backoff_base, 1);
     CHECK_INT(q->backoff_cap, 60);
     CHECK_INT(q->fifo, 0);
