@@ -1150,27 +1150,41 @@ idem_purge_free(struct idem_store *s, int retention, int limit, long *deleted, c
 
 /* The keys of a process that has gone are free now: the next claim of each
  * takes it at once instead of waiting for the lease. The jobs that crashed
- * it have their run counted. */
+ * it have their run counted: the count + 1, or the run's own number when a
+ * FIFO retry in place ran it more than once since the count was written. */
+static const char sql_expire_owner[] =
+    "UPDATE @T t SET state = CASE WHEN c.a IS NULL THEN 'interrupted' ELSE 'crashed' END,"
+    " attempts = CASE WHEN c.a IS NULL THEN t.attempts ELSE greatest(t.attempts + 1, c.a) END,"
+    " owner = NULL, lease_until = NULL, processed_at = now()"
+    " FROM (SELECT o.idempotency_key AS k, (SELECT max(u.a) FROM unnest($2::text[], $3::int[])"
+    " AS u (m, a) WHERE u.m = o.message_id) AS a FROM @T o"
+    " WHERE o.owner = $1 AND o.state = 'in_progress') c"
+    " WHERE t.idempotency_key = c.k AND t.owner = $1 AND t.state = 'in_progress'";
+
 int
-idem_expire_owner(struct idem_store *s, const char *owner, const char *const *culprits, size_t n,
-                  long *expired, char *err, size_t errlen)
+idem_expire_owner(struct idem_store *s, const char *owner, const struct idem_culprit *culprits,
+                  size_t n, long *expired, char *err, size_t errlen)
 {
     *expired = 0;
-    struct buf arr = BUF_INIT;
-    if (keys_array(&arr, culprits, n) != 0) {
+    struct buf ids = BUF_INIT, runs = BUF_INIT;
+    buf_putc(&runs, '{');
+    for (size_t i = 0; i < n; i++) {
+        array_elem(&ids, culprits[i].message_id);
+        buf_printf(&runs, "%s%d", i > 0 ? "," : "",
+                   culprits[i].attempt > 0 ? culprits[i].attempt : 0);
+    }
+    buf_putc(&runs, '}');
+    if (array_end(&ids) == NULL || runs.failed) {
+        buf_free(&ids);
+        buf_free(&runs);
         set_err(err, errlen, "expire leases: out of memory");
         return -1;
     }
-    const char *params[] = {owner, buf_str(&arr)};
-    PGresult *res =
-        idem_run_sql(s,
-                     "UPDATE @T SET state = CASE WHEN message_id = ANY ($2::text[])"
-                     " THEN 'crashed' ELSE 'interrupted' END,"
-                     " attempts = attempts + CASE WHEN message_id = ANY ($2::text[])"
-                     " THEN 1 ELSE 0 END, owner = NULL, lease_until = NULL, processed_at = now()"
-                     " WHERE owner = $1 AND state = 'in_progress'",
-                     2, params, PGRES_COMMAND_OK, "expire leases", err, errlen);
-    buf_free(&arr);
+    const char *params[] = {owner, buf_str(&ids), buf_str(&runs)};
+    PGresult *res = idem_run_sql(s, sql_expire_owner, 3, params, PGRES_COMMAND_OK, "expire leases",
+                                 err, errlen);
+    buf_free(&ids);
+    buf_free(&runs);
     if (res == NULL) {
         return -1;
     }

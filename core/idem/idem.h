@@ -164,15 +164,23 @@ int idem_purge_completed(struct idem_store *s, int retention, int limit, long *d
 int idem_purge_free(struct idem_store *s, int retention, int limit, long *deleted, char *err,
                     size_t errlen);
 
+/* A job that crashed its worker: its message and the number of the run that
+ * crashed (> the key's count when a FIFO retry in place ran it again; <= 0:
+ * unknown, the count + 1). */
+struct idem_culprit {
+    const char *message_id;
+    int attempt;
+};
+
 /*
  * A worker process is gone: free the keys it held now (they are claimed on
  * the next delivery instead of waiting out the lease). culprits[0..n) are
- * the messages whose jobs crashed it (none when it exited, or was stopped):
- * their keys become crashed with their run counted; the others' runs were
- * cut short through no fault of their own, so their keys become
- * interrupted, not counted. *expired gets the count. Uses the owner index.
+ * the jobs that crashed it (none when it exited, or was stopped): their keys
+ * become crashed with their run counted; the others' runs were cut short
+ * through no fault of their own, so their keys become interrupted, not
+ * counted. *expired gets the count. Uses the owner index.
  */
-int idem_expire_owner(struct idem_store *s, const char *owner, const char *const *culprits,
+int idem_expire_owner(struct idem_store *s, const char *owner, const struct idem_culprit *culprits,
                       size_t n, long *expired, char *err, size_t errlen);
 
 /* A row, for `twicectl key`. */

@@ -35,7 +35,7 @@ struct janitor {
     int batch;
     struct gone {
         char owner[160];
-        char *culprits; /* owned: message ids of the jobs that crashed it, one a line;
+        char *culprits; /* owned: the jobs that crashed it, one a line ("RUN MESSAGE-ID");
                            NULL: none (it exited, or was stopped) */
     } owners[JANITOR_OWNERS];
     int nowners;
@@ -108,29 +108,33 @@ expire(struct janitor *j, const struct gone *g)
         return -1;
     }
     /* Split the culprits into the array idem_expire_owner takes. */
-    const char *ids[JANITOR_CULPRITS];
+    struct idem_culprit c[JANITOR_CULPRITS];
     size_t nids = 0;
     char *copy = g->culprits != NULL ? strdup(g->culprits) : NULL;
-    for (char *save = NULL, *id = copy != NULL ? strtok_r(copy, "\n", &save) : NULL;
-         id != NULL && nids < JANITOR_CULPRITS; id = strtok_r(NULL, "\n", &save)) {
-        ids[nids++] = id;
+    for (char *save = NULL, *line = copy != NULL ? strtok_r(copy, "\n", &save) : NULL;
+         line != NULL && nids < JANITOR_CULPRITS; line = strtok_r(NULL, "\n", &save)) {
+        char *id = strchr(line, ' ');
+        if (id != NULL) {
+            c[nids].attempt = atoi(line);
+            c[nids++].message_id = id + 1;
+        }
     }
     int rc = 0;
     if (g->culprits != NULL && copy == NULL) {
         log_warn("janitor: out of memory");
         rc = -1;
-    } else if (idem_expire_owner(s, g->owner, ids, nids, &n, err, sizeof(err)) != 0) {
+    } else if (idem_expire_owner(s, g->owner, c, nids, &n, err, sizeof(err)) != 0) {
         metrics_count(MET_PG_ERRORS, "expire", NULL, NULL, 1);
         log_warn("janitor: %s", err);
         rc = -1;
     } else if (n > 0 && nids == 1) {
         log_info("freed %ld keys of gone worker %s: their jobs run on their next delivery; only "
                  "the run of message %s counts (the worker crashed while running it)",
-                 n, g->owner, ids[0]);
+                 n, g->owner, c[0].message_id);
     } else if (n > 0 && nids > 1) {
         log_info("freed %ld keys of gone worker %s: their jobs run on their next delivery; only "
                  "the runs of the %zu messages then running count (%s, ...): the worker crashed",
-                 n, g->owner, nids, ids[0]);
+                 n, g->owner, nids, c[0].message_id);
     } else if (n > 0) {
         log_info("freed %ld keys of gone worker %s: their jobs run on their next delivery, "
                  "their cut-short runs not counted",
@@ -194,14 +198,15 @@ janitor_main(void *arg)
     return NULL;
 }
 
-/* The culprits as one string, one a line (owned by the caller); NULL when
- * there are none, or out of memory (then counted as none: logged). */
+/* The culprits as one string, one "RUN MESSAGE-ID" a line (owned by the
+ * caller); NULL when there are none, or out of memory (then counted as
+ * none: logged). */
 static char *
-join_culprits(const char *const *culprits, size_t n)
+join_culprits(const struct idem_culprit *culprits, size_t n)
 {
     struct buf b = BUF_INIT;
     for (size_t i = 0; i < n; i++) {
-        buf_printf(&b, "%s%s", i > 0 ? "\n" : "", culprits[i]);
+        buf_printf(&b, "%s%d %s", i > 0 ? "\n" : "", culprits[i].attempt, culprits[i].message_id);
     }
     if (b.failed) {
         log_warn("janitor: out of memory: the crash is not counted");
@@ -211,7 +216,8 @@ join_culprits(const char *const *culprits, size_t n)
 }
 
 void
-janitor_expire_owner(struct janitor *j, const char *owner, const char *const *culprits, size_t n)
+janitor_expire_owner(struct janitor *j, const char *owner, const struct idem_culprit *culprits,
+                     size_t n)
 {
     if (j == NULL) {
         return;

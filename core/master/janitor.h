@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "idem.h"
+
 struct janitor;
 
 /* Start with the configuration's dsn, table, retention and batch (copied).
@@ -19,11 +21,11 @@ struct janitor;
 struct janitor *janitor_start(const char *dsn, const char *table, int retention, int interval,
                               int batch);
 
-/* Queue a gone worker's lease owner (see childargs_owner) and the messages
- * whose jobs crashed it (culprits[0..n), copied; none when it exited or was
- * stopped; see idem_expire_owner). Never blocks. */
-void janitor_expire_owner(struct janitor *j, const char *owner, const char *const *culprits,
-                          size_t n);
+/* Queue a gone worker's lease owner (see childargs_owner) and the jobs that
+ * crashed it (culprits[0..n), copied; none when it exited or was stopped;
+ * see idem_expire_owner). Never blocks. */
+void janitor_expire_owner(struct janitor *j, const char *owner,
+                          const struct idem_culprit *culprits, size_t n);
 
 /* Stop (after one last try at the queued owners) and free; owners still
  * queued move to successor when given (a reload's new janitor). */

@@ -300,29 +300,26 @@ describe_death(int slot, int status, char *out, size_t cap)
     }
 }
 
-/* The messages whose jobs crashed the worker in slot, pointing into the
- * shared table (read before the slot is reset): the job whose thread faulted
- * when the worker could say; else, when it died on its own (a signal or an
- * exit code, not a drain or stop), every job it had inside handle(). None
- * when it exited cleanly or was stopped: its jobs were cut short, not at
+/* The jobs that crashed the worker in slot, their message ids pointing into
+ * the shared table (read before the slot is reset): the job whose thread
+ * faulted when the worker could say; else, when it died on its own (a signal
+ * or an exit code, not a drain or stop), every job it had inside handle().
+ * None when it exited cleanly or was stopped: its jobs were cut short, not at
  * fault. Returns how many. */
 static size_t
-crash_culprits(int slot, int status, int stopped, const char *out[SHM_JOBS])
+crash_culprits(int slot, int status, int stopped, struct idem_culprit out[SHM_JOBS])
 {
     struct shm_proc *p = &shm_region()->procs[slot];
     int crashed = __atomic_load_n(&p->crashed_job, __ATOMIC_ACQUIRE);
+    int known = crashed >= 0 && crashed < SHM_JOBS &&
+                __atomic_load_n(&p->jobs[crashed].used, __ATOMIC_ACQUIRE) == 2;
+    int on_its_own = !(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !stopped;
     size_t n = 0;
-    if (crashed >= 0 && crashed < SHM_JOBS &&
-        __atomic_load_n(&p->jobs[crashed].used, __ATOMIC_ACQUIRE) == 2) {
-        out[n++] = p->jobs[crashed].message_id;
-        return n;
-    }
-    if ((WIFEXITED(status) && WEXITSTATUS(status) == 0) || stopped) {
-        return 0;
-    }
     for (int i = 0; i < SHM_JOBS; i++) {
-        if (__atomic_load_n(&p->jobs[i].used, __ATOMIC_ACQUIRE) == 2) {
-            out[n++] = p->jobs[i].message_id;
+        struct shm_job *j = &p->jobs[i];
+        int culprit = known ? i == crashed : on_its_own;
+        if (culprit && __atomic_load_n(&j->used, __ATOMIC_ACQUIRE) == 2) {
+            out[n++] = (struct idem_culprit){.message_id = j->message_id, .attempt = j->attempt};
         }
     }
     return n;
@@ -390,7 +387,7 @@ reap(struct master *m)
             close(p->ctl);
         }
         char owner[CHILDARGS_OWNER_MAX];
-        const char *culprits[SHM_JOBS];
+        struct idem_culprit culprits[SHM_JOBS];
         childargs_owner(owner, sizeof(owner), pid, p->gen, m->instance);
         size_t nculprits = crash_culprits(slot, status, p->draining || m->stopping, culprits);
         janitor_expire_owner(m->janitor, owner, culprits, nculprits);

@@ -138,7 +138,8 @@ run_job(struct handler *h, struct twice_job *j)
     q->running++;
     pthread_mutex_unlock(&q->mu);
     metrics_gauge_add(MET_INFLIGHT, q->cfg->name, j->plugin->name, 1);
-    int shm_idx = shm_job_begin(q->w->slot, q->cfg->name, j->plugin->name, j->msg.message_id);
+    int shm_idx =
+        shm_job_begin(q->w->slot, q->cfg->name, j->plugin->name, j->msg.message_id, j->attempt);
 
     int again = j->plugin->transactional ? run_transactional(h, j)
                                          : decide(j, hostapi_handle(j->plugin, j));

@@ -493,7 +493,7 @@ test_expire_owner(struct ctx *c)
     CHECK_INT(claim1(a, "x-good", "m-good", 1, 300).state, IDEM_CLAIMED);
     CHECK_INT(claim1(b, "x-other", "m-other", 1, 300).state, IDEM_CLAIMED);
     long expired = -1;
-    const char *poison[] = {"m-poison"};
+    const struct idem_culprit poison[] = {{"m-poison", 1}};
     CHECK_INT(idem_expire_owner(n, "gone-a", poison, 1, &expired, err, sizeof(err)), 0);
     CHECK_INT(expired, 2);
     check_row(c->db, "x-poison", "crashed 1 -");
@@ -510,8 +510,9 @@ test_expire_owner(struct ctx *c)
     CHECK_INT(expired, 2);
     CHECK_INT(claim1(b, "x-poison", "m-poison", 1, 30).attempts, 2);
     CHECK_INT(claim1(b, "x-good", "m-good", 1, 30).attempts, 0);
-    /* a crash whose job is unknown: every job then running counts */
-    const char *running[] = {"m-good", "m-other"};
+    /* a crash whose job is unknown: every job then running counts (a run of
+     * unknown number counts one) */
+    const struct idem_culprit running[] = {{"m-good", 0}, {"m-other", -1}};
     CHECK_INT(idem_expire_owner(a, "live-b", running, 2, &expired, err, sizeof(err)), 0);
     CHECK_INT(expired, 3);
     check_row(c->db, "x-good", "crashed 1 -");
@@ -524,6 +525,15 @@ test_expire_owner(struct ctx *c)
     check_row(c->db, "x-good", "interrupted 1 -");
     CHECK_INT(idem_expire_owner(a, "nobody", poison, 1, &expired, err, sizeof(err)), 0);
     CHECK_INT(expired, 0);
+    /* a FIFO retry in place ran it twice more since its count was written:
+     * the crash records the run's own number */
+    CHECK_INT(claim1(a, "x-fifo", "m-fifo", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(release1(a, "x-fifo", 1), 1);
+    CHECK_INT(claim1(a, "x-fifo", "m-fifo", 1, 30).attempts, 1);
+    const struct idem_culprit fifo[] = {{"m-fifo", 4}};
+    CHECK_INT(idem_expire_owner(n, "gone-a", fifo, 1, &expired, err, sizeof(err)), 0);
+    CHECK_INT(expired, 1);
+    check_row(c->db, "x-fifo", "crashed 4 -");
     idem_close(a);
     idem_close(b);
     idem_close(n);
@@ -793,7 +803,7 @@ test_purge(struct ctx *c)
     long d = -1;
     CHECK_INT(idem_purge_completed(a, 3600, 0, &d, err, sizeof(err)), -1);
     /* free keys: released, crashed, interrupted */
-    const char *culprit[] = {"m-crash"};
+    const struct idem_culprit culprit[] = {{"m-crash", 1}};
     CHECK_INT(claim1(a, "purge-released", "m", 1, 30).state, IDEM_CLAIMED);
     CHECK_INT(release1(a, "purge-released", 2), 1);
     CHECK_INT(claim1(a, "purge-crashed", "m-crash", 1, 30).state, IDEM_CLAIMED);

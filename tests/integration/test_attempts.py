@@ -23,10 +23,10 @@ EFFECT_TX = "effect-tx"
 
 class Attempts(twicetest.TwiceTestCase):
     def setup_tx(self, prefix, workers=1, endpoint=None, lease_margin=2, drain_timeout=10,
-                 **queue_options):
+                 fifo=False, **queue_options):
         """A queue pair, a database with the effects table and a config running
         effect_tx. Returns (url, dlq, dsn, metrics_port, config)."""
-        url, dlq = self.queue_pair(prefix)
+        url, dlq = self.queue_pair(prefix, fifo=fifo)
         dsn = self.new_database(prefix)
         self.pg.query(dsn, tc.EFFECTS_TABLE)
         port = tc.free_port()
@@ -309,6 +309,26 @@ class Attempts(twicetest.TwiceTestCase):
         self.assertEqual(self.attr(letter, "twice-attempts"), "0")
         self.assertIn("(max_receives 2)", self.attr(letter, "twice-error"))
         self.wait_empty(url)
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_fifo_job_that_crashes_after_retries_in_place_counts_every_run(self):
+        # On a FIFO queue a RETRY runs again in place, its count written only when
+        # the job ends. A crash in the second run records that run's own number (2),
+        # so the third run is the last (max_attempts 3): two crashes, not three.
+        url, dlq, dsn, port, conf = self.setup_tx(
+            "fifocrash", fifo=True, visibility_timeout=3, max_attempts=3, backoff=(1, 1))
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "fc", "fail_until": 99, "crash_from": 2}),
+                      group="g", dedup="fc")
+        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 1, timeout=60,
+                             message="the crashing job was not dead-lettered")
+        letter = self.letters(dlq)[0]
+        self.assertEqual(self.attr(letter, "twice-reason"), "worker-crashed")
+        self.assertEqual(self.attr(letter, "twice-attempts"), "3")
+        log = d.log_text()
+        self.assertEqual(len(re.findall(r"killed by signal 11", log)), 2)
+        self.assertRegex(log, r"attempt=3: taking over: the previous run crashed its worker")
         self.assertEqual(d.stop(), 0)
 
     def test_retries_are_counted_in_the_key_and_reported_by_the_dead_letter(self):

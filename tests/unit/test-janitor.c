@@ -45,7 +45,7 @@ main(void)
     struct janitor *j = janitor_start("postgresql://twice@127.0.0.1:1/none?connect_timeout=2",
                                       "twice_idempotency", 3600, 3600, 100);
     CHECK(j != NULL);
-    const char *culprits[] = {"m-1", "m-2"};
+    const struct idem_culprit culprits[] = {{"m-1", 1}, {"m-2", 3}};
     janitor_expire_owner(j, "host:1:g1:0000", culprits, 2);
     janitor_expire_owner(j, "host:1:g1:0001", NULL, 0);
     struct timespec wait = {3, 0};
