@@ -37,6 +37,12 @@ class Attempts(twicetest.TwiceTestCase):
                          lease_margin=lease_margin, drain_timeout=drain_timeout)
         return url, dlq, dsn, port, conf
 
+    def start(self, conf, workers=1):
+        """twiced on conf, once its workers are ready."""
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: %d/%d" % (workers, workers), timeout=20)
+        return d
+
     def effects(self, dsn):
         return self.pg.query(dsn, "SELECT key, message_id, attempt FROM effects ORDER BY at")
 
@@ -72,8 +78,7 @@ class Attempts(twicetest.TwiceTestCase):
         # are no attempts: once the key is released it runs, as attempt 2.
         url, dlq, dsn, port, conf = self.setup_tx(
             "copy", lease_margin=1, concurrency=2, visibility_timeout=2, max_attempts=3)
-        d = self.start_twiced(conf)
-        d.wait_log(r"ready: generation 1", timeout=20)
+        d = self.start(conf)
         body = json.dumps({"id": "slow", "fail_until": 2, "fail_sleep_ms": 14000,
                            "retry_after": 60})
         self.sqs.send(url, body)
@@ -97,8 +102,7 @@ class Attempts(twicetest.TwiceTestCase):
         # Issue 14.19: the duplicate is hidden 1 s, then 2 s..., not for the whole
         # lease (visibility 30 + margin + 2 = 34 s).
         url, dlq, dsn, port, conf = self.setup_tx("quick", concurrency=2, visibility_timeout=30)
-        d = self.start_twiced(conf)
-        d.wait_log(r"ready: generation 1", timeout=20)
+        d = self.start(conf)
         body = json.dumps({"id": "quick", "sleep_ms": 2000})
         self.sqs.send(url, body)
         twicetest.wait_until(lambda: self.in_flight(port) == 1, timeout=10,
@@ -121,8 +125,7 @@ class Attempts(twicetest.TwiceTestCase):
         url, dlq, dsn, port, conf = self.setup_tx(
             "reloads", workers=2, concurrency=4, visibility_timeout=3, max_attempts=1,
             wait_time=20)
-        d = self.start_twiced(conf)
-        d.wait_log(r"ready: generation 1: 2/2", timeout=20)
+        d = self.start(conf, workers=2)
         total = 300
 
         def produce():
@@ -170,8 +173,7 @@ class Attempts(twicetest.TwiceTestCase):
         url, dlq, dsn, port, conf = self.setup_tx(
             "pgout", workers=2, concurrency=4, visibility_timeout=10, max_attempts=1,
             wait_time=20)
-        d = self.start_twiced(conf)
-        d.wait_log(r"ready: generation 1: 2/2", timeout=20)
+        d = self.start(conf, workers=2)
         self.sqs.send(url, json.dumps({"id": "before"}))
         twicetest.wait_until(lambda: len(self.effects(dsn)) == 1, timeout=20)
         mark = d.mark()
@@ -212,8 +214,7 @@ class Attempts(twicetest.TwiceTestCase):
         # crashed: nothing may say worker-crashed, and the job still finishes.
         url, dlq, dsn, port, conf = self.setup_tx(
             "release", lease_margin=1, concurrency=2, visibility_timeout=3, max_attempts=2)
-        d = self.start_twiced(conf)
-        d.wait_log(r"ready: generation 1", timeout=20)
+        d = self.start(conf)
         self.fail_release_once(dsn)
         self.sqs.send(url, json.dumps({"id": "relfail", "fail_until": 2, "retry_after": 1}))
         d.wait_log(r"releasing 1 keys failed", timeout=20)
@@ -238,8 +239,7 @@ class Attempts(twicetest.TwiceTestCase):
         self.addCleanup(proxy.close)
         url, dlq, dsn, port, conf = self.setup_tx("giveup", endpoint=proxy.endpoint,
                                                   visibility_timeout=3)
-        d = self.start_twiced(conf)
-        d.wait_log(r"ready: generation 1", timeout=20)
+        d = self.start(conf)
         proxy.answer(500, "InternalFailure", only="DeleteMessageBatch")
         self.sqs.send(url, json.dumps({"id": "kept"}))
         d.wait_log(r"DeleteMessageBatch failed \d+ times, giving up", timeout=60)
@@ -266,8 +266,7 @@ class Attempts(twicetest.TwiceTestCase):
                          [tc.queue("stolen", url, dlq, "effect-file", visibility_timeout=5)],
                          [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
                                     file=effects)], metrics_port=port)
-        d = self.start_twiced(conf)
-        d.wait_log(r"ready: generation 1", timeout=20)
+        d = self.start(conf)
         self.sqs.send(url, json.dumps({"id": "stolen", "sleep_ms": 2500}))
         twicetest.wait_until(lambda: self.in_flight(port) == 1, timeout=10,
                              message="the job never started")
@@ -317,8 +316,7 @@ class Attempts(twicetest.TwiceTestCase):
         # so the third run is the last (max_attempts 3): two crashes, not three.
         url, dlq, dsn, port, conf = self.setup_tx(
             "fifocrash", fifo=True, visibility_timeout=3, max_attempts=3, backoff=(1, 1))
-        d = self.start_twiced(conf)
-        d.wait_log(r"ready: generation 1", timeout=20)
+        d = self.start(conf)
         self.sqs.send(url, json.dumps({"id": "fc", "fail_until": 99, "crash_from": 2}),
                       group="g", dedup="fc")
         twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 1, timeout=60,
@@ -336,8 +334,7 @@ class Attempts(twicetest.TwiceTestCase):
         # attempt 2 for api->attempt() and the log; REJECT then reports 2 attempts
         # and forgets the key, so a redriven copy runs afresh from attempt 1.
         url, dlq, dsn, port, conf = self.setup_tx("reject", max_attempts=5)
-        d = self.start_twiced(conf)
-        d.wait_log(r"ready: generation 1", timeout=20)
+        d = self.start(conf)
         body = json.dumps({"id": "rj", "fail_until": 99, "retry_after": 3, "reject_from": 2})
         first = self.sqs.send(url, body)
         d.wait_log(r"msg=%s .*attempt=1: retry in 3s \(attempt 1 of 5" % first, timeout=20)
