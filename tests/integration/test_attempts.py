@@ -81,15 +81,18 @@ class Attempts(twicetest.TwiceTestCase):
         d = self.start(conf)
         body = json.dumps({"id": "slow", "fail_until": 2, "fail_sleep_ms": 14000,
                            "retry_after": 60})
-        self.sqs.send(url, body)
+        first = self.sqs.send(url, body)
         twicetest.wait_until(lambda: self.in_flight(port) == 1, timeout=10,
                              message="the job never started")
         time.sleep(1)
         copy = self.sqs.send(url, body)
         twicetest.wait_until(lambda: self.effects(dsn) or self.sqs.counts(dlq)[0], timeout=45,
                              message="the copy never ran")
-        self.assertEqual(self.effects(dsn), [("effect:slow", copy, 2)],
-                         "the copy ran once the key was free, as the second attempt")
+        # The copy (or the original, had its visibility lapsed under load) ran as
+        # the second attempt once the key was free.
+        rows = self.effects(dsn)
+        self.assertEqual([(k, a) for k, _, a in rows], [("effect:slow", 2)])
+        self.assertIn(rows[0][1], (first, copy))
         self.assertEqual(self.key_row(dsn, "effect:slow"), ("completed", 2))
         hides = [int(s) for s in re.findall(r"msg=%s .*key held by a live lease .*hidden for "
                                             r"(\d+)s" % copy, d.log_text())]
@@ -285,28 +288,30 @@ class Attempts(twicetest.TwiceTestCase):
 
     def test_a_host_dying_mid_run_costs_no_attempt_but_the_backstop_ends_it(self):
         # The whole host dies with the job (master and workers at once: no crash is
-        # recorded). Its run is not counted: the next delivery takes the key over and
+        # recorded). Its run is not counted: a later delivery takes the key over and
         # runs it as attempt 1 again. A message that kills its host every time still
         # ends, as max-receives, once received more than max_receives times.
         url, dlq, dsn, port, conf = self.setup_tx(
-            "host", lease_margin=0, visibility_timeout=2, max_attempts=1, max_receives=2)
-        body = json.dumps({"id": "doom", "sleep_ms": 60000})
-        self.sqs.send(url, body)
-        for run in (1, 2):
+            "host", lease_margin=0, visibility_timeout=2, max_attempts=1, max_receives=4)
+        self.sqs.send(url, json.dumps({"id": "doom", "sleep_ms": 60000}))
+        runs, logs = 0, ""
+        for _ in range(6):
             d = self.start_twiced(conf)
-            twicetest.wait_until(lambda: self.in_flight(port) == 1, timeout=20,
-                                 message="run %d never started" % run)
-            if run == 2:
-                d.wait_log(r"attempt=1: taking over: the previous holder's lease expired "
-                           r"before it recorded its run", timeout=5)
+            twicetest.wait_until(lambda: self.in_flight(port) == 1 or self.sqs.counts(dlq)[0],
+                                 timeout=30, message="neither a run nor a dead letter")
+            if self.sqs.counts(dlq)[0]:
+                break
+            runs += 1
             d.kill()  # the host: master and workers together
-        d = self.start_twiced(conf)
-        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 1, timeout=30,
-                             message="the message was not ended by the backstop")
+            logs += d.log_text()
+        self.assertGreaterEqual(runs, 2, "it ran again after its host died")
+        self.assertRegex(logs, r"attempt=1: taking over: the previous holder's lease expired "
+                               r"before it recorded its run")
+        self.assertNotRegex(logs, r"attempt=2")
         letter = self.letters(dlq)[0]
         self.assertEqual(self.attr(letter, "twice-reason"), "max-receives")
         self.assertEqual(self.attr(letter, "twice-attempts"), "0")
-        self.assertIn("(max_receives 2)", self.attr(letter, "twice-error"))
+        self.assertIn("(max_receives 4)", self.attr(letter, "twice-error"))
         self.wait_empty(url)
         self.assertEqual(d.stop(), 0)
 
