@@ -1,23 +1,25 @@
-"""bench.py: the benchmark of issue 9, run by bench/run.sh (servers up, twiced built).
+"""bench.py: the benchmark of issues 9 and 19, run by bench/run.sh (servers up, twiced built).
 
-What it is for: preloading a queue of the SQS emulator, draining it with each contender in
-turn - (a) twiced + the no-op plugin with the full idempotency guard, (b) sqs-consumer with
-a batched PostgreSQL claim, (c) a bare receive+delete loop - measuring messages/s, CPU
-seconds per 10,000 messages and peak RSS of each contender's processes, checking that no
-message was lost or handled twice (it exits non-zero otherwise), and a callgrind count of
-instructions per message of one twiced worker. Not a test: it asserts no timings.
+What it is for: preloading a queue of the SQS emulator and draining it with each contender
+in turn - (a) twiced + the no-op plugin with the full idempotency guard, (b) sqs-consumer
+with a batched PostgreSQL claim, (c) a bare receive+delete loop - measuring messages/s,
+CPU seconds per 10,000 messages, peak RSS, and what each run costs PostgreSQL (statements,
+commits, WAL, CPU); checking that no message was lost or handled twice (it exits non-zero
+otherwise); and a callgrind count of instructions per message of one twiced worker.
+Two more modes: --latency puts a proxy that delays every SQS call in front of the
+emulator; --hosts runs several twiced masters on one database and one queue. Not a test:
+it asserts no timings.
 
 Stdlib and psycopg2 only; runs on Debian's /usr/bin/python3 with the variables of
-scripts/testenv.sh's env.sh in its environment.
+scripts/testenv.sh's env.sh in its environment. The parts: common.py (SQS client, message
+plan, PostgreSQL), sysstat.py (/proc), dbwork.py (PostgreSQL's counters), cgrind.py
+(callgrind), report.py (the text), latency-proxy.mjs (the proxy).
 """
 
 import argparse
 import datetime
-import http.client
 import json
 import os
-import platform
-import re
 import signal
 import statistics
 import subprocess
@@ -25,218 +27,26 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.parse
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-import twicetest  # noqa: E402  (the project's SQS client and SigV4, reused)
+from common import (HERE, PREFILL_PREFIX, ROOT, BenchError, Pg, Sqs, clean_env, log,
+                    message_plan, preload, quote, twicetest)
+import cgrind
+import dbwork
+import report
+import sysstat
+from sysstat import HZ, descendants, pss_kib, rss_kib, tree_ticks
 
-HZ = os.sysconf("SC_CLK_TCK")
 SAMPLE_S = 0.05          # RSS and queue sampling period
 STALL_S = 60             # no progress for this long: the run fails
 LEASE_MARGIN = 5
 VISIBILITY = 30
 WAIT = 1                 # long-poll seconds of every contender
-CALLGRIND_MESSAGES = 2000
-CALLGRIND_CONCURRENCY = 32  # fixed, so that the figure compares across runs
-CALLGRIND_VISIBILITY = 600
 
-
-class BenchError(Exception):
-    """A run that lost or double-handled messages, or could not run: exit non-zero."""
-
-
-def log(text):
-    print("bench: " + text, file=sys.stderr, flush=True)
-
-
-# --------------------------------------------------------------------------- SQS
-
-
-class Sqs(twicetest.Sqs):
-    """twicetest's client over one kept-alive HTTP connection (preloading 20,000
-    messages one new connection per call would take longer than the drain)."""
-
-    def __init__(self, endpoint, region):
-        super().__init__(endpoint, region)
-        self.parts = urllib.parse.urlsplit(self.endpoint)
-        self.conn = None
-
-    def call(self, operation, params):
-        body = json.dumps(params).encode()
-        amz_date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        headers = {
-            "Content-Type": "application/x-amz-json-1.0",
-            "Host": self.parts.netloc,
-            "X-Amz-Date": amz_date,
-            "X-Amz-Target": "AmazonSQS." + operation,
-        }
-        headers["Authorization"] = twicetest.sigv4_sign(
-            "POST", self.endpoint, dict(headers), body, self.region, "sqs",
-            self.access_key, self.secret_key, amz_date)
-        for attempt in (1, 2):
-            if self.conn is None:
-                self.conn = http.client.HTTPConnection(self.parts.hostname, self.parts.port,
-                                                       timeout=60)
-            try:
-                self.conn.request("POST", "/", body=body, headers=headers)
-                resp = self.conn.getresponse()
-                raw = resp.read()
-                break
-            except (OSError, http.client.HTTPException) as e:
-                self.conn.close()
-                self.conn = None
-                if attempt == 2:
-                    raise BenchError("%s: cannot reach the emulator at %s: %s"
-                                     % (operation, self.endpoint, e)) from None
-        if resp.status != 200:
-            raise BenchError("%s: HTTP %d: %s" % (operation, resp.status, raw[:300]))
-        return json.loads(raw) if raw.strip() else {}
-
-
-def message_plan(n):
-    """The bodies of a run: n messages over d = n - n//10 distinct keys, so 10% of the
-    messages repeat an earlier key (the same body, a new message). The first half of the
-    originals comes first; the repeats (of the first n//10 keys) are spread among the
-    second half, so a repeat arrives long after its original was completed, as a
-    redelivery or a double send would. Returns (bodies, d)."""
-    dups = n // 10
-    d = n - dups
-    keys = ["k%07d" % i for i in range(d)]
-    first, rest = keys[: d // 2], keys[d // 2:]
-    order = list(first)
-    every = max(1, len(rest) // max(1, dups))
-    j = 0
-    for i, k in enumerate(rest):
-        order.append(k)
-        if j < dups and i % every == every - 1:
-            order.append(keys[j])
-            j += 1
-    order.extend(keys[j:dups])
-    return [json.dumps({"id": k}) for k in order], d
-
-
-def preload(sqs, url, bodies):
-    for i in range(0, len(bodies), 10):
-        chunk = bodies[i:i + 10]
-        out = sqs.call("SendMessageBatch", {
-            "QueueUrl": url,
-            "Entries": [{"Id": str(j), "MessageBody": b} for j, b in enumerate(chunk)]})
-        if out.get("Failed") or len(out.get("Successful", [])) != len(chunk):
-            raise BenchError("preload: SendMessageBatch failed: %r" % out.get("Failed"))
-    visible, inflight, delayed = sqs.counts(url)
-    if (visible, inflight, delayed) != (len(bodies), 0, 0):
-        raise BenchError("preload: queue holds %d visible, %d in flight, %d delayed; want %d"
-                         % (visible, inflight, delayed, len(bodies)))
-
-
-# --------------------------------------------------------------------------- processes
-
-
-def proc_stat(pid):
-    """(ppid, cpu ticks of the process and its reaped children) or None when gone."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            text = f.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2:].split()
-    return int(fields[1]), sum(int(x) for x in fields[11:15])
-
-
-def descendants(roots):
-    """The live processes of the trees under roots, roots included."""
-    children = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            st = proc_stat(int(name))
-            if st is not None:
-                children.setdefault(st[0], []).append(int(name))
-    out, todo = [], list(roots)
-    while todo:
-        pid = todo.pop()
-        if proc_stat(pid) is not None:
-            out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
-def tree_ticks(pids):
-    """CPU ticks of these processes, each with its reaped children (utime + stime +
-    cutime + cstime): a child that exits moves its time into its parent's."""
-    return sum(st[1] for st in map(proc_stat, pids) if st is not None)
-
-
-def rss_kib(pid):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def pss_kib(pid):
-    """Proportional set size: shared pages divided among the processes that map them
-    (what summing VmRSS over several processes of one program counts several times)."""
-    try:
-        with open("/proc/%d/smaps_rollup" % pid) as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def clean_env(extra=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env["AWS_ACCESS_KEY_ID"] = twicetest.TEST_ACCESS_KEY_ID
-    env["AWS_SECRET_ACCESS_KEY"] = twicetest.TEST_SECRET_ACCESS_KEY
-    env["AWS_EC2_METADATA_DISABLED"] = "true"
-    env.update(extra or {})
-    return env
-
-
-class Pg:
-    """The run's PostgreSQL: a fresh database per run (psycopg2, autocommit)."""
-
-    def __init__(self, dsn):
-        self.admin_dsn = dsn
-        self.parts = urllib.parse.urlsplit(dsn)
-
-    def dsn(self, dbname):
-        return urllib.parse.urlunsplit(self.parts._replace(path="/" + dbname))
-
-    def query(self, dsn, sql, params=None):
-        import psycopg2
-
-        conn = psycopg2.connect(dsn, connect_timeout=10)
-        conn.autocommit = True
-        try:
-            with conn.cursor() as cur:
-                cur.execute(sql, params)
-                return cur.fetchall() if cur.description is not None else []
-        finally:
-            conn.close()
-
-    def new_database(self, prefix):
-        name = twicetest.unique_name(prefix, limit=63).lower().replace("-", "_")
-        self.query(self.admin_dsn, 'CREATE DATABASE "%s"' % name)
-        return self.dsn(name)
-
-    def drop_database(self, dsn):
-        name = urllib.parse.urlsplit(dsn).path.lstrip("/")
-        self.query(self.admin_dsn, 'DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % name)
-
-    def key_states(self, dsn, table):
-        """(rows, completed rows) of an idempotency table."""
-        rows = self.query(dsn, 'SELECT count(*), count(*) FILTER (WHERE state = %%s) FROM "%s"'
-                          % table, ("completed",))
-        return rows[0]
+# twiced's built-in workers, concurrency and receivers (core/config.c): what a
+# configuration that leaves them out runs with, and what the latency mode calls defaults.
+TWICED_BUILTIN = (2, 8, 1)
+# sqs-consumer out of the box: one process with one Consumer.
+CONSUMER_BUILTIN = (1, 1)
 
 
 # --------------------------------------------------------------------------- contenders
@@ -250,13 +60,28 @@ class Contender:
     kind = ""
     gated = True  # False: it starts draining as soon as it is launched (twiced)
 
-    def __init__(self, ctx, settings):
+    def __init__(self, ctx, settings, hosts=1):
         self.ctx = ctx
         self.settings = settings
+        self.hosts = hosts
         self.procs = []
+
+    table = None  # its idempotency table (for --prefill)
+
+    def prepare(self, url, dlq_url, dsn):
+        """Create the contender's tables in dsn's database, before the queue is filled."""
+
+    def prefill_sql(self):
+        """INSERT ... SELECT of %(k)s completed keys named %(prefix)s..., none of them the
+        run's."""
+        return None
 
     def roots(self):
         return [p.pid for p in self.procs]
+
+    def instances(self):
+        """Independent processes (twiced masters, Node processes) the contender ran."""
+        return len(self.procs)
 
     def go(self):
         for p in self.procs:
@@ -308,55 +133,125 @@ class Contender:
 
 
 class Twiced(Contender):
+    """hosts independent twiced masters (each its own configuration, work directory and
+    count file) on one queue and one database. settings None: the built-in defaults."""
+
     kind = "twiced"
     gated = False
 
+    def build(self):
+        """(twiced, noop.so) this contender runs."""
+        return self.ctx.twiced, self.ctx.noop
+
     def label(self):
-        return "workers=%d concurrency=%d receivers=%d" % self.settings
+        if self.settings is None:
+            text = "defaults (workers=%d concurrency=%d receivers=%d)" % TWICED_BUILTIN
+        else:
+            text = "workers=%d concurrency=%d receivers=%d" % self.settings
+        return text + (" x %d hosts" % self.hosts if self.hosts > 1 else "")
+
+    table = "twice_idempotency"
+
+    def prepare(self, url, dlq_url, dsn):
+        """twiced's own migration creates the table: one master runs until it is ready,
+        then stops. On a queue of its own: a long poll it leaves behind would take the
+        first message of the run's queue and hide it for a visibility timeout."""
+        home = os.path.join(self.ctx.work, "twiced-%d-migrate" % self.ctx.seq())
+        os.makedirs(home)
+        path = os.path.join(home, "twice.conf")
+        urls = self.ctx.sqs.create_queue_pair(twicetest.unique_name("bench-migrate", 60))
+        with open(path, "w") as f:
+            f.write(self.ctx.twiced_config(urls[0], urls[1], dsn, (1, 1, 1),
+                                           os.path.join(home, "noop-counts"),
+                                           self.ctx.endpoint, noop=self.build()[1]))
+        log_path = os.path.join(home, "twiced.log")
+        with open(log_path, "ab") as logf:
+            p = subprocess.Popen([self.build()[0], "-f", "-c", path], cwd=home,
+                                 env=clean_env(), stdin=subprocess.DEVNULL, stdout=logf,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            cgrind.wait_for_log(log_path, "ready: generation", p, 60)
+            p.send_signal(signal.SIGTERM)
+            if p.wait(timeout=60) != 0:
+                raise BenchError("twiced (migration) exited with %d (log: %s)"
+                                 % (p.returncode, log_path))
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            for u in urls:
+                self.ctx.sqs.delete_queue(u)
+
+    def prefill_sql(self):
+        return ("INSERT INTO twice_idempotency (idempotency_key, state, processed_at,"
+                " payload_sha256, message_id) SELECT '%(prefix)s' || lpad(g::text, 9, '0'),"
+                " 'completed', now(), sha256(g::text::bytea), gen_random_uuid()::text"
+                " FROM generate_series(1, %(k)s) g")
 
     def launch(self, url, dlq_url, dsn):
-        workers, concurrency, receivers = self.settings
         self.dsn = dsn
-        self.count_file = os.path.join(self.ctx.work, "noop-counts-%d" % self.ctx.seq())
-        self.log_path = os.path.join(self.ctx.work, "twiced.log")
-        config = self.ctx.twiced_config(url, dlq_url, dsn, workers, concurrency, receivers,
-                                        self.count_file)
-        path = os.path.join(self.ctx.work, "twice-%d.conf" % self.ctx.seq())
-        with open(path, "w") as f:
-            f.write(config)
-        with open(self.log_path, "ab") as logf:
-            self.procs.append(subprocess.Popen(
-                [self.ctx.twiced, "-f", "-c", path], cwd=self.ctx.work, env=clean_env(),
-                stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                start_new_session=True))
+        self.count_files = []
+        run = self.ctx.seq()
+        for h in range(self.hosts):
+            home = os.path.join(self.ctx.work, "twiced-%d-host%d" % (run, h))
+            os.makedirs(home)
+            count_file = os.path.join(home, "noop-counts")
+            self.count_files.append(count_file)
+            path = os.path.join(home, "twice.conf")
+            with open(path, "w") as f:
+                f.write(self.ctx.twiced_config(url, dlq_url, dsn, self.settings, count_file,
+                                               self.ctx.contender_endpoint(),
+                                               noop=self.build()[1]))
+            self.log_path = os.path.join(home, "twiced.log")
+            with open(self.log_path, "ab") as logf:
+                self.procs.append(subprocess.Popen(
+                    [self.build()[0], "-f", "-c", path], cwd=home, env=clean_env(),
+                    stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                    start_new_session=True))
 
     def stop(self):
-        p = self.procs[0]
-        p.send_signal(signal.SIGTERM)
-        rc = p.wait(timeout=90)
-        if rc != 0:
-            raise BenchError("twiced exited with %d (log: %s)" % (rc, self.log_path))
+        for p in self.procs:
+            p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            rc = p.wait(timeout=90)
+            if rc != 0:
+                raise BenchError("twiced exited with %d (logs in %s)" % (rc, self.ctx.work))
         calls, lines = 0, 0
-        if os.path.exists(self.count_file):
-            with open(self.count_file) as f:
-                for line in f:
-                    calls += int(line.split()[1])
-                    lines += 1
+        for count_file in self.count_files:
+            if os.path.exists(count_file):
+                with open(count_file) as f:
+                    for line in f:
+                        calls += int(line.split()[1])
+                        lines += 1
         return {"handled": calls, "workers_reported": lines}
 
     def check(self, res, n, d):
-        rows, completed = self.ctx.pg.key_states(self.dsn, "twice_idempotency")
+        rows, completed, pre = self.ctx.pg.key_states(self.dsn, "twice_idempotency")
+        workers = (self.settings or TWICED_BUILTIN)[0] * self.hosts
         problems = []
-        if res["workers_reported"] < self.settings[0]:
+        if res["workers_reported"] < workers:
             problems.append("only %d of %d workers reported their call count"
-                            % (res["workers_reported"], self.settings[0]))
+                            % (res["workers_reported"], workers))
         if res["handled"] != d:
             problems.append("the no-op handler ran %d times for %d distinct keys"
                             % (res["handled"], d))
         if (rows, completed) != (d, d):
             problems.append("idempotency table: %d rows, %d completed; want %d and %d"
                             % (rows, completed, d, d))
+        if pre != self.ctx.prefill:
+            problems.append("the %d keys completed before the run are no longer all there and "
+                            "completed" % self.ctx.prefill)
         return problems
+
+
+class TwicedBaseline(Twiced):
+    """twiced from another build (--baseline-build): the same runs, so that a round
+    compares a change with what it changes under the same background load."""
+
+    kind = "twiced-baseline"
+
+    def build(self):
+        return self.ctx.baseline
 
 
 class SqsConsumer(Contender):
@@ -365,23 +260,32 @@ class SqsConsumer(Contender):
     def label(self):
         return "processes=%d consumers=%d" % self.settings
 
-    def launch(self, url, dlq_url, dsn):
-        procs, consumers = self.settings
-        self.dsn = dsn
+    table = "peer_idempotency"
+
+    def prepare(self, url, dlq_url, dsn):
         self.ctx.pg.query(dsn, "CREATE TABLE peer_idempotency (idempotency_key text PRIMARY KEY,"
                           " state text NOT NULL, owner text, lease_until timestamptz,"
                           " processed_at timestamptz NOT NULL)")
+
+    def prefill_sql(self):
+        return ("INSERT INTO peer_idempotency (idempotency_key, state, processed_at)"
+                " SELECT '%(prefix)s' || lpad(g::text, 9, '0'), 'completed', now()"
+                " FROM generate_series(1, %(k)s) g")
+
+    def launch(self, url, dlq_url, dsn):
+        procs, consumers = self.settings
+        self.dsn = dsn
         self.launch_node("consumer.mjs", [
-            "--endpoint", self.ctx.endpoint, "--region", self.ctx.region, "--queue", url,
-            "--dsn", dsn, "--table", "peer_idempotency", "--consumers", str(consumers),
-            "--wait", str(WAIT), "--visibility", str(VISIBILITY),
-            "--lease-margin", str(LEASE_MARGIN)], procs)
+            "--endpoint", self.ctx.contender_endpoint(), "--region", self.ctx.region,
+            "--queue", url, "--dsn", dsn, "--table", "peer_idempotency",
+            "--consumers", str(consumers), "--wait", str(WAIT), "--visibility",
+            str(VISIBILITY), "--lease-margin", str(LEASE_MARGIN)], procs)
 
     def stop(self):
         return self.stop_node()
 
     def check(self, res, n, d):
-        rows, completed = self.ctx.pg.key_states(self.dsn, "peer_idempotency")
+        rows, completed, pre = self.ctx.pg.key_states(self.dsn, "peer_idempotency")
         problems = []
         if res["handled"] != d:
             problems.append("the no-op handler ran %d times for %d distinct keys"
@@ -393,6 +297,9 @@ class SqsConsumer(Contender):
         if (rows, completed) != (d, d):
             problems.append("idempotency table: %d rows, %d completed; want %d and %d"
                             % (rows, completed, d, d))
+        if pre != self.ctx.prefill:
+            problems.append("the %d keys completed before the run are no longer all there and "
+                            "completed" % self.ctx.prefill)
         return problems
 
 
@@ -404,8 +311,8 @@ class Bare(Contender):
 
     def launch(self, url, dlq_url, dsn):
         self.launch_node("bare.mjs", [
-            "--endpoint", self.ctx.endpoint, "--region", self.ctx.region, "--queue", url,
-            "--loops", str(self.settings), "--wait", str(WAIT),
+            "--endpoint", self.ctx.contender_endpoint(), "--region", self.ctx.region,
+            "--queue", url, "--loops", str(self.settings), "--wait", str(WAIT),
             "--visibility", str(VISIBILITY)], 1)
 
     def stop(self):
@@ -418,11 +325,52 @@ class Bare(Contender):
         return []
 
 
+# --------------------------------------------------------------------------- latency proxy
+
+
+class LatencyProxy:
+    """latency-proxy.mjs between the contenders and the emulator (--latency). The bench's
+    own calls (preload, queue counts) go to the emulator directly."""
+
+    def __init__(self, work, upstream, p50, p99):
+        self.log_path = os.path.join(work, "latency-proxy.log")
+        with open(self.log_path, "ab") as logf:
+            self.proc = subprocess.Popen(
+                ["node", os.path.join(HERE, "latency-proxy.mjs"), "--upstream", upstream,
+                 "--p50", str(p50), "--p99", str(p99)], cwd=HERE, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=logf, text=True)
+        line = self.proc.stdout.readline().split()
+        if len(line) != 2 or line[0] != "listening":
+            raise BenchError("latency proxy did not start (log: %s)" % self.log_path)
+        self.endpoint = "http://127.0.0.1:%s" % line[1]
+        self.pid = self.proc.pid
+
+    def _send(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def reset(self):
+        self._send("reset")
+
+    def stats(self):
+        self._send("stats")
+        return json.loads(self.proc.stdout.readline())
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self._send("stop")
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
 # --------------------------------------------------------------------------- one run
 
 
 class Context:
-    """What every run shares: servers, binaries, a work directory."""
+    """What every run shares: servers, binaries, a work directory, the latency proxy."""
 
     def __init__(self, args):
         self.endpoint = os.environ["TWICE_TEST_SQS_ENDPOINT"]
@@ -432,41 +380,65 @@ class Context:
         self.build = os.path.abspath(args.build_dir)
         self.twiced = os.path.join(self.build, "bin", "twiced")
         self.noop = os.path.join(self.build, "bench", "noop.so")
+        run_dir = os.environ["TWICE_TEST_RUN_DIR"]
         # Fresh for every invocation: count files must not add up across runs.
         self.work = tempfile.mkdtemp(prefix=time.strftime("bench-%Y%m%d-%H%M%S-"),
-                                     dir=os.environ["TWICE_TEST_RUN_DIR"])
+                                     dir=run_dir)
         self.log_level = args.log_level
-        run_dir = os.environ["TWICE_TEST_RUN_DIR"]
+        self.baseline = None
+        if args.baseline_build is not None:
+            base = os.path.abspath(args.baseline_build)
+            self.baseline = (os.path.join(base, "bin", "twiced"),
+                             os.path.join(base, "bench", "noop.so"))
+            for path in self.baseline:
+                if not os.path.exists(path):
+                    raise BenchError("--baseline-build: no %s" % path)
         with open(os.path.join(run_dir, "fauxqs.pid")) as f:
             self.fauxqs_pid = int(f.readline())
+        # Before reading the postmaster's pid: enabling it restarts PostgreSQL.
+        self.pgss = (not args.no_pg_stat_statements and
+                     dbwork.enable_statements(self.pg, ROOT, run_dir, log))
         with open(os.path.join(run_dir, "pg", "data", "postmaster.pid")) as f:
             self.pg_pid = int(f.readline())
+        self.prefill = args.prefill
+        self.proxy = None
+        if args.latency is not None:
+            self.proxy = LatencyProxy(self.work, self.endpoint, *args.latency)
         self._seq = 0
 
     def seq(self):
         self._seq += 1
         return self._seq
 
-    def twiced_config(self, url, dlq_url, dsn, workers, concurrency, receivers, count_file,
-                      visibility=VISIBILITY):
-        q = twicetest_quote
+    def contender_endpoint(self):
+        return self.proxy.endpoint if self.proxy is not None else self.endpoint
+
+    def close(self):
+        if self.proxy is not None:
+            self.proxy.stop()
+
+    def twiced_config(self, url, dlq_url, dsn, settings, count_file, endpoint,
+                      visibility=VISIBILITY, noop=None):
+        """A twice.conf for the bench queue; settings (workers, concurrency, receivers),
+        or None for twiced's built-in defaults of all three; noop: the plugin's path
+        (default this build's)."""
+        q = quote
+        tuning = ["", ""]
+        if settings is not None:
+            tuning = ["workers = %d;" % settings[0],
+                      " concurrency = %d; receivers = %d;" % settings[1:]]
         return "\n".join([
-            "workers = %d;" % workers,
+            tuning[0],
             "drain_timeout = 30;",
             "log = { level = %s; format = \"text\"; };" % q(self.log_level),
-            "aws = { region = %s; endpoint = %s; };" % (q(self.region), q(self.endpoint)),
+            "aws = { region = %s; endpoint = %s; };" % (q(self.region), q(endpoint)),
             "idempotency = { dsn = %s; lease_margin = %d; };" % (q(dsn), LEASE_MARGIN),
             "plugins = ( { name = \"noop\"; path = %s; settings = { count_file = %s; }; } );"
-            % (q(self.noop), q(count_file)),
-            "queues = ( { name = \"bench\"; url = %s; dlq_url = %s; plugin = \"noop\";"
-            " concurrency = %d; receivers = %d; batch_size = 10; wait_time = %d;"
-            " visibility_timeout = %d; max_attempts = 5; } );"
-            % (q(url), q(dlq_url), concurrency, receivers, WAIT, visibility),
+            % (q(noop or self.noop), q(count_file)),
+            "queues = ( { name = \"bench\"; url = %s; dlq_url = %s; plugin = \"noop\";%s"
+            " batch_size = 10; wait_time = %d; visibility_timeout = %d; max_attempts = 5; } );"
+            % (q(url), q(dlq_url), tuning[1], WAIT, visibility),
             ""])
-
-
-def twicetest_quote(value):
-    return '"%s"' % str(value).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def sample_until_drained(ctx, contender, url, n, t0):
@@ -497,31 +469,115 @@ def sample_until_drained(ctx, contender, url, n, t0):
         time.sleep(SAMPLE_S)
 
 
-def server_ticks(ctx):
-    """CPU ticks of the emulator and of PostgreSQL (postmaster and backends): not part of
-    any contender's figures, but they tell which server a contender keeps busy."""
-    return tree_ticks(descendants([ctx.fauxqs_pid])), tree_ticks(descendants([ctx.pg_pid]))
+class Clocks:
+    """CPU ticks at one moment: the contender's tree, the emulator's, PostgreSQL's
+    (postmaster, backends, autovacuum, checkpointer), the proxy's, this script's, the
+    kernel threads', and the whole machine's (/proc/stat). Two of them make a run's CPU
+    figures; what the machine spent beyond all those is other processes' (noise)."""
+
+    def __init__(self, ctx, contender, count_contender=True):
+        self.contender = tree_ticks(descendants(contender.roots())) if count_contender else 0
+        self.emulator = tree_ticks(descendants([ctx.fauxqs_pid]))
+        self.pg = tree_ticks(descendants([ctx.pg_pid]))
+        self.proxy = tree_ticks([ctx.proxy.pid]) if ctx.proxy is not None else 0
+        t = os.times()
+        self.me = (t.user + t.system) * HZ
+        self.kernel = sysstat.kernel_ticks()
+        self.busy, self.steal, self.total = sysstat.machine_ticks()
+
+    def figures(self, start, n, seconds):
+        """Per 10,000 messages and in cores busy (CPU seconds per second)."""
+        d = {k: getattr(self, k) - getattr(start, k) for k in
+             ("contender", "emulator", "pg", "proxy", "me", "busy", "steal", "total")}
+        d["kernel"] = sysstat.kernel_delta(start.kernel, self.kernel)
+        ours = d["contender"] + d["emulator"] + d["pg"] + d["proxy"] + d["me"] + d["kernel"]
+        per10k = 10000 / n / HZ
+        return {"cpu_s": d["contender"] / HZ, "cpu_per_10k": d["contender"] * per10k,
+                "emulator_cpu_per_10k": d["emulator"] * per10k,
+                "pg_cpu_per_10k": d["pg"] * per10k,
+                "proxy_cpu_per_10k": d["proxy"] * per10k,
+                "pg_cores": d["pg"] / HZ / seconds,
+                "emulator_cores": d["emulator"] / HZ / seconds,
+                "proxy_cores": d["proxy"] / HZ / seconds,
+                "contender_cores": d["contender"] / HZ / seconds,
+                "kernel_cores": d["kernel"] / HZ / seconds,
+                "machine_busy": d["busy"] / max(1, d["total"]),
+                "steal_share": d["steal"] / max(1, d["total"]),
+                "others_cores": max(0.0, (d["busy"] - ours) / HZ / seconds)}
 
 
-def run_once(ctx, cls, settings, n):
+def sqs_figures(stats, n):
+    """Calls per message by action, as the latency proxy counted them (the drain only)."""
+    calls = stats["calls"]
+    total = sum(calls.values())
+    return {"sqs_requests_per_msg": total / n,
+            "receives_per_msg": calls.get("ReceiveMessage", 0) / n,
+            "empty_receives_per_msg": stats["empty_receives"] / n,
+            "deletes_per_msg": (calls.get("DeleteMessageBatch", 0) +
+                                calls.get("DeleteMessage", 0)) / n,
+            "visibility_per_msg": (calls.get("ChangeMessageVisibilityBatch", 0) +
+                                   calls.get("ChangeMessageVisibility", 0)) / n,
+            "sqs_calls": calls, "slow_calls": stats["slow"], "proxy_errors": stats["errors"],
+            "proxy_max_open": stats["max_open"]}
+
+
+def prefill(ctx, dsn, contender):
+    """ctx.prefill completed keys from earlier in the contender's table, then VACUUM
+    (ANALYZE): a table with a history and planner statistics, as in production, where
+    a fresh one would be planned as empty for the whole run."""
+    ctx.pg.query(dsn, contender.prefill_sql() % {"k": int(ctx.prefill),
+                                                 "prefix": PREFILL_PREFIX})
+    ctx.pg.query(dsn, 'VACUUM (ANALYZE) "%s"' % contender.table)
+
+
+def figures(c, n, d, seconds, peaks, clocks, dbs, proxy):
+    """The figures of one run, from what run_once measured: peaks (RSS, PSS in KiB),
+    clocks (Clocks at start and end), dbs (dbwork snapshots before and after) and the
+    proxy's counters (or None)."""
+    fig = {"kind": c.kind, "settings": c.label(), "n": n, "distinct": d,
+           "instances": c.instances(), "seconds": seconds, "msgs_per_s": n / seconds,
+           "msgs_per_s_per_instance": n / seconds / c.instances(),
+           "peak_rss_mb": peaks[0] / 1024.0, "peak_pss_mb": peaks[1] / 1024.0}
+    fig.update(clocks[1].figures(clocks[0], n, seconds))
+    db = dbwork.diff(dbs[0], dbs[1], n, seconds)
+    fig["db"] = db
+    fig.update({k: db[k] for k in ("statements_per_msg", "commits_per_msg",
+                                   "wal_bytes_per_msg", "rows_written_per_msg", "hot_share",
+                                   "commits_per_s", "statements_per_s", "wal_mb_per_s")})
+    fig["wal_fpi_per_1k"] = db["wal_fpi"] * 1000 / n
+    if proxy is not None:
+        fig.update(sqs_figures(proxy, n))
+    return fig
+
+
+def run_once(ctx, cls, settings, n, hosts=1):
     """Preload n messages, drain them with one contender, check, measure. Returns a dict
     of figures; raises BenchError when anything was lost or handled twice."""
     bodies, d = message_plan(n)
     url, dlq_url = ctx.sqs.create_queue_pair(twicetest.unique_name("bench-" + cls.kind, 60))
     dsn = ctx.pg.new_database("bench_" + cls.kind.replace("-", "_"))
-    c = cls(ctx, settings)
+    c = cls(ctx, settings, hosts)
     try:
+        c.prepare(url, dlq_url, dsn)
+        if ctx.prefill and c.prefill_sql() is not None:
+            prefill(ctx, dsn, c)
         preload(ctx.sqs, url, bodies)
+        db0 = dbwork.snapshot(ctx.pg, dsn, ctx.pgss)
+        if ctx.proxy is not None:
+            ctx.proxy.reset()
         c.launch(url, dlq_url, dsn)
         t0 = time.monotonic()
-        srv0 = server_ticks(ctx)
-        cpu0 = tree_ticks(descendants(c.roots())) if c.gated else 0
+        clk0 = Clocks(ctx, c, c.gated)
         if c.gated:
             c.go()
         t1, peak, peak_pss = sample_until_drained(ctx, c, url, n, t0)
-        cpu1 = tree_ticks(descendants(c.roots()))
-        srv1 = server_ticks(ctx)
+        clk1 = Clocks(ctx, c)
+        proxy = ctx.proxy.stats() if ctx.proxy is not None else None
         res = c.stop()
+        if not dbwork.wait_disconnected(ctx.pg, dsn):
+            log("%s: its database connections outlived it; commits may be undercounted"
+                % cls.kind)
+        db1 = dbwork.snapshot(ctx.pg, dsn, ctx.pgss)
         problems = c.check(res, n, d)
         left, dlq_left = ctx.sqs.counts(url), ctx.sqs.counts(dlq_url)
         if left != (0, 0, 0) or dlq_left != (0, 0, 0):
@@ -537,150 +593,26 @@ def run_once(ctx, cls, settings, n):
             except (BenchError, twicetest.SqsError):
                 pass
         ctx.pg.drop_database(dsn)
-    seconds = t1 - t0
-    cpu = (cpu1 - cpu0) / HZ
-    fig = {"kind": cls.kind, "settings": c.label(), "n": n, "distinct": d,
-           "seconds": seconds, "msgs_per_s": n / seconds, "cpu_s": cpu,
-           "cpu_per_10k": cpu * 10000 / n, "peak_rss_mb": peak / 1024.0,
-           "peak_pss_mb": peak_pss / 1024.0,
-           "emulator_cpu_per_10k": (srv1[0] - srv0[0]) / HZ * 10000 / n,
-           "pg_cpu_per_10k": (srv1[1] - srv0[1]) / HZ * 10000 / n}
-    log("%-12s %-26s %6.0f msg/s %6.2f CPU s/10k %6.1f MB RSS %6.1f MB PSS (%.2fs; "
-        "emulator %.2f, PostgreSQL %.2f CPU s/10k)"
-        % (cls.kind, c.label(), fig["msgs_per_s"], fig["cpu_per_10k"], fig["peak_rss_mb"],
-           fig["peak_pss_mb"], seconds, fig["emulator_cpu_per_10k"], fig["pg_cpu_per_10k"]))
+    fig = figures(c, n, d, t1 - t0, (peak, peak_pss), (clk0, clk1), (db0, db1), proxy)
+    log_run(fig)
     return fig
 
 
-# --------------------------------------------------------------------------- callgrind
+def log_run(fig):
+    stm = fig["statements_per_msg"]
+    log("%-12s %-34s %6.0f msg/s %5.2f CPU s/10k %6.1f MB RSS | PostgreSQL %.2f CPU s/10k, "
+        "%s stmt, %.3f commits, %.0f WAL bytes per msg | emulator %.2f CPU s/10k%s | "
+        "kernel threads %.2f, others %.2f cores"
+        % (fig["kind"], fig["settings"], fig["msgs_per_s"], fig["cpu_per_10k"],
+           fig["peak_rss_mb"], fig["pg_cpu_per_10k"], "?" if stm is None else "%.3f" % stm,
+           fig["commits_per_msg"], fig["wal_bytes_per_msg"], fig["emulator_cpu_per_10k"],
+           "" if "sqs_requests_per_msg" not in fig else
+           " | %.3f SQS calls/msg, proxy %.0f%% of a core"
+           % (fig["sqs_requests_per_msg"], 100 * fig["proxy_cores"]),
+           fig["kernel_cores"], fig["others_cores"]))
 
 
-def callgrind(ctx, concurrency, n=CALLGRIND_MESSAGES):
-    """Instructions one twiced worker executes per message: a worker process (twiced
-    --worker, as the master would start it, without a master) runs under callgrind with
-    instrumentation off until it is ready; then it is switched on, n messages are sent and
-    drained, and switched off again before the worker stops. Returns the figures as a
-    dict: Ir per message, top functions by own cost, own cost by object.
-
-    Without a master there is no shared region, so the worker's metrics calls return
-    early: the figure leaves out their (small) cost."""
-    bodies, d = message_plan(n)
-    url, dlq_url = ctx.sqs.create_queue_pair(twicetest.unique_name("bench-cg", 60))
-    dsn = ctx.pg.new_database("bench_cg")
-    count_file = os.path.join(ctx.work, "noop-counts-cg-%d" % ctx.seq())
-    conf = os.path.join(ctx.work, "twice-cg-%d.conf" % ctx.seq())
-    out = os.path.join(ctx.work, "callgrind.out.%d" % ctx.seq())
-    log_path = os.path.join(ctx.work, "callgrind.log")
-    with open(conf, "w") as f:
-        # A long visibility timeout: under callgrind the worker runs some 50 times slower,
-        # and heartbeats (at half the timeout) would add calls a normal run never makes.
-        f.write(ctx.twiced_config(url, dlq_url, dsn, 1, concurrency, 1, count_file,
-                                  visibility=CALLGRIND_VISIBILITY))
-    fd = os.open(conf, os.O_RDONLY)
-    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=" + out,
-           ctx.twiced, "--worker", "--config-fd", str(fd), "--shm-fd", "-1", "--ctl-fd", "-1",
-           "--slot", "0", "--generation", "1", "--master-pid", str(os.getpid()),
-           "--config-path", conf, "--instance", "0123456789abcdef"]
-    logf = open(log_path, "ab")
-    p = subprocess.Popen(cmd, cwd=ctx.work, env=clean_env(), stdin=subprocess.DEVNULL,
-                         stdout=logf, stderr=subprocess.STDOUT, pass_fds=(fd,))
-    logf.close()
-    os.close(fd)
-    try:
-        wait_for_log(log_path, "worker ready", p, 120)
-        control(p.pid, "-i", "on")
-        preload_unchecked(ctx.sqs, url, bodies)
-        deadline = time.monotonic() + 600
-        while sum(ctx.sqs.counts(url)) != 0:
-            if time.monotonic() > deadline or p.poll() is not None:
-                raise BenchError("callgrind: the worker did not drain the queue (log: %s)"
-                                 % log_path)
-            time.sleep(0.2)
-        control(p.pid, "-i", "off")
-        p.send_signal(signal.SIGTERM)
-        if p.wait(timeout=120) != 0:
-            raise BenchError("callgrind: the worker exited with %d (log: %s)"
-                             % (p.returncode, log_path))
-        with open(count_file) as f:
-            calls = sum(int(line.split()[1]) for line in f)
-        rows, completed = ctx.pg.key_states(dsn, "twice_idempotency")
-        if (calls, rows, completed) != (d, d, d):
-            raise BenchError("callgrind: %d handler calls, %d rows, %d completed; want %d"
-                             % (calls, rows, completed, d))
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        for u in (url, dlq_url):
-            ctx.sqs.delete_queue(u)
-        ctx.pg.drop_database(dsn)
-    ir, funcs, total = annotate(out, n)
-    return {"settings": "concurrency=%d" % concurrency, "n": n, "ir_per_msg": ir,
-            "total_ir": total, "functions": funcs, "objects": by_object(out, n),
-            "file": out}
-
-
-def wait_for_log(path, text, proc, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with open(path, errors="replace") as f:
-            if text in f.read():
-                return
-        if proc.poll() is not None:
-            break
-        time.sleep(0.2)
-    raise BenchError("no %r in %s" % (text, path))
-
-
-def control(pid, *args):
-    r = subprocess.run(["callgrind_control", *args, str(pid)], capture_output=True, text=True,
-                       timeout=60)
-    if r.returncode != 0:
-        raise BenchError("callgrind_control %s: %s" % (" ".join(args), r.stderr or r.stdout))
-
-
-def preload_unchecked(sqs, url, bodies):
-    for i in range(0, len(bodies), 10):
-        sqs.call("SendMessageBatch", {"QueueUrl": url, "Entries": [
-            {"Id": str(j), "MessageBody": b} for j, b in enumerate(bodies[i:i + 10])]})
-
-
-def annotate(out, n, top=15):
-    r = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", out],
-                       capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        raise BenchError("callgrind_annotate: %s" % r.stderr)
-    total = None
-    funcs = []
-    for line in r.stdout.splitlines():
-        m = re.match(r"^\s*([\d,]+)\s+\(100\.0%\)\s+PROGRAM TOTALS", line)
-        if m:
-            total = int(m.group(1).replace(",", ""))
-            continue
-        m = re.match(r"^\s*([\d,]+)\s+\(\s*([\d.]+)%\)\s+(\S.*?)(?:\s+\[(.*)\])?$", line)
-        if m and total is not None and len(funcs) < top:
-            name = m.group(3)
-            obj = os.path.basename(m.group(4)) if m.group(4) else ""
-            funcs.append((int(m.group(1).replace(",", "")) / n, float(m.group(2)), name, obj))
-    if total is None:
-        raise BenchError("callgrind_annotate: no PROGRAM TOTALS in its output")
-    return total / n, funcs, total
-
-
-def by_object(out, n):
-    """Own instructions per message summed by shared object, largest first."""
-    r = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100", out],
-                       capture_output=True, text=True, timeout=120)
-    objs = {}
-    for line in r.stdout.splitlines():
-        m = re.match(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+\S.*\[(.*)\]$", line)
-        if m:
-            obj = os.path.basename(m.group(2))
-            objs[obj] = objs.get(obj, 0) + int(m.group(1).replace(",", ""))
-    return sorted(((v / n, k) for k, v in objs.items()), reverse=True)
-
-
-# --------------------------------------------------------------------------- the whole run
+# --------------------------------------------------------------------------- the modes
 
 
 TWICED_CANDIDATES = [(1, 32, 2), (1, 32, 4), (1, 64, 6), (2, 32, 3)]
@@ -689,11 +621,38 @@ BARE_LOOPS = 4
 # Used without tuning (--quick): the best of the candidates on the 2-core machine.
 TWICED_DEFAULT = (1, 32, 4)
 CONSUMER_DEFAULT = (1, 8)
+# With --latency, waiting on SQS is what limits a receive loop: more of them.
+# (Measured at 20:150 ms: one worker's acknowledger sends its SQS calls one at a time, so
+# workers, not receivers, raise twiced's rate.)
+LATENCY_TWICED_CANDIDATES = [(1, 64, 8), (2, 64, 8), (4, 32, 4)]
+LATENCY_CONSUMER_CANDIDATES = [(1, 16), (1, 32), (2, 16)]
+LATENCY_TWICED_DEFAULT = (4, 32, 4)
+LATENCY_CONSUMER_DEFAULT = (1, 16)
 
 
 def parse_pair(text):
     """W:C, or W:C:R for twiced (receivers per worker, default 1)."""
     return tuple(int(x) for x in text.split(":"))
+
+
+def parse_latency(text):
+    """P50:P99 in milliseconds, 0 <= P50 <= P99 (0:0: the proxy without delays)."""
+    try:
+        p50, p99 = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError("want P50:P99 in milliseconds, e.g. 20:150") from None
+    if not 0 <= p50 <= p99 or (p50 == 0) != (p99 == 0):
+        raise argparse.ArgumentTypeError("want 0 < P50 <= P99 (or 0:0), got %s" % text)
+    return p50, p99
+
+
+def host_counts(n):
+    """1, 2, 4, ... up to n, and n."""
+    out, k = [], 1
+    while k < n:
+        out.append(k)
+        k *= 2
+    return out + [n]
 
 
 def tune(ctx, cls, candidates, n):
@@ -706,17 +665,40 @@ def tune(ctx, cls, candidates, n):
     return best[0]
 
 
-def machine():
-    cpu = "?"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    with open("/proc/meminfo") as f:
-        mem_kib = int(f.readline().split()[1])
-    return {"nproc": os.cpu_count(), "cpu": cpu, "ram_gib": round(mem_kib / 1048576, 1),
-            "kernel": platform.release(), "load_at_start": os.getloadavg()}
+def plan(ctx, args):
+    """The mode's runs of one round: (key, contender class, settings, hosts)."""
+    tune_n = max(2000, args.n // 4)
+    if args.hosts is not None:
+        tw = args.twiced or TWICED_DEFAULT
+        return [("hosts-%d" % k, Twiced, tw, k) for k in host_counts(args.hosts)]
+    if args.latency is not None:
+        cands = (LATENCY_TWICED_CANDIDATES, LATENCY_CONSUMER_CANDIDATES,
+                 LATENCY_TWICED_DEFAULT, LATENCY_CONSUMER_DEFAULT)
+    else:
+        cands = (TWICED_CANDIDATES, CONSUMER_CANDIDATES, TWICED_DEFAULT, CONSUMER_DEFAULT)
+    if args.quick:
+        tw = args.twiced or cands[2]
+        co = args.consumer or cands[3]
+    else:
+        tw = args.twiced or tune(ctx, Twiced, cands[0], tune_n)
+        co = args.consumer or tune(ctx, SqsConsumer, cands[1], tune_n)
+    base = [("twiced-baseline", TwicedBaseline, tw, 1)] if ctx.baseline is not None else []
+    if args.latency is not None:
+        return [("twiced-default", Twiced, None, 1), ("twiced", Twiced, tw, 1)] + base + [
+            ("sqs-consumer-default", SqsConsumer, CONSUMER_BUILTIN, 1),
+            ("sqs-consumer", SqsConsumer, co, 1)]
+    return [("twiced", Twiced, tw, 1)] + base + [("sqs-consumer", SqsConsumer, co, 1),
+                                                  ("bare", Bare, BARE_LOOPS, 1)]
+
+
+def run_round(ctx, runs, n):
+    """One round: every run of the plan back to back, with the load average before and
+    after. A round is noisy when either is above the number of cores."""
+    before = sysstat.loadavg()
+    figs = {key: run_once(ctx, cls, settings, n, hosts) for key, cls, settings, hosts in runs}
+    after = sysstat.loadavg()
+    noisy = max(before, after) > os.cpu_count()
+    return {"figs": figs, "load_before": before, "load_after": after, "noisy": noisy}
 
 
 def revision():
@@ -728,137 +710,120 @@ def revision():
     return rev + ("-dirty" if dirty else "")
 
 
-def median(figs, key):
-    return statistics.median(f[key] for f in figs)
-
-
-FIGURES = ("msgs_per_s", "cpu_per_10k", "peak_rss_mb", "peak_pss_mb", "emulator_cpu_per_10k",
-           "pg_cpu_per_10k")
-
-
-def summarize(rounds):
-    """Medians per contender and the medians of the per-round ratios (each round runs
-    a, b and c back to back, so a ratio compares runs under the same background load)."""
+def summarize(rounds, keys, pairs):
+    """Medians per run key, and for each (a, b) pair the medians of the per-round ratios
+    a/b (the runs of a round share its background load)."""
     med = {}
-    for kind in ("twiced", "sqs-consumer", "bare"):
-        figs = [r[kind] for r in rounds]
-        med[kind] = {k: median(figs, k) for k in FIGURES}
-        med[kind]["settings"] = figs[0]["settings"]
-
-    def ratio(a, b, key):
-        return statistics.median(r[a][key] / r[b][key] for r in rounds)
-    ratios = {
-        "a/b msgs_per_s": ratio("twiced", "sqs-consumer", "msgs_per_s"),
-        "a/c msgs_per_s": ratio("twiced", "bare", "msgs_per_s"),
-        "a/b peak_rss": ratio("twiced", "sqs-consumer", "peak_rss_mb"),
-        "a/b cpu_per_10k": ratio("twiced", "sqs-consumer", "cpu_per_10k"),
-    }
+    for key in keys:
+        figs = [r["figs"][key] for r in rounds]
+        med[key] = {"settings": figs[0]["settings"], "instances": figs[0]["instances"]}
+        for name, value in figs[0].items():
+            if value is None or isinstance(value, (int, float)) and not isinstance(value, bool):
+                vals = [f[name] for f in figs if f.get(name) is not None]
+                med[key][name] = statistics.median(vals) if vals else None
+    ratios = {}
+    for a, b in pairs:
+        for name in report.RATIO_FIGURES:
+            vals = [r["figs"][a][name] / r["figs"][b][name] for r in rounds
+                    if r["figs"][a].get(name) is not None and r["figs"][b].get(name)]
+            ratios[(a, b, name)] = statistics.median(vals) if vals else None
     return med, ratios
 
 
-def report(info, med, ratios, rounds, cg):
-    lines = []
-    add = lines.append
-    add("twice benchmark, %s (twiced %s)" % (info["date"], info["revision"]))
-    m = info["machine"]
-    add("machine: %d CPUs, %s, %.1f GiB RAM, Linux %s; load average at start %.2f"
-        % (m["nproc"], m["cpu"], m["ram_gib"], m["kernel"], m["load_at_start"][0]))
-    add("%d messages per run over %d distinct keys (10%% duplicates), %d round(s) a b c"
-        % (info["n"], info["distinct"], len(rounds)))
-    add("")
-    add("| contender | settings | msg/s | CPU s / 10k msgs | peak RSS MB | peak PSS MB |"
-        " emulator CPU s / 10k | PostgreSQL CPU s / 10k |")
-    add("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    names = {"twiced": "(a) twiced + no-op, guard on", "sqs-consumer":
-             "(b) sqs-consumer + batched claim", "bare": "(c) bare receive+delete"}
-    for kind in ("twiced", "sqs-consumer", "bare"):
-        f = med[kind]
-        add("| %s | %s | %.0f | %.2f | %.1f | %.1f | %.2f | %.2f |"
-            % (names[kind], f["settings"], f["msgs_per_s"], f["cpu_per_10k"],
-               f["peak_rss_mb"], f["peak_pss_mb"], f["emulator_cpu_per_10k"],
-               f["pg_cpu_per_10k"]))
-    add("")
-    add("| target | measured (median of per-round ratios) | |")
-    add("| --- | ---: | --- |")
-    targets = [("twiced >= 5x sqs-consumer msg/s", ratios["a/b msgs_per_s"], ">=", 5.0),
-               ("twiced >= 0.4x bare ceiling msg/s", ratios["a/c msgs_per_s"], ">=", 0.4),
-               ("twiced peak RSS <= 25% of sqs-consumer's", ratios["a/b peak_rss"], "<=", 0.25),
-               ("twiced CPU s/10k <= 10% of sqs-consumer's", ratios["a/b cpu_per_10k"], "<=",
-                0.10)]
-    for name, value, op, want in targets:
-        ok = value >= want if op == ">=" else value <= want
-        add("| %s | %.2f | %s |" % (name, value, "pass" if ok else "FAIL"))
-    add("| zero lost, zero double-handled (every run checked) | all runs | pass |")
-    add("")
-    add("per round (msg/s a / b / c):")
-    for i, r in enumerate(rounds, 1):
-        add("  %d: %.0f / %.0f / %.0f" % (i, r["twiced"]["msgs_per_s"],
-                                          r["sqs-consumer"]["msgs_per_s"],
-                                          r["bare"]["msgs_per_s"]))
-    if cg is not None:
-        add("")
-        add("callgrind: one twiced worker (%s), %d messages: %.0f instructions per message"
-            % (cg["settings"], cg["n"], cg["ir_per_msg"]))
-        add("  by object: " + ", ".join("%s %.0f" % (o, v) for v, o in cg["objects"][:8]))
-        add("  top functions (own Ir per message):")
-        for ir, pct, name, obj in cg["functions"]:
-            add("    %8.0f %5.1f%%  %s [%s]" % (ir, pct, name, obj))
-    return "\n".join(lines)
+def mode_pairs(args):
+    base = [("twiced", "twiced-baseline")] if args.baseline_build is not None else []
+    if args.hosts is not None:
+        return []
+    if args.latency is not None:
+        return [("twiced-default", "sqs-consumer-default"), ("twiced", "sqs-consumer")] + base
+    return [("twiced", "sqs-consumer"), ("twiced", "bare")] + base
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("n", nargs="?", type=int, default=20000, help="messages per run")
-    ap.add_argument("--rounds", type=int, default=3, help="rounds of a, b, c (default 3)")
+    ap.add_argument("n", nargs="?", type=int,
+                    help="messages per run (default 20000; 5000 with --latency)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
     ap.add_argument("--build-dir", required=True)
     ap.add_argument("--twiced", type=parse_pair, metavar="W:C[:R]",
                     help="twiced workers:concurrency[:receivers] (default: tuned)")
     ap.add_argument("--consumer", type=parse_pair, metavar="P:C",
                     help="sqs-consumer processes:consumers each (default: tuned)")
+    ap.add_argument("--latency", type=parse_latency, metavar="P50:P99",
+                    help="delay every SQS call of the contenders (milliseconds)")
+    ap.add_argument("--hosts", type=int, metavar="N",
+                    help="N independent twiced masters on one database and queue "
+                         "(runs 1, 2, 4 ... N of them)")
+    ap.add_argument("--baseline-build", metavar="DIR",
+                    help="also run twiced from this build directory (bin/twiced, "
+                         "bench/noop.so) in every round, with the same settings")
+    ap.add_argument("--prefill", type=int, metavar="K",
+                    help="completed keys in each contender's table before a run, vacuumed "
+                         "and analysed (default 100000, 10000 with --quick; 0: empty)")
     ap.add_argument("--no-callgrind", action="store_true")
+    ap.add_argument("--no-pg-stat-statements", action="store_true",
+                    help="do not load pg_stat_statements (statements are then not counted)")
     ap.add_argument("--quick", action="store_true",
                     help="no tuning (default settings) and a short callgrind run")
     ap.add_argument("--log-level", default="info", help="twiced's log level (default info)")
     ap.add_argument("--out", help="also write the report (text) and OUT.json here")
     args = ap.parse_args()
-    if args.n < 100 or args.rounds < 1:
-        ap.error("n must be >= 100 and rounds >= 1")
-
-    ctx = Context(args)
-    info = {"date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-            "revision": revision(), "machine": machine(), "n": args.n,
-            "distinct": message_plan(args.n)[1]}
-    log("twiced %s, %d messages, %d rounds; work files in %s"
-        % (info["revision"], args.n, args.rounds, ctx.work))
-    tune_n = max(2000, args.n // 4)
+    if args.n is None:
+        args.n = 5000 if args.latency is not None and args.hosts is None else 20000
+    if args.n < 100 or args.rounds < 1 or (args.hosts is not None and args.hosts < 1):
+        ap.error("n must be >= 100, rounds >= 1 and hosts >= 1")
+    if args.prefill is None:
+        args.prefill = 10000 if args.quick else 100000
+    if args.prefill < 0:
+        ap.error("--prefill must be >= 0")
     if args.twiced is not None and len(args.twiced) == 2:
         args.twiced = args.twiced + (1,)
-    if args.quick:
-        tw = args.twiced or TWICED_DEFAULT
-        co = args.consumer or CONSUMER_DEFAULT
-    else:
-        tw = args.twiced or tune(ctx, Twiced, TWICED_CANDIDATES, tune_n)
-        co = args.consumer or tune(ctx, SqsConsumer, CONSUMER_CANDIDATES, tune_n)
+    return args
+
+
+def main():
+    args = parse_args()
+    ctx = Context(args)
+    try:
+        return run(ctx, args)
+    finally:
+        ctx.close()
+
+
+def run(ctx, args):
+    mode = ("hosts" if args.hosts is not None else "latency" if args.latency is not None
+            else "standard")
+    info = {"date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+            "revision": revision(), "machine": sysstat.machine(), "n": args.n,
+            "distinct": message_plan(args.n)[1], "mode": mode, "latency": args.latency,
+            "hosts": args.hosts, "pg_stat_statements": ctx.pgss,
+            "baseline": args.baseline_build, "prefill": args.prefill}
+    log("twiced %s, %s mode, %d messages, %d rounds; work files in %s"
+        % (info["revision"], mode, args.n, args.rounds, ctx.work))
+    runs = plan(ctx, args)
+    keys = [r[0] for r in runs]
     rounds = []
     for i in range(args.rounds):
         log("round %d of %d" % (i + 1, args.rounds))
-        rounds.append({"twiced": run_once(ctx, Twiced, tw, args.n),
-                       "sqs-consumer": run_once(ctx, SqsConsumer, co, args.n),
-                       "bare": run_once(ctx, Bare, BARE_LOOPS, args.n)})
-    med, ratios = summarize(rounds)
+        # The order turns each round (a b c, b c a, c a b): no run is always first.
+        k = i % len(runs)
+        rounds.append(run_round(ctx, runs[k:] + runs[:k], args.n))
+    med, ratios = summarize(rounds, keys, mode_pairs(args))
     cg = None
-    if not args.no_callgrind:
-        n_cg = 500 if args.quick else CALLGRIND_MESSAGES
+    if mode == "standard" and not args.no_callgrind:
+        n_cg = 500 if args.quick else cgrind.CALLGRIND_MESSAGES
         log("callgrind: one worker, %d messages" % n_cg)
-        cg = callgrind(ctx, CALLGRIND_CONCURRENCY, n_cg)
-    text = report(info, med, ratios, rounds, cg)
+        cg = cgrind.callgrind(ctx, n=n_cg)
+    text = report.render(info, keys, med, ratios, rounds, cg)
     print(text)
     if args.out:
         with open(args.out, "w") as f:
             f.write(text + "\n")
         with open(args.out + ".json", "w") as f:
-            json.dump({"info": info, "medians": med, "ratios": ratios, "rounds": rounds,
-                       "callgrind": cg}, f, indent=2)
+            json.dump({"info": info, "keys": keys, "medians": med,
+                       "ratios": [{"a": a, "b": b, "figure": k, "ratio": v}
+                                  for (a, b, k), v in ratios.items()],
+                       "rounds": rounds, "callgrind": cg}, f, indent=2)
     return 0
 
 

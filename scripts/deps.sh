@@ -12,7 +12,7 @@ PACKAGES=(
     build-essential cmake pkg-config clang clang-format git
     libcurl4-openssl-dev libssl-dev libpq-dev libconfig-dev libjansson-dev
     libmicrohttpd-dev libsystemd-dev
-    postgresql
+    postgresql pgbouncer
     python3 python3-psycopg2 python3-aiosmtpd python3-prometheus-client pyflakes3
     valgrind libfuzzer-14-dev lintian rpm curl
 )

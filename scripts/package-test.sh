@@ -6,9 +6,12 @@
 # configuration with a DSN and queue URLs filled in, the system user, the systemd unit
 # (systemd-analyze verify), the man pages, pkg-config, the example plugin built out of tree
 # and loaded with twicectl plugin check, a unit test against the mock host; at last it
-# removes and purges the packages and checks that nothing is left. Needs root (dpkg -i) and
-# Debian; idempotent (a leftover install is purged first). Not for: development builds or
-# ctest (scripts/test.sh), or installing twice for real.
+# removes and purges the packages and checks that nothing is left. The README's commands
+# for building the packages, installing them and writing a plugin are read from README.md
+# and run as written (sudo is the user's own: the script runs as root), so the README
+# cannot go stale. Needs root (apt-get, dpkg) and Debian; idempotent (a leftover install is
+# purged first). Not for: development builds or ctest (scripts/test.sh), or installing twice
+# for real.
 #
 #   scripts/package-test.sh [--keep] [--update-expected]
 #     --keep              leave the packages installed (and the work directory) afterwards
@@ -39,6 +42,7 @@ while [ $# -gt 0 ]; do
 done
 
 failures=0
+readme=$root/README.md
 die() {
     echo "package-test: FAIL: $*" >&2
     exit 1
@@ -106,17 +110,54 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 
+# ---- the README's commands ----
+# The n-th code block indented by 4 spaces in the section "## $1" of README.md (fenced
+# blocks skipped), unindented: commands exactly as a reader copies them.
+readme_block() {
+    awk -v want="## $1" -v n="$2" '
+        /^## / { section = ($0 == want); next }
+        !section { next }
+        /^```/ { fenced = !fenced; inblock = 0; next }
+        fenced { next }
+        /^    / { if (!inblock) { block++; inblock = 1 } if (block == n) print substr($0, 5); next }
+        { inblock = 0 }' "$readme"
+}
+# The first ```$2 fenced block of the section "## $1".
+readme_fence() {
+    awk -v want="## $1" -v lang="$2" '
+        /^## / { section = ($0 == want); next }
+        !section || done { next }
+        $0 == "```" lang { fenced = 1; next }
+        fenced && /^```/ { fenced = 0; done = 1; next }
+        fenced { print }' "$readme"
+}
+# Run a README block (from readme_block) with bash -e in directory $2; its output in log $3.
+# The README's file names carry this machine's architecture; sudo is a no-op (we are root);
+# a question (apt-get's "Do you want to continue?") is answered yes, as its reader would.
+shim=$work/shim
+mkdir -p "$shim"
+printf '#!/bin/sh\nexec "$@"\n' >"$shim/sudo"
+chmod 755 "$shim/sudo"
+run_readme() {
+    local script=$work/readme-$3.sh
+    printf '%s\n' "$1" | sed -e "s/_amd64\.deb/_${debarch}.deb/g" >"$script"
+    [ -s "$script" ] || die "no such command block in README.md (for $3)"
+    echo "package-test: README.md, as written:"
+    sed 's/^/    /' "$script"
+    printf 'y\ny\n' | (cd "$2" && PATH=$shim:$PATH CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
+        DEBIAN_FRONTEND=noninteractive bash -e "$script") >"$work/$3.log" 2>&1
+}
+
 # ---- build ----
-step "building the packages in build-pkg/"
+step "building the packages in build-pkg/, as README.md says"
 if installed twice || installed twice-dev; then
     echo "package-test: purging a previous install of twice first"
     purge || die "could not purge the installed twice packages"
 fi
 rm -f "$build"/*.deb "$build"/*.rpm
-cmake -S "$root" -B "$build" -C "$root/packaging/package.cmake" >"$work/configure.log" 2>&1 ||
-    { cat "$work/configure.log" >&2; die "cmake configure failed"; }
-cmake --build "$build" -j"$(nproc)" --target package >"$work/build.log" 2>&1 ||
-    { tail -40 "$work/build.log" >&2; die "cmake --build --target package failed"; }
+[ "$build" = "$root/build-pkg" ] || die "the README builds in build-pkg/"
+run_readme "$(readme_block "Install from packages" 1)" "$root" build ||
+    { tail -40 "$work/build.log" >&2; die "the README's build commands failed"; }
 
 deb_run=$build/twice_${pkgversion}_$debarch.deb
 deb_dev=$build/twice-dev_${pkgversion}_$debarch.deb
@@ -207,17 +248,11 @@ else
 fi
 
 # ---- install ----
-step "installing the .debs"
-if ! dpkg -i "$deb_run" "$deb_dev" >"$work/install.log" 2>&1; then
-    echo "package-test: dpkg -i needs dependencies: apt-get -f install"
-    DEBIAN_FRONTEND=noninteractive apt-get -f install -y -qq >>"$work/install.log" 2>&1 ||
-        { cat "$work/install.log" >&2; die "installing the .debs failed"; }
-fi
-if ! installed twice || ! installed twice-dev; then
-    cat "$work/install.log" >&2
-    die "twice and twice-dev are not installed after dpkg -i"
-fi
-ok "installed twice and twice-dev"
+step "installing twice as README.md says"
+run_readme "$(readme_block "Install from packages" 2)" "$root" install ||
+    { cat "$work/install.log" >&2; die "the README's install command failed"; }
+installed twice || { cat "$work/install.log" >&2; die "twice is not installed"; }
+ok "installed twice with the README's command"
 
 out=$(twiced --version)
 [[ "$out" == "twiced $version (plugin ABI "* ]] || fail "twiced --version says '$out'"
@@ -284,7 +319,7 @@ stop=$(sed -n 's/^TimeoutStopSec=//p' "$unit")
 drain=$(sed -n 's/^drain_timeout = \([0-9]*\);/\1/p' /etc/twice/twice.conf)
 [ "${stop:-0}" -gt "${drain:-0}" ] ||
     fail "TimeoutStopSec ($stop) is not above drain_timeout ($drain)"
-for page in twiced.8 twicectl.1 twice.conf.5 twice-plugin.3; do
+for page in twiced.8 twicectl.1 twice.conf.5; do
     path=$(man -w "${page%.*}" 2>/dev/null | head -1)
     [ -n "$path" ] || { fail "man ${page%.*}: not found"; continue; }
     warnings=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l "$path" 2>&1 >/dev/null ||
@@ -292,8 +327,65 @@ for page in twiced.8 twicectl.1 twice.conf.5 twice-plugin.3; do
     [ -z "$warnings" ] || fail "man page $path: $warnings"
 done
 ok "man pages found, no groff warnings"
+# One default configuration file, the packages': in --help and the man pages.
+twiced --help | grep -qF '(default /etc/twice/twice.conf)' ||
+    fail "twiced --help does not name /etc/twice/twice.conf as its default"
+twicectl --help | grep -qF 'default /etc/twice/twice.conf)' ||
+    fail "twicectl --help does not name /etc/twice/twice.conf as its default"
+for page in twiced twicectl twice.conf; do
+    man -P cat "$page" 2>/dev/null | grep -qF /etc/twice/twice.conf ||
+        fail "man $page does not name /etc/twice/twice.conf"
+done
+man -P cat twice.conf 2>/dev/null | grep -q 'receivers' ||
+    fail "twice.conf(5) does not list the settings (no receivers)"
+ok "twiced, twicectl and the man pages name /etc/twice/twice.conf"
 
-# ---- SDK: pkg-config, out-of-tree plugin, mock host ----
+# ---- SDK: the README's plugin, pkg-config, out-of-tree plugin, mock host ----
+step "writing a plugin as README.md says, from a machine without twice"
+# The section's install command must bring twice along: it starts from a machine where
+# twice is not installed (its configuration stays, as after apt-get remove).
+dpkg --remove twice >"$work/remove-for-sdk.log" 2>&1 ||
+    { cat "$work/remove-for-sdk.log" >&2; die "dpkg --remove twice"; }
+readme_dir=$work/readme
+mkdir -m 700 "$readme_dir"
+ln -s "$build" "$readme_dir/build-pkg"
+run_readme "$(readme_block "Write your own plugin" 1)" "$readme_dir" plugin ||
+    { cat "$work/plugin.log" >&2; die "the README's plugin commands failed"; }
+if installed twice && installed twice-dev && grep -q 'hello:{id}' "$work/plugin.log"; then
+    ok "the README's install, build and plugin check of hello.so"
+else
+    cat "$work/plugin.log" >&2
+    die "the README's plugin commands did not install twice and twice-dev and check hello.so"
+fi
+readme_fence "Write your own plugin" c >"$readme_dir/hello/test-hello.c"
+if run_readme "$(readme_block "Write your own plugin" 2)" "$readme_dir/hello" mock &&
+    grep -q '^ok: key hello:42$' "$work/mock.log"; then
+    ok "the README's unit test of hello.so against the mock host"
+else
+    cat "$work/mock.log" >&2
+    fail "the README's test-hello.c against the mock host"
+fi
+opt_created=0
+[ -e /opt/twice ] || opt_created=1
+if run_readme "$(readme_block "Write your own plugin" 3)" "$readme_dir/hello" rename &&
+    [ "$(stat -c '%a %U' /opt/twice/plugins/hello.so)" = "644 root" ] &&
+    [ ! -e /opt/twice/plugins/hello.so.new ]; then
+    ok "the README's install of hello.so by rename"
+else
+    cat "$work/rename.log" >&2
+    fail "the README's install of hello.so by rename"
+fi
+sed 's|^plugins = (|&\n    { name = "hello"; path = "/opt/twice/plugins/hello.so"; },|' "$conf" \
+    >"$work/opt-hello.conf"
+twiced -t -c "$work/opt-hello.conf" >"$work/opt-hello-t.out" 2>&1 ||
+    { cat "$work/opt-hello-t.out" >&2; fail "twiced -t with /opt/twice/plugins/hello.so"; }
+[ "$opt_created" = 0 ] || rm -rf /opt/twice
+path=$(man -w twice-plugin 2>/dev/null | head -1)
+warnings=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l "$path" 2>&1 >/dev/null || true)
+if [ -z "$path" ] || [ -n "$warnings" ]; then
+    fail "man twice-plugin: ${path:-not found} $warnings"
+fi
+
 step "an out-of-tree plugin with the installed SDK"
 [ "$(pkg-config --modversion twice-plugin)" = "$version" ] ||
     fail "pkg-config --modversion twice-plugin is not $version"

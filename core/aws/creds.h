@@ -6,9 +6,12 @@
  *   1. env           AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY [+ AWS_SESSION_TOKEN]
  *   2. web-identity  AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN (or the profile's
  *                    web_identity_token_file + role_arn): STS AssumeRoleWithWebIdentity
- *   3. profile       the shared credentials file, then the profile's
- *                    credential_process, then the config file (AWS_PROFILE,
- *                    AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE)
+ *   3. profile       an assume-role profile (role_arn with source_profile or
+ *                    credential_source: STS AssumeRole), else the shared
+ *                    credentials file, then the profile's credential_process,
+ *                    then the config file (AWS_PROFILE,
+ *                    AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE); SSO
+ *                    profiles are refused with the way around
  *   4. container     AWS_CONTAINER_CREDENTIALS_RELATIVE_URI / _FULL_URI (ECS, EKS Pod
  *                    Identity), with AWS_CONTAINER_AUTHORIZATION_TOKEN[_FILE]
  *   5. imds          EC2 instance metadata, IMDSv2; skipped when
@@ -38,7 +41,8 @@ struct creds {
     char *session_token; /* NULL for long-term credentials */
     time_t expiration;   /* 0: does not expire */
     char provider[32];   /* "env", "profile:NAME", "process:NAME", "web-identity",
-                            "container", "imds": for `twicectl whoami` */
+                            "assume-role:NAME", "container", "imds": for
+                            `twicectl whoami` */
 };
 
 /* Overwrite the secrets with zeros and free them. */

@@ -1,8 +1,10 @@
 /*
  * creds_env.c - the first source of the credential chain: the variables
  * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN (or the
- * legacy AWS_SECURITY_TOKEN) and AWS_CREDENTIAL_EXPIRATION. Not the other
- * variables the chain reads: each source reads its own.
+ * legacy AWS_SECURITY_TOKEN) and AWS_CREDENTIAL_EXPIRATION; unless the
+ * chain's profile assumes a role with credential_source = Environment:
+ * then they are that role's source (creds_assume.c), not the identity.
+ * Not the other variables the chain reads: each source reads its own.
  */
 #include "awsconfig.h"
 #include "creds.h"
@@ -10,12 +12,15 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-/* Both keys or nothing (a lone key id falls through to the next source,
- * with the reason). */
-static int
-env_resolve(struct creds_provider *p, const struct creds_ctx *ctx, struct creds *out, char *why,
-            size_t whylen)
+struct env_provider {
+    struct creds_provider base; /* first: the chain sees only this */
+    char *profile;
+};
+
+int
+creds_env_read(struct creds *out, char *why, size_t whylen)
 {
     const char *akid = awsconfig_env("AWS_ACCESS_KEY_ID");
     const char *secret = awsconfig_env("AWS_SECRET_ACCESS_KEY");
@@ -23,8 +28,6 @@ env_resolve(struct creds_provider *p, const struct creds_ctx *ctx, struct creds 
     const char *expiry = awsconfig_env("AWS_CREDENTIAL_EXPIRATION");
     time_t expiration = 0;
 
-    (void) p;
-    (void) ctx;
     if (token == NULL) {
         token = awsconfig_env("AWS_SECURITY_TOKEN");
     }
@@ -48,22 +51,60 @@ env_resolve(struct creds_provider *p, const struct creds_ctx *ctx, struct creds 
     return 1;
 }
 
+/* Whether the profile assumes a role with credential_source =
+ * Environment (as `aws --profile` does, the keys then sign for the role). */
+static int
+source_of_role(const char *profile)
+{
+    char *path = awsconfig_path(AWSCONFIG_CONFIG, NULL);
+    struct awsconfig_section *s = NULL;
+    int yes = 0;
+
+    if (path != NULL &&
+        awsconfig_read_profile(path, AWSCONFIG_CONFIG, profile, &s) == AWSCONFIG_OK) {
+        const char *cs = awsconfig_get(s, "credential_source");
+        yes = cs != NULL && strcmp(cs, "Environment") == 0 && awsconfig_get(s, "role_arn") != NULL;
+    }
+    awsconfig_section_free(s);
+    free(path);
+    return yes;
+}
+
+static int
+env_resolve(struct creds_provider *p, const struct creds_ctx *ctx, struct creds *out, char *why,
+            size_t whylen)
+{
+    const struct env_provider *ep = (const struct env_provider *) p;
+
+    (void) ctx;
+    if (awsconfig_env("AWS_ACCESS_KEY_ID") != NULL && source_of_role(ep->profile)) {
+        snprintf(why, whylen,
+                 "the keys are the source of [profile %s]'s role (credential_source = "
+                 "Environment)",
+                 ep->profile);
+        return 0;
+    }
+    return creds_env_read(out, why, whylen);
+}
+
 static void
 env_free(struct creds_provider *p)
 {
+    free(((struct env_provider *) p)->profile);
     free(p);
 }
 
 struct creds_provider *
 creds_provider_env_new(const char *profile)
 {
-    struct creds_provider *p = calloc(1, sizeof(*p));
+    struct env_provider *ep = calloc(1, sizeof(*ep));
 
-    (void) profile;
-    if (p != NULL) {
-        p->label = "env";
-        p->resolve = env_resolve;
-        p->free = env_free;
+    if (ep == NULL || (ep->profile = strdup(profile)) == NULL) {
+        free(ep);
+        return NULL;
     }
-    return p;
+    ep->base.label = "env";
+    ep->base.resolve = env_resolve;
+    ep->base.free = env_free;
+    return &ep->base;
 }

@@ -1,10 +1,14 @@
 /*
  * creds_process.c - a profile's credential_process: run the command
  * through the shell as the AWS SDKs do, with a timeout, and read the JSON
- * it prints. Not the profile's other keys (creds_profile.c). The
- * command's standard error is never shown: tools print tokens there.
+ * it prints. Not the profile's other keys (creds_profile.c). The secrets
+ * come on standard output, which no message ever quotes; when the command
+ * fails, the end of its standard error is shown (escaped, cut short): that
+ * is where tools say what to do ("run aws sso login").
  */
+#include "buf.h"
 #include "clock.h"
+#include "escape.h"
 #include "creds.h"
 #include "creds_provider.h"
 
@@ -25,6 +29,9 @@ extern char **environ;
 
 /* How often a running command is checked for the cancel flag. */
 #define PROCESS_POLL_MS 100
+/* The end of stderr kept, and the characters of it a message shows. */
+#define STDERR_KEEP     1024
+#define STDERR_SHOW     160
 
 /* In the child, before exec: only async-signal-safe calls. Its own
  * process group (so a timeout kills the whole pipeline), default signal
@@ -77,9 +84,26 @@ struct process_io {
     size_t cap, len;
     size_t err_bytes;
     int too_large;
+    char err_tail[STDERR_KEEP]; /* the last bytes of stderr */
+    size_t err_kept;
 };
 
-/* Read what is ready: stdout into out, stderr counted and dropped. */
+/* Keep the last STDERR_KEEP bytes of stderr. */
+static void
+keep_stderr(struct process_io *io, const char *p, size_t n)
+{
+    if (n >= STDERR_KEEP) {
+        memcpy(io->err_tail, p + n - STDERR_KEEP, STDERR_KEEP);
+        io->err_kept = STDERR_KEEP;
+        return;
+    }
+    size_t drop = io->err_kept + n > STDERR_KEEP ? io->err_kept + n - STDERR_KEEP : 0;
+    memmove(io->err_tail, io->err_tail + drop, io->err_kept - drop);
+    memcpy(io->err_tail + io->err_kept - drop, p, n);
+    io->err_kept += n - drop;
+}
+
+/* Read what is ready: stdout into out, the end of stderr kept. */
 static void
 drain_ready(struct process_io *io, const struct pollfd *pfd)
 {
@@ -105,6 +129,7 @@ drain_ready(struct process_io *io, const struct pollfd *pfd)
             io->len += (size_t) n;
         } else {
             io->err_bytes += (size_t) n;
+            keep_stderr(io, scratch, (size_t) n);
         }
     }
     OPENSSL_cleanse(scratch, sizeof(scratch));
@@ -157,6 +182,35 @@ reap(pid_t pid, long deadline, int kill_now)
     return -1;
 }
 
+/* "; stderr: TEXT" for the end of what the command wrote on stderr: its
+ * last STDERR_SHOW characters, blanks at the ends dropped, escaped for one
+ * line; nothing when it wrote none. */
+static void
+stderr_excerpt(const struct process_io *io, char *out, size_t cap)
+{
+    const unsigned char *p = (const unsigned char *) io->err_tail;
+    size_t start = 0, end = io->err_kept, chars = 0;
+    out[0] = '\0';
+    while (end > 0 && strchr(" \t\r\n", p[end - 1]) != NULL && p[end - 1] != '\0') {
+        end--;
+    }
+    for (start = end; start > 0 && chars < STDERR_SHOW; start--) {
+        chars += (p[start - 1] & 0xc0) != 0x80; /* count characters, not bytes */
+    }
+    while (start < end && strchr(" \t\r\n", p[start]) != NULL && p[start] != '\0') {
+        start++;
+    }
+    if (start == end) {
+        return;
+    }
+    struct buf b = BUF_INIT;
+    int cut = start > 0 || io->err_bytes > io->err_kept;
+    buf_printf(&b, "; stderr: %s", cut ? "..." : "");
+    escape_unquoted(&b, io->err_tail + start, end - start);
+    snprintf(out, cap, "%s", b.failed ? "" : buf_str(&b));
+    buf_free_wipe(&b);
+}
+
 /* The outcome as a reason: why the run failed, or "" when it did not. */
 static int
 explain(const struct process_io *io, int status, int late, long timeout_ms,
@@ -175,13 +229,8 @@ explain(const struct process_io *io, int status, int late, long timeout_ms,
     } else {
         return 0;
     }
-    if (io->err_bytes > 0) {
-        size_t n = strlen(why);
-        snprintf(why + n, whylen - n,
-                 " (%zu bytes on stderr, not shown: they may hold secrets; run the command "
-                 "by hand to see them)",
-                 io->err_bytes);
-    }
+    size_t n = strlen(why);
+    stderr_excerpt(io, why + n, whylen - n);
     return -1;
 }
 
@@ -205,7 +254,7 @@ creds_process_run(const char *command, long timeout_ms, const volatile int *canc
     }
     close(outp[1]);
     close(errp[1]);
-    struct process_io io = {{outp[0], errp[0]}, out, cap, 0, 0, 0};
+    struct process_io io = {{outp[0], errp[0]}, out, cap, 0, 0, 0, "", 0};
     int late = collect(&io, deadline, cancel) != 0;
     for (int i = 0; i < 2; i++) {
         if (io.fds[i] >= 0) {
@@ -216,7 +265,9 @@ creds_process_run(const char *command, long timeout_ms, const volatile int *canc
     late |= status == -1;
     out[io.len] = '\0';
     *len = io.len;
-    return explain(&io, status, late, timeout_ms, cancel, why, whylen);
+    int rc = explain(&io, status, late, timeout_ms, cancel, why, whylen);
+    OPENSSL_cleanse(io.err_tail, sizeof(io.err_tail));
+    return rc;
 fail:
     for (int i = 0; i < 2; i++) {
         if (outp[i] >= 0) {
@@ -233,7 +284,7 @@ int
 creds_process_resolve(const char *command, const char *profile, const struct creds_ctx *ctx,
                       struct creds *out, char *why, size_t whylen)
 {
-    char provider[sizeof(out->provider)], reason[384];
+    char provider[sizeof(out->provider)], reason[448];
     size_t len = 0;
     char *text = malloc(CREDS_PROCESS_MAX_OUTPUT + 1);
     int rc = -1;

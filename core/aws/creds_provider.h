@@ -49,6 +49,10 @@ struct creds_provider *creds_provider_profile_new(const char *profile);
 struct creds_provider *creds_provider_container_new(const char *profile);
 struct creds_provider *creds_provider_imds_new(const char *profile);
 
+/* The variables' keys (creds_env.c), whatever the profile says: 1, 0 with
+ * why when they are not set (or not whole), -1 on ENOMEM. */
+int creds_env_read(struct creds *out, char *why, size_t whylen);
+
 /* Fill c with copies of the strings (token may be NULL); provider is cut
  * to fit. 0, or -1 on ENOMEM with c left empty. */
 int creds_set(struct creds *c, const char *access_key_id, const char *secret_access_key,
@@ -88,6 +92,52 @@ char *creds_read_token_file(const char *path, size_t max);
  * provider: only the refresh thread uses it). NULL when curl fails. */
 struct http_client *creds_http(struct http_client **slot);
 
+/* ---- profiles of the shared files (creds_profile.c) ---- */
+
+struct awsconfig_section;
+
+/*
+ * A profile's own credentials, as the profile source finds them but
+ * without assume-role: the credentials file's keys, its
+ * credential_process, the config file's keys (SSO profiles refused). The
+ * source of an assume-role profile. 1, 0 with why (what each file lacks),
+ * or -1 with why (credential_process failed, SSO, ENOMEM).
+ */
+int creds_profile_own(const char *profile, const struct creds_ctx *ctx, struct creds *out,
+                      char *why, size_t whylen);
+
+/* A key of a profile: the credentials file's value (cred) if set and not
+ * empty, else the config file's (conf); either section may be NULL. */
+const char *creds_profile_get(const struct awsconfig_section *cred,
+                              const struct awsconfig_section *conf, const char *key);
+
+/* Whether the config file's section is an SSO (IAM Identity Center)
+ * profile: sso_session or sso_start_url. */
+int creds_profile_sso(const struct awsconfig_section *conf);
+/* Why an SSO profile is refused, and the way around (credential_process
+ * with `aws configure export-credentials`). */
+void creds_profile_sso_refusal(const char *profile, char *why, size_t whylen);
+
+/* ---- assume-role profiles (creds_assume.c) ---- */
+
+/* Whether a profile's sections (either may be NULL) make it an assume-role
+ * profile: role_arn with source_profile or credential_source. */
+int creds_assume_profile(const struct awsconfig_section *cred,
+                         const struct awsconfig_section *conf);
+
+/*
+ * Credentials for the assume-role profile `profile`: the credentials of
+ * its source (source_profile, followed through chained roles to a profile
+ * with credentials of its own, or credential_source Environment,
+ * Ec2InstanceMetadata or EcsContainer), then one STS AssumeRole per role
+ * of the chain, each signed with the credentials before it. *http is made
+ * on first use. 1, or -1 with why: a source_profile loop or a chain longer
+ * than 8, a source without credentials, mfa_serial (nobody can type a
+ * code), STS refused. Called again at every refresh.
+ */
+int creds_assume_resolve(const char *profile, const struct creds_ctx *ctx,
+                         struct http_client **http, struct creds *out, char *why, size_t whylen);
+
 /* ---- credential_process (creds_process.c) ---- */
 
 #define CREDS_PROCESS_TIMEOUT_MS 30000
@@ -96,11 +146,13 @@ struct http_client *creds_http(struct http_client **slot);
 /*
  * Run command through /bin/sh -c with stdin from /dev/null, in its own
  * process group, and collect up to cap bytes of its standard output into
- * out (which holds cap + 1: a NUL is added; *len the length). Standard
- * error is read and counted but never shown: it may hold secrets. Past
+ * out (which holds cap + 1: a NUL is added; *len the length). Past
  * timeout_ms, on cancel, or when the output outgrows out, the process
- * group is killed. 0 when the command exited 0, else -1 with why. out may
- * hold secrets: the caller wipes it.
+ * group is killed. 0 when the command exited 0, else -1 with why, which
+ * ends with the last characters of its standard error, escaped ("; stderr:
+ * run aws sso login"): tools put their hints there and the secrets on
+ * standard output, which is never shown. out may hold secrets: the caller
+ * wipes it.
  */
 int creds_process_run(const char *command, long timeout_ms, const volatile int *cancel, char *out,
                       size_t cap, size_t *len, char *why, size_t whylen);
@@ -110,15 +162,34 @@ int creds_process_run(const char *command, long timeout_ms, const volatile int *
 int creds_process_resolve(const char *command, const char *profile, const struct creds_ctx *ctx,
                           struct creds *out, char *why, size_t whylen);
 
-/* ---- web identity (creds_webid.c) ---- */
+/* ---- STS, the Query API (creds_sts.c) ---- */
+
+struct buf;
 
 /*
- * The AssumeRoleWithWebIdentity reply: 1 with *out from
+ * An STS reply (AssumeRole, AssumeRoleWithWebIdentity): 1 with *out from
  * Credentials/{AccessKeyId, SecretAccessKey, SessionToken, Expiration},
- * 0 with why when the XML has no such credentials (an ErrorResponse's
- * Code and Message go into why), -1 on ENOMEM.
+ * named provider; 0 with why when the XML has no such credentials (an
+ * ErrorResponse's Code and Message go into why), -1 on ENOMEM.
  */
-int creds_webid_parse(const char *xml, size_t len, struct creds *out, char *why, size_t whylen);
+int creds_sts_parse(const char *xml, size_t len, const char *provider, struct creds *out,
+                    char *why, size_t whylen);
+
+/* Append "&name=value" (no '&' first) to a form body, value URI-encoded. */
+void creds_form_put(struct buf *b, const char *name, const char *value);
+
+/*
+ * POST form (the Query API's Action=...&Version=... body) to the STS url
+ * and read the credentials of the reply (named provider). signer NULL:
+ * unsigned (AssumeRoleWithWebIdentity); else signed with SigV4 for region
+ * and service "sts" (AssumeRole). *http is made on first use. 1, or -1
+ * with why ("STS URL: ACTION: HTTP 403: AccessDenied: ..."), never a
+ * secret.
+ */
+int creds_sts_call(struct http_client **http, const struct creds_ctx *ctx, const char *url,
+                   const char *action, const struct buf *form, const struct creds *signer,
+                   const char *region, const char *provider, struct creds *out, char *why,
+                   size_t whylen);
 
 /* ---- container credentials (creds_container.c) ---- */
 

@@ -30,9 +30,30 @@ diag_push(struct diag *d, char *line)
     d->lines[d->n++] = line;
 }
 
+/* One more problem past DIAG_MAX_LINES: the last line counts them. */
+static void
+diag_more(struct diag *d)
+{
+    struct buf b = BUF_INIT;
+    d->more++;
+    buf_printf(&b, "... %zu more problem%s not shown", d->more, d->more == 1 ? "" : "s");
+    char *line = buf_steal(&b);
+    if (line == NULL) {
+        return;
+    }
+    if (d->n > DIAG_MAX_LINES) {
+        free(d->lines[--d->n]);
+    }
+    diag_push(d, line);
+}
+
 void
 diag_add(struct diag *d, const char *file, int line, const char *fmt, ...)
 {
+    if (d->n >= DIAG_MAX_LINES) {
+        diag_more(d);
+        return;
+    }
     struct buf b = BUF_INIT;
     if (file != NULL && line > 0) {
         buf_printf(&b, "%s:%d: ", file, line);
@@ -54,7 +75,13 @@ diag_free(struct diag *d)
     }
     free(d->lines);
     d->lines = NULL;
-    d->n = d->cap = 0;
+    d->n = d->cap = d->more = 0;
+}
+
+size_t
+diag_count(const struct diag *d)
+{
+    return d->more > 0 ? d->n - 1 + d->more : d->n;
 }
 
 static int

@@ -13,18 +13,27 @@ struct diag {
     char **lines;
     size_t n;
     size_t cap;
+    size_t more; /* problems past DIAG_MAX_LINES, not kept */
 };
 
 #define DIAG_INIT                                                                                 \
     {                                                                                             \
-        NULL, 0, 0                                                                                \
+        NULL, 0, 0, 0                                                                             \
     }
+
+/* Problems kept: past them, the last line only says how many more there
+ * were ("... 1234 more problems not shown"), so a broken generated file
+ * does not flood a terminal or a journal. */
+#define DIAG_MAX_LINES 50
 
 /* Add "FILE:LINE: message" ("FILE: message" when line is 0, the bare message
  * when file is NULL). Allocation failures drop the line silently: a
  * diagnostic list is best effort, the caller still fails. */
 void diag_add(struct diag *d, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* How many problems were added, those not kept included. */
+size_t diag_count(const struct diag *d);
 
 void diag_free(struct diag *d);
 

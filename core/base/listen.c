@@ -20,7 +20,7 @@ static void
 not_an_address(const char *host, const char *what, char *err, size_t errlen)
 {
     struct buf b = BUF_INIT;
-    escape_text(&b, host, strlen(host));
+    escape_unquoted(&b, host, strlen(host));
     snprintf(err, errlen, "%s is not %s", b.len > 0 ? buf_str(&b) : "", what);
     buf_free(&b);
 }

@@ -203,8 +203,11 @@ format_text(struct buf *line, const char *ts, twice_log_level level, const struc
             buf_printf(line, " attempt=%d", job->attempt);
         }
     }
+    /* The message runs to the end of the line, unquoted: quotes and
+     * backslashes stay, so text that a caller escaped already (an error
+     * quoting input) is shown as it is, not escaped a second time. */
     buf_puts(line, ": ");
-    escape_text(line, text, strlen(text));
+    escape_unquoted(line, text, strlen(text));
 }
 
 void

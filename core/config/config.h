@@ -8,7 +8,10 @@
  * settings are kept as text with their line numbers and checked against the
  * plugin's declaration by the loader (in a child process).
  *
- * etc/twice.conf is the annotated reference of every option and default.
+ * Every setting is one row of config_table.c (name, type, range, default,
+ * where it is stored, documentation): the parser, the defaults, config_free
+ * and twice.conf(5) are derived from it. etc/twice.conf is the annotated
+ * reference of every option and default.
  */
 #ifndef TWICE_CONFIG_H
 #define TWICE_CONFIG_H
@@ -23,6 +26,16 @@
  * within PostgreSQL's 63-byte identifiers, or it would be truncated. */
 #define CONFIG_DEFAULT_TABLE "twice_idempotency"
 #define CONFIG_MAX_TABLE_LEN 51
+
+/* What twice reads at most. A configuration is text written by people: these
+ * bounds refuse a runaway file (a zero-filled disk, /dev/zero, a generated
+ * file gone wrong) at once rather than parse it for minutes. libconfig checks
+ * every new setting against all of its group's, so a group's size is bounded
+ * too. twice.conf(5) and etc/twice.conf document them. */
+#define CONFIG_MAX_BYTES    (4 * 1024 * 1024) /* the file with its @include files */
+#define CONFIG_MAX_ENTRIES  1000              /* settings in one group, entries in one list */
+#define CONFIG_MAX_SETTINGS 10000             /* settings in all, @include files included */
+#define CONFIG_MAX_INCLUDES 100               /* @include directives followed in all */
 
 enum config_on_conflict {
     CONFIG_CONFLICT_SKIP = 0,  /* completed key, other payload: delete as a duplicate */
@@ -146,12 +159,26 @@ struct config {
 
 /*
  * Parse and validate. `text` is the file's contents when the caller already
- * read them (a worker parsing the snapshot the master validated), or NULL to
- * read `file`. Relative @include paths are taken from file's directory.
- * Returns 0 and *out (owned by the caller, free with config_free), or -1
- * with every problem added to d.
+ * read them with config_text_read* (the master, and a worker parsing the
+ * snapshot the master validated), or NULL to read `file`. Relative @include
+ * paths are taken from file's directory. Returns 0 and *out (owned by the
+ * caller, free with config_free), or -1 with every problem added to d.
  */
 int config_load(const char *file, const char *text, struct config **out, struct diag *d);
+
+/*
+ * The one reader of a configuration's text, for the master (the file), the
+ * workers and probes (the master's snapshot, a memfd) and twicectl. Reads
+ * fd from offset 0 without moving a shared offset (pread; a pipe is read in
+ * order). Refuses more than CONFIG_MAX_BYTES ("NAME: larger than 4 MiB ...")
+ * and a NUL byte anywhere ("NAME:LINE: ... NUL byte ..."): libconfig would
+ * silently stop at it. Returns 0 with *text (NUL-terminated, owned by the
+ * caller; it may hold secrets: free with buf_free_secret) and *len, or -1
+ * with the problem added to d.
+ */
+int config_text_read(int fd, const char *name, char **text, size_t *len, struct diag *d);
+/* The same for a file (opened here), named as path in problems. */
+int config_text_read_file(const char *path, char **text, size_t *len, struct diag *d);
 
 void config_free(struct config *c);
 

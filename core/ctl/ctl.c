@@ -54,7 +54,9 @@ ctl_sqs_fail(const char *queue, const char *action, const struct sqs_error *e)
 {
     char what[1024];
     sqs_error_describe(e, action, what, sizeof(what));
-    return ctl_fail("queue %s: %s", queue, what);
+    int late = e->transport && strcmp(e->code, "Timeout") == 0;
+    return ctl_fail("queue %s: %s%s", queue, what,
+                    late ? "; --timeout SECONDS gives it longer" : "");
 }
 
 const struct config *
@@ -100,7 +102,10 @@ ctl_sqs(struct ctl *c)
     c->sqs = sqs_client_new(c->endpoint, c->creds);
     if (c->sqs == NULL) {
         ctl_fail("cannot set up the SQS client (out of memory?)");
+        return NULL;
     }
+    sqs_client_set_timeout(c->sqs,
+                           c->timeout_ms > 0 ? c->timeout_ms : CTL_DEFAULT_TIMEOUT * 1000L);
     return c->sqs;
 }
 
@@ -183,6 +188,14 @@ ctl_option(struct ctl *c, const char *cmd, const char *help, int opt, int argc, 
     case 'J':
         c->json = 1;
         return -1;
+    case 'T': {
+        long s = ctl_number(cmd, "--timeout", optarg, CTL_MAX_TIMEOUT);
+        if (s < 0) {
+            return CTL_USAGE;
+        }
+        c->timeout_ms = s * 1000L;
+        return -1;
+    }
     case ':':
         return ctl_usage_error(cmd, "%s needs a value", argv[optind - 1]);
     default:

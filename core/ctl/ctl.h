@@ -32,6 +32,7 @@ struct json_t;
 struct ctl {
     const char *config_path; /* -c FILE, else the default */
     int json;                /* --json: machine-readable output where offered */
+    long timeout_ms;         /* --timeout: the limit of each SQS call */
     struct config *cfg;      /* NULL until ctl_config() */
     struct sqs_endpoint *endpoint;
     struct creds_chain *creds;
@@ -58,13 +59,14 @@ int ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int ctl_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* "twicectl: queue NAME: ACTION: CODE: message (hint)" on stderr; returns
- * CTL_FAIL. */
+ * CTL_FAIL. A call that timed out names the endpoint and --timeout. */
 int ctl_sqs_fail(const char *queue, const char *action, const struct sqs_error *e);
 
 /*
  * Options. Every subcommand parses its own with getopt_long (opterr off,
  * optstring starting with ':') and passes what it does not know to
- * ctl_option: -c/--config FILE and --json are accepted anywhere; 'h'
+ * ctl_option: -c/--config FILE, --json and --timeout SECONDS are accepted
+ * anywhere; 'h'
  * (--help) prints help (the subcommand's text) and returns CTL_OK; ':' and
  * '?' are usage errors. Returns -1 when the option was handled and parsing
  * goes on, else the exit code to return now.
@@ -73,9 +75,14 @@ int ctl_option(struct ctl *c, const char *cmd, const char *help, int opt, int ar
 /* The long options of ctl_option, to end a subcommand's table with. */
 #define CTL_LONG_OPTIONS                                                                          \
     {"help", 0, NULL, 'h'}, {"config", 1, NULL, 'c'}, {"json", 0, NULL, 'J'},                     \
+        {"timeout", 1, NULL, 'T'},                                                                \
     {                                                                                             \
         NULL, 0, NULL, 0                                                                          \
     }
+
+/* The default of --timeout, and its largest value (seconds). */
+#define CTL_DEFAULT_TIMEOUT 10
+#define CTL_MAX_TIMEOUT     3600
 
 /* A positive integer option value, or -1 after a usage message. */
 long ctl_number(const char *cmd, const char *opt, const char *value, long max);

@@ -40,9 +40,11 @@ static const char dlq_help[] =
 static const char list_help[] =
     "usage: twicectl dlq list QUEUE [--max N] [--json]\n"
     "\n"
-    "Show the dead letters of QUEUE: message id, reason, plugin, attempts, key and\n"
-    "the first bytes of the body (escaped). --json prints every attribute and the\n"
-    "whole body. At most N letters (default 100).\n"
+    "Show the dead letters of QUEUE: the DLQ copy's message id and the original\n"
+    "message's (twice-source-message-id, the id twiced's log lines name), reason,\n"
+    "plugin, attempts, key and the first bytes of the body (escaped). --json prints\n"
+    "both ids (message_id, source_message_id), every attribute and the whole body.\n"
+    "At most N letters (default 100).\n"
     "\n"
     "SQS cannot show a message without receiving it: each letter is hidden for up\n"
     "to 30 seconds while the list is read and made visible again at the end. Nothing\n"
@@ -223,31 +225,37 @@ by_sent(const void *a, const void *b)
            (x->sent_timestamp_ms < y->sent_timestamp_ms);
 }
 
+/* One row per letter: the DLQ copy's id, then the original's (the id the
+ * logs name), then twice's attributes and the body. */
 static int
 print_table(const struct sqs_message *all, size_t n)
 {
-    static const char *const head[] = {"MESSAGE ID", "REASON", "PLUGIN",
-                                       "ATTEMPTS",   "KEY",    "BODY"};
-    struct ctl_table *t = ctl_table_new(6, head);
-    static const char *const attrs[] = {"twice-reason", "twice-plugin", "twice-attempts",
-                                        "twice-key"};
-    static const size_t widths[] = {0, 0, 0, KEY_CHARS};
+    enum { NCOLS = 7 };
+    static const char *const head[NCOLS] = {
+        "DLQ MESSAGE ID", "ORIGINAL MESSAGE ID", "REASON", "PLUGIN", "ATTEMPTS", "KEY", "BODY"};
+    struct ctl_table *t = ctl_table_new(NCOLS, head);
+    static const char *const attrs[] = {"twice-source-message-id", "twice-reason", "twice-plugin",
+                                        "twice-attempts", "twice-key"};
+    static const size_t widths[] = {0, 0, 0, 0, KEY_CHARS};
     for (size_t i = 0; i < n; i++) {
         const struct sqs_message *m = &all[i];
         /* Any producer can write to a DLQ: every cell is escaped. */
-        struct buf cell[6] = {BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT};
-        const char *row[6];
+        struct buf cell[NCOLS];
+        const char *row[NCOLS];
+        for (size_t c = 0; c < NCOLS; c++) {
+            cell[c] = (struct buf) BUF_INIT;
+        }
         ctl_escape(&cell[0], m->message_id, strlen(m->message_id), 0);
-        for (size_t a = 0; a < 4; a++) {
+        for (size_t a = 0; a < 5; a++) {
             const char *v = attr(m, attrs[a]);
             ctl_escape(&cell[a + 1], v != NULL ? v : "-", v != NULL ? strlen(v) : 1, widths[a]);
         }
-        ctl_escape(&cell[5], m->body != NULL ? m->body : "", m->body_len, BODY_CHARS);
-        for (size_t c = 0; c < 6; c++) {
+        ctl_escape(&cell[6], m->body != NULL ? m->body : "", m->body_len, BODY_CHARS);
+        for (size_t c = 0; c < NCOLS; c++) {
             row[c] = buf_str(&cell[c]);
         }
         ctl_table_add(t, row);
-        for (size_t c = 0; c < 6; c++) {
+        for (size_t c = 0; c < NCOLS; c++) {
             buf_free(&cell[c]);
         }
     }

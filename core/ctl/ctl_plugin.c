@@ -1,9 +1,9 @@
 /*
- * ctl_plugin.c - `twicectl plugin check FILE.so`: does the host accept this
- * plugin, and what does it declare? The file is loaded in a forked child,
- * so a plugin that crashes or hangs while loading (constructors run at
- * dlopen) cannot take twicectl with it. init() is not run: `twiced -t`
- * does that with the configured settings.
+ * ctl_plugin.c - `twicectl plugin check FILE.so...`: does the host accept
+ * these plugins with these settings, and what do they declare? Each file is
+ * loaded in a forked child, so a plugin that crashes or hangs while loading
+ * (constructors run at dlopen) cannot take twicectl with it. init() is not
+ * run: `twiced -t` does that with the configured settings.
  */
 #include "buf.h"
 #include "config.h"
@@ -30,15 +30,20 @@
 #define EXIT_SETTINGS 11
 
 static const char plugin_help[] =
-    "usage: twicectl plugin check FILE.so [--settings NAME=VALUE]... [--json]\n"
+    "usage: twicectl plugin check FILE.so [--settings NAME=VALUE]... [FILE.so [...]]...\n"
+    "                             [--json]\n"
     "\n"
-    "Load FILE.so as twiced would, in a separate process, and show whether the\n"
+    "Load each FILE.so as twiced would, in a separate process, and show whether the\n"
     "host accepts it (file permissions, entry point, ABI load rule, descriptor)\n"
     "and what it declares: name, version, ABI, flags, key template or derive_key,\n"
-    "and its settings with types, defaults and descriptions. With --settings\n"
-    "(repeatable; NAME=VALUE arguments after FILE count too) the given settings\n"
-    "are checked against the declaration. init() is not run. Exit code 1 with the\n"
-    "loader's reason when the plugin is refused or a setting is wrong.\n";
+    "and its settings with types, defaults and descriptions. The settings given\n"
+    "(--settings NAME=VALUE, or NAME=VALUE arguments; they belong to the FILE\n"
+    "before them) are checked against the declaration: unknown names, wrong\n"
+    "types, and required settings that are missing - also when none are given,\n"
+    "so a plugin that twiced would refuse for want of a setting fails here too.\n"
+    "init() is not run. Exit code 1 with the reason when any plugin is refused\n"
+    "or a setting is wrong or missing. --json prints one object per file (an\n"
+    "array when several files are checked).\n";
 
 static const char *
 type_name(twice_setting_type t)
@@ -189,9 +194,7 @@ child(const char *path, char **kv, size_t n, int json)
         _exit(EXIT_REFUSED);
     }
     struct diag d = DIAG_INIT;
-    if (n > 0) {
-        check_settings(&p, kv, n, &d);
-    }
+    check_settings(&p, kv, n, &d); /* none given: the required ones are missing */
     if (json) {
         json_t *v = print_json(path, p.desc, &d);
         if (v == NULL) {
@@ -206,8 +209,10 @@ child(const char *path, char **kv, size_t n, int json)
         json_decref(v);
     } else {
         print_text(path, p.desc);
-        if (n > 0 && d.n == 0) {
+        if (d.n == 0 && n > 0) {
             printf("settings check: %zu given, all accepted\n", n);
+        } else if (d.n == 0) {
+            printf("settings check: none given, none required\n");
         }
     }
     for (size_t i = 0; i < d.n; i++) {
@@ -244,34 +249,53 @@ read_all(int fd, struct buf *out)
     }
 }
 
-/* Problems (lines marked by the child) go to stderr, the rest to stdout. */
-static void
-relay(const char *text)
+/* Problems (lines marked by the child) go to stderr; the rest to stdout,
+ * or into report when it is not NULL. The number of problems. */
+static size_t
+relay(const char *text, struct buf *report)
 {
+    size_t problems = 0;
     while (*text != '\0') {
         size_t len = strcspn(text, "\n");
         if (strncmp(text, "#problem ", 9) == 0) {
             fprintf(stderr, "twicectl: plugin check: %.*s\n", (int) len - 9, text + 9);
+            problems++;
+        } else if (report != NULL) {
+            buf_printf(report, "%.*s\n", (int) len, text);
         } else {
             printf("%.*s\n", (int) len, text);
         }
         text += len + (text[len] == '\n');
     }
+    return problems;
 }
 
+/* One file and the settings given for it (borrowed from argv). */
+struct target {
+    const char *path;
+    char **kv;
+    size_t n;
+};
+
+/* Run the child for tg and collect its output. The wait status, or -1
+ * when it did not finish in time (killed) or could not be started (after
+ * printing why: *why then set). */
 static int
-run_check(const char *path, char **kv, size_t n, int json)
+spawn_check(const struct target *tg, int json, struct buf *out, int *why)
 {
-    int fds[2];
+    int fds[2], status = 0;
+    *why = 0;
     fflush(NULL);
     if (pipe(fds) != 0) {
-        return ctl_fail("plugin check: pipe: %s", strerror(errno));
+        *why = ctl_fail("plugin check: pipe: %s", strerror(errno));
+        return -1;
     }
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
-        return ctl_fail("plugin check: fork: %s", strerror(errno));
+        *why = ctl_fail("plugin check: fork: %s", strerror(errno));
+        return -1;
     }
     if (pid == 0) {
         close(fds[0]);
@@ -279,71 +303,146 @@ run_check(const char *path, char **kv, size_t n, int json)
             _exit(127);
         }
         close(fds[1]);
-        child(path, kv, n, json);
+        child(tg->path, tg->kv, tg->n, json);
     }
     close(fds[1]);
-    struct buf out = BUF_INIT;
-    int timed_out = read_all(fds[0], &out) != 0;
+    int timed_out = read_all(fds[0], out) != 0;
     close(fds[0]);
     if (timed_out) {
         kill(pid, SIGKILL);
     }
-    int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    int rc = CTL_FAIL;
-    if (timed_out) {
-        ctl_fail("plugin check: %s: loading did not finish within %ds (a constructor that "
-                 "hangs?)",
-                 path, CHECK_TIMEOUT);
+    return timed_out ? -1 : status;
+}
+
+/* A refused file's entry in the --json array of several files. */
+static void
+add_refused(json_t *all, const char *path, const char *why)
+{
+    json_array_append_new(
+        all, json_pack("{s:s,s:b,s:[s]}", "file", path, "accepted", 0, "problems", why));
+}
+
+/*
+ * Check one file in a child: its report on stdout (or, all non-NULL, as an
+ * element of the --json array of several files), problems on stderr.
+ */
+static int
+run_check(const struct target *tg, int json, json_t *all)
+{
+    const char *path = tg->path;
+    struct buf out = BUF_INIT, report = BUF_INIT, why = BUF_INIT;
+    int failed = 0, status = spawn_check(tg, json, &out, &failed), rc = CTL_FAIL;
+    if (failed) {
+        /* printed already */
+    } else if (status == -1) {
+        buf_printf(&why, "%s: loading did not finish within %ds (a constructor that hangs?)", path,
+                   CHECK_TIMEOUT);
     } else if (WIFSIGNALED(status)) {
-        ctl_fail("plugin check: %s crashed the check with signal %d (%s)", path, WTERMSIG(status),
-                 strsignal(WTERMSIG(status)));
+        buf_printf(&why, "%s crashed the check with signal %d (%s)", path, WTERMSIG(status),
+                   strsignal(WTERMSIG(status)));
     } else if (WEXITSTATUS(status) == EXIT_REFUSED) {
-        ctl_fail("plugin check: %s", buf_str(&out));
+        buf_puts(&why, buf_str(&out));
     } else if (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == EXIT_SETTINGS) {
-        relay(buf_str(&out));
+        size_t problems = relay(buf_str(&out), all != NULL ? &report : NULL);
+        json_t *doc = all != NULL ? json_loads(buf_str(&report), 0, NULL) : NULL;
+        if (doc != NULL) {
+            json_array_append_new(all, doc);
+        }
         rc = WEXITSTATUS(status) == 0 ? CTL_OK : CTL_FAIL;
+        if (problems > 0 && tg->n == 0) {
+            ctl_fail("plugin check: %s: no settings were given: name them with --settings "
+                     "NAME=VALUE after the file",
+                     path);
+        }
     } else {
-        ctl_fail("plugin check: %s: the check failed with exit code %d", path,
-                 WEXITSTATUS(status));
+        buf_printf(&why, "%s: the check failed with exit code %d", path, WEXITSTATUS(status));
+    }
+    if (why.len > 0) {
+        ctl_fail("plugin check: %s", buf_str(&why));
+        if (all != NULL) {
+            add_refused(all, path, buf_str(&why));
+        }
     }
     buf_free(&out);
+    buf_free(&report);
+    buf_free(&why);
+    return rc;
+}
+
+/* A NAME=VALUE argument rather than a file: '=' with a name before it that
+ * is no path (a file called a=b.so is given as ./a=b.so). */
+static int
+is_setting(const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    return eq != NULL && eq != arg && memchr(arg, '/', (size_t) (eq - arg)) == NULL;
+}
+
+/*
+ * Parse FILE and setting arguments in order ('-' in the optstring keeps
+ * it: non-options come back as 1) into tg[0..*ntg). A setting belongs to
+ * the FILE before it; settings before the first FILE to that one (they
+ * sit right before its own in kv). -1, or the exit code of a usage error.
+ */
+static int
+parse_targets(struct ctl *c, int argc, char **argv, struct target *tg, char **kv, size_t *ntg)
+{
+    static const struct option longopts[] = {{"settings", 1, NULL, 's'}, CTL_LONG_OPTIONS};
+    size_t nkv = 0, lead = 0;
+    int opt, rc = -1;
+    *ntg = 0;
+    while (rc < 0 && (opt = getopt_long(argc, argv, "-:c:h", longopts, NULL)) != -1) {
+        if (opt == 's' || (opt == 1 && is_setting(optarg))) {
+            if (!is_setting(optarg)) {
+                return ctl_usage_error("plugin check", "settings are NAME=VALUE, not '%s'",
+                                       optarg);
+            }
+            kv[nkv++] = optarg;
+            *(*ntg == 0 ? &lead : &tg[*ntg - 1].n) += 1;
+        } else if (opt == 1) {
+            tg[*ntg] = (struct target){optarg, kv + nkv, 0};
+            (*ntg)++;
+        } else {
+            rc = ctl_option(c, "plugin check", plugin_help, opt, argc, argv);
+        }
+    }
+    if (rc < 0 && *ntg == 0) {
+        rc = ctl_usage_error("plugin check", "expected FILE.so");
+    }
+    if (rc < 0) {
+        tg[0].kv -= lead;
+        tg[0].n += lead;
+    }
     return rc;
 }
 
 static int
 plugin_check(struct ctl *c, int argc, char **argv)
 {
-    static const struct option longopts[] = {{"settings", 1, NULL, 's'}, CTL_LONG_OPTIONS};
     char **kv = calloc((size_t) argc, sizeof(*kv));
+    struct target *tg = calloc((size_t) argc, sizeof(*tg));
     size_t n = 0;
-    int opt, rc = -1;
-    if (kv == NULL) {
-        return ctl_fail("out of memory");
-    }
-    while (rc < 0 && (opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
-        if (opt == 's') {
-            kv[n++] = optarg;
-        } else {
-            rc = ctl_option(c, "plugin check", plugin_help, opt, argc, argv);
-        }
-    }
-    for (int i = optind + 1; rc < 0 && i < argc; i++) {
-        kv[n++] = argv[i];
-    }
-    for (size_t i = 0; rc < 0 && i < n; i++) {
-        if (strchr(kv[i], '=') == NULL || kv[i][0] == '=') {
-            rc = ctl_usage_error("plugin check", "settings are NAME=VALUE, not '%s'", kv[i]);
-        }
-    }
-    if (rc < 0 && argc - optind < 1) {
-        rc = ctl_usage_error("plugin check", "expected FILE.so");
-    }
+    int rc = kv == NULL || tg == NULL ? ctl_fail("out of memory")
+                                      : parse_targets(c, argc, argv, tg, kv, &n);
+    json_t *all = rc < 0 && c->json && n > 1 ? json_array() : NULL;
     if (rc < 0) {
-        rc = run_check(argv[optind], kv, n, c->json);
+        rc = CTL_OK;
+        for (size_t i = 0; i < n; i++) {
+            if (i > 0 && !c->json) {
+                putchar('\n');
+            }
+            if (run_check(&tg[i], c->json, all) != CTL_OK) {
+                rc = CTL_FAIL;
+            }
+        }
+    }
+    if (all != NULL && ctl_print_json(all) != CTL_OK) {
+        rc = CTL_FAIL;
     }
     free(kv);
+    free(tg);
     return rc;
 }
 

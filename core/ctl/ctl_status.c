@@ -20,22 +20,36 @@ static const char status_help[] =
     "For each configured queue (or the ones named): messages visible, in flight\n"
     "(received, not yet deleted), delayed, and in its dead-letter queue. SQS's\n"
     "numbers are approximate. Exit code 1 when a queue could not be read (the\n"
-    "others are still shown).\n";
+    "others are still shown). Each call has --timeout SECONDS (default 10); once\n"
+    "the endpoint has not answered in time, the other queues are not asked.\n";
 
 struct counts {
     long visible, in_flight, delayed, dlq; /* -1: unknown */
 };
 
+/* The calls of one run. Once the endpoint has not answered within the
+ * timeout, the other calls are not made: they would wait as long for the
+ * same endpoint. */
+struct asker {
+    struct sqs_client *sqs;
+    int gave_up;
+    size_t skipped;
+};
+
 /* The three counts of url; 0, or -1 after printing why. */
 static int
-read_counts(struct sqs_client *sqs, const char *name, const char *what, const char *url,
-            long out[3])
+read_counts(struct asker *a, const char *name, const char *what, const char *url, long out[3])
 {
     struct sqs_error err;
-    if (sqs_queue_counts(sqs, url, out, &err) != 0) {
+    if (a->gave_up) {
+        a->skipped++;
+        return -1;
+    }
+    if (sqs_queue_counts(a->sqs, url, out, &err) != 0) {
         char label[256];
         snprintf(label, sizeof(label), "%s%s", name, what);
         ctl_sqs_fail(label, "GetQueueAttributes", &err);
+        a->gave_up = err.transport && strcmp(err.code, "Timeout") == 0;
         return -1;
     }
     return 0;
@@ -43,11 +57,11 @@ read_counts(struct sqs_client *sqs, const char *name, const char *what, const ch
 
 /* 0 when both the queue and its DLQ were read. */
 static int
-queue_counts(struct sqs_client *sqs, const struct config_queue *q, struct counts *c)
+queue_counts(struct asker *a, const struct config_queue *q, struct counts *c)
 {
     long main[3] = {-1, -1, -1}, dlq[3] = {-1, -1, -1};
-    int rc = read_counts(sqs, q->name, "", q->url, main);
-    rc |= read_counts(sqs, q->name, " (dead-letter queue)", q->dlq_url, dlq);
+    int rc = read_counts(a, q->name, "", q->url, main);
+    rc |= read_counts(a, q->name, " (dead-letter queue)", q->dlq_url, dlq);
     c->visible = main[0];
     c->in_flight = main[1];
     c->delayed = main[2];
@@ -116,9 +130,10 @@ ctl_status(struct ctl *c, int argc, char **argv)
     struct ctl_table *t = c->json ? NULL : ctl_table_new(5, head);
     json_t *arr = c->json ? json_array() : NULL;
     rc = CTL_OK;
+    struct asker a = {sqs, 0, 0};
     for (size_t i = 0; i < n; i++) {
         struct counts k;
-        if (queue_counts(sqs, qs[i], &k) != 0) {
+        if (queue_counts(&a, qs[i], &k) != 0) {
             rc = CTL_FAIL;
         }
         if (arr != NULL) {
@@ -138,6 +153,10 @@ ctl_status(struct ctl *c, int argc, char **argv)
         ctl_table_add(t, row);
     }
     free(qs);
+    if (a.skipped > 0) {
+        ctl_fail("%zu more SQS call%s not made after the timeout (shown as ?)", a.skipped,
+                 a.skipped == 1 ? " was" : "s were");
+    }
     int prc = c->json ? ctl_print_json(arr) : ctl_table_print(t);
     return rc != CTL_OK ? rc : prc;
 }

@@ -20,8 +20,9 @@
 static const char whoami_usage[] =
     "usage: twicectl [-c FILE] whoami [--json]\n"
     "Shows which AWS credentials twice uses: the source in the chain (env, web-identity,\n"
-    "profile:NAME, process:NAME, container, imds), the access key id's last 4 characters,\n"
-    "the expiry of temporary credentials and the region. Nothing secret is shown.\n";
+    "assume-role:NAME, profile:NAME, process:NAME, container, imds), the access key id's\n"
+    "last 4 characters, the expiry of temporary credentials and the region. Nothing secret\n"
+    "is shown.\n";
 
 /* "in 41 minutes", "in 5 hours", "3 minutes ago" for the gap d (seconds). */
 static void

@@ -9,6 +9,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <twice/plugin.h>
@@ -33,10 +34,14 @@ static const struct command commands[] = {
 static void
 usage(FILE *out)
 {
-    fprintf(out, "usage: twicectl [-c FILE] [--json] COMMAND [ARGS...]\n"
-                 "       twicectl help COMMAND | --help | --version\n\n"
-                 "Operate twice: the configuration is the one twiced reads\n"
-                 "(-c FILE, default " TWICE_DEFAULT_CONFIG ").\n\ncommands:\n");
+    fprintf(out,
+            "usage: twicectl [-c FILE] [--json] [--timeout SECONDS] COMMAND [ARGS...]\n"
+            "       twicectl help COMMAND | --help | --version\n\n"
+            "Operate twice: the configuration is the one twiced reads\n"
+            "(-c FILE, default " TWICE_DEFAULT_CONFIG ").\n"
+            "--timeout bounds each call to SQS, retries included (default %d s).\n\n"
+            "commands:\n",
+            CTL_DEFAULT_TIMEOUT);
     for (size_t i = 0; i < NCOMMANDS; i++) {
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
     }
@@ -83,11 +88,9 @@ int
 main(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"json", no_argument, NULL, 'J'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'},  {"json", no_argument, NULL, 'J'},
+        {"timeout", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
     };
     struct ctl c;
     memset(&c, 0, sizeof(c));
@@ -101,6 +104,17 @@ main(int argc, char **argv)
         case 'J':
             c.json = 1;
             break;
+        case 'T': {
+            char *end = NULL;
+            long s = strtol(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || s < 1 || s > CTL_MAX_TIMEOUT) {
+                fprintf(stderr, "twicectl: --timeout: expected seconds from 1 to %d, got '%s'\n",
+                        CTL_MAX_TIMEOUT, optarg);
+                return CTL_USAGE;
+            }
+            c.timeout_ms = s * 1000L;
+            break;
+        }
         case 'h':
             usage(stdout);
             return CTL_OK;

@@ -151,6 +151,20 @@ static const char sql_tx_complete[] =
     " lease_until = NULL, owner = NULL, attempts = $3::int"
     " WHERE idempotency_key = $1 AND owner = $2 AND state = 'in_progress'";
 
+/*
+ * The rows behind BUSY answers that the claim's snapshot did not show: a
+ * concurrent claim inserted the key after the claim statement began (its
+ * INSERT waited for that one to commit, then found the conflict). A new
+ * statement sees them: state, lease left, hash and message, as the claim
+ * answers them.
+ */
+static const char sql_peek[] =
+    "SELECT t.idempotency_key, t.state,"
+    " CASE WHEN t.lease_until > now()"
+    " THEN extract(epoch FROM t.lease_until - now())::float8 ELSE 0 END,"
+    " encode(t.payload_sha256, 'hex'), t.message_id"
+    " FROM @T t WHERE t.idempotency_key = ANY ($1::text[])";
+
 static const struct {
     const char *name;
     const char *sql;
@@ -158,6 +172,7 @@ static const struct {
     {"twice_idem_claim", sql_claim},     {"twice_idem_complete", sql_complete},
     {"twice_idem_extend", sql_extend},   {"twice_idem_release", sql_release},
     {"twice_idem_tx_lock", sql_tx_lock}, {"twice_idem_tx_complete", sql_tx_complete},
+    {"twice_idem_peek", sql_peek},
 };
 
 /*
@@ -774,6 +789,21 @@ unhex(char c)
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
+/* The stored hash and message of a row (columns sha_col, sha_col + 1). */
+static void
+claim_stored(const PGresult *res, int row, int sha_col, struct idem_claim *c)
+{
+    const char *sha = PQgetvalue(res, row, sha_col);
+    if (!PQgetisnull(res, row, sha_col) && strlen(sha) == 64) {
+        for (int j = 0; j < 32; j++) {
+            c->stored_sha256[j] = (unsigned char) (unhex(sha[2 * j]) << 4 | unhex(sha[2 * j + 1]));
+        }
+        c->has_stored_sha256 = 1;
+    }
+    snprintf(c->stored_message_id, sizeof(c->stored_message_id), "%s",
+             PQgetvalue(res, row, sha_col + 1));
+}
+
 /* Fill the outputs of one claim from its row of the claim statement. */
 static void
 claim_parse(const PGresult *res, int row, struct idem_claim *c)
@@ -803,14 +833,55 @@ claim_parse(const PGresult *res, int row, struct idem_claim *c)
     if (c->state == IDEM_CLAIMED) {
         return; /* the snapshot's row, if any, was deleted or released: no holder */
     }
-    const char *sha = PQgetvalue(res, row, 3);
-    if (!PQgetisnull(res, row, 3) && strlen(sha) == 64) {
-        for (int j = 0; j < 32; j++) {
-            c->stored_sha256[j] = (unsigned char) (unhex(sha[2 * j]) << 4 | unhex(sha[2 * j + 1]));
+    claim_stored(res, row, 3, c);
+}
+
+/*
+ * BUSY answers without a message id may come from a row the claim's
+ * snapshot could not see (sql_peek): read those rows again, so the answer
+ * names the holder and its real lease, or says COMPLETED when the holder
+ * finished meanwhile. Only in that race: no round trip otherwise. A row
+ * deleted since stays BUSY with the claim's own lease, one released since
+ * BUSY with no lease left (the next delivery claims it), and so do all of
+ * them when this read fails: the claims themselves stand.
+ */
+static void
+claim_peek(struct idem_store *s, struct idem_claim *claims, size_t n, const PGresult *res)
+{
+    char err[256];
+    struct buf arr = BUF_INIT;
+    size_t unseen = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (claims[i].state == IDEM_BUSY && PQgetisnull(res, (int) i, 4)) {
+            array_elem(&arr, claims[i].key);
+            unseen++;
         }
-        c->has_stored_sha256 = 1;
     }
-    snprintf(c->stored_message_id, sizeof(c->stored_message_id), "%s", PQgetvalue(res, row, 4));
+    if (unseen == 0 || array_end(&arr) == NULL) {
+        buf_free(&arr);
+        return;
+    }
+    const char *params[] = {buf_str(&arr)};
+    PGresult *rows =
+        run_prepared(s, "twice_idem_peek", 1, params, PGRES_TUPLES_OK, "claim", err, sizeof(err));
+    buf_free(&arr);
+    if (rows == NULL) {
+        return;
+    }
+    for (int r = 0; r < PQntuples(rows); r++) {
+        for (size_t i = 0; i < n; i++) {
+            struct idem_claim *c = &claims[i];
+            if (c->state != IDEM_BUSY || c->stored_message_id[0] != '\0' ||
+                strcmp(c->key, PQgetvalue(rows, r, 0)) != 0) {
+                continue;
+            }
+            int done = strcmp(PQgetvalue(rows, r, 1), "completed") == 0;
+            c->state = done ? IDEM_COMPLETED : IDEM_BUSY;
+            c->lease_left = done ? 0.0 : strtod(PQgetvalue(rows, r, 2), NULL);
+            claim_stored(rows, r, 3, c);
+        }
+    }
+    PQclear(rows);
 }
 
 int
@@ -852,6 +923,7 @@ idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, char
     for (size_t i = 0; i < n; i++) {
         claim_parse(res, (int) i, &claims[i]);
     }
+    claim_peek(s, claims, n, res);
     PQclear(res);
     rc = 0;
 out:

@@ -124,13 +124,7 @@ gen_load(const char *path, struct diag *d)
         return NULL;
     }
     g->config_fd = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    g->text = fd >= 0 ? childargs_read_fd(fd, &g->len) : NULL;
-    if (fd >= 0) {
-        close(fd);
-    }
-    if (g->text == NULL) {
-        diag_add(d, path, 0, "%s", strerror(errno));
+    if (config_text_read_file(path, &g->text, &g->len, d) != 0) {
         gen_free(g);
         return NULL;
     }
@@ -476,8 +470,8 @@ reload(struct master *m)
         log_error("reload: %s", d.lines[i]);
     }
     if (g == NULL) {
-        log_error("reload refused (%zu problems); generation %d keeps running unchanged", d.n,
-                  m->cur->id);
+        log_error("reload refused (%zu problems); generation %d keeps running unchanged",
+                  diag_count(&d), m->cur->id);
         diag_free(&d);
         metrics_count(MET_RELOADS, "failed", NULL, NULL, 1);
         notify_ready("running (reload refused)");

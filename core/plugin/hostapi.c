@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "escape.h"
 #include "idem.h"
 #include "instance.h"
 #include "job.h"
@@ -21,6 +22,13 @@
 
 /* The plugin whose code runs on this thread: names log lines without a job. */
 static _Thread_local const char *current_plugin;
+
+/* While init() runs: the last error (else warning) it logged, the cause
+ * hostapi_init reports (twiced -t prints it, not only the log line). */
+#define INIT_CAUSE_MAX 400
+static _Thread_local int init_capture;
+static _Thread_local char init_cause[INIT_CAUSE_MAX];
+static _Thread_local int init_cause_level;
 
 struct twice_settings {
     const struct config_plugin *cfg;
@@ -51,6 +59,13 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
     api_log_ctx(job, &ctx);
     va_list ap;
     va_start(ap, fmt);
+    if (init_capture && level <= TWICE_LOG_WARN && (int) level <= init_cause_level) {
+        va_list copy;
+        va_copy(copy, ap);
+        vsnprintf(init_cause, sizeof(init_cause), fmt, copy);
+        va_end(copy);
+        init_cause_level = level;
+    }
     log_vjob(level, &ctx, fmt, ap);
     va_end(ap);
 }
@@ -219,12 +234,24 @@ hostapi_init(struct plugin_instance *p, char *err, size_t errlen)
     int rc = 0;
     if (d->init != NULL) {
         current_plugin = p->name;
+        init_capture = 1;
+        init_cause[0] = '\0';
+        init_cause_level = TWICE_LOG_WARN;
         rc = d->init(&host_api, &settings, &p->lp.state);
+        init_capture = 0;
         current_plugin = NULL;
     }
     if (rc != 0) {
-        snprintf(err, errlen, "plugin '%s': init failed (returned %d; see its log lines)", p->name,
-                 rc);
+        /* the plugin's own words, made safe for one line */
+        struct buf cause = BUF_INIT;
+        escape_unquoted(&cause, init_cause, strlen(init_cause));
+        if (init_cause[0] != '\0' && !cause.failed) {
+            snprintf(err, errlen, "plugin '%s': init failed: %s", p->name, buf_str(&cause));
+        } else {
+            snprintf(err, errlen, "plugin '%s': init failed (returned %d and logged no reason)",
+                     p->name, rc);
+        }
+        buf_free(&cause);
         return -1;
     }
     p->lp.initialized = 1;

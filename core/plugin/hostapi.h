@@ -16,7 +16,8 @@ struct twice_job;
 struct buf;
 
 /* Call init() with the plugin's configured settings (and the declared
- * defaults). 0, or -1 with err ("plugin 'x': init failed"). */
+ * defaults). 0, or -1 with err ("plugin 'x': init failed: " and the last
+ * error, else warning, the plugin logged while in init()). */
 int hostapi_init(struct plugin_instance *p, char *err, size_t errlen);
 /* Call fini() if init() succeeded. */
 void hostapi_fini(struct plugin_instance *p);

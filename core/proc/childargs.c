@@ -110,53 +110,17 @@ childargs_parse(int argc, char **argv, struct childargs *out, char *err, size_t 
     return 0;
 }
 
-char *
-childargs_read_fd(int fd, size_t *len)
-{
-    struct buf b = BUF_INIT;
-    char chunk[8192];
-    off_t at = 0;
-    for (;;) {
-        /* pread: the workers of a generation share one open memfd, and with
-         * read() they would share (and race on) its file offset. */
-        ssize_t n = pread(fd, chunk, sizeof(chunk), at);
-        if (n < 0 && errno == ESPIPE) {
-            n = read(fd, chunk, sizeof(chunk)); /* a pipe: read in order */
-        }
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            buf_free(&b);
-            return NULL;
-        }
-        if (n == 0) {
-            break;
-        }
-        at += n;
-        buf_append(&b, chunk, (size_t) n);
-    }
-    if (len != NULL) {
-        *len = b.len;
-    }
-    char *s = buf_steal(&b);
-    if (s == NULL) {
-        errno = ENOMEM;
-    }
-    return s;
-}
-
 int
 childargs_load_config(const struct childargs *a, struct config **out, char *err, size_t errlen)
 {
-    char *text = childargs_read_fd(a->config_fd, NULL);
-    if (text == NULL) {
-        snprintf(err, errlen, "reading the configuration snapshot: %s", strerror(errno));
-        return -1;
-    }
-    close(a->config_fd);
     struct diag d = DIAG_INIT;
-    int rc = config_load(a->config_path, text, out, &d);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = config_text_read(a->config_fd, a->config_path, &text, &len, &d);
+    close(a->config_fd);
+    if (rc == 0) {
+        rc = config_load(a->config_path, text, out, &d);
+    }
     buf_free_secret(text); /* the DSN, passwords and webhook tokens */
     if (rc != 0) {
         snprintf(err, errlen, "%s%s", d.n > 0 ? d.lines[0] : "invalid configuration",

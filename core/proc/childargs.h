@@ -36,8 +36,9 @@ void childargs_build(const struct childargs *a, char store[][24], char **argv);
 /* Parse the child's command line (after "--worker" or "--probe"). */
 int childargs_parse(int argc, char **argv, struct childargs *out, char *err, size_t errlen);
 
-/* Read the snapshot and parse it. On errors err holds the first problem
- * and the count. */
+/* Read the snapshot (config_text_read: safe while the other workers of the
+ * generation read the same memfd) and parse it. On errors err holds the
+ * first problem and whether there were more. */
 int childargs_load_config(const struct childargs *a, struct config **out, char *err,
                           size_t errlen);
 
@@ -51,10 +52,5 @@ void childargs_instance(char *out, size_t cap);
 
 /* A memfd holding text (for config_fd), or -1 with errno. */
 int childargs_memfd(const char *text, size_t len);
-
-/* Read a whole file descriptor (from offset 0) into a malloc'd,
- * NUL-terminated string; NULL with errno on failure. Safe while other
- * processes read the same open file (it never moves the shared offset). */
-char *childargs_read_fd(int fd, size_t *len);
 
 #endif

@@ -9,6 +9,7 @@
 #include "awsconfig.h"
 #include "backoff.h"
 #include "buf.h"
+#include "clock.h"
 #include "creds.h"
 #include "http.h"
 #include "sigv4.h"
@@ -38,6 +39,7 @@ struct sqs_client {
     struct creds_chain *creds;     /* borrowed */
     struct http_client *http;      /* owned */
     const volatile int *cancel;    /* borrowed */
+    long budget_ms;                /* a whole call's limit, retries included; 0: none */
     char *host;                    /* the URL's authority, for Host and signing */
     char *path;                    /* "/" unless the endpoint has a path */
     struct http_response resp;     /* reused between calls */
@@ -46,8 +48,14 @@ struct sqs_client {
 
 /* What one call needs besides the body. */
 struct sqs_call_opts {
-    long timeout_ms;
+    long timeout_ms; /* one attempt's */
     size_t max_response;
+    long wait_ms; /* a long poll's wait, on top of the client's budget */
+};
+
+/* One attempt's limits, cut to what is left of the call's budget. */
+struct sqs_limits {
+    long timeout_ms, connect_ms;
 };
 
 /* Split "scheme://authority/path" into authority and path ("/" if none). */
@@ -103,6 +111,12 @@ void
 sqs_client_set_cancel(struct sqs_client *c, const volatile int *flag)
 {
     c->cancel = flag;
+}
+
+void
+sqs_client_set_timeout(struct sqs_client *c, long ms)
+{
+    c->budget_ms = ms > 0 ? ms : 0;
 }
 
 struct http_client *
@@ -212,7 +226,8 @@ sqs_retry_after(const struct http_response *resp)
  */
 static int
 sqs_attempt(struct sqs_client *c, const char *op, const char *body, size_t len,
-            const struct sqs_call_opts *o, long *retry_after, struct sqs_error *err)
+            const struct sqs_call_opts *o, const struct sqs_limits *lim, long *retry_after,
+            struct sqs_error *err)
 {
     struct creds cr = {0};
     struct sqs_signed s = {BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT};
@@ -244,8 +259,8 @@ sqs_attempt(struct sqs_client *c, const char *op, const char *body, size_t len,
         .nheaders = s.token.data != NULL ? 6 : 5,
         .body = body,
         .body_len = len,
-        .timeout_ms = o->timeout_ms,
-        .connect_timeout_ms = SQS_CONNECT_TIMEOUT_MS,
+        .timeout_ms = lim->timeout_ms,
+        .connect_timeout_ms = lim->connect_ms,
         .cancel = c->cancel,
         .max_response = o->max_response,
     };
@@ -270,18 +285,54 @@ done:
     return rc;
 }
 
+/* The limits of the next attempt at `now` (ms); 0, or -1 when the call's
+ * budget is spent (deadline 0: no budget). */
+static int
+sqs_limits_at(const struct sqs_call_opts *o, int64_t deadline, int64_t now, struct sqs_limits *lim)
+{
+    lim->timeout_ms = o->timeout_ms;
+    lim->connect_ms = SQS_CONNECT_TIMEOUT_MS;
+    if (deadline == 0) {
+        return 0;
+    }
+    long left = (long) (deadline - now);
+    lim->timeout_ms = left < lim->timeout_ms ? left : lim->timeout_ms;
+    lim->connect_ms = left < lim->connect_ms ? left : lim->connect_ms;
+    return left > 0 ? 0 : -1;
+}
+
+/* The error of a call that ran out of its budget: which endpoint. */
+static void
+sqs_timed_out(const struct sqs_client *c, struct sqs_error *err)
+{
+    char msg[sizeof err->message];
+    long ms = c->budget_ms;
+    if (ms % 1000 == 0) {
+        snprintf(msg, sizeof msg, "%s did not answer within %ld s", c->ep->url, ms / 1000);
+    } else {
+        snprintf(msg, sizeof msg, "%s did not answer within %ld ms", c->ep->url, ms);
+    }
+    sqs_error_transport(err, "Timeout", msg, 1);
+}
+
 /*
  * A call with the in-call retries: up to SQS_MAX_ATTEMPTS signed attempts
- * (each re-signed with a fresh date), backing off between them. A
- * cancelled call is not retried. On success the body is in c->resp.
+ * (each re-signed with a fresh date), backing off between them, all within
+ * the client's budget when it has one. A cancelled call is not retried. On
+ * success the body is in c->resp.
  */
 static int
 sqs_call(struct sqs_client *c, const char *op, const char *body, size_t len,
          const struct sqs_call_opts *o, struct sqs_error *err)
 {
+    int64_t deadline = c->budget_ms > 0 ? clock_mono_ms() + o->wait_ms + c->budget_ms : 0;
+    struct sqs_limits lim;
+    int cut = 0; /* the budget, not an attempt's own limit, ended the call */
     for (int attempt = 1;; attempt++) {
         long retry_after;
-        if (sqs_attempt(c, op, body, len, o, &retry_after, err) == 0) {
+        sqs_limits_at(o, deadline, clock_mono_ms(), &lim);
+        cut = lim.timeout_ms < o->timeout_ms;
+        if (sqs_attempt(c, op, body, len, o, &lim, &retry_after, err) == 0) {
             return 0;
         }
         if (!err->retryable || attempt >= SQS_MAX_ATTEMPTS || sqs_cancelled(c) ||
@@ -289,10 +340,17 @@ sqs_call(struct sqs_client *c, const char *op, const char *body, size_t len,
             break;
         }
         long delay = sqs_retry_delay_ms(err, attempt, retry_after, backoff_random());
+        if (sqs_limits_at(o, deadline, clock_mono_ms() + delay, &lim) != 0) {
+            cut = 1; /* no time left for another attempt */
+            break;
+        }
         if (sqs_sleep(c, delay) != 0) {
             sqs_error_transport(err, "Cancelled", "cancelled while backing off", 0);
             break;
         }
+    }
+    if (cut && err->transport && strcmp(err->code, "Timeout") == 0) {
+        sqs_timed_out(c, err);
     }
     return -1;
 }
@@ -322,7 +380,7 @@ int
 sqs_call_raw(struct sqs_client *c, const char *op, const char *body, size_t len, char **resp,
              struct sqs_error *err)
 {
-    struct sqs_call_opts o = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    struct sqs_call_opts o = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE, 0};
     *resp = NULL;
     if (sqs_call(c, op, body, len, &o, err) != 0) {
         return -1;
@@ -352,7 +410,8 @@ sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_receiv
         json_object_set_new(req, "ReceiveRequestAttemptId", json_string(o->attempt_id));
     }
     long wait_ms = (o->wait_time > 0 ? o->wait_time : 0) * 1000L;
-    struct sqs_call_opts co = {wait_ms + SQS_LONG_POLL_SLACK_MS, SQS_RECEIVE_MAX_RESPONSE};
+    struct sqs_call_opts co = {wait_ms + SQS_LONG_POLL_SLACK_MS, SQS_RECEIVE_MAX_RESPONSE,
+                               wait_ms};
     if (sqs_call_json(c, "ReceiveMessage", req, &co, err) != 0) {
         return -1;
     }
@@ -398,7 +457,7 @@ sqs_batch_call(struct sqs_client *c, const char *op, const char *queue_url, cons
         }
     }
     json_t *req = json_pack("{s:s, s:o}", "QueueUrl", queue_url, "Entries", arr);
-    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE, 0};
     if (sqs_call_json(c, op, req, &co, err) != 0) {
         return -1;
     }
@@ -459,7 +518,7 @@ sqs_change_visibility(struct sqs_client *c, const char *queue_url, const char *r
 {
     json_t *req = json_pack("{s:s, s:s, s:i}", "QueueUrl", queue_url, "ReceiptHandle",
                             receipt_handle, "VisibilityTimeout", visibility_timeout);
-    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE, 0};
     return sqs_call_json(c, "ChangeMessageVisibility", req, &co, err);
 }
 
@@ -468,7 +527,7 @@ sqs_delete(struct sqs_client *c, const char *queue_url, const char *receipt_hand
            struct sqs_error *err)
 {
     json_t *req = json_pack("{s:s, s:s}", "QueueUrl", queue_url, "ReceiptHandle", receipt_handle);
-    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE, 0};
     return sqs_call_json(c, "DeleteMessage", req, &co, err);
 }
 
@@ -551,7 +610,7 @@ sqs_send(struct sqs_client *c, const char *queue_url, const struct sqs_send_entr
         return -1;
     }
     json_object_set_new(req, "QueueUrl", json_string(queue_url));
-    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE, 0};
     if (sqs_call_json(c, "SendMessage", req, &co, err) != 0) {
         return -1;
     }
@@ -607,7 +666,7 @@ sqs_get_attributes(struct sqs_client *c, const char *queue_url, const char *cons
     }
     json_t *req =
         arr ? json_pack("{s:s, s:o}", "QueueUrl", queue_url, "AttributeNames", arr) : NULL;
-    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE, 0};
     if (sqs_call_json(c, "GetQueueAttributes", req, &co, err) != 0) {
         return -1;
     }
@@ -638,7 +697,7 @@ sqs_get_queue_url(struct sqs_client *c, const char *name, char **url_out, struct
 {
     *url_out = NULL;
     json_t *req = json_pack("{s:s}", "QueueName", name);
-    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE, 0};
     if (sqs_call_json(c, "GetQueueUrl", req, &co, err) != 0) {
         return -1;
     }
@@ -650,7 +709,7 @@ int
 sqs_purge(struct sqs_client *c, const char *queue_url, struct sqs_error *err)
 {
     json_t *req = json_pack("{s:s}", "QueueUrl", queue_url);
-    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE};
+    struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE, 0};
     return sqs_call_json(c, "PurgeQueue", req, &co, err);
 }
 

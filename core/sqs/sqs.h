@@ -59,6 +59,15 @@ void sqs_client_free(struct sqs_client *c);
  */
 void sqs_client_set_cancel(struct sqs_client *c, const volatile int *flag);
 
+/*
+ * Bound every call, its retries and backoff included, to ms (a receive
+ * gets its wait time on top); 0: only the built-in per-attempt limits
+ * (30 s, 5 s to connect, up to 3 attempts). A call that runs out of time
+ * fails with code "Timeout" and a message naming the endpoint. For
+ * twicectl's --timeout; the daemon does not set it.
+ */
+void sqs_client_set_timeout(struct sqs_client *c, long ms);
+
 struct sqs_receive_opts {
     int max_messages;       /* 1-10 */
     int wait_time;          /* 0-20 seconds */

@@ -18,8 +18,9 @@ breaks_line(const unsigned char *s, size_t len)
            (len == 3 && s[0] == 0xe2 && s[1] == 0x80 && (s[2] == 0xa8 || s[2] == 0xa9));
 }
 
-void
-escape_text(struct buf *b, const char *s, size_t n)
+/* The two escapes of escape.h: quotes and backslashes too when quoted. */
+static void
+escape(struct buf *b, const char *s, size_t n, int quoted)
 {
     const unsigned char *p = (const unsigned char *) s;
     size_t i = 0;
@@ -32,7 +33,7 @@ escape_text(struct buf *b, const char *s, size_t n)
             buf_puts(b, "\\t");
         } else if (c == '\r') {
             buf_puts(b, "\\r");
-        } else if (c == '\\' || c == '"') {
+        } else if (quoted && (c == '\\' || c == '"')) {
             buf_putc(b, '\\');
             buf_putc(b, (char) c);
         } else if (c < 0x20 || c == 0x7f || len == 0) {
@@ -46,4 +47,16 @@ escape_text(struct buf *b, const char *s, size_t n)
         }
         i += len ? len : 1;
     }
+}
+
+void
+escape_text(struct buf *b, const char *s, size_t n)
+{
+    escape(b, s, n, 1);
+}
+
+void
+escape_unquoted(struct buf *b, const char *s, size_t n)
+{
+    escape(b, s, n, 0);
 }

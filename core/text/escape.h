@@ -15,4 +15,11 @@ struct buf;
  * U+2028/U+2029 as \uNNNN; other valid UTF-8 is kept. */
 void escape_text(struct buf *b, const char *s, size_t n);
 
+/* The same for text that is not in quotes and runs to the end of a line (a
+ * log line's message, an error text): control bytes, invalid UTF-8, C1
+ * controls and U+2028/U+2029 escaped, quotes and backslashes kept. What
+ * either function wrote passes through it unchanged, so text is never
+ * escaped twice. */
+void escape_unquoted(struct buf *b, const char *s, size_t n);
+
 #endif

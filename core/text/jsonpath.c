@@ -142,7 +142,7 @@ jsonpath_parse_body(const char *body, size_t len, char *err, size_t errlen)
     if (root != NULL) {
         return root;
     }
-    escape_text(&text, jerr.text, strnlen(jerr.text, sizeof(jerr.text)));
+    escape_unquoted(&text, jerr.text, strnlen(jerr.text, sizeof(jerr.text)));
     snprintf(err, errlen, "line %d column %d: %s", jerr.line, jerr.column,
              text.failed ? "invalid JSON" : buf_str(&text));
     buf_free(&text);

@@ -1,7 +1,9 @@
 /*
- * mime.c - the welcome email as an RFC 5322 / MIME message: headers, a
- * deterministic Message-ID from the idempotency key, multipart/alternative
- * with base64 text and HTML parts. Not an SMTP client (welcome_email.c).
+ * mime.c - the welcome email as an RFC 5322 / MIME message: its header
+ * lines (a deterministic Message-ID from the idempotency key, an RFC 2047
+ * subject) and a multipart/alternative body of a text/plain and a text/html
+ * part, assembled and base64-encoded by libcurl's MIME API. Not an SMTP
+ * client (welcome_email.c).
  */
 #include "welcome.h"
 
@@ -29,6 +31,17 @@ mime_valid_address(const char *addr)
     return 1;
 }
 
+int
+mime_valid_domain(const char *domain)
+{
+    size_t n = strlen(domain);
+    if (n == 0 || n > 253 || domain[0] == '.' || domain[0] == '-' || domain[n - 1] == '.' ||
+        strstr(domain, "..") != NULL) {
+        return 0;
+    }
+    return strspn(domain, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") == n;
+}
+
 static int
 sha256_hex(const char *s, char hex[65])
 {
@@ -44,7 +57,7 @@ sha256_hex(const char *s, char hex[65])
 }
 
 int
-mime_message_id(const char *key, const char *id_part, char *out, size_t cap)
+mime_message_id(const char *key, const char *id_part, const char *domain, char *out, size_t cap)
 {
     char hex[65], id[65];
     size_t n = 0;
@@ -58,11 +71,12 @@ mime_message_id(const char *key, const char *id_part, char *out, size_t cap)
         }
     }
     id[n] = '\0';
-    snprintf(out, cap, "<welcome-email.%s.%.16s@twice>", n > 0 ? id : "x", hex);
+    snprintf(out, cap, "<welcome-email.%s.%.16s@%s>", n > 0 ? id : "x", hex, domain);
     return 0;
 }
 
-/* RFC 5322 date in UTC, with English names whatever the locale. */
+/* The Date header (no line end): RFC 5322, UTC, English names whatever the
+ * locale. */
 static void
 put_date(struct text *out)
 {
@@ -73,23 +87,9 @@ put_date(struct text *out)
     struct tm tm;
     time_t now = time(NULL);
     gmtime_r(&now, &tm);
-    snprintf(date, sizeof(date), "Date: %s, %02d %s %04d %02d:%02d:%02d +0000\r\n",
-             days[tm.tm_wday], tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
-             tm.tm_min, tm.tm_sec);
+    snprintf(date, sizeof(date), "Date: %s, %02d %s %04d %02d:%02d:%02d +0000", days[tm.tm_wday],
+             tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
     text_puts(out, date);
-}
-
-/* base64 of n bytes, in lines of at most 76 characters. */
-static void
-put_base64(struct text *out, const char *s, size_t n)
-{
-    unsigned char line[80];
-    for (size_t i = 0; i < n; i += 57) {
-        size_t chunk = n - i < 57 ? n - i : 57;
-        int len = EVP_EncodeBlock(line, (const unsigned char *) s + i, (int) chunk);
-        text_append(out, (const char *) line, (size_t) len);
-        text_puts(out, "\r\n");
-    }
 }
 
 /* The length of s[0..n) without a last character that was cut short. */
@@ -109,7 +109,7 @@ utf8_whole(const char *s, size_t n)
 }
 
 /*
- * The subject: control characters dropped, at most SUBJECT_MAX bytes (cut
+ * The subject header (no line end): control characters dropped, at most SUBJECT_MAX bytes (cut
  * on a UTF-8 boundary). Plain ASCII is written as is; anything else as
  * RFC 2047 encoded words of whole characters, one per folded line.
  */
@@ -131,7 +131,6 @@ put_subject(struct text *out, const char *subject)
     text_puts(out, "Subject: ");
     if (ascii) {
         text_puts(out, s);
-        text_puts(out, "\r\n");
         return;
     }
     for (size_t i = 0; i < n;) {
@@ -146,13 +145,60 @@ put_subject(struct text *out, const char *subject)
         text_puts(out, "?=");
         i += chunk;
     }
-    text_puts(out, "\r\n");
 }
 
-/* One body part; its text with bare LF or CR made CRLF (MIME's canonical
- * form for text) before base64. */
-static void
-put_part(struct text *out, const char *boundary, const char *type, const char *body)
+/* Append one header line (no line end) to *list; -1 on ENOMEM. */
+static int
+add_header(struct curl_slist **list, const char *line)
+{
+    struct curl_slist *l = curl_slist_append(*list, line);
+    if (l == NULL) {
+        return -1;
+    }
+    *list = l;
+    return 0;
+}
+
+static int
+add_header2(struct curl_slist **list, const char *name, const char *value)
+{
+    struct text t = {0};
+    text_puts(&t, name);
+    text_puts(&t, ": ");
+    text_puts(&t, value);
+    int rc = t.failed ? -1 : add_header(list, t.s);
+    text_free(&t);
+    return rc;
+}
+
+/* The header lines, in the order mail readers show them. */
+static int
+headers_of(const struct mime_mail *m, struct curl_slist **list)
+{
+    char msgid[400];
+    struct text subject = {0}, date = {0};
+    put_subject(&subject, m->subject);
+    put_date(&date);
+    int rc = subject.failed || date.failed ||
+                     mime_message_id(m->key, m->id_part, m->domain, msgid, sizeof(msgid)) != 0 ||
+                     add_header2(list, "From", m->from) != 0 ||
+                     add_header2(list, "To", m->to) != 0 || add_header(list, subject.s) != 0 ||
+                     add_header(list, date.s) != 0 ||
+                     add_header2(list, "Message-ID", msgid) != 0 ||
+                     add_header(list, "MIME-Version: 1.0") != 0 ||
+                     /* curl adds the boundary to the message's own Content-Type */
+                     add_header(list, "Content-Type: multipart/alternative") != 0
+                 ? -1
+                 : 0;
+    text_free(&subject);
+    text_free(&date);
+    return rc;
+}
+
+/* One body part: its text with bare LF or CR made CRLF (MIME's canonical
+ * form for text), base64-encoded by curl. */
+static int
+add_part(curl_mime *mime, const char *type, const char *body)
 {
     struct text canon = {0};
     for (const char *p = body; *p != '\0'; p++) {
@@ -163,51 +209,30 @@ put_part(struct text *out, const char *boundary, const char *type, const char *b
             text_append(&canon, p, 1);
         }
     }
-    text_puts(out, "--");
-    text_puts(out, boundary);
-    text_puts(out, "\r\nContent-Type: ");
-    text_puts(out, type);
-    text_puts(out, "; charset=UTF-8\r\nContent-Transfer-Encoding: base64\r\n\r\n");
-    if (canon.failed) {
-        out->failed = 1;
-    } else {
-        put_base64(out, canon.s != NULL ? canon.s : "", canon.len);
-    }
+    curl_mimepart *part = curl_mime_addpart(mime);
+    int rc = canon.failed || part == NULL ||
+                     curl_mime_data(part, canon.s != NULL ? canon.s : "", canon.len) != CURLE_OK ||
+                     curl_mime_type(part, type) != CURLE_OK ||
+                     curl_mime_encoder(part, "base64") != CURLE_OK
+                 ? -1
+                 : 0;
     text_free(&canon);
+    return rc;
 }
 
-static void
-put_header(struct text *out, const char *name, const char *value)
+int
+mime_attach(CURL *c, const struct mime_mail *m, struct curl_slist **headers, curl_mime **mime)
 {
-    text_puts(out, name);
-    text_puts(out, ": ");
-    text_puts(out, value);
-    text_puts(out, "\r\n");
-}
-
-void
-mime_build(const struct mime_mail *m, struct text *out)
-{
-    char msgid[160], hex[65], boundary[40];
-    if (mime_message_id(m->key, m->id_part, msgid, sizeof(msgid)) != 0 ||
-        sha256_hex(m->key, hex) != 0) {
-        out->failed = 1;
-        return;
+    *headers = NULL;
+    *mime = curl_mime_init(c);
+    if (*mime == NULL || headers_of(m, headers) != 0 ||
+        add_part(*mime, "text/plain; charset=UTF-8", m->text) != 0 ||
+        add_part(*mime, "text/html; charset=UTF-8", m->html) != 0) {
+        curl_mime_free(*mime);
+        curl_slist_free_all(*headers);
+        *mime = NULL;
+        *headers = NULL;
+        return -1;
     }
-    /* base64 never holds '_' or "=_", so this cannot occur inside a part */
-    snprintf(boundary, sizeof(boundary), "=_twice_%.24s", hex + 16);
-    put_header(out, "From", m->from);
-    put_header(out, "To", m->to);
-    put_subject(out, m->subject);
-    put_date(out);
-    put_header(out, "Message-ID", msgid);
-    put_header(out, "MIME-Version", "1.0");
-    text_puts(out, "Content-Type: multipart/alternative; boundary=\"");
-    text_puts(out, boundary);
-    text_puts(out, "\"\r\n\r\n");
-    put_part(out, boundary, "text/plain", m->text);
-    put_part(out, boundary, "text/html", m->html);
-    text_puts(out, "--");
-    text_puts(out, boundary);
-    text_puts(out, "--\r\n");
+    return 0;
 }

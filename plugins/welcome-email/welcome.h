@@ -1,12 +1,19 @@
 /*
- * welcome.h - what the welcome-email plugin's files share: a growable
- * text, the {{placeholder}} templates and the MIME message. Internal to the
- * plugin (hidden visibility); not an SDK header.
+ * welcome.h - what the welcome-email plugin's files share: the default
+ * template paths, a growable text, the {{placeholder}} templates and the
+ * MIME message. Internal to the plugin (hidden visibility); not an SDK
+ * header.
  */
 #ifndef WELCOME_H
 #define WELCOME_H
 
+#include <curl/curl.h>
 #include <stddef.h>
+
+/* The default template files (template_dir.c): the source tree's in the
+ * build tree, the installed ones in the installed plugin. */
+extern const char welcome_default_text[];
+extern const char welcome_default_html[];
 
 /* A growable NUL-terminated text. After an allocation failure `failed`
  * is set and further appends do nothing; check it once at the end. */
@@ -46,23 +53,35 @@ void template_fill(const char *tmpl, enum fill_mode mode, template_lookup lookup
  * bytes, no spaces, control characters or any of <>()[],;:"\ . */
 int mime_valid_address(const char *addr);
 
+/* A domain for the Message-ID: 1-253 bytes of letters, digits, '.' and
+ * '-', no empty label at either end or inside. */
+int mime_valid_domain(const char *domain);
+
 /* The parts of one welcome message. Strings are borrowed. */
 struct mime_mail {
     const char *from, *to, *subject; /* subject: already filled, one line */
     const char *text, *html;         /* the two bodies, already filled */
     const char *key;                 /* the idempotency key */
     const char *id_part;             /* e.g. the candidateId, for the Message-ID */
+    const char *domain;              /* the Message-ID's domain (message_id_domain) */
 };
 
 /*
  * The deterministic Message-ID for a key: "<welcome-email.<id>.<16 hex of
- * SHA-256(key)>@twice>", the id reduced to [A-Za-z0-9_-] (at most 64).
+ * SHA-256(key)>@<domain>>", the id reduced to [A-Za-z0-9_-] (at most 64).
  * 0, or -1 when SHA-256 failed.
  */
-int mime_message_id(const char *key, const char *id_part, char *out, size_t cap);
+int mime_message_id(const char *key, const char *id_part, const char *domain, char *out,
+                    size_t cap);
 
-/* The whole RFC 5322 message, CRLF line ends, multipart/alternative with a
- * text/plain and a text/html part (UTF-8, base64). Appended to out. */
-void mime_build(const struct mime_mail *m, struct text *out);
+/*
+ * The whole message for the easy handle c: its header lines into *headers
+ * (for CURLOPT_HTTPHEADER: From, To, Subject, Date, Message-ID,
+ * MIME-Version, Content-Type multipart/alternative) and its body into
+ * *mime (for CURLOPT_MIMEPOST: a text/plain and a text/html part, UTF-8,
+ * base64). Both are the caller's (curl_slist_free_all, curl_mime_free).
+ * 0, or -1 on ENOMEM with nothing left allocated.
+ */
+int mime_attach(CURL *c, const struct mime_mail *m, struct curl_slist **headers, curl_mime **mime);
 
 #endif

@@ -2,7 +2,8 @@
  * welcome_email.c - the welcome-email plugin: one welcome mail per
  * candidate, sent over SMTP with libcurl, keyed "welcome-email:{candidateId}".
  * Settings, init/fini and the SMTP exchange live here; the message itself is
- * built in mime.c from the templates of template.c. Not a mailing list tool.
+ * built in mime.c (with libcurl's MIME API) from the templates of
+ * template.c. Not a mailing list tool.
  */
 #include "welcome.h"
 
@@ -13,15 +14,12 @@
 #include <strings.h>
 #include <twice/plugin.h>
 
-#ifndef WELCOME_TEMPLATE_DIR
-#define WELCOME_TEMPLATE_DIR "/usr/share/twice/templates"
-#endif
-
 /* The plugin's state: read-only after init, so handle() may run on many
  * threads at once. Every string is owned. */
 struct welcome {
     const twice_api *api;
     char *smtp_url, *username, *password, *from, *mail_from, *subject;
+    char *domain; /* of the Message-ID: message_id_domain, else the From domain */
     char *text_tmpl, *html_tmpl;
     long timeout;
     int starttls_required;
@@ -42,6 +40,7 @@ welcome_free(struct welcome *w)
     free(w->from);
     free(w->mail_from);
     free(w->subject);
+    free(w->domain);
     free(w->text_tmpl);
     free(w->html_tmpl);
     free(w);
@@ -76,6 +75,13 @@ check_settings(struct welcome *w)
     }
     if (w->subject == NULL) {
         return "subject must not be empty";
+    }
+    if (w->domain == NULL && (w->domain = strdup(strchr(w->from, '@') + 1)) == NULL) {
+        return "out of memory";
+    }
+    if (!mime_valid_domain(w->domain)) {
+        return "message_id_domain (by default the domain of from) must be a domain name "
+               "like example.com";
     }
     /* Credentials over plain smtp:// only after STARTTLS: curl then refuses
      * a server that does not offer it instead of sending them in clear. */
@@ -114,6 +120,7 @@ welcome_init(const twice_api *api, const twice_settings *s, void **state)
         copy_setting(api, s, "password", &w->password) != 0 ||
         copy_setting(api, s, "from", &w->from) != 0 ||
         copy_setting(api, s, "subject", &w->subject) != 0 ||
+        copy_setting(api, s, "message_id_domain", &w->domain) != 0 ||
         (w->from != NULL && asprintf(&w->mail_from, "<%s>", w->from) < 0)) {
         w->mail_from = NULL;
         goto fail;
@@ -146,24 +153,6 @@ welcome_fini(void *state)
 }
 
 /* ---- the SMTP exchange ---- */
-
-struct upload {
-    const char *data;
-    size_t len, off;
-};
-
-static size_t
-read_upload(char *buf, size_t size, size_t nitems, void *arg)
-{
-    struct upload *u = arg;
-    size_t n = size * nitems;
-    if (n > u->len - u->off) {
-        n = u->len - u->off;
-    }
-    memcpy(buf, u->data + u->off, n);
-    u->off += n;
-    return n;
-}
 
 /* The server's first error reply line ("550 5.1.1 ..."), printable ASCII
  * only: curl hands SMTP response lines to the header callback, and after a
@@ -235,28 +224,28 @@ set_options(const struct welcome *w, CURL *c, struct curl_slist *rcpt)
     }
     curl_easy_setopt(c, CURLOPT_MAIL_FROM, w->mail_from);
     curl_easy_setopt(c, CURLOPT_MAIL_RCPT, rcpt);
-    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
 }
 
-/* Send one message to one recipient. One easy handle per call: handle()
+/* Send message m to its one recipient. One easy handle per call: handle()
  * runs on many threads. */
 static twice_status
-send_mail(const struct welcome *w, twice_job *job, const char *to, const struct text *msg)
+send_mail(const struct welcome *w, twice_job *job, const struct mime_mail *m)
 {
     char errbuf[CURL_ERROR_SIZE] = "", rcpt_addr[300];
-    struct upload up = {msg->s, msg->len, 0};
     struct reply reply = {""};
+    struct curl_slist *headers = NULL;
+    curl_mime *mime = NULL;
     twice_status st = TWICE_RETRY;
-    snprintf(rcpt_addr, sizeof(rcpt_addr), "<%s>", to);
+    snprintf(rcpt_addr, sizeof(rcpt_addr), "<%s>", m->to);
     struct curl_slist *rcpt = curl_slist_append(NULL, rcpt_addr);
     CURL *c = curl_easy_init();
-    if (c == NULL || rcpt == NULL) {
+    if (c == NULL || rcpt == NULL || mime_attach(c, m, &headers, &mime) != 0) {
         w->api->error(job, "out of memory preparing the SMTP request");
         goto out;
     }
     set_options(w, c, rcpt);
-    curl_easy_setopt(c, CURLOPT_READFUNCTION, read_upload);
-    curl_easy_setopt(c, CURLOPT_READDATA, &up);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_MIMEPOST, mime);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, keep_reply);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &reply);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
@@ -266,6 +255,8 @@ send_mail(const struct welcome *w, twice_job *job, const char *to, const struct 
     st = rc == CURLE_OK ? TWICE_DONE : classify(w, job, rc, code, reply.line, errbuf);
 out:
     curl_easy_cleanup(c);
+    curl_mime_free(mime);
+    curl_slist_free_all(headers);
     curl_slist_free_all(rcpt);
     return st;
 }
@@ -289,7 +280,7 @@ welcome_handle(void *state, twice_job *job)
 {
     const struct welcome *w = state;
     struct lookup_ctx ctx = {w->api, job};
-    struct text subject = {0}, text = {0}, html = {0}, msg = {0};
+    struct text subject = {0}, text = {0}, html = {0};
     twice_status st = TWICE_REJECT;
     const char *to = w->api->field(job, "email", NULL);
     if (to == NULL || *to == '\0') {
@@ -309,22 +300,19 @@ welcome_handle(void *state, twice_job *job)
                           text.s != NULL ? text.s : "",
                           html.s != NULL ? html.s : "",
                           w->api->key(job),
-                          w->api->field(job, "candidateId", NULL)};
-    if (!subject.failed && !text.failed && !html.failed) {
-        mime_build(&m, &msg);
-    }
-    if (subject.failed || text.failed || html.failed || msg.failed) {
+                          w->api->field(job, "candidateId", NULL),
+                          w->domain};
+    if (subject.failed || text.failed || html.failed) {
         w->api->error(job, "out of memory building the message");
         st = TWICE_RETRY;
-    } else if ((st = send_mail(w, job, to, &msg)) == TWICE_DONE) {
-        char msgid[160];
-        mime_message_id(m.key, m.id_part, msgid, sizeof(msgid));
+    } else if ((st = send_mail(w, job, &m)) == TWICE_DONE) {
+        char msgid[400];
+        mime_message_id(m.key, m.id_part, m.domain, msgid, sizeof(msgid));
         w->api->log(job, TWICE_LOG_INFO, "welcome email sent, Message-ID %s", msgid);
     }
     text_free(&subject);
     text_free(&text);
     text_free(&html);
-    text_free(&msg);
     return st;
 }
 
@@ -335,9 +323,10 @@ static const twice_setting welcome_settings[] = {
     {"password", TWICE_SETTING_STRING, 0, NULL, "SMTP password (a secret, never logged)"},
     {"from", TWICE_SETTING_STRING, 1, NULL, "sender address, e.g. welcome@example.com"},
     {"subject", TWICE_SETTING_STRING, 0, "Welcome, {{name}}!", "subject template"},
-    {"template_text", TWICE_SETTING_STRING, 0, WELCOME_TEMPLATE_DIR "/welcome.txt",
-     "text body template file"},
-    {"template_html", TWICE_SETTING_STRING, 0, WELCOME_TEMPLATE_DIR "/welcome.html",
+    {"message_id_domain", TWICE_SETTING_STRING, 0, NULL,
+     "domain of the Message-ID (default: the domain of from)"},
+    {"template_text", TWICE_SETTING_STRING, 0, welcome_default_text, "text body template file"},
+    {"template_html", TWICE_SETTING_STRING, 0, welcome_default_html,
      "HTML body template file (placeholders HTML-escaped)"},
     {"timeout", TWICE_SETTING_INT, 0, "30", "seconds for the whole SMTP exchange (1-600)"},
     {NULL, TWICE_SETTING_STRING, 0, NULL, NULL},

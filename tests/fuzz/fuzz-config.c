@@ -1,13 +1,16 @@
 /*
  * fuzz-config.c - libFuzzer target: the configuration loader (config_load)
- * on arbitrary text, as `twiced -t` reads a file. Not for plugin settings
- * checks (the loader does those in a child) or for libconfig's @include,
- * which would read files of this machine: inputs with it are skipped.
+ * on arbitrary bytes written to a file, as `twiced -t` reads one. Not for
+ * plugin settings checks (the loader does those in a child) or for
+ * libconfig's @include, which would read files of this machine: inputs with
+ * it are skipped.
  *
  * Promises checked: a refused file has at least one problem, each reading
- * "FILE:..." on one line (no control byte); an accepted one holds what
- * the daemon relies on: every queue has a name, url and dlq_url, exactly
- * one of plugin and routes, only configured plugins, values in range.
+ * "FILE:..." on one line (no control byte), but for the last line that
+ * counts problems not shown; a file with a NUL byte is refused for it
+ * alone; an accepted one holds what the daemon relies on: every queue has a
+ * name, url and dlq_url, exactly one of plugin and routes, only configured
+ * plugins, values in range.
  */
 #include "fuzz.h"
 
@@ -107,11 +110,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         LLVMFuzzerInitialize(NULL, NULL);
     }
     char *text = strndup((const char *) data, size);
-    if (text == NULL || has_include(text)) {
+    int nul = memchr(data, '\0', size) != NULL;
+    if (text == NULL || (!nul && has_include(text))) {
         free(text);
         return 0;
     }
-    if (config_load(file, text, &c, &d) == 0) {
+    FILE *fp = fopen(file, "w");
+    FUZZ_ASSERT(fp != NULL && fwrite(data, 1, size, fp) == size && fclose(fp) == 0);
+    if (config_load(file, NULL, &c, &d) == 0) {
+        FUZZ_ASSERT(!nul);
         FUZZ_ASSERT(c != NULL && d.n == 0);
         FUZZ_ASSERT(strcmp(c->file, file) == 0 && c->nqueues >= 1);
         for (size_t i = 0; i < c->nqueues; i++) {
@@ -124,7 +131,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         config_free(c);
     } else {
         FUZZ_ASSERT(c == NULL && d.n > 0);
+        FUZZ_ASSERT(!nul || (d.n == 1 && strstr(d.lines[0], ": a NUL byte: ") != NULL));
         for (size_t i = 0; i < d.n; i++) {
+            if (d.more > 0 && i + 1 == d.n) {
+                FUZZ_ASSERT(strncmp(d.lines[i], "... ", 4) == 0);
+                continue;
+            }
             FUZZ_ASSERT(strncmp(d.lines[i], file, strlen(file)) == 0);
             FUZZ_ASSERT(d.lines[i][strlen(file)] == ':');
             FUZZ_ASSERT(!fuzz_has_control(d.lines[i], strlen(d.lines[i]), ""));

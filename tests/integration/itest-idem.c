@@ -446,6 +446,66 @@ test_claim_busy(struct ctx *c)
     idem_close(b);
 }
 
+struct race_arg {
+    const char *dsn;
+    const char *key;
+    struct idem_claim answer;
+};
+
+static void *
+race_claim(void *arg)
+{
+    struct race_arg *a = arg;
+    struct idem_store *s = open_store(a->dsn, NULL, "owner-late");
+    a->answer = claim1(s, a->key, "m-late", 3, 30);
+    idem_close(s);
+    return NULL;
+}
+
+/*
+ * A claim that starts while another one's insert of the same key is not
+ * committed yet waits for it, and its snapshot cannot see that row: the
+ * BUSY answer had no message id ("(message ?)" in match-recompute's logs,
+ * five copies of one message claimed at once) and our own lease instead of
+ * the holder's. It names the holder now, or says COMPLETED when the holder
+ * committed a completed row.
+ */
+static void
+test_claim_race_names_the_holder(struct ctx *c, const char *state, const char *key)
+{
+    PGconn *holder = PQconnectdb(c->dsn);
+    char q[512];
+    CHECK_INT(PQstatus(holder), CONNECTION_OK);
+    sql(holder, "BEGIN");
+    snprintf(q, sizeof(q),
+             "INSERT INTO twice_idempotency (idempotency_key, state, owner, lease_until,"
+             " payload_sha256, message_id) VALUES ('%s', '%s', %s, %s, NULL, 'm-holder')",
+             key, state, strcmp(state, "completed") == 0 ? "NULL" : "'owner-holder'",
+             strcmp(state, "completed") == 0 ? "NULL" : "now() + interval '20 seconds'");
+    sql(holder, q);
+    struct race_arg a = {c->dsn, key, {0}};
+    pthread_t t;
+    pthread_create(&t, NULL, race_claim, &a);
+    /* commit only once the late claim waits on the holder's row */
+    double until = now_mono() + 10;
+    while (sql_long(c->db, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type ="
+                           " 'Lock' AND datname = current_database()") == 0 &&
+           now_mono() < until) {
+        sleep_ms(10);
+    }
+    CHECK(now_mono() < until);
+    sql(holder, "COMMIT");
+    pthread_join(t, NULL);
+    PQfinish(holder);
+    CHECK_STR(a.answer.stored_message_id, "m-holder");
+    if (strcmp(state, "completed") == 0) {
+        CHECK_INT(a.answer.state, IDEM_COMPLETED);
+    } else {
+        CHECK_INT(a.answer.state, IDEM_BUSY);
+        CHECK(a.answer.lease_left > 15.0 && a.answer.lease_left <= 20.0);
+    }
+}
+
 /* An expired lease is taken over without counting the run that never
  * recorded itself; the old holder can no longer complete; the new one can,
  * with its count, and later claims see COMPLETED with its hash. */
@@ -1040,6 +1100,8 @@ main(void)
     test_migrate_classic(&c);
     test_migrate_older_version(&c);
     test_claim_busy(&c);
+    test_claim_race_names_the_holder(&c, "in_progress", "race-busy");
+    test_claim_race_names_the_holder(&c, "completed", "race-done");
     test_takeover_complete(&c);
     test_expire_owner(&c);
     test_release_extend(&c);

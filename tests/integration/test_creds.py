@@ -14,6 +14,7 @@ import copy
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -248,6 +249,30 @@ class Sources(CredsTest):
         with open(runs) as f:
             self.per_process(f.read().splitlines(), ["run"])  # an hour's credentials
 
+    def test_credential_process_failure_shows_its_stderr_never_its_stdout(self):
+        """A failing credential_process said "73 bytes on stderr, not shown", hiding
+        hints such as "run aws sso login". The end of its stderr is shown, escaped;
+        what it printed on stdout (where secrets go) never is."""
+        secret = "stdout-secret-" + fakeaws.random_token(20)
+        script = self.write("failing-helper.sh",
+                            "#!/bin/sh\n"
+                            "printf '{\"Version\": 1, \"SecretAccessKey\": \"%s\"}\\n'\n"
+                            "echo 'Error loading SSO Token: Token for helper does not exist' >&2\n"
+                            "printf 'run: aws sso login --profile helper\\033[0m\\n' >&2\n"
+                            "exit 1\n" % secret, 0o700)
+        config = self.write("config", "[profile helper]\ncredential_process = %s\n" % script)
+        self.secrets.append(secret)
+        d = self.start_twiced(self.conf, extra_env=self.isolated_env(AWS_CONFIG_FILE=config,
+                                                                     AWS_PROFILE="helper"))
+        d.wait_log(r"ready: generation 1", timeout=20)
+        d.wait_log(re.escape("AWS credentials: profile helper: credential_process exited with "
+                             "status 1; stderr: Error loading SSO Token: Token for helper does "
+                             "not exist\\nrun: aws sso login --profile helper\\x1b[0m"),
+                   timeout=20)
+        self.assertEqual(d.stop(), 0)
+        self.assert_no_secrets(d)
+        self.assertEqual(self.proxy.requests(), [], "nothing was signed")
+
     def test_shared_credentials_file(self):
         creds = self.ledger.add("AKIDFILE0123456789AB", "file/secret+key")
         path = self.write("credentials", "[default]\naws_access_key_id = %s\n"
@@ -309,6 +334,163 @@ class Chain(CredsTest):
         self.assertGreaterEqual(len(container.requests()), 3, "three tries per attempt")
         self.assertEqual(imds.requests(), [], "no fallback to the instance's role")
         self.assertEqual(self.proxy.requests(), [])
+
+
+class AssumeRole(CredsTest):
+    """Assume-role profiles: role_arn with source_profile or credential_source, through a
+    fake STS that checks each AssumeRole is signed (SigV4, service sts) with the source's
+    credentials and trusted by the role."""
+
+    TOP = "arn:aws:iam::222222222222:role/twice-top"
+    MID = "arn:aws:iam::111111111111:role/twice-mid"
+
+    def profiles(self, base, config):
+        """The credentials file with [base] holding base's keys, and config; returns the
+        environment for them."""
+        cred = self.write("credentials", "[base]\naws_access_key_id = %s\n"
+                                         "aws_secret_access_key = %s\n"
+                          % (base.access_key_id, base.secret_access_key))
+        return dict(AWS_SHARED_CREDENTIALS_FILE=cred, AWS_CONFIG_FILE=self.write("config",
+                                                                                 config))
+
+    def whoami(self, env):
+        d = self.twiced(self.conf)
+        full = dict(os.environ)
+        for k, v in self.isolated_env(**env).items():
+            if v is None:
+                full.pop(k, None)
+            else:
+                full[k] = v
+        return subprocess.run([self.env.binary("twicectl"), "-c", d.config_path, "--json",
+                               "whoami"], capture_output=True, text=True, env=full, timeout=60)
+
+    def test_chained_profiles(self):
+        """top's source is mid, whose source is base's keys: base signs AssumeRole of
+        mid, mid's credentials sign AssumeRole of top, top's sign every SQS request."""
+        base = self.ledger.add("AKIDBASE000000000001", "base-secret/key+1")
+        sts = self.fake(fakeaws.Sts(self.ledger, roles={self.MID: base.access_key_id,
+                                                        self.TOP: "role:" + self.MID}))
+        env = self.profiles(base, "[profile mid]\nrole_arn = %s\nsource_profile = base\n"
+                                  "[profile top]\nrole_arn = %s\nsource_profile = mid\n"
+                                  "role_session_name = twice-top\nexternal_id = ext-123\n"
+                                  "duration_seconds = 1800\n" % (self.MID, self.TOP))
+        env.update(AWS_PROFILE="top", AWS_ENDPOINT_URL_STS=sts.url)
+        self.run_jobs(self.isolated_env(**env))
+        top = [c for arn, _, _, c in sts.assumed if arn == self.TOP]
+        self.assert_signed_with(top)
+        self.assertEqual([r.note for r in sts.requests()], [None] * len(sts.requests()))
+        mid_ids = {c.access_key_id for arn, _, _, c in sts.assumed if arn == self.MID}
+        k = self.per_process([(arn, akid if akid == base.access_key_id else "mid")
+                              for arn, akid, _, _ in sts.assumed],
+                             [(self.MID, base.access_key_id), (self.TOP, "mid")])
+        for arn, akid, form, _ in sts.assumed:
+            if arn == self.TOP:
+                self.assertIn(akid, mid_ids, "top is assumed with mid's credentials")
+                self.assertEqual((form["RoleSessionName"], form["ExternalId"],
+                                  form["DurationSeconds"]), ("twice-top", "ext-123", "1800"))
+            else:
+                self.assertRegex(form["RoleSessionName"], r"^twice-session-\d+$")
+                self.assertNotIn("ExternalId", form)
+        self.assertEqual(len(top), k)
+        r = self.whoami(env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        who = json.loads(r.stdout)
+        self.assertEqual(who["provider"], "assume-role:top")
+        self.assertIn(who["access_key_id_last4"][-4:],
+                      {c.access_key_id[-4:] for arn, _, _, c in sts.assumed if arn == self.TOP})
+
+    def test_credential_source_environment_and_instance_metadata(self):
+        """credential_source: the environment's keys, then the instance's role, sign the
+        AssumeRole; the keys in the environment are not used as the identity."""
+        keys = self.ledger.add("AKIDENVIRONMENT00001", "env-secret")
+        imds = self.fake(fakeaws.Imds(self.ledger))
+        sts = self.fake(fakeaws.Sts(self.ledger, roles={self.TOP: keys.access_key_id,
+                                                        self.MID: "imds"}))
+        config = self.write("config", "[profile ci]\nrole_arn = %s\n"
+                                      "credential_source = Environment\n"
+                                      "[profile ec2]\nrole_arn = %s\n"
+                                      "credential_source = Ec2InstanceMetadata\n"
+                            % (self.TOP, self.MID))
+        self.run_jobs(self.isolated_env(AWS_CONFIG_FILE=config, AWS_PROFILE="ci",
+                                        AWS_ENDPOINT_URL_STS=sts.url,
+                                        AWS_ACCESS_KEY_ID=keys.access_key_id,
+                                        AWS_SECRET_ACCESS_KEY=keys.secret_access_key),
+                      prefix="env")
+        self.assert_signed_with([c for arn, _, _, c in sts.assumed if arn == self.TOP])
+        since = time.time()
+        self.run_jobs(self.isolated_env(AWS_CONFIG_FILE=config, AWS_PROFILE="ec2",
+                                        AWS_ENDPOINT_URL_STS=sts.url,
+                                        AWS_EC2_METADATA_DISABLED=None,
+                                        AWS_EC2_METADATA_SERVICE_ENDPOINT=imds.url),
+                      prefix="ec2")
+        self.assert_signed_with([c for arn, _, _, c in sts.assumed if arn == self.MID], since)
+        self.assertTrue(imds.issued)
+        self.assertEqual([r.note for r in sts.requests()], [None] * len(sts.requests()))
+
+    def test_refused_profiles_say_why(self):
+        """A source_profile loop is refused at once (not an infinite loop), as are
+        mfa_serial and SSO profiles, with what to do; STS is never asked."""
+        sts = self.fake(fakeaws.Sts(self.ledger, roles={}))
+        cases = [
+            ("[profile a]\nrole_arn = %s\nsource_profile = b\n"
+             "[profile b]\nrole_arn = %s\nsource_profile = a\n" % (self.TOP, self.MID), "a",
+             "AWS credentials: profile a: source_profile loops: a -> b -> a"),
+            ("[profile m]\nrole_arn = %s\nsource_profile = base\nmfa_serial = arn:x\n"
+             % self.TOP, "m", "[profile m] has mfa_serial: twice runs unattended"),
+            ("[profile dev]\nsso_session = corp\nsso_account_id = 111111111111\n"
+             "sso_role_name = Dev\n[sso-session corp]\nsso_start_url = https://corp.example"
+             "\nsso_region = us-east-1\n", "dev",
+             "[profile dev] is an IAM Identity Center (SSO) profile, which twice does not "
+             "read: give twice a profile with credential_process = aws configure "
+             "export-credentials --profile dev --format process"),
+        ]
+        base = self.ledger.add("AKIDBASE000000000002", "s")
+        for config, profile, want in cases:
+            env = self.profiles(base, config)
+            env.update(AWS_PROFILE=profile, AWS_ENDPOINT_URL_STS=sts.url)
+            start = time.monotonic()
+            r = self.whoami(env)
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertIn(want, r.stderr)
+            self.assertLess(time.monotonic() - start, 10)
+            d = self.start_twiced(self.conf, extra_env=self.isolated_env(**env))
+            d.wait_log(r"ready: generation 1", timeout=20)
+            d.wait_log(re.escape(want), timeout=20)
+            self.assertEqual(d.stop(), 0)
+        self.assertEqual(sts.requests(), [])
+        self.assertEqual(self.proxy.requests(), [])
+
+    def test_refreshed_before_expiry(self):
+        """The role's credentials last 24 s: they are refreshed (source keys, AssumeRole
+        again) 20 s ahead of their expiry while messages flow; no request is refused."""
+        base = self.ledger.add("AKIDBASE000000000003", "base-secret-3")
+        sts = self.fake(fakeaws.Sts(self.ledger, roles={self.TOP: base.access_key_id},
+                                    lifetimes={self.TOP: 24}))
+        env = self.profiles(base, "[profile top]\nrole_arn = %s\nsource_profile = base\n"
+                            % self.TOP)
+        env.update(AWS_PROFILE="top", AWS_ENDPOINT_URL_STS=sts.url)
+        d = self.start_twiced(self.conf, extra_env=self.isolated_env(**env))
+        d.wait_log(r"ready: generation 1", timeout=20)
+        twicetest.wait_until(lambda: sts.assumed, timeout=10)
+        first = sts.assumed[0][3]
+        sent = 0
+        while time.time() < first.issued + 16:
+            self.sqs.send(self.url, json.dumps({"id": "steady-%d" % sent}))
+            sent += 1
+            time.sleep(1)
+        twicetest.wait_until(lambda: len(self.effects()) >= sent, timeout=30,
+                             message="not every message was processed")
+        self.assertEqual(d.stop(), 0)
+        self.assert_no_secrets(d)
+        issued = [c for _, _, _, c in sts.assumed]
+        reqs = self.assert_signed_with(issued)
+        self.assertEqual(self.proxy.refused(), [])
+        times = sorted(c.issued - first.issued for c in issued)
+        self.assertTrue(any(3 <= t <= 9 for t in times),
+                        "refreshed about 4 s after the first (expiry at 24 s): %s" % times)
+        used = {r.access_key_id for r in reqs}
+        self.assertGreater(len(used), len({first.access_key_id}), "new credentials were used")
+        self.assertNotIn("CredentialsError", d.log_text())
 
 
 class Refresh(CredsTest):

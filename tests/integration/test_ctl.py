@@ -7,7 +7,9 @@ import base64
 import json
 import os
 import re
+import socket
 import subprocess
+import threading
 import time
 import unittest
 
@@ -58,7 +60,7 @@ class Ctl(twicetest.TwiceTestCase):
         url, dlq, dsn, d = self.setup("usage")
         r = self.ctl(d, "--help")
         self.assertIn("usage: twicectl", r.stdout)
-        for cmd in ("send", "status", "dlq", "key", "plugin", "whoami"):
+        for cmd in ("send", "status", "dlq", "key", "plugin", "whoami", "--timeout SECONDS"):
             self.assertIn(cmd, r.stdout)
         self.assertIn("twicectl", self.ctl(d, "--version").stdout)
         self.ctl(d, code=2)
@@ -98,6 +100,72 @@ class Ctl(twicetest.TwiceTestCase):
                                    r"QueueDoesNotExist: .*\(check the queue url")
         r = self.ctl(d, "send", "ghost", "x", code=1)
         self.assertIn("twicectl: queue ghost: SendMessage: QueueDoesNotExist", r.stderr)
+
+    def silent_endpoint(self):
+        """http://127.0.0.1:PORT of a server that accepts every connection and never
+        answers (its sockets stay open until the test ends)."""
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(64)
+        held = []
+
+        def accept():
+            while True:
+                try:
+                    held.append(srv.accept()[0])
+                except OSError:
+                    return
+        threading.Thread(target=accept, daemon=True).start()
+
+        def close():
+            srv.close()
+            for c in held:
+                c.close()
+        self.addCleanup(close)
+        return "http://127.0.0.1:%d" % srv.getsockname()[1]
+
+    def timed(self, d, *args, code=1):
+        start = time.monotonic()
+        r = self.ctl(d, *args, code=code)
+        return r, time.monotonic() - start
+
+    def test_timeout_names_the_endpoint_that_did_not_answer(self):
+        """An endpoint that accepts connections and never answers held twicectl for
+        181 s. Each SQS call now ends after --timeout (default 10 s), retries included,
+        and the error names the endpoint; status stops asking after the first."""
+        url, dlq = self.queue_pair("hole")
+        hole = self.silent_endpoint()
+        conf = tc.config(self.env, self.new_database("hole"),
+                         [tc.queue("hole", url, dlq, EFFECT_TX),
+                          tc.queue("hole2", url + "2", dlq + "2", EFFECT_TX)],
+                         [tc.plugin(EFFECT_TX, tc.test_plugin(self.env, "effect_tx"))],
+                         endpoint=hole)
+        d = self.twiced(conf)
+        said = ("GetQueueAttributes: Timeout: %s did not answer within 2 s "
+                "(is the endpoint reachable?); --timeout SECONDS gives it longer" % hole)
+        r, took = self.timed(d, "status", "--timeout", "2")
+        self.assertIn("twicectl: queue hole: " + said, r.stderr)
+        self.assertIn("3 more SQS calls were not made after the timeout", r.stderr)
+        self.assertEqual([ln.split() for ln in r.stdout.splitlines()[1:]],
+                         [["hole", "?", "?", "?", "?"], ["hole2", "?", "?", "?", "?"]])
+        self.assertLess(took, 6, "bounded by --timeout, not 2 calls x 3 attempts x 30 s")
+        r, took = self.timed(d, "--timeout", "1", "dlq", "list", "hole", "--json")
+        self.assertIn("dead-letter queue: ReceiveMessage: Timeout: %s did not answer within 1 s"
+                      % hole, r.stderr)
+        self.assertLess(took, 5, "the long poll's 1 s wait plus --timeout")
+        r, took = self.timed(d, "send", "hole", "x")
+        self.assertIn("SendMessage: Timeout: %s did not answer within 10 s" % hole, r.stderr)
+        self.assertTrue(9 <= took < 16, "the default is 10 s: took %.1f s" % took)
+        for bad in ("0", "soon", "3601"):
+            self.assertIn("--timeout", self.ctl(d, "status", "--timeout", bad, code=2).stderr)
+        self.assertIn("--timeout", self.ctl(d, "--timeout", "x", "status", code=2).stderr)
+        # A live endpoint answers well within a short timeout.
+        live = self.twiced(tc.config(self.env, self.new_database("live"),
+                                     [tc.queue("live", url, dlq, EFFECT_TX)],
+                                     [tc.plugin(EFFECT_TX, tc.test_plugin(self.env,
+                                                                          "effect_tx"))]))
+        self.assertEqual(self.ctl(live, "--timeout", "1", "status").stdout.splitlines()[1]
+                         .split(), ["live", "0", "0", "0", "0"])
 
     # ------------------------------------------------------------------ send, status
 
@@ -157,12 +225,15 @@ class Ctl(twicetest.TwiceTestCase):
         self.wait_dlq(dlq, 1)
         r = self.ctl(d, "dlq", "list", "list")
         lines = r.stdout.splitlines()
-        self.assertEqual(lines[0].split(), ["MESSAGE", "ID", "REASON", "PLUGIN", "ATTEMPTS",
-                                            "KEY", "BODY"])
+        self.assertEqual(lines[0].split(), ["DLQ", "MESSAGE", "ID", "ORIGINAL", "MESSAGE", "ID",
+                                            "REASON", "PLUGIN", "ATTEMPTS", "KEY", "BODY"])
         self.assertEqual(len(lines), 2, r.stdout)
         cols = lines[1].split()
         self.assertRegex(cols[0], r"^[0-9a-f-]{36}$")
-        self.assertEqual(cols[1:5], ["rejected", EFFECT_TX, "1", "effect:r1"])
+        self.assertNotEqual(cols[0], sent, "the DLQ copy has an id of its own")
+        self.assertEqual(cols[1], sent, "the original's id, the one the log lines name")
+        self.assertEqual(cols[2:6], ["rejected", EFFECT_TX, "1", "effect:r1"])
+        d.wait_log(r"msg=%s .*dead-lettered" % sent, timeout=5)
         self.assertIn('{"id":"r1","reject":true,\\n"note":"x"}', lines[1],
                       "the body on one line, control characters escaped")
         letters = json.loads(self.ctl(d, "--json", "dlq", "list", dlq).stdout)
@@ -425,7 +496,48 @@ class Ctl(twicetest.TwiceTestCase):
         r = self.ctl(d, "plugin", "check", path("abort_on_load"), code=1)
         self.assertIn("abort_on_load.so crashed the check with signal 6", r.stderr)
         self.ctl(d, "plugin", "check", path("does_not_exist"), code=1)
-        self.ctl(d, "plugin", "check", path("echo_ok"), "oops", code=2)
+
+    def test_plugin_check_missing_required_setting_and_several_files(self):
+        """A plugin twiced would refuse for want of a required setting fails the check
+        also when no settings are given (it passed with exit 0); several files are each
+        checked, with the settings that follow each one."""
+        url, dlq, dsn, d = self.setup("plugs")
+        path = lambda name: tc.test_plugin(self.env, name)  # noqa: E731
+        r = self.ctl(d, "plugin", "check", path("settings_decl"), code=1)
+        self.assertRegex(r.stdout, r"name: +settings_decl\n", "the report is still shown")
+        self.assertIn("twicectl: plugin check: plugin 'settings_decl': missing required "
+                      "setting 'url' (where to send)", r.stderr)
+        self.assertIn("no settings were given: name them with --settings NAME=VALUE", r.stderr)
+        doc = json.loads(self.ctl(d, "--json", "plugin", "check", path("settings_decl"),
+                                  code=1).stdout)
+        self.assertEqual(doc["problems"], ["plugin 'settings_decl': missing required setting "
+                                           "'url' (where to send)"])
+        self.assertIn("settings check: none given, none required",
+                      self.ctl(d, "plugin", "check", path("echo_ok")).stdout)
+        # Several files: each with the settings after it (or, first, before it).
+        r = self.ctl(d, "plugin", "check", path("echo_ok"), path("settings_decl"),
+                     "url=http://x", "--settings", "timeout=5")
+        self.assertEqual(re.findall(r"(?m)^name: +(\S+)$", r.stdout),
+                         ["echo_ok", "settings_decl"])
+        self.assertIn("settings check: 2 given, all accepted", r.stdout)
+        self.ctl(d, "plugin", "check", "--settings", "url=http://x", path("settings_decl"),
+                 path("echo_ok"))
+        r = self.ctl(d, "plugin", "check", path("settings_decl"), "url=x", path("echo_ok"),
+                     "url=y", code=1)
+        self.assertIn("unknown setting 'url'", r.stderr, "echo_ok's settings are its own")
+        docs = json.loads(self.ctl(d, "plugin", "check", path("echo_ok"), path("no_entry"),
+                                   path("settings_decl"), "--json", code=1).stdout)
+        self.assertEqual([(x["file"], x["accepted"]) for x in docs],
+                         [(path("echo_ok"), True), (path("no_entry"), False),
+                          (path("settings_decl"), True)])
+        self.assertIn("no entry point", docs[1]["problems"][0])
+        self.assertEqual(len(docs[2]["problems"]), 1)
+        # A second path that is no plugin is checked and named, not taken for a setting.
+        r = self.ctl(d, "plugin", "check", path("echo_ok"), "oops", code=1)
+        self.assertRegex(r.stdout, r"name: +echo_ok\n")
+        self.assertIn("oops: No such file or directory", r.stderr)
+        r = self.ctl(d, "plugin", "check", path("echo_ok"), "--settings", "oops", code=2)
+        self.assertIn("settings are NAME=VALUE, not 'oops'", r.stderr)
 
 
 if __name__ == "__main__":

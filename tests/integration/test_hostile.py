@@ -168,7 +168,9 @@ class Hostile(twicetest.TwiceTestCase):
             self.assertTrue(any("note [line1\\nline2\\r\\n\\tend]" in m for m in echoed),
                             echoed)
             self.assertTrue(any("note [%s]" % NOTE_ESCAPED in m for m in echoed), echoed)
-            self.assertTrue(any('body [multi\\nline\\tbody \\"quote\\" \\\\ backslash' in m
+            # The message is not a quoted field: quotes and backslashes stay as
+            # they are (control characters are escaped), so no text is escaped twice.
+            self.assertTrue(any('body [multi\\nline\\tbody "quote" \\ backslash' in m
                                 for m in echoed), echoed)
 
     def test_hostile_messages_text_log(self):

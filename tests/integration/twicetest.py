@@ -2,7 +2,7 @@
 
 Used by: every tests/integration/test_*.py (test_harness.py tests the harness itself),
 and outside the tests by scripts/demo.py, scripts/create-queues.py, scripts/envtool.py
-and bench/bench.py.
+and bench/ (common.py, bench.py, cgrind.py).
 
 What it is for: talking to the real test servers that scripts/testenv.sh starts on
 127.0.0.1 (the SQS emulator, PostgreSQL, the SMTP sink, the HTTP receiver) and

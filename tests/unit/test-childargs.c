@@ -5,7 +5,11 @@
  * half a configuration failed a reload with "missing required setting").
  */
 #include "check.h"
+#include "buf.h"
 #include "childargs.h"
+#include "config.h"
+#include "diag.h"
+#include "config.h"
 
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -21,9 +25,12 @@ reader(int fd, const char *want)
 {
     for (int i = 0; i < ROUNDS; i++) {
         size_t len = 0;
-        char *got = childargs_read_fd(fd, &len);
-        int ok = got != NULL && len == TEXT && memcmp(got, want, TEXT) == 0;
+        char *got = NULL;
+        struct diag d = DIAG_INIT;
+        int rc = config_text_read(fd, "snapshot", &got, &len, &d);
+        int ok = rc == 0 && len == TEXT && memcmp(got, want, TEXT) == 0;
         free(got);
+        diag_free(&d);
         if (!ok) {
             return 1;
         }
@@ -59,7 +66,10 @@ main(void)
     CHECK_INT(whole, READERS);
 
     size_t len = 0;
-    char *again = childargs_read_fd(fd, &len);
+    char *again = NULL;
+    struct diag d = DIAG_INIT;
+    CHECK_INT(config_text_read(fd, "snapshot", &again, &len, &d), 0);
+    diag_free(&d);
     CHECK_INT(len, TEXT);
     CHECK(again != NULL && strcmp(again, text) == 0);
     free(again);

@@ -2,7 +2,7 @@
  * test-creds-parse.c - the pure parts of the credential sources: the JSON
  * credential documents, the STS XML reply, which container URIs may be
  * used, the STS endpoint, the refresh rule, and running a
- * credential_process (exit status, timeout, stderr kept out of messages).
+ * credential_process (exit status, timeout, the end of stderr in messages).
  * Not the chain (test-creds.c) and not the wire (test_creds.py).
  */
 #include "check.h"
@@ -137,7 +137,7 @@ test_sts_reply(void)
     struct creds c;
     char why[512] = "";
 
-    CHECK_INT(creds_webid_parse(sts_ok, strlen(sts_ok), &c, why, sizeof(why)), 1);
+    CHECK_INT(creds_sts_parse(sts_ok, strlen(sts_ok), "web-identity", &c, why, sizeof(why)), 1);
     CHECK_STR(c.access_key_id, "ASIAWEBID");
     CHECK_STR(c.secret_access_key, "sec/ret+KEY&");
     CHECK_STR(c.session_token, "FwoGZXIvYXdzE&a<b>c\"d'eAB");
@@ -162,13 +162,13 @@ test_sts_errors(void)
                          "2100-01-01T00:00:00Z</Expiration></Credentials></R>";
     const char *cut = "<R><Credentials><AccessKeyId>A</AccessKeyId><SecretAccessKey>s";
 
-    CHECK_INT(creds_webid_parse(err, strlen(err), &c, why, sizeof(why)), 0);
+    CHECK_INT(creds_sts_parse(err, strlen(err), "web-identity", &c, why, sizeof(why)), 0);
     CHECK_STR(why, "InvalidIdentityToken: Incorrect token audience & issuer");
-    CHECK_INT(creds_webid_parse(partial, strlen(partial), &c, why, sizeof(why)), 0);
+    CHECK_INT(creds_sts_parse(partial, strlen(partial), "web-identity", &c, why, sizeof(why)), 0);
     CHECK_CONTAINS(why, "lack AccessKeyId, SecretAccessKey, SessionToken or Expiration");
-    CHECK_INT(creds_webid_parse(badent, strlen(badent), &c, why, sizeof(why)), 0);
-    CHECK_INT(creds_webid_parse(cut, strlen(cut), &c, why, sizeof(why)), 0);
-    CHECK_INT(creds_webid_parse("", 0, &c, why, sizeof(why)), 0);
+    CHECK_INT(creds_sts_parse(badent, strlen(badent), "web-identity", &c, why, sizeof(why)), 0);
+    CHECK_INT(creds_sts_parse(cut, strlen(cut), "web-identity", &c, why, sizeof(why)), 0);
+    CHECK_INT(creds_sts_parse("", 0, "web-identity", &c, why, sizeof(why)), 0);
     CHECK_STR(why, "the reply has no Credentials");
     CHECK(c.access_key_id == NULL);
 }
@@ -292,11 +292,24 @@ test_process_run(void)
     /* stdin is /dev/null: a command that reads it does not hang. */
     CHECK_INT(run("cat; printf done", 5000, out, sizeof(out) - 1, &len, why, sizeof(why)), 0);
     CHECK_STR(out, "done");
-    CHECK_INT(run("echo secret-on-stderr >&2; exit 7", 5000, out, sizeof(out) - 1, &len, why,
-                  sizeof(why)),
+    /* A failure shows the end of stderr (where tools say what to do),
+     * escaped and cut short; never stdout (where the secrets are). */
+    CHECK_INT(run("printf '{\"SecretAccessKey\":\"on-stdout\"}'; echo; "
+                  "printf 'Error loading SSO Token.\\n\\tRun aws sso login\\033[31m\\n\\n' >&2;"
+                  " exit 7",
+                  5000, out, sizeof(out) - 1, &len, why, sizeof(why)),
               -1);
-    CHECK_CONTAINS(why, "exited with status 7 (17 bytes on stderr, not shown");
-    CHECK(strstr(why, "secret-on-stderr") == NULL);
+    CHECK_STR(why, "exited with status 7; stderr: Error loading SSO Token.\\n\\tRun aws sso "
+                   "login\\x1b[31m");
+    CHECK(strstr(why, "on-stdout") == NULL);
+    CHECK_INT(run("head -c 3000 /dev/zero | tr '\\0' a >&2; printf ' the end' >&2; exit 1", 5000,
+                  out, sizeof(out) - 1, &len, why, sizeof(why)),
+              -1);
+    CHECK_CONTAINS(why, "exited with status 1; stderr: ...aaa");
+    CHECK_CONTAINS(why, "aaa the end");
+    CHECK(strlen(why) < 220);
+    CHECK_INT(run("exit 2", 5000, out, sizeof(out) - 1, &len, why, sizeof(why)), -1);
+    CHECK_STR(why, "exited with status 2");
     CHECK_INT(run("kill -TERM $$", 5000, out, sizeof(out) - 1, &len, why, sizeof(why)), -1);
     CHECK_STR(why, "killed by signal 15");
     CHECK_INT(run("head -c 200 /dev/zero", 5000, out, sizeof(out) - 1, &len, why, sizeof(why)),

@@ -147,7 +147,7 @@ test_hostile_bodies_are_refused(void)
         free(deep);
     }
     refused_body("{\"id\":\"\\ud800\"}", "invalid Unicode");
-    refused_body("{\"id\":\"a\\u0000b\"}", "\\\\u0000 is not allowed");
+    refused_body("{\"id\":\"a\\u0000b\"}", "\\u0000 is not allowed");
     refused_body("{\"v\":1e400}", "real number overflow");
     refused_body("{\"id\":123456789012345678901234567890}", "too big integer");
     refused_body("{\"id\":1,\"id\":2}", "duplicate object key");

@@ -43,6 +43,24 @@ init_log(twice_mock *m)
     return line != NULL ? line : "(no log line)";
 }
 
+/* The declared default of setting `name` of the plugin at path (a copy). */
+static const char *
+default_of(const char *path, const char *name)
+{
+    static char out[2][512];
+    static int turn;
+    char err[512];
+    twice_mock *m = twice_mock_open(path, err, sizeof(err));
+    const twice_setting *s = m != NULL ? twice_mock_plugin(m)->settings : NULL;
+    for (; s != NULL && s->name != NULL && strcmp(s->name, name) != 0; s++) {
+    }
+    turn ^= 1;
+    snprintf(out[turn], sizeof(out[turn]), "%s",
+             s != NULL && s->default_value != NULL ? s->default_value : "(none)");
+    twice_mock_free(m);
+    return out[turn];
+}
+
 static void
 test_settings(void)
 {
@@ -67,12 +85,33 @@ test_settings(void)
     CHECK_CONTAINS(init_log(m), "from must be a plain address");
     twice_mock_free(m);
 
-    /* the defaults point at the installed templates */
-    m = new_mock("smtp://127.0.0.1:25", TEMPLATE_DIR);
-    const twice_setting *s = twice_mock_plugin(m)->settings;
-    for (; s->name != NULL && strcmp(s->name, "template_text") != 0; s++) {
+    const char *bad_domains[] = {"", "a..b", ".example.com", "exa mple.com", "ex_ample.com"};
+    for (size_t i = 0; i < sizeof(bad_domains) / sizeof(bad_domains[0]); i++) {
+        m = new_mock("smtp://127.0.0.1:25", TEMPLATE_DIR);
+        twice_mock_set(m, "message_id_domain", bad_domains[i]);
+        if (bad_domains[i][0] == '\0') {
+            twice_mock_set(m, "from", "welcome@bad!domain");
+        }
+        CHECK(twice_mock_init(m) != 0);
+        CHECK_CONTAINS(init_log(m), "message_id_domain (by default the domain of from) must be");
+        twice_mock_free(m);
     }
-    CHECK_CONTAINS(s->default_value, "/twice/templates/welcome.txt");
+
+    /* In the build tree the defaults are the source tree's templates, which
+     * exist: no template setting is needed (they named an installed path,
+     * and init failed in every checkout). The installed plugin's name the
+     * installed templates. */
+    CHECK_STR(default_of(PLUGIN_PATH, "template_text"), TEMPLATE_DIR "/welcome.txt");
+    CHECK_STR(default_of(PLUGIN_PATH, "template_html"), TEMPLATE_DIR "/welcome.html");
+    CHECK_STR(default_of(INSTALLED_PLUGIN_PATH, "template_text"),
+              INSTALLED_TEMPLATE_DIR "/welcome.txt");
+    CHECK_STR(default_of(INSTALLED_PLUGIN_PATH, "template_html"),
+              INSTALLED_TEMPLATE_DIR "/welcome.html");
+    char err[512];
+    m = twice_mock_open(PLUGIN_PATH, err, sizeof(err));
+    twice_mock_set(m, "smtp_url", "smtp://127.0.0.1:25");
+    twice_mock_set(m, "from", "welcome@example.com");
+    CHECK_INT(twice_mock_init(m), 0);
     twice_mock_free(m);
 }
 
@@ -179,7 +218,7 @@ part(const char *eml, const char *type)
 }
 
 static void
-expected_message_id(const char *key, const char *id, char *out, size_t cap)
+expected_message_id(const char *key, const char *id, const char *domain, char *out, size_t cap)
 {
     unsigned char md[32];
     unsigned int n;
@@ -188,7 +227,7 @@ expected_message_id(const char *key, const char *id, char *out, size_t cap)
     for (int i = 0; i < 8; i++) {
         snprintf(hex + 2 * i, 3, "%02x", md[i]);
     }
-    snprintf(out, cap, "<welcome-email.%s.%s@twice>", id, hex);
+    snprintf(out, cap, "<welcome-email.%s.%s@%s>", id, hex, domain);
 }
 
 static void
@@ -202,7 +241,8 @@ test_send(twice_mock *m)
                   &j),
               TWICE_DONE);
     CHECK(twice_mock_job_error(j) == NULL);
-    expected_message_id("welcome-email:42", "42", want, sizeof(want));
+    /* the Message-ID's domain is the From address's (it was "@twice") */
+    expected_message_id("welcome-email:42", "42", "example.com", want, sizeof(want));
     CHECK_CONTAINS(twice_mock_job_log_text(j, 0, NULL), want);
     twice_mock_job_free(j);
 
@@ -282,6 +322,41 @@ test_failures(twice_mock *m)
     free(none);
 }
 
+/* message_id_domain names the Message-ID's domain; the message is the one
+ * curl's MIME API assembled: one Content-Type with its boundary, the two
+ * parts in order, each base64. */
+static void
+test_message_id_domain(void)
+{
+    char h[512], want[160];
+    twice_mock_job *j;
+    twice_mock *m = new_mock(smtp_url, TEMPLATE_DIR);
+    twice_mock_set(m, "message_id_domain", "mail.example.org");
+    CHECK_INT(twice_mock_init(m), 0);
+    CHECK_INT(run(m, "{\"candidateId\":11,\"email\":\"eve@example.com\",\"name\":\"Eve\"}", &j),
+              TWICE_DONE);
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+    char *eml = stored(4, "eml");
+    expected_message_id("welcome-email:11", "11", "mail.example.org", want, sizeof(want));
+    CHECK_STR(header(eml, "Message-ID", h, sizeof(h)), want);
+    const char *ct =
+        eml != NULL ? strstr(eml, "Content-Type: multipart/alternative; boundary=") : NULL;
+    CHECK(ct != NULL);
+    if (ct != NULL) {
+        CHECK(strstr(ct + 1, "Content-Type: multipart/") == NULL);
+        const char *text = strstr(ct, "Content-Type: text/plain; charset=UTF-8\r\n"
+                                      "Content-Transfer-Encoding: base64\r\n\r\n");
+        const char *html = strstr(ct, "Content-Type: text/html; charset=UTF-8\r\n"
+                                      "Content-Transfer-Encoding: base64\r\n\r\n");
+        CHECK(text != NULL && html != NULL && text < html);
+    }
+    char *text = part(eml, "text/plain");
+    CHECK_CONTAINS(text, "Hello Eve,\r\n");
+    free(text);
+    free(eml);
+}
+
 static void
 test_no_server_and_no_tls(void)
 {
@@ -325,6 +400,7 @@ integration(void)
     test_unicode_subject(m);
     test_failures(m);
     twice_mock_free(m);
+    test_message_id_domain();
     test_no_server_and_no_tls();
     server_stop(&sink);
     char cmd[400];

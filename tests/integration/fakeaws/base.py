@@ -4,10 +4,16 @@ the fakes hand out (which the SQS proxy checks signatures against)."""
 
 import datetime
 import http.server
+import re
 import secrets
 import threading
 import time
 import urllib.parse
+
+import twicetest
+
+AUTH = re.compile(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request, "
+                  r"SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$")
 
 
 def iso_time(epoch):
@@ -67,6 +73,42 @@ class Ledger:
     def all(self):
         with self._lock:
             return list(self._by_id.values())
+
+
+def check_signature(ledger, req, service):
+    """None when req is SigV4-signed for `service` with live credentials of the ledger
+    (the session token sent and signed exactly when they have one), else (code,
+    message) as AWS would answer. Sets req.access_key_id and req.token_signed."""
+    req.access_key_id = None
+    req.token_signed = False
+    m = AUTH.match(req.headers.get("authorization", ""))
+    if not m:
+        return "IncompleteSignature", "no AWS4-HMAC-SHA256 Authorization header"
+    akid, day, region, signed_service, signed, _ = m.groups()
+    req.access_key_id = akid
+    names = signed.split(";")
+    req.token_signed = "x-amz-security-token" in names
+    creds = ledger.get(akid)
+    if creds is None:
+        return "InvalidClientTokenId", "unknown access key id %s" % akid
+    if creds.expiration is not None and time.time() >= creds.expiration:
+        return "ExpiredToken", "The security token included in the request is expired"
+    sent_token = req.headers.get("x-amz-security-token")
+    if sent_token != creds.token or (creds.token is not None and not req.token_signed):
+        return "InvalidClientTokenId", "session token missing, wrong or not signed"
+    amz_date = req.headers.get("x-amz-date", "")
+    if amz_date[:8] != day or signed_service != service:
+        return "IncompleteSignature", "scope %s/%s does not match X-Amz-Date %s" % (
+            day, signed_service, amz_date)
+    missing = [n for n in names if n not in req.headers]
+    if missing or "host" not in names:
+        return "IncompleteSignature", "signed headers missing: %s" % (missing or ["host"])
+    want = twicetest.sigv4_sign(req.method, "http://%s%s" % (req.headers["host"], req.path),
+                                {n: req.headers[n] for n in names}, req.body, region,
+                                service, akid, creds.secret_access_key, amz_date)
+    if want != req.headers["authorization"]:
+        return "SignatureDoesNotMatch", "the request signature does not match"
+    return None
 
 
 class Request:

@@ -8,17 +8,10 @@ emulator. The emulator does not check signatures itself; this is what makes the 
 signature checks real."""
 
 import json
-import re
-import time
 import urllib.error
 import urllib.request
 
-import twicetest
-
-from .base import RecordingServer
-
-AUTH = re.compile(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request, "
-                  r"SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$")
+from .base import RecordingServer, check_signature
 
 # Headers that are the connection's, not the request's: not passed on.
 HOP = {"host", "connection", "content-length", "transfer-encoding", "keep-alive", "expect"}
@@ -47,39 +40,10 @@ class SqsProxy(RecordingServer):
 
     def check(self, req):
         """None when req is signed right with live credentials, else (code, message)."""
-        m = AUTH.match(req.headers.get("authorization", ""))
-        if not m:
-            return "IncompleteSignature", "no AWS4-HMAC-SHA256 Authorization header"
-        akid, day, region, service, signed, _ = m.groups()
-        req.access_key_id = akid
-        names = signed.split(";")
-        req.token_signed = "x-amz-security-token" in names
-        creds = self.ledger.get(akid)
-        if creds is None:
-            return "InvalidClientTokenId", "unknown access key id %s" % akid
-        if creds.expiration is not None and time.time() >= creds.expiration:
-            return "ExpiredToken", "The security token included in the request is expired"
-        sent_token = req.headers.get("x-amz-security-token")
-        if sent_token != creds.token or (creds.token is not None and not req.token_signed):
-            return "InvalidClientTokenId", "session token missing, wrong or not signed"
-        amz_date = req.headers.get("x-amz-date", "")
-        if amz_date[:8] != day or service != "sqs":
-            return "IncompleteSignature", "scope %s/%s does not match X-Amz-Date %s" % (
-                day, service, amz_date)
-        missing = [n for n in names if n not in req.headers]
-        if missing or "host" not in names:
-            return "IncompleteSignature", "signed headers missing: %s" % (missing or ["host"])
-        want = twicetest.sigv4_sign("POST", "http://%s%s" % (req.headers["host"], req.path),
-                                    {n: req.headers[n] for n in names}, req.body, region,
-                                    service, akid, creds.secret_access_key, amz_date)
-        if want != req.headers["authorization"]:
-            return "SignatureDoesNotMatch", "the request signature does not match"
-        return None
+        return check_signature(self.ledger, req, "sqs")
 
     def answer(self, req):
         req.target = req.headers.get("x-amz-target", "").replace("AmazonSQS.", "")
-        req.access_key_id = None
-        req.token_signed = False
         problem = self.check(req)
         if problem is not None:
             req.note = "%s: %s" % problem

@@ -1,0 +1,526 @@
+/*
+ * config_check.c - the special checks rows of the settings table name: URLs,
+ * the DSN, the listen address, names and references between plugins,
+ * queues and routes, and a plugin's own settings (kept as text for the
+ * loader). Types, ranges and required settings are config_parse.c's.
+ */
+#include "config_check.h"
+
+#include "buf.h"
+#include "config.h"
+#include "config_ctx.h"
+#include "escape.h"
+#include "listen.h"
+
+#include <errno.h>
+#include <libpq-fe.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <twice/plugin.h>
+
+/* The string a STR row stored. */
+static char *
+str_of(const struct config_at *at)
+{
+    return *(char **) config_field(at);
+}
+
+int
+config_check_plugin_dir(struct config_at *at)
+{
+    char **dir = config_field(at);
+    if ((*dir)[0] == '/') {
+        return 0;
+    }
+    /* relative to the configuration's directory, whatever the process's
+     * working directory later is */
+    char *abs = config_join_path(at->x->dir, *dir);
+    if (abs == NULL) {
+        config_problem(at->x, at->s, "out of memory");
+        return -1;
+    }
+    free(*dir);
+    *dir = abs;
+    return 0;
+}
+
+int
+config_check_user(struct config_at *at)
+{
+    at->c->user_line = config_setting_source_line(at->s);
+    at->c->user_file = config_source_path(at->x, at->s);
+    if (at->c->user[0] == '\0') {
+        config_problem(at->x, at->s,
+                       "user: must not be empty (leave it out to keep the invoking user)");
+        return -1;
+    }
+    return 0;
+}
+
+/* An http:// or https:// URL with something after the scheme. The value is
+ * never quoted: webhook URLs often carry a token. */
+int
+config_check_http_url(struct config_at *at)
+{
+    const char *url = str_of(at);
+    if ((config_has_prefix(url, "http://") && url[7] != '\0') ||
+        (config_has_prefix(url, "https://") && url[8] != '\0')) {
+        return 0;
+    }
+    config_problem(at->x, at->s, "%s%s: must start with http:// or https://", at->sc->pfx,
+                   at->row->name);
+    return -1;
+}
+
+/* libpq's own parser, so a malformed DSN is caught by `twiced -t`, not by the
+ * first worker. Its message is not shown: it can quote the DSN, password
+ * included. */
+int
+config_check_dsn(struct config_at *at)
+{
+    char *msg = NULL;
+    PQconninfoOption *opts = PQconninfoParse(str_of(at), &msg);
+    if (opts == NULL) {
+        config_problem(at->x, at->s,
+                       "idempotency.dsn: not a valid libpq connection string or URI (the value "
+                       "is not shown: it may hold a password)");
+    }
+    PQconninfoFree(opts);
+    PQfreemem(msg);
+    return opts == NULL ? -1 : 0;
+}
+
+int
+config_check_table(struct config_at *at)
+{
+    size_t n = strlen(str_of(at));
+    if (n >= (size_t) at->row->lo && n <= (size_t) at->row->hi) {
+        return 0;
+    }
+    config_problem(at->x, at->s,
+                   "idempotency.table: must be %lld-%lld bytes long (twice's index names add "
+                   "up to 12 bytes, within PostgreSQL's 63)",
+                   at->row->lo, at->row->hi);
+    return -1;
+}
+
+int
+config_check_header(struct config_at *at)
+{
+    const char *h = str_of(at);
+    if (strchr(h, ':') != NULL && h[0] != ':' && strpbrk(h, "\r\n") == NULL) {
+        return 0;
+    }
+    config_problem(at->x, at->s, "alerts.webhook.header: must read 'Name: value' on one line");
+    return -1;
+}
+
+int
+config_check_smtp_url(struct config_at *at)
+{
+    const char *url = str_of(at);
+    if (config_has_prefix(url, "smtp://") || config_has_prefix(url, "smtps://")) {
+        return 0;
+    }
+    config_problem(at->x, at->s, "alerts.smtp.url: must start with smtp:// or smtps://");
+    return -1;
+}
+
+int
+config_check_listen(struct config_at *at)
+{
+    struct sockaddr_storage ss;
+    char why[160];
+    if (listen_parse(str_of(at), &ss, why, sizeof(why)) == 0) {
+        return 0;
+    }
+    config_problem(at->x, at->s, "metrics.listen: %s, or \"\" to disable", why);
+    return -1;
+}
+
+/* Missing or empty (not mistyped: that was reported). */
+int
+config_check_queues(struct config_at *at)
+{
+    if (at->c->nqueues > 0 || (at->s != NULL && config_setting_length(at->s) > 0)) {
+        return 0;
+    }
+    config_problem(at->x, at->s != NULL ? at->s : at->grp,
+                   "queues: at least one queue is required");
+    return -1;
+}
+
+/* Names of queues and plugins appear in logs, metrics labels and messages. */
+static int
+name_ok(const char *s)
+{
+    if (s[0] == '\0') {
+        return 0;
+    }
+    for (; *s != '\0'; s++) {
+        if (strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-", *s) ==
+            NULL) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void
+config_plugin_begin(struct config_at *at)
+{
+    struct config_plugin *p = at->base;
+    p->line = p->settings_line = config_setting_source_line(at->s);
+    p->file = config_source_path(at->x, at->s);
+    p->settings_file = config_source_path(at->x, at->s);
+}
+
+void
+config_plugin_free(void *base)
+{
+    struct config_plugin *p = base;
+    free(p->file);
+    free(p->settings_file);
+}
+
+int
+config_check_plugin_name(struct config_at *at)
+{
+    struct config_plugin *p = at->base;
+    const struct config *c = at->c;
+    char tmp[64];
+    int ok = name_ok(p->name);
+    if (!ok) {
+        config_problem(at->x, at->s, "%sname '%s' may only use letters, digits, '_', '.' and '-'",
+                       at->sc->pfx, config_shown(p->name, tmp));
+    }
+    for (const struct config_plugin *o = c->plugins; o < p; o++) {
+        if (o->name != NULL && strcmp(o->name, p->name) == 0) {
+            config_problem(at->x, at->s, "duplicate plugin name '%s' (first at line %d)",
+                           config_shown(p->name, tmp), o->line);
+            break;
+        }
+    }
+    return ok ? 0 : -1;
+}
+
+/* Resolve the plugin's path against plugin_dir and make sure the file is
+ * there: a typo must show in `twiced -t`, not when a worker starts. */
+int
+config_check_plugin_path(struct config_at *at)
+{
+    struct config_plugin *p = at->base;
+    struct stat st;
+    char *path = config_join_path(at->c->plugin_dir, p->path);
+    if (path == NULL) {
+        config_problem(at->x, at->s, "out of memory");
+        return -1;
+    }
+    free(p->path);
+    p->path = path;
+    int rc = stat(p->path, &st), err = errno;
+    if (rc == 0 && S_ISREG(st.st_mode)) {
+        return 0;
+    }
+    /* Quoted in full but escaped: a control byte must not break the line. */
+    struct buf shown = BUF_INIT;
+    escape_text(&shown, p->path, strlen(p->path));
+    config_problem(at->x, at->s, "%s%s: %s", at->sc->pfx, buf_str(&shown),
+                   rc != 0 ? strerror(err) : "not a regular file");
+    buf_free(&shown);
+    return -1;
+}
+
+/* One scalar of a plugin's settings group, kept as text for the loader. */
+static void
+parse_setting(struct config_at *at, const config_setting_t *s, struct config_kv *kv)
+{
+    struct buf b = BUF_INIT;
+    switch (config_setting_type(s)) {
+    case CONFIG_TYPE_STRING:
+        kv->type = TWICE_SETTING_STRING;
+        buf_puts(&b, config_setting_get_string(s));
+        break;
+    case CONFIG_TYPE_INT:
+    case CONFIG_TYPE_INT64:
+        kv->type = TWICE_SETTING_INT;
+        buf_printf(&b, "%lld", config_setting_get_int64(s));
+        break;
+    case CONFIG_TYPE_BOOL:
+        kv->type = TWICE_SETTING_BOOL;
+        buf_puts(&b, config_setting_get_bool(s) ? "true" : "false");
+        break;
+    default:
+        config_problem(
+            at->x, s, "%ssettings value '%s' must be a string, integer or boolean, got %s",
+            at->sc->pfx, config_setting_name(s), config_kind_name(config_setting_type(s)));
+        return;
+    }
+    kv->name = strdup(config_setting_name(s));
+    kv->value = buf_steal(&b);
+    kv->line = config_setting_source_line(s);
+    kv->file = config_source_path(at->x, s);
+    if (kv->name == NULL || kv->value == NULL || kv->file == NULL) {
+        config_problem(at->x, s, "out of memory");
+    }
+}
+
+/* settings: a group of the plugin's own settings, checked against its
+ * declaration by the loader (in a child), so kept as written. */
+void
+config_parse_plugin_settings(struct config_at *at)
+{
+    struct config_plugin *p = at->base;
+    config_setting_t *g = at->s;
+    if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+        config_problem(at->x, g, "%s%s: expected a group, got %s", at->sc->pfx, at->row->name,
+                       config_kind_name(config_setting_type(g)));
+        return;
+    }
+    p->settings_line = config_setting_source_line(g);
+    free(p->settings_file);
+    p->settings_file = config_source_path(at->x, g);
+    int n = config_setting_length(g);
+    if (n == 0) {
+        return;
+    }
+    p->settings = calloc((size_t) n, sizeof(*p->settings));
+    if (p->settings == NULL) {
+        config_problem(at->x, g, "out of memory");
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        struct config_kv *kv = &p->settings[p->nsettings];
+        parse_setting(at, config_setting_get_elem(g, (unsigned) i), kv);
+        if (kv->name != NULL || kv->value != NULL || kv->file != NULL) {
+            p->nsettings++; /* kept even half-built, so config_free frees it */
+        }
+    }
+}
+
+void
+config_free_plugin_settings(void *base)
+{
+    struct config_plugin *p = base;
+    for (size_t j = 0; j < p->nsettings; j++) {
+        free(p->settings[j].name);
+        free(p->settings[j].file);
+        buf_free_secret(p->settings[j].value); /* API keys live here too */
+    }
+    free(p->settings);
+}
+
+void
+config_queue_begin(struct config_at *at)
+{
+    ((struct config_queue *) at->base)->line = config_setting_source_line(at->s);
+}
+
+int
+config_check_queue_name(struct config_at *at)
+{
+    struct config_queue *q = at->base;
+    char tmp[64];
+    if (!name_ok(q->name)) {
+        config_problem(at->x, at->s, "%sname '%s' may only use letters, digits, '_', '.' and '-'",
+                       at->sc->pfx, config_shown(q->name, tmp));
+        return -1;
+    }
+    for (const struct config_queue *o = at->c->queues; o < q; o++) {
+        if (o->name != NULL && strcmp(o->name, q->name) == 0) {
+            config_problem(at->x, at->s, "duplicate queue name '%s' (first at line %d)", q->name,
+                           o->line);
+            break;
+        }
+    }
+    return 0;
+}
+
+int
+config_check_queue_url(struct config_at *at)
+{
+    struct config_queue *q = at->base;
+    q->fifo = config_has_suffix(q->url, ".fifo");
+    return config_check_http_url(at);
+}
+
+/* A plugin named by a queue or a route must be configured. */
+static int
+plugin_ref(struct config_at *at, const struct config_scope *sc, const char *name)
+{
+    char tmp[64], best[64];
+    if (config_find_plugin(at->c, name) != NULL) {
+        return 0;
+    }
+    struct config_suggest sg = CONFIG_SUGGEST_INIT(name);
+    for (size_t i = 0; i < at->c->nplugins; i++) {
+        config_suggest_offer(&sg, at->c->plugins[i].name);
+    }
+    config_problem(at->x, at->s, "%splugin '%s' is not configured%s%s%s", sc->pfx,
+                   config_shown(name, tmp), sg.best ? " (did you mean '" : "",
+                   sg.best ? config_shown(sg.best, best) : "", sg.best ? "'?)" : "");
+    return -1;
+}
+
+int
+config_check_queue_plugin(struct config_at *at)
+{
+    return plugin_ref(at, at->sc, str_of(at));
+}
+
+/* route_by: a dotted JSON body path ("user.id") or "attr:Name". */
+int
+config_check_route_by(struct config_at *at)
+{
+    const char *s = str_of(at);
+    char tmp[64];
+    int ok = config_has_prefix(s, "attr:")
+                 ? s[5] != '\0'
+                 : !(s[0] == '\0' || s[0] == '.' || config_has_suffix(s, ".") || strstr(s, ".."));
+    if (ok) {
+        return 0;
+    }
+    config_problem(at->x, at->s,
+                   "%sroute_by '%s' must be a body path like \"a.b\" or \"attr:Name\"",
+                   at->sc->pfx, config_shown(s, tmp));
+    return -1;
+}
+
+int
+config_check_routes(struct config_at *at)
+{
+    if (config_setting_length(at->s) > 0) {
+        return 0;
+    }
+    config_problem(at->x, at->s, "%sroutes: needs at least one route", at->sc->pfx);
+    return -1;
+}
+
+/* A member of backoff that was read as written (not mistyped or out of
+ * range), to point at; NULL otherwise. */
+static const config_setting_t *
+backoff_member(const config_setting_t *g, const char *name, int value)
+{
+    const config_setting_t *m = config_setting_get_member(g, name);
+    int t = m != NULL ? config_setting_type(m) : CONFIG_TYPE_NONE;
+    if ((t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64) && config_setting_get_int64(m) == value) {
+        return m;
+    }
+    return NULL;
+}
+
+int
+config_check_backoff(struct config_at *at)
+{
+    const struct config_queue *q = at->base;
+    if (q->backoff_cap >= q->backoff_base) {
+        return 0;
+    }
+    const config_setting_t *b = backoff_member(at->s, "base", q->backoff_base);
+    const config_setting_t *cp = backoff_member(at->s, "cap", q->backoff_cap);
+    config_problem(at->x,
+                   cp != NULL  ? cp
+                   : b != NULL ? b
+                               : at->s,
+                   "%sbackoff.cap (%d) must be at least backoff.base (%d)", at->sc->pfx,
+                   q->backoff_cap, q->backoff_base);
+    return -1;
+}
+
+/* max_receives: 10 x max_attempts unless given (a default that depends on
+ * another setting: the row's .def is max_attempts' default times ten), and
+ * never below max_attempts (read before it, by the table's order). */
+int
+config_check_max_receives(struct config_at *at)
+{
+    struct config_queue *q = at->base;
+    if (at->s == NULL) {
+        q->max_receives = 10 * q->max_attempts;
+        return 0;
+    }
+    if (q->max_receives >= q->max_attempts) {
+        return 0;
+    }
+    config_problem(at->x, at->s, "%smax_receives (%d) must be at least max_attempts (%d)",
+                   at->sc->pfx, q->max_receives, q->max_attempts);
+    return -1;
+}
+
+/* Exactly one of `plugin` and `route_by` + `routes`. */
+static void
+check_handler(struct config_at *at)
+{
+    int has_plugin = config_setting_get_member(at->s, "plugin") != NULL;
+    int has_by = config_setting_get_member(at->s, "route_by") != NULL;
+    int has_routes = config_setting_get_member(at->s, "routes") != NULL;
+    const char *pfx = at->sc->pfx;
+    if (has_plugin && (has_by || has_routes)) {
+        config_problem(at->x, at->s, "%sset either 'plugin' or 'route_by' with 'routes', not both",
+                       pfx);
+    } else if (!has_plugin && !has_by && !has_routes) {
+        config_problem(at->x, at->s, "%smissing 'plugin' (or 'route_by' with 'routes')", pfx);
+    } else if (has_by != has_routes) {
+        config_problem(at->x, at->s, "%s'%s' needs '%s'", pfx, has_by ? "route_by" : "routes",
+                       has_by ? "routes" : "route_by");
+    }
+}
+
+/* url and dlq_url (both read): distinct, and a FIFO queue's DLQ is a FIFO
+ * queue, a standard queue's a standard one (SQS's rule). */
+static void
+check_urls(struct config_at *at)
+{
+    const struct config_queue *q = at->base;
+    if (q->url == NULL || q->url[0] == '\0' || q->dlq_url == NULL || q->dlq_url[0] == '\0') {
+        return;
+    }
+    const config_setting_t *s = config_setting_get_member(at->s, "dlq_url");
+    const char *pfx = at->sc->pfx;
+    if (strcmp(q->url, q->dlq_url) == 0) {
+        config_problem(at->x, s, "%sdlq_url: must be another queue than url", pfx);
+    } else if (q->fifo && !config_has_suffix(q->dlq_url, ".fifo")) {
+        config_problem(at->x, s, "%sdlq_url: must be a FIFO queue (ending in .fifo) like url",
+                       pfx);
+    } else if (!q->fifo && config_has_suffix(q->dlq_url, ".fifo")) {
+        config_problem(at->x, s, "%sdlq_url: must be a standard queue like url, not a FIFO queue",
+                       pfx);
+    }
+}
+
+int
+config_queue_check(struct config_at *at)
+{
+    check_handler(at);
+    check_urls(at);
+    return 0;
+}
+
+void
+config_route_begin(struct config_at *at)
+{
+    ((struct config_route *) at->base)->line = config_setting_source_line(at->s);
+}
+
+int
+config_check_route_value(struct config_at *at)
+{
+    const struct config_queue *q = at->parent_base;
+    const struct config_route *r = at->base;
+    char tmp[64];
+    for (const struct config_route *o = q->routes; o < r; o++) {
+        if (o->value != NULL && strcmp(o->value, r->value) == 0) {
+            config_problem(at->x, at->s, "%sduplicate route value '%s' (first at line %d)",
+                           at->parent->pfx, config_shown(r->value, tmp), o->line);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int
+config_check_route_plugin(struct config_at *at)
+{
+    return plugin_ref(at, at->parent, str_of(at));
+}

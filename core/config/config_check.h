@@ -1,0 +1,44 @@
+/*
+ * config_check.h - the special checks that rows of the settings table name
+ * (config_table.c): what a type and a range cannot say about a setting, and
+ * the hooks of the plugin, queue and route lists. Only the table uses them.
+ */
+#ifndef TWICE_CONFIG_CHECK_H
+#define TWICE_CONFIG_CHECK_H
+
+#include "config_row.h"
+
+/* Settings of the top level and its groups. */
+config_check_fn config_check_plugin_dir;
+config_check_fn config_check_user;
+config_check_fn config_check_http_url;
+config_check_fn config_check_dsn;
+config_check_fn config_check_table;
+config_check_fn config_check_header;
+config_check_fn config_check_smtp_url;
+config_check_fn config_check_listen;
+config_check_fn config_check_queues;
+
+/* plugins: entries, names, files and their own settings. */
+config_entry_fn config_plugin_begin;
+config_free_fn config_plugin_free;
+config_check_fn config_check_plugin_name;
+config_check_fn config_check_plugin_path;
+config_parse_fn config_parse_plugin_settings;
+config_free_fn config_free_plugin_settings;
+
+/* queues and their routes. */
+config_entry_fn config_queue_begin;
+config_check_fn config_queue_check;
+config_check_fn config_check_queue_name;
+config_check_fn config_check_queue_url;
+config_check_fn config_check_queue_plugin;
+config_check_fn config_check_route_by;
+config_check_fn config_check_routes;
+config_check_fn config_check_backoff;
+config_check_fn config_check_max_receives;
+config_entry_fn config_route_begin;
+config_check_fn config_check_route_value;
+config_check_fn config_check_route_plugin;
+
+#endif

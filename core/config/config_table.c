@@ -1,0 +1,293 @@
+/*
+ * config_table.c - every setting of twice.conf, one row each: the one place
+ * a setting is written. Its type, range and default are checked and set by
+ * config_parse.c, listed in twice.conf(5) by config_doc.c, and compared
+ * with etc/twice.conf by tests/unit/test-config-docs.c. How to add one:
+ * see the end of the table.
+ */
+#include "config_check.h"
+#include "config_table.h"
+
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define FIELD(type, f)                                                                            \
+    {                                                                                             \
+        offsetof(type, f), sizeof(((type *) 0)->f)                                                \
+    }
+#define C(f)           FIELD(struct config, f)        /* the top level and its groups */
+#define P(f)           FIELD(struct config_plugin, f) /* an entry of plugins */
+#define Q(f)           FIELD(struct config_queue, f)  /* an entry of queues */
+#define R(f)           FIELD(struct config_route, f)  /* an entry of a queue's routes */
+#define COUNT(type, f) .count_offset = offsetof(type, f)
+
+/* A row: its group, name, kind and field; then what the kind needs. */
+#define ROW(grp, nm, knd, fld) .group = (grp), .name = (nm), .kind = (knd), .field = fld
+
+static const struct config_choice levels[] = {{"error", TWICE_LOG_ERROR},
+                                              {"warn", TWICE_LOG_WARN},
+                                              {"info", TWICE_LOG_INFO},
+                                              {"debug", TWICE_LOG_DEBUG},
+                                              {NULL, 0}};
+static const struct config_choice formats[] = {
+    {"text", LOG_FORMAT_TEXT}, {"json", LOG_FORMAT_JSON}, {NULL, 0}};
+static const struct config_choice conflicts[] = {
+    {"skip", CONFIG_CONFLICT_SKIP}, {"reject", CONFIG_CONFLICT_REJECT}, {NULL, 0}};
+
+const struct config_row config_rows[] = {
+    /* The top level. */
+    {ROW("", "workers", CONFIG_INT, C(workers)), .lo = 1, .hi = 256, .def = 2,
+     .doc = "Worker processes. Each loads the plugins, polls every queue and holds one "
+            "PostgreSQL connection."},
+    {ROW("", "plugin_dir", CONFIG_STR, C(plugin_dir)), .flags = CONFIG_NONEMPTY,
+     .def_str = TWICE_DEFAULT_PLUGIN_DIR, .check = config_check_plugin_dir,
+     .doc_default = "the bundled plugins' directory",
+     .doc = "Where plugin paths without a leading / are looked up; a relative plugin_dir is "
+            "taken from the configuration file's directory."},
+    {ROW("", "drain_timeout", CONFIG_INT, C(drain_timeout)), .lo = 0, .hi = 3600, .def = 30,
+     .doc = "Seconds a stop or reload waits for in-flight jobs; jobs still running then are "
+            "handed back to SQS (visibility 0). Keep it above the slowest normal job, and below "
+            "the systemd unit's TimeoutStopSec."},
+    {ROW("", "user", CONFIG_STR, C(user)), .check = config_check_user,
+     .doc_default = "not set, so the invoking user (the systemd unit runs twiced as twice)",
+     .doc = "Run the workers as this user when started as root. Changing it needs a restart: "
+            "a reload keeps the old user."},
+    {ROW("", "max_message_bytes", CONFIG_INT, C(max_message_bytes)), .lo = 1024, .hi = 1048576,
+     .def = 1048576,
+     .doc = "Largest message body handled, in bytes. Larger bodies go to the dead-letter queue "
+            "with the reason too-large."},
+    {ROW("", "log", CONFIG_GROUP, C(log)), .doc = "Logging: one line per event."},
+    {ROW("", "aws", CONFIG_GROUP, C(aws)),
+     .doc = "Where SQS is. Credentials are never written here: see twiced(8)."},
+    {ROW("", "idempotency", CONFIG_GROUP, C(idempotency)), .flags = CONFIG_REQUIRED,
+     .doc = "The idempotency store in PostgreSQL: one row per job key."},
+    {ROW("", "alerts", CONFIG_GROUP, C(alerts)), .doc = "Alerts on dead-lettered messages."},
+    {ROW("", "metrics", CONFIG_GROUP, C(metrics)),
+     .doc = "Metrics and health over HTTP (Prometheus text format)."},
+    {ROW("", "plugins", CONFIG_LIST, C(plugins)), COUNT(struct config, nplugins),
+     .entry_size = sizeof(struct config_plugin), .noun = "plugin",
+     .entry_begin = config_plugin_begin, .free = config_plugin_free,
+     .doc = "The plugins: a list of groups, one per plugin instance."},
+    {ROW("", "queues", CONFIG_LIST, C(queues)), COUNT(struct config, nqueues),
+     .entry_size = sizeof(struct config_queue), .noun = "queue", .lo = 1, .flags = CONFIG_ABSENT,
+     .check = config_check_queues, .entry_begin = config_queue_begin,
+     .entry_check = config_queue_check, .doc = "The queues: a list of groups, at least one."},
+
+    {ROW("log", "level", CONFIG_ENUM, C(log.level)), .choices = levels, .noun = "level",
+     .def = TWICE_LOG_INFO, .doc = "What is logged; debug logs every message received."},
+    {ROW("log", "format", CONFIG_ENUM, C(log.format)), .choices = formats, .noun = "format",
+     .def = LOG_FORMAT_TEXT, .doc = "text for people, json for log shippers."},
+    {ROW("log", "file", CONFIG_STR, C(log.file)), .flags = CONFIG_UNSET,
+     .doc_default = "standard error (under systemd, the journal)",
+     .doc = "Append to this file instead of standard error."},
+
+    {ROW("aws", "region", CONFIG_STR, C(aws.region)), .flags = CONFIG_UNSET,
+     .doc_default = "AWS_REGION, then AWS_DEFAULT_REGION, then the profile's region",
+     .doc = "The AWS region of the queues."},
+    {ROW("aws", "endpoint", CONFIG_STR, C(aws.endpoint)), .flags = CONFIG_UNSET,
+     .check = config_check_http_url,
+     .doc_default = "AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, then AWS's regional endpoint",
+     .doc = "SQS endpoint URL (http:// or https://), for an emulator or a VPC endpoint."},
+    {ROW("aws", "profile", CONFIG_STR, C(aws.profile)), .flags = CONFIG_UNSET,
+     .doc_default = "AWS_PROFILE, then \"default\"",
+     .doc = "Profile of the shared config and credentials files."},
+    {ROW("aws", "ca_file", CONFIG_STR, C(aws.ca_file)), .flags = CONFIG_UNSET,
+     .doc_default = "the system CA store", .doc = "CA bundle for TLS."},
+
+    {ROW("idempotency", "dsn", CONFIG_STR, C(idempotency.dsn)),
+     .flags = CONFIG_REQUIRED | CONFIG_SECRET, .check = config_check_dsn,
+     .doc = "A libpq connection string or URI. It may hold a password, so it is never logged; "
+            "prefer ~/.pgpass or PGPASSWORD."},
+    {ROW("idempotency", "table", CONFIG_STR, C(idempotency.table)), .lo = 1,
+     .hi = CONFIG_MAX_TABLE_LEN, .def_str = CONFIG_DEFAULT_TABLE, .check = config_check_table,
+     .doc = "The table of keys, quoted as one identifier. twiced creates it, or migrates a "
+            "classic (idempotency_key, processed_at) table in place."},
+    {ROW("idempotency", "retention", CONFIG_INT, C(idempotency.retention)), .lo = 60,
+     .hi = CONFIG_NO_MAX, .def = 7 * 24 * 3600,
+     .doc = "Seconds a completed key is kept (7 days by default); a duplicate arriving later "
+            "runs again. A retried job's key (released, crashed or interrupted: it holds the "
+            "runs counted so far) whose message does not come back within this time is removed "
+            "too: keep it longer than the longest backoff."},
+    {ROW("idempotency", "on_conflict", CONFIG_ENUM, C(idempotency.on_conflict)),
+     .choices = conflicts, .noun = "value", .def = CONFIG_CONFLICT_SKIP,
+     .doc = "A message whose key completed with a different body: skip deletes it as a "
+            "duplicate, reject sends it to the dead-letter queue (reason payload-conflict)."},
+    {ROW("idempotency", "lease_margin", CONFIG_INT, C(idempotency.lease_margin)), .lo = 0,
+     .hi = 300, .def = 5, .doc = "Seconds a claim outlives the message's visibility timeout."},
+    {ROW("idempotency", "janitor_interval", CONFIG_INT, C(idempotency.janitor_interval)), .lo = 1,
+     .hi = CONFIG_NO_MAX, .def = 60,
+     .doc = "Seconds between passes of the janitor that deletes expired keys."},
+    {ROW("idempotency", "janitor_batch", CONFIG_INT, C(idempotency.janitor_batch)), .lo = 1,
+     .hi = 100000, .def = 1000,
+     .doc = "Rows the janitor deletes per statement; smaller batches hold locks for less time."},
+
+    {ROW("alerts", "dlq_check_interval", CONFIG_INT, C(alerts.dlq_check_interval)), .lo = 1,
+     .hi = CONFIG_NO_MAX, .def = 60, .doc = "Seconds between checks of the dead-letter queues."},
+    {ROW("alerts", "repeat_after", CONFIG_INT, C(alerts.repeat_after)), .lo = 0,
+     .hi = CONFIG_NO_MAX, .def = 3600,
+     .doc = "Seconds before a dead-letter queue that still holds messages is announced again; "
+            "0 turns repeats off."},
+    {ROW("alerts", "webhook", CONFIG_GROUP, C(alerts.webhook)), .doc_default = "no webhook",
+     .doc = "POST each notice as JSON to an HTTP endpoint."},
+    {ROW("alerts", "smtp", CONFIG_GROUP, C(alerts.smtp)), .doc_default = "no email",
+     .doc = "Mail each notice as plain text; the first line is the subject."},
+
+    {ROW("alerts.webhook", "url", CONFIG_STR, C(alerts.webhook.url)),
+     .flags = CONFIG_REQUIRED | CONFIG_SECRET, .check = config_check_http_url,
+     .doc = "Where notices go (http:// or https://). Logs name only its scheme, host and port."},
+    {ROW("alerts.webhook", "header", CONFIG_STR, C(alerts.webhook.header)),
+     .flags = CONFIG_UNSET | CONFIG_SECRET, .check = config_check_header, .doc_default = "none",
+     .doc = "One extra header, \"Name: value\"; a secret, never logged."},
+    {ROW("alerts.webhook", "timeout", CONFIG_INT, C(alerts.webhook.timeout)), .lo = 1, .hi = 300,
+     .def = 10, .doc = "Seconds for one delivery."},
+
+    {ROW("alerts.smtp", "url", CONFIG_STR, C(alerts.smtp.url)),
+     .flags = CONFIG_REQUIRED | CONFIG_SECRET, .check = config_check_smtp_url,
+     .doc = "smtp:// (upgraded with STARTTLS when the server offers it) or smtps:// (TLS from "
+            "the start)."},
+    {ROW("alerts.smtp", "from", CONFIG_STR, C(alerts.smtp.from)), .flags = CONFIG_REQUIRED,
+     .doc = "The sender's address."},
+    {ROW("alerts.smtp", "to", CONFIG_STRLIST, C(alerts.smtp.to)), .flags = CONFIG_REQUIRED,
+     COUNT(struct config, alerts.smtp.nto), .noun = "address",
+     .doc = "The recipients: one address or a list of them."},
+    {ROW("alerts.smtp", "username", CONFIG_STR, C(alerts.smtp.username)), .flags = CONFIG_UNSET,
+     .doc_default = "none", .doc = "The login's user name."},
+    {ROW("alerts.smtp", "password", CONFIG_STR, C(alerts.smtp.password)),
+     .flags = CONFIG_UNSET | CONFIG_SECRET, .doc_default = "none",
+     .doc = "The login's password, a secret never logged. With a user name or password, an "
+            "smtp:// server other than loopback must offer STARTTLS or the mail is not sent."},
+    {ROW("alerts.smtp", "timeout", CONFIG_INT, C(alerts.smtp.timeout)), .lo = 1, .hi = 300,
+     .def = 30, .doc = "Seconds for one mail."},
+
+    {ROW("metrics", "listen", CONFIG_STR, C(metrics.listen)), .flags = CONFIG_UNSET,
+     .check = config_check_listen, .doc_default = "\"\": no listener",
+     .doc = "\"IP:port\", \"[IPv6]:port\" or \":port\" (every IPv4 interface; names are not "
+            "resolved) for /metrics, /healthz and /readyz. It has no authentication: keep it on "
+            "loopback or a private interface."},
+
+    /* An entry of plugins. */
+    {ROW("plugins", "name", CONFIG_STR, P(name)), .flags = CONFIG_REQUIRED | CONFIG_NAME,
+     .check = config_check_plugin_name,
+     .doc = "What queues and routes refer to: letters, digits, _ . and -."},
+    {ROW("plugins", "path", CONFIG_STR, P(path)), .flags = CONFIG_REQUIRED,
+     .check = config_check_plugin_path,
+     .doc = "A file name in plugin_dir, or an absolute path. The file and its directory must "
+            "not be writable by others than root and the user twiced runs as."},
+    {ROW("plugins", "settings", CONFIG_CUSTOM, P(settings)), .parse = config_parse_plugin_settings,
+     .free = config_free_plugin_settings, .doc_type = "A group of strings, integers and booleans",
+     .doc_default = "none",
+     .doc = "The plugin's own settings, checked against what it declares (twicectl plugin "
+            "check lists them): unknown ones, wrong types and missing required ones are errors."},
+
+    /* An entry of queues. */
+    {ROW("queues", "name", CONFIG_STR, Q(name)), .flags = CONFIG_REQUIRED | CONFIG_NAME,
+     .check = config_check_queue_name,
+     .doc = "Short name for logs and metrics: letters, digits, _ . and -."},
+    {ROW("queues", "url", CONFIG_STR, Q(url)), .flags = CONFIG_REQUIRED,
+     .check = config_check_queue_url,
+     .doc = "The SQS queue URL. A URL ending in .fifo is a FIFO queue."},
+    {ROW("queues", "dlq_url", CONFIG_STR, Q(dlq_url)), .flags = CONFIG_REQUIRED,
+     .check = config_check_http_url,
+     .doc = "Where rejected and exhausted messages go, with the reason as message attributes. "
+            "A FIFO queue needs a FIFO dead-letter queue."},
+    {ROW("queues", "plugin", CONFIG_STR, Q(plugin)), .check = config_check_queue_plugin,
+     .doc_default = "none: route_by and routes instead",
+     .doc = "The plugin that handles every message of the queue."},
+    {ROW("queues", "route_by", CONFIG_STR, Q(route_by)), .check = config_check_route_by,
+     .doc_default = "none: plugin instead",
+     .doc = "Pick the plugin per message by a JSON body path (\"type\", \"meta.kind\") or a "
+            "message attribute (\"attr:Type\")."},
+    {ROW("queues", "routes", CONFIG_LIST, Q(routes)), COUNT(struct config_queue, nroutes),
+     .entry_size = sizeof(struct config_route), .noun = "route", .lo = 1,
+     .check = config_check_routes, .entry_begin = config_route_begin,
+     .doc = "With route_by: a list of { value = \"v\"; plugin = \"p\"; }, at least one."},
+    {ROW("queues", "concurrency", CONFIG_INT, Q(concurrency)), .lo = 1, .hi = 1024, .def = 8,
+     .doc = "Handler threads per worker process; also the most messages a worker holds at once."},
+    {ROW("queues", "receivers", CONFIG_INT, Q(receivers)), .lo = 1, .hi = 64, .def = 1,
+     .doc = "Receive loops per worker process. More of them keep a busy queue fed while claims "
+            "commit (about one per 10-20 of concurrency)."},
+    {ROW("queues", "batch_size", CONFIG_INT, Q(batch_size)), .lo = 1, .hi = 10, .def = 10,
+     .doc = "Messages per receive."},
+    {ROW("queues", "wait_time", CONFIG_INT, Q(wait_time)), .lo = 0, .hi = 20, .def = 20,
+     .doc = "Long-poll seconds."},
+    {ROW("queues", "visibility_timeout", CONFIG_INT, Q(visibility_timeout)), .lo = 1, .hi = 43200,
+     .def = 30,
+     .doc = "Seconds. A job running longer is kept hidden by a heartbeat; the key's lease lasts "
+            "this plus lease_margin."},
+    {ROW("queues", "max_attempts", CONFIG_INT, Q(max_attempts)), .lo = 1, .hi = 1000, .def = 5,
+     .doc = "Handler runs before the dead-letter queue (max-attempts; worker-crashed when the "
+            "last run crashed its worker). An attempt is a run, counted with the key in "
+            "PostgreSQL when it ends: deliveries twice causes itself (a duplicate hidden behind "
+            "a live lease, messages a reload or drain gives back, a claim that failed because "
+            "the database was down) are not attempts; a run that crashed its worker counts, "
+            "the jobs it took down with it do not."},
+    {ROW("queues", "max_receives", CONFIG_INT, Q(max_receives)), .lo = 1, .hi = 1000000, .def = 50,
+     .flags = CONFIG_ABSENT, .check = config_check_max_receives,
+     .doc_default = "10 * max_attempts",
+     .doc = "The backstop for a message that can never finish, such as one whose host dies "
+            "each time it runs (no run is ever recorded): received more times than this (SQS's "
+            "ApproximateReceiveCount) without finishing, it goes to the dead-letter queue as "
+            "max-receives. At least max_attempts."},
+    {ROW("queues", "backoff", CONFIG_GROUP, Q(backoff_base)), .check = config_check_backoff,
+     .doc = "The delay of a RETRY, unless the plugin asks for one (retry_after): full jitter "
+            "with a 1 s floor, a whole number of seconds drawn uniformly from 0 to min(cap, "
+            "base * 2^(attempt-1)), then raised to at least 1. A duplicate that meets another "
+            "job's live lease is hidden for 2^(receives-1) seconds instead (1 on its first "
+            "delivery, doubling with each), never past the end of that lease plus 2 seconds."},
+    {ROW("queues.backoff", "base", CONFIG_INT, Q(backoff_base)), .lo = 0, .hi = CONFIG_NO_MAX,
+     .def = 2, .doc = "Seconds."},
+    {ROW("queues.backoff", "cap", CONFIG_INT, Q(backoff_cap)), .lo = 0, .hi = CONFIG_NO_MAX,
+     .def = 300, .doc = "Seconds, at least base."},
+
+    /* An entry of a queue's routes. */
+    {ROW("queues.routes", "value", CONFIG_STR, R(value)), .flags = CONFIG_REQUIRED,
+     .check = config_check_route_value, .doc = "A value of route_by."},
+    {ROW("queues.routes", "plugin", CONFIG_STR, R(plugin)), .flags = CONFIG_REQUIRED,
+     .check = config_check_route_plugin, .doc = "The plugin of the messages with that value."},
+
+    {.name = NULL},
+};
+
+/*
+ * Adding a setting (these rows are the only list of settings there is):
+ *   1. Its field in config.h: in struct config, or struct config_queue for a
+ *      per-queue setting (config_plugin, config_route); an int or a long for
+ *      an integer, an int for a choice, a char * for a string (the table
+ *      frees it; nothing to add to config_free).
+ *   2. Its row above, in its group, where twice.conf(5) should list it:
+ *        {ROW("queues", "wait_time", CONFIG_INT, Q(wait_time)), .lo = 0, .hi = 20,
+ *         .def = 20, .doc = "Long-poll seconds."},
+ *      A string: CONFIG_STR with .def_str (or none), .flags CONFIG_UNSET when
+ *      "" means not set, CONFIG_SECRET for a password or a token,
+ *      CONFIG_REQUIRED. A choice: CONFIG_ENUM, .choices and .noun. A new group:
+ *      a CONFIG_GROUP row, then rows whose group is its path. What a type and
+ *      a range cannot say: a config_check_fn in config_check.c (declared in
+ *      config_check.h, reporting with config_problem), named in .check.
+ *   3. Its description, range and default in etc/twice.conf, set or commented
+ *      out ("#name = value;") inside its group: ctest unit/test-config-docs
+ *      fails until the table, etc/twice.conf and twice.conf(5) name the same
+ *      settings. twice.conf(5) needs nothing: the build writes its entry
+ *      from the row (doc, type, range, default).
+ *   4. A test of what it does; test-config.c for a check of its own.
+ */
+
+const char *
+config_row_path(const struct config_row *r, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s%s%s", r->group, r->group[0] ? "." : "", r->name);
+    return out;
+}
+
+const struct config_row *
+config_row_find(const char *path)
+{
+    char p[128];
+    for (const struct config_row *r = config_rows; r->name != NULL; r++) {
+        if (strcmp(config_row_path(r, p, sizeof(p)), path) == 0) {
+            return r;
+        }
+    }
+    return NULL;
+}

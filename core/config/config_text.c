@@ -1,0 +1,367 @@
+/*
+ * config_text.c - a configuration as text, before libconfig sees it: the
+ * one reader (at most CONFIG_MAX_BYTES, no NUL byte), and a scan of the text
+ * that follows libconfig's scanner far enough to count the settings of each
+ * group and the entries of each list and to find the @include files it will
+ * read, which are checked the same way. libconfig stops silently at a NUL,
+ * reads a file of any size and takes time quadratic in a group's size: these
+ * checks make such files fail at once with FILE:LINE.
+ */
+#include "config_text.h"
+
+#include "buf.h"
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MIB         (1024 * 1024)
+#define SCAN_LEVELS 64 /* nesting followed for counting; deeper is not counted */
+#define SCAN_DEPTH  10 /* libconfig 1.5 refuses @include nested deeper itself */
+#define TOO_LARGE                                                                                 \
+    "larger than %d MiB, the most twice reads of a configuration (with its @include files)"
+
+/* Read fd from offset 0 into b, at most cap bytes: 0, 1 when there is more,
+ * -1 with errno. pread: the workers of a generation share one open memfd and
+ * would race on its offset; a pipe is read in order. */
+static int
+read_capped(int fd, size_t cap, struct buf *b)
+{
+    char chunk[16384];
+    off_t at = 0;
+    for (;;) {
+        ssize_t n = pread(fd, chunk, sizeof(chunk), at);
+        if (n < 0 && errno == ESPIPE) {
+            n = read(fd, chunk, sizeof(chunk));
+        }
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return n < 0 ? -1 : 0;
+        }
+        if (b->len + (size_t) n > cap) {
+            return 1;
+        }
+        if (buf_append(b, chunk, (size_t) n) != 0) {
+            errno = ENOMEM;
+            return -1;
+        }
+        at += n;
+    }
+}
+
+/* "NAME:LINE: a NUL byte ..." for the first NUL of text, if any: -1. */
+static int
+check_nul(struct diag *d, const char *name, const char *text, size_t len)
+{
+    const char *nul = memchr(text, '\0', len);
+    if (nul == NULL) {
+        return 0;
+    }
+    int line = 1;
+    for (const char *p = text; p < nul; p++) {
+        line += *p == '\n';
+    }
+    diag_add(d, name, line,
+             "a NUL byte: a configuration is text (is the file damaged, or zero-filled after a "
+             "crash?); nothing of it was used");
+    return -1;
+}
+
+int
+config_text_read(int fd, const char *name, char **text, size_t *len, struct diag *d)
+{
+    struct buf b = BUF_INIT;
+    int rc = read_capped(fd, CONFIG_MAX_BYTES, &b);
+    if (rc < 0) {
+        diag_add(d, name, 0, "cannot read the configuration: %s", strerror(errno));
+    } else if (rc > 0) {
+        diag_add(d, name, 0, TOO_LARGE, CONFIG_MAX_BYTES / MIB);
+    } else if (check_nul(d, name, b.data != NULL ? b.data : "", b.len) == 0) {
+        *len = b.len;
+        if ((*text = buf_steal(&b)) != NULL) {
+            return 0;
+        }
+        diag_add(d, name, 0, "cannot read the configuration: %s", strerror(ENOMEM));
+    }
+    buf_free_wipe(&b); /* it may hold the DSN, passwords, tokens */
+    return -1;
+}
+
+int
+config_text_read_file(const char *path, char **text, size_t *len, struct diag *d)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        diag_add(d, path, 0, "cannot read the configuration: %s", strerror(errno));
+        return -1;
+    }
+    int rc = config_text_read(fd, path, text, len, d);
+    close(fd);
+    return rc;
+}
+
+/* The scan of a text and the files it includes, as libconfig will read
+ * them: its lexical state carries over from a file into the one around it,
+ * as libconfig's does. */
+struct scan {
+    struct config_ctx *x;
+    enum { LEX_CODE, LEX_COMMENT, LEX_STRING } lex;
+    int level; /* groups and lists open; 0: the top level, a group */
+    struct {
+        char open; /* '{', '(' or '[' */
+        int count; /* '=' in a group, ',' in a list or array */
+    } levels[SCAN_LEVELS];
+    int settings; /* '=' in groups so far, in every file */
+    int too_many; /* a count was reported */
+    size_t bytes; /* read so far, the main text included */
+    int includes; /* @include directives followed */
+    int stop;     /* a limit was hit: read no more files */
+};
+
+/* One file being scanned. */
+struct src {
+    const char *sfile; /* as libconfig names it: NULL for the main text, else as written */
+    const char *text;
+    size_t len;
+    int line;
+    int depth; /* of @include */
+};
+
+static void scan_problem(struct scan *sc, const struct src *f, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+scan_problem(struct scan *sc, const struct src *f, const char *fmt, ...)
+{
+    struct buf b = BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    config_problem_at(sc->x, f->sfile, f->line, buf_str(&b));
+    buf_free(&b);
+}
+
+/* A '=' (or ':') names a setting of the group open; a ',' separates the
+ * entries of the list or array open. libconfig's time grows with the
+ * settings of a group times all settings: both are bounded. */
+static void
+count(struct scan *sc, const struct src *f, char what)
+{
+    if (sc->too_many) {
+        return; /* one of these is reason enough */
+    }
+    if (what == '=' && ++sc->settings > CONFIG_MAX_SETTINGS) {
+        scan_problem(sc, f, "more than %d settings in all: twice reads at most that many",
+                     CONFIG_MAX_SETTINGS);
+        sc->too_many = 1;
+        return;
+    }
+    if (sc->level >= SCAN_LEVELS) {
+        return;
+    }
+    int group = sc->level == 0 || sc->levels[sc->level].open == '{';
+    /* a list of n entries has n - 1 commas */
+    if ((what == '=') != group ||
+        ++sc->levels[sc->level].count <= CONFIG_MAX_ENTRIES - (group ? 0 : 1)) {
+        return;
+    }
+    scan_problem(sc, f, "more than %d %s in one %s: twice reads at most that many",
+                 CONFIG_MAX_ENTRIES, group ? "settings" : "entries", group ? "group" : "list");
+    sc->too_many = 1;
+}
+
+static void
+nest(struct scan *sc, char ch)
+{
+    if (ch == '{' || ch == '(' || ch == '[') {
+        if (++sc->level < SCAN_LEVELS) {
+            sc->levels[sc->level].open = ch;
+            sc->levels[sc->level].count = 0;
+        }
+    } else if (sc->level > 0) {
+        sc->level--;
+    }
+}
+
+static void scan_text(struct scan *sc, struct src *f);
+
+/* Read one @include file as libconfig will: include_dir + "/" + name, and
+ * scan it. One it cannot open is left to libconfig to report; one that could
+ * block (a FIFO, a socket) or is a directory is refused; a device is read
+ * like a file, so /dev/null is empty and /dev/zero too large. */
+static void
+scan_include(struct scan *sc, const struct src *f, const char *name)
+{
+    char shown[64];
+    struct stat st;
+    struct buf path = BUF_INIT, b = BUF_INIT;
+    if (sc->stop || f->depth + 1 > SCAN_DEPTH) {
+        return;
+    }
+    if (++sc->includes > CONFIG_MAX_INCLUDES) {
+        scan_problem(sc, f, "more than %d @include directives: twice follows at most that many",
+                     CONFIG_MAX_INCLUDES);
+        sc->stop = 1;
+        return;
+    }
+    buf_printf(&path, "%s/%s", sc->x->dir, name);
+    int fd = open(buf_str(&path), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    buf_free(&path);
+    if (fd < 0) {
+        return;
+    }
+    config_shown(name, shown);
+    int rc = fstat(fd, &st) != 0                                                   ? -1
+             : S_ISDIR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ? 2
+                                                                                   : 0;
+    if (rc == 0) {
+        rc = read_capped(fd, CONFIG_MAX_BYTES - sc->bytes, &b);
+    }
+    close(fd);
+    if (rc < 0) {
+        scan_problem(sc, f, "@include \"%s\": %s", shown, strerror(errno));
+    } else if (rc == 2) {
+        scan_problem(sc, f, "@include \"%s\": not a regular file", shown);
+    } else if (rc == 1) {
+        scan_problem(sc, f,
+                     "@include \"%s\": the configuration with its @include files is larger "
+                     "than %d MiB, the most twice reads",
+                     shown, CONFIG_MAX_BYTES / MIB);
+        sc->stop = 1;
+    } else {
+        struct src inc = {name, b.data != NULL ? b.data : "", b.len, 1, f->depth + 1};
+        config_path_of(sc->x, name, &path);
+        if (check_nul(sc->x->d, buf_str(&path), inc.text, inc.len) != 0) {
+            sc->x->errors++;
+        } else {
+            sc->bytes += b.len;
+            sc->lex = LEX_CODE;
+            scan_text(sc, &inc);
+        }
+        buf_free(&path);
+    }
+    buf_free_wipe(&b);
+}
+
+/* At the start of a line: `[ \t]*@include[ \t]+"name"` (libconfig's rule:
+ * a backslash escapes '\' and '"', and is dropped before anything else).
+ * Returns the length taken, 0 when it is not one; the name goes to name. */
+static size_t
+include_at(const char *t, size_t len, struct buf *name)
+{
+    size_t i = 0;
+    while (i < len && (t[i] == ' ' || t[i] == '\t')) {
+        i++;
+    }
+    if (len - i < 9 || memcmp(t + i, "@include", 8) != 0 ||
+        (t[i + 8] != ' ' && t[i + 8] != '\t')) {
+        return 0;
+    }
+    for (i += 8; i < len && (t[i] == ' ' || t[i] == '\t'); i++) {
+    }
+    if (i >= len || t[i] != '"') {
+        return 0;
+    }
+    for (i++; i < len && t[i] != '"'; i++) {
+        if (t[i] == '\\' && i + 1 < len && (t[i + 1] == '\\' || t[i + 1] == '"')) {
+            i++;
+        } else if (t[i] == '\\') {
+            continue;
+        }
+        buf_putc(name, t[i]);
+    }
+    return i < len ? i + 1 : 0; /* unterminated: libconfig reads nothing */
+}
+
+/* Code outside strings and comments, one character (or construct) at i;
+ * returns how many characters it took. */
+static size_t
+scan_code(struct scan *sc, struct src *f, size_t i, int bol)
+{
+    const char *t = f->text;
+    char ch = t[i], next = i + 1 < f->len ? t[i + 1] : '\0';
+    if (bol && (ch == ' ' || ch == '\t' || ch == '@')) {
+        struct buf name = BUF_INIT;
+        size_t n = include_at(t + i, f->len - i, &name);
+        if (n > 0) {
+            for (size_t k = i; k < i + n; k++) {
+                f->line += t[k] == '\n'; /* a name may span lines */
+            }
+            scan_include(sc, f, buf_str(&name));
+            buf_free(&name);
+            return n;
+        }
+        buf_free(&name);
+    }
+    if (ch == '/' && next == '*') {
+        sc->lex = LEX_COMMENT;
+        return 2;
+    }
+    if (ch == '#' || (ch == '/' && next == '/')) {
+        const char *nl = memchr(t + i, '\n', f->len - i);
+        return nl != NULL ? (size_t) (nl - (t + i)) : f->len - i;
+    }
+    if (ch == '"') {
+        sc->lex = LEX_STRING;
+    } else if (ch == '=' || ch == ':' || ch == ',') {
+        count(sc, f, ch == ',' ? ',' : '=');
+    } else if (strchr("{([])}", ch) != NULL && ch != '\0') {
+        nest(sc, ch);
+    }
+    return 1;
+}
+
+static void
+scan_text(struct scan *sc, struct src *f)
+{
+    int bol = 1;
+    for (size_t i = 0, n; i < f->len; i += n) {
+        const char *t = f->text;
+        n = 1;
+        if (sc->lex == LEX_CODE) {
+            n = scan_code(sc, f, i, bol);
+        } else if (sc->lex == LEX_COMMENT && t[i] == '*' && i + 1 < f->len && t[i + 1] == '/') {
+            sc->lex = LEX_CODE;
+            n = 2;
+        } else if (sc->lex == LEX_STRING && t[i] == '\\' && i + 1 < f->len) {
+            n = 2;
+        } else if (sc->lex == LEX_STRING && t[i] == '"') {
+            sc->lex = LEX_CODE;
+        }
+        if (n <= 2) {
+            f->line += t[i] == '\n' || (n == 2 && t[i + 1] == '\n');
+        }
+        bol = t[i + n - 1] == '\n';
+    }
+}
+
+int
+config_text_check(struct config_ctx *x, const char *text, size_t len)
+{
+    int before = x->errors;
+    struct src top = {NULL, text, len, 1, 0};
+    if (len > CONFIG_MAX_BYTES) {
+        diag_add(x->d, x->file, 0, TOO_LARGE, CONFIG_MAX_BYTES / MIB);
+        x->errors++;
+        return x->errors - before;
+    }
+    struct scan *sc = calloc(1, sizeof(*sc));
+    if (sc == NULL) {
+        config_problem_at(x, NULL, 0, "out of memory");
+        return x->errors - before;
+    }
+    sc->x = x;
+    sc->bytes = len;
+    scan_text(sc, &top);
+    free(sc);
+    return x->errors - before;
+}

@@ -1,0 +1,151 @@
+"""Configurations that are not what a person wrote (a NUL byte from a zero-filled
+disk, /dev/zero, a runaway generated file) are refused at once with FILE:LINE by
+`twiced -t`, by the daemon at reload (the running workers stay), and by twicectl;
+a file with hundreds of problems prints a bounded list that says how many were left
+out. Uses the fixtures echo_ok and effect_file."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import unittest
+
+import twicetest
+import twiceconf as tc
+
+NUL = "a NUL byte: a configuration is text"
+TOO_LARGE = "larger than 4 MiB, the most twice reads of a configuration"
+# Generous: each of these ends in well under a second; without the limits they
+# ran for minutes or for ever.
+AT_ONCE = 20
+
+
+class Refused(twicetest.TwiceTestCase):
+    def base(self):
+        return """idempotency = { dsn = "postgresql://nobody@127.0.0.1:1/x"; };
+plugins = ( { name = "p"; path = "%s"; } );
+queues = ( { name = "q"; url = "http://127.0.0.1:1/0/q"; dlq_url = "http://127.0.0.1:1/0/q-dlq";
+  plugin = "p"; } );
+""" % tc.test_plugin(self.env, "echo_ok")
+
+    def write(self, data, name="twice.conf"):
+        path = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def check(self, path):
+        twiced = self.env.binary("twiced")
+        return subprocess.run([twiced, "-t", "-c", path], stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=AT_ONCE,
+                              errors="replace")
+
+    def test_nul_between_settings_is_refused_at_its_line(self):
+        # As reported: a valid file, a NUL, then a setting that was ignored.
+        path = self.write(self.base().encode() + b"\0workers = 999;\n")
+        self.assertEqual(self.check(self.write(self.base().encode())).returncode, 0)
+        r = self.check(path)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stderr, r"(?m)^%s:5: %s" % (re.escape(path), NUL))
+        self.assertNotIn("OK", r.stdout)
+
+    def test_nul_in_an_included_file_is_refused_at_its_line(self):
+        path = self.write(self.base().encode() + b'@include "extra.inc"\n')
+        inc = os.path.join(os.path.dirname(path), "extra.inc")
+        with open(inc, "wb") as f:
+            # in a comment, where libconfig itself skipped it silently
+            f.write(b"drain_timeout = 5;\n# zero-filled after a crash: \0\0\0\n")
+        r = self.check(path)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stderr, r"(?m)^%s:2: %s" % (re.escape(inc), NUL))
+
+    def test_dev_zero_ends_at_once(self):
+        r = self.check("/dev/zero")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr.strip(), "/dev/zero: " + TOO_LARGE + " (with its @include "
+                         "files)")
+        ctl = subprocess.run([self.env.binary("twicectl"), "-c", "/dev/zero", "status"],
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=AT_ONCE)
+        self.assertEqual(ctl.returncode, 1)
+        self.assertIn("/dev/zero: " + TOO_LARGE, ctl.stderr)
+
+    def test_a_50_mb_file_ends_at_once(self):
+        line = b"# " + b"x" * 97 + b"\n"
+        path = self.write(self.base().encode() + line * (50 * 1024 * 1024 // len(line)))
+        r = self.check(path)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr.strip(), "%s: %s (with its @include files)" % (path, TOO_LARGE))
+        os.unlink(path)
+
+    def test_56000_settings_in_one_group_end_at_once(self):
+        # 1 MB: within the size limit, but libconfig took 39 s over it.
+        extra = "".join("s%d = 1;\n" % i for i in range(56000))
+        text = self.base().replace('path = "', 'settings = {\n%s};\n path = "' % extra)
+        path = self.write(text.encode())
+        r = self.check(path)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr.strip(), "%s:1003: more than 1000 settings in one group: "
+                         "twice reads at most that many" % path)
+
+    def test_hundreds_of_problems_are_listed_up_to_50(self):
+        text = self.base() + "".join("unknown_%d = %d;\n" % (i, i) for i in range(300))
+        path = self.write(text.encode())
+        r = self.check(path)
+        self.assertEqual(r.returncode, 1)
+        lines = r.stderr.strip().split("\n")
+        self.assertEqual(len(lines), 51, r.stderr)
+        for line in lines[:50]:
+            self.assertTrue(line.startswith(path + ":"), line)
+        self.assertEqual(lines[50], "... 250 more problems not shown")
+
+
+class ReloadRefused(twicetest.TwiceTestCase):
+    def test_a_damaged_or_runaway_file_on_reload_leaves_the_workers_running(self):
+        url, dlq = self.queue_pair("cfgtext")
+        dsn = self.new_database("cfgtext")
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        conf = tc.config(self.env, dsn, [tc.queue("q", url, dlq, "effect-file")],
+                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)], workers=2)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        workers = d.worker_pids()
+        self.assertEqual(len(workers), 2)
+        text = d.config_text
+        cases = [
+            (text.encode() + b"\0workers = 7;\n",
+             r"reload: %s:\d+: %s" % (re.escape(d.config_path), NUL)),
+            (text.encode() + b"#" * (5 * 1024 * 1024) + b"\n",
+             r"reload: %s: %s" % (re.escape(d.config_path), TOO_LARGE)),
+        ]
+        sent = 0
+        for data, expect in cases:
+            with open(d.config_path, "wb") as f:
+                f.write(data)
+            mark = d.mark()
+            d.signal(signal.SIGHUP)
+            d.wait_log(expect, since=mark, timeout=20)
+            d.wait_log(r"reload refused \(1 problems\); generation 1 keeps running unchanged",
+                       since=mark, timeout=20)
+            for _ in range(5):
+                self.sqs.send(url, json.dumps({"id": "after-%d" % sent}))
+                sent += 1
+            twicetest.wait_until(lambda: self._lines(effects) >= sent, timeout=20,
+                                 message="the running workers stopped handling messages")
+            self.assertEqual(d.worker_pids(), workers, "the workers were replaced")
+        self.assertNotIn("generation 2", d.log_text())
+        self.assertEqual(d.stop(), 0)
+
+    @staticmethod
+    def _lines(path):
+        if not os.path.exists(path):
+            return 0
+        with open(path) as f:
+            return sum(1 for line in f if line.strip())
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,106 @@
+/*
+ * test-log.c - the exact lines log.c writes, text and JSON: a message is
+ * escaped once and only once, whatever its callers escaped before (issue
+ * 14 point 16: libpq's `"127.0.0.1"` and jansson's error text came out as
+ * `\"127.0.0.1\"`), and nothing can break a line.
+ */
+#include "buf.h"
+#include "check.h"
+#include "escape.h"
+#include "jsonpath.h"
+#include "log.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char path[64];
+
+/* The last line written, without its timestamp, level, role and pid (text)
+ * or as written (JSON); the file is emptied for the next one. */
+static char *
+last_line(int text)
+{
+    static char line[4096];
+    FILE *f = fopen(path, "r");
+    size_t n = f != NULL ? fread(line, 1, sizeof(line) - 1, f) : 0;
+    if (f != NULL) {
+        fclose(f);
+    }
+    line[n] = '\0';
+    CHECK(n > 0 && line[n - 1] == '\n' && strchr(line, '\n') == line + n - 1);
+    if (n > 0) {
+        line[n - 1] = '\0';
+    }
+    CHECK_INT(truncate(path, 0), 0);
+    char *rest = strchr(line, ']');
+    return text && rest != NULL ? rest + 1 : line;
+}
+
+static void
+test_text_message_is_escaped_once(void)
+{
+    log_set_format(LOG_FORMAT_TEXT);
+    /* libpq's own words quote the host */
+    log_error("idempotency store: connection to server at \"127.0.0.1\", port 1 failed");
+    CHECK_STR(last_line(1), ": idempotency store: connection to server at \"127.0.0.1\", "
+                            "port 1 failed");
+    /* jansson's error text, already made safe where it was produced */
+    char err[256];
+    json_t *v = jsonpath_parse_body("{\"a\":\"x\\\\y\x01", 11, err, sizeof(err));
+    CHECK(v == NULL);
+    log_warn("invalid-json: %s", err);
+    CHECK_STR(last_line(1), ": invalid-json: line 1 column 10: control character 0x1 near "
+                            "'\"x\\\\y'");
+    /* a raw control byte, invalid UTF-8 or a line separator never break the line */
+    log_info("a\nb\tc\x01\xff\xe2\x80\xa8z \\n stays");
+    CHECK_STR(last_line(1), ": a\\nb\\tc\\x01\\xff\\u2028z \\n stays");
+    /* text escaped by either escape passes unchanged */
+    struct buf b = BUF_INIT;
+    escape_text(&b, "q\"\\\n", 4);
+    log_info("%s", buf_str(&b));
+    CHECK_STR(last_line(1), ": q\\\"\\\\\\n");
+    buf_free(&b);
+}
+
+static void
+test_text_fields_stay_quoted(void)
+{
+    struct log_job job = {"q1", "m-1", "p", "key with \"quote\"\\", 2};
+    log_set_format(LOG_FORMAT_TEXT);
+    log_job(TWICE_LOG_INFO, &job, "done in \"%s\"", "x");
+    CHECK_STR(last_line(1), " queue=q1 msg=m-1 plugin=p key=\"key with \\\"quote\\\"\\\\\" "
+                            "attempt=2: done in \"x\"");
+}
+
+static void
+test_json_message_is_the_text(void)
+{
+    log_set_format(LOG_FORMAT_JSON);
+    log_error("at \"127.0.0.1\" \\ ok");
+    json_error_t jerr;
+    json_t *o = json_loads(last_line(0), 0, &jerr);
+    CHECK(o != NULL);
+    CHECK_STR(json_string_value(json_object_get(o, "msg")), "at \"127.0.0.1\" \\ ok");
+    json_decref(o);
+    log_set_format(LOG_FORMAT_TEXT);
+}
+
+int
+main(void)
+{
+    snprintf(path, sizeof(path), "/tmp/twice-test-log.XXXXXX");
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    CHECK_INT(log_open(path), 0);
+    log_set_role("test");
+    test_text_message_is_escaped_once();
+    test_text_fields_stay_quoted();
+    test_json_message_is_the_text();
+    log_open(NULL);
+    unlink(path);
+    return check_done("test-log");
+}
