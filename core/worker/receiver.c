@@ -437,10 +437,11 @@ receive_once(struct receiver *r)
     mark_healthy(r);
     int claimed = got > 0 ? process_batch(r, msgs, got) : 0;
     free(msgs);
-    /* A store that refuses claims is not hammered: each try costs every
-     * message of the batch a receive. */
+    /* A store that refuses claims while connected (a missing grant, a lock
+     * timeout) is not hammered: each try costs every message of the batch a
+     * receive. A lost connection is store_ok's to wait for (and to log). */
     r->claim_failures = claimed == 0 ? 0 : r->claim_failures + 1;
-    if (r->claim_failures > 0) {
+    if (r->claim_failures > 0 && idem_connected(r->store)) {
         nap(q->w, backoff_delay(500, 15000, r->claim_failures));
     }
 }
