@@ -3,23 +3,24 @@
 -- Not for other table names: twice quotes the configured name; edit it here.
 --
 -- The same DDL as idem_migrate, kept in sync by tests/integration/itest-idem.c.
--- Safe to run again, and on an existing "classic" two-column table
--- (idempotency_key, processed_at): its rows become completed keys.
+-- Safe to run again, on an existing "classic" two-column table
+-- (idempotency_key, processed_at): its rows become completed keys, and on a
+-- table of an older twice, whose check knew only in_progress and completed.
 
 BEGIN;
 
 -- The classic two columns: many teams already have exactly this table.
 CREATE TABLE IF NOT EXISTS twice_idempotency (
     idempotency_key TEXT PRIMARY KEY,
-    -- time of the key's last state change (claim, takeover, completion)
+    -- time of the key's last state change (claim, takeover, release, completion)
     processed_at TIMESTAMPTZ NOT NULL DEFAULT now()
 );
 
 ALTER TABLE twice_idempotency
-    -- DEFAULT 'completed' only so that migrated rows count as done; twice
-    -- always sets the state explicitly.
-    ADD COLUMN IF NOT EXISTS state TEXT NOT NULL DEFAULT 'completed'
-        CHECK (state IN ('in_progress', 'completed')),
+    -- in_progress, released, crashed, interrupted or completed (core/idem/idem.h
+    -- says what each means). DEFAULT 'completed' only so that migrated rows
+    -- count as done; twice always sets the state explicitly.
+    ADD COLUMN IF NOT EXISTS state TEXT NOT NULL DEFAULT 'completed',
     -- the worker process holding an in_progress key, and until when
     ADD COLUMN IF NOT EXISTS owner TEXT,
     ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ,
@@ -27,9 +28,31 @@ ALTER TABLE twice_idempotency
     ADD COLUMN IF NOT EXISTS payload_sha256 BYTEA,
     -- the SQS message that holds or completed the key
     ADD COLUMN IF NOT EXISTS message_id TEXT,
-    -- claims since the key was last free (takeovers count up)
+    -- handler runs counted for the key (an attempt is a run, not a delivery)
     ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 1,
     ADD COLUMN IF NOT EXISTS created_at TIMESTAMPTZ NOT NULL DEFAULT now();
+
+-- The states. Older versions checked only in_progress and completed, under a
+-- name PostgreSQL chose: drop every check of the column that lacks the newest
+-- state, then add the current one.
+DO $twice$
+DECLARE c name;
+BEGIN
+    FOR c IN SELECT k.conname FROM pg_constraint k
+             JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attname = 'state'
+             WHERE k.conrelid = 'twice_idempotency'::regclass AND k.contype = 'c'
+               AND k.conkey = ARRAY[a.attnum]
+               AND pg_get_constraintdef(k.oid) NOT LIKE '%interrupted%' LOOP
+        EXECUTE format('ALTER TABLE twice_idempotency DROP CONSTRAINT %I', c);
+    END LOOP;
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint k
+                   JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attname = 'state'
+                   WHERE k.conrelid = 'twice_idempotency'::regclass AND k.contype = 'c'
+                     AND k.conkey = ARRAY[a.attnum]) THEN
+        ALTER TABLE twice_idempotency ADD CONSTRAINT twice_idempotency_state_check
+            CHECK (state IN ('in_progress', 'released', 'crashed', 'interrupted', 'completed'));
+    END IF;
+END $twice$;
 
 -- For the janitor, which deletes completed keys older than the retention.
 CREATE INDEX IF NOT EXISTS twice_idempotency_janitor_idx
@@ -39,5 +62,10 @@ CREATE INDEX IF NOT EXISTS twice_idempotency_janitor_idx
 -- Also what completions, releases and lease extensions (owner and keys) use.
 CREATE INDEX IF NOT EXISTS twice_idempotency_owner_idx
     ON twice_idempotency (owner, idempotency_key) WHERE state = 'in_progress';
+
+-- For the janitor too: free keys (a retried or cut-short job's count of
+-- attempts) whose message never came back within the retention.
+CREATE INDEX IF NOT EXISTS twice_idempotency_free_idx
+    ON twice_idempotency (processed_at) WHERE state IN ('released', 'crashed', 'interrupted');
 
 COMMIT;

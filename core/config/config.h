@@ -81,7 +81,9 @@ struct config_queue {
     int batch_size;         /* 1-10 (default 10) */
     int wait_time;          /* long poll seconds 0-20 (default 20) */
     int visibility_timeout; /* seconds (default 30); lease = this + lease_margin */
-    int max_attempts;       /* deliveries before the DLQ (default 5) */
+    int max_attempts;       /* handler runs before the DLQ (default 5) */
+    int max_receives;       /* receives of a message that cannot run, before the DLQ
+                               (default 10 x max_attempts; >= max_attempts) */
     int backoff_base;       /* RETRY delay base, seconds (default 2) */
     int backoff_cap;        /* RETRY delay cap, seconds (default 300) */
     int fifo;               /* the url ends in ".fifo" */

@@ -429,6 +429,25 @@ config_check_backoff(struct config_at *at)
     return -1;
 }
 
+/* max_receives: 10 x max_attempts unless given (a default that depends on
+ * another setting: the row's .def is max_attempts' default times ten), and
+ * never below max_attempts (read before it, by the table's order). */
+int
+config_check_max_receives(struct config_at *at)
+{
+    struct config_queue *q = at->base;
+    if (at->s == NULL) {
+        q->max_receives = 10 * q->max_attempts;
+        return 0;
+    }
+    if (q->max_receives >= q->max_attempts) {
+        return 0;
+    }
+    config_problem(at->x, at->s, "%smax_receives (%d) must be at least max_attempts (%d)",
+                   at->sc->pfx, q->max_receives, q->max_attempts);
+    return -1;
+}
+
 /* Exactly one of `plugin` and `route_by` + `routes`. */
 static void
 check_handler(struct config_at *at)

@@ -148,7 +148,7 @@ put_facts(struct buf *b, const struct config_row *r)
         buf_puts(b, "\\(dq");
         troff_text(b, r->def_str);
         buf_puts(b, "\\(dq");
-    } else if (lit != NULL) {
+    } else if (lit != NULL && r->doc_default == NULL) {
         buf_printf(b, "\\fB%s\\fR", lit);
     }
     buf_puts(b, ".");

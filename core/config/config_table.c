@@ -107,7 +107,9 @@ const struct config_row config_rows[] = {
     {ROW("idempotency", "retention", CONFIG_INT, C(idempotency.retention)), .lo = 60,
      .hi = CONFIG_NO_MAX, .def = 7 * 24 * 3600,
      .doc = "Seconds a completed key is kept (7 days by default); a duplicate arriving later "
-            "runs again."},
+            "runs again. A retried job's key (released, crashed or interrupted: it holds the "
+            "runs counted so far) whose message does not come back within this time is removed "
+            "too: keep it longer than the longest backoff."},
     {ROW("idempotency", "on_conflict", CONFIG_ENUM, C(idempotency.on_conflict)),
      .choices = conflicts, .noun = "value", .def = CONFIG_CONFLICT_SKIP,
      .doc = "A message whose key completed with a different body: skip deletes it as a "
@@ -215,9 +217,25 @@ const struct config_row config_rows[] = {
      .doc = "Seconds. A job running longer is kept hidden by a heartbeat; the key's lease lasts "
             "this plus lease_margin."},
     {ROW("queues", "max_attempts", CONFIG_INT, Q(max_attempts)), .lo = 1, .hi = 1000, .def = 5,
-     .doc = "Deliveries before the dead-letter queue."},
+     .doc = "Handler runs before the dead-letter queue (max-attempts; worker-crashed when the "
+            "last run crashed its worker). An attempt is a run, counted with the key in "
+            "PostgreSQL when it ends: deliveries twice causes itself (a duplicate hidden behind "
+            "a live lease, messages a reload or drain gives back, a claim that failed because "
+            "the database was down) are not attempts; a run that crashed its worker counts, "
+            "the jobs it took down with it do not."},
+    {ROW("queues", "max_receives", CONFIG_INT, Q(max_receives)), .lo = 1, .hi = 1000000, .def = 50,
+     .flags = CONFIG_ABSENT, .check = config_check_max_receives,
+     .doc_default = "10 * max_attempts",
+     .doc = "The backstop for a message that can never finish, such as one whose host dies "
+            "each time it runs (no run is ever recorded): received more times than this (SQS's "
+            "ApproximateReceiveCount) without finishing, it goes to the dead-letter queue as "
+            "max-receives. At least max_attempts."},
     {ROW("queues", "backoff", CONFIG_GROUP, Q(backoff_base)), .check = config_check_backoff,
-     .doc = "The delay of a RETRY: base * 2^(attempt-1) seconds with jitter, at most cap."},
+     .doc = "The delay of a RETRY, unless the plugin asks for one (retry_after): full jitter "
+            "with a 1 s floor, a whole number of seconds drawn uniformly from 0 to min(cap, "
+            "base * 2^(attempt-1)), then raised to at least 1. A duplicate that meets another "
+            "job's live lease is hidden for 2^(receives-1) seconds instead (1 on its first "
+            "delivery, doubling with each), never past the end of that lease plus 2 seconds."},
     {ROW("queues.backoff", "base", CONFIG_INT, Q(backoff_base)), .lo = 0, .hi = CONFIG_NO_MAX,
      .def = 2, .doc = "Seconds."},
     {ROW("queues.backoff", "cap", CONFIG_INT, Q(backoff_cap)), .lo = 0, .hi = CONFIG_NO_MAX,
@@ -239,8 +257,8 @@ const struct config_row config_rows[] = {
  *      an integer, an int for a choice, a char * for a string (the table
  *      frees it; nothing to add to config_free).
  *   2. Its row above, in its group, where twice.conf(5) should list it:
- *        {ROW("queues", "max_receives", CONFIG_INT, Q(max_receives)), .lo = 1,
- *         .hi = 100000, .def = 50, .doc = "Receives of a message before ..."},
+ *        {ROW("queues", "wait_time", CONFIG_INT, Q(wait_time)), .lo = 0, .hi = 20,
+ *         .def = 20, .doc = "Long-poll seconds."},
  *      A string: CONFIG_STR with .def_str (or none), .flags CONFIG_UNSET when
  *      "" means not set, CONFIG_SECRET for a password or a token,
  *      CONFIG_REQUIRED. A choice: CONFIG_ENUM, .choices and .noun. A new group:

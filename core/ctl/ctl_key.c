@@ -20,7 +20,7 @@
 
 static const char key_help[] =
     "usage: twicectl key show KEY [--json]\n"
-    "       twicectl key list [--prefix P] [--state in_progress|completed] [--max N] [--json]\n"
+    "       twicectl key list [--prefix P] [--state STATE] [--max N] [--json]\n"
     "       twicectl key forget KEY --yes\n"
     "\n"
     "See and remove idempotency records (the table idempotency.table).\n"
@@ -30,21 +30,25 @@ static const char show_help[] =
     "usage: twicectl key show KEY [--json]\n"
     "\n"
     "Show one idempotency record: state, owner and lease (in progress), the message\n"
-    "that claimed or completed it, payload hash, attempts and times. Exit code 1\n"
-    "when there is no such key.\n";
+    "that claimed or completed it, payload hash, attempts (handler runs counted) and\n"
+    "times. Exit code 1 when there is no such key.\n";
 
 static const char list_help[] =
-    "usage: twicectl key list [--prefix P] [--state in_progress|completed] [--max N] [--json]\n"
+    "usage: twicectl key list [--prefix P] [--state STATE] [--max N] [--json]\n"
     "\n"
     "List idempotency records ordered by key: those starting with P (literally: %\n"
-    "and _ are not wildcards), in the given state; at most N (default 100).\n";
+    "and _ are not wildcards), in the given state; at most N (default 100).\n"
+    "States: in_progress (a job holds the key), released (retried: its attempts are\n"
+    "kept for the next run), crashed (its last run crashed its worker), interrupted\n"
+    "(its run was cut short when its worker went away), completed.\n";
 
 static const char forget_help[] =
     "usage: twicectl key forget KEY --yes\n"
     "\n"
     "Delete the record of KEY, so the next message with that key runs its job\n"
-    "again. Forgetting a key in progress lets a second copy of its job run while\n"
-    "the first may still be running. Exit code 1 when there is no such key.\n";
+    "again, from attempt 1. Forgetting a key in progress lets a second copy of its\n"
+    "job run while the first may still be running. Exit code 1 when there is no\n"
+    "such key.\n";
 
 static const char *
 table_name(struct ctl *c)
@@ -63,7 +67,7 @@ record_json(const struct idem_record *r)
                      r->state, "owner", r->owner, "message_id", r->message_id, "payload_sha256",
                      r->sha256_hex[0] ? r->sha256_hex : NULL, "attempts", r->attempts,
                      "lease_until", r->lease_until ? lease : NULL, "created_at", created,
-                     "processed_at", strcmp(r->state, "completed") == 0 ? processed : NULL);
+                     "processed_at", strcmp(r->state, "in_progress") != 0 ? processed : NULL);
 }
 
 /* One line per field, values escaped (keys and ids come from messages). */
@@ -85,13 +89,14 @@ print_record(const struct idem_record *r)
         ctl_time(r->lease_until, t, sizeof(t));
         printf("owner:          %s\nlease until:    %s\n", buf_str(&b), t);
     }
-    printf("attempts:       %d\n", r->attempts);
+    printf("attempts:       %d%s\n", r->attempts,
+           strcmp(r->state, "in_progress") == 0 ? " (and the run in progress)" : "");
     printf("payload sha256: %s\n", r->sha256_hex[0] ? r->sha256_hex : "-");
     ctl_time(r->created_at, t, sizeof(t));
     printf("created:        %s\n", t);
-    if (strcmp(r->state, "completed") == 0) {
+    if (strcmp(r->state, "in_progress") != 0) {
         ctl_time(r->processed_at, t, sizeof(t));
-        printf("completed:      %s\n", t);
+        printf("%-16s%s\n", strcmp(r->state, "completed") == 0 ? "completed:" : "since:", t);
     }
     buf_free(&b);
 }
@@ -160,8 +165,8 @@ print_list(const struct idem_record *r, size_t n)
             ctl_escape(&mid, r[i].message_id, strlen(r[i].message_id), 0);
         }
         snprintf(attempts, sizeof(attempts), "%d", r[i].attempts);
-        ctl_time(strcmp(r[i].state, "completed") == 0 ? r[i].processed_at : r[i].created_at, when,
-                 sizeof(when));
+        ctl_time(strcmp(r[i].state, "in_progress") != 0 ? r[i].processed_at : r[i].created_at,
+                 when, sizeof(when));
         const char *row[] = {buf_str(&key), r[i].state, attempts,
                              r[i].message_id ? buf_str(&mid) : "-", when};
         ctl_table_add(t, row);
@@ -186,8 +191,10 @@ key_list(struct ctl *c, int argc, char **argv)
             prefix = optarg;
         } else if (opt == 's') {
             state = optarg;
-            if (strcmp(state, "in_progress") != 0 && strcmp(state, "completed") != 0) {
-                return ctl_usage_error("key list", "--state: in_progress or completed, not '%s'",
+            if (!idem_state_name_ok(state)) {
+                return ctl_usage_error("key list",
+                                       "--state: in_progress, released, crashed, interrupted or "
+                                       "completed, not '%s'",
                                        state);
             }
         } else if (opt == 'm') {

@@ -24,6 +24,7 @@ struct idem_store {
     char *table;       /* quoted with PQescapeIdentifier */
     char *index;       /* quoted name of the janitor index */
     char *owner_index; /* quoted name of the index of in-progress keys by owner */
+    char *free_index;  /* quoted name of the janitor index of free keys */
     char *owner;       /* this process in leases */
     int prepared;      /* the hot-path statements exist on this connection */
 };
@@ -31,26 +32,36 @@ struct idem_store {
 /*
  * The statements prepared once per connection (lazily, since the table may
  * not exist before idem_migrate). "@T" stands for the quoted table name.
+ * The states and their transitions are written at the top of idem.h.
  *
  * The claim, in one statement under READ COMMITTED (every part of it sees the
  * same snapshot, taken when the statement starts):
- * - ins inserts the keys nobody has, in key order so that two claimers of
- *   overlapping batches wait for each other's uncommitted inserts in the same
- *   order and cannot deadlock. ON CONFLICT checks the latest committed state,
- *   not the snapshot: a key inserted by another worker after our snapshot is
- *   not inserted again (we wait if its insert is still uncommitted). A row
- *   lock (FOR KEY SHARE from idem_tx_begin) does not make it wait.
- * - stale locks the in_progress rows whose lease has expired, SKIP LOCKED: a
- *   row locked by a transactional handler, or being taken over by another
- *   worker right now, is skipped instead of waited for. A row changed after
- *   our snapshot is rechecked on its newest version, so a row that another
- *   worker has just taken over (lease renewed) or completed is not taken.
- * - upd takes over exactly the rows stale locked.
+ * - ins inserts the keys nobody has (no run counted yet), in key order so
+ *   that two claimers of overlapping batches wait for each other's
+ *   uncommitted inserts in the same order and cannot deadlock. ON CONFLICT
+ *   checks the latest committed state, not the snapshot: a key inserted by
+ *   another worker after our snapshot is not inserted again (we wait if its
+ *   insert is still uncommitted). A row lock (FOR KEY SHARE from
+ *   idem_tx_begin) does not make it wait.
+ * - free locks the rows nobody holds: released, crashed and interrupted
+ *   ones, and in_progress ones whose lease has expired, SKIP LOCKED: a row
+ *   locked by a transactional handler, or being claimed by another worker
+ *   right now, is skipped instead of waited for. A row changed after our
+ *   snapshot is rechecked on its newest version, so a row that another
+ *   worker has just claimed (lease renewed) or completed is not taken.
+ * - upd claims exactly the rows free locked, keeping their count of runs,
+ *   and answers the state each had.
  * - The final SELECT reads each key's row from the snapshot: a key neither
- *   inserted nor taken over is COMPLETED if the snapshot says so (completed
+ *   inserted nor claimed is COMPLETED if the snapshot says so (completed
  *   is final until the janitor deletes it), else BUSY, including a row that
  *   is newer than the snapshot (lease unknown: we report our own lease).
+ * The answers: C claimed (new or released), T taken over (a lease expired
+ * unrecorded), X crashed, S interrupted, D completed, B busy.
  */
+#define FREE_ROW                                                                                  \
+    "(t.state IN ('released', 'crashed', 'interrupted')"                                          \
+    " OR (t.state = 'in_progress' AND t.lease_until < now()))"
+
 static const char sql_claim[] =
     "WITH input AS ("
     " SELECT u.k, decode(u.h, 'hex') AS sha, u.m, u.l, u.ord"
@@ -59,24 +70,24 @@ static const char sql_claim[] =
     "), ins AS ("
     " INSERT INTO @T AS t (idempotency_key, state, owner, lease_until, payload_sha256,"
     " message_id, attempts, processed_at, created_at)"
-    " SELECT i.k, 'in_progress', $5, now() + i.l * interval '1 second', i.sha, i.m, 1,"
+    " SELECT i.k, 'in_progress', $5, now() + i.l * interval '1 second', i.sha, i.m, 0,"
     " now(), now() FROM input i ORDER BY i.k"
     " ON CONFLICT (idempotency_key) DO NOTHING RETURNING t.idempotency_key"
-    "), stale AS MATERIALIZED ("
-    " SELECT t.idempotency_key FROM @T t JOIN input i ON t.idempotency_key = i.k"
-    " WHERE t.state = 'in_progress'"
-    " AND t.lease_until < now() ORDER BY t.idempotency_key FOR UPDATE OF t SKIP LOCKED"
+    "), free AS MATERIALIZED ("
+    " SELECT t.idempotency_key, t.state AS was FROM @T t JOIN input i ON t.idempotency_key = i.k"
+    " WHERE " FREE_ROW " ORDER BY t.idempotency_key FOR UPDATE OF t SKIP LOCKED"
     "), upd AS ("
-    " UPDATE @T t SET owner = $5, lease_until = now() + i.l * interval '1 second',"
-    " payload_sha256 = i.sha, message_id = i.m, attempts = t.attempts + 1,"
-    " processed_at = now()"
-    " FROM stale s JOIN input i ON i.k = s.idempotency_key"
-    " WHERE t.idempotency_key = s.idempotency_key AND t.state = 'in_progress'"
-    " AND t.lease_until < now() RETURNING t.idempotency_key, t.attempts"
+    " UPDATE @T t SET state = 'in_progress', owner = $5,"
+    " lease_until = now() + i.l * interval '1 second', payload_sha256 = i.sha,"
+    " message_id = i.m, processed_at = now()"
+    " FROM free f JOIN input i ON i.k = f.idempotency_key"
+    " WHERE t.idempotency_key = f.idempotency_key AND " FREE_ROW
+    " RETURNING t.idempotency_key, t.attempts, f.was"
     ") SELECT CASE WHEN ins.idempotency_key IS NOT NULL THEN 'C'"
-    " WHEN upd.idempotency_key IS NOT NULL THEN 'T'"
+    " WHEN upd.was = 'released' THEN 'C' WHEN upd.was = 'crashed' THEN 'X'"
+    " WHEN upd.was = 'interrupted' THEN 'S' WHEN upd.was IS NOT NULL THEN 'T'"
     " WHEN t.state = 'completed' THEN 'D' ELSE 'B' END,"
-    " CASE WHEN ins.idempotency_key IS NOT NULL THEN 1"
+    " CASE WHEN ins.idempotency_key IS NOT NULL THEN 0"
     " ELSE coalesce(upd.attempts, t.attempts, 0) END,"
     " CASE WHEN t.lease_until > now()"
     " THEN extract(epoch FROM t.lease_until - now())::float8 ELSE i.l END,"
@@ -91,15 +102,17 @@ static const char sql_claim[] =
  * other; a claim taking over an expired lease skips locked rows. So plain
  * one-statement updates by primary key, no lock ordering. An update (NO KEY
  * UPDATE) does not conflict with idem_tx_begin's FOR KEY SHARE, so a
- * heartbeat never waits for a transactional handler; release deletes, and
- * skips a key a running handler still locks (it is not released under the
- * handler: its lease lapses, or the master expires it when the handler's
- * process has gone). complete and extend answer the 1-based positions of
- * the keys they changed.
+ * heartbeat never waits for a transactional handler; release locks its rows
+ * FOR UPDATE SKIP LOCKED, so it skips a key a running handler still locks
+ * (it is not released under the handler: its lease lapses, or the master
+ * ends it when the handler's process has gone). complete and extend answer
+ * the 1-based positions of the keys they changed. An attempts element < 0
+ * keeps the row's count.
  */
 static const char sql_complete[] =
     "UPDATE @T t SET state = 'completed', processed_at = now(), lease_until = NULL,"
-    " owner = NULL FROM unnest($1::text[]) WITH ORDINALITY AS i (k, ord)"
+    " owner = NULL, attempts = CASE WHEN i.a < 0 THEN t.attempts ELSE i.a END"
+    " FROM unnest($1::text[], $3::int[]) WITH ORDINALITY AS i (k, a, ord)"
     " WHERE t.idempotency_key = i.k AND t.owner = $2 AND t.state = 'in_progress'"
     " RETURNING i.ord";
 
@@ -109,22 +122,33 @@ static const char sql_extend[] =
     " WHERE t.idempotency_key = i.k AND t.owner = $2 AND t.state = 'in_progress'"
     " RETURNING i.ord";
 
+/* k: our rows with the count each is to keep; a row without a run counted
+ * is deleted, the others are released. */
 static const char sql_release[] =
-    "WITH k AS (SELECT idempotency_key FROM @T WHERE idempotency_key = ANY ($1::text[])"
-    " AND owner = $2 AND state = 'in_progress' ORDER BY idempotency_key"
-    " FOR UPDATE SKIP LOCKED)"
-    " DELETE FROM @T t USING k WHERE t.idempotency_key = k.idempotency_key"
-    " AND t.owner = $2 AND t.state = 'in_progress'";
+    "WITH k AS (SELECT t.idempotency_key, i.ord,"
+    " CASE WHEN i.a < 0 THEN t.attempts ELSE i.a END AS n"
+    " FROM @T t JOIN unnest($1::text[], $3::int[]) WITH ORDINALITY AS i (k, a, ord)"
+    " ON t.idempotency_key = i.k WHERE t.owner = $2 AND t.state = 'in_progress'"
+    " ORDER BY t.idempotency_key FOR UPDATE OF t SKIP LOCKED"
+    "), gone AS ("
+    " DELETE FROM @T t USING k WHERE t.idempotency_key = k.idempotency_key AND k.n <= 0"
+    " RETURNING k.ord"
+    "), kept AS ("
+    " UPDATE @T t SET state = 'released', owner = NULL, lease_until = NULL, attempts = k.n,"
+    " processed_at = now() FROM k WHERE t.idempotency_key = k.idempotency_key AND k.n > 0"
+    " RETURNING k.ord"
+    ") SELECT ord FROM gone UNION ALL SELECT ord FROM kept";
 
 /* FOR KEY SHARE: enough to keep the claim (FOR UPDATE SKIP LOCKED) and
- * release (DELETE) off the row, while our heartbeat may still extend it. */
+ * release (FOR UPDATE SKIP LOCKED) off the row, while our heartbeat may still
+ * extend it. */
 static const char sql_tx_lock[] = "SELECT 1 FROM @T WHERE idempotency_key = $1 AND owner = $2"
                                   " AND state = 'in_progress' FOR KEY SHARE";
 
 /* statement_timestamp(): now() would be when the transaction began. */
 static const char sql_tx_complete[] =
     "UPDATE @T SET state = 'completed', processed_at = statement_timestamp(),"
-    " lease_until = NULL, owner = NULL"
+    " lease_until = NULL, owner = NULL, attempts = $3::int"
     " WHERE idempotency_key = $1 AND owner = $2 AND state = 'in_progress'";
 
 /*
@@ -152,14 +176,36 @@ static const struct {
 };
 
 /*
+ * Tables of older versions check state IN ('in_progress', 'completed'):
+ * drop every check of the state column that does not know the newest state
+ * and add the current one, named <table>_state_check. A DO block, because
+ * PostgreSQL chose the old check's name; the table (@N) and the new name
+ * (@C) come in as settings of the transaction, never spliced into its code.
+ */
+#define SQL_STATE_CHECK                                                                           \
+    "DO $twice$ DECLARE t regclass := current_setting('twice.idem_table')::regclass; c name;"     \
+    " BEGIN FOR c IN SELECT k.conname FROM pg_constraint k JOIN pg_attribute a"                   \
+    " ON a.attrelid = k.conrelid AND a.attname = 'state' WHERE k.conrelid = t"                    \
+    " AND k.contype = 'c' AND k.conkey = ARRAY[a.attnum]"                                         \
+    " AND pg_get_constraintdef(k.oid) NOT LIKE '%interrupted%' LOOP"                              \
+    " EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', t, c); END LOOP;"                       \
+    " IF NOT EXISTS (SELECT 1 FROM pg_constraint k JOIN pg_attribute a"                           \
+    " ON a.attrelid = k.conrelid AND a.attname = 'state' WHERE k.conrelid = t"                    \
+    " AND k.contype = 'c' AND k.conkey = ARRAY[a.attnum]) THEN"                                   \
+    " EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I CHECK (state IN (''in_progress'',"         \
+    " ''released'', ''crashed'', ''interrupted'', ''completed''))', t,"                           \
+    " current_setting('twice.idem_check')); END IF; END $twice$;"
+
+/*
  * Migration, one multi-statement query: PostgreSQL runs it as one implicit
  * transaction, so the advisory lock serialises concurrent migrators and a
- * failure leaves nothing half done. "@T"/"@I": table and index, "@L": lock.
- * Keep in sync with etc/schema.sql (the integration test compares them).
- * Both indexes are partial so that no query about in-progress keys is
- * tempted to scan them instead of the primary key: the janitor's covers
- * completed keys only; the owner index answers "owner = $1 AND key = ANY
- * (...)" by both columns, and a gone worker's leases by owner alone.
+ * failure leaves nothing half done. "@T"/"@I"/"@O"/"@F": table and indexes,
+ * "@L": lock. Keep in sync with etc/schema.sql (the integration test
+ * compares them). The indexes are partial so that no query about
+ * in-progress keys is tempted to scan them instead of the primary key: the
+ * janitor's cover completed keys and free ones; the owner index answers
+ * "owner = $1 AND key = ANY (...)" by both columns, and a gone worker's
+ * leases by owner alone.
  */
 static const char sql_migrate[] =
     "SELECT pg_advisory_xact_lock(@L);"
@@ -167,25 +213,33 @@ static const char sql_migrate[] =
     "CREATE TABLE IF NOT EXISTS @T (idempotency_key TEXT PRIMARY KEY,"
     " processed_at TIMESTAMPTZ NOT NULL DEFAULT now());"
     "ALTER TABLE @T"
-    " ADD COLUMN IF NOT EXISTS state TEXT NOT NULL DEFAULT 'completed'"
-    " CHECK (state IN ('in_progress', 'completed')),"
+    " ADD COLUMN IF NOT EXISTS state TEXT NOT NULL DEFAULT 'completed',"
     " ADD COLUMN IF NOT EXISTS owner TEXT,"
     " ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ,"
     " ADD COLUMN IF NOT EXISTS payload_sha256 BYTEA,"
     " ADD COLUMN IF NOT EXISTS message_id TEXT,"
     " ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 1,"
     " ADD COLUMN IF NOT EXISTS created_at TIMESTAMPTZ NOT NULL DEFAULT now();"
+    "SELECT set_config('twice.idem_table', @N, true),"
+    " set_config('twice.idem_check', @C, true);" SQL_STATE_CHECK
     "CREATE INDEX IF NOT EXISTS @I ON @T (processed_at) WHERE state = 'completed';"
     "CREATE INDEX IF NOT EXISTS @O ON @T (owner, idempotency_key)"
-    " WHERE state = 'in_progress';";
+    " WHERE state = 'in_progress';"
+    "CREATE INDEX IF NOT EXISTS @F ON @T (processed_at)"
+    " WHERE state IN ('released', 'crashed', 'interrupted');";
 
-/* Whether the migration has nothing to do: every column and both indexes. */
+/* Whether the migration has nothing to do: every column, the three indexes
+ * and the check of the current states. */
 static const char sql_migrate_check[] =
     "SELECT (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($1)"
     " AND attnum > 0 AND NOT attisdropped AND attname = ANY ('{idempotency_key,"
     "processed_at,state,owner,lease_until,payload_sha256,message_id,attempts,"
     "created_at}'::text[])) = 9 AND to_regclass($2) IS NOT NULL"
-    " AND to_regclass($3) IS NOT NULL";
+    " AND to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT NULL"
+    " AND (SELECT bool_and(pg_get_constraintdef(k.oid) LIKE '%interrupted%')"
+    " FROM pg_constraint k JOIN pg_attribute a ON a.attrelid = k.conrelid"
+    " AND a.attname = 'state' WHERE k.conrelid = to_regclass($1) AND k.contype = 'c'"
+    " AND k.conkey = ARRAY[a.attnum])";
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -274,26 +328,51 @@ pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, size_t
     return -1;
 }
 
-/* Copy tmpl to out with @T, @I, @O replaced by the quoted table and index
- * names. */
+/* The text for marker @c: the quoted table and index names, else extra's
+ * (NULL, or pairs of a marker letter and its text ending in a NUL letter);
+ * NULL when c is no marker. */
+static const char *
+marker(const struct idem_store *s, char c, const char *const *extra)
+{
+    switch (c) {
+    case 'T':
+        return s->table;
+    case 'I':
+        return s->index;
+    case 'O':
+        return s->owner_index;
+    case 'F':
+        return s->free_index;
+    }
+    for (size_t i = 0; extra != NULL && extra[i] != NULL; i += 2) {
+        if (extra[i][0] == c) {
+            return extra[i + 1];
+        }
+    }
+    return NULL;
+}
+
+/* Copy tmpl to out with its markers (@T, @I, @O, @F and extra's) replaced. */
 static int
-sql_expand(struct buf *out, const char *tmpl, const struct idem_store *s)
+sql_expand_with(struct buf *out, const char *tmpl, const struct idem_store *s,
+                const char *const *extra)
 {
     for (const char *p = tmpl; *p; p++) {
-        if (p[0] == '@' && p[1] == 'T') {
-            buf_puts(out, s->table);
-            p++;
-        } else if (p[0] == '@' && p[1] == 'I') {
-            buf_puts(out, s->index);
-            p++;
-        } else if (p[0] == '@' && p[1] == 'O') {
-            buf_puts(out, s->owner_index);
+        const char *text = p[0] == '@' ? marker(s, p[1], extra) : NULL;
+        if (text != NULL) {
+            buf_puts(out, text);
             p++;
         } else {
             buf_putc(out, *p);
         }
     }
     return out->failed ? -1 : 0;
+}
+
+static int
+sql_expand(struct buf *out, const char *tmpl, const struct idem_store *s)
+{
+    return sql_expand_with(out, tmpl, s, NULL);
 }
 
 /* Append one element to a PostgreSQL array literal being built in b (empty
@@ -337,11 +416,15 @@ quiet_notices(void *arg, const char *message)
     (void) message;
 }
 
-/* PQescapeIdentifier into a malloc'd copy (the caller frees it). */
+/* The name table + suffix, quoted with PQescapeIdentifier into a malloc'd
+ * copy (the caller frees it); NULL when out of memory. */
 static char *
-quote_ident(PGconn *conn, const char *name)
+quote_ident(PGconn *conn, const char *table, const char *suffix)
 {
-    char *q = PQescapeIdentifier(conn, name, strlen(name));
+    struct buf name = BUF_INIT;
+    buf_printf(&name, "%s%s", table, suffix);
+    char *q = name.failed ? NULL : PQescapeIdentifier(conn, buf_str(&name), name.len);
+    buf_free(&name);
     if (q == NULL) {
         return NULL;
     }
@@ -420,7 +503,6 @@ idem_open(const char *dsn, const char *table, const char *owner, struct idem_sto
         return -1;
     }
     struct idem_store *s = calloc(1, sizeof(*s));
-    struct buf index = BUF_INIT, owner_index = BUF_INIT;
     int rc = 0;
     if (s == NULL || (s->name = strdup(table)) == NULL || (s->owner = strdup(owner)) == NULL ||
         (s->conn = connect_dsn(dsn)) == NULL) {
@@ -431,20 +513,15 @@ idem_open(const char *dsn, const char *table, const char *owner, struct idem_sto
     if (PQstatus(s->conn) != CONNECTION_OK) {
         rc = connect_error(s, err, errlen);
     }
-    buf_printf(&index, "%s_janitor_idx", table);
-    buf_printf(&owner_index, "%s_owner_idx", table);
-    if (index.failed || owner_index.failed || (s->table = quote_ident(s->conn, table)) == NULL ||
-        (s->index = quote_ident(s->conn, buf_str(&index))) == NULL ||
-        (s->owner_index = quote_ident(s->conn, buf_str(&owner_index))) == NULL) {
+    if ((s->table = quote_ident(s->conn, table, "")) == NULL ||
+        (s->index = quote_ident(s->conn, table, "_janitor_idx")) == NULL ||
+        (s->owner_index = quote_ident(s->conn, table, "_owner_idx")) == NULL ||
+        (s->free_index = quote_ident(s->conn, table, "_free_idx")) == NULL) {
         goto oom;
     }
-    buf_free(&index);
-    buf_free(&owner_index);
     *out = s;
     return rc;
 oom:
-    buf_free(&index);
-    buf_free(&owner_index);
     idem_close(s);
     set_err(err, errlen,
             "idempotency store: out of memory (or a table name that is "
@@ -465,6 +542,7 @@ idem_close(struct idem_store *s)
     free(s->table);
     free(s->index);
     free(s->owner_index);
+    free(s->free_index);
     free(s->owner);
     free(s);
 }
@@ -600,8 +678,8 @@ migrate_lock_key(const char *table)
 int
 idem_migrate(struct idem_store *s, char *err, size_t errlen)
 {
-    const char *params[] = {s->table, s->index, s->owner_index};
-    PGresult *res = PQexecParams(s->conn, sql_migrate_check, 3, NULL, params, NULL, NULL, 0);
+    const char *params[] = {s->table, s->index, s->owner_index, s->free_index};
+    PGresult *res = PQexecParams(s->conn, sql_migrate_check, 4, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
         return pg_fail(s, res, "migrate: inspect the table", err, errlen);
     }
@@ -610,21 +688,25 @@ idem_migrate(struct idem_store *s, char *err, size_t errlen)
     if (done) {
         return 0;
     }
-    struct buf tmpl = BUF_INIT, sql = BUF_INIT;
+    /* The DO block gets the quoted table and the check's name as text. */
+    struct buf check = BUF_INIT, sql = BUF_INIT;
     char lock[32];
     snprintf(lock, sizeof(lock), "%lld", migrate_lock_key(s->name));
-    const char *at = strstr(sql_migrate, "@L");
-    buf_append(&tmpl, sql_migrate, (size_t) (at - sql_migrate));
-    buf_puts(&tmpl, lock);
-    buf_puts(&tmpl, at + 2);
-    if (tmpl.failed || sql_expand(&sql, buf_str(&tmpl), s) != 0) {
-        buf_free(&tmpl);
+    buf_printf(&check, "%s_state_check", s->name);
+    char *table_lit = PQescapeLiteral(s->conn, s->table, strlen(s->table));
+    char *check_lit = check.failed ? NULL : PQescapeLiteral(s->conn, buf_str(&check), check.len);
+    const char *extra[] = {"L", lock, "N", table_lit, "C", check_lit, NULL};
+    int rc =
+        table_lit != NULL && check_lit != NULL ? sql_expand_with(&sql, sql_migrate, s, extra) : -1;
+    PQfreemem(table_lit);
+    PQfreemem(check_lit);
+    buf_free(&check);
+    if (rc != 0) {
         buf_free(&sql);
         set_err(err, errlen, "migrate: out of memory");
         return -1;
     }
     res = PQexec(s->conn, buf_str(&sql));
-    buf_free(&tmpl);
     buf_free(&sql);
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         return pg_fail(s, res, "migrate", err, errlen);
@@ -733,6 +815,12 @@ claim_parse(const PGresult *res, int row, struct idem_claim *c)
     case 'T':
         c->state = IDEM_TAKEN_OVER;
         break;
+    case 'X':
+        c->state = IDEM_CRASHED;
+        break;
+    case 'S':
+        c->state = IDEM_INTERRUPTED;
+        break;
     case 'D':
         c->state = IDEM_COMPLETED;
         break;
@@ -743,7 +831,7 @@ claim_parse(const PGresult *res, int row, struct idem_claim *c)
     c->attempts = atoi(PQgetvalue(res, row, 1));
     c->lease_left = c->state == IDEM_BUSY ? strtod(PQgetvalue(res, row, 2), NULL) : 0.0;
     if (c->state == IDEM_CLAIMED) {
-        return; /* the snapshot's row, if any, was a deleted predecessor */
+        return; /* the snapshot's row, if any, was deleted or released: no holder */
     }
     claim_stored(res, row, 3, c);
 }
@@ -753,8 +841,9 @@ claim_parse(const PGresult *res, int row, struct idem_claim *c)
  * snapshot could not see (sql_peek): read those rows again, so the answer
  * names the holder and its real lease, or says COMPLETED when the holder
  * finished meanwhile. Only in that race: no round trip otherwise. A row
- * gone since (released) stays BUSY with the claim's own lease, and so do
- * all of them when this read fails: the claims themselves stand.
+ * deleted since stays BUSY with the claim's own lease, one released since
+ * BUSY with no lease left (the next delivery claims it), and so do all of
+ * them when this read fails: the claims themselves stand.
  */
 static void
 claim_peek(struct idem_store *s, struct idem_claim *claims, size_t n, const PGresult *res)
@@ -858,14 +947,31 @@ keys_array(struct buf *arr, const char *const *keys, size_t n)
     return 0;
 }
 
+/* v[0..n) as a PostgreSQL int[] literal in arr (v NULL: all -1). 0, or -1
+ * when out of memory (arr freed). */
+static int
+ints_array(struct buf *arr, const int *v, size_t n)
+{
+    buf_putc(arr, '{');
+    for (size_t i = 0; i < n; i++) {
+        buf_printf(arr, "%s%d", i > 0 ? "," : "", v != NULL ? v[i] : -1);
+    }
+    buf_putc(arr, '}');
+    if (arr->failed) {
+        buf_free(arr);
+        return -1;
+    }
+    return 0;
+}
+
 /*
- * complete and extend: run stmt on our keys and set flags[i] (may be NULL)
- * for the keys it changed, from the positions it answers. lease < 0: the
- * statement takes no $3.
+ * complete, extend and release: run stmt on our keys with third as $3 (a
+ * lease, or an int[] of attempts), and set flags[i] (may be NULL) for the
+ * keys it changed, from the positions it answers.
  */
 static int
 keys_update(struct idem_store *s, const char *stmt, const char *what, const char *const *keys,
-            size_t n, int lease, int *flags, char *err, size_t errlen)
+            size_t n, const char *third, int *flags, char *err, size_t errlen)
 {
     if (flags != NULL) {
         memset(flags, 0, n * sizeof(*flags));
@@ -874,22 +980,19 @@ keys_update(struct idem_store *s, const char *stmt, const char *what, const char
         return 0;
     }
     struct buf arr = BUF_INIT;
-    if (keys_array(&arr, keys, n) != 0) {
+    if (third == NULL || keys_array(&arr, keys, n) != 0) {
         set_err(err, errlen, "%s: out of memory", what);
         return -1;
     }
-    char lease_text[16];
-    snprintf(lease_text, sizeof(lease_text), "%d", lease);
-    const char *params[] = {buf_str(&arr), s->owner, lease_text};
-    PGresult *res =
-        run_prepared(s, stmt, lease < 0 ? 2 : 3, params, PGRES_TUPLES_OK, what, err, errlen);
+    const char *params[] = {buf_str(&arr), s->owner, third};
+    PGresult *res = run_prepared(s, stmt, 3, params, PGRES_TUPLES_OK, what, err, errlen);
     buf_free(&arr);
     if (res == NULL) {
         return -1;
     }
-    for (int r = 0; r < PQntuples(res); r++) {
+    for (int r = 0; flags != NULL && r < PQntuples(res); r++) {
         long pos = strtol(PQgetvalue(res, r, 0), NULL, 10);
-        if (flags != NULL && pos >= 1 && (size_t) pos <= n) {
+        if (pos >= 1 && (size_t) pos <= n) {
             flags[pos - 1] = 1;
         }
     }
@@ -897,11 +1000,29 @@ keys_update(struct idem_store *s, const char *stmt, const char *what, const char
     return 0;
 }
 
-int
-idem_complete_batch(struct idem_store *s, const char *const *keys, size_t n, int *done, char *err,
-                    size_t errlen)
+/* keys_update with attempts as its $3. */
+static int
+keys_update_attempts(struct idem_store *s, const char *stmt, const char *what,
+                     const char *const *keys, const int *attempts, size_t n, int *flags, char *err,
+                     size_t errlen)
 {
-    return keys_update(s, "twice_idem_complete", "complete", keys, n, -1, done, err, errlen);
+    if (n == 0) {
+        return keys_update(s, stmt, what, keys, 0, "", flags, err, errlen);
+    }
+    struct buf arr = BUF_INIT;
+    int rc = ints_array(&arr, attempts, n) == 0
+                 ? keys_update(s, stmt, what, keys, n, buf_str(&arr), flags, err, errlen)
+                 : keys_update(s, stmt, what, keys, n, NULL, flags, err, errlen);
+    buf_free(&arr);
+    return rc;
+}
+
+int
+idem_complete_batch(struct idem_store *s, const char *const *keys, const int *attempts, size_t n,
+                    int *done, char *err, size_t errlen)
+{
+    return keys_update_attempts(s, "twice_idem_complete", "complete", keys, attempts, n, done, err,
+                                errlen);
 }
 
 int
@@ -912,31 +1033,17 @@ idem_extend_batch(struct idem_store *s, const char *const *keys, size_t n, int l
         set_err(err, errlen, "extend: lease of %d seconds (must be > 0)", lease_seconds);
         return -1;
     }
-    return keys_update(s, "twice_idem_extend", "extend", keys, n, lease_seconds, extended, err,
-                       errlen);
+    char lease[16];
+    snprintf(lease, sizeof(lease), "%d", lease_seconds);
+    return keys_update(s, "twice_idem_extend", "extend", keys, n, lease, extended, err, errlen);
 }
 
 int
-idem_release_batch(struct idem_store *s, const char *const *keys, size_t n, char *err,
-                   size_t errlen)
+idem_release_batch(struct idem_store *s, const char *const *keys, const int *attempts, size_t n,
+                   int *released, char *err, size_t errlen)
 {
-    if (n == 0) {
-        return 0;
-    }
-    struct buf arr = BUF_INIT;
-    if (keys_array(&arr, keys, n) != 0) {
-        set_err(err, errlen, "release: out of memory");
-        return -1;
-    }
-    const char *params[] = {buf_str(&arr), s->owner};
-    PGresult *res =
-        run_prepared(s, "twice_idem_release", 2, params, PGRES_COMMAND_OK, "release", err, errlen);
-    buf_free(&arr);
-    if (res == NULL) {
-        return -1;
-    }
-    PQclear(res);
-    return 0;
+    return keys_update_attempts(s, "twice_idem_release", "release", keys, attempts, n, released,
+                                err, errlen);
 }
 
 /* Roll back after a failure that err already describes; its own failure
@@ -1007,13 +1114,15 @@ tx_check_open(struct idem_store *s, char *err, size_t errlen)
  * tag check; a connection lost during COMMIT leaves the outcome unknown.
  */
 int
-idem_tx_complete(struct idem_store *s, const char *key, char *err, size_t errlen)
+idem_tx_complete(struct idem_store *s, const char *key, int attempts, char *err, size_t errlen)
 {
     if (tx_check_open(s, err, errlen) != 0) {
         return -1;
     }
-    const char *params[] = {key, s->owner};
-    PGresult *res = run_prepared(s, "twice_idem_tx_complete", 2, params, PGRES_COMMAND_OK,
+    char runs[16];
+    snprintf(runs, sizeof(runs), "%d", attempts);
+    const char *params[] = {key, s->owner, runs};
+    PGresult *res = run_prepared(s, "twice_idem_tx_complete", 3, params, PGRES_COMMAND_OK,
                                  "tx complete", err, errlen);
     if (res == NULL) {
         rollback_quietly(s);
@@ -1058,11 +1167,12 @@ idem_tx_rollback(struct idem_store *s, char *err, size_t errlen)
     return 0;
 }
 
-/* Delete by ctid so that LIMIT bounds the batch (DELETE has no LIMIT); the
- * janitor index finds the old completed rows. */
-int
-idem_purge_completed(struct idem_store *s, int retention, int limit, long *deleted, char *err,
-                     size_t errlen)
+/* Delete by ctid so that LIMIT bounds the batch (DELETE has no LIMIT); a
+ * janitor index finds the old rows of the states given (as the index says
+ * them, so that the planner can use it). */
+static int
+purge(struct idem_store *s, const char *states, int retention, int limit, long *deleted, char *err,
+      size_t errlen)
 {
     *deleted = 0;
     if (retention < 0 || limit <= 0) {
@@ -1074,12 +1184,19 @@ idem_purge_completed(struct idem_store *s, int retention, int limit, long *delet
     snprintf(ret, sizeof(ret), "%d", retention);
     snprintf(lim, sizeof(lim), "%d", limit);
     const char *params[] = {ret, lim};
-    PGresult *res = idem_run_sql(s,
-                                 "DELETE FROM @T WHERE ctid = ANY (ARRAY (SELECT ctid FROM @T"
-                                 " WHERE state = 'completed'"
-                                 " AND processed_at < now() - $1::int * interval '1 second'"
-                                 " LIMIT $2::int))",
-                                 2, params, PGRES_COMMAND_OK, "purge completed keys", err, errlen);
+    struct buf tmpl = BUF_INIT; /* states is ours: no marker, nothing from outside */
+    buf_printf(&tmpl,
+               "DELETE FROM @T WHERE ctid = ANY (ARRAY (SELECT ctid FROM @T WHERE state %s"
+               " AND processed_at < now() - $1::int * interval '1 second' LIMIT $2::int))",
+               states);
+    if (tmpl.failed) {
+        buf_free(&tmpl);
+        set_err(err, errlen, "purge: out of memory");
+        return -1;
+    }
+    PGresult *res =
+        idem_run_sql(s, buf_str(&tmpl), 2, params, PGRES_COMMAND_OK, "purge keys", err, errlen);
+    buf_free(&tmpl);
     if (res == NULL) {
         return -1;
     }
@@ -1088,22 +1205,58 @@ idem_purge_completed(struct idem_store *s, int retention, int limit, long *delet
     return 0;
 }
 
-/* Leases of a process that has gone end now: the next claim of each key
- * takes it over instead of waiting for the lease. When the job that crashed
- * the process is known, the others' attempts are taken back. */
 int
-idem_expire_owner(struct idem_store *s, const char *owner, const char *culprit, long *expired,
-                  char *err, size_t errlen)
+idem_purge_completed(struct idem_store *s, int retention, int limit, long *deleted, char *err,
+                     size_t errlen)
 {
-    const char *params[] = {owner, culprit != NULL ? culprit : ""};
+    return purge(s, "= 'completed'", retention, limit, deleted, err, errlen);
+}
+
+int
+idem_purge_free(struct idem_store *s, int retention, int limit, long *deleted, char *err,
+                size_t errlen)
+{
+    return purge(s, "IN ('released', 'crashed', 'interrupted')", retention, limit, deleted, err,
+                 errlen);
+}
+
+/* The keys of a process that has gone are free now: the next claim of each
+ * takes it at once instead of waiting for the lease. The jobs that crashed
+ * it have their run counted: the count + 1, or the run's own number when a
+ * FIFO retry in place ran it more than once since the count was written. */
+static const char sql_expire_owner[] =
+    "UPDATE @T t SET state = CASE WHEN c.a IS NULL THEN 'interrupted' ELSE 'crashed' END,"
+    " attempts = CASE WHEN c.a IS NULL THEN t.attempts ELSE greatest(t.attempts + 1, c.a) END,"
+    " owner = NULL, lease_until = NULL, processed_at = now()"
+    " FROM (SELECT o.idempotency_key AS k, (SELECT max(u.a) FROM unnest($2::text[], $3::int[])"
+    " AS u (m, a) WHERE u.m = o.message_id) AS a FROM @T o"
+    " WHERE o.owner = $1 AND o.state = 'in_progress') c"
+    " WHERE t.idempotency_key = c.k AND t.owner = $1 AND t.state = 'in_progress'";
+
+int
+idem_expire_owner(struct idem_store *s, const char *owner, const struct idem_culprit *culprits,
+                  size_t n, long *expired, char *err, size_t errlen)
+{
     *expired = 0;
-    PGresult *res =
-        idem_run_sql(s,
-                     "UPDATE @T SET lease_until = now() - interval '1 second',"
-                     " attempts = CASE WHEN $2 <> '' AND message_id IS DISTINCT FROM $2"
-                     " THEN greatest(attempts - 1, 0) ELSE attempts END"
-                     " WHERE owner = $1 AND state = 'in_progress'",
-                     2, params, PGRES_COMMAND_OK, "expire leases", err, errlen);
+    struct buf ids = BUF_INIT, runs = BUF_INIT;
+    buf_putc(&runs, '{');
+    for (size_t i = 0; i < n; i++) {
+        array_elem(&ids, culprits[i].message_id);
+        buf_printf(&runs, "%s%d", i > 0 ? "," : "",
+                   culprits[i].attempt > 0 ? culprits[i].attempt : 0);
+    }
+    buf_putc(&runs, '}');
+    if (array_end(&ids) == NULL || runs.failed) {
+        buf_free(&ids);
+        buf_free(&runs);
+        set_err(err, errlen, "expire leases: out of memory");
+        return -1;
+    }
+    const char *params[] = {owner, buf_str(&ids), buf_str(&runs)};
+    PGresult *res = idem_run_sql(s, sql_expire_owner, 3, params, PGRES_COMMAND_OK, "expire leases",
+                                 err, errlen);
+    buf_free(&ids);
+    buf_free(&runs);
     if (res == NULL) {
         return -1;
     }

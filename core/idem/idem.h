@@ -1,10 +1,40 @@
 /*
- * idem.h - the idempotency store: one PostgreSQL table of keys, each
- * in_progress (owner, lease_until) or completed.
+ * idem.h - the idempotency store: one PostgreSQL table of keys, each row
+ * saying where the key's job is and how many times it has run.
  *
- *     in_progress (owner, lease_until)  ->  completed
- *           \-> released (row deleted) on RETRY/REJECT, or taken over
- *               by the next claim once the lease has expired
+ * States and transitions (attempts = handler runs counted for the key):
+ *
+ *   (no row) --claim--> in_progress (owner, lease_until)
+ *   in_progress --complete (DONE)-----------------------> completed
+ *   in_progress --release, the run counted (RETRY)-----> released
+ *   in_progress --release, no run counted (a job given
+ *                 back before it ran, or cut short by a
+ *                 drain or a failed commit)-------------> released, or no row when
+ *                                                          it has never run
+ *   in_progress --release after a dead letter----------> no row (the count starts
+ *                                                          again: a fixed or redriven
+ *                                                          message runs afresh)
+ *   in_progress --its worker died, and this job crashed
+ *                 it (the master)-----------------------> crashed (its run counted)
+ *   in_progress --its worker went away otherwise: another
+ *                 job crashed it, or it stopped holding
+ *                 the key (the master)------------------> interrupted (not counted)
+ *   released, crashed, interrupted --claim-------------> in_progress
+ *   in_progress, lease expired --claim (taken over)----> in_progress
+ *   completed, released, crashed, interrupted --janitor, after retention--> no row
+ *
+ * An attempt is a run of the handler, so the count is written when a run
+ * ends (release, complete, or the master's record of a crash), never when a
+ * message is delivered or claimed: a delivery twice hid, gave back or could
+ * not claim costs nothing, and no statement is added to the common path. A
+ * claim answers the runs so far; the job's run is attempts + 1. A lease that
+ * expired without its run being recorded (its worker hung, lost the database
+ * before it could say, or its whole host died with it) is taken over without
+ * counting that run: the queue's max_receives, not the count, ends a message
+ * whose runs never get recorded.
+ * completed is final until the janitor removes it: the key's job is done and
+ * attempts says how many runs it took. released, crashed and interrupted
+ * keys are free: the next claim takes them at once and keeps their count.
  *
  * One struct idem_store is one libpq connection: not thread-safe, so each
  * thread that needs the store has its own. Every operation on a batch is
@@ -42,15 +72,20 @@ int idem_connected(const struct idem_store *s);
 int idem_reconnect(struct idem_store *s, char *err, size_t errlen);
 
 /*
- * Create the table or migrate a classic two-column one in place, and its
- * indexes. Idempotent and safe when several processes run it at once
- * (advisory lock). Existing rows count as completed.
+ * Create the table or migrate a classic two-column one (or one of an older
+ * twice, whose state check knew only in_progress and completed) in place,
+ * and its indexes. Idempotent and safe when several processes run it at
+ * once (advisory lock). Existing classic rows count as completed.
  */
 int idem_migrate(struct idem_store *s, char *err, size_t errlen);
 
 enum idem_state {
-    IDEM_CLAIMED = 0, /* the key is ours now: run the job */
-    IDEM_TAKEN_OVER,  /* ours, after the previous holder's lease expired (it died or hung) */
+    IDEM_CLAIMED = 0, /* the key is ours now (new, or released): run the job */
+    IDEM_TAKEN_OVER,  /* ours, after the previous holder's lease expired unrecorded (it
+                         hung or lost the database): that run was not counted */
+    IDEM_CRASHED,     /* ours; the previous run crashed its worker (counted) */
+    IDEM_INTERRUPTED, /* ours; the previous run was cut short when its worker went away
+                         (another job's crash, or it stopped): not counted */
     IDEM_COMPLETED,   /* done before: a duplicate (compare the hashes for a conflict) */
     IDEM_BUSY         /* someone else holds a live lease, or is changing the row now */
 };
@@ -63,8 +98,8 @@ struct idem_claim {
     int lease_seconds;           /* in: lease length from now */
 
     enum idem_state state;           /* out */
-    int attempts;                    /* out: claims of this key since it was last free,
-                                        not counting those another job's crash cut short */
+    int attempts;                    /* out: the key's runs counted so far (not this one's;
+                                        BUSY: the holder's earlier runs) */
     double lease_left;               /* out, BUSY: seconds until the holder's lease ends
                                         (lease_seconds when it already has) */
     unsigned char stored_sha256[32]; /* out: the completed (or held) payload's hash */
@@ -77,18 +112,27 @@ int idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, 
                      size_t errlen);
 
 /*
- * Mark keys we hold as completed, in one round trip. done[i] (may be NULL)
- * is set to 1 when key i was ours and is now completed, 0 when we no longer
- * held it (the lease was lost: someone took it over).
+ * Mark keys we hold as completed, in one round trip, recording attempts[i]
+ * (the runs it took, this one included; attempts may be NULL: keep the
+ * count). done[i] (may be NULL) is set to 1 when key i was ours and is now
+ * completed, 0 when we no longer held it (the lease was lost: someone took
+ * it over).
  */
-int idem_complete_batch(struct idem_store *s, const char *const *keys, size_t n, int *done,
-                        char *err, size_t errlen);
+int idem_complete_batch(struct idem_store *s, const char *const *keys, const int *attempts,
+                        size_t n, int *done, char *err, size_t errlen);
 
-/* Delete our in_progress rows for keys (RETRY, REJECT, drain); one round
- * trip. A key that a running transactional handler locks is skipped (never
- * waited for): its lease lapses, or the master expires it (idem_expire_owner). */
-int idem_release_batch(struct idem_store *s, const char *const *keys, size_t n, char *err,
-                       size_t errlen);
+/*
+ * Let go of keys we hold (RETRY, dead letter, a job given back), in one
+ * round trip, recording attempts[i]: the key's runs counted so far (> 0:
+ * the row stays, released, with that count), 0 (forget the key: its row is
+ * deleted, as after a dead letter), or < 0 (keep the row's count; attempts
+ * may be NULL for all). A row left with no run counted is deleted. A key
+ * that a running transactional handler locks is skipped (never waited
+ * for): its lease lapses, or the master ends it (idem_expire_owner).
+ * released[i] (may be NULL) as done[] for idem_complete_batch.
+ */
+int idem_release_batch(struct idem_store *s, const char *const *keys, const int *attempts,
+                       size_t n, int *released, char *err, size_t errlen);
 
 /* Extend our leases to now + lease_seconds; extended[i] (may be NULL) as for
  * idem_complete_batch. One round trip. */
@@ -99,46 +143,62 @@ int idem_extend_batch(struct idem_store *s, const char *const *keys, size_t n, i
  * Transactional plugins. idem_tx_begin opens a transaction and locks the key's
  * row if it is still ours and in progress: returns 1 (locked, run the
  * handler with idem_pgconn), 0 (no longer ours: transaction ended), -1.
- * idem_tx_complete marks it completed and commits (0, or -1: not committed,
+ * idem_tx_complete marks it completed with attempts runs and commits (0, or -1: not committed,
  * or - if the connection dropped during COMMIT - outcome unknown; the error
  * says so). idem_tx_rollback rolls back (the claim stays in progress). The
  * plugin must not end the transaction or drop prepared statements itself.
  */
 int idem_tx_begin(struct idem_store *s, const char *key, char *err, size_t errlen);
-int idem_tx_complete(struct idem_store *s, const char *key, char *err, size_t errlen);
+int idem_tx_complete(struct idem_store *s, const char *key, int attempts, char *err,
+                     size_t errlen);
 int idem_tx_rollback(struct idem_store *s, char *err, size_t errlen);
 /* The PGconn * for a transactional plugin. Borrowed. */
 void *idem_pgconn(struct idem_store *s);
 
-/* Janitor: delete at most `limit` completed keys older than retention
- * seconds; *deleted gets the count (repeat while it equals limit). */
+/* Janitor: delete at most `limit` completed keys (idem_purge_completed) or
+ * free ones (released, crashed, interrupted: idem_purge_free) whose state
+ * last changed more than retention seconds ago; *deleted gets the count
+ * (repeat while it equals limit). */
 int idem_purge_completed(struct idem_store *s, int retention, int limit, long *deleted, char *err,
                          size_t errlen);
+int idem_purge_free(struct idem_store *s, int retention, int limit, long *deleted, char *err,
+                    size_t errlen);
+
+/* A job that crashed its worker: its message and the number of the run that
+ * crashed (> the key's count when a FIFO retry in place ran it again; <= 0:
+ * unknown, the count + 1). */
+struct idem_culprit {
+    const char *message_id;
+    int attempt;
+};
 
 /*
- * A worker process is gone: end the leases it held now (its claims are
- * taken over on the next delivery instead of waiting out the lease).
- * culprit (may be NULL: unknown) is the message whose job crashed the
- * process: only its attempt counts; the others were cut short through no
- * fault of their own, so their attempt is taken back (see idem_claim's
- * attempts). *expired gets the count. Uses the owner index.
+ * A worker process is gone: free the keys it held now (they are claimed on
+ * the next delivery instead of waiting out the lease). culprits[0..n) are
+ * the jobs that crashed it (none when it exited, or was stopped): their keys
+ * become crashed with their run counted; the others' runs were cut short
+ * through no fault of their own, so their keys become interrupted, not
+ * counted. *expired gets the count. Uses the owner index.
  */
-int idem_expire_owner(struct idem_store *s, const char *owner, const char *culprit, long *expired,
-                      char *err, size_t errlen);
+int idem_expire_owner(struct idem_store *s, const char *owner, const struct idem_culprit *culprits,
+                      size_t n, long *expired, char *err, size_t errlen);
 
 /* A row, for `twicectl key`. */
 struct idem_record {
     char *key;
-    char state[16]; /* "in_progress" or "completed" */
-    char *owner;    /* NULL when completed */
+    char state[16]; /* in_progress, released, crashed, interrupted or completed */
+    char *owner;    /* NULL unless in_progress */
     char *message_id;
     char sha256_hex[65]; /* "" when unknown */
-    int attempts;
-    time_t lease_until; /* 0 when none */
+    int attempts;        /* runs counted (while in_progress: before the current one) */
+    time_t lease_until;  /* 0 when none */
     time_t created_at;
     time_t processed_at;
 };
 void idem_record_clear(struct idem_record *r);
+
+/* Whether state is one of the states above (for `twicectl key list --state`). */
+int idem_state_name_ok(const char *state);
 
 /* 1 and *out when found, 0 when not, -1 on error. */
 int idem_key_show(struct idem_store *s, const char *key, struct idem_record *out, char *err,

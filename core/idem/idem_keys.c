@@ -16,6 +16,19 @@
     " coalesce(extract(epoch FROM lease_until)::bigint, 0),"                                      \
     " extract(epoch FROM created_at)::bigint, extract(epoch FROM processed_at)::bigint"
 
+int
+idem_state_name_ok(const char *state)
+{
+    static const char *const names[] = {"in_progress", "released", "crashed", "interrupted",
+                                        "completed"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strcmp(state, names[i]) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void
 idem_record_clear(struct idem_record *r)
 {
@@ -93,8 +106,10 @@ idem_key_list(struct idem_store *s, const char *prefix, const char *state, int l
 {
     *out = NULL;
     *n = 0;
-    if (state != NULL && strcmp(state, "in_progress") != 0 && strcmp(state, "completed") != 0) {
-        snprintf(err, errlen, "list keys: state \"%s\" is neither in_progress nor completed",
+    if (state != NULL && !idem_state_name_ok(state)) {
+        snprintf(err, errlen,
+                 "list keys: state \"%s\" is none of in_progress, released, crashed, "
+                 "interrupted, completed",
                  state);
         return -1;
     }

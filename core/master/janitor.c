@@ -20,7 +20,8 @@
 #include <string.h>
 #include <time.h>
 
-#define JANITOR_OWNERS 256 /* gone workers waiting for their leases to end */
+#define JANITOR_OWNERS   256 /* gone workers waiting for their leases to end */
+#define JANITOR_CULPRITS 64  /* jobs of one worker counted for its crash (SHM_JOBS) */
 
 struct janitor {
     pthread_t thread;
@@ -34,7 +35,8 @@ struct janitor {
     int batch;
     struct gone {
         char owner[160];
-        char culprit[128]; /* message id of the job that crashed it; "" unknown */
+        char *culprits; /* owned: the jobs that crashed it, one a line ("RUN MESSAGE-ID");
+                           NULL: none (it exited, or was stopped) */
     } owners[JANITOR_OWNERS];
     int nowners;
 
@@ -75,20 +77,27 @@ sweep(struct janitor *j)
     if (s == NULL) {
         return;
     }
-    do {
-        if (idem_purge_completed(s, j->retention, j->batch, &deleted, err, sizeof(err)) != 0) {
-            metrics_count(MET_PG_ERRORS, "janitor", NULL, NULL, 1);
-            log_warn("janitor: %s", err);
-            return;
+    /* Completed keys, then free ones (a retried or cut short job's count,
+     * whose message never came back). */
+    for (int free_keys = 0; free_keys <= 1; free_keys++) {
+        total = 0;
+        do {
+            if ((free_keys ? idem_purge_free : idem_purge_completed)(
+                    s, j->retention, j->batch, &deleted, err, sizeof(err)) != 0) {
+                metrics_count(MET_PG_ERRORS, "janitor", NULL, NULL, 1);
+                log_warn("janitor: %s", err);
+                return;
+            }
+            total += deleted;
+        } while (deleted == j->batch);
+        if (total > 0) {
+            log_info("janitor: deleted %ld %s keys older than %ds", total,
+                     free_keys ? "released, crashed or interrupted" : "completed", j->retention);
         }
-        total += deleted;
-    } while (deleted == j->batch);
-    if (total > 0) {
-        log_info("janitor: deleted %ld completed keys older than %ds", total, j->retention);
     }
 }
 
-/* End the leases of one gone worker. Returns 0, or -1 to try again later. */
+/* Free the keys of one gone worker. Returns 0, or -1 to try again later. */
 static int
 expire(struct janitor *j, const struct gone *g)
 {
@@ -98,21 +107,41 @@ expire(struct janitor *j, const struct gone *g)
     if (s == NULL) {
         return -1;
     }
-    if (idem_expire_owner(s, g->owner, g->culprit, &n, err, sizeof(err)) != 0) {
+    /* Split the culprits into the array idem_expire_owner takes. */
+    struct idem_culprit c[JANITOR_CULPRITS];
+    size_t nids = 0;
+    char *copy = g->culprits != NULL ? strdup(g->culprits) : NULL;
+    for (char *save = NULL, *line = copy != NULL ? strtok_r(copy, "\n", &save) : NULL;
+         line != NULL && nids < JANITOR_CULPRITS; line = strtok_r(NULL, "\n", &save)) {
+        char *id = strchr(line, ' ');
+        if (id != NULL) {
+            c[nids].attempt = atoi(line);
+            c[nids++].message_id = id + 1;
+        }
+    }
+    int rc = 0;
+    if (g->culprits != NULL && copy == NULL) {
+        log_warn("janitor: out of memory");
+        rc = -1;
+    } else if (idem_expire_owner(s, g->owner, c, nids, &n, err, sizeof(err)) != 0) {
         metrics_count(MET_PG_ERRORS, "expire", NULL, NULL, 1);
         log_warn("janitor: %s", err);
-        return -1;
-    }
-    if (n > 0 && g->culprit[0] != '\0') {
-        log_info("ended %ld leases of gone worker %s: their jobs are taken over on their next "
-                 "delivery; only message %s's attempt counts (it crashed the worker)",
-                 n, g->owner, g->culprit);
+        rc = -1;
+    } else if (n > 0 && nids == 1) {
+        log_info("freed %ld keys of gone worker %s: their jobs run on their next delivery; only "
+                 "the run of message %s counts (the worker crashed while running it)",
+                 n, g->owner, c[0].message_id);
+    } else if (n > 0 && nids > 1) {
+        log_info("freed %ld keys of gone worker %s: their jobs run on their next delivery; only "
+                 "the runs of the %zu messages then running count (%s, ...): the worker crashed",
+                 n, g->owner, nids, c[0].message_id);
     } else if (n > 0) {
-        log_info("ended %ld leases of gone worker %s: their jobs are taken over on their next "
-                 "delivery",
+        log_info("freed %ld keys of gone worker %s: their jobs run on their next delivery, "
+                 "their cut-short runs not counted",
                  n, g->owner);
     }
-    return 0;
+    free(copy);
+    return rc;
 }
 
 /* Work through the queued owners (the lock is dropped around each query).
@@ -131,6 +160,7 @@ expire_queued(struct janitor *j)
         if (rc != 0) {
             break; /* the database is down: the next round tries again */
         }
+        free(j->owners[0].culprits);
         memmove(&j->owners[0], &j->owners[1], (size_t) (j->nowners - 1) * sizeof(j->owners[0]));
         j->nowners--;
     }
@@ -168,20 +198,41 @@ janitor_main(void *arg)
     return NULL;
 }
 
+/* The culprits as one string, one "RUN MESSAGE-ID" a line (owned by the
+ * caller); NULL when there are none, or out of memory (then counted as
+ * none: logged). */
+static char *
+join_culprits(const struct idem_culprit *culprits, size_t n)
+{
+    struct buf b = BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        buf_printf(&b, "%s%d %s", i > 0 ? "\n" : "", culprits[i].attempt, culprits[i].message_id);
+    }
+    if (b.failed) {
+        log_warn("janitor: out of memory: the crash is not counted");
+        buf_free(&b);
+    }
+    return b.len > 0 ? buf_steal(&b) : NULL;
+}
+
 void
-janitor_expire_owner(struct janitor *j, const char *owner, const char *culprit)
+janitor_expire_owner(struct janitor *j, const char *owner, const struct idem_culprit *culprits,
+                     size_t n)
 {
     if (j == NULL) {
         return;
     }
+    char *joined = join_culprits(culprits, n);
     pthread_mutex_lock(&j->mu);
     if (j->nowners < JANITOR_OWNERS) {
         struct gone *g = &j->owners[j->nowners++];
         snprintf(g->owner, sizeof(g->owner), "%s", owner);
-        snprintf(g->culprit, sizeof(g->culprit), "%s", culprit != NULL ? culprit : "");
+        g->culprits = joined;
+        joined = NULL;
         pthread_cond_signal(&j->cv);
     }
     pthread_mutex_unlock(&j->mu);
+    free(joined);
 }
 
 struct janitor *
@@ -209,13 +260,24 @@ janitor_start(const char *dsn, const char *table, int retention, int interval, i
     return j;
 }
 
-/* Hand queued owners over to a successor (a reload's new janitor). */
+/* Hand queued owners over to a successor (a reload's new janitor), or drop
+ * them (none: the master is stopping). */
 static void
 hand_over(struct janitor *from, struct janitor *to)
 {
     pthread_mutex_lock(&from->mu);
     for (int i = 0; i < from->nowners; i++) {
-        janitor_expire_owner(to, from->owners[i].owner, from->owners[i].culprit);
+        struct gone *g = &from->owners[i];
+        if (to != NULL) {
+            pthread_mutex_lock(&to->mu);
+            if (to->nowners < JANITOR_OWNERS) {
+                to->owners[to->nowners++] = *g;
+                g->culprits = NULL;
+                pthread_cond_signal(&to->cv);
+            }
+            pthread_mutex_unlock(&to->mu);
+        }
+        free(g->culprits);
     }
     from->nowners = 0;
     pthread_mutex_unlock(&from->mu);
@@ -232,9 +294,7 @@ janitor_stop(struct janitor *j, struct janitor *successor)
     pthread_cond_signal(&j->cv);
     pthread_mutex_unlock(&j->mu);
     pthread_join(j->thread, NULL);
-    if (successor != NULL) {
-        hand_over(j, successor);
-    }
+    hand_over(j, successor);
     pthread_cond_destroy(&j->cv);
     pthread_mutex_destroy(&j->mu);
     buf_free_secret(j->dsn);

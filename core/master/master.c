@@ -294,18 +294,29 @@ describe_death(int slot, int status, char *out, size_t cap)
     }
 }
 
-/* The message whose job crashed the worker in slot, into out ("" when the
- * worker could not say: every job it held then counts an attempt). */
-static void
-crash_culprit(int slot, char *out, size_t cap)
+/* The jobs that crashed the worker in slot, their message ids pointing into
+ * the shared table (read before the slot is reset): the job whose thread
+ * faulted when the worker could say; else, when it died on its own (a signal
+ * or an exit code, not a drain or stop), every job it had inside handle().
+ * None when it exited cleanly or was stopped: its jobs were cut short, not at
+ * fault. Returns how many. */
+static size_t
+crash_culprits(int slot, int status, int stopped, struct idem_culprit out[SHM_JOBS])
 {
     struct shm_proc *p = &shm_region()->procs[slot];
     int crashed = __atomic_load_n(&p->crashed_job, __ATOMIC_ACQUIRE);
-    out[0] = '\0';
-    if (crashed >= 0 && crashed < SHM_JOBS &&
-        __atomic_load_n(&p->jobs[crashed].used, __ATOMIC_ACQUIRE) == 2) {
-        snprintf(out, cap, "%s", p->jobs[crashed].message_id);
+    int known = crashed >= 0 && crashed < SHM_JOBS &&
+                __atomic_load_n(&p->jobs[crashed].used, __ATOMIC_ACQUIRE) == 2;
+    int on_its_own = !(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !stopped;
+    size_t n = 0;
+    for (int i = 0; i < SHM_JOBS; i++) {
+        struct shm_job *j = &p->jobs[i];
+        int culprit = known ? i == crashed : on_its_own;
+        if (culprit && __atomic_load_n(&j->used, __ATOMIC_ACQUIRE) == 2) {
+            out[n++] = (struct idem_culprit){.message_id = j->message_id, .attempt = j->attempt};
+        }
     }
+    return n;
 }
 
 static void
@@ -370,10 +381,10 @@ reap(struct master *m)
             close(p->ctl);
         }
         char owner[CHILDARGS_OWNER_MAX];
-        char culprit[sizeof(((struct shm_job *) 0)->message_id)];
+        struct idem_culprit culprits[SHM_JOBS];
         childargs_owner(owner, sizeof(owner), pid, p->gen, m->instance);
-        crash_culprit(slot, culprit, sizeof(culprit));
-        janitor_expire_owner(m->janitor, owner, culprit);
+        size_t nculprits = crash_culprits(slot, status, p->draining || m->stopping, culprits);
+        janitor_expire_owner(m->janitor, owner, culprits, nculprits);
         metrics_forget_proc(slot);
         int was_ready = p->ready, draining = p->draining;
         struct proc dead = *p;

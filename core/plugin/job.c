@@ -28,7 +28,7 @@ job_new(struct wqueue *q, const struct config_queue *qc, struct sqs_message *m)
     j->qcfg = qc;
     j->msg = *m;
     memset(m, 0, sizeof(*m));
-    j->attempt = j->msg.receive_count > 0 ? j->msg.receive_count : 1;
+    j->receives = j->msg.receive_count > 0 ? j->msg.receive_count : 1;
     j->retry_after = -1;
     clock_gettime(CLOCK_MONOTONIC, &j->received_at);
     j->extended_at = j->received_at;

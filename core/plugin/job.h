@@ -49,7 +49,11 @@ struct twice_job {
 
     char *key;                /* owned: the idempotency key, NULL until derived */
     unsigned char sha256[32]; /* of the body: tells a conflict from a duplicate */
-    int attempt;              /* ApproximateReceiveCount */
+    int receives;             /* SQS's ApproximateReceiveCount (>= 1) */
+    int attempt;              /* this run's number: the key's runs + 1 once claimed, else 0;
+                                 FIFO retries in place count on (lifecycle.h) */
+    int counted;              /* RETRY/RETURN: the release records this run as an attempt */
+    int runs;                 /* DEADLETTER: the key's runs counted, for twice-attempts */
     int claimed;              /* we hold the key in the store */
     int key_completed;        /* the key is completed (by the acker or in the handler's tx) */
     int dlq_sent;             /* the dead letter was accepted by the DLQ */
@@ -63,6 +67,7 @@ struct twice_job {
     char reason[32]; /* DLQ reason code ("rejected", "max-attempts", ...) */
     int delay;       /* RETRY/HIDE: visibility seconds */
     int act_tries;   /* acknowledgement attempts so far */
+    int given_up;    /* acker: too many tries; left for redelivery, nothing more is done */
     int deferred;    /* acker: a step failed, try again in a later pass */
 
     json_t *scratch; /* owned: strings handed to the plugin (api->field...) */

@@ -54,7 +54,8 @@ copy_field(char *dst, size_t cap, const char *src)
 }
 
 int
-shm_job_begin(int proc_slot, const char *queue, const char *plugin, const char *message_id)
+shm_job_begin(int proc_slot, const char *queue, const char *plugin, const char *message_id,
+              int attempt)
 {
     if (region == NULL || proc_slot < 0 || proc_slot >= SHM_PROCS) {
         return -1;
@@ -67,6 +68,7 @@ shm_job_begin(int proc_slot, const char *queue, const char *plugin, const char *
             copy_field(p->jobs[i].queue, sizeof(p->jobs[i].queue), queue);
             copy_field(p->jobs[i].plugin, sizeof(p->jobs[i].plugin), plugin);
             copy_field(p->jobs[i].message_id, sizeof(p->jobs[i].message_id), message_id);
+            p->jobs[i].attempt = attempt;
             __atomic_store_n(&p->jobs[i].used, 2, __ATOMIC_RELEASE);
             thread_job = i;
             return i;

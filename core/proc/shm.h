@@ -17,7 +17,8 @@
 #define SHM_LABEL  96   /* bytes per label value, NUL included */
 
 struct shm_job {
-    int used; /* atomic */
+    int used;    /* atomic */
+    int attempt; /* the run's number (a FIFO retry in place counts on) */
     char queue[64];
     char plugin[64];
     char message_id[128];
@@ -82,10 +83,11 @@ int shm_attach(int fd);
 /* The mapped region, or NULL before create/attach (everything then no-ops). */
 struct shm_region *shm_region(void);
 
-/* Worker: note a job running on this thread (returns its index or -1 when
- * the table is full), and its end. The index is kept per thread so a fatal
- * signal handler can name the job (shm_mark_crash). */
-int shm_job_begin(int proc_slot, const char *queue, const char *plugin, const char *message_id);
+/* Worker: note a job running on this thread as run number attempt (returns
+ * its index or -1 when the table is full), and its end. The index is kept
+ * per thread so a fatal signal handler can name the job (shm_mark_crash). */
+int shm_job_begin(int proc_slot, const char *queue, const char *plugin, const char *message_id,
+                  int attempt);
 void shm_job_end(int proc_slot, int idx);
 /* Async-signal-safe: record that this thread's job crashed the process. */
 void shm_mark_crash(int proc_slot);

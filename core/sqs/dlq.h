@@ -1,13 +1,14 @@
 /*
  * dlq.h - building and sending a dead letter: the original body and user
  * attributes, plus twice's own attributes saying why:
- *   twice-reason             a code: rejected, max-attempts, worker-crashed,
- *                            invalid-json, missing-key-field, bad-key-field,
- *                            key-too-long, unknown-route, payload-conflict,
- *                            too-large
+ *   twice-reason             a code: rejected, max-attempts, max-receives,
+ *                            worker-crashed, invalid-json, missing-key-field,
+ *                            bad-key-field, key-too-long, unknown-route,
+ *                            payload-conflict, too-large
  *   twice-error              the detail (plugin error text, ...), if room
  *   twice-plugin             the plugin, "-" when none was routed
- *   twice-attempts           deliveries so far
+ *   twice-attempts           the handler runs counted for its key (0: it never
+ *                            ran), not its deliveries
  *   twice-source-message-id  the source message's id
  *   twice-source-queue       the source queue's URL (where redrive sends it)
  *   twice-key                the idempotency key, if derived and if room
@@ -39,10 +40,10 @@ struct dlq_letter {
 
 /* What a letter says about its message. */
 struct dlq_reason {
-    const char *reason; /* code */
-    const char *error;  /* detail, may be NULL */
-    const char *plugin; /* may be NULL */
-    int attempts;
+    const char *reason;    /* code */
+    const char *error;     /* detail, may be NULL */
+    const char *plugin;    /* may be NULL */
+    int attempts;          /* handler runs counted for the key (twice-attempts) */
     const char *queue_url; /* the source queue */
     const char *key;       /* may be NULL */
 };

@@ -10,8 +10,10 @@
  * A step that fails defers the job to a later pass; steps already done are
  * remembered on the job (dlq_sent, key_completed, claimed), so a retried
  * pass never sends a second dead letter. A message is deleted only after
- * its key is completed or its dead letter accepted. Between passes the
- * heartbeat (heartbeat.c) extends what is still in flight.
+ * its key is completed or its dead letter accepted. A job is counted once,
+ * for what happened: done when its key was completed (even if its message
+ * could not be deleted), a retry when it was released to run again. Between
+ * passes the heartbeat (heartbeat.c) extends what is still in flight.
  */
 #include "acker.h"
 
@@ -181,7 +183,7 @@ defer(struct acker *a, struct twice_job *j, const char *what, const char *why)
                 "%s failed %d times, giving up (the message will be redelivered after its "
                 "visibility timeout): %s",
                 what, j->act_tries, why);
-        j->action = JOB_ACT_NONE;
+        j->given_up = 1; /* what was done stays counted (count_finished) */
         return;
     }
     log_job(TWICE_LOG_DEBUG, &ctx, "%s failed, will retry: %s", what, why);
@@ -209,7 +211,7 @@ send_letter(struct sqs_client *c, const struct twice_job *j, struct sqs_error *e
         .reason = j->reason[0] != '\0' ? j->reason : "rejected",
         .error = j->error,
         .plugin = j->plugin != NULL ? j->plugin->name : NULL,
-        .attempts = j->attempt,
+        .attempts = j->runs,
         .queue_url = qc->url,
         .key = j->key,
     };
@@ -221,7 +223,7 @@ static void
 send_dead_letters(struct acker *a, struct twice_job *list)
 {
     for (struct twice_job *j = list; j != NULL; j = j->next) {
-        if (j->action != JOB_ACT_DEADLETTER || j->dlq_sent || j->deferred) {
+        if (j->action != JOB_ACT_DEADLETTER || j->dlq_sent || j->deferred || j->given_up) {
             continue;
         }
         struct sqs_error e;
@@ -248,46 +250,62 @@ send_dead_letters(struct acker *a, struct twice_job *list)
 static int
 needs_complete(const struct twice_job *j)
 {
-    return j->action == JOB_ACT_COMPLETE && j->claimed && !j->key_completed && !j->deferred;
+    return j->action == JOB_ACT_COMPLETE && j->claimed && !j->key_completed && !j->deferred &&
+           !j->given_up;
 }
 
 static int
 needs_release(const struct twice_job *j)
 {
-    if (!j->claimed || j->deferred) {
+    if (!j->claimed || j->deferred || j->given_up) {
         return 0;
     }
     return j->action == JOB_ACT_RETRY || j->action == JOB_ACT_RETURN ||
            (j->action == JOB_ACT_DEADLETTER && j->dlq_sent);
 }
 
+/* The runs a completion or release records for j (idem.h): this run when it
+ * counts, else the runs before it; none after a dead letter (the key is
+ * forgotten, so that a fixed or redriven message runs afresh). */
+static int
+runs_to_record(const struct twice_job *j)
+{
+    if (j->action == JOB_ACT_DEADLETTER) {
+        return 0;
+    }
+    return j->action == JOB_ACT_COMPLETE || j->counted ? j->attempt : j->attempt - 1;
+}
+
 static size_t
 collect_keys(struct twice_job *list, int (*want)(const struct twice_job *),
-             struct twice_job **jobs, const char **keys)
+             struct twice_job **jobs, const char **keys, int *runs)
 {
     size_t n = 0;
     for (struct twice_job *j = list; j != NULL && n < ACKER_BATCH; j = j->next) {
         if (want(j)) {
             jobs[n] = j;
             keys[n] = j->key;
+            runs[n] = runs_to_record(j);
             n++;
         }
     }
     return n;
 }
 
-/* 2. Complete the keys of DONE jobs, in one statement per ACKER_BATCH. */
+/* 2. Complete the keys of DONE jobs, in one statement per ACKER_BATCH. A key
+ * another worker took over is not ours to complete: its job is not counted
+ * done here, and its message is left to the key's new holder (lifecycle.c). */
 static void
 complete_keys(struct acker *a, struct twice_job *list)
 {
     struct twice_job *jobs[ACKER_BATCH];
     const char *keys[ACKER_BATCH];
-    int done[ACKER_BATCH];
+    int runs[ACKER_BATCH], done[ACKER_BATCH];
     char err[512] = "idempotency store unreachable";
     size_t n;
-    while ((n = collect_keys(list, needs_complete, jobs, keys)) > 0) {
+    while ((n = collect_keys(list, needs_complete, jobs, keys, runs)) > 0) {
         struct idem_store *s = acker_store(a);
-        if (s == NULL || idem_complete_batch(s, keys, n, done, err, sizeof(err)) != 0) {
+        if (s == NULL || idem_complete_batch(s, keys, runs, n, done, err, sizeof(err)) != 0) {
             metrics_count(MET_PG_ERRORS, "complete", NULL, NULL, 1);
             for (size_t i = 0; i < n; i++) {
                 defer(a, jobs[i], "completing the key", err);
@@ -295,13 +313,13 @@ complete_keys(struct acker *a, struct twice_job *list)
             continue;
         }
         for (size_t i = 0; i < n; i++) {
-            jobs[i]->key_completed = 1;
             jobs[i]->claimed = 0;
-            if (!done[i]) {
-                struct log_job ctx;
-                job_log_ctx(jobs[i], &ctx);
-                log_job(TWICE_LOG_WARN, &ctx,
-                        "lease lost before completion: another worker took the key over");
+            if (done[i]) {
+                jobs[i]->key_completed = 1;
+            } else {
+                struct lifecycle_verdict v;
+                lifecycle_on_failure(LIFECYCLE_COMPLETE_LOST, 0, NULL, &v);
+                verdict_apply(jobs[i], &v);
             }
         }
     }
@@ -313,11 +331,12 @@ release_keys(struct acker *a, struct twice_job *list)
 {
     struct twice_job *jobs[ACKER_BATCH];
     const char *keys[ACKER_BATCH];
+    int runs[ACKER_BATCH];
     char err[512] = "idempotency store unreachable";
     size_t n;
-    while ((n = collect_keys(list, needs_release, jobs, keys)) > 0) {
+    while ((n = collect_keys(list, needs_release, jobs, keys, runs)) > 0) {
         struct idem_store *s = acker_store(a);
-        if (s == NULL || idem_release_batch(s, keys, n, err, sizeof(err)) != 0) {
+        if (s == NULL || idem_release_batch(s, keys, runs, n, NULL, err, sizeof(err)) != 0) {
             metrics_count(MET_PG_ERRORS, "release", NULL, NULL, 1);
             time_t now = time(NULL);
             if (now - a->release_logged >= ACKER_REPORT_EVERY) {
@@ -338,7 +357,7 @@ release_keys(struct acker *a, struct twice_job *list)
 static int
 visibility_for(const struct twice_job *j)
 {
-    if (j->deferred) {
+    if (j->deferred || j->given_up) {
         return -2;
     }
     switch (j->action) {
@@ -437,7 +456,7 @@ settle_dups(struct acker *a, struct twice_job *j)
     j->dups = NULL;
     struct lifecycle_leader leader = {
         .key_completed = j->key_completed,
-        .action = j->action,
+        .action = j->given_up ? JOB_ACT_NONE : j->action,
         .delay = j->delay,
         .message_id = j->msg.message_id,
     };
@@ -458,7 +477,7 @@ settle_dups(struct acker *a, struct twice_job *j)
 static void
 count_finished(const struct twice_job *j)
 {
-    if (j->action == JOB_ACT_COMPLETE) {
+    if (j->key_completed) {
         if (log_enabled(TWICE_LOG_DEBUG)) {
             struct log_job ctx;
             struct timespec now;

@@ -106,7 +106,7 @@ run_transactional(struct handler *h, struct twice_job *j)
     twice_status st = hostapi_handle(j->plugin, j);
     j->db = NULL;
     if (st == TWICE_DONE) {
-        if (idem_tx_complete(s, j->key, err, sizeof(err)) == 0) {
+        if (idem_tx_complete(s, j->key, j->attempt, err, sizeof(err)) == 0) {
             j->key_completed = 1;
             j->claimed = 0;
         } else if (!idem_connected(s)) {
@@ -138,7 +138,8 @@ run_job(struct handler *h, struct twice_job *j)
     q->running++;
     pthread_mutex_unlock(&q->mu);
     metrics_gauge_add(MET_INFLIGHT, q->cfg->name, j->plugin->name, 1);
-    int shm_idx = shm_job_begin(q->w->slot, q->cfg->name, j->plugin->name, j->msg.message_id);
+    int shm_idx =
+        shm_job_begin(q->w->slot, q->cfg->name, j->plugin->name, j->msg.message_id, j->attempt);
 
     int again = j->plugin->transactional ? run_transactional(h, j)
                                          : decide(j, hostapi_handle(j->plugin, j));

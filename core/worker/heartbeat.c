@@ -171,7 +171,10 @@ give_back_queue(struct heartbeat *hb, struct wqueue *q, struct twice_job **jobs,
     }
     size_t k = claimed_keys(now_, nn, keys);
     struct idem_store *s = hb->store(hb->store_arg);
-    if (k > 0 && (s == NULL || idem_release_batch(s, keys, k, err, sizeof(err)) != 0)) {
+    /* Their runs are cut short by the drain: not counted (the rows keep the
+     * count they had when claimed). */
+    if (k > 0 &&
+        (s == NULL || idem_release_batch(s, keys, NULL, k, NULL, err, sizeof(err)) != 0)) {
         log_warn("queue %s: drain deadline: releasing %zu keys failed (their leases "
                  "will be ended when this worker has gone)",
                  q->cfg->name, k);

@@ -47,6 +47,9 @@ verdict_init(struct lifecycle_verdict *v)
     v->in_place = 0;
     v->reason = NULL;
     text_clear(&v->detail);
+    v->runs = 0;
+    v->attempt = 0;
+    v->counted = 0;
     v->has_log = 0;
     v->log_level = TWICE_LOG_INFO;
     text_clear(&v->log);
@@ -63,12 +66,14 @@ say(struct lifecycle_verdict *v, twice_log_level level)
     return &v->log;
 }
 
-/* Dead-letter with reason; the detail's parts are then filled by the caller. */
+/* Dead-letter with reason, reporting runs; the detail's parts are then filled
+ * by the caller. */
 static struct lifecycle_text *
-dead_letter(struct lifecycle_verdict *v, const char *reason)
+dead_letter(struct lifecycle_verdict *v, const char *reason, int runs)
 {
     v->action = JOB_ACT_DEADLETTER;
     v->reason = reason;
+    v->runs = runs;
     return &v->detail;
 }
 
@@ -78,27 +83,52 @@ clamp_delay(long long s, int min)
     return s < min ? min : s > LIFECYCLE_MAX_DELAY ? LIFECYCLE_MAX_DELAY : (int) s;
 }
 
-/* Claimed, or taken over from a holder whose lease expired. A take-over with at
- * most one attempt counted is a bystander of another job's crash (its earlier
- * runs were taken back by idem_expire_owner): its receives do not count. */
+/* The warning of a claim that takes over an unfinished run, NULL for none. */
+static const char *
+take_over_warning(enum idem_state state)
+{
+    switch (state) {
+    case IDEM_CRASHED:
+        return "taking over: the previous run crashed its worker (counted against this job)";
+    case IDEM_INTERRUPTED:
+        return "taking over: the previous run was cut short when its worker went away (another "
+               "job crashed it, or it stopped); not counted against this job";
+    case IDEM_TAKEN_OVER:
+        return "taking over: the previous holder's lease expired before it recorded its run (its "
+               "worker hung or lost the database); that run is not counted";
+    default:
+        return NULL;
+    }
+}
+
+/* The key is ours (claimed, or taken over from a run that did not end): run
+ * it as attempt runs + 1, unless its attempts are spent, or the message has
+ * been received too often without finishing (the backstop: runs that were
+ * never recorded, a count the janitor removed). */
 static void
 on_claimed(const struct lifecycle_queue *q, const struct lifecycle_claim *c,
            struct lifecycle_verdict *v)
 {
-    int crashed = c->state == IDEM_TAKEN_OVER;
-    int spared = crashed && c->attempts <= 1;
-    if (c->receives > q->max_attempts && !spared) {
-        struct lifecycle_text *d = dead_letter(v, crashed ? "worker-crashed" : "max-attempts");
-        part(d->before, sizeof(d->before), "received %d times (max_attempts %d)%s", c->receives,
-             q->max_attempts,
-             crashed ? "; the last attempt's worker died or hung while running it" : "");
-    } else if (spared) {
-        say(v, TWICE_LOG_WARN)->arg = "taking over: the previous attempt was cut short when "
-                                      "another job crashed its worker (not counted against "
-                                      "this one)";
-    } else if (crashed) {
-        say(v, TWICE_LOG_WARN)->arg = "taking over: the previous attempt's lease expired (its "
-                                      "worker died or hung, or could not release the key)";
+    if (c->attempts >= q->max_attempts && c->state == IDEM_CRASHED) {
+        part(dead_letter(v, "worker-crashed", c->attempts)->before, LIFECYCLE_TEXT_MAX,
+             "%d attempts, the last one crashed its worker (max_attempts %d)", c->attempts,
+             q->max_attempts);
+    } else if (c->attempts >= q->max_attempts) {
+        part(dead_letter(v, "max-attempts", c->attempts)->before, LIFECYCLE_TEXT_MAX,
+             "%d attempts already (max_attempts %d)", c->attempts, q->max_attempts);
+    } else if (c->receives > q->max_receives) {
+        part(dead_letter(v, "max-receives", c->attempts)->before, LIFECYCLE_TEXT_MAX,
+             "received %d times (max_receives %d) without finishing (attempts counted: %d)%s",
+             c->receives, q->max_receives, c->attempts,
+             c->state == IDEM_TAKEN_OVER ? "; the last holder's lease expired before it "
+                                           "recorded its run"
+                                         : "");
+    } else {
+        v->attempt = c->attempts + 1;
+        const char *warning = take_over_warning(c->state);
+        if (warning != NULL) {
+            say(v, TWICE_LOG_WARN)->arg = warning;
+        }
     }
 }
 
@@ -115,7 +145,7 @@ on_completed(const struct lifecycle_queue *q, const struct lifecycle_claim *c,
              "payload conflict: key completed by message %s with a different payload; %s",
              c->stored_message_id, q->reject_conflicts ? "rejecting to the DLQ" : "skipping");
         if (q->reject_conflicts) {
-            struct lifecycle_text *d = dead_letter(v, "payload-conflict");
+            struct lifecycle_text *d = dead_letter(v, "payload-conflict", 0);
             part(d->before, sizeof(d->before), "key ");
             d->arg = c->key;
             part(d->after, sizeof(d->after),
@@ -131,24 +161,42 @@ on_completed(const struct lifecycle_queue *q, const struct lifecycle_claim *c,
     v->action = JOB_ACT_DELETE;
 }
 
-/* Someone else holds a live lease: hide the message until just past its end.
- * Huge, negative or NaN leases stay inside 1..LIFECYCLE_MAX_DELAY. */
-static void
-on_busy(const struct lifecycle_claim *c, struct lifecycle_verdict *v)
+/* The hide of a duplicate that meets a live lease: 2^(receives-1) seconds,
+ * never past the lease's end + LIFECYCLE_BUSY_MARGIN; huge, negative or NaN
+ * leases stay inside 1..LIFECYCLE_MAX_DELAY. */
+static int
+busy_delay(const struct lifecycle_claim *c)
 {
     double left = c->lease_left;
-    long long wait = 0; /* NaN and far past: as short as allowed */
+    long long cap = 0; /* NaN and far past: as short as allowed */
     if (left >= LIFECYCLE_MAX_DELAY) {
-        wait = LIFECYCLE_MAX_DELAY;
+        cap = LIFECYCLE_MAX_DELAY;
     } else if (left > -LIFECYCLE_MAX_DELAY) {
-        wait = (long long) left + LIFECYCLE_BUSY_MARGIN;
+        cap = (long long) left + LIFECYCLE_BUSY_MARGIN;
+    }
+    long long grow = c->receives <= 1 ? 1 : c->receives > 17 ? 65536 : 1LL << (c->receives - 1);
+    return clamp_delay(grow < cap ? grow : cap, 1);
+}
+
+/* Someone else holds a live lease: hide the message for a short, growing
+ * delay, so that it comes back soon after the holder ends; a message that
+ * has met it too often goes to the DLQ (the key may never be free). */
+static void
+on_busy(const struct lifecycle_queue *q, const struct lifecycle_claim *c,
+        struct lifecycle_verdict *v)
+{
+    const char *holder = c->stored_message_id[0] ? c->stored_message_id : "?";
+    if (c->receives > q->max_receives) {
+        part(dead_letter(v, "max-receives", 0)->before, LIFECYCLE_TEXT_MAX,
+             "received %d times (max_receives %d) while its key stayed held by message %s",
+             c->receives, q->max_receives, holder);
+        return;
     }
     v->action = JOB_ACT_HIDE;
-    v->delay = clamp_delay(wait, 1);
+    v->delay = busy_delay(c);
     v->duplicate = "lease";
-    struct lifecycle_text *l = say(v, TWICE_LOG_INFO);
-    part(l->before, sizeof(l->before), "key held by a live lease (message %s): hidden for %ds",
-         c->stored_message_id[0] ? c->stored_message_id : "?", v->delay);
+    part(say(v, TWICE_LOG_INFO)->before, LIFECYCLE_TEXT_MAX,
+         "key held by a live lease (message %s): hidden for %ds", holder, v->delay);
 }
 
 enum job_action
@@ -159,14 +207,33 @@ lifecycle_on_claim(const struct lifecycle_queue *q, const struct lifecycle_claim
     switch (c->state) {
     case IDEM_CLAIMED:
     case IDEM_TAKEN_OVER:
+    case IDEM_CRASHED:
+    case IDEM_INTERRUPTED:
         on_claimed(q, c, out);
         break;
     case IDEM_COMPLETED:
         on_completed(q, c, out);
         break;
     case IDEM_BUSY:
-        on_busy(c, out);
+        on_busy(q, c, out);
         break;
+    }
+    return out->action;
+}
+
+enum job_action
+lifecycle_on_claim_failed(const struct lifecycle_queue *q, int receives, const char *error,
+                          struct lifecycle_verdict *out)
+{
+    verdict_init(out);
+    if (receives > q->max_receives) {
+        struct lifecycle_text *d = dead_letter(out, "max-receives", 0);
+        part(d->before, sizeof(d->before),
+             "received %d times (max_receives %d) and its claim failed: ", receives,
+             q->max_receives);
+        d->arg = error != NULL ? error : "";
+    } else {
+        out->action = JOB_ACT_RETURN;
     }
     return out->action;
 }
@@ -193,14 +260,16 @@ lifecycle_on_handled(const struct lifecycle_queue *q, const struct lifecycle_run
     if (r->status == TWICE_DONE) {
         out->action = JOB_ACT_COMPLETE;
     } else if (r->status == TWICE_REJECT) {
-        dead_letter(out, "rejected")->arg = r->error != NULL ? r->error : "rejected by the plugin";
+        dead_letter(out, "rejected", r->attempt)->arg =
+            r->error != NULL ? r->error : "rejected by the plugin";
     } else if (r->attempt >= q->max_attempts) {
-        struct lifecycle_text *d = dead_letter(out, "max-attempts");
+        struct lifecycle_text *d = dead_letter(out, "max-attempts", r->attempt);
         part(d->before, sizeof(d->before), "attempt %d of %d failed: ", r->attempt,
              q->max_attempts);
         d->arg = why;
     } else {
         out->action = JOB_ACT_RETRY;
+        out->counted = 1;
         out->delay = retry_delay(q, r);
         out->in_place = q->fifo;
         uint64_t ceiling =
@@ -239,7 +308,6 @@ lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
     verdict_init(out);
     out->action = JOB_ACT_RETURN;
     switch (f) {
-    case LIFECYCLE_CLAIM_FAILED:
     case LIFECYCLE_GROUP_BLOCKED:
     case LIFECYCLE_DRAINING:
     case LIFECYCLE_DRAIN_DEADLINE:
@@ -252,6 +320,11 @@ lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
         say(out, TWICE_LOG_WARN)->arg = "lease lost before the handler started; leaving the "
                                         "message to its new holder";
         break;
+    case LIFECYCLE_COMPLETE_LOST:
+        out->action = JOB_ACT_NONE;
+        say(out, TWICE_LOG_WARN)->arg = "lease lost before completion: another worker took the "
+                                        "key over; leaving the message to it";
+        break;
     case LIFECYCLE_COMMIT_LOST: {
         out->delay = LIFECYCLE_STORE_DELAY;
         struct lifecycle_text *t = say(out, TWICE_LOG_WARN);
@@ -262,6 +335,7 @@ lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
     }
     case LIFECYCLE_DRAIN_IN_BACKOFF:
         out->delay = clamp_delay(wait_left, 0);
+        out->counted = 1; /* the run before the wait */
         break;
     case LIFECYCLE_DRAIN_DEADLINE_TX:
         out->delay = LIFECYCLE_TX_DEADLINE;

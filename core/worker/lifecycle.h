@@ -5,48 +5,72 @@
  * handler.c, acker.c, heartbeat.c) do the logging, counting and side effects
  * (verdict.c applies a verdict to a job).
  *
- * The policy, in words ("max" is the queue's max_attempts, "receives" SQS's
- * ApproximateReceiveCount, "attempts" the key's claims counted in the store):
+ * The policy, in words ("max" is the queue's max_attempts, "max receives" its
+ * max_receives, "receives" SQS's ApproximateReceiveCount, "runs" the handler runs
+ * counted with the key in the store). An attempt is a run of the handler: a
+ * delivery that twice hid, gave back or could not claim is no attempt. Receives
+ * are only a backstop (max receives, higher) for a message that never finishes.
  *
- * After the claim (lifecycle_on_claim):
- *   claimed                      run the handler; but past max receives, dead-letter
- *                                "max-attempts" ("received R times (max_attempts M)")
- *   taken over (the holder's     attempts <= 1 (every earlier run was cut short by
- *   lease expired)                 another job crashing the worker): spared, run it
- *                                  whatever the receive count, with a warning;
- *                                otherwise run it with a warning, but past max receives
- *                                  dead-letter "worker-crashed" (the culprit)
+ * After the claim (lifecycle_on_claim); the job would run as attempt runs + 1:
+ *   claimed (a new key, or one     run it; but runs >= max (max lowered since), dead-
+ *   released after a retry)          letter "max-attempts" ("R attempts already
+ *                                    (max_attempts M)")
+ *   crashed (its last run crashed  runs >= max: dead-letter "worker-crashed" ("R attempts,
+ *   its worker; that run counted)    the last one crashed its worker (max_attempts M)");
+ *                                    else run it with a warning
+ *   interrupted (its worker went   run it with a warning (that run is not counted against
+ *   away mid-run: another job's      it); runs >= max as for claimed
+ *   crash, or a stop)
+ *   taken over (a lease expired    run it with a warning (that run is not counted);
+ *   unrecorded: its worker hung,     runs >= max as for claimed
+ *   lost the database, or its
+ *   host died)
+ *   any of these four, received    the backstop, unless runs >= max said otherwise:
+ *     more than max receives         dead-letter "max-receives" ("received N times
+ *                                    (max_receives X) without finishing (attempts
+ *                                    counted: R)"): runs that were never recorded (a host
+ *                                    that keeps dying), a count the janitor removed
  *   completed, same payload      a duplicate: delete it (also when the stored payload
  *   (or unknown: migrated row)     is unknown); never dead-lettered for its receives
  *   completed, other payload     a conflict: delete it (on_conflict skip) or
  *                                  dead-letter "payload-conflict" (on_conflict reject)
- *   busy (a live lease)          hide it until the lease ends: lease left + 2 s,
- *                                  clamped to 1..43200
+ *   busy (a live lease)          past max receives, dead-letter "max-receives"; else hide
+ *                                  it for 2^(receives-1) s (1 s on the first delivery,
+ *                                  doubling with each), never past the lease's end + 2 s,
+ *                                  clamped to 1..43200: a duplicate of a job that ends
+ *                                  soon is looked at again soon, and one behind a long job
+ *                                  costs a receive per lease at most
+ * A claim that failed (lifecycle_on_claim_failed) gives the message back at once
+ * (not counted); past max receives it is dead-lettered "max-receives" with the error.
  *
  * After the handler (lifecycle_on_handled), with attempt the run's number:
  *   DONE                         complete the key, delete the message
  *   REJECT                       dead-letter "rejected" (the plugin's error, else
  *                                  "rejected by the plugin")
  *   RETRY, attempt >= max        dead-letter "max-attempts" ("attempt A of M failed: ...")
- *   RETRY, attempt < max         release the key and wait: the plugin's retry_after
- *                                  (0..43200), else full-jitter backoff between 0 and
- *                                  min(backoff_cap, backoff_base * 2^(attempt-1)),
- *                                  clamped to 1..43200. Standard queues hide the message
- *                                  for that long; FIFO queues retry in place (the handler
- *                                  waits, then runs it again as attempt + 1, its group
- *                                  waiting behind it)
+ *   RETRY, attempt < max         release the key with the run counted and wait: the
+ *                                  plugin's retry_after (0..43200), else full jitter: a
+ *                                  whole number of seconds drawn uniformly from 0 to
+ *                                  min(backoff_cap, backoff_base * 2^(attempt-1)), then
+ *                                  raised to at least 1 s, at most 43200. Standard queues
+ *                                  hide the message for that long; FIFO queues retry in
+ *                                  place (the handler waits, then runs it again as attempt
+ *                                  + 1, its group waiting behind it)
  *   (any other status counts as RETRY)
+ * A dead letter forgets the key (the release deletes its row): a fixed or redriven
+ * message runs again from attempt 1.
  *
  * A duplicate within one batch follows its leader (lifecycle_on_leader): deleted
  * when the leader's key was completed, else hidden for the leader's delay when the
  * leader was retried or hidden, or 0 (visible again) otherwise.
  *
  * Failures that are not the job's fault (lifecycle_on_failure) give the message back
- * (JOB_ACT_RETURN) without counting against it: claim failed 0 s, FIFO group blocked
- * 0 s, transaction could not begin 5 s, store lost at commit 5 s, draining 0 s, drain
- * during a FIFO retry's wait the wait left, drain deadline 0 s (3 s for a transactional
- * job, so that the master ends its lease first). A lease lost before a transactional
- * handler started leaves the message alone for its new holder.
+ * (JOB_ACT_RETURN) without counting its run: FIFO group blocked 0 s, transaction could
+ * not begin 5 s, store lost at commit 5 s, draining 0 s, drain deadline 0 s (3 s for a
+ * transactional job, so that the master ends its lease first); a drain during a FIFO
+ * retry's wait gives it back for the wait left, its last run counted. A lease lost
+ * before a transactional handler started, or before a completion (another worker took
+ * the key over), leaves the message alone for the key's new holder.
  */
 #ifndef TWICE_LIFECYCLE_H
 #define TWICE_LIFECYCLE_H
@@ -67,6 +91,7 @@
 /* A queue's policy, from its configuration (set once per queue, process.c). */
 struct lifecycle_queue {
     int max_attempts;     /* runs before the DLQ */
+    int max_receives;     /* receives of a message that cannot run before the DLQ */
     int backoff_base;     /* RETRY backoff, seconds */
     int backoff_cap;      /* seconds */
     int fifo;             /* retries happen in place, in order */
@@ -89,6 +114,9 @@ struct lifecycle_verdict {
     int in_place;                 /* RETRY: the handler waits delay and runs it again (FIFO) */
     const char *reason;           /* DEADLETTER: the DLQ reason code, static; else NULL */
     struct lifecycle_text detail; /* DEADLETTER: the detail sent with it */
+    int runs;                     /* DEADLETTER: the key's runs counted (twice-attempts) */
+    int attempt;                  /* claim, NONE: the run's number (runs + 1); else 0 */
+    int counted;                  /* RETRY, RETURN: the release records this run as an attempt */
     int has_log;                  /* log is a line to log with the job's context */
     twice_log_level log_level;
     struct lifecycle_text log;
@@ -99,9 +127,7 @@ struct lifecycle_verdict {
 /* What the store answered for a key, and what is known of the delivery. */
 struct lifecycle_claim {
     enum idem_state state;
-    /* The row's claims since the key was last free, not counting those another
-     * job's crash cut short (idem_claim.attempts). */
-    int attempts;
+    int attempts;      /* the key's runs counted so far (idem_claim.attempts) */
     int receives;      /* this delivery's ApproximateReceiveCount (>= 1) */
     double lease_left; /* BUSY: seconds left on the holder's lease */
     const char *key;
@@ -131,10 +157,10 @@ struct lifecycle_leader {
 
 /* Failures that are not the job's fault. */
 enum lifecycle_failure {
-    LIFECYCLE_CLAIM_FAILED,     /* the batch's claim did not reach the store */
     LIFECYCLE_GROUP_BLOCKED,    /* FIFO: an earlier job of its group cannot run now */
     LIFECYCLE_TX_BEGIN_FAILED,  /* the handler's transaction could not begin */
     LIFECYCLE_LEASE_LOST,       /* the lease ended before the handler started */
+    LIFECYCLE_COMPLETE_LOST,    /* DONE, but the lease was lost before the completion */
     LIFECYCLE_COMMIT_LOST,      /* the store went away at commit (error: why) */
     LIFECYCLE_DRAINING,         /* the worker drains: not started */
     LIFECYCLE_DRAIN_IN_BACKOFF, /* the drain began during a FIFO retry's wait */
@@ -146,6 +172,10 @@ enum lifecycle_failure {
  * the inputs (or are static): keep the inputs alive while *out is used. */
 enum job_action lifecycle_on_claim(const struct lifecycle_queue *q,
                                    const struct lifecycle_claim *c, struct lifecycle_verdict *out);
+/* The batch's claim did not reach the store (error: why, may be NULL);
+ * receives: the message's ApproximateReceiveCount. */
+enum job_action lifecycle_on_claim_failed(const struct lifecycle_queue *q, int receives,
+                                          const char *error, struct lifecycle_verdict *out);
 enum job_action lifecycle_on_handled(const struct lifecycle_queue *q,
                                      const struct lifecycle_run *r, struct lifecycle_verdict *out);
 enum job_action lifecycle_on_leader(const struct lifecycle_leader *l,

@@ -111,6 +111,7 @@ setup_queue(struct worker *w, struct wqueue *q, const struct config_queue *qc, c
     q->cfg = qc;
     q->policy = (struct lifecycle_queue){
         .max_attempts = qc->max_attempts,
+        .max_receives = qc->max_receives,
         .backoff_base = qc->backoff_base,
         .backoff_cap = qc->backoff_cap,
         .fifo = qc->fifo,

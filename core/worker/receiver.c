@@ -41,6 +41,7 @@ struct receiver {
     char recv_error[128]; /* the code of the last failure: a new one is logged */
     time_t recv_failing_since;
     int store_failures; /* consecutive failed connection attempts */
+    int claim_failures; /* consecutive failed claims (with the store connected) */
 };
 
 /* The queue is healthy (for /readyz): its last receive succeeded and it
@@ -166,7 +167,7 @@ on_claim(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
     struct lifecycle_claim in = {
         .state = c->state,
         .attempts = c->attempts,
-        .receives = j->attempt,
+        .receives = j->receives,
         .lease_left = c->lease_left,
         .key = j->key,
         .sha256 = j->sha256,
@@ -174,7 +175,7 @@ on_claim(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
         .stored_message_id = c->stored_message_id,
     };
     struct lifecycle_verdict v;
-    j->claimed = c->state == IDEM_CLAIMED || c->state == IDEM_TAKEN_OVER;
+    j->claimed = c->state != IDEM_COMPLETED && c->state != IDEM_BUSY; /* the key is ours */
     lifecycle_on_claim(&q->policy, &in, &v);
     verdict_apply(j, &v);
 }
@@ -208,8 +209,9 @@ split_dups(struct wqueue *q, struct twice_job **jobs, size_t n, struct twice_job
     return nl;
 }
 
-/* One round trip for the batch's keys. A failure gives every job back. */
-static void
+/* One round trip for the batch's keys. A failure gives every job back (or
+ * dead-letters those received too often: lifecycle.c); returns -1 then. */
+static int
 claim(struct receiver *r, struct twice_job **jobs, size_t n)
 {
     struct wqueue *q = r->q;
@@ -217,7 +219,7 @@ claim(struct receiver *r, struct twice_job **jobs, size_t n)
     struct idem_claim claims[RECV_MAX];
     size_t nl = split_dups(q, jobs, n, leaders);
     if (nl == 0) {
-        return;
+        return 0;
     }
     int lease = q->cfg->visibility_timeout + q->w->cfg->idempotency.lease_margin;
     memset(claims, 0, sizeof(claims));
@@ -232,16 +234,17 @@ claim(struct receiver *r, struct twice_job **jobs, size_t n)
         metrics_count(MET_PG_ERRORS, "claim", NULL, NULL, 1);
         log_error("queue %s: claiming %zu keys failed, giving the messages back: %s", q->cfg->name,
                   nl, err);
-        struct lifecycle_verdict v;
-        lifecycle_on_failure(LIFECYCLE_CLAIM_FAILED, 0, NULL, &v);
         for (size_t i = 0; i < nl; i++) {
+            struct lifecycle_verdict v;
+            lifecycle_on_claim_failed(&q->policy, leaders[i]->receives, err, &v);
             verdict_apply(leaders[i], &v);
         }
-        return;
+        return -1;
     }
     for (size_t i = 0; i < nl; i++) {
         on_claim(q, leaders[i], &claims[i]);
     }
+    return 0;
 }
 
 /* FIFO: jobs of one group run one at a time, in order, as a chain; once a
@@ -306,7 +309,8 @@ dispatch(struct wqueue *q, struct twice_job **jobs, size_t n)
     }
 }
 
-static void
+/* Returns -1 when the batch's claim failed. */
+static int
 process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
 {
     struct wqueue *q = r->q;
@@ -326,7 +330,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
         jobs[nj++] = j;
     }
     metrics_count(MET_RECEIVED, q->cfg->name, NULL, NULL, n);
-    claim(r, jobs, nj);
+    int rc = claim(r, jobs, nj);
     /* Dups travel with their leader from here on. */
     size_t keep = 0;
     for (size_t i = 0; i < nj; i++) {
@@ -335,6 +339,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
         }
     }
     dispatch(q, jobs, keep);
+    return rc;
 }
 
 /* Keep the store connected; 1 when usable. Outages are logged once. */
@@ -430,10 +435,15 @@ receive_once(struct receiver *r)
         r->recv_error[0] = '\0';
     }
     mark_healthy(r);
-    if (got > 0) {
-        process_batch(r, msgs, got);
-    }
+    int claimed = got > 0 ? process_batch(r, msgs, got) : 0;
     free(msgs);
+    /* A store that refuses claims while connected (a missing grant, a lock
+     * timeout) is not hammered: each try costs every message of the batch a
+     * receive. A lost connection is store_ok's to wait for (and to log). */
+    r->claim_failures = claimed == 0 ? 0 : r->claim_failures + 1;
+    if (r->claim_failures > 0 && idem_connected(r->store)) {
+        nap(q->w, backoff_delay(500, 15000, r->claim_failures));
+    }
 }
 
 static void *

@@ -15,6 +15,9 @@ verdict_apply(struct twice_job *j, const struct lifecycle_verdict *v)
 {
     const char *queue = j->qcfg->name;
     const char *plugin = j->plugin != NULL ? j->plugin->name : "";
+    if (v->attempt > 0) {
+        j->attempt = v->attempt; /* before the log line, which names it */
+    }
     if (v->conflict) {
         metrics_count(MET_CONFLICTS, queue, plugin, NULL, 1);
     }
@@ -24,7 +27,9 @@ verdict_apply(struct twice_job *j, const struct lifecycle_verdict *v)
     if (v->duplicate != NULL) {
         metrics_count(MET_DUPLICATES, queue, plugin, v->duplicate, 1);
     }
+    j->counted = v->counted;
     if (v->action == JOB_ACT_DEADLETTER) {
+        j->runs = v->runs;
         job_deadletter(j, v->reason, "%s%s%s", v->detail.before, v->detail.arg, v->detail.after);
     } else {
         j->action = v->action;

@@ -27,13 +27,15 @@ class FaultProxy:
     """Listen on 127.0.0.1:<port>, forward to target_host:target_port.
 
     modes: "pass" (forward), "refuse" (the listening socket is closed: connect
-    fails), "status" (answer with self.status, self.body and self.headers).
+    fails), "status" (answer with self.status, self.body and self.headers; only
+    the requests of self.only, an SQS action, when it is set: the others pass).
     """
 
     def __init__(self, target_host, target_port):
         self.target = (target_host, target_port)
         self.mode = "pass"
         self.status, self.body, self.headers = 500, b"", {}
+        self.only = None
         self.seen = {"pass": 0, "status": 0}
         self.lock = threading.Lock()
         self.port = None
@@ -57,8 +59,12 @@ class FaultProxy:
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
+                target = self.headers.get("X-Amz-Target", "")
                 with proxy.lock:
                     mode = proxy.mode
+                    if mode == "status" and proxy.only and \
+                            not target.endswith("." + proxy.only):
+                        mode = "pass"
                     if mode in proxy.seen:
                         proxy.seen[mode] += 1
                 if mode == "refuse":  # a connection opened before refuse(): cut it
@@ -120,8 +126,9 @@ class FaultProxy:
             self._server.server_close()
             self._server = None
 
-    def answer(self, status, code, message="injected by the test", query_code=None):
-        """Answer every request with an SQS-style JSON error."""
+    def answer(self, status, code, message="injected by the test", query_code=None, only=None):
+        """Answer every request (of the action `only`, when given) with an SQS-style
+        JSON error."""
         if self._server is None:
             self.start()
         body = ('{"__type":"com.amazonaws.sqs#%s","message":"%s"}' % (code, message)).encode()
@@ -130,6 +137,7 @@ class FaultProxy:
             headers["x-amzn-query-error"] = query_code
         with self.lock:
             self.status, self.body, self.headers = status, body, headers
+            self.only = only
             self.mode = "status"
 
     def passthrough(self):

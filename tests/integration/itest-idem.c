@@ -153,12 +153,52 @@ claim1(struct idem_store *s, const char *key, const char *msg, int sha_seed, int
     return c;
 }
 
+/* Complete one key with runs attempts; 1 when it was ours. */
+static int
+complete_runs(struct idem_store *s, const char *key, int runs)
+{
+    int done = -1;
+    CHECK_INT(idem_complete_batch(s, &key, &runs, 1, &done, err, sizeof(err)), 0);
+    return done;
+}
+
 static int
 complete1(struct idem_store *s, const char *key)
 {
-    int done = -1;
-    CHECK_INT(idem_complete_batch(s, &key, 1, &done, err, sizeof(err)), 0);
-    return done;
+    return complete_runs(s, key, 1);
+}
+
+/* Release one key recording runs (< 0: keep the count); 1 when it was ours. */
+static int
+release1(struct idem_store *s, const char *key, int runs)
+{
+    int released = -1;
+    CHECK_INT(idem_release_batch(s, &key, &runs, 1, &released, err, sizeof(err)), 0);
+    return released;
+}
+
+/* The key's row as "state attempts owner-or-dash", or "" when there is none
+ * (caller frees). */
+static char *
+row_of(PGconn *db, const char *key)
+{
+    char q[512];
+    snprintf(q, sizeof(q),
+             "SELECT state || ' ' || attempts || ' ' || coalesce(owner, '-')"
+             " FROM twice_idempotency WHERE idempotency_key = '%s'",
+             key);
+    return sql_value(db, q);
+}
+
+static void
+check_row(PGconn *db, const char *key, const char *want)
+{
+    char *got = row_of(db, key);
+    CHECK_STR(got, want);
+    if (strcmp(got, want) != 0) {
+        fprintf(stderr, "  row of key %s\n", key);
+    }
+    free(got);
 }
 
 /* The table's shape as one string: columns, constraints and indexes. */
@@ -203,14 +243,24 @@ static void
 test_migrate_and_schema_sql(struct ctx *c)
 {
     struct idem_store *s = open_store(c->dsn, NULL, "migrator");
-    CHECK_INT(idem_migrate(s, err, sizeof(err)), 0);
-    CHECK_INT(idem_migrate(s, err, sizeof(err)), 0);
+    for (int i = 0; i < 2; i++) {
+        int rc = idem_migrate(s, err, sizeof(err));
+        CHECK_INT(rc, 0);
+        if (rc != 0) {
+            fprintf(stderr, "  migrate: %s\n", err);
+        }
+    }
     char *shape = table_shape(c->db, "twice_idempotency");
     CHECK_CONTAINS(shape, "idempotency_key text NO -, processed_at timestamp with time zone NO"
                           " now(), state text NO 'completed'::text");
     CHECK_CONTAINS(shape, "attempts integer NO 1");
+    CHECK_CONTAINS(shape, "CHECK ((state = ANY (ARRAY['in_progress'::text, 'released'::text,"
+                          " 'crashed'::text, 'interrupted'::text, 'completed'::text])))");
     CHECK_CONTAINS(shape, "(processed_at) WHERE (state = 'completed'::text)");
     CHECK_CONTAINS(shape, "(owner, idempotency_key) WHERE (state = 'in_progress'::text)");
+    CHECK_CONTAINS(shape, "twice_idempotency_free_idx ON public.twice_idempotency USING btree"
+                          " (processed_at) WHERE (state = ANY (ARRAY['released'::text,"
+                          " 'crashed'::text, 'interrupted'::text]))");
     idem_close(s);
 
     PGconn *db2 = PQconnectdb(c->dsn2);
@@ -300,6 +350,59 @@ test_migrate_classic(struct ctx *c)
     CHECK_STR(r.stored_message_id, "");
     r = claim1(s, "new-1", "m-new", 7, 30);
     CHECK_INT(r.state, IDEM_CLAIMED);
+    /* the new states are allowed: a retried job keeps its count */
+    CHECK_INT(release1(s, "new-1", 1), 1);
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM classic_keys WHERE state = 'released'"
+                              " AND attempts = 1"),
+              1);
+    CHECK_INT(claim1(s, "new-1", "m-new", 7, 30).attempts, 1);
+    idem_close(s);
+}
+
+/* A table of an older twice (its check knew only in_progress and completed,
+ * with the name PostgreSQL chose) is migrated in place: its rows keep their
+ * state, the new states are allowed, and its shape is a new table's. */
+static void
+test_migrate_older_version(struct ctx *c)
+{
+    sql(c->db, "CREATE TABLE old_keys (idempotency_key TEXT PRIMARY KEY,"
+               " processed_at TIMESTAMPTZ NOT NULL DEFAULT now());"
+               "ALTER TABLE old_keys ADD COLUMN state TEXT NOT NULL DEFAULT 'completed'"
+               " CHECK (state IN ('in_progress', 'completed')), ADD COLUMN owner TEXT,"
+               " ADD COLUMN lease_until TIMESTAMPTZ, ADD COLUMN payload_sha256 BYTEA,"
+               " ADD COLUMN message_id TEXT, ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1,"
+               " ADD COLUMN created_at TIMESTAMPTZ NOT NULL DEFAULT now();"
+               "CREATE INDEX old_keys_janitor_idx ON old_keys (processed_at)"
+               " WHERE state = 'completed';"
+               "CREATE INDEX old_keys_owner_idx ON old_keys (owner, idempotency_key)"
+               " WHERE state = 'in_progress';"
+               "INSERT INTO old_keys (idempotency_key, state, owner, lease_until, attempts)"
+               " VALUES ('old-done', 'completed', NULL, NULL, 2),"
+               " ('old-running', 'in_progress', 'gone', now() - interval '1 minute', 1)");
+    struct idem_store *s = open_store(c->dsn, "old_keys", "w1");
+    CHECK_INT(idem_migrate(s, err, sizeof(err)), 0);
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM pg_constraint WHERE conrelid ="
+                              " 'old_keys'::regclass AND contype = 'c'"),
+              1);
+    CHECK_INT(claim1(s, "old-done", "m", 1, 30).state, IDEM_COMPLETED);
+    struct idem_claim r = claim1(s, "old-running", "m", 1, 30);
+    CHECK_INT(r.state, IDEM_TAKEN_OVER);
+    CHECK_INT(r.attempts, 1);
+    CHECK_INT(release1(s, "old-running", 2), 1);
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM old_keys WHERE state = 'released'"), 1);
+    CHECK_INT(idem_migrate(s, err, sizeof(err)), 0); /* nothing left to do */
+    struct idem_store *fresh = open_store(c->dsn, "new_keys", "w1");
+    CHECK_INT(idem_migrate(fresh, err, sizeof(err)), 0);
+    char *old_shape = table_shape(c->db, "old_keys");
+    char *new_shape = table_shape(c->db, "new_keys");
+    /* the same but for the names, which contain the table's */
+    for (char *p = old_shape; (p = strstr(p, "old_keys")) != NULL; p++) {
+        memcpy(p, "new_keys", 8);
+    }
+    CHECK_STR(old_shape, new_shape);
+    free(old_shape);
+    free(new_shape);
+    idem_close(fresh);
     idem_close(s);
 }
 
@@ -319,13 +422,13 @@ test_claim_busy(struct ctx *c)
     CHECK_INT(idem_claim_batch(a, cl, 3, err, sizeof(err)), 0);
     for (int i = 0; i < 3; i++) {
         CHECK_INT(cl[i].state, IDEM_CLAIMED);
-        CHECK_INT(cl[i].attempts, 1);
+        CHECK_INT(cl[i].attempts, 0); /* no run counted yet */
     }
     struct idem_claim r = claim1(b, "k-2", "m-2b", 2, 60);
     CHECK_INT(r.state, IDEM_BUSY);
     CHECK(r.lease_left > 28.0 && r.lease_left <= 30.0);
     CHECK_STR(r.stored_message_id, "m-2");
-    CHECK_INT(r.attempts, 1);
+    CHECK_INT(r.attempts, 0);
     /* the same owner claiming again (a duplicate delivered to us) is BUSY too */
     r = claim1(a, "k-1", "m-1", 1, 30);
     CHECK_INT(r.state, IDEM_BUSY);
@@ -403,8 +506,9 @@ test_claim_race_names_the_holder(struct ctx *c, const char *state, const char *k
     }
 }
 
-/* An expired lease is taken over; the old holder can no longer complete;
- * the new one can, and later claims see COMPLETED with its hash. */
+/* An expired lease is taken over without counting the run that never
+ * recorded itself; the old holder can no longer complete; the new one can,
+ * with its count, and later claims see COMPLETED with its hash. */
 static void
 test_takeover_complete(struct ctx *c)
 {
@@ -415,12 +519,13 @@ test_takeover_complete(struct ctx *c)
     sleep_ms(1200);
     r = claim1(b, "t-1", "m-b", 2, 30);
     CHECK_INT(r.state, IDEM_TAKEN_OVER);
-    CHECK_INT(r.attempts, 2);
+    CHECK_INT(r.attempts, 0);
     CHECK_INT(complete1(a, "t-1"), 0);
     r = claim1(a, "t-1", "m-a", 1, 30);
     CHECK_INT(r.state, IDEM_BUSY);
-    CHECK_INT(complete1(b, "t-1"), 1);
+    CHECK_INT(complete_runs(b, "t-1", 1), 1);
     CHECK_INT(complete1(b, "t-1"), 0);
+    check_row(c->db, "t-1", "completed 1 -");
     r = claim1(a, "t-1", "m-c", 3, 30);
     CHECK_INT(r.state, IDEM_COMPLETED);
     CHECK_INT(r.has_stored_sha256, 1);
@@ -435,8 +540,9 @@ test_takeover_complete(struct ctx *c)
     idem_close(b);
 }
 
-/* A gone worker's leases end at once; only the job that crashed it counts
- * the attempt, and other owners' leases are untouched. */
+/* A gone worker's keys are free at once: the jobs that crashed it have their
+ * run counted (crashed), the others were cut short (interrupted, not
+ * counted); other owners' leases are untouched. */
 static void
 test_expire_owner(struct ctx *c)
 {
@@ -447,32 +553,56 @@ test_expire_owner(struct ctx *c)
     CHECK_INT(claim1(a, "x-good", "m-good", 1, 300).state, IDEM_CLAIMED);
     CHECK_INT(claim1(b, "x-other", "m-other", 1, 300).state, IDEM_CLAIMED);
     long expired = -1;
-    CHECK_INT(idem_expire_owner(n, "gone-a", "m-poison", &expired, err, sizeof(err)), 0);
+    const struct idem_culprit poison[] = {{"m-poison", 1}};
+    CHECK_INT(idem_expire_owner(n, "gone-a", poison, 1, &expired, err, sizeof(err)), 0);
     CHECK_INT(expired, 2);
+    check_row(c->db, "x-poison", "crashed 1 -");
+    check_row(c->db, "x-good", "interrupted 0 -");
     struct idem_claim r = claim1(n, "x-poison", "m-poison", 1, 30);
-    CHECK_INT(r.state, IDEM_TAKEN_OVER);
-    CHECK_INT(r.attempts, 2);
+    CHECK_INT(r.state, IDEM_CRASHED);
+    CHECK_INT(r.attempts, 1);
     r = claim1(n, "x-good", "m-good", 1, 30);
-    CHECK_INT(r.state, IDEM_TAKEN_OVER);
-    CHECK_INT(r.attempts, 1); /* cut short by the poison: not counted */
+    CHECK_INT(r.state, IDEM_INTERRUPTED);
+    CHECK_INT(r.attempts, 0); /* cut short by the poison: not counted */
     CHECK_INT(claim1(n, "x-other", "m-other", 1, 30).state, IDEM_BUSY);
-    /* crashed again by the poison, then by an unknown cause: both count */
-    CHECK_INT(idem_expire_owner(a, "next-n", "m-poison", &expired, err, sizeof(err)), 0);
+    /* crashed again by the poison: counted again; the bystander never */
+    CHECK_INT(idem_expire_owner(a, "next-n", poison, 1, &expired, err, sizeof(err)), 0);
     CHECK_INT(expired, 2);
-    CHECK_INT(claim1(b, "x-poison", "m-poison", 1, 30).attempts, 3);
-    CHECK_INT(claim1(b, "x-good", "m-good", 1, 30).attempts, 1);
-    CHECK_INT(idem_expire_owner(a, "live-b", NULL, &expired, err, sizeof(err)), 0);
+    CHECK_INT(claim1(b, "x-poison", "m-poison", 1, 30).attempts, 2);
+    CHECK_INT(claim1(b, "x-good", "m-good", 1, 30).attempts, 0);
+    /* a crash whose job is unknown: every job then running counts (a run of
+     * unknown number counts one) */
+    const struct idem_culprit running[] = {{"m-good", 0}, {"m-other", -1}};
+    CHECK_INT(idem_expire_owner(a, "live-b", running, 2, &expired, err, sizeof(err)), 0);
     CHECK_INT(expired, 3);
-    CHECK_INT(claim1(n, "x-good", "m-good", 1, 30).attempts, 2);
-    CHECK_INT(claim1(n, "x-other", "m-other", 1, 30).attempts, 2);
-    CHECK_INT(idem_expire_owner(a, "nobody", "m-good", &expired, err, sizeof(err)), 0);
+    check_row(c->db, "x-good", "crashed 1 -");
+    check_row(c->db, "x-other", "crashed 1 -");
+    check_row(c->db, "x-poison", "interrupted 2 -");
+    /* a worker that exited (a drain) holding keys: nothing counted */
+    CHECK_INT(claim1(n, "x-good", "m-good", 1, 30).state, IDEM_CRASHED);
+    CHECK_INT(idem_expire_owner(a, "next-n", NULL, 0, &expired, err, sizeof(err)), 0);
+    CHECK_INT(expired, 1);
+    check_row(c->db, "x-good", "interrupted 1 -");
+    CHECK_INT(idem_expire_owner(a, "nobody", poison, 1, &expired, err, sizeof(err)), 0);
     CHECK_INT(expired, 0);
+    /* a FIFO retry in place ran it twice more since its count was written:
+     * the crash records the run's own number */
+    CHECK_INT(claim1(a, "x-fifo", "m-fifo", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(release1(a, "x-fifo", 1), 1);
+    CHECK_INT(claim1(a, "x-fifo", "m-fifo", 1, 30).attempts, 1);
+    const struct idem_culprit fifo[] = {{"m-fifo", 4}};
+    CHECK_INT(idem_expire_owner(n, "gone-a", fifo, 1, &expired, err, sizeof(err)), 0);
+    CHECK_INT(expired, 1);
+    check_row(c->db, "x-fifo", "crashed 4 -");
     idem_close(a);
     idem_close(b);
     idem_close(n);
 }
 
-/* Release deletes only our in_progress row; extend moves only our lease. */
+/* Release touches only our in_progress rows: with a run counted the row is
+ * released and keeps the count for the next claim; without one (a job
+ * given back before it ran) it keeps the count it had, or goes when it has
+ * none; a dead letter (0) forgets the key. Extend moves only our lease. */
 static void
 test_release_extend(struct ctx *c)
 {
@@ -480,14 +610,32 @@ test_release_extend(struct ctx *c)
     struct idem_store *b = open_store(c->dsn, NULL, "owner-b");
     const char *key = "r-1";
     CHECK_INT(claim1(a, key, "m", 1, 30).state, IDEM_CLAIMED);
-    CHECK_INT(idem_release_batch(b, &key, 1, err, sizeof(err)), 0);
+    CHECK_INT(release1(b, key, 1), 0);
     CHECK_INT(claim1(b, key, "m", 1, 30).state, IDEM_BUSY);
-    CHECK_INT(idem_release_batch(a, &key, 1, err, sizeof(err)), 0);
-    struct idem_record rec;
-    CHECK_INT(idem_key_show(a, key, &rec, err, sizeof(err)), 0);
+    CHECK_INT(release1(a, key, 1), 1); /* a RETRY: its run counted */
+    check_row(c->db, key, "released 1 -");
     struct idem_claim r = claim1(b, key, "m", 1, 30);
     CHECK_INT(r.state, IDEM_CLAIMED);
     CHECK_INT(r.attempts, 1);
+    check_row(c->db, key, "in_progress 1 owner-b");
+    CHECK_INT(release1(b, key, -1), 1); /* given back before it ran */
+    check_row(c->db, key, "released 1 -");
+    CHECK_INT(claim1(a, key, "m", 1, 30).attempts, 1);
+    CHECK_INT(release1(a, key, 0), 1); /* dead-lettered: forgotten */
+    check_row(c->db, key, "");
+    CHECK_INT(claim1(a, key, "m", 1, 30).attempts, 0);
+    CHECK_INT(release1(a, key, -1), 1); /* never ran, nothing to keep */
+    check_row(c->db, key, "");
+    /* a batch: positions answered, a key not ours is not */
+    CHECK_INT(claim1(a, "r-2", "m", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(claim1(b, "r-3", "m", 1, 30).state, IDEM_CLAIMED);
+    const char *two[] = {"r-3", "r-2"};
+    int runs[] = {4, 3}, rel[2] = {-1, -1};
+    CHECK_INT(idem_release_batch(a, two, runs, 2, rel, err, sizeof(err)), 0);
+    CHECK_INT(rel[0], 0);
+    CHECK_INT(rel[1], 1);
+    check_row(c->db, "r-2", "released 3 -");
+    check_row(c->db, "r-3", "in_progress 0 owner-b");
 
     const char *keys[2] = {"e-1", "e-missing"};
     int ext[2] = {-1, -1};
@@ -555,8 +703,9 @@ test_tx_commit_rollback(struct ctx *c)
     CHECK_INT(claim1(a, "tx-1", "m", 1, 30).state, IDEM_CLAIMED);
     CHECK_INT(idem_tx_begin(a, "tx-1", err, sizeof(err)), 1);
     sql(idem_pgconn(a), "INSERT INTO effects VALUES ('tx-1')");
-    CHECK_INT(idem_tx_complete(a, "tx-1", err, sizeof(err)), 0);
+    CHECK_INT(idem_tx_complete(a, "tx-1", 3, err, sizeof(err)), 0);
     CHECK_INT(sql_long(c->db, "SELECT count(*) FROM effects WHERE k = 'tx-1'"), 1);
+    check_row(c->db, "tx-1", "completed 3 -");
     CHECK_INT(claim1(b, "tx-1", "m", 1, 30).state, IDEM_COMPLETED);
 
     CHECK_INT(claim1(a, "tx-2", "m", 1, 30).state, IDEM_CLAIMED);
@@ -570,7 +719,7 @@ test_tx_commit_rollback(struct ctx *c)
     CHECK_INT(idem_tx_begin(a, "tx-2", err, sizeof(err)), 1);
     sql(idem_pgconn(a), "INSERT INTO effects VALUES ('tx-2')");
     PQclear(PQexec(idem_pgconn(a), "INSERT INTO no_such_table VALUES (1)"));
-    CHECK_INT(idem_tx_complete(a, "tx-2", err, sizeof(err)), -1);
+    CHECK_INT(idem_tx_complete(a, "tx-2", 1, err, sizeof(err)), -1);
     CHECK_CONTAINS(err, "rolled back");
     CHECK_INT(sql_long(c->db, "SELECT count(*) FROM effects WHERE k = 'tx-2'"), 0);
     CHECK_INT(claim1(b, "tx-2", "m", 1, 30).state, IDEM_BUSY);
@@ -579,7 +728,7 @@ test_tx_commit_rollback(struct ctx *c)
     sql(c->db, "CREATE TABLE strict (v INT UNIQUE DEFERRABLE INITIALLY DEFERRED)");
     CHECK_INT(idem_tx_begin(a, "tx-2", err, sizeof(err)), 1);
     sql(idem_pgconn(a), "INSERT INTO strict VALUES (1), (1)");
-    CHECK_INT(idem_tx_complete(a, "tx-2", err, sizeof(err)), -1);
+    CHECK_INT(idem_tx_complete(a, "tx-2", 1, err, sizeof(err)), -1);
     CHECK_CONTAINS(err, "COMMIT");
     CHECK_INT(claim1(b, "tx-2", "m", 1, 30).state, IDEM_BUSY);
     CHECK_INT(sql_long(c->db, "SELECT count(*) FROM strict"), 0);
@@ -679,12 +828,12 @@ test_concurrent_claims(struct ctx *c)
     printf("concurrent claims: %d of %d keys won by the first thread\n", by1,
            CONC_ROUNDS * CONC_KEYS);
     CHECK_INT(sql_long(c->db, "SELECT count(*) FROM twice_idempotency"
-                              " WHERE idempotency_key LIKE 'conc-%' AND attempts = 1"),
+                              " WHERE idempotency_key LIKE 'conc-%' AND attempts = 0"),
               CONC_ROUNDS * CONC_KEYS);
 }
 
-/* The janitor deletes only completed keys older than the retention, at most
- * `limit` per call. */
+/* The janitor deletes only completed keys, or free ones, older than the
+ * retention, at most `limit` per call; never a key in progress. */
 static void
 test_purge(struct ctx *c)
 {
@@ -713,6 +862,26 @@ test_purge(struct ctx *c)
               2);
     long d = -1;
     CHECK_INT(idem_purge_completed(a, 3600, 0, &d, err, sizeof(err)), -1);
+    /* free keys: released, crashed, interrupted */
+    const struct idem_culprit culprit[] = {{"m-crash", 1}};
+    CHECK_INT(claim1(a, "purge-released", "m", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(release1(a, "purge-released", 2), 1);
+    CHECK_INT(claim1(a, "purge-crashed", "m-crash", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(claim1(a, "purge-cut", "m-cut", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(claim1(a, "purge-fresh", "m", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(release1(a, "purge-fresh", 1), 1);
+    CHECK_INT(idem_expire_owner(a, "owner-a", culprit, 1, &d, err, sizeof(err)), 0);
+    sql(c->db, "UPDATE twice_idempotency SET processed_at = now() - interval '2 hours'"
+               " WHERE idempotency_key IN ('purge-released', 'purge-crashed', 'purge-cut',"
+               " 'purge-new')");
+    CHECK_INT(idem_purge_free(a, 3600, 2, &d, err, sizeof(err)), 0);
+    CHECK_INT(d, 2);
+    CHECK_INT(idem_purge_free(a, 3600, 2, &d, err, sizeof(err)), 0);
+    CHECK_INT(d, 1);
+    CHECK_INT(idem_purge_free(a, 3600, 2, &d, err, sizeof(err)), 0);
+    CHECK_INT(d, 0);
+    check_row(c->db, "purge-fresh", "released 1 -");
+    check_row(c->db, "purge-new", "completed 1 -"); /* not a free key */
     idem_close(a);
 }
 
@@ -748,6 +917,15 @@ test_key_ops(struct ctx *c)
     CHECK(n >= 5);
     idem_records_free(r, n);
     CHECK_INT(idem_key_list(a, NULL, "done", 0, &r, &n, err, sizeof(err)), -1);
+    CHECK_INT(release1(a, "pa_x:3", 2), 1);
+    CHECK_INT(idem_key_list(a, "pa_", "released", 0, &r, &n, err, sizeof(err)), 0);
+    CHECK_INT(n, 1);
+    if (n == 1) {
+        CHECK_STR(r[0].key, "pa_x:3");
+        CHECK_INT(r[0].attempts, 2);
+        CHECK(r[0].owner == NULL);
+    }
+    idem_records_free(r, n);
 
     struct idem_record rec;
     time_t now = time(NULL);
@@ -757,7 +935,7 @@ test_key_ops(struct ctx *c)
     CHECK_STR(rec.owner, "owner-a");
     CHECK_STR(rec.message_id, "msg-p");
     CHECK_STR(rec.sha256_hex, "abababababababababababababababababababababababababababababababab");
-    CHECK_INT(rec.attempts, 1);
+    CHECK_INT(rec.attempts, 0);
     CHECK(rec.lease_until >= now + 25 && rec.lease_until <= now + 31);
     CHECK(rec.created_at >= now - 60 && rec.created_at <= now + 1);
     idem_record_clear(&rec);
@@ -776,9 +954,10 @@ test_key_ops(struct ctx *c)
 static void
 test_quoting(struct ctx *c)
 {
-    const char *tables[] = {"Weird Name", "we\"ird; DROP TABLE effects"};
+    const char *tables[] = {"Weird Name", "we\"ird; DROP TABLE effects",
+                            "odd@T@I$twice$'; DROP TABLE effects; --"};
     const char *keys[] = {"a\"b\\c,{d} e", "NULL", " spaced ", "ключ", ""};
-    for (int t = 0; t < 2; t++) {
+    for (int t = 0; t < 3; t++) {
         struct idem_store *a = open_store(c->dsn, tables[t], "owner-a");
         CHECK_INT(idem_migrate(a, err, sizeof(err)), 0);
         struct idem_claim cl[5];
@@ -789,8 +968,13 @@ test_quoting(struct ctx *c)
             cl[i].lease_seconds = 30;
         }
         CHECK_INT(idem_claim_batch(a, cl, 5, err, sizeof(err)), 0);
-        int done[5] = {0};
-        CHECK_INT(idem_complete_batch(a, keys, 5, done, err, sizeof(err)), 0);
+        int done[5] = {0}, runs[5] = {1, 1, 1, 1, 1};
+        CHECK_INT(idem_release_batch(a, keys, runs, 5, done, err, sizeof(err)), 0);
+        CHECK_INT(idem_claim_batch(a, cl, 5, err, sizeof(err)), 0);
+        CHECK_INT(cl[0].state, IDEM_CLAIMED);
+        CHECK_INT(cl[0].attempts, 1);
+        runs[0] = 2;
+        CHECK_INT(idem_complete_batch(a, keys, runs, 5, done, err, sizeof(err)), 0);
         CHECK_INT(idem_claim_batch(a, cl, 5, err, sizeof(err)), 0);
         for (int i = 0; i < 5; i++) {
             CHECK_INT(done[i], 1);
@@ -862,10 +1046,10 @@ test_reconnect(struct ctx *c)
      * (nothing is applied), the next one on the connection works */
     CHECK_INT(idem_tx_begin(a, "rc-3", err, sizeof(err)), 1);
     sql(idem_pgconn(a), "DEALLOCATE ALL");
-    CHECK_INT(idem_tx_complete(a, "rc-3", err, sizeof(err)), -1);
+    CHECK_INT(idem_tx_complete(a, "rc-3", 1, err, sizeof(err)), -1);
     CHECK_INT(idem_tx_rollback(a, err, sizeof(err)), 0);
     CHECK_INT(idem_tx_begin(a, "rc-3", err, sizeof(err)), 1);
-    CHECK_INT(idem_tx_complete(a, "rc-3", err, sizeof(err)), 0);
+    CHECK_INT(idem_tx_complete(a, "rc-3", 1, err, sizeof(err)), 0);
     CHECK_INT(claim1(a, "rc-3", "m", 1, 30).state, IDEM_COMPLETED);
     idem_close(a);
 }
@@ -914,6 +1098,7 @@ main(void)
     test_migrate_and_schema_sql(&c);
     test_migrate_concurrently(&c);
     test_migrate_classic(&c);
+    test_migrate_older_version(&c);
     test_claim_busy(&c);
     test_claim_race_names_the_holder(&c, "in_progress", "race-busy");
     test_claim_race_names_the_holder(&c, "completed", "race-done");

@@ -417,6 +417,36 @@ class Ctl(twicetest.TwiceTestCase):
                          [ids["a1"], again])
         self.assertEqual(d.stop(), 0)
 
+    def test_key_of_a_retried_job_shows_its_runs_and_forget_starts_it_afresh(self):
+        url, dlq, dsn, d = self.setup("retried", max_attempts=5)
+        d.start()
+        d.wait_log(r"ready: generation 1", timeout=20)
+        mid = self.ctl(d, "send", "retried", json.dumps({"id": "r1", "fail_until": 99,
+                                                         "retry_after": 60})).stdout.strip()
+        d.wait_log(r"retry in 60s \(attempt 1 of 5", timeout=20)
+        twicetest.wait_until(lambda: self.pg.query(dsn, "SELECT state FROM twice_idempotency")
+                             == [("released",)], timeout=10)
+        out = self.ctl(d, "key", "show", "effect:r1").stdout
+        self.assertRegex(out, r"state: +released\n")
+        self.assertRegex(out, r"attempts: +1\n")
+        self.assertRegex(out, r"since: +\S+")
+        self.assertNotIn("owner:", out)
+        rec = json.loads(self.ctl(d, "key", "show", "effect:r1", "--json").stdout)
+        self.assertEqual((rec["state"], rec["attempts"], rec["message_id"], rec["owner"]),
+                         ("released", 1, mid, None))
+        self.assertIsNotNone(rec["processed_at"])
+        listed = json.loads(self.ctl(d, "--json", "key", "list", "--state", "released").stdout)
+        self.assertEqual([(r["key"], r["attempts"]) for r in listed], [("effect:r1", 1)])
+        for state in ("crashed", "interrupted", "completed", "in_progress"):
+            self.assertEqual(json.loads(self.ctl(d, "--json", "key", "list", "--state",
+                                                 state).stdout), [], state)
+        self.assertIn("released, crashed, interrupted",
+                      self.ctl(d, "key", "list", "--state", "weird", code=2).stderr)
+        # Forgotten: the key and its count are gone (its next run is attempt 1).
+        self.ctl(d, "key", "forget", "effect:r1", "--yes")
+        self.ctl(d, "key", "show", "effect:r1", code=1)
+        self.assertEqual(d.stop(), 0)
+
     # ------------------------------------------------------------------ plugins
 
     def test_whoami_says_where_the_credentials_came_from_and_nothing_secret(self):

@@ -88,6 +88,11 @@ class Fifo(twicetest.TwiceTestCase):
             self.assertEqual([s for s, _ in by_group[g]], list(range(PER_GROUP)),
                              "group %s ran out of order" % g)
             self.assertEqual(dict(by_group[g])[RETRIED], 3, "retried twice, done on the third")
+            # Retried in place, its runs are counted with the key all the same.
+            key = "effect:%s-%03d" % (g, RETRIED)
+            self.assertEqual(self.pg.query(dsn, "SELECT state, attempts FROM twice_idempotency "
+                                                "WHERE idempotency_key = %s", (key,)),
+                             [("completed", 3)])
 
         # Concurrently across groups: their runs overlap in time and interleave.
         spans = {g: (min(r[3] for r in rows if r[0] == g), max(r[3] for r in rows if r[0] == g))

@@ -295,16 +295,24 @@ class Lifecycle(twicetest.TwiceTestCase):
         d.wait_log(r"ready: generation 1", timeout=20)
         self.sqs.send(url, json.dumps({"id": "fresh"}))
         twicetest.wait_until(lambda: len(self.effects(dsn)) == 1, timeout=20)
-        self.pg.query(dsn, "INSERT INTO twice_idempotency (idempotency_key, state, "
-                           "processed_at) VALUES ('effect:ancient', 'completed', "
-                           "now() - interval '30 days')")
+        # Completed keys, and the free ones that keep a retried or cut-short job's
+        # count (released, crashed, interrupted), go after the retention; a fresh
+        # free key stays.
+        self.pg.query(dsn, "INSERT INTO twice_idempotency (idempotency_key, state, attempts, "
+                           "processed_at) VALUES "
+                           "('effect:ancient', 'completed', 1, now() - interval '30 days'), "
+                           "('effect:old-retry', 'released', 2, now() - interval '30 days'), "
+                           "('effect:old-crash', 'crashed', 1, now() - interval '30 days'), "
+                           "('effect:old-cut', 'interrupted', 0, now() - interval '30 days'), "
+                           "('effect:retrying', 'released', 1, now())")
         twicetest.wait_until(
             lambda: self.pg.query(dsn, "SELECT count(*) FROM twice_idempotency WHERE "
+                                       "idempotency_key LIKE 'effect:old-%' OR "
                                        "idempotency_key = 'effect:ancient'")[0][0] == 0,
-            timeout=15, message="the janitor did not delete an expired key")
+            timeout=15, message="the janitor did not delete expired keys")
         keys = [r[0] for r in self.pg.query(dsn, "SELECT idempotency_key FROM "
-                                                 "twice_idempotency")]
-        self.assertEqual(keys, ["effect:fresh"], "unexpired keys stay")
+                                                 "twice_idempotency ORDER BY 1")]
+        self.assertEqual(keys, ["effect:fresh", "effect:retrying"], "unexpired keys stay")
         self.assertEqual(d.stop(), 0)
 
 

@@ -199,7 +199,7 @@ class Reload(twicetest.TwiceTestCase):
         attrs = letters[0]["MessageAttributes"]
         self.assertEqual(attrs["twice-reason"]["StringValue"], "worker-crashed")
         self.assertEqual(attrs["twice-source-message-id"]["StringValue"], poison)
-        self.assertRegex(d.log_text(), r"only message %s's attempt counts" % poison)
+        self.assertRegex(d.log_text(), r"only the run of message %s counts" % poison)
         self.assertTrue(d.running(), "the master never exits")
         crashes = re.findall(r"killed by signal 11", d.log_text())
         self.assertEqual(len(crashes), 3, "max_attempts deliveries, then the DLQ")
@@ -231,7 +231,7 @@ class Reload(twicetest.TwiceTestCase):
         self.assertEqual(letter["MessageAttributes"]["twice-source-message-id"]["StringValue"],
                          poison)
         log = d.log_text()
-        self.assertGreaterEqual(len(re.findall(r"msg=%s .*cut short when another job crashed"
+        self.assertGreaterEqual(len(re.findall(r"msg=%s .*cut short when its worker went away"
                                                % bystander, log)), 1)
         self.assertEqual(len(re.findall(r"killed by signal 11", log)), 2)
         self.assertEqual(d.stop(), 0)

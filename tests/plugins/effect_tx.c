@@ -3,11 +3,15 @@
  * a table (setting `table`, default "effects"), written through the
  * host's connection inside the transaction that completes the key. The
  * body steers it: {"id":"k1", "sleep_ms":0, "fail_until":0, "reject":false,
- * "crash":false, "fail_midway":false}. Integration tests count rows per key:
- * exactly one per distinct key proves exactly-once.
- * Used by: test_alerts.py, test_creds.py, test_ctl.py, test_fifo.py, test_hostile.py,
- *  test_lifecycle.py, test_metrics.py, test_pgbouncer.py, test_plugin_perms.py, test_reload.py,
- *  test_secrets.py, test_serial_chaos.py, test_serial_faults.py, test_tls.py.
+ * "crash":false, "fail_midway":false, "fail_sleep_ms":0, "retry_after":0,
+ * "reject_from":0, "crash_from":0}: attempts before fail_until RETRY, after
+ * sleeping fail_sleep_ms and asking for retry_after seconds when given;
+ * attempts from reject_from on REJECT, from crash_from on crash (when
+ * given). Integration tests count rows per key: exactly one per distinct key
+ * proves exactly-once.
+ * Used by: test_alerts.py, test_attempts.py, test_creds.py, test_ctl.py, test_fifo.py,
+ *  test_hostile.py, test_lifecycle.py, test_metrics.py, test_pgbouncer.py, test_plugin_perms.py,
+ *  test_reload.py, test_secrets.py, test_serial_chaos.py, test_serial_faults.py, test_tls.py.
  */
 #include <libpq-fe.h>
 #include <signal.h>
@@ -59,14 +63,22 @@ handle(void *state, twice_job *job)
         struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
-    if (flag(job, "crash")) {
+    long crash_from = number(job, "crash_from");
+    if (flag(job, "crash") || (crash_from > 0 && api->attempt(job) >= crash_from)) {
         raise(SIGSEGV);
     }
-    if (flag(job, "reject")) {
+    long reject_from = number(job, "reject_from");
+    if (flag(job, "reject") || (reject_from > 0 && api->attempt(job) >= reject_from)) {
         api->error(job, "rejected on request of the message");
         return TWICE_REJECT;
     }
     if (api->attempt(job) < number(job, "fail_until")) {
+        long fail_ms = number(job, "fail_sleep_ms");
+        struct timespec ts = {fail_ms / 1000, (fail_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        if (number(job, "retry_after") > 0) {
+            api->retry_after(job, (unsigned) number(job, "retry_after"));
+        }
         api->error(job, "failing until attempt %ld", number(job, "fail_until"));
         return TWICE_RETRY;
     }

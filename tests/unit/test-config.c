@@ -243,6 +243,7 @@ check_full_queues(const struct config *c, const char *text)
     CHECK_INT(q->wait_time, 0);
     CHECK_INT(q->visibility_timeout, 60);
     CHECK_INT(q->max_attempts, 3);
+    CHECK_INT(q->max_receives, 40);
     CHECK_INT(q->backoff_base, 1);
     CHECK_INT(q->backoff_cap, 60);
     CHECK_INT(q->fifo, 0);
@@ -342,6 +343,7 @@ test_defaults(void)
     CHECK_INT(q->wait_time, 20);
     CHECK_INT(q->visibility_timeout, 30);
     CHECK_INT(q->max_attempts, 5);
+    CHECK_INT(q->max_receives, 50);
     CHECK_INT(q->backoff_base, 2);
     CHECK_INT(q->backoff_cap, 300);
     config_free(c);
@@ -529,6 +531,21 @@ test_single_errors(void)
                "queue 'jobs': concurrency: 0 is out of range (1-1024)");
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; max_attempts = 1001;"), "max_attempts",
                "queue 'jobs': max_attempts: 1001 is out of range (1-1000)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; max_attempts = 3; max_receives = 2;"),
+               "max_receives", "queue 'jobs': max_receives (2) must be at least max_attempts (3)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; max_receives = 0;"), "max_receives",
+               "queue 'jobs': max_receives: 0 is out of range (1-1000000)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; max_receives = \"9\";"), "max_receives",
+               "queue 'jobs': max_receives: expected an integer, got a string");
+    struct config *c = NULL;
+    struct diag d = DIAG_INIT;
+    CHECK_INT(load_extra(QUEUE_JOBS("plugin = \"welcome-email\"; max_attempts = 7;"
+                                    " max_receives = 7;"),
+                         &d, &c),
+              0);
+    CHECK(c != NULL && c->nqueues == 1 && c->queues[0].max_receives == 7);
+    config_free(c);
+    diag_free(&d);
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; backoff = { base = -1; };"), "base",
                "queue 'jobs': backoff.base: -1 is out of range (must be at least 0)");
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; backoff = { bse = 1; };"), "bse",

@@ -23,6 +23,8 @@
 #define RETURN JOB_ACT_RETURN
 #define CLAIM  IDEM_CLAIMED
 #define TAKEN  IDEM_TAKEN_OVER
+#define CRASH  IDEM_CRASHED
+#define INTER  IDEM_INTERRUPTED
 #define COMPL  IDEM_COMPLETED
 #define BUSY   IDEM_BUSY
 #define WARN   TWICE_LOG_WARN
@@ -30,18 +32,24 @@
 #define QUIET  (-1) /* nothing logged */
 #define F(x)   LIFECYCLE_##x
 
-/* Queues: max_attempts, backoff_base, backoff_cap, fifo, reject_conflicts. */
-static const struct lifecycle_queue STD = {5, 2, 300, 0, 0};        /* skip conflicts */
-static const struct lifecycle_queue REJ = {5, 2, 300, 0, 1};        /* reject conflicts */
-static const struct lifecycle_queue FIFO = {5, 2, 300, 1, 0};       /* retries in place */
-static const struct lifecycle_queue LONG = {20, 2, 300, 0, 0};      /* room to reach the cap */
-static const struct lifecycle_queue BIG = {5, 40000, 100000, 0, 0}; /* past SQS's 12 h */
-static const struct lifecycle_queue ZERO = {5, 0, 0, 0, 0};         /* a zero backoff */
+/* Queues: max_attempts, max_receives, backoff_base, backoff_cap, fifo,
+ * reject_conflicts. */
+static const struct lifecycle_queue STD = {5, 50, 2, 300, 0, 0};        /* skip conflicts */
+static const struct lifecycle_queue REJ = {5, 50, 2, 300, 0, 1};        /* reject conflicts */
+static const struct lifecycle_queue FIFO = {5, 50, 2, 300, 1, 0};       /* retries in place */
+static const struct lifecycle_queue LONG = {20, 200, 2, 300, 0, 0};     /* room to reach the cap */
+static const struct lifecycle_queue BIG = {5, 50, 40000, 100000, 0, 0}; /* past SQS's 12 h */
+static const struct lifecycle_queue ZERO = {5, 50, 0, 0, 0, 0};         /* a zero backoff */
+static const struct lifecycle_queue ONE = {1, 1, 2, 300, 0, 0};         /* max_receives = 1 */
 
-static const char *const SPARED = "taking over: the previous attempt was cut short when another "
-                                  "job crashed its worker (not counted against this one)";
-static const char *const CULPRIT = "taking over: the previous attempt's lease expired (its "
-                                   "worker died or hung, or could not release the key)";
+static const char *const CRASHED = "taking over: the previous run crashed its worker (counted "
+                                   "against this job)";
+static const char *const CUT = "taking over: the previous run was cut short when its worker went "
+                               "away (another job crashed it, or it stopped); not counted "
+                               "against this job";
+static const char *const LAPSED = "taking over: the previous holder's lease expired before it "
+                                  "recorded its run (its worker hung or lost the database); that "
+                                  "run is not counted";
 
 /* The stored payload of a completed key, against this message's. */
 enum payload { SAME, OTHER, UNKNOWN };
@@ -94,17 +102,19 @@ check_verdict(const char *row, enum job_action got, const struct lifecycle_verdi
     }
 }
 
-/* After the claim. Every row's queue allows 5 attempts. */
+/* After the claim. Every row's queue allows 5 attempts and 50 receives. */
 struct claim_row {
     const char *name;
     const struct lifecycle_queue *q;
     enum idem_state state;
-    int attempts; /* the row's, crash bystanders' taken back */
+    int attempts; /* the key's runs counted so far */
     int receives; /* ApproximateReceiveCount */
     double lease; /* BUSY: seconds left on the holder's lease */
     enum payload payload;
     const char *stored_id;
     struct expect want;
+    int attempt;        /* the run's number when it runs, else 0 */
+    int runs;           /* a dead letter's twice-attempts */
     const char *detail; /* with a log line too: the dead letter's detail */
     const char *dup;    /* skipped duplicate counted, of this kind */
     int conflict;       /* payload conflict counted */
@@ -113,72 +123,117 @@ struct claim_row {
 /* clang-format off */
 static const struct claim_row claim_rows[] = {
 /*   name                          queue state att rcv lease payload stored
- *   -> action delay reason level text / detail, dup, conflict */
-    {"first delivery",              &STD, CLAIM, 1, 1, 0, SAME, "",
-     {RUN, 0, NULL, QUIET, NULL}, NULL, NULL, 0},
-    {"receives == max: runs",       &STD, CLAIM, 5, 5, 0, SAME, "",
-     {RUN, 0, NULL, QUIET, NULL}, NULL, NULL, 0},
-    {"receives == max + 1: DLQ",    &STD, CLAIM, 6, 6, 0, SAME, "",
-     {DLQ, 0, "max-attempts", QUIET, "received 6 times (max_attempts 5)"}, NULL, NULL, 0},
-    {"receives far past max: DLQ",  &STD, CLAIM, 1, 1000, 0, SAME, "",
-     {DLQ, 0, "max-attempts", QUIET, "received 1000 times (max_attempts 5)"}, NULL, NULL, 0},
-    {"bystander, attempts 1",       &STD, TAKEN, 1, 2, 0, SAME, "",
-     {RUN, 0, NULL, WARN, SPARED}, NULL, NULL, 0},
-    {"bystander, attempts 0",       &STD, TAKEN, 0, 3, 0, SAME, "",
-     {RUN, 0, NULL, WARN, SPARED}, NULL, NULL, 0},
-    {"bystander past max: spared",  &STD, TAKEN, 1, 9, 0, SAME, "",
-     {RUN, 0, NULL, WARN, SPARED}, NULL, NULL, 0},
-    {"culprit, attempts 2",         &STD, TAKEN, 2, 2, 0, SAME, "",
-     {RUN, 0, NULL, WARN, CULPRIT}, NULL, NULL, 0},
-    {"culprit, receives == max",    &STD, TAKEN, 5, 5, 0, SAME, "",
-     {RUN, 0, NULL, WARN, CULPRIT}, NULL, NULL, 0},
-    {"culprit, receives == max + 1", &STD, TAKEN, 2, 6, 0, SAME, "",
-     {DLQ, 0, "worker-crashed", QUIET, "received 6 times (max_attempts 5); the last "
-      "attempt's worker died or hung while running it"}, NULL, NULL, 0},
+ *   -> action delay reason level text / detail, attempt, runs, detail, dup, conflict */
+    {"first delivery",              &STD, CLAIM, 0, 1, 0, SAME, "",
+     {RUN, 0, NULL, QUIET, NULL}, 1, 0, NULL, NULL, 0},
+    {"released after 4 runs",       &STD, CLAIM, 4, 5, 0, SAME, "",
+     {RUN, 0, NULL, QUIET, NULL}, 5, 0, NULL, NULL, 0},
+    /* Deliveries twice hid, gave back or could not claim are no attempts. */
+    {"received 40 times, never ran", &STD, CLAIM, 0, 40, 0, SAME, "",
+     {RUN, 0, NULL, QUIET, NULL}, 1, 0, NULL, NULL, 0},
+    {"released at max receives",    &STD, CLAIM, 2, 50, 0, SAME, "",
+     {RUN, 0, NULL, QUIET, NULL}, 3, 0, NULL, NULL, 0},
+    /* The backstop: received too often without finishing, whatever the count
+     * (runs never recorded, a count the janitor removed). */
+    {"released past max receives",  &STD, CLAIM, 2, 51, 0, SAME, "",
+     {DLQ, 0, "max-receives", QUIET, "received 51 times (max_receives 50) without finishing "
+      "(attempts counted: 2)"}, 0, 2, NULL, NULL, 0},
+    {"new key past max receives",   &STD, CLAIM, 0, 1000, 0, SAME, "",
+     {DLQ, 0, "max-receives", QUIET, "received 1000 times (max_receives 50) without "
+      "finishing (attempts counted: 0)"}, 0, 0, NULL, NULL, 0},
+    {"runs == max (max lowered)",   &STD, CLAIM, 5, 6, 0, SAME, "",
+     {DLQ, 0, "max-attempts", QUIET, "5 attempts already (max_attempts 5)"}, 0, 5, NULL, NULL, 0},
+    {"crashed once",                &STD, CRASH, 1, 2, 0, SAME, "",
+     {RUN, 0, NULL, WARN, CRASHED}, 2, 0, NULL, NULL, 0},
+    {"crashed, runs == max - 1",    &STD, CRASH, 4, 9, 0, SAME, "",
+     {RUN, 0, NULL, WARN, CRASHED}, 5, 0, NULL, NULL, 0},
+    {"crashed, runs == max: DLQ",   &STD, CRASH, 5, 5, 0, SAME, "",
+     {DLQ, 0, "worker-crashed", QUIET, "5 attempts, the last one crashed its worker "
+      "(max_attempts 5)"}, 0, 5, NULL, NULL, 0},
+    {"crashed past max receives",   &STD, CRASH, 2, 99, 0, SAME, "",
+     {DLQ, 0, "max-receives", QUIET, "received 99 times (max_receives 50) without finishing "
+      "(attempts counted: 2)"}, 0, 2, NULL, NULL, 0},
+    {"interrupted, never counted",  &STD, INTER, 0, 3, 0, SAME, "",
+     {RUN, 0, NULL, WARN, CUT}, 1, 0, NULL, NULL, 0},
+    {"interrupted past max receives", &STD, INTER, 1, 500, 0, SAME, "",
+     {DLQ, 0, "max-receives", QUIET, "received 500 times (max_receives 50) without "
+      "finishing (attempts counted: 1)"}, 0, 1, NULL, NULL, 0},
+    /* No crash recorded: the reason says what happened, never worker-crashed. */
+    {"interrupted, runs == max",    &STD, INTER, 5, 6, 0, SAME, "",
+     {DLQ, 0, "max-attempts", QUIET, "5 attempts already (max_attempts 5)"}, 0, 5, NULL, NULL, 0},
+    {"lease lapsed",                &STD, TAKEN, 1, 3, 0, SAME, "",
+     {RUN, 0, NULL, WARN, LAPSED}, 2, 0, NULL, NULL, 0},
+    {"lease lapsed, runs == max",   &STD, TAKEN, 5, 6, 0, SAME, "",
+     {DLQ, 0, "max-attempts", QUIET, "5 attempts already (max_attempts 5)"}, 0, 5, NULL, NULL, 0},
+    {"lease lapsed at max receives", &STD, TAKEN, 1, 50, 0, SAME, "",
+     {RUN, 0, NULL, WARN, LAPSED}, 2, 0, NULL, NULL, 0},
+    {"lease lapsed past max receives", &STD, TAKEN, 1, 51, 0, SAME, "",
+     {DLQ, 0, "max-receives", QUIET, "received 51 times (max_receives 50) without finishing "
+      "(attempts counted: 1); the last holder's lease expired before it recorded its run"},
+     0, 1, NULL, NULL, 0},
     {"duplicate",                   &STD, COMPL, 1, 1, 0, SAME, "m-1",
      {DEL, 0, NULL, INFO, "duplicate: key completed by message m-1; deleting"},
-     NULL, "completed", 0},
+     0, 0, NULL, "completed", 0},
     {"duplicate past max: deleted", &REJ, COMPL, 1, 99, 0, SAME, "m-1",
      {DEL, 0, NULL, INFO, "duplicate: key completed by message m-1; deleting"},
-     NULL, "completed", 0},
+     0, 0, NULL, "completed", 0},
     {"duplicate of a migrated row", &REJ, COMPL, 1, 1, 0, UNKNOWN, "",
      {DEL, 0, NULL, INFO, "duplicate: key completed by message (migrated); deleting"},
-     NULL, "completed", 0},
+     0, 0, NULL, "completed", 0},
     {"conflict, on_conflict skip",  &STD, COMPL, 1, 1, 0, OTHER, "m-1",
      {DEL, 0, NULL, WARN, "payload conflict: key completed by message m-1 with a different "
-      "payload; skipping"}, NULL, "completed", 1},
+      "payload; skipping"}, 0, 0, NULL, "completed", 1},
     {"conflict, on_conflict reject", &REJ, COMPL, 1, 1, 0, OTHER, "m-1",
      {DLQ, 0, "payload-conflict", WARN, "payload conflict: key completed by message m-1 "
       "with a different payload; rejecting to the DLQ"},
-     "key k was completed by message m-1 with a different payload", NULL, 1},
-    {"busy",                        &STD, BUSY, 1, 1, 10.7, SAME, "m-2",
+     0, 0, "key k was completed by message m-1 with a different payload", NULL, 1},
+    /* A live lease: hidden 2^(receives-1) s, never past the lease's end + 2 s. */
+    {"busy, first meeting: 1 s",    &STD, BUSY, 1, 1, 10.7, SAME, "m-2",
+     {HIDE, 1, NULL, INFO, "key held by a live lease (message m-2): hidden for 1s"},
+     0, 0, NULL, "lease", 0},
+    {"busy, second meeting: 2 s",   &STD, BUSY, 1, 2, 10.7, SAME, "m-2",
+     {HIDE, 2, NULL, INFO, "key held by a live lease (message m-2): hidden for 2s"},
+     0, 0, NULL, "lease", 0},
+    {"busy, fourth meeting: 8 s",   &STD, BUSY, 1, 4, 10.7, SAME, "m-2",
+     {HIDE, 8, NULL, INFO, NULL}, 0, 0, NULL, "lease", 0},
+    {"busy, capped by the lease",   &STD, BUSY, 1, 5, 10.7, SAME, "m-2",
      {HIDE, 12, NULL, INFO, "key held by a live lease (message m-2): hidden for 12s"},
-     NULL, "lease", 0},
+     0, 0, NULL, "lease", 0},
     {"busy, holder unknown",        &STD, BUSY, 1, 1, 3, SAME, "",
-     {HIDE, 5, NULL, INFO, "key held by a live lease (message ?): hidden for 5s"},
-     NULL, "lease", 0},
-    {"busy past max: hidden",       &STD, BUSY, 1, 50, 3, SAME, "m-2",
-     {HIDE, 5, NULL, INFO, NULL}, NULL, "lease", 0},
-    {"busy, lease 0",               &STD, BUSY, 1, 1, 0, SAME, "m-2",
-     {HIDE, 2, NULL, INFO, NULL}, NULL, "lease", 0},
-    {"busy, lease -0.5",            &STD, BUSY, 1, 1, -0.5, SAME, "m-2",
-     {HIDE, 2, NULL, INFO, NULL}, NULL, "lease", 0},
-    {"busy, lease -1.5",            &STD, BUSY, 1, 1, -1.5, SAME, "m-2",
-     {HIDE, 1, NULL, INFO, NULL}, NULL, "lease", 0},
-    {"busy, lease -100",            &STD, BUSY, 1, 1, -100, SAME, "m-2",
-     {HIDE, 1, NULL, INFO, NULL}, NULL, "lease", 0},
-    {"busy, lease 43198",           &STD, BUSY, 1, 1, 43198, SAME, "m-2",
-     {HIDE, 43200, NULL, INFO, NULL}, NULL, "lease", 0},
-    {"busy, lease 43199",           &STD, BUSY, 1, 1, 43199, SAME, "m-2",
-     {HIDE, 43200, NULL, INFO, NULL}, NULL, "lease", 0},
-    {"busy, lease 1e300",           &STD, BUSY, 1, 1, 1e300, SAME, "m-2",
-     {HIDE, 43200, NULL, INFO, NULL}, NULL, "lease", 0},
-    {"busy, lease -1e300",          &STD, BUSY, 1, 1, -1e300, SAME, "m-2",
-     {HIDE, 1, NULL, INFO, NULL}, NULL, "lease", 0},
-    {"busy, lease NaN",             &STD, BUSY, 1, 1, NAN, SAME, "m-2",
-     {HIDE, 1, NULL, INFO, NULL}, NULL, "lease", 0},
-    {"busy on a FIFO queue",        &FIFO, BUSY, 1, 1, 10, SAME, "m-2",
-     {HIDE, 12, NULL, INFO, NULL}, NULL, "lease", 0},
+     {HIDE, 1, NULL, INFO, "key held by a live lease (message ?): hidden for 1s"},
+     0, 0, NULL, "lease", 0},
+    {"busy at max receives: hidden", &STD, BUSY, 1, 50, 3, SAME, "m-2",
+     {HIDE, 5, NULL, INFO, NULL}, 0, 0, NULL, "lease", 0},
+    {"busy past max receives: DLQ", &STD, BUSY, 3, 51, 3, SAME, "m-2",
+     {DLQ, 0, "max-receives", QUIET, "received 51 times (max_receives 50) while its key "
+      "stayed held by message m-2"}, 0, 0, NULL, NULL, 0},
+    {"busy, max_receives 1",        &ONE, BUSY, 0, 2, 3, SAME, "",
+     {DLQ, 0, "max-receives", QUIET, "received 2 times (max_receives 1) while its key "
+      "stayed held by message ?"}, 0, 0, NULL, NULL, 0},
+    {"busy, lease 0",               &STD, BUSY, 1, 5, 0, SAME, "m-2",
+     {HIDE, 2, NULL, INFO, NULL}, 0, 0, NULL, "lease", 0},
+    {"busy, lease -0.5",            &STD, BUSY, 1, 5, -0.5, SAME, "m-2",
+     {HIDE, 2, NULL, INFO, NULL}, 0, 0, NULL, "lease", 0},
+    {"busy, lease -1.5",            &STD, BUSY, 1, 5, -1.5, SAME, "m-2",
+     {HIDE, 1, NULL, INFO, NULL}, 0, 0, NULL, "lease", 0},
+    {"busy, lease -100",            &STD, BUSY, 1, 5, -100, SAME, "m-2",
+     {HIDE, 1, NULL, INFO, NULL}, 0, 0, NULL, "lease", 0},
+    {"busy, lease 100, receives 17", &LONG, BUSY, 1, 17, 100, SAME, "m-2",
+     {HIDE, 102, NULL, INFO, NULL}, 0, 0, NULL, "lease", 0},
+    {"busy, lease 43198",           &LONG, BUSY, 1, 17, 43198, SAME, "m-2",
+     {HIDE, 43200, NULL, INFO, NULL}, 0, 0, NULL, "lease", 0},
+    {"busy, lease 43199, rcv 16",   &LONG, BUSY, 1, 16, 43199, SAME, "m-2",
+     {HIDE, 32768, NULL, INFO, NULL}, 0, 0, NULL, "lease", 0},
+    {"busy, lease 1e300, rcv 199",  &LONG, BUSY, 1, 199, 1e300, SAME, "m-2",
+     {HIDE, 43200, NULL, INFO, NULL}, 0, 0, NULL, "lease", 0},
+    {"busy, lease -1e300",          &STD, BUSY, 1, 3, -1e300, SAME, "m-2",
+     {HIDE, 1, NULL, INFO, NULL}, 0, 0, NULL, "lease", 0},
+    {"busy, lease NaN",             &STD, BUSY, 1, 3, NAN, SAME, "m-2",
+     {HIDE, 1, NULL, INFO, NULL}, 0, 0, NULL, "lease", 0},
+    {"busy, receives 0 (unknown)",  &STD, BUSY, 1, 0, 10, SAME, "m-2",
+     {HIDE, 1, NULL, INFO, NULL}, 0, 0, NULL, "lease", 0},
+    {"busy on a FIFO queue",        &FIFO, BUSY, 1, 3, 10, SAME, "m-2",
+     {HIDE, 4, NULL, INFO, NULL}, 0, 0, NULL, "lease", 0},
 };
 /* clang-format on */
 
@@ -216,6 +271,9 @@ test_claim_table(void)
         }
         CHECK_INT(v.conflict, r->conflict);
         CHECK_INT(v.in_place, 0);
+        CHECK_INT(v.attempt, r->attempt);
+        CHECK_INT(v.runs, r->runs);
+        CHECK_INT(v.counted, 0);
         if (check_failures != before) {
             fprintf(stderr, "  in row \"%s\"\n", r->name);
         }
@@ -322,6 +380,9 @@ test_run_table(void)
         int before = check_failures;
         CHECK_INT(v.in_place, r->in_place);
         CHECK(v.duplicate == NULL && !v.conflict);
+        CHECK_INT(v.counted, v.action == RETRY); /* a retried run counts */
+        CHECK_INT(v.runs, v.action == DLQ ? r->attempt : 0);
+        CHECK_INT(v.attempt, 0);
         if (check_failures != before) {
             fprintf(stderr, "  in row \"%s\"\n", r->name);
         }
@@ -381,28 +442,39 @@ struct failure_row {
     int wait_left;
     const char *error;
     struct expect want;
+    int counted; /* the release records the run as an attempt */
 };
 
 /* clang-format off */
 static const struct failure_row failure_rows[] = {
-/*   name                          failure             wait error   -> action delay reason level */
-    {"claim failed",               F(CLAIM_FAILED),       0, NULL, {RETURN, 0, NULL, QUIET, NULL}},
-    {"FIFO group blocked",         F(GROUP_BLOCKED),      0, NULL, {RETURN, 0, NULL, QUIET, NULL}},
-    {"transaction begin failed",   F(TX_BEGIN_FAILED),    0, NULL, {RETURN, 5, NULL, QUIET, NULL}},
+/*   name                          failure             wait error   -> action delay reason level,
+ *   counted */
+    {"FIFO group blocked",         F(GROUP_BLOCKED),      0, NULL, {RETURN, 0, NULL, QUIET, NULL},
+     0},
+    {"transaction begin failed",   F(TX_BEGIN_FAILED),    0, NULL, {RETURN, 5, NULL, QUIET, NULL},
+     0},
     {"lease lost before start",    F(LEASE_LOST),         0, NULL, {RUN, 0, NULL, WARN,
-     "lease lost before the handler started; leaving the message to its new holder"}},
+     "lease lost before the handler started; leaving the message to its new holder"}, 0},
+    {"lease lost before completion", F(COMPLETE_LOST),    0, NULL, {RUN, 0, NULL, WARN,
+     "lease lost before completion: another worker took the key over; leaving the message "
+     "to it"}, 0},
     {"store lost at commit",       F(COMMIT_LOST),        0, "server closed the connection",
      {RETURN, 5, NULL, WARN, "commit failed with the connection (server closed the "
-      "connection); giving the message back"}},
+      "connection); giving the message back"}, 0},
     {"store lost, no error",       F(COMMIT_LOST),        0, NULL, {RETURN, 5, NULL, WARN,
-     "commit failed with the connection (); giving the message back"}},
-    {"draining",                   F(DRAINING),           0, NULL, {RETURN, 0, NULL, QUIET, NULL}},
-    {"drain in a FIFO wait",       F(DRAIN_IN_BACKOFF),   7, NULL, {RETURN, 7, NULL, QUIET, NULL}},
-    {"drain in a wait, none left", F(DRAIN_IN_BACKOFF),  -3, NULL, {RETURN, 0, NULL, QUIET, NULL}},
+     "commit failed with the connection (); giving the message back"}, 0},
+    {"draining",                   F(DRAINING),           0, NULL, {RETURN, 0, NULL, QUIET, NULL},
+     0},
+    {"drain in a FIFO wait",       F(DRAIN_IN_BACKOFF),   7, NULL, {RETURN, 7, NULL, QUIET, NULL},
+     1},
+    {"drain in a wait, none left", F(DRAIN_IN_BACKOFF),  -3, NULL, {RETURN, 0, NULL, QUIET, NULL},
+     1},
     {"drain in a huge wait",       F(DRAIN_IN_BACKOFF), 99999, NULL,
-     {RETURN, 43200, NULL, QUIET, NULL}},
-    {"drain deadline",             F(DRAIN_DEADLINE),     0, NULL, {RETURN, 0, NULL, QUIET, NULL}},
-    {"drain deadline, tx job",     F(DRAIN_DEADLINE_TX),  0, NULL, {RETURN, 3, NULL, QUIET, NULL}},
+     {RETURN, 43200, NULL, QUIET, NULL}, 1},
+    {"drain deadline",             F(DRAIN_DEADLINE),     0, NULL, {RETURN, 0, NULL, QUIET, NULL},
+     0},
+    {"drain deadline, tx job",     F(DRAIN_DEADLINE_TX),  0, NULL, {RETURN, 3, NULL, QUIET, NULL},
+     0},
 };
 /* clang-format on */
 
@@ -415,6 +487,46 @@ test_failure_table(void)
         enum job_action got = lifecycle_on_failure(r->failure, r->wait_left, r->error, &v);
         check_verdict(r->name, got, &v, &r->want);
         CHECK(v.duplicate == NULL && !v.conflict && !v.in_place);
+        CHECK_INT(v.counted, r->counted);
+        CHECK_INT(v.attempt + v.runs, 0);
+    }
+}
+
+/* A claim that failed: given back, never counted; dead-lettered only past
+ * max_receives, with the store's error. */
+static void
+test_claim_failed(void)
+{
+    static const struct {
+        const char *name;
+        const struct lifecycle_queue *q;
+        int receives;
+        const char *error;
+        struct expect want;
+    } rows[] = {
+        {"first receive", &STD, 1, "boom", {RETURN, 0, NULL, QUIET, NULL}},
+        {"past max_attempts", &STD, 6, "boom", {RETURN, 0, NULL, QUIET, NULL}},
+        {"at max_receives", &STD, 50, "boom", {RETURN, 0, NULL, QUIET, NULL}},
+        {"past max_receives",
+         &STD,
+         51,
+         "permission denied for table t",
+         {DLQ, 0, "max-receives", QUIET,
+          "received 51 times (max_receives 50) and its claim failed: permission denied for "
+          "table t"}},
+        {"no error text",
+         &ONE,
+         2,
+         NULL,
+         {DLQ, 0, "max-receives", QUIET,
+          "received 2 times (max_receives 1) and its claim failed: "}},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct lifecycle_verdict v;
+        enum job_action got =
+            lifecycle_on_claim_failed(rows[i].q, rows[i].receives, rows[i].error, &v);
+        check_verdict(rows[i].name, got, &v, &rows[i].want);
+        CHECK_INT(v.counted + v.runs + v.attempt, 0);
     }
 }
 
@@ -440,6 +552,7 @@ main(void)
     test_run_table();
     test_leader_table();
     test_failure_table();
+    test_claim_failed();
     test_long_error_is_not_cut();
     return check_done("test-lifecycle");
 }

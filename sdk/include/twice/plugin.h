@@ -54,6 +54,8 @@
  *                    init, handle, fini, derive_key) and the host API table
  *                    (log, body, field, field_json, attr, key, attempt,
  *                    message_id, group_id, setting, db, retry_after, error).
+ *        2026-12-02  (no ABI change) attempt() counts the handler's runs,
+ *                    not SQS deliveries, and is 0 in derive_key.
  */
 #ifndef TWICE_PLUGIN_H
 #define TWICE_PLUGIN_H
@@ -172,8 +174,14 @@ typedef struct twice_api {
      * downstream systems as their idempotency key. Borrowed. */
     const char *(*key)(const twice_job *job);
 
-    /* 1 on the first delivery, then counts redeliveries (SQS's
-     * ApproximateReceiveCount). */
+    /* This run's number: 1 on the job's first run, then one more for each
+     * run before it that twice counted (a RETRY, a run that crashed its
+     * worker). Deliveries that the host caused itself (a duplicate hidden
+     * behind a live lease, a message given back at a reload or drain, a
+     * claim the database could not take) do not count, so it can be lower
+     * than SQS's ApproximateReceiveCount. The run that reaches the queue's
+     * max_attempts and returns TWICE_RETRY is dead-lettered. 0 outside
+     * handle() (in derive_key, before the key is claimed). */
     int (*attempt)(const twice_job *job);
 
     /* The SQS MessageId. Borrowed. */
