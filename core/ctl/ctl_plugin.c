@@ -1,9 +1,10 @@
 /*
  * ctl_plugin.c - `twicectl plugin check FILE.so...`: does the host accept
- * these plugins with these settings, and what do they declare? Each file is
- * loaded in a forked child, so a plugin that crashes or hangs while loading
- * (constructors run at dlopen) cannot take twicectl with it. init() is not
- * run: `twiced -t` does that with the configured settings.
+ * these plugins with these settings, and what do they declare, where does
+ * their key come from and how do they map outcomes (describe())? Each file
+ * is loaded in a forked child (ctl_child.c), so a plugin that crashes or
+ * hangs while loading cannot take twicectl with it. init() is not run:
+ * `twiced -t` does that with the configured settings.
  */
 #include "buf.h"
 #include "config.h"
@@ -15,14 +16,10 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <twice/plugin.h>
 
@@ -36,15 +33,17 @@ static const char plugin_help[] =
     "\n"
     "Load each FILE.so as twiced would, in a separate process, and show whether the\n"
     "host accepts it (file permissions, entry point, ABI load rule, descriptor)\n"
-    "and what it declares: name, version, ABI, flags, key template or derive_key,\n"
-    "and its settings with types, defaults and descriptions. The settings given\n"
-    "(--settings NAME=VALUE, or NAME=VALUE arguments; they belong to the FILE\n"
-    "before them) are checked against the declaration: unknown names, wrong\n"
-    "types, and required settings that are missing - also when none are given,\n"
-    "so a plugin that twiced would refuse for want of a setting fails here too.\n"
-    "init() is not run. Exit code 1 with the reason when any plugin is refused\n"
-    "or a setting is wrong or missing. --json prints one object per file (an\n"
-    "array when several files are checked).\n";
+    "and what it declares: name, version, ABI, flags, its key (the template and\n"
+    "where it comes from: the plugin's template, one of its settings, or\n"
+    "derive_key), how it maps outcomes to DONE, RETRY and REJECT when it says\n"
+    "(the http and exec plugins do), and its settings with types, defaults and\n"
+    "descriptions. The settings given (--settings NAME=VALUE, or NAME=VALUE\n"
+    "arguments; they belong to the FILE before them) are checked against the\n"
+    "declaration: unknown names, wrong types, and required settings that are\n"
+    "missing - also when none are given, so a plugin that twiced would refuse for\n"
+    "want of a setting fails here too. init() is not run. Exit code 1 with the\n"
+    "reason when any plugin is refused or a setting is wrong or missing. --json\n"
+    "prints one object per file (an array when several files are checked).\n";
 
 static const char *
 type_name(twice_setting_type t)
@@ -282,33 +281,6 @@ child(const char *path, char **kv, size_t n, int json)
     _exit(d.n > 0 ? EXIT_SETTINGS : 0);
 }
 
-/* Everything the child wrote, until EOF or the deadline (-1). */
-static int
-read_all(int fd, struct buf *out)
-{
-    time_t deadline = time(NULL) + CHECK_TIMEOUT;
-    char chunk[4096];
-    for (;;) {
-        int left = (int) (deadline - time(NULL));
-        struct pollfd pfd = {fd, POLLIN, 0};
-        int rc = left > 0 ? poll(&pfd, 1, left * 1000) : 0;
-        if (rc < 0 && errno == EINTR) {
-            continue;
-        }
-        if (rc <= 0) {
-            return -1;
-        }
-        ssize_t n = read(fd, chunk, sizeof(chunk));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return 0;
-        }
-        buf_append(out, chunk, (size_t) n);
-    }
-}
-
 /* Problems (lines marked by the child) go to stderr; the rest to stdout,
  * or into report when it is not NULL. The number of problems. */
 static size_t
@@ -337,43 +309,17 @@ struct target {
     size_t n;
 };
 
-/* Run the child for tg and collect its output. The wait status, or -1
- * when it did not finish in time (killed) or could not be started (after
- * printing why: *why then set). */
-static int
-spawn_check(const struct target *tg, int json, struct buf *out, int *why)
+/* ctl_child's view of one check. */
+struct check_job {
+    const struct target *tg;
+    int json;
+};
+
+static void
+run_child(void *arg)
 {
-    int fds[2], status = 0;
-    *why = 0;
-    fflush(NULL);
-    if (pipe(fds) != 0) {
-        *why = ctl_fail("plugin check: pipe: %s", strerror(errno));
-        return -1;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        *why = ctl_fail("plugin check: fork: %s", strerror(errno));
-        return -1;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        if (dup2(fds[1], STDOUT_FILENO) < 0) {
-            _exit(127);
-        }
-        close(fds[1]);
-        child(tg->path, tg->kv, tg->n, json);
-    }
-    close(fds[1]);
-    int timed_out = read_all(fds[0], out) != 0;
-    close(fds[0]);
-    if (timed_out) {
-        kill(pid, SIGKILL);
-    }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return timed_out ? -1 : status;
+    const struct check_job *cj = arg;
+    child(cj->tg->path, cj->tg->kv, cj->tg->n, cj->json);
 }
 
 /* A refused file's entry in the --json array of several files. */
@@ -393,7 +339,9 @@ run_check(const struct target *tg, int json, json_t *all)
 {
     const char *path = tg->path;
     struct buf out = BUF_INIT, report = BUF_INIT, why = BUF_INIT;
-    int failed = 0, status = spawn_check(tg, json, &out, &failed), rc = CTL_FAIL;
+    struct check_job cj = {tg, json};
+    int failed = 0, status = ctl_child(run_child, &cj, CHECK_TIMEOUT, &out, &failed);
+    int rc = CTL_FAIL;
     if (failed) {
         /* printed already */
     } else if (status == -1) {
