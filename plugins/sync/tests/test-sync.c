@@ -1,8 +1,8 @@
 /*
- * test-sync.c - the sync plugin. `unit`: Retry-After and body sanitising
- * (answer.c linked in), settings, keys and refusals through the SDK mock
- * host. `integration`: real requests to a private scripts/http-receiver.py:
- * DONE on 200 and 409, RETRY with retry_after on 503 + Retry-After: 7,
+ * test-sync.c - the sync plugin. `unit`: settings, keys and refusals
+ * through the SDK mock host (Retry-After and body sanitising are
+ * http-common's, tested there). `integration`: real requests to a private
+ * scripts/http-receiver.py: DONE on 200 and 409, RETRY with retry_after on 503 + Retry-After: 7,
  * REJECT on 400 with the body, escaped URL fields, Idempotency-Key = key,
  * and connections reused across messages (the receiver numbers each TCP
  * connection), from one thread and from several at once.
@@ -10,8 +10,7 @@
 #include "check.h"
 #include "test_server.h"
 
-#include "../sync.h"
-
+#include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -20,39 +19,6 @@
 static char base[64];
 
 /* ---- unit ---- */
-
-static void
-test_retry_after(void)
-{
-    time_t now = 1700000000; /* Tue, 14 Nov 2023 22:13:20 GMT */
-    CHECK_INT(answer_retry_after(" 7\r\n", now), 7);
-    CHECK_INT(answer_retry_after("0", now), 0);
-    CHECK_INT(answer_retry_after("Tue, 14 Nov 2023 22:15:20 GMT", now), 120);
-    CHECK_INT(answer_retry_after("Tuesday, 14-Nov-23 22:14:20 GMT", now), 60);
-    CHECK_INT(answer_retry_after("Tue Nov 14 22:13:50 2023", now), 30);
-    CHECK_INT(answer_retry_after("Mon, 13 Nov 2023 22:13:20 GMT", now), 0);
-    CHECK_INT(answer_retry_after("soon", now), -1);
-    CHECK_INT(answer_retry_after("-5", now), -1);
-    CHECK_INT(answer_retry_after("", now), -1);
-}
-
-static void
-test_sanitize(void)
-{
-    char out[64];
-    answer_sanitize("a\r\nb\tc\x01"
-                    "d\x7f",
-                    9, out, sizeof(out));
-    CHECK_STR(out, "a  b c?d?");
-    answer_sanitize("\xc3\xa9t\xc3\xa9 \xff\xc3", 8, out, sizeof(out));
-    CHECK_STR(out, "\xc3\xa9t\xc3\xa9 ??");
-    answer_sanitize("\xed\xa0\x80"
-                    "x",
-                    4, out, sizeof(out)); /* a surrogate */
-    CHECK_STR(out, "???x");
-    answer_sanitize("abcdef", 6, out, 4);
-    CHECK_STR(out, "abc");
-}
 
 static twice_mock *
 new_mock(const char *url, const char *method)
@@ -440,8 +406,6 @@ main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "integration") == 0) {
         return integration();
     }
-    test_retry_after();
-    test_sanitize();
     test_settings();
     test_refusals();
     return check_done("test-sync unit");
