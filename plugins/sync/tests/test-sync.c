@@ -8,15 +8,13 @@
  * connection), from one thread and from several at once.
  */
 #include "check.h"
+#include "test_receiver.h"
 #include "test_server.h"
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <twice/mock.h>
-
-static char base[64];
 
 /* ---- unit ---- */
 
@@ -96,69 +94,6 @@ test_refusals(void)
 
 /* ---- integration: the receiver's control API ---- */
 
-static size_t
-collect(char *buf, size_t size, size_t n, void *arg)
-{
-    FILE *f = arg;
-    return fwrite(buf, size, n, f);
-}
-
-/* GET (body NULL) or POST body to the receiver; the answer, malloc'd. */
-static char *
-http(const char *path, const char *body)
-{
-    char url[256], *out = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&out, &len);
-    snprintf(url, sizeof(url), "%s%s", base, path);
-    CURL *c = curl_easy_init();
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
-    if (body != NULL) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    }
-    CHECK_INT(curl_easy_perform(c), CURLE_OK);
-    curl_easy_cleanup(c);
-    fclose(f);
-    return out;
-}
-
-/* The requests recorded under a prefix (a JSON array, owned). */
-static json_t *
-requests(const char *prefix)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "/_requests/%s", prefix);
-    char *text = http(path, NULL);
-    json_t *list = json_loads(text != NULL ? text : "", 0, NULL);
-    free(text);
-    return list != NULL ? list : json_array();
-}
-
-static const char *
-req_str(json_t *list, size_t i, const char *field)
-{
-    const char *v = json_string_value(json_object_get(json_array_get(list, i), field));
-    return v != NULL ? v : "(missing)";
-}
-
-static const char *
-req_header(json_t *list, size_t i, const char *name)
-{
-    json_t *h = json_object_get(json_array_get(list, i), "headers");
-    const char *v = json_string_value(json_object_get(h, name));
-    return v != NULL ? v : "(missing)";
-}
-
-static void
-script(const char *prefix, const char *spec)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "/_control/%s", prefix);
-    free(http(path, spec));
-}
-
 static void
 test_ok(twice_mock *m)
 {
@@ -170,7 +105,7 @@ test_ok(twice_mock *m)
               TWICE_DONE);
     CHECK(twice_mock_job_error(j) == NULL);
     twice_mock_job_free(j);
-    json_t *r = requests("ok");
+    json_t *r = receiver_requests("ok");
     CHECK_INT(json_array_size(r), 1);
     CHECK_STR(req_str(r, 0, "method"), "PUT");
     CHECK_STR(req_str(r, 0, "path"), "/ok/api/candidate/42");
@@ -191,7 +126,7 @@ test_escaping(twice_mock *m)
                   &j),
               TWICE_DONE);
     twice_mock_job_free(j);
-    json_t *r = requests("esc");
+    json_t *r = receiver_requests("esc");
     /* the receiver decodes the path: intact segments and no query prove
      * each field was escaped as one segment */
     CHECK_STR(req_str(r, 0, "path"), "/esc/api/candi date/x/a&b?c#d");
@@ -204,7 +139,7 @@ static void
 test_conflict_and_reject(twice_mock *m)
 {
     twice_mock_job *j;
-    script("conflict", "{\"status\":409}");
+    receiver_script("conflict", "{\"status\":409}");
     CHECK_INT(run(m,
                   "{\"case\":\"conflict\",\"entity\":\"c\",\"id\":1,\"version\":1,"
                   "\"data\":{}}",
@@ -213,7 +148,8 @@ test_conflict_and_reject(twice_mock *m)
     CHECK_CONTAINS(twice_mock_job_log_text(j, 0, NULL), "HTTP 409");
     twice_mock_job_free(j);
 
-    script("bad", "{\"status\":400,\"body\":\"field \\\"email\\\" is invalid\\r\\nsee docs\"}");
+    receiver_script("bad",
+                    "{\"status\":400,\"body\":\"field \\\"email\\\" is invalid\\r\\nsee docs\"}");
     CHECK_INT(run(m, "{\"case\":\"bad\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
               TWICE_REJECT);
     CHECK_STR(twice_mock_job_error(j), "HTTP 400: field \"email\" is invalid  see docs");
@@ -222,7 +158,7 @@ test_conflict_and_reject(twice_mock *m)
     char spec[1200] = "{\"status\":422,\"body\":\"";
     memset(spec + strlen(spec), 'x', 1000);
     strcpy(spec + strlen(spec) - 0, "\"}");
-    script("long", spec);
+    receiver_script("long", spec);
     CHECK_INT(
         run(m, "{\"case\":\"long\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
         TWICE_REJECT);
@@ -235,7 +171,7 @@ test_retry(twice_mock *m)
 {
     const char *body = "{\"case\":\"busy\",\"entity\":\"c\",\"id\":3,\"version\":2,\"data\":{}}";
     twice_mock_job *j = twice_mock_job_new(m, body);
-    script("busy", "{\"fail_first\":2,\"status\":503,\"retry_after\":\"7\"}");
+    receiver_script("busy", "{\"fail_first\":2,\"status\":503,\"retry_after\":\"7\"}");
     for (int attempt = 1; attempt <= 3; attempt++) {
         twice_mock_job_attempt(j, attempt);
         twice_status st = twice_mock_run(j);
@@ -246,7 +182,7 @@ test_retry(twice_mock *m)
         }
     }
     twice_mock_job_free(j);
-    json_t *r = requests("busy");
+    json_t *r = receiver_requests("busy");
     CHECK_INT(json_array_size(r), 3);
     for (size_t i = 0; i < json_array_size(r); i++) {
         CHECK_STR(req_header(r, i, "idempotency-key"), "sync:c:3:2");
@@ -259,30 +195,12 @@ test_retry(twice_mock *m)
     struct tm tm;
     strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&later, &tm));
     snprintf(spec, sizeof(spec), "{\"status\":429,\"retry_after\":\"%s\"}", date);
-    script("slow", spec);
+    receiver_script("slow", spec);
     CHECK_INT(
         run(m, "{\"case\":\"slow\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
         TWICE_RETRY);
     CHECK(twice_mock_job_retry_after(j) >= 115 && twice_mock_job_retry_after(j) <= 120);
     twice_mock_job_free(j);
-}
-
-/* How many TCP connections the requests under prefix came on. */
-static size_t
-connections(const char *prefix, size_t *nrequests)
-{
-    json_t *r = requests(prefix), *seen = json_object();
-    char conn[32];
-    for (size_t i = 0; i < json_array_size(r); i++) {
-        json_int_t n = json_integer_value(json_object_get(json_array_get(r, i), "conn"));
-        snprintf(conn, sizeof(conn), "%lld", (long long) n);
-        json_object_set_new(seen, conn, json_true());
-    }
-    size_t count = json_object_size(seen);
-    *nrequests = json_array_size(r);
-    json_decref(seen);
-    json_decref(r);
-    return count;
 }
 
 enum { CONN_THREADS = 4, CONN_EACH = 5 };
@@ -320,7 +238,7 @@ test_connection_reuse(twice_mock *m)
     struct conn_run one = {m, "conn1", 1, 0};
     conn_run(&one);
     CHECK_INT(one.failures, 0);
-    nconn = connections("conn1", &nreq);
+    nconn = receiver_connections("conn1", &nreq);
     fprintf(stderr, "test-sync: %zu messages from one thread: %zu connection(s)\n", nreq, nconn);
     CHECK_INT(nreq, CONN_EACH);
     CHECK_INT(nconn, 1);
@@ -335,7 +253,7 @@ test_connection_reuse(twice_mock *m)
         pthread_join(t[i], NULL);
         CHECK_INT(runs[i].failures, 0);
     }
-    nconn = connections("connN", &nreq);
+    nconn = receiver_connections("connN", &nreq);
     fprintf(stderr, "test-sync: %zu messages from %d threads: %zu connection(s)\n", nreq,
             CONN_THREADS, nconn);
     CHECK_INT(nreq, CONN_THREADS * CONN_EACH);
@@ -347,17 +265,17 @@ test_transport_failures(void)
 {
     char url[128];
     twice_mock_job *j;
-    snprintf(url, sizeof(url), "%s/late/{id}", base);
+    snprintf(url, sizeof(url), "%s/late/{id}", receiver_base);
     twice_mock *m = new_mock(url, "POST");
     twice_mock_set(m, "timeout", "1");
     CHECK_INT(twice_mock_init(m), 0);
-    script("late", "{\"delay_ms\":3000}");
+    receiver_script("late", "{\"delay_ms\":3000}");
     CHECK_INT(run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j), TWICE_RETRY);
     CHECK_CONTAINS(twice_mock_job_error(j), "POST failed: ");
     CHECK_CONTAINS(twice_mock_job_error(j), "timed out");
     twice_mock_job_free(j);
     twice_mock_free(m);
-    json_t *r = requests("late");
+    json_t *r = receiver_requests("late");
     CHECK_STR(req_str(r, 0, "method"), "POST");
     json_decref(r);
 
@@ -378,9 +296,9 @@ integration(void)
         fprintf(stderr, "could not start %s\n", HTTP_RECEIVER);
         return 1;
     }
-    snprintf(base, sizeof(base), "http://127.0.0.1:%d", srv.port);
+    snprintf(receiver_base, sizeof(receiver_base), "http://127.0.0.1:%d", srv.port);
     char url[128];
-    snprintf(url, sizeof(url), "%s/{case}/api/{entity}/{id}", base);
+    snprintf(url, sizeof(url), "%s/{case}/api/{entity}/{id}", receiver_base);
     setenv("TWICE_SYNC_TEST_TOKEN", "Bearer s3cret-token", 1);
     twice_mock *m = new_mock(url, NULL);
     twice_mock_set(m, "auth_header", "Authorization");
