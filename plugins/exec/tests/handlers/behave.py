@@ -2,7 +2,8 @@
 """behave.py - an exec handler for tests that does what each job's body asks.
 
 Body {"do": ...}: "ok" (done), "reject", "retry" (retry_after 7), "garbage" (a line
-that is not JSON), "die" (exit 3 before answering), "sleep" (SECONDS, then done),
+that is not JSON), "die" (exit 3 before answering), "sleep" (SECONDS, then done; with
+"on_attempt": [N...] only on those attempts),
 "stderr" (BYTES of stderr in 100-byte lines, then done), "long_line" (BYTES of stderr
 without a newline), "two_lines" (done twice), "echo" (done, the request line written
 to the file named by ECHO_FILE), "env" (done, the environment and the working
@@ -30,7 +31,7 @@ def run(job, req):
             f.write(str(os.getpid()))
     if do == "die":
         sys.exit(3)
-    if do == "sleep":
+    if do == "sleep" and job["attempt"] in body.get("on_attempt", [job["attempt"]]):
         time.sleep(float(body.get("seconds", 5)))
     if do == "stderr":
         line = "x" * 99 + "\n"
