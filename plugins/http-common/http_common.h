@@ -1,9 +1,10 @@
 /*
  * http_common.h - what the bundled plugins that talk HTTP (sync, http)
  * share, linked into each as a static library: a pool of libcurl easy
- * handles that keeps connections alive across jobs (pool.c), the reading
- * of an answer - its first bytes, Retry-After and Twice-Retry-After -
- * (answer.c), and URL templates filled from the body (url.c). What an
+ * handles that keeps connections alive across jobs (pool.c), making a
+ * request (request.c), the reading of an answer - its first bytes,
+ * Retry-After and Twice-Retry-After - (answer.c), and URL templates filled
+ * from the body (url.c). What an
  * answer means for a job stays in each plugin. Not an SDK header.
  */
 #ifndef TWICE_HTTP_COMMON_H
@@ -80,6 +81,36 @@ long http_retry_after(const char *value, time_t now);
  * spaces, other control bytes and broken UTF-8 '?'. out gets at most
  * cap - 1 bytes and a NUL. */
 void http_sanitize(const char *in, size_t len, char *out, size_t cap);
+
+/* ---- request.c ---- */
+
+/* One request as the plugins make it. */
+struct http_request {
+    const char *url;
+    const char *method;  /* "POST", "PUT" */
+    long timeout;        /* seconds for the whole exchange */
+    const char *ca_file; /* whom to trust for https, NULL: the system's CA store */
+    const char *user_agent;
+    const struct curl_slist *headers;
+    const char *body;
+    size_t len;
+};
+
+/*
+ * Make the request on c (a handle of the pool) and read the answer into
+ * ans: http and https only, no redirects, no signals, certificates and
+ * host names verified (curl's defaults, never switched off). CURLE_OK and
+ * *status; else the error, its text in errbuf (CURL_ERROR_SIZE bytes).
+ */
+CURLcode http_perform(CURL *c, const struct http_request *r, struct http_answer *ans, long *status,
+                      char *errbuf);
+
+/* Append the header line fmt (with one %s for value) to *l. 0, or -1 when
+ * out of memory (the list is then freed and *l NULL). */
+int http_header_add(struct curl_slist **l, const char *fmt, const char *value);
+
+/* Wipe and free a secret (a token, an Authorization line); NULL is fine. */
+void http_free_secret(char *s);
 
 /* ---- url.c ---- */
 

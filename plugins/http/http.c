@@ -48,10 +48,7 @@ http_free(struct http_plugin *h)
     free(h->url_tmpl);
     free(h->content_type);
     free(h->ca_file);
-    if (h->auth != NULL) {
-        explicit_bzero(h->auth, strlen(h->auth));
-        free(h->auth);
-    }
+    http_free_secret(h->auth);
     free(h);
 }
 
@@ -199,22 +196,6 @@ http_fini(void *state)
     curl_global_cleanup();
 }
 
-/* Append "Name: value" to h; 0, or -1 (h freed) when out of memory. */
-static int
-add_header(struct curl_slist **h, const char *fmt, const char *value)
-{
-    char line[TWICE_KEY_MAX + 128];
-    snprintf(line, sizeof(line), fmt, value);
-    struct curl_slist *next = curl_slist_append(*h, line);
-    if (next == NULL) {
-        curl_slist_free_all(*h);
-        *h = NULL;
-        return -1;
-    }
-    *h = next;
-    return 0;
-}
-
 /* The request's headers (NULL when out of memory): the key, the job's
  * message id, attempt and queue, its trace context when the host has one,
  * the content type and the bearer token. */
@@ -227,65 +208,39 @@ request_headers(const struct http_plugin *h, const twice_job *job)
     snprintf(attempt, sizeof(attempt), "%d", api->attempt(job));
     const char *queue = TWICE_API_HAS(api, queue) ? api->queue(job) : NULL;
     const char *trace = TWICE_API_HAS(api, traceparent) ? api->traceparent(job) : NULL;
-    if (add_header(&l, "Idempotency-Key: %s", api->key(job)) != 0 ||
-        add_header(&l, "X-Twice-Message-Id: %s", api->message_id(job)) != 0 ||
-        add_header(&l, "X-Twice-Attempt: %s", attempt) != 0 ||
-        (queue != NULL && add_header(&l, "X-Twice-Queue: %s", queue) != 0) ||
-        (trace != NULL && add_header(&l, "traceparent: %s", trace) != 0) ||
-        add_header(&l, "%s", h->content_type) != 0 || add_header(&l, "%s", "Expect:") != 0 ||
-        (h->auth != NULL && add_header(&l, "%s", h->auth) != 0)) {
+    if (http_header_add(&l, "Idempotency-Key: %s", api->key(job)) != 0 ||
+        http_header_add(&l, "X-Twice-Message-Id: %s", api->message_id(job)) != 0 ||
+        http_header_add(&l, "X-Twice-Attempt: %s", attempt) != 0 ||
+        (queue != NULL && http_header_add(&l, "X-Twice-Queue: %s", queue) != 0) ||
+        (trace != NULL && http_header_add(&l, "traceparent: %s", trace) != 0) ||
+        http_header_add(&l, "%s", h->content_type) != 0 ||
+        http_header_add(&l, "%s", "Expect:") != 0 ||
+        (h->auth != NULL && http_header_add(&l, "%s", h->auth) != 0)) {
         return NULL;
     }
     return l;
-}
-
-static void
-set_options(const struct http_plugin *h, CURL *c, const char *url, struct curl_slist *headers,
-            const char *body, size_t len, struct http_answer *ans, char *errbuf)
-{
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, h->timeout);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    /* Certificate and host name checks are curl's defaults, never switched
-     * off; ca_file only says whom to trust. */
-    if (h->ca_file != NULL) {
-        curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
-    }
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "twice-http/1.0");
-    curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, http_answer_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, ans);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, http_answer_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, ans);
 }
 
 /* One POST, on an easy handle this call has to itself (from the pool). */
 static twice_status
 post(const struct http_plugin *h, twice_job *job, CURL *c, const char *url)
 {
-    char errbuf[CURL_ERROR_SIZE] = "";
+    char errbuf[CURL_ERROR_SIZE];
     struct http_answer ans;
     size_t len = 0;
+    long status;
     const char *body = h->api->body(job, &len);
     struct curl_slist *headers = request_headers(h, job);
     if (headers == NULL) {
         h->api->error(job, "out of memory preparing the request");
         return TWICE_RETRY;
     }
-    http_answer_init(&ans);
-    set_options(h, c, url, headers, body, len, &ans, errbuf);
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    struct http_request r = {url,     "POST", h->timeout, h->ca_file, "twice-http/1.0",
+                             headers, body,   len};
+    CURLcode rc = http_perform(c, &r, &ans, &status, errbuf);
     curl_slist_free_all(headers);
     if (rc != CURLE_OK) {
-        h->api->error(job, "POST failed: %s", *errbuf != '\0' ? errbuf : curl_easy_strerror(rc));
+        h->api->error(job, "POST failed: %s", errbuf);
         return TWICE_RETRY;
     }
     return http_verdict(h->api, job, &h->map, status, &ans);

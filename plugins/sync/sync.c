@@ -38,10 +38,7 @@ sync_free(struct sync *s)
     }
     free(s->url_tmpl);
     free(s->method);
-    if (s->auth_header != NULL) {
-        explicit_bzero(s->auth_header, strlen(s->auth_header));
-        free(s->auth_header);
-    }
+    http_free_secret(s->auth_header);
     free(s);
 }
 
@@ -141,40 +138,15 @@ sync_fini(void *state)
 static struct curl_slist *
 request_headers(const struct sync *s, const char *key)
 {
-    char idem[TWICE_KEY_MAX + 32];
-    struct curl_slist *h = NULL, *next;
-    snprintf(idem, sizeof(idem), "Idempotency-Key: %s", key);
-    const char *lines[] = {"Content-Type: application/json", "Accept: application/json",
-                           "Expect:", idem, s->auth_header};
-    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
-        if (lines[i] == NULL) {
-            continue;
-        }
-        if ((next = curl_slist_append(h, lines[i])) == NULL) {
-            curl_slist_free_all(h);
-            return NULL;
-        }
-        h = next;
+    struct curl_slist *h = NULL;
+    if (http_header_add(&h, "%s", "Content-Type: application/json") != 0 ||
+        http_header_add(&h, "%s", "Accept: application/json") != 0 ||
+        http_header_add(&h, "%s", "Expect:") != 0 ||
+        http_header_add(&h, "Idempotency-Key: %s", key) != 0 ||
+        (s->auth_header != NULL && http_header_add(&h, "%s", s->auth_header) != 0)) {
+        return NULL;
     }
     return h;
-}
-
-static void
-set_options(const struct sync *s, CURL *c, const char *url, struct curl_slist *headers,
-            const char *data, size_t len)
-{
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, s->timeout);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    /* Certificate and host name checks are curl's defaults and never
-     * switched off here. */
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "twice-sync/1.0");
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, data);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, s->method);
 }
 
 /* One request, on an easy handle this call has to itself (from the pool). */
@@ -182,27 +154,20 @@ static twice_status
 send_record(const struct sync *s, twice_job *job, CURL *c, const char *url, const char *data,
             size_t len)
 {
-    char errbuf[CURL_ERROR_SIZE] = "";
+    char errbuf[CURL_ERROR_SIZE];
     struct http_answer ans;
+    long status;
     struct curl_slist *headers = request_headers(s, s->api->key(job));
     if (headers == NULL) {
         s->api->error(job, "out of memory preparing the request");
         return TWICE_RETRY;
     }
-    http_answer_init(&ans);
-    set_options(s, c, url, headers, data, len);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, http_answer_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &ans);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, http_answer_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &ans);
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    struct http_request r = {url,     s->method, s->timeout, NULL, "twice-sync/1.0",
+                             headers, data,      len};
+    CURLcode rc = http_perform(c, &r, &ans, &status, errbuf);
     curl_slist_free_all(headers);
     if (rc != CURLE_OK) {
-        s->api->error(job, "%s failed: %s", s->method,
-                      *errbuf != '\0' ? errbuf : curl_easy_strerror(rc));
+        s->api->error(job, "%s failed: %s", s->method, errbuf);
         return TWICE_RETRY;
     }
     return sync_verdict(s->api, job, status, &ans);

@@ -4,9 +4,7 @@
  * for its size: the 1.1 fields the host would read are not there.
  * Used by: test-loader.c.
  */
-#include <twice/plugin.h>
-
-#include <stddef.h>
+#include "descriptor_1_0.h"
 
 static twice_status
 handle(void *state, twice_job *job)
@@ -16,35 +14,17 @@ handle(void *state, twice_job *job)
     return TWICE_DONE;
 }
 
-/* The first fields of struct twice_plugin, up to derive_key, in an object
- * of exactly that size. */
-static const struct {
-    uint32_t magic;
-    uint16_t abi_major;
-    uint16_t abi_minor;
-    uint32_t size;
-    uint32_t flags;
-    const char *name;
-    const char *version;
-    const char *key_template;
-    const twice_setting *settings;
-    void *init;
-    twice_status (*handle)(void *state, twice_job *job);
-    void *fini;
-    void *derive_key;
-} descriptor = {TWICE_ABI_MAGIC,
-                1,
-                1,
-                offsetof(twice_plugin, key_setting),
-                0,
-                "short_1_1",
-                "1.0.0",
-                "short:{id}",
-                NULL,
-                NULL,
-                handle,
-                NULL,
-                NULL};
+/* Only the 1.0 fields, in an object of exactly that size. */
+static const struct twice_plugin_1_0 descriptor = {
+    .magic = TWICE_ABI_MAGIC,
+    .abi_major = 1,
+    .abi_minor = 1,
+    .size = sizeof(struct twice_plugin_1_0),
+    .name = "short_1_1",
+    .version = "1.0.0",
+    .key_template = "short:{id}",
+    .handle = handle,
+};
 
 TWICE_EXPORT const twice_plugin *twice_plugin_entry(void);
 

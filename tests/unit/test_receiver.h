@@ -2,12 +2,15 @@
  * test_receiver.h - a plugin test's side of scripts/http-receiver.py (started
  * with test_server.h): script its answers for a path prefix, read back the
  * requests it recorded there, their headers and the TCP connections they
- * came on. Header-only test helper, libcurl and jansson; not part of any
- * plugin. CHECKs come from check.h, included first.
+ * came on, and that a plugin keeps its connections alive. Header-only test
+ * helper, libcurl and jansson; not part of any plugin. CHECKs come from
+ * check.h, included first.
  * Used by: plugins/sync/tests/test-sync.c, plugins/http/tests/test-http.c.
  */
 #ifndef PLUGIN_TEST_RECEIVER_H
 #define PLUGIN_TEST_RECEIVER_H
+
+#include "test_plugin.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -99,6 +102,28 @@ receiver_connections(const char *prefix, size_t *nrequests)
     json_decref(seen);
     json_decref(r);
     return count;
+}
+
+/*
+ * Kept-alive connections, not one per job: 5 jobs one after another (body
+ * writes each, given the prefix "conn1") come on one connection; 5 jobs on
+ * each of 4 threads at once ("connN") on at most 4. name labels the
+ * figures printed.
+ */
+static inline void
+receiver_check_reuse(twice_mock *m, plugin_body_fn body, const char *name)
+{
+    size_t nreq, nconn;
+    CHECK_INT(plugin_run_threads(m, 1, 5, body, "conn1"), 0);
+    nconn = receiver_connections("conn1", &nreq);
+    fprintf(stderr, "%s: %zu jobs from one thread: %zu connection(s)\n", name, nreq, nconn);
+    CHECK_INT(nreq, 5);
+    CHECK_INT(nconn, 1);
+    CHECK_INT(plugin_run_threads(m, 4, 5, body, "connN"), 0);
+    nconn = receiver_connections("connN", &nreq);
+    fprintf(stderr, "%s: %zu jobs from 4 threads: %zu connection(s)\n", name, nreq, nconn);
+    CHECK_INT(nreq, 20);
+    CHECK(nconn >= 1 && nconn <= 4);
 }
 
 #endif

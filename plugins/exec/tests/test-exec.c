@@ -10,12 +10,12 @@
  * are tests/integration/test_exec_plugin.py.
  */
 #include "check.h"
+#include "test_plugin.h"
 
 #include "exec.h"
 
 #include <errno.h>
 #include <jansson.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,27 +194,14 @@ test_command(void)
 static twice_mock *
 new_mock(const char *command)
 {
-    char err[512], echo[128];
-    twice_mock *m = twice_mock_open(PLUGIN_PATH, err, sizeof(err));
-    if (m == NULL) {
-        fprintf(stderr, "%s\n", err);
-        exit(1);
-    }
+    char echo[128];
+    twice_mock *m = plugin_open(PLUGIN_PATH);
     snprintf(echo, sizeof(echo), "{\"ECHO_FILE\": \"%s/echo.json\", \"LANG\": \"C\"}", dir);
     twice_mock_set(m, "command", command);
     twice_mock_set(m, "key", "job:{id}");
     twice_mock_set(m, "env", echo);
     twice_mock_set(m, "directory", dir);
     return m;
-}
-
-static void
-expect_init_failure(twice_mock *m, const char *want)
-{
-    CHECK(twice_mock_init(m) != 0);
-    const char *line = twice_mock_log_text(m, 0, NULL);
-    CHECK_CONTAINS(line != NULL ? line : twice_mock_error(m), want);
-    twice_mock_free(m);
 }
 
 static void
@@ -233,14 +220,6 @@ test_settings(void)
     m = new_mock("python3 " BEHAVE);
     twice_mock_set(m, "key", "job:{id");
     expect_init_failure(m, "setting 'key': key template \"job:{id\"");
-}
-
-/* Run body on m: the status; the job (freed by the caller) in *out. */
-static twice_status
-run(twice_mock *m, const char *body, twice_mock_job **out)
-{
-    *out = twice_mock_job_new(m, body);
-    return twice_mock_run(*out);
 }
 
 /* A job log line containing s, or NULL. */
@@ -277,7 +256,7 @@ run_pid(twice_mock *m, const char *what, int *pid, twice_mock_job **out)
 {
     char body[256];
     snprintf(body, sizeof(body), "{\"id\":1,%s,\"pid_file\":\"%s/pid\"}", what, dir);
-    twice_status st = run(m, body, out);
+    twice_status st = plugin_run(m, body, out);
     *pid = read_pid();
     return st;
 }
@@ -318,7 +297,7 @@ test_request_line(twice_mock *m)
     json_decref(req);
 
     /* Only the environment asked for, and the working directory set. */
-    run(m, "{\"id\":8,\"do\":\"env\"}", &j);
+    plugin_run(m, "{\"id\":8,\"do\":\"env\"}", &j);
     twice_mock_job_free(j);
     req = json_load_file(path, 0, NULL);
     json_t *env = json_object_get(req, "env");
@@ -333,10 +312,10 @@ static void
 test_answers_through(twice_mock *m)
 {
     twice_mock_job *j;
-    CHECK_INT(run(m, "{\"id\":1,\"do\":\"reject\"}", &j), TWICE_REJECT);
+    CHECK_INT(plugin_run(m, "{\"id\":1,\"do\":\"reject\"}", &j), TWICE_REJECT);
     CHECK_STR(twice_mock_job_error(j), "no such customer");
     twice_mock_job_free(j);
-    CHECK_INT(run(m, "{\"id\":1,\"do\":\"retry\"}", &j), TWICE_RETRY);
+    CHECK_INT(plugin_run(m, "{\"id\":1,\"do\":\"retry\"}", &j), TWICE_RETRY);
     CHECK_STR(twice_mock_job_error(j), "busy");
     CHECK_INT(twice_mock_job_retry_after(j), 7);
     twice_mock_job_free(j);
@@ -388,53 +367,33 @@ test_stderr(twice_mock *m)
 {
     twice_mock_job *j;
     time_t t0 = time(NULL);
-    CHECK_INT(run(m, "{\"id\":5,\"do\":\"stderr\",\"bytes\":1048576}", &j), TWICE_DONE);
+    CHECK_INT(plugin_run(m, "{\"id\":5,\"do\":\"stderr\",\"bytes\":1048576}", &j), TWICE_DONE);
     CHECK(time(NULL) - t0 < 20);
     CHECK(twice_mock_job_log_count(j) >= 10000);
     const char *line = job_log(j, "stderr: xxxx");
     CHECK(line != NULL);
     twice_mock_job_free(j);
-    CHECK_INT(run(m, "{\"id\":6,\"do\":\"long_line\",\"bytes\":100000}", &j), TWICE_DONE);
+    CHECK_INT(plugin_run(m, "{\"id\":6,\"do\":\"long_line\",\"bytes\":100000}", &j), TWICE_DONE);
     CHECK(job_log(j, "[95904 more bytes of this line cut]") != NULL);
     twice_mock_job_free(j);
 }
 
-enum { THREADS = 4, EACH = 6 };
-
-struct burst {
-    twice_mock *m;
-    int failures;
-};
-
-static void *
-burst(void *arg)
+static void
+short_job(char *buf, size_t cap, const void *ctx, int t, int i)
 {
-    struct burst *b = arg;
-    for (int i = 0; i < EACH; i++) {
-        twice_mock_job *j;
-        b->failures += run(b->m, "{\"id\":1,\"do\":\"sleep\",\"seconds\":0.05}", &j) != TWICE_DONE;
-        twice_mock_job_free(j);
-    }
-    return NULL;
+    (void) ctx;
+    snprintf(buf, cap, "{\"id\":%d,\"do\":\"sleep\",\"seconds\":0.05}", 100 * t + i);
 }
 
-/* Jobs on several threads at once, with processes capped at 2. */
+/* Jobs on 4 threads at once, with processes capped at 2: they wait their
+ * turn and all succeed. */
 static void
 test_concurrency(void)
 {
     twice_mock *m = new_mock("python3 -u " BEHAVE);
     twice_mock_set(m, "processes", "2");
     CHECK_INT(twice_mock_init(m), 0);
-    pthread_t t[THREADS];
-    struct burst b[THREADS];
-    for (int i = 0; i < THREADS; i++) {
-        b[i] = (struct burst){m, 0};
-        pthread_create(&t[i], NULL, burst, &b[i]);
-    }
-    for (int i = 0; i < THREADS; i++) {
-        pthread_join(t[i], NULL);
-        CHECK_INT(b[i].failures, 0);
-    }
+    CHECK_INT(plugin_run_threads(m, 4, 6, short_job, NULL), 0);
     twice_mock_free(m);
 }
 
@@ -449,12 +408,12 @@ test_example(const char *command)
     twice_mock_set(m, "key", "order:{orderId}");
     CHECK_INT(twice_mock_init(m), 0);
     twice_mock_job *j;
-    CHECK_INT(run(m, "{\"orderId\":1,\"amount\":5,\"quantity\":3}", &j), TWICE_DONE);
+    CHECK_INT(plugin_run(m, "{\"orderId\":1,\"amount\":5,\"quantity\":3}", &j), TWICE_DONE);
     twice_mock_job_free(j);
-    CHECK_INT(run(m, "{\"orderId\":2,\"amount\":\"lots\"}", &j), TWICE_REJECT);
+    CHECK_INT(plugin_run(m, "{\"orderId\":2,\"amount\":\"lots\"}", &j), TWICE_REJECT);
     CHECK_CONTAINS(twice_mock_job_error(j), "bad order");
     twice_mock_job_free(j);
-    CHECK_INT(run(m, "{\"orderId\":3,\"amount\":2}", &j), TWICE_DONE);
+    CHECK_INT(plugin_run(m, "{\"orderId\":3,\"amount\":2}", &j), TWICE_DONE);
     twice_mock_job_free(j);
     twice_mock_free(m);
     FILE *f = fopen(log, "r");

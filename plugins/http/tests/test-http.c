@@ -16,7 +16,6 @@
 #include "http.h"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <twice/mock.h>
@@ -70,24 +69,10 @@ test_mapping(void)
 static twice_mock *
 new_mock(const char *url)
 {
-    char err[512];
-    twice_mock *m = twice_mock_open(PLUGIN_PATH, err, sizeof(err));
-    if (m == NULL) {
-        fprintf(stderr, "%s\n", err);
-        exit(1);
-    }
+    twice_mock *m = plugin_open(PLUGIN_PATH);
     twice_mock_set(m, "url", url);
     twice_mock_set(m, "key", "order:{orderId}");
     return m;
-}
-
-static void
-expect_init_failure(twice_mock *m, const char *want)
-{
-    CHECK(twice_mock_init(m) != 0);
-    const char *line = twice_mock_log_text(m, 0, NULL);
-    CHECK_CONTAINS(line != NULL ? line : twice_mock_error(m), want);
-    twice_mock_free(m);
 }
 
 /* A mock with one more setting that init must refuse with want. */
@@ -125,13 +110,6 @@ test_settings(void)
     unlink(path);
 }
 
-static twice_status
-run(twice_mock *m, const char *body, twice_mock_job **out)
-{
-    *out = twice_mock_job_new(m, body);
-    return twice_mock_run(*out);
-}
-
 /* The key comes from the key setting, or from a queue's key; without
  * either a message has none. */
 static void
@@ -140,22 +118,21 @@ test_keys(void)
     twice_mock *m = new_mock("http://127.0.0.1:9/jobs");
     CHECK_INT(twice_mock_init(m), 0);
     twice_mock_job *j;
-    run(m, "{\"detail\":{\"invoiceId\":\"INV-1\"}}", &j);
+    plugin_run(m, "{\"detail\":{\"invoiceId\":\"INV-1\"}}", &j);
     CHECK(twice_mock_job_key(j) == NULL);
     CHECK_STR(twice_mock_job_reason(j), "missing-key-field");
     CHECK_STR(twice_mock_job_error(j), "missing key field orderId");
     twice_mock_job_free(j);
     CHECK_INT(twice_mock_queue_key(m, "invoice:{detail.invoiceId}"), 0);
-    run(m, "{\"detail\":{\"invoiceId\":\"INV-1\"}}", &j);
+    plugin_run(m, "{\"detail\":{\"invoiceId\":\"INV-1\"}}", &j);
     CHECK_STR(twice_mock_job_key(j), "invoice:INV-1");
     twice_mock_job_free(j);
     twice_mock_free(m);
 
-    char err[512];
-    m = twice_mock_open(PLUGIN_PATH, err, sizeof(err));
+    m = plugin_open(PLUGIN_PATH);
     twice_mock_set(m, "url", "http://127.0.0.1:9/jobs");
     CHECK_INT(twice_mock_init(m), 0);
-    run(m, "{\"orderId\":1}", &j);
+    plugin_run(m, "{\"orderId\":1}", &j);
     CHECK(twice_mock_job_key(j) == NULL);
     CHECK_CONTAINS(twice_mock_job_error(j), "no key template");
     twice_mock_job_free(j);
@@ -169,7 +146,7 @@ run_in(twice_mock *m, const char *prefix, const char *body, twice_mock_job **out
 {
     char path[256];
     snprintf(path, sizeof(path), "{\"case\":\"%s\",%s", prefix, body + 1);
-    return run(m, path, out);
+    return plugin_run(m, path, out);
 }
 
 static void
@@ -264,52 +241,11 @@ test_retry(twice_mock *m)
     twice_mock_job_free(j);
 }
 
-enum { CONN_THREADS = 4, CONN_EACH = 5 };
-
-struct conn_run {
-    twice_mock *m;
-    const char *prefix;
-    int failures;
-};
-
-static void *
-conn_run(void *arg)
-{
-    struct conn_run *cr = arg;
-    for (int i = 0; i < CONN_EACH; i++) {
-        twice_mock_job *j;
-        cr->failures += run_in(cr->m, cr->prefix, "{\"orderId\":1}", &j) != TWICE_DONE;
-        twice_mock_job_free(j);
-    }
-    return NULL;
-}
-
-/* Kept-alive connections: one thread's jobs share one connection, several
- * threads need at most one each. */
+/* Job i of thread t under prefix ctx. */
 static void
-test_connection_reuse(twice_mock *m)
+conn_body(char *buf, size_t cap, const void *ctx, int t, int i)
 {
-    size_t nreq;
-    struct conn_run one = {m, "conn1", 0};
-    conn_run(&one);
-    CHECK_INT(one.failures, 0);
-    CHECK_INT(receiver_connections("conn1", &nreq), 1);
-    CHECK_INT(nreq, CONN_EACH);
-    pthread_t t[CONN_THREADS];
-    struct conn_run runs[CONN_THREADS];
-    for (int i = 0; i < CONN_THREADS; i++) {
-        runs[i] = (struct conn_run){m, "connN", 0};
-        CHECK_INT(pthread_create(&t[i], NULL, conn_run, &runs[i]), 0);
-    }
-    for (int i = 0; i < CONN_THREADS; i++) {
-        pthread_join(t[i], NULL);
-        CHECK_INT(runs[i].failures, 0);
-    }
-    size_t nconn = receiver_connections("connN", &nreq);
-    fprintf(stderr, "test-http: %zu jobs on %d threads: %zu connection(s)\n", nreq, CONN_THREADS,
-            nconn);
-    CHECK_INT(nreq, CONN_THREADS * CONN_EACH);
-    CHECK(nconn >= 1 && nconn <= CONN_THREADS);
+    snprintf(buf, cap, "{\"case\":\"%s\",\"orderId\":%d}", (const char *) ctx, 100 * t + i);
 }
 
 static void
@@ -322,7 +258,7 @@ test_transport_failures(void)
     twice_mock_set(m, "timeout", "1");
     CHECK_INT(twice_mock_init(m), 0);
     receiver_script("late", "{\"delay_ms\":3000}");
-    CHECK_INT(run(m, "{\"orderId\":1}", &j), TWICE_RETRY);
+    CHECK_INT(plugin_run(m, "{\"orderId\":1}", &j), TWICE_RETRY);
     CHECK_CONTAINS(twice_mock_job_error(j), "POST failed: ");
     CHECK_CONTAINS(twice_mock_job_error(j), "timed out");
     twice_mock_job_free(j);
@@ -331,7 +267,7 @@ test_transport_failures(void)
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/x", server_free_port());
     m = new_mock(url);
     CHECK_INT(twice_mock_init(m), 0);
-    CHECK_INT(run(m, "{\"orderId\":1}", &j), TWICE_RETRY);
+    CHECK_INT(plugin_run(m, "{\"orderId\":1}", &j), TWICE_RETRY);
     CHECK_CONTAINS(twice_mock_job_error(j), "POST failed: ");
     twice_mock_job_free(j);
     twice_mock_free(m);
@@ -358,7 +294,7 @@ integration(void)
     test_request(m);
     test_reject(m);
     test_retry(m);
-    test_connection_reuse(m);
+    receiver_check_reuse(m, conn_body, "test-http");
     for (size_t i = 0; i < twice_mock_log_count(m); i++) {
         CHECK(strstr(twice_mock_log_text(m, i, NULL), "s3cret") == NULL);
     }

@@ -21,26 +21,12 @@
 static twice_mock *
 new_mock(const char *url, const char *method)
 {
-    char err[512];
-    twice_mock *m = twice_mock_open(PLUGIN_PATH, err, sizeof(err));
-    if (m == NULL) {
-        fprintf(stderr, "%s\n", err);
-        exit(1);
-    }
+    twice_mock *m = plugin_open(PLUGIN_PATH);
     twice_mock_set(m, "url", url);
     if (method != NULL) {
         twice_mock_set(m, "method", method);
     }
     return m;
-}
-
-static void
-expect_init_failure(twice_mock *m, const char *want)
-{
-    CHECK(twice_mock_init(m) != 0);
-    const char *line = twice_mock_log_text(m, 0, NULL);
-    CHECK_CONTAINS(line != NULL ? line : twice_mock_error(m), want);
-    twice_mock_free(m);
 }
 
 static void
@@ -62,30 +48,26 @@ test_settings(void)
     expect_init_failure(m, "timeout must be 1-600 seconds");
 }
 
-static twice_status
-run(twice_mock *m, const char *body, twice_mock_job **out)
-{
-    *out = twice_mock_job_new(m, body);
-    return twice_mock_run(*out);
-}
-
 static void
 test_refusals(void)
 {
     twice_mock *m = new_mock("http://127.0.0.1:9/{case}/{entity}/{id}", NULL);
     CHECK_INT(twice_mock_init(m), 0);
     twice_mock_job *j;
-    CHECK_INT(run(m, "{\"entity\":\"candidate\",\"id\":42,\"version\":9}", &j), TWICE_REJECT);
+    CHECK_INT(plugin_run(m, "{\"entity\":\"candidate\",\"id\":42,\"version\":9}", &j),
+              TWICE_REJECT);
     CHECK_STR(twice_mock_job_key(j), "sync:candidate:42:9");
     CHECK_STR(twice_mock_job_error(j), "message has no data");
     twice_mock_job_free(j);
-    CHECK_INT(run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":[1]}", &j), TWICE_REJECT);
+    CHECK_INT(plugin_run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":[1]}", &j),
+              TWICE_REJECT);
     CHECK_STR(twice_mock_job_error(j), "data must be a JSON object");
     twice_mock_job_free(j);
-    CHECK_INT(run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j), TWICE_REJECT);
+    CHECK_INT(plugin_run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
+              TWICE_REJECT);
     CHECK_CONTAINS(twice_mock_job_error(j), "url field {case}: the message has no such field");
     twice_mock_job_free(j);
-    CHECK_INT(run(m, "{\"entity\":\"c\",\"id\":1,\"data\":{}}", &j), TWICE_REJECT);
+    CHECK_INT(plugin_run(m, "{\"entity\":\"c\",\"id\":1,\"data\":{}}", &j), TWICE_REJECT);
     CHECK(!twice_mock_job_handled(j));
     CHECK_STR(twice_mock_job_error(j), "missing key field version");
     twice_mock_job_free(j);
@@ -98,10 +80,10 @@ static void
 test_ok(twice_mock *m)
 {
     twice_mock_job *j;
-    CHECK_INT(run(m,
-                  "{\"case\":\"ok\",\"entity\":\"candidate\",\"id\":42,\"version\":9,"
-                  "\"data\":{\"name\":\"Ana\",\"skills\":[\"c\"]}}",
-                  &j),
+    CHECK_INT(plugin_run(m,
+                         "{\"case\":\"ok\",\"entity\":\"candidate\",\"id\":42,\"version\":9,"
+                         "\"data\":{\"name\":\"Ana\",\"skills\":[\"c\"]}}",
+                         &j),
               TWICE_DONE);
     CHECK(twice_mock_job_error(j) == NULL);
     twice_mock_job_free(j);
@@ -120,10 +102,10 @@ static void
 test_escaping(twice_mock *m)
 {
     twice_mock_job *j;
-    CHECK_INT(run(m,
-                  "{\"case\":\"esc\",\"entity\":\"candi date/x\",\"id\":\"a&b?c#d\","
-                  "\"version\":1,\"data\":{}}",
-                  &j),
+    CHECK_INT(plugin_run(m,
+                         "{\"case\":\"esc\",\"entity\":\"candi date/x\",\"id\":\"a&b?c#d\","
+                         "\"version\":1,\"data\":{}}",
+                         &j),
               TWICE_DONE);
     twice_mock_job_free(j);
     json_t *r = receiver_requests("esc");
@@ -140,17 +122,18 @@ test_conflict_and_reject(twice_mock *m)
 {
     twice_mock_job *j;
     receiver_script("conflict", "{\"status\":409}");
-    CHECK_INT(run(m,
-                  "{\"case\":\"conflict\",\"entity\":\"c\",\"id\":1,\"version\":1,"
-                  "\"data\":{}}",
-                  &j),
+    CHECK_INT(plugin_run(m,
+                         "{\"case\":\"conflict\",\"entity\":\"c\",\"id\":1,\"version\":1,"
+                         "\"data\":{}}",
+                         &j),
               TWICE_DONE);
     CHECK_CONTAINS(twice_mock_job_log_text(j, 0, NULL), "HTTP 409");
     twice_mock_job_free(j);
 
     receiver_script("bad",
                     "{\"status\":400,\"body\":\"field \\\"email\\\" is invalid\\r\\nsee docs\"}");
-    CHECK_INT(run(m, "{\"case\":\"bad\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
+    CHECK_INT(plugin_run(
+                  m, "{\"case\":\"bad\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
               TWICE_REJECT);
     CHECK_STR(twice_mock_job_error(j), "HTTP 400: field \"email\" is invalid  see docs");
     twice_mock_job_free(j);
@@ -159,9 +142,10 @@ test_conflict_and_reject(twice_mock *m)
     memset(spec + strlen(spec), 'x', 1000);
     strcpy(spec + strlen(spec) - 0, "\"}");
     receiver_script("long", spec);
-    CHECK_INT(
-        run(m, "{\"case\":\"long\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
-        TWICE_REJECT);
+    CHECK_INT(plugin_run(m,
+                         "{\"case\":\"long\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}",
+                         &j),
+              TWICE_REJECT);
     CHECK_INT(strlen(twice_mock_job_error(j)), strlen("HTTP 422: ") + 512);
     twice_mock_job_free(j);
 }
@@ -196,68 +180,20 @@ test_retry(twice_mock *m)
     strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&later, &tm));
     snprintf(spec, sizeof(spec), "{\"status\":429,\"retry_after\":\"%s\"}", date);
     receiver_script("slow", spec);
-    CHECK_INT(
-        run(m, "{\"case\":\"slow\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
-        TWICE_RETRY);
+    CHECK_INT(plugin_run(m,
+                         "{\"case\":\"slow\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}",
+                         &j),
+              TWICE_RETRY);
     CHECK(twice_mock_job_retry_after(j) >= 115 && twice_mock_job_retry_after(j) <= 120);
     twice_mock_job_free(j);
 }
 
-enum { CONN_THREADS = 4, CONN_EACH = 5 };
-
-struct conn_run {
-    twice_mock *m;
-    const char *prefix;
-    int first_id;
-    int failures;
-};
-
-/* CONN_EACH messages one after another to the same endpoint. */
-static void *
-conn_run(void *arg)
-{
-    struct conn_run *cr = arg;
-    char body[160];
-    for (int i = 0; i < CONN_EACH; i++) {
-        snprintf(body, sizeof(body),
-                 "{\"case\":\"%s\",\"entity\":\"c\",\"id\":%d,\"version\":1,\"data\":{}}",
-                 cr->prefix, cr->first_id + i);
-        twice_mock_job *j = twice_mock_job_new(cr->m, body);
-        cr->failures += twice_mock_run(j) != TWICE_DONE;
-        twice_mock_job_free(j);
-    }
-    return NULL;
-}
-
-/* No connection per message: one thread's messages share one connection;
- * CONN_THREADS threads at once need at most one each. */
+/* Job i of thread t under prefix ctx. */
 static void
-test_connection_reuse(twice_mock *m)
+conn_body(char *buf, size_t cap, const void *ctx, int t, int i)
 {
-    size_t nreq, nconn;
-    struct conn_run one = {m, "conn1", 1, 0};
-    conn_run(&one);
-    CHECK_INT(one.failures, 0);
-    nconn = receiver_connections("conn1", &nreq);
-    fprintf(stderr, "test-sync: %zu messages from one thread: %zu connection(s)\n", nreq, nconn);
-    CHECK_INT(nreq, CONN_EACH);
-    CHECK_INT(nconn, 1);
-
-    pthread_t t[CONN_THREADS];
-    struct conn_run runs[CONN_THREADS];
-    for (int i = 0; i < CONN_THREADS; i++) {
-        runs[i] = (struct conn_run){m, "connN", 100 * (i + 1), 0};
-        CHECK_INT(pthread_create(&t[i], NULL, conn_run, &runs[i]), 0);
-    }
-    for (int i = 0; i < CONN_THREADS; i++) {
-        pthread_join(t[i], NULL);
-        CHECK_INT(runs[i].failures, 0);
-    }
-    nconn = receiver_connections("connN", &nreq);
-    fprintf(stderr, "test-sync: %zu messages from %d threads: %zu connection(s)\n", nreq,
-            CONN_THREADS, nconn);
-    CHECK_INT(nreq, CONN_THREADS * CONN_EACH);
-    CHECK(nconn >= 1 && nconn <= CONN_THREADS);
+    snprintf(buf, cap, "{\"case\":\"%s\",\"entity\":\"c\",\"id\":%d,\"version\":1,\"data\":{}}",
+             (const char *) ctx, 100 * t + i);
 }
 
 static void
@@ -270,7 +206,8 @@ test_transport_failures(void)
     twice_mock_set(m, "timeout", "1");
     CHECK_INT(twice_mock_init(m), 0);
     receiver_script("late", "{\"delay_ms\":3000}");
-    CHECK_INT(run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j), TWICE_RETRY);
+    CHECK_INT(plugin_run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
+              TWICE_RETRY);
     CHECK_CONTAINS(twice_mock_job_error(j), "POST failed: ");
     CHECK_CONTAINS(twice_mock_job_error(j), "timed out");
     twice_mock_job_free(j);
@@ -282,7 +219,8 @@ test_transport_failures(void)
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/{id}", server_free_port());
     m = new_mock(url, NULL);
     CHECK_INT(twice_mock_init(m), 0);
-    CHECK_INT(run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j), TWICE_RETRY);
+    CHECK_INT(plugin_run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
+              TWICE_RETRY);
     CHECK_CONTAINS(twice_mock_job_error(j), "PUT failed: ");
     twice_mock_job_free(j);
     twice_mock_free(m);
@@ -308,7 +246,7 @@ integration(void)
     test_escaping(m);
     test_conflict_and_reject(m);
     test_retry(m);
-    test_connection_reuse(m);
+    receiver_check_reuse(m, conn_body, "test-sync");
     for (size_t i = 0; i < twice_mock_log_count(m); i++) {
         CHECK(strstr(twice_mock_log_text(m, i, NULL), "s3cret") == NULL);
     }
