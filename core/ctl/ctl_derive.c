@@ -41,7 +41,7 @@ static const char derive_help[] =
     "\n"
     "  --queue Q          a configured queue's name or url\n"
     "  --attr NAME=VALUE  a String message attribute ({attr:NAME}; repeatable)\n"
-    "  --group G          the FIFO MessageGroupId ({msg:group})\n"
+    "  --group G          the FIFO MessageGroupId ({msg:group}); required on FIFO queues\n"
     "  --json             print one object: queue, plugin, route, key or\n"
     "                     dead_letter {reason, detail}, template, source, where\n";
 
@@ -370,6 +370,10 @@ ctl_key_derive(struct ctl *c, int argc, char **argv)
     const struct config_queue *qc = cfg != NULL ? ctl_queue(c, a.queue, 0) : NULL;
     if (qc == NULL) {
         return CTL_FAIL;
+    }
+    if (qc->fifo && a.group == NULL) {
+        return ctl_usage_error("key derive", "queue %s is a FIFO queue: --group is required",
+                               qc->name);
     }
     struct buf body = BUF_INIT;
     int from_stdin = a.body == NULL || strcmp(a.body, "-") == 0;

@@ -3,7 +3,7 @@ plugin (welcome-email, match-recompute, sync, http, exec), a queue that override
 plugin's key, a routed queue and a derive_key() plugin: twiced handles one message on
 each, and for each the key `twicectl key derive --json` prints is the key in the
 idempotency table, with its template and source. Messages that would be dead-lettered
-print the reason and exit 1. And `twicectl plugin check` shows where the http and exec
+print the reason and exit 1; a FIFO queue's messages need --group. And `twicectl plugin check` shows where the http and exec
 plugins' keys come from and their answer mapping."""
 
 import json
@@ -139,6 +139,19 @@ class KeyDerive(twicetest.TwiceTestCase):
         self.assertIn("dead letter: bad-key-field: derive_key: no email", r.stdout)
         r = self.derive(d, "nope", {})
         self.assertEqual(r.returncode, 1)
+
+    def test_fifo_queues_need_the_group(self):
+        base = "http://sqs.us-east-1.localhost:1/000000000000/derive"
+        conf = tc.config(self.env, self.dsn,
+                         [tc.queue("f", base + ".fifo", base + "-dlq.fifo", "http",
+                                   key="g:{msg:group}:{orderId}")], self.plugins)
+        d = self.twiced(conf)
+        r = self.derive(d, "f", {"orderId": 1})
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("queue f is a FIFO queue: --group is required", r.stderr)
+        r = self.derive(d, "f", {"orderId": 1}, "--group", "tenant-9", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["key"], "g:tenant-9:1")
 
     def test_plugin_check_shows_key_and_mapping(self):
         ctl = self.env.binary("twicectl")
