@@ -13,6 +13,7 @@ one each, so they can run in parallel):
         Retry-After header when retry_after is set), later ones `then_status` (200).
         Without fail_first: every request gets `status` (for 409, 400, ... modes).
         delay_ms delays every answer. body/then_body replace the default JSON body.
+        headers: {"Name": "value"} sent with every answer.
         Posting a script again replaces it and restarts its count.
     GET  /_requests/PREFIX  the recorded requests under PREFIX, oldest first (JSON list);
                            each has "conn", a number per TCP connection (1, 2, ... in
@@ -92,7 +93,7 @@ class State:
             record["status"] = status
             record["index"] = len(self.requests)
             self.requests.append(record)
-        headers = {}
+        headers = dict(spec.get("headers") or {})
         if failing and spec.get("retry_after") is not None:
             headers["Retry-After"] = str(spec["retry_after"])
         if body is None:

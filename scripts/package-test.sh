@@ -319,7 +319,7 @@ stop=$(sed -n 's/^TimeoutStopSec=//p' "$unit")
 drain=$(sed -n 's/^drain_timeout = \([0-9]*\);/\1/p' /etc/twice/twice.conf)
 [ "${stop:-0}" -gt "${drain:-0}" ] ||
     fail "TimeoutStopSec ($stop) is not above drain_timeout ($drain)"
-for page in twiced.8 twicectl.1 twice.conf.5; do
+for page in twiced.8 twicectl.1 twice.conf.5 twice-http.7 twice-exec.7; do
     path=$(man -w "${page%.*}" 2>/dev/null | head -1)
     [ -n "$path" ] || { fail "man ${page%.*}: not found"; continue; }
     warnings=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -E UTF-8 -l "$path" 2>&1 >/dev/null ||
@@ -327,6 +327,18 @@ for page in twiced.8 twicectl.1 twice.conf.5; do
     [ -z "$warnings" ] || fail "man page $path: $warnings"
 done
 ok "man pages found, no groff warnings"
+# The bridge plugins are installed, load, and say how they map answers; the exec
+# plugin's examples are where twice-exec(7) says.
+out=$(twicectl plugin check "$plugindir/http.so" url=http://127.0.0.1:9/jobs 2>&1) ||
+    fail "twicectl plugin check http.so: $out"
+grep -qF '2xx: DONE' <<<"$out" || fail "http.so describes no mapping: $out"
+out=$(twicectl plugin check "$plugindir/exec.so" command=/bin/cat key='k:{id}' 2>&1) ||
+    fail "twicectl plugin check exec.so: $out"
+grep -qF 'template k:{id}' <<<"$out" || fail "exec.so shows no key template: $out"
+for f in exec-handler.py exec-handler.js; do
+    [ -f /usr/share/doc/twice/examples/$f ] || fail "no /usr/share/doc/twice/examples/$f"
+done
+ok "the http and exec plugins and the exec examples are installed"
 # One default configuration file, the packages': in --help and the man pages.
 twiced --help | grep -qF '(default /etc/twice/twice.conf)' ||
     fail "twiced --help does not name /etc/twice/twice.conf as its default"

@@ -87,7 +87,10 @@ struct config_queue {
     int backoff_base;       /* RETRY delay base, seconds (default 2) */
     int backoff_cap;        /* RETRY delay cap, seconds (default 300) */
     int fifo;               /* the url ends in ".fifo" */
+    char *key;              /* the queue's key template (overrides the plugin's), or NULL */
+    int key_line;           /* where key is written, 0 when not set */
     int line;
+    char *file; /* the file of the entry (an @include'd one, or the main) */
 };
 
 struct config_webhook {

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "config_ctx.h"
 #include "escape.h"
+#include "keytmpl.h"
 #include "listen.h"
 
 #include <errno.h>
@@ -315,7 +316,35 @@ config_free_plugin_settings(void *base)
 void
 config_queue_begin(struct config_at *at)
 {
-    ((struct config_queue *) at->base)->line = config_setting_source_line(at->s);
+    struct config_queue *q = at->base;
+    q->line = config_setting_source_line(at->s);
+    q->file = config_source_path(at->x, at->s);
+}
+
+void
+config_queue_free(void *base)
+{
+    free(((struct config_queue *) base)->file);
+}
+
+/* A queue's key template compiles as a plugin's must (keytmpl.c says
+ * what); the plugins it will be used with are loaded later, in a child. */
+int
+config_check_queue_key(struct config_at *at)
+{
+    struct config_queue *q = at->base;
+    struct keytmpl *t = NULL;
+    char why[256];
+    q->key_line = config_setting_source_line(at->s);
+    if (keytmpl_compile(q->key, &t, why, sizeof(why)) == 0) {
+        keytmpl_free(t);
+        return 0;
+    }
+    struct buf shown = BUF_INIT;
+    escape_text(&shown, q->key, strnlen(q->key, 2 * TWICE_KEY_MAX));
+    config_problem(at->x, at->s, "%skey \"%s\": %s", at->sc->pfx, buf_str(&shown), why);
+    buf_free(&shown);
+    return -1;
 }
 
 int

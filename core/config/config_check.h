@@ -29,7 +29,9 @@ config_free_fn config_free_plugin_settings;
 
 /* queues and their routes. */
 config_entry_fn config_queue_begin;
+config_free_fn config_queue_free;
 config_check_fn config_queue_check;
+config_check_fn config_check_queue_key;
 config_check_fn config_check_queue_name;
 config_check_fn config_check_queue_url;
 config_check_fn config_check_queue_plugin;

@@ -73,7 +73,8 @@ const struct config_row config_rows[] = {
     {ROW("", "queues", CONFIG_LIST, C(queues)), COUNT(struct config, nqueues),
      .entry_size = sizeof(struct config_queue), .noun = "queue", .lo = 1, .flags = CONFIG_ABSENT,
      .check = config_check_queues, .entry_begin = config_queue_begin,
-     .entry_check = config_queue_check, .doc = "The queues: a list of groups, at least one."},
+     .entry_check = config_queue_check, .free = config_queue_free,
+     .doc = "The queues: a list of groups, at least one."},
 
     {ROW("log", "level", CONFIG_ENUM, C(log.level)), .choices = levels, .noun = "level",
      .def = TWICE_LOG_INFO, .doc = "What is logged; debug logs every message received."},
@@ -203,6 +204,12 @@ const struct config_row config_rows[] = {
      .entry_size = sizeof(struct config_route), .noun = "route", .lo = 1,
      .check = config_check_routes, .entry_begin = config_route_begin,
      .doc = "With route_by: a list of { value = \"v\"; plugin = \"p\"; }, at least one."},
+    {ROW("queues", "key", CONFIG_STR, Q(key)), .check = config_check_queue_key,
+     .doc_default = "the plugin's key template",
+     .doc = "The key template of this queue's messages, overriding the plugin's (whatever "
+            "route they take): \"invoice:{detail.invoiceId}\". Fields as in twice-plugin(3): "
+            "{a.b} a JSON body path, {attr:Name} a message attribute, {msg:group} the FIFO "
+            "group id; twicectl key derive shows the key a message gets."},
     {ROW("queues", "concurrency", CONFIG_INT, Q(concurrency)), .lo = 1, .hi = 1024, .def = 8,
      .doc = "Handler threads per worker process; also the most messages a worker holds at once."},
     {ROW("queues", "receivers", CONFIG_INT, Q(receivers)), .lo = 1, .hi = 64, .def = 1,

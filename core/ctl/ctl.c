@@ -375,3 +375,36 @@ ctl_table_print(struct ctl_table *t)
     free(w);
     return rc;
 }
+
+int
+ctl_read_stdin(struct buf *b)
+{
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), stdin)) > 0) {
+        if (buf_append(b, chunk, n) != 0) {
+            ctl_fail("reading the body: out of memory");
+            return -1;
+        }
+    }
+    if (ferror(stdin)) {
+        ctl_fail("reading the body from standard input: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int
+ctl_parse_attr(char *arg, struct sqs_attr *a)
+{
+    char *eq = strchr(arg, '=');
+    if (eq == NULL || eq == arg) {
+        return -1;
+    }
+    *eq = '\0';
+    memset(a, 0, sizeof(*a));
+    a->name = arg;
+    a->data_type = "String";
+    a->string_value = eq + 1;
+    return 0;
+}

@@ -2,8 +2,8 @@
  * ctl.h - what every twicectl subcommand shares: the parsed global options,
  * the configuration (loaded on first use, the same file twiced reads), and
  * SQS and PostgreSQL connections made from it. Each subcommand lives in its
- * own file (ctl_send.c, ctl_dlq.c, ctl_key.c, ctl_plugin.c, ctl_status.c,
- * ctl_whoami.c) and returns an exit code: 0 success, 1 operational failure
+ * own file (ctl_send.c, ctl_dlq.c, ctl_key.c, ctl_derive.c, ctl_plugin.c,
+ * ctl_status.c, ctl_whoami.c) and returns an exit code: 0 success, 1 operational failure
  * (after printing why on stderr), 2 usage error.
  */
 #ifndef TWICE_CTL_H
@@ -125,10 +125,27 @@ int ctl_redrive_build(const struct sqs_message *m, struct ctl_redrive *r, char *
                       size_t errlen);
 void ctl_redrive_free(struct ctl_redrive *r);
 
+/*
+ * Run fn(arg) in a forked child whose standard output is a pipe (fn may
+ * _exit with its own code; returning exits 0), and collect what it writes
+ * into out until it closes the pipe or timeout seconds pass. The child's
+ * wait status, or -1 when it overran (then killed) or could not start
+ * (*failed then set, after printing why).
+ */
+int ctl_child(void (*fn)(void *arg), void *arg, int timeout, struct buf *out, int *failed);
+
+/* All of standard input appended to b (a message body given as "-"). 0,
+ * or -1 after printing why. */
+int ctl_read_stdin(struct buf *b);
+/* An --attr NAME=VALUE argument into a String attribute borrowing from arg
+ * (split in place). 0, or -1 when it is not NAME=VALUE. */
+int ctl_parse_attr(char *arg, struct sqs_attr *a);
+
 /* Subcommands: argv[0] is the subcommand's name. */
 int ctl_send(struct ctl *c, int argc, char **argv);
 int ctl_dlq(struct ctl *c, int argc, char **argv);
 int ctl_key(struct ctl *c, int argc, char **argv);
+int ctl_key_derive(struct ctl *c, int argc, char **argv); /* `key derive` */
 int ctl_plugin(struct ctl *c, int argc, char **argv);
 int ctl_status(struct ctl *c, int argc, char **argv);
 int ctl_whoami(struct ctl *c, int argc, char **argv);

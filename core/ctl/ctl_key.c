@@ -1,7 +1,8 @@
 /*
  * ctl_key.c - `twicectl key show|list|forget`: finding an idempotency
  * record and removing the bad one, so its message can run again. Reads and
- * deletes through idem.h only; never creates or migrates the table.
+ * deletes through idem.h only; never creates or migrates the table. `key
+ * derive` (designing keys, no database) is ctl_derive.c's.
  */
 #include "buf.h"
 #include "config.h"
@@ -22,8 +23,10 @@ static const char key_help[] =
     "usage: twicectl key show KEY [--json]\n"
     "       twicectl key list [--prefix P] [--state STATE] [--max N] [--json]\n"
     "       twicectl key forget KEY --yes\n"
+    "       twicectl key derive --queue Q [--attr NAME=VALUE]... [--group G] [BODY | -]\n"
     "\n"
-    "See and remove idempotency records (the table idempotency.table).\n"
+    "See and remove idempotency records (the table idempotency.table); derive\n"
+    "shows the key a message would get.\n"
     "'twicectl key COMMAND --help' tells more.\n";
 
 static const char show_help[] =
@@ -294,5 +297,8 @@ ctl_key(struct ctl *c, int argc, char **argv)
     if (strcmp(argv[1], "forget") == 0) {
         return key_forget(c, argc - 1, argv + 1);
     }
-    return ctl_usage_error("key", "no key command '%s' (show, list, forget)", argv[1]);
+    if (strcmp(argv[1], "derive") == 0) {
+        return ctl_key_derive(c, argc - 1, argv + 1);
+    }
+    return ctl_usage_error("key", "no key command '%s' (show, list, forget, derive)", argv[1]);
 }

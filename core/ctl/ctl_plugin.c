@@ -1,27 +1,25 @@
 /*
  * ctl_plugin.c - `twicectl plugin check FILE.so...`: does the host accept
- * these plugins with these settings, and what do they declare? Each file is
- * loaded in a forked child, so a plugin that crashes or hangs while loading
- * (constructors run at dlopen) cannot take twicectl with it. init() is not
- * run: `twiced -t` does that with the configured settings.
+ * these plugins with these settings, and what do they declare, where does
+ * their key come from and how do they map outcomes (describe())? Each file
+ * is loaded in a forked child (ctl_child.c), so a plugin that crashes or
+ * hangs while loading cannot take twicectl with it. init() is not run:
+ * `twiced -t` does that with the configured settings.
  */
 #include "buf.h"
 #include "config.h"
 #include "ctl.h"
 #include "diag.h"
+#include "hostapi.h"
 #include "loader.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <twice/plugin.h>
 
@@ -35,15 +33,17 @@ static const char plugin_help[] =
     "\n"
     "Load each FILE.so as twiced would, in a separate process, and show whether the\n"
     "host accepts it (file permissions, entry point, ABI load rule, descriptor)\n"
-    "and what it declares: name, version, ABI, flags, key template or derive_key,\n"
-    "and its settings with types, defaults and descriptions. The settings given\n"
-    "(--settings NAME=VALUE, or NAME=VALUE arguments; they belong to the FILE\n"
-    "before them) are checked against the declaration: unknown names, wrong\n"
-    "types, and required settings that are missing - also when none are given,\n"
-    "so a plugin that twiced would refuse for want of a setting fails here too.\n"
-    "init() is not run. Exit code 1 with the reason when any plugin is refused\n"
-    "or a setting is wrong or missing. --json prints one object per file (an\n"
-    "array when several files are checked).\n";
+    "and what it declares: name, version, ABI, flags, its key (the template and\n"
+    "where it comes from: the plugin's template, one of its settings, or\n"
+    "derive_key), how it maps outcomes to DONE, RETRY and REJECT when it says\n"
+    "(the http and exec plugins do), and its settings with types, defaults and\n"
+    "descriptions. The settings given (--settings NAME=VALUE, or NAME=VALUE\n"
+    "arguments; they belong to the FILE before them) are checked against the\n"
+    "declaration: unknown names, wrong types, and required settings that are\n"
+    "missing - also when none are given, so a plugin that twiced would refuse for\n"
+    "want of a setting fails here too. init() is not run. Exit code 1 with the\n"
+    "reason when any plugin is refused or a setting is wrong or missing. --json\n"
+    "prints one object per file (an array when several files are checked).\n";
 
 static const char *
 type_name(twice_setting_type t)
@@ -84,9 +84,51 @@ print_settings(const twice_setting *s)
     buf_free(&desc);
 }
 
+/* What describe() said (desc: 1 something, 0 no describe, -1 refused),
+ * one line each, indented. */
 static void
-print_text(const char *path, const twice_plugin *d)
+print_mapping(const char *text, int desc)
 {
+    struct buf b = BUF_INIT;
+    if (desc == 0) {
+        printf("mapping:    not described (DONE, RETRY and REJECT as handle() returns them)\n");
+        return;
+    }
+    printf("mapping:%s\n", desc < 0 ? " (the settings given do not describe one)" : "");
+    while (*text != '\0') {
+        size_t len = strcspn(text, "\n");
+        buf_reset(&b);
+        ctl_escape(&b, text, len, 0);
+        printf("  %s\n", buf_str(&b));
+        text += len + (text[len] == '\n');
+    }
+    buf_free(&b);
+}
+
+/* The key: its template (or derive_key) and where it comes from. */
+static void
+print_key(const struct loaded_plugin *p)
+{
+    struct buf b = BUF_INIT;
+    char src[128];
+    const char *source = loader_key_source(p, src, sizeof(src));
+    if (p->key == LOADER_KEY_DERIVE) {
+        printf("key:        derive_key() (computed by the plugin)\n");
+    } else if (p->key == LOADER_KEY_NONE) {
+        printf("key:        none: setting '%s' is not given, so every queue using the plugin "
+               "must set key\n",
+               esc(&b, loader_key_setting(p->desc)));
+    } else {
+        printf("key:        template %s (%s)\n", esc(&b, p->key_text), source);
+    }
+    printf("            (a queue's own key overrides it)\n");
+    buf_free(&b);
+}
+
+static void
+print_text(const char *path, const struct loaded_plugin *p, const char *mapping, int desc)
+{
+    const twice_plugin *d = p->desc;
     struct buf b = BUF_INIT;
     printf("file:       %s\n", esc(&b, path));
     printf("load rule:  accepted (built for ABI %u.%u; host supports %d.0-%d.%d)\n", d->abi_major,
@@ -95,20 +137,33 @@ print_text(const char *path, const twice_plugin *d)
     printf("version:    %s\n", esc(&b, d->version));
     printf("descriptor: %u bytes\n", d->size);
     printf("flags:      %s\n", (d->flags & TWICE_FLAG_TRANSACTIONAL) ? "transactional" : "none");
-    if (d->derive_key != NULL) {
-        printf("key:        derive_key() (computed by the plugin)\n");
-    } else {
-        printf("key:        template %s\n", esc(&b, d->key_template));
-    }
+    print_key(p);
+    print_mapping(mapping, desc);
     printf("init/fini:  %s/%s\n", d->init ? "yes" : "no", d->fini ? "yes" : "no");
     print_settings(d->settings);
     buf_free(&b);
 }
 
+/* describe()'s lines as a JSON array (NULL when it gave none). */
+static json_t *
+mapping_json(const char *text, int desc)
+{
+    json_t *lines = desc != 0 ? json_array() : NULL;
+    while (lines != NULL && *text != '\0') {
+        size_t len = strcspn(text, "\n");
+        json_array_append_new(lines, json_stringn(text, len));
+        text += len + (text[len] == '\n');
+    }
+    return lines;
+}
+
 /* The JSON report; NULL when some text of the descriptor is not UTF-8. */
 static json_t *
-print_json(const char *path, const twice_plugin *d, const struct diag *problems)
+print_json(const char *path, const struct loaded_plugin *p, const char *mapping, int desc,
+           const struct diag *problems)
 {
+    const twice_plugin *d = p->desc;
+    char src[128];
     char abi[32], host[32];
     snprintf(abi, sizeof(abi), "%u.%u", d->abi_major, d->abi_minor);
     snprintf(host, sizeof(host), "%d.0-%d.%d", TWICE_ABI_MAJOR, TWICE_ABI_MAJOR, TWICE_ABI_MINOR);
@@ -127,12 +182,14 @@ print_json(const char *path, const twice_plugin *d, const struct diag *problems)
     for (size_t i = 0; i < problems->n; i++) {
         json_array_append_new(probs, json_string(problems->lines[i]));
     }
-    return json_pack(
-        "{s:s,s:b,s:s?,s:s?,s:s,s:s,s:i,s:b,s:s?,s:b,s:b,s:b,s:o,s:o}", "file", path, "accepted",
-        1, "name", d->name, "version", d->version, "abi", abi, "host_abi", host, "descriptor_size",
-        (int) d->size, "transactional", (d->flags & TWICE_FLAG_TRANSACTIONAL) != 0, "key_template",
-        d->derive_key ? NULL : d->key_template, "derive_key", d->derive_key != NULL, "init",
-        d->init != NULL, "fini", d->fini != NULL, "settings", settings, "problems", probs);
+    return json_pack("{s:s,s:b,s:s?,s:s?,s:s,s:s,s:i,s:b,s:s?,s:s,s:s?,s:b,s:o*,s:b,s:b,s:o,s:o}",
+                     "file", path, "accepted", 1, "name", d->name, "version", d->version, "abi",
+                     abi, "host_abi", host, "descriptor_size", (int) d->size, "transactional",
+                     (d->flags & TWICE_FLAG_TRANSACTIONAL) != 0, "key_template", p->key_text,
+                     "key_source", loader_key_source(p, src, sizeof(src)), "key_setting",
+                     loader_key_setting(d), "derive_key", d->derive_key != NULL, "mapping",
+                     mapping_json(mapping, desc), "init", d->init != NULL, "fini", d->fini != NULL,
+                     "settings", settings, "problems", probs);
 }
 
 /* The type a NAME=VALUE setting has when written as the declaration wants
@@ -160,15 +217,12 @@ infer_type(const twice_setting *decl, const char *name, const char *value)
     return TWICE_SETTING_STRING;
 }
 
-/* Check NAME=VALUE settings (split in place) against the declaration. */
+/* NAME=VALUE settings (split in place) as the configuration would give
+ * them, in s (n entries, borrowing from kv) and cp (borrowing s). */
 static void
-check_settings(const struct loaded_plugin *p, char **kv, size_t n, struct diag *d)
+given_settings(const struct loaded_plugin *p, char **kv, size_t n, struct config_kv *s,
+               struct config_plugin *cp)
 {
-    struct config_kv *s = calloc(n ? n : 1, sizeof(*s));
-    if (s == NULL) {
-        diag_add(d, NULL, 0, "out of memory");
-        return;
-    }
     for (size_t i = 0; i < n; i++) {
         char *eq = strchr(kv[i], '=');
         *eq = '\0';
@@ -176,27 +230,32 @@ check_settings(const struct loaded_plugin *p, char **kv, size_t n, struct diag *
         s[i].value = eq + 1;
         s[i].type = infer_type(p->desc->settings, s[i].name, s[i].value);
     }
-    struct config_plugin cp = {
+    *cp = (struct config_plugin){
         .name = (char *) p->desc->name, .path = p->path, .settings = s, .nsettings = n};
-    loader_check_settings(p, &cp, NULL, d);
-    free(s);
 }
+
+#define MAPPING_MAX 4096 /* bytes of describe() text shown */
 
 /* In the child, stdout being the pipe: the report, then _exit. */
 static void
 child(const char *path, char **kv, size_t n, int json)
 {
     struct loaded_plugin p;
+    struct config_plugin cp;
+    struct config_kv *s = calloc(n ? n : 1, sizeof(*s));
+    static char mapping[MAPPING_MAX];
     char err[1024];
-    if (loader_open(path, &p, err, sizeof(err)) != 0) {
-        fputs(err, stdout);
+    if (loader_open(path, &p, err, sizeof(err)) != 0 || s == NULL) {
+        fputs(s == NULL ? "out of memory" : err, stdout);
         fflush(stdout);
         _exit(EXIT_REFUSED);
     }
     struct diag d = DIAG_INIT;
-    check_settings(&p, kv, n, &d); /* none given: the required ones are missing */
+    given_settings(&p, kv, n, s, &cp);
+    loader_check_settings(&p, &cp, NULL, &d); /* none given: the required ones are missing */
+    int desc = hostapi_describe(&p, &cp, mapping, sizeof(mapping));
     if (json) {
-        json_t *v = print_json(path, p.desc, &d);
+        json_t *v = print_json(path, &p, mapping, desc, &d);
         if (v == NULL) {
             printf("%s: the descriptor's text (name, version, key template or a setting) is "
                    "not valid UTF-8",
@@ -208,7 +267,7 @@ child(const char *path, char **kv, size_t n, int json)
         fputc('\n', stdout);
         json_decref(v);
     } else {
-        print_text(path, p.desc);
+        print_text(path, &p, mapping, desc);
         if (d.n == 0 && n > 0) {
             printf("settings check: %zu given, all accepted\n", n);
         } else if (d.n == 0) {
@@ -220,33 +279,6 @@ child(const char *path, char **kv, size_t n, int json)
     }
     fflush(stdout);
     _exit(d.n > 0 ? EXIT_SETTINGS : 0);
-}
-
-/* Everything the child wrote, until EOF or the deadline (-1). */
-static int
-read_all(int fd, struct buf *out)
-{
-    time_t deadline = time(NULL) + CHECK_TIMEOUT;
-    char chunk[4096];
-    for (;;) {
-        int left = (int) (deadline - time(NULL));
-        struct pollfd pfd = {fd, POLLIN, 0};
-        int rc = left > 0 ? poll(&pfd, 1, left * 1000) : 0;
-        if (rc < 0 && errno == EINTR) {
-            continue;
-        }
-        if (rc <= 0) {
-            return -1;
-        }
-        ssize_t n = read(fd, chunk, sizeof(chunk));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return 0;
-        }
-        buf_append(out, chunk, (size_t) n);
-    }
 }
 
 /* Problems (lines marked by the child) go to stderr; the rest to stdout,
@@ -277,43 +309,17 @@ struct target {
     size_t n;
 };
 
-/* Run the child for tg and collect its output. The wait status, or -1
- * when it did not finish in time (killed) or could not be started (after
- * printing why: *why then set). */
-static int
-spawn_check(const struct target *tg, int json, struct buf *out, int *why)
+/* ctl_child's view of one check. */
+struct check_job {
+    const struct target *tg;
+    int json;
+};
+
+static void
+run_child(void *arg)
 {
-    int fds[2], status = 0;
-    *why = 0;
-    fflush(NULL);
-    if (pipe(fds) != 0) {
-        *why = ctl_fail("plugin check: pipe: %s", strerror(errno));
-        return -1;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        *why = ctl_fail("plugin check: fork: %s", strerror(errno));
-        return -1;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        if (dup2(fds[1], STDOUT_FILENO) < 0) {
-            _exit(127);
-        }
-        close(fds[1]);
-        child(tg->path, tg->kv, tg->n, json);
-    }
-    close(fds[1]);
-    int timed_out = read_all(fds[0], out) != 0;
-    close(fds[0]);
-    if (timed_out) {
-        kill(pid, SIGKILL);
-    }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return timed_out ? -1 : status;
+    const struct check_job *cj = arg;
+    child(cj->tg->path, cj->tg->kv, cj->tg->n, cj->json);
 }
 
 /* A refused file's entry in the --json array of several files. */
@@ -333,7 +339,9 @@ run_check(const struct target *tg, int json, json_t *all)
 {
     const char *path = tg->path;
     struct buf out = BUF_INIT, report = BUF_INIT, why = BUF_INIT;
-    int failed = 0, status = spawn_check(tg, json, &out, &failed), rc = CTL_FAIL;
+    struct check_job cj = {tg, json};
+    int failed = 0, status = ctl_child(run_child, &cj, CHECK_TIMEOUT, &out, &failed);
+    int rc = CTL_FAIL;
     if (failed) {
         /* printed already */
     } else if (status == -1) {

@@ -28,41 +28,6 @@ static const char send_help[] =
     "  --json             print {\"message_id\": ...}\n"
     "  -c FILE            the configuration (default: twiced's)\n";
 
-/* All of stdin into b. 0, or -1 after printing why. */
-static int
-read_stdin(struct buf *b)
-{
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof(chunk), stdin)) > 0) {
-        if (buf_append(b, chunk, n) != 0) {
-            ctl_fail("reading the body: out of memory");
-            return -1;
-        }
-    }
-    if (ferror(stdin)) {
-        ctl_fail("reading the body from standard input: %s", strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-/* NAME=VALUE into a String attribute borrowing from arg (split in place). */
-static int
-parse_attr(char *arg, struct sqs_attr *a)
-{
-    char *eq = strchr(arg, '=');
-    if (eq == NULL || eq == arg) {
-        return -1;
-    }
-    *eq = '\0';
-    memset(a, 0, sizeof(*a));
-    a->name = arg;
-    a->data_type = "String";
-    a->string_value = eq + 1;
-    return 0;
-}
-
 /* Everything the options say; attrs borrow from argv. */
 struct send_args {
     struct sqs_attr attrs[CTL_MAX_ATTRS];
@@ -87,7 +52,7 @@ parse_args(struct ctl *c, int argc, char **argv, struct send_args *a)
             if (a->nattrs == CTL_MAX_ATTRS) {
                 return ctl_usage_error("send", "at most %d attributes", CTL_MAX_ATTRS);
             }
-            if (parse_attr(optarg, &a->attrs[a->nattrs++]) != 0) {
+            if (ctl_parse_attr(optarg, &a->attrs[a->nattrs++]) != 0) {
                 return ctl_usage_error("send", "--attr: expected NAME=VALUE, got '%s'", optarg);
             }
         } else if (opt == 'g') {
@@ -125,7 +90,7 @@ ctl_send(struct ctl *c, int argc, char **argv)
         return CTL_FAIL;
     }
     struct buf body = BUF_INIT;
-    if (strcmp(body_arg, "-") == 0 ? read_stdin(&body) != 0 : buf_puts(&body, body_arg) != 0) {
+    if (strcmp(body_arg, "-") == 0 ? ctl_read_stdin(&body) != 0 : buf_puts(&body, body_arg) != 0) {
         buf_free(&body);
         return CTL_FAIL;
     }

@@ -13,6 +13,7 @@
 #include "job.h"
 #include "jsonpath.h"
 #include "keytmpl.h"
+#include "loader.h"
 #include "log.h"
 
 #include <stdarg.h>
@@ -207,6 +208,18 @@ api_error(twice_job *job, const char *fmt, ...)
     }
 }
 
+static const char *
+api_queue(const twice_job *job)
+{
+    return job->qcfg != NULL && job->qcfg->name != NULL ? job->qcfg->name : "";
+}
+
+static const char *
+api_attr_name(const twice_job *job, size_t i)
+{
+    return i < job->msg.nattrs ? job->msg.attrs[i].name : NULL;
+}
+
 static const twice_api host_api = {
     .size = sizeof(twice_api),
     .abi_major = TWICE_ABI_MAJOR,
@@ -224,6 +237,8 @@ static const twice_api host_api = {
     .db = api_db,
     .retry_after = api_retry_after,
     .error = api_error,
+    .queue = api_queue,
+    .attr_name = api_attr_name,
 };
 
 int
@@ -306,27 +321,54 @@ message_attr(const void *ctx, const char *name, struct keytmpl_attr *out)
 }
 
 int
-hostapi_derive_key(const struct plugin_instance *p, struct twice_job *j, struct buf *out)
+hostapi_derive_key(const struct plugin_instance *p, const struct keytmpl *queue_key,
+                   struct twice_job *j, struct buf *out)
 {
-    if (p->lp.desc->derive_key != NULL) {
+    const struct keytmpl *t = queue_key != NULL ? queue_key : p->lp.tmpl;
+    if (t == NULL && p->lp.desc->derive_key != NULL) {
         return derive_with_plugin(p, j, out);
+    }
+    if (t == NULL) {
+        /* keying_check_queues refuses such a configuration before it runs */
+        job_deadletter(j, "bad-key-field",
+                       "plugin '%s' has no key template and queue %s sets "
+                       "no key",
+                       p->name, j->qcfg != NULL ? j->qcfg->name : "?");
+        return -1;
     }
     struct keytmpl_input in = {
         .attr = message_attr,
         .attr_ctx = &j->msg,
         .group_id = j->msg.group_id,
     };
-    if (keytmpl_needs_body(p->lp.tmpl)) {
+    if (keytmpl_needs_body(t)) {
         in.body = job_body(j);
         in.body_error = j->body_error;
     }
     char err[256];
-    enum keytmpl_result r = keytmpl_expand(p->lp.tmpl, &in, out, err, sizeof(err));
+    enum keytmpl_result r = keytmpl_expand(t, &in, out, err, sizeof(err));
     if (r != KEYTMPL_OK) {
         job_deadletter(j, keytmpl_reason(r), "%s", err);
         return -1;
     }
     return 0;
+}
+
+int
+hostapi_describe(const struct loaded_plugin *lp, const struct config_plugin *cp, char *buf,
+                 size_t cap)
+{
+    loader_describe_fn describe = loader_describe(lp->desc);
+    struct twice_settings settings = {cp, lp->desc->settings};
+    if (describe == NULL || cap == 0) {
+        return 0;
+    }
+    buf[0] = '\0';
+    current_plugin = cp->name;
+    int rc = describe(&host_api, &settings, buf, cap);
+    current_plugin = NULL;
+    buf[cap - 1] = '\0';
+    return rc == 0 ? 1 : -1;
 }
 
 twice_status

@@ -11,6 +11,9 @@
 
 #include <twice/plugin.h>
 
+struct config_plugin;
+struct keytmpl;
+struct loaded_plugin;
 struct plugin_instance;
 struct twice_job;
 struct buf;
@@ -22,9 +25,20 @@ int hostapi_init(struct plugin_instance *p, char *err, size_t errlen);
 /* Call fini() if init() succeeded. */
 void hostapi_fini(struct plugin_instance *p);
 
-/* Derive the job's key with the plugin's derive_key() or template, into
- * out. Returns 0, or -1 with j's DLQ verdict set (reason and detail). */
-int hostapi_derive_key(const struct plugin_instance *p, struct twice_job *j, struct buf *out);
+/* Derive the job's key into out from the first there is of: the queue's
+ * key template queue_key (NULL when the queue sets none), the plugin's
+ * template (key_template or its key setting's value), its derive_key()
+ * (keying.h names them). Returns 0, or -1 with j's DLQ verdict set
+ * (reason and detail). */
+int hostapi_derive_key(const struct plugin_instance *p, const struct keytmpl *queue_key,
+                       struct twice_job *j, struct buf *out);
+
+/* The plugin's describe() text for its configured settings cp (defaults
+ * for the rest), into buf (cap bytes, NUL-terminated). 1 when it has
+ * something to say, 0 when it has no describe(), -1 when describe() found
+ * the settings unusable (buf says why). */
+int hostapi_describe(const struct loaded_plugin *lp, const struct config_plugin *cp, char *buf,
+                     size_t cap);
 
 /* Run handle(); an out-of-range answer counts as TWICE_RETRY with an error. */
 twice_status hostapi_handle(const struct plugin_instance *p, struct twice_job *j);

@@ -31,11 +31,28 @@
 /* The smallest descriptor of each minor: the end of its last field. Minors
  * only append, so a new minor adds one line here. */
 #define MIN_SIZE_1_0 FIELD_END(twice_plugin, derive_key)
-static const size_t min_size[] = {MIN_SIZE_1_0};
+#define MIN_SIZE_1_1 FIELD_END(twice_plugin, describe)
+static const size_t min_size[] = {MIN_SIZE_1_0, MIN_SIZE_1_1};
 
 _Static_assert(sizeof(min_size) / sizeof(min_size[0]) == TWICE_ABI_MINOR + 1,
                "min_size needs one entry per ABI minor");
-_Static_assert(MIN_SIZE_1_0 == sizeof(twice_plugin), "the 1.0 descriptor ends with derive_key");
+_Static_assert(MIN_SIZE_1_1 == sizeof(twice_plugin), "the 1.1 descriptor ends with describe");
+
+/* A field of minor 1 exists when the plugin was built for 1.1 or later:
+ * the load rule has then checked that its size covers every 1.1 field. */
+#define HAS_1_1(d) ((d)->abi_minor >= 1)
+
+const char *
+loader_key_setting(const twice_plugin *d)
+{
+    return HAS_1_1(d) ? d->key_setting : NULL;
+}
+
+loader_describe_fn
+loader_describe(const twice_plugin *d)
+{
+    return HAS_1_1(d) ? d->describe : NULL;
+}
 
 /*
  * Only the four version fields are read before they are judged: they sit at
@@ -397,44 +414,95 @@ check_settings_decl(const char *path, const twice_setting *decl, struct buf *tmp
     return 0;
 }
 
-/* The key: a template that compiles, or derive_key; exactly one of them. */
+/* A template of the plugin's (its key_template, or its key setting's
+ * default) compiled, or err "PATH: WHAT \"TEXT\": why". */
 static int
-check_key(const char *path, const twice_plugin *d, struct keytmpl **tmpl, struct buf *tmp,
-          char *err, size_t errlen)
+compile_plugin_template(const char *path, const char *what, const char *text,
+                        struct keytmpl **tmpl, struct buf *tmp, char *err, size_t errlen)
 {
     char why[256];
+    if (keytmpl_compile(text, tmpl, why, sizeof(why)) == 0) {
+        return 0;
+    }
+    buf_reset(tmp);
+    escape_text(tmp, text, strnlen(text, 2 * TWICE_KEY_MAX));
+    snprintf(err, errlen, "%s: %s \"%s\": %s", path, what, buf_str(tmp), why);
+    return -1;
+}
 
-    if (d->key_template != NULL && d->derive_key != NULL) {
-        snprintf(err, errlen, "%s: set key_template or derive_key, not both", path);
+/* key_setting names a declared string setting; its default, if any, is a
+ * template that compiles (a bad default is the plugin's bug, not the
+ * configuration's). */
+static int
+check_key_setting(const char *path, const twice_plugin *d, const char *name, struct buf *tmp,
+                  char *err, size_t errlen)
+{
+    const twice_setting *s = NULL;
+    for (size_t i = 0; d->settings != NULL && d->settings[i].name != NULL && s == NULL; i++) {
+        s = strcmp(d->settings[i].name, name) == 0 ? &d->settings[i] : NULL;
+    }
+    if (s == NULL || s->type != TWICE_SETTING_STRING) {
+        snprintf(err, errlen, "%s: key_setting '%s' is not one of its declared string settings",
+                 path, shown(tmp, name));
         return -1;
     }
-    if (d->key_template == NULL && d->derive_key == NULL) {
-        snprintf(err, errlen, "%s: descriptor sets neither key_template nor derive_key", path);
+    struct keytmpl *t = NULL;
+    char what[128];
+    snprintf(what, sizeof(what), "the default of key setting '%s'", s->name);
+    if (s->default_value != NULL &&
+        compile_plugin_template(path, what, s->default_value, &t, tmp, err, errlen) != 0) {
         return -1;
     }
-    if (d->key_template != NULL && keytmpl_compile(d->key_template, tmpl, why, sizeof(why)) != 0) {
-        buf_reset(tmp);
-        escape_text(tmp, d->key_template, strnlen(d->key_template, 2 * TWICE_KEY_MAX));
-        snprintf(err, errlen, "%s: key_template \"%s\": %s", path, buf_str(tmp), why);
-        return -1;
-    }
+    keytmpl_free(t);
     return 0;
+}
+
+/* The key: exactly one of a template that compiles, derive_key and a
+ * key_setting naming a string setting. */
+static int
+check_key(const char *path, const twice_plugin *d, struct loaded_plugin *out, struct buf *tmp,
+          char *err, size_t errlen)
+{
+    const char *setting = loader_key_setting(d);
+    int n = (d->key_template != NULL) + (d->derive_key != NULL) + (setting != NULL);
+
+    if (n > 1) {
+        snprintf(err, errlen, "%s: set exactly one of key_template, derive_key and key_setting",
+                 path);
+        return -1;
+    }
+    if (n == 0) {
+        snprintf(err, errlen,
+                 "%s: descriptor sets none of key_template, derive_key and key_setting", path);
+        return -1;
+    }
+    if (setting != NULL) {
+        out->key = LOADER_KEY_NONE; /* until the configuration's settings are known */
+        return check_key_setting(path, d, setting, tmp, err, errlen);
+    }
+    if (d->derive_key != NULL) {
+        out->key = LOADER_KEY_DERIVE;
+        return 0;
+    }
+    out->key = LOADER_KEY_TEMPLATE;
+    out->key_text = d->key_template;
+    return compile_plugin_template(path, "key_template", d->key_template, &out->tmpl, tmp, err,
+                                   errlen);
 }
 
 /*
  * Everything after the load rule. Fields up to derive_key are all inside
  * the 1.0 minimum size, which loader_check_descriptor has checked; a field
- * of a later minor must be read only when d->size covers it. *tmpl is set
- * (owned by the caller) only when 0 is returned.
+ * of a later minor is read only through HAS_1_1 and its kind. out's key
+ * fields are set (the template owned by out) only when 0 is returned.
  */
 static int
-check_fields(const char *path, const twice_plugin *d, struct keytmpl **tmpl, char *err,
+check_fields(const char *path, const twice_plugin *d, struct loaded_plugin *out, char *err,
              size_t errlen)
 {
     struct buf tmp = BUF_INIT;
     int rc = -1;
 
-    *tmpl = NULL;
     if (d->name == NULL || !valid_name(d->name, "_-")) {
         snprintf(err, errlen, "%s: plugin name \"%s\" is not 1-%d characters of [a-z0-9_-]", path,
                  d->name != NULL ? shown(&tmp, d->name) : "", NAME_MAX_LEN);
@@ -444,8 +512,13 @@ check_fields(const char *path, const twice_plugin *d, struct keytmpl **tmpl, cha
     } else if (d->handle == NULL) {
         snprintf(err, errlen, "%s: descriptor has no handle function", path);
     } else if (check_settings_decl(path, d->settings, &tmp, err, errlen) == 0 &&
-               check_key(path, d, tmpl, &tmp, err, errlen) == 0) {
+               check_key(path, d, out, &tmp, err, errlen) == 0) {
         rc = 0;
+    }
+    if (rc != 0) {
+        keytmpl_free(out->tmpl);
+        out->tmpl = NULL;
+        out->key_text = NULL;
     }
     buf_free(&tmp);
     return rc;
@@ -490,9 +563,10 @@ loader_open(const char *path, struct loaded_plugin *out, char *err, size_t errle
 {
     char resolved[PATH_MAX];
     twice_plugin_entry_fn entry;
-    struct keytmpl *tmpl = NULL;
+    struct loaded_plugin lp;
 
     memset(out, 0, sizeof(*out));
+    memset(&lp, 0, sizeof(lp));
     if (check_path_resolved(path, resolved, err, errlen) != 0) {
         return -1;
     }
@@ -512,17 +586,17 @@ loader_open(const char *path, struct loaded_plugin *out, char *err, size_t errle
         return -1;
     }
     if (loader_check_descriptor(path, d, err, errlen) != 0 ||
-        check_fields(path, d, &tmpl, err, errlen) != 0) {
+        check_fields(path, d, &lp, err, errlen) != 0) {
         return -1;
     }
-    out->path = strdup(path);
-    if (out->path == NULL) {
-        keytmpl_free(tmpl);
+    lp.path = strdup(path);
+    if (lp.path == NULL) {
+        keytmpl_free(lp.tmpl);
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
-    out->desc = d;
-    out->tmpl = tmpl;
+    lp.desc = d;
+    *out = lp;
     return 0;
 }
 
@@ -533,6 +607,24 @@ loader_release(struct loaded_plugin *p)
     keytmpl_free(p->tmpl);
     p->path = NULL;
     p->tmpl = NULL;
+    p->key_text = NULL;
+}
+
+const char *
+loader_key_source(const struct loaded_plugin *p, char *buf, size_t cap)
+{
+    switch (p->key) {
+    case LOADER_KEY_TEMPLATE:
+        return "plugin template";
+    case LOADER_KEY_SETTING:
+        snprintf(buf, cap, "plugin setting '%s'", loader_key_setting(p->desc));
+        return buf;
+    case LOADER_KEY_DERIVE:
+        return "derive_key";
+    case LOADER_KEY_NONE:
+        break;
+    }
+    return "none";
 }
 
 /* ---- a configuration's settings for a plugin ---- */
@@ -612,9 +704,55 @@ check_given(const twice_setting *decl, const struct config_plugin *cp, const str
     return 0;
 }
 
+/*
+ * The key template in the plugin's key setting: the given value (a bad one
+ * reported at its line), else the declared default (checked at load), else
+ * none. Returns the problems added (0 or 1).
+ */
+static int
+compile_key_setting(struct loaded_plugin *p, const struct config_plugin *cp, const char *file,
+                    struct diag *d)
+{
+    const char *name = loader_key_setting(p->desc);
+    const char *text = NULL, *where = cp->file != NULL ? cp->file : file;
+    int line = cp->line;
+    char why[256];
+
+    keytmpl_free(p->tmpl);
+    p->tmpl = NULL;
+    p->key_text = NULL;
+    p->key = LOADER_KEY_NONE;
+    for (size_t i = 0; i < cp->nsettings && text == NULL; i++) {
+        if (strcmp(cp->settings[i].name, name) == 0) {
+            text = cp->settings[i].value;
+            where = cp->settings[i].file != NULL ? cp->settings[i].file : file;
+            line = cp->settings[i].line;
+        }
+    }
+    for (const twice_setting *s = p->desc->settings; text == NULL && s->name != NULL; s++) {
+        text = strcmp(s->name, name) == 0 ? s->default_value : NULL;
+    }
+    if (text == NULL) {
+        return 0;
+    }
+    if (keytmpl_compile(text, &p->tmpl, why, sizeof(why)) != 0) {
+        struct buf shown = BUF_INIT;
+        escape_text(&shown, text, strnlen(text, 2 * TWICE_KEY_MAX));
+        diag_add(d, where, line, "plugin '%s': setting '%s': key template \"%s\": %s", cp->name,
+                 name, buf_str(&shown), why);
+        buf_free(&shown);
+        return 1;
+    }
+    p->key = LOADER_KEY_SETTING;
+    p->key_text = text;
+    p->key_file = where;
+    p->key_line = line;
+    return 0;
+}
+
 int
-loader_check_settings(const struct loaded_plugin *p, const struct config_plugin *cp,
-                      const char *file, struct diag *d)
+loader_check_settings(struct loaded_plugin *p, const struct config_plugin *cp, const char *file,
+                      struct diag *d)
 {
     const twice_setting *decl = p->desc->settings;
     int added = 0;
@@ -635,6 +773,9 @@ loader_check_settings(const struct loaded_plugin *p, const struct config_plugin 
                      decl[i].description ? ")" : "");
             added++;
         }
+    }
+    if (added == 0 && loader_key_setting(p->desc) != NULL) {
+        added += compile_key_setting(p, cp, file, d);
     }
     return added;
 }

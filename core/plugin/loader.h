@@ -19,10 +19,22 @@ struct config_plugin;
 struct diag;
 struct keytmpl;
 
+/* Where a plugin's keys come from (a queue's own `key` overrides any). */
+enum loader_key {
+    LOADER_KEY_TEMPLATE, /* the descriptor's key_template */
+    LOADER_KEY_SETTING,  /* the value of the setting the descriptor's key_setting names */
+    LOADER_KEY_DERIVE,   /* the plugin's derive_key() */
+    LOADER_KEY_NONE      /* key_setting's setting is not given: every queue must set `key` */
+};
+
 struct loaded_plugin {
     char *path;               /* as configured */
     const twice_plugin *desc; /* inside the plugin; valid forever (never dlclose'd) */
-    struct keytmpl *tmpl;     /* compiled key_template; NULL when derive_key is used */
+    enum loader_key key;      /* LOADER_KEY_NONE until loader_check_settings, with key_setting */
+    struct keytmpl *tmpl;     /* the compiled key template; NULL with derive_key or none */
+    const char *key_text;     /* its text: borrowed from the descriptor or the configuration */
+    const char *key_file;     /* LOADER_KEY_SETTING: where the setting is written (borrowed), */
+    int key_line;             /* or the declared default's plugin entry */
     void *state;              /* from init() */
     int initialized;
 };
@@ -50,9 +62,23 @@ int loader_open(const char *path, struct loaded_plugin *out, char *err, size_t e
  * declaration: unknown names, wrong types, missing required ones. Adds
  * "FILE:LINE: plugin 'NAME': ..." lines to d, FILE being where each
  * setting is written (file when cp does not say); returns the count added.
+ * When all is well and the plugin has a key_setting, its value (or the
+ * declared default) is compiled into p->tmpl, a bad template reported at
+ * the setting's line; not given, p->key stays LOADER_KEY_NONE. p keeps
+ * pointers into cp: cp must outlive it.
  */
-int loader_check_settings(const struct loaded_plugin *p, const struct config_plugin *cp,
+int loader_check_settings(struct loaded_plugin *p, const struct config_plugin *cp,
                           const char *file, struct diag *d);
+
+/* The descriptor's 1.1 fields, NULL for a plugin built for ABI 1.0 (whose
+ * descriptor ends before them: they are never read there). */
+const char *loader_key_setting(const twice_plugin *d);
+typedef int (*loader_describe_fn)(const twice_api *, const twice_settings *, char *, size_t);
+loader_describe_fn loader_describe(const twice_plugin *d);
+
+/* "plugin template", "plugin setting 'key'", "derive_key", "none" (the
+ * setting in the caller's buffer). */
+const char *loader_key_source(const struct loaded_plugin *p, char *buf, size_t cap);
 
 /* Our parts of a loaded plugin (not the mapping, which stays). */
 void loader_release(struct loaded_plugin *p);

@@ -3,7 +3,8 @@
  * plugin that crashes or misbehaves while being checked cannot hurt the
  * process that asked (the master on reload, or `twiced -t`). The child
  * loads each plugin (ABI, entry point, key template), checks its settings
- * against its declaration, runs init with them and fini, and prints one
+ * against its declaration (a key setting's template too) and that every
+ * queue using it has a key, runs init with them and fini, and prints one
  * line per problem. It never runs a job.
  */
 #include "probe.h"
@@ -12,6 +13,7 @@
 #include "config.h"
 #include "hostapi.h"
 #include "instance.h"
+#include "keying.h"
 #include "log.h"
 #include "spawn.h"
 
@@ -45,6 +47,9 @@ check_plugin(const struct config *c, const struct config_plugin *cp)
     }
     struct diag d = DIAG_INIT;
     int problems = loader_check_settings(&p.lp, cp, c->file, &d);
+    if (problems == 0) {
+        problems = keying_check_queues(c, cp->name, &p.lp, &d);
+    }
     for (size_t i = 0; i < d.n; i++) {
         printf("%s\n", d.lines[i]);
     }

@@ -16,6 +16,7 @@
 #include "hostapi.h"
 #include "idem.h"
 #include "instance.h"
+#include "keying.h"
 #include "log.h"
 #include "metrics.h"
 #include "receiver.h"
@@ -79,7 +80,8 @@ load_plugins(struct worker *w, char *err, size_t errlen)
         w->nplugins++;
         p->transactional = (p->lp.desc->flags & TWICE_FLAG_TRANSACTIONAL) != 0;
         struct diag d = DIAG_INIT;
-        if (loader_check_settings(&p->lp, p->cfg, c->file, &d) > 0) {
+        if (loader_check_settings(&p->lp, p->cfg, c->file, &d) > 0 ||
+            keying_check_queues(c, p->name, &p->lp, &d) > 0) {
             snprintf(err, errlen, "%s", d.lines[0]);
             diag_free(&d);
             return -1;
@@ -125,6 +127,9 @@ setup_queue(struct worker *w, struct wqueue *q, const struct config_queue *qc, c
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->work_cv, NULL);
     pthread_cond_init(&q->space_cv, NULL);
+    if (keying_queue_key(qc, &q->key, err, errlen) != 0) {
+        return -1;
+    }
     if (qc->plugin != NULL) {
         q->plugin = find_plugin(w, qc->plugin);
         if (q->plugin == NULL) {
@@ -132,11 +137,6 @@ setup_queue(struct worker *w, struct wqueue *q, const struct config_queue *qc, c
             return -1;
         }
         return 0;
-    }
-    if (strncmp(qc->route_by, "attr:", 5) == 0) {
-        q->route_attr = qc->route_by + 5;
-    } else {
-        q->route_path = qc->route_by;
     }
     q->route_plugins = calloc(qc->nroutes ? qc->nroutes : 1, sizeof(*q->route_plugins));
     if (q->route_plugins == NULL) {

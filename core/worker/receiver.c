@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "config.h"
 #include "hostapi.h"
+#include "keying.h"
 #include "idem.h"
 #include "instance.h"
 #include "job.h"
@@ -94,59 +95,21 @@ nap(struct worker *w, uint64_t ms)
     }
 }
 
-static const struct plugin_instance *
-route(struct wqueue *q, struct twice_job *j)
-{
-    if (q->plugin != NULL) {
-        return q->plugin;
-    }
-    const char *value = NULL;
-    struct buf text = BUF_INIT;
-    if (q->route_attr != NULL) {
-        const struct sqs_attr *a = sqs_attr_find(j->msg.attrs, j->msg.nattrs, q->route_attr);
-        value = a != NULL ? a->string_value : NULL;
-    } else {
-        json_t *body = job_body(j);
-        if (body == NULL) {
-            job_deadletter(j, "invalid-json", "routing by %s: %s", q->route_path, j->body_error);
-            return NULL;
-        }
-        json_t *v = jsonpath_get(body, q->route_path);
-        if (v != NULL && jsonpath_scalar_text(v, &text) == 0) {
-            value = buf_str(&text);
-        }
-    }
-    const struct plugin_instance *p = NULL;
-    for (size_t i = 0; value != NULL && i < q->cfg->nroutes; i++) {
-        if (strcmp(q->cfg->routes[i].value, value) == 0) {
-            p = q->route_plugins[i];
-        }
-    }
-    if (p == NULL) {
-        job_deadletter(j, "unknown-route", "no route for %s = %s", q->cfg->route_by,
-                       value != NULL ? value : "(missing)");
-    }
-    buf_free(&text);
-    return p;
-}
-
 /* Route, derive the key, hash the payload. On failure the job's verdict is
  * a dead letter with the reason. */
 static void
 prepare(struct wqueue *q, struct twice_job *j)
 {
-    long max = q->w->cfg->max_message_bytes;
-    if ((long) j->msg.body_len > max) {
-        job_deadletter(j, "too-large", "body of %zu bytes exceeds max_message_bytes (%ld)",
-                       j->msg.body_len, max);
+    if (keying_check_size(j, q->w->cfg->max_message_bytes) != 0) {
         return;
     }
-    j->plugin = route(q, j);
-    if (j->plugin == NULL) {
+    int route = keying_route(j);
+    if (route == KEYING_NO_ROUTE) {
         return;
     }
+    j->plugin = route == KEYING_QUEUE_PLUGIN ? q->plugin : q->route_plugins[route];
     struct buf key = BUF_INIT;
-    if (hostapi_derive_key(j->plugin, j, &key) == 0) {
+    if (hostapi_derive_key(j->plugin, q->key, j, &key) == 0) {
         j->key = buf_steal(&key);
         if (j->key == NULL) {
             job_deadletter(j, "bad-key-field", "out of memory deriving the key");

@@ -26,6 +26,7 @@ struct advice_window;
 struct config;
 struct config_queue;
 struct creds_chain;
+struct keytmpl;
 struct plugin_instance;
 struct sqs_endpoint;
 struct twice_job;
@@ -37,8 +38,7 @@ struct wqueue {
     struct lifecycle_queue policy;                /* cfg's retry and conflict policy */
     const struct plugin_instance *plugin;         /* the queue's plugin, or NULL when routed */
     const struct plugin_instance **route_plugins; /* parallel to cfg->routes */
-    const char *route_attr;                       /* route_by "attr:Name": the name */
-    const char *route_path;                       /* route_by body path */
+    struct keytmpl *key; /* cfg's `key` compiled (kept for the process's life), or NULL */
 
     pthread_t *receivers; /* cfg->receivers of them */
     size_t nreceivers;

@@ -2,39 +2,20 @@
  * sync.c - the sync plugin: PUT (or POST) a record's `data` to an HTTP
  * endpoint with libcurl, the idempotency key in an Idempotency-Key header,
  * keyed "sync:{entity}:{id}:{version}". Settings, init/fini and the request
- * are here; reading the answer is in answer.c. Not a general HTTP client.
+ * are here; what the answer means is verdict.c's; the kept-alive connection
+ * pool, reading answers and the URL template are http-common's (shared with
+ * the http plugin). Not a general HTTP client.
  */
 #include "sync.h"
 
 #include <curl/curl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <twice/plugin.h>
 
-/*
- * Connections are reused, not set up per message: an easy handle keeps its
- * connections (and TLS sessions) open after a transfer, so handles are kept
- * in a pool, taken by handle() and given back after the request. handle()
- * runs on several threads at once and an easy handle serves one transfer at
- * a time, so the pool grows to at most the queue's concurrency and each
- * handle keeps its own keep-alive connection to the endpoint.
- *
- * Why not the alternatives: a CURLSH sharing CURL_LOCK_DATA_CONNECT is
- * documented by libcurl as "not supported" between concurrent threads
- * (CURLSHOPT_SHARE(3)); a per-thread handle behind a pthread key needs a
- * destructor that runs at thread exit, possibly after fini, and fini could
- * not reach the other threads' handles. The pool needs one mutex held for a
- * list push or pop, and fini (no handle() running) finds every handle in it.
- */
-struct pooled {
-    CURL *curl;
-    struct pooled *next;
-};
-
-/* Read-only after init except the pool (under pool_lock): handle() runs on
+/* Read-only after init except the pool (its own lock): handle() runs on
  * many threads. All owned. */
 struct sync {
     const twice_api *api;
@@ -42,8 +23,8 @@ struct sync {
     char *method;      /* "PUT" or "POST" */
     char *auth_header; /* "Name: value" or NULL; a secret: never logged */
     long timeout;
-    pthread_mutex_t pool_lock;
-    struct pooled *idle; /* idle handles, the most recently used first */
+    int pool_ready;
+    struct http_pool pool; /* kept-alive connections (http_common.h) */
 };
 
 static void
@@ -52,19 +33,12 @@ sync_free(struct sync *s)
     if (s == NULL) {
         return;
     }
-    while (s->idle != NULL) {
-        struct pooled *p = s->idle;
-        s->idle = p->next;
-        curl_easy_cleanup(p->curl);
-        free(p);
+    if (s->pool_ready) {
+        http_pool_free(&s->pool);
     }
-    pthread_mutex_destroy(&s->pool_lock);
     free(s->url_tmpl);
     free(s->method);
-    if (s->auth_header != NULL) {
-        explicit_bzero(s->auth_header, strlen(s->auth_header));
-        free(s->auth_header);
-    }
+    http_free_secret(s->auth_header);
     free(s);
 }
 
@@ -108,7 +82,7 @@ read_settings(struct sync *s, const twice_settings *set)
         (strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0)) {
         return "url must start with http:// or https://";
     }
-    if ((why = url_check(url)) != NULL) {
+    if ((why = http_url_check(url)) != NULL) {
         return why;
     }
     if (method == NULL || (strcmp(method, "PUT") != 0 && strcmp(method, "POST") != 0)) {
@@ -131,9 +105,12 @@ sync_init(const twice_api *api, const twice_settings *set, void **state)
 {
     struct sync *s = calloc(1, sizeof(*s));
     const char *why = "out of memory";
-    if (s != NULL && pthread_mutex_init(&s->pool_lock, NULL) != 0) {
+    if (s != NULL && http_pool_init(&s->pool) != 0) {
         free(s);
         s = NULL;
+    }
+    if (s != NULL) {
+        s->pool_ready = 1;
     }
     if (s == NULL || (s->api = api, why = read_settings(s, set)) != NULL) {
         api->log(NULL, TWICE_LOG_ERROR, "%s", why);
@@ -157,81 +134,19 @@ sync_fini(void *state)
     curl_global_cleanup();
 }
 
-/* An idle handle from the pool, or a new one; NULL when out of memory. */
-static struct pooled *
-pool_take(struct sync *s)
-{
-    pthread_mutex_lock(&s->pool_lock);
-    struct pooled *p = s->idle;
-    if (p != NULL) {
-        s->idle = p->next;
-    }
-    pthread_mutex_unlock(&s->pool_lock);
-    if (p != NULL) {
-        return p;
-    }
-    if ((p = malloc(sizeof(*p))) == NULL) {
-        return NULL;
-    }
-    if ((p->curl = curl_easy_init()) == NULL) {
-        free(p);
-        return NULL;
-    }
-    return p;
-}
-
-/* Back to the pool after a request. curl_easy_reset() puts every option
- * back to its default (so the next message starts as on a new handle and
- * no pointer into this message's memory is kept) but keeps the open
- * connections, the DNS cache and the TLS sessions. */
-static void
-pool_give(struct sync *s, struct pooled *p)
-{
-    curl_easy_reset(p->curl);
-    pthread_mutex_lock(&s->pool_lock);
-    p->next = s->idle;
-    s->idle = p;
-    pthread_mutex_unlock(&s->pool_lock);
-}
-
 /* The request's headers; NULL when out of memory. */
 static struct curl_slist *
 request_headers(const struct sync *s, const char *key)
 {
-    char idem[TWICE_KEY_MAX + 32];
-    struct curl_slist *h = NULL, *next;
-    snprintf(idem, sizeof(idem), "Idempotency-Key: %s", key);
-    const char *lines[] = {"Content-Type: application/json", "Accept: application/json",
-                           "Expect:", idem, s->auth_header};
-    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
-        if (lines[i] == NULL) {
-            continue;
-        }
-        if ((next = curl_slist_append(h, lines[i])) == NULL) {
-            curl_slist_free_all(h);
-            return NULL;
-        }
-        h = next;
+    struct curl_slist *h = NULL;
+    if (http_header_add(&h, "%s", "Content-Type: application/json") != 0 ||
+        http_header_add(&h, "%s", "Accept: application/json") != 0 ||
+        http_header_add(&h, "%s", "Expect:") != 0 ||
+        http_header_add(&h, "Idempotency-Key: %s", key) != 0 ||
+        (s->auth_header != NULL && http_header_add(&h, "%s", s->auth_header) != 0)) {
+        return NULL;
     }
     return h;
-}
-
-static void
-set_options(const struct sync *s, CURL *c, const char *url, struct curl_slist *headers,
-            const char *data, size_t len)
-{
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, s->timeout);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    /* Certificate and host name checks are curl's defaults and never
-     * switched off here. */
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "twice-sync/1.0");
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, data);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, s->method);
 }
 
 /* One request, on an easy handle this call has to itself (from the pool). */
@@ -239,30 +154,23 @@ static twice_status
 send_record(const struct sync *s, twice_job *job, CURL *c, const char *url, const char *data,
             size_t len)
 {
-    char errbuf[CURL_ERROR_SIZE] = "";
-    struct answer ans;
+    char errbuf[CURL_ERROR_SIZE];
+    struct http_answer ans;
+    long status;
     struct curl_slist *headers = request_headers(s, s->api->key(job));
     if (headers == NULL) {
         s->api->error(job, "out of memory preparing the request");
         return TWICE_RETRY;
     }
-    answer_init(&ans);
-    set_options(s, c, url, headers, data, len);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, answer_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &ans);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, answer_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &ans);
-    CURLcode rc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    struct http_request r = {url,     s->method, s->timeout, NULL, "twice-sync/1.0",
+                             headers, data,      len};
+    CURLcode rc = http_perform(c, &r, &ans, &status, errbuf);
     curl_slist_free_all(headers);
     if (rc != CURLE_OK) {
-        s->api->error(job, "%s failed: %s", s->method,
-                      *errbuf != '\0' ? errbuf : curl_easy_strerror(rc));
+        s->api->error(job, "%s failed: %s", s->method, errbuf);
         return TWICE_RETRY;
     }
-    return answer_verdict(s->api, job, status, &ans);
+    return sync_verdict(s->api, job, status, &ans);
 }
 
 static twice_status
@@ -280,17 +188,17 @@ sync_handle(void *state, twice_job *job)
         s->api->error(job, "data must be a JSON object");
         return TWICE_REJECT;
     }
-    struct pooled *p = pool_take(s);
+    struct http_handle *p = http_pool_take(&s->pool);
     if (p == NULL) {
         s->api->error(job, "curl_easy_init failed");
         return TWICE_RETRY;
     }
-    twice_status st = url_build(s->api, job, p->curl, s->url_tmpl, &url);
+    twice_status st = http_url_build(s->api, job, p->curl, s->url_tmpl, &url);
     if (st == TWICE_DONE) {
         st = send_record(s, job, p->curl, url, data, len);
     }
     free(url);
-    pool_give(s, p);
+    http_pool_give(&s->pool, p);
     return st;
 }
 

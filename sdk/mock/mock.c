@@ -15,10 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The smallest descriptor of the plugin's minor (loader.c's rule). */
+static size_t
+min_size(const twice_plugin *d)
+{
+    return d->abi_minor >= 1 ? sizeof(twice_plugin) : offsetof(twice_plugin, key_setting);
+}
+
 /* The host's load rule (plugin.h): magic, equal major, a minor not newer
- * than ours, and at least the 1.0 size; then a handle, exactly one of
- * key_template and derive_key, and a template that compiles. 0 and *tmpl
- * (NULL for derive_key; the caller's), or -1 with err. */
+ * than ours, and at least that minor's size; then a handle, exactly one of
+ * key_template, derive_key and key_setting, and a template that compiles.
+ * 0 and *tmpl (NULL for derive_key and key_setting; the caller's), or -1
+ * with err. */
 static int
 check_descriptor(const twice_plugin *d, struct keytmpl **tmpl, char *err, size_t errlen)
 {
@@ -31,13 +39,15 @@ check_descriptor(const twice_plugin *d, struct keytmpl **tmpl, char *err, size_t
         snprintf(err, errlen, "built for ABI %u.%u, mock host supports %d.0-%d.%d",
                  (unsigned) d->abi_major, (unsigned) d->abi_minor, TWICE_ABI_MAJOR,
                  TWICE_ABI_MAJOR, TWICE_ABI_MINOR);
-    } else if (d->size < sizeof(twice_plugin)) {
-        snprintf(err, errlen, "descriptor of %u bytes is smaller than ABI 1.0's %zu",
-                 (unsigned) d->size, sizeof(twice_plugin));
+    } else if (d->size < min_size(d)) {
+        snprintf(err, errlen, "descriptor of %u bytes is smaller than ABI 1.%u's %zu",
+                 (unsigned) d->size, (unsigned) d->abi_minor, min_size(d));
     } else if (d->handle == NULL) {
         snprintf(err, errlen, "descriptor has no handle function");
-    } else if ((d->key_template == NULL) == (d->derive_key == NULL)) {
-        snprintf(err, errlen, "set exactly one of key_template and derive_key");
+    } else if ((d->key_template != NULL) + (d->derive_key != NULL) +
+                   (mockkey_setting(d) != NULL) !=
+               1) {
+        snprintf(err, errlen, "set exactly one of key_template, derive_key and key_setting");
     } else {
         return mockkey_compile(d, tmpl, err, errlen);
     }
@@ -129,6 +139,7 @@ twice_mock_free(twice_mock *m)
     free(m->settings);
     mocklog_clear(&m->log);
     keytmpl_free(m->tmpl);
+    keytmpl_free(m->queue_tmpl);
     pthread_mutex_destroy(&m->lock);
     if (m->lib != NULL) {
         dlclose(m->lib);
@@ -236,7 +247,7 @@ twice_mock_init(twice_mock *m)
         snprintf(m->error, sizeof(m->error), "init already ran");
         return -1;
     }
-    if (check_settings(m) != 0) {
+    if (check_settings(m) != 0 || mockkey_compile_setting(m) != 0) {
         return -1;
     }
     int rc = 0;
@@ -251,6 +262,21 @@ twice_mock_init(twice_mock *m)
         return rc;
     }
     m->initialized = 1;
+    return 0;
+}
+
+int
+twice_mock_queue_key(twice_mock *m, const char *tmpl)
+{
+    struct keytmpl *t = NULL;
+    char why[256];
+    m->error[0] = '\0';
+    if (tmpl != NULL && keytmpl_compile(tmpl, &t, why, sizeof(why)) != 0) {
+        snprintf(m->error, sizeof(m->error), "queue key \"%s\": %s", tmpl, why);
+        return -1;
+    }
+    keytmpl_free(m->queue_tmpl);
+    m->queue_tmpl = t;
     return 0;
 }
 

@@ -29,7 +29,9 @@ struct twice_settings {
 struct twice_mock {
     const twice_plugin *plugin; /* borrowed from the plugin (or its library) */
     void *lib;                  /* dlopen handle, or NULL for a linked plugin */
-    struct keytmpl *tmpl;       /* the compiled key_template (owned); NULL with derive_key */
+    struct keytmpl *tmpl;       /* the compiled key template (owned): key_template, or the
+                                   key setting's value once init ran; NULL with derive_key */
+    struct keytmpl *queue_tmpl; /* twice_mock_queue_key's (owned), or NULL */
     struct mock_kv *settings;   /* owned, nsettings entries */
     size_t nsettings;
     struct twice_settings settings_view;
@@ -56,6 +58,7 @@ struct twice_job {
     struct mock_attr *attrs;
     size_t nattrs;
     char *message_id, *group_id; /* owned; group_id may be NULL */
+    char *queue;                 /* owned: what api->queue() says */
     int attempt;
     void *db; /* borrowed PGconn */
 

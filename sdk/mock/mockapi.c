@@ -202,6 +202,18 @@ api_error(twice_job *job, const char *fmt, ...)
     }
 }
 
+static const char *
+api_queue(const twice_job *job)
+{
+    return job->queue != NULL ? job->queue : "mock-queue";
+}
+
+static const char *
+api_attr_name(const twice_job *job, size_t i)
+{
+    return i < job->nattrs ? job->attrs[i].name : NULL;
+}
+
 static const twice_api mock_api = {
     .size = sizeof(twice_api),
     .abi_major = TWICE_ABI_MAJOR,
@@ -219,6 +231,8 @@ static const twice_api mock_api = {
     .db = api_db,
     .retry_after = api_retry_after,
     .error = api_error,
+    .queue = api_queue,
+    .attr_name = api_attr_name,
 };
 
 const twice_api *

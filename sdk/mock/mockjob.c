@@ -75,6 +75,7 @@ twice_mock_job_free(twice_mock_job *mj)
     free(j->body);
     free(j->message_id);
     free(j->group_id);
+    free(j->queue);
     free(j);
 }
 
@@ -119,6 +120,12 @@ int
 twice_mock_job_message_id(twice_mock_job *mj, const char *message_id)
 {
     return replace(&((struct twice_job *) mj)->message_id, message_id, 0);
+}
+
+int
+twice_mock_job_queue(twice_mock_job *mj, const char *queue)
+{
+    return replace(&((struct twice_job *) mj)->queue, queue, 0);
 }
 
 int

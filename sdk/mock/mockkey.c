@@ -17,11 +17,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *
+mockkey_setting(const twice_plugin *d)
+{
+    return d->abi_minor >= 1 ? d->key_setting : NULL;
+}
+
+/* The declaration of the setting name, or NULL. */
+static const twice_setting *
+declared(const twice_plugin *d, const char *name)
+{
+    for (const twice_setting *s = d->settings; s != NULL && s->name != NULL; s++) {
+        if (strcmp(s->name, name) == 0) {
+            return s;
+        }
+    }
+    return NULL;
+}
+
 int
 mockkey_compile(const twice_plugin *d, struct keytmpl **out, char *err, size_t errlen)
 {
     char why[256];
+    const char *setting = mockkey_setting(d);
     *out = NULL;
+    if (setting != NULL) {
+        const twice_setting *s = declared(d, setting);
+        if (s == NULL || s->type != TWICE_SETTING_STRING) {
+            snprintf(err, errlen, "key_setting '%s' is not one of its declared string settings",
+                     setting);
+            return -1;
+        }
+        return 0;
+    }
     if (d->key_template == NULL || keytmpl_compile(d->key_template, out, why, sizeof(why)) == 0) {
         return 0;
     }
@@ -84,15 +112,46 @@ derive_with_plugin(struct twice_job *j, struct buf *out, struct buf *why)
 }
 
 int
+mockkey_compile_setting(struct twice_mock *m)
+{
+    const char *name = mockkey_setting(m->plugin), *text = NULL;
+    char why[256];
+    if (name == NULL) {
+        return 0;
+    }
+    for (size_t i = 0; i < m->nsettings && text == NULL; i++) {
+        text = strcmp(m->settings[i].name, name) == 0 ? m->settings[i].value : NULL;
+    }
+    if (text == NULL) {
+        text = declared(m->plugin, name)->default_value;
+    }
+    keytmpl_free(m->tmpl);
+    m->tmpl = NULL;
+    if (text == NULL || keytmpl_compile(text, &m->tmpl, why, sizeof(why)) == 0) {
+        return 0;
+    }
+    snprintf(m->error, sizeof(m->error), "plugin '%s': setting '%s': key template \"%s\": %s",
+             m->plugin->name, name, text, why);
+    return -1;
+}
+
+int
 mockkey_derive(struct twice_job *j)
 {
     struct buf key = BUF_INIT, why = BUF_INIT;
     char err[256];
     enum keytmpl_result r;
-    if (j->mock->plugin->derive_key != NULL) {
+    const struct keytmpl *t = j->mock->queue_tmpl != NULL ? j->mock->queue_tmpl : j->mock->tmpl;
+    if (t == NULL && j->mock->plugin->derive_key != NULL) {
         r = derive_with_plugin(j, &key, &why);
+    } else if (t == NULL) {
+        r = KEYTMPL_BAD_VALUE;
+        buf_printf(&why,
+                   "no key template: set the plugin's setting '%s' or a queue key "
+                   "(twice_mock_queue_key)",
+                   mockkey_setting(j->mock->plugin));
     } else {
-        r = expand(j->mock->tmpl, j, &key, err, sizeof(err));
+        r = expand(t, j, &key, err, sizeof(err));
         if (r != KEYTMPL_OK) {
             buf_puts(&why, err);
         }

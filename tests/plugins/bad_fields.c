@@ -1,6 +1,6 @@
 /*
  * bad_fields.c - fixture: well-versioned descriptors with one content
- * mistake each (name, flags, key, settings declaration), chosen at entry
+ * mistake each (name, flags, key, key setting, settings declaration), chosen at entry
  * time by the environment variable TWICE_BAD_FIELDS, so one library
  * covers every rule loader_open applies after the load rule. Unset: valid.
  * Used by: test-loader.c.
@@ -39,6 +39,9 @@ static const twice_setting bad_bool[] = {{"b", TWICE_SETTING_BOOL, 0, "yes", 0},
 static const twice_setting dup[] = {
     {"a", TWICE_SETTING_STRING, 0, 0, 0}, {"a", TWICE_SETTING_INT, 0, 0, 0}, S_END};
 static const twice_setting req_def[] = {{"r", TWICE_SETTING_STRING, 1, "x", 0}, S_END};
+static const twice_setting key_decl[] = {
+    {"key", TWICE_SETTING_STRING, 0, 0, 0}, {"n", TWICE_SETTING_INT, 0, 0, 0}, S_END};
+static const twice_setting key_bad_default[] = {{"key", TWICE_SETTING_STRING, 0, "k:{", 0}, S_END};
 
 /* A descriptor named n with key template k and further fields. */
 #define D(n, k, ...)                                                                              \
@@ -69,6 +72,12 @@ static const struct variant {
     {"derive_only", D("bad_fields", 0, .derive_key = derive_key)},
     {"transactional", D("bad_fields", KEY, .flags = TWICE_FLAG_TRANSACTIONAL)},
     {"template_ctrl", D("bad_fields", "k\x1b{")},
+    {"key_setting", D("bad_fields", 0, .settings = key_decl, .key_setting = "key")},
+    {"key_setting_and_template", D("bad_fields", KEY, .settings = key_decl, .key_setting = "key")},
+    {"key_setting_undeclared", D("bad_fields", 0, .settings = key_decl, .key_setting = "kye")},
+    {"key_setting_int", D("bad_fields", 0, .settings = key_decl, .key_setting = "n")},
+    {"key_setting_bad_default",
+     D("bad_fields", 0, .settings = key_bad_default, .key_setting = "key")},
 };
 
 static const twice_plugin valid = D("bad_fields", KEY, .version = "1.0.0");

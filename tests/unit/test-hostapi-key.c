@@ -3,12 +3,17 @@
  * a key is 1 to TWICE_KEY_MAX bytes of UTF-8 without control characters;
  * anything else dead-letters that one message as bad-key-field or
  * key-too-long, with the reason, instead of failing the batch it came in.
+ * And which key source wins: a queue's key over the plugin's template or
+ * derive_key().
  */
 #include "buf.h"
 #include "check.h"
+#include "config.h"
 #include "hostapi.h"
-#include "job.h"
 #include "instance.h"
+#include "job.h"
+#include "keying.h"
+#include "keytmpl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +47,7 @@ derive(const char *key, int len, char *reason, size_t cap)
     next_len = len;
     char *k = NULL;
     reason[0] = '\0';
-    if (hostapi_derive_key(&p, &j, &out) == 0) {
+    if (hostapi_derive_key(&p, NULL, &j, &out) == 0) {
         k = buf_steal(&out);
         CHECK_INT(j.action, JOB_ACT_NONE);
     } else {
@@ -54,9 +59,68 @@ derive(const char *key, int len, char *reason, size_t cap)
     return k;
 }
 
+/* The key of body on a queue whose key is queue_tmpl (NULL: none) with a
+ * plugin that has the template plugin_tmpl (NULL: derive_key). */
+static char *
+key_of(const char *queue_tmpl, const char *plugin_tmpl, const char *body, enum keying_source *src)
+{
+    static twice_plugin desc;
+    char err[256];
+    struct config_queue qc = {.name = "q", .key = (char *) queue_tmpl};
+    struct keytmpl *qt = NULL;
+    struct plugin_instance p = {.name = "fake"};
+    desc.derive_key = plugin_tmpl == NULL ? fake_derive : NULL;
+    desc.key_template = plugin_tmpl;
+    p.lp.desc = &desc;
+    p.lp.key = plugin_tmpl != NULL ? LOADER_KEY_TEMPLATE : LOADER_KEY_DERIVE;
+    CHECK_INT(keying_queue_key(&qc, &qt, err, sizeof(err)), 0);
+    if (plugin_tmpl != NULL) {
+        CHECK_INT(keytmpl_compile(plugin_tmpl, &p.lp.tmpl, err, sizeof(err)), 0);
+    }
+    *src = keying_source(&p.lp, qt);
+    struct twice_job j = {.retry_after = -1, .qcfg = &qc};
+    j.msg.body = (char *) body;
+    j.msg.body_len = strlen(body);
+    struct buf out = BUF_INIT;
+    next_key = "derived:1";
+    next_len = 9;
+    char *k = hostapi_derive_key(&p, qt, &j, &out) == 0 ? buf_steal(&out) : NULL;
+    buf_free(&out);
+    json_decref(j.body);
+    free(j.error);
+    keytmpl_free(qt);
+    keytmpl_free(p.lp.tmpl);
+    return k;
+}
+
+static void
+test_sources(void)
+{
+    enum keying_source src;
+    const char *body = "{\"id\":7,\"detail\":{\"invoiceId\":\"INV-9\"}}";
+    char *k = key_of(NULL, "plugin:{id}", body, &src);
+    CHECK_STR(k, "plugin:7");
+    CHECK_INT(src, KEYING_TEMPLATE);
+    free(k);
+    k = key_of("invoice:{detail.invoiceId}", "plugin:{id}", body, &src);
+    CHECK_STR(k, "invoice:INV-9");
+    CHECK_INT(src, KEYING_QUEUE);
+    free(k);
+    k = key_of(NULL, NULL, body, &src);
+    CHECK_STR(k, "derived:1");
+    CHECK_INT(src, KEYING_DERIVE);
+    free(k);
+    k = key_of("invoice:{detail.invoiceId}", NULL, body, &src); /* over derive_key too */
+    CHECK_STR(k, "invoice:INV-9");
+    CHECK_INT(src, KEYING_QUEUE);
+    free(k);
+    CHECK_STR(keying_source_name(KEYING_QUEUE), "queue key");
+}
+
 int
 main(void)
 {
+    test_sources();
     char reason[256];
     char *k = derive("welcome:42", 10, reason, sizeof(reason));
     CHECK_STR(k, "welcome:42");

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "diag.h"
 #include "jsonpath.h"
+#include "keying.h"
 #include "keytmpl.h"
 #include "loader.h"
 
@@ -87,7 +88,40 @@ test_fixture_refusals(void)
     char err[1024];
     struct loaded_plugin p;
     CHECK_INT(loader_open(path, &p, err, sizeof(err)), -1);
-    CHECK_CONTAINS(err, "newer_major.so: built for ABI 2.0, host supports 1.0-1.0");
+    CHECK_CONTAINS(err, "newer_major.so: built for ABI 2.0, host supports 1.0-1.1");
+    free(path);
+
+    /* A 1.1 descriptor with only the 1.0 fields is refused for its size. */
+    char *short11 = fmt("%%s: descriptor size %zu is too small for ABI 1.1 (needs %zu)",
+                        offsetof(twice_plugin, key_setting), sizeof(twice_plugin));
+    check_fixture_refused("short_1_1", short11);
+    free(short11);
+}
+
+/* A plugin built for ABI 1.0 (its descriptor ends with derive_key) still
+ * loads: the 1.1 fields are never read from it (ASan would see a read past
+ * its object). */
+static void
+test_abi_1_0_loads(void)
+{
+    char *path = fmt("%s/abi_1_0.so", plugin_dir);
+    char err[1024] = "";
+    struct loaded_plugin p;
+    CHECK_INT(loader_open(path, &p, err, sizeof(err)), 0);
+    CHECK_STR(err, "");
+    if (p.desc != NULL) {
+        CHECK_INT(p.desc->abi_minor, 0);
+        CHECK_INT(p.key, LOADER_KEY_TEMPLATE);
+        CHECK_STR(p.key_text, "old:{id}");
+        CHECK(loader_key_setting(p.desc) == NULL);
+        CHECK(loader_describe(p.desc) == NULL);
+        struct config_plugin cp = {.name = "old", .line = 3};
+        struct diag dg = DIAG_INIT;
+        CHECK_INT(loader_check_settings(&p, &cp, "t.conf", &dg), 0);
+        CHECK_INT(p.key, LOADER_KEY_TEMPLATE);
+        diag_free(&dg);
+    }
+    loader_release(&p);
     free(path);
 }
 
@@ -130,8 +164,18 @@ test_fixture_fields(void)
     check_variant("name_long", longn);
     check_variant("name_ctrl", ctrl);
     check_variant("flags", "%s: unknown flags 0x80 in the descriptor");
-    check_variant("both", "%s: set key_template or derive_key, not both");
-    check_variant("neither", "%s: descriptor sets neither key_template nor derive_key");
+    check_variant("both", "%s: set exactly one of key_template, derive_key and key_setting");
+    check_variant("neither",
+                  "%s: descriptor sets none of key_template, derive_key and key_setting");
+    check_variant("key_setting", NULL);
+    check_variant("key_setting_and_template",
+                  "%s: set exactly one of key_template, derive_key and key_setting");
+    check_variant("key_setting_undeclared",
+                  "%s: key_setting 'kye' is not one of its declared string settings");
+    check_variant("key_setting_int",
+                  "%s: key_setting 'n' is not one of its declared string settings");
+    check_variant("key_setting_bad_default",
+                  "%s: the default of key setting 'key' \"k:{\": column 3: unterminated field");
     check_variant("setting_name", "%s: setting '9lives' is not a valid setting name");
     check_variant("setting_type", "%s: setting 'x' has an unknown type");
     check_variant("setting_int", "%s: setting 'n' has a default that is not of its type");
@@ -520,6 +564,23 @@ test_descriptor_rule(void)
     d.size = sizeof(twice_plugin) + 64; /* bigger is fine: a later build of this minor */
     check_rule(&d, NULL);
 
+    /* Each minor has its own minimum: the 1.0 size is enough for 1.0 only. */
+    d = good_descriptor();
+    d.abi_minor = 0;
+    d.size = offsetof(twice_plugin, key_setting);
+    check_rule(&d, NULL);
+    d.abi_minor = 1;
+    snprintf(want, sizeof(want),
+             "mem.so: descriptor size %zu is too small for ABI 1.1 (needs %zu)",
+             offsetof(twice_plugin, key_setting), sizeof(twice_plugin));
+    check_rule(&d, want);
+    d.abi_minor = 0;
+    d.size = offsetof(twice_plugin, key_setting) - 1;
+    snprintf(want, sizeof(want),
+             "mem.so: descriptor size %zu is too small for ABI 1.0 (needs %zu)",
+             offsetof(twice_plugin, key_setting) - 1, offsetof(twice_plugin, key_setting));
+    check_rule(&d, want);
+
     d = good_descriptor();
     d.magic = 0x12345678;
     d.abi_major = 9; /* the magic is judged first */
@@ -531,29 +592,29 @@ test_descriptor_rule(void)
 
     d = good_descriptor();
     d.abi_major = TWICE_ABI_MAJOR + 1;
-    check_rule(&d, "mem.so: built for ABI 2.0, host supports 1.0-1.0");
+    check_rule(&d, "mem.so: built for ABI 2.1, host supports 1.0-1.1");
     d.abi_major = 0;
     d.abi_minor = 9;
-    check_rule(&d, "mem.so: built for ABI 0.9, host supports 1.0-1.0");
+    check_rule(&d, "mem.so: built for ABI 0.9, host supports 1.0-1.1");
     d.abi_major = TWICE_ABI_MAJOR;
     d.abi_minor = TWICE_ABI_MINOR + 1;
-    check_rule(&d, "mem.so: built for ABI 1.1, host supports 1.0-1.0");
+    check_rule(&d, "mem.so: built for ABI 1.2, host supports 1.0-1.1");
     d.abi_minor = 65535;
     d.size = 4; /* the version is judged before the size */
-    check_rule(&d, "mem.so: built for ABI 1.65535, host supports 1.0-1.0");
+    check_rule(&d, "mem.so: built for ABI 1.65535, host supports 1.0-1.1");
 
     d = good_descriptor();
     d.size = 24;
-    snprintf(want, sizeof(want), "mem.so: descriptor size 24 is too small for ABI 1.0 (needs %zu)",
+    snprintf(want, sizeof(want), "mem.so: descriptor size 24 is too small for ABI 1.1 (needs %zu)",
              sizeof(twice_plugin));
     check_rule(&d, want);
     d.size = sizeof(twice_plugin) - 1;
     snprintf(want, sizeof(want),
-             "mem.so: descriptor size %zu is too small for ABI 1.0 (needs %zu)",
+             "mem.so: descriptor size %zu is too small for ABI 1.1 (needs %zu)",
              sizeof(twice_plugin) - 1, sizeof(twice_plugin));
     check_rule(&d, want);
     d.size = 0;
-    snprintf(want, sizeof(want), "mem.so: descriptor size 0 is too small for ABI 1.0 (needs %zu)",
+    snprintf(want, sizeof(want), "mem.so: descriptor size 0 is too small for ABI 1.1 (needs %zu)",
              sizeof(twice_plugin));
     check_rule(&d, want);
 
@@ -566,7 +627,7 @@ test_descriptor_rule(void)
     } head = {TWICE_ABI_MAGIC, TWICE_ABI_MAJOR, TWICE_ABI_MINOR, 12};
     void *tiny = malloc(sizeof(head));
     memcpy(tiny, &head, sizeof(head));
-    snprintf(want, sizeof(want), "mem.so: descriptor size 12 is too small for ABI 1.0 (needs %zu)",
+    snprintf(want, sizeof(want), "mem.so: descriptor size 12 is too small for ABI 1.1 (needs %zu)",
              sizeof(twice_plugin));
     check_rule(tiny, want);
     free(tiny);
@@ -710,6 +771,98 @@ test_settings_fixture(void)
     free(path);
 }
 
+/* A plugin whose key template is its setting "key" (ABI 1.1). */
+static const twice_setting key_decl[] = {
+    {"key", TWICE_SETTING_STRING, 0, NULL, "the key template"},
+    {"url", TWICE_SETTING_STRING, 0, NULL, NULL},
+    {NULL, TWICE_SETTING_STRING, 0, NULL, NULL},
+};
+
+/* Check kv of plugin "h" (entry at line 10) with key_setting "key"; the
+ * problems must be want (NULL: none). Returns the loaded plugin's key. */
+static enum loader_key
+check_key_setting(const twice_setting *declared, struct config_kv *kv, size_t n, const char *want,
+                  const char **text)
+{
+    twice_plugin d = good_descriptor();
+    d.key_template = NULL;
+    d.key_setting = "key";
+    d.settings = declared;
+    struct loaded_plugin lp = {.desc = &d, .key = LOADER_KEY_NONE};
+    struct config_plugin cp = {.name = "h", .settings = kv, .nsettings = n, .line = 10};
+    struct diag dg = DIAG_INIT;
+    CHECK_INT(loader_check_settings(&lp, &cp, "twice.conf", &dg), want != NULL);
+    CHECK_STR(dg.n > 0 ? dg.lines[0] : "", want != NULL ? want : "");
+    CHECK(lp.key != LOADER_KEY_SETTING || lp.tmpl != NULL);
+    *text = lp.key_text;
+    diag_free(&dg);
+    loader_release(&lp);
+    return lp.key;
+}
+
+static void
+test_key_setting(void)
+{
+    const char *text = NULL;
+    struct config_kv good[] = {{"key", "inv:{id}", TWICE_SETTING_STRING, 12, NULL}};
+    CHECK_INT(check_key_setting(key_decl, good, 1, NULL, &text), LOADER_KEY_SETTING);
+    CHECK_STR(text, "inv:{id}");
+
+    struct config_kv bad[] = {{"url", "http://x", TWICE_SETTING_STRING, 11, NULL},
+                              {"key", "inv:{id", TWICE_SETTING_STRING, 12, "/etc/twice/h.inc"}};
+    CHECK_INT(check_key_setting(key_decl, bad, 2,
+                                "/etc/twice/h.inc:12: plugin 'h': setting 'key': key template "
+                                "\"inv:{id\": column 5: unterminated field",
+                                &text),
+              LOADER_KEY_NONE);
+
+    CHECK_INT(check_key_setting(key_decl, NULL, 0, NULL, &text), LOADER_KEY_NONE);
+    CHECK(text == NULL);
+
+    const twice_setting with_default[] = {{"key", TWICE_SETTING_STRING, 0, "h:{id}", NULL},
+                                          {NULL, TWICE_SETTING_STRING, 0, NULL, NULL}};
+    CHECK_INT(check_key_setting(with_default, NULL, 0, NULL, &text), LOADER_KEY_SETTING);
+    CHECK_STR(text, "h:{id}");
+}
+
+/* A plugin without a key of its own: each queue using it, directly or by
+ * a route, must set key, or is named with its FILE:LINE. */
+static void
+test_queues_need_keys(void)
+{
+    twice_plugin d = good_descriptor();
+    d.key_template = NULL;
+    d.key_setting = "key";
+    d.settings = key_decl;
+    struct loaded_plugin lp = {.desc = &d, .key = LOADER_KEY_NONE};
+    struct config_route routes[] = {{"a", "other", 40}, {"b", "h", 41}};
+    struct config_queue queues[] = {
+        {.name = "direct", .plugin = "h", .line = 30},
+        {.name = "keyed", .plugin = "h", .key = "k:{id}", .key_line = 36, .line = 35},
+        {.name = "routed",
+         .route_by = "type",
+         .routes = routes,
+         .nroutes = 2,
+         .line = 39,
+         .file = "/etc/twice/q.inc"},
+        {.name = "unrelated", .plugin = "other", .line = 45},
+    };
+    struct config c = {.file = "twice.conf", .queues = queues, .nqueues = 4};
+    struct diag dg = DIAG_INIT;
+    CHECK_INT(keying_check_queues(&c, "h", &lp, &dg), 2);
+    CHECK_INT(dg.n, 2);
+    if (dg.n == 2) {
+        CHECK_STR(dg.lines[0], "twice.conf:30: queue 'direct': no key for plugin 'h': set key "
+                               "in this queue, or the plugin's setting 'key'");
+        CHECK_STR(dg.lines[1], "/etc/twice/q.inc:39: queue 'routed': no key for plugin 'h': "
+                               "set key in this queue, or the plugin's setting 'key'");
+    }
+    diag_free(&dg);
+    lp.key = LOADER_KEY_SETTING; /* the setting is given: nothing to say */
+    CHECK_INT(keying_check_queues(&c, "h", &lp, &dg), 0);
+    diag_free(&dg);
+}
+
 int
 main(void)
 {
@@ -726,5 +879,8 @@ main(void)
     test_descriptor_rule();
     test_settings();
     test_settings_fixture();
+    test_abi_1_0_loads();
+    test_key_setting();
+    test_queues_need_keys();
     return check_done("test-loader");
 }

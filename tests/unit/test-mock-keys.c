@@ -239,8 +239,9 @@ daemon_key(const char *tmpl, const struct message *msg)
     j.msg.nattrs = n;
 
     struct buf key = BUF_INIT;
-    char *out = hostapi_derive_key(&p, &j, &key) == 0 ? outcome("key", NULL, buf_str(&key))
-                                                      : outcome("refused", j.reason, j.error);
+    char *out = hostapi_derive_key(&p, NULL, &j, &key) == 0
+                    ? outcome("key", NULL, buf_str(&key))
+                    : outcome("refused", j.reason, j.error);
     buf_free(&key);
     json_decref(j.body);
     json_decref(j.scratch);

@@ -3,7 +3,8 @@
  * Debian's /usr/bin/python3) privately for this test: on a free loopback
  * port, ready once it printed its "listening" line; stopped with SIGTERM.
  * Header-only test helper; not part of any plugin.
- * Used by: plugins/sync/tests/test-sync.c, plugins/welcome-email/tests/test-welcome-email.c.
+ * Used by: plugins/sync/tests/test-sync.c, plugins/welcome-email/tests/test-welcome-email.c,
+ * plugins/http/tests/test-http.c.
  */
 #ifndef PLUGIN_TEST_SERVER_H
 #define PLUGIN_TEST_SERVER_H

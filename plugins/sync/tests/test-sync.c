@@ -1,82 +1,32 @@
 /*
- * test-sync.c - the sync plugin. `unit`: Retry-After and body sanitising
- * (answer.c linked in), settings, keys and refusals through the SDK mock
- * host. `integration`: real requests to a private scripts/http-receiver.py:
- * DONE on 200 and 409, RETRY with retry_after on 503 + Retry-After: 7,
+ * test-sync.c - the sync plugin. `unit`: settings, keys and refusals
+ * through the SDK mock host (Retry-After and body sanitising are
+ * http-common's, tested there). `integration`: real requests to a private
+ * scripts/http-receiver.py: DONE on 200 and 409, RETRY with retry_after on 503 + Retry-After: 7,
  * REJECT on 400 with the body, escaped URL fields, Idempotency-Key = key,
  * and connections reused across messages (the receiver numbers each TCP
  * connection), from one thread and from several at once.
  */
 #include "check.h"
+#include "test_receiver.h"
 #include "test_server.h"
-
-#include "../sync.h"
 
 #include <jansson.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <twice/mock.h>
 
-static char base[64];
-
 /* ---- unit ---- */
-
-static void
-test_retry_after(void)
-{
-    time_t now = 1700000000; /* Tue, 14 Nov 2023 22:13:20 GMT */
-    CHECK_INT(answer_retry_after(" 7\r\n", now), 7);
-    CHECK_INT(answer_retry_after("0", now), 0);
-    CHECK_INT(answer_retry_after("Tue, 14 Nov 2023 22:15:20 GMT", now), 120);
-    CHECK_INT(answer_retry_after("Tuesday, 14-Nov-23 22:14:20 GMT", now), 60);
-    CHECK_INT(answer_retry_after("Tue Nov 14 22:13:50 2023", now), 30);
-    CHECK_INT(answer_retry_after("Mon, 13 Nov 2023 22:13:20 GMT", now), 0);
-    CHECK_INT(answer_retry_after("soon", now), -1);
-    CHECK_INT(answer_retry_after("-5", now), -1);
-    CHECK_INT(answer_retry_after("", now), -1);
-}
-
-static void
-test_sanitize(void)
-{
-    char out[64];
-    answer_sanitize("a\r\nb\tc\x01"
-                    "d\x7f",
-                    9, out, sizeof(out));
-    CHECK_STR(out, "a  b c?d?");
-    answer_sanitize("\xc3\xa9t\xc3\xa9 \xff\xc3", 8, out, sizeof(out));
-    CHECK_STR(out, "\xc3\xa9t\xc3\xa9 ??");
-    answer_sanitize("\xed\xa0\x80"
-                    "x",
-                    4, out, sizeof(out)); /* a surrogate */
-    CHECK_STR(out, "???x");
-    answer_sanitize("abcdef", 6, out, 4);
-    CHECK_STR(out, "abc");
-}
 
 static twice_mock *
 new_mock(const char *url, const char *method)
 {
-    char err[512];
-    twice_mock *m = twice_mock_open(PLUGIN_PATH, err, sizeof(err));
-    if (m == NULL) {
-        fprintf(stderr, "%s\n", err);
-        exit(1);
-    }
+    twice_mock *m = plugin_open(PLUGIN_PATH);
     twice_mock_set(m, "url", url);
     if (method != NULL) {
         twice_mock_set(m, "method", method);
     }
     return m;
-}
-
-static void
-expect_init_failure(twice_mock *m, const char *want)
-{
-    CHECK(twice_mock_init(m) != 0);
-    const char *line = twice_mock_log_text(m, 0, NULL);
-    CHECK_CONTAINS(line != NULL ? line : twice_mock_error(m), want);
-    twice_mock_free(m);
 }
 
 static void
@@ -98,30 +48,26 @@ test_settings(void)
     expect_init_failure(m, "timeout must be 1-600 seconds");
 }
 
-static twice_status
-run(twice_mock *m, const char *body, twice_mock_job **out)
-{
-    *out = twice_mock_job_new(m, body);
-    return twice_mock_run(*out);
-}
-
 static void
 test_refusals(void)
 {
     twice_mock *m = new_mock("http://127.0.0.1:9/{case}/{entity}/{id}", NULL);
     CHECK_INT(twice_mock_init(m), 0);
     twice_mock_job *j;
-    CHECK_INT(run(m, "{\"entity\":\"candidate\",\"id\":42,\"version\":9}", &j), TWICE_REJECT);
+    CHECK_INT(plugin_run(m, "{\"entity\":\"candidate\",\"id\":42,\"version\":9}", &j),
+              TWICE_REJECT);
     CHECK_STR(twice_mock_job_key(j), "sync:candidate:42:9");
     CHECK_STR(twice_mock_job_error(j), "message has no data");
     twice_mock_job_free(j);
-    CHECK_INT(run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":[1]}", &j), TWICE_REJECT);
+    CHECK_INT(plugin_run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":[1]}", &j),
+              TWICE_REJECT);
     CHECK_STR(twice_mock_job_error(j), "data must be a JSON object");
     twice_mock_job_free(j);
-    CHECK_INT(run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j), TWICE_REJECT);
+    CHECK_INT(plugin_run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
+              TWICE_REJECT);
     CHECK_CONTAINS(twice_mock_job_error(j), "url field {case}: the message has no such field");
     twice_mock_job_free(j);
-    CHECK_INT(run(m, "{\"entity\":\"c\",\"id\":1,\"data\":{}}", &j), TWICE_REJECT);
+    CHECK_INT(plugin_run(m, "{\"entity\":\"c\",\"id\":1,\"data\":{}}", &j), TWICE_REJECT);
     CHECK(!twice_mock_job_handled(j));
     CHECK_STR(twice_mock_job_error(j), "missing key field version");
     twice_mock_job_free(j);
@@ -130,81 +76,18 @@ test_refusals(void)
 
 /* ---- integration: the receiver's control API ---- */
 
-static size_t
-collect(char *buf, size_t size, size_t n, void *arg)
-{
-    FILE *f = arg;
-    return fwrite(buf, size, n, f);
-}
-
-/* GET (body NULL) or POST body to the receiver; the answer, malloc'd. */
-static char *
-http(const char *path, const char *body)
-{
-    char url[256], *out = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&out, &len);
-    snprintf(url, sizeof(url), "%s%s", base, path);
-    CURL *c = curl_easy_init();
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
-    if (body != NULL) {
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    }
-    CHECK_INT(curl_easy_perform(c), CURLE_OK);
-    curl_easy_cleanup(c);
-    fclose(f);
-    return out;
-}
-
-/* The requests recorded under a prefix (a JSON array, owned). */
-static json_t *
-requests(const char *prefix)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "/_requests/%s", prefix);
-    char *text = http(path, NULL);
-    json_t *list = json_loads(text != NULL ? text : "", 0, NULL);
-    free(text);
-    return list != NULL ? list : json_array();
-}
-
-static const char *
-req_str(json_t *list, size_t i, const char *field)
-{
-    const char *v = json_string_value(json_object_get(json_array_get(list, i), field));
-    return v != NULL ? v : "(missing)";
-}
-
-static const char *
-req_header(json_t *list, size_t i, const char *name)
-{
-    json_t *h = json_object_get(json_array_get(list, i), "headers");
-    const char *v = json_string_value(json_object_get(h, name));
-    return v != NULL ? v : "(missing)";
-}
-
-static void
-script(const char *prefix, const char *spec)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "/_control/%s", prefix);
-    free(http(path, spec));
-}
-
 static void
 test_ok(twice_mock *m)
 {
     twice_mock_job *j;
-    CHECK_INT(run(m,
-                  "{\"case\":\"ok\",\"entity\":\"candidate\",\"id\":42,\"version\":9,"
-                  "\"data\":{\"name\":\"Ana\",\"skills\":[\"c\"]}}",
-                  &j),
+    CHECK_INT(plugin_run(m,
+                         "{\"case\":\"ok\",\"entity\":\"candidate\",\"id\":42,\"version\":9,"
+                         "\"data\":{\"name\":\"Ana\",\"skills\":[\"c\"]}}",
+                         &j),
               TWICE_DONE);
     CHECK(twice_mock_job_error(j) == NULL);
     twice_mock_job_free(j);
-    json_t *r = requests("ok");
+    json_t *r = receiver_requests("ok");
     CHECK_INT(json_array_size(r), 1);
     CHECK_STR(req_str(r, 0, "method"), "PUT");
     CHECK_STR(req_str(r, 0, "path"), "/ok/api/candidate/42");
@@ -219,13 +102,13 @@ static void
 test_escaping(twice_mock *m)
 {
     twice_mock_job *j;
-    CHECK_INT(run(m,
-                  "{\"case\":\"esc\",\"entity\":\"candi date/x\",\"id\":\"a&b?c#d\","
-                  "\"version\":1,\"data\":{}}",
-                  &j),
+    CHECK_INT(plugin_run(m,
+                         "{\"case\":\"esc\",\"entity\":\"candi date/x\",\"id\":\"a&b?c#d\","
+                         "\"version\":1,\"data\":{}}",
+                         &j),
               TWICE_DONE);
     twice_mock_job_free(j);
-    json_t *r = requests("esc");
+    json_t *r = receiver_requests("esc");
     /* the receiver decodes the path: intact segments and no query prove
      * each field was escaped as one segment */
     CHECK_STR(req_str(r, 0, "path"), "/esc/api/candi date/x/a&b?c#d");
@@ -238,17 +121,19 @@ static void
 test_conflict_and_reject(twice_mock *m)
 {
     twice_mock_job *j;
-    script("conflict", "{\"status\":409}");
-    CHECK_INT(run(m,
-                  "{\"case\":\"conflict\",\"entity\":\"c\",\"id\":1,\"version\":1,"
-                  "\"data\":{}}",
-                  &j),
+    receiver_script("conflict", "{\"status\":409}");
+    CHECK_INT(plugin_run(m,
+                         "{\"case\":\"conflict\",\"entity\":\"c\",\"id\":1,\"version\":1,"
+                         "\"data\":{}}",
+                         &j),
               TWICE_DONE);
     CHECK_CONTAINS(twice_mock_job_log_text(j, 0, NULL), "HTTP 409");
     twice_mock_job_free(j);
 
-    script("bad", "{\"status\":400,\"body\":\"field \\\"email\\\" is invalid\\r\\nsee docs\"}");
-    CHECK_INT(run(m, "{\"case\":\"bad\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
+    receiver_script("bad",
+                    "{\"status\":400,\"body\":\"field \\\"email\\\" is invalid\\r\\nsee docs\"}");
+    CHECK_INT(plugin_run(
+                  m, "{\"case\":\"bad\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
               TWICE_REJECT);
     CHECK_STR(twice_mock_job_error(j), "HTTP 400: field \"email\" is invalid  see docs");
     twice_mock_job_free(j);
@@ -256,10 +141,11 @@ test_conflict_and_reject(twice_mock *m)
     char spec[1200] = "{\"status\":422,\"body\":\"";
     memset(spec + strlen(spec), 'x', 1000);
     strcpy(spec + strlen(spec) - 0, "\"}");
-    script("long", spec);
-    CHECK_INT(
-        run(m, "{\"case\":\"long\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
-        TWICE_REJECT);
+    receiver_script("long", spec);
+    CHECK_INT(plugin_run(m,
+                         "{\"case\":\"long\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}",
+                         &j),
+              TWICE_REJECT);
     CHECK_INT(strlen(twice_mock_job_error(j)), strlen("HTTP 422: ") + 512);
     twice_mock_job_free(j);
 }
@@ -269,7 +155,7 @@ test_retry(twice_mock *m)
 {
     const char *body = "{\"case\":\"busy\",\"entity\":\"c\",\"id\":3,\"version\":2,\"data\":{}}";
     twice_mock_job *j = twice_mock_job_new(m, body);
-    script("busy", "{\"fail_first\":2,\"status\":503,\"retry_after\":\"7\"}");
+    receiver_script("busy", "{\"fail_first\":2,\"status\":503,\"retry_after\":\"7\"}");
     for (int attempt = 1; attempt <= 3; attempt++) {
         twice_mock_job_attempt(j, attempt);
         twice_status st = twice_mock_run(j);
@@ -280,7 +166,7 @@ test_retry(twice_mock *m)
         }
     }
     twice_mock_job_free(j);
-    json_t *r = requests("busy");
+    json_t *r = receiver_requests("busy");
     CHECK_INT(json_array_size(r), 3);
     for (size_t i = 0; i < json_array_size(r); i++) {
         CHECK_STR(req_header(r, i, "idempotency-key"), "sync:c:3:2");
@@ -293,87 +179,21 @@ test_retry(twice_mock *m)
     struct tm tm;
     strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&later, &tm));
     snprintf(spec, sizeof(spec), "{\"status\":429,\"retry_after\":\"%s\"}", date);
-    script("slow", spec);
-    CHECK_INT(
-        run(m, "{\"case\":\"slow\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
-        TWICE_RETRY);
+    receiver_script("slow", spec);
+    CHECK_INT(plugin_run(m,
+                         "{\"case\":\"slow\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}",
+                         &j),
+              TWICE_RETRY);
     CHECK(twice_mock_job_retry_after(j) >= 115 && twice_mock_job_retry_after(j) <= 120);
     twice_mock_job_free(j);
 }
 
-/* How many TCP connections the requests under prefix came on. */
-static size_t
-connections(const char *prefix, size_t *nrequests)
-{
-    json_t *r = requests(prefix), *seen = json_object();
-    char conn[32];
-    for (size_t i = 0; i < json_array_size(r); i++) {
-        json_int_t n = json_integer_value(json_object_get(json_array_get(r, i), "conn"));
-        snprintf(conn, sizeof(conn), "%lld", (long long) n);
-        json_object_set_new(seen, conn, json_true());
-    }
-    size_t count = json_object_size(seen);
-    *nrequests = json_array_size(r);
-    json_decref(seen);
-    json_decref(r);
-    return count;
-}
-
-enum { CONN_THREADS = 4, CONN_EACH = 5 };
-
-struct conn_run {
-    twice_mock *m;
-    const char *prefix;
-    int first_id;
-    int failures;
-};
-
-/* CONN_EACH messages one after another to the same endpoint. */
-static void *
-conn_run(void *arg)
-{
-    struct conn_run *cr = arg;
-    char body[160];
-    for (int i = 0; i < CONN_EACH; i++) {
-        snprintf(body, sizeof(body),
-                 "{\"case\":\"%s\",\"entity\":\"c\",\"id\":%d,\"version\":1,\"data\":{}}",
-                 cr->prefix, cr->first_id + i);
-        twice_mock_job *j = twice_mock_job_new(cr->m, body);
-        cr->failures += twice_mock_run(j) != TWICE_DONE;
-        twice_mock_job_free(j);
-    }
-    return NULL;
-}
-
-/* No connection per message: one thread's messages share one connection;
- * CONN_THREADS threads at once need at most one each. */
+/* Job i of thread t under prefix ctx. */
 static void
-test_connection_reuse(twice_mock *m)
+conn_body(char *buf, size_t cap, const void *ctx, int t, int i)
 {
-    size_t nreq, nconn;
-    struct conn_run one = {m, "conn1", 1, 0};
-    conn_run(&one);
-    CHECK_INT(one.failures, 0);
-    nconn = connections("conn1", &nreq);
-    fprintf(stderr, "test-sync: %zu messages from one thread: %zu connection(s)\n", nreq, nconn);
-    CHECK_INT(nreq, CONN_EACH);
-    CHECK_INT(nconn, 1);
-
-    pthread_t t[CONN_THREADS];
-    struct conn_run runs[CONN_THREADS];
-    for (int i = 0; i < CONN_THREADS; i++) {
-        runs[i] = (struct conn_run){m, "connN", 100 * (i + 1), 0};
-        CHECK_INT(pthread_create(&t[i], NULL, conn_run, &runs[i]), 0);
-    }
-    for (int i = 0; i < CONN_THREADS; i++) {
-        pthread_join(t[i], NULL);
-        CHECK_INT(runs[i].failures, 0);
-    }
-    nconn = connections("connN", &nreq);
-    fprintf(stderr, "test-sync: %zu messages from %d threads: %zu connection(s)\n", nreq,
-            CONN_THREADS, nconn);
-    CHECK_INT(nreq, CONN_THREADS * CONN_EACH);
-    CHECK(nconn >= 1 && nconn <= CONN_THREADS);
+    snprintf(buf, cap, "{\"case\":\"%s\",\"entity\":\"c\",\"id\":%d,\"version\":1,\"data\":{}}",
+             (const char *) ctx, 100 * t + i);
 }
 
 static void
@@ -381,24 +201,26 @@ test_transport_failures(void)
 {
     char url[128];
     twice_mock_job *j;
-    snprintf(url, sizeof(url), "%s/late/{id}", base);
+    snprintf(url, sizeof(url), "%s/late/{id}", receiver_base);
     twice_mock *m = new_mock(url, "POST");
     twice_mock_set(m, "timeout", "1");
     CHECK_INT(twice_mock_init(m), 0);
-    script("late", "{\"delay_ms\":3000}");
-    CHECK_INT(run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j), TWICE_RETRY);
+    receiver_script("late", "{\"delay_ms\":3000}");
+    CHECK_INT(plugin_run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
+              TWICE_RETRY);
     CHECK_CONTAINS(twice_mock_job_error(j), "POST failed: ");
     CHECK_CONTAINS(twice_mock_job_error(j), "timed out");
     twice_mock_job_free(j);
     twice_mock_free(m);
-    json_t *r = requests("late");
+    json_t *r = receiver_requests("late");
     CHECK_STR(req_str(r, 0, "method"), "POST");
     json_decref(r);
 
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/{id}", server_free_port());
     m = new_mock(url, NULL);
     CHECK_INT(twice_mock_init(m), 0);
-    CHECK_INT(run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j), TWICE_RETRY);
+    CHECK_INT(plugin_run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
+              TWICE_RETRY);
     CHECK_CONTAINS(twice_mock_job_error(j), "PUT failed: ");
     twice_mock_job_free(j);
     twice_mock_free(m);
@@ -412,9 +234,9 @@ integration(void)
         fprintf(stderr, "could not start %s\n", HTTP_RECEIVER);
         return 1;
     }
-    snprintf(base, sizeof(base), "http://127.0.0.1:%d", srv.port);
+    snprintf(receiver_base, sizeof(receiver_base), "http://127.0.0.1:%d", srv.port);
     char url[128];
-    snprintf(url, sizeof(url), "%s/{case}/api/{entity}/{id}", base);
+    snprintf(url, sizeof(url), "%s/{case}/api/{entity}/{id}", receiver_base);
     setenv("TWICE_SYNC_TEST_TOKEN", "Bearer s3cret-token", 1);
     twice_mock *m = new_mock(url, NULL);
     twice_mock_set(m, "auth_header", "Authorization");
@@ -424,7 +246,7 @@ integration(void)
     test_escaping(m);
     test_conflict_and_reject(m);
     test_retry(m);
-    test_connection_reuse(m);
+    receiver_check_reuse(m, conn_body, "test-sync");
     for (size_t i = 0; i < twice_mock_log_count(m); i++) {
         CHECK(strstr(twice_mock_log_text(m, i, NULL), "s3cret") == NULL);
     }
@@ -440,8 +262,6 @@ main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "integration") == 0) {
         return integration();
     }
-    test_retry_after();
-    test_sanitize();
     test_settings();
     test_refusals();
     return check_done("test-sync unit");

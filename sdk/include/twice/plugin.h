@@ -54,8 +54,12 @@
  *                    init, handle, fini, derive_key) and the host API table
  *                    (log, body, field, field_json, attr, key, attempt,
  *                    message_id, group_id, setting, db, retry_after, error).
- *        2026-12-02  (no ABI change) attempt() counts the handler's runs,
- *                    not SQS deliveries, and is 0 in derive_key.
+ *   1.1  2026-12-02  Descriptor: key_setting (the key template is the value
+ *                    of one of the plugin's settings) and describe (what a
+ *                    plugin does with a job, for `twicectl plugin check`).
+ *                    Host API: traceparent, queue, attr_name.
+ *                    attempt() counts the handler's runs, not SQS
+ *                    deliveries, and is 0 in derive_key (hosts of 1.0 too).
  */
 #ifndef TWICE_PLUGIN_H
 #define TWICE_PLUGIN_H
@@ -70,7 +74,7 @@ extern "C" {
 /* "TWCE" as a little-endian 32-bit integer. */
 #define TWICE_ABI_MAGIC 0x45435754u
 #define TWICE_ABI_MAJOR 1
-#define TWICE_ABI_MINOR 0
+#define TWICE_ABI_MINOR 1
 
 /* Symbol visibility: plugins build with -fvisibility=hidden; this makes the
  * entry point the one exported symbol. */
@@ -191,8 +195,8 @@ typedef struct twice_api {
     const char *(*group_id)(const twice_job *job);
 
     /* A setting's value as text (ints in decimal, bools "true"/"false"), the
-     * declared default when not given, or NULL. Only valid during init();
-     * copy what you keep. */
+     * declared default when not given, or NULL. Only valid during init()
+     * and describe(); copy what you keep. */
     const char *(*setting)(const twice_settings *settings, const char *name);
 
     /* The worker's PostgreSQL connection (a libpq PGconn *) for plugins
@@ -210,6 +214,24 @@ typedef struct twice_api {
      * to the dead-letter queue with REJECT (as the twice-error attribute).
      * The last call wins. The host copies the text. */
     void (*error)(twice_job *job, const char *fmt, ...) TWICE_PRINTF(2, 3);
+
+    /* --- 1.1 --- */
+
+    /* The job's W3C trace context, the value of a `traceparent` header
+     * ("00-<trace id>-<span id>-<flags>"), or NULL when the host has none.
+     * Borrowed until handle() returns. Thread-safe like every function
+     * taking a job. */
+    const char *(*traceparent)(const twice_job *job);
+
+    /* The name of the queue the job came from, as configured (`name` in
+     * its queue group). Borrowed until handle() returns. */
+    const char *(*queue)(const twice_job *job);
+
+    /* The name of the job's i-th message attribute (0-based, in the order
+     * SQS gave them), or NULL past the last one: with attr(), a plugin can
+     * pass every attribute on. Binary attributes are named too (attr() is
+     * NULL for them). Borrowed until handle() returns. */
+    const char *(*attr_name)(const twice_job *job, size_t i);
 } twice_api;
 
 /* Nonzero when the host's table has function fn and it is set. */
@@ -236,7 +258,8 @@ typedef struct twice_plugin {
      * numbers), {attr:Name} a message attribute, {msg:group} the FIFO group
      * id; "{{" and "}}" are literal braces. Never a random id: two messages
      * meaning the same action must collide. Set exactly one of
-     * key_template and derive_key. */
+     * key_template, derive_key and key_setting (1.1). A queue's `key` in
+     * twice.conf overrides whichever the plugin sets. */
     const char *key_template;
 
     /* The settings this plugin accepts (ends with a NULL name), or NULL for
@@ -259,8 +282,28 @@ typedef struct twice_plugin {
      * a NUL terminator is fine) into buf, at most cap bytes, and return its
      * length; return -1 after api->error() when the message has no valid
      * key (the message goes to the dead-letter queue). Set exactly one of
-     * key_template and derive_key. */
+     * key_template, derive_key and key_setting. */
     int (*derive_key)(void *state, const twice_job *job, char *buf, size_t cap);
+
+    /* --- 1.1 --- */
+
+    /* For plugins whose keys depend on the deployment (bridges such as the
+     * bundled http and exec): the name of one of the plugin's declared
+     * string settings whose value is the key template. The host compiles
+     * it like key_template and reports a bad one at the setting's
+     * FILE:LINE. Declare the setting not required, without a default, to
+     * let every queue using the plugin set its own `key` instead (the host
+     * then refuses a queue that does not). Set exactly one of
+     * key_template, derive_key and key_setting. */
+    const char *key_setting;
+
+    /* Optional. Say in a few lines of text what the plugin does with a job
+     * and how its outcomes map to DONE, RETRY and REJECT under these
+     * settings (read with api->setting), for `twicectl plugin check`.
+     * Write at most cap bytes, NUL included, into buf; return 0, or -1
+     * when the settings are unusable (buf then says why). Called in a
+     * throwaway process without init(): no effects, no connections. */
+    int (*describe)(const twice_api *api, const twice_settings *settings, char *buf, size_t cap);
 } twice_plugin;
 
 /* The one exported function of a plugin. */

@@ -381,6 +381,89 @@ test_threads(void)
     twice_mock_free(m);
 }
 
+/* ---- ABI 1.1: a key setting, a queue's key, queue() and attr_name() ---- */
+
+static twice_status
+handle_11(void *state, twice_job *job)
+{
+    (void) state;
+    api->log(job, TWICE_LOG_INFO, "queue=%s first=%s second=%s third=%s trace=%s", api->queue(job),
+             api->attr_name(job, 0), api->attr_name(job, 1),
+             api->attr_name(job, 2) ? api->attr_name(job, 2) : "(null)",
+             TWICE_API_HAS(api, traceparent) ? "yes" : "no");
+    return TWICE_DONE;
+}
+
+static int
+init_11(const twice_api *a, const twice_settings *s, void **state)
+{
+    (void) s;
+    api = a;
+    *state = NULL;
+    return 0;
+}
+
+static const twice_setting settings_11[] = {
+    {"key", TWICE_SETTING_STRING, 0, NULL, "the key template"},
+    {NULL, 0, 0, NULL, NULL},
+};
+
+static const twice_plugin bridge = {.magic = TWICE_ABI_MAGIC,
+                                    .abi_major = TWICE_ABI_MAJOR,
+                                    .abi_minor = TWICE_ABI_MINOR,
+                                    .size = sizeof(twice_plugin),
+                                    .name = "bridge",
+                                    .key_setting = "key",
+                                    .settings = settings_11,
+                                    .init = init_11,
+                                    .handle = handle_11};
+
+static void
+test_key_setting(void)
+{
+    twice_mock *m = twice_mock_new(&bridge);
+    CHECK(m != NULL);
+    twice_mock_set(m, "key", "inv:{id");
+    CHECK(twice_mock_init(m) != 0);
+    CHECK_STR(twice_mock_error(m),
+              "plugin 'bridge': setting 'key': key template \"inv:{id\": column 5: "
+              "unterminated field");
+    twice_mock_set(m, "key", "inv:{id}");
+    CHECK_INT(twice_mock_init(m), 0);
+    twice_mock_job *j = twice_mock_job_new(m, "{\"id\":7,\"d\":{\"n\":\"x\"}}");
+    twice_mock_job_attr(j, "A", NULL, "1");
+    twice_mock_job_attr(j, "B", "Binary", "zz");
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    CHECK_STR(twice_mock_job_key(j), "inv:7");
+    CHECK_STR(job_line(j, "queue="), "queue=mock-queue first=A second=B third=(null) trace=no");
+    twice_mock_job_queue(j, "orders");
+    CHECK(twice_mock_queue_key(m, "q:{d.n") != 0);
+    CHECK_CONTAINS(twice_mock_error(m), "column 3: unterminated field");
+    CHECK_INT(twice_mock_queue_key(m, "q:{d.n}"), 0);
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    CHECK_STR(twice_mock_job_key(j), "q:x");
+    CHECK_CONTAINS(job_line(j, "queue="), "queue=orders ");
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+
+    /* Neither the setting nor a queue key: no key, as the host refuses. */
+    m = twice_mock_new(&bridge);
+    CHECK_INT(twice_mock_init(m), 0);
+    j = twice_mock_job_new(m, "{\"id\":7}");
+    CHECK_INT(twice_mock_run(j), TWICE_REJECT);
+    CHECK(twice_mock_job_key(j) == NULL);
+    CHECK_CONTAINS(twice_mock_job_error(j), "no key template: set the plugin's setting 'key'");
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+
+    twice_plugin both = bridge; /* a key_setting and a template: refused */
+    both.key_template = "b:{id}";
+    CHECK(twice_mock_new(&both) == NULL);
+    twice_plugin undeclared = bridge;
+    undeclared.key_setting = "nope";
+    CHECK(twice_mock_new(&undeclared) == NULL);
+}
+
 int
 main(void)
 {
@@ -390,5 +473,6 @@ main(void)
     test_templates();
     test_dlopen();
     test_threads();
+    test_key_setting();
     return check_done("test-mock");
 }

@@ -18,10 +18,12 @@
  *     twice_mock_free(m);               (calls fini, closes the .so)
  *
  * The API table handed to the plugin implements every twice_api function
- * with the semantics plugin.h documents, and derives keys from the
- * plugin's key template ({a.b}, {attr:Name}, {msg:group}, "{{", "}}") or
- * with its derive_key(), by the host's own code (compiled into the mock's
- * library): the same key, or the same refusal and reason, as twiced.
+ * with the semantics plugin.h documents (traceparent() is NULL: the mock
+ * has no trace context), and derives keys from the queue's key
+ * (twice_mock_queue_key), else the plugin's key template or key setting
+ * ({a.b}, {attr:Name}, {msg:group}, "{{", "}}"), else its derive_key(), by
+ * the host's own code (compiled into the mock's library): the same key, or
+ * the same refusal and reason, as twiced.
  *
  * Ownership: every string the mock returns is owned by the mock or the job
  * and lives until the object is freed (or, for a job's results, until the
@@ -70,10 +72,18 @@ const twice_plugin *twice_mock_plugin(const twice_mock *m);
 int twice_mock_set(twice_mock *m, const char *name, const char *value);
 
 /* Check the settings against the plugin's declaration as the host does
- * (unknown names, wrong types, missing required ones), then call init().
+ * (unknown names, wrong types, missing required ones; a key setting's
+ * template must compile), then call init().
  * Returns 0, or nonzero with twice_mock_error() saying why (init's own
  * reasons are in its log lines). */
 int twice_mock_init(twice_mock *m);
+
+/* The queue's own key template, as `key` in a queue of twice.conf: it
+ * overrides the plugin's key_template, key setting or derive_key() for
+ * every job of this mock, as the host does. NULL removes it. 0, or -1
+ * with twice_mock_error() saying why (a template that does not compile,
+ * in the host's words). */
+int twice_mock_queue_key(twice_mock *m, const char *tmpl);
 
 /* Why the last twice_mock_init failed ("" when it did not). */
 const char *twice_mock_error(const twice_mock *m);
@@ -98,6 +108,8 @@ void twice_mock_job_free(twice_mock_job *j);
  * invisible to attr() and refused in keys, as in the host. 0 or -1. */
 int twice_mock_job_attr(twice_mock_job *j, const char *name, const char *type, const char *value);
 int twice_mock_job_message_id(twice_mock_job *j, const char *message_id);
+/* The queue name api->queue() returns (default "mock-queue"). */
+int twice_mock_job_queue(twice_mock_job *j, const char *queue);
 /* The FIFO MessageGroupId; NULL for a standard queue. */
 int twice_mock_job_group(twice_mock_job *j, const char *group_id);
 void twice_mock_job_attempt(twice_mock_job *j, int attempt);

@@ -1,9 +1,10 @@
 /*
- * answer.c - what the sync endpoint's answer means for the job: status
- * classes, Retry-After (seconds or an HTTP date), and the first bytes of
- * the body made safe for an error text. Not the request (sync.c).
+ * answer.c - reading an HTTP answer for the plugins: the first bytes of
+ * the body made safe for an error text, Retry-After and Twice-Retry-After
+ * (seconds or an HTTP date). What a status means for a job is each
+ * plugin's own (sync's verdict.c, http's mapping.c).
  */
-#include "sync.h"
+#include "http_common.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -12,41 +13,54 @@
 #include <strings.h>
 
 void
-answer_init(struct answer *a)
+http_answer_init(struct http_answer *a)
 {
     memset(a, 0, sizeof(*a));
     a->retry_after = -1;
+    a->twice_retry_after = -1;
 }
 
 size_t
-answer_body(char *buf, size_t size, size_t nitems, void *arg)
+http_answer_body(char *buf, size_t size, size_t nitems, void *arg)
 {
-    struct answer *a = arg;
+    struct http_answer *a = arg;
     size_t n = size * nitems, room = sizeof(a->body) - a->len;
     memcpy(a->body + a->len, buf, n < room ? n : room);
     a->len += n < room ? n : room;
     return n; /* the rest is read and dropped */
 }
 
-size_t
-answer_header(char *buf, size_t size, size_t nitems, void *arg)
+/* The value of header line buf[0..n) as seconds, when it is the header
+ * called name (with its colon); else leave *out alone. */
+static void
+delay_header(const char *buf, size_t n, const char *name, long *out)
 {
-    struct answer *a = arg;
-    size_t n = size * nitems;
+    size_t nl = strlen(name);
     char value[128];
+    if (n > nl && strncasecmp(buf, name, nl) == 0) {
+        size_t len = n - nl < sizeof(value) - 1 ? n - nl : sizeof(value) - 1;
+        memcpy(value, buf + nl, len);
+        value[len] = '\0';
+        *out = http_retry_after(value, time(NULL));
+    }
+}
+
+size_t
+http_answer_header(char *buf, size_t size, size_t nitems, void *arg)
+{
+    struct http_answer *a = arg;
+    size_t n = size * nitems;
     if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
         a->retry_after = -1; /* a new response (after a 1xx, say) */
-    } else if (n > 12 && strncasecmp(buf, "Retry-After:", 12) == 0) {
-        size_t len = n - 12 < sizeof(value) - 1 ? n - 12 : sizeof(value) - 1;
-        memcpy(value, buf + 12, len);
-        value[len] = '\0';
-        a->retry_after = answer_retry_after(value, time(NULL));
+        a->twice_retry_after = -1;
     }
+    delay_header(buf, n, "Retry-After:", &a->retry_after);
+    delay_header(buf, n, "Twice-Retry-After:", &a->twice_retry_after);
     return n;
 }
 
 long
-answer_retry_after(const char *value, time_t now)
+http_retry_after(const char *value, time_t now)
 {
     char v[128];
     size_t start = strspn(value, " \t"), len = strcspn(value + start, "\r\n");
@@ -93,7 +107,7 @@ utf8_len(const unsigned char *s, size_t n)
 }
 
 void
-answer_sanitize(const char *in, size_t len, char *out, size_t cap)
+http_sanitize(const char *in, size_t len, char *out, size_t cap)
 {
     const unsigned char *s = (const unsigned char *) in;
     size_t o = 0;
@@ -115,33 +129,4 @@ answer_sanitize(const char *in, size_t len, char *out, size_t cap)
         i++;
     }
     out[o < cap ? o : cap - 1] = '\0';
-}
-
-twice_status
-answer_verdict(const twice_api *api, twice_job *job, long status, const struct answer *a)
-{
-    char body[ANSWER_BODY_MAX * 4 + 1];
-    answer_sanitize(a->body, a->len, body, sizeof(body));
-    if (status >= 200 && status <= 299) {
-        api->log(job, TWICE_LOG_DEBUG, "HTTP %ld", status);
-        return TWICE_DONE;
-    }
-    if (status == 409) {
-        api->log(job, TWICE_LOG_INFO, "HTTP 409: the endpoint has this record already (done)");
-        return TWICE_DONE;
-    }
-    if (status == 408 || status == 429 || (status >= 500 && status <= 599)) {
-        api->error(job, "HTTP %ld: %s", status, body);
-        if (a->retry_after >= 0) {
-            api->retry_after(job, (unsigned) (a->retry_after > 43200 ? 43200 : a->retry_after));
-        }
-        return TWICE_RETRY;
-    }
-    if (status >= 400 && status <= 499) {
-        api->error(job, "HTTP %ld: %s", status, body);
-        return TWICE_REJECT;
-    }
-    api->error(job, "HTTP %ld: unexpected answer (redirects are not followed: check the url)",
-               status);
-    return TWICE_RETRY;
 }

@@ -1,9 +1,9 @@
 /*
- * url.c - the sync plugin's endpoint template, "https://x/api/{entity}/{id}":
+ * url.c - an HTTP plugin's endpoint template, "https://x/api/{entity}/{id}":
  * checked once in init, filled per job with URL-escaped body fields. Not a
  * URL parser: everything outside the braces is passed to curl as written.
  */
-#include "sync.h"
+#include "http_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@ field_len(const char *p)
 }
 
 const char *
-url_check(const char *tmpl)
+http_url_check(const char *tmpl)
 {
     for (const char *p = tmpl; *p != '\0'; p++) {
         if (*p == '}') {
@@ -39,7 +39,7 @@ url_check(const char *tmpl)
 }
 
 twice_status
-url_build(const twice_api *api, twice_job *job, CURL *c, const char *tmpl, char **out)
+http_url_build(const twice_api *api, twice_job *job, CURL *c, const char *tmpl, char **out)
 {
     char name[129];
     size_t size = 0;

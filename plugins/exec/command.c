@@ -1,0 +1,294 @@
+/*
+ * command.c - what the exec plugin runs, from its settings: the argv of
+ * `command` (words split at blanks, or a JSON array of strings: no shell,
+ * no quoting, no expansion), the program found once in PATH, and the
+ * environment (the names in pass_env taken from twiced's, then `env`).
+ * Nothing is inherited that is not asked for: twiced's environment may hold
+ * AWS credentials and database passwords. Not starting processes (proc.c).
+ */
+#include "exec.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BLANKS       " \t\r\n"
+#define MAX_WORDS    256
+#define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+/* A growing NULL-terminated array of owned strings. */
+struct strv {
+    char **v;
+    size_t n;
+};
+
+static int
+strv_add(struct strv *s, char *owned)
+{
+    char **v = owned != NULL ? realloc(s->v, (s->n + 2) * sizeof(*v)) : NULL;
+    if (v == NULL) {
+        free(owned);
+        return -1;
+    }
+    s->v = v;
+    s->v[s->n++] = owned;
+    s->v[s->n] = NULL;
+    return 0;
+}
+
+static void
+strv_free(char **v)
+{
+    for (size_t i = 0; v != NULL && v[i] != NULL; i++) {
+        free(v[i]);
+    }
+    free(v);
+}
+
+/* "[...]" as a JSON array of strings, or blank-separated words. */
+static const char *
+parse_argv(struct strv *out, const char *command, char *err, size_t errlen)
+{
+    if (command[strspn(command, BLANKS)] == '[') {
+        json_error_t je;
+        json_t *a = json_loads(command, 0, &je);
+        size_t i;
+        json_t *w;
+        if (!json_is_array(a) || json_array_size(a) == 0) {
+            snprintf(err, errlen, "command: not a JSON array of strings: %s",
+                     a == NULL ? je.text : "empty or not an array");
+            json_decref(a);
+            return err;
+        }
+        json_array_foreach(a, i, w)
+        {
+            if (!json_is_string(w) || strlen(json_string_value(w)) != json_string_length(w)) {
+                json_decref(a);
+                return "command: every element of the array must be a string without NUL";
+            }
+            if (strv_add(out, strdup(json_string_value(w))) != 0) {
+                json_decref(a);
+                return "out of memory";
+            }
+        }
+        json_decref(a);
+        return NULL;
+    }
+    for (const char *p = command + strspn(command, BLANKS); *p != '\0'; p += strspn(p, BLANKS)) {
+        size_t n = strcspn(p, BLANKS);
+        if (out->n >= MAX_WORDS || strv_add(out, strndup(p, n)) != 0) {
+            return out->n >= MAX_WORDS ? "command: more than 256 words" : "out of memory";
+        }
+        p += n;
+    }
+    return out->n == 0 ? "command: must name a program to run" : NULL;
+}
+
+static int
+valid_env_name(const char *s, size_t n)
+{
+    if (n == 0 || (s[0] >= '0' && s[0] <= '9')) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_", s[i]) ==
+                NULL ||
+            s[i] == '\0') {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* NAME=value into out, replacing an earlier NAME. */
+static int
+env_set(struct strv *out, const char *name, size_t nlen, const char *value)
+{
+    char *entry = NULL;
+    if (asprintf(&entry, "%.*s=%s", (int) nlen, name, value) < 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < out->n; i++) {
+        if (strncmp(out->v[i], entry, nlen + 1) == 0) {
+            free(out->v[i]);
+            out->v[i] = entry;
+            return 0;
+        }
+    }
+    return strv_add(out, entry);
+}
+
+static const char *
+parse_pass_env(struct strv *out, const char *names, char *err, size_t errlen)
+{
+    for (const char *p = names + strspn(names, BLANKS); *p != '\0'; p += strspn(p, BLANKS)) {
+        size_t n = strcspn(p, BLANKS);
+        char name[256];
+        if (!valid_env_name(p, n) || n >= sizeof(name)) {
+            snprintf(err, errlen, "pass_env: '%.*s' is not a variable name",
+                     (int) (n > 64 ? 64 : n), p);
+            return err;
+        }
+        memcpy(name, p, n);
+        name[n] = '\0';
+        const char *v = getenv(name);
+        if (v != NULL && env_set(out, name, n, v) != 0) {
+            return "out of memory";
+        }
+        p += n;
+    }
+    return NULL;
+}
+
+/* env: {"NAME": "value"} or NAME=value words. */
+static const char *
+parse_env(struct strv *out, const char *env, char *err, size_t errlen)
+{
+    if (env[strspn(env, BLANKS)] == '{') {
+        json_error_t je;
+        json_t *o = json_loads(env, 0, &je), *v;
+        const char *name;
+        if (!json_is_object(o)) {
+            snprintf(err, errlen, "env: not a JSON object of strings: %s",
+                     o == NULL ? je.text : "not an object");
+            json_decref(o);
+            return err;
+        }
+        json_object_foreach(o, name, v)
+        {
+            const char *why =
+                !valid_env_name(name, strlen(name)) ? "is not a variable name"
+                : !json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)
+                    ? "must be a string without NUL"
+                    : NULL;
+            if (why != NULL || env_set(out, name, strlen(name), json_string_value(v)) != 0) {
+                snprintf(err, errlen, "env: '%.64s' %s", name,
+                         why != NULL ? why : "out of memory");
+                json_decref(o);
+                return err;
+            }
+        }
+        json_decref(o);
+        return NULL;
+    }
+    for (const char *p = env + strspn(env, BLANKS); *p != '\0'; p += strspn(p, BLANKS)) {
+        size_t n = strcspn(p, BLANKS), eq = strcspn(p, "=" BLANKS);
+        char *value = strndup(p + eq + 1, eq < n ? n - eq - 1 : 0);
+        if (eq >= n || !valid_env_name(p, eq) || value == NULL ||
+            env_set(out, p, eq, value) != 0) {
+            free(value);
+            snprintf(err, errlen,
+                     "env: '%.*s' is not NAME=value (use a JSON object for values "
+                     "with blanks)",
+                     (int) (n > 64 ? 64 : n), p);
+            return err;
+        }
+        free(value);
+        p += n;
+    }
+    return NULL;
+}
+
+/* The program to run: argv0 itself when it holds a '/' (relative to dir),
+ * else the first executable file of that name in PATH (the handler's
+ * own PATH when its environment has one). */
+static const char *
+find_program(struct exec_cmd *c, char *err, size_t errlen)
+{
+    const char *argv0 = c->argv[0], *path = DEFAULT_PATH;
+    char full[4096];
+    struct stat st;
+    if (strchr(argv0, '/') != NULL) {
+        snprintf(full, sizeof(full), "%s%s%s", argv0[0] != '/' && c->dir ? c->dir : "",
+                 argv0[0] != '/' && c->dir ? "/" : "", argv0);
+        if (stat(full, &st) != 0 || !S_ISREG(st.st_mode) || access(full, X_OK) != 0) {
+            snprintf(err, errlen, "command: %s: %s", full,
+                     errno != 0 ? strerror(errno) : "not an executable file");
+            return err;
+        }
+        c->program = strdup(argv0);
+        return c->program != NULL ? NULL : "out of memory";
+    }
+    for (size_t i = 0; c->envp[i] != NULL; i++) {
+        path = strncmp(c->envp[i], "PATH=", 5) == 0 ? c->envp[i] + 5 : path;
+    }
+    for (const char *p = path; *p != '\0'; p += *p == ':') {
+        size_t n = strcspn(p, ":");
+        snprintf(full, sizeof(full), "%.*s/%s", (int) n, n > 0 ? p : ".", argv0);
+        p += n;
+        if (full[0] == '/' && stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
+            access(full, X_OK) == 0) {
+            c->program = strdup(full);
+            return c->program != NULL ? NULL : "out of memory";
+        }
+    }
+    snprintf(err, errlen, "command: '%.64s' is not an executable file in PATH (%.200s)", argv0,
+             path);
+    return err;
+}
+
+static const char *
+check_dir(struct exec_cmd *c, const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    if (dir == NULL) {
+        return NULL;
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, X_OK) != 0) {
+        snprintf(err, errlen, "directory %s: %s", dir,
+                 errno != 0 ? strerror(errno) : "not a directory");
+        return err;
+    }
+    c->dir = strdup(dir);
+    return c->dir != NULL ? NULL : "out of memory";
+}
+
+int
+exec_cmd_parse(struct exec_cmd *c, const char *command, const char *env, const char *pass_env,
+               const char *dir, char *err, size_t errlen)
+{
+    struct strv argv = {NULL, 0}, envp = {NULL, 0};
+    const char *why = NULL;
+    memset(c, 0, sizeof(*c));
+    errno = 0;
+    if (command == NULL) {
+        why = "command: the program to run is required";
+    } else if ((why = parse_argv(&argv, command, err, errlen)) == NULL &&
+               (why = parse_pass_env(&envp, pass_env != NULL ? pass_env : "", err, errlen)) ==
+                   NULL &&
+               (why = parse_env(&envp, env != NULL ? env : "", err, errlen)) == NULL) {
+        c->argv = argv.v;
+        c->envp = envp.v != NULL ? envp.v : calloc(1, sizeof(char *));
+        argv.v = envp.v = NULL;
+        if (c->envp == NULL) {
+            why = "out of memory";
+        } else if ((why = check_dir(c, dir, err, errlen)) == NULL) {
+            errno = 0;
+            why = find_program(c, err, errlen);
+        }
+    }
+    strv_free(argv.v);
+    strv_free(envp.v);
+    if (why != NULL) {
+        if (why != err) {
+            snprintf(err, errlen, "%s", why);
+        }
+        exec_cmd_free(c);
+        return -1;
+    }
+    return 0;
+}
+
+void
+exec_cmd_free(struct exec_cmd *c)
+{
+    strv_free(c->argv);
+    strv_free(c->envp);
+    free(c->program);
+    free(c->dir);
+    memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,218 @@
+/*
+ * exchange.c - one job on one handler process: write the request line,
+ * wait for the answer line within the job's time limit, and meanwhile log
+ * the process's stderr with the job's context (so a handler that writes a
+ * megabyte there before answering never blocks). A process that dies,
+ * overruns or answers out of protocol is killed and reaped here; the pool
+ * starts another. Not the meaning of an answer (exec.c) nor its syntax
+ * (protocol.c).
+ */
+#include "exec.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+void
+exec_log_stderr(const twice_api *api, const twice_job *job, pid_t pid, const char *line,
+                size_t cut)
+{
+    if (cut > 0) {
+        api->log(job, TWICE_LOG_INFO, "handler %d stderr: %s [%zu more bytes of this line cut]",
+                 (int) pid, line, cut);
+    } else {
+        api->log(job, TWICE_LOG_INFO, "handler %d stderr: %s", (int) pid, line);
+    }
+}
+
+/* The job and its process, for the line callback. */
+struct xjob {
+    const twice_api *api;
+    twice_job *job;
+    struct exec_proc *p;
+    long long deadline; /* CLOCK_MONOTONIC ms */
+    char *answer;       /* EXEC_ANSWER_MAX + 1 bytes */
+    size_t alen;
+    int err_open; /* its stderr has not reached EOF */
+};
+
+static long long
+now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long) t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void
+job_line(void *ctx, const char *line, size_t cut)
+{
+    struct xjob *x = ctx;
+    exec_log_stderr(x->api, x->job, x->p->pid, line, cut);
+}
+
+/* Log what is in its stderr now (without waiting). */
+static void
+drain_stderr(struct xjob *x)
+{
+    char buf[4096];
+    ssize_t n;
+    while (x->err_open && (n = read(x->p->err, buf, sizeof(buf))) != 0) {
+        if (n < 0) {
+            if (errno != EINTR) {
+                return; /* EAGAIN: all read */
+            }
+            continue;
+        }
+        exec_lines_feed(&x->p->lines, buf, (size_t) n, job_line, x);
+    }
+    x->err_open = 0;
+}
+
+/* Wait until the socket is ready for `events` (or stderr has something),
+ * logging stderr. 1 ready, 0 at the deadline, -1 on a poll error. */
+static int
+wait_io(struct xjob *x, short events)
+{
+    for (;;) {
+        long long left = x->deadline - now_ms();
+        if (left <= 0) {
+            return 0;
+        }
+        struct pollfd fds[2] = {{x->p->io, events, 0}, {x->p->err, POLLIN, 0}};
+        int rc = poll(fds, x->err_open ? 2 : 1, (int) (left > 60000 ? 60000 : left));
+        if (rc < 0 && errno != EINTR) {
+            return -1;
+        }
+        if (rc > 0 && fds[1].revents != 0) {
+            drain_stderr(x);
+        }
+        if (rc > 0 && fds[0].revents != 0) {
+            return 1;
+        }
+    }
+}
+
+/* Kill the process and say why the job failed ("handler 12 exited with
+ * status 1 before answering"). Returns -1. */
+static int
+failed(struct xjob *x, const char *what, char *why, size_t cap)
+{
+    pid_t pid = x->p->pid;
+    int status = 0;
+    char how[128];
+    drain_stderr(x);
+    exec_lines_flush(&x->p->lines, job_line, x);
+    exec_proc_kill(x->p, &status);
+    if (what == NULL) {
+        exec_proc_describe_exit(status, how, sizeof(how));
+        snprintf(why, cap, "handler %d %s before answering", (int) pid, how);
+    } else if (why != what) {
+        snprintf(why, cap, "handler %d %s", (int) pid, what);
+    }
+    return -1;
+}
+
+static int
+send_request(struct xjob *x, const char *req, size_t len)
+{
+    size_t sent = 0;
+    while (sent < len) {
+        int ready = wait_io(x, POLLOUT);
+        if (ready <= 0) {
+            return ready == 0 ? 0 : -1;
+        }
+        ssize_t n = send(x->p->io, req + sent, len - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            return -1; /* EPIPE, ECONNRESET: it is gone */
+        }
+        sent += n > 0 ? (size_t) n : 0;
+    }
+    return 1;
+}
+
+/* Read until the answer's newline: 1 with the line in x->answer (without
+ * it), 0 at the deadline, -1 at EOF, -2 when it is too long; *extra set
+ * when bytes follow the line. */
+static int
+read_answer(struct xjob *x, int *extra)
+{
+    for (;;) {
+        char *nl = memchr(x->answer, '\n', x->alen);
+        if (nl != NULL) {
+            *extra = (size_t) (nl - x->answer) + 1 < x->alen;
+            x->alen = (size_t) (nl - x->answer);
+            return 1;
+        }
+        if (x->alen >= EXEC_ANSWER_MAX) {
+            return -2;
+        }
+        int ready = wait_io(x, POLLIN);
+        if (ready <= 0) {
+            return ready;
+        }
+        ssize_t n = recv(x->p->io, x->answer + x->alen, EXEC_ANSWER_MAX - x->alen, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            return -1;
+        }
+        x->alen += n > 0 ? (size_t) n : 0;
+    }
+}
+
+/* Output waiting before the request was sent: the process is out of step
+ * (or gone). */
+static int
+stale(struct exec_proc *p)
+{
+    char b;
+    struct pollfd fd = {p->io, POLLIN, 0};
+    return poll(&fd, 1, 0) > 0 && recv(p->io, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
+}
+
+int
+exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const char *req,
+              size_t len, int timeout, struct exec_answer *a, char *why, size_t cap)
+{
+    struct xjob x = {api, job, p, now_ms() + (long long) timeout * 1000, NULL, 0, 1};
+    int extra = 0, rc;
+    char limit[96];
+    if (stale(p)) {
+        failed(&x, "was out of step (output before the request; restarted)", why, cap);
+        return -2;
+    }
+    if ((x.answer = malloc(EXEC_ANSWER_MAX + 1)) == NULL) {
+        snprintf(why, cap, "out of memory");
+        return -1;
+    }
+    snprintf(limit, sizeof(limit), "did not answer within %d s (killed)", timeout);
+    rc = send_request(&x, req, len);
+    if (rc == 1) {
+        rc = read_answer(&x, &extra);
+    }
+    if (rc == 1 && exec_parse_answer(x.answer, x.alen, a, why, cap) != 0) {
+        rc = failed(&x, why, why, cap);
+    } else if (rc != 1) {
+        rc = failed(&x,
+                    rc == 0    ? limit
+                    : rc == -2 ? "answered a line longer than 64 KiB"
+                               : NULL,
+                    why, cap);
+    } else {
+        drain_stderr(&x); /* what it logged right before answering is this job's */
+        exec_lines_flush(&p->lines, job_line, &x);
+        if (extra) {
+            api->log(job, TWICE_LOG_WARN,
+                     "handler %d wrote more than one line for one request (restarted)",
+                     (int) p->pid);
+            exec_proc_kill(p, NULL);
+        }
+        rc = 0;
+    }
+    free(x.answer);
+    return rc;
+}

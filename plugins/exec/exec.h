@@ -1,0 +1,150 @@
+/*
+ * exec.h - what the exec plugin's files share. The plugin runs long-lived
+ * handler programs (any language) and speaks one line of JSON each way per
+ * job over their stdin and stdout (protocol.c); their stderr goes to the
+ * log line by line (lines.c). command.c turns the settings into argv and
+ * an environment, proc.c starts, kills and reaps one process, pool.c keeps
+ * the processes and the supervisor thread that owns them between jobs,
+ * exchange.c runs one job on one process, exec.c is the plugin. Internal
+ * (hidden visibility); not an SDK header.
+ */
+#ifndef TWICE_EXEC_H
+#define TWICE_EXEC_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+#include <twice/plugin.h>
+
+#define EXEC_LINE_MAX   4096        /* bytes of a stderr line logged; the rest is cut */
+#define EXEC_ANSWER_MAX (64 * 1024) /* bytes of an answer line */
+#define EXEC_SHOWN      120         /* bytes of a bad answer quoted in an error */
+
+/* ---- command.c: what to run ---- */
+
+struct exec_cmd {
+    char **argv;   /* owned, NULL-terminated; argv[0] as written */
+    char *program; /* owned: argv[0] resolved (absolute, or relative to dir) */
+    char **envp;   /* owned, NULL-terminated: pass_env's values and env */
+    char *dir;     /* owned working directory, or NULL: twiced's */
+};
+
+/* From the settings command (words, or a JSON array of strings), env
+ * (NAME=value words, or a JSON object), pass_env (names) and directory.
+ * 0, or -1 with err naming the setting. */
+int exec_cmd_parse(struct exec_cmd *c, const char *command, const char *env, const char *pass_env,
+                   const char *dir, char *err, size_t errlen);
+void exec_cmd_free(struct exec_cmd *c);
+
+/* ---- lines.c: a stream of bytes into lines ---- */
+
+struct exec_lines {
+    char buf[EXEC_LINE_MAX + 1];
+    size_t len;
+    size_t cut; /* bytes of the current line dropped past EXEC_LINE_MAX */
+};
+
+/* Called with each complete line (NUL-terminated, without its newline;
+ * control bytes made '?') and how many of its bytes were cut. */
+typedef void (*exec_line_fn)(void *ctx, const char *line, size_t cut);
+
+/* Feed n bytes; complete lines go to fn. flush: the end of the stream, a
+ * partial line goes out too. */
+void exec_lines_feed(struct exec_lines *l, const char *data, size_t n, exec_line_fn fn, void *ctx);
+void exec_lines_flush(struct exec_lines *l, exec_line_fn fn, void *ctx);
+
+/* ---- protocol.c: one line each way ---- */
+
+/* The request line of a job, with its newline; malloc'd, or NULL with why
+ * (the body is not UTF-8, out of memory). */
+char *exec_request(const twice_api *api, const twice_job *job, size_t *len, const char **why);
+
+struct exec_answer {
+    twice_status status;
+    char error[1024]; /* "" when none */
+    long retry_after; /* seconds, -1 when not given */
+};
+
+/* Parse an answer line (without its newline). 0, or -1 with why: not
+ * JSON, not an object, no valid status, a member of the wrong type. */
+int exec_parse_answer(const char *line, size_t len, struct exec_answer *a, char *why, size_t cap);
+
+/* Up to EXEC_SHOWN bytes of s, printable ASCII kept, the rest '?', "..."
+ * when cut; into out (cap bytes). */
+void exec_shown(const char *s, size_t len, char *out, size_t cap);
+
+/* ---- proc.c: one process ---- */
+
+struct exec_proc {
+    pid_t pid;               /* 0: no process */
+    int io;                  /* our end of its stdin/stdout socket, -1 */
+    int err;                 /* the read end of its stderr pipe, -1 */
+    struct exec_lines lines; /* its stderr, being split */
+};
+
+/* Start c's program with stdin and stdout a socket to us and stderr a
+ * pipe, in its own process group, killed if the calling thread ends
+ * (PR_SET_PDEATHSIG: call it from the thread that outlives every job). 0,
+ * or -1 with err (exec errors included: "cannot run /x: Permission
+ * denied"). */
+int exec_proc_start(struct exec_proc *p, const struct exec_cmd *c, char *err, size_t errlen);
+
+/* Kill the process group (SIGKILL), reap the process and close our ends.
+ * The wait status in *status when it is not NULL. */
+void exec_proc_kill(struct exec_proc *p, int *status);
+
+/* "exited with status 1", "was killed by signal 9 (Killed)". */
+void exec_proc_describe_exit(int status, char *out, size_t cap);
+
+/* ---- pool.c: the processes ---- */
+
+struct exec_slot; /* pool.c's */
+
+struct exec_pool {
+    const twice_api *api;
+    const struct exec_cmd *cmd;
+    int max;                  /* most processes, 0: no limit */
+    pthread_mutex_t mu;       /* guards the slots and stop */
+    pthread_cond_t cv;        /* a slot changed state */
+    struct exec_slot **slots; /* owned */
+    size_t nslots;
+    int wake[2];      /* a byte here wakes the supervisor */
+    int stop;         /* fini: end every process, then the supervisor */
+    pthread_t thread; /* the supervisor */
+    int started;
+};
+
+/* 0, or -1 with err (no thread, no pipe). */
+int exec_pool_start(struct exec_pool *p, const twice_api *api, const struct exec_cmd *cmd, int max,
+                    char *err, size_t errlen);
+/* End every process (EOF on stdin, SIGTERM, SIGKILL after a grace) and
+ * the supervisor. No job may be running. */
+void exec_pool_stop(struct exec_pool *p);
+
+/* A process for one job (started, or restarted after the backoff of its
+ * last failure, when none is idle): the slot, owned by the caller until
+ * exec_pool_give. NULL with err when the program could not be started. */
+struct exec_slot *exec_pool_take(struct exec_pool *p, char *err, size_t errlen);
+/* Its process (owned by the taker). */
+struct exec_proc *exec_slot_proc(struct exec_slot *s);
+/* Back to the pool. failed: the process was killed (restart it after a
+ * growing delay); else it answered and goes back to idle. */
+void exec_pool_give(struct exec_pool *p, struct exec_slot *s, int failed);
+
+/* ---- exchange.c: one job on one process ---- */
+
+/* Send the request line req (len bytes, newline included), wait up to
+ * timeout seconds for the answer line while logging stderr with the job's
+ * context. 0 and *a (the process is killed when it wrote more than one
+ * line: p->pid is then 0); -1 with why (the process died, overran or
+ * answered garbage, and is killed); -2 when it had written output before
+ * the request (out of step: killed, the request not sent). */
+int exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const char *req,
+                  size_t len, int timeout, struct exec_answer *a, char *why, size_t cap);
+
+/* Log one stderr line of process pid with job's context (job NULL: none). */
+void exec_log_stderr(const twice_api *api, const twice_job *job, pid_t pid, const char *line,
+                     size_t cut);
+
+#endif

@@ -1,0 +1,196 @@
+/*
+ * proc.c - one handler process of the exec plugin: started with its stdin
+ * and stdout a socket to us (send() with MSG_NOSIGNAL: a dead handler is
+ * an error, never a SIGPIPE in the worker) and its stderr a pipe; in its
+ * own process group (a terminal's Ctrl-C is twiced's to handle, and a kill
+ * reaches the handler's own children); killed by the kernel when the
+ * thread that started it ends (the pool's supervisor, which outlives every
+ * job) or the worker dies. Killing and reaping are here too, so no zombie
+ * is ever left. Not which process runs which job (pool.c).
+ */
+#include "exec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* What the child needs, prepared before fork: after it only
+ * async-signal-safe calls are made. */
+struct child_plan {
+    const struct exec_cmd *cmd;
+    int io, err, status; /* the child's ends: socket, stderr pipe, exec-status pipe */
+    pid_t parent;
+    int max_fd;
+};
+
+/* Tell the parent why exec failed (errno on the close-on-exec status
+ * pipe), then exit. */
+static void
+child_fail(const struct child_plan *cp, int what)
+{
+    int e[2] = {what, errno};
+    ssize_t rc = write(cp->status, e, sizeof(e));
+    (void) rc;
+    _exit(127);
+}
+
+static void
+child_run(const struct child_plan *cp)
+{
+    struct sigaction dfl;
+    sigset_t none;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++) {
+        sigaction(sig, &dfl, NULL); /* fails harmlessly for SIGKILL, SIGSTOP */
+    }
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != cp->parent) {
+        _exit(127); /* the worker (or the supervisor) is gone already */
+    }
+    setpgid(0, 0);
+    if (dup2(cp->io, 0) < 0 || dup2(cp->io, 1) < 0 || dup2(cp->err, 2) < 0) {
+        child_fail(cp, 1);
+    }
+    for (int fd = 3; fd <= cp->max_fd; fd++) {
+        if (fd != cp->status) {
+            close(fd); /* the worker's sockets and files are not the handler's */
+        }
+    }
+    if (cp->cmd->dir != NULL && chdir(cp->cmd->dir) != 0) {
+        child_fail(cp, 2);
+    }
+    execve(cp->cmd->program, cp->cmd->argv, cp->cmd->envp);
+    child_fail(cp, 3);
+}
+
+/* Wait for the child's exec: EOF on the status pipe means it happened. 0,
+ * or -1 with err. */
+static int
+await_exec(int fd, const struct exec_cmd *c, char *err, size_t errlen)
+{
+    int e[2];
+    ssize_t n;
+    do {
+        n = read(fd, e, sizeof(e));
+    } while (n < 0 && errno == EINTR);
+    if (n != (ssize_t) sizeof(e)) {
+        return 0;
+    }
+    static const char *const steps[] = {"", "set up its stdin, stdout and stderr",
+                                        "change to directory", "run"};
+    snprintf(err, errlen, "cannot %s %s: %s", steps[e[0] >= 1 && e[0] <= 3 ? e[0] : 3],
+             e[0] == 2 ? c->dir : c->program, strerror(e[1]));
+    return -1;
+}
+
+static void
+close_all(int *fds, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (fds[i] >= 0) {
+            close(fds[i]);
+            fds[i] = -1;
+        }
+    }
+}
+
+/* fd moved to 3 or above (close-on-exec kept), so that the child's dup2
+ * onto 0, 1 and 2 never overwrites another of its fds: a worker started
+ * with a closed stdin gets fd 0 back from socketpair. */
+static int
+above_stdio(int fd)
+{
+    if (fd < 0 || fd > 2) {
+        return fd;
+    }
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    close(fd);
+    return moved;
+}
+
+int
+exec_proc_start(struct exec_proc *p, const struct exec_cmd *c, char *err, size_t errlen)
+{
+    int sv[2] = {-1, -1}, ep[2] = {-1, -1}, st[2] = {-1, -1};
+    struct rlimit rl;
+    memset(p, 0, sizeof(*p));
+    p->io = p->err = -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 || pipe2(ep, O_CLOEXEC) != 0 ||
+        pipe2(st, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "cannot start the handler: %s", strerror(errno));
+        int all[] = {sv[0], sv[1], ep[0], ep[1], st[0], st[1]};
+        close_all(all, 6);
+        return -1;
+    }
+    sv[1] = above_stdio(sv[1]);
+    ep[1] = above_stdio(ep[1]);
+    st[1] = above_stdio(st[1]);
+    struct child_plan cp = {c, sv[1], ep[1], st[1], getpid(), 1023};
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        cp.max_fd = rl.rlim_cur > 65536 ? 65535 : (int) rl.rlim_cur - 1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        child_run(&cp);
+    }
+    int theirs[] = {sv[1], ep[1], st[1]};
+    close_all(theirs, 3);
+    if (pid < 0) {
+        snprintf(err, errlen, "cannot start the handler: fork: %s", strerror(errno));
+        int ours[] = {sv[0], ep[0], st[0]};
+        close_all(ours, 3);
+        return -1;
+    }
+    p->pid = pid;
+    p->io = sv[0];
+    p->err = ep[0];
+    fcntl(p->err, F_SETFL, O_NONBLOCK);
+    int rc = await_exec(st[0], c, err, errlen);
+    close(st[0]);
+    if (rc != 0) {
+        exec_proc_kill(p, NULL);
+    }
+    return rc;
+}
+
+void
+exec_proc_kill(struct exec_proc *p, int *status)
+{
+    int st = 0;
+    if (p->pid > 0) {
+        kill(-p->pid, SIGKILL); /* its group: the handler's own children too */
+        kill(p->pid, SIGKILL);  /* in case it left its group */
+        while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR) {
+        }
+    }
+    if (status != NULL) {
+        *status = st;
+    }
+    int fds[] = {p->io, p->err};
+    close_all(fds, 2);
+    p->io = p->err = -1;
+    p->pid = 0;
+    p->lines.len = p->lines.cut = 0;
+}
+
+void
+exec_proc_describe_exit(int status, char *out, size_t cap)
+{
+    if (WIFEXITED(status)) {
+        snprintf(out, cap, "exited with status %d", WEXITSTATUS(status));
+    } else if (WIFSIGNALED(status)) {
+        snprintf(out, cap, "was killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    } else {
+        snprintf(out, cap, "ended (wait status %d)", status);
+    }
+}

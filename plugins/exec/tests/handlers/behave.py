@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""behave.py - an exec handler for tests that does what each job's body asks.
+
+Body {"do": ...}: "ok" (done), "reject", "retry" (retry_after 7), "garbage" (a line
+that is not JSON), "die" (exit 3 before answering), "sleep" (SECONDS, then done; with
+"on_attempt": [N...] only on those attempts),
+"stderr" (BYTES of stderr in 100-byte lines, then done), "long_line" (BYTES of stderr
+without a newline), "two_lines" (done twice), "echo" (done, the request line written
+to the file named by ECHO_FILE), "env" (done, the environment and the working
+directory written to ECHO_FILE). With "pid_file", its pid is written there first;
+with "effect", the key is appended to that file before answering done (an effect).
+Used by: plugins/exec/tests/test-exec.c, tests/integration/test_exec_plugin.py.
+"""
+import json
+import os
+import sys
+import time
+
+
+def answer(obj, twice=False):
+    """One line (two in one write with twice: a handler out of protocol)."""
+    sys.stdout.write((json.dumps(obj) + "\n") * (2 if twice else 1))
+    sys.stdout.flush()
+
+
+def run(job, req):
+    body = json.loads(job["body"])
+    do = body.get("do", "ok")
+    if body.get("pid_file"):
+        with open(body["pid_file"], "w") as f:
+            f.write(str(os.getpid()))
+    if do == "die":
+        sys.exit(3)
+    if do == "sleep" and job["attempt"] in body.get("on_attempt", [job["attempt"]]):
+        time.sleep(float(body.get("seconds", 5)))
+    if do == "stderr":
+        line = "x" * 99 + "\n"
+        for _ in range(int(body.get("bytes", 1 << 20)) // 100):
+            sys.stderr.write(line)
+        sys.stderr.flush()
+    if do == "long_line":
+        sys.stderr.write("y" * int(body.get("bytes", 10000)) + "\n")
+        sys.stderr.flush()
+    if do in ("echo", "env"):
+        out = req if do == "echo" else json.dumps({"env": dict(os.environ), "cwd": os.getcwd()})
+        with open(os.environ["ECHO_FILE"], "w") as f:
+            f.write(out)
+    if do == "garbage":
+        sys.stdout.write("this is not JSON\n")
+        sys.stdout.flush()
+        return
+    if do == "reject":
+        return answer({"status": "reject", "error": "no such customer"})
+    if do == "retry":
+        return answer({"status": "retry", "error": "busy", "retry_after": 7})
+    if body.get("effect"):
+        with open(body["effect"], "a") as f:
+            f.write(job["key"] + "\n")
+    answer({"status": "done"}, twice=do == "two_lines")
+
+
+for req in sys.stdin:
+    run(json.loads(req), req)

@@ -1,0 +1,465 @@
+/*
+ * test-exec.c - the exec plugin, through the SDK mock host with real
+ * handler processes (tests/handlers/behave.py, and the SDK's Python and
+ * Node examples): stderr cut into lines (lines.c) and answers parsed
+ * (protocol.c) on their own; settings and command refusals; the request
+ * line; done, retry and reject answers; a handler that dies, overruns,
+ * answers garbage or two lines (killed, restarted, the job retried); a
+ * megabyte of stderr that stalls nothing; processes reused, capped, and
+ * all gone after fini, none left a zombie. The daemon's acceptance tests
+ * are tests/integration/test_exec_plugin.py.
+ */
+#include "check.h"
+#include "test_plugin.h"
+
+#include "exec.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <twice/mock.h>
+#include <unistd.h>
+
+#define BEHAVE HANDLERS "/behave.py"
+
+static char dir[64]; /* a private temporary directory */
+
+/* ---- lines.c and protocol.c ---- */
+
+struct seen {
+    char lines[8][EXEC_LINE_MAX + 1];
+    size_t cut[8];
+    int n;
+};
+
+static void
+collect(void *ctx, const char *line, size_t cut)
+{
+    struct seen *s = ctx;
+    if (s->n < 8) {
+        snprintf(s->lines[s->n], sizeof(s->lines[0]), "%s", line);
+        s->cut[s->n++] = cut;
+    }
+}
+
+static void
+test_lines(void)
+{
+    struct exec_lines l = {.len = 0};
+    struct seen s = {.n = 0};
+    exec_lines_feed(&l, "one\ntw", 6, collect, &s);
+    exec_lines_feed(&l,
+                    "o\r\nthr\x01"
+                    "ee\n\nfour",
+                    15, collect, &s);
+    CHECK_INT(s.n, 4);
+    CHECK_STR(s.lines[0], "one");
+    CHECK_STR(s.lines[1], "two");
+    CHECK_STR(s.lines[2], "thr?ee");
+    CHECK_STR(s.lines[3], "");
+    exec_lines_flush(&l, collect, &s);
+    CHECK_STR(s.lines[4], "four");
+
+    /* A megabyte without a newline: one line of EXEC_LINE_MAX bytes, the
+     * rest counted, nothing buffered beyond it. */
+    static char big[1 << 20];
+    memset(big, 'z', sizeof(big));
+    s.n = 0;
+    for (int i = 0; i < 4; i++) {
+        exec_lines_feed(&l, big, sizeof(big), collect, &s);
+    }
+    exec_lines_feed(&l, "\nnext\n", 6, collect, &s);
+    CHECK_INT(s.n, 2);
+    CHECK_INT(strlen(s.lines[0]), EXEC_LINE_MAX);
+    CHECK_INT(s.cut[0], 4 * sizeof(big) - EXEC_LINE_MAX);
+    CHECK_STR(s.lines[1], "next");
+    CHECK_INT(s.cut[1], 0);
+}
+
+static void
+expect_answer(const char *line, int status, const char *error, long retry_after)
+{
+    struct exec_answer a;
+    char why[512] = "";
+    CHECK_INT(exec_parse_answer(line, strlen(line), &a, why, sizeof(why)), 0);
+    CHECK_STR(why, "");
+    CHECK_INT(a.status, status);
+    CHECK_STR(a.error, error);
+    CHECK_INT(a.retry_after, retry_after);
+}
+
+static void
+expect_garbage(const char *line, const char *want)
+{
+    struct exec_answer a;
+    char why[512] = "";
+    CHECK_INT(exec_parse_answer(line, strlen(line), &a, why, sizeof(why)), -1);
+    CHECK_STR(why, want);
+}
+
+static void
+test_answers(void)
+{
+    expect_answer("{\"status\":\"done\"}", TWICE_DONE, "", -1);
+    expect_answer(" {\"status\":\"retry\",\"error\":\"busy\",\"retry_after\":7} ", TWICE_RETRY,
+                  "busy", 7);
+    expect_answer("{\"status\":\"retry\",\"retry_after\":2.9,\"later\":[1]}", TWICE_RETRY, "", 2);
+    expect_answer("{\"status\":\"retry\",\"retry_after\":99999999}", TWICE_RETRY, "", 43200);
+    expect_answer("{\"status\":\"reject\",\"error\":null}", TWICE_REJECT, "", -1);
+    expect_garbage("hello world", "handler answered something that is not JSON: 'hello world'");
+    expect_garbage("[1,2]", "handler answered JSON that is not an object: '[1,2]'");
+    expect_garbage("{\"status\":\"DONE\"}", "handler answered without a status of \"done\", "
+                                            "\"retry\" or \"reject\": '{\"status\":\"DONE\"}'");
+    expect_garbage("{}", "handler answered without a status of \"done\", \"retry\" or "
+                         "\"reject\": '{}'");
+    expect_garbage("{\"status\":\"done\",\"error\":5}",
+                   "handler answered an error that is not a string: "
+                   "'{\"status\":\"done\",\"error\":5}'");
+    expect_garbage("{\"status\":\"retry\",\"retry_after\":-1}",
+                   "handler answered a retry_after that is not a number of seconds: "
+                   "'{\"status\":\"retry\",\"retry_after\":-1}'");
+    expect_garbage("{\"status\":\"done\",\"status\":\"reject\"}",
+                   "handler answered something that is not JSON: "
+                   "'{\"status\":\"done\",\"status\":\"reject\"}'");
+    char shown[EXEC_SHOWN * 2];
+    exec_shown("a\x01\xc3\xa9", 4, shown, sizeof(shown));
+    CHECK_STR(shown, "a???");
+}
+
+static void
+expect_cmd_error(const char *command, const char *env, const char *pass, const char *d,
+                 const char *want)
+{
+    struct exec_cmd c;
+    char err[512] = "";
+    CHECK_INT(exec_cmd_parse(&c, command, env, pass, d, err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, want);
+}
+
+static void
+test_command(void)
+{
+    struct exec_cmd c;
+    char err[512] = "";
+    setenv("TWICE_EXEC_TEST_PASSED", "yes", 1);
+    setenv("TWICE_EXEC_TEST_SECRET", "no", 1);
+    CHECK_INT(exec_cmd_parse(&c, "  python3 -u  " BEHAVE " \t", "A=1 B=x=y A=2",
+                             "TWICE_EXEC_TEST_PASSED NOT_SET_ANYWHERE", "/tmp", err, sizeof(err)),
+              0);
+    CHECK_STR(err, "");
+    CHECK_STR(c.argv[0], "python3");
+    CHECK_STR(c.argv[2], BEHAVE);
+    CHECK(c.argv[3] == NULL);
+    CHECK_CONTAINS(c.program, "/python3");
+    CHECK_STR(c.envp[0], "TWICE_EXEC_TEST_PASSED=yes");
+    CHECK_STR(c.envp[1], "A=2");
+    CHECK_STR(c.envp[2], "B=x=y");
+    CHECK(c.envp[3] == NULL);
+    CHECK_STR(c.dir, "/tmp");
+    exec_cmd_free(&c);
+
+    CHECK_INT(exec_cmd_parse(&c, "[\"/usr/bin/env\", \"a b\", \"\"]", "{\"X\": \"with blanks\"}",
+                             "", NULL, err, sizeof(err)),
+              0);
+    CHECK_STR(c.program, "/usr/bin/env");
+    CHECK_STR(c.argv[1], "a b");
+    CHECK_STR(c.argv[2], "");
+    CHECK_STR(c.envp[0], "X=with blanks");
+    CHECK(c.dir == NULL);
+    exec_cmd_free(&c);
+
+    expect_cmd_error("", "", "", NULL, "command: must name a program to run");
+    expect_cmd_error("[]", "", "", NULL, "command: not a JSON array of strings");
+    expect_cmd_error("[\"a\", 1]", "", "", NULL, "every element of the array must be a string");
+    expect_cmd_error("no-such-program-twice", "", "PATH", NULL,
+                     "command: 'no-such-program-twice' is not an executable file in PATH");
+    expect_cmd_error(HANDLERS "/../test-exec.c", "", "", NULL, "/test-exec.c: ");
+    expect_cmd_error("./behave.py", "", "", "/nonexistent", "directory /nonexistent: No such");
+    expect_cmd_error("/bin/true", "1A=x", "", NULL, "env: '1A=x' is not NAME=value");
+    expect_cmd_error("/bin/true", "NOVALUE", "", NULL, "env: 'NOVALUE' is not NAME=value");
+    expect_cmd_error("/bin/true", "{\"A\": 1}", "", NULL, "env: 'A' must be a string");
+    expect_cmd_error("/bin/true", "", "A-B", NULL, "pass_env: 'A-B' is not a variable name");
+    /* a relative program is found from the working directory */
+    CHECK_INT(exec_cmd_parse(&c, "./behave.py", "", "", HANDLERS, err, sizeof(err)), 0);
+    exec_cmd_free(&c);
+}
+
+/* ---- the plugin through the mock host ---- */
+
+static twice_mock *
+new_mock(const char *command)
+{
+    char echo[128];
+    twice_mock *m = plugin_open(PLUGIN_PATH);
+    snprintf(echo, sizeof(echo), "{\"ECHO_FILE\": \"%s/echo.json\", \"LANG\": \"C\"}", dir);
+    twice_mock_set(m, "command", command);
+    twice_mock_set(m, "key", "job:{id}");
+    twice_mock_set(m, "env", echo);
+    twice_mock_set(m, "directory", dir);
+    return m;
+}
+
+static void
+test_settings(void)
+{
+    expect_init_failure(new_mock("no-such-program-twice"), "is not an executable file in PATH");
+    twice_mock *m = new_mock("python3 " BEHAVE);
+    twice_mock_set(m, "timeout", "0");
+    expect_init_failure(m, "timeout must be 1-86400 seconds");
+    m = new_mock("python3 " BEHAVE);
+    twice_mock_set(m, "processes", "-1");
+    expect_init_failure(m, "processes must be 0");
+    m = new_mock("python3 " BEHAVE);
+    twice_mock_set(m, "env", "{\"A\":");
+    expect_init_failure(m, "env: not a JSON object");
+    m = new_mock("python3 " BEHAVE);
+    twice_mock_set(m, "key", "job:{id");
+    expect_init_failure(m, "setting 'key': key template \"job:{id\"");
+}
+
+/* A job log line containing s, or NULL. */
+static const char *
+job_log(twice_mock_job *j, const char *s)
+{
+    for (size_t i = 0; i < twice_mock_job_log_count(j); i++) {
+        const char *t = twice_mock_job_log_text(j, i, NULL);
+        if (strstr(t, s) != NULL) {
+            return t;
+        }
+    }
+    return NULL;
+}
+
+static int
+read_pid(void)
+{
+    char path[128], text[32] = "";
+    snprintf(path, sizeof(path), "%s/pid", dir);
+    FILE *f = fopen(path, "r");
+    if (f != NULL) {
+        if (fgets(text, sizeof(text), f) == NULL) {
+            text[0] = '\0';
+        }
+        fclose(f);
+    }
+    return atoi(text);
+}
+
+/* A job that writes its handler's pid: the status and the pid. */
+static twice_status
+run_pid(twice_mock *m, const char *what, int *pid, twice_mock_job **out)
+{
+    char body[256];
+    snprintf(body, sizeof(body), "{\"id\":1,%s,\"pid_file\":\"%s/pid\"}", what, dir);
+    twice_status st = plugin_run(m, body, out);
+    *pid = read_pid();
+    return st;
+}
+
+/* Gone, and not a zombie of ours either (waitpid would find it). */
+static int
+gone(int pid)
+{
+    return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+static void
+test_request_line(twice_mock *m)
+{
+    twice_mock_job *j = twice_mock_job_new(m, "{\"id\":7,\"do\":\"echo\",\"t\":\"caf\xc3\xa9\"}");
+    twice_mock_job_attr(j, "Tenant", NULL, "acme");
+    twice_mock_job_attr(j, "Blob", "Binary", "zz");
+    twice_mock_job_attr(j, "N", "Number", "12");
+    twice_mock_job_attempt(j, 2);
+    twice_mock_job_message_id(j, "m-1");
+    twice_mock_job_queue(j, "orders");
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    twice_mock_job_free(j);
+    char path[128];
+    snprintf(path, sizeof(path), "%s/echo.json", dir);
+    json_t *req = json_load_file(path, 0, NULL);
+    CHECK(req != NULL);
+    CHECK_STR(json_string_value(json_object_get(req, "key")), "job:7");
+    CHECK_STR(json_string_value(json_object_get(req, "body")),
+              "{\"id\":7,\"do\":\"echo\",\"t\":\"caf\xc3\xa9\"}");
+    CHECK_STR(json_string_value(json_object_get(req, "message_id")), "m-1");
+    CHECK_INT(json_integer_value(json_object_get(req, "attempt")), 2);
+    CHECK_STR(json_string_value(json_object_get(req, "queue")), "orders");
+    json_t *attrs = json_object_get(req, "attributes");
+    CHECK_INT(json_object_size(attrs), 2);
+    CHECK_STR(json_string_value(json_object_get(attrs, "Tenant")), "acme");
+    CHECK_STR(json_string_value(json_object_get(attrs, "N")), "12");
+    json_decref(req);
+
+    /* Only the environment asked for, and the working directory set. */
+    plugin_run(m, "{\"id\":8,\"do\":\"env\"}", &j);
+    twice_mock_job_free(j);
+    req = json_load_file(path, 0, NULL);
+    json_t *env = json_object_get(req, "env");
+    CHECK_STR(json_string_value(json_object_get(env, "LANG")), "C");
+    CHECK(json_object_get(env, "TWICE_EXEC_TEST_SECRET") == NULL);
+    CHECK(json_object_get(env, "HOME") == NULL);
+    CHECK_STR(json_string_value(json_object_get(req, "cwd")), dir);
+    json_decref(req);
+}
+
+static void
+test_answers_through(twice_mock *m)
+{
+    twice_mock_job *j;
+    CHECK_INT(plugin_run(m, "{\"id\":1,\"do\":\"reject\"}", &j), TWICE_REJECT);
+    CHECK_STR(twice_mock_job_error(j), "no such customer");
+    twice_mock_job_free(j);
+    CHECK_INT(plugin_run(m, "{\"id\":1,\"do\":\"retry\"}", &j), TWICE_RETRY);
+    CHECK_STR(twice_mock_job_error(j), "busy");
+    CHECK_INT(twice_mock_job_retry_after(j), 7);
+    twice_mock_job_free(j);
+}
+
+/* Death, garbage and overruns: the job retried with why, the process
+ * replaced (a new pid), the old one reaped. */
+static void
+test_failures(twice_mock *m)
+{
+    twice_mock_job *j;
+    int pid, before;
+    CHECK_INT(run_pid(m, "\"do\":\"ok\"", &before, &j), TWICE_DONE);
+    twice_mock_job_free(j);
+    CHECK_INT(run_pid(m, "\"do\":\"ok\"", &pid, &j), TWICE_DONE);
+    CHECK_INT(pid, before); /* kept for many jobs */
+    twice_mock_job_free(j);
+
+    CHECK_INT(run_pid(m, "\"do\":\"die\"", &pid, &j), TWICE_RETRY);
+    CHECK_CONTAINS(twice_mock_job_error(j), "exited with status 3 before answering");
+    CHECK(gone(pid));
+    twice_mock_job_free(j);
+
+    CHECK_INT(run_pid(m, "\"do\":\"garbage\"", &before, &j), TWICE_RETRY);
+    CHECK_STR(twice_mock_job_error(j),
+              "handler answered something that is not JSON: 'this is not JSON'");
+    CHECK(before != pid && gone(before));
+    twice_mock_job_free(j);
+
+    CHECK_INT(run_pid(m, "\"do\":\"sleep\",\"seconds\":30", &pid, &j), TWICE_RETRY);
+    CHECK_CONTAINS(twice_mock_job_error(j), "did not answer within 2 s (killed)");
+    CHECK(gone(pid));
+    twice_mock_job_free(j);
+
+    CHECK_INT(run_pid(m, "\"do\":\"two_lines\"", &pid, &j), TWICE_DONE);
+    CHECK(job_log(j, "wrote more than one line for one request") != NULL);
+    CHECK(gone(pid));
+    twice_mock_job_free(j);
+
+    CHECK_INT(run_pid(m, "\"do\":\"ok\"", &before, &j), TWICE_DONE); /* restarted */
+    CHECK(before != pid);
+    twice_mock_job_free(j);
+}
+
+/* A megabyte of stderr while the job runs: logged with the job's context,
+ * and the job is answered in seconds. */
+static void
+test_stderr(twice_mock *m)
+{
+    twice_mock_job *j;
+    time_t t0 = time(NULL);
+    CHECK_INT(plugin_run(m, "{\"id\":5,\"do\":\"stderr\",\"bytes\":1048576}", &j), TWICE_DONE);
+    CHECK(time(NULL) - t0 < 20);
+    CHECK(twice_mock_job_log_count(j) >= 10000);
+    const char *line = job_log(j, "stderr: xxxx");
+    CHECK(line != NULL);
+    twice_mock_job_free(j);
+    CHECK_INT(plugin_run(m, "{\"id\":6,\"do\":\"long_line\",\"bytes\":100000}", &j), TWICE_DONE);
+    CHECK(job_log(j, "[95904 more bytes of this line cut]") != NULL);
+    twice_mock_job_free(j);
+}
+
+static void
+short_job(char *buf, size_t cap, const void *ctx, int t, int i)
+{
+    (void) ctx;
+    snprintf(buf, cap, "{\"id\":%d,\"do\":\"sleep\",\"seconds\":0.05}", 100 * t + i);
+}
+
+/* Jobs on 4 threads at once, with processes capped at 2: they wait their
+ * turn and all succeed. */
+static void
+test_concurrency(void)
+{
+    twice_mock *m = new_mock("python3 -u " BEHAVE);
+    twice_mock_set(m, "processes", "2");
+    CHECK_INT(twice_mock_init(m), 0);
+    CHECK_INT(plugin_run_threads(m, 4, 6, short_job, NULL), 0);
+    twice_mock_free(m);
+}
+
+/* The SDK's examples, as handler authors will start from them. */
+static void
+test_example(const char *command)
+{
+    char log[128], line[256];
+    snprintf(log, sizeof(log), "%s/orders.log", dir);
+    unlink(log);
+    twice_mock *m = new_mock(command);
+    twice_mock_set(m, "key", "order:{orderId}");
+    CHECK_INT(twice_mock_init(m), 0);
+    twice_mock_job *j;
+    CHECK_INT(plugin_run(m, "{\"orderId\":1,\"amount\":5,\"quantity\":3}", &j), TWICE_DONE);
+    twice_mock_job_free(j);
+    CHECK_INT(plugin_run(m, "{\"orderId\":2,\"amount\":\"lots\"}", &j), TWICE_REJECT);
+    CHECK_CONTAINS(twice_mock_job_error(j), "bad order");
+    twice_mock_job_free(j);
+    CHECK_INT(plugin_run(m, "{\"orderId\":3,\"amount\":2}", &j), TWICE_DONE);
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+    FILE *f = fopen(log, "r");
+    CHECK(f != NULL);
+    if (f != NULL) {
+        CHECK(fgets(line, sizeof(line), f) != NULL);
+        CHECK_STR(line, "order:1 15\n");
+        CHECK(fgets(line, sizeof(line), f) != NULL);
+        CHECK_STR(line, "order:3 2\n");
+        fclose(f);
+    }
+}
+
+int
+main(void)
+{
+    test_lines();
+    test_answers();
+    test_command();
+    snprintf(dir, sizeof(dir), "/tmp/test-exec-XXXXXX");
+    CHECK(mkdtemp(dir) != NULL);
+    test_settings();
+
+    twice_mock *m = new_mock("python3 -u " BEHAVE);
+    twice_mock_set(m, "timeout", "2");
+    CHECK_INT(twice_mock_init(m), 0);
+    test_request_line(m);
+    test_answers_through(m);
+    test_failures(m);
+    test_stderr(m);
+    int pid;
+    twice_mock_job *j;
+    run_pid(m, "\"do\":\"ok\"", &pid, &j);
+    twice_mock_job_free(j);
+    twice_mock_free(m); /* fini: every process ended and reaped */
+    CHECK(gone(pid));
+
+    test_concurrency();
+    test_example("python3 " EXAMPLES "/exec-handler.py");
+    if (access("/usr/bin/node", X_OK) == 0) {
+        test_example("/usr/bin/node " EXAMPLES "/exec-handler.js");
+    } else {
+        fprintf(stderr, "test-exec: no /usr/bin/node: the Node example is not run\n");
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    CHECK_INT(system(cmd), 0);
+    return check_done("test-exec");
+}

@@ -1,0 +1,97 @@
+/*
+ * test-http-common.c - what the HTTP plugins share: Retry-After and
+ * Twice-Retry-After values (seconds and the three HTTP date forms), the
+ * capture of an answer's first kilobyte and headers, body text made safe
+ * for an error line, and URL template checks. No server: the pool and
+ * requests are exercised by the plugins' integration tests.
+ */
+#include "check.h"
+#include "http_common.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void
+test_retry_after(void)
+{
+    time_t now = 1700000000; /* Tue, 14 Nov 2023 22:13:20 GMT */
+    CHECK_INT(http_retry_after(" 7\r\n", now), 7);
+    CHECK_INT(http_retry_after("0", now), 0);
+    CHECK_INT(http_retry_after("Tue, 14 Nov 2023 22:15:20 GMT", now), 120);
+    CHECK_INT(http_retry_after("Tuesday, 14-Nov-23 22:14:20 GMT", now), 60);
+    CHECK_INT(http_retry_after("Tue Nov 14 22:13:50 2023", now), 30);
+    CHECK_INT(http_retry_after("Mon, 13 Nov 2023 22:13:20 GMT", now), 0);
+    CHECK_INT(http_retry_after("soon", now), -1);
+    CHECK_INT(http_retry_after("-5", now), -1);
+    CHECK_INT(http_retry_after("", now), -1);
+}
+
+static void
+test_sanitize(void)
+{
+    char out[64];
+    http_sanitize("a\r\nb\tc\x01"
+                  "d\x7f",
+                  9, out, sizeof(out));
+    CHECK_STR(out, "a  b c?d?");
+    http_sanitize("\xc3\xa9t\xc3\xa9 \xff\xc3", 8, out, sizeof(out));
+    CHECK_STR(out, "\xc3\xa9t\xc3\xa9 ??");
+    http_sanitize("\xed\xa0\x80"
+                  "x",
+                  4, out, sizeof(out)); /* a surrogate */
+    CHECK_STR(out, "???x");
+    http_sanitize("abcdef", 6, out, 4);
+    CHECK_STR(out, "abc");
+}
+
+/* The header callback as libcurl calls it, one line at a time; a new
+ * status line (after a 1xx) forgets earlier delays. */
+static void
+test_answer_capture(void)
+{
+    struct http_answer a;
+    http_answer_init(&a);
+    CHECK_INT(a.retry_after, -1);
+    CHECK_INT(a.twice_retry_after, -1);
+    const char *lines[] = {"HTTP/1.1 100 Continue\r\n",
+                           "Retry-After: 9\r\n",
+                           "HTTP/1.1 503 Service Unavailable\r\n",
+                           "retry-after:  12 \r\n",
+                           "Twice-Retry-After: 30\r\n",
+                           "Content-Type: text/plain\r\n"};
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+        char *l = strdup(lines[i]);
+        CHECK_INT(http_answer_header(l, 1, strlen(l), &a), strlen(l));
+        free(l);
+    }
+    CHECK_INT(a.retry_after, 12);
+    CHECK_INT(a.twice_retry_after, 30);
+
+    /* Only the first kilobyte is kept; the rest is read and dropped. */
+    char chunk[700];
+    memset(chunk, 'x', sizeof(chunk));
+    CHECK_INT(http_answer_body(chunk, 1, sizeof(chunk), &a), sizeof(chunk));
+    CHECK_INT(http_answer_body(chunk, 1, sizeof(chunk), &a), sizeof(chunk));
+    CHECK_INT(a.len, HTTP_ANSWER_BODY_MAX);
+}
+
+static void
+test_url_check(void)
+{
+    CHECK(http_url_check("http://x/{entity}/{id}?v={a.b}") == NULL);
+    CHECK_STR(http_url_check("http://x/{id"),
+              "url has a '{' that does not start a {field} of [A-Za-z0-9_.-]");
+    CHECK_STR(http_url_check("http://x/id}"), "url has a '}' without its '{'");
+    CHECK_STR(http_url_check("http://x/{a b}"),
+              "url has a '{' that does not start a {field} of [A-Za-z0-9_.-]");
+}
+
+int
+main(void)
+{
+    test_retry_after();
+    test_sanitize();
+    test_answer_capture();
+    test_url_check();
+    return check_done("test-http-common");
+}

@@ -1,0 +1,215 @@
+"""The bundled exec plugin run by twiced with real handler programs: the SDK's Python
+example handles 200 messages with 50 duplicate intents with exactly 150 effects; a
+handler killed mid-job is restarted and the job retried, with one effect; a handler
+printing non-JSON has its job retried, then dead-lettered after max_attempts with the
+reason; a megabyte on stderr stalls nothing and is logged with the job's context;
+handler processes end with their worker (drained, reloaded or killed) and leave no
+zombie; bad settings are refused by `twiced -t` with FILE:LINE.
+Handlers: sdk/examples/exec-handler.py and plugins/exec/tests/handlers/behave.py."""
+
+import json
+import os
+import random
+import re
+import signal
+import tempfile
+import time
+import unittest
+
+import twicetest
+import twiceconf as tc
+
+
+def alive(pid):
+    """Running, and not a zombie either."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def handler_pids(parent):
+    """Pids of the running children of process parent (a worker's handlers)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == parent and fields[0] not in ("Z", "X"):
+                out.append(int(entry))
+    return sorted(out)
+
+
+class ExecPlugin(twicetest.TwiceTestCase):
+    def setUp(self):
+        super().setUp()
+        self.dir = tempfile.mkdtemp(dir=self.env.run_dir)
+        os.chmod(self.dir, 0o755)
+        self.behave = os.path.join(self.env.source_dir, "plugins", "exec", "tests", "handlers",
+                                   "behave.py")
+        self.example = os.path.join(self.env.source_dir, "sdk", "examples", "exec-handler.py")
+
+    def plugin(self, command, **settings):
+        settings.setdefault("directory", self.dir)
+        return tc.plugin("x", os.path.join(self.env.plugin_build_dir, "exec.so"),
+                         command=command, **settings)
+
+    def config(self, plugin, prefix, **options):
+        url, dlq = self.queue_pair(prefix)
+        dsn = self.new_database(prefix)
+        opts = {"concurrency": 4, "max_attempts": 5, "backoff": (1, 2)}
+        opts.update(options)
+        return url, dlq, dsn, tc.config(self.env, dsn, [tc.queue(prefix, url, dlq, "x", **opts)],
+                                        [plugin])
+
+    def start(self, plugin, prefix="exec", **options):
+        url, dlq, dsn, conf = self.config(plugin, prefix, **options)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=30)
+        return url, dlq, dsn, d
+
+    def drained(self, url, timeout=60):
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=timeout,
+                             message="the queue was not drained")
+
+    def lines(self, name):
+        try:
+            with open(os.path.join(self.dir, name)) as f:
+                return f.read().splitlines()
+        except FileNotFoundError:
+            return []
+
+    def test_python_example_exact_effects(self):
+        url, dlq, dsn, d = self.start(self.plugin("python3 -u " + self.example,
+                                                  key="order:{orderId}"))
+        ids = list(range(150)) + [random.randrange(150) for _ in range(50)]
+        random.shuffle(ids)
+        bodies = [json.dumps({"orderId": i, "amount": i, "quantity": 2}) for i in ids]
+        for i in range(0, len(bodies), 10):
+            self.sqs.send_batch(url, bodies[i:i + 10])
+        twicetest.wait_until(lambda: len(self.lines("orders.log")) >= 150, timeout=90,
+                             message="150 orders")
+        self.drained(url)
+        time.sleep(1)
+        orders = self.lines("orders.log")
+        self.assertEqual(len(orders), 150, "one effect per intent, none twice")
+        self.assertEqual(set(orders), {"order:%d %d" % (i, 2 * i) for i in range(150)})
+        self.assertLessEqual(len(handler_pids(d.worker_pids()[0])), 4,
+                             "at most one handler per running job")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
+    def test_killed_mid_job_is_restarted_and_retried(self):
+        url, dlq, dsn, d = self.start(self.plugin("python3 -u " + self.behave, key="k:{id}"))
+        pid_file, effects = os.path.join(self.dir, "pid"), os.path.join(self.dir, "effects")
+        self.sqs.send(url, json.dumps({"id": 1, "do": "sleep", "seconds": 30, "on_attempt": [1],
+                                       "pid_file": pid_file, "effect": effects}))
+        twicetest.wait_until(lambda: self.lines("pid"), timeout=30,
+                             message="the handler started the job")
+        first = int(self.lines("pid")[0])
+        os.kill(first, signal.SIGKILL)
+        d.wait_log(r"handler %d was killed by signal 9 \(Killed\) before answering" % first,
+                   timeout=20)
+        twicetest.wait_until(lambda: self.lines("effects"), timeout=30,
+                             message="the job retried")
+        self.drained(url)
+        self.assertEqual(self.lines("effects"), ["k:1"], "one effect")
+        self.assertNotEqual(int(self.lines("pid")[0]), first, "a new handler process")
+        self.assertFalse(alive(first), "the killed handler was reaped")
+        self.assertEqual(d.stop(), 0)
+
+    def test_garbage_is_retried_then_dead_lettered(self):
+        url, dlq, dsn, d = self.start(self.plugin("python3 -u " + self.behave, key="k:{id}"),
+                                      max_attempts=3)
+        self.sqs.send(url, json.dumps({"id": 2, "do": "garbage"}))
+        letters = []
+        twicetest.wait_until(lambda: letters.extend(self.sqs.receive(dlq, visibility=60)) or
+                             letters, timeout=60, message="a dead letter")
+        attrs = letters[0]["MessageAttributes"]
+        self.assertEqual(attrs["twice-reason"]["StringValue"], "max-attempts")
+        self.assertIn("handler answered something that is not JSON: 'this is not JSON'",
+                      attrs["twice-error"]["StringValue"])
+        self.assertEqual(set(re.findall(r" attempt=(\d): .*not JSON", d.log_text())),
+                         {"1", "2", "3"}, "three attempts, each on a fresh handler")
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_megabyte_of_stderr_stalls_nothing(self):
+        url, dlq, dsn, d = self.start(self.plugin("python3 -u " + self.behave, key="k:{id}"),
+                                      concurrency=2)
+        effects = os.path.join(self.dir, "effects")
+        t0 = time.monotonic()
+        self.sqs.send(url, json.dumps({"id": 1, "do": "stderr", "bytes": 1 << 20,
+                                       "effect": effects}))
+        self.sqs.send_batch(url, [json.dumps({"id": i, "effect": effects})
+                                  for i in range(2, 12)])
+        twicetest.wait_until(lambda: len(self.lines("effects")) == 11, timeout=60,
+                             message="every job done")
+        self.assertLess(time.monotonic() - t0, 45)
+        log = d.log_text()
+        self.assertGreaterEqual(log.count("stderr: " + "x" * 99), 10000, "every line logged")
+        self.assertRegex(log, r"queue=exec msg=\S+ plugin=x key=k:1 attempt=1: handler \d+ "
+                              r"stderr: x{99}\n", "with the job's context")
+        self.assertEqual(d.stop(), 0)
+
+    def test_handlers_end_with_their_worker(self):
+        url, dlq, dsn, conf = self.config(self.plugin("python3 -u " + self.behave, key="k:{id}"),
+                                          "life")
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=30)
+        self.sqs.send_batch(url, [json.dumps({"id": i, "do": "sleep", "seconds": 0.5})
+                                  for i in range(4)])
+        self.drained(url)
+        worker = d.worker_pids()[0]
+        first = handler_pids(worker)
+        self.assertTrue(first, "handlers are running")
+        # A reload: the old worker drains, its handlers end; the new one starts its own.
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"ready: generation 2", timeout=30, since=mark)
+        twicetest.wait_until(lambda: not any(alive(p) for p in first), timeout=15,
+                             message="the old generation's handlers ended")
+        self.sqs.send(url, json.dumps({"id": 9}))
+        self.drained(url)
+        worker = d.worker_pids()[0]
+        second = handler_pids(worker)
+        self.assertTrue(second)
+        # A worker killed outright: its handlers die with it (no orphan, no zombie).
+        os.kill(worker, signal.SIGKILL)
+        twicetest.wait_until(lambda: not any(alive(p) for p in second), timeout=15,
+                             message="the killed worker's handlers ended")
+        d.wait_log(r"ready", timeout=30, since=mark)
+        self.sqs.send(url, json.dumps({"id": 10}))
+        self.drained(url)
+        third = handler_pids(d.worker_pids()[0])
+        self.assertEqual(d.stop(), 0)
+        self.assertFalse(any(alive(p) for p in third), "stopped: every handler ended")
+
+    def check_refused(self, plugin, want):
+        url, dlq, dsn, conf = self.config(plugin, "bad")
+        d = self.twiced(conf.replace("{ name = \"x\";", "\n{ name = \"x\";"))
+        r = d.check_config()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        line = next(i for i, text in enumerate(d.config_text.splitlines(), 1)
+                    if 'name = "x"' in text)
+        self.assertIn("%s:%d: plugin 'x': %s" % (d.config_path, line, want),
+                      r.stdout + r.stderr)
+
+    def test_bad_settings_are_refused_with_file_and_line(self):
+        self.check_refused(self.plugin("no-such-handler-program", key="k:{id}"),
+                           "init failed: command: 'no-such-handler-program' is not an "
+                           "executable file in PATH")
+        self.check_refused(self.plugin("python3 " + self.behave, key="k:{id}", timeout=0),
+                           "init failed: timeout must be 1-86400 seconds")
+        self.check_refused(self.plugin("python3 " + self.behave, key="k:{id}",
+                                       directory="/nonexistent"),
+                           "init failed: directory /nonexistent: No such file or directory")
+        self.check_refused(self.plugin("python3 " + self.behave, key="k:{id}", env="A"),
+                           "init failed: env: 'A' is not NAME=value")
+
+
+if __name__ == "__main__":
+    unittest.main()

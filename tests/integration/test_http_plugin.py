@@ -1,0 +1,291 @@
+"""The bundled http plugin run by twiced against a real service on loopback that
+counts effects by Idempotency-Key (an effect: a request it answered 2xx): 200 messages
+with 50 duplicate intents give 150 effects over kept-alive connections; 503 twice then
+200 gives one effect after three requests; 422 dead-letters the message with the
+response text; a Twice-Retry-After header delays the retry; TLS is verified against
+ca_file; a bearer token from a file reaches the service and never the log; a queue's
+own key overrides the plugin's; a reload on SIGHUP takes new settings; bad settings
+are refused by `twiced -t` with FILE:LINE."""
+
+import http.server
+import json
+import os
+import random
+import re
+import signal
+import ssl
+import tempfile
+import threading
+import time
+import unittest
+
+import twicetest
+import twiceconf as tc
+from test_tls import make_certificate
+
+
+class EffectService:
+    """HTTP (or HTTPS) on 127.0.0.1. POST /ok/... answers 200; /flaky/... 503 with
+    Retry-After: 1 to the first two requests of each key, then 200; /invalid/... 422 with
+    a text; /later/... 200 with Twice-Retry-After: 2 to the first request of each key.
+    Every request is recorded (path, headers, body, its TCP connection, the status)."""
+
+    def __init__(self, cert=None):
+        self.lock = threading.Lock()
+        self.requests = []
+        self.seen = {}  # (kind, key) -> requests so far
+        self.connections = 0
+        service = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self):
+                super().setup()
+                with service.lock:
+                    service.connections += 1
+                    self.conn = service.connections
+
+            def do_POST(self):  # noqa: N802 (http.server's naming)
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                status, headers, text = service.answer(self, body)
+                payload = text.encode()
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        scheme = "http"
+        if cert is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*cert)
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = "%s://127.0.0.1:%d" % (scheme, self.server.server_address[1])
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def answer(self, handler, body):
+        kind = handler.path.strip("/").split("/")[0]
+        key = handler.headers.get("Idempotency-Key")
+        with self.lock:
+            n = self.seen[(kind, key)] = self.seen.get((kind, key), 0) + 1
+            status, headers, text = 200, {}, "ok"
+            if kind == "flaky" and n <= 2:
+                status, headers, text = 503, {"Retry-After": "1"}, "busy"
+            elif kind == "invalid":
+                status, text = 422, 'field "email" is not an address'
+            elif kind == "later" and n == 1:
+                headers = {"Twice-Retry-After": "2"}
+            self.requests.append({"path": handler.path, "key": key, "conn": handler.conn,
+                                  "headers": dict(handler.headers), "status": status,
+                                  "twice_retry": "Twice-Retry-After" in headers,
+                                  "body": body.decode("utf-8", "replace"), "at": time.time()})
+        return status, headers, text
+
+    def effects(self, kind=None):
+        """{key: number of effects}: 2xx answers without a request for a delay."""
+        with self.lock:
+            out = {}
+            for r in self.requests:
+                if 200 <= r["status"] < 300 and not r["twice_retry"] and (
+                        kind is None or r["path"].strip("/").startswith(kind)):
+                    out[r["key"]] = out.get(r["key"], 0) + 1
+            return out
+
+    def of(self, kind):
+        with self.lock:
+            return [r for r in self.requests if r["path"].strip("/").startswith(kind)]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class HttpPlugin(twicetest.TwiceTestCase):
+    def setUp(self):
+        super().setUp()
+        self.service = EffectService()
+        self.addCleanup(self.service.close)
+
+    def plugin(self, url, **settings):
+        return tc.plugin("h", os.path.join(self.env.plugin_build_dir, "http.so"), url=url,
+                         **settings)
+
+    def start(self, plugins, prefix="http", dsn=None, **queue_options):
+        url, dlq = self.queue_pair(prefix)
+        dsn = dsn or self.new_database(prefix)
+        options = {"concurrency": 8, "max_attempts": 5, "backoff": (1, 2)}
+        options.update(queue_options)
+        conf = tc.config(self.env, dsn, [tc.queue(prefix, url, dlq, "h", **options)], plugins)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=30)
+        return url, dlq, dsn, d
+
+    def drained(self, url, timeout=60):
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=timeout,
+                             message="the queue was not drained")
+
+    def test_duplicate_intents_one_effect_each(self):
+        url, dlq, dsn, d = self.start([self.plugin(self.service.url + "/ok/{kind}",
+                                                   key="order:{orderId}")])
+        ids = list(range(150)) + [random.randrange(150) for _ in range(50)]
+        random.shuffle(ids)
+        bodies = [json.dumps({"kind": "order", "orderId": i, "amount": i * 10}) for i in ids]
+        for i in range(0, len(bodies), 10):
+            self.sqs.send_batch(url, bodies[i:i + 10])
+        twicetest.wait_until(lambda: len(self.service.effects()) == 150, timeout=90,
+                             message="150 effects")
+        self.drained(url)
+        time.sleep(1)
+        effects = self.service.effects()
+        self.assertEqual(len(effects), 150, "one effect per intent")
+        self.assertEqual(set(effects.values()), {1}, "no intent had two effects")
+        self.assertEqual(set(effects), {"order:%d" % i for i in range(150)})
+        keys = self.pg.query(dsn, "SELECT idempotency_key FROM twice_idempotency "
+                                  "WHERE state = 'completed'")
+        self.assertEqual({k for (k,) in keys}, set(effects), "the stored keys are the sent ones")
+        reqs = self.service.of("ok")
+        self.assertEqual(len(reqs), 150, "a duplicate never reached the service")
+        self.assertTrue(all(r["body"] in bodies for r in reqs), "the body as sent")
+        conns = {r["conn"] for r in reqs}
+        self.assertLessEqual(len(conns), 16, "kept-alive connections, not one per job")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
+    def test_503_twice_then_200_is_one_effect(self):
+        url, dlq, dsn, d = self.start([self.plugin(self.service.url + "/flaky",
+                                                   key="order:{orderId}")])
+        mid = self.sqs.send(url, json.dumps({"orderId": 7}))
+        twicetest.wait_until(lambda: self.service.effects("flaky"), timeout=60)
+        self.drained(url)
+        reqs = self.service.of("flaky")
+        self.assertEqual([r["status"] for r in reqs], [503, 503, 200])
+        self.assertEqual([r["headers"]["X-Twice-Attempt"] for r in reqs], ["1", "2", "3"])
+        self.assertEqual({r["headers"]["X-Twice-Message-Id"] for r in reqs}, {mid})
+        self.assertGreaterEqual(reqs[1]["at"] - reqs[0]["at"], 0.9, "Retry-After: 1")
+        self.assertEqual(self.service.effects("flaky"), {"order:7": 1})
+        self.assertRegex(d.log_text(), r"HTTP 503: busy")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
+    def test_422_is_dead_lettered_with_the_response(self):
+        url, dlq, dsn, d = self.start([self.plugin(self.service.url + "/invalid",
+                                                   key="user:{userId}")])
+        self.sqs.send(url, json.dumps({"userId": "u-1", "email": "not an address"}))
+        letters = []
+        twicetest.wait_until(lambda: letters.extend(self.sqs.receive(dlq, visibility=60)) or
+                             letters, timeout=30, message="a dead letter")
+        attrs = letters[0]["MessageAttributes"]
+        self.assertEqual(attrs["twice-reason"]["StringValue"], "rejected")
+        self.assertEqual(attrs["twice-error"]["StringValue"],
+                         'HTTP 422: field "email" is not an address')
+        self.assertEqual(json.loads(letters[0]["Body"])["userId"], "u-1", "the body untouched")
+        self.assertEqual(len(self.service.of("invalid")), 1, "rejected at once, not retried")
+        self.assertEqual(self.service.effects(), {})
+        self.assertEqual(d.stop(), 0)
+
+    def test_twice_retry_after_delays_the_retry(self):
+        url, dlq, dsn, d = self.start([self.plugin(self.service.url + "/later",
+                                                   key="k:{id}")])
+        self.sqs.send(url, json.dumps({"id": 1}))
+        twicetest.wait_until(lambda: self.service.effects("later"), timeout=40)
+        reqs = self.service.of("later")
+        self.assertEqual(len(reqs), 2)
+        self.assertGreaterEqual(reqs[1]["at"] - reqs[0]["at"], 1.8, "Twice-Retry-After: 2")
+        self.assertEqual(d.stop(), 0)
+
+    def test_tls_token_queue_key_and_headers(self):
+        tmp = tempfile.mkdtemp(dir=self.env.run_dir)
+        cert = make_certificate(tmp)
+        tls = EffectService(cert)
+        self.addCleanup(tls.close)
+        token = os.path.join(tmp, "token")
+        secret = "tok-%s" % os.urandom(8).hex()
+        with open(token, "w") as f:
+            f.write(secret + "\n")
+        os.chmod(token, 0o600)
+        dsn = self.new_database("tls")
+        settings = {"token_file": token, "content_type": "application/vnd.order+json"}
+        # Not trusted without ca_file: every attempt fails verification, nothing lands.
+        url, dlq, dsn, d = self.start([self.plugin(tls.url + "/ok", **settings)], prefix="tls",
+                                      dsn=dsn, key="invoice:{detail.invoiceId}")
+        self.sqs.send(url, json.dumps({"detail": {"invoiceId": "INV-1"}}))
+        d.wait_log(r"POST failed: .*(certificate|SSL)", timeout=30)
+        self.assertEqual(tls.requests, [])
+        self.assertEqual(d.stop(), 0)
+        # Trusted with it: done, with the queue's key and every header.
+        url2, dlq2, _, d2 = self.start(
+            [self.plugin(tls.url + "/ok", ca_file=cert[0], **settings)], prefix="tls2",
+            dsn=dsn, key="invoice:{detail.invoiceId}")
+        mid = self.sqs.send(url2, json.dumps({"detail": {"invoiceId": "INV-2"}}))
+        twicetest.wait_until(lambda: tls.effects(), timeout=30)
+        r = tls.requests[0]
+        self.assertEqual(r["key"], "invoice:INV-2")
+        self.assertEqual(r["headers"]["Authorization"], "Bearer " + secret)
+        self.assertEqual(r["headers"]["Content-Type"], "application/vnd.order+json")
+        self.assertEqual(r["headers"]["X-Twice-Message-Id"], mid)
+        self.assertEqual(r["headers"]["X-Twice-Queue"], "tls2")
+        self.assertNotIn("Traceparent", r["headers"], "no trace context: no header")
+        self.assertEqual(d2.stop(), 0)
+        for log in (d.log_text(), d2.log_text()):
+            self.assertNotIn(secret, log)
+
+    def test_reload_takes_new_settings(self):
+        url, dlq = self.queue_pair("reload")
+        dsn = self.new_database("reload")
+        conf = lambda path: tc.config(  # noqa: E731
+            self.env, dsn, [tc.queue("reload", url, dlq, "h", backoff=(1, 2))],
+            [self.plugin(self.service.url + path, key="r:{n}")])
+        d = self.start_twiced(conf("/ok/a"))
+        d.wait_log(r"ready: generation 1", timeout=30)
+        self.sqs.send(url, json.dumps({"n": 1}))
+        twicetest.wait_until(lambda: self.service.of("ok/a"), timeout=30)
+        with open(d.config_path, "w") as f:
+            f.write(conf("/ok/b").replace("$$", "$"))
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"ready: generation 2", timeout=30)
+        self.sqs.send(url, json.dumps({"n": 2}))
+        twicetest.wait_until(lambda: self.service.of("ok/b"), timeout=30)
+        self.assertEqual([r["key"] for r in self.service.of("ok/b")], ["r:2"])
+        self.assertEqual(d.stop(), 0)
+
+    def check_refused(self, plugin, queue_options, want_line_of, want):
+        """`twiced -t` refuses the configuration with `FILE:LINE: want`, LINE being the
+        line holding want_line_of."""
+        url, dlq = self.queue_pair("bad")
+        conf = tc.config(self.env, "dbname=x", [tc.queue("bad", url, dlq, "h", **queue_options)],
+                         [plugin]).replace(" settings = {", "\n settings = {\n")
+        conf = re.sub(r"; (key|url|retry_statuses) = ", r";\n \1 = ", conf)
+        d = self.twiced(conf)
+        r = d.check_config()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        line = next(i for i, text in enumerate(d.config_text.splitlines(), 1)
+                    if want_line_of in text)
+        self.assertIn("%s:%d: %s" % (d.config_path, line, want), r.stdout + r.stderr)
+
+    def test_bad_settings_are_refused_with_file_and_line(self):
+        ok = self.service.url + "/ok"
+        self.check_refused(self.plugin("ftp://x/", key="k:{id}"), {}, 'path = "',
+                           "plugin 'h': init failed: url must start with http:// or https://")
+        self.check_refused(self.plugin(ok, key="k:{id"), {}, 'key = "k:{id"',
+                           "plugin 'h': setting 'key': key template \"k:{id\": column 3: "
+                           "unterminated field")
+        self.check_refused(self.plugin(ok), {}, 'name = "bad"',
+                           "queue 'bad': no key for plugin 'h': set key in this queue, or the "
+                           "plugin's setting 'key'")
+        self.check_refused(self.plugin(ok, key="k:{id}", retry_statuses="429,5xx,7xx"), {},
+                           'path = "', "plugin 'h': init failed: retry_statuses: '7xx'")
+        self.check_refused(self.plugin(ok), {"key": "q:{id"}, 'key = "q:{id"',
+                           "queue 'bad': key \"q:{id\": column 3: unterminated field")
+
+
+if __name__ == "__main__":
+    unittest.main()
