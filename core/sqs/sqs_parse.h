@@ -49,10 +49,11 @@ long sqs_retry_delay_ms(const struct sqs_error *e, int retry, long retry_after_m
 
 /*
  * A ReceiveMessage response body -> messages (owned by the caller:
- * sqs_messages_free). No "Messages" key: *n = 0. Checks MD5OfBody and
- * MD5OfMessageAttributes: a mismatch fails the whole call with the
- * retryable "BodyMD5Mismatch" / "AttributesMD5Mismatch" (the messages come
- * back after their visibility timeout).
+ * sqs_messages_free), read as a stream (sqs_receive.c): their strings live
+ * in one arena per batch, shared by the messages. No "Messages" key: *n =
+ * 0. Checks MD5OfBody and MD5OfMessageAttributes: a mismatch fails the
+ * whole call with the retryable "BodyMD5Mismatch" / "AttributesMD5Mismatch"
+ * (the messages come back after their visibility timeout).
  */
 int sqs_parse_receive(const char *json, size_t len, struct sqs_message **msgs, size_t *n,
                       struct sqs_error *e);
@@ -80,6 +81,8 @@ int sqs_md5_of_attrs(const struct sqs_attr *attrs, size_t n, char out[33]);
 
 /* Standard base64 with padding; -1 on bad input. *out is malloc'd. */
 int sqs_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen);
+/* The same into out, which has room for len / 4 * 3 + 1 bytes. */
+int sqs_base64_decode_into(const char *in, size_t len, unsigned char *out, size_t *outlen);
 int sqs_base64_encode(const unsigned char *in, size_t len, struct buf *out);
 
 #endif

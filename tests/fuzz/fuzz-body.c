@@ -12,13 +12,15 @@
  * before, as the oracle) never accepts what twice refuses, and wherever it
  * accepts, a scalar's key text is what jansson's reading gave (keys are
  * stored: they must not change); a real's key text reads back as the same
- * double; the empty path is the root.
+ * double; a string written back with jsonwrite reads back the same; the
+ * empty path is the root.
  */
 #include "fuzz.h"
 
 #include "buf.h"
 #include "jsondoc.h"
 #include "jsonpath.h"
+#include "jsonwrite.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -131,6 +133,23 @@ check_raw(const struct jsondoc *d, const struct jsondoc_value *v)
     jsondoc_free(again);
 }
 
+/* A string written with jsonwrite (as requests are) reads back the same. */
+static void
+check_write(const struct jsondoc_value *v)
+{
+    struct buf out = BUF_INIT;
+    struct jsonwrite w;
+    char err[JSONDOC_ERROR_LEN];
+    jsonwrite_begin(&w, &out);
+    jsonwrite_stringn(&w, v->str, v->len);
+    FUZZ_ASSERT(jsonwrite_end(&w) == 0);
+    struct jsondoc *d = jsondoc_parse(buf_str(&out), out.len, err, sizeof(err));
+    FUZZ_ASSERT(d != NULL && d->v[0].type == JSONDOC_STRING && d->v[0].len == v->len);
+    FUZZ_ASSERT(memcmp(d->v[0].str, v->str, v->len) == 0);
+    jsondoc_free(d);
+    buf_free(&out);
+}
+
 /* The texts of the value at path, against jansson's reading of the body. */
 static void
 check_texts(const struct jsondoc *d, const struct jsondoc_value *v, const json_t *old)
@@ -190,6 +209,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_texts(d, v, was);
         if (v != NULL) {
             check_raw(d, v);
+        }
+        if (v != NULL && v->type == JSONDOC_STRING) {
+            check_write(v);
         }
         jsondoc_free(d);
     }

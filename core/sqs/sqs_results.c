@@ -1,0 +1,179 @@
+/*
+ * sqs_results.c - the answers of the *Batch calls (which entries succeeded,
+ * which failed and why), read as a stream (jsonparse.c on yajl): one per
+ * acknowledger pass, so no tree. Read as jansson read them before: every
+ * Successful entry first, then every Failed one (a failure wins), the last
+ * of a repeated name wins, members of the wrong type count as absent.
+ */
+#include "sqs_parse.h"
+
+#include "jsonparse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum list { L_NONE, L_SUCCESSFUL, L_FAILED };
+
+/* One entry being read. */
+struct entry {
+    char id[96]; /* "" when absent; a longer Id names no entry of ours */
+    char message_id[128], code[128], message[256];
+    int sender_fault;
+};
+
+struct results {
+    const char *const *ids;
+    size_t n;
+    struct sqs_batch_result *succ, *fail; /* n each: what each list said */
+    enum list list;                       /* the list being read, L_NONE outside */
+    struct entry cur;
+    char key[16]; /* the current member of the root or the entry */
+};
+
+static long
+find_id(const struct results *r, const char *id)
+{
+    for (size_t i = 0; id[0] != '\0' && i < r->n; i++) {
+        if (strcmp(r->ids[i], id) == 0) {
+            return (long) i;
+        }
+    }
+    return -1;
+}
+
+/* A string member's text, cut to fit (and at a NUL, as C strings are). */
+static void
+set_text(char *dst, size_t cap, enum jsonparse_kind kind, const char *s, size_t n)
+{
+    snprintf(dst, cap, "%.*s", kind == JSONPARSE_STRING ? (int) (n < cap ? n : cap) : 0,
+             kind == JSONPARSE_STRING ? s : "");
+}
+
+static int
+on_scalar(struct jsonparse *p, enum jsonparse_kind kind, const char *s, size_t n)
+{
+    struct results *r = p->ctx;
+    if (p->depth == 0) {
+        return jsonparse_fail(p, "not an object");
+    }
+    if (p->depth != 3 || r->list == L_NONE) {
+        return 0;
+    }
+    struct entry *e = &r->cur;
+    if (strcmp(r->key, "Id") == 0) {
+        set_text(e->id, sizeof(e->id), kind, s, n);
+    } else if (strcmp(r->key, "MessageId") == 0) {
+        set_text(e->message_id, sizeof(e->message_id), kind, s, n);
+    } else if (strcmp(r->key, "Code") == 0) {
+        set_text(e->code, sizeof(e->code), kind, s, n);
+    } else if (strcmp(r->key, "Message") == 0) {
+        set_text(e->message, sizeof(e->message), kind, s, n);
+    } else if (strcmp(r->key, "SenderFault") == 0) {
+        /* a JSON boolean; "true" is accepted as well */
+        e->sender_fault = kind == JSONPARSE_TRUE ||
+                          (kind == JSONPARSE_STRING && n == 4 && memcmp(s, "true", 4) == 0);
+    }
+    return 0;
+}
+
+/* Member names longer than any we know are kept as "" (they match none). */
+static int
+on_key(struct jsonparse *p, const char *s, size_t n)
+{
+    struct results *r = p->ctx;
+    snprintf(r->key, sizeof(r->key), "%.*s", n < sizeof(r->key) ? (int) n : 0, s);
+    if (p->depth == 1) {
+        r->list = L_NONE;
+        if (strcmp(r->key, "Successful") == 0 || strcmp(r->key, "Failed") == 0) {
+            /* the last of a repeated list wins: forget the earlier one */
+            int failed = r->key[0] == 'F';
+            memset(failed ? r->fail : r->succ, 0, r->n * sizeof(r->succ[0]));
+            r->list = failed ? L_FAILED : L_SUCCESSFUL;
+        }
+    }
+    return 0;
+}
+
+static int
+on_open(struct jsonparse *p, int object)
+{
+    struct results *r = p->ctx;
+    if (p->depth == 0 && !object) {
+        return jsonparse_fail(p, "not an object");
+    }
+    if (p->depth == 1 && object) {
+        r->list = L_NONE; /* a list that is not an array holds no entries */
+    }
+    if (p->depth == 2 && object && r->list != L_NONE) {
+        memset(&r->cur, 0, sizeof(r->cur));
+    }
+    return 0;
+}
+
+/* An entry ends: what it says about the entry of ours it names. */
+static int
+on_close(struct jsonparse *p, int object)
+{
+    struct results *r = p->ctx;
+    if (p->depth != 2 || !object || r->list == L_NONE) {
+        return 0;
+    }
+    long i = find_id(r, r->cur.id);
+    if (i < 0) {
+        return 0;
+    }
+    struct sqs_batch_result *out = r->list == L_FAILED ? &r->fail[i] : &r->succ[i];
+    memset(out, 0, sizeof(*out));
+    if (r->list == L_SUCCESSFUL) {
+        out->ok = 1;
+        snprintf(out->message_id, sizeof(out->message_id), "%s", r->cur.message_id);
+    } else {
+        out->ok = -1; /* marks a failure named here */
+        out->sender_fault = r->cur.sender_fault;
+        snprintf(out->code, sizeof(out->code), "%s",
+                 r->cur.code[0] != '\0' ? r->cur.code : "Failed");
+        snprintf(out->message, sizeof(out->message), "%s", r->cur.message);
+    }
+    return 0;
+}
+
+static const struct jsonparse_events events = {
+    .scalar = on_scalar,
+    .key = on_key,
+    .open = on_open,
+    .close = on_close,
+};
+
+int
+sqs_parse_batch(const char *json, size_t len, const char *const *ids, size_t n,
+                struct sqs_batch_result *results, struct sqs_error *e)
+{
+    struct sqs_batch_result *both = calloc(2 * (n > 0 ? n : 1), sizeof(*both));
+    if (both == NULL) {
+        sqs_error_set(e, "OutOfMemory", 0, "out of memory");
+        return -1;
+    }
+    struct results r = {.ids = ids, .n = n, .succ = both, .fail = both + n};
+    char err[256];
+    if (len > 0 && jsonparse_run(json, len, &events, &r, err, sizeof(err)) != 0) {
+        sqs_error_set(e, "MalformedResponse", 1, "the response is not a JSON object: %s", err);
+        free(both);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (r.fail[i].ok == -1) {
+            results[i] = r.fail[i];
+            results[i].ok = 0;
+        } else if (r.succ[i].ok) {
+            results[i] = r.succ[i];
+        } else {
+            memset(&results[i], 0, sizeof(results[i]));
+            snprintf(results[i].code, sizeof(results[i].code), "NoResult");
+            snprintf(results[i].message, sizeof(results[i].message),
+                     "the response reported this entry neither successful nor failed");
+        }
+    }
+    free(both);
+    return 0;
+}
