@@ -7,6 +7,7 @@
 #include "sqs_parse.h"
 
 #include "buf.h"
+#include "digest.h"
 
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -35,10 +36,9 @@ sqs_load(const char *json, size_t len, struct sqs_error *e)
 int
 sqs_md5_hex(const void *data, size_t len, char out[33])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
+    unsigned char md[16];
     out[0] = '\0';
-    if (EVP_Digest(data, len, md, &mdlen, EVP_md5(), NULL) != 1 || mdlen != 16) {
+    if (digest_md5(data, len, md) != 0) {
         return -1;
     }
     static const char hex[] = "0123456789abcdef";
