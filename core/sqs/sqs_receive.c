@@ -14,6 +14,7 @@
 #include "jsonparse.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,33 +84,32 @@ struct receive {
     unsigned char keys[JSONPARSE_MAX_DEPTH]; /* the current member of each object */
 };
 
+/* The member name s[0..n) of an object of kind f, as a key. */
 static enum key
 classify(enum frame f, const char *s, size_t n)
 {
     static const struct {
-        enum frame frame;
+        unsigned char frame, len, key;
         const char *name;
-        enum key key;
     } known[] = {
-        {F_ROOT, "Messages", K_MESSAGES},
-        {F_MESSAGE, "MessageId", K_MESSAGE_ID},
-        {F_MESSAGE, "ReceiptHandle", K_RECEIPT_HANDLE},
-        {F_MESSAGE, "Body", K_BODY},
-        {F_MESSAGE, "MD5OfBody", K_MD5_BODY},
-        {F_MESSAGE, "MD5OfMessageAttributes", K_MD5_ATTRS},
-        {F_MESSAGE, "Attributes", K_ATTRIBUTES},
-        {F_MESSAGE, "MessageAttributes", K_MESSAGE_ATTRIBUTES},
-        {F_SYSATTRS, "ApproximateReceiveCount", K_RECEIVE_COUNT},
-        {F_SYSATTRS, "SentTimestamp", K_SENT_TIMESTAMP},
-        {F_SYSATTRS, "MessageGroupId", K_GROUP_ID},
-        {F_ENTRY, "DataType", K_DATA_TYPE},
-        {F_ENTRY, "StringValue", K_STRING_VALUE},
-        {F_ENTRY, "BinaryValue", K_BINARY_VALUE},
+        {F_ROOT, 8, K_MESSAGES, "Messages"},
+        {F_MESSAGE, 9, K_MESSAGE_ID, "MessageId"},
+        {F_MESSAGE, 13, K_RECEIPT_HANDLE, "ReceiptHandle"},
+        {F_MESSAGE, 4, K_BODY, "Body"},
+        {F_MESSAGE, 9, K_MD5_BODY, "MD5OfBody"},
+        {F_MESSAGE, 22, K_MD5_ATTRS, "MD5OfMessageAttributes"},
+        {F_MESSAGE, 10, K_ATTRIBUTES, "Attributes"},
+        {F_MESSAGE, 17, K_MESSAGE_ATTRIBUTES, "MessageAttributes"},
+        {F_SYSATTRS, 23, K_RECEIVE_COUNT, "ApproximateReceiveCount"},
+        {F_SYSATTRS, 13, K_SENT_TIMESTAMP, "SentTimestamp"},
+        {F_SYSATTRS, 14, K_GROUP_ID, "MessageGroupId"},
+        {F_ENTRY, 8, K_DATA_TYPE, "DataType"},
+        {F_ENTRY, 11, K_STRING_VALUE, "StringValue"},
+        {F_ENTRY, 11, K_BINARY_VALUE, "BinaryValue"},
     };
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
-        if (known[i].frame == f && strlen(known[i].name) == n &&
-            memcmp(known[i].name, s, n) == 0) {
-            return known[i].key;
+        if (known[i].len == n && known[i].frame == f && memcmp(known[i].name, s, n) == 0) {
+            return (enum key) known[i].key;
         }
     }
     return K_OTHER;
@@ -283,11 +283,11 @@ message_member(struct jsonparse *p, enum key key, enum jsonparse_kind kind, cons
         m->body_len = n;
         return (m->body = copy(p, s, n)) != NULL ? 0 : -1;
     case K_MD5_BODY:
-        snprintf(r->cur.md5_body, sizeof(r->cur.md5_body), "%.*s", (int) n, s);
+        sqs_copy_cut(r->cur.md5_body, sizeof(r->cur.md5_body), s, n);
         r->cur.has_md5_body = 1;
         return 0;
     case K_MD5_ATTRS:
-        snprintf(r->cur.md5_attrs, sizeof(r->cur.md5_attrs), "%.*s", (int) n, s);
+        sqs_copy_cut(r->cur.md5_attrs, sizeof(r->cur.md5_attrs), s, n);
         r->cur.has_md5_attrs = 1;
         return 0;
     default:
@@ -300,15 +300,12 @@ message_member(struct jsonparse *p, enum key key, enum jsonparse_kind kind, cons
 static const char *
 sysattr_text(enum jsonparse_kind kind, const char *s, size_t n, char *tmp, size_t len)
 {
-    if (kind == JSONPARSE_NUMBER && memchr(s, '.', n) == NULL && memchr(s, 'e', n) == NULL &&
-        memchr(s, 'E', n) == NULL) {
-        snprintf(tmp, len, "%lld", strtoll(s, NULL, 10)); /* "-0" is "0", as before */
-        return tmp;
-    }
-    if (kind != JSONPARSE_STRING) {
+    int integer = kind == JSONPARSE_NUMBER && memchr(s, '.', n) == NULL &&
+                  memchr(s, 'e', n) == NULL && memchr(s, 'E', n) == NULL;
+    if (!integer && kind != JSONPARSE_STRING) {
         return NULL;
     }
-    snprintf(tmp, len, "%.*s", (int) n, s);
+    sqs_copy_cut(tmp, len, s, n);
     return tmp;
 }
 
@@ -333,10 +330,14 @@ sysattr(struct jsonparse *p, enum key key, enum jsonparse_kind kind, const char 
         return 0;
     case K_GROUP_ID:
         m->group_id = NULL;
-        if (kind == JSONPARSE_STRING) {
-            return (m->group_id = copy(p, s, n)) != NULL ? 0 : -1;
+        if (kind == JSONPARSE_NUMBER && v != NULL) {
+            /* an integer in decimal, as it was read before ("-0" is "0") */
+            snprintf(tmp, sizeof(tmp), "%lld", strtoll(v, NULL, 10));
         }
-        return v != NULL && (m->group_id = copy(p, v, strlen(v))) == NULL ? -1 : 0;
+        return v != NULL && (m->group_id = copy(p, kind == JSONPARSE_STRING ? s : v,
+                                                kind == JSONPARSE_STRING ? n : strlen(v))) == NULL
+                   ? -1
+                   : 0;
     default:
         return 0;
     }
@@ -554,7 +555,10 @@ sqs_parse_receive(const char *json, size_t len, struct sqs_message **msgs, size_
     if (len == 0) {
         return 0; /* an empty answer counts as {} */
     }
-    struct receive *r = calloc(1, sizeof(*r));
+    struct receive *r = malloc(sizeof(*r)); /* frames and keys are set as they open */
+    if (r != NULL) {
+        memset(r, 0, offsetof(struct receive, frames));
+    }
     if (r == NULL || (r->batch = calloc(1, sizeof(*r->batch))) == NULL) {
         free(r);
         sqs_error_set(e, "OutOfMemory", 0, "out of memory");

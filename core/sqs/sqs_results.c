@@ -22,10 +22,13 @@ struct entry {
     int sender_fault;
 };
 
+/* What each list said of the entries of ours: set[i] tells whether succ[i]
+ * (or fail[i]) holds anything, so nothing needs zeroing up front. */
 struct results {
     const char *const *ids;
     size_t n;
-    struct sqs_batch_result *succ, *fail; /* n each: what each list said */
+    struct sqs_batch_result *succ, *fail; /* n each */
+    unsigned char *succ_set, *fail_set;   /* n each */
     enum list list;                       /* the list being read, L_NONE outside */
     struct entry cur;
     char key[16]; /* the current member of the root or the entry */
@@ -42,12 +45,12 @@ find_id(const struct results *r, const char *id)
     return -1;
 }
 
-/* A string member's text, cut to fit (and at a NUL, as C strings are). */
+/* A string member's text, cut to fit (and at a NUL, as C strings are); ""
+ * for a member of another type. */
 static void
 set_text(char *dst, size_t cap, enum jsonparse_kind kind, const char *s, size_t n)
 {
-    snprintf(dst, cap, "%.*s", kind == JSONPARSE_STRING ? (int) (n < cap ? n : cap) : 0,
-             kind == JSONPARSE_STRING ? s : "");
+    sqs_copy_cut(dst, cap, kind == JSONPARSE_STRING ? s : "", kind == JSONPARSE_STRING ? n : 0);
 }
 
 static int
@@ -82,13 +85,13 @@ static int
 on_key(struct jsonparse *p, const char *s, size_t n)
 {
     struct results *r = p->ctx;
-    snprintf(r->key, sizeof(r->key), "%.*s", n < sizeof(r->key) ? (int) n : 0, s);
+    sqs_copy_cut(r->key, sizeof(r->key), s, n < sizeof(r->key) ? n : 0);
     if (p->depth == 1) {
         r->list = L_NONE;
         if (strcmp(r->key, "Successful") == 0 || strcmp(r->key, "Failed") == 0) {
             /* the last of a repeated list wins: forget the earlier one */
             int failed = r->key[0] == 'F';
-            memset(failed ? r->fail : r->succ, 0, r->n * sizeof(r->succ[0]));
+            memset(failed ? r->fail_set : r->succ_set, 0, r->n);
             r->list = failed ? L_FAILED : L_SUCCESSFUL;
         }
     }
@@ -106,7 +109,9 @@ on_open(struct jsonparse *p, int object)
         r->list = L_NONE; /* a list that is not an array holds no entries */
     }
     if (p->depth == 2 && object && r->list != L_NONE) {
-        memset(&r->cur, 0, sizeof(r->cur));
+        struct entry *e = &r->cur;
+        e->id[0] = e->message_id[0] = e->code[0] = e->message[0] = '\0';
+        e->sender_fault = 0;
     }
     return 0;
 }
@@ -123,18 +128,17 @@ on_close(struct jsonparse *p, int object)
     if (i < 0) {
         return 0;
     }
+    const struct entry *e = &r->cur;
     struct sqs_batch_result *out = r->list == L_FAILED ? &r->fail[i] : &r->succ[i];
-    memset(out, 0, sizeof(*out));
-    if (r->list == L_SUCCESSFUL) {
-        out->ok = 1;
-        snprintf(out->message_id, sizeof(out->message_id), "%s", r->cur.message_id);
-    } else {
-        out->ok = -1; /* marks a failure named here */
-        out->sender_fault = r->cur.sender_fault;
-        snprintf(out->code, sizeof(out->code), "%s",
-                 r->cur.code[0] != '\0' ? r->cur.code : "Failed");
-        snprintf(out->message, sizeof(out->message), "%s", r->cur.message);
-    }
+    (r->list == L_FAILED ? r->fail_set : r->succ_set)[i] = 1;
+    out->ok = r->list == L_SUCCESSFUL;
+    out->sender_fault = r->list == L_FAILED && e->sender_fault;
+    sqs_copy_cut(out->message_id, sizeof(out->message_id), e->message_id,
+                 r->list == L_SUCCESSFUL ? strlen(e->message_id) : 0);
+    const char *code = r->list == L_SUCCESSFUL ? "" : e->code[0] != '\0' ? e->code : "Failed";
+    sqs_copy_cut(out->code, sizeof(out->code), code, strlen(code));
+    sqs_copy_cut(out->message, sizeof(out->message), e->message,
+                 r->list == L_FAILED ? strlen(e->message) : 0);
     return 0;
 }
 
@@ -149,23 +153,32 @@ int
 sqs_parse_batch(const char *json, size_t len, const char *const *ids, size_t n,
                 struct sqs_batch_result *results, struct sqs_error *e)
 {
-    struct sqs_batch_result *both = calloc(2 * (n > 0 ? n : 1), sizeof(*both));
-    if (both == NULL) {
+    /* a *Batch call has at most 10 entries: no allocation for those */
+    struct sqs_batch_result small[2 * 10];
+    unsigned char small_set[2 * 10];
+    struct sqs_batch_result *both = n <= 10 ? small : malloc(2 * n * sizeof(*both));
+    unsigned char *set = n <= 10 ? small_set : malloc(2 * n);
+    if (both == NULL || set == NULL) {
+        if (n > 10) {
+            free(both);
+            free(set);
+        }
         sqs_error_set(e, "OutOfMemory", 0, "out of memory");
         return -1;
     }
-    struct results r = {.ids = ids, .n = n, .succ = both, .fail = both + n};
+    memset(set, 0, 2 * n);
+    struct results r = {
+        .ids = ids, .n = n, .succ = both, .fail = both + n, .succ_set = set, .fail_set = set + n};
     char err[256];
+    int rc = 0;
     if (len > 0 && jsonparse_run(json, len, &events, &r, err, sizeof(err)) != 0) {
         sqs_error_set(e, "MalformedResponse", 1, "the response is not a JSON object: %s", err);
-        free(both);
-        return -1;
+        rc = -1;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (r.fail[i].ok == -1) {
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (r.fail_set[i]) {
             results[i] = r.fail[i];
-            results[i].ok = 0;
-        } else if (r.succ[i].ok) {
+        } else if (r.succ_set[i]) {
             results[i] = r.succ[i];
         } else {
             memset(&results[i], 0, sizeof(results[i]));
@@ -174,6 +187,9 @@ sqs_parse_batch(const char *json, size_t len, const char *const *ids, size_t n,
                      "the response reported this entry neither successful nor failed");
         }
     }
-    free(both);
-    return 0;
+    if (n > 10) {
+        free(both);
+        free(set);
+    }
+    return rc;
 }

@@ -40,11 +40,17 @@ add(struct jsonparse *p, struct builder *b, enum jsondoc_type t)
 {
     struct jsondoc *d = b->d;
     if (d->n == d->cap) {
-        uint32_t cap = d->cap != 0 ? d->cap * 2 : 16;
-        struct jsondoc_value *v = cap > d->cap ? realloc(d->v, cap * sizeof(*v)) : NULL;
+        uint32_t cap = d->cap * 2;
+        int inline_v = d->v == d->inline_v;
+        struct jsondoc_value *v = cap <= d->cap ? NULL
+                                  : inline_v    ? malloc(cap * sizeof(*v))
+                                                : realloc(d->v, cap * sizeof(*v));
         if (v == NULL) {
             jsonparse_fail(p, "out of memory");
             return NULL;
+        }
+        if (inline_v) {
+            memcpy(v, d->inline_v, sizeof(d->inline_v));
         }
         d->v = v;
         d->cap = cap;
@@ -137,20 +143,21 @@ jsondoc_parse(const char *text, size_t len, char *err, size_t errlen)
         snprintf(err, errlen, "line 1 column 1: a body of 4 GiB or more");
         return NULL;
     }
-    struct jsondoc *d = calloc(1, sizeof(*d));
-    struct builder *b = malloc(sizeof(*b));
-    if (d == NULL || b == NULL) {
+    struct jsondoc *d = malloc(sizeof(*d));
+    if (d == NULL) {
         snprintf(err, errlen, "line 1 column 1: out of memory");
-        free(d);
-        free(b);
         return NULL;
     }
     d->text = text;
     d->len = len;
-    b->d = d;
-    b->name = NULL;
-    int rc = jsonparse_run(text, len, &events, b, err, errlen);
-    free(b);
+    d->v = d->inline_v;
+    d->n = 0;
+    d->cap = JSONDOC_INLINE;
+    d->strings = (struct arena) ARENA_INIT;
+    struct builder b; /* 8 KiB of stack, set as containers open */
+    b.d = d;
+    b.name = NULL;
+    int rc = jsonparse_run(text, len, &events, &b, err, errlen);
     if (rc != 0) {
         jsondoc_free(d);
         return NULL;
@@ -164,7 +171,9 @@ jsondoc_free(struct jsondoc *d)
     if (d == NULL) {
         return;
     }
-    free(d->v);
+    if (d->v != d->inline_v) {
+        free(d->v);
+    }
     arena_free(&d->strings);
     free(d);
 }

@@ -41,12 +41,16 @@ struct jsondoc_value {
     uint8_t type;        /* enum jsondoc_type */
 };
 
+/* Values a document holds without another allocation (most bodies). */
+#define JSONDOC_INLINE 8
+
 struct jsondoc {
     const char *text;        /* the body (borrowed: must outlive the document) */
     size_t len;              /* its length */
-    struct jsondoc_value *v; /* v[0] is the root; owned */
+    struct jsondoc_value *v; /* v[0] is the root: inline_v, or owned */
     uint32_t n, cap;         /* values used and allocated */
     struct arena strings;    /* decoded strings and names that had escapes */
+    struct jsondoc_value inline_v[JSONDOC_INLINE];
 };
 
 /* The room the host gives a parse error (a job's body_error): a longer

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
@@ -307,6 +308,80 @@ yajl_reason(yajl_handle h, char *why, size_t len)
     yajl_free_error(h, text);
 }
 
+/*
+ * yajl allocates a handle, a lexer and buffers for every parse, and a body
+ * is parsed per message: those come from a scratch area on the stack of
+ * jsonparse_run (malloc past it), which saves a dozen mallocs and frees a
+ * parse. Each block has its size in front (realloc must copy it).
+ */
+#define SCRATCH_SIZE 6144
+#define SCRATCH_HEAD 16
+
+struct scratch {
+    size_t used;
+    _Alignas(16) unsigned char mem[SCRATCH_SIZE];
+};
+
+static size_t
+round16(size_t n)
+{
+    return (n + 15) & ~(size_t) 15;
+}
+
+static int
+in_scratch(const struct scratch *s, const void *p)
+{
+    const unsigned char *c = p;
+    return c >= s->mem && c < s->mem + SCRATCH_SIZE;
+}
+
+static void *
+scratch_malloc(void *ctx, size_t n)
+{
+    struct scratch *s = ctx;
+    if (n <= SCRATCH_SIZE && SCRATCH_SIZE - s->used >= SCRATCH_HEAD + round16(n)) {
+        unsigned char *p = s->mem + s->used;
+        memcpy(p, &n, sizeof(n));
+        s->used += SCRATCH_HEAD + round16(n);
+        return p + SCRATCH_HEAD;
+    }
+    return malloc(n);
+}
+
+static void *
+scratch_realloc(void *ctx, void *ptr, size_t n)
+{
+    struct scratch *s = ctx;
+    if (ptr == NULL) {
+        return scratch_malloc(ctx, n);
+    }
+    if (!in_scratch(s, ptr)) {
+        return realloc(ptr, n);
+    }
+    unsigned char *p = ptr;
+    size_t old;
+    memcpy(&old, p - SCRATCH_HEAD, sizeof(old));
+    size_t at = (size_t) (p - s->mem);
+    if (at + round16(old) == s->used && n <= SCRATCH_SIZE - at) {
+        s->used = at + round16(n); /* the last block grows in place */
+        memcpy(p - SCRATCH_HEAD, &n, sizeof(n));
+        return p;
+    }
+    void *q = scratch_malloc(ctx, n);
+    if (q != NULL) {
+        memcpy(q, p, old < n ? old : n);
+    }
+    return q;
+}
+
+static void
+scratch_free(void *ctx, void *ptr)
+{
+    if (ptr != NULL && !in_scratch(ctx, ptr)) {
+        free(ptr);
+    }
+}
+
 /* JSON's whitespace is space, tab, CR and LF; yajl also skips \v and \f,
  * which are control characters anywhere else: a text holding one is not
  * JSON. The offset of the first, or len. */
@@ -337,7 +412,10 @@ jsonparse_run(const char *text, size_t len, const struct jsonparse_events *ev, v
                   errlen);
         return -1;
     }
-    yajl_handle h = yajl_alloc(&callbacks, NULL, &x);
+    struct scratch scratch;
+    scratch.used = 0;
+    yajl_alloc_funcs funcs = {scratch_malloc, scratch_realloc, scratch_free, &scratch};
+    yajl_handle h = yajl_alloc(&callbacks, &funcs, &x);
     if (h == NULL) {
         snprintf(err, errlen, "line 1 column 1: out of memory");
         return -1;
