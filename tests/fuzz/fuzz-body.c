@@ -9,7 +9,8 @@
  * attributes and logs); the values tile the text (each inside its parent,
  * in order, `next` consistent with the counts); the original text of every
  * value is itself JSON of the same type; jansson (the parser twice had
- * before, as the oracle) never accepts what twice refuses, and wherever it
+ * before, as the oracle; not for bodies with a raw NUL byte, some of which
+ * it skips) never accepts what twice refuses, and wherever it
  * accepts, a scalar's key text is what jansson's reading gave (keys are
  * stored: they must not change); a real's key text reads back as the same
  * double; a string written back with jsonwrite reads back the same; the
@@ -193,8 +194,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fuzz_split(data, size, '\n', 2, &f) != 0) {
         return 0;
     }
+    /* jansson skips some raw NUL bytes as if they were not there (its reader
+     * uses NUL as "read more"): no oracle for a body that holds one. */
     json_error_t jerr;
-    json_t *old = json_loadb(f.p[1], f.len[1], JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+    json_t *old = memchr(f.p[1], '\0', f.len[1]) != NULL
+                      ? NULL
+                      : json_loadb(f.p[1], f.len[1], JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
     struct jsondoc *d = jsondoc_parse(f.p[1], f.len[1], err, sizeof(err));
     if (d == NULL) {
         FUZZ_ASSERT(old == NULL); /* what jansson read, twice reads */
