@@ -1,7 +1,8 @@
 /*
  * sqs_parse.h - the pure half of the SQS client, internal to sqs.c and its
- * tests: response parsing, error classification, MD5 checks. No I/O here;
- * nothing outside core/sqs/ and the tests should include this header.
+ * tests: response parsing (sqs_receive.c, sqs_results.c, sqs_parse.c), error
+ * classification, MD5 checks. No I/O here; nothing outside core/sqs/ and
+ * the tests should include this header.
  */
 #ifndef TWICE_SQS_PARSE_H
 #define TWICE_SQS_PARSE_H
@@ -76,8 +77,9 @@ int sqs_parse_receive(const char *json, size_t len, struct sqs_message **msgs, s
                       struct sqs_error *e);
 
 /*
- * A batch response -> results[i] for the entry whose Id is ids[i]. An
- * entry named in neither Successful nor Failed fails with code "NoResult".
+ * A batch response -> results[i] for the entry whose Id is ids[i], read as
+ * a stream (sqs_results.c). An entry named in neither Successful nor Failed
+ * fails with code "NoResult"; one named in both, failed.
  */
 int sqs_parse_batch(const char *json, size_t len, const char *const *ids, size_t n,
                     struct sqs_batch_result *results, struct sqs_error *e);
