@@ -12,6 +12,7 @@
 #include "backoff.h"
 #include "buf.h"
 #include "config.h"
+#include "digest.h"
 #include "hostapi.h"
 #include "keying.h"
 #include "idem.h"
@@ -25,7 +26,6 @@
 #include "verdict.h"
 #include "worker.h"
 
-#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +117,7 @@ prepare(struct wqueue *q, struct twice_job *j)
     }
     buf_free(&key);
     if (j->msg.body != NULL) {
-        SHA256((const unsigned char *) j->msg.body, j->msg.body_len, j->sha256);
+        digest_sha256(j->msg.body, j->msg.body_len, j->sha256);
     }
 }
 
