@@ -46,6 +46,7 @@ job_free(struct twice_job *j)
     arena_free(&j->scratch);
     free(j->key);
     free(j->error);
+    outbox_staged_clear(&j->outbox);
     free(j);
 }
 

@@ -289,6 +289,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
             continue;
         }
         j->holds_slot = 1;
+        j->cfg = q->w->cfg;
         prepare(q, j);
         jobs[nj++] = j;
     }
