@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "config.h"
 #include "dlqmon.h"
+#include "relay.h"
 #include "httpd.h"
 #include "janitor.h"
 #include "log.h"
@@ -77,6 +78,7 @@ struct master {
     int ready_announced;
     struct janitor *janitor;
     struct dlqmon *dlqmon;
+    struct relay *relay; /* the outbox relay: one per host */
     struct httpd *httpd;
 };
 
@@ -259,6 +261,8 @@ apply_master_settings(struct master *m, const struct config *c)
     janitor_stop(old, m->janitor);
     dlqmon_stop(m->dlqmon); /* then start: its state carries over to the new one */
     m->dlqmon = dlqmon_start(c);
+    relay_stop(m->relay); /* rows it had claimed are sent again once their claim lapses */
+    m->relay = relay_start(c);
     char err[256];
     if (httpd_apply(&m->httpd, c, err, sizeof(err)) != 0) {
         log_error("metrics: %s (metrics and health endpoints are off)", err);
@@ -676,6 +680,7 @@ master_run(const char *path, int (*detach)(void))
         loop_once(&m, &wait_mask);
     }
     httpd_stop(m.httpd);
+    relay_stop(m.relay);
     dlqmon_stop(m.dlqmon);
     janitor_stop(m.janitor, NULL);
     gen_free(m.cur);

@@ -33,6 +33,11 @@ enum metric {
     MET_DURATION,     /* histogram: queue, plugin */
     MET_P99,          /* gauge (worker-published): queue, plugin */
     MET_LAST_RECEIVE, /* gauge: queue; unix time of the last successful receive */
+    MET_OUTBOX_PENDING,       /* gauge (master): outbox rows waiting to be sent */
+    MET_OUTBOX_OLDEST,        /* gauge (master): age of the oldest pending row, seconds */
+    MET_OUTBOX_REFUSED_ROWS,  /* gauge (master): rows SQS refused for good, kept */
+    MET_OUTBOX_SENT,          /* counter: queue (the target as named) */
+    MET_OUTBOX_REFUSED,       /* counter: queue; refused for good */
     MET_COUNT_
 };
 
