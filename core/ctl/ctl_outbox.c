@@ -50,17 +50,16 @@ row_json(const struct outbox_row *r)
     ctl_time(r->created_at, created, sizeof(created));
     snprintf(id, sizeof(id), "%s#%d", r->key, r->idx);
     return json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s?,s:i,s:s?,s:s}", "id", (json_int_t) r->id,
-                     "state", r->state, "queue", r->queue, "queue_url", r->url,
-                     "twice_outbox_id", id, "source_queue", r->source_queue, "plugin",
-                     r->plugin, "group_id", r->group_id, "tries", r->tries, "error", r->error,
-                     "created_at", created);
+                     "state", r->state, "queue", r->queue, "queue_url", r->url, "twice_outbox_id",
+                     id, "source_queue", r->source_queue, "plugin", r->plugin, "group_id",
+                     r->group_id, "tries", r->tries, "error", r->error, "created_at", created);
 }
 
 static int
 print_rows(const struct outbox_row *rows, size_t n)
 {
-    static const char *const head[] = {"ID", "STATE", "QUEUE", "OUTBOX ID", "CREATED", "TRIES",
-                                       "ERROR"};
+    static const char *const head[] = {"ID",      "STATE", "QUEUE", "OUTBOX ID",
+                                       "CREATED", "TRIES", "ERROR"};
     struct ctl_table *t = ctl_table_new(7, head);
     for (size_t i = 0; t != NULL && i < n; i++) {
         const struct outbox_row *r = &rows[i];
@@ -73,7 +72,8 @@ print_rows(const struct outbox_row *rows, size_t n)
         ctl_escape(&q, r->queue, strlen(r->queue), 40);
         ctl_escape(&o, oid, strlen(oid), 60);
         ctl_escape(&e, r->error != NULL ? r->error : "-", r->error ? strlen(r->error) : 1, 80);
-        const char *cells[] = {id, r->state, buf_str(&q), buf_str(&o), created, tries, buf_str(&e)};
+        const char *cells[] = {id,      r->state, buf_str(&q), buf_str(&o),
+                               created, tries,    buf_str(&e)};
         ctl_table_add(t, cells);
         buf_free(&q);
         buf_free(&o);
@@ -115,8 +115,8 @@ outbox_list_cmd(struct ctl *c, int argc, char **argv)
     if (s == NULL) {
         return CTL_FAIL;
     }
-    if (outbox_list(s, c->cfg->idempotency.table, state, (int) max, &rows, &n, err,
-                    sizeof(err)) != 0) {
+    if (outbox_list(s, c->cfg->idempotency.table, state, (int) max, &rows, &n, err, sizeof(err)) !=
+        0) {
         return ctl_fail("%s", err);
     }
     if (c->json) {
@@ -163,8 +163,7 @@ outbox_retry_cmd(struct ctl *c, int argc, char **argv)
     struct idem_store *s = ctl_store(c);
     long changed = 0;
     char err[1024];
-    rc = s != NULL ? outbox_retry(s, c->cfg->idempotency.table, ids, n, &changed, err,
-                                  sizeof(err))
+    rc = s != NULL ? outbox_retry(s, c->cfg->idempotency.table, ids, n, &changed, err, sizeof(err))
                    : -1;
     free(ids);
     if (rc != 0) {

@@ -17,7 +17,6 @@
 #include "buf.h"
 #include "config.h"
 #include "idem_internal.h"
-#include "outbox.h"
 
 struct idem_store {
     PGconn *conn;      /* never NULL once idem_open has returned a store */

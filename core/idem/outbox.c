@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "idem.h"
+#include "idem_internal.h"
 #include "jsonwrite.h"
 
 #include <libpq-fe.h>
@@ -216,9 +217,9 @@ outbox_migrate(struct idem_store *s, const char *table, char *err, size_t errlen
 {
     char *x = quoted(s, table, "_outbox"), *p = quoted(s, table, "_outbox_pending");
     const char *params[] = {x, p};
-    PGresult *res = x != NULL && p != NULL ? PQexecParams(idem_pgconn(s), sql_check, 2, NULL,
-                                                          params, NULL, NULL, 0)
-                                           : NULL;
+    PGresult *res = x != NULL && p != NULL
+                        ? PQexecParams(idem_pgconn(s), sql_check, 2, NULL, params, NULL, NULL, 0)
+                        : NULL;
     PQfreemem(x);
     PQfreemem(p);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
@@ -268,12 +269,13 @@ insert_chunk(struct idem_store *s, const char *table, struct flat *f, size_t n, 
                    " queue_url, body, delay_seconds, group_id, attributes) VALUES ");
     for (size_t i = 0; i < n; i++) {
         size_t b = i * COLS;
-        buf_printf(&sql, "%s($%zu, $%zu::int, $%zu, $%zu, $%zu, $%zu, $%zu, $%zu::int, $%zu, $%zu)",
-                   i > 0 ? "," : "", b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7, b + 8,
-                   b + 9, b + 10);
-        const char *row[COLS] = {f[i].job->key,    f[i].idx,          f[i].job->source_queue,
-                                 f[i].job->plugin, f[i].msg->queue,   f[i].msg->url,
-                                 f[i].msg->body,   f[i].delay,        f[i].msg->group_id,
+        buf_printf(&sql,
+                   "%s($%zu, $%zu::int, $%zu, $%zu, $%zu, $%zu, $%zu, $%zu::int, $%zu, $%zu)",
+                   i > 0 ? "," : "", b + 1, b + 2, b + 3, b + 4, b + 5, b + 6, b + 7, b + 8, b + 9,
+                   b + 10);
+        const char *row[COLS] = {f[i].job->key,    f[i].idx,        f[i].job->source_queue,
+                                 f[i].job->plugin, f[i].msg->queue, f[i].msg->url,
+                                 f[i].msg->body,   f[i].delay,      f[i].msg->group_id,
                                  f[i].msg->attrs};
         memcpy(&params[b], row, sizeof(row));
     }
@@ -355,7 +357,8 @@ outbox_complete_batch(struct idem_store *s, const char *table, const char *const
     free(mine);
     if (rc == 0) {
         PGresult *res = PQexec(idem_pgconn(s), "COMMIT");
-        int ok = PQresultStatus(res) == PGRES_COMMAND_OK && strcmp(PQcmdStatus(res), "COMMIT") == 0;
+        int ok =
+            PQresultStatus(res) == PGRES_COMMAND_OK && strcmp(PQcmdStatus(res), "COMMIT") == 0;
         if (!ok) {
             fail(s, res, table, "complete: COMMIT", err, errlen);
             return -1;
@@ -518,8 +521,8 @@ outbox_finish(struct idem_store *s, const char *table, const struct outbox_outco
 }
 
 int
-outbox_stats(struct idem_store *s, const char *table, long *pending, long *refused,
-             double *oldest, char *err, size_t errlen)
+outbox_stats(struct idem_store *s, const char *table, long *pending, long *refused, double *oldest,
+             char *err, size_t errlen)
 {
     PGresult *res = run(s, table, sql_stats, 0, NULL, PGRES_TUPLES_OK, "stats", err, errlen);
     if (res == NULL) {

@@ -64,8 +64,8 @@ int outbox_migrate(struct idem_store *s, const char *table, char *err, size_t er
  * completed), or on its own. Jobs without messages are skipped; nothing is
  * run when none has any.
  */
-int outbox_insert(struct idem_store *s, const char *table, const struct outbox_job *jobs,
-                  size_t n, char *err, size_t errlen);
+int outbox_insert(struct idem_store *s, const char *table, const struct outbox_job *jobs, size_t n,
+                  char *err, size_t errlen);
 
 /*
  * idem_complete_batch for keys some of whose jobs staged messages: in one

@@ -299,9 +299,8 @@ cycle(struct relay *r, struct idem_store *s, struct verdicts *v)
     if (n > 0) {
         v->nsent = v->nrefused = v->nlater = 0;
         send_rows(r, rows, n, v);
-        struct outbox_outcome o = {v->sent,        v->nsent,  v->refused, v->refused_why,
-                                   v->nrefused,    v->later,  v->later_why, v->nlater,
-                                   RELAY_BACKOFF};
+        struct outbox_outcome o = {v->sent,  v->nsent,     v->refused, v->refused_why, v->nrefused,
+                                   v->later, v->later_why, v->nlater,  RELAY_BACKOFF};
         if (outbox_finish(s, r->table, &o, err, sizeof(err)) != 0) {
             /* the claims lapse and the rows are sent again: their ids dedupe */
             metrics_count(MET_PG_ERRORS, "outbox_finish", NULL, NULL, 1);

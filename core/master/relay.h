@@ -14,12 +14,12 @@
 struct config;
 struct relay;
 
-#define RELAY_BATCH     500   /* rows claimed per statement */
-#define RELAY_LEASE     60    /* seconds a claim lasts (a relay that dies mid-send) */
-#define RELAY_LINGER_MS 50    /* after a wake-up, gather more commits before claiming */
-#define RELAY_POLL_MS   5000  /* claim without a wake-up this often (lapsed claims) */
-#define RELAY_STATS_MS  1000  /* the outbox gauges are refreshed at most this often */
-#define RELAY_BACKOFF   5     /* seconds before a message whose send failed for now is retried */
+#define RELAY_BATCH     500  /* rows claimed per statement */
+#define RELAY_LEASE     60   /* seconds a claim lasts (a relay that dies mid-send) */
+#define RELAY_LINGER_MS 50   /* after a wake-up, gather more commits before claiming */
+#define RELAY_POLL_MS   5000 /* claim without a wake-up this often (lapsed claims) */
+#define RELAY_STATS_MS  1000 /* the outbox gauges are refreshed at most this often */
+#define RELAY_BACKOFF   5    /* seconds before a message whose send failed for now is retried */
 
 /* Start the relay for c (everything needed is copied). Never fails the
  * caller: NULL when it cannot start (logged); relay_stop(NULL) is a no-op.

@@ -71,7 +71,8 @@ sqs_text(const char *s, size_t n)
         if (len == 1 && p[i] < 0x20 && p[i] != '\t' && p[i] != '\n' && p[i] != '\r') {
             return 0;
         }
-        if (len == 3 && p[i] == 0xef && p[i + 1] == 0xbf && (p[i + 2] == 0xbe || p[i + 2] == 0xbf)) {
+        if (len == 3 && p[i] == 0xef && p[i + 1] == 0xbf &&
+            (p[i + 2] == 0xbe || p[i + 2] == 0xbf)) {
             return 0; /* U+FFFE, U+FFFF */
         }
         i += len;
@@ -170,8 +171,9 @@ check(const char *url, const char *body, size_t len, int delay, const char *grou
         return refuse(why, whylen, "a FIFO queue needs a group id");
     }
     if (group_id != NULL && !group_ok(group_id)) {
-        return refuse(why, whylen, "group id must be 1-128 of ASCII letters, digits and "
-                                   "punctuation");
+        return refuse(why, whylen,
+                      "group id must be 1-128 of ASCII letters, digits and "
+                      "punctuation");
     }
     return 0;
 }

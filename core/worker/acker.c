@@ -302,7 +302,8 @@ complete_batch(struct acker *a, struct idem_store *s, struct twice_job **jobs, c
     struct outbox_job oj[ACKER_BATCH];
     size_t staged = 0;
     for (size_t i = 0; i < n; i++) {
-        oj[i] = (struct outbox_job){jobs[i]->key, qname(jobs[i]), pname(jobs[i]), &jobs[i]->outbox};
+        oj[i] =
+            (struct outbox_job){jobs[i]->key, qname(jobs[i]), pname(jobs[i]), &jobs[i]->outbox};
         staged += jobs[i]->outbox.n;
     }
     if (staged == 0) {

@@ -93,8 +93,8 @@ stage_outbox(struct handler *h, struct idem_store *s, struct twice_job *j, char 
              size_t errlen)
 {
     struct outbox_job oj = {j->key, j->qcfg->name, j->plugin->name, &j->outbox};
-    if (j->outbox.n == 0 || outbox_insert(s, h->q->w->cfg->idempotency.table, &oj, 1, err,
-                                          errlen) == 0) {
+    if (j->outbox.n == 0 ||
+        outbox_insert(s, h->q->w->cfg->idempotency.table, &oj, 1, err, errlen) == 0) {
         return 0;
     }
     idem_tx_rollback(s, NULL, 0);

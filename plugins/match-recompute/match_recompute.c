@@ -70,8 +70,9 @@ notify_settings(const twice_api *api, const twice_settings *settings, struct rec
     double v = t != NULL ? strtod(t, &end) : 0;
     if (t == NULL || end == t || *end != '\0' || !(v > 0 && v <= 1) || strlen(t) >= 16 ||
         strspn(t, "0123456789.") != strlen(t)) {
-        api->log(NULL, TWICE_LOG_ERROR, "notify_threshold must be a decimal above 0 and at "
-                                        "most 1, like 0.75");
+        api->log(NULL, TWICE_LOG_ERROR,
+                 "notify_threshold must be a decimal above 0 and at "
+                 "most 1, like 0.75");
         return -1;
     }
     snprintf(r->threshold, sizeof(r->threshold), "%s", t);
@@ -110,7 +111,6 @@ recompute_init(const twice_api *api, const twice_settings *settings, void **stat
     *state = r;
     return 0;
 }
-
 
 /* A decimal of 1..max_digits digits, no sign or leading zero. */
 static int
@@ -239,8 +239,8 @@ replace_rows(const struct recompute *r, twice_job *job, PGconn *db, const char *
         return st;
     }
     const char *params[2] = {role, version};
-    if (r->notify_queue != NULL && (st = notify_crossed(r, job, db, quoted, role, version)) !=
-                                       TWICE_DONE) {
+    if (r->notify_queue != NULL &&
+        (st = notify_crossed(r, job, db, quoted, role, version)) != TWICE_DONE) {
         return st;
     }
     PGresult *res =

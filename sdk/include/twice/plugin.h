@@ -274,8 +274,8 @@ typedef struct twice_api {
      * it from handle() only, on the thread running that job (like every
      * function taking a job); jobs on other threads stage their own.
      */
-    int (*send)(twice_job *job, const char *queue, const char *body, size_t len,
-                int delay_seconds, const char *group_id, const char *const *attrs);
+    int (*send)(twice_job *job, const char *queue, const char *body, size_t len, int delay_seconds,
+                const char *group_id, const char *const *attrs);
 } twice_api;
 
 /* Nonzero when the host's table has function fn and it is set. */
