@@ -18,7 +18,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "outbox.h"
-#include "send.h"
+#include "sendcheck.h"
 #include "shm.h"
 #include "sqs.h"
 
@@ -56,7 +56,7 @@ struct verdicts {
 
 /* A message to SQS built from a row: its attributes and FIFO dedup id. */
 struct outgoing {
-    struct sqs_attr attrs[SEND_MAX_ATTRS + 1];
+    struct sqs_attr attrs[SENDCHECK_MAX_ATTRS + 1];
     size_t nattrs;
     json_t *parsed; /* owns the user attributes' strings */
     char id_value[TWICE_KEY_MAX + 32];
@@ -164,7 +164,7 @@ outgoing_build(const struct outbox_row *w, struct outgoing *o)
     if (w->attrs != NULL) {
         o->parsed = json_loads(w->attrs, 0, NULL);
         size_t n = json_is_array(o->parsed) ? json_array_size(o->parsed) : 0;
-        for (size_t i = 0; i + 1 < n && o->nattrs < SEND_MAX_ATTRS; i += 2) {
+        for (size_t i = 0; i + 1 < n && o->nattrs < SENDCHECK_MAX_ATTRS; i += 2) {
             o->attrs[o->nattrs++] = (struct sqs_attr){
                 .name = (char *) json_string_value(json_array_get(o->parsed, i)),
                 .data_type = "String",
@@ -173,7 +173,7 @@ outgoing_build(const struct outbox_row *w, struct outgoing *o)
         }
     }
     o->attrs[o->nattrs++] = (struct sqs_attr){
-        .name = SEND_ID_ATTR, .data_type = "String", .string_value = o->id_value};
+        .name = SENDCHECK_ID_ATTR, .data_type = "String", .string_value = o->id_value};
     unsigned char sha[32];
     if (digest_sha256(o->id_value, strlen(o->id_value), sha) != 0) {
         return -1;
@@ -219,7 +219,7 @@ send_chunk(struct relay *r, struct outbox_row **rows, size_t n, struct verdicts 
     struct sqs_send_entry e[10];
     struct sqs_batch_result res[10];
     struct sqs_error err;
-    int fifo = send_url_is_fifo(rows[0]->url), built = 1;
+    int fifo = sendcheck_is_fifo(rows[0]->url), built = 1;
     for (size_t i = 0; i < n; i++) {
         built &= outgoing_build(rows[i], &out[i]) == 0;
         e[i] = (struct sqs_send_entry){
