@@ -4,6 +4,7 @@
  */
 #include "log.h"
 
+#include "atomics.h"
 #include "buf.h"
 #include "utf8.h"
 
@@ -18,8 +19,9 @@
 #include <unistd.h>
 
 static int log_fd = 2;
-static volatile int log_level = TWICE_LOG_INFO;
-static volatile int log_format = LOG_FORMAT_TEXT;
+/* Set on a reload while other threads log. */
+static struct shared_int log_level = {TWICE_LOG_INFO};
+static struct shared_int log_format = {LOG_FORMAT_TEXT};
 static char log_role[32] = "twiced";
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
@@ -83,13 +85,13 @@ log_open(const char *path)
 void
 log_set_level(twice_log_level level)
 {
-    log_level = level;
+    shared_int_set(&log_level, (int) level);
 }
 
 void
 log_set_format(enum log_format format)
 {
-    log_format = format;
+    shared_int_set(&log_format, (int) format);
 }
 
 void
@@ -101,7 +103,7 @@ log_set_role(const char *role)
 int
 log_enabled(twice_log_level level)
 {
-    return (int) level <= log_level;
+    return (int) level <= shared_int_get(&log_level);
 }
 
 /* C1 controls (U+0080-U+009F; U+009B is a terminal's CSI) and the Unicode
@@ -259,7 +261,7 @@ log_vjob(twice_log_level level, const struct log_job *job, const char *fmt, va_l
 
     timestamp(ts, sizeof(ts));
     buf_vprintf(&text, fmt, ap);
-    if (log_format == LOG_FORMAT_JSON) {
+    if (shared_int_get(&log_format) == LOG_FORMAT_JSON) {
         format_json(&line, ts, level, job, buf_str(&text));
     } else {
         format_text(&line, ts, level, job, buf_str(&text));

@@ -10,6 +10,7 @@
 #include "sqs_setup.h"
 
 #include "alert.h"
+#include "atomics.h"
 #include "clock.h"
 #include "config.h"
 #include "creds.h"
@@ -41,7 +42,7 @@ struct dlqmon {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    volatile int stop;
+    struct flag stop;
     int interval;
     int repeat_after;
     char host[256];
@@ -75,7 +76,7 @@ read_depth(struct dlqmon *m, struct watched *w)
         return -1;
     }
     if (sqs_queue_counts(m->sqs, w->dlq_url, counts, &err) != 0) {
-        if (!w->failing && !m->stop) {
+        if (!w->failing && !flag_is_up(&m->stop)) {
             char what[800];
             sqs_error_describe(&err, "GetQueueAttributes", what, sizeof(what));
             log_warn("dlq monitor: queue %s: dead-letter queue: %s (will retry)", w->name, what);
@@ -156,9 +157,9 @@ pause_ms(struct dlqmon *m, int ms)
 {
     struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, ms);
     pthread_mutex_lock(&m->mu);
-    while (!m->stop && pthread_cond_timedwait(&m->cv, &m->mu, &ts) == 0) {
+    while (!flag_is_up(&m->stop) && pthread_cond_timedwait(&m->cv, &m->mu, &ts) == 0) {
     }
-    int stop = m->stop;
+    int stop = flag_is_up(&m->stop);
     pthread_mutex_unlock(&m->mu);
     return stop ? -1 : 0;
 }
@@ -186,7 +187,7 @@ static void
 check(struct dlqmon *m)
 {
     int64_t now = (int64_t) time(NULL);
-    for (size_t i = 0; i < m->nq && !m->stop; i++) {
+    for (size_t i = 0; i < m->nq && !flag_is_up(&m->stop); i++) {
         struct watched *w = &m->q[i];
         alert_notice_init(&w->notice, w->name, w->dlq_url, m->host, now);
         w->depth = read_depth(m, w);
@@ -198,7 +199,7 @@ check(struct dlqmon *m)
     if (unexplained_rise(m) && pause_ms(m, LATE_LETTER_MS) == 0) {
         read_letters(m);
     }
-    for (size_t i = 0; i < m->nq && !m->stop; i++) {
+    for (size_t i = 0; i < m->nq && !flag_is_up(&m->stop); i++) {
         struct watched *w = &m->q[i];
         struct alert_notice *n = &w->notice;
         n->previous = w->rule.depth;
@@ -217,7 +218,7 @@ dlqmon_main(void *arg)
     struct dlqmon *m = arg;
     int64_t next = clock_mono_ms();
     pthread_mutex_lock(&m->mu);
-    while (!m->stop) {
+    while (!flag_is_up(&m->stop)) {
         int64_t now = clock_mono_ms();
         if (now < next) {
             struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, next - now);
@@ -389,7 +390,7 @@ dlqmon_stop(struct dlqmon *m)
         return;
     }
     pthread_mutex_lock(&m->mu);
-    m->stop = 1;
+    flag_raise(&m->stop);
     pthread_cond_signal(&m->cv);
     pthread_mutex_unlock(&m->mu);
     pthread_join(m->thread, NULL);

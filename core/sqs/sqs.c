@@ -6,6 +6,7 @@
  */
 #include "sqs.h"
 
+#include "atomics.h"
 #include "awsconfig.h"
 #include "backoff.h"
 #include "buf.h"
@@ -37,7 +38,7 @@ struct sqs_client {
     const struct sqs_endpoint *ep; /* borrowed */
     struct creds_chain *creds;     /* borrowed */
     struct http_client *http;      /* owned */
-    const volatile int *cancel;    /* borrowed */
+    const struct flag *cancel;     /* borrowed */
     char *host;                    /* the URL's authority, for Host and signing */
     char *path;                    /* "/" unless the endpoint has a path */
     struct http_response resp;     /* reused between calls */
@@ -100,7 +101,7 @@ sqs_client_free(struct sqs_client *c)
 }
 
 void
-sqs_client_set_cancel(struct sqs_client *c, const volatile int *flag)
+sqs_client_set_cancel(struct sqs_client *c, const struct flag *flag)
 {
     c->cancel = flag;
 }
@@ -114,7 +115,7 @@ sqs_client_http(struct sqs_client *c)
 static int
 sqs_cancelled(const struct sqs_client *c)
 {
-    return c->cancel != NULL && *c->cancel;
+    return flag_is_up(c->cancel);
 }
 
 /* Sleep ms, waking early (returning -1) when the cancel flag is raised. */

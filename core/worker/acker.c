@@ -503,7 +503,7 @@ due_later(struct acker *a, struct twice_job *list, const struct timespec *now)
     struct twice_job **pp = &a->later;
     while (*pp != NULL) {
         struct twice_job *j = *pp;
-        if (a->w->abandon || job_elapsed(&j->not_before, now) >= 0) {
+        if (flag_is_up(&a->w->abandon) || job_elapsed(&j->not_before, now) >= 0) {
             *pp = j->next;
             j->next = list;
             list = j;
@@ -563,7 +563,7 @@ acker_main(void *arg)
             last_beat = now;
         }
         pthread_mutex_lock(&a->mu);
-        if (stopping && a->pending == NULL && (a->later == NULL || a->w->abandon)) {
+        if (stopping && a->pending == NULL && (a->later == NULL || flag_is_up(&a->w->abandon))) {
             break;
         }
     }
@@ -625,7 +625,7 @@ acker_stop(struct acker *a)
     pthread_cond_signal(&a->cv);
     pthread_mutex_unlock(&a->mu);
     pthread_join(a->thread, NULL);
-    if (a->w->abandon) {
+    if (flag_is_up(&a->w->abandon)) {
         return; /* handler threads may still submit: the process exits now */
     }
     sqs_client_free(a->sqs);

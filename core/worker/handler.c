@@ -185,7 +185,7 @@ fifo_backoff(struct twice_job *j)
 {
     struct worker *w = j->queue->w;
     for (int waited = 0; waited < j->delay * 10; waited++) {
-        if (w->draining) {
+        if (flag_is_up(&w->draining)) {
             j->action = JOB_ACT_RETURN;
             j->delay -= waited / 10;
             return 0;
@@ -227,7 +227,7 @@ run_chain(struct handler *h, struct twice_job *j)
     while (j != NULL) {
         struct twice_job *next = j->group_next;
         j->group_next = NULL;
-        if (held_back || h->q->w->draining) {
+        if (held_back || flag_is_up(&h->q->w->draining)) {
             j->action = JOB_ACT_RETURN;
             j->delay = 0;
         } else if (h->q->cfg->fifo) {

@@ -231,7 +231,7 @@ all_idle(struct worker *w)
 static int
 drain(struct worker *w, const sigset_t *set)
 {
-    w->draining = 1;
+    flag_raise(&w->draining);
     for (size_t i = 0; i < w->nqueues; i++) {
         receiver_join(&w->queues[i]);
         handlers_stop(&w->queues[i]);
@@ -255,7 +255,7 @@ drain(struct worker *w, const sigset_t *set)
         }
     }
     log_warn("drain deadline: giving back the jobs still running");
-    w->abandon = 1;
+    flag_raise(&w->abandon);
     acker_abandon_running(w->acker);
     return 0;
 }

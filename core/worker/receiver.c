@@ -59,7 +59,7 @@ reserve_slots(struct receiver *r)
     struct wqueue *q = r->q;
     int n = 0;
     pthread_mutex_lock(&q->mu);
-    while (!q->w->draining && q->inflight >= q->cfg->concurrency) {
+    while (!flag_is_up(&q->w->draining) && q->inflight >= q->cfg->concurrency) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += 1;
@@ -68,7 +68,7 @@ reserve_slots(struct receiver *r)
         mark_healthy(r); /* busy is not broken */
         pthread_mutex_lock(&q->mu);
     }
-    if (!q->w->draining) {
+    if (!flag_is_up(&q->w->draining)) {
         n = q->cfg->concurrency - q->inflight;
         if (n > q->cfg->batch_size) {
             n = q->cfg->batch_size;
@@ -83,7 +83,7 @@ reserve_slots(struct receiver *r)
 static void
 nap(struct worker *w, uint64_t ms)
 {
-    while (ms > 0 && !w->draining) {
+    while (ms > 0 && !flag_is_up(&w->draining)) {
         uint64_t step = ms < 100 ? ms : 100;
         struct timespec ts = {0, (long) step * 1000000L};
         nanosleep(&ts, NULL);
@@ -463,7 +463,7 @@ receive_once(struct receiver *r)
     metrics_count(MET_SQS_REQUESTS, "ReceiveMessage", rc == 0 ? "ok" : "error", NULL, 1);
     wqueue_release_slot(q, n - (int) got);
     if (rc != 0) {
-        if (!q->w->draining) {
+        if (!flag_is_up(&q->w->draining)) {
             receive_failed(r, &e);
         }
         return;
@@ -486,7 +486,7 @@ receiver_main(void *arg)
 {
     struct receiver *r = arg;
     struct worker *w = r->q->w;
-    while (!w->draining) {
+    while (!flag_is_up(&w->draining)) {
         if (!store_ok(r)) {
             continue;
         }
