@@ -1,0 +1,114 @@
+/*
+ * test-log.c - where log lines go: log.file, and a reopen on reload while
+ * other threads keep logging (the master's HTTP, janitor and alert threads
+ * do): every line lands whole in the old file or the new one, none is lost.
+ */
+#include "check.h"
+
+#include "log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LINES   20000
+#define REOPENS 400
+
+static char tmpdir[64];
+
+static char *
+path_in(const char *name)
+{
+    static char paths[4][128];
+    static int next;
+    char *p = paths[next++ % 4];
+    snprintf(p, sizeof(paths[0]), "%s/%s", tmpdir, name);
+    return p;
+}
+
+/* Lines of file holding marker; -1 when it cannot be read. */
+static long
+count_lines(const char *file, const char *marker)
+{
+    FILE *f = fopen(file, "r");
+    if (f == NULL) {
+        return -1;
+    }
+    char line[512];
+    long n = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        n += strstr(line, marker) != NULL && line[strlen(line) - 1] == '\n';
+    }
+    fclose(f);
+    return n;
+}
+
+static void
+test_file_then_another(void)
+{
+    char a[128], b[128];
+    snprintf(a, sizeof(a), "%s", path_in("a.log"));
+    snprintf(b, sizeof(b), "%s", path_in("b.log"));
+    CHECK_INT(log_open(a), 0);
+    log_info("first-line");
+    CHECK_INT(log_open(b), 0);
+    log_info("second-line");
+    CHECK_INT(log_open("/nonexistent/dir/x.log"), -1);
+    log_info("third-line"); /* the previous file stays in use */
+    CHECK_INT(log_open(NULL), 0);
+    log_debug("fourth-line"); /* stderr now (and below the level anyway) */
+    CHECK_INT(count_lines(a, "first-line"), 1);
+    CHECK_INT(count_lines(a, "second-line"), 0);
+    CHECK_INT(count_lines(b, "second-line"), 1);
+    CHECK_INT(count_lines(b, "third-line"), 1);
+    CHECK_INT(count_lines(b, "fourth-line"), 0);
+    unlink(a);
+    unlink(b);
+}
+
+static void *
+writer(void *arg)
+{
+    (void) arg;
+    for (int i = 0; i < LINES; i++) {
+        log_info("hammer-line %d", i);
+    }
+    return NULL;
+}
+
+static void
+test_reopen_while_logging(void)
+{
+    char a[128], b[128];
+    snprintf(a, sizeof(a), "%s", path_in("ra.log"));
+    snprintf(b, sizeof(b), "%s", path_in("rb.log"));
+    CHECK_INT(log_open(a), 0);
+    pthread_t t;
+    CHECK_INT(pthread_create(&t, NULL, writer, NULL), 0);
+    for (int i = 0; i < REOPENS; i++) {
+        CHECK_INT(log_open(i % 2 ? a : b), 0);
+        usleep(50);
+    }
+    pthread_join(t, NULL);
+    CHECK_INT(log_open(NULL), 0);
+    CHECK_INT(count_lines(a, "hammer-line") + count_lines(b, "hammer-line"), LINES);
+    unlink(a);
+    unlink(b);
+}
+
+int
+main(void)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/twice-test-log-XXXXXX");
+    if (mkdtemp(tmpdir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+    log_set_level(TWICE_LOG_INFO);
+    test_file_then_another();
+    test_reopen_while_logging();
+    rmdir(tmpdir);
+    return check_done("test-log");
+}
