@@ -16,6 +16,7 @@
 
 #include <twice/plugin.h>
 
+#include "atomics.h"
 #include "sqs.h"
 
 struct config_queue;
@@ -46,12 +47,13 @@ struct twice_job {
     int body_parsed;      /* parsing was attempted */
     char body_error[160]; /* why the body is not JSON */
 
-    char *key;                /* owned: the idempotency key, NULL until derived */
-    unsigned char sha256[32]; /* of the body: tells a conflict from a duplicate */
-    int attempt;              /* ApproximateReceiveCount */
-    int claimed;              /* we hold the key in the store */
-    int key_completed;        /* the key is completed (by the acker or in the handler's tx) */
-    int dlq_sent;             /* the dead letter was accepted by the DLQ */
+    char *key;                 /* owned: the idempotency key, NULL until derived */
+    unsigned char sha256[32];  /* of the body: tells a conflict from a duplicate */
+    int attempt;               /* ApproximateReceiveCount */
+    struct shared_int claimed; /* we hold the key in the store (atomic: the heartbeat reads
+                                  it while a transactional handler settles the key) */
+    int key_completed;         /* the key is completed (by the acker or in the handler's tx) */
+    int dlq_sent;              /* the dead letter was accepted by the DLQ */
 
     twice_status status;   /* handle()'s answer */
     char *error;           /* owned: api->error() text, NULL if none */

@@ -246,13 +246,14 @@ send_dead_letters(struct acker *a, struct twice_job *list)
 static int
 needs_complete(const struct twice_job *j)
 {
-    return j->action == JOB_ACT_COMPLETE && j->claimed && !j->key_completed && !j->deferred;
+    return j->action == JOB_ACT_COMPLETE && shared_int_get(&j->claimed) && !j->key_completed &&
+           !j->deferred;
 }
 
 static int
 needs_release(const struct twice_job *j)
 {
-    if (!j->claimed || j->deferred) {
+    if (!shared_int_get(&j->claimed) || j->deferred) {
         return 0;
     }
     return j->action == JOB_ACT_RETRY || j->action == JOB_ACT_RETURN ||
@@ -294,7 +295,7 @@ complete_keys(struct acker *a, struct twice_job *list)
         }
         for (size_t i = 0; i < n; i++) {
             jobs[i]->key_completed = 1;
-            jobs[i]->claimed = 0;
+            shared_int_set(&jobs[i]->claimed, 0);
             if (!done[i]) {
                 struct log_job ctx;
                 job_log_ctx(jobs[i], &ctx);
@@ -326,7 +327,7 @@ release_keys(struct acker *a, struct twice_job *list)
             }
         }
         for (size_t i = 0; i < n; i++) {
-            jobs[i]->claimed = 0;
+            shared_int_set(&jobs[i]->claimed, 0);
         }
     }
 }
@@ -341,7 +342,7 @@ visibility_for(const struct twice_job *j)
     }
     switch (j->action) {
     case JOB_ACT_COMPLETE:
-        return j->key_completed || !j->claimed ? -1 : -2;
+        return j->key_completed || !shared_int_get(&j->claimed) ? -1 : -2;
     case JOB_ACT_DELETE:
         return -1;
     case JOB_ACT_DEADLETTER:

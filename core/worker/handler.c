@@ -109,7 +109,7 @@ run_transactional(struct handler *h, struct twice_job *j)
                 "lease lost before the handler started; leaving the message "
                 "to its new holder");
         j->action = JOB_ACT_NONE;
-        j->claimed = 0;
+        shared_int_set(&j->claimed, 0);
         return;
     }
     if (rc < 0) {
@@ -124,7 +124,7 @@ run_transactional(struct handler *h, struct twice_job *j)
     if (st == TWICE_DONE) {
         if (idem_tx_complete(s, j->key, err, sizeof(err)) == 0) {
             j->key_completed = 1;
-            j->claimed = 0;
+            shared_int_set(&j->claimed, 0);
         } else if (!idem_connected(s)) {
             /* The database went away: not the job's fault, and not an attempt
              * to count against it. It comes back when the store does. */

@@ -3,7 +3,8 @@
  * giving them back at the drain deadline (see heartbeat.h). Registry jobs
  * belong to their handler threads: only fields fixed at claim time
  * (queue, receipt handle, key) are read here, plus extended_at, which
- * only the acker's thread writes.
+ * only the acker's thread writes, and claimed, which is atomic (a
+ * transactional handler settles the key while the job is registered).
  */
 #include "heartbeat.h"
 
@@ -73,7 +74,7 @@ claimed_keys(struct twice_job **jobs, size_t n, const char **keys)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (jobs[i]->claimed) {
+        if (shared_int_get(&jobs[i]->claimed)) {
             keys[k++] = jobs[i]->key;
         }
     }

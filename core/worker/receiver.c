@@ -194,7 +194,7 @@ on_claim(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
          * its deliveries so far do not count against it. */
         int crashed = c->state == IDEM_TAKEN_OVER;
         int spared = crashed && c->attempts <= 1;
-        j->claimed = 1;
+        shared_int_set(&j->claimed, 1);
         if (j->attempt > q->cfg->max_attempts && !spared) {
             job_deadletter(j, crashed ? "worker-crashed" : "max-attempts",
                            "received %d times (max_attempts %d)%s", j->attempt,
