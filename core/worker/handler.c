@@ -315,6 +315,15 @@ handlers_join(struct wqueue *q)
     q->handlers = NULL;
 }
 
+void
+handlers_detach(struct wqueue *q)
+{
+    for (size_t i = 0; i < q->nhandlers; i++) {
+        pthread_detach(q->handlers[i]);
+    }
+    q->nhandlers = 0;
+}
+
 /* Jobs still waiting when the drain deadline passes (handlers all busy). */
 int
 handlers_idle(struct wqueue *q)

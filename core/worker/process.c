@@ -332,6 +332,9 @@ worker_main(int argc, char **argv)
     int clean = drain(&w, &set);
     acker_stop(w.acker);
     if (!clean) {
+        for (size_t i = 0; i < w.nqueues; i++) {
+            handlers_detach(&w.queues[i]);
+        }
         _exit(0); /* threads are still inside plugin code: do not run fini */
     }
     for (size_t i = 0; i < w.nqueues; i++) {
