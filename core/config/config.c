@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "listen.h"
+#include "sqs_limits.h"
 
 #include <libconfig.h>
 #include <libpq-fe.h>
@@ -435,7 +436,9 @@ parse_top(struct ctx *x, const config_setting_t *root, struct config *c)
 
     get_int(x, root, &top_scope, "workers", &c->workers, 1, 256);
     get_int(x, root, &top_scope, "drain_timeout", &c->drain_timeout, 0, 3600);
-    if (get_int(x, root, &top_scope, "max_message_bytes", &mmb, 1024, 1048576) != NULL) {
+    const config_setting_t *m =
+        get_int(x, root, &top_scope, "max_message_bytes", &mmb, 1024, SQS_MESSAGE_MAX_BYTES);
+    if (m != NULL) {
         c->max_message_bytes = mmb;
     }
     config_setting_t *s = get_str(x, root, &top_scope, "user", &c->user);
@@ -1031,8 +1034,8 @@ parse_queue(struct ctx *x, struct config *c, const config_setting_t *e, int idx)
     q->line = config_setting_source_line(e);
     q->concurrency = 8;
     q->receivers = 1;
-    q->batch_size = 10;
-    q->wait_time = 20;
+    q->batch_size = SQS_RECEIVE_MAX;
+    q->wait_time = SQS_WAIT_TIME_MAX;
     q->visibility_timeout = 30;
     q->max_attempts = 5;
     q->backoff_base = 2;
@@ -1044,9 +1047,9 @@ parse_queue(struct ctx *x, struct config *c, const config_setting_t *e, int idx)
     parse_handler(x, c, e, &sc, q);
     get_int(x, e, &sc, "concurrency", &q->concurrency, 1, 1024);
     get_int(x, e, &sc, "receivers", &q->receivers, 1, 64);
-    get_int(x, e, &sc, "batch_size", &q->batch_size, 1, 10);
-    get_int(x, e, &sc, "wait_time", &q->wait_time, 0, 20);
-    get_int(x, e, &sc, "visibility_timeout", &q->visibility_timeout, 1, 43200);
+    get_int(x, e, &sc, "batch_size", &q->batch_size, 1, SQS_RECEIVE_MAX);
+    get_int(x, e, &sc, "wait_time", &q->wait_time, 0, SQS_WAIT_TIME_MAX);
+    get_int(x, e, &sc, "visibility_timeout", &q->visibility_timeout, 1, SQS_VISIBILITY_MAX);
     get_int(x, e, &sc, "max_attempts", &q->max_attempts, 1, 1000);
     parse_backoff(x, e, &sc, q);
 }
@@ -1084,7 +1087,7 @@ set_defaults(struct config *c, const char *file)
 {
     c->workers = 2;
     c->drain_timeout = 30;
-    c->max_message_bytes = 1048576;
+    c->max_message_bytes = SQS_MESSAGE_MAX_BYTES;
     c->log.level = TWICE_LOG_INFO;
     c->log.format = LOG_FORMAT_TEXT;
     c->idempotency.retention = 7 * 24 * 3600;

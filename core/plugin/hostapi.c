@@ -13,6 +13,7 @@
 #include "jsonpath.h"
 #include "keytmpl.h"
 #include "log.h"
+#include "sqs_limits.h"
 #include "utf8.h"
 
 #include <stdarg.h>
@@ -175,7 +176,7 @@ api_db(const twice_job *job)
 static void
 api_retry_after(twice_job *job, unsigned seconds)
 {
-    job->retry_after = seconds > 43200 ? 43200 : (int) seconds;
+    job->retry_after = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
 }
 
 static void

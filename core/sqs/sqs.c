@@ -13,6 +13,7 @@
 #include "creds.h"
 #include "http.h"
 #include "sigv4.h"
+#include "sqs_limits.h"
 #include "sqs_parse.h"
 
 #include <jansson.h>
@@ -27,10 +28,9 @@
 #define SQS_LONG_POLL_SLACK_MS   10000L
 /* A response other than ReceiveMessage's is small (a policy at most). */
 #define SQS_MAX_RESPONSE         (4u << 20)
-/* Ten 1 MiB messages even if the server escaped every byte 3x (\u00e9 for
- * a 2-byte character), plus attributes and JSON framing. */
-#define SQS_RECEIVE_MAX_RESPONSE (40u << 20)
-#define SQS_MAX_BATCH            10
+/* The largest receive even if the server escaped every byte 3x (\u00e9
+ * for a 2-byte character), plus attributes and JSON framing: 40 MiB. */
+#define SQS_RECEIVE_MAX_RESPONSE (4u * SQS_RECEIVE_MAX * SQS_MESSAGE_MAX_BYTES)
 /* Response memory kept for the next call; a larger buffer is released. */
 #define SQS_KEEP_BUFFER          (1u << 20)
 
@@ -366,7 +366,7 @@ typedef json_t *sqs_batch_entry_fn(const void *entries, size_t i, const char *op
                                    struct sqs_error *err);
 
 /*
- * Every *Batch call: nothing to do for n == 0, at most 10 entries, the
+ * Every *Batch call: nothing to do for n == 0, at most SQS_BATCH_MAX entries, the
  * {QueueUrl, Entries} request built with entry(), then results[i] for
  * entry i from the response.
  */
@@ -375,12 +375,13 @@ sqs_batch_call(struct sqs_client *c, const char *op, const char *queue_url, cons
                size_t n, sqs_batch_entry_fn *entry, struct sqs_batch_result *results,
                struct sqs_error *err)
 {
-    const char *ids[SQS_MAX_BATCH];
+    const char *ids[SQS_BATCH_MAX];
     if (n == 0) {
         return 0;
     }
-    if (n > SQS_MAX_BATCH) {
-        sqs_error_set(err, "TooManyEntriesInBatchRequest", 0, "%zu entries (at most 10)", n);
+    if (n > SQS_BATCH_MAX) {
+        sqs_error_set(err, "TooManyEntriesInBatchRequest", 0, "%zu entries (at most %d)", n,
+                      SQS_BATCH_MAX);
         return -1;
     }
     json_t *arr = json_array();

@@ -61,7 +61,7 @@ void sqs_client_free(struct sqs_client *c);
 void sqs_client_set_cancel(struct sqs_client *c, const struct flag *flag);
 
 struct sqs_receive_opts {
-    int max_messages;       /* 1-10 */
+    int max_messages;       /* 1-SQS_RECEIVE_MAX */
     int wait_time;          /* 0-20 seconds */
     int visibility_timeout; /* seconds; -1 for the queue's own */
     const char *attempt_id; /* FIFO ReceiveRequestAttemptId, or NULL */

@@ -27,6 +27,7 @@
 #include "registry.h"
 #include "shm.h"
 #include "sqs.h"
+#include "sqs_limits.h"
 #include "worker.h"
 
 #include <pthread.h>
@@ -356,12 +357,12 @@ visibility_for(const struct twice_job *j)
     }
 }
 
-/* One SQS batch call for up to 10 jobs of one queue. */
+/* One SQS batch call for up to SQS_BATCH_MAX jobs of one queue. */
 static void
 sqs_batch(struct acker *a, struct twice_job **jobs, size_t n, int del)
 {
-    struct sqs_batch_entry e[10];
-    struct sqs_batch_result r[10];
+    struct sqs_batch_entry e[SQS_BATCH_MAX];
+    struct sqs_batch_result r[SQS_BATCH_MAX];
     const char *action = del ? "DeleteMessageBatch" : "ChangeMessageVisibilityBatch";
     for (size_t i = 0; i < n; i++) {
         e[i].id = sqs_batch_id(i);
@@ -396,14 +397,14 @@ sqs_batch(struct acker *a, struct twice_job **jobs, size_t n, int del)
     }
 }
 
-/* 4. Deletes, then visibility changes, by queue, ten per call. */
+/* 4. Deletes, then visibility changes, by queue, a batch per call. */
 static void
 sqs_acks(struct acker *a, struct twice_job *list)
 {
     for (int del = 1; del >= 0; del--) {
         for (size_t qi = 0; qi < a->w->nqueues; qi++) {
             struct wqueue *q = &a->w->queues[qi];
-            struct twice_job *batch[10];
+            struct twice_job *batch[SQS_BATCH_MAX];
             size_t n = 0;
             for (struct twice_job *j = list; j != NULL; j = j->next) {
                 int vis = visibility_for(j);
@@ -411,7 +412,7 @@ sqs_acks(struct acker *a, struct twice_job *list)
                     continue;
                 }
                 batch[n++] = j;
-                if (n == 10) {
+                if (n == SQS_BATCH_MAX) {
                     sqs_batch(a, batch, n, del);
                     n = 0;
                 }
@@ -524,7 +525,7 @@ take_pending(struct acker *a)
         struct timespec until = clock_after_ms(CLOCK_REALTIME, 250);
         pthread_cond_timedwait(&a->cv, &a->mu, &until);
     }
-    if (a->pending != NULL && a->npending < 10 && !a->stop) {
+    if (a->pending != NULL && a->npending < SQS_BATCH_MAX && !a->stop) {
         pthread_mutex_unlock(&a->mu);
         struct timespec gather = {0, ACKER_GATHER_NS};
         nanosleep(&gather, NULL);

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "shm.h"
+#include "sqs_limits.h"
 #include "worker.h"
 
 #include <stdio.h>
@@ -45,7 +46,7 @@ retry_delay(const struct twice_job *j)
     if (d < 1) {
         d = 1;
     }
-    return d > 43200 ? 43200 : (int) d;
+    return d > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) d;
 }
 
 /* Turn handle()'s answer into the job's action. */

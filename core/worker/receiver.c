@@ -20,6 +20,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "sqs.h"
+#include "sqs_limits.h"
 #include "worker.h"
 
 #include <openssl/sha.h>
@@ -27,8 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define RECV_MAX 10
 
 /* The receive thread's own state. */
 struct receiver {
@@ -219,7 +218,7 @@ on_claim(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
     case IDEM_BUSY: {
         int wait = (int) c->lease_left + 2; /* past the lease's end */
         j->action = JOB_ACT_HIDE;
-        j->delay = wait < 1 ? 1 : wait > 43200 ? 43200 : wait;
+        j->delay = wait < 1 ? 1 : wait > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : wait;
         metrics_count(MET_DUPLICATES, q->cfg->name, j->plugin->name, "lease", 1);
         job_log(TWICE_LOG_INFO, j, "key held by a live lease (message %s): hidden for %ds",
                 c->stored_message_id[0] ? c->stored_message_id : "?", j->delay);
@@ -262,8 +261,8 @@ static void
 claim(struct receiver *r, struct twice_job **jobs, size_t n)
 {
     struct wqueue *q = r->q;
-    struct twice_job *leaders[RECV_MAX];
-    struct idem_claim claims[RECV_MAX];
+    struct twice_job *leaders[SQS_RECEIVE_MAX];
+    struct idem_claim claims[SQS_RECEIVE_MAX];
     size_t nl = split_dups(q, jobs, n, leaders);
     if (nl == 0) {
         return;
@@ -296,9 +295,9 @@ claim(struct receiver *r, struct twice_job **jobs, size_t n)
 static void
 dispatch_fifo(struct wqueue *q, struct twice_job **jobs, size_t n)
 {
-    struct twice_job *heads[RECV_MAX], *tails[RECV_MAX];
-    const char *groups[RECV_MAX];
-    int blocked[RECV_MAX];
+    struct twice_job *heads[SQS_RECEIVE_MAX], *tails[SQS_RECEIVE_MAX];
+    const char *groups[SQS_RECEIVE_MAX];
+    int blocked[SQS_RECEIVE_MAX];
     size_t ng = 0;
     for (size_t i = 0; i < n; i++) {
         struct twice_job *j = jobs[i];
@@ -355,7 +354,7 @@ static void
 process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
 {
     struct wqueue *q = r->q;
-    struct twice_job *jobs[RECV_MAX];
+    struct twice_job *jobs[SQS_RECEIVE_MAX];
     size_t nj = 0;
     for (size_t i = 0; i < n; i++) {
         struct twice_job *j = job_new(q, q->cfg, &msgs[i]);
