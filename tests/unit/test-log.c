@@ -18,14 +18,16 @@
 
 static char tmpdir[64];
 
-static char *
-path_in(const char *name)
+/* Two log files of the test directory, fresh. */
+struct two_logs {
+    char a[128], b[128];
+};
+
+static void
+two_logs(struct two_logs *t, const char *prefix)
 {
-    static char paths[4][128];
-    static int next;
-    char *p = paths[next++ % 4];
-    snprintf(p, sizeof(paths[0]), "%s/%s", tmpdir, name);
-    return p;
+    snprintf(t->a, sizeof(t->a), "%s/%s-a.log", tmpdir, prefix);
+    snprintf(t->b, sizeof(t->b), "%s/%s-b.log", tmpdir, prefix);
 }
 
 /* Lines of file holding marker; -1 when it cannot be read. */
@@ -48,24 +50,23 @@ count_lines(const char *file, const char *marker)
 static void
 test_file_then_another(void)
 {
-    char a[128], b[128];
-    snprintf(a, sizeof(a), "%s", path_in("a.log"));
-    snprintf(b, sizeof(b), "%s", path_in("b.log"));
-    CHECK_INT(log_open(a), 0);
+    struct two_logs t;
+    two_logs(&t, "switch");
+    CHECK_INT(log_open(t.a), 0);
     log_info("first-line");
-    CHECK_INT(log_open(b), 0);
+    CHECK_INT(log_open(t.b), 0);
     log_info("second-line");
     CHECK_INT(log_open("/nonexistent/dir/x.log"), -1);
     log_info("third-line"); /* the previous file stays in use */
     CHECK_INT(log_open(NULL), 0);
     log_debug("fourth-line"); /* stderr now (and below the level anyway) */
-    CHECK_INT(count_lines(a, "first-line"), 1);
-    CHECK_INT(count_lines(a, "second-line"), 0);
-    CHECK_INT(count_lines(b, "second-line"), 1);
-    CHECK_INT(count_lines(b, "third-line"), 1);
-    CHECK_INT(count_lines(b, "fourth-line"), 0);
-    unlink(a);
-    unlink(b);
+    CHECK_INT(count_lines(t.a, "first-line"), 1);
+    CHECK_INT(count_lines(t.a, "second-line"), 0);
+    CHECK_INT(count_lines(t.b, "second-line"), 1);
+    CHECK_INT(count_lines(t.b, "third-line"), 1);
+    CHECK_INT(count_lines(t.b, "fourth-line"), 0);
+    unlink(t.a);
+    unlink(t.b);
 }
 
 static void *
@@ -81,21 +82,20 @@ writer(void *arg)
 static void
 test_reopen_while_logging(void)
 {
-    char a[128], b[128];
-    snprintf(a, sizeof(a), "%s", path_in("ra.log"));
-    snprintf(b, sizeof(b), "%s", path_in("rb.log"));
-    CHECK_INT(log_open(a), 0);
-    pthread_t t;
-    CHECK_INT(pthread_create(&t, NULL, writer, NULL), 0);
+    struct two_logs t;
+    two_logs(&t, "reopen");
+    CHECK_INT(log_open(t.a), 0);
+    pthread_t thread;
+    CHECK_INT(pthread_create(&thread, NULL, writer, NULL), 0);
     for (int i = 0; i < REOPENS; i++) {
-        CHECK_INT(log_open(i % 2 ? a : b), 0);
+        CHECK_INT(log_open(i % 2 ? t.a : t.b), 0);
         usleep(50);
     }
-    pthread_join(t, NULL);
+    pthread_join(thread, NULL);
     CHECK_INT(log_open(NULL), 0);
-    CHECK_INT(count_lines(a, "hammer-line") + count_lines(b, "hammer-line"), LINES);
-    unlink(a);
-    unlink(b);
+    CHECK_INT(count_lines(t.a, "hammer-line") + count_lines(t.b, "hammer-line"), LINES);
+    unlink(t.a);
+    unlink(t.b);
 }
 
 int
