@@ -77,6 +77,7 @@ struct master {
     int ready_announced;
     struct janitor *janitor;
     struct dlqmon *dlqmon;
+    struct dlqmon_carry dlq_carry; /* from one DLQ monitor to the next */
     struct httpd *httpd;
 };
 
@@ -257,8 +258,8 @@ apply_master_settings(struct master *m, const struct config *c)
     m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table, c->idempotency.retention,
                                c->idempotency.janitor_interval, c->idempotency.janitor_batch);
     janitor_stop(old, m->janitor);
-    dlqmon_stop(m->dlqmon); /* then start: its state carries over to the new one */
-    m->dlqmon = dlqmon_start(c);
+    dlqmon_stop(m->dlqmon, &m->dlq_carry); /* then start: its state carries over */
+    m->dlqmon = dlqmon_start(c, &m->dlq_carry);
     char err[256];
     if (httpd_apply(&m->httpd, c, err, sizeof(err)) != 0) {
         log_error("metrics: %s (metrics and health endpoints are off)", err);
@@ -676,7 +677,8 @@ master_run(const char *path, int (*detach)(void))
         loop_once(&m, &wait_mask);
     }
     httpd_stop(m.httpd);
-    dlqmon_stop(m.dlqmon);
+    dlqmon_stop(m.dlqmon, &m.dlq_carry);
+    dlqmon_carry_clear(&m.dlq_carry);
     janitor_stop(m.janitor, NULL);
     gen_free(m.cur);
     gen_free(m.next);

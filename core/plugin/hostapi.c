@@ -15,6 +15,8 @@
 #include "keytmpl.h"
 #include "loader.h"
 #include "log.h"
+#include "sqs_limits.h"
+#include "utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -197,7 +199,7 @@ api_db(const twice_job *job)
 static void
 api_retry_after(twice_job *job, unsigned seconds)
 {
-    job->retry_after = seconds > 43200 ? 43200 : (int) seconds;
+    job->retry_after = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
 }
 
 static void

@@ -239,7 +239,7 @@ all_idle(struct worker *w)
 static int
 drain(struct worker *w, const sigset_t *set)
 {
-    w->draining = 1;
+    flag_raise(&w->draining);
     for (size_t i = 0; i < w->nqueues; i++) {
         receiver_join(&w->queues[i]);
         handlers_stop(&w->queues[i]);
@@ -263,7 +263,7 @@ drain(struct worker *w, const sigset_t *set)
         }
     }
     log_warn("drain deadline: giving back the jobs still running");
-    w->abandon = 1;
+    flag_raise(&w->abandon);
     acker_abandon_running(w->acker);
     return 0;
 }
@@ -340,6 +340,9 @@ worker_main(int argc, char **argv)
     int clean = drain(&w, &set);
     acker_stop(w.acker);
     if (!clean) {
+        for (size_t i = 0; i < w.nqueues; i++) {
+            handlers_detach(&w.queues[i]);
+        }
         _exit(0); /* threads are still inside plugin code: do not run fini */
     }
     for (size_t i = 0; i < w.nqueues; i++) {

@@ -10,12 +10,12 @@
 #include "jsonpath.h"
 #include "mock_internal.h"
 
+#include "sqs_limits.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MOCK_RETRY_AFTER_MAX 43200
 
 static _Thread_local struct twice_mock *current_mock;
 static _Thread_local int deriving_key;
@@ -204,7 +204,7 @@ api_db(const twice_job *job)
 static void
 api_retry_after(twice_job *job, unsigned seconds)
 {
-    job->retry_after = seconds > MOCK_RETRY_AFTER_MAX ? MOCK_RETRY_AFTER_MAX : (int) seconds;
+    job->retry_after = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
 }
 
 static void

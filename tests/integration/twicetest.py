@@ -797,7 +797,8 @@ class TwiceTestCase(unittest.TestCase):
     def start_twiced(self, config, args=("-f",), **kwargs):
         return self.twiced(config, **kwargs).start(args)
 
-    SANITIZER_REPORT = re.compile(r"ERROR: (Address|Leak)Sanitizer|runtime error: ")
+    SANITIZER_REPORT = re.compile(r"ERROR: (Address|Leak)Sanitizer|runtime error: "
+                                  r"|WARNING: ThreadSanitizer")
 
     def _close_twiced(self, d):
         d.close()

@@ -110,10 +110,11 @@ typedef enum twice_log_level {
     TWICE_LOG_DEBUG = 3
 } twice_log_level;
 
-/* Descriptor flags. */
-#define TWICE_FLAG_TRANSACTIONAL                                                                  \
-    0x1u /* handle() runs inside the transaction                                                  \
-            that completes the key; api->db() works */
+/* Descriptor flags (the formatter would fold each comment into its macro). */
+/* clang-format off */
+#define TWICE_FLAG_TRANSACTIONAL 0x1u /* handle() runs inside the transaction that
+                                         completes the key; api->db() works */
+/* clang-format on */
 
 /* The type of a declared setting. */
 typedef enum twice_setting_type {
@@ -315,19 +316,22 @@ typedef const twice_plugin *(*twice_plugin_entry_fn)(void);
 #define TWICE_PLUGIN_ENTRY "twice_plugin_entry"
 
 /* Define the descriptor and the entry point. Arguments are designated
- * initializers for the fields after `flags` (and `.flags` itself). */
-#define TWICE_PLUGIN(...)                                                                         \
-    static const twice_plugin twice_plugin_descriptor_ = {.magic = TWICE_ABI_MAGIC,               \
-                                                          .abi_major = TWICE_ABI_MAJOR,           \
-                                                          .abi_minor = TWICE_ABI_MINOR,           \
-                                                          .size =                                 \
-                                                              (uint32_t) sizeof(twice_plugin),    \
-                                                          __VA_ARGS__};                           \
-    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void);                                    \
-    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void)                                     \
-    {                                                                                             \
-        return &twice_plugin_descriptor_;                                                         \
+ * initializers for the fields after `flags` (and `.flags` itself). Kept
+ * as written, one field a line: the formatter would stack it at the brace. */
+/* clang-format off */
+#define TWICE_PLUGIN(...)                                               \
+    static const twice_plugin twice_plugin_descriptor_ = {              \
+        .magic = TWICE_ABI_MAGIC,                                       \
+        .abi_major = TWICE_ABI_MAJOR,                                   \
+        .abi_minor = TWICE_ABI_MINOR,                                   \
+        .size = (uint32_t) sizeof(twice_plugin),                        \
+        __VA_ARGS__};                                                   \
+    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void);          \
+    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void)           \
+    {                                                                   \
+        return &twice_plugin_descriptor_;                               \
     }
+/* clang-format on */
 
 #ifdef __cplusplus
 }
