@@ -81,6 +81,23 @@ class Metrics(twicetest.TwiceTestCase):
         self.assertEqual(restarts, 1)
         self.assertEqual(d.stop(), 0)
 
+    def test_a_long_poll_cut_short_by_a_reload_is_cancelled_not_an_error(self):
+        url, dlq, dsn, port, d = self.start("cancel", wait_time=20)
+        time.sleep(1.5)  # every receiver is inside its 20 s long poll when the reload comes
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload done", since=mark, timeout=30)
+        twicetest.wait_until(lambda: len(re.findall(r"\(generation 1\) drained and exited",
+                                                    d.log_text())) == 2, timeout=30,
+                             message="generation 1 did not drain")
+        s = tc.scrape(port)
+        receives = {r: tc.metric_sum(s, "twice_sqs_requests_total", action="ReceiveMessage",
+                                     result=r) for r in ("ok", "error", "cancelled")}
+        self.assertGreaterEqual(receives["cancelled"], 2, receives)
+        self.assertEqual(receives["error"], 0, receives)
+        self.assertEqual(tc.metric_sum(s, "twice_sqs_errors_total"), 0)
+        self.assertEqual(d.stop(), 0)
+
     def test_readyz_follows_the_sqs_endpoint(self):
         proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
         self.addCleanup(proxy.close)
