@@ -71,6 +71,7 @@ struct master {
     struct generation *cur;
     struct generation *next; /* being started by a reload */
     int next_id;
+    int reload_pending; /* a reload was asked for while `next` was starting */
     int stopping;
     int killed; /* we had to SIGKILL someone on the way out */
     time_t stop_deadline;
@@ -447,10 +448,6 @@ check_generations(struct master *m)
 static void
 reload(struct master *m)
 {
-    if (m->next != NULL) {
-        log_warn("reload requested while generation %d is still starting; ignored", m->next->id);
-        return;
-    }
     notify_reloading();
     log_info("reloading %s", m->path);
     struct diag d = DIAG_INIT;
@@ -476,6 +473,31 @@ reload(struct master *m)
     apply_master_settings(m, g->cfg);
     m->next = g;
     start_gen(m, g);
+}
+
+/*
+ * A reload request (SIGHUP). While a reload is still starting its generation,
+ * the request waits for it to end (ready or abandoned) and then runs: it reads
+ * the configuration again, so the newest file wins and a burst of requests
+ * becomes one more reload. A request is never dropped, except by a stop.
+ */
+static void
+request_reload(struct master *m)
+{
+    if (m->stopping) {
+        log_info("reload requested while stopping; ignored");
+        return;
+    }
+    if (m->next == NULL) {
+        reload(m);
+        return;
+    }
+    if (!m->reload_pending) {
+        log_info("reload requested while generation %d is still starting: queued, it runs "
+                 "with the newest configuration once generation %d is ready or abandoned",
+                 m->next->id, m->next->id);
+    }
+    m->reload_pending = 1;
 }
 
 static void
@@ -563,13 +585,16 @@ loop_once(struct master *m, const sigset_t *wait_mask)
     }
     if (got_hup) {
         got_hup = 0;
-        if (!m->stopping) {
-            reload(m);
-        }
+        request_reload(m);
     }
     if (!m->stopping) {
         respawn_due(m);
         check_generations(m);
+    }
+    if (m->reload_pending && m->next == NULL && !m->stopping) {
+        m->reload_pending = 0;
+        log_info("running the reload requested while generation %d was starting", m->cur->id);
+        reload(m);
     }
 }
 

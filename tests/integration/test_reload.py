@@ -48,9 +48,10 @@ class Reload(twicetest.TwiceTestCase):
         return self.conf()
 
     def conf(self, workers=None, plugin_path=None, extra_plugins=(), log_level="info",
-             port=None, extra=""):
+             port=None, extra="", **plugin_settings):
         queues = [tc.queue("jobs", self.url, self.dlq, "effect-tx", **self.queue_options)]
-        plugins = [tc.plugin("effect-tx", plugin_path or self.plugin_path)] + list(extra_plugins)
+        plugins = [tc.plugin("effect-tx", plugin_path or self.plugin_path, **plugin_settings)]
+        plugins += list(extra_plugins)
         return tc.config(self.env, self.dsn, queues, plugins, workers=workers or self.workers,
                          metrics_port=port or self.port, log_level=log_level, drain_timeout=10,
                          extra=extra)
@@ -105,6 +106,34 @@ class Reload(twicetest.TwiceTestCase):
         self.assertEqual(tc.metric_sum(samples, "twice_jobs_finished_total", outcome="done"),
                          total, "counters survive reloads")
         self.assertEqual(d.stop(timeout=30), 0)
+
+    def test_reloads_asked_for_during_a_reload_are_queued_and_collapse(self):
+        """Two quick `systemctl reload`s: the second is not dropped, it runs once the first
+        is done, with the newest file; a burst of them is one more reload."""
+        self.setup("queued", workers=1)
+        slow = {"init_sleep_ms": 1500}  # each generation takes 1.5 s to start
+        d = self.start_twiced(self.conf(**slow))
+        d.wait_log(r"ready: generation 1: 1/1", timeout=30)
+        self.write_config(d, self.conf(workers=2, **slow))
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reloading ", since=mark, timeout=10)
+        self.write_config(d, self.conf(workers=3, **slow))
+        for _ in range(3):
+            d.signal(signal.SIGHUP)
+            time.sleep(0.1)
+        d.wait_log(r"reload done: generation 2 ready", since=mark, timeout=60)
+        d.wait_log(r"reload done: generation 3 ready", since=mark, timeout=60)
+        self.assertRegex(d.log_text()[mark:], r"still starting: queued")
+        twicetest.wait_until(lambda: len(d.worker_pids()) == 3, timeout=30,
+                             message="generation 2 did not drain")
+        time.sleep(2)
+        self.assertNotIn("generation 4", d.log_text(), "the burst became one reload")
+        self.assertEqual(tc.metric_sum(tc.scrape(self.port), "twice_reloads_total",
+                                       result="ok"), 2)
+        self.sqs.send(self.url, json.dumps({"id": "after"}))
+        twicetest.wait_until(lambda: len(self.effects()) == 1, timeout=30)
+        self.assertEqual(d.stop(), 0)
 
     def test_refused_reloads_keep_the_old_generation_working(self):
         conf = self.setup("refuse", workers=1)

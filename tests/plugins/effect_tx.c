@@ -1,7 +1,8 @@
 /*
  * effect_tx.c - fixture: a transactional plugin whose effect is one row in
  * a table (setting `table`, default "effects"), written through the
- * host's connection inside the transaction that completes the key. The
+ * host's connection inside the transaction that completes the key; setting
+ * `init_sleep_ms` makes init (so a probe and a worker's start) that slow. The
  * body steers it: {"id":"k1", "sleep_ms":0, "fail_until":0, "reject":false,
  * "crash":false, "fail_midway":false}. Integration tests count rows per key:
  * exactly one per distinct key proves exactly-once.
@@ -31,6 +32,12 @@ init(const twice_api *a, const twice_settings *s, void **state)
     const char *t = a->setting(s, "table");
     if (t != NULL) {
         snprintf(table, sizeof(table), "%s", t);
+    }
+    const char *ms = a->setting(s, "init_sleep_ms");
+    long sleep_ms = ms != NULL ? atol(ms) : 0;
+    if (sleep_ms > 0) {
+        struct timespec ts = {sleep_ms / 1000, (sleep_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
     }
     *state = NULL;
     return 0;
@@ -90,6 +97,7 @@ handle(void *state, twice_job *job)
 
 static const twice_setting settings[] = {
     {"table", TWICE_SETTING_STRING, 0, "effects", "table the effect rows go to"},
+    {"init_sleep_ms", TWICE_SETTING_INT, 0, "0", "milliseconds init sleeps"},
     {NULL, 0, 0, NULL, NULL},
 };
 
