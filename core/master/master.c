@@ -16,6 +16,7 @@
 #include "dlqmon.h"
 #include "httpd.h"
 #include "janitor.h"
+#include "loader.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
@@ -56,6 +57,9 @@ struct generation {
     char *text;
     size_t len;
     int config_fd;
+    int *plugin_fds; /* the plugin files as checked, one per plugin: every worker of the
+                        generation loads these, however often it is respawned */
+    size_t nplugin_fds;
     int nworkers;
     int *failures;         /* per index: consecutive early deaths */
     long long *respawn_at; /* per index: monotonic ms to start one, 0: none due */
@@ -109,13 +113,43 @@ gen_free(struct generation *g)
     if (g->config_fd >= 0) {
         close(g->config_fd);
     }
+    for (size_t i = 0; i < g->nplugin_fds; i++) {
+        if (g->plugin_fds[i] >= 0) {
+            close(g->plugin_fds[i]);
+        }
+    }
+    free(g->plugin_fds);
     free(g->failures);
     free(g->respawn_at);
     free(g);
 }
 
-/* Read and validate a configuration (and its plugins, in a probe child).
- * Problems are added to d. */
+/* Check and open the plugin files of g's configuration (a file that cannot be
+ * opened keeps -1; the probe skips it). Problems are added to d; 0 when none. */
+static int
+gen_open_plugins(struct generation *g, struct diag *d)
+{
+    const struct config *c = g->cfg;
+    size_t before = d->n;
+    g->plugin_fds = calloc(c->nplugins ? c->nplugins : 1, sizeof(*g->plugin_fds));
+    if (g->plugin_fds == NULL) {
+        diag_add(d, c->file, 0, "out of memory");
+        return -1;
+    }
+    g->nplugin_fds = c->nplugins;
+    for (size_t i = 0; i < c->nplugins; i++) {
+        const struct config_plugin *cp = &c->plugins[i];
+        char err[1024];
+        if (loader_file_open(cp->path, &g->plugin_fds[i], err, sizeof(err)) != 0) {
+            diag_add(d, cp->file != NULL ? cp->file : c->file, cp->line, "plugin '%s': %s",
+                     cp->name, err);
+        }
+    }
+    return d->n == before ? 0 : -1;
+}
+
+/* Read and validate a configuration and open its plugin files (checked, with
+ * their settings, init and fini, in a probe child). Problems are added to d. */
 static struct generation *
 gen_load(const char *path, struct diag *d)
 {
@@ -129,8 +163,13 @@ gen_load(const char *path, struct diag *d)
         gen_free(g);
         return NULL;
     }
-    if (config_load(path, g->text, &g->cfg, d) != 0 ||
-        probe_run(path, g->text, g->len, PROBE_TIMEOUT, d) != 0) {
+    if (config_load(path, g->text, &g->cfg, d) != 0) {
+        gen_free(g);
+        return NULL;
+    }
+    int opened = gen_open_plugins(g, d);
+    if (probe_run(path, g->text, g->len, g->plugin_fds, g->nplugin_fds, PROBE_TIMEOUT, d) != 0 ||
+        opened != 0) {
         gen_free(g);
         return NULL;
     }
@@ -183,8 +222,9 @@ spawn_worker(struct master *m, struct generation *g, int index)
         log_error("cannot start a worker: pipe: %s", strerror(errno));
         return -1;
     }
-    struct childargs a = {CHILD_WORKER, g->config_fd, m->path,  m->shm_fd,  ctl[1],
-                          slot,         g->id,        getpid(), m->instance};
+    struct childargs a = {CHILD_WORKER, g->config_fd,  m->path,       m->shm_fd,
+                          ctl[1],       slot,          g->id,         getpid(),
+                          m->instance,  g->plugin_fds, g->nplugin_fds};
     shm_reset_slot(slot, -1);
     pid_t pid = spawn_child(&a, -1, &m->user, err, sizeof(err));
     close(ctl[1]);

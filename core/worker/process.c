@@ -59,8 +59,11 @@ install_fatal_handlers(int slot)
     }
 }
 
+/* Load the plugins from the files the master opened for this generation
+ * (a->plugin_fds): what the generation checked, even when a file has been
+ * replaced on disk since. The descriptors are closed once mapped. */
 static int
-load_plugins(struct worker *w, char *err, size_t errlen)
+load_plugins(struct worker *w, const struct childargs *a, char *err, size_t errlen)
 {
     const struct config *c = w->cfg;
     w->plugins = calloc(c->nplugins ? c->nplugins : 1, sizeof(*w->plugins));
@@ -68,13 +71,25 @@ load_plugins(struct worker *w, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    if (a->nplugin_fds != c->nplugins) {
+        snprintf(err, errlen, "%zu plugin files for %zu plugins", a->nplugin_fds, c->nplugins);
+        return -1;
+    }
     for (size_t i = 0; i < c->nplugins; i++) {
         struct plugin_instance *p = &w->plugins[i];
+        int replaced = 0;
         p->cfg = &c->plugins[i];
         p->name = p->cfg->name;
         p->index = i;
-        if (loader_open(p->cfg->path, &p->lp, err, errlen) != 0) {
+        int rc = loader_open_fd(p->cfg->path, a->plugin_fds[i], &p->lp, &replaced, err, errlen);
+        close(a->plugin_fds[i]);
+        if (rc != 0) {
             return -1;
+        }
+        if (replaced) {
+            log_warn("plugin '%s': %s was replaced or removed after generation %d loaded it: "
+                     "running generation %d's copy (a reload runs the new file)",
+                     p->name, p->cfg->path, w->generation, w->generation);
         }
         w->nplugins++;
         p->transactional = (p->lp.desc->flags & TWICE_FLAG_TRANSACTIONAL) != 0;
@@ -171,7 +186,7 @@ migrate_store(struct worker *w)
 }
 
 static int
-start(struct worker *w, char *err, size_t errlen)
+start(struct worker *w, const struct childargs *a, char *err, size_t errlen)
 {
     const struct config *c = w->cfg;
     w->endpoint = calloc(1, sizeof(*w->endpoint));
@@ -180,7 +195,7 @@ start(struct worker *w, char *err, size_t errlen)
         return -1;
     }
     if (sqs_setup(c, w->endpoint, &w->creds, err, errlen) != 0 ||
-        load_plugins(w, err, errlen) != 0) {
+        load_plugins(w, a, err, errlen) != 0) {
         return -1;
     }
     w->queues = calloc(c->nqueues, sizeof(*w->queues));
@@ -323,7 +338,7 @@ worker_main(int argc, char **argv)
     w.slot = a.slot;
     w.generation = a.generation;
     childargs_owner(w.owner, sizeof(w.owner), getpid(), w.generation, a.instance);
-    if (start(&w, err, sizeof(err)) != 0) {
+    if (start(&w, &a, err, sizeof(err)) != 0) {
         log_error("worker not started: %s", err);
         _exit(3);
     }

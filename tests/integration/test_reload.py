@@ -165,6 +165,72 @@ class Reload(twicetest.TwiceTestCase):
         self.assertNotIn("generation 2", d.log_text())
         self.assertEqual(d.stop(), 0)
 
+    def crash_and_respawn(self, d, since):
+        """Crash the only worker with a message (which then runs at its next attempt);
+        returns once the worker is back and ready."""
+        time.sleep(1.5)  # a long poll the last crash cut off ends (wait_time 1) unanswered
+        self.sqs.send(self.url, json.dumps({"id": "crash-%d" % since, "crash_until": 2}))
+        m = d.wait_log(r"worker (\d+) \(generation \d+\) killed by signal 11", since=since,
+                       timeout=30)
+        d.wait_log(r"worker ready: generation", since=m.end(), timeout=30)
+        return m.end()
+
+    def test_a_refused_reload_does_not_keep_a_crashed_worker_down(self):
+        """A generation respawns with the plugin bytes it loaded: the file on disk is now a
+        build for another ABI (the reload of it was refused), yet a worker that crashes
+        comes back with the old plugin instead of being refused for good."""
+        conf = self.setup("respawn", workers=1, visibility_timeout=3)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        self.swap_plugin(os.path.dirname(self.plugin_path), "newer_major")
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload refused .*generation 1 keeps running", since=mark, timeout=30)
+        self.crash_and_respawn(d, mark)
+        log = d.log_text()[mark:]
+        self.assertRegex(log, r"plugin 'effect-tx': %s was replaced or removed after generation "
+                              r"1 loaded it: running generation 1's copy"
+                         % re.escape(self.plugin_path))
+        self.assertNotIn("worker not started", log)
+        twicetest.wait_until(lambda: tc.http_status(self.port, "/readyz")[0] == 200,
+                             timeout=30, message="/readyz stayed 503 after the respawn")
+        self.sqs.send(self.url, json.dumps({"id": "after"}))
+        twicetest.wait_until(lambda: ("effect:after", "1") in self.effects(), timeout=30,
+                             message="the respawned worker does not run the old plugin")
+        self.assertEqual(d.stop(), 0)
+
+    def test_respawns_keep_plugins_that_load_libraries_beside_themselves(self):
+        """A plugin behind a symlink in plugin_dir that dlopens a library from its own
+        directory: started, respawned after a crash, and respawned again after the
+        symlink was pointed at a new version (the generation keeps the old one)."""
+        base = tempfile.mkdtemp(dir=self.env.run_dir)
+        os.chmod(base, 0o755)
+        for version in ("v1", "v2"):
+            os.makedirs(os.path.join(base, version), 0o755)
+            shutil.copy(tc.test_plugin(self.env, "dlopen_sibling"),
+                        os.path.join(base, version, "sibling.so"))
+            shutil.copy(tc.test_plugin(self.env, "echo_ok"), os.path.join(base, version, "dep.so"))
+        os.symlink(os.path.join("v1", "sibling.so"), os.path.join(base, "current.so"))
+        self.setup("sibling", workers=1, visibility_timeout=3)
+        conf = self.conf(extra_plugins=[tc.plugin("sibling", "current.so")],
+                         extra="plugin_dir = %s;" % tc.quote(base))
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        v1 = os.path.join(base, "v1")
+        self.assertIn("loaded my sibling from %s" % v1, d.log_text())
+        at = self.crash_and_respawn(d, 0)
+        os.symlink(os.path.join("v2", "sibling.so"), os.path.join(base, "next.so"))
+        os.rename(os.path.join(base, "next.so"), os.path.join(base, "current.so"))
+        at = self.crash_and_respawn(d, at)
+        loaded = re.findall(r"worker\[\d+\] plugin=sibling: loaded my sibling from (\S+)",
+                            d.log_text())
+        self.assertEqual(loaded, [v1] * 3, "the start and two respawns, all from v1")
+        mark = d.mark()
+        self.reload(d)
+        d.wait_log(r"loaded my sibling from %s\n" % re.escape(os.path.join(base, "v2")),
+                   since=mark, timeout=10)
+        self.assertEqual(d.stop(), 0)
+
     def test_added_and_removed_plugins_and_master_settings(self):
         conf = self.setup("change", workers=1)
         d = self.start_twiced(conf)

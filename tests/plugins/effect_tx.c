@@ -4,7 +4,8 @@
  * host's connection inside the transaction that completes the key; setting
  * `init_sleep_ms` makes init (so a probe and a worker's start) that slow. The
  * body steers it: {"id":"k1", "sleep_ms":0, "fail_until":0, "reject":false,
- * "crash":false, "fail_midway":false}. Integration tests count rows per key:
+ * "crash":false, "crash_until":0, "fail_midway":false} (crash_until: crash
+ * the worker while the attempt is below it). Integration tests count rows per key:
  * exactly one per distinct key proves exactly-once.
  * Used by: test_alerts.py, test_creds.py, test_ctl.py, test_fifo.py, test_hostile.py,
  *  test_lifecycle.py, test_metrics.py, test_pgbouncer.py, test_plugin_perms.py, test_reload.py,
@@ -66,7 +67,7 @@ handle(void *state, twice_job *job)
         struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
-    if (flag(job, "crash")) {
+    if (flag(job, "crash") || api->attempt(job) < number(job, "crash_until")) {
         raise(SIGSEGV);
     }
     if (flag(job, "reject")) {
