@@ -5,7 +5,9 @@
  */
 #include "log.h"
 #include "master.h"
+#include "pidfile.h"
 #include "probe.h"
+#include "proctitle.h"
 #include "process.h"
 #include "version.h"
 
@@ -22,7 +24,7 @@ static void
 usage(FILE *out)
 {
     fprintf(out,
-            "usage: twiced [-c FILE] [-f | -d] [-t]\n"
+            "usage: twiced [-c FILE] [-p FILE] [-f | -d] [-t] [-s reload|stop|quit]\n"
             "\n"
             "twice: an idempotent job worker for Amazon SQS. A master process supervises\n"
             "worker processes that long-poll SQS, guard every job with an idempotency key\n"
@@ -34,11 +36,17 @@ usage(FILE *out)
             "                     FILE:LINE: message, exit 0 when there are none, else 1\n"
             "  -f, --foreground   run in the foreground (the default; for systemd)\n"
             "  -d, --daemon       detach from the terminal (logs go to log.file)\n"
+            "  -p, --pid-file FILE  the master's pid file (overrides pid_file)\n"
+            "  -s, --signal SIGNAL  signal the running master named by the pid file and\n"
+            "                     exit: reload (the configuration and plugins), stop\n"
+            "                     (drain: running jobs get drain_timeout) or quit (let\n"
+            "                     every running job finish, however long it takes)\n"
             "  -V, --version      print the version and the plugin ABI\n"
             "  -h, --help         this text\n"
             "\n"
-            "Signals: HUP reloads the configuration and plugins without losing jobs;\n"
-            "TERM or INT drains in-flight jobs and exits (a second one: at once).\n",
+            "Signals to the master (process title \"twiced: master\"): HUP reloads the\n"
+            "configuration and plugins without losing jobs; TERM or INT drains in-flight\n"
+            "jobs and exits (a second one: at once); QUIT lets running jobs finish first.\n",
             TWICE_DEFAULT_CONFIG);
 }
 
@@ -73,6 +81,7 @@ daemonize(void)
 int
 main(int argc, char **argv)
 {
+    proctitle_init(argc, argv);
     if (argc > 1 && strcmp(argv[1], "--worker") == 0) {
         return worker_main(argc, argv);
     }
@@ -81,6 +90,8 @@ main(int argc, char **argv)
     }
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'},
+        {"pid-file", required_argument, NULL, 'p'},
+        {"signal", required_argument, NULL, 's'},
         {"test", no_argument, NULL, 't'},
         {"foreground", no_argument, NULL, 'f'},
         {"daemon", no_argument, NULL, 'd'},
@@ -88,12 +99,19 @@ main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *config = TWICE_DEFAULT_CONFIG;
+    const char *config = TWICE_DEFAULT_CONFIG, *signal_name = NULL;
+    struct master_opts opts = {NULL, NULL, NULL};
     int test = 0, detach = 0, c;
-    while ((c = getopt_long(argc, argv, "c:tfdVh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "c:p:s:tfdVh", longopts, NULL)) != -1) {
         switch (c) {
         case 'c':
             config = optarg;
+            break;
+        case 'p':
+            opts.pid_file = optarg;
+            break;
+        case 's':
+            signal_name = optarg;
             break;
         case 't':
             test = 1;
@@ -125,11 +143,14 @@ main(int argc, char **argv)
     char *abs = realpath(config, NULL);
     const char *path = abs != NULL ? abs : config;
     int rc;
-    if (test) {
+    if (signal_name != NULL) {
+        rc = pidfile_signal(path, opts.pid_file, signal_name);
+    } else if (test) {
         log_set_role("twiced -t");
         rc = master_check(path);
     } else {
-        rc = master_run(path, detach ? daemonize : NULL);
+        opts.detach = detach ? daemonize : NULL;
+        rc = master_run(path, &opts);
     }
     free(abs);
     return rc;

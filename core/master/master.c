@@ -20,7 +20,9 @@
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "pidfile.h"
 #include "probe.h"
+#include "proctitle.h"
 #include "shm.h"
 #include "spawn.h"
 
@@ -76,16 +78,23 @@ struct master {
     struct generation *next; /* being started by a reload */
     int next_id;
     int reload_pending; /* a reload was asked for while `next` was starting */
-    int stopping;
-    int killed; /* we had to SIGKILL someone on the way out */
+    int stopping;       /* STOP_QUIT or STOP_TERM once asked to stop */
+    int killed;         /* we had to SIGKILL someone on the way out */
     time_t stop_deadline;
     int ready_announced;
+    const struct master_opts *opts;
+    struct pidfile *pidfile;
+    char *pid_path; /* the pid file in use (owned), NULL: none */
     struct janitor *janitor;
     struct dlqmon *dlqmon;
     struct httpd *httpd;
 };
 
-static volatile sig_atomic_t got_hup, got_term, got_chld;
+/* How the master was asked to stop: quit lets every running job finish (no
+ * deadline); stop (TERM, INT) gives running jobs drain_timeout. */
+enum { STOP_QUIT = 1, STOP_TERM = 2 };
+
+static volatile sig_atomic_t got_hup, got_term, got_quit, got_chld;
 
 static void
 on_signal(int sig)
@@ -94,6 +103,8 @@ on_signal(int sig)
         got_hup = 1;
     } else if (sig == SIGCHLD) {
         got_chld = 1;
+    } else if (sig == SIGQUIT) {
+        got_quit = 1;
     } else {
         got_term++;
     }
@@ -205,6 +216,7 @@ shm_reset_slot(int slot, pid_t pid)
         __atomic_store_n(&p->jobs[i].used, 0, __ATOMIC_RELEASE);
     }
     __atomic_store_n(&p->crashed_job, -1, __ATOMIC_RELEASE);
+    __atomic_store_n(&p->stopped_by, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&p->pid, pid, __ATOMIC_RELEASE);
 }
 
@@ -395,6 +407,7 @@ reap(struct master *m)
         char what[1024];
         describe_death(slot, status, what, sizeof(what));
         int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        int stopped_by = __atomic_load_n(&shm_region()->procs[slot].stopped_by, __ATOMIC_ACQUIRE);
         struct generation *g = m->cur != NULL && p->gen == m->cur->id     ? m->cur
                                : m->next != NULL && p->gen == m->next->id ? m->next
                                                                           : NULL;
@@ -404,6 +417,11 @@ reap(struct master *m)
             } else {
                 log_warn("worker %d (generation %d) %s while draining", (int) pid, p->gen, what);
             }
+        } else if (clean && stopped_by > 0) {
+            log_warn("worker %d (generation %d) drained and exited: pid %d, not the master, "
+                     "sent it a stop signal; starting another in its place (to stop twiced, "
+                     "signal the master: twiced -s stop, or systemctl stop)",
+                     (int) pid, p->gen, stopped_by);
         } else {
             log_error("worker %d (generation %d) %s", (int) pid, p->gen, what);
         }
@@ -427,6 +445,11 @@ reap(struct master *m)
             abandon_next(m, "a worker of the new generation died while starting");
             continue;
         }
+        if (clean && stopped_by > 0) {
+            g->respawn_at[dead.index] = clock_mono_ms(); /* no failure: no backoff */
+            metrics_count(MET_RESTARTS, "stopped", NULL, NULL, 1);
+            continue;
+        }
         schedule_respawn(g, &dead, WIFSIGNALED(status) ? "signal" : "exit");
     }
 }
@@ -444,6 +467,16 @@ read_ready(struct master *m, int slot)
     p->ctl = -1;
     if (n == 1 && c == 'R') {
         p->ready = 1;
+    }
+}
+
+/* Tell whoever waits for the start (twiced -d's foreground process) how it
+ * ended; once. */
+static void
+started(struct master *m, int ok, const char *why)
+{
+    if (m->opts->started != NULL) {
+        m->opts->started(ok, why);
     }
 }
 
@@ -482,6 +515,7 @@ check_generations(struct master *m)
         status_line(m, status, sizeof(status));
         log_info("ready: %s", status);
         notify_ready(status);
+        started(m, 1, NULL);
     }
 }
 
@@ -510,6 +544,12 @@ reload(struct master *m)
         }
     }
     diag_free(&d);
+    const char *want = g->cfg->pid_file, *have = m->pid_path;
+    if (m->opts->pid_file == NULL && want != have &&
+        (want == NULL || have == NULL || strcmp(want, have) != 0)) {
+        log_warn("reload: pid_file: changing it needs a restart (keeping %s)",
+                 have != NULL ? have : "none");
+    }
     apply_master_settings(m, g->cfg);
     m->next = g;
     start_gen(m, g);
@@ -571,11 +611,28 @@ next_timeout(const struct master *m)
     return left < 0 ? 0 : (int) left;
 }
 
+/* quit (SIGQUIT, twiced -s quit): workers stop receiving and finish every
+ * running job, however long that takes; a stop signal later cuts it short. */
+static void
+begin_quit(struct master *m)
+{
+    got_quit = 0;
+    if (m->stopping) {
+        return;
+    }
+    m->stopping = STOP_QUIT;
+    notify_stopping();
+    log_info("quitting: %d workers finish their running jobs, however long they take "
+             "(twiced -s stop or TERM cuts it to drain_timeout)",
+             count_procs(m, -1, 0));
+    signal_gen(m, -1, SIGQUIT, 1);
+}
+
 static void
 begin_stop(struct master *m)
 {
-    if (!m->stopping) {
-        m->stopping = 1;
+    if (m->stopping != STOP_TERM) {
+        m->stopping = STOP_TERM;
         m->stop_deadline = time(NULL) + m->cur->cfg->drain_timeout + 15;
         notify_stopping();
         log_info("stopping: draining %d workers", count_procs(m, -1, 0));
@@ -619,6 +676,9 @@ loop_once(struct master *m, const sigset_t *wait_mask)
     if (got_chld) {
         got_chld = 0;
         reap(m);
+    }
+    if (got_quit) {
+        begin_quit(m);
     }
     if (got_term) {
         begin_stop(m);
@@ -686,38 +746,69 @@ master_check(const char *path)
     return rc;
 }
 
-int
-master_run(const char *path, int (*detach)(void))
+/* Everything before the first generation: the configuration and plugins,
+ * the workers' user, the pid file, detaching, the shared region. Returns the
+ * generation to start, or NULL (logged) when twiced must not start. */
+static struct generation *
+prepare(struct master *m)
 {
-    struct master m;
-    char err[256];
-    memset(&m, 0, sizeof(m));
-    m.path = path;
-    childargs_instance(m.instance, sizeof(m.instance));
-    log_set_role("master");
+    char err[512];
     struct diag d = DIAG_INIT;
-    struct generation *g = gen_load(path, &d);
+    struct generation *g = gen_load(m->path, &d);
     print_problems(&d);
     diag_free(&d);
     if (g == NULL) {
-        log_error("not starting: %s has problems (listed above)", path);
-        return 1;
+        log_error("not starting: %s has problems (listed above)", m->path);
+        return NULL;
     }
-    if (spawn_resolve_user(g->cfg->user, &m.user, err, sizeof(err)) != 0) {
+    const char *pid_path = m->opts->pid_file != NULL ? m->opts->pid_file : g->cfg->pid_file;
+    if (pid_path != NULL && (m->pid_path = strdup(pid_path)) == NULL) {
+        log_error("not starting: out of memory");
+        gen_free(g);
+        return NULL;
+    }
+    if (spawn_resolve_user(g->cfg->user, &m->user, err, sizeof(err)) != 0 ||
+        (m->pid_path != NULL &&
+         pidfile_acquire(m->pid_path, &m->pidfile, err, sizeof(err)) != 0)) {
         log_error("not starting: %s", err);
         gen_free(g);
-        return 1;
+        return NULL;
     }
-    if (detach != NULL && detach() != 0) {
+    if (m->opts->detach != NULL && m->opts->detach() != 0) {
         gen_free(g);
-        return 1;
+        return NULL;
     }
-    m.shm_fd = shm_create();
-    if (m.shm_fd < 0) {
+    if (m->pidfile != NULL && pidfile_write(m->pidfile, err, sizeof(err)) != 0) {
+        log_error("not starting: %s", err);
+        gen_free(g);
+        return NULL;
+    }
+    m->shm_fd = shm_create();
+    if (m->shm_fd < 0) {
         log_error("not starting: shared memory: %s", strerror(errno));
         gen_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+int
+master_run(const char *path, const struct master_opts *o)
+{
+    struct master m;
+    memset(&m, 0, sizeof(m));
+    m.path = path;
+    m.opts = o;
+    childargs_instance(m.instance, sizeof(m.instance));
+    log_set_role("master");
+    struct generation *g = prepare(&m);
+    if (g == NULL) {
+        started(&m, 0, "configuration, plugins or pid file (see the log)");
+        pidfile_release(m.pidfile);
+        free(m.pid_path);
         return 1;
     }
+    proctitle_set("twiced: master");
     metrics_set_proc(-1);
     sigset_t wait_mask;
     install_signals(&wait_mask);
@@ -735,5 +826,7 @@ master_run(const char *path, int (*detach)(void))
     gen_free(m.cur);
     gen_free(m.next);
     log_info("stopped");
+    pidfile_release(m.pidfile);
+    free(m.pid_path);
     return m.killed ? 1 : 0;
 }

@@ -13,6 +13,7 @@
 #include "hostapi.h"
 #include "instance.h"
 #include "log.h"
+#include "proctitle.h"
 #include "spawn.h"
 
 #include <errno.h>
@@ -74,6 +75,7 @@ probe_main(int argc, char **argv)
         printf("probe: %s\n", err);
         return 2;
     }
+    proctitle_set("twiced: probe");
     struct config *c = NULL;
     if (childargs_load_config(&a, &c, err, sizeof(err)) != 0) {
         printf("%s\n", err);

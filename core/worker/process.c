@@ -18,8 +18,10 @@
 #include "instance.h"
 #include "log.h"
 #include "metrics.h"
+#include "proctitle.h"
 #include "receiver.h"
 #include "shm.h"
+#include "signals.h"
 #include "sqs.h"
 #include "sqs_setup.h"
 #include "worker.h"
@@ -222,21 +224,6 @@ start(struct worker *w, const struct childargs *a, char *err, size_t errlen)
     return 0;
 }
 
-/* Wait for a stop signal; the second one means "now". */
-static int
-wait_signal(const sigset_t *set, int timeout_ms)
-{
-    if (timeout_ms < 0) {
-        int sig = 0;
-        while (sigwait(set, &sig) != 0) {
-        }
-        return sig;
-    }
-    struct timespec ts = {timeout_ms / 1000, (long) (timeout_ms % 1000) * 1000000L};
-    int sig = sigtimedwait(set, NULL, &ts);
-    return sig < 0 ? 0 : sig;
-}
-
 static int
 all_idle(struct worker *w)
 {
@@ -248,33 +235,49 @@ all_idle(struct worker *w)
     return 1;
 }
 
-/* Stop receiving, let running jobs finish within drain_timeout, give back
+static double
+seconds_since(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double) (now.tv_sec - t0->tv_sec) + (double) (now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Stop receiving, let running jobs finish within drain_timeout (a quit: for
+ * as long as they take, until a stop signal sets the deadline), give back
  * what is left. Returns 1 when everything finished (threads joinable). */
 static int
-drain(struct worker *w, const sigset_t *set)
+drain(struct worker *w, const sigset_t *set, enum worker_ask ask, pid_t master)
 {
     w->draining = 1;
     for (size_t i = 0; i < w->nqueues; i++) {
         receiver_join(&w->queues[i]);
         handlers_stop(&w->queues[i]);
     }
-    struct timespec t0, now;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    double limit = ask == WORKER_QUIT ? -1 : w->cfg->drain_timeout; /* -1: none */
     for (;;) {
         if (all_idle(w)) {
             return 1;
         }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double left = w->cfg->drain_timeout - ((double) (now.tv_sec - t0.tv_sec) +
-                                               (double) (now.tv_nsec - t0.tv_nsec) / 1e9);
+        double left = limit < 0 ? 0.1 : limit - seconds_since(&t0);
         if (left <= 0) {
             break;
         }
-        int sig = wait_signal(set, left < 0.1 ? (int) (left * 1000) + 1 : 100);
-        if (sig == SIGTERM || sig == SIGINT || sig == SIGQUIT) {
-            log_warn("second stop signal: giving back running jobs now");
-            break;
+        siginfo_t si;
+        int sig = worker_signal_wait(set, left < 0.1 ? (int) (left * 1000) + 1 : 100, &si);
+        if (sig == 0 || worker_signal_judge(&si, w->slot, master) != WORKER_STOP) {
+            continue;
         }
+        if (limit < 0) {
+            log_info("stop signal while quitting: running jobs get drain_timeout (%ds)",
+                     w->cfg->drain_timeout);
+            limit = seconds_since(&t0) + w->cfg->drain_timeout;
+            continue;
+        }
+        log_warn("second stop signal: giving back running jobs now");
+        break;
     }
     log_warn("drain deadline: giving back the jobs still running");
     w->abandon = 1;
@@ -303,6 +306,7 @@ worker_main(int argc, char **argv)
         return 2;
     }
     log_set_role("worker");
+    proctitle_set("twiced: worker (generation %d)", a.generation);
     struct config *cfg = NULL;
     if (childargs_load_config(&a, &cfg, err, sizeof(err)) != 0) {
         log_error("%s", err);
@@ -346,12 +350,17 @@ worker_main(int argc, char **argv)
              w.nplugins);
     notify_ready(a.ctl_fd);
 
-    int sig;
-    do {
-        sig = wait_signal(&set, -1);
-    } while (sig == SIGHUP);
-    log_info("draining (signal %d)", sig);
-    int clean = drain(&w, &set);
+    enum worker_ask ask = WORKER_IGNORE;
+    siginfo_t si;
+    while (ask == WORKER_IGNORE) {
+        if (worker_signal_wait(&set, -1, &si) > 0) {
+            ask = worker_signal_judge(&si, a.slot, a.master_pid);
+        }
+    }
+    log_info("%s (SIG%s)",
+             ask == WORKER_QUIT ? "quitting: finishing every running job" : "draining",
+             sigabbrev_np(si.si_signo));
+    int clean = drain(&w, &set, ask, a.master_pid);
     acker_stop(w.acker);
     if (!clean) {
         _exit(0); /* threads are still inside plugin code: do not run fini */
