@@ -11,6 +11,7 @@
 #include "process.h"
 #include "version.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -24,7 +25,7 @@ static void
 usage(FILE *out)
 {
     fprintf(out,
-            "usage: twiced [-c FILE] [-p FILE] [-f | -d] [-t] [-s reload|stop|quit]\n"
+            "usage: twiced [-c FILE] [-p FILE] [-f | -d] [-t [--connect]] [-s reload|stop|quit]\n"
             "\n"
             "twice: an idempotent job worker for Amazon SQS. A master process supervises\n"
             "worker processes that long-poll SQS, guard every job with an idempotency key\n"
@@ -34,8 +35,11 @@ usage(FILE *out)
             "  -t, --test         check the configuration and load every plugin it names\n"
             "                     (in a child process), print each problem as\n"
             "                     FILE:LINE: message, exit 0 when there are none, else 1\n"
+            "      --connect      with -t: also connect to PostgreSQL and ask every queue\n"
+            "                     and dead-letter queue for its attributes\n"
             "  -f, --foreground   run in the foreground (the default; for systemd)\n"
-            "  -d, --daemon       detach from the terminal (logs go to log.file)\n"
+            "  -d, --daemon       detach from the terminal (logs go to log.file); exits 0\n"
+            "                     once the workers are ready, 1 with the reason if not\n"
             "  -p, --pid-file FILE  the master's pid file (overrides pid_file)\n"
             "  -s, --signal SIGNAL  signal the running master named by the pid file and\n"
             "                     exit: reload (the configuration and plugins), stop\n"
@@ -50,18 +54,69 @@ usage(FILE *out)
             TWICE_DEFAULT_CONFIG);
 }
 
-/* Detach only when asked to (-d): under systemd twiced stays in front. */
+/* The daemon's end of the pipe its foreground process waits on (-d). */
+static int started_fd = -1;
+
+/* The daemon's start is over: tell the foreground process (once). */
+static void
+report_started(int ok, const char *why)
+{
+    if (started_fd >= 0) {
+        dprintf(started_fd, "%c%s", ok ? 'R' : 'F', ok ? "" : why);
+        close(started_fd);
+        started_fd = -1;
+    }
+}
+
+/* The foreground process of -d: exit 0 once the daemon is ready, 1 (with
+ * the reason) when its start failed or it died first. */
+static int
+wait_started(int fd, pid_t daemon)
+{
+    char buf[2048];
+    size_t n = 0;
+    ssize_t got;
+    while (n < sizeof(buf) - 1 && (got = read(fd, buf + n, sizeof(buf) - 1 - n)) != 0) {
+        if (got < 0 && errno != EINTR) {
+            break;
+        }
+        n += got > 0 ? (size_t) got : 0;
+    }
+    buf[n] = '\0';
+    if (n > 0 && buf[0] == 'R') {
+        return 0;
+    }
+    if (n > 0 && buf[0] == 'F') {
+        fprintf(stderr, "twiced: not started: %s\n", buf + 1);
+    } else {
+        fprintf(stderr, "twiced: the daemon (pid %d) exited before it was ready (see log.file)\n",
+                (int) daemon);
+    }
+    return 1;
+}
+
+/* Detach only when asked to (-d): under systemd twiced stays in front. The
+ * foreground process stays until the daemon is ready or has given up, so
+ * that its exit code says whether twiced started. */
 static int
 daemonize(void)
 {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        perror("twiced: pipe");
+        return -1;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         perror("twiced: fork");
         return -1;
     }
     if (pid > 0) {
-        _exit(0);
+        close(p[1]);
+        _exit(wait_started(p[0], pid));
     }
+    close(p[0]);
+    started_fd = p[1];
     if (setsid() < 0 || chdir("/") != 0) {
         perror("twiced: setsid");
         return -1;
@@ -89,19 +144,15 @@ main(int argc, char **argv)
         return probe_main(argc, argv);
     }
     static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"pid-file", required_argument, NULL, 'p'},
-        {"signal", required_argument, NULL, 's'},
-        {"test", no_argument, NULL, 't'},
-        {"foreground", no_argument, NULL, 'f'},
-        {"daemon", no_argument, NULL, 'd'},
-        {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'}, {"pid-file", required_argument, NULL, 'p'},
+        {"connect", no_argument, NULL, 'C'},      {"signal", required_argument, NULL, 's'},
+        {"test", no_argument, NULL, 't'},         {"foreground", no_argument, NULL, 'f'},
+        {"daemon", no_argument, NULL, 'd'},       {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     const char *config = TWICE_DEFAULT_CONFIG, *signal_name = NULL;
     struct master_opts opts = {NULL, NULL, NULL};
-    int test = 0, detach = 0, c;
+    int test = 0, detach = 0, connect = 0, c;
     while ((c = getopt_long(argc, argv, "c:p:s:tfdVh", longopts, NULL)) != -1) {
         switch (c) {
         case 'c':
@@ -115,6 +166,9 @@ main(int argc, char **argv)
             break;
         case 't':
             test = 1;
+            break;
+        case 'C':
+            connect = 1;
             break;
         case 'f':
             detach = 0;
@@ -134,6 +188,11 @@ main(int argc, char **argv)
             return 2;
         }
     }
+    if (connect && !test) {
+        fprintf(stderr, "twiced: --connect goes with -t\n");
+        usage(stderr);
+        return 2;
+    }
     if (optind < argc) {
         fprintf(stderr, "twiced: unexpected argument %s\n", argv[optind]);
         usage(stderr);
@@ -147,9 +206,10 @@ main(int argc, char **argv)
         rc = pidfile_signal(path, opts.pid_file, signal_name);
     } else if (test) {
         log_set_role("twiced -t");
-        rc = master_check(path);
+        rc = master_check(path, connect);
     } else {
         opts.detach = detach ? daemonize : NULL;
+        opts.started = report_started;
         rc = master_run(path, &opts);
     }
     free(abs);

@@ -22,13 +22,15 @@ struct httpd;
  * when off. 0, or -1 with err (then *h is NULL). */
 int httpd_apply(struct httpd **h, const struct config *c, char *err, size_t errlen);
 
-/* Whether the current generation has all its workers ready. */
-void httpd_set_ready(struct httpd *h, int ready);
+/* Whether the current generation has all its workers ready, and if not,
+ * why ("" when nobody said; copied). */
+void httpd_set_ready(struct httpd *h, int ready, const char *why);
 
 void httpd_stop(struct httpd *h);
 
 /* The /readyz decision, exposed for tests: 1 ready, 0 not (reason set). */
-int httpd_readiness(int workers_ready, const char *const *queues, const int *wait_times,
-                    const double *last_receive, size_t n, double now, char *reason, size_t cap);
+int httpd_readiness(int workers_ready, const char *workers_why, const char *const *queues,
+                    const int *wait_times, const double *last_receive, size_t n, double now,
+                    char *reason, size_t cap);
 
 #endif

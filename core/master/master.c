@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "pidfile.h"
+#include "preflight.h"
 #include "probe.h"
 #include "proctitle.h"
 #include "shm.h"
@@ -38,7 +39,6 @@
 #include <unistd.h>
 
 #define PROBE_TIMEOUT    60    /* seconds a plugin check may take */
-#define READY_TIMEOUT    120   /* seconds a new generation has to get ready */
 #define RESPAWN_BASE_MS  500   /* first respawn delay */
 #define RESPAWN_CAP_MS   30000 /* longest respawn delay */
 #define RESPAWN_STABLE_S 60    /* a worker alive this long resets its backoff */
@@ -48,8 +48,9 @@ struct proc {
     int gen;
     int index; /* its place in its generation */
     int ready;
-    int ctl;      /* read end of its readiness pipe, -1 once ready */
-    int draining; /* told to stop */
+    int ctl;       /* read end of its readiness pipe, -1 once ready */
+    char *waiting; /* what it last said it waits for (malloc'd), NULL */
+    int draining;  /* told to stop */
     time_t started;
 };
 
@@ -82,6 +83,7 @@ struct master {
     int killed;         /* we had to SIGKILL someone on the way out */
     time_t stop_deadline;
     int ready_announced;
+    int start_failed; /* the first generation never got ready: exit 1 */
     const struct master_opts *opts;
     struct pidfile *pidfile;
     char *pid_path; /* the pid file in use (owned), NULL: none */
@@ -288,7 +290,7 @@ static void
 start_gen(struct master *m, struct generation *g)
 {
     g->id = ++m->next_id;
-    g->deadline = time(NULL) + READY_TIMEOUT;
+    g->deadline = time(NULL) + g->cfg->ready_timeout;
     for (int i = 0; i < g->nworkers; i++) {
         if (spawn_worker(m, g, i) != 0) {
             g->respawn_at[i] = clock_mono_ms() + RESPAWN_BASE_MS;
@@ -428,6 +430,7 @@ reap(struct master *m)
         if (p->ctl >= 0) {
             close(p->ctl);
         }
+        free(p->waiting);
         char owner[CHILDARGS_OWNER_MAX];
         char culprit[sizeof(((struct shm_job *) 0)->message_id)];
         childargs_owner(owner, sizeof(owner), pid, p->gen, m->instance);
@@ -454,19 +457,83 @@ reap(struct master *m)
     }
 }
 
+/* Remember what a starting worker waits for ("W<reason>" lines). */
+static void
+note_waiting(struct proc *p, const char *line, size_t len)
+{
+    char *why = strndup(line, len);
+    if (why != NULL) {
+        free(p->waiting);
+        p->waiting = why;
+    }
+}
+
+/*
+ * A starting worker's readiness pipe: "W<reason>\n" lines while it waits for
+ * the store or a queue, then "R" once ready (the pipe is closed then, as on
+ * EOF: a worker that died). Lines are written whole and are short, so a read
+ * holds whole lines.
+ */
 static void
 read_ready(struct master *m, int slot)
 {
     struct proc *p = &m->procs[slot];
-    char c;
-    ssize_t n = read(p->ctl, &c, 1);
+    char buf[4096];
+    ssize_t n = read(p->ctl, buf, sizeof(buf));
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
         return;
     }
-    close(p->ctl);
-    p->ctl = -1;
-    if (n == 1 && c == 'R') {
-        p->ready = 1;
+    for (ssize_t i = 0; i < n;) {
+        if (buf[i] == 'R') {
+            p->ready = 1;
+            break;
+        }
+        char *nl = memchr(buf + i, '\n', (size_t) (n - i));
+        if (nl == NULL) {
+            break;
+        }
+        if (buf[i] == 'W') {
+            note_waiting(p, buf + i + 1, (size_t) (nl - buf - i - 1));
+        }
+        i = nl - buf + 1;
+    }
+    if (n <= 0 || p->ready) {
+        close(p->ctl);
+        p->ctl = -1;
+    }
+}
+
+/* Has a worker of g before slot said the same? */
+static int
+said_before(const struct master *m, const struct generation *g, int slot)
+{
+    for (int i = 0; i < slot; i++) {
+        const struct proc *p = &m->procs[i];
+        if (p->pid > 0 && p->gen == g->id && !p->ready && p->waiting != NULL &&
+            strcmp(p->waiting, m->procs[slot].waiting) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Why generation g is not ready: what its workers wait for (each reason once,
+ * with the first worker that gave it), into out. */
+static void
+not_ready_why(const struct master *m, const struct generation *g, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (int i = 0; i < SHM_PROCS && n < cap; i++) {
+        const struct proc *p = &m->procs[i];
+        if (p->pid > 0 && p->gen == g->id && !p->ready && p->waiting != NULL &&
+            !said_before(m, g, i)) {
+            n += (size_t) snprintf(out + n, cap - n, "%sworker %d: %s", n > 0 ? "; " : "",
+                                   (int) p->pid, p->waiting);
+        }
+    }
+    if (out[0] == '\0') {
+        snprintf(out, cap, "%d of %d workers ready", count_procs(m, g->id, 1), g->nworkers);
     }
 }
 
@@ -487,6 +554,24 @@ status_line(struct master *m, char *out, size_t cap)
              count_procs(m, m->cur->id, 1), m->cur->nworkers);
 }
 
+static void begin_stop(struct master *m);
+
+/* The first generation did not get ready within ready_timeout: say why
+ * (twiced -d's foreground process and systemd see the exit code) and stop. */
+static void
+fail_start(struct master *m, const char *why)
+{
+    char msg[1200];
+    snprintf(msg, sizeof(msg), "generation %d was not ready within ready_timeout (%ds): %s",
+             m->cur->id, m->cur->cfg->ready_timeout, why);
+    log_error("not started: %s", msg);
+    started(m, 0, msg);
+    m->ready_announced = 1; /* never "ready" now */
+    m->start_failed = 1;
+    got_term = 1;
+    begin_stop(m);
+}
+
 /* Progress of generations: the first one's readiness, a reload's switch. */
 static void
 check_generations(struct master *m)
@@ -505,11 +590,22 @@ check_generations(struct master *m)
             status_line(m, status, sizeof(status));
             notify_ready(status);
         } else if (time(NULL) > m->next->deadline) {
-            abandon_next(m, "the new generation did not get ready in time");
+            char why[1024], msg[1200];
+            not_ready_why(m, m->next, why, sizeof(why));
+            snprintf(msg, sizeof(msg), "generation %d was not ready within %ds (%s)", m->next->id,
+                     m->next->cfg->ready_timeout, why);
+            abandon_next(m, msg);
         }
     }
     int all_ready = m->cur != NULL && count_procs(m, m->cur->id, 1) == m->cur->nworkers;
-    httpd_set_ready(m->httpd, all_ready);
+    char why[1024] = "";
+    if (!all_ready && m->cur != NULL) {
+        not_ready_why(m, m->cur, why, sizeof(why));
+    }
+    httpd_set_ready(m->httpd, all_ready, why);
+    if (!m->ready_announced && !all_ready && m->cur != NULL && time(NULL) > m->cur->deadline) {
+        fail_start(m, why);
+    }
     if (!m->ready_announced && all_ready) {
         m->ready_announced = 1;
         status_line(m, status, sizeof(status));
@@ -732,15 +828,22 @@ print_problems(const struct diag *d)
 }
 
 int
-master_check(const char *path)
+master_check(const char *path, int connect)
 {
     struct diag d = DIAG_INIT;
     struct generation *g = gen_load(path, &d);
-    print_problems(&d);
-    if (g != NULL) {
-        printf("%s: configuration and %zu plugins OK\n", path, g->cfg->nplugins);
-    }
     int rc = g != NULL ? 0 : 1;
+    if (g != NULL && connect && preflight_connect(g->cfg, &d) > 0) {
+        rc = 1;
+    }
+    print_problems(&d);
+    if (g != NULL && rc == 0) {
+        printf("%s: configuration and %zu plugins OK\n", path, g->cfg->nplugins);
+        if (connect) {
+            printf("%s: PostgreSQL and %zu queues with their dead-letter queues answer\n", path,
+                   g->cfg->nqueues);
+        }
+    }
     diag_free(&d);
     gen_free(g);
     return rc;
@@ -828,5 +931,5 @@ master_run(const char *path, const struct master_opts *o)
     log_info("stopped");
     pidfile_release(m.pidfile);
     free(m.pid_path);
-    return m.killed ? 1 : 0;
+    return m.killed || m.start_failed ? 1 : 0;
 }

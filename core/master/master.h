@@ -22,7 +22,9 @@ struct master_opts {
 int master_run(const char *config_path, const struct master_opts *o);
 
 /* `twiced -t`: check the configuration and, in a child, every plugin;
- * print each problem as FILE:LINE: message; 0 when there are none. */
-int master_check(const char *config_path);
+ * with connect (--connect) also whether PostgreSQL and every queue and
+ * dead-letter queue answer. Print each problem as FILE:LINE: message; 0 when
+ * there are none. */
+int master_check(const char *config_path, int connect);
 
 #endif

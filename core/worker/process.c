@@ -14,11 +14,11 @@
 #include "creds.h"
 #include "handler.h"
 #include "hostapi.h"
-#include "idem.h"
 #include "instance.h"
 #include "log.h"
 #include "metrics.h"
 #include "proctitle.h"
+#include "ready.h"
 #include "receiver.h"
 #include "shm.h"
 #include "signals.h"
@@ -170,25 +170,9 @@ setup_queue(struct worker *w, struct wqueue *q, const struct config_queue *qc, c
     return 0;
 }
 
-/* Create the idempotency table if needed. A database that is down now is
- * not fatal: receivers wait for it, and the next worker start migrates. */
-static void
-migrate_store(struct worker *w)
-{
-    struct idem_store *s = NULL;
-    char err[512];
-    const struct config *c = w->cfg;
-    if (idem_open(c->idempotency.dsn, c->idempotency.table, w->owner, &s, err, sizeof(err)) == 0 &&
-        idem_migrate(s, err, sizeof(err)) == 0) {
-        idem_close(s);
-        return;
-    }
-    log_error("idempotency table %s: %s", c->idempotency.table, err);
-    idem_close(s);
-}
-
+/* Everything that needs no server: endpoint, plugins (init), queues. */
 static int
-start(struct worker *w, const struct childargs *a, char *err, size_t errlen)
+prepare(struct worker *w, const struct childargs *a, char *err, size_t errlen)
 {
     const struct config *c = w->cfg;
     w->endpoint = calloc(1, sizeof(*w->endpoint));
@@ -210,7 +194,13 @@ start(struct worker *w, const struct childargs *a, char *err, size_t errlen)
             return -1;
         }
     }
-    migrate_store(w);
+    return 0;
+}
+
+/* The threads, once the store and the queues answer (ready_wait). */
+static int
+start(struct worker *w, char *err, size_t errlen)
+{
     w->acker = acker_start(w, err, errlen);
     if (w->acker == NULL) {
         return -1;
@@ -342,7 +332,16 @@ worker_main(int argc, char **argv)
     w.slot = a.slot;
     w.generation = a.generation;
     childargs_owner(w.owner, sizeof(w.owner), getpid(), w.generation, a.instance);
-    if (start(&w, &a, err, sizeof(err)) != 0) {
+    if (prepare(&w, &a, err, sizeof(err)) != 0) {
+        log_error("worker not started: %s", err);
+        _exit(3);
+    }
+    enum worker_ask early = ready_wait(&w, a.ctl_fd, &set, a.master_pid);
+    if (early != WORKER_IGNORE) {
+        log_info("stopped before it was ready");
+        _exit(0); /* no thread runs; plugins were only initialised */
+    }
+    if (start(&w, err, sizeof(err)) != 0) {
         log_error("worker not started: %s", err);
         _exit(3);
     }
