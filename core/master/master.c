@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "config.h"
 #include "dlqmon.h"
+#include "health.h"
 #include "httpd.h"
 #include "janitor.h"
 #include "loader.h"
@@ -88,6 +89,7 @@ struct master {
     struct pidfile *pidfile;
     char *pid_path; /* the pid file in use (owned), NULL: none */
     struct janitor *janitor;
+    struct health *health; /* the store's health, for /readyz */
     struct dlqmon *dlqmon;
     struct httpd *httpd;
 };
@@ -312,6 +314,10 @@ apply_master_settings(struct master *m, const struct config *c)
     m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table, c->idempotency.retention,
                                c->idempotency.janitor_interval, c->idempotency.janitor_batch);
     janitor_stop(old, m->janitor);
+    if (!health_is_for(m->health, c->idempotency.dsn, c->idempotency.table)) {
+        health_stop(m->health);
+        m->health = health_start(c->idempotency.dsn, c->idempotency.table);
+    }
     dlqmon_stop(m->dlqmon); /* then start: its state carries over to the new one */
     m->dlqmon = dlqmon_start(c);
     char err[256];
@@ -603,6 +609,9 @@ check_generations(struct master *m)
         not_ready_why(m, m->cur, why, sizeof(why));
     }
     httpd_set_ready(m->httpd, all_ready, why);
+    char store[600] = "";
+    health_store_ok(m->health, store, sizeof(store));
+    httpd_set_store(m->httpd, store);
     if (!m->ready_announced && !all_ready && m->cur != NULL && time(NULL) > m->cur->deadline) {
         fail_start(m, why);
     }
@@ -924,6 +933,7 @@ master_run(const char *path, const struct master_opts *o)
         loop_once(&m, &wait_mask);
     }
     httpd_stop(m.httpd);
+    health_stop(m.health);
     dlqmon_stop(m.dlqmon);
     janitor_stop(m.janitor, NULL);
     gen_free(m.cur);

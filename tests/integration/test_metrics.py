@@ -118,6 +118,42 @@ class Metrics(twicetest.TwiceTestCase):
                              == 1, timeout=30)
         self.assertEqual(d.stop(), 0)
 
+    def test_readyz_follows_postgres_while_idle(self):
+        """No message flows, so only the master's periodic health check can notice that
+        PostgreSQL went away (and came back)."""
+        pg = faultproxy.TcpProxy(self.env.pg_host, self.env.pg_port)
+        self.addCleanup(pg.close)
+        url, dlq = self.queue_pair("pgready")
+        name = twicetest.unique_name("pgready").lower().replace("-", "_")
+        self.pg.query(self.env.pg_dsn, 'CREATE DATABASE "%s"' % name)
+        direct = self.pg.dsn(name)
+        self.addCleanup(self.pg.drop_database, direct)
+        self.pg.query(direct, tc.EFFECTS_TABLE)
+        via = direct.replace(":%d/" % self.env.pg_port, ":%d/" % pg.port)
+        port = tc.free_port()
+        conf = tc.config(self.env, via, [tc.queue("jobs", url, dlq, "effect-tx", wait_time=2)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         metrics_port=port)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=30)
+        twicetest.wait_until(lambda: tc.http_status(port, "/readyz")[0] == 200, timeout=20)
+        pg.down()
+        status, body = twicetest.wait_until(
+            lambda: (lambda r: r if r[0] == 503 else None)(tc.http_status(port, "/readyz")),
+            timeout=20, message="/readyz stayed 200 with PostgreSQL gone")
+        self.assertRegex(body, r"^idempotency store does not answer: ")
+        d.wait_log(r"the idempotency store does not answer: .*; /readyz says 503", timeout=5)
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_messages_received_total"), 0,
+                         "idle: no message told it")
+        pg.up()
+        twicetest.wait_until(lambda: tc.http_status(port, "/readyz")[0] == 200, timeout=30,
+                             message="/readyz did not come back with PostgreSQL")
+        d.wait_log(r"the idempotency store answers again", timeout=5)
+        self.sqs.send(url, json.dumps({"id": "after-outage"}))
+        twicetest.wait_until(lambda: self.pg.query(direct, "SELECT count(*) FROM effects")[0][0]
+                             == 1, timeout=60)
+        self.assertEqual(d.stop(), 0)
+
     def test_slow_plugin_gets_the_visibility_timeout_advice(self):
         url, dlq, dsn, port, d = self.start("advice", workers=1, visibility_timeout=4,
                                             concurrency=10)
