@@ -7,6 +7,7 @@
  */
 #include "health.h"
 
+#include "buf.h"
 #include "clock.h"
 #include "idem.h"
 #include "log.h"
@@ -17,9 +18,10 @@
 #include <string.h>
 #include <time.h>
 
-#define HEALTH_EVERY_MS 3000  /* between checks */
-#define HEALTH_STALE_MS 30000 /* no answer for this long: not healthy (connect timeout is 10 s)   \
-                               */
+#define HEALTH_EVERY_MS 3000 /* between checks */
+#define HEALTH_STALE_MS                                                                           \
+    30000 /* no answer for this long: not healthy (connect timeout is 10 s)                       \
+           */
 
 struct health {
     pthread_t thread;
@@ -87,9 +89,7 @@ health_main(void *arg)
         int ok = check(h, why, sizeof(why)) == 0;
         record(h, ok, why);
         pthread_mutex_lock(&h->mu);
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += HEALTH_EVERY_MS / 1000;
+        struct timespec until = clock_after_ms(CLOCK_REALTIME, HEALTH_EVERY_MS);
         while (!h->stop && pthread_cond_timedwait(&h->cv, &h->mu, &until) == 0) {
         }
     }
@@ -105,7 +105,7 @@ health_start(const char *dsn, const char *table)
     if (h == NULL || (h->dsn = strdup(dsn)) == NULL ||
         (h->table = strdup(table != NULL ? table : "")) == NULL) {
         if (h != NULL) {
-            free(h->dsn);
+            buf_free_secret(h->dsn);
         }
         free(h);
         return NULL;
@@ -117,7 +117,7 @@ health_start(const char *dsn, const char *table)
     if (pthread_create(&h->thread, NULL, health_main, h) != 0) {
         pthread_mutex_destroy(&h->mu);
         pthread_cond_destroy(&h->cv);
-        free(h->dsn);
+        buf_free_secret(h->dsn);
         free(h->table);
         free(h);
         return NULL;
@@ -145,9 +145,7 @@ health_stop(struct health *h)
     pthread_join(h->thread, NULL);
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);
-    size_t n = strlen(h->dsn);
-    explicit_bzero(h->dsn, n); /* it may hold the password */
-    free(h->dsn);
+    buf_free_secret(h->dsn); /* it may hold the password */
     free(h->table);
     free(h);
 }

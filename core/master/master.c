@@ -14,16 +14,16 @@
 #include "clock.h"
 #include "config.h"
 #include "dlqmon.h"
+#include "generation.h"
 #include "health.h"
 #include "httpd.h"
 #include "janitor.h"
-#include "loader.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
 #include "pidfile.h"
 #include "preflight.h"
-#include "probe.h"
+#include "proctable.h"
 #include "proctitle.h"
 #include "shm.h"
 #include "spawn.h"
@@ -39,36 +39,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROBE_TIMEOUT    60    /* seconds a plugin check may take */
 #define RESPAWN_BASE_MS  500   /* first respawn delay */
 #define RESPAWN_CAP_MS   30000 /* longest respawn delay */
 #define RESPAWN_STABLE_S 60    /* a worker alive this long resets its backoff */
-
-struct proc {
-    pid_t pid; /* 0: free */
-    int gen;
-    int index; /* its place in its generation */
-    int ready;
-    int ctl;       /* read end of its readiness pipe, -1 once ready */
-    char *waiting; /* what it last said it waits for (malloc'd), NULL */
-    int draining;  /* told to stop */
-    time_t started;
-};
-
-struct generation {
-    int id;
-    struct config *cfg;
-    char *text;
-    size_t len;
-    int config_fd;
-    int *plugin_fds; /* the plugin files as checked, one per plugin: every worker of the
-                        generation loads these, however often it is respawned */
-    size_t nplugin_fds;
-    int nworkers;
-    int *failures;         /* per index: consecutive early deaths */
-    long long *respawn_at; /* per index: monotonic ms to start one, 0: none due */
-    time_t deadline;       /* a starting generation must be ready by then */
-};
 
 struct master {
     const char *path;
@@ -115,104 +88,6 @@ on_signal(int sig)
 }
 
 static void
-gen_free(struct generation *g)
-{
-    if (g == NULL) {
-        return;
-    }
-    config_free(g->cfg);
-    if (g->text != NULL) {
-        explicit_bzero(g->text, g->len);
-    }
-    free(g->text);
-    if (g->config_fd >= 0) {
-        close(g->config_fd);
-    }
-    for (size_t i = 0; i < g->nplugin_fds; i++) {
-        if (g->plugin_fds[i] >= 0) {
-            close(g->plugin_fds[i]);
-        }
-    }
-    free(g->plugin_fds);
-    free(g->failures);
-    free(g->respawn_at);
-    free(g);
-}
-
-/* Check and open the plugin files of g's configuration (a file that cannot be
- * opened keeps -1; the probe skips it). Problems are added to d; 0 when none. */
-static int
-gen_open_plugins(struct generation *g, struct diag *d)
-{
-    const struct config *c = g->cfg;
-    size_t before = d->n;
-    g->plugin_fds = calloc(c->nplugins ? c->nplugins : 1, sizeof(*g->plugin_fds));
-    if (g->plugin_fds == NULL) {
-        diag_add(d, c->file, 0, "out of memory");
-        return -1;
-    }
-    g->nplugin_fds = c->nplugins;
-    for (size_t i = 0; i < c->nplugins; i++) {
-        const struct config_plugin *cp = &c->plugins[i];
-        char err[1024];
-        if (loader_file_open(cp->path, &g->plugin_fds[i], err, sizeof(err)) != 0) {
-            diag_add(d, cp->file != NULL ? cp->file : c->file, cp->line, "plugin '%s': %s",
-                     cp->name, err);
-        }
-    }
-    return d->n == before ? 0 : -1;
-}
-
-/* Read and validate a configuration and open its plugin files (checked, with
- * their settings, init and fini, in a probe child). Problems are added to d. */
-static struct generation *
-gen_load(const char *path, struct diag *d)
-{
-    struct generation *g = calloc(1, sizeof(*g));
-    if (g == NULL) {
-        diag_add(d, path, 0, "out of memory");
-        return NULL;
-    }
-    g->config_fd = -1;
-    if (config_text_read_file(path, &g->text, &g->len, d) != 0) {
-        gen_free(g);
-        return NULL;
-    }
-    if (config_load(path, g->text, &g->cfg, d) != 0) {
-        gen_free(g);
-        return NULL;
-    }
-    int opened = gen_open_plugins(g, d);
-    if (probe_run(path, g->text, g->len, g->plugin_fds, g->nplugin_fds, PROBE_TIMEOUT, d) != 0 ||
-        opened != 0) {
-        gen_free(g);
-        return NULL;
-    }
-    g->nworkers = g->cfg->workers;
-    g->failures = calloc((size_t) g->nworkers, sizeof(*g->failures));
-    g->respawn_at = calloc((size_t) g->nworkers, sizeof(*g->respawn_at));
-    g->config_fd = childargs_memfd(g->text, g->len);
-    if (g->failures == NULL || g->respawn_at == NULL || g->config_fd < 0) {
-        diag_add(d, path, 0, "cannot prepare the workers: %s", strerror(errno));
-        gen_free(g);
-        return NULL;
-    }
-    return g;
-}
-
-static int
-free_slot(struct master *m)
-{
-    struct shm_region *r = shm_region();
-    for (int i = 0; i < SHM_PROCS; i++) {
-        if (m->procs[i].pid == 0 && __atomic_load_n(&r->procs[i].pid, __ATOMIC_ACQUIRE) == 0) {
-            return i;
-        }
-    }
-    return -1;
-}
-
-static void
 shm_reset_slot(int slot, pid_t pid)
 {
     struct shm_proc *p = &shm_region()->procs[slot];
@@ -228,7 +103,7 @@ static int
 spawn_worker(struct master *m, struct generation *g, int index)
 {
     char err[256];
-    int slot = free_slot(m);
+    int slot = proc_free_slot(m->procs);
     int ctl[2];
     if (slot < 0) {
         log_error("no free worker slot (at most %d worker processes)", SHM_PROCS);
@@ -261,31 +136,6 @@ spawn_worker(struct master *m, struct generation *g, int index)
     g->respawn_at[index] = 0;
     log_debug("started worker %d (generation %d, slot %d)", (int) pid, g->id, slot);
     return 0;
-}
-
-static void
-signal_gen(struct master *m, int gen, int sig, int mark_draining)
-{
-    for (int i = 0; i < SHM_PROCS; i++) {
-        struct proc *p = &m->procs[i];
-        if (p->pid > 0 && (gen < 0 || p->gen == gen)) {
-            kill(p->pid, sig);
-            p->draining |= mark_draining;
-        }
-    }
-}
-
-static int
-count_procs(const struct master *m, int gen, int ready_only)
-{
-    int n = 0;
-    for (int i = 0; i < SHM_PROCS; i++) {
-        const struct proc *p = &m->procs[i];
-        if (p->pid > 0 && (gen < 0 || p->gen == gen) && (!ready_only || p->ready)) {
-            n++;
-        }
-    }
-    return n;
 }
 
 static void
@@ -390,7 +240,7 @@ abandon_next(struct master *m, const char *why)
     log_error("reload failed: %s; generation %d keeps running", why,
               m->cur != NULL ? m->cur->id : 0);
     metrics_count(MET_RELOADS, "failed", NULL, NULL, 1);
-    signal_gen(m, m->next->id, SIGTERM, 1);
+    proc_signal(m->procs, m->next->id, SIGTERM, 1);
     gen_free(m->next);
     m->next = NULL;
     if (m->cur != NULL) {
@@ -463,86 +313,6 @@ reap(struct master *m)
     }
 }
 
-/* Remember what a starting worker waits for ("W<reason>" lines). */
-static void
-note_waiting(struct proc *p, const char *line, size_t len)
-{
-    char *why = strndup(line, len);
-    if (why != NULL) {
-        free(p->waiting);
-        p->waiting = why;
-    }
-}
-
-/*
- * A starting worker's readiness pipe: "W<reason>\n" lines while it waits for
- * the store or a queue, then "R" once ready (the pipe is closed then, as on
- * EOF: a worker that died). Lines are written whole and are short, so a read
- * holds whole lines.
- */
-static void
-read_ready(struct master *m, int slot)
-{
-    struct proc *p = &m->procs[slot];
-    char buf[4096];
-    ssize_t n = read(p->ctl, buf, sizeof(buf));
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
-        return;
-    }
-    for (ssize_t i = 0; i < n;) {
-        if (buf[i] == 'R') {
-            p->ready = 1;
-            break;
-        }
-        char *nl = memchr(buf + i, '\n', (size_t) (n - i));
-        if (nl == NULL) {
-            break;
-        }
-        if (buf[i] == 'W') {
-            note_waiting(p, buf + i + 1, (size_t) (nl - buf - i - 1));
-        }
-        i = nl - buf + 1;
-    }
-    if (n <= 0 || p->ready) {
-        close(p->ctl);
-        p->ctl = -1;
-    }
-}
-
-/* Has a worker of g before slot said the same? */
-static int
-said_before(const struct master *m, const struct generation *g, int slot)
-{
-    for (int i = 0; i < slot; i++) {
-        const struct proc *p = &m->procs[i];
-        if (p->pid > 0 && p->gen == g->id && !p->ready && p->waiting != NULL &&
-            strcmp(p->waiting, m->procs[slot].waiting) == 0) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Why generation g is not ready: what its workers wait for (each reason once,
- * with the first worker that gave it), into out. */
-static void
-not_ready_why(const struct master *m, const struct generation *g, char *out, size_t cap)
-{
-    size_t n = 0;
-    out[0] = '\0';
-    for (int i = 0; i < SHM_PROCS && n < cap; i++) {
-        const struct proc *p = &m->procs[i];
-        if (p->pid > 0 && p->gen == g->id && !p->ready && p->waiting != NULL &&
-            !said_before(m, g, i)) {
-            n += (size_t) snprintf(out + n, cap - n, "%sworker %d: %s", n > 0 ? "; " : "",
-                                   (int) p->pid, p->waiting);
-        }
-    }
-    if (out[0] == '\0') {
-        snprintf(out, cap, "%d of %d workers ready", count_procs(m, g->id, 1), g->nworkers);
-    }
-}
-
 /* Tell whoever waits for the start (twiced -d's foreground process) how it
  * ended; once. */
 static void
@@ -557,7 +327,7 @@ static void
 status_line(struct master *m, char *out, size_t cap)
 {
     snprintf(out, cap, "generation %d: %d/%d workers ready", m->cur->id,
-             count_procs(m, m->cur->id, 1), m->cur->nworkers);
+             proc_count(m->procs, m->cur->id, 1), m->cur->nworkers);
 }
 
 static void begin_stop(struct master *m);
@@ -584,11 +354,11 @@ check_generations(struct master *m)
 {
     char status[128];
     if (m->next != NULL) {
-        if (count_procs(m, m->next->id, 1) == m->next->nworkers) {
+        if (proc_count(m->procs, m->next->id, 1) == m->next->nworkers) {
             struct generation *old = m->cur;
             m->cur = m->next;
             m->next = NULL;
-            signal_gen(m, old->id, SIGTERM, 1);
+            proc_signal(m->procs, old->id, SIGTERM, 1);
             log_info("reload done: generation %d ready, generation %d draining", m->cur->id,
                      old->id);
             metrics_count(MET_RELOADS, "ok", NULL, NULL, 1);
@@ -597,16 +367,16 @@ check_generations(struct master *m)
             notify_ready(status);
         } else if (time(NULL) > m->next->deadline) {
             char why[1024], msg[1200];
-            not_ready_why(m, m->next, why, sizeof(why));
+            proc_not_ready_why(m->procs, m->next->id, m->next->nworkers, why, sizeof(why));
             snprintf(msg, sizeof(msg), "generation %d was not ready within %ds (%s)", m->next->id,
                      m->next->cfg->ready_timeout, why);
             abandon_next(m, msg);
         }
     }
-    int all_ready = m->cur != NULL && count_procs(m, m->cur->id, 1) == m->cur->nworkers;
+    int all_ready = m->cur != NULL && proc_count(m->procs, m->cur->id, 1) == m->cur->nworkers;
     char why[1024] = "";
     if (!all_ready && m->cur != NULL) {
-        not_ready_why(m, m->cur, why, sizeof(why));
+        proc_not_ready_why(m->procs, m->cur->id, m->cur->nworkers, why, sizeof(why));
     }
     httpd_set_ready(m->httpd, all_ready, why);
     char store[600] = "";
@@ -729,8 +499,8 @@ begin_quit(struct master *m)
     notify_stopping();
     log_info("quitting: %d workers finish their running jobs, however long they take "
              "(twiced -s stop or TERM cuts it to drain_timeout)",
-             count_procs(m, -1, 0));
-    signal_gen(m, -1, SIGQUIT, 1);
+             proc_count(m->procs, -1, 0));
+    proc_signal(m->procs, -1, SIGQUIT, 1);
 }
 
 static void
@@ -740,18 +510,18 @@ begin_stop(struct master *m)
         m->stopping = STOP_TERM;
         m->stop_deadline = time(NULL) + m->cur->cfg->drain_timeout + 15;
         notify_stopping();
-        log_info("stopping: draining %d workers", count_procs(m, -1, 0));
-        signal_gen(m, -1, SIGTERM, 1);
+        log_info("stopping: draining %d workers", proc_count(m->procs, -1, 0));
+        proc_signal(m->procs, -1, SIGTERM, 1);
     } else if (got_term > 1) {
         /* A second signal: workers give back what runs and leave at once. */
         log_warn("second stop signal: workers give back their jobs now");
-        signal_gen(m, -1, SIGTERM, 1);
+        proc_signal(m->procs, -1, SIGTERM, 1);
         m->stop_deadline = time(NULL) + 5;
         got_term = 1;
     }
-    if (time(NULL) > m->stop_deadline && count_procs(m, -1, 0) > 0) {
+    if (time(NULL) > m->stop_deadline && proc_count(m->procs, -1, 0) > 0) {
         log_error("workers did not stop in time: killing them");
-        signal_gen(m, -1, SIGKILL, 1);
+        proc_signal(m->procs, -1, SIGKILL, 1);
         m->killed = 1;
         m->stop_deadline = time(NULL) + 5;
     }
@@ -775,7 +545,7 @@ loop_once(struct master *m, const sigset_t *wait_mask)
     int rc = ppoll(pfd, n, &ts, wait_mask);
     for (nfds_t i = 0; rc > 0 && i < n; i++) {
         if (pfd[i].revents != 0) {
-            read_ready(m, slots[i]);
+            proc_read_ready(&m->procs[slots[i]]);
         }
     }
     if (got_chld) {
@@ -929,7 +699,7 @@ master_run(const char *path, const struct master_opts *o)
              g->cfg->nqueues, g->cfg->nplugins);
     m.cur = g;
     start_gen(&m, g);
-    while (!m.stopping || count_procs(&m, -1, 0) > 0) {
+    while (!m.stopping || proc_count(m.procs, -1, 0) > 0) {
         loop_once(&m, &wait_mask);
     }
     httpd_stop(m.httpd);

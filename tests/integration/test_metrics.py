@@ -28,6 +28,13 @@ class Metrics(twicetest.TwiceTestCase):
         d.wait_log(r"ready: generation 1: %d/%d" % (workers, workers), timeout=20)
         return url, dlq, dsn, port, d
 
+    @staticmethod
+    def readyz_503(port, message):
+        """Wait until /readyz answers 503; returns its body."""
+        return twicetest.wait_until(
+            lambda: (lambda r: r[1] if r[0] == 503 else None)(tc.http_status(port, "/readyz")),
+            timeout=20, message=message)
+
     def counts(self, port):
         s = tc.scrape(port)
         return {
@@ -105,9 +112,7 @@ class Metrics(twicetest.TwiceTestCase):
         self.assertEqual(tc.http_status(port, "/healthz"), (200, "ok\n"))
         twicetest.wait_until(lambda: tc.http_status(port, "/readyz")[0] == 200, timeout=10)
         proxy.refuse()
-        status, body = twicetest.wait_until(
-            lambda: (lambda r: r if r[0] == 503 else None)(tc.http_status(port, "/readyz")),
-            timeout=20, message="/readyz stayed 200 with SQS unreachable")
+        body = self.readyz_503(port, "/readyz stayed 200 with SQS unreachable")
         self.assertRegex(body, r"^queue jobs: no successful receive for \d+s")
         self.assertEqual(tc.http_status(port, "/healthz")[0], 200, "the master is alive")
         proxy.passthrough()
@@ -138,9 +143,7 @@ class Metrics(twicetest.TwiceTestCase):
         d.wait_log(r"ready: generation 1", timeout=30)
         twicetest.wait_until(lambda: tc.http_status(port, "/readyz")[0] == 200, timeout=20)
         pg.down()
-        status, body = twicetest.wait_until(
-            lambda: (lambda r: r if r[0] == 503 else None)(tc.http_status(port, "/readyz")),
-            timeout=20, message="/readyz stayed 200 with PostgreSQL gone")
+        body = self.readyz_503(port, "/readyz stayed 200 with PostgreSQL gone")
         self.assertRegex(body, r"^idempotency store does not answer: ")
         d.wait_log(r"the idempotency store does not answer: .*; /readyz says 503", timeout=5)
         self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_messages_received_total"), 0,

@@ -5,11 +5,9 @@ ready_timeout fails with the reason (exit 1, also under -d and systemd).
 `twiced -t --connect` asks the same servers on demand. Real servers; the failures are
 real ones: a wrong password, a database that does not exist yet, queues that do not."""
 
-import os
 import re
 import socket
 import subprocess
-import tempfile
 import time
 import unittest
 import urllib.parse
@@ -92,11 +90,7 @@ class Ready(twicetest.TwiceTestCase):
 
     def test_systemd_hears_no_ready_and_the_daemon_exits_1(self):
         conf = self.conf("ready-sd", dsn=self.wrong_password_dsn(), ready_timeout=4)
-        sock_path = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "notify.sock")
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        sock.bind(sock_path)
-        sock.settimeout(0.2)
-        self.addCleanup(sock.close)
+        sock_path, sock = self.notify_socket(timeout=0.2)
         d = self.start_twiced(conf, extra_env={"NOTIFY_SOCKET": sock_path})
         self.assertEqual(d.proc.wait(timeout=60), 1)
         said = []

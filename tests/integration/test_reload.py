@@ -6,7 +6,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -355,11 +354,7 @@ class SystemdNotify(twicetest.TwiceTestCase):
         self.pg.query(dsn, tc.EFFECTS_TABLE)
         conf = tc.config(self.env, dsn, [tc.queue("jobs", url, dlq, "effect-tx")],
                          [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))])
-        sock_path = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "notify.sock")
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        sock.bind(sock_path)
-        sock.settimeout(30)
-        self.addCleanup(sock.close)
+        sock_path, sock = self.notify_socket()
         d = self.start_twiced(conf, extra_env={"NOTIFY_SOCKET": sock_path})
 
         def next_message(want):
