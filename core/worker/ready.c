@@ -60,6 +60,11 @@ tell_master(int fd, const char *why)
         n = (int) sizeof(line) - 1;
         line[n - 1] = '\n';
     }
+    for (int i = 0; i < n - 1; i++) {
+        if (line[i] == '\n' || line[i] == '\r') {
+            line[i] = ' '; /* one reason, one line */
+        }
+    }
     ssize_t rc;
     do {
         rc = write(fd, line, (size_t) n);
