@@ -62,14 +62,14 @@ worker_signal_judge(const siginfo_t *si, int slot, pid_t master)
     enum worker_ask ask = sig == SIGQUIT  ? WORKER_QUIT
                           : sig == SIGHUP ? WORKER_IGNORE
                                           : WORKER_STOP;
-    int from_master = si->si_code == SI_USER && si->si_pid == master;
-    if (from_master || getppid() != master) {
-        return ask; /* the master's wish; or the master is gone (our parent-death signal) */
+    int sent = si->si_code == SI_USER || si->si_code == SI_QUEUE; /* kill(), sigqueue() */
+    if (!sent || si->si_pid == master || getppid() != master) {
+        /* The master's wish; the terminal's (^C reaches the master too); or
+         * the master is gone (our parent-death signal). */
+        return ask;
     }
-    char who[128] = "the kernel";
-    if (si->si_code == SI_USER || si->si_code == SI_QUEUE) {
-        describe_sender(si->si_pid, who, sizeof(who));
-    }
+    char who[128];
+    describe_sender(si->si_pid, who, sizeof(who));
     if (ask == WORKER_IGNORE) {
         log_warn("ignoring SIG%s from %s: reloading is the master's (twiced -s reload, or "
                  "systemctl reload)",
@@ -81,9 +81,8 @@ worker_signal_judge(const siginfo_t *si, int slot, pid_t master)
              "or systemctl stop)",
              sigabbrev_np(sig), who);
     struct shm_region *r = shm_region();
-    if (r != NULL && slot >= 0 && slot < SHM_PROCS) {
-        int pid = si->si_pid > 0 ? (int) si->si_pid : 1;
-        __atomic_store_n(&r->procs[slot].stopped_by, pid, __ATOMIC_RELEASE);
+    if (r != NULL && slot >= 0 && slot < SHM_PROCS && si->si_pid > 0) {
+        __atomic_store_n(&r->procs[slot].stopped_by, (int) si->si_pid, __ATOMIC_RELEASE);
     }
     return ask;
 }
