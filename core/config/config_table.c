@@ -63,7 +63,8 @@ const struct config_row config_rows[] = {
      .doc_default = "none (twiced -p FILE overrides it)",
      .doc = "The master writes its pid here (also with -d) and removes it when it exits; a "
             "second twiced refuses a pid file a running one holds. twiced -s reload|stop|quit "
-            "signals the master it names. Changing it needs a restart."},
+            "signals the master it names. A relative path is taken from the configuration "
+            "file's directory. Changing it needs a restart."},
     {ROW("", "max_message_bytes", CONFIG_INT, C(max_message_bytes)), .lo = 1024, .hi = 1048576,
      .def = 1048576,
      .doc = "Largest message body handled, in bytes. Larger bodies go to the dead-letter queue "

@@ -419,12 +419,14 @@ reload(struct master *m)
         }
     }
     diag_free(&d);
-    const char *want = g->cfg->pid_file, *have = m->pid_path;
-    if (m->opts->pid_file == NULL && want != have &&
-        (want == NULL || have == NULL || strcmp(want, have) != 0)) {
+    char *want = g->cfg->pid_file != NULL ? pidfile_configured(m->path, g->cfg->pid_file) : NULL;
+    const char *have = m->pid_path;
+    int same = want == NULL ? have == NULL : have != NULL && strcmp(want, have) == 0;
+    if (m->opts->pid_file == NULL && !same) {
         log_warn("reload: pid_file: changing it needs a restart (keeping %s)",
                  have != NULL ? have : "none");
     }
+    free(want);
     apply_master_settings(m, g->cfg);
     m->next = g;
     start_gen(m, g);
@@ -643,8 +645,9 @@ prepare(struct master *m)
         log_error("not starting: %s has problems (listed above)", m->path);
         return NULL;
     }
-    const char *pid_path = m->opts->pid_file != NULL ? m->opts->pid_file : g->cfg->pid_file;
-    if (pid_path != NULL && (m->pid_path = strdup(pid_path)) == NULL) {
+    const char *given = m->opts->pid_file, *set = g->cfg->pid_file;
+    if ((given != NULL || set != NULL) &&
+        (m->pid_path = given != NULL ? strdup(given) : pidfile_configured(m->path, set)) == NULL) {
         log_error("not starting: out of memory");
         gen_free(g);
         return NULL;

@@ -171,6 +171,22 @@ pidfile_read_live(const char *path, char *err, size_t errlen)
     return pid;
 }
 
+char *
+pidfile_configured(const char *config_path, const char *setting)
+{
+    const char *slash = strrchr(config_path, '/');
+    if (setting[0] == '/' || slash == NULL) {
+        return strdup(setting);
+    }
+    size_t dir = (size_t) (slash - config_path);
+    size_t n = dir + strlen(setting) + 2;
+    char *out = malloc(n);
+    if (out != NULL) {
+        snprintf(out, n, "%.*s/%s", (int) dir, config_path, setting);
+    }
+    return out;
+}
+
 /* The pid_file of the configuration at path, or NULL (and why on stderr). */
 static char *
 configured_pid_file(const char *path, const char *name)
@@ -187,7 +203,7 @@ configured_pid_file(const char *path, const char *name)
                 name, path);
     } else if (c->pid_file == NULL) {
         fprintf(stderr, "twiced: -s %s: %s sets no pid_file; give -p FILE\n", name, path);
-    } else if ((pid_file = strdup(c->pid_file)) == NULL) {
+    } else if ((pid_file = pidfile_configured(path, c->pid_file)) == NULL) {
         fprintf(stderr, "twiced: out of memory\n");
     }
     diag_free(&d);

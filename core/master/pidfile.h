@@ -28,6 +28,11 @@ int pidfile_write(struct pidfile *p, char *err, size_t errlen);
 /* Remove the file and let go of it (NULL: nothing). At the master's exit. */
 void pidfile_release(struct pidfile *p);
 
+/* The pid_file setting of the configuration at config_path as a path to
+ * use: a relative one is taken from the configuration file's directory, as
+ * plugin_dir is. malloc'd; NULL when out of memory. */
+char *pidfile_configured(const char *config_path, const char *setting);
+
 /* The pid of the live twiced holding path, or -1 with err (no such file; a
  * stale file nobody holds; not a pid). */
 pid_t pidfile_read_live(const char *path, char *err, size_t errlen);

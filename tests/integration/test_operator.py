@@ -78,6 +78,9 @@ class Operator(twicetest.TwiceTestCase):
         self.assertEqual(self.ctl(d, "-s", "reload"), (0, ""))
         d.wait_log(r"reload done: generation 2 ready", since=mark, timeout=30)
         self.assertEqual(self.ctl(d, "-s", "restart")[0], 2)
+        self.assertEqual(self.ctl(d, "-s", "reload", pid_file="twiced.pid"), (0, ""),
+                         "-p FILE: from the working directory")
+        d.wait_log(r"reload done: generation 3 ready", since=mark, timeout=30)
         # stop, by name: drains, exits 0, removes the pid file
         self.assertEqual(self.ctl(d, "-s", "stop"), (0, ""))
         self.assertEqual(d.proc.wait(timeout=30), 0)
@@ -107,18 +110,22 @@ class Operator(twicetest.TwiceTestCase):
         self.assertIn("%s sets no pid_file; give -p FILE" % d.config_path, err)
 
     def test_daemon_writes_its_own_pid_and_stops_by_name(self):
-        d = self.twiced(self.conf("daemon", pid_file=None))
+        """A relative pid_file is taken from the configuration's directory, wherever twiced
+        and twiced -s are started from; -d writes the daemon's pid, not its parent's."""
+        d = self.twiced(self.conf("daemon", pid_file="run/twiced.pid"))
         pid_file = os.path.join(d.workdir, "run", "twiced.pid")
         os.makedirs(os.path.dirname(pid_file))
-        r = subprocess.run([d.binary, "-d", "-p", "run/twiced.pid", "-c", d.config_path],
-                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                           env=d.process_env, cwd=d.workdir, timeout=90)
+        r = subprocess.run([d.binary, "-d", "-c", d.config_path], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, env=d.process_env,
+                           cwd=self.env.run_dir, timeout=90)
         self.assertEqual(r.returncode, 0, r.stderr)
         pid = int(twicetest.wait_until(lambda: read(pid_file), timeout=10))
         self.addCleanup(lambda: alive(pid) and os.kill(pid, signal.SIGKILL))
         self.assertTrue(alive(pid))
         self.assertEqual(title(pid), "twiced: master")
-        self.assertEqual(self.ctl(d, "-s", "stop", pid_file=pid_file), (0, ""))
+        r = subprocess.run([d.binary, "-c", d.config_path, "-s", "stop"], capture_output=True,
+                           text=True, env=d.process_env, cwd="/", timeout=30)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
         twicetest.wait_until(lambda: not alive(pid), timeout=30, message="the daemon did not stop")
         self.assertFalse(os.path.exists(pid_file), "removed at exit, from / (the daemon's cwd)")
 
