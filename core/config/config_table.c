@@ -55,6 +55,17 @@ const struct config_row config_rows[] = {
      .doc_default = "not set, so the invoking user (the systemd unit runs twiced as twice)",
      .doc = "Run the workers as this user when started as root. Changing it needs a restart: "
             "a reload keeps the old user."},
+    {ROW("", "ready_timeout", CONFIG_INT, C(ready_timeout)), .lo = 1, .hi = 3600, .def = 60,
+     .doc = "Seconds a generation of workers has to get ready: connected to PostgreSQL (the "
+            "table created or migrated) and every queue and dead-letter queue answered "
+            "GetQueueAttributes. At start, twiced then exits 1 with the reason (systemctl start "
+            "fails; keep it below TimeoutStartSec); on reload, the running generation stays."},
+    {ROW("", "pid_file", CONFIG_STR, C(pid_file)), .flags = CONFIG_UNSET,
+     .doc_default = "none (twiced -p FILE overrides it)",
+     .doc = "The master writes its pid here (also with -d) and removes it when it exits; a "
+            "second twiced refuses a pid file a running one holds. twiced -s reload|stop|quit "
+            "signals the master it names. A relative path is taken from the configuration "
+            "file's directory. Changing it needs a restart."},
     {ROW("", "max_message_bytes", CONFIG_INT, C(max_message_bytes)), .lo = 1024,
      .hi = SQS_MESSAGE_MAX_BYTES, .def = SQS_MESSAGE_MAX_BYTES,
      .doc = "Largest message body handled, in bytes. Larger bodies go to the dead-letter queue "

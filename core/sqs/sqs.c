@@ -747,6 +747,17 @@ sqs_queue_counts(struct sqs_client *c, const char *queue_url, long out[3], struc
 }
 
 int
+sqs_check_queue(struct sqs_client *c, const char *queue_url, struct sqs_error *err)
+{
+    static const char *const names[] = {"QueueArn"};
+    struct sqs_kv *kv = NULL;
+    size_t n = 0;
+    int rc = sqs_get_attributes(c, queue_url, names, 1, &kv, &n, err);
+    sqs_kv_free(kv, n);
+    return rc;
+}
+
+int
 sqs_get_queue_url(struct sqs_client *c, const char *name, char **url_out, struct sqs_error *err)
 {
     *url_out = NULL;

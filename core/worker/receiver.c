@@ -382,7 +382,10 @@ receive_once(struct receiver *r)
     size_t got = 0;
     struct sqs_error e;
     int rc = sqs_receive(r->sqs, q->cfg->url, &o, &msgs, &got, &e);
-    metrics_count(MET_SQS_REQUESTS, "ReceiveMessage", rc == 0 ? "ok" : "error", NULL, 1);
+    /* A long poll cut short by a drain or reload is not an error: alerts on the
+     * error ratio would fire at every deploy. */
+    const char *result = rc == 0 ? "ok" : strcmp(e.code, "Cancelled") == 0 ? "cancelled" : "error";
+    metrics_count(MET_SQS_REQUESTS, "ReceiveMessage", result, NULL, 1);
     wqueue_release_slot(q, n - (int) got);
     if (rc != 0) {
         if (!flag_is_up(&q->w->draining)) {
