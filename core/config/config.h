@@ -157,10 +157,10 @@ struct config {
 
     struct {
         enum config_tracing exporter; /* default none: no spans */
-        char *endpoint;     /* NULL: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then ..._ENDPOINT */
-        char *service_name; /* NULL: OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, "twiced" */
-        int buffer_spans;   /* finished spans waiting for export, at most (default 2048) */
-        int batch_spans;    /* spans per export request (default 512) */
+        char *endpoint;         /* NULL: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then ..._ENDPOINT */
+        char *service_name;     /* NULL: OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, "twiced" */
+        int buffer_spans;       /* finished spans waiting for export, at most (default 2048) */
+        int batch_spans;        /* spans per export request (default 512) */
         int export_interval_ms; /* a partial batch waits at most this (default 5000) */
         int export_timeout;     /* seconds for one export request (default 10) */
     } tracing;

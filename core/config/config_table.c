@@ -168,8 +168,8 @@ const struct config_row config_rows[] = {
      .doc = "\"IP:port\", \"[IPv6]:port\" or \":port\" (every IPv4 interface; names are not "
             "resolved) for /metrics, /healthz and /readyz. It has no authentication: keep it on "
             "loopback or a private interface."},
-    {ROW("metrics", "queue_stats_interval", CONFIG_INT, C(metrics.queue_stats_interval)),
-     .lo = 0, .hi = 86400, .def = 15,
+    {ROW("metrics", "queue_stats_interval", CONFIG_INT, C(metrics.queue_stats_interval)), .lo = 0,
+     .hi = 86400, .def = 15,
      .doc = "Seconds between readings of each queue's message counts (one GetQueueAttributes per "
             "queue, by the master) for twice_queue_messages and twice_queue_oldest_age_seconds; "
             "0 turns them off. Nothing is read without a listener."},
@@ -194,8 +194,7 @@ const struct config_row config_rows[] = {
     {ROW("tracing", "batch_spans", CONFIG_INT, C(tracing.batch_spans)), .lo = 1, .hi = 10000,
      .def = 512, .doc = "Spans per export request."},
     {ROW("tracing", "export_interval_ms", CONFIG_INT, C(tracing.export_interval_ms)), .lo = 10,
-     .hi = 600000, .def = 5000,
-     .doc = "Milliseconds a partial batch waits before it is sent."},
+     .hi = 600000, .def = 5000, .doc = "Milliseconds a partial batch waits before it is sent."},
     {ROW("tracing", "export_timeout", CONFIG_INT, C(tracing.export_timeout)), .lo = 1, .hi = 300,
      .def = 10,
      .doc = "Seconds for one export request; a batch that fails or times out is dropped and "
