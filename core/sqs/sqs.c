@@ -399,10 +399,11 @@ sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_receiv
     *msgs = NULL;
     *n = 0;
     /* Only the system attributes twice reads: "All" costs a parse per message. */
-    json_t *req = json_pack("{s:s, s:i, s:i, s:[s,s,s], s:[s]}", "QueueUrl", queue_url,
-                            "MaxNumberOfMessages", o->max_messages, "WaitTimeSeconds",
-                            o->wait_time, "MessageSystemAttributeNames", "ApproximateReceiveCount",
-                            "SentTimestamp", "MessageGroupId", "MessageAttributeNames", "All");
+    json_t *req =
+        json_pack("{s:s, s:i, s:i, s:[s,s,s,s], s:[s]}", "QueueUrl", queue_url,
+                  "MaxNumberOfMessages", o->max_messages, "WaitTimeSeconds", o->wait_time,
+                  "MessageSystemAttributeNames", "ApproximateReceiveCount", "SentTimestamp",
+                  "MessageGroupId", "AWSTraceHeader", "MessageAttributeNames", "All");
     if (req != NULL && o->visibility_timeout >= 0) {
         json_object_set_new(req, "VisibilityTimeout", json_integer(o->visibility_timeout));
     }

@@ -242,6 +242,10 @@ sqs_parse_sysattrs(json_t *attrs, struct sqs_message *m)
         (m->group_id = strdup(s)) == NULL) {
         return -1;
     }
+    if ((s = sqs_sysattr(attrs, "AWSTraceHeader", tmp, sizeof tmp)) != NULL &&
+        (m->aws_trace_header = strdup(s)) == NULL) {
+        return -1;
+    }
     return 0;
 }
 
@@ -367,6 +371,7 @@ sqs_message_clear(struct sqs_message *m)
     free(m->receipt_handle);
     free(m->body);
     free(m->group_id);
+    free(m->aws_trace_header);
     sqs_attrs_free(m->attrs, m->nattrs);
     memset(m, 0, sizeof(*m));
 }
