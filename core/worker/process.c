@@ -16,6 +16,7 @@
 #include "hostapi.h"
 #include "idem.h"
 #include "instance.h"
+#include "jobspan.h"
 #include "log.h"
 #include "metrics.h"
 #include "receiver.h"
@@ -194,6 +195,7 @@ start(struct worker *w, char *err, size_t errlen)
         }
     }
     migrate_store(w);
+    jobspan_start(c);
     w->acker = acker_start(w, err, errlen);
     if (w->acker == NULL) {
         return -1;
@@ -338,6 +340,7 @@ worker_main(int argc, char **argv)
     log_info("draining (signal %d)", sig);
     int clean = drain(&w, &set);
     acker_stop(w.acker);
+    jobspan_stop();
     if (!clean) {
         _exit(0); /* threads are still inside plugin code: do not run fini */
     }

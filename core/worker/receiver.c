@@ -19,7 +19,9 @@
 #include "jsonpath.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "jobspan.h"
 #include "metrics.h"
+#include "msgage.h"
 #include "sqs.h"
 #include "verdict.h"
 #include "worker.h"
@@ -312,6 +314,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
     struct wqueue *q = r->q;
     struct twice_job *jobs[RECV_MAX];
     size_t nj = 0;
+    msgage_observe(q->cfg->name, msgs, n);
     for (size_t i = 0; i < n; i++) {
         struct twice_job *j = job_new(q, q->cfg, &msgs[i]);
         if (j == NULL) {
@@ -322,6 +325,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
             continue;
         }
         j->holds_slot = 1;
+        jobspan_begin(j);
         prepare(q, j);
         jobs[nj++] = j;
     }
