@@ -14,6 +14,8 @@
 #include "jsonpath.h"
 #include "keytmpl.h"
 #include "log.h"
+#include "span.h"
+#include "tracectx.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -207,6 +209,25 @@ api_error(twice_job *job, const char *fmt, ...)
     }
 }
 
+/* The job's span when it has one; else the message's valid traceparent,
+ * kept with the job (see plugin.h for why it is passed on). */
+static const char *
+api_traceparent(const twice_job *job)
+{
+    if (job->span != NULL) {
+        return job->span->traceparent;
+    }
+    const struct sqs_attr *a = sqs_attr_find(job->msg.attrs, job->msg.nattrs, "traceparent");
+    struct tracectx c;
+    if (a == NULL || a->string_value == NULL ||
+        tracectx_parse_traceparent(a->string_value, strlen(a->string_value), &c, NULL) != 0) {
+        return NULL;
+    }
+    char text[TRACECTX_TRACEPARENT_LEN + 1];
+    tracectx_format_traceparent(&c, text);
+    return job_keep(mutable_job(job), text, TRACECTX_TRACEPARENT_LEN);
+}
+
 static const twice_api host_api = {
     .size = sizeof(twice_api),
     .abi_major = TWICE_ABI_MAJOR,
@@ -224,6 +245,7 @@ static const twice_api host_api = {
     .db = api_db,
     .retry_after = api_retry_after,
     .error = api_error,
+    .traceparent = api_traceparent,
 };
 
 int

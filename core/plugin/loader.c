@@ -31,7 +31,8 @@
 /* The smallest descriptor of each minor: the end of its last field. Minors
  * only append, so a new minor adds one line here. */
 #define MIN_SIZE_1_0 FIELD_END(twice_plugin, derive_key)
-static const size_t min_size[] = {MIN_SIZE_1_0};
+#define MIN_SIZE_1_1 MIN_SIZE_1_0 /* 1.1 added a host API function, no descriptor field */
+static const size_t min_size[] = {MIN_SIZE_1_0, MIN_SIZE_1_1};
 
 _Static_assert(sizeof(min_size) / sizeof(min_size[0]) == TWICE_ABI_MINOR + 1,
                "min_size needs one entry per ABI minor");

@@ -54,6 +54,8 @@
  *                    init, handle, fini, derive_key) and the host API table
  *                    (log, body, field, field_json, attr, key, attempt,
  *                    message_id, group_id, setting, db, retry_after, error).
+ *   1.1  2026-12-02  Host API: traceparent (the job's W3C trace context, for
+ *                    outgoing calls).
  */
 #ifndef TWICE_PLUGIN_H
 #define TWICE_PLUGIN_H
@@ -68,7 +70,7 @@ extern "C" {
 /* "TWCE" as a little-endian 32-bit integer. */
 #define TWICE_ABI_MAGIC 0x45435754u
 #define TWICE_ABI_MAJOR 1
-#define TWICE_ABI_MINOR 0
+#define TWICE_ABI_MINOR 1
 
 /* Symbol visibility: plugins build with -fvisibility=hidden; this makes the
  * entry point the one exported symbol. */
@@ -202,6 +204,20 @@ typedef struct twice_api {
      * to the dead-letter queue with REJECT (as the twice-error attribute).
      * The last call wins. The host copies the text. */
     void (*error)(twice_job *job, const char *fmt, ...) TWICE_PRINTF(2, 3);
+
+    /* --- 1.1 --- */
+
+    /* The job's trace context as a W3C traceparent value
+     * ("00-<32 hex trace id>-<16 hex span id>-<2 hex flags>"), to send on
+     * with the job's outgoing calls (an HTTP `traceparent` header, a
+     * message attribute) so that their spans join the job's trace. With
+     * tracing on, it names the job's own span (a child of the message's
+     * traceparent when it had a valid one). With tracing off, it is the
+     * message's own traceparent attribute when valid (passed on as version
+     * 00: twice is then a transparent hop), else NULL. Borrowed until
+     * handle() (or derive_key()) returns; same thread rules as the job.
+     * Test with TWICE_API_HAS(api, traceparent): a 1.0 host has none. */
+    const char *(*traceparent)(const twice_job *job);
 } twice_api;
 
 /* Nonzero when the host's table has function fn and it is set. */
