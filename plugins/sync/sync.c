@@ -194,15 +194,25 @@ pool_give(struct sync *s, struct pooled *p)
     pthread_mutex_unlock(&s->pool_lock);
 }
 
-/* The request's headers; NULL when out of memory. */
+/* The request's headers; NULL when out of memory. The job's trace context
+ * goes along as `traceparent` (W3C), so the endpoint's spans join the job's
+ * trace; a 1.0 host has none to give. */
 static struct curl_slist *
-request_headers(const struct sync *s, const char *key)
+request_headers(const struct sync *s, const twice_job *job)
 {
-    char idem[TWICE_KEY_MAX + 32];
+    char idem[TWICE_KEY_MAX + 32], trace[96] = "";
     struct curl_slist *h = NULL, *next;
-    snprintf(idem, sizeof(idem), "Idempotency-Key: %s", key);
-    const char *lines[] = {"Content-Type: application/json", "Accept: application/json",
-                           "Expect:", idem, s->auth_header};
+    snprintf(idem, sizeof(idem), "Idempotency-Key: %s", s->api->key(job));
+    const char *tp = TWICE_API_HAS(s->api, traceparent) ? s->api->traceparent(job) : NULL;
+    if (tp != NULL) {
+        snprintf(trace, sizeof(trace), "traceparent: %s", tp);
+    }
+    const char *lines[] = {"Content-Type: application/json",
+                           "Accept: application/json",
+                           "Expect:",
+                           idem,
+                           s->auth_header,
+                           tp != NULL ? trace : NULL};
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
         if (lines[i] == NULL) {
             continue;
@@ -241,7 +251,7 @@ send_record(const struct sync *s, twice_job *job, CURL *c, const char *url, cons
 {
     char errbuf[CURL_ERROR_SIZE] = "";
     struct answer ans;
-    struct curl_slist *headers = request_headers(s, s->api->key(job));
+    struct curl_slist *headers = request_headers(s, job);
     if (headers == NULL) {
         s->api->error(job, "out of memory preparing the request");
         return TWICE_RETRY;
