@@ -4,14 +4,16 @@ SQS emulator, that injects the faults production brings.
 What it is for: making the real emulator unreachable (connections refused), or
 answering every request with a chosen status and error body (500s, throttling),
 or passing requests through unchanged - switched at run time by the test. It
-also counts what it saw. Not a mock: in "pass" mode every request goes to the
-real emulator and its real answer comes back.
+also counts what it saw, by operation. Not a mock: in "pass" mode every request
+goes to the real emulator and its real answer comes back (unless the test sets
+`rewrite`, to add what the emulator lacks, such as a system attribute SQS has).
 
-Used by: test_serial_faults.py, test_metrics.py.
+Used by: test_serial_faults.py, test_metrics.py, test_tracing.py.
 """
 
 import http.client
 import http.server
+import json
 import socket
 import socketserver
 import threading
@@ -35,6 +37,8 @@ class FaultProxy:
         self.mode = "pass"
         self.status, self.body, self.headers = 500, b"", {}
         self.seen = {"pass": 0, "status": 0}
+        self.operations = []  # (X-Amz-Target, request body as JSON) of each request
+        self.rewrite = None  # fn(target, request JSON, response bytes) -> response bytes
         self.lock = threading.Lock()
         self.port = None
         self._server = None
@@ -57,10 +61,17 @@ class FaultProxy:
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
+                target = self.headers.get("X-Amz-Target", "")
+                try:
+                    request = json.loads(body or b"{}")
+                except ValueError:
+                    request = None
                 with proxy.lock:
                     mode = proxy.mode
                     if mode in proxy.seen:
                         proxy.seen[mode] += 1
+                    proxy.operations.append((target, request))
+                    rewrite = proxy.rewrite
                 if mode == "refuse":  # a connection opened before refuse(): cut it
                     self.close_connection = True
                     try:
@@ -77,6 +88,8 @@ class FaultProxy:
                 conn.request("POST", self.path, body, headers)
                 r = conn.getresponse()
                 data = r.read()
+                if rewrite is not None and r.status == 200:
+                    data = rewrite(target, request, data)
                 out = {k: v for k, v in r.getheaders()
                        if k.lower() not in ("connection", "keep-alive", "transfer-encoding",
                                             "content-length")}
