@@ -107,9 +107,11 @@ span_event(struct span *s, int64_t at_ns, const char *name, const char *key, con
         s->events_dropped++;
         return;
     }
-    struct span_event *e = &s->events[s->nevents++];
-    e->at_ns = at_ns != 0 ? at_ns : span_now_ns();
-    e->name = name;
-    e->key = key;
-    span_copy(e->value, sizeof(e->value), value);
+    int i = s->nevents++;
+    struct span_event e = {.at_ns = at_ns != 0 ? at_ns : span_now_ns(), .name = name, .key = key};
+    span_copy(e.value, sizeof(e.value), value);
+    for (; i > 0 && s->events[i - 1].at_ns > e.at_ns; i--) {
+        s->events[i] = s->events[i - 1]; /* kept in time order: a moment may be told late */
+    }
+    s->events[i] = e;
 }

@@ -63,8 +63,8 @@ struct span {
 struct span *span_new(const struct tracectx *parent, const struct tracectx *link);
 void span_free(struct span *s);
 
-/* Add an event at unix time at_ns (0: now); key may be NULL, value is
- * copied (cut to SPAN_TEXT - 1 bytes). */
+/* Add an event at unix time at_ns (0: now), in time order among the
+ * others; key may be NULL, value is copied (cut to SPAN_TEXT - 1 bytes). */
 void span_event(struct span *s, int64_t at_ns, const char *name, const char *key,
                 const char *value);
 

@@ -158,7 +158,7 @@ class Tracing(twicetest.TwiceTestCase):
         self.assertEqual(r["attributes"]["twice.outcome"], "rejected")
         self.assertEqual(r["status"]["code"], 2)
         self.assertIn("rejected on request", r["status"]["message"])
-        self.assertEqual(self.event_names(r), ["claimed", "dead_letter", "handle"])
+        self.assertEqual(self.event_names(r), ["claimed", "handle", "dead_letter"])
 
         t1, t2 = spans["retry"]
         self.assertEqual((t1["attributes"]["twice.outcome"], t2["attributes"]["twice.outcome"]),
