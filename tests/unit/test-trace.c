@@ -87,17 +87,24 @@ resolve(const struct config *c, struct tracecfg *t, char *err, size_t errlen)
     return tracecfg_resolve(c, t, err, errlen);
 }
 
+/* A configuration with tracing on and nothing else; the environment cleared. */
+static void
+tracing_on(struct config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->tracing.exporter = CONFIG_TRACING_OTLP;
+    c->tracing.buffer_spans = 10, c->tracing.batch_spans = 5;
+    c->tracing.export_interval_ms = 100, c->tracing.export_timeout = 2;
+    clear_env();
+}
+
 static void
 test_settings_precedence(void)
 {
     struct config c;
     struct tracecfg t;
     char err[256];
-    memset(&c, 0, sizeof(c));
-    c.tracing.exporter = CONFIG_TRACING_OTLP;
-    c.tracing.buffer_spans = 10, c.tracing.batch_spans = 5;
-    c.tracing.export_interval_ms = 100, c.tracing.export_timeout = 2;
-    clear_env();
+    tracing_on(&c);
 
     CHECK_INT(resolve(&c, &t, err, sizeof(err)), 0);
     CHECK_STR(t.endpoint, "http://localhost:4318/v1/traces");
@@ -146,10 +153,7 @@ test_settings_refused(void)
     struct config c;
     struct tracecfg t;
     char err[256];
-    memset(&c, 0, sizeof(c));
-    c.tracing.exporter = CONFIG_TRACING_OTLP;
-    c.tracing.buffer_spans = c.tracing.batch_spans = 1;
-    clear_env();
+    tracing_on(&c);
     setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318", 1);
     CHECK_INT(resolve(&c, &t, err, sizeof(err)), -1);
     CHECK_STR(err, "OTEL_EXPORTER_OTLP_ENDPOINT: not an http:// or https:// URL");
