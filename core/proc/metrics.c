@@ -304,24 +304,45 @@ bucket_label(double bound, char *out, size_t cap)
     snprintf(out, cap, "%.10g", bound);
 }
 
+#define MAX_BUCKETS 32
+
 /* Buckets are counter series with le in the third label; the sum is a
- * double series with le "sum", the count an integer series "count". */
+ * double series with le "sum", the count an integer series "count". The
+ * values are counted here first, so a batch costs one update per bucket it
+ * touches (a series lookup each), not one per value. */
 void
-metrics_observe(enum metric m, const char *l1, const char *l2, double seconds)
+metrics_observe_many(enum metric m, const char *l1, const char *l2, const double *values, size_t n)
 {
+    const double *b = defs[m].buckets;
+    uint64_t counts[MAX_BUCKETS] = {0};
+    double total = 0;
     char le[32];
-    for (const double *b = defs[m].buckets; b != NULL && *b >= 0; b++) {
-        if (seconds <= *b) {
-            bucket_label(*b, le, sizeof(le));
-            metrics_count(m, l1, l2, le, 1);
-            break;
+    for (size_t i = 0; i < n; i++) {
+        total += values[i];
+        for (size_t k = 0; b != NULL && k < MAX_BUCKETS && b[k] >= 0; k++) {
+            if (values[i] <= b[k]) {
+                counts[k]++;
+                break;
+            }
+        }
+    }
+    for (size_t k = 0; b != NULL && k < MAX_BUCKETS && b[k] >= 0; k++) {
+        if (counts[k] > 0) {
+            bucket_label(b[k], le, sizeof(le));
+            metrics_count(m, l1, l2, le, counts[k]);
         }
     }
     struct shm_series *sum = series(m, -1, l1, l2, "sum");
     if (sum != NULL) {
-        add_double(sum, seconds);
+        add_double(sum, total);
     }
-    metrics_count(m, l1, l2, "count", 1);
+    metrics_count(m, l1, l2, "count", n);
+}
+
+void
+metrics_observe(enum metric m, const char *l1, const char *l2, double seconds)
+{
+    metrics_observe_many(m, l1, l2, &seconds, 1);
 }
 
 void

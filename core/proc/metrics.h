@@ -56,6 +56,9 @@ void metrics_gauge_add(enum metric m, const char *l1, const char *l2, double del
 /* Observe a value in seconds (a handler's duration, a message's age) in a
  * histogram; each histogram has its own buckets. */
 void metrics_observe(enum metric m, const char *l1, const char *l2, double seconds);
+/* The same for values[0..n) at once: a batch costs one update per bucket touched. */
+void metrics_observe_many(enum metric m, const char *l1, const char *l2, const double *values,
+                          size_t n);
 /* Raise a gauge to v if it is below (any process; atomic). */
 void metrics_gauge_max(enum metric m, const char *l1, const char *l2, double v);
 /* A gauge's value, setting it to 0 in the same atomic step (0 when absent):
