@@ -17,12 +17,26 @@
 
 static int this_proc = -1;
 
+/* Each histogram's bucket bounds (ending with -1) and their le labels, so
+ * an observation formats nothing. */
 static const double duration_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
                                           2.5,   5,    10,    30,   60,  120,  300, -1};
+static const char *const duration_labels[] = {"0.005", "0.01", "0.025", "0.05", "0.1",
+                                              "0.25",  "0.5",  "1",     "2.5",  "5",
+                                              "10",    "30",   "60",    "120",  "300"};
 /* A message's age: from a healthy queue's fraction of a second to SQS's
  * 14 days of retention. */
 static const double age_buckets[] = {0.1,  0.5,  1,     5,     10,    30,     60,      300, 600,
                                      1800, 3600, 10800, 43200, 86400, 345600, 1209600, -1};
+static const char *const age_labels[] = {"0.1",   "0.5",   "1",      "5",      "10",   "30",
+                                         "60",    "300",   "600",    "1800",   "3600", "10800",
+                                         "43200", "86400", "345600", "1209600"};
+_Static_assert(sizeof(duration_labels) / sizeof(duration_labels[0]) + 1 ==
+                   sizeof(duration_buckets) / sizeof(duration_buckets[0]),
+               "a label per duration bucket");
+_Static_assert(sizeof(age_labels) / sizeof(age_labels[0]) + 1 ==
+                   sizeof(age_buckets) / sizeof(age_buckets[0]),
+               "a label per age bucket");
 
 /* INTERNAL series are shared between processes but never rendered. */
 enum kind { COUNTER, GAUGE, PROC_GAUGE, HISTOGRAM, INTERNAL };
@@ -32,7 +46,8 @@ static const struct {
     enum kind kind;
     const char *labels[3];
     const char *help;
-    const double *buckets; /* HISTOGRAM: upper bounds, ending with -1 */
+    const double *buckets;            /* HISTOGRAM: upper bounds, ending with -1 */
+    const char *const *bucket_labels; /* their le labels */
 } defs[MET_COUNT_] = {
     [MET_RECEIVED] = {"twice_messages_received_total",
                       COUNTER,
@@ -94,7 +109,8 @@ static const struct {
                       HISTOGRAM,
                       {"queue", "plugin"},
                       "Time spent in handle().",
-                      duration_buckets},
+                      duration_buckets,
+                      duration_labels},
     [MET_P99] = {"twice_handler_p99_seconds",
                  GAUGE,
                  {"queue", "plugin"},
@@ -121,7 +137,8 @@ static const struct {
                          HISTOGRAM,
                          {"queue"},
                          "Age of each message when received (now - SentTimestamp).",
-                         age_buckets},
+                         age_buckets,
+                         age_labels},
     [MET_QUEUE_OLDEST_AGE] = {"twice_queue_oldest_age_seconds",
                               GAUGE,
                               {"queue"},
@@ -297,13 +314,6 @@ metrics_gauge_take(enum metric m, const char *l1, const char *l2)
     return bits_to_double(__atomic_exchange_n(&s->value, double_to_bits(0), __ATOMIC_RELAXED));
 }
 
-/* A bucket's bound as its le label: "0.005", "300", "1209600". */
-static void
-bucket_label(double bound, char *out, size_t cap)
-{
-    snprintf(out, cap, "%.10g", bound);
-}
-
 #define MAX_BUCKETS 32
 
 /* Buckets are counter series with le in the third label; the sum is a
@@ -316,7 +326,6 @@ metrics_observe_many(enum metric m, const char *l1, const char *l2, const double
     const double *b = defs[m].buckets;
     uint64_t counts[MAX_BUCKETS] = {0};
     double total = 0;
-    char le[32];
     for (size_t i = 0; i < n; i++) {
         total += values[i];
         for (size_t k = 0; b != NULL && k < MAX_BUCKETS && b[k] >= 0; k++) {
@@ -328,8 +337,7 @@ metrics_observe_many(enum metric m, const char *l1, const char *l2, const double
     }
     for (size_t k = 0; b != NULL && k < MAX_BUCKETS && b[k] >= 0; k++) {
         if (counts[k] > 0) {
-            bucket_label(b[k], le, sizeof(le));
-            metrics_count(m, l1, l2, le, counts[k]);
+            metrics_count(m, l1, l2, defs[m].bucket_labels[k], counts[k]);
         }
     }
     struct shm_series *sum = series(m, -1, l1, l2, "sum");
@@ -466,9 +474,8 @@ render_histogram(struct buf *out, const struct shm_region *r, int m)
         }
         uint64_t cumulative = 0;
         snprintf(name, sizeof(name), "%s_bucket", defs[m].name);
-        for (const double *b = defs[m].buckets; *b >= 0; b++) {
-            char bound[32];
-            bucket_label(*b, bound, sizeof(bound));
+        for (size_t b = 0; defs[m].buckets[b] >= 0; b++) {
+            const char *bound = defs[m].bucket_labels[b];
             cumulative += hist_value(r, m, s, bound);
             snprintf(le, sizeof(le), "le=\"%s\"", bound);
             put_series_name(out, name, m, s->labels, le);
