@@ -38,6 +38,15 @@ _Static_assert(sizeof(age_labels) / sizeof(age_labels[0]) + 1 ==
                    sizeof(age_buckets) / sizeof(age_buckets[0]),
                "a label per age bucket");
 
+/* Each histogram's buckets: upper bounds ending with -1, and their le labels. */
+static const struct {
+    const double *bounds;
+    const char *const *labels;
+} hist[MET_COUNT_] = {
+    [MET_DURATION] = {duration_buckets, duration_labels},
+    [MET_MESSAGE_AGE] = {age_buckets, age_labels},
+};
+
 /* INTERNAL series are shared between processes but never rendered. */
 enum kind { COUNTER, GAUGE, PROC_GAUGE, HISTOGRAM, INTERNAL };
 
@@ -46,8 +55,6 @@ static const struct {
     enum kind kind;
     const char *labels[3];
     const char *help;
-    const double *buckets;            /* HISTOGRAM: upper bounds, ending with -1 */
-    const char *const *bucket_labels; /* their le labels */
 } defs[MET_COUNT_] = {
     [MET_RECEIVED] = {"twice_messages_received_total",
                       COUNTER,
@@ -108,9 +115,7 @@ static const struct {
     [MET_DURATION] = {"twice_handler_duration_seconds",
                       HISTOGRAM,
                       {"queue", "plugin"},
-                      "Time spent in handle().",
-                      duration_buckets,
-                      duration_labels},
+                      "Time spent in handle()."},
     [MET_P99] = {"twice_handler_p99_seconds",
                  GAUGE,
                  {"queue", "plugin"},
@@ -136,15 +141,13 @@ static const struct {
     [MET_MESSAGE_AGE] = {"twice_message_age_seconds",
                          HISTOGRAM,
                          {"queue"},
-                         "Age of each message when received (now - SentTimestamp).",
-                         age_buckets,
-                         age_labels},
+                         "Age of each message when received (now - SentTimestamp)."},
     [MET_QUEUE_OLDEST_AGE] = {"twice_queue_oldest_age_seconds",
                               GAUGE,
                               {"queue"},
                               "Age of the oldest message received in the last "
                               "queue_stats_interval."},
-    [MET_AGE_WINDOW] = {"twice_internal_age_window", INTERNAL, {"queue"}, "", NULL},
+    [MET_AGE_WINDOW] = {"twice_internal_age_window", INTERNAL, {"queue"}, ""},
 };
 
 void
@@ -323,7 +326,7 @@ metrics_gauge_take(enum metric m, const char *l1, const char *l2)
 void
 metrics_observe_many(enum metric m, const char *l1, const char *l2, const double *values, size_t n)
 {
-    const double *b = defs[m].buckets;
+    const double *b = hist[m].bounds;
     uint64_t counts[MAX_BUCKETS] = {0};
     double total = 0;
     for (size_t i = 0; i < n; i++) {
@@ -337,7 +340,7 @@ metrics_observe_many(enum metric m, const char *l1, const char *l2, const double
     }
     for (size_t k = 0; b != NULL && k < MAX_BUCKETS && b[k] >= 0; k++) {
         if (counts[k] > 0) {
-            metrics_count(m, l1, l2, defs[m].bucket_labels[k], counts[k]);
+            metrics_count(m, l1, l2, hist[m].labels[k], counts[k]);
         }
     }
     struct shm_series *sum = series(m, -1, l1, l2, "sum");
@@ -474,8 +477,8 @@ render_histogram(struct buf *out, const struct shm_region *r, int m)
         }
         uint64_t cumulative = 0;
         snprintf(name, sizeof(name), "%s_bucket", defs[m].name);
-        for (size_t b = 0; defs[m].buckets[b] >= 0; b++) {
-            const char *bound = defs[m].bucket_labels[b];
+        for (size_t b = 0; hist[m].bounds[b] >= 0; b++) {
+            const char *bound = hist[m].labels[b];
             cumulative += hist_value(r, m, s, bound);
             snprintf(le, sizeof(le), "le=\"%s\"", bound);
             put_series_name(out, name, m, s->labels, le);
