@@ -9,6 +9,7 @@
 
 #include "sqs_setup.h"
 
+#include "atomics.h"
 #include "buf.h"
 #include "clock.h"
 #include "config.h"
@@ -34,7 +35,7 @@
 
 struct relay {
     pthread_t thread;
-    volatile int stop;
+    struct flag stop; /* raised by relay_stop */
     char *dsn;
     char *table;
     struct sqs_endpoint ep;
@@ -130,7 +131,7 @@ wait_for_work(struct relay *r, struct idem_store *s)
     PGconn *conn = idem_pgconn(s);
     int64_t until = clock_mono_ms() + RELAY_POLL_MS;
     int woken = 0;
-    while (!r->stop && !woken && clock_mono_ms() < until) {
+    while (!flag_is_up(&r->stop) && !woken && clock_mono_ms() < until) {
         struct pollfd p = {.fd = PQsocket(conn), .events = POLLIN};
         if (poll(&p, 1, 200) > 0 && PQconsumeInput(conn) == 0) {
             return -1;
@@ -141,7 +142,7 @@ wait_for_work(struct relay *r, struct idem_store *s)
             PQfreemem(n);
         }
     }
-    if (woken && !r->stop) {
+    if (woken && !flag_is_up(&r->stop)) {
         struct timespec linger = {0, RELAY_LINGER_MS * 1000000L};
         nanosleep(&linger, NULL);
         PQconsumeInput(conn);
@@ -244,7 +245,8 @@ send_chunk(struct relay *r, struct outbox_row **rows, size_t n, struct verdicts 
     }
     for (size_t i = 0; i < n; i++) {
         if (rc != 0) {
-            verdict(v, rows[i], 0, built && r->sqs != NULL && !err.retryable && !r->stop, what);
+            verdict(v, rows[i], 0,
+                    built && r->sqs != NULL && !err.retryable && !flag_is_up(&r->stop), what);
         } else {
             snprintf(what, sizeof(what), "%s: %s", res[i].code, res[i].message);
             verdict(v, rows[i], res[i].ok, res[i].sender_fault, what);
@@ -317,7 +319,7 @@ relay_main(void *arg)
 {
     struct relay *r = arg;
     struct verdicts *v = malloc(sizeof(*v));
-    while (v != NULL && !r->stop) {
+    while (v != NULL && !flag_is_up(&r->stop)) {
         struct idem_store *s = relay_store(r);
         int n = s != NULL ? cycle(r, s, v) : -1;
         if (s != NULL && n >= 0) {
@@ -328,7 +330,7 @@ relay_main(void *arg)
         }
         if (s == NULL || n < 0 || wait_for_work(r, s) != 0) {
             r->listening = 0;
-            for (int i = 0; i < 10 && !r->stop; i++) {
+            for (int i = 0; i < 10 && !flag_is_up(&r->stop); i++) {
                 struct timespec t = {0, 100 * 1000000L};
                 nanosleep(&t, NULL);
             }
@@ -387,7 +389,7 @@ relay_stop(struct relay *r)
     if (r == NULL) {
         return;
     }
-    r->stop = 1;
+    flag_raise(&r->stop);
     pthread_join(r->thread, NULL);
     relay_free(r);
 }

@@ -16,6 +16,7 @@
 #include <twice/plugin.h>
 
 #include "arena.h"
+#include "atomics.h"
 #include "jsonpath.h"
 #include "outbox.h"
 #include "sqs.h"
@@ -27,6 +28,7 @@ struct wqueue;
 struct plugin_instance;
 struct keytmpl;
 struct idem_store;
+struct span;
 
 /* What the acknowledger must do with a finished job. */
 enum job_action {
@@ -49,16 +51,17 @@ struct twice_job {
     int body_parsed;      /* parsing was attempted */
     char body_error[JSONPATH_BODY_ERROR_LEN]; /* why the body is not JSON */
 
-    char *key;                /* owned: the idempotency key, NULL until derived */
-    unsigned char sha256[32]; /* of the body: tells a conflict from a duplicate */
-    int receives;             /* SQS's ApproximateReceiveCount (>= 1) */
-    int attempt;              /* this run's number: the key's runs + 1 once claimed, else 0;
-                                 FIFO retries in place count on (lifecycle.h) */
-    int counted;              /* RETRY/RETURN: the release records this run as an attempt */
-    int runs;                 /* DEADLETTER: the key's runs counted, for twice-attempts */
-    int claimed;              /* we hold the key in the store */
-    int key_completed;        /* the key is completed (by the acker or in the handler's tx) */
-    int dlq_sent;             /* the dead letter was accepted by the DLQ */
+    char *key;                 /* owned: the idempotency key, NULL until derived */
+    unsigned char sha256[32];  /* of the body: tells a conflict from a duplicate */
+    int receives;              /* SQS's ApproximateReceiveCount (>= 1) */
+    int attempt;               /* this run's number: the key's runs + 1 once claimed, else 0;
+                                  FIFO retries in place count on (lifecycle.h) */
+    int counted;               /* RETRY/RETURN: the release records this run as an attempt */
+    int runs;                  /* DEADLETTER: the key's runs counted, for twice-attempts */
+    struct shared_int claimed; /* we hold the key in the store (atomic: the heartbeat reads
+                                  it while a transactional handler settles the key) */
+    int key_completed;         /* the key is completed (by the acker or in the handler's tx) */
+    int dlq_sent;              /* the dead letter was accepted by the DLQ */
 
     twice_status status;         /* handle()'s answer */
     char *error;                 /* owned: api->error() text, NULL if none */
@@ -76,6 +79,7 @@ struct twice_job {
     int deferred;    /* acker: a step failed, try again in a later pass */
 
     struct arena scratch; /* owned: strings handed to the plugin (api->field...) */
+    struct span *span;    /* owned: its trace span (worker/jobspan.c), NULL with tracing off */
 
     struct timespec received_at; /* monotonic */
     struct timespec extended_at; /* monotonic: visibility and lease last set */

@@ -6,6 +6,7 @@
  */
 #include "sqs.h"
 
+#include "atomics.h"
 #include "awsconfig.h"
 #include "backoff.h"
 #include "buf.h"
@@ -14,6 +15,7 @@
 #include "http.h"
 #include "jsonwrite.h"
 #include "sigv4.h"
+#include "sqs_limits.h"
 #include "sqs_parse.h"
 
 #include <jansson.h>
@@ -28,10 +30,9 @@
 #define SQS_LONG_POLL_SLACK_MS   10000L
 /* A response other than ReceiveMessage's is small (a policy at most). */
 #define SQS_MAX_RESPONSE         (4u << 20)
-/* Ten 1 MiB messages even if the server escaped every byte 3x (\u00e9 for
- * a 2-byte character), plus attributes and JSON framing. */
-#define SQS_RECEIVE_MAX_RESPONSE (40u << 20)
-#define SQS_MAX_BATCH            10
+/* The largest receive even if the server escaped every byte 3x (\u00e9
+ * for a 2-byte character), plus attributes and JSON framing: 40 MiB. */
+#define SQS_RECEIVE_MAX_RESPONSE (4u * SQS_RECEIVE_MAX * SQS_MESSAGE_MAX_BYTES)
 /* Response memory kept for the next call; a larger buffer is released. */
 #define SQS_KEEP_BUFFER          (1u << 20)
 
@@ -39,7 +40,7 @@ struct sqs_client {
     const struct sqs_endpoint *ep; /* borrowed */
     struct creds_chain *creds;     /* borrowed */
     struct http_client *http;      /* owned */
-    const volatile int *cancel;    /* borrowed */
+    const struct flag *cancel;     /* borrowed */
     long budget_ms;                /* a whole call's limit, retries included; 0: none */
     char *host;                    /* the URL's authority, for Host and signing */
     char *path;                    /* "/" unless the endpoint has a path */
@@ -109,7 +110,7 @@ sqs_client_free(struct sqs_client *c)
 }
 
 void
-sqs_client_set_cancel(struct sqs_client *c, const volatile int *flag)
+sqs_client_set_cancel(struct sqs_client *c, const struct flag *flag)
 {
     c->cancel = flag;
 }
@@ -129,7 +130,7 @@ sqs_client_http(struct sqs_client *c)
 static int
 sqs_cancelled(const struct sqs_client *c)
 {
-    return c->cancel != NULL && *c->cancel;
+    return flag_is_up(c->cancel);
 }
 
 /* Sleep ms, waking early (returning -1) when the cancel flag is raised. */
@@ -431,6 +432,7 @@ sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_receiv
     jsonwrite_string(&w, "ApproximateReceiveCount");
     jsonwrite_string(&w, "SentTimestamp");
     jsonwrite_string(&w, "MessageGroupId");
+    jsonwrite_string(&w, "AWSTraceHeader");
     jsonwrite_end_array(&w);
     jsonwrite_string(&w, "MessageAttributeNames");
     jsonwrite_array(&w);
@@ -458,8 +460,8 @@ typedef int sqs_batch_entry_fn(const void *entries, size_t i, const char *op, st
                                const char **id, struct sqs_error *err);
 
 /*
- * Every *Batch call: nothing to do for n == 0, at most 10 entries, the
- * {QueueUrl, Entries} request written with entry(), then results[i] for
+ * Every *Batch call: nothing to do for n == 0, at most SQS_BATCH_MAX entries,
+ * the {QueueUrl, Entries} request written with entry(), then results[i] for
  * entry i from the response.
  */
 static int
@@ -467,12 +469,13 @@ sqs_batch_call(struct sqs_client *c, const char *op, const char *queue_url, cons
                size_t n, sqs_batch_entry_fn *entry, struct sqs_batch_result *results,
                struct sqs_error *err)
 {
-    const char *ids[SQS_MAX_BATCH];
+    const char *ids[SQS_BATCH_MAX];
     if (n == 0) {
         return 0;
     }
-    if (n > SQS_MAX_BATCH) {
-        sqs_error_set(err, "TooManyEntriesInBatchRequest", 0, "%zu entries (at most 10)", n);
+    if (n > SQS_BATCH_MAX) {
+        sqs_error_set(err, "TooManyEntriesInBatchRequest", 0, "%zu entries (at most %d)", n,
+                      SQS_BATCH_MAX);
         return -1;
     }
     struct buf body = BUF_INIT;
@@ -742,6 +745,17 @@ sqs_queue_counts(struct sqs_client *c, const char *queue_url, long out[3], struc
     }
     sqs_kv_free(kv, n);
     return 0;
+}
+
+int
+sqs_check_queue(struct sqs_client *c, const char *queue_url, struct sqs_error *err)
+{
+    static const char *const names[] = {"QueueArn"};
+    struct sqs_kv *kv = NULL;
+    size_t n = 0;
+    int rc = sqs_get_attributes(c, queue_url, names, 1, &kv, &n, err);
+    sqs_kv_free(kv, n);
+    return rc;
 }
 
 int

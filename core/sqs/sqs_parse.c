@@ -8,6 +8,7 @@
 
 #include "buf.h"
 #include "digest.h"
+#include "sqs_limits.h"
 
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -169,7 +170,8 @@ const char *
 sqs_batch_id(size_t i)
 {
     static const char *const ids[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
-    return i < 10 ? ids[i] : "overflow";
+    _Static_assert(sizeof(ids) / sizeof(ids[0]) == SQS_BATCH_MAX, "an id per batch entry");
+    return i < SQS_BATCH_MAX ? ids[i] : "overflow";
 }
 
 int

@@ -58,8 +58,9 @@ struct sqs_message {
     char *receipt_handle;
     char *body; /* NUL-terminated */
     size_t body_len;
-    int receive_count; /* ApproximateReceiveCount; 1 when missing */
-    char *group_id;    /* MessageGroupId, NULL on standard queues */
+    int receive_count;      /* ApproximateReceiveCount; 1 when missing */
+    char *group_id;         /* MessageGroupId, NULL on standard queues */
+    char *aws_trace_header; /* AWSTraceHeader (X-Ray), NULL when absent */
     int64_t sent_timestamp_ms;
     struct sqs_attr *attrs;
     size_t nattrs;
@@ -72,7 +73,7 @@ void sqs_messages_free(struct sqs_message *msgs, size_t n);
 /* Let go of one message and zero it (for a message moved out of the array). */
 void sqs_message_clear(struct sqs_message *m);
 
-/* One entry of a batch call (at most 10 per call). */
+/* One entry of a batch call (at most SQS_BATCH_MAX per call). */
 struct sqs_batch_entry {
     const char *id; /* unique in the batch, [A-Za-z0-9_-]{1,80} */
     const char *receipt_handle;

@@ -9,14 +9,15 @@
 #include "buf.h"
 #include "jsonpath.h"
 #include "mock_internal.h"
+#include "tracectx.h"
+
+#include "sqs_limits.h"
 #include "sendcheck.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MOCK_RETRY_AFTER_MAX 43200
 
 static _Thread_local struct twice_mock *current_mock;
 static _Thread_local int deriving_key;
@@ -205,7 +206,7 @@ api_db(const twice_job *job)
 static void
 api_retry_after(twice_job *job, unsigned seconds)
 {
-    job->retry_after = seconds > MOCK_RETRY_AFTER_MAX ? MOCK_RETRY_AFTER_MAX : (int) seconds;
+    job->retry_after = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
 }
 
 static void
@@ -220,6 +221,26 @@ api_error(twice_job *job, const char *fmt, ...)
         free(job->error);
         job->error = text;
     }
+}
+
+/* As twiced: the span context (the test's), else the message's own valid
+ * traceparent passed on as version 00 (tracing off), else NULL. */
+static const char *
+api_traceparent(const twice_job *job)
+{
+    struct tracectx c;
+    if (job->traceparent != NULL) {
+        return job->traceparent;
+    }
+    const char *v = api_attr(job, "traceparent", NULL);
+    if (v == NULL || tracectx_parse_traceparent(v, strlen(v), &c, NULL) != 0) {
+        return NULL;
+    }
+    char *text = malloc(TRACECTX_TRACEPARENT_LEN + 1);
+    if (text != NULL) {
+        tracectx_format_traceparent(&c, text);
+    }
+    return keep(job, text, TRACECTX_TRACEPARENT_LEN, NULL);
 }
 
 static const char *
@@ -311,6 +332,7 @@ static const twice_api mock_api = {
     .db = api_db,
     .retry_after = api_retry_after,
     .error = api_error,
+    .traceparent = api_traceparent,
     .queue = api_queue,
     .attr_name = api_attr_name,
     .send = api_send,

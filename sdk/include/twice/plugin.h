@@ -110,10 +110,11 @@ typedef enum twice_log_level {
     TWICE_LOG_DEBUG = 3
 } twice_log_level;
 
-/* Descriptor flags. */
-#define TWICE_FLAG_TRANSACTIONAL                                                                  \
-    0x1u /* handle() runs inside the transaction                                                  \
-            that completes the key; api->db() works */
+/* Descriptor flags (the formatter would fold each comment into its macro). */
+/* clang-format off */
+#define TWICE_FLAG_TRANSACTIONAL 0x1u /* handle() runs inside the transaction that
+                                         completes the key; api->db() works */
+/* clang-format on */
 
 /* The type of a declared setting. */
 typedef enum twice_setting_type {
@@ -221,10 +222,16 @@ typedef struct twice_api {
 
     /* --- 1.1 --- */
 
-    /* The job's W3C trace context, the value of a `traceparent` header
-     * ("00-<trace id>-<span id>-<flags>"), or NULL when the host has none.
-     * Borrowed until handle() returns. Thread-safe like every function
-     * taking a job. */
+    /* The job's trace context as a W3C traceparent value
+     * ("00-<32 hex trace id>-<16 hex span id>-<2 hex flags>"), to send on
+     * with the job's outgoing calls (an HTTP `traceparent` header, a
+     * message attribute) so that their spans join the job's trace. With
+     * tracing on, it names the job's own span (a child of the message's
+     * traceparent when it had a valid one). With tracing off, it is the
+     * message's own traceparent attribute when valid (passed on as version
+     * 00: twice is then a transparent hop), else NULL. Borrowed until
+     * handle() (or derive_key()) returns; same thread rules as the job.
+     * Test with TWICE_API_HAS(api, traceparent): a 1.0 host has none. */
     const char *(*traceparent)(const twice_job *job);
 
     /* The name of the queue the job came from, as configured (`name` in
@@ -355,19 +362,22 @@ typedef const twice_plugin *(*twice_plugin_entry_fn)(void);
 #define TWICE_PLUGIN_ENTRY "twice_plugin_entry"
 
 /* Define the descriptor and the entry point. Arguments are designated
- * initializers for the fields after `flags` (and `.flags` itself). */
-#define TWICE_PLUGIN(...)                                                                         \
-    static const twice_plugin twice_plugin_descriptor_ = {.magic = TWICE_ABI_MAGIC,               \
-                                                          .abi_major = TWICE_ABI_MAJOR,           \
-                                                          .abi_minor = TWICE_ABI_MINOR,           \
-                                                          .size =                                 \
-                                                              (uint32_t) sizeof(twice_plugin),    \
-                                                          __VA_ARGS__};                           \
-    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void);                                    \
-    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void)                                     \
-    {                                                                                             \
-        return &twice_plugin_descriptor_;                                                         \
+ * initializers for the fields after `flags` (and `.flags` itself). Kept
+ * as written, one field a line: the formatter would stack it at the brace. */
+/* clang-format off */
+#define TWICE_PLUGIN(...)                                               \
+    static const twice_plugin twice_plugin_descriptor_ = {              \
+        .magic = TWICE_ABI_MAGIC,                                       \
+        .abi_major = TWICE_ABI_MAJOR,                                   \
+        .abi_minor = TWICE_ABI_MINOR,                                   \
+        .size = (uint32_t) sizeof(twice_plugin),                        \
+        __VA_ARGS__};                                                   \
+    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void);          \
+    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void)           \
+    {                                                                   \
+        return &twice_plugin_descriptor_;                               \
     }
+/* clang-format on */
 
 #ifdef __cplusplus
 }
