@@ -22,6 +22,7 @@
 #include "sendcheck.h"
 #include "shm.h"
 #include "sqs.h"
+#include "sqs_limits.h"
 
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -31,7 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BATCH_BYTES 1048576 /* SendMessageBatch's total payload limit */
+/* SendMessageBatch's total payload limit is that of one message. */
+#define BATCH_BYTES SQS_MESSAGE_MAX_BYTES
 
 struct relay {
     pthread_t thread;
@@ -216,9 +218,9 @@ verdict(struct verdicts *v, const struct outbox_row *w, int ok, int permanent, c
 static void
 send_chunk(struct relay *r, struct outbox_row **rows, size_t n, struct verdicts *v)
 {
-    struct outgoing out[10];
-    struct sqs_send_entry e[10];
-    struct sqs_batch_result res[10];
+    struct outgoing out[SQS_BATCH_MAX];
+    struct sqs_send_entry e[SQS_BATCH_MAX];
+    struct sqs_batch_result res[SQS_BATCH_MAX];
     struct sqs_error err;
     int fifo = sendcheck_is_fifo(rows[0]->url), built = 1;
     for (size_t i = 0; i < n; i++) {
@@ -276,7 +278,8 @@ send_rows(struct relay *r, struct outbox_row *rows, size_t n, struct verdicts *v
     size_t start = 0;
     while (start < n) {
         size_t end = start, bytes = 0;
-        while (end < n && end - start < 10 && strcmp(order[end]->url, order[start]->url) == 0 &&
+        while (end < n && end - start < SQS_BATCH_MAX &&
+               strcmp(order[end]->url, order[start]->url) == 0 &&
                (end == start || bytes + order[end]->body_len + 2048 <= BATCH_BYTES)) {
             bytes += order[end]->body_len + 2048; /* attributes: a generous bound */
             end++;

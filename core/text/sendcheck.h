@@ -11,7 +11,9 @@
 #include <stddef.h>
 
 /* SQS's limits (2025): a message of at most 1 MiB, attributes included; at
- * most 10 attributes, of which twice-outbox-id is one; delays to 900 s. */
+ * most 10 attributes, of which twice-outbox-id is one; delays to 900 s.
+ * The same numbers as base/sqs_limits.h, which this layer cannot include
+ * (text/ uses nothing; the SDK's mock links it alone). */
 #define SENDCHECK_MAX_BYTES 1048576
 #define SENDCHECK_MAX_ATTRS 9
 #define SENDCHECK_MAX_DELAY 900
