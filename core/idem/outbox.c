@@ -301,6 +301,9 @@ outbox_insert(struct idem_store *s, const char *table, const struct outbox_job *
 {
     struct flat f[INSERT_CHUNK];
     size_t k = 0;
+    if (PQtransactionStatus(idem_pgconn(s)) == PQTRANS_INERROR) {
+        return 0; /* a failed transaction commits nothing: its caller's COMMIT says why */
+    }
     for (size_t j = 0; j < n; j++) {
         const struct outbox_staged *st = jobs[j].staged;
         for (size_t i = 0; st != NULL && i < st->n; i++) {

@@ -62,7 +62,8 @@ int outbox_migrate(struct idem_store *s, const char *table, char *err, size_t er
  * Write the staged messages of jobs[0..n) and signal the relay: inside the
  * caller's open transaction (a transactional plugin's, before its key is
  * completed), or on its own. Jobs without messages are skipped; nothing is
- * run when none has any.
+ * run when none has any, nor in a transaction that has already failed
+ * (nothing of it can commit; the caller's completion reports the failure).
  */
 int outbox_insert(struct idem_store *s, const char *table, const struct outbox_job *jobs, size_t n,
                   char *err, size_t errlen);
