@@ -246,6 +246,29 @@ class Outbox(twicetest.TwiceTestCase):
         self.assertLessEqual(per_message, 0.3, sys_msg)
         d.stop()
 
+    def test_relays_of_two_hosts_send_each_message_once(self):
+        src, src_dlq, sink, queues, plugins = self.sender_queues(concurrency=4)
+        ports = [self.port, tc.free_port()]
+        hosts = []
+        for port in ports:
+            conf = tc.config(self.env, self.dsn, queues, plugins, metrics_port=port)
+            hosts.append(self.start(conf))
+        jobs, per_job = 30, 10
+        for i in range(0, jobs, 10):
+            self.sqs.send_batch(src, [json.dumps({"id": "h%d" % k, "to": sink, "n": per_job})
+                                      for k in range(i, i + 10)])
+        got = self.receive_all(sink, jobs * per_job, timeout=40)
+        time.sleep(1)
+        got += self.receive_all(sink, 1, timeout=2)
+        ids = [self.attr(m, "twice-outbox-id") for m in got]
+        self.assertEqual(len(ids), jobs * per_job)
+        self.assertEqual(len(set(ids)), jobs * per_job)
+        sent = [tc.metric_sum(tc.scrape(p), "twice_outbox_sent_total") for p in ports]
+        self.assertEqual(sum(sent), jobs * per_job, sent)
+        self.assertEqual(self.outbox_rows(), [])
+        for d in hosts:
+            d.stop()
+
     # ---- bad input ----
 
     def test_bad_input_is_refused_at_the_call(self):
