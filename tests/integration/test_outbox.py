@@ -6,6 +6,7 @@ that stages and then retries or rejects sends nothing; the relay's statements pe
 message are counted with pg_stat_statements; bad input is refused at the call; a queue
 SQS refuses keeps its messages (counted, alerted, listed and retried by twicectl)."""
 
+import hashlib
 import json
 import os
 import random
@@ -268,6 +269,23 @@ class Outbox(twicetest.TwiceTestCase):
         self.assertEqual(self.outbox_rows(), [])
         for d in hosts:
             d.stop()
+
+    def test_fifo_targets_get_the_group_and_a_deduplication_id_from_the_outbox_id(self):
+        src, src_dlq, sink, queues, plugins = self.sender_queues()
+        fifo, _ = self.queue_pair("fsink", fifo=True)
+        d = self.start(self.conf(queues, plugins))
+        self.sqs.send_batch(src, [
+            json.dumps({"id": "f1", "to": fifo, "n": 3, "group": "g1"}),
+            json.dumps({"id": "f2", "to": fifo, "n": 1})])  # no group: refused at the call
+        got = self.receive_all(fifo, 3)
+        self.assertEqual([json.loads(m["Body"])["i"] for m in got], [0, 1, 2])
+        self.assertTrue(all(m["Attributes"]["MessageGroupId"] == "g1" for m in got))
+        dedup = [m["Attributes"].get("MessageDeduplicationId") for m in got]
+        want = [hashlib.sha256(("send:f1#%d" % i).encode()).hexdigest() for i in range(3)]
+        self.assertEqual(dedup, want)
+        letters = self.receive_all(src_dlq, 1)
+        self.assertIn("a FIFO queue needs a group id", self.attr(letters[0], "twice-error"))
+        d.stop()
 
     # ---- bad input ----
 
