@@ -29,6 +29,10 @@ int buf_puts(struct buf *b, const char *s);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 
+/* Append each C string up to the NULL that ends the list: what a printf
+ * of "%s%s..." appends, without parsing a format. 0, or -1 as above. */
+int buf_cat(struct buf *b, ...) __attribute__((sentinel));
+
 /* Make sure `extra` more bytes fit without another allocation. */
 int buf_reserve(struct buf *b, size_t extra);
 
