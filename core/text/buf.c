@@ -36,7 +36,7 @@ buf_reserve(struct buf *b, size_t extra)
 }
 
 int
-buf_append(struct buf *b, const void *data, size_t n)
+buf_append_grow(struct buf *b, const void *data, size_t n)
 {
     if (buf_reserve(b, n) != 0) {
         return -1;
