@@ -541,7 +541,9 @@ sigv4_authorization_cached(const struct sigv4_request *r, const struct creds *c,
     char date[9], signature[65];
     int rc = -1;
 
-    snprintf(date, sizeof(date), "%.8s", amz_date);
+    size_t dlen = strnlen(amz_date, 8);
+    memcpy(date, amz_date, dlen);
+    date[dlen] = '\0';
     if (buf_cat(&scope, date, "/", region, "/", service, "/aws4_request", NULL) != 0 ||
         sigv4_canonical_request(r, &creq, &signed_headers) != 0 ||
         sigv4_string_to_sign(amz_date, buf_str(&scope), buf_str(&creq), &sts) != 0) {

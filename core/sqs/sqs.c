@@ -46,6 +46,8 @@ struct sqs_client {
     char *path;                    /* "/" unless the endpoint has a path */
     struct http_response resp;     /* reused between calls */
     struct sigv4_key_cache keys;   /* the day's signing key (holds the secret: wiped) */
+    time_t date_at;                /* the second amz_date was made for */
+    char amz_date[17];             /* X-Amz-Date of date_at: one gmtime per second */
 };
 
 /* What one call needs besides the body. */
@@ -174,8 +176,12 @@ sqs_sign(struct sqs_client *c, const char *op, const char *body, size_t len,
          const struct creds *cr, struct sqs_signed *s)
 {
     static const char target_name[] = "X-Amz-Target: ";
-    char date[17];
-    sigv4_amz_date((long long) time(NULL), date);
+    time_t now = time(NULL);
+    if (now != c->date_at || c->amz_date[0] == '\0') {
+        sigv4_amz_date((long long) now, c->amz_date);
+        c->date_at = now;
+    }
+    const char *date = c->amz_date;
     /* the header lines first: the target's value is signed from its line */
     int failed = buf_cat(&s->target, target_name, "AmazonSQS.", op, NULL);
     buf_cat(&s->date, "X-Amz-Date: ", date, NULL);
