@@ -35,13 +35,15 @@ static const char derive_help[] =
     "it is routed to, the key template and where it comes from (the queue's key,\n"
     "a plugin setting, the plugin's template) or the plugin's derive_key(). A\n"
     "message that would be dead-lettered (too large, no route, no key field, not\n"
-    "JSON...) prints the reason instead and exits 1. The plugin is loaded in a\n"
-    "separate process, with its configured settings; init() runs only for a\n"
-    "derive_key() plugin. Nothing is sent and nothing is stored.\n"
+    "JSON, bad envelope...) prints the reason instead and exits 1. The queue's\n"
+    "envelope is unwrapped and a payload kept in S3 is fetched, as twiced does.\n"
+    "The plugin is loaded in a separate process, with its configured settings;\n"
+    "init() runs only for a derive_key() plugin. Nothing is sent and nothing is\n"
+    "stored.\n"
     "\n"
     "  --queue Q          a configured queue's name or url\n"
     "  --attr NAME=VALUE  a String message attribute ({attr:NAME}; repeatable)\n"
-    "  --group G          the FIFO MessageGroupId ({msg:group}); required on FIFO queues\n"
+    "  --group G          the MessageGroupId ({msg:group}); required on FIFO queues\n"
     "  --json             print one object: queue, plugin, route, key or\n"
     "                     dead_letter {reason, detail}, template, source, where\n";
 
@@ -326,16 +328,27 @@ print_report(const json_t *r)
     }
 }
 
-/* Report on the prepared job: routed here, keyed here or in a child. */
+/* S3, for a message whose payload is there (the daemon fetches it too). */
+static struct s3_client *
+derive_s3(void *arg)
+{
+    return ctl_s3(arg);
+}
+
+/* Report on the prepared job: unwrapped, fetched and routed here, keyed
+ * here or in a child. */
 static int
 derive_and_print(struct ctl *c, struct derive_run *dr)
 {
     json_t *r = NULL;
-    if (keying_check_size(dr->j, dr->cfg->max_message_bytes) != 0) {
-        dr->route = KEYING_NO_ROUTE;
-    } else {
-        dr->route = keying_route(dr->j);
+    int shaped = KEYING_DEAD;
+    if (keying_check_size(dr->j, dr->cfg->max_message_bytes) == 0) {
+        shaped = keying_shape(dr->j, derive_s3, c, dr->cfg->max_payload_bytes);
     }
+    if (shaped == KEYING_LATER) {
+        return ctl_fail("key derive: %s", dr->j->error);
+    }
+    dr->route = shaped == KEYING_SHAPED ? keying_route(dr->j) : KEYING_NO_ROUTE;
     if (dr->route == KEYING_NO_ROUTE || dr->qc->key != NULL) {
         r = report(dr);
     } else {

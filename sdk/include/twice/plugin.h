@@ -196,7 +196,9 @@ typedef struct twice_api {
     /* The SQS MessageId. Borrowed. */
     const char *(*message_id)(const twice_job *job);
 
-    /* The FIFO MessageGroupId, or NULL on a standard queue. Borrowed. */
+    /* The MessageGroupId: a FIFO queue's group, or on a standard queue
+     * the group its producer gave for fairness (fair queues); NULL when
+     * the message has none. Borrowed. */
     const char *(*group_id)(const twice_job *job);
 
     /* A setting's value as text (ints in decimal, bools "true"/"false"), the
@@ -260,8 +262,9 @@ typedef struct twice_plugin {
 
     /* How the idempotency key is derived from the message's intent, e.g.
      * "welcome-email:{candidateId}". {a.b} is a JSON body path (strings and
-     * numbers), {attr:Name} a message attribute, {msg:group} the FIFO group
-     * id; "{{" and "}}" are literal braces. Never a random id: two messages
+     * numbers), {attr:Name} a message attribute, {msg:group} the message
+     * group id, {msg:NAME} a field of the queue's envelope (twice.conf(5):
+     * envelope); "{{" and "}}" are literal braces. Never a random id: two messages
      * meaning the same action must collide. Set exactly one of
      * key_template, derive_key and key_setting (1.1). A queue's `key` in
      * twice.conf overrides whichever the plugin sets. */
