@@ -139,11 +139,11 @@ struct config {
     } log;
 
     struct {
-        char *region;   /* NULL: AWS_REGION, AWS_DEFAULT_REGION, then the profile */
-        char *endpoint; /* NULL: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, then AWS's */
+        char *region;      /* NULL: AWS_REGION, AWS_DEFAULT_REGION, then the profile */
+        char *endpoint;    /* NULL: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, then AWS's */
         char *s3_endpoint; /* NULL: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, then AWS's */
-        char *profile;  /* NULL: AWS_PROFILE or "default" */
-        char *ca_file;  /* NULL: the system CA store */
+        char *profile;     /* NULL: AWS_PROFILE or "default" */
+        char *ca_file;     /* NULL: the system CA store */
     } aws;
 
     struct {

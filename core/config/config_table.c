@@ -64,8 +64,8 @@ const struct config_row config_rows[] = {
      .hi = SQS_MESSAGE_MAX_BYTES, .def = SQS_MESSAGE_MAX_BYTES,
      .doc = "Largest message body handled, in bytes. Larger bodies go to the dead-letter queue "
             "with the reason too-large."},
-    {ROW("", "max_payload_bytes", CONFIG_INT, C(max_payload_bytes)), .lo = 0,
-     .hi = 2147483647LL, .def = 64L << 20,
+    {ROW("", "max_payload_bytes", CONFIG_INT, C(max_payload_bytes)), .lo = 0, .hi = 2147483647LL,
+     .def = 64L << 20,
      .doc = "Largest payload fetched from S3 for a message in the Extended Client format (a "
             "PayloadS3Pointer body), in bytes: its size is read with HEAD first and nothing past "
             "this is ever read; a larger one goes to the dead-letter queue as payload-too-large. "
@@ -230,8 +230,8 @@ const struct config_row config_rows[] = {
             "{a.b} a JSON body path, {attr:Name} a message attribute, {msg:group} the "
             "message group id, {msg:NAME} a field of the envelope; twicectl key derive shows "
             "the key a message gets."},
-    {ROW("queues", "envelope", CONFIG_ENUM, Q(envelope)), .choices = envelopes,
-     .noun = "envelope", .def = CONFIG_ENVELOPE_NONE,
+    {ROW("queues", "envelope", CONFIG_ENUM, Q(envelope)), .choices = envelopes, .noun = "envelope",
+     .def = CONFIG_ENVELOPE_NONE,
      .doc = "What wraps the jobs of this queue. sns: an SNS notification (a subscription "
             "without raw message delivery): the job is its Message, its MessageAttributes are "
             "message attributes, and key templates may use {msg:sns_message_id}, {msg:topic} "

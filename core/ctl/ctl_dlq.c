@@ -693,8 +693,8 @@ dlq_redrive(struct ctl *c, int argc, char **argv, int del)
         return ctl_fail("out of memory");
     }
     rc = -1;
-    while (rc < 0 && (opt = getopt_long(argc, argv, ":c:h", del ? delete_opts : longopts,
-                                        NULL)) != -1) {
+    while (rc < 0 &&
+           (opt = getopt_long(argc, argv, ":c:h", del ? delete_opts : longopts, NULL)) != -1) {
         if (opt == 'i') {
             rd.ids[rd.nids++] = optarg;
         } else if (opt == 'a') {

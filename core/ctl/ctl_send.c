@@ -50,11 +50,8 @@ static int
 parse_args(struct ctl *c, int argc, char **argv, struct send_args *a)
 {
     static const struct option longopts[] = {
-        {"attr", 1, NULL, 'a'},
-        {"group", 1, NULL, 'g'},
-        {"dedup-id", 1, NULL, 'd'},
-        {"delay", 1, NULL, 'D'},
-        CTL_LONG_OPTIONS,
+        {"attr", 1, NULL, 'a'},  {"group", 1, NULL, 'g'}, {"dedup-id", 1, NULL, 'd'},
+        {"delay", 1, NULL, 'D'}, CTL_LONG_OPTIONS,
     };
     int opt, rc;
     char *end;
@@ -99,9 +96,9 @@ new_uuid(char out[37])
     }
     r[6] = (unsigned char) ((r[6] & 0x0f) | 0x40);
     r[8] = (unsigned char) ((r[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
-             r[13], r[14], r[15]);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0],
+             r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
+             r[14], r[15]);
     return 0;
 }
 
@@ -136,9 +133,8 @@ offload(struct ctl *c, const struct config_queue *q, struct send_args *a, struct
                         err.message);
     }
     snprintf(size_text, 24, "%zu", body->len);
-    a->attrs[a->nattrs++] = (struct sqs_attr){.name = PAYLOAD_SIZE_ATTR,
-                                              .data_type = "Number",
-                                              .string_value = size_text};
+    a->attrs[a->nattrs++] = (struct sqs_attr){
+        .name = PAYLOAD_SIZE_ATTR, .data_type = "Number", .string_value = size_text};
     buf_reset(body);
     return payload_pointer_write(body, q->payload_bucket, key) == 0
                ? CTL_OK
@@ -162,8 +158,9 @@ ctl_send(struct ctl *c, int argc, char **argv)
         return ctl_usage_error("send", "queue %s is a FIFO queue: --group is required", q->name);
     }
     if (q->fifo && a.delay >= 0) {
-        return ctl_usage_error("send", "queue %s is a FIFO queue: SQS takes no --delay per "
-                                       "message there (set the queue's DelaySeconds)",
+        return ctl_usage_error("send",
+                               "queue %s is a FIFO queue: SQS takes no --delay per "
+                               "message there (set the queue's DelaySeconds)",
                                q->name);
     }
     struct sqs_client *sqs = ctl_sqs(c);

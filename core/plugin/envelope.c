@@ -151,8 +151,8 @@ open_eventbridge(struct envelope *e, const struct jsondoc *d, char *err, size_t 
 }
 
 int
-envelope_open(int want, const struct jsondoc *doc, const char *doc_error,
-              struct envelope *e, char *err, size_t errlen)
+envelope_open(int want, const struct jsondoc *doc, const char *doc_error, struct envelope *e,
+              char *err, size_t errlen)
 {
     memset(e, 0, sizeof(*e));
     int sns = doc != NULL && is_sns(doc), eb = doc != NULL && !sns && is_eventbridge(doc);

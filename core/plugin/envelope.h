@@ -20,8 +20,8 @@ struct jsondoc;
 
 /* A queue's `envelope` setting (config_queue.envelope). */
 enum envelope_kind {
-    ENVELOPE_NONE = CONFIG_ENVELOPE_NONE,               /* the body is the job */
-    ENVELOPE_SNS = CONFIG_ENVELOPE_SNS,                 /* an SNS notification (raw delivery off) */
+    ENVELOPE_NONE = CONFIG_ENVELOPE_NONE, /* the body is the job */
+    ENVELOPE_SNS = CONFIG_ENVELOPE_SNS,   /* an SNS notification (raw delivery off) */
     ENVELOPE_EVENTBRIDGE = CONFIG_ENVELOPE_EVENTBRIDGE, /* an EventBridge event */
     ENVELOPE_AUTO = CONFIG_ENVELOPE_AUTO /* either, recognised by its fields; else as is */
 };
@@ -49,8 +49,8 @@ struct envelope {
  * event without detail... (the DLQ reason bad-envelope). *e needs freeing
  * either way.
  */
-int envelope_open(int want, const struct jsondoc *doc, const char *doc_error,
-                  struct envelope *e, char *err, size_t errlen);
+int envelope_open(int want, const struct jsondoc *doc, const char *doc_error, struct envelope *e,
+                  char *err, size_t errlen);
 void envelope_free(struct envelope *e);
 
 #endif

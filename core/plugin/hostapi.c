@@ -81,10 +81,12 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
 static const char *
 api_body(const twice_job *job, size_t *len)
 {
+    size_t n;
+    const char *text = job_view(job, &n);
     if (len != NULL) {
-        *len = job->view_len;
+        *len = n;
     }
-    return job->view;
+    return text;
 }
 
 /* The API takes const jobs; parsing the body lazily and keeping strings

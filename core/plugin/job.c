@@ -29,8 +29,6 @@ job_new(struct wqueue *q, const struct config_queue *qc, struct sqs_message *m)
     j->qcfg = qc;
     j->msg = *m;
     memset(m, 0, sizeof(*m));
-    j->view = j->msg.body != NULL ? j->msg.body : "";
-    j->view_len = j->msg.body != NULL ? j->msg.body_len : 0;
     j->receives = j->msg.receive_count > 0 ? j->msg.receive_count : 1;
     j->retry_after = -1;
     clock_gettime(CLOCK_MONOTONIC, &j->received_at);
@@ -85,9 +83,22 @@ job_body(struct twice_job *j)
 {
     if (!j->body_parsed) {
         j->body_parsed = 1;
-        j->body = jsondoc_parse(j->view, j->view_len, j->body_error, sizeof(j->body_error));
+        size_t len;
+        const char *text = job_view(j, &len);
+        j->body = jsondoc_parse(text, len, j->body_error, sizeof(j->body_error));
     }
     return j->body;
+}
+
+const char *
+job_view(const struct twice_job *j, size_t *len)
+{
+    if (j->view != NULL) {
+        *len = j->view_len;
+        return j->view;
+    }
+    *len = j->msg.body != NULL ? j->msg.body_len : 0;
+    return j->msg.body != NULL ? j->msg.body : "";
 }
 
 void

@@ -49,7 +49,7 @@ struct twice_job {
     /* The body handlers, templates and routes see (keying_shape): msg.body,
      * else the envelope's inner body, else the payload fetched from S3. The
      * dead-letter queue always gets msg.body. */
-    const char *view; /* borrowed from msg, env or payload; NUL-terminated */
+    const char *view; /* borrowed from env or payload; NULL: msg.body (job_view) */
     size_t view_len;
     struct envelope *env;            /* owned: the unwrapped envelope, or NULL */
     char *payload;                   /* owned: the body fetched from S3, or NULL */
@@ -110,6 +110,9 @@ void job_free(struct twice_job *j);
 /* Parse the body once (lazily); returns the document or NULL (see
  * body_error). */
 struct jsondoc *job_body(struct twice_job *j);
+
+/* The body the job shows (NUL-terminated, "" for none) and its length. */
+const char *job_view(const struct twice_job *j, size_t *len);
 
 /* Make text[0..len) (NUL-terminated, owned by env or payload) the body the
  * job shows; a body parsed before is forgotten. */

@@ -66,8 +66,10 @@ fetch_failed(struct twice_job *j, const struct s3_error *e, long max)
 {
     const struct payload_pointer *p = j->pointer;
     if (e->too_large) {
-        job_deadletter(j, "payload-too-large", "the payload in S3 (%s/%s) exceeds "
-                       "max_payload_bytes (%ld)", p->bucket, p->key, max);
+        job_deadletter(j, "payload-too-large",
+                       "the payload in S3 (%s/%s) exceeds "
+                       "max_payload_bytes (%ld)",
+                       p->bucket, p->key, max);
     } else if (e->http_status == 404) {
         job_deadletter(j, "payload-missing", "no payload in S3 at %s/%s (%s)", p->bucket, p->key,
                        e->code);
@@ -100,13 +102,15 @@ static int
 follow_pointer(struct twice_job *j, keying_s3_fn *get_s3, void *arg, long max)
 {
     char err[256];
-    if (!claims_pointer(j) && !payload_looks_like_pointer(j->view, j->view_len)) {
+    size_t len;
+    const char *view = job_view(j, &len);
+    if (!claims_pointer(j) && !payload_looks_like_pointer(view, len)) {
         return KEYING_SHAPED; /* most bodies: not even parsed here */
     }
     struct payload_pointer *p = calloc(1, sizeof(*p));
     int rc = p == NULL ? -1
-                       : payload_pointer_read(job_body(j), j->view, j->view_len, claims_pointer(j),
-                                              p, err, sizeof(err));
+                       : payload_pointer_read(job_body(j), view, len, claims_pointer(j), p, err,
+                                              sizeof(err));
     if (rc < 0) {
         job_deadletter(j, "bad-payload-pointer", "%s", p == NULL ? "out of memory" : err);
     }
@@ -116,8 +120,10 @@ follow_pointer(struct twice_job *j, keying_s3_fn *get_s3, void *arg, long max)
     }
     j->pointer = p;
     if (max <= 0) {
-        job_deadletter(j, "bad-payload-pointer", "a payload in S3 (%s/%s), and "
-                       "max_payload_bytes is 0: payloads are not fetched", p->bucket, p->key);
+        job_deadletter(j, "bad-payload-pointer",
+                       "a payload in S3 (%s/%s), and "
+                       "max_payload_bytes is 0: payloads are not fetched",
+                       p->bucket, p->key);
         return KEYING_DEAD;
     }
     struct s3_error e;
@@ -129,12 +135,12 @@ follow_pointer(struct twice_job *j, keying_s3_fn *get_s3, void *arg, long max)
         return fetch_failed(j, &e, max);
     }
     char *body;
-    size_t len;
-    if (s3_get(s3, p->bucket, p->key, (size_t) max, &body, &len, &e) != 0) {
+    size_t n;
+    if (s3_get(s3, p->bucket, p->key, (size_t) max, &body, &n, &e) != 0) {
         return fetch_failed(j, &e, max);
     }
     j->payload = body;
-    job_set_view(j, body, len);
+    job_set_view(j, body, n);
     return KEYING_SHAPED;
 }
 

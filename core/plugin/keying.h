@@ -28,9 +28,9 @@ struct twice_job;
 int keying_check_size(struct twice_job *j, long max);
 
 /* keying_shape's answers. */
-#define KEYING_SHAPED 0     /* j->view is the body handlers see */
-#define KEYING_DEAD   (-1)  /* j's verdict is a dead letter */
-#define KEYING_LATER  1     /* S3 failed for now (j->error says why): give it back */
+#define KEYING_SHAPED 0    /* j->view is the body handlers see */
+#define KEYING_DEAD   (-1) /* j's verdict is a dead letter */
+#define KEYING_LATER  1    /* S3 failed for now (j->error says why): give it back */
 
 /*
  * Unwrap the queue's envelope (bad-envelope), then follow an S3 payload

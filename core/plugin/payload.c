@@ -77,8 +77,9 @@ payload_pointer_read(const struct jsondoc *doc, const char *body, size_t len, in
         if (!has_size_attr) {
             return 0;
         }
-        snprintf(err, errlen, "the message has the " PAYLOAD_SIZE_ATTR " attribute and its "
-                              "body is no S3 payload pointer");
+        snprintf(err, errlen,
+                 "the message has the " PAYLOAD_SIZE_ATTR " attribute and its "
+                 "body is no S3 payload pointer");
         return -1;
     }
     uint32_t o = doc->v[1].next;
@@ -89,15 +90,17 @@ payload_pointer_read(const struct jsondoc *doc, const char *body, size_t len, in
     const struct jsondoc_value *b = member_string(doc, o, "s3BucketName");
     const struct jsondoc_value *k = member_string(doc, o, "s3Key");
     if (b == NULL || k == NULL || b->len >= sizeof(p->bucket) || k->len >= sizeof(p->key)) {
-        snprintf(err, errlen, "an S3 payload pointer without string s3BucketName and s3Key "
-                              "(of at most 63 and 1024 bytes)");
+        snprintf(err, errlen,
+                 "an S3 payload pointer without string s3BucketName and s3Key "
+                 "(of at most 63 and 1024 bytes)");
         return -1;
     }
     memcpy(p->bucket, b->str, b->len);
     memcpy(p->key, k->str, k->len);
     if (!s3_valid_bucket(p->bucket)) {
-        snprintf(err, errlen, "an S3 payload pointer whose s3BucketName is not a valid bucket "
-                              "name");
+        snprintf(err, errlen,
+                 "an S3 payload pointer whose s3BucketName is not a valid bucket "
+                 "name");
         return -1;
     }
     if (!s3_valid_key(p->key)) {

@@ -26,19 +26,18 @@
 #define S3_KEY_MAX            1024
 
 struct s3_client {
-    char *base;       /* "http[s]://host[:port]" without a trailing '/' */
-    char *host;       /* base's authority */
-    char *region;     /* signing region */
-    int path_style;   /* bucket in the path, not in the host */
+    char *base;                /* "http[s]://host[:port]" without a trailing '/' */
+    char *host;                /* base's authority */
+    char *region;              /* signing region */
+    int path_style;            /* bucket in the path, not in the host */
     struct creds_chain *creds; /* borrowed */
     struct http_client *http;  /* owned */
     struct http_response resp;
     struct sigv4_key_cache keys;
 };
 
-static void
-s3_error_set(struct s3_error *e, long status, int transient, const char *code, const char *fmt,
-             ...) __attribute__((format(printf, 5, 6)));
+static void s3_error_set(struct s3_error *e, long status, int transient, const char *code,
+                         const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 static void
 s3_error_set(struct s3_error *e, long status, int transient, const char *code, const char *fmt,
@@ -76,7 +75,7 @@ s3_client_new(const char *endpoint, const char *region, const char *ca_file,
     }
     c->creds = creds;
     c->base = endpoint != NULL && endpoint[0] != '\0' ? strdup(endpoint)
-                                                       : awsconfig_service_url("s3", region);
+                                                      : awsconfig_service_url("s3", region);
     c->region = strdup(region);
     c->http = http_client_new(ca_file);
     http_response_init(&c->resp);
@@ -278,7 +277,9 @@ s3_status_error(struct s3_client *c, const char *method, struct s3_error *err)
     s3_error_code(&c->resp, code, sizeof(code));
     if (code[0] == '\0') {
         snprintf(code, sizeof(code), "%s",
-                 st == 404 ? "NotFound" : st == 403 ? "AccessDenied" : "HTTPError");
+                 st == 404   ? "NotFound"
+                 : st == 403 ? "AccessDenied"
+                             : "HTTPError");
     }
     s3_error_set(err, st, st != 403 && st != 404, code, "%s: HTTP %ld %s", method, st, code);
 }
@@ -309,8 +310,12 @@ s3_request(struct s3_client *c, const char *method, const char *bucket, const ch
         goto done;
     }
     /* curl would call a PUT's body a form; and no 100-continue round trip */
-    const char *headers[7] = {s.host.data, s.date.data, s.sha.data, s.auth.data,
-                              "Content-Type: application/octet-stream", "Expect:"};
+    const char *headers[7] = {s.host.data,
+                              s.date.data,
+                              s.sha.data,
+                              s.auth.data,
+                              "Content-Type: application/octet-stream",
+                              "Expect:"};
     size_t nh = 6;
     if (s.token.data != NULL) {
         headers[nh++] = s.token.data;

@@ -26,7 +26,7 @@ enum part_kind {
 struct part {
     enum part_kind kind;
     enum keytmpl_msg msg; /* PART_MSG: which */
-    char *text; /* the literal, the path or the attribute name; owned */
+    char *text;           /* the literal, the path or the attribute name; owned */
     size_t len;
 };
 

@@ -7,9 +7,9 @@
  * hold at least one field (a constant key would make every message a
  * duplicate of the first). Besides {msg:group}, {msg:NAME} reads what a
  * queue's envelope says of the message (keytmpl_msg: the SNS MessageId and
- * topic, the EventBridge detail-type, source and id). Compiled once per plugin; expanded per message.
- * Also the rule a key from a plugin's own derive_key() must obey. Pure: the
- * daemon (plugin/hostapi.c) and the SDK's mock host both derive keys here.
+ * topic, the EventBridge detail-type, source and id). Compiled once per plugin; expanded per
+ * message. Also the rule a key from a plugin's own derive_key() must obey. Pure: the daemon
+ * (plugin/hostapi.c) and the SDK's mock host both derive keys here.
  */
 #ifndef TWICE_KEYTMPL_H
 #define TWICE_KEYTMPL_H

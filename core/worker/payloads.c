@@ -20,8 +20,8 @@ payloads_client(struct worker *w)
 {
     struct s3_client *c = NULL;
     char err[512];
-    if (s3_client_new(w->cfg->aws.s3_endpoint, w->endpoint->region, w->cfg->aws.ca_file,
-                      w->creds, &c, err, sizeof(err)) != 0) {
+    if (s3_client_new(w->cfg->aws.s3_endpoint, w->endpoint->region, w->cfg->aws.ca_file, w->creds,
+                      &c, err, sizeof(err)) != 0) {
         log_error("S3 client: %s; payloads in S3 wait until a reload fixes it", err);
         return NULL;
     }

@@ -136,7 +136,9 @@ prepare(struct receiver *r, struct twice_job *j)
         }
     }
     buf_free(&key);
-    digest_sha256(j->view, j->view_len, j->sha256); /* the job's, not its wrapper's */
+    size_t len;
+    const char *body = job_view(j, &len);
+    digest_sha256(body, len, j->sha256); /* the job's, not its wrapper's */
 }
 
 /* Decide a leader from the store's answer (lifecycle.c). Runnable jobs keep
