@@ -285,6 +285,16 @@ keytmpl_free(struct keytmpl *t)
     free(t);
 }
 
+unsigned
+keytmpl_msg_fields(const struct keytmpl *t)
+{
+    unsigned bits = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        bits |= t->parts[i].kind == PART_MSG ? 1u << t->parts[i].msg : 0;
+    }
+    return bits;
+}
+
 int
 keytmpl_needs_body(const struct keytmpl *t)
 {

@@ -25,6 +25,9 @@ struct keytmpl;
 int keytmpl_compile(const char *text, struct keytmpl **out, char *err, size_t errlen);
 void keytmpl_free(struct keytmpl *t);
 
+/* The {msg:NAME} fields t uses: bit (1 << enum keytmpl_msg) for each. */
+unsigned keytmpl_msg_fields(const struct keytmpl *t);
+
 /* Whether any field reads the JSON body (so the body must be parsed). */
 int keytmpl_needs_body(const struct keytmpl *t);
 
