@@ -100,8 +100,35 @@ dup_or_null(const char *s, int *failed)
     return d;
 }
 
-/* The message as SQS would hand it to a receiver: everything owned by the
- * job (job_free frees it). NULL when out of memory. */
+/* Free the strings of a message make_job built (no batch owns them, so
+ * sqs_message_clear would not) and zero it. */
+static void
+free_message(struct sqs_message *m)
+{
+    for (size_t i = 0; m->attrs != NULL && i < m->nattrs; i++) {
+        free(m->attrs[i].name);
+        free(m->attrs[i].data_type);
+        free(m->attrs[i].string_value);
+    }
+    free(m->attrs);
+    free(m->body);
+    free(m->message_id);
+    free(m->group_id);
+    memset(m, 0, sizeof(*m));
+}
+
+/* A job of make_job, its message's strings included. */
+static void
+free_job(struct twice_job *j)
+{
+    if (j != NULL) {
+        free_message(&j->msg);
+        job_free(j);
+    }
+}
+
+/* The message as SQS would hand it to a receiver: its strings owned by the
+ * job (free_job frees them). NULL when out of memory. */
 static struct twice_job *
 make_job(const struct config_queue *qc, const struct derive_args *a, struct buf *body)
 {
@@ -121,7 +148,7 @@ make_job(const struct config_queue *qc, const struct derive_args *a, struct buf 
     if (!failed && m.body != NULL && m.attrs != NULL) {
         j = job_new(NULL, qc, &m);
     }
-    sqs_message_clear(&m); /* zeroed by job_new when it took it */
+    free_message(&m); /* zeroed by job_new when it took it */
     return j;
 }
 
@@ -400,6 +427,6 @@ ctl_key_derive(struct ctl *c, int argc, char **argv)
         return ctl_fail("key derive: out of memory");
     }
     rc = derive_and_print(c, &dr);
-    job_free(dr.j);
+    free_job(dr.j);
     return rc;
 }
