@@ -10,6 +10,7 @@
 #include "s3.h"
 #include "sqs.h"
 #include "sqs_limits.h"
+#include "tracectx.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -20,8 +21,8 @@
 #include <sys/random.h>
 
 static const char send_help[] =
-    "usage: twicectl send QUEUE [--attr NAME=VALUE]... [--group G] [--dedup-id D]\n"
-    "                     [--delay SECONDS] BODY|-\n"
+    "usage: twicectl send QUEUE [--attr NAME=VALUE]... [--traceparent TP] [--group G]\n"
+    "                      [--dedup-id D] [--delay SECONDS] BODY|-\n"
     "\n"
     "Send BODY (or, with -, standard input) to QUEUE, a configured queue's name or\n"
     "url, and print the new message id. A body larger than max_message_bytes is put\n"
@@ -29,6 +30,8 @@ static const char send_help[] =
     "Client libraries do.\n"
     "\n"
     "  --attr NAME=VALUE  a message attribute of type String (repeatable, at most 10)\n"
+    "  --traceparent TP   a W3C trace context (00-<trace id>-<span id>-<flags>), sent\n"
+    "                     as the traceparent attribute: the job's span becomes its child\n"
     "  --group G          the MessageGroupId (required on FIFO queues; on a standard\n"
     "                     queue, the group of fair queues)\n"
     "  --delay SECONDS    hide the message this long first (0-900; standard queues)\n"
@@ -46,15 +49,39 @@ struct send_args {
     int delay; /* -1: the queue's own */
 };
 
+/* --traceparent: checked as twiced checks it, so a value twiced would
+ * ignore is refused here, and added as the String attribute traceparent. */
+static int
+add_traceparent(struct send_args *a, char *value)
+{
+    struct tracectx c;
+    const char *why = NULL;
+    if (tracectx_parse_traceparent(value, strlen(value), &c, &why) != 0) {
+        return ctl_usage_error("send", "--traceparent: not a W3C traceparent (%s): '%.100s'", why,
+                               value);
+    }
+    for (size_t i = 0; i < a->nattrs; i++) {
+        if (strcmp(a->attrs[i].name, "traceparent") == 0) {
+            return ctl_usage_error("send", "traceparent given twice");
+        }
+    }
+    if (a->nattrs == CTL_MAX_ATTRS) {
+        return ctl_usage_error("send", "at most %d attributes", CTL_MAX_ATTRS);
+    }
+    a->attrs[a->nattrs++] =
+        (struct sqs_attr){.name = "traceparent", .data_type = "String", .string_value = value};
+    return -1;
+}
+
 static int
 parse_args(struct ctl *c, int argc, char **argv, struct send_args *a)
 {
     static const struct option longopts[] = {
-        {"attr", 1, NULL, 'a'},  {"group", 1, NULL, 'g'}, {"dedup-id", 1, NULL, 'd'},
-        {"delay", 1, NULL, 'D'}, CTL_LONG_OPTIONS,
+        {"attr", 1, NULL, 'a'},        {"group", 1, NULL, 'g'}, {"dedup-id", 1, NULL, 'd'},
+        {"traceparent", 1, NULL, 't'}, {"delay", 1, NULL, 'D'}, CTL_LONG_OPTIONS,
     };
     int opt, rc;
-    char *end;
+    char *tp = NULL, *end;
     memset(a, 0, sizeof(*a));
     a->delay = -1;
     while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
@@ -65,6 +92,8 @@ parse_args(struct ctl *c, int argc, char **argv, struct send_args *a)
             if (ctl_parse_attr(optarg, &a->attrs[a->nattrs++]) != 0) {
                 return ctl_usage_error("send", "--attr: expected NAME=VALUE, got '%s'", optarg);
             }
+        } else if (opt == 't') {
+            tp = optarg; /* checked once every --attr is known */
         } else if (opt == 'g') {
             a->group = optarg;
         } else if (opt == 'd') {
@@ -83,7 +112,7 @@ parse_args(struct ctl *c, int argc, char **argv, struct send_args *a)
     if (argc - optind != 2) {
         return ctl_usage_error("send", "expected QUEUE and BODY (or - for standard input)");
     }
-    return -1;
+    return tp != NULL ? add_traceparent(a, tp) : -1;
 }
 
 /* A random UUID (version 4) for an offloaded payload's key, into out[37]. */

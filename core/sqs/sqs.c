@@ -432,6 +432,7 @@ sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_receiv
     jsonwrite_string(&w, "ApproximateReceiveCount");
     jsonwrite_string(&w, "SentTimestamp");
     jsonwrite_string(&w, "MessageGroupId");
+    jsonwrite_string(&w, "AWSTraceHeader");
     jsonwrite_end_array(&w);
     jsonwrite_string(&w, "MessageAttributeNames");
     jsonwrite_array(&w);
@@ -744,6 +745,17 @@ sqs_queue_counts(struct sqs_client *c, const char *queue_url, long out[3], struc
     }
     sqs_kv_free(kv, n);
     return 0;
+}
+
+int
+sqs_check_queue(struct sqs_client *c, const char *queue_url, struct sqs_error *err)
+{
+    static const char *const names[] = {"QueueArn"};
+    struct sqs_kv *kv = NULL;
+    size_t n = 0;
+    int rc = sqs_get_attributes(c, queue_url, names, 1, &kv, &n, err);
+    sqs_kv_free(kv, n);
+    return rc;
 }
 
 int

@@ -117,6 +117,11 @@ int sqs_get_attributes(struct sqs_client *c, const char *queue_url, const char *
 int sqs_queue_counts(struct sqs_client *c, const char *queue_url, long out[3],
                      struct sqs_error *err);
 
+/* Whether a queue answers: one GetQueueAttributes (QueueArn), the cheapest
+ * call that needs the queue to exist and the caller to be allowed to read
+ * it. 0, or -1 with err. */
+int sqs_check_queue(struct sqs_client *c, const char *queue_url, struct sqs_error *err);
+
 /* GetQueueUrl; *url_out is malloc'd and owned by the caller. */
 int sqs_get_queue_url(struct sqs_client *c, const char *name, char **url_out,
                       struct sqs_error *err);

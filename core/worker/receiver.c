@@ -21,7 +21,9 @@
 #include "jsonpath.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "jobspan.h"
 #include "metrics.h"
+#include "msgage.h"
 #include "payloads.h"
 #include "s3.h"
 #include "sqs.h"
@@ -299,6 +301,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
     struct wqueue *q = r->q;
     struct twice_job *jobs[SQS_RECEIVE_MAX];
     size_t nj = 0;
+    msgage_observe(q->cfg->name, msgs, n);
     for (size_t i = 0; i < n; i++) {
         struct twice_job *j = job_new(q, q->cfg, &msgs[i]);
         if (j == NULL) {
@@ -309,6 +312,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
             continue;
         }
         j->holds_slot = 1;
+        jobspan_begin(j);
         prepare(r, j);
         jobs[nj++] = j;
     }
@@ -403,7 +407,10 @@ receive_once(struct receiver *r)
     size_t got = 0;
     struct sqs_error e;
     int rc = sqs_receive(r->sqs, q->cfg->url, &o, &msgs, &got, &e);
-    metrics_count(MET_SQS_REQUESTS, "ReceiveMessage", rc == 0 ? "ok" : "error", NULL, 1);
+    /* A long poll cut short by a drain or reload is not an error: alerts on the
+     * error ratio would fire at every deploy. */
+    const char *result = rc == 0 ? "ok" : strcmp(e.code, "Cancelled") == 0 ? "cancelled" : "error";
+    metrics_count(MET_SQS_REQUESTS, "ReceiveMessage", result, NULL, 1);
     wqueue_release_slot(q, n - (int) got);
     if (rc != 0) {
         if (!flag_is_up(&q->w->draining)) {
