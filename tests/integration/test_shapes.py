@@ -44,9 +44,9 @@ class Shapes(twicetest.TwiceTestCase):
     def keys(self):
         return [parts[0] for parts in self.lines()]
 
-    def start(self, queues, extra="", run=True):
+    def start(self, queues, extra="", run=True, s3_endpoint=None):
         conf = tc.config(self.env, self.dsn, queues, [self.plugin], extra=extra,
-                         s3_endpoint=self.env.s3_endpoint)
+                         s3_endpoint=s3_endpoint or self.env.s3_endpoint)
         d = self.twiced(conf)
         if run:
             d.start()
@@ -200,6 +200,24 @@ class Shapes(twicetest.TwiceTestCase):
         self.sqs.send(url, json.dumps([cls, {"s3BucketName": self.bucket, "s3Key": "small"}]))
         twicetest.wait_until(lambda: self.keys() == ["k:S"], timeout=20)
         self.assertTrue(self.s3.exists(self.bucket, "small"))  # no delete_payload here
+        self.assertEqual(d.stop(), 0)
+
+    def test_s3_down_gives_the_message_back(self):
+        """An S3 that does not answer is no reason to dead-letter: the message comes back
+        until max_receives says enough (max-receives, the pointer kept)."""
+        url, dlq = self.queue_pair("s3down")
+        closed = "http://127.0.0.1:%d" % tc.free_port()
+        d = self.start([tc.queue("s3down", url, dlq, "effect", key="k:{id}", max_attempts=1,
+                                 max_receives=2)], s3_endpoint=closed)
+        pointer = json.dumps(["software.amazon.payloadoffloading.PayloadS3Pointer",
+                              {"s3BucketName": self.bucket, "s3Key": "k"}])
+        self.sqs.send(url, pointer)
+        letter, = self.letters(dlq, 1, timeout=30)
+        self.assertEqual(reason(letter), "max-receives")
+        self.assertEqual(letter["Body"], pointer)
+        self.assertGreaterEqual(int(letter["Attributes"]["ApproximateReceiveCount"]), 1)
+        self.assertIn("payload could not be fetched", d.log_text())
+        self.assertEqual(self.keys(), [])
         self.assertEqual(d.stop(), 0)
 
     def test_send_delay_and_dlq_delete(self):

@@ -10,6 +10,7 @@
 #include "buf.h"
 #include "check.h"
 #include "config.h"
+#include "dlq.h"
 #include "envelope.h"
 #include "hostapi.h"
 #include "instance.h"
@@ -215,9 +216,38 @@ test_bucket_names(void)
     CHECK(!s3_valid_key("\xff"));
 }
 
+/* Fair queues: a standard queue's message may carry a MessageGroupId; keys,
+ * the plugin API and dead letters see it as on FIFO queues. */
+static void
+test_fair_queue_group(void)
+{
+    struct config_queue qc = {.name = "std", .key = "t:{msg:group}:{id}"};
+    struct keytmpl *qt = NULL;
+    char err[256];
+    CHECK_INT(keying_queue_key(&qc, &qt, err, sizeof(err)), 0);
+    struct sqs_message m = {.receive_count = 1, .body = "{\"id\":3}", .body_len = 8};
+    m.group_id = "tenant-a";
+    m.message_id = "m-1";
+    struct plugin_instance p = {.name = "fake"};
+    struct twice_job *j = job_new(NULL, &qc, &m);
+    struct buf out = BUF_INIT;
+    CHECK_INT(hostapi_derive_key(&p, qt, j, &out), 0);
+    CHECK_STR(buf_str(&out), "t:tenant-a:3");
+    struct dlq_letter l;
+    struct dlq_reason why = {.reason = "rejected", .queue_url = "http://h/0/std"};
+    CHECK_INT(dlq_letter_build(&l, &j->msg, &why, 0), 0);
+    CHECK_STR(l.entry.group_id, "tenant-a"); /* kept on a standard DLQ too */
+    CHECK(l.entry.dedup_id == NULL);
+    dlq_letter_free(&l);
+    buf_free(&out);
+    job_free(j);
+    keytmpl_free(qt);
+}
+
 int
 main(void)
 {
+    test_fair_queue_group();
     test_envelopes();
     test_bad_envelopes();
     test_pointers();
