@@ -290,7 +290,8 @@ const struct config_row config_rows[] = {
      .doc = "Delete a payload kept in S3 (the object a PayloadS3Pointer body names) once its "
             "job is done and its message deleted, or its message deleted as a duplicate. A "
             "late redelivery of that message then goes to the dead-letter queue as "
-            "payload-missing."},
+            "payload-missing. Not for payloads that several queues share (an SNS topic "
+            "fanning one pointer out): the first queue done would delete it for all."},
     {ROW("queues", "payload_bucket", CONFIG_STR, Q(payload_bucket)), .flags = CONFIG_UNSET,
      .doc = "The S3 bucket twicectl send puts bodies larger than max_message_bytes in, sending "
             "a PayloadS3Pointer instead (as the Extended Client libraries do)."},

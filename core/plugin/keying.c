@@ -67,9 +67,8 @@ fetch_failed(struct twice_job *j, const struct s3_error *e, long max)
     const struct payload_pointer *p = j->pointer;
     if (e->too_large) {
         job_deadletter(j, "payload-too-large",
-                       "the payload in S3 (%s/%s) exceeds "
-                       "max_payload_bytes (%ld)",
-                       p->bucket, p->key, max);
+                       "the payload in S3 (%s/%s) exceeds max_payload_bytes (%ld)", p->bucket,
+                       p->key, max);
     } else if (e->http_status == 404) {
         job_deadletter(j, "payload-missing", "no payload in S3 at %s/%s (%s)", p->bucket, p->key,
                        e->code);
@@ -80,10 +79,9 @@ fetch_failed(struct twice_job *j, const struct s3_error *e, long max)
         job_deadletter(j, "bad-payload-pointer", "the payload at %s/%s: %s", p->bucket, p->key,
                        e->message);
     } else {
-        free(j->error);
-        j->error = NULL;
-        struct buf b = BUF_INIT;
+        struct buf b = BUF_INIT; /* why, for the log line; the verdict is the caller's */
         buf_printf(&b, "fetching the payload at %s/%s: %s", p->bucket, p->key, e->message);
+        free(j->error);
         j->error = buf_steal(&b);
         return KEYING_LATER;
     }
@@ -120,10 +118,10 @@ follow_pointer(struct twice_job *j, keying_s3_fn *get_s3, void *arg, long max)
     }
     j->pointer = p;
     if (max <= 0) {
-        job_deadletter(j, "bad-payload-pointer",
-                       "a payload in S3 (%s/%s), and "
-                       "max_payload_bytes is 0: payloads are not fetched",
-                       p->bucket, p->key);
+        job_deadletter(
+            j, "bad-payload-pointer",
+            "a payload in S3 (%s/%s), and max_payload_bytes is 0: payloads are not fetched",
+            p->bucket, p->key);
         return KEYING_DEAD;
     }
     struct s3_error e;

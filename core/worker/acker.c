@@ -415,8 +415,8 @@ sqs_batch(struct acker *a, struct twice_job **jobs, size_t n, int del)
         } else if (!r[i].ok && !r[i].sender_fault) {
             defer(a, j, action, r[i].message);
         } else if (r[i].ok) {
-            j->msg_deleted = del;
-        } else if (!r[i].ok) {
+            j->msg_deleted = del; /* its payload in S3 may go now (payloads.c) */
+        } else {
             /* A stale receipt handle: the message was received again and
              * will meet its key's state then. Nothing is lost. */
             log_job(TWICE_LOG_WARN, &ctx, "%s: %s: %s", action, r[i].code, r[i].message);
