@@ -313,6 +313,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
         }
         j->holds_slot = 1;
         jobspan_begin(j);
+        j->cfg = q->w->cfg;
         prepare(r, j);
         jobs[nj++] = j;
     }
