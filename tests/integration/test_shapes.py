@@ -6,7 +6,11 @@ through S3 and is processed once, its object deleted after DONE with delete_payl
 `twicectl key derive` unwraps the envelope as twiced does; and bad shapes (a Message
 that is not a string, pointers to a bad bucket, a missing or too large object, a
 pointer that is not JSON) are dead-lettered with their reason and original body while
-twiced stays up. Also `twicectl send --delay` and `twicectl dlq delete --id`."""
+twiced stays up. What fauxqs's S3 cannot answer (403, an object bigger than the limit
+seen from its requests) comes from the test environment's HTTP receiver standing in for
+S3. Also an S3 that is down (messages given back), a fair queue's group is in the unit
+test (fauxqs drops MessageGroupId on standard queues), `twicectl send --delay` and
+`twicectl dlq delete --id`."""
 
 import json
 import os
@@ -218,6 +222,43 @@ class Shapes(twicetest.TwiceTestCase):
         self.assertGreaterEqual(int(letter["Attributes"]["ApproximateReceiveCount"]), 1)
         self.assertIn("payload could not be fetched", d.log_text())
         self.assertEqual(self.keys(), [])
+        self.assertEqual(d.stop(), 0)
+
+    def test_s3_answers_and_the_size_limit(self):
+        """What S3 answers, with an S3 stand-in that records each request (the test
+        environment's HTTP receiver): a 403 is payload-denied, a 404 payload-missing, an
+        object over max_payload_bytes is refused after its HEAD, never downloaded; and
+        every request is SigV4-signed for s3 with the payload's hash."""
+        bucket = "tw-fake-" + os.urandom(4).hex()
+        huge, denied, gone, fine = (self.http_receiver("%s/%s" % (bucket, name))
+                                    for name in ("huge", "denied", "gone", "fine"))
+        huge.script(then_body="x" * 300000)
+        denied.script(status=403, body="<Error><Code>AccessDenied</Code></Error>")
+        gone.script(status=404, body="<Error><Code>NoSuchKey</Code></Error>")
+        fine.script(then_body='{"id": "fine"}')
+        url, dlq = self.queue_pair("fake-s3")
+        d = self.start([tc.queue("fake-s3", url, dlq, "effect", key="k:{id}")],
+                       extra="max_payload_bytes = 100000;", s3_endpoint=self.env.http_url)
+        cls = "software.amazon.payloadoffloading.PayloadS3Pointer"
+        bodies = {name: json.dumps([cls, {"s3BucketName": bucket, "s3Key": name}])
+                  for name in ("huge", "denied", "gone", "fine")}
+        for body in bodies.values():
+            self.sqs.send(url, body)
+        got = {x["Body"]: reason(x) for x in self.letters(dlq, 3)}
+        self.assertEqual(got, {bodies["huge"]: "payload-too-large",
+                               bodies["denied"]: "payload-denied",
+                               bodies["gone"]: "payload-missing"})
+        twicetest.wait_until(lambda: self.keys() == ["k:fine"], timeout=20)
+        self.assertEqual({r["method"] for r in huge.requests()}, {"HEAD"})
+        reqs = fine.requests()
+        self.assertEqual([r["method"] for r in reqs], ["HEAD", "GET"])
+        for r in reqs:
+            self.assertTrue(r["headers"]["authorization"].startswith("AWS4-HMAC-SHA256 "))
+            self.assertIn("/%s/s3/aws4_request" % self.env.region, r["headers"]["authorization"])
+            self.assertEqual(r["headers"]["x-amz-content-sha256"],
+                             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+            self.assertEqual(r["path"], "/%s/fine" % bucket)
+        self.assertTrue(d.running())
         self.assertEqual(d.stop(), 0)
 
     def test_send_delay_and_dlq_delete(self):
