@@ -216,6 +216,51 @@ test_bucket_names(void)
     CHECK(!s3_valid_key("\xff"));
 }
 
+/* The host API table, caught by a fake plugin's init(). */
+static const twice_api *api;
+
+static int
+catch_api(const twice_api *a, const twice_settings *s, void **state)
+{
+    (void) s;
+    api = a;
+    *state = NULL;
+    return 0;
+}
+
+/* What a handler sees of an SNS notification: the Message as its body and
+ * fields, the notification's MessageAttributes after the message's own. */
+static void
+test_handler_view(void)
+{
+    static twice_plugin desc = {.name = "fake", .init = catch_api};
+    struct config_plugin cp = {.name = "fake"};
+    struct plugin_instance p = {.name = "fake", .cfg = &cp};
+    char err[256];
+    p.lp.desc = &desc;
+    CHECK_INT(hostapi_init(&p, err, sizeof(err)), 0);
+    struct config_queue qc = {.name = "q", .envelope = CONFIG_ENVELOPE_SNS};
+    struct sqs_attr own = {.name = "Own", .data_type = "String", .string_value = "o"};
+    struct sqs_message m = {.receive_count = 1, .body = (char *) sns, .body_len = strlen(sns)};
+    m.attrs = &own;
+    m.nattrs = 1;
+    struct twice_job *j = job_new(NULL, &qc, &m);
+    CHECK_INT(keying_shape(j, no_s3, NULL, 1 << 20), KEYING_SHAPED);
+    size_t n = 0;
+    CHECK_STR(api->body(j, &n), "{\"orderId\":42}");
+    CHECK_INT(n, 14);
+    CHECK_STR(api->field(j, "orderId", NULL), "42");
+    CHECK_STR(api->attr(j, "Tenant", NULL), "acme");
+    CHECK_STR(api->attr(j, "Own", NULL), "o");
+    CHECK(api->attr(j, "Blob", NULL) == NULL); /* Binary: named, no text */
+    CHECK_STR(api->attr_name(j, 0), "Own");
+    CHECK_STR(api->attr_name(j, 1), "Tenant");
+    CHECK_STR(api->attr_name(j, 2), "Blob");
+    CHECK(api->attr_name(j, 3) == NULL);
+    job_free(j);
+    hostapi_fini(&p);
+}
+
 /* Fair queues: a standard queue's message may carry a MessageGroupId; keys,
  * the plugin API and dead letters see it as on FIFO queues. */
 static void
@@ -248,6 +293,7 @@ int
 main(void)
 {
     test_fair_queue_group();
+    test_handler_view();
     test_envelopes();
     test_bad_envelopes();
     test_pointers();
