@@ -518,11 +518,42 @@ check_urls(struct config_at *at)
     }
 }
 
+/* A key that reads an envelope's {msg:NAME} field on a queue whose
+ * envelope never has it would dead-letter every message. */
+static void
+check_key_fields(struct config_at *at)
+{
+    const struct config_queue *q = at->base;
+    struct keytmpl *t = NULL;
+    char why[256];
+    if (q->key == NULL || keytmpl_compile(q->key, &t, why, sizeof(why)) != 0) {
+        return; /* config_check_queue_key reported it */
+    }
+    unsigned used = keytmpl_msg_fields(t);
+    keytmpl_free(t);
+    unsigned sns =
+        1u << KEYTMPL_MSG_SNS_MESSAGE_ID | 1u << KEYTMPL_MSG_TOPIC | 1u << KEYTMPL_MSG_SUBJECT;
+    unsigned eb =
+        1u << KEYTMPL_MSG_DETAIL_TYPE | 1u << KEYTMPL_MSG_SOURCE | 1u << KEYTMPL_MSG_EVENT_ID;
+    int env = q->envelope;
+    const char *need = NULL;
+    if ((used & sns) && env != CONFIG_ENVELOPE_SNS && env != CONFIG_ENVELOPE_AUTO) {
+        need = "an SNS notification's: set envelope = \"sns\"";
+    } else if ((used & eb) && env != CONFIG_ENVELOPE_EVENTBRIDGE && env != CONFIG_ENVELOPE_AUTO) {
+        need = "an EventBridge event's: set envelope = \"eventbridge\"";
+    }
+    if (need != NULL) {
+        config_problem(at->x, config_setting_get_member(at->s, "key"),
+                       "%skey reads a {msg:...} field that is only %s", at->sc->pfx, need);
+    }
+}
+
 int
 config_queue_check(struct config_at *at)
 {
     check_handler(at);
     check_urls(at);
+    check_key_fields(at);
     return 0;
 }
 

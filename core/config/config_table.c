@@ -36,6 +36,11 @@ static const struct config_choice formats[] = {
     {"text", LOG_FORMAT_TEXT}, {"json", LOG_FORMAT_JSON}, {NULL, 0}};
 static const struct config_choice exporters[] = {
     {"none", CONFIG_TRACING_NONE}, {"otlp", CONFIG_TRACING_OTLP}, {NULL, 0}};
+static const struct config_choice envelopes[] = {{"none", CONFIG_ENVELOPE_NONE},
+                                                 {"sns", CONFIG_ENVELOPE_SNS},
+                                                 {"eventbridge", CONFIG_ENVELOPE_EVENTBRIDGE},
+                                                 {"auto", CONFIG_ENVELOPE_AUTO},
+                                                 {NULL, 0}};
 static const struct config_choice conflicts[] = {
     {"skip", CONFIG_CONFLICT_SKIP}, {"reject", CONFIG_CONFLICT_REJECT}, {NULL, 0}};
 
@@ -72,6 +77,13 @@ const struct config_row config_rows[] = {
      .hi = SQS_MESSAGE_MAX_BYTES, .def = SQS_MESSAGE_MAX_BYTES,
      .doc = "Largest message body handled, in bytes. Larger bodies go to the dead-letter queue "
             "with the reason too-large."},
+    {ROW("", "max_payload_bytes", CONFIG_INT, C(max_payload_bytes)), .lo = 0, .hi = 2147483647LL,
+     .def = 64L << 20,
+     .doc = "Largest payload fetched from S3 for a message in the Extended Client format (a "
+            "PayloadS3Pointer body), in bytes: its size is read with HEAD first and nothing past "
+            "this is ever read; a larger one goes to the dead-letter queue as payload-too-large. "
+            "Each receiver holds up to batch_size of them at once. 0: pointers are not followed "
+            "(bad-payload-pointer)."},
     {ROW("", "log", CONFIG_GROUP, C(log)), .doc = "Logging: one line per event."},
     {ROW("", "aws", CONFIG_GROUP, C(aws)),
      .doc = "Where SQS is. Credentials are never written here: see twiced(8)."},
@@ -107,6 +119,12 @@ const struct config_row config_rows[] = {
      .check = config_check_http_url,
      .doc_default = "AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, then AWS's regional endpoint",
      .doc = "SQS endpoint URL (http:// or https://), for an emulator or a VPC endpoint."},
+    {ROW("aws", "s3_endpoint", CONFIG_STR, C(aws.s3_endpoint)), .flags = CONFIG_UNSET,
+     .check = config_check_http_url,
+     .doc_default = "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, then AWS's regional endpoint",
+     .doc = "S3 endpoint URL (http:// or https://) for payloads kept in S3, addressed "
+            "path-style (ENDPOINT/bucket/key); AWS's own endpoint is addressed "
+            "virtual-hosted."},
     {ROW("aws", "profile", CONFIG_STR, C(aws.profile)), .flags = CONFIG_UNSET,
      .doc_default = "AWS_PROFILE, then \"default\"",
      .doc = "Profile of the shared config and credentials files."},
@@ -255,8 +273,28 @@ const struct config_row config_rows[] = {
      .doc_default = "the plugin's key template",
      .doc = "The key template of this queue's messages, overriding the plugin's (whatever "
             "route they take): \"invoice:{detail.invoiceId}\". Fields as in twice-plugin(3): "
-            "{a.b} a JSON body path, {attr:Name} a message attribute, {msg:group} the FIFO "
-            "group id; twicectl key derive shows the key a message gets."},
+            "{a.b} a JSON body path, {attr:Name} a message attribute, {msg:group} the "
+            "message group id, {msg:NAME} a field of the envelope; twicectl key derive shows "
+            "the key a message gets."},
+    {ROW("queues", "envelope", CONFIG_ENUM, Q(envelope)), .choices = envelopes, .noun = "envelope",
+     .def = CONFIG_ENVELOPE_NONE,
+     .doc = "What wraps the jobs of this queue. sns: an SNS notification (a subscription "
+            "without raw message delivery): the job is its Message, its MessageAttributes are "
+            "message attributes, and key templates may use {msg:sns_message_id}, {msg:topic} "
+            "and {msg:subject}. eventbridge: an EventBridge event: the job is its detail, with "
+            "{msg:detail_type}, {msg:source} and {msg:event_id}. auto: either, recognised by "
+            "their fields, and any other body as it is. A message that does not match goes to "
+            "the dead-letter queue as bad-envelope; the dead-letter queue always gets the "
+            "original body."},
+    {ROW("queues", "delete_payload", CONFIG_BOOL, Q(delete_payload)), .def = 0,
+     .doc = "Delete a payload kept in S3 (the object a PayloadS3Pointer body names) once its "
+            "job is done and its message deleted, or its message deleted as a duplicate. A "
+            "late redelivery of that message then goes to the dead-letter queue as "
+            "payload-missing. Not for payloads that several queues share (an SNS topic "
+            "fanning one pointer out): the first queue done would delete it for all."},
+    {ROW("queues", "payload_bucket", CONFIG_STR, Q(payload_bucket)), .flags = CONFIG_UNSET,
+     .doc = "The S3 bucket twicectl send puts bodies larger than max_message_bytes in, sending "
+            "a PayloadS3Pointer instead (as the Extended Client libraries do)."},
     {ROW("queues", "concurrency", CONFIG_INT, Q(concurrency)), .lo = 1, .hi = 1024, .def = 8,
      .doc = "Handler threads per worker process; also the most messages a worker holds at once."},
     {ROW("queues", "receivers", CONFIG_INT, Q(receivers)), .lo = 1, .hi = 64, .def = 1,

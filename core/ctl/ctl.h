@@ -30,6 +30,8 @@ struct json_t;
 #define CTL_FAIL  1
 #define CTL_USAGE 2
 
+struct s3_client;
+
 struct ctl {
     const char *config_path; /* -c FILE, else the default */
     int json;                /* --json: machine-readable output where offered */
@@ -38,6 +40,7 @@ struct ctl {
     struct sqs_endpoint *endpoint;
     struct creds_chain *creds;
     struct sqs_client *sqs;
+    struct s3_client *s3;
     struct idem_store *store;
 };
 
@@ -48,6 +51,9 @@ const struct config *ctl_config(struct ctl *c);
  * printing why. */
 struct sqs_client *ctl_sqs(struct ctl *c);
 struct idem_store *ctl_store(struct ctl *c);
+/* An S3 client (aws.s3_endpoint, the SQS region and credentials), or NULL
+ * after printing why. */
+struct s3_client *ctl_s3(struct ctl *c);
 /* A configured queue by name, or by URL; NULL after printing why. A DLQ's
  * name or URL finds the queue it belongs to when dlq is nonzero. */
 const struct config_queue *ctl_queue(struct ctl *c, const char *name_or_url, int dlq);

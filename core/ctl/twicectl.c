@@ -22,7 +22,7 @@ struct command {
 
 static const struct command commands[] = {
     {"send", ctl_send, "send a message to a queue"},
-    {"dlq", ctl_dlq, "list, redrive or purge a queue's dead letters"},
+    {"dlq", ctl_dlq, "list, redrive, delete or purge a queue's dead letters"},
     {"key", ctl_key, "show, list or forget idempotency keys"},
     {"outbox", ctl_outbox, "list or retry follow-up messages staged with send()"},
     {"plugin", ctl_plugin, "check a plugin file: load rule, descriptor, settings"},

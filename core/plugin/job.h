@@ -23,7 +23,9 @@
 
 struct config;
 struct config_queue;
+struct envelope;
 struct log_job;
+struct payload_pointer;
 struct wqueue;
 struct plugin_instance;
 struct keytmpl;
@@ -47,7 +49,17 @@ struct twice_job {
     struct sqs_message msg;               /* owned: moved out of the receive array */
     const struct plugin_instance *plugin; /* borrowed: the routed plugin, NULL until routed */
 
-    struct jsondoc *body; /* owned: the parsed body, NULL until parsed or if not JSON */
+    /* The body handlers, templates and routes see (keying_shape): msg.body,
+     * else the envelope's inner body, else the payload fetched from S3. The
+     * dead-letter queue always gets msg.body. */
+    const char *view; /* borrowed from env or payload; NULL: msg.body (job_view) */
+    size_t view_len;
+    struct envelope *env;            /* owned: the unwrapped envelope, or NULL */
+    char *payload;                   /* owned: the body fetched from S3, or NULL */
+    struct payload_pointer *pointer; /* owned: the S3 object it came from, or NULL */
+    int msg_deleted;                 /* acker: SQS accepted the message's delete */
+
+    struct jsondoc *body; /* owned: the parsed view, NULL until parsed or if not JSON */
     int body_parsed;      /* parsing was attempted */
     char body_error[JSONPATH_BODY_ERROR_LEN]; /* why the body is not JSON */
 
@@ -105,6 +117,20 @@ void job_free(struct twice_job *j);
 /* Parse the body once (lazily); returns the document or NULL (see
  * body_error). */
 struct jsondoc *job_body(struct twice_job *j);
+
+/* The body the job shows (NUL-terminated, "" for none) and its length. */
+const char *job_view(const struct twice_job *j, size_t *len);
+
+/* Make text[0..len) (NUL-terminated, owned by env or payload) the body the
+ * job shows; a body parsed before is forgotten. */
+void job_set_view(struct twice_job *j, const char *text, size_t len);
+
+/* A message attribute by name: the envelope's (SNS MessageAttributes)
+ * first, then the SQS message's. NULL when absent. Borrowed from j. */
+const struct sqs_attr *job_attr(const struct twice_job *j, const char *name);
+/* The i-th of those attributes (the SQS message's, then the envelope's),
+ * or NULL past the last. */
+const struct sqs_attr *job_attr_at(const struct twice_job *j, size_t i);
 
 /* Set the job's outcome to dead-letter with a reason code and detail. */
 void job_deadletter(struct twice_job *j, const char *reason, const char *fmt, ...)

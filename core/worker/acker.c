@@ -29,7 +29,9 @@
 #include "log.h"
 #include "metrics.h"
 #include "outbox.h"
+#include "payloads.h"
 #include "registry.h"
+#include "s3.h"
 #include "shm.h"
 #include "sqs.h"
 #include "sqs_limits.h"
@@ -61,6 +63,7 @@ struct acker {
 
     /* Used by the thread only. */
     struct sqs_client *sqs;
+    struct s3_client *s3; /* payloads to delete; made on first use */
     struct idem_store *store;
     struct twice_job *later; /* deferred jobs */
     int store_down;          /* to log state changes, not every failure */
@@ -432,7 +435,9 @@ sqs_batch(struct acker *a, struct twice_job **jobs, size_t n, int del)
             log_job(TWICE_LOG_ERROR, &ctx, "queue %s: %s", qname(j), desc);
         } else if (!r[i].ok && !r[i].sender_fault) {
             defer(a, j, action, r[i].message);
-        } else if (!r[i].ok) {
+        } else if (r[i].ok) {
+            j->msg_deleted = del; /* its payload in S3 may go now (payloads.c) */
+        } else {
             /* A stale receipt handle: the message was received again and
              * will meet its key's state then. Nothing is lost. */
             log_job(TWICE_LOG_WARN, &ctx, "%s: %s: %s", action, r[i].code, r[i].message);
@@ -525,6 +530,7 @@ pass(struct acker *a, struct twice_job *list)
     complete_keys(a, list);
     release_keys(a, list);
     sqs_acks(a, list);
+    payloads_delete(a->w, &a->s3, list);
 
     struct twice_job *next;
     for (struct twice_job *j = list; j != NULL; j = next) {
@@ -675,6 +681,7 @@ acker_stop(struct acker *a)
         return; /* handler threads may still submit: the process exits now */
     }
     sqs_client_free(a->sqs);
+    s3_client_free(a->s3);
     idem_close(a->store);
     registry_destroy(&a->reg);
     pthread_cond_destroy(&a->cv);

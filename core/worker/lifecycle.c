@@ -238,6 +238,34 @@ lifecycle_on_claim_failed(const struct lifecycle_queue *q, int receives, const c
     return out->action;
 }
 
+/* The longest wait for a payload S3 could not give. */
+#define LIFECYCLE_PAYLOAD_DELAY_MAX 300
+
+enum job_action
+lifecycle_on_payload_failed(const struct lifecycle_queue *q, int receives, const char *error,
+                            struct lifecycle_verdict *out)
+{
+    verdict_init(out);
+    if (receives > q->max_receives) {
+        struct lifecycle_text *d = dead_letter(out, "max-receives", 0);
+        part(d->before, sizeof(d->before),
+             "received %d times (max_receives %d) and its payload could not be fetched: ",
+             receives, q->max_receives);
+        d->arg = error != NULL ? error : "";
+        return out->action;
+    }
+    int shift = receives > 9 ? 9 : receives - 1;
+    out->action = JOB_ACT_RETURN;
+    out->delay = clamp_delay(1LL << (shift > 0 ? shift : 0), 1);
+    if (out->delay > LIFECYCLE_PAYLOAD_DELAY_MAX) {
+        out->delay = LIFECYCLE_PAYLOAD_DELAY_MAX;
+    }
+    struct lifecycle_text *t = say(out, TWICE_LOG_WARN);
+    t->arg = error != NULL ? error : "";
+    part(t->after, sizeof(t->after), "; giving the message back for %d s", out->delay);
+    return out->action;
+}
+
 /* The wait before the next attempt: the plugin's wish, else capped exponential
  * backoff with full jitter, at least one second. */
 static int

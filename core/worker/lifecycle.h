@@ -42,6 +42,9 @@
  *                                  costs a receive per lease at most
  * A claim that failed (lifecycle_on_claim_failed) gives the message back at once
  * (not counted); past max receives it is dead-lettered "max-receives" with the error.
+ * A payload that S3 could not give for now (lifecycle_on_payload_failed, before any
+ * claim) gives the message back for 2^(receives-1) s (at most 300), with a warning;
+ * past max receives it is dead-lettered "max-receives" with the error.
  *
  * After the handler (lifecycle_on_handled), with attempt the run's number:
  *   DONE                         complete the key, delete the message
@@ -177,6 +180,8 @@ enum job_action lifecycle_on_claim(const struct lifecycle_queue *q,
  * receives: the message's ApproximateReceiveCount. */
 enum job_action lifecycle_on_claim_failed(const struct lifecycle_queue *q, int receives,
                                           const char *error, struct lifecycle_verdict *out);
+enum job_action lifecycle_on_payload_failed(const struct lifecycle_queue *q, int receives,
+                                            const char *error, struct lifecycle_verdict *out);
 enum job_action lifecycle_on_handled(const struct lifecycle_queue *q,
                                      const struct lifecycle_run *r, struct lifecycle_verdict *out);
 enum job_action lifecycle_on_leader(const struct lifecycle_leader *l,

@@ -24,6 +24,8 @@
 #include "jobspan.h"
 #include "metrics.h"
 #include "msgage.h"
+#include "payloads.h"
+#include "s3.h"
 #include "sqs.h"
 #include "sqs_limits.h"
 #include "verdict.h"
@@ -38,6 +40,7 @@
 struct receiver {
     struct wqueue *q;
     struct sqs_client *sqs;
+    struct s3_client *s3; /* payloads in S3; NULL when it could not be made */
     struct idem_store *store;
     int recv_failures;    /* consecutive failed receives */
     char recv_error[128]; /* the code of the last failure: a new one is logged */
@@ -96,12 +99,30 @@ nap(struct worker *w, uint64_t ms)
     }
 }
 
-/* Route, derive the key, hash the payload. On failure the job's verdict is
- * a dead letter with the reason. */
-static void
-prepare(struct wqueue *q, struct twice_job *j)
+/* The receiver's S3 client (keying_shape asks only for a pointer). */
+static struct s3_client *
+receiver_s3(void *arg)
 {
+    return ((struct receiver *) arg)->s3;
+}
+
+/* Unwrap, fetch, route, derive the key, hash the payload. On failure the
+ * job's verdict is a dead letter with the reason, or (S3 failing for now)
+ * giving it back. */
+static void
+prepare(struct receiver *r, struct twice_job *j)
+{
+    struct wqueue *q = r->q;
     if (keying_check_size(j, q->w->cfg->max_message_bytes) != 0) {
+        return;
+    }
+    int shaped = keying_shape(j, receiver_s3, r, q->w->cfg->max_payload_bytes);
+    if (shaped == KEYING_LATER) {
+        struct lifecycle_verdict v;
+        lifecycle_on_payload_failed(&q->policy, j->receives, j->error, &v);
+        verdict_apply(j, &v);
+    }
+    if (shaped != KEYING_SHAPED) {
         return;
     }
     int route = keying_route(j);
@@ -117,9 +138,9 @@ prepare(struct wqueue *q, struct twice_job *j)
         }
     }
     buf_free(&key);
-    if (j->msg.body != NULL) {
-        digest_sha256(j->msg.body, j->msg.body_len, j->sha256);
-    }
+    size_t len;
+    const char *body = job_view(j, &len);
+    digest_sha256(body, len, j->sha256); /* the job's, not its wrapper's */
 }
 
 /* Decide a leader from the store's answer (lifecycle.c). Runnable jobs keep
@@ -293,7 +314,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
         j->holds_slot = 1;
         jobspan_begin(j);
         j->cfg = q->w->cfg;
-        prepare(q, j);
+        prepare(r, j);
         jobs[nj++] = j;
     }
     metrics_count(MET_RECEIVED, q->cfg->name, NULL, NULL, n);
@@ -428,6 +449,7 @@ receiver_main(void *arg)
         receive_once(r);
     }
     sqs_client_free(r->sqs);
+    s3_client_free(r->s3);
     idem_close(r->store);
     free(r);
     return NULL;
@@ -450,10 +472,12 @@ start_one(struct wqueue *q, char *err, size_t errlen)
         return -1;
     }
     sqs_client_set_cancel(r->sqs, &q->w->draining);
+    r->s3 = payloads_client(q->w);
     int rc = pthread_create(&q->receivers[q->nreceivers], NULL, receiver_main, r);
     if (rc != 0) {
         snprintf(err, errlen, "queue %s: pthread_create: %s", q->cfg->name, strerror(rc));
         sqs_client_free(r->sqs);
+        s3_client_free(r->s3);
         free(r);
         return -1;
     }

@@ -627,6 +627,25 @@ test_queue_rules(void)
         "plugn",
         "unknown setting 'plugn' in route 1 of queue 'jobs' (did you mean "
         "'plugin'?)");
+    /* Envelopes, and keys that read their fields. */
+    expect_ok(QUEUE_JOBS("plugin = \"welcome-email\"; envelope = \"sns\";\n"
+                         "  key = \"o:{msg:topic}:{id}\"; delete_payload = true;"));
+    expect_ok(QUEUE_JOBS("plugin = \"welcome-email\"; envelope = \"auto\";\n"
+                         "  key = \"o:{msg:source}:{msg:sns_message_id}\";"));
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; envelope = \"sqs\";"), "envelope",
+               "queue 'jobs': envelope: unknown envelope 'sqs' (use none, sns, eventbridge or "
+               "auto)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\";\n  key = \"o:{msg:detail_type}\";"),
+               "key =",
+               "queue 'jobs': key reads a {msg:...} field that is only an EventBridge event's: "
+               "set envelope = \"eventbridge\"");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; envelope = \"eventbridge\";\n"
+                          "  key = \"o:{msg:topic}\";"),
+               "key =",
+               "queue 'jobs': key reads a {msg:...} field that is only an SNS notification's: "
+               "set envelope = \"sns\"");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; delete_payload = 1;"), "delete_payload",
+               "queue 'jobs': delete_payload: expected a boolean, got an integer");
 }
 
 static void
