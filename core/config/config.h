@@ -86,6 +86,8 @@ struct config_queue {
                                (default 10 x max_attempts; >= max_attempts) */
     int backoff_base;       /* RETRY delay base, seconds (default 2) */
     int backoff_cap;        /* RETRY delay cap, seconds (default 300) */
+    int timeout;            /* a run's time limit, seconds; 0: none (default) */
+    int timeout_grace;      /* seconds past timeout before the worker is replaced (default 10) */
     int fifo;               /* the url ends in ".fifo" */
     char *key;              /* the queue's key template (overrides the plugin's), or NULL */
     int key_line;           /* where key is written, 0 when not set */

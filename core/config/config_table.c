@@ -247,6 +247,20 @@ const struct config_row config_rows[] = {
      .def = 2, .doc = "Seconds."},
     {ROW("queues.backoff", "cap", CONFIG_INT, Q(backoff_cap)), .lo = 0, .hi = CONFIG_NO_MAX,
      .def = 300, .doc = "Seconds, at least base."},
+    {ROW("queues", "timeout", CONFIG_INT, Q(timeout)), .lo = 0, .hi = 43200, .def = 0,
+     .doc_default = "0: none",
+     .doc = "Seconds a handler run may take. A run past it is logged with its key and plugin and "
+            "counts as a failed attempt: its key is released and the message retried after the "
+            "backoff (at least timeout_grace + 2 s), or dead-lettered as timeout when it was the "
+            "last "
+            "attempt. The heartbeat stops extending it. A thread cannot be stopped safely, so a "
+            "handler still running timeout_grace seconds later has its worker replaced: a new "
+            "worker starts at once and the old one drains (its other jobs finish or are given "
+            "back, not counted). A transactional handler is not cut short at timeout, its "
+            "transaction holds its key: its worker is replaced after the grace, and that run "
+            "counts as one that crashed its worker."},
+    {ROW("queues", "timeout_grace", CONFIG_INT, Q(timeout_grace)), .lo = 0, .hi = 3600, .def = 10,
+     .doc = "Seconds a handler may still run past timeout before its worker is replaced."},
 
     /* An entry of a queue's routes. */
     {ROW("queues.routes", "value", CONFIG_STR, R(value)), .flags = CONFIG_REQUIRED,

@@ -95,6 +95,38 @@ shm_mark_crash(int proc_slot)
     }
 }
 
+static struct shm_proc *
+proc_at(int proc_slot)
+{
+    return region != NULL && proc_slot >= 0 && proc_slot < SHM_PROCS ? &region->procs[proc_slot]
+                                                                     : NULL;
+}
+
+void
+shm_mark_job_crash(int proc_slot, int idx)
+{
+    struct shm_proc *p = proc_at(proc_slot);
+    if (p != NULL && idx >= 0 && idx < SHM_JOBS) {
+        __atomic_store_n(&p->crashed_job, idx, __ATOMIC_RELEASE);
+    }
+}
+
+void
+shm_ask_replace(int proc_slot)
+{
+    struct shm_proc *p = proc_at(proc_slot);
+    if (p != NULL) {
+        __atomic_store_n(&p->replace, 1, __ATOMIC_RELEASE);
+    }
+}
+
+int
+shm_take_replace(int proc_slot)
+{
+    struct shm_proc *p = proc_at(proc_slot);
+    return p != NULL && __atomic_exchange_n(&p->replace, 0, __ATOMIC_ACQ_REL) != 0;
+}
+
 void
 shm_dlq_event(const char *queue, const char *plugin, const char *reason, const char *message_id,
               const char *key)

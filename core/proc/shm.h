@@ -27,6 +27,7 @@ struct shm_job {
 struct shm_proc {
     int pid;         /* atomic; 0 when the slot is free */
     int crashed_job; /* atomic: index of the job whose thread faulted, -1 */
+    int replace;     /* atomic: 1 when the worker asks the master to replace it */
     struct shm_job jobs[SHM_JOBS];
 };
 
@@ -91,6 +92,15 @@ int shm_job_begin(int proc_slot, const char *queue, const char *plugin, const ch
 void shm_job_end(int proc_slot, int idx);
 /* Async-signal-safe: record that this thread's job crashed the process. */
 void shm_mark_crash(int proc_slot);
+
+/* Worker: the job at idx (shm_job_begin) is to count as having crashed the
+ * process when it ends (a transactional handler past its time limit). */
+void shm_mark_job_crash(int proc_slot, int idx);
+/* Worker: ask the master to start a replacement for this worker and let it
+ * drain (a handler thread that cannot be stopped ran past its time limit).
+ * Master: take such a request (1 once per request, else 0). */
+void shm_ask_replace(int proc_slot);
+int shm_take_replace(int proc_slot);
 
 /* Whether this process should give the (queue, plugin) warning now: 1 when
  * none was given in the last `every` seconds by any process (and records

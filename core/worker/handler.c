@@ -19,6 +19,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "shm.h"
+#include "timeout.h"
 #include "verdict.h"
 #include "worker.h"
 
@@ -140,9 +141,16 @@ run_job(struct handler *h, struct twice_job *j)
     metrics_gauge_add(MET_INFLIGHT, q->cfg->name, j->plugin->name, 1);
     int shm_idx =
         shm_job_begin(q->w->slot, q->cfg->name, j->plugin->name, j->msg.message_id, j->attempt);
+    timeout_run_begin(j, shm_idx);
 
-    int again = j->plugin->transactional ? run_transactional(h, j)
-                                         : decide(j, hostapi_handle(j->plugin, j));
+    int again = 0;
+    if (j->plugin->transactional) {
+        again = run_transactional(h, j);
+        timeout_run_end(j); /* never taken over: a transaction holds its key (timeout.h) */
+    } else {
+        twice_status st = hostapi_handle(j->plugin, j);
+        again = timeout_run_end(j) ? decide(j, st) : 0;
+    }
 
     shm_job_end(q->w->slot, shm_idx);
     struct timespec end;
@@ -290,12 +298,22 @@ handlers_join(struct wqueue *q)
     q->handlers = NULL;
 }
 
-/* Jobs still waiting when the drain deadline passes (handlers all busy). */
+/* Nothing left to wait for: no job waiting, none running but those past their
+ * time limit whose message was already acted on (timeout.c). */
 int
 handlers_idle(struct wqueue *q)
 {
     pthread_mutex_lock(&q->mu);
-    int idle = q->running == 0 && q->head == NULL;
+    int idle = q->running - q->overruns == 0 && q->head == NULL;
     pthread_mutex_unlock(&q->mu);
     return idle;
+}
+
+int
+handlers_hung(struct wqueue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    int hung = q->overruns;
+    pthread_mutex_unlock(&q->mu);
+    return hung;
 }

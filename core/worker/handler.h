@@ -15,7 +15,10 @@ int handlers_start(struct wqueue *q, char *err, size_t errlen);
  * running ones finish. Then join the threads. */
 void handlers_stop(struct wqueue *q);
 void handlers_join(struct wqueue *q);
-/* Nothing running and nothing waiting. */
+/* Nothing waiting, nothing running but runs past their time limit whose
+ * message was already acted on (timeout.h). */
 int handlers_idle(struct wqueue *q);
+/* How many such runs still hold a handler thread (the drain then cannot join). */
+int handlers_hung(struct wqueue *q);
 
 #endif

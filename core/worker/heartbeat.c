@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "registry.h"
 #include "sqs.h"
+#include "timeout.h"
 #include "worker.h"
 
 #include <stdio.h>
@@ -125,12 +126,14 @@ heartbeat_run(struct heartbeat *hb, const struct timespec *now)
     struct twice_job *due[HEARTBEAT_MAX];
     size_t n = registry_snapshot(hb->reg, all, HEARTBEAT_MAX);
     struct worker *w = hb->w;
+    timeout_check(w, all, n, hb->act_overrun, hb->store_arg);
     for (size_t qi = 0; qi < w->nqueues; qi++) {
         struct wqueue *q = &w->queues[qi];
         double half = q->cfg->visibility_timeout / 2.0;
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
-            if (all[i]->queue == q && job_elapsed(&all[i]->extended_at, now) >= half) {
+            if (all[i]->queue == q && !timeout_overrun(all[i]) &&
+                job_elapsed(&all[i]->extended_at, now) >= half) {
                 due[m++] = all[i];
             }
         }
@@ -198,7 +201,7 @@ heartbeat_give_back(struct heartbeat *hb)
     for (size_t qi = 0; qi < w->nqueues; qi++) {
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
-            if (all[i]->queue == &w->queues[qi]) {
+            if (all[i]->queue == &w->queues[qi] && !timeout_overrun(all[i])) {
                 mine[m++] = all[i];
             }
         }

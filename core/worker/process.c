@@ -118,6 +118,8 @@ setup_queue(struct worker *w, struct wqueue *q, const struct config_queue *qc, c
         .backoff_cap = qc->backoff_cap,
         .fifo = qc->fifo,
         .reject_conflicts = w->cfg->idempotency.on_conflict == CONFIG_CONFLICT_REJECT,
+        .timeout = qc->timeout,
+        .timeout_grace = qc->timeout_grace,
     };
     q->advice = calloc(w->nplugins ? w->nplugins : 1, sizeof(*q->advice));
     if (q->advice == NULL) {
@@ -234,6 +236,19 @@ all_idle(struct worker *w)
     return 1;
 }
 
+/* Handler threads still inside a run past its time limit (timeout.h): they
+ * cannot be joined. */
+static int
+any_hung(struct worker *w)
+{
+    for (size_t i = 0; i < w->nqueues; i++) {
+        if (handlers_hung(&w->queues[i])) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Stop receiving, let running jobs finish within drain_timeout, give back
  * what is left. Returns 1 when everything finished (threads joinable). */
 static int
@@ -247,8 +262,14 @@ drain(struct worker *w, const sigset_t *set)
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
-        if (all_idle(w)) {
+        if (all_idle(w) && !any_hung(w)) {
             return 1;
+        }
+        if (all_idle(w)) {
+            log_warn("drained but for handlers past their timeout: leaving them behind");
+            w->abandon = 1;
+            acker_abandon_running(w->acker);
+            return 0;
         }
         clock_gettime(CLOCK_MONOTONIC, &now);
         double left = w->cfg->drain_timeout - ((double) (now.tv_sec - t0.tv_sec) +

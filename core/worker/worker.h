@@ -53,6 +53,7 @@ struct wqueue {
     struct twice_job *tail;
     int inflight;                 /* received and not yet handed to the acker: <= concurrency */
     int running;                  /* inside handle() right now */
+    int overruns;                 /* of them, runs past the timeout already acted on (timeout.c) */
     struct advice_window *advice; /* per plugin (w->plugins order): recent durations */
     int stop;                     /* handlers: exit when the list is empty */
 };
