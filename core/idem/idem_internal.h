@@ -21,4 +21,15 @@ PGresult *idem_run_sql(struct idem_store *s, const char *tmpl, int nparams,
                        const char *const *params, ExecStatusType want, const char *what, char *err,
                        size_t errlen);
 
+/* The same with more markers: extra is NULL or pairs of a marker letter and its
+ * text, ending in NULL (as the migration's @L). */
+PGresult *idem_run_sql_with(struct idem_store *s, const char *tmpl, const char *const *extra,
+                            int nparams, const char *const *params, ExecStatusType want,
+                            const char *what, char *err, size_t errlen);
+
+/* The configured table's name + suffix, quoted as an identifier (malloc'd: the
+ * caller frees it), for the tables another idem file keeps next to it
+ * (tokens.c); NULL when out of memory. */
+char *idem_quote_table(struct idem_store *s, const char *suffix);
+
 #endif

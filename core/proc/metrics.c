@@ -21,7 +21,7 @@ static const double duration_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
                                           2.5,   5,    10,    30,   60,  120,  300};
 #define NBUCKETS (sizeof(duration_buckets) / sizeof(duration_buckets[0]))
 
-enum kind { COUNTER, GAUGE, PROC_GAUGE, HISTOGRAM };
+enum kind { COUNTER, GAUGE, PROC_GAUGE, HISTOGRAM, SECONDS };
 
 static const struct {
     const char *name;
@@ -97,6 +97,11 @@ static const struct {
                           GAUGE,
                           {"queue"},
                           "Unix time of the last successful ReceiveMessage."},
+    [MET_RATE_LIMITED] = {"twice_rate_limited_seconds_total",
+                          SECONDS,
+                          {"limit"},
+                          "Seconds jobs waited for a token of a rate limit (plugin:NAME, "
+                          "queue:NAME)."},
 };
 
 void
@@ -214,6 +219,15 @@ metrics_count(enum metric m, const char *l1, const char *l2, const char *l3, uin
     struct shm_series *s = series(m, -1, l1, l2, l3);
     if (s != NULL) {
         __atomic_fetch_add(&s->value, n, __ATOMIC_RELAXED);
+    }
+}
+
+void
+metrics_count_seconds(enum metric m, const char *l1, double seconds)
+{
+    struct shm_series *s = series(m, -1, l1, NULL, NULL);
+    if (s != NULL) {
+        add_double(s, seconds);
     }
 }
 
@@ -423,7 +437,7 @@ render_plain(struct buf *out, const struct shm_region *r, int m)
 int
 metrics_render(struct buf *out)
 {
-    static const char *const type_names[] = {"counter", "gauge", "gauge", "histogram"};
+    static const char *const type_names[] = {"counter", "gauge", "gauge", "histogram", "counter"};
     struct shm_region *r = shm_region();
     buf_printf(out,
                "# HELP twice_build_info Version of twiced and of its plugin ABI.\n"

@@ -62,12 +62,26 @@ struct shm_advice {
     int state;     /* atomic: 0 free, 1 being written, 2 ready */
 };
 
+#define SHM_LIMITS 256 /* rate limits (a plugin's or a queue's rate_limit), ratelimit.h */
+
+/* A host's share of one rate limit: tokens leased from PostgreSQL and not yet
+ * spent, and who may lease more. Times are CLOCK_MONOTONIC milliseconds (one
+ * clock for every process of the machine). */
+struct shm_limit {
+    int state;            /* atomic: 0 free, 1 being written, 2 ready */
+    char name[SHM_LABEL]; /* "plugin:NAME" or "queue:NAME"; set once under state */
+    long long tokens;     /* atomic */
+    long long leasing;    /* atomic: a process leases until then; 0 none */
+    long long next_lease; /* atomic: the bucket was empty, ask again from then */
+};
+
 struct shm_region {
     struct shm_proc procs[SHM_PROCS];
     struct shm_series series[SHM_SERIES];
     uint64_t dlq_next; /* atomic: sequence number of the last event written */
     struct shm_dlq_event dlq[SHM_DLQ_EVENTS];
     struct shm_advice advice[SHM_ADVICE];
+    struct shm_limit limits[SHM_LIMITS];
 };
 
 /* A slot's state (0 free, 1 being written, 2 ready) once its writer is

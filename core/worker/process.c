@@ -23,6 +23,7 @@
 #include "shm.h"
 #include "sqs.h"
 #include "sqs_setup.h"
+#include "throttle.h"
 #include "worker.h"
 
 #include <errno.h>
@@ -197,6 +198,9 @@ start(struct worker *w, char *err, size_t errlen)
         }
     }
     migrate_store(w);
+    if (throttle_setup(w, err, errlen) != 0) {
+        return -1;
+    }
     w->acker = acker_start(w, err, errlen);
     if (w->acker == NULL) {
         return -1;
@@ -370,6 +374,7 @@ worker_main(int argc, char **argv)
         hostapi_fini(&w.plugins[i]);
         loader_release(&w.plugins[i].lp);
     }
+    throttle_free(&w);
     log_info("worker stopped");
     _exit(0);
 }

@@ -29,6 +29,7 @@ struct creds_chain;
 struct keytmpl;
 struct plugin_instance;
 struct sqs_endpoint;
+struct throttles;
 struct twice_job;
 
 /* A queue as a worker consumes it. */
@@ -72,6 +73,7 @@ struct worker {
     struct sqs_endpoint *endpoint;
     struct creds_chain *creds;
     struct acker *acker;
+    struct throttles *throttles; /* the rate limits (throttle.c) */
 
     volatile int draining; /* stop receiving; read by receivers and cancel flags */
     volatile int abandon;  /* the drain deadline passed */

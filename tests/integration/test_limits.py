@@ -1,8 +1,13 @@
-"""Issue 16.4: a queue's time limit on a handler run (timeout, timeout_grace), against
-real PostgreSQL and the SQS emulator. A run past it is a failed attempt: its key is
-released and its message retried, then dead-lettered as timeout; the worker whose
-thread is stuck is replaced, and its other jobs are not lost. Effects are lines
-(effect_file) that the tests count."""
+"""Issue 16.3 and 16.4 against real PostgreSQL, the SQS emulator and the HTTP receiver.
+
+Rate limits (rate_limit on a plugin or a queue) are shared by every worker of every
+twiced host on the same database: two hosts running the sync plugin at 20/s start their
+requests no faster than that together, as the receiver's timestamps show.
+
+A queue's time limit on a handler run (timeout, timeout_grace): a run past it is a failed
+attempt: its key is released and its message retried, then dead-lettered as timeout; the
+worker whose thread is stuck is replaced, and its other jobs are not lost. Effects are
+lines (effect_file) that the tests count."""
 
 import json
 import os
@@ -14,6 +19,98 @@ import twicetest
 import twiceconf as tc
 
 FOREVER_MS = 10 ** 9  # eleven days: a handler that never returns
+
+
+def with_rate_limit(entry, per_second, burst=None):
+    """A plugin or queue entry of twiceconf with a rate_limit group added."""
+    group = "per_second = %s;" % per_second
+    if burst is not None:
+        group += " burst = %s;" % burst
+    return entry[:-1].rstrip() + " rate_limit = { %s }; }" % group
+
+
+def busiest_window(times, width):
+    """The most of times (seconds) inside any window of width seconds."""
+    times = sorted(times)
+    most, first = 0, 0
+    for last, t in enumerate(times):
+        while t - times[first] >= width:
+            first += 1
+        most = max(most, last - first + 1)
+    return most
+
+
+class RateLimit(twicetest.TwiceTestCase):
+    def sync_config(self, dsn, url, dlq, rx, port, per_second=20, burst=5):
+        plugin = with_rate_limit(
+            tc.plugin("sync", os.path.join(self.env.plugin_build_dir, "sync.so"),
+                      url=rx.url + "/api/{entity}/{id}"), per_second, burst)
+        return tc.config(self.env, dsn, [tc.queue("rl", url, dlq, "sync", concurrency=8)],
+                         [plugin], workers=2, metrics_port=port)
+
+    def test_two_hosts_share_one_limit(self):
+        # The issue's acceptance: 20/s (burst 5) on the sync plugin, two twiced
+        # hosts (separate configurations, one database and queue), 400 messages.
+        # Bounds: in any 2 s window at most 2 x 20 x 1.1 + burst requests start (a
+        # host may hold one leased chunk, a tenth of a second's worth, beyond the
+        # shared bucket); the whole run takes 400/20 s within 25 %. Both are bounds
+        # on the receiver's own clock over 20 s, not micro-timings.
+        url, dlq = self.queue_pair("rl")
+        dsn = self.new_database("rl")
+        rx = self.http_receiver()
+        ports = [tc.free_port(), tc.free_port()]
+        entries = [{"body": json.dumps({"type": "sync", "entity": "c", "id": i, "version": 1,
+                                        "data": {"n": i}})} for i in range(400)]
+        for i in range(0, 400, 10):
+            self.sqs.send_batch(url, entries[i:i + 10])
+        hosts = [self.start_twiced(self.sync_config(dsn, url, dlq, rx, p)) for p in ports]
+        twicetest.wait_until(lambda: len(rx.requests()) >= 400, timeout=60,
+                             message="the 400 requests were not all made")
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20,
+                             message="the queue did not end empty")
+        reqs = rx.requests()
+        self.assertEqual(len({r["headers"]["idempotency-key"] for r in reqs}), 400)
+        self.assertEqual(len(reqs), 400, "each exactly once")
+        times = [r["time"] for r in reqs]
+        most = busiest_window(times, 2.0)
+        total = max(times) - min(times)
+        self.assertLessEqual(most, 2 * 20 * 1.1 + 5, "busiest 2 s window: %d requests" % most)
+        self.assertGreaterEqual(total, 400 / 20 * 0.75, "took %.1fs" % total)
+        self.assertLessEqual(total, 400 / 20 * 1.25, "took %.1fs" % total)
+        waited = [tc.metric_sum(tc.scrape(p), "twice_rate_limited_seconds_total",
+                                limit="plugin:sync") for p in ports]
+        done = [tc.metric_sum(tc.scrape(p), "twice_jobs_finished_total", outcome="done")
+                for p in ports]
+        self.assertTrue(all(n > 0 for n in done), "both hosts worked: %s" % done)
+        self.assertTrue(all(w > 0 for w in waited), "both hosts waited: %s" % waited)
+        self.assertEqual(sum(done), 400)
+        for d in hosts:
+            self.assertEqual(d.stop(), 0)
+
+    def test_bad_rate_limits_are_refused_with_their_line(self):
+        # A rate of 0 or below, a burst of 0, a rate written as text, a group without
+        # its rate: FILE:LINE: what is wrong, and twiced -t exits 1.
+        url, dlq = self.queue_pair("rlbad")
+        plugin = tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"), file="/x")
+        queue = tc.queue("rlbad", url, dlq, "effect-file")
+        cases = (
+            (with_rate_limit(plugin, 0), queue,
+             r"plugin 'effect-file': rate_limit\.per_second: 0 is out of range"),
+            (with_rate_limit(plugin, -5, 2), queue,
+             r"plugin 'effect-file': rate_limit\.per_second: -5 is out of range"),
+            (plugin, with_rate_limit(queue, 5, 0),
+             r"queue 'rlbad': rate_limit\.burst: 0 is out of range"),
+            (plugin, with_rate_limit(queue, '"5/s"'),
+             r"queue 'rlbad': rate_limit\.per_second: expected an integer"),
+            (plugin[:-1] + " rate_limit = { burst = 3; }; }", queue,
+             r"plugin 'effect-file': rate_limit: per_second is required"),
+        )
+        for plugin_entry, queue_entry, want in cases:
+            conf = tc.config(self.env, "postgresql://nobody@127.0.0.1:1/x", [queue_entry],
+                             [plugin_entry])
+            done = self.twiced(conf).check_config()
+            self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+            self.assertRegex(done.stdout + done.stderr, r"twice\.conf:\d+: " + want)
 
 
 class Timeout(twicetest.TwiceTestCase):
