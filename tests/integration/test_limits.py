@@ -87,6 +87,42 @@ class RateLimit(twicetest.TwiceTestCase):
         for d in hosts:
             self.assertEqual(d.stop(), 0)
 
+    def test_waiting_jobs_stay_in_flight_uncounted_and_receiving_slows(self):
+        # A queue's limit of 2/s (burst 1) on a queue whose visibility timeout (2 s)
+        # is far shorter than the wait of the last of 12 jobs (~6 s): the waiting
+        # jobs are extended by the heartbeat (no redelivery, no takeover), they are
+        # no attempts (each runs as attempt 1), and no more than concurrency (4)
+        # messages are taken at once.
+        url, dlq = self.queue_pair("rlq")
+        dsn = self.new_database("rlq")
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        port = tc.free_port()
+        queue = with_rate_limit(tc.queue("rlq", url, dlq, "effect-file", concurrency=4,
+                                         visibility_timeout=2), 2, 1)
+        conf = tc.config(self.env, dsn, [queue],
+                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)], metrics_port=port)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        for i in range(12):
+            self.sqs.send(url, json.dumps({"id": "r%d" % i}))
+        most_in_flight = 0
+        deadline = time.time() + 30
+        while len(Timeout.lines(effects)) < 12 and time.time() < deadline:
+            most_in_flight = max(most_in_flight, self.sqs.counts(url)[1])
+            time.sleep(0.2)
+        lines = Timeout.lines(effects)
+        self.assertEqual(sorted(lines), sorted(("effect:r%d" % i, 1) for i in range(12)))
+        self.assertLessEqual(most_in_flight, 4)
+        self.assertEqual(self.pg.query(dsn, "SELECT count(*) FROM twice_idempotency_rate_limits "
+                                            "WHERE name = 'queue:rlq'"), [(1,)])
+        waited = tc.metric_sum(tc.scrape(port), "twice_rate_limited_seconds_total",
+                               limit="queue:rlq")
+        self.assertGreater(waited, 5)
+        log = d.log_text()
+        self.assertNotRegex(log, r"taking over|duplicate|live lease|lease lost")
+        self.assertEqual(d.stop(), 0)
+
     def test_bad_rate_limits_are_refused_with_their_line(self):
         # A rate of 0 or below, a burst of 0, a rate written as text, a group without
         # its rate: FILE:LINE: what is wrong, and twiced -t exits 1.
