@@ -9,44 +9,15 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* How long one process may hold the right to fetch a chunk (a database call
  * that hangs, or a process that died in it): then another takes it over. */
 #define RATELIMIT_LEASE_MS 5000
 
-/* The shared bucket named name, claimed when absent; NULL when full. */
-static struct shm_limit *
-shared_bucket(struct shm_region *r, const char *name)
-{
-    for (int i = 0; i < SHM_LIMITS; i++) {
-        struct shm_limit *l = &r->limits[i];
-        int st = __atomic_load_n(&l->state, __ATOMIC_ACQUIRE);
-        if (st == 0) {
-            int expected = 0;
-            if (__atomic_compare_exchange_n(&l->state, &expected, 1, 0, __ATOMIC_ACQ_REL,
-                                            __ATOMIC_ACQUIRE)) {
-                snprintf(l->name, sizeof(l->name), "%s", name);
-                __atomic_store_n(&l->state, 2, __ATOMIC_RELEASE);
-                return l;
-            }
-            st = expected;
-        }
-        if (st == 1) {
-            st = shm_slot_state(&l->state);
-        }
-        if (st == 2 && strcmp(l->name, name) == 0) {
-            return l;
-        }
-    }
-    return NULL;
-}
-
 struct shm_limit *
 ratelimit_bucket(const char *name)
 {
-    struct shm_region *r = shm_region();
-    struct shm_limit *l = r != NULL ? shared_bucket(r, name) : NULL;
+    struct shm_limit *l = shm_limit_slot(name);
     if (l == NULL) {
         l = calloc(1, sizeof(*l)); /* kept for the process's life */
         if (l != NULL) {

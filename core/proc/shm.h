@@ -121,6 +121,10 @@ int shm_take_replace(int proc_slot);
  * now as given), else 0. Without a region: always 1. */
 int shm_advice_due(const char *queue, const char *plugin, int64_t now, int every);
 
+/* The rate limit's slot named name (ratelimit.c), claimed when absent; NULL
+ * without a region or when the table is full. */
+struct shm_limit *shm_limit_slot(const char *name);
+
 /* Worker: record a dead letter twice sent (after the DLQ accepted it). */
 void shm_dlq_event(const char *queue, const char *plugin, const char *reason,
                    const char *message_id, const char *key);
