@@ -28,6 +28,7 @@ struct shm_proc {
     int pid;         /* atomic; 0 when the slot is free */
     int crashed_job; /* atomic: index of the job whose thread faulted, -1 */
     int replace;     /* atomic: 1 when the worker asks the master to replace it */
+    int stopped_by;  /* atomic: pid that sent the worker a stop signal, not the master; 0 */
     struct shm_job jobs[SHM_JOBS];
 };
 

@@ -155,7 +155,7 @@ take(struct worker *w, struct throttle *t)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = 0, waited = 0;
     while (!ratelimit_take(t->bucket)) {
-        if (w->draining) {
+        if (flag_is_up(&w->draining)) {
             rc = -1;
             break;
         }

@@ -110,7 +110,7 @@ ask_replace(struct worker *w, struct twice_job *j, long long state)
     if (tx) {
         shm_mark_job_crash(w->slot, j->shm_idx);
     }
-    w->draining = 1; /* receive no more: the replacement will (the master drains us) */
+    flag_raise(&w->draining); /* receive no more: the replacement will (the master drains us) */
     shm_ask_replace(w->slot);
 }
 

@@ -3,7 +3,7 @@
  * line "key message_id attempt" appended to a file (setting `file`), as an
  * outside effect such as an email would be. Body as for effect_tx.
  * Used by: test_attempts.py, test_basic.py, test_config.py, test_lifecycle.py, test_limits.py,
- * test_reload.py.
+ * test_reload.py, test_tracing.py.
  */
 #include <fcntl.h>
 #include <signal.h>
