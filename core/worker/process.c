@@ -137,6 +137,8 @@ setup_queue(struct worker *w, struct wqueue *q, const struct config_queue *qc, c
         .backoff_cap = qc->backoff_cap,
         .fifo = qc->fifo,
         .reject_conflicts = w->cfg->idempotency.on_conflict == CONFIG_CONFLICT_REJECT,
+        .timeout = qc->timeout,
+        .timeout_grace = qc->timeout_grace,
     };
     q->advice = calloc(w->nplugins ? w->nplugins : 1, sizeof(*q->advice));
     if (q->advice == NULL) {
