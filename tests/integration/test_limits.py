@@ -221,6 +221,39 @@ class Timeout(twicetest.TwiceTestCase):
         self.assertNotRegex(log, r"killed by signal|ERROR.*worker .* exited")
         self.assertEqual(d.stop(), 0)
 
+    def test_a_transactional_handler_past_its_timeout_counts_as_a_crash(self):
+        # A transactional run holds its key's row: it is not cut short at the limit.
+        # Its worker is replaced after the grace, the run counted as one that crashed
+        # its worker; the other jobs commit once each and the message ends in the DLQ
+        # as worker-crashed with both runs counted.
+        url, dlq = self.queue_pair("tmotx")
+        dsn = self.new_database("tmotx")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        q = tc.queue("tmotx", url, dlq, "effect-tx", concurrency=2, visibility_timeout=3,
+                     max_attempts=2, backoff=(1, 1), timeout=3, timeout_grace=1)
+        conf = tc.config(self.env, dsn, [q],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         drain_timeout=3, lease_margin=1)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "hang", "sleep_ms": FOREVER_MS}))
+        for i in range(4):
+            self.sqs.send(url, json.dumps({"id": "t%d" % i, "sleep_ms": 100}))
+        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 1, timeout=60,
+                             message="the hanging transactional job was not dead-lettered")
+        letter = self.sqs.drain(dlq, visibility=60)[0]
+        self.assertEqual(self.attr(letter, "twice-reason"), "worker-crashed")
+        self.assertEqual(self.attr(letter, "twice-attempts"), "2")
+        rows = self.pg.query(dsn, "SELECT key, count(*) FROM effects GROUP BY key ORDER BY key")
+        self.assertEqual(rows, [("effect:t%d" % i, 1) for i in range(4)])
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20,
+                             message="the queue did not end empty")
+        log = d.log_text()
+        self.assertRegex(log, r"key=effect:hang .*ran past its timeout \(3s\); a transactional "
+                              r"run holds its key")
+        self.assertRegex(log, r"the run counts as one that crashed its worker")
+        self.assertEqual(d.stop(), 0)
+
     def test_a_slow_run_under_its_timeout_is_left_alone(self):
         # A run that ends before its limit is a normal run, however long past the
         # visibility timeout it goes (the heartbeat keeps it).
