@@ -88,8 +88,8 @@ class RateLimit(twicetest.TwiceTestCase):
             self.assertEqual(d.stop(), 0)
 
     def test_waiting_jobs_stay_in_flight_uncounted_and_receiving_slows(self):
-        # A queue's limit of 2/s (burst 1) on a queue whose visibility timeout (2 s)
-        # is far shorter than the wait of the last of 12 jobs (~6 s): the waiting
+        # A queue's limit of 1/s (burst 1) on a queue whose visibility timeout (4 s)
+        # is far shorter than the wait of the last of 8 jobs (~7 s): the waiting
         # jobs are extended by the heartbeat (no redelivery, no takeover), they are
         # no attempts (each runs as attempt 1), and no more than concurrency (4)
         # messages are taken at once.
@@ -98,21 +98,21 @@ class RateLimit(twicetest.TwiceTestCase):
         effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
         port = tc.free_port()
         queue = with_rate_limit(tc.queue("rlq", url, dlq, "effect-file", concurrency=4,
-                                         visibility_timeout=2), 2, 1)
+                                         visibility_timeout=4), 1, 1)
         conf = tc.config(self.env, dsn, [queue],
                          [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
                                     file=effects)], metrics_port=port)
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
-        for i in range(12):
+        for i in range(8):
             self.sqs.send(url, json.dumps({"id": "r%d" % i}))
         most_in_flight = 0
         deadline = time.time() + 30
-        while len(Timeout.lines(effects)) < 12 and time.time() < deadline:
+        while len(Timeout.lines(effects)) < 8 and time.time() < deadline:
             most_in_flight = max(most_in_flight, self.sqs.counts(url)[1])
             time.sleep(0.2)
         lines = Timeout.lines(effects)
-        self.assertEqual(sorted(lines), sorted(("effect:r%d" % i, 1) for i in range(12)))
+        self.assertEqual(sorted(lines), sorted(("effect:r%d" % i, 1) for i in range(8)))
         self.assertLessEqual(most_in_flight, 4)
         self.assertEqual(self.pg.query(dsn, "SELECT count(*) FROM twice_idempotency_rate_limits "
                                             "WHERE name = 'queue:rlq'"), [(1,)])
