@@ -8,15 +8,15 @@
 #ifndef TWICE_SENDCHECK_H
 #define TWICE_SENDCHECK_H
 
+#include "sqs_limits.h"
+
 #include <stddef.h>
 
-/* SQS's limits (2025): a message of at most 1 MiB, attributes included; at
- * most 10 attributes, of which twice-outbox-id is one; delays to 900 s.
- * The same numbers as base/sqs_limits.h, which this layer cannot include
- * (text/ uses nothing; the SDK's mock links it alone). */
-#define SENDCHECK_MAX_BYTES 1048576
-#define SENDCHECK_MAX_ATTRS 9
-#define SENDCHECK_MAX_DELAY 900
+/* A message of at most SQS's size, attributes included; SQS's attributes
+ * less twice-outbox-id, which the relay adds; SQS's longest delay. */
+#define SENDCHECK_MAX_BYTES SQS_MESSAGE_MAX_BYTES
+#define SENDCHECK_MAX_ATTRS (SQS_ATTRS_MAX - 1) /* one is twice-outbox-id */
+#define SENDCHECK_MAX_DELAY SQS_DELAY_MAX
 #define SENDCHECK_ID_ATTR   "twice-outbox-id"
 
 /* 1 when a queue URL names a FIFO queue (it ends in ".fifo"). */
