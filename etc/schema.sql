@@ -96,4 +96,14 @@ CREATE TABLE IF NOT EXISTS twice_idempotency_outbox (
 CREATE INDEX IF NOT EXISTS twice_idempotency_outbox_pending
     ON twice_idempotency_outbox (id) WHERE state = 'pending';
 
+-- Shared rate limits (rate_limit in twice.conf): one token bucket per limit,
+-- leased from by every host (core/idem/tokens.c). twiced creates it on the
+-- first lease; create it here when its database user may not create tables.
+CREATE TABLE IF NOT EXISTS twice_idempotency_rate_limits (
+    name TEXT PRIMARY KEY,         -- plugin:NAME or queue:NAME
+    tokens DOUBLE PRECISION NOT NULL,  -- left after the last lease
+    granted INTEGER NOT NULL DEFAULT 0,  -- what the last lease got
+    updated_at TIMESTAMPTZ NOT NULL      -- when it was last refilled
+);
+
 COMMIT;

@@ -73,6 +73,8 @@ struct config_plugin {
     int settings_line;   /* line of its settings group (the entry's line if none) */
     char *file;          /* the file of the entry (an @include'd one, or the main) */
     char *settings_file; /* the file of its settings group */
+    int rate_per_second; /* rate_limit: jobs started per second, all hosts; 0: none */
+    int rate_burst;      /* rate_limit: the bucket's size (default per_second) */
 };
 
 struct config_route {
@@ -99,6 +101,10 @@ struct config_queue {
                                (default 10 x max_attempts; >= max_attempts) */
     int backoff_base;       /* RETRY delay base, seconds (default 2) */
     int backoff_cap;        /* RETRY delay cap, seconds (default 300) */
+    int timeout;            /* a run's time limit, seconds; 0: none (default) */
+    int timeout_grace;      /* seconds past timeout before the worker is replaced (default 10) */
+    int rate_per_second;    /* rate_limit: jobs started per second, all hosts; 0: none */
+    int rate_burst;         /* rate_limit: the bucket's size (default per_second) */
     int fifo;               /* the url ends in ".fifo" */
     char *key;              /* the queue's key template (overrides the plugin's), or NULL */
     int envelope;           /* enum config_envelope (default none) */

@@ -584,3 +584,40 @@ config_check_route_plugin(struct config_at *at)
 {
     return plugin_ref(at, at->parent, str_of(at));
 }
+
+/* A rate_limit group: absent, no limit (per_second 0); present, per_second is
+ * required in it, and burst defaults to per_second. Its rows' own defaults (1)
+ * only keep their ranges. */
+static int
+check_rate(struct config_at *at, int *per_second, int *burst)
+{
+    if (at->s == NULL) {
+        *per_second = 0;
+        *burst = 0;
+        return 0;
+    }
+    if (config_setting_get_member(at->s, "per_second") == NULL) {
+        config_problem(at->x, at->s,
+                       "%srate_limit: per_second is required (jobs per second, 1 or more)",
+                       at->sc->pfx);
+        return -1;
+    }
+    if (config_setting_get_member(at->s, "burst") == NULL) {
+        *burst = *per_second;
+    }
+    return 0;
+}
+
+int
+config_check_plugin_rate(struct config_at *at)
+{
+    struct config_plugin *p = at->base;
+    return check_rate(at, &p->rate_per_second, &p->rate_burst);
+}
+
+int
+config_check_queue_rate(struct config_at *at)
+{
+    struct config_queue *q = at->base;
+    return check_rate(at, &q->rate_per_second, &q->rate_burst);
+}

@@ -246,6 +246,22 @@ const struct config_row config_rows[] = {
      .doc_default = "none",
      .doc = "The plugin's own settings, checked against what it declares (twicectl plugin "
             "check lists them): unknown ones, wrong types and missing required ones are errors."},
+    {ROW("plugins", "rate_limit", CONFIG_GROUP, P(rate_per_second)), .flags = CONFIG_ABSENT,
+     .check = config_check_plugin_rate,
+     .doc = "A limit on the jobs this plugin starts, shared by every queue that uses it, every "
+            "worker and every twiced host on the same idempotency database: "
+            "{ per_second = 14; burst = 14; } for a provider that allows 14 requests a "
+            "second. Jobs waiting for a token are not attempts: they stay in flight (the "
+            "heartbeat keeps them) and receiving slows down to what can start. Tokens are "
+            "leased from PostgreSQL (table <table>_rate_limits) a tenth of a second's worth "
+            "at a time and spent from shared memory; twice_rate_limited_seconds_total{limit} "
+            "counts the waiting."},
+    {ROW("plugins.rate_limit", "per_second", CONFIG_INT, P(rate_per_second)), .lo = 1,
+     .hi = 1000000, .def = 1, .doc_default = "none: required in rate_limit",
+     .doc = "Jobs started per second, at most, over all hosts."},
+    {ROW("plugins.rate_limit", "burst", CONFIG_INT, P(rate_burst)), .lo = 1, .hi = 1000000,
+     .def = 1, .doc_default = "per_second",
+     .doc = "How many may start at once after a quiet spell (the bucket's size)."},
 
     /* An entry of queues. */
     {ROW("queues", "name", CONFIG_STR, Q(name)), .flags = CONFIG_REQUIRED | CONFIG_NAME,
@@ -332,6 +348,30 @@ const struct config_row config_rows[] = {
      .def = 2, .doc = "Seconds."},
     {ROW("queues.backoff", "cap", CONFIG_INT, Q(backoff_cap)), .lo = 0, .hi = CONFIG_NO_MAX,
      .def = 300, .doc = "Seconds, at least base."},
+    {ROW("queues", "rate_limit", CONFIG_GROUP, Q(rate_per_second)), .flags = CONFIG_ABSENT,
+     .check = config_check_queue_rate,
+     .doc = "A limit on the jobs this queue starts, as a plugin's rate_limit (both apply when "
+            "both are set): { per_second = 20; burst = 5; }."},
+    {ROW("queues.rate_limit", "per_second", CONFIG_INT, Q(rate_per_second)), .lo = 1,
+     .hi = 1000000, .def = 1, .doc_default = "none: required in rate_limit",
+     .doc = "Jobs started per second, at most, over all hosts."},
+    {ROW("queues.rate_limit", "burst", CONFIG_INT, Q(rate_burst)), .lo = 1, .hi = 1000000,
+     .def = 1, .doc_default = "per_second",
+     .doc = "How many may start at once after a quiet spell (the bucket's size)."},
+    {ROW("queues", "timeout", CONFIG_INT, Q(timeout)), .lo = 0, .hi = 43200, .def = 0,
+     .doc_default = "0: none",
+     .doc = "Seconds a handler run may take. A run past it is logged with its key and plugin and "
+            "counts as a failed attempt: its key is released and the message retried after the "
+            "backoff (at least timeout_grace + 2 s), or dead-lettered as timeout when it was the "
+            "last "
+            "attempt. The heartbeat stops extending it. A thread cannot be stopped safely, so a "
+            "handler still running timeout_grace seconds later has its worker replaced: a new "
+            "worker starts at once and the old one drains (its other jobs finish or are given "
+            "back, not counted). A transactional handler is not cut short at timeout, its "
+            "transaction holds its key: its worker is replaced after the grace, and that run "
+            "counts as one that crashed its worker."},
+    {ROW("queues", "timeout_grace", CONFIG_INT, Q(timeout_grace)), .lo = 0, .hi = 3600, .def = 10,
+     .doc = "Seconds a handler may still run past timeout before its worker is replaced."},
 
     /* An entry of a queue's routes. */
     {ROW("queues.routes", "value", CONFIG_STR, R(value)), .flags = CONFIG_REQUIRED,

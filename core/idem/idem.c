@@ -651,8 +651,22 @@ PGresult *
 idem_run_sql(struct idem_store *s, const char *tmpl, int nparams, const char *const *params,
              ExecStatusType want, const char *what, char *err, size_t errlen)
 {
+    return idem_run_sql_with(s, tmpl, NULL, nparams, params, want, what, err, errlen);
+}
+
+char *
+idem_quote_table(struct idem_store *s, const char *suffix)
+{
+    return quote_ident(s->conn, s->name, suffix);
+}
+
+PGresult *
+idem_run_sql_with(struct idem_store *s, const char *tmpl, const char *const *extra, int nparams,
+                  const char *const *params, ExecStatusType want, const char *what, char *err,
+                  size_t errlen)
+{
     struct buf sql = BUF_INIT;
-    if (sql_expand(&sql, tmpl, s) != 0) {
+    if (sql_expand_with(&sql, tmpl, s, extra) != 0) {
         buf_free(&sql);
         set_err(err, errlen, "%s: out of memory", what);
         return NULL;

@@ -22,6 +22,17 @@ PGresult *idem_run_sql(struct idem_store *s, const char *tmpl, int nparams,
                        const char *const *params, ExecStatusType want, const char *what, char *err,
                        size_t errlen);
 
+/* The same with more markers: extra is NULL or pairs of a marker letter and its
+ * text, ending in NULL (as the migration's @L). */
+PGresult *idem_run_sql_with(struct idem_store *s, const char *tmpl, const char *const *extra,
+                            int nparams, const char *const *params, ExecStatusType want,
+                            const char *what, char *err, size_t errlen);
+
+/* The configured table's name + suffix, quoted as an identifier (malloc'd: the
+ * caller frees it), for the tables another idem file keeps next to it
+ * (tokens.c); NULL when out of memory. */
+char *idem_quote_table(struct idem_store *s, const char *suffix);
+
 /* Create the outbox table when missing (outbox.c; outbox.h says more):
  * the one hook of the outbox in idem_migrate. */
 int outbox_migrate(struct idem_store *s, const char *table, char *err, size_t errlen);

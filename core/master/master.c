@@ -99,6 +99,7 @@ shm_reset_slot(int slot, pid_t pid)
     }
     __atomic_store_n(&p->crashed_job, -1, __ATOMIC_RELEASE);
     __atomic_store_n(&p->stopped_by, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&p->replace, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&p->pid, pid, __ATOMIC_RELEASE);
 }
 
@@ -473,6 +474,32 @@ request_reload(struct master *m)
     m->reload_pending = 1;
 }
 
+/* Workers that asked to be replaced (a handler ran past its time limit and
+ * grace, and a thread cannot be stopped): start the replacement now, then let
+ * the old one drain; its other jobs finish or are given back, not counted. */
+static void
+replace_asked(struct master *m)
+{
+    for (int slot = 0; slot < SHM_PROCS; slot++) {
+        struct proc *p = &m->procs[slot];
+        if (p->pid <= 0 || !shm_take_replace(slot) || p->draining) {
+            continue;
+        }
+        struct generation *g = m->cur != NULL && p->gen == m->cur->id     ? m->cur
+                               : m->next != NULL && p->gen == m->next->id ? m->next
+                                                                          : NULL;
+        log_warn("worker %d (generation %d): a handler ran past its timeout; replacing the "
+                 "worker",
+                 (int) p->pid, p->gen);
+        metrics_count(MET_RESTARTS, "timeout", NULL, NULL, 1);
+        kill(p->pid, SIGTERM);
+        p->draining = 1;
+        if (g != NULL && spawn_worker(m, g, p->index) != 0) {
+            g->respawn_at[p->index] = clock_mono_ms() + RESPAWN_BASE_MS;
+        }
+    }
+}
+
 static void
 respawn_due(struct master *m)
 {
@@ -581,6 +608,7 @@ loop_once(struct master *m, const sigset_t *wait_mask)
         request_reload(m);
     }
     if (!m->stopping) {
+        replace_asked(m);
         respawn_due(m);
         check_generations(m);
     }

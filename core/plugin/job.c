@@ -32,6 +32,7 @@ job_new(struct wqueue *q, const struct config_queue *qc, struct sqs_message *m)
     memset(m, 0, sizeof(*m));
     j->receives = j->msg.receive_count > 0 ? j->msg.receive_count : 1;
     j->retry_after = -1;
+    j->shm_idx = -1;
     clock_gettime(CLOCK_MONOTONIC, &j->received_at);
     j->extended_at = j->received_at;
     return j;

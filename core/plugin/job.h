@@ -97,6 +97,16 @@ struct twice_job {
     struct timespec extended_at; /* monotonic: visibility and lease last set */
     struct timespec started_at;  /* monotonic: handle() began */
 
+    /* A run's time limit (worker/timeout.c). run_ms: atomic, the handler's thread
+     * and the acker's compare-and-swap it: the monotonic ms this run began, 0 while
+     * none runs, -1 once the acker acted on its overrun, -2 when a run it acted on
+     * returned. The rest are the acker thread's. */
+    long long run_ms;
+    long long overrun_ms;  /* acker: when the overrun was noticed, 0: none */
+    long long overrun_run; /* acker: that run's run_ms (a transactional run) */
+    int replace_asked;     /* acker: this worker's replacement was asked for */
+    int shm_idx;           /* the run's entry in the shared process table, -1 */
+
     int tracked;                /* in the acker's in-flight registry */
     int holds_slot;             /* counts against its queue's concurrency */
     struct twice_job *reg_prev; /* the registry's links (acker.c) */

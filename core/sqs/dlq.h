@@ -2,7 +2,7 @@
  * dlq.h - building and sending a dead letter: the original body and user
  * attributes, plus twice's own attributes saying why:
  *   twice-reason             a code: rejected, max-attempts, max-receives,
- *                            worker-crashed, invalid-json, missing-key-field,
+ *                            worker-crashed, timeout, invalid-json, missing-key-field,
  *                            bad-key-field, key-too-long, unknown-route,
  *                            payload-conflict, too-large, bad-envelope,
  *                            bad-payload-pointer, payload-too-large,

@@ -521,6 +521,44 @@ count_finished(const struct twice_job *j)
     }
 }
 
+/* The heartbeat's way to act on a run past its time limit (timeout.h): carry
+ * out v on the message of j, whose handler still runs and still owns j: dead
+ * letter, key release and visibility now, on a copy of j, so that nothing the
+ * plugin may still touch is written. A failed step is not retried: the message
+ * then comes back after its visibility timeout, the key after its lease. */
+static void
+act_overrun(void *arg, struct twice_job *j, const struct lifecycle_verdict *v)
+{
+    struct acker *a = arg;
+    /* Only what was fixed before the run began: the handler's thread may be
+     * writing the rest. The copy borrows j's message and key, owns its error. */
+    struct twice_job copy;
+    memset(&copy, 0, sizeof(copy));
+    copy.queue = j->queue;
+    copy.qcfg = j->qcfg;
+    copy.msg = j->msg;
+    copy.plugin = j->plugin;
+    copy.key = j->key;
+    copy.receives = j->receives;
+    copy.attempt = j->attempt;
+    copy.retry_after = -1;
+    copy.shm_idx = -1;
+    shared_int_set(&copy.claimed, shared_int_get(&j->claimed));
+    verdict_apply(&copy, v);
+    send_dead_letters(a, &copy); /* a failed step defers the copy: the later ones skip it */
+    release_keys(a, &copy);
+    sqs_acks(a, &copy);
+    if (copy.deferred || copy.given_up) {
+        job_log(TWICE_LOG_WARN, j,
+                "acting on the timeout failed: the message comes back after its visibility "
+                "timeout");
+    } else {
+        count_finished(&copy);
+    }
+    shared_int_set(&j->claimed, shared_int_get(&copy.claimed));
+    free(copy.error);
+}
+
 /* Run the steps over a list; deferred jobs go to a->later, the rest are
  * finished and freed. */
 static void
@@ -648,7 +686,13 @@ acker_start(struct worker *w, char *err, size_t errlen)
         goto fail;
     }
     a->hb = (struct heartbeat){
-        .w = w, .reg = &a->reg, .sqs = a->sqs, .store = heartbeat_store, .store_arg = a};
+        .w = w,
+        .reg = &a->reg,
+        .sqs = a->sqs,
+        .store = heartbeat_store,
+        .store_arg = a,
+        .act_overrun = act_overrun,
+    };
     acker_store(a); /* a failure is logged and retried on use */
     int rc = pthread_create(&a->thread, NULL, acker_main, a);
     if (rc != 0) {

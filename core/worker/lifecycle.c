@@ -12,10 +12,14 @@
 #include <string.h>
 
 /* What a BUSY duplicate waits past the holder's lease, seconds. */
-#define LIFECYCLE_BUSY_MARGIN 2
+#define LIFECYCLE_BUSY_MARGIN    2
+/* What a timed-out run's retry waits past timeout_grace, seconds: by then its
+ * worker has asked to be replaced and stopped receiving (heartbeat.c ticks once
+ * a second), so the next run is another worker's. */
+#define LIFECYCLE_TIMEOUT_MARGIN 2
 /* Give-back delays of the failures that are not the job's fault. */
-#define LIFECYCLE_STORE_DELAY 5 /* the store failed under a running job */
-#define LIFECYCLE_TX_DEADLINE 3 /* a transactional job at the drain deadline (heartbeat.c) */
+#define LIFECYCLE_STORE_DELAY    5 /* the store failed under a running job */
+#define LIFECYCLE_TX_DEADLINE    3 /* a transactional job at the drain deadline (heartbeat.c) */
 
 static void
 text_clear(struct lifecycle_text *t)
@@ -308,6 +312,32 @@ lifecycle_on_handled(const struct lifecycle_queue *q, const struct lifecycle_run
              q->max_attempts, (unsigned long long) ceiling);
         l->arg = why;
     }
+    return out->action;
+}
+
+enum job_action
+lifecycle_on_timeout(const struct lifecycle_queue *q, int attempt, uint64_t random,
+                     struct lifecycle_verdict *out)
+{
+    verdict_init(out);
+    struct lifecycle_text *l = say(out, TWICE_LOG_WARN);
+    if (attempt >= q->max_attempts) {
+        part(dead_letter(out, "timeout", attempt)->before, LIFECYCLE_TEXT_MAX,
+             "attempt %d of %d ran past its timeout (%ds)", attempt, q->max_attempts, q->timeout);
+        part(l->before, sizeof(l->before),
+             "ran past its timeout (%ds) on attempt %d of %d: dead-lettering", q->timeout, attempt,
+             q->max_attempts);
+        return out->action;
+    }
+    struct lifecycle_run run = {.attempt = attempt, .retry_after = -1, .random = random};
+    int delay = retry_delay(q, &run);
+    out->action = JOB_ACT_RETRY;
+    out->counted = 1;
+    long long least = (long long) q->timeout_grace + LIFECYCLE_TIMEOUT_MARGIN;
+    out->delay = delay > least ? delay : clamp_delay(least, 1);
+    part(l->before, sizeof(l->before),
+         "ran past its timeout (%ds) on attempt %d of %d: retry in %ds", q->timeout, attempt,
+         q->max_attempts, out->delay);
     return out->action;
 }
 

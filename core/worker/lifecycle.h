@@ -63,6 +63,18 @@
  * A dead letter forgets the key (the release deletes its row): a fixed or redriven
  * message runs again from attempt 1.
  *
+ * A run that outlives the queue's timeout (lifecycle_on_timeout), while its handler
+ * still runs (its answer, if it ever comes, is then ignored):
+ *   attempt >= max               dead-letter "timeout" ("attempt A of M ran past its
+ *                                  timeout (Ts)")
+ *   attempt < max                release the key with the run counted and hide the message
+ *                                  for the RETRY backoff (the plugin's retry_after is not
+ *                                  asked), at least timeout_grace + 2 s: the next run is
+ *                                  received after the hung one's worker stopped receiving
+ *                                  and asked to be replaced. Never in place, FIFO queues
+ *                                  too (the handler thread is not free)
+ *   both are logged as a warning naming the timeout
+ *
  * A duplicate within one batch follows its leader (lifecycle_on_leader): deleted
  * when the leader's key was completed, else hidden for the leader's delay when the
  * leader was retried or hidden, or 0 (visible again) otherwise.
@@ -100,6 +112,8 @@ struct lifecycle_queue {
     int backoff_cap;      /* seconds */
     int fifo;             /* retries happen in place, in order */
     int reject_conflicts; /* idempotency.on_conflict = reject */
+    int timeout;          /* a run's time limit, seconds; 0: none */
+    int timeout_grace;    /* seconds past it before the worker is replaced */
 };
 
 /* A line of text: a bounded part formatted here (before), then a borrowed string
@@ -186,6 +200,10 @@ enum job_action lifecycle_on_handled(const struct lifecycle_queue *q,
                                      const struct lifecycle_run *r, struct lifecycle_verdict *out);
 enum job_action lifecycle_on_leader(const struct lifecycle_leader *l,
                                     struct lifecycle_verdict *out);
+/* Run number attempt ran past q->timeout; random: a draw for the backoff's
+ * jitter (backoff_random()). */
+enum job_action lifecycle_on_timeout(const struct lifecycle_queue *q, int attempt, uint64_t random,
+                                     struct lifecycle_verdict *out);
 /* wait_left: LIFECYCLE_DRAIN_IN_BACKOFF's seconds still to wait; error:
  * LIFECYCLE_COMMIT_LOST's store error (may be NULL). */
 enum job_action lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
