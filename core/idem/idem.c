@@ -19,19 +19,20 @@
 #include "idem_internal.h"
 
 struct idem_store {
-    PGconn *conn;      /* never NULL once idem_open has returned a store */
-    char *name;        /* the table name as configured, for error texts */
-    char *table;       /* quoted with PQescapeIdentifier */
-    char *index;       /* quoted name of the janitor index */
-    char *owner_index; /* quoted name of the index of in-progress keys by owner */
-    char *free_index;  /* quoted name of the janitor index of free keys */
-    char *owner;       /* this process in leases */
-    int prepared;      /* the hot-path statements exist on this connection */
+    PGconn *conn;             /* never NULL once idem_open has returned a store */
+    char *name;               /* the table name as configured, for error texts */
+    char *table;              /* quoted with PQescapeIdentifier */
+    char *index;              /* quoted name of the janitor index */
+    char *owner_index;        /* quoted name of the index of in-progress keys by owner */
+    char *free_index;         /* quoted name of the janitor index of free keys */
+    char *owner;              /* this process in leases */
+    struct idem_stmts *stmts; /* the hot-path statements (idem_stmt.c) */
 };
 
 /*
- * The statements prepared once per connection (lazily, since the table may
- * not exist before idem_migrate). "@T" stands for the quoted table name.
+ * The hot-path statements, prepared on demand under names derived from their
+ * text (idem_stmt.c: safe behind a pooler). "@T" stands for the quoted table
+ * name.
  * The states and their transitions are written at the top of idem.h.
  *
  * The claim, in one statement under READ COMMITTED (every part of it sees the
@@ -165,14 +166,22 @@ static const char sql_peek[] =
     " encode(t.payload_sha256, 'hex'), t.message_id"
     " FROM @T t WHERE t.idempotency_key = ANY ($1::text[])";
 
-static const struct {
-    const char *name;
-    const char *sql;
-} prepared_stmts[] = {
-    {"twice_idem_claim", sql_claim},     {"twice_idem_complete", sql_complete},
-    {"twice_idem_extend", sql_extend},   {"twice_idem_release", sql_release},
-    {"twice_idem_tx_lock", sql_tx_lock}, {"twice_idem_tx_complete", sql_tx_complete},
-    {"twice_idem_peek", sql_peek},
+/* The statements of idem_stmts_exec, by index; tags name them. */
+enum {
+    STMT_CLAIM,
+    STMT_COMPLETE,
+    STMT_EXTEND,
+    STMT_RELEASE,
+    STMT_TX_LOCK,
+    STMT_TX_COMPLETE,
+    STMT_PEEK,
+    STMT_COUNT
+};
+static const char *const stmt_tags[STMT_COUNT] = {
+    "claim", "complete", "extend", "release", "tx_lock", "tx_complete", "peek",
+};
+static const char *const stmt_sql[STMT_COUNT] = {
+    sql_claim, sql_complete, sql_extend, sql_release, sql_tx_lock, sql_tx_complete, sql_peek,
 };
 
 /*
@@ -482,6 +491,25 @@ connect_error(struct idem_store *s, char *err, size_t errlen)
     return -1;
 }
 
+/* The hot-path statements of s, their text expanded for its table. */
+static struct idem_stmts *
+new_stmts(const struct idem_store *s)
+{
+    char *sql[STMT_COUNT] = {NULL};
+    for (size_t i = 0; i < STMT_COUNT; i++) {
+        struct buf b = BUF_INIT;
+        if (sql_expand(&b, stmt_sql[i], s) != 0 || (sql[i] = strdup(buf_str(&b))) == NULL) {
+            buf_free(&b);
+            for (size_t k = 0; k < i; k++) {
+                free(sql[k]);
+            }
+            return NULL;
+        }
+        buf_free(&b);
+    }
+    return idem_stmts_new(stmt_tags, sql, STMT_COUNT);
+}
+
 int
 idem_open(const char *dsn, const char *table, const char *owner, struct idem_store **out,
           char *err, size_t errlen)
@@ -516,7 +544,8 @@ idem_open(const char *dsn, const char *table, const char *owner, struct idem_sto
     if ((s->table = quote_ident(s->conn, table, "")) == NULL ||
         (s->index = quote_ident(s->conn, table, "_janitor_idx")) == NULL ||
         (s->owner_index = quote_ident(s->conn, table, "_owner_idx")) == NULL ||
-        (s->free_index = quote_ident(s->conn, table, "_free_idx")) == NULL) {
+        (s->free_index = quote_ident(s->conn, table, "_free_idx")) == NULL ||
+        (s->stmts = new_stmts(s)) == NULL) {
         goto oom;
     }
     *out = s;
@@ -544,6 +573,7 @@ idem_close(struct idem_store *s)
     free(s->owner_index);
     free(s->free_index);
     free(s->owner);
+    idem_stmts_free(s->stmts);
     free(s);
 }
 
@@ -558,7 +588,7 @@ idem_connected(const struct idem_store *s)
 int
 idem_reconnect(struct idem_store *s, char *err, size_t errlen)
 {
-    s->prepared = 0;
+    idem_stmts_forget(s->stmts);
     PQreset(s->conn);
     PQsetNoticeProcessor(s->conn, quiet_notices, NULL);
     if (PQstatus(s->conn) != CONNECTION_OK) {
@@ -573,61 +603,16 @@ idem_pgconn(struct idem_store *s)
     return s->conn;
 }
 
-/* Prepare the hot-path statements once per connection. A statement that
- * exists already (a partly failed earlier attempt) is fine. */
-static int
-ensure_prepared(struct idem_store *s, char *err, size_t errlen)
-{
-    if (s->prepared) {
-        return 0;
-    }
-    struct buf sql = BUF_INIT;
-    for (size_t i = 0; i < sizeof(prepared_stmts) / sizeof(prepared_stmts[0]); i++) {
-        buf_reset(&sql);
-        if (sql_expand(&sql, prepared_stmts[i].sql, s) != 0) {
-            buf_free(&sql);
-            set_err(err, errlen, "idempotency store: out of memory");
-            return -1;
-        }
-        PGresult *res = PQprepare(s->conn, prepared_stmts[i].name, buf_str(&sql), 0, NULL);
-        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-        if (PQresultStatus(res) != PGRES_COMMAND_OK &&
-            (state == NULL || strcmp(state, "42P05") != 0)) {
-            buf_free(&sql);
-            return pg_fail(s, res, "prepare statements", err, errlen);
-        }
-        PQclear(res);
-    }
-    buf_free(&sql);
-    s->prepared = 1;
-    return 0;
-}
-
 /*
- * Run a prepared statement; the result (owned by the caller) when its status
- * is `want`, else NULL with err. A plugin using idem_pgconn may have run
- * DEALLOCATE ALL or DISCARD ALL: then prepare again and retry once, unless
- * that would hide the failure inside a transaction.
+ * Run a hot-path statement (idem_stmt.c prepares it where it is missing);
+ * the result (owned by the caller) when its status is `want`, else NULL with
+ * err.
  */
 static PGresult *
-run_prepared(struct idem_store *s, const char *name, int nparams, const char *const *params,
+run_prepared(struct idem_store *s, int stmt, int nparams, const char *const *params,
              ExecStatusType want, const char *what, char *err, size_t errlen)
 {
-    if (ensure_prepared(s, err, errlen) != 0) {
-        return NULL;
-    }
-    PGresult *res = PQexecPrepared(s->conn, name, nparams, params, NULL, NULL, 0);
-    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-    if (state != NULL && strcmp(state, "26000") == 0) {
-        s->prepared = 0; /* inside a transaction: the next statement prepares again */
-    }
-    if (!s->prepared && PQtransactionStatus(s->conn) == PQTRANS_IDLE) {
-        PQclear(res);
-        if (ensure_prepared(s, err, errlen) != 0) {
-            return NULL;
-        }
-        res = PQexecPrepared(s->conn, name, nparams, params, NULL, NULL, 0);
-    }
+    PGresult *res = idem_stmts_exec(s->stmts, s->conn, (size_t) stmt, nparams, params);
     if (PQresultStatus(res) != want) {
         pg_fail(s, res, what, err, errlen);
         return NULL;
@@ -863,7 +848,7 @@ claim_peek(struct idem_store *s, struct idem_claim *claims, size_t n, const PGre
     }
     const char *params[] = {buf_str(&arr)};
     PGresult *rows =
-        run_prepared(s, "twice_idem_peek", 1, params, PGRES_TUPLES_OK, "claim", err, sizeof(err));
+        run_prepared(s, STMT_PEEK, 1, params, PGRES_TUPLES_OK, "claim", err, sizeof(err));
     buf_free(&arr);
     if (rows == NULL) {
         return;
@@ -910,8 +895,7 @@ idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, char
     }
     const char *params[] = {buf_str(&arr[0]), buf_str(&arr[1]), buf_str(&arr[2]), buf_str(&arr[3]),
                             s->owner};
-    PGresult *res =
-        run_prepared(s, "twice_idem_claim", 5, params, PGRES_TUPLES_OK, "claim", err, errlen);
+    PGresult *res = run_prepared(s, STMT_CLAIM, 5, params, PGRES_TUPLES_OK, "claim", err, errlen);
     if (res == NULL) {
         goto out;
     }
@@ -970,8 +954,8 @@ ints_array(struct buf *arr, const int *v, size_t n)
  * keys it changed, from the positions it answers.
  */
 static int
-keys_update(struct idem_store *s, const char *stmt, const char *what, const char *const *keys,
-            size_t n, const char *third, int *flags, char *err, size_t errlen)
+keys_update(struct idem_store *s, int stmt, const char *what, const char *const *keys, size_t n,
+            const char *third, int *flags, char *err, size_t errlen)
 {
     if (flags != NULL) {
         memset(flags, 0, n * sizeof(*flags));
@@ -1002,9 +986,8 @@ keys_update(struct idem_store *s, const char *stmt, const char *what, const char
 
 /* keys_update with attempts as its $3. */
 static int
-keys_update_attempts(struct idem_store *s, const char *stmt, const char *what,
-                     const char *const *keys, const int *attempts, size_t n, int *flags, char *err,
-                     size_t errlen)
+keys_update_attempts(struct idem_store *s, int stmt, const char *what, const char *const *keys,
+                     const int *attempts, size_t n, int *flags, char *err, size_t errlen)
 {
     if (n == 0) {
         return keys_update(s, stmt, what, keys, 0, "", flags, err, errlen);
@@ -1021,7 +1004,7 @@ int
 idem_complete_batch(struct idem_store *s, const char *const *keys, const int *attempts, size_t n,
                     int *done, char *err, size_t errlen)
 {
-    return keys_update_attempts(s, "twice_idem_complete", "complete", keys, attempts, n, done, err,
+    return keys_update_attempts(s, STMT_COMPLETE, "complete", keys, attempts, n, done, err,
                                 errlen);
 }
 
@@ -1035,15 +1018,15 @@ idem_extend_batch(struct idem_store *s, const char *const *keys, size_t n, int l
     }
     char lease[16];
     snprintf(lease, sizeof(lease), "%d", lease_seconds);
-    return keys_update(s, "twice_idem_extend", "extend", keys, n, lease, extended, err, errlen);
+    return keys_update(s, STMT_EXTEND, "extend", keys, n, lease, extended, err, errlen);
 }
 
 int
 idem_release_batch(struct idem_store *s, const char *const *keys, const int *attempts, size_t n,
                    int *released, char *err, size_t errlen)
 {
-    return keys_update_attempts(s, "twice_idem_release", "release", keys, attempts, n, released,
-                                err, errlen);
+    return keys_update_attempts(s, STMT_RELEASE, "release", keys, attempts, n, released, err,
+                                errlen);
 }
 
 /* Roll back after a failure that err already describes; its own failure
@@ -1064,17 +1047,14 @@ idem_tx_begin(struct idem_store *s, const char *key, char *err, size_t errlen)
                 key);
         return -1;
     }
-    if (ensure_prepared(s, err, errlen) != 0) {
-        return -1;
-    }
     PGresult *res = PQexec(s->conn, "BEGIN");
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         return pg_fail(s, res, "tx begin", err, errlen);
     }
     PQclear(res);
     const char *params[] = {key, s->owner};
-    res = run_prepared(s, "twice_idem_tx_lock", 2, params, PGRES_TUPLES_OK, "tx begin: lock key",
-                       err, errlen);
+    res = run_prepared(s, STMT_TX_LOCK, 2, params, PGRES_TUPLES_OK, "tx begin: lock key", err,
+                       errlen);
     if (res == NULL) {
         rollback_quietly(s);
         return -1;
@@ -1122,8 +1102,8 @@ idem_tx_complete(struct idem_store *s, const char *key, int attempts, char *err,
     char runs[16];
     snprintf(runs, sizeof(runs), "%d", attempts);
     const char *params[] = {key, s->owner, runs};
-    PGresult *res = run_prepared(s, "twice_idem_tx_complete", 3, params, PGRES_COMMAND_OK,
-                                 "tx complete", err, errlen);
+    PGresult *res =
+        run_prepared(s, STMT_TX_COMPLETE, 3, params, PGRES_COMMAND_OK, "tx complete", err, errlen);
     if (res == NULL) {
         rollback_quietly(s);
         return -1;
