@@ -116,6 +116,8 @@ struct config {
     char *plugin_dir;       /* default TWICE_DEFAULT_PLUGIN_DIR */
     int drain_timeout;      /* seconds to finish in-flight jobs on stop/reload (default 30) */
     char *user;             /* run workers as this user (needs a restart to change); NULL */
+    char *pid_file;         /* the master's pid file; NULL: none (-p overrides it) */
+    int ready_timeout;      /* seconds a generation has to get ready (default 60) */
     char *user_file;        /* where it is set (NULL when not set) */
     int user_line;          /* its line, 0 when not set */
     long max_message_bytes; /* larger bodies go to the DLQ as too-large (default 1 MiB) */

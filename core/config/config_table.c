@@ -9,6 +9,7 @@
 #include "config_table.h"
 
 #include "config.h"
+#include "sqs_limits.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -54,8 +55,19 @@ const struct config_row config_rows[] = {
      .doc_default = "not set, so the invoking user (the systemd unit runs twiced as twice)",
      .doc = "Run the workers as this user when started as root. Changing it needs a restart: "
             "a reload keeps the old user."},
-    {ROW("", "max_message_bytes", CONFIG_INT, C(max_message_bytes)), .lo = 1024, .hi = 1048576,
-     .def = 1048576,
+    {ROW("", "ready_timeout", CONFIG_INT, C(ready_timeout)), .lo = 1, .hi = 3600, .def = 60,
+     .doc = "Seconds a generation of workers has to get ready: connected to PostgreSQL (the "
+            "table created or migrated) and every queue and dead-letter queue answered "
+            "GetQueueAttributes. At start, twiced then exits 1 with the reason (systemctl start "
+            "fails; keep it below TimeoutStartSec); on reload, the running generation stays."},
+    {ROW("", "pid_file", CONFIG_STR, C(pid_file)), .flags = CONFIG_UNSET,
+     .doc_default = "none (twiced -p FILE overrides it)",
+     .doc = "The master writes its pid here (also with -d) and removes it when it exits; a "
+            "second twiced refuses a pid file a running one holds. twiced -s reload|stop|quit "
+            "signals the master it names. A relative path is taken from the configuration "
+            "file's directory. Changing it needs a restart."},
+    {ROW("", "max_message_bytes", CONFIG_INT, C(max_message_bytes)), .lo = 1024,
+     .hi = SQS_MESSAGE_MAX_BYTES, .def = SQS_MESSAGE_MAX_BYTES,
      .doc = "Largest message body handled, in bytes. Larger bodies go to the dead-letter queue "
             "with the reason too-large."},
     {ROW("", "log", CONFIG_GROUP, C(log)), .doc = "Logging: one line per event."},
@@ -215,12 +227,12 @@ const struct config_row config_rows[] = {
     {ROW("queues", "receivers", CONFIG_INT, Q(receivers)), .lo = 1, .hi = 64, .def = 1,
      .doc = "Receive loops per worker process. More of them keep a busy queue fed while claims "
             "commit (about one per 10-20 of concurrency)."},
-    {ROW("queues", "batch_size", CONFIG_INT, Q(batch_size)), .lo = 1, .hi = 10, .def = 10,
-     .doc = "Messages per receive."},
-    {ROW("queues", "wait_time", CONFIG_INT, Q(wait_time)), .lo = 0, .hi = 20, .def = 20,
-     .doc = "Long-poll seconds."},
-    {ROW("queues", "visibility_timeout", CONFIG_INT, Q(visibility_timeout)), .lo = 1, .hi = 43200,
-     .def = 30,
+    {ROW("queues", "batch_size", CONFIG_INT, Q(batch_size)), .lo = 1, .hi = SQS_RECEIVE_MAX,
+     .def = SQS_RECEIVE_MAX, .doc = "Messages per receive."},
+    {ROW("queues", "wait_time", CONFIG_INT, Q(wait_time)), .lo = 0, .hi = SQS_WAIT_TIME_MAX,
+     .def = SQS_WAIT_TIME_MAX, .doc = "Long-poll seconds."},
+    {ROW("queues", "visibility_timeout", CONFIG_INT, Q(visibility_timeout)), .lo = 1,
+     .hi = SQS_VISIBILITY_MAX, .def = 30,
      .doc = "Seconds. A job running longer is kept hidden by a heartbeat; the key's lease lasts "
             "this plus lease_margin."},
     {ROW("queues", "max_attempts", CONFIG_INT, Q(max_attempts)), .lo = 1, .hi = 1000, .def = 5,

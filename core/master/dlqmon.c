@@ -10,6 +10,7 @@
 #include "sqs_setup.h"
 
 #include "alert.h"
+#include "atomics.h"
 #include "clock.h"
 #include "config.h"
 #include "creds.h"
@@ -41,7 +42,7 @@ struct dlqmon {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    volatile int stop;
+    struct flag stop;
     int interval;
     int repeat_after;
     char host[256];
@@ -54,17 +55,6 @@ struct dlqmon {
     struct alert_sender *sender;
 };
 
-/* What a stopped monitor leaves to the next one (one master, one monitor
- * at a time; only the master's main thread starts and stops them). */
-static struct {
-    int valid;
-    uint64_t cursor;
-    char **dlq_urls;
-    struct alert_rule *rules;
-    size_t n;
-    struct alert_pending *pending;
-} carry;
-
 /* Every message in the DLQ, or -1 (logged when it starts failing). */
 static long
 read_depth(struct dlqmon *m, struct watched *w)
@@ -75,7 +65,7 @@ read_depth(struct dlqmon *m, struct watched *w)
         return -1;
     }
     if (sqs_queue_counts(m->sqs, w->dlq_url, counts, &err) != 0) {
-        if (!w->failing && !m->stop) {
+        if (!w->failing && !flag_is_up(&m->stop)) {
             char what[800];
             sqs_error_describe(&err, "GetQueueAttributes", what, sizeof(what));
             log_warn("dlq monitor: queue %s: dead-letter queue: %s (will retry)", w->name, what);
@@ -156,9 +146,9 @@ pause_ms(struct dlqmon *m, int ms)
 {
     struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, ms);
     pthread_mutex_lock(&m->mu);
-    while (!m->stop && pthread_cond_timedwait(&m->cv, &m->mu, &ts) == 0) {
+    while (!flag_is_up(&m->stop) && pthread_cond_timedwait(&m->cv, &m->mu, &ts) == 0) {
     }
-    int stop = m->stop;
+    int stop = flag_is_up(&m->stop);
     pthread_mutex_unlock(&m->mu);
     return stop ? -1 : 0;
 }
@@ -186,7 +176,7 @@ static void
 check(struct dlqmon *m)
 {
     int64_t now = (int64_t) time(NULL);
-    for (size_t i = 0; i < m->nq && !m->stop; i++) {
+    for (size_t i = 0; i < m->nq && !flag_is_up(&m->stop); i++) {
         struct watched *w = &m->q[i];
         alert_notice_init(&w->notice, w->name, w->dlq_url, m->host, now);
         w->depth = read_depth(m, w);
@@ -198,7 +188,7 @@ check(struct dlqmon *m)
     if (unexplained_rise(m) && pause_ms(m, LATE_LETTER_MS) == 0) {
         read_letters(m);
     }
-    for (size_t i = 0; i < m->nq && !m->stop; i++) {
+    for (size_t i = 0; i < m->nq && !flag_is_up(&m->stop); i++) {
         struct watched *w = &m->q[i];
         struct alert_notice *n = &w->notice;
         n->previous = w->rule.depth;
@@ -217,7 +207,7 @@ dlqmon_main(void *arg)
     struct dlqmon *m = arg;
     int64_t next = clock_mono_ms();
     pthread_mutex_lock(&m->mu);
-    while (!m->stop) {
+    while (!flag_is_up(&m->stop)) {
         int64_t now = clock_mono_ms();
         if (now < next) {
             struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, next - now);
@@ -240,55 +230,64 @@ dlqmon_main(void *arg)
 
 /* The carried rule of a DLQ, if the previous monitor watched it. */
 static void
-restore(struct dlqmon *m)
+restore(struct dlqmon *m, const struct dlqmon_carry *carry)
 {
-    if (!carry.valid) {
+    if (!carry->valid) {
         return;
     }
-    m->cursor = carry.cursor;
+    m->cursor = carry->cursor;
     for (size_t i = 0; i < m->nq; i++) {
-        for (size_t j = 0; j < carry.n; j++) {
-            if (strcmp(carry.dlq_urls[j], m->q[i].dlq_url) == 0) {
-                m->q[i].rule = carry.rules[j];
+        for (size_t j = 0; j < carry->n; j++) {
+            if (strcmp(carry->dlq_urls[j], m->q[i].dlq_url) == 0) {
+                m->q[i].rule = carry->rules[j];
             }
         }
     }
 }
 
+/* The rules and the cursor, not the pending notices. */
 static void
-carry_clear(void)
+carry_forget(struct dlqmon_carry *carry)
 {
-    for (size_t i = 0; i < carry.n; i++) {
-        free(carry.dlq_urls[i]);
+    for (size_t i = 0; i < carry->n; i++) {
+        free(carry->dlq_urls[i]);
     }
-    free(carry.dlq_urls);
-    free(carry.rules);
-    carry.dlq_urls = NULL;
-    carry.rules = NULL;
-    carry.n = 0;
-    carry.valid = 0;
+    free(carry->dlq_urls);
+    free(carry->rules);
+    carry->dlq_urls = NULL;
+    carry->rules = NULL;
+    carry->n = 0;
+    carry->valid = 0;
+}
+
+void
+dlqmon_carry_clear(struct dlqmon_carry *carry)
+{
+    carry_forget(carry);
+    alert_pending_free(carry->pending);
+    carry->pending = NULL;
 }
 
 /* Remember the rules and the cursor of a stopping monitor (best effort:
  * without memory, the next monitor starts afresh). */
 static void
-save(const struct dlqmon *m)
+save(const struct dlqmon *m, struct dlqmon_carry *carry)
 {
-    carry_clear();
-    carry.valid = 1;
-    carry.cursor = m->cursor;
-    carry.dlq_urls = calloc(m->nq ? m->nq : 1, sizeof(*carry.dlq_urls));
-    carry.rules = calloc(m->nq ? m->nq : 1, sizeof(*carry.rules));
-    if (carry.dlq_urls == NULL || carry.rules == NULL) {
+    carry_forget(carry);
+    carry->valid = 1;
+    carry->cursor = m->cursor;
+    carry->dlq_urls = calloc(m->nq ? m->nq : 1, sizeof(*carry->dlq_urls));
+    carry->rules = calloc(m->nq ? m->nq : 1, sizeof(*carry->rules));
+    if (carry->dlq_urls == NULL || carry->rules == NULL) {
         return;
     }
     for (size_t i = 0; i < m->nq; i++) {
-        carry.dlq_urls[i] = strdup(m->q[i].dlq_url);
-        if (carry.dlq_urls[i] == NULL) {
+        carry->dlq_urls[i] = strdup(m->q[i].dlq_url);
+        if (carry->dlq_urls[i] == NULL) {
             return;
         }
-        carry.rules[i] = m->q[i].rule;
-        carry.n++;
+        carry->rules[i] = m->q[i].rule;
+        carry->n++;
     }
 }
 
@@ -363,19 +362,19 @@ dlqmon_new(const struct config *c)
 }
 
 struct dlqmon *
-dlqmon_start(const struct config *c)
+dlqmon_start(const struct config *c, struct dlqmon_carry *carry)
 {
     struct dlqmon *m = dlqmon_new(c);
     if (m == NULL) {
         log_error("dlq monitor: cannot start: out of memory (no DLQ alerts)");
         return NULL;
     }
-    restore(m);
-    m->sender = alert_sender_start(c, carry.pending);
-    carry.pending = NULL;
+    restore(m, carry);
+    m->sender = alert_sender_start(c, carry->pending);
+    carry->pending = NULL;
     if (pthread_create(&m->thread, NULL, dlqmon_main, m) != 0) {
         log_error("dlq monitor: cannot start its thread (no DLQ alerts)");
-        carry.pending = alert_sender_stop(m->sender);
+        carry->pending = alert_sender_stop(m->sender);
         dlqmon_free(m);
         return NULL;
     }
@@ -383,18 +382,18 @@ dlqmon_start(const struct config *c)
 }
 
 void
-dlqmon_stop(struct dlqmon *m)
+dlqmon_stop(struct dlqmon *m, struct dlqmon_carry *carry)
 {
     if (m == NULL) {
         return;
     }
     pthread_mutex_lock(&m->mu);
-    m->stop = 1;
+    flag_raise(&m->stop);
     pthread_cond_signal(&m->cv);
     pthread_mutex_unlock(&m->mu);
     pthread_join(m->thread, NULL);
-    save(m);
-    alert_pending_free(carry.pending);
-    carry.pending = alert_sender_stop(m->sender);
+    save(m, carry);
+    alert_pending_free(carry->pending);
+    carry->pending = alert_sender_stop(m->sender);
     dlqmon_free(m);
 }

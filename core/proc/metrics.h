@@ -22,7 +22,7 @@ enum metric {
     MET_DUPLICATES,   /* counter: queue, plugin, kind completed|lease */
     MET_CONFLICTS,    /* counter: queue, plugin */
     MET_EXTENSIONS,   /* counter: queue */
-    MET_SQS_REQUESTS, /* counter: action, result ok|error */
+    MET_SQS_REQUESTS, /* counter: action, result ok|error|cancelled */
     MET_SQS_ERRORS,   /* counter: action, code */
     MET_PG_ERRORS,    /* counter: operation */
     MET_DLQ_DEPTH,    /* gauge (master): queue */

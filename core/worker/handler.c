@@ -19,6 +19,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "shm.h"
+#include "sqs_limits.h"
 #include "verdict.h"
 #include "worker.h"
 
@@ -94,7 +95,7 @@ run_transactional(struct handler *h, struct twice_job *j)
     int rc = s != NULL ? idem_tx_begin(s, j->key, err, sizeof(err)) : -1;
     if (rc == 0) {
         give_back(j, LIFECYCLE_LEASE_LOST, 0, NULL);
-        j->claimed = 0;
+        shared_int_set(&j->claimed, 0);
         return 0;
     }
     if (rc < 0) {
@@ -108,7 +109,7 @@ run_transactional(struct handler *h, struct twice_job *j)
     if (st == TWICE_DONE) {
         if (idem_tx_complete(s, j->key, j->attempt, err, sizeof(err)) == 0) {
             j->key_completed = 1;
-            j->claimed = 0;
+            shared_int_set(&j->claimed, 0);
         } else if (!idem_connected(s)) {
             /* The database went away: not the job's fault, and not an attempt
              * to count against it. It comes back when the store does. */
@@ -164,7 +165,7 @@ fifo_backoff(struct twice_job *j)
 {
     struct worker *w = j->queue->w;
     for (int waited = 0; waited < j->delay * 10; waited++) {
-        if (w->draining) {
+        if (flag_is_up(&w->draining)) {
             give_back(j, LIFECYCLE_DRAIN_IN_BACKOFF, j->delay - waited / 10, NULL);
             return 0;
         }
@@ -205,7 +206,7 @@ run_chain(struct handler *h, struct twice_job *j)
     while (j != NULL) {
         struct twice_job *next = j->group_next;
         j->group_next = NULL;
-        if (held_back || h->q->w->draining) {
+        if (held_back || flag_is_up(&h->q->w->draining)) {
             give_back(j, LIFECYCLE_DRAINING, 0, NULL);
         } else {
             run_settled(h, j);
@@ -288,6 +289,15 @@ handlers_join(struct wqueue *q)
     q->nhandlers = 0;
     free(q->handlers);
     q->handlers = NULL;
+}
+
+void
+handlers_detach(struct wqueue *q)
+{
+    for (size_t i = 0; i < q->nhandlers; i++) {
+        pthread_detach(q->handlers[i]);
+    }
+    q->nhandlers = 0;
 }
 
 /* Jobs still waiting when the drain deadline passes (handlers all busy). */

@@ -7,7 +7,6 @@
 #ifndef TWICE_MOCK_INTERNAL_H
 #define TWICE_MOCK_INTERNAL_H
 
-#include <jansson.h>
 #include <pthread.h>
 #include <stddef.h>
 
@@ -53,7 +52,7 @@ struct twice_job {
     struct twice_mock *mock;
     char *body; /* owned, NUL-terminated */
     size_t body_len;
-    json_t *root;                             /* parsed body (owned), NULL when not JSON */
+    struct jsondoc *root;                     /* parsed body (owned), NULL when not JSON */
     char body_error[JSONPATH_BODY_ERROR_LEN]; /* why it is not JSON, as the host says it */
     struct mock_attr *attrs;
     size_t nattrs;

@@ -33,9 +33,10 @@ twice_mock_job_new(twice_mock *m, const char *body)
         return NULL;
     }
     j->body_len = strlen(j->body);
-    /* Parsed by the host's own parser: duplicates refused, a bare scalar
-     * accepted (it simply has no fields), the same reason when it fails. */
-    j->root = jsonpath_parse_body(j->body, j->body_len, j->body_error, sizeof(j->body_error));
+    /* Parsed by the host's own parser: a bare scalar accepted (it simply
+     * has no fields), a repeated name read as its last, the same reason
+     * when it fails. */
+    j->root = jsondoc_parse(j->body, j->body_len, j->body_error, sizeof(j->body_error));
     return (twice_mock_job *) j;
 }
 
@@ -71,7 +72,7 @@ twice_mock_job_free(twice_mock_job *mj)
         free(j->attrs[i].value);
     }
     free(j->attrs);
-    json_decref(j->root);
+    jsondoc_free(j->root);
     free(j->body);
     free(j->message_id);
     free(j->group_id);

@@ -110,10 +110,11 @@ typedef enum twice_log_level {
     TWICE_LOG_DEBUG = 3
 } twice_log_level;
 
-/* Descriptor flags. */
-#define TWICE_FLAG_TRANSACTIONAL                                                                  \
-    0x1u /* handle() runs inside the transaction                                                  \
-            that completes the key; api->db() works */
+/* Descriptor flags (the formatter would fold each comment into its macro). */
+/* clang-format off */
+#define TWICE_FLAG_TRANSACTIONAL 0x1u /* handle() runs inside the transaction that
+                                         completes the key; api->db() works */
+/* clang-format on */
 
 /* The type of a declared setting. */
 typedef enum twice_setting_type {
@@ -159,15 +160,19 @@ typedef struct twice_api {
     const char *(*body)(const twice_job *job, size_t *len);
 
     /* A scalar field of the JSON body by dotted path ("a.b", "items.0.id"):
-     * a string's text, an integer in decimal, a real in the shortest form
-     * that reads back the same (1.0 gives "1"), "true"/"false". NULL when the
-     * body is not JSON, the path is missing, or the value is null, an object
-     * or an array. Borrowed until handle() returns; NUL-terminated. */
+     * a string's text (which holds a NUL byte where the JSON said "\u0000":
+     * use *len), a number exactly as the producer wrote it ("19.99", "1.0",
+     * an integer of any length), "true"/"false". Inside derive_key() a
+     * number comes as key templates spell it instead (1.0 gives "1"), so
+     * keys built from it never change. An object member named twice: the
+     * last one. NULL when the body is not JSON, the path is missing, or the
+     * value is null, an object or an array. Borrowed until handle()
+     * returns; NUL-terminated. */
     const char *(*field)(const twice_job *job, const char *path, size_t *len);
 
-    /* Any field (object, array or scalar) serialised as compact JSON; ""
-     * path for the whole body. NULL when missing. Borrowed until handle()
-     * returns. */
+    /* Any field (object, array or scalar) as the producer wrote it: its
+     * original JSON text, numbers and escapes untouched; "" path for the
+     * whole body. NULL when missing. Borrowed until handle() returns. */
     const char *(*field_json)(const twice_job *job, const char *path, size_t *len);
 
     /* A message attribute's string value (String and Number types). NULL
@@ -311,19 +316,22 @@ typedef const twice_plugin *(*twice_plugin_entry_fn)(void);
 #define TWICE_PLUGIN_ENTRY "twice_plugin_entry"
 
 /* Define the descriptor and the entry point. Arguments are designated
- * initializers for the fields after `flags` (and `.flags` itself). */
-#define TWICE_PLUGIN(...)                                                                         \
-    static const twice_plugin twice_plugin_descriptor_ = {.magic = TWICE_ABI_MAGIC,               \
-                                                          .abi_major = TWICE_ABI_MAJOR,           \
-                                                          .abi_minor = TWICE_ABI_MINOR,           \
-                                                          .size =                                 \
-                                                              (uint32_t) sizeof(twice_plugin),    \
-                                                          __VA_ARGS__};                           \
-    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void);                                    \
-    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void)                                     \
-    {                                                                                             \
-        return &twice_plugin_descriptor_;                                                         \
+ * initializers for the fields after `flags` (and `.flags` itself). Kept
+ * as written, one field a line: the formatter would stack it at the brace. */
+/* clang-format off */
+#define TWICE_PLUGIN(...)                                               \
+    static const twice_plugin twice_plugin_descriptor_ = {              \
+        .magic = TWICE_ABI_MAGIC,                                       \
+        .abi_major = TWICE_ABI_MAJOR,                                   \
+        .abi_minor = TWICE_ABI_MINOR,                                   \
+        .size = (uint32_t) sizeof(twice_plugin),                        \
+        __VA_ARGS__};                                                   \
+    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void);          \
+    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void)           \
+    {                                                                   \
+        return &twice_plugin_descriptor_;                               \
     }
+/* clang-format on */
 
 #ifdef __cplusplus
 }
