@@ -44,18 +44,25 @@ struct idem_store {
  *   another worker after our snapshot is not inserted again (we wait if its
  *   insert is still uncommitted). A row lock (FOR KEY SHARE from
  *   idem_tx_begin) does not make it wait.
- * - free locks the rows nobody holds: released, crashed and interrupted
- *   ones, and in_progress ones whose lease has expired, SKIP LOCKED: a row
- *   locked by a transactional handler, or being claimed by another worker
- *   right now, is skipped instead of waited for. A row changed after our
- *   snapshot is rechecked on its newest version, so a row that another
- *   worker has just claimed (lease renewed) or completed is not taken.
+ * - old holds the keys ins did not insert (they had a row already, or
+ *   another worker inserted one just now): the parts below look only at
+ *   these, by primary key. In the common batch of new keys they do nothing,
+ *   and no part ever scans the in-progress rows of the table (the claim of
+ *   issue 9 did, through the owner index, once the planner's statistics said
+ *   there were few: its cost grew with the keys in flight over all hosts).
+ * - free locks the rows of old that nobody holds: released, crashed and
+ *   interrupted ones, and in_progress ones whose lease has expired, SKIP
+ *   LOCKED: a row locked by a transactional handler, or being claimed by
+ *   another worker right now, is skipped instead of waited for. A row
+ *   changed after our snapshot is rechecked on its newest version, so a row
+ *   that another worker has just claimed (lease renewed) or completed is not
+ *   taken.
  * - upd claims exactly the rows free locked, keeping their count of runs,
  *   and answers the state each had.
- * - The final SELECT reads each key's row from the snapshot: a key neither
- *   inserted nor claimed is COMPLETED if the snapshot says so (completed
- *   is final until the janitor deletes it), else BUSY, including a row that
- *   is newer than the snapshot (lease unknown: we report our own lease).
+ * - seen reads the rows of old from the snapshot: a key neither inserted
+ *   nor claimed is COMPLETED if the snapshot says so (completed is final
+ *   until the janitor deletes it), else BUSY, including a row that is newer
+ *   than the snapshot (lease unknown: we report our own lease).
  * The answers: C claimed (new or released), T taken over (a lease expired
  * unrecorded), X crashed, S interrupted, D completed, B busy.
  */
@@ -74,28 +81,32 @@ static const char sql_claim[] =
     " SELECT i.k, 'in_progress', $5, now() + i.l * interval '1 second', i.sha, i.m, 0,"
     " now(), now() FROM input i ORDER BY i.k"
     " ON CONFLICT (idempotency_key) DO NOTHING RETURNING t.idempotency_key"
+    "), old AS MATERIALIZED ("
+    " SELECT i.* FROM input i WHERE NOT EXISTS"
+    " (SELECT 1 FROM ins WHERE ins.idempotency_key = i.k)"
     "), free AS MATERIALIZED ("
-    " SELECT t.idempotency_key, t.state AS was FROM @T t JOIN input i ON t.idempotency_key = i.k"
+    " SELECT t.idempotency_key, t.state AS was FROM old o JOIN @T t ON t.idempotency_key = o.k"
     " WHERE " FREE_ROW " ORDER BY t.idempotency_key FOR UPDATE OF t SKIP LOCKED"
     "), upd AS ("
     " UPDATE @T t SET state = 'in_progress', owner = $5,"
-    " lease_until = now() + i.l * interval '1 second', payload_sha256 = i.sha,"
-    " message_id = i.m, processed_at = now()"
-    " FROM free f JOIN input i ON i.k = f.idempotency_key"
+    " lease_until = now() + o.l * interval '1 second', payload_sha256 = o.sha,"
+    " message_id = o.m, processed_at = now()"
+    " FROM free f JOIN old o ON o.k = f.idempotency_key"
     " WHERE t.idempotency_key = f.idempotency_key AND " FREE_ROW
     " RETURNING t.idempotency_key, t.attempts, f.was"
-    ") SELECT CASE WHEN ins.idempotency_key IS NOT NULL THEN 'C'"
+    "), seen AS ("
+    " SELECT o.k, t.state, t.attempts, t.lease_until, t.payload_sha256, t.message_id"
+    " FROM old o JOIN @T t ON t.idempotency_key = o.k"
+    ") SELECT CASE WHEN o.k IS NULL THEN 'C'"
     " WHEN upd.was = 'released' THEN 'C' WHEN upd.was = 'crashed' THEN 'X'"
     " WHEN upd.was = 'interrupted' THEN 'S' WHEN upd.was IS NOT NULL THEN 'T'"
     " WHEN t.state = 'completed' THEN 'D' ELSE 'B' END,"
-    " CASE WHEN ins.idempotency_key IS NOT NULL THEN 0"
-    " ELSE coalesce(upd.attempts, t.attempts, 0) END,"
+    " coalesce(upd.attempts, t.attempts, 0),"
     " CASE WHEN t.lease_until > now()"
     " THEN extract(epoch FROM t.lease_until - now())::float8 ELSE i.l END,"
     " encode(t.payload_sha256, 'hex'), t.message_id"
-    " FROM input i LEFT JOIN ins ON ins.idempotency_key = i.k"
-    " LEFT JOIN upd ON upd.idempotency_key = i.k"
-    " LEFT JOIN @T t ON t.idempotency_key = i.k ORDER BY i.ord";
+    " FROM input i LEFT JOIN old o ON o.k = i.k LEFT JOIN upd ON upd.idempotency_key = i.k"
+    " LEFT JOIN seen t ON t.k = i.k ORDER BY i.ord";
 
 /*
  * complete/extend/release touch only rows this owner holds, and one process
