@@ -34,6 +34,8 @@ static const struct config_choice levels[] = {{"error", TWICE_LOG_ERROR},
                                               {NULL, 0}};
 static const struct config_choice formats[] = {
     {"text", LOG_FORMAT_TEXT}, {"json", LOG_FORMAT_JSON}, {NULL, 0}};
+static const struct config_choice exporters[] = {
+    {"none", CONFIG_TRACING_NONE}, {"otlp", CONFIG_TRACING_OTLP}, {NULL, 0}};
 static const struct config_choice conflicts[] = {
     {"skip", CONFIG_CONFLICT_SKIP}, {"reject", CONFIG_CONFLICT_REJECT}, {NULL, 0}};
 
@@ -78,6 +80,8 @@ const struct config_row config_rows[] = {
     {ROW("", "alerts", CONFIG_GROUP, C(alerts)), .doc = "Alerts on dead-lettered messages."},
     {ROW("", "metrics", CONFIG_GROUP, C(metrics)),
      .doc = "Metrics and health over HTTP (Prometheus text format)."},
+    {ROW("", "tracing", CONFIG_GROUP, C(tracing)),
+     .doc = "OpenTelemetry spans, one per job, exported over OTLP/HTTP with JSON encoding."},
     {ROW("", "plugins", CONFIG_LIST, C(plugins)), COUNT(struct config, nplugins),
      .entry_size = sizeof(struct config_plugin), .noun = "plugin",
      .entry_begin = config_plugin_begin, .free = config_plugin_free,
@@ -179,6 +183,37 @@ const struct config_row config_rows[] = {
      .doc = "\"IP:port\", \"[IPv6]:port\" or \":port\" (every IPv4 interface; names are not "
             "resolved) for /metrics, /healthz and /readyz. It has no authentication: keep it on "
             "loopback or a private interface."},
+    {ROW("metrics", "queue_stats_interval", CONFIG_INT, C(metrics.queue_stats_interval)), .lo = 0,
+     .hi = 86400, .def = 15,
+     .doc = "Seconds between readings of each queue's message counts (one GetQueueAttributes per "
+            "queue, by the master) for twice_queue_messages and twice_queue_oldest_age_seconds; "
+            "0 turns them off. Nothing is read without a listener."},
+
+    {ROW("tracing", "exporter", CONFIG_ENUM, C(tracing.exporter)), .choices = exporters,
+     .noun = "exporter", .def = CONFIG_TRACING_NONE,
+     .doc = "otlp makes a span per job and exports it; none (the default) makes none. Plugins "
+            "still get a message's incoming traceparent."},
+    {ROW("tracing", "endpoint", CONFIG_STR, C(tracing.endpoint)), .flags = CONFIG_UNSET,
+     .check = config_check_http_url,
+     .doc_default = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then OTEL_EXPORTER_OTLP_ENDPOINT with "
+                    "/v1/traces, then http://localhost:4318/v1/traces",
+     .doc = "The collector's OTLP/HTTP traces URL (http:// or https://), used as it is."},
+    {ROW("tracing", "service_name", CONFIG_STR, C(tracing.service_name)), .flags = CONFIG_UNSET,
+     .doc_default = "OTEL_SERVICE_NAME, then service.name in OTEL_RESOURCE_ATTRIBUTES, then "
+                    "\"twiced\"",
+     .doc = "The service.name resource attribute of every span."},
+    {ROW("tracing", "buffer_spans", CONFIG_INT, C(tracing.buffer_spans)), .lo = 1, .hi = 1000000,
+     .def = 2048,
+     .doc = "Finished spans waiting for export, at most; more are dropped and counted in "
+            "twice_spans_dropped_total, so a slow collector never holds a job up."},
+    {ROW("tracing", "batch_spans", CONFIG_INT, C(tracing.batch_spans)), .lo = 1, .hi = 10000,
+     .def = 512, .doc = "Spans per export request."},
+    {ROW("tracing", "export_interval_ms", CONFIG_INT, C(tracing.export_interval_ms)), .lo = 10,
+     .hi = 600000, .def = 5000, .doc = "Milliseconds a partial batch waits before it is sent."},
+    {ROW("tracing", "export_timeout", CONFIG_INT, C(tracing.export_timeout)), .lo = 1, .hi = 300,
+     .def = 10,
+     .doc = "Seconds for one export request; a batch that fails or times out is dropped and "
+            "counted."},
 
     /* An entry of plugins. */
     {ROW("plugins", "name", CONFIG_STR, P(name)), .flags = CONFIG_REQUIRED | CONFIG_NAME,

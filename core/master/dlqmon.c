@@ -4,6 +4,8 @@
  * message in it (visible, in flight, delayed), so `twicectl dlq list`
  * holding messages for a moment does not look like a drain. Not the rule
  * or the wording of notices (alert.c), nor their delivery (alert_sink.c).
+ * Its thread and client also refresh the queue gauges (qstats.c), on their
+ * own interval.
  */
 #include "dlqmon.h"
 
@@ -16,6 +18,7 @@
 #include "creds.h"
 #include "log.h"
 #include "metrics.h"
+#include "qstats.h"
 #include "shm.h"
 #include "sqs.h"
 
@@ -53,6 +56,7 @@ struct dlqmon {
     struct sqs_client *sqs; /* NULL when no endpoint could be resolved */
     uint64_t cursor;        /* shm dead-letter events read so far */
     struct alert_sender *sender;
+    struct qstats *stats; /* the queue gauges, refreshed on this thread; NULL: off */
 };
 
 /* Every message in the DLQ, or -1 (logged when it starts failing). */
@@ -209,16 +213,23 @@ dlqmon_main(void *arg)
     pthread_mutex_lock(&m->mu);
     while (!flag_is_up(&m->stop)) {
         int64_t now = clock_mono_ms();
-        if (now < next) {
-            struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, next - now);
+        int64_t wake =
+            m->stats != NULL && qstats_due(m->stats) < next ? qstats_due(m->stats) : next;
+        if (now < wake) {
+            struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, wake - now);
             pthread_cond_timedwait(&m->cv, &m->mu, &ts);
             continue;
         }
         pthread_mutex_unlock(&m->mu);
-        check(m);
-        next += (int64_t) m->interval * 1000;
-        if (next < clock_mono_ms()) { /* a slow check: do not catch up in a burst */
-            next = clock_mono_ms() + (int64_t) m->interval * 1000;
+        if (m->stats != NULL && now >= qstats_due(m->stats)) {
+            qstats_run(m->stats, m->sqs, &m->stop);
+        }
+        if (now >= next) {
+            check(m);
+            next += (int64_t) m->interval * 1000;
+            if (next < clock_mono_ms()) { /* a slow check: do not catch up in a burst */
+                next = clock_mono_ms() + (int64_t) m->interval * 1000;
+            }
         }
         pthread_mutex_lock(&m->mu);
     }
@@ -299,6 +310,7 @@ dlqmon_free(struct dlqmon *m)
         free(m->q[i].dlq_url);
     }
     free(m->q);
+    qstats_free(m->stats);
     sqs_client_free(m->sqs);
     sqs_endpoint_free(&m->ep);
     creds_chain_free(m->creds);
@@ -358,6 +370,7 @@ dlqmon_new(const struct config *c)
         }
     }
     connect_sqs(m, c);
+    m->stats = qstats_new(c);
     return m;
 }
 

@@ -17,6 +17,8 @@
 #include "log.h"
 #include "sqs_limits.h"
 #include "utf8.h"
+#include "span.h"
+#include "tracectx.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -217,6 +219,25 @@ api_error(twice_job *job, const char *fmt, ...)
     }
 }
 
+/* The job's span when it has one; else the message's valid traceparent,
+ * kept with the job (see plugin.h for why it is passed on). */
+static const char *
+api_traceparent(const twice_job *job)
+{
+    if (job->span != NULL) {
+        return job->span->traceparent;
+    }
+    const struct sqs_attr *a = sqs_attr_find(job->msg.attrs, job->msg.nattrs, "traceparent");
+    struct tracectx c;
+    if (a == NULL || a->string_value == NULL ||
+        tracectx_parse_traceparent(a->string_value, strlen(a->string_value), &c, NULL) != 0) {
+        return NULL;
+    }
+    char text[TRACECTX_TRACEPARENT_LEN + 1];
+    tracectx_format_traceparent(&c, text);
+    return job_keep(mutable_job(job), text, TRACECTX_TRACEPARENT_LEN);
+}
+
 static const char *
 api_queue(const twice_job *job)
 {
@@ -246,6 +267,7 @@ static const twice_api host_api = {
     .db = api_db,
     .retry_after = api_retry_after,
     .error = api_error,
+    .traceparent = api_traceparent,
     .queue = api_queue,
     .attr_name = api_attr_name,
 };

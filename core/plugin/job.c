@@ -11,6 +11,7 @@
 #include "instance.h"
 #include "jsonpath.h"
 #include "log.h"
+#include "span.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,6 +47,7 @@ job_free(struct twice_job *j)
     arena_free(&j->scratch);
     free(j->key);
     free(j->error);
+    span_free(j->span);
     free(j);
 }
 

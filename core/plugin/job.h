@@ -26,6 +26,7 @@ struct wqueue;
 struct plugin_instance;
 struct keytmpl;
 struct idem_store;
+struct span;
 
 /* What the acknowledger must do with a finished job. */
 enum job_action {
@@ -73,6 +74,7 @@ struct twice_job {
     int deferred;    /* acker: a step failed, try again in a later pass */
 
     struct arena scratch; /* owned: strings handed to the plugin (api->field...) */
+    struct span *span;    /* owned: its trace span (worker/jobspan.c), NULL with tracing off */
 
     struct timespec received_at; /* monotonic */
     struct timespec extended_at; /* monotonic: visibility and lease last set */

@@ -432,6 +432,7 @@ sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_receiv
     jsonwrite_string(&w, "ApproximateReceiveCount");
     jsonwrite_string(&w, "SentTimestamp");
     jsonwrite_string(&w, "MessageGroupId");
+    jsonwrite_string(&w, "AWSTraceHeader");
     jsonwrite_end_array(&w);
     jsonwrite_string(&w, "MessageAttributeNames");
     jsonwrite_array(&w);

@@ -57,6 +57,7 @@ enum key {
     K_RECEIVE_COUNT,
     K_SENT_TIMESTAMP,
     K_GROUP_ID,
+    K_TRACE_HEADER,
     K_DATA_TYPE,
     K_STRING_VALUE,
     K_BINARY_VALUE
@@ -103,6 +104,7 @@ classify(enum frame f, const char *s, size_t n)
         {F_SYSATTRS, 23, K_RECEIVE_COUNT, "ApproximateReceiveCount"},
         {F_SYSATTRS, 13, K_SENT_TIMESTAMP, "SentTimestamp"},
         {F_SYSATTRS, 14, K_GROUP_ID, "MessageGroupId"},
+        {F_SYSATTRS, 14, K_TRACE_HEADER, "AWSTraceHeader"},
         {F_ENTRY, 8, K_DATA_TYPE, "DataType"},
         {F_ENTRY, 11, K_STRING_VALUE, "StringValue"},
         {F_ENTRY, 11, K_BINARY_VALUE, "BinaryValue"},
@@ -188,6 +190,7 @@ forget(struct receive *r, enum key key)
         m->receive_count = 0;
         m->sent_timestamp_ms = 0;
         m->group_id = NULL;
+        m->aws_trace_header = NULL;
         break;
     case K_MESSAGE_ATTRIBUTES:
         m->nattrs = 0;
@@ -338,6 +341,10 @@ sysattr(struct jsonparse *p, enum key key, enum jsonparse_kind kind, const char 
                                                 kind == JSONPARSE_STRING ? n : strlen(v))) == NULL
                    ? -1
                    : 0;
+    case K_TRACE_HEADER:
+        /* X-Ray's header is text; anything else is not one, and is ignored */
+        m->aws_trace_header = NULL;
+        return kind == JSONPARSE_STRING && (m->aws_trace_header = copy(p, s, n)) == NULL ? -1 : 0;
     default:
         return 0;
     }

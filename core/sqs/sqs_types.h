@@ -58,8 +58,9 @@ struct sqs_message {
     char *receipt_handle;
     char *body; /* NUL-terminated */
     size_t body_len;
-    int receive_count; /* ApproximateReceiveCount; 1 when missing */
-    char *group_id;    /* MessageGroupId, NULL on standard queues */
+    int receive_count;      /* ApproximateReceiveCount; 1 when missing */
+    char *group_id;         /* MessageGroupId, NULL on standard queues */
+    char *aws_trace_header; /* AWSTraceHeader (X-Ray), NULL when absent */
     int64_t sent_timestamp_ms;
     struct sqs_attr *attrs;
     size_t nattrs;

@@ -24,6 +24,7 @@
 #include "idem.h"
 #include "instance.h"
 #include "job.h"
+#include "jobspan.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
@@ -108,6 +109,7 @@ finish(struct twice_job *j)
     if (j->holds_slot) {
         wqueue_release_slot(j->queue, 1);
     }
+    jobspan_end(j);
     job_free(j);
 }
 

@@ -15,6 +15,7 @@
 #include "handler.h"
 #include "hostapi.h"
 #include "instance.h"
+#include "jobspan.h"
 #include "keying.h"
 #include "log.h"
 #include "metrics.h"
@@ -202,6 +203,7 @@ prepare(struct worker *w, const struct childargs *a, char *err, size_t errlen)
 static int
 start(struct worker *w, char *err, size_t errlen)
 {
+    jobspan_start(w->cfg);
     w->acker = acker_start(w, err, errlen);
     if (w->acker == NULL) {
         return -1;
@@ -362,6 +364,7 @@ worker_main(int argc, char **argv)
              sigabbrev_np(si.si_signo));
     int clean = drain(&w, &set, ask, a.master_pid);
     acker_stop(w.acker);
+    jobspan_stop();
     if (!clean) {
         for (size_t i = 0; i < w.nqueues; i++) {
             handlers_detach(&w.queues[i]);

@@ -21,7 +21,9 @@
 #include "jsonpath.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "jobspan.h"
 #include "metrics.h"
+#include "msgage.h"
 #include "sqs.h"
 #include "sqs_limits.h"
 #include "verdict.h"
@@ -278,6 +280,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
     struct wqueue *q = r->q;
     struct twice_job *jobs[SQS_RECEIVE_MAX];
     size_t nj = 0;
+    msgage_observe(q->cfg->name, msgs, n);
     for (size_t i = 0; i < n; i++) {
         struct twice_job *j = job_new(q, q->cfg, &msgs[i]);
         if (j == NULL) {
@@ -288,6 +291,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
             continue;
         }
         j->holds_slot = 1;
+        jobspan_begin(j);
         prepare(q, j);
         jobs[nj++] = j;
     }

@@ -59,7 +59,8 @@ struct twice_job {
     char *message_id, *group_id; /* owned; group_id may be NULL */
     char *queue;                 /* owned: what api->queue() says */
     int attempt;
-    void *db; /* borrowed PGconn */
+    void *db;          /* borrowed PGconn */
+    char *traceparent; /* owned: the span context set by the test, or NULL */
 
     /* results of the last run */
     char *key, *error;  /* owned, or NULL */

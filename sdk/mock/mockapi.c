@@ -9,6 +9,7 @@
 #include "buf.h"
 #include "jsonpath.h"
 #include "mock_internal.h"
+#include "tracectx.h"
 
 #include "sqs_limits.h"
 
@@ -221,6 +222,26 @@ api_error(twice_job *job, const char *fmt, ...)
     }
 }
 
+/* As twiced: the span context (the test's), else the message's own valid
+ * traceparent passed on as version 00 (tracing off), else NULL. */
+static const char *
+api_traceparent(const twice_job *job)
+{
+    struct tracectx c;
+    if (job->traceparent != NULL) {
+        return job->traceparent;
+    }
+    const char *v = api_attr(job, "traceparent", NULL);
+    if (v == NULL || tracectx_parse_traceparent(v, strlen(v), &c, NULL) != 0) {
+        return NULL;
+    }
+    char *text = malloc(TRACECTX_TRACEPARENT_LEN + 1);
+    if (text != NULL) {
+        tracectx_format_traceparent(&c, text);
+    }
+    return keep(job, text, TRACECTX_TRACEPARENT_LEN, NULL);
+}
+
 static const char *
 api_queue(const twice_job *job)
 {
@@ -250,6 +271,7 @@ static const twice_api mock_api = {
     .db = api_db,
     .retry_after = api_retry_after,
     .error = api_error,
+    .traceparent = api_traceparent,
     .queue = api_queue,
     .attr_name = api_attr_name,
 };

@@ -8,6 +8,7 @@
 #include "mock_internal.h"
 #include "mockapi.h"
 #include "mockkey.h"
+#include "tracectx.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,7 @@ twice_mock_job_free(twice_mock_job *mj)
     free(j->message_id);
     free(j->group_id);
     free(j->queue);
+    free(j->traceparent);
     free(j);
 }
 
@@ -139,6 +141,17 @@ void
 twice_mock_job_attempt(twice_mock_job *mj, int attempt)
 {
     ((struct twice_job *) mj)->attempt = attempt;
+}
+
+int
+twice_mock_job_traceparent(twice_mock_job *mj, const char *traceparent)
+{
+    struct tracectx c;
+    if (traceparent == NULL ||
+        tracectx_parse_traceparent(traceparent, strlen(traceparent), &c, NULL) != 0) {
+        return -1;
+    }
+    return replace(&((struct twice_job *) mj)->traceparent, traceparent, 0);
 }
 
 void

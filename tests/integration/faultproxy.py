@@ -5,17 +5,19 @@ takes a server (PostgreSQL) away and gives it back.
 What it is for: making the real emulator unreachable (connections refused), or
 answering every request with a chosen status and error body (500s, throttling),
 or passing requests through unchanged - switched at run time by the test. It
-also counts what it saw. Not a mock: in "pass" mode every request goes to the
-real emulator and its real answer comes back. TcpProxy does the same for any TCP
-server, at the level of connections: up (bytes forwarded as they are) or down
-(every connection cut, new ones refused), so one test can lose the run's shared
-PostgreSQL without taking it from the others.
+also counts what it saw, by operation. Not a mock: in "pass" mode every request
+goes to the real emulator and its real answer comes back (unless the test sets
+`rewrite`, to add what the emulator lacks, such as a system attribute SQS has).
+TcpProxy does the same for any TCP server, at the level of connections: up (bytes
+forwarded as they are) or down (every connection cut, new ones refused), so one test
+can lose the run's shared PostgreSQL without taking it from the others.
 
-Used by: test_serial_faults.py, test_metrics.py.
+Used by: test_serial_faults.py, test_metrics.py, test_tracing.py.
 """
 
 import http.client
 import http.server
+import json
 import socket
 import socketserver
 import threading
@@ -41,6 +43,8 @@ class FaultProxy:
         self.status, self.body, self.headers = 500, b"", {}
         self.only = None
         self.seen = {"pass": 0, "status": 0}
+        self.operations = []  # (X-Amz-Target, request body as JSON) of each request
+        self.rewrite = None  # fn(target, request JSON, response bytes) -> response bytes
         self.lock = threading.Lock()
         self.port = None
         self._server = None
@@ -64,6 +68,10 @@ class FaultProxy:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
                 target = self.headers.get("X-Amz-Target", "")
+                try:
+                    request = json.loads(body or b"{}")
+                except ValueError:
+                    request = None
                 with proxy.lock:
                     mode = proxy.mode
                     if mode == "status" and proxy.only and \
@@ -71,6 +79,8 @@ class FaultProxy:
                         mode = "pass"
                     if mode in proxy.seen:
                         proxy.seen[mode] += 1
+                    proxy.operations.append((target, request))
+                    rewrite = proxy.rewrite
                 if mode == "refuse":  # a connection opened before refuse(): cut it
                     self.close_connection = True
                     try:
@@ -87,6 +97,8 @@ class FaultProxy:
                 conn.request("POST", self.path, body, headers)
                 r = conn.getresponse()
                 data = r.read()
+                if rewrite is not None and r.status == 200:
+                    data = rewrite(target, request, data)
                 out = {k: v for k, v in r.getheaders()
                        if k.lower() not in ("connection", "keep-alive", "transfer-encoding",
                                             "content-length")}

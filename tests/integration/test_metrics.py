@@ -180,6 +180,63 @@ class Metrics(twicetest.TwiceTestCase):
                          "once per hour, for the whole instance")
         self.assertEqual(d.stop(), 0)
 
+    def test_queue_gauges_and_message_ages(self):
+        """100 messages, 40 handled: the master's gauges show the 60 left (visible and in
+        flight) within an interval; every received message's age is observed; the counts
+        cost one GetQueueAttributes per queue per interval, whatever the workers."""
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+        url, dlq = self.queue_pair("gauges")
+        dsn = self.new_database("gauges")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        for i in range(0, 40, 10):
+            self.sqs.send_batch(url, [json.dumps({"id": "f%d" % k}) for k in range(i, i + 10)])
+        port = tc.free_port()
+        conf = tc.config(self.env, dsn, [tc.queue("jobs", url, dlq, "effect-tx", concurrency=1,
+                                                  batch_size=1)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         workers=2, metrics_port=port, endpoint=proxy.endpoint, drain_timeout=1,
+                         queue_stats_interval=1)
+        t0 = time.monotonic()
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 2/2", timeout=20)
+
+        def gauge(s, name, **labels):
+            return tc.metric_sum(s, name, queue="jobs", **labels)
+
+        twicetest.wait_until(lambda: self.counts(port)["done"] == 40, timeout=30)
+        # The oldest age the workers saw shows for one interval.
+        oldest = twicetest.wait_until(
+            lambda: gauge(tc.scrape(port), "twice_queue_oldest_age_seconds"), timeout=5,
+            interval=0.05, message="twice_queue_oldest_age_seconds stayed 0")
+        self.assertLess(oldest, time.monotonic() - t0 + 5)
+        for i in range(0, 60, 10):  # they run 30 s: two stay in flight, 58 visible
+            self.sqs.send_batch(url, [json.dumps({"id": "s%d" % k, "sleep_ms": 30000})
+                                      for k in range(i, i + 10)])
+
+        def sixty():
+            s = tc.scrape(port)
+            vis, inf = (gauge(s, "twice_queue_messages", state=st)
+                        for st in ("visible", "in_flight"))
+            return (vis, inf) if vis + inf == 60 and inf > 0 else None
+
+        vis, inf = twicetest.wait_until(sixty, timeout=5, interval=0.1,
+                                        message="the gauges never showed 60 left")
+        self.assertLessEqual(inf, 2, "two workers, concurrency 1")
+        s = tc.scrape(port)
+        self.assertEqual(gauge(s, "twice_queue_messages", state="delayed"), 0)
+        received = gauge(s, "twice_messages_received_total")
+        self.assertEqual(received, 40 + inf)
+        self.assertEqual(gauge(s, "twice_message_age_seconds_count"), received)
+        self.assertEqual(gauge(s, "twice_message_age_seconds_bucket", le="+Inf"), received)
+        self.assertGreater(gauge(s, "twice_message_age_seconds_sum"), 0)
+        elapsed = time.monotonic() - t0
+        reads = [r for t, r in proxy.operations
+                 if t.endswith(".GetQueueAttributes") and r.get("QueueUrl") == url]
+        self.assertGreaterEqual(len(reads), 2)
+        self.assertLessEqual(len(reads), elapsed / 1 + 2, "one read per interval, not per worker")
+        self.assertEqual(d.stop(), 0)
+
 
 class Dashboard(twicetest.TwiceTestCase):
     def test_every_dashboard_query_names_a_metric_twiced_exports(self):

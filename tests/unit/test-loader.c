@@ -564,6 +564,9 @@ test_descriptor_rule(void)
     check_rule(&d, NULL);
     d.size = sizeof(twice_plugin) + 64; /* bigger is fine: a later build of this minor */
     check_rule(&d, NULL);
+    d = good_descriptor();
+    d.abi_minor = 0; /* a plugin built for 1.0 still loads in a 1.1 host */
+    check_rule(&d, NULL);
 
     /* Each minor has its own minimum: the 1.0 size is enough for 1.0 only. */
     d = good_descriptor();

@@ -188,7 +188,8 @@ static const char receive_json[] =
     "\"MessageId\":\"m-2\",\"ReceiptHandle\":\"rh-2\","
     "\"MD5OfBody\":\"E63AEAFC8CA710BBBD371F7D1730C9CC\",\"Body\":\"second body\","
     "\"Attributes\":{\"MessageGroupId\":\"g1\",\"MessageDeduplicationId\":\"d1\","
-    "\"SequenceNumber\":\"18888\",\"ApproximateReceiveCount\":\"1\"},"
+    "\"SequenceNumber\":\"18888\",\"ApproximateReceiveCount\":\"1\","
+    "\"AWSTraceHeader\":\"Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1\"},"
     "\"UnknownMember\":[1,2,3]"
     "}]}";
 
@@ -222,6 +223,7 @@ test_receive(void)
     CHECK_INT(m->receive_count, 3);
     CHECK(m->sent_timestamp_ms == 1700000000123LL);
     CHECK(m->group_id == NULL);
+    CHECK(m->aws_trace_header == NULL);
     CHECK_INT(m->nattrs, 3);
     const struct sqs_attr *a = find_attr(m, "trace");
     CHECK(a != NULL && a->binary == NULL);
@@ -237,6 +239,7 @@ test_receive(void)
     m = &msgs[1];
     CHECK_STR(m->body, "second body");
     CHECK_STR(m->group_id, "g1");
+    CHECK_STR(m->aws_trace_header, "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1");
     CHECK_INT(m->receive_count, 1);
     CHECK_INT(m->nattrs, 0);
     sqs_messages_free(msgs, n);

@@ -222,10 +222,16 @@ typedef struct twice_api {
 
     /* --- 1.1 --- */
 
-    /* The job's W3C trace context, the value of a `traceparent` header
-     * ("00-<trace id>-<span id>-<flags>"), or NULL when the host has none.
-     * Borrowed until handle() returns. Thread-safe like every function
-     * taking a job. */
+    /* The job's trace context as a W3C traceparent value
+     * ("00-<32 hex trace id>-<16 hex span id>-<2 hex flags>"), to send on
+     * with the job's outgoing calls (an HTTP `traceparent` header, a
+     * message attribute) so that their spans join the job's trace. With
+     * tracing on, it names the job's own span (a child of the message's
+     * traceparent when it had a valid one). With tracing off, it is the
+     * message's own traceparent attribute when valid (passed on as version
+     * 00: twice is then a transparent hop), else NULL. Borrowed until
+     * handle() (or derive_key()) returns; same thread rules as the job.
+     * Test with TWICE_API_HAS(api, traceparent): a 1.0 host has none. */
     const char *(*traceparent)(const twice_job *job);
 
     /* The name of the queue the job came from, as configured (`name` in
