@@ -38,7 +38,6 @@ struct idem_stmts *idem_stmts_new(const char *const *tags, char **sql, size_t n)
 void idem_stmts_free(struct idem_stmts *st);
 /* The connection is new (a reconnect): nothing is prepared on it. */
 void idem_stmts_forget(struct idem_stmts *st);
-const char *idem_stmts_name(const struct idem_stmts *st, size_t i);
 /*
  * Run statement i with text parameters: by its name, preparing it first on
  * the server connection that runs it when it is missing there; unnamed

@@ -98,12 +98,7 @@ idem_stmts_forget(struct idem_stmts *st)
     memset(st->known, 0, st->n);
 }
 
-const char *
-idem_stmts_name(const struct idem_stmts *st, size_t i)
-{
-    return st->name[i];
-}
-
+/* Whether res failed with sqlstate (res may be NULL). */
 static int
 has_state(const PGresult *res, const char *sqlstate)
 {
