@@ -685,6 +685,9 @@ migrate_lock_key(const char *table)
 int
 idem_migrate(struct idem_store *s, char *err, size_t errlen)
 {
+    if (outbox_migrate(s, s->name, err, errlen) != 0) {
+        return -1;
+    }
     const char *params[] = {s->table, s->index, s->owner_index, s->free_index};
     PGresult *res = PQexecParams(s->conn, sql_migrate_check, 4, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {

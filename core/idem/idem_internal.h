@@ -1,8 +1,9 @@
 /*
- * idem_internal.h - what idem.c shares with idem_keys.c and idem_stmt.c and
- * nobody else: running SQL written against the store's table, and the
- * hot-path statements prepared on demand. Not part of the store's contract
- * (idem.h); never include it outside idem*.c.
+ * idem_internal.h - what idem.c shares with idem_keys.c, idem_stmt.c and
+ * outbox.c and nobody else: running SQL written against the store's table,
+ * the hot-path statements prepared on demand, and the outbox's part of the
+ * migration. Not part of the store's contract (idem.h); never include it
+ * outside idem*.c and outbox.c.
  */
 #ifndef TWICE_IDEM_INTERNAL_H
 #define TWICE_IDEM_INTERNAL_H
@@ -46,5 +47,9 @@ void idem_stmts_forget(struct idem_stmts *st);
  */
 PGresult *idem_stmts_exec(struct idem_stmts *st, PGconn *conn, size_t i, int nparams,
                           const char *const *params);
+
+/* Create the outbox table when missing (outbox.c; outbox.h says more):
+ * the one hook of the outbox in idem_migrate. */
+int outbox_migrate(struct idem_store *s, const char *table, char *err, size_t errlen);
 
 #endif

@@ -16,6 +16,7 @@
 #include "dlqmon.h"
 #include "generation.h"
 #include "health.h"
+#include "relay.h"
 #include "httpd.h"
 #include "janitor.h"
 #include "log.h"
@@ -65,6 +66,7 @@ struct master {
     struct health *health; /* the store's health, for /readyz */
     struct dlqmon *dlqmon;
     struct dlqmon_carry dlq_carry; /* from one DLQ monitor to the next */
+    struct relay *relay;           /* the outbox relay: one per host */
     struct httpd *httpd;
 };
 
@@ -171,6 +173,8 @@ apply_master_settings(struct master *m, const struct config *c)
     }
     dlqmon_stop(m->dlqmon, &m->dlq_carry); /* then start: its state carries over */
     m->dlqmon = dlqmon_start(c, &m->dlq_carry);
+    relay_stop(m->relay); /* rows it had claimed are sent again once their claim lapses */
+    m->relay = relay_start(c);
     char err[256];
     if (httpd_apply(&m->httpd, c, err, sizeof(err)) != 0) {
         log_error("metrics: %s (metrics and health endpoints are off)", err);
@@ -718,6 +722,7 @@ master_run(const char *path, const struct master_opts *o)
         loop_once(&m, &wait_mask);
     }
     httpd_stop(m.httpd);
+    relay_stop(m.relay);
     health_stop(m.health);
     dlqmon_stop(m.dlqmon, &m.dlq_carry);
     dlqmon_carry_clear(&m.dlq_carry);

@@ -148,6 +148,26 @@ static const struct {
                               "Age of the oldest message received in the last "
                               "queue_stats_interval."},
     [MET_AGE_WINDOW] = {"twice_internal_age_window", INTERNAL, {"queue"}, ""},
+    [MET_OUTBOX_PENDING] = {"twice_outbox_pending",
+                            GAUGE,
+                            {NULL},
+                            "Follow-up messages in the outbox waiting to be sent."},
+    [MET_OUTBOX_OLDEST] = {"twice_outbox_oldest_pending_seconds",
+                           GAUGE,
+                           {NULL},
+                           "Age of the oldest follow-up message waiting in the outbox."},
+    [MET_OUTBOX_REFUSED_ROWS] = {"twice_outbox_refused",
+                                 GAUGE,
+                                 {NULL},
+                                 "Follow-up messages SQS refused for good, kept in the outbox."},
+    [MET_OUTBOX_SENT] = {"twice_outbox_sent_total",
+                         COUNTER,
+                         {"queue"},
+                         "Follow-up messages the relay sent, by target queue."},
+    [MET_OUTBOX_REFUSED] = {"twice_outbox_refused_total",
+                            COUNTER,
+                            {"queue"},
+                            "Follow-up messages SQS refused for good, by target queue."},
 };
 
 void

@@ -292,6 +292,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
         }
         j->holds_slot = 1;
         jobspan_begin(j);
+        j->cfg = q->w->cfg;
         prepare(q, j);
         jobs[nj++] = j;
     }
