@@ -39,8 +39,12 @@
  * One struct idem_store is one libpq connection: not thread-safe, so each
  * thread that needs the store has its own. Every operation on a batch is
  * one round trip. SQL goes only through parameters; the table name from
- * the configuration is quoted as an identifier. Functions return 0, or -1
- * with err (never containing the DSN's password) and never log.
+ * the configuration is quoted as an identifier. The hot-path statements are
+ * prepared statements named for a hash of their text and prepared where
+ * they are missing (idem_stmt.c), so the store also works through a pooler
+ * in transaction mode (pgbouncer); it keeps no other session state.
+ * Functions return 0, or -1 with err (never containing the DSN's password)
+ * and never log.
  *
  * The table keeps the classic column names (idempotency_key TEXT PRIMARY
  * KEY, processed_at TIMESTAMPTZ NOT NULL DEFAULT now()) so tables many
