@@ -676,13 +676,11 @@ idem_run_sql_with(struct idem_store *s, const char *tmpl, const char *const *ext
     return res;
 }
 
-/* The advisory lock of a table's migration: FNV-1a 64 of its name, the same
- * in every process and PostgreSQL version (unlike hashtext). */
-static long long
-migrate_lock_key(const char *table)
+long long
+idem_lock_key(const char *kind, const char *table)
 {
     unsigned long long h = 14695981039346656037ULL;
-    for (const char *p = "twice:idem:"; *p; p++) {
+    for (const char *p = kind; *p; p++) {
         h = (h ^ (unsigned char) *p) * 1099511628211ULL;
     }
     for (const char *p = table; *p; p++) {
@@ -715,7 +713,7 @@ idem_migrate(struct idem_store *s, char *err, size_t errlen)
     /* The DO block gets the quoted table and the check's name as text. */
     struct buf check = BUF_INIT, sql = BUF_INIT;
     char lock[32];
-    snprintf(lock, sizeof(lock), "%lld", migrate_lock_key(s->name));
+    snprintf(lock, sizeof(lock), "%lld", idem_lock_key("twice:idem:", s->name));
     buf_printf(&check, "%s_state_check", s->name);
     char *table_lit = PQescapeLiteral(s->conn, s->table, strlen(s->table));
     char *check_lit = check.failed ? NULL : PQescapeLiteral(s->conn, buf_str(&check), check.len);

@@ -29,6 +29,11 @@ PGresult *idem_run_sql_with(struct idem_store *s, const char *tmpl, const char *
                             int nparams, const char *const *params, ExecStatusType want,
                             const char *what, char *err, size_t errlen);
 
+/* The advisory lock of a migration: FNV-1a 64 of kind ("twice:idem:") and
+ * the table's name, the same in every process and PostgreSQL version (unlike
+ * hashtext); positive. */
+long long idem_lock_key(const char *kind, const char *table);
+
 /* The configured table's name + suffix, quoted as an identifier (malloc'd: the
  * caller frees it), for the tables another idem file keeps next to it
  * (tokens.c); NULL when out of memory. */
