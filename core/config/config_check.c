@@ -553,3 +553,17 @@ config_check_route_plugin(struct config_at *at)
 {
     return plugin_ref(at, at->parent, str_of(at));
 }
+
+int
+config_check_breaker(struct config_at *at)
+{
+    const struct config_queue *q = at->base;
+    if (at->s == NULL || q->breaker_failures >= 1) {
+        return 0;
+    }
+    config_problem(at->x, at->s,
+                   "%sbreaker.failures must be at least 1 (leave the breaker group out to turn "
+                   "it off)",
+                   at->sc->pfx);
+    return -1;
+}

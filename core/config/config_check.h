@@ -43,4 +43,8 @@ config_entry_fn config_route_begin;
 config_check_fn config_check_route_value;
 config_check_fn config_check_route_plugin;
 
+/* queues.breaker.failures: at least 1 when the group is given (0 is the
+ * default of a queue without a breaker). */
+int config_check_breaker(struct config_at *at);
+
 #endif

@@ -25,6 +25,7 @@ struct idem_store {
     char *index;       /* quoted name of the janitor index */
     char *owner_index; /* quoted name of the index of in-progress keys by owner */
     char *free_index;  /* quoted name of the janitor index of free keys */
+    char *pause_table; /* quoted name of the queue pause table (pause.h) */
     char *owner;       /* this process in leases */
     int prepared;      /* the hot-path statements exist on this connection */
 };
@@ -343,6 +344,8 @@ marker(const struct idem_store *s, char c, const char *const *extra)
         return s->owner_index;
     case 'F':
         return s->free_index;
+    case 'P':
+        return s->pause_table;
     }
     for (size_t i = 0; extra != NULL && extra[i] != NULL; i += 2) {
         if (extra[i][0] == c) {
@@ -516,7 +519,8 @@ idem_open(const char *dsn, const char *table, const char *owner, struct idem_sto
     if ((s->table = quote_ident(s->conn, table, "")) == NULL ||
         (s->index = quote_ident(s->conn, table, "_janitor_idx")) == NULL ||
         (s->owner_index = quote_ident(s->conn, table, "_owner_idx")) == NULL ||
-        (s->free_index = quote_ident(s->conn, table, "_free_idx")) == NULL) {
+        (s->free_index = quote_ident(s->conn, table, "_free_idx")) == NULL ||
+        (s->pause_table = quote_ident(s->conn, table, "_pause")) == NULL) {
         goto oom;
     }
     *out = s;
@@ -543,6 +547,7 @@ idem_close(struct idem_store *s)
     free(s->index);
     free(s->owner_index);
     free(s->free_index);
+    free(s->pause_table);
     free(s->owner);
     free(s);
 }
@@ -635,7 +640,7 @@ run_prepared(struct idem_store *s, const char *name, int nparams, const char *co
     return res;
 }
 
-/* Run SQL built from a template (@T, @I) with text parameters (idem_internal.h). */
+/* Run SQL built from a template (@T, @I, @P) with text parameters (idem_internal.h). */
 PGresult *
 idem_run_sql(struct idem_store *s, const char *tmpl, int nparams, const char *const *params,
              ExecStatusType want, const char *what, char *err, size_t errlen)
@@ -678,6 +683,9 @@ migrate_lock_key(const char *table)
 int
 idem_migrate(struct idem_store *s, char *err, size_t errlen)
 {
+    if (idem_pause_migrate(s, err, errlen) != 0) {
+        return -1;
+    }
     const char *params[] = {s->table, s->index, s->owner_index, s->free_index};
     PGresult *res = PQexecParams(s->conn, sql_migrate_check, 4, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {

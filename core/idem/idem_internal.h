@@ -13,12 +13,15 @@ struct idem_store;
 
 /*
  * Run SQL built from tmpl ("@T" is the quoted table, "@I" the janitor
- * index) with text parameters. Returns the result (owned by the caller,
- * PQclear it) when its status is `want`, else NULL with err ("WHAT (table
- * T): message", never the DSN's password).
+ * index, "@P" the pause table of pause.h) with text parameters. Returns the result (owned by the
+ * caller, PQclear it) when its status is `want`, else NULL with err ("WHAT (table T): message",
+ * never the DSN's password).
  */
 PGresult *idem_run_sql(struct idem_store *s, const char *tmpl, int nparams,
                        const char *const *params, ExecStatusType want, const char *what, char *err,
                        size_t errlen);
+
+/* The pause table's DDL (pause.c; pause.h says more), for idem_migrate. */
+int idem_pause_migrate(struct idem_store *s, char *err, size_t errlen);
 
 #endif

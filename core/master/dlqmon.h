@@ -24,6 +24,11 @@ struct dlqmon;
  */
 struct dlqmon *dlqmon_start(const struct config *c);
 
+/* Log a notice made elsewhere (a queue paused or resumed: pausewatch.c) and
+ * queue it (copied) for the sinks. Any thread; m may be NULL (logged only). */
+struct alert_notice;
+void dlqmon_post(struct dlqmon *m, const struct alert_notice *n);
+
 /* Stop promptly (an SQS call or delivery in progress is abandoned) and
  * free. Only the thread that starts and stops monitors calls these. */
 void dlqmon_stop(struct dlqmon *m);

@@ -16,6 +16,7 @@
 #include "dlqmon.h"
 #include "httpd.h"
 #include "janitor.h"
+#include "pausewatch.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
@@ -77,6 +78,7 @@ struct master {
     int ready_announced;
     struct janitor *janitor;
     struct dlqmon *dlqmon;
+    struct pausewatch *pausewatch;
     struct httpd *httpd;
 };
 
@@ -257,8 +259,10 @@ apply_master_settings(struct master *m, const struct config *c)
     m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table, c->idempotency.retention,
                                c->idempotency.janitor_interval, c->idempotency.janitor_batch);
     janitor_stop(old, m->janitor);
-    dlqmon_stop(m->dlqmon); /* then start: its state carries over to the new one */
+    pausewatch_stop(m->pausewatch); /* it posts through the monitor */
+    dlqmon_stop(m->dlqmon);         /* then start: its state carries over to the new one */
     m->dlqmon = dlqmon_start(c);
+    m->pausewatch = pausewatch_start(c, m->dlqmon);
     char err[256];
     if (httpd_apply(&m->httpd, c, err, sizeof(err)) != 0) {
         log_error("metrics: %s (metrics and health endpoints are off)", err);
@@ -676,6 +680,7 @@ master_run(const char *path, int (*detach)(void))
         loop_once(&m, &wait_mask);
     }
     httpd_stop(m.httpd);
+    pausewatch_stop(m.pausewatch);
     dlqmon_stop(m.dlqmon);
     janitor_stop(m.janitor, NULL);
     gen_free(m.cur);

@@ -61,6 +61,9 @@ struct twice_job {
     twice_status status;   /* handle()'s answer */
     char *error;           /* owned: api->error() text, NULL if none */
     int retry_after;       /* api->retry_after() seconds, -1 if not asked */
+    int downstream;        /* api->downstream_unavailable() was called */
+    int downstream_secs;   /* its seconds, 0 when unknown */
+    int probe;             /* the breaker's probe job (worker/breaker.c) */
     struct idem_store *db; /* borrowed, transactional handle() only */
 
     enum job_action action;

@@ -97,6 +97,10 @@ static const struct {
                           GAUGE,
                           {"queue"},
                           "Unix time of the last successful ReceiveMessage."},
+    [MET_QUEUE_PAUSED] = {"twice_queue_paused",
+                          GAUGE,
+                          {"queue", "reason"},
+                          "1 while the queue is paused (reason: the operator's, or breaker)."},
 };
 
 void

@@ -33,6 +33,7 @@ enum metric {
     MET_DURATION,     /* histogram: queue, plugin */
     MET_P99,          /* gauge (worker-published): queue, plugin */
     MET_LAST_RECEIVE, /* gauge: queue; unix time of the last successful receive */
+    MET_QUEUE_PAUSED, /* gauge (master): queue, reason; 1 while paused */
     MET_COUNT_
 };
 

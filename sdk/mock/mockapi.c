@@ -188,6 +188,17 @@ api_retry_after(twice_job *job, unsigned seconds)
     job->retry_after = seconds > MOCK_RETRY_AFTER_MAX ? MOCK_RETRY_AFTER_MAX : (int) seconds;
 }
 
+/* As the host: recorded, and the job's retry_after when it has none. */
+static void
+api_downstream_unavailable(twice_job *job, unsigned seconds)
+{
+    int s = seconds > MOCK_RETRY_AFTER_MAX ? MOCK_RETRY_AFTER_MAX : (int) seconds;
+    job->downstream_unavailable = s;
+    if (job->retry_after < 0 && s > 0) {
+        job->retry_after = s;
+    }
+}
+
 static void
 api_error(twice_job *job, const char *fmt, ...)
 {
@@ -233,6 +244,7 @@ static const twice_api mock_api = {
     .error = api_error,
     .queue = api_queue,
     .attr_name = api_attr_name,
+    .downstream_unavailable = api_downstream_unavailable,
 };
 
 const twice_api *

@@ -536,7 +536,7 @@ test_long_error_is_not_cut(void)
 {
     static char error[5000];
     memset(error, 'e', sizeof(error) - 1);
-    struct lifecycle_run run = {TWICE_RETRY, 5, -1, error, 0};
+    struct lifecycle_run run = {TWICE_RETRY, 5, -1, error, 0, 0, 0};
     struct lifecycle_verdict v;
     CHECK_INT(lifecycle_on_handled(&STD, &run, &v), DLQ);
     CHECK(v.detail.arg == error);
