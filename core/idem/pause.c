@@ -182,8 +182,9 @@ idem_pause_probe_end(struct idem_store *s, const char *queue, int ok, int cap, c
                    : 0;
     }
     return run_count(s,
-                     "UPDATE @P SET cooldown = least(cooldown * 2, $2::int),"
-                     " until = now() + least(cooldown * 2, $2::int) * interval '1 second',"
+                     "UPDATE @P SET cooldown = greatest(cooldown, least(cooldown * 2, $2::int)),"
+                     " until = now() + greatest(cooldown, least(cooldown * 2, $2::int))"
+                     " * interval '1 second',"
                      " probe_owner = NULL, probe_until = NULL"
                      " WHERE queue = $1 AND kind = 'breaker' AND NOT resumed RETURNING 1",
                      2, params, "reopen the breaker", err, errlen) < 0

@@ -66,7 +66,8 @@ int idem_pause_probe_claim(struct idem_store *s, const char *queue, const char *
                            char *err, size_t errlen);
 
 /* The probe's outcome: ok resumes the queue; else the breaker opens again
- * for its cooldown doubled, at most cap seconds. */
+ * for its cooldown doubled, at most cap seconds (never shorter than it was:
+ * a plugin's Retry-After may have made it longer than cap). */
 int idem_pause_probe_end(struct idem_store *s, const char *queue, int ok, int cap, char *err,
                          size_t errlen);
 

@@ -99,6 +99,67 @@ class Breaker(twicetest.TwiceTestCase):
                          [(0,)])
         self.assertEqual(d.stop(), 0)
 
+    def sync_conf(self, url, dlq, dsn, port, rx, failures, **qopts):
+        plugin = tc.plugin("sync", os.path.join(self.env.plugin_build_dir, "sync.so"),
+                           url=rx.url + "/api/{entity}/{id}")
+        q = tc.queue("sync", url, dlq, "sync", **qopts)
+        q = q.replace("backoff = {", "breaker = { failures = %d; window = 30; cooldown = 3; "
+                      "cooldown_max = 6; }; backoff = {" % failures)
+        return tc.config(self.env, dsn, [q], [plugin], metrics_port=port)
+
+    def test_a_breaker_opened_on_one_host_pauses_the_other_and_spends_no_last_attempt(self):
+        # Two hosts (own configs and work directories, same database and queue); the
+        # endpoint answers 503 with no end in sight. max_attempts 2 and a long backoff:
+        # the runs before the breaker opened count, and a message whose next run would
+        # be its last may fail again while the breaker is open without being
+        # dead-lettered. Then the endpoint comes back: the probe closes the breaker.
+        url, dlq = self.queue_pair("sync2")
+        dsn = self.new_database("sync2")
+        rx = self.http_receiver()
+        # 503 with Retry-After: 8 (the cooldown is at least that long): a message that
+        # failed comes back only after its host has heard of the breaker (within 2 s).
+        rx.script(status=503, retry_after="8")
+        ports = [tc.free_port(), tc.free_port()]
+        # The second host's own threshold is never reached: it stops because the
+        # first one's breaker paused the queue in PostgreSQL.
+        confs = [self.sync_conf(url, dlq, dsn, p, rx, failures, concurrency=2, max_attempts=2,
+                                visibility_timeout=10, backoff=(4, 4))
+                 for p, failures in zip(ports, (3, 1000))]
+        hosts = [self.start_twiced(c) for c in confs]
+        for h in hosts:
+            h.wait_log(r"ready: generation 1", timeout=20)
+        total = 20
+        self.sqs.send_batch(url, [json.dumps({"type": "sync", "entity": "c", "id": n,
+                                              "version": 1, "data": {"n": n}})
+                                  for n in range(10)])
+        self.sqs.send_batch(url, [json.dumps({"type": "sync", "entity": "c", "id": n,
+                                              "version": 1, "data": {"n": n}})
+                                  for n in range(10, total)])
+        hosts[0].wait_log(r"circuit breaker opened: 3 transient failures", timeout=15)
+        for h in hosts:
+            h.wait_log(r"queue sync: breaker open: not receiving", timeout=15)
+        self.assertNotIn("circuit breaker opened", hosts[1].log_text())
+        # A failed probe opens it again: nothing is dead-lettered.
+        twicetest.wait_until(lambda: "probe failed" in hosts[0].log_text() + hosts[1].log_text(),
+                             timeout=25, message="a failed probe")
+        self.assertEqual(sum(self.sqs.counts(dlq)), 0, "nothing dead-lettered while open")
+        rx.script(status=200)
+        twicetest.wait_until(lambda: self.pg.query(
+            dsn, "SELECT count(*) FROM twice_idempotency WHERE state = 'completed'")[0][0]
+            == total, timeout=40, interval=0.5, message="every record synced")
+        self.assertEqual(sum(self.sqs.counts(dlq)), 0, "no dead letters")
+        self.assertLessEqual(self.pg.query(dsn, "SELECT max(attempts) FROM twice_idempotency")
+                             [0][0], 2)
+        done = {}
+        for r in rx.requests():
+            if r["status"] == 200:
+                done[r["path"]] = done.get(r["path"], 0) + 1
+        self.assertEqual(len(done), total)
+        self.assertEqual(set(done.values()), {1}, "each record synced once")
+        for h in hosts:
+            h.wait_log(r"queue sync: receiving", timeout=5)
+            self.assertEqual(h.stop(), 0)
+
 
 if __name__ == "__main__":
     unittest.main()
