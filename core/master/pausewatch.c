@@ -62,11 +62,8 @@ static struct idem_store *
 store(struct pausewatch *p)
 {
     char err[512];
-    int fresh = p->store == NULL || !idem_connected(p->store);
-    int rc = p->store == NULL
-                 ? idem_open(p->dsn, p->table, "pausewatch", &p->store, err, sizeof(err))
-             : fresh ? idem_reconnect(p->store, err, sizeof(err))
-                     : 0;
+    int fresh = 0;
+    int rc = idem_ensure(&p->store, p->dsn, p->table, "pausewatch", &fresh, err, sizeof(err));
     if (rc == 0 && fresh) {
         rc = idem_pause_migrate(p->store, err, sizeof(err));
     }
