@@ -5,10 +5,13 @@
  */
 #include "log.h"
 #include "master.h"
+#include "pidfile.h"
 #include "probe.h"
+#include "proctitle.h"
 #include "process.h"
 #include "version.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -22,7 +25,7 @@ static void
 usage(FILE *out)
 {
     fprintf(out,
-            "usage: twiced [-c FILE] [-f | -d] [-t]\n"
+            "usage: twiced [-c FILE] [-p FILE] [-f | -d] [-t [--connect]] [-s reload|stop|quit]\n"
             "\n"
             "twice: an idempotent job worker for Amazon SQS. A master process supervises\n"
             "worker processes that long-poll SQS, guard every job with an idempotency key\n"
@@ -32,28 +35,88 @@ usage(FILE *out)
             "  -t, --test         check the configuration and load every plugin it names\n"
             "                     (in a child process), print each problem as\n"
             "                     FILE:LINE: message, exit 0 when there are none, else 1\n"
+            "      --connect      with -t: also connect to PostgreSQL and ask every queue\n"
+            "                     and dead-letter queue for its attributes\n"
             "  -f, --foreground   run in the foreground (the default; for systemd)\n"
-            "  -d, --daemon       detach from the terminal (logs go to log.file)\n"
+            "  -d, --daemon       detach from the terminal (logs go to log.file); exits 0\n"
+            "                     once the workers are ready, 1 with the reason if not\n"
+            "  -p, --pid-file FILE  the master's pid file (overrides pid_file)\n"
+            "  -s, --signal SIGNAL  signal the running master named by the pid file and\n"
+            "                     exit: reload (the configuration and plugins), stop\n"
+            "                     (drain: running jobs get drain_timeout) or quit (let\n"
+            "                     every running job finish, however long it takes)\n"
             "  -V, --version      print the version and the plugin ABI\n"
             "  -h, --help         this text\n"
             "\n"
-            "Signals: HUP reloads the configuration and plugins without losing jobs;\n"
-            "TERM or INT drains in-flight jobs and exits (a second one: at once).\n",
+            "Signals to the master (process title \"twiced: master\"): HUP reloads the\n"
+            "configuration and plugins without losing jobs; TERM or INT drains in-flight\n"
+            "jobs and exits (a second one: at once); QUIT lets running jobs finish first.\n",
             TWICE_DEFAULT_CONFIG);
 }
 
-/* Detach only when asked to (-d): under systemd twiced stays in front. */
+/* The daemon's end of the pipe its foreground process waits on (-d). */
+static int started_fd = -1;
+
+/* The daemon's start is over: tell the foreground process (once). */
+static void
+report_started(int ok, const char *why)
+{
+    if (started_fd >= 0) {
+        dprintf(started_fd, "%c%s", ok ? 'R' : 'F', ok ? "" : why);
+        close(started_fd);
+        started_fd = -1;
+    }
+}
+
+/* The foreground process of -d: exit 0 once the daemon is ready, 1 (with
+ * the reason) when its start failed or it died first. */
+static int
+wait_started(int fd, pid_t daemon)
+{
+    char buf[2048];
+    size_t n = 0;
+    ssize_t got;
+    while (n < sizeof(buf) - 1 && (got = read(fd, buf + n, sizeof(buf) - 1 - n)) != 0) {
+        if (got < 0 && errno != EINTR) {
+            break;
+        }
+        n += got > 0 ? (size_t) got : 0;
+    }
+    buf[n] = '\0';
+    if (n > 0 && buf[0] == 'R') {
+        return 0;
+    }
+    if (n > 0 && buf[0] == 'F') {
+        fprintf(stderr, "twiced: not started: %s\n", buf + 1);
+    } else {
+        fprintf(stderr, "twiced: the daemon (pid %d) exited before it was ready (see log.file)\n",
+                (int) daemon);
+    }
+    return 1;
+}
+
+/* Detach only when asked to (-d): under systemd twiced stays in front. The
+ * foreground process stays until the daemon is ready or has given up, so
+ * that its exit code says whether twiced started. */
 static int
 daemonize(void)
 {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        perror("twiced: pipe");
+        return -1;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         perror("twiced: fork");
         return -1;
     }
     if (pid > 0) {
-        _exit(0);
+        close(p[1]);
+        _exit(wait_started(p[0], pid));
     }
+    close(p[0]);
+    started_fd = p[1];
     if (setsid() < 0 || chdir("/") != 0) {
         perror("twiced: setsid");
         return -1;
@@ -73,6 +136,7 @@ daemonize(void)
 int
 main(int argc, char **argv)
 {
+    proctitle_init(argc, argv);
     if (argc > 1 && strcmp(argv[1], "--worker") == 0) {
         return worker_main(argc, argv);
     }
@@ -80,23 +144,31 @@ main(int argc, char **argv)
         return probe_main(argc, argv);
     }
     static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"test", no_argument, NULL, 't'},
-        {"foreground", no_argument, NULL, 'f'},
-        {"daemon", no_argument, NULL, 'd'},
-        {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'}, {"pid-file", required_argument, NULL, 'p'},
+        {"connect", no_argument, NULL, 'C'},      {"signal", required_argument, NULL, 's'},
+        {"test", no_argument, NULL, 't'},         {"foreground", no_argument, NULL, 'f'},
+        {"daemon", no_argument, NULL, 'd'},       {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
-    const char *config = TWICE_DEFAULT_CONFIG;
-    int test = 0, detach = 0, c;
-    while ((c = getopt_long(argc, argv, "c:tfdVh", longopts, NULL)) != -1) {
+    const char *config = TWICE_DEFAULT_CONFIG, *signal_name = NULL;
+    struct master_opts opts = {NULL, NULL, NULL};
+    int test = 0, detach = 0, connect = 0, c;
+    while ((c = getopt_long(argc, argv, "c:p:s:tfdVh", longopts, NULL)) != -1) {
         switch (c) {
         case 'c':
             config = optarg;
             break;
+        case 'p':
+            opts.pid_file = optarg;
+            break;
+        case 's':
+            signal_name = optarg;
+            break;
         case 't':
             test = 1;
+            break;
+        case 'C':
+            connect = 1;
             break;
         case 'f':
             detach = 0;
@@ -116,6 +188,11 @@ main(int argc, char **argv)
             return 2;
         }
     }
+    if (connect && !test) {
+        fprintf(stderr, "twiced: --connect goes with -t\n");
+        usage(stderr);
+        return 2;
+    }
     if (optind < argc) {
         fprintf(stderr, "twiced: unexpected argument %s\n", argv[optind]);
         usage(stderr);
@@ -125,11 +202,15 @@ main(int argc, char **argv)
     char *abs = realpath(config, NULL);
     const char *path = abs != NULL ? abs : config;
     int rc;
-    if (test) {
+    if (signal_name != NULL) {
+        rc = pidfile_signal(path, opts.pid_file, signal_name);
+    } else if (test) {
         log_set_role("twiced -t");
-        rc = master_check(path);
+        rc = master_check(path, connect);
     } else {
-        rc = master_run(path, detach ? daemonize : NULL);
+        opts.detach = detach ? daemonize : NULL;
+        opts.started = report_started;
+        rc = master_run(path, &opts);
     }
     free(abs);
     return rc;

@@ -208,7 +208,8 @@ done
 # ---- metadata ----
 step "package metadata"
 deps=$(dpkg-deb -f "$deb_run" Depends)
-for lib in libcurl4 libpq5 libconfig9 libjansson4 libmicrohttpd12 libsystemd0 libssl3 adduser; do
+for lib in libcurl4 libpq5 libconfig9 libjansson4 libyajl2 libmicrohttpd12 libsystemd0 libssl3 \
+    adduser; do
     [[ "$deps" == *"$lib"* ]] || fail "twice.deb does not depend on $lib (Depends: $deps)"
 done
 [[ "$(dpkg-deb -f "$deb_dev" Depends)" == *"twice (= $pkgversion)"* ]] ||
@@ -226,7 +227,8 @@ rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$rpm_run" |
     grep -qx 'cn /etc/twice/twice.conf' ||
     fail "twice.rpm: /etc/twice/twice.conf is not %config(noreplace)"
 rpm -qpR "$rpm_run" >"$work/rpm-requires"
-for lib in libcurl.so.4 libpq.so.5 libconfig.so.9 libjansson.so.4 libmicrohttpd.so.12; do
+for lib in libcurl.so.4 libpq.so.5 libconfig.so.9 libjansson.so.4 libyajl.so.2 \
+    libmicrohttpd.so.12; do
     grep -q "^$lib()" "$work/rpm-requires" || fail "twice.rpm does not require $lib"
 done
 rpm -qpR "$rpm_dev" | grep -qx "twice = $pkgversion" ||

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # test.sh: THE test command. Installs dependencies (deps.sh), builds twice normally in
-# build/ and with ASan+UBSan in build-asan/, starts the test servers (testenv.sh) in a
-# temporary RUN_DIR, fuzzes every libFuzzer target for a bounded time (fuzz.sh,
-# TWICE_FUZZ_SECONDS each, default 45), runs the unit tests under valgrind
+# build/, with ASan+UBSan in build-asan/ and with TSan in build-tsan/, starts the test
+# servers (testenv.sh) in a temporary RUN_DIR, fuzzes every libFuzzer target for a bounded
+# time (fuzz.sh, TWICE_FUZZ_SECONDS each, default 45), runs the unit tests under valgrind
 # (valgrind-unit.sh), builds, lints, installs and purges the packages (package-test.sh),
-# then runs ctest in both builds; always stops the servers, and exits with the status of
-# the first failure. Not for: the demo, or leaving servers up (use testenv.sh for that).
+# then runs ctest in build/ and build-asan/, and the tests that exercise threads in
+# build-tsan/; always stops the servers, and exits with the status of the first failure.
+# Not for: the demo, or leaving servers up (use testenv.sh for that).
 #
 #   scripts/test.sh [--quick] [-R REGEX] [--keep]
 #     --quick    normal build and ctest only (no sanitizers, fuzzing, valgrind, packages)
-#     -R REGEX   only the ctest tests matching REGEX
+#     -R REGEX   only the ctest tests matching REGEX (also under TSan, instead of its set)
 #     --keep     keep RUN_DIR (logs, mail, twiced work dirs) after the run
 set -euo pipefail
 
@@ -18,6 +19,7 @@ root=$(dirname "$here")
 quick=0
 keep=0
 ctest_args=(--output-on-failure -j2)
+regex=
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -25,7 +27,7 @@ while [ $# -gt 0 ]; do
     --keep) keep=1 ;;
     -R)
         [ $# -ge 2 ] || { echo "test.sh: -R needs a regex" >&2; exit 2; }
-        ctest_args+=(-R "$2")
+        regex=$2
         shift
         ;;
     -h | --help)
@@ -39,6 +41,22 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+
+[ -z "$regex" ] || ctest_args+=(-R "$regex")
+
+# Under TSan: the unit tests (the credential chain's refresh thread, log
+# reopens, the plugins' own concurrent tests), the C integration tests (a
+# long poll cancelled from another thread) and the daemon tests whose
+# threads do the work: the worker's receivers, handlers, acknowledger and
+# heartbeat, drain and abandon (basic, lifecycle, fifo, plugins), and the
+# master's DLQ monitor, alert sender, HTTP endpoints, janitor and reload
+# (alerts, metrics, reload). Left out: format and layer checks (no code
+# runs), the fuzz replays (no threads), test_creds (minutes of waiting on expiries; its refresh thread is
+# test-creds-refresh's), test_serial_* (minutes, run alone) and the tests of
+# single-threaded logic (CLI, hostile input, TLS, secrets, permissions).
+tsan_tests='^(unit/|integration/(itest-|plugin-|'
+tsan_tests+='test_(basic|lifecycle|fifo|plugins|alerts|metrics|reload)$))'
+tsan_skip='^unit/(clang-format|layers|exports-|sdk-example)'
 
 cd "$root"
 start=$SECONDS
@@ -54,6 +72,7 @@ build() {
 build build -DCMAKE_BUILD_TYPE=Debug
 if [ "$quick" = 0 ]; then
     build build-asan -DTWICE_SANITIZE=ON
+    build build-tsan -DTWICE_SANITIZE=thread
 fi
 
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/twice-test.XXXXXX")
@@ -102,4 +121,24 @@ if [ "$status" = 0 ] && [ "$quick" = 0 ]; then
             UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
             ctest "${ctest_args[@]}") || status=$?
 fi
+if [ "$status" = 0 ] && [ "$quick" = 0 ]; then
+    echo "test.sh: ctest in build-tsan/ (ThreadSanitizer), the tests that exercise threads"
+    tsan_start=$SECONDS
+    tsan_select=(-R "$tsan_tests" -E "$tsan_skip")
+    [ -z "$regex" ] || tsan_select=(-R "$regex")
+    # Every process (twiced's workers too) writes its reports to a file of its
+    # own: a race in a child the tests do not watch still fails the run.
+    mkdir -p "$run_dir/tsan"
+    (cd build-tsan &&
+        TSAN_OPTIONS="log_path=$run_dir/tsan/report second_deadlock_stack=1" \
+            ctest --output-on-failure -j2 "${tsan_select[@]}") || status=$?
+    for report in "$run_dir"/tsan/report.*; do
+        [ -e "$report" ] || continue
+        echo "test.sh: ThreadSanitizer report ($report):" >&2
+        cat "$report" >&2
+        status=1
+    done
+    echo "test.sh: the TSan stage took $((SECONDS - tsan_start))s"
+fi
+echo "test.sh: $((SECONDS - start))s in all"
 exit $status

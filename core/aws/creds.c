@@ -7,6 +7,7 @@
  */
 #include "creds.h"
 
+#include "atomics.h"
 #include "awsconfig.h"
 #include "backoff.h"
 #include "buf.h"
@@ -173,8 +174,8 @@ struct creds_chain {
     pthread_cond_t answered; /* to callers: an attempt finished */
     pthread_t thread;
     int started;
-    volatile int stopping; /* also the sources' cancel flag */
-    int wanted;            /* a caller waits for the next attempt */
+    struct flag stopping; /* also the sources' cancel flag */
+    int wanted;           /* a caller waits for the next attempt */
     unsigned long attempts;
     char error[512];     /* why it failed */
     struct creds cached; /* access_key_id NULL until the first success */
@@ -216,7 +217,7 @@ creds_chain_free(struct creds_chain *chain)
         return;
     }
     pthread_mutex_lock(&chain->lock);
-    chain->stopping = 1;
+    flag_raise(&chain->stopping);
     pthread_cond_broadcast(&chain->wake);
     pthread_cond_broadcast(&chain->answered);
     pthread_mutex_unlock(&chain->lock);
@@ -426,7 +427,7 @@ refresher_main(void *arg)
     struct creds_chain *chain = arg;
 
     pthread_mutex_lock(&chain->lock);
-    while (!chain->stopping) {
+    while (!flag_is_up(&chain->stopping)) {
         time_t now = time(NULL);
         if (chain->wanted || (chain->refresh_at != 0 && now >= chain->refresh_at)) {
             attempt(chain);
@@ -469,7 +470,7 @@ wait_for_attempt(struct creds_chain *chain, char *err, size_t errlen)
         struct timespec limit = {time(NULL) + CREDS_WAIT_LIMIT, 0};
         chain->wanted = 1;
         pthread_cond_signal(&chain->wake);
-        while (chain->attempts == seen && !chain->stopping) {
+        while (chain->attempts == seen && !flag_is_up(&chain->stopping)) {
             if (pthread_cond_timedwait(&chain->answered, &chain->lock, &limit) == ETIMEDOUT) {
                 snprintf(err, errlen, "AWS credentials: no answer from the sources within %d s",
                          CREDS_WAIT_LIMIT);
@@ -481,7 +482,7 @@ wait_for_attempt(struct creds_chain *chain, char *err, size_t errlen)
         return 0;
     }
     snprintf(err, errlen, "%s",
-             chain->stopping                       ? "AWS credentials: shutting down"
+             flag_is_up(&chain->stopping)          ? "AWS credentials: shutting down"
              : chain->error[0]                     ? chain->error
              : chain->cached.access_key_id != NULL ? "AWS credentials: expired"
                                                    : "no AWS credentials");

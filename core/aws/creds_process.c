@@ -6,6 +6,7 @@
  * fails, the end of its standard error is shown (escaped, cut short): that
  * is where tools say what to do ("run aws sso login").
  */
+#include "atomics.h"
 #include "buf.h"
 #include "clock.h"
 #include "escape.h"
@@ -138,12 +139,12 @@ drain_ready(struct process_io *io, const struct pollfd *pfd)
 /* Read both pipes until they close. 0, or -1 at the deadline, on cancel
  * or when stdout outgrows the buffer (io->too_large). */
 static int
-collect(struct process_io *io, long deadline, const volatile int *cancel)
+collect(struct process_io *io, long deadline, const struct flag *cancel)
 {
     while (io->fds[0] >= 0 || io->fds[1] >= 0) {
         struct pollfd pfd[2] = {{io->fds[0], POLLIN, 0}, {io->fds[1], POLLIN, 0}};
         long left = deadline - (long) clock_mono_ms();
-        if (left <= 0 || (cancel != NULL && *cancel) || io->too_large) {
+        if (left <= 0 || flag_is_up(cancel) || io->too_large) {
             return -1;
         }
         int n = poll(pfd, 2, (int) (left < PROCESS_POLL_MS ? left : PROCESS_POLL_MS));
@@ -214,11 +215,11 @@ stderr_excerpt(const struct process_io *io, char *out, size_t cap)
 /* The outcome as a reason: why the run failed, or "" when it did not. */
 static int
 explain(const struct process_io *io, int status, int late, long timeout_ms,
-        const volatile int *cancel, char *why, size_t whylen)
+        const struct flag *cancel, char *why, size_t whylen)
 {
     if (io->too_large) {
         snprintf(why, whylen, "printed more than %zu bytes", io->cap);
-    } else if (late && cancel != NULL && *cancel) {
+    } else if (late && flag_is_up(cancel)) {
         snprintf(why, whylen, "cancelled");
     } else if (late) {
         snprintf(why, whylen, "did not finish within %ld ms (killed)", timeout_ms);
@@ -235,7 +236,7 @@ explain(const struct process_io *io, int status, int late, long timeout_ms,
 }
 
 int
-creds_process_run(const char *command, long timeout_ms, const volatile int *cancel, char *out,
+creds_process_run(const char *command, long timeout_ms, const struct flag *cancel, char *out,
                   size_t cap, size_t *len, char *why, size_t whylen)
 {
     int outp[2] = {-1, -1}, errp[2] = {-1, -1};

@@ -13,12 +13,13 @@
 #include <time.h>
 
 struct creds;
+struct flag;
 struct http_client;
 
 /* What the chain lends a provider for one resolve call. */
 struct creds_ctx {
-    const char *region;         /* the configured region, or NULL (STS endpoint) */
-    const volatile int *cancel; /* nonzero: the chain is being freed, give up */
+    const char *region;        /* the configured region, or NULL (STS endpoint) */
+    const struct flag *cancel; /* raised: the chain is being freed, give up */
 };
 
 struct creds_provider {
@@ -154,7 +155,7 @@ int creds_assume_resolve(const char *profile, const struct creds_ctx *ctx,
  * standard output, which is never shown. out may hold secrets: the caller
  * wipes it.
  */
-int creds_process_run(const char *command, long timeout_ms, const volatile int *cancel, char *out,
+int creds_process_run(const char *command, long timeout_ms, const struct flag *cancel, char *out,
                       size_t cap, size_t *len, char *why, size_t whylen);
 
 /* Run a profile's credential_process and read its JSON: 1, or -1 with why

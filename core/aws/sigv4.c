@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "creds.h"
+#include "digest.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -35,12 +36,9 @@ hex_encode(const unsigned char *in, size_t n, char *out)
 static void
 sha256_hex(const void *data, size_t n, char out[65])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
+    unsigned char md[32];
 
-    if (EVP_Digest(data, n, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32) {
-        memset(md, 0, 32);
-    }
+    digest_sha256(data, n, md); /* zeros on failure: the signature will not match */
     hex_encode(md, 32, out);
 }
 

@@ -5,6 +5,7 @@
  */
 #include "http.h"
 
+#include "atomics.h"
 #include "version.h"
 
 #include <curl/curl.h>
@@ -27,7 +28,7 @@ struct http_client {
 /* What the callbacks of one transfer share. */
 struct http_transfer {
     struct http_response *resp;
-    const volatile int *cancel;
+    const struct flag *cancel;
     size_t max_response;
     int got_bytes; /* a byte of the response arrived: cancelling is too late */
     int cancelled;
@@ -198,7 +199,7 @@ http_on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 {
     struct http_transfer *t = userdata;
     (void) dltotal, (void) dlnow, (void) ultotal, (void) ulnow;
-    if (t->cancel != NULL && *t->cancel && !t->got_bytes) {
+    if (flag_is_up(t->cancel) && !t->got_bytes) {
         t->cancelled = 1;
         return 1;
     }
@@ -350,7 +351,7 @@ http_perform(struct http_client *c, const struct http_request *req, struct http_
 {
     memset(err, 0, sizeof *err);
     http_response_reset(resp);
-    if (req->cancel != NULL && *req->cancel) {
+    if (flag_is_up(req->cancel)) {
         http_fail(err, "Cancelled", "cancelled before the request was sent");
         return -1;
     }

@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+struct flag;
+
 /* One request. Everything is borrowed for the duration of http_perform. */
 struct http_request {
     const char *method;         /* "GET", "POST", "PUT", "DELETE"... */
@@ -20,11 +22,11 @@ struct http_request {
     size_t nheaders;
     const void *body; /* sent as is; NULL with body_len 0 for none */
     size_t body_len;
-    long timeout_ms;            /* whole transfer; 0: no limit */
-    long connect_timeout_ms;    /* 0: curl's default (300 s) */
-    const volatile int *cancel; /* abort once nonzero, until a response byte arrives */
-    size_t max_response;        /* abort when the body grows past this; 0: no limit */
-    int no_proxy;               /* 1: never use a proxy, whatever the environment says */
+    long timeout_ms;           /* whole transfer; 0: no limit */
+    long connect_timeout_ms;   /* 0: curl's default (300 s) */
+    const struct flag *cancel; /* abort once raised, until a response byte arrives */
+    size_t max_response;       /* abort when the body grows past this; 0: no limit */
+    int no_proxy;              /* 1: never use a proxy, whatever the environment says */
 };
 
 struct http_header {

@@ -4,6 +4,7 @@
  */
 #include "log.h"
 
+#include "atomics.h"
 #include "buf.h"
 #include "escape.h"
 #include "utf8.h"
@@ -18,9 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
-static int log_fd = 2;
-static volatile int log_level = TWICE_LOG_INFO;
-static volatile int log_format = LOG_FORMAT_TEXT;
+/* Where lines go: stderr, then the descriptor the first log.file was
+ * opened on, for good; a reopen points that descriptor at the new file in
+ * one step (dup3), so a thread writing a line never meets a closed or
+ * reused one. */
+static struct shared_int log_fd = {2};
+/* Set on a reload while other threads log. */
+static struct shared_int log_level = {TWICE_LOG_INFO};
+static struct shared_int log_format = {LOG_FORMAT_TEXT};
 static char log_role[32] = "twiced";
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
@@ -62,35 +68,37 @@ log_parse_format(const char *s, enum log_format *out)
 int
 log_open(const char *path)
 {
-    if (path == NULL || path[0] == '\0') {
-        if (log_fd > 2) {
-            close(log_fd);
+    int fd = 2;
+    if (path != NULL && path[0] != '\0') {
+        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+        if (fd < 0) {
+            return -1;
         }
-        log_fd = 2;
+    }
+    int cur = shared_int_get(&log_fd);
+    if (cur == 2) {
+        shared_int_set(&log_fd, fd);
         return 0;
     }
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-    if (fd < 0) {
-        return -1;
+    int rc = dup3(fd, cur, O_CLOEXEC);
+    int saved = errno;
+    if (fd != 2) {
+        close(fd);
     }
-    int old = log_fd;
-    log_fd = fd;
-    if (old > 2) {
-        close(old);
-    }
-    return 0;
+    errno = saved;
+    return rc < 0 ? -1 : 0;
 }
 
 void
 log_set_level(twice_log_level level)
 {
-    log_level = level;
+    shared_int_set(&log_level, (int) level);
 }
 
 void
 log_set_format(enum log_format format)
 {
-    log_format = format;
+    shared_int_set(&log_format, (int) format);
 }
 
 void
@@ -102,7 +110,7 @@ log_set_role(const char *role)
 int
 log_enabled(twice_log_level level)
 {
-    return (int) level <= log_level;
+    return (int) level <= shared_int_get(&log_level);
 }
 
 /* Text fields are key=value; values with spaces, quotes or '=' are quoted. */
@@ -223,7 +231,7 @@ log_vjob(twice_log_level level, const struct log_job *job, const char *fmt, va_l
 
     timestamp(ts, sizeof(ts));
     buf_vprintf(&text, fmt, ap);
-    if (log_format == LOG_FORMAT_JSON) {
+    if (shared_int_get(&log_format) == LOG_FORMAT_JSON) {
         format_json(&line, ts, level, job, buf_str(&text));
     } else {
         format_text(&line, ts, level, job, buf_str(&text));
@@ -232,8 +240,9 @@ log_vjob(twice_log_level level, const struct log_job *job, const char *fmt, va_l
     if (!line.failed) {
         const char *p = line.data;
         size_t left = line.len;
+        int fd = shared_int_get(&log_fd);
         while (left > 0) {
-            ssize_t w = write(log_fd, p, left);
+            ssize_t w = write(fd, p, left);
             if (w < 0 && errno == EINTR) {
                 continue;
             }

@@ -42,6 +42,11 @@ enum config_on_conflict {
     CONFIG_CONFLICT_REJECT = 1 /* ... send it to the DLQ with reason payload-conflict */
 };
 
+enum config_tracing {
+    CONFIG_TRACING_NONE = 0, /* no spans are made or exported */
+    CONFIG_TRACING_OTLP = 1  /* spans per job, exported over OTLP/HTTP (JSON) */
+};
+
 /* One entry of a plugin's `settings` group, as written. */
 struct config_kv {
     char *name;
@@ -124,6 +129,8 @@ struct config {
     char *plugin_dir;       /* default TWICE_DEFAULT_PLUGIN_DIR */
     int drain_timeout;      /* seconds to finish in-flight jobs on stop/reload (default 30) */
     char *user;             /* run workers as this user (needs a restart to change); NULL */
+    char *pid_file;         /* the master's pid file; NULL: none (-p overrides it) */
+    int ready_timeout;      /* seconds a generation has to get ready (default 60) */
     char *user_file;        /* where it is set (NULL when not set) */
     int user_line;          /* its line, 0 when not set */
     long max_message_bytes; /* larger bodies go to the DLQ as too-large (default 1 MiB) */
@@ -159,8 +166,19 @@ struct config {
     } alerts;
 
     struct {
-        char *listen; /* "127.0.0.1:9464"-style; NULL or "" disables */
+        char *listen;             /* "127.0.0.1:9464"-style; NULL or "" disables */
+        int queue_stats_interval; /* seconds between queue gauge refreshes, 0: off (15) */
     } metrics;
+
+    struct {
+        enum config_tracing exporter; /* default none: no spans */
+        char *endpoint;         /* NULL: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then ..._ENDPOINT */
+        char *service_name;     /* NULL: OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, "twiced" */
+        int buffer_spans;       /* finished spans waiting for export, at most (default 2048) */
+        int batch_spans;        /* spans per export request (default 512) */
+        int export_interval_ms; /* a partial batch waits at most this (default 5000) */
+        int export_timeout;     /* seconds for one export request (default 10) */
+    } tracing;
 
     struct config_plugin *plugins;
     size_t nplugins;

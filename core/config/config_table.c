@@ -9,6 +9,7 @@
 #include "config_table.h"
 
 #include "config.h"
+#include "sqs_limits.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +34,8 @@ static const struct config_choice levels[] = {{"error", TWICE_LOG_ERROR},
                                               {NULL, 0}};
 static const struct config_choice formats[] = {
     {"text", LOG_FORMAT_TEXT}, {"json", LOG_FORMAT_JSON}, {NULL, 0}};
+static const struct config_choice exporters[] = {
+    {"none", CONFIG_TRACING_NONE}, {"otlp", CONFIG_TRACING_OTLP}, {NULL, 0}};
 static const struct config_choice conflicts[] = {
     {"skip", CONFIG_CONFLICT_SKIP}, {"reject", CONFIG_CONFLICT_REJECT}, {NULL, 0}};
 
@@ -54,8 +57,19 @@ const struct config_row config_rows[] = {
      .doc_default = "not set, so the invoking user (the systemd unit runs twiced as twice)",
      .doc = "Run the workers as this user when started as root. Changing it needs a restart: "
             "a reload keeps the old user."},
-    {ROW("", "max_message_bytes", CONFIG_INT, C(max_message_bytes)), .lo = 1024, .hi = 1048576,
-     .def = 1048576,
+    {ROW("", "ready_timeout", CONFIG_INT, C(ready_timeout)), .lo = 1, .hi = 3600, .def = 60,
+     .doc = "Seconds a generation of workers has to get ready: connected to PostgreSQL (the "
+            "table created or migrated) and every queue and dead-letter queue answered "
+            "GetQueueAttributes. At start, twiced then exits 1 with the reason (systemctl start "
+            "fails; keep it below TimeoutStartSec); on reload, the running generation stays."},
+    {ROW("", "pid_file", CONFIG_STR, C(pid_file)), .flags = CONFIG_UNSET,
+     .doc_default = "none (twiced -p FILE overrides it)",
+     .doc = "The master writes its pid here (also with -d) and removes it when it exits; a "
+            "second twiced refuses a pid file a running one holds. twiced -s reload|stop|quit "
+            "signals the master it names. A relative path is taken from the configuration "
+            "file's directory. Changing it needs a restart."},
+    {ROW("", "max_message_bytes", CONFIG_INT, C(max_message_bytes)), .lo = 1024,
+     .hi = SQS_MESSAGE_MAX_BYTES, .def = SQS_MESSAGE_MAX_BYTES,
      .doc = "Largest message body handled, in bytes. Larger bodies go to the dead-letter queue "
             "with the reason too-large."},
     {ROW("", "log", CONFIG_GROUP, C(log)), .doc = "Logging: one line per event."},
@@ -66,6 +80,8 @@ const struct config_row config_rows[] = {
     {ROW("", "alerts", CONFIG_GROUP, C(alerts)), .doc = "Alerts on dead-lettered messages."},
     {ROW("", "metrics", CONFIG_GROUP, C(metrics)),
      .doc = "Metrics and health over HTTP (Prometheus text format)."},
+    {ROW("", "tracing", CONFIG_GROUP, C(tracing)),
+     .doc = "OpenTelemetry spans, one per job, exported over OTLP/HTTP with JSON encoding."},
     {ROW("", "plugins", CONFIG_LIST, C(plugins)), COUNT(struct config, nplugins),
      .entry_size = sizeof(struct config_plugin), .noun = "plugin",
      .entry_begin = config_plugin_begin, .free = config_plugin_free,
@@ -167,6 +183,37 @@ const struct config_row config_rows[] = {
      .doc = "\"IP:port\", \"[IPv6]:port\" or \":port\" (every IPv4 interface; names are not "
             "resolved) for /metrics, /healthz and /readyz. It has no authentication: keep it on "
             "loopback or a private interface."},
+    {ROW("metrics", "queue_stats_interval", CONFIG_INT, C(metrics.queue_stats_interval)), .lo = 0,
+     .hi = 86400, .def = 15,
+     .doc = "Seconds between readings of each queue's message counts (one GetQueueAttributes per "
+            "queue, by the master) for twice_queue_messages and twice_queue_oldest_age_seconds; "
+            "0 turns them off. Nothing is read without a listener."},
+
+    {ROW("tracing", "exporter", CONFIG_ENUM, C(tracing.exporter)), .choices = exporters,
+     .noun = "exporter", .def = CONFIG_TRACING_NONE,
+     .doc = "otlp makes a span per job and exports it; none (the default) makes none. Plugins "
+            "still get a message's incoming traceparent."},
+    {ROW("tracing", "endpoint", CONFIG_STR, C(tracing.endpoint)), .flags = CONFIG_UNSET,
+     .check = config_check_http_url,
+     .doc_default = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then OTEL_EXPORTER_OTLP_ENDPOINT with "
+                    "/v1/traces, then http://localhost:4318/v1/traces",
+     .doc = "The collector's OTLP/HTTP traces URL (http:// or https://), used as it is."},
+    {ROW("tracing", "service_name", CONFIG_STR, C(tracing.service_name)), .flags = CONFIG_UNSET,
+     .doc_default = "OTEL_SERVICE_NAME, then service.name in OTEL_RESOURCE_ATTRIBUTES, then "
+                    "\"twiced\"",
+     .doc = "The service.name resource attribute of every span."},
+    {ROW("tracing", "buffer_spans", CONFIG_INT, C(tracing.buffer_spans)), .lo = 1, .hi = 1000000,
+     .def = 2048,
+     .doc = "Finished spans waiting for export, at most; more are dropped and counted in "
+            "twice_spans_dropped_total, so a slow collector never holds a job up."},
+    {ROW("tracing", "batch_spans", CONFIG_INT, C(tracing.batch_spans)), .lo = 1, .hi = 10000,
+     .def = 512, .doc = "Spans per export request."},
+    {ROW("tracing", "export_interval_ms", CONFIG_INT, C(tracing.export_interval_ms)), .lo = 10,
+     .hi = 600000, .def = 5000, .doc = "Milliseconds a partial batch waits before it is sent."},
+    {ROW("tracing", "export_timeout", CONFIG_INT, C(tracing.export_timeout)), .lo = 1, .hi = 300,
+     .def = 10,
+     .doc = "Seconds for one export request; a batch that fails or times out is dropped and "
+            "counted."},
 
     /* An entry of plugins. */
     {ROW("plugins", "name", CONFIG_STR, P(name)), .flags = CONFIG_REQUIRED | CONFIG_NAME,
@@ -215,12 +262,12 @@ const struct config_row config_rows[] = {
     {ROW("queues", "receivers", CONFIG_INT, Q(receivers)), .lo = 1, .hi = 64, .def = 1,
      .doc = "Receive loops per worker process. More of them keep a busy queue fed while claims "
             "commit (about one per 10-20 of concurrency)."},
-    {ROW("queues", "batch_size", CONFIG_INT, Q(batch_size)), .lo = 1, .hi = 10, .def = 10,
-     .doc = "Messages per receive."},
-    {ROW("queues", "wait_time", CONFIG_INT, Q(wait_time)), .lo = 0, .hi = 20, .def = 20,
-     .doc = "Long-poll seconds."},
-    {ROW("queues", "visibility_timeout", CONFIG_INT, Q(visibility_timeout)), .lo = 1, .hi = 43200,
-     .def = 30,
+    {ROW("queues", "batch_size", CONFIG_INT, Q(batch_size)), .lo = 1, .hi = SQS_RECEIVE_MAX,
+     .def = SQS_RECEIVE_MAX, .doc = "Messages per receive."},
+    {ROW("queues", "wait_time", CONFIG_INT, Q(wait_time)), .lo = 0, .hi = SQS_WAIT_TIME_MAX,
+     .def = SQS_WAIT_TIME_MAX, .doc = "Long-poll seconds."},
+    {ROW("queues", "visibility_timeout", CONFIG_INT, Q(visibility_timeout)), .lo = 1,
+     .hi = SQS_VISIBILITY_MAX, .def = 30,
      .doc = "Seconds. A job running longer is kept hidden by a heartbeat; the key's lease lasts "
             "this plus lease_margin."},
     {ROW("queues", "max_attempts", CONFIG_INT, Q(max_attempts)), .lo = 1, .hi = 1000, .def = 5,

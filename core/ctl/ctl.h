@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "sqs.h"
+#include "sqs_limits.h"
 
 struct buf;
 struct config;
@@ -113,7 +114,7 @@ void ctl_time(long long t, char *out, size_t cap);
  * the dead letter's own id. Borrows from m; frees with ctl_redrive_free.
  * 0, or -1 with err (a packed attribute that does not parse, too many).
  */
-#define CTL_MAX_ATTRS 10 /* SQS's limit of message attributes */
+#define CTL_MAX_ATTRS SQS_ATTRS_MAX
 struct ctl_redrive {
     struct sqs_attr attrs[CTL_MAX_ATTRS]; /* names and values borrowed from m or packed */
     size_t nattrs;

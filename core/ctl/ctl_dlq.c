@@ -14,6 +14,7 @@
 #include "ctl.h"
 #include "dlq.h"
 #include "sqs.h"
+#include "sqs_limits.h"
 #include "sqs_parse.h"
 
 #include <getopt.h>
@@ -119,16 +120,16 @@ held_free(struct held *h)
     memset(h, 0, sizeof(*h));
 }
 
-/* Visibility 0 for every held message, ten per call; frees h. */
+/* Visibility 0 for every held message, a batch per call; frees h. */
 static void
 release(struct sqs_client *sqs, const char *url, struct held *h, int visibility)
 {
     size_t failed = 0;
-    for (size_t i = 0; i < h->n; i += 10) {
-        struct sqs_batch_entry e[10];
-        struct sqs_batch_result r[10];
+    for (size_t i = 0; i < h->n; i += SQS_BATCH_MAX) {
+        struct sqs_batch_entry e[SQS_BATCH_MAX];
+        struct sqs_batch_result r[SQS_BATCH_MAX];
         struct sqs_error err;
-        size_t n = h->n - i < 10 ? h->n - i : 10;
+        size_t n = h->n - i < SQS_BATCH_MAX ? h->n - i : SQS_BATCH_MAX;
         for (size_t j = 0; j < n; j++) {
             e[j] = (struct sqs_batch_entry){sqs_batch_id(j), h->strs[i + j], 0};
         }
@@ -172,7 +173,8 @@ static int
 recv_batch(struct sqs_client *sqs, const char *url, int max, int visibility,
            struct sqs_message **msgs, size_t *n, struct sqs_error *err)
 {
-    struct sqs_receive_opts o = {max < 10 ? max : 10, 1, visibility, NULL};
+    struct sqs_receive_opts o = {max < SQS_RECEIVE_MAX ? max : SQS_RECEIVE_MAX, 1, visibility,
+                                 NULL};
     return sqs_receive(sqs, url, &o, msgs, n, err);
 }
 
@@ -579,7 +581,8 @@ redrive_all(struct redrive *rd)
         struct sqs_message *batch = NULL;
         size_t got = 0, fresh = 0;
         struct sqs_error err;
-        if (recv_batch(rd->sqs, rd->q->dlq_url, 10, REDRIVE_VISIBILITY, &batch, &got, &err) != 0) {
+        if (recv_batch(rd->sqs, rd->q->dlq_url, SQS_RECEIVE_MAX, REDRIVE_VISIBILITY, &batch, &got,
+                       &err) != 0) {
             rc = ctl_sqs_fail(rd->q->name, "dead-letter queue: ReceiveMessage", &err);
             break;
         }

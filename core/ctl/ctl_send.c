@@ -7,6 +7,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "sqs.h"
+#include "tracectx.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -16,12 +17,15 @@
 #include <string.h>
 
 static const char send_help[] =
-    "usage: twicectl send QUEUE [--attr NAME=VALUE]... [--group G] [--dedup-id D] BODY|-\n"
+    "usage: twicectl send QUEUE [--attr NAME=VALUE]... [--traceparent TP] [--group G]\n"
+    "                      [--dedup-id D] BODY|-\n"
     "\n"
     "Send BODY (or, with -, standard input) to QUEUE, a configured queue's name or\n"
     "url, and print the new message id.\n"
     "\n"
     "  --attr NAME=VALUE  a message attribute of type String (repeatable, at most 10)\n"
+    "  --traceparent TP   a W3C trace context (00-<trace id>-<span id>-<flags>), sent\n"
+    "                     as the traceparent attribute: the job's span becomes its child\n"
     "  --group G          the MessageGroupId (required on FIFO queues)\n"
     "  --dedup-id D       the MessageDeduplicationId (FIFO queues without\n"
     "                     content-based deduplication need one)\n"
@@ -36,16 +40,39 @@ struct send_args {
     const char *dedup;
 };
 
+/* --traceparent: checked as twiced checks it, so a value twiced would
+ * ignore is refused here, and added as the String attribute traceparent. */
+static int
+add_traceparent(struct send_args *a, char *value)
+{
+    struct tracectx c;
+    const char *why = NULL;
+    if (tracectx_parse_traceparent(value, strlen(value), &c, &why) != 0) {
+        return ctl_usage_error("send", "--traceparent: not a W3C traceparent (%s): '%.100s'", why,
+                               value);
+    }
+    for (size_t i = 0; i < a->nattrs; i++) {
+        if (strcmp(a->attrs[i].name, "traceparent") == 0) {
+            return ctl_usage_error("send", "traceparent given twice");
+        }
+    }
+    if (a->nattrs == CTL_MAX_ATTRS) {
+        return ctl_usage_error("send", "at most %d attributes", CTL_MAX_ATTRS);
+    }
+    a->attrs[a->nattrs++] =
+        (struct sqs_attr){.name = "traceparent", .data_type = "String", .string_value = value};
+    return -1;
+}
+
 static int
 parse_args(struct ctl *c, int argc, char **argv, struct send_args *a)
 {
     static const struct option longopts[] = {
-        {"attr", 1, NULL, 'a'},
-        {"group", 1, NULL, 'g'},
-        {"dedup-id", 1, NULL, 'd'},
-        CTL_LONG_OPTIONS,
+        {"attr", 1, NULL, 'a'},        {"group", 1, NULL, 'g'}, {"dedup-id", 1, NULL, 'd'},
+        {"traceparent", 1, NULL, 't'}, CTL_LONG_OPTIONS,
     };
     int opt, rc;
+    char *tp = NULL;
     memset(a, 0, sizeof(*a));
     while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
         if (opt == 'a') {
@@ -55,6 +82,8 @@ parse_args(struct ctl *c, int argc, char **argv, struct send_args *a)
             if (ctl_parse_attr(optarg, &a->attrs[a->nattrs++]) != 0) {
                 return ctl_usage_error("send", "--attr: expected NAME=VALUE, got '%s'", optarg);
             }
+        } else if (opt == 't') {
+            tp = optarg; /* checked once every --attr is known */
         } else if (opt == 'g') {
             a->group = optarg;
         } else if (opt == 'd') {
@@ -66,7 +95,7 @@ parse_args(struct ctl *c, int argc, char **argv, struct send_args *a)
     if (argc - optind != 2) {
         return ctl_usage_error("send", "expected QUEUE and BODY (or - for standard input)");
     }
-    return -1;
+    return tp != NULL ? add_traceparent(a, tp) : -1;
 }
 
 int

@@ -558,6 +558,17 @@ idem_connected(const struct idem_store *s)
     return s != NULL && s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK;
 }
 
+int
+idem_ping(struct idem_store *s, char *err, size_t errlen)
+{
+    PGresult *res = PQexec(s->conn, "SELECT 1");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        return pg_fail(s, res, "health check", err, errlen);
+    }
+    PQclear(res);
+    return 0;
+}
+
 /* PQreset reconnects with the parameters of the first connect; the server
  * forgot our prepared statements (and any open transaction). */
 int

@@ -69,6 +69,9 @@ void idem_close(struct idem_store *s);
 
 /* Whether the connection is usable; after any -1, check and reconnect. */
 int idem_connected(const struct idem_store *s);
+/* Ask the server something trivial (SELECT 1): whether it answers now, which
+ * idem_connected cannot know of an idle connection. 0, or -1 with err. */
+int idem_ping(struct idem_store *s, char *err, size_t errlen);
 int idem_reconnect(struct idem_store *s, char *err, size_t errlen);
 
 /* For a thread that keeps one connection: open *s on first use (it may stay

@@ -9,6 +9,7 @@
 #include "alert.h"
 #include "buf.h"
 
+#include "atomics.h"
 #include "clock.h"
 #include "config.h"
 #include "http.h"
@@ -53,7 +54,7 @@ struct alert_sender {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    volatile int stop; /* also the cancel flag of a delivery in progress */
+    struct flag stop; /* also the cancel flag of a delivery in progress */
     struct sink_queue q[SINK_COUNT];
     struct http_client *http; /* the thread's */
 
@@ -119,7 +120,7 @@ send_webhook(struct alert_sender *s, const struct alert_notice *n, char *err, si
     free(doc);
     if (rc != 0) {
         snprintf(err, errlen, "%s: %s", herr.code, herr.message);
-        return s->stop ? STOPPED : herr.transient ? RETRY : GIVE_UP;
+        return flag_is_up(&s->stop) ? STOPPED : herr.transient ? RETRY : GIVE_UP;
     }
     if (status >= 200 && status < 300) {
         return SENT;
@@ -150,8 +151,8 @@ static int
 mail_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
     (void) dt, (void) dn, (void) ut, (void) un;
-    const volatile int *stop = arg;
-    return *stop ? 1 : 0;
+    const struct flag *stop = arg;
+    return flag_is_up(stop) ? 1 : 0;
 }
 
 /* Options of one SMTP transfer; rcpt is owned by the caller. */
@@ -225,7 +226,7 @@ send_mail(struct alert_sender *s, const struct alert_notice *n, char *err, size_
         size_t used = strlen(err);
         snprintf(err + used, errlen - used, " (SMTP %ld)", code);
     }
-    if (s->stop) {
+    if (flag_is_up(&s->stop)) {
         out = STOPPED;
     } else if (rc == CURLE_LOGIN_DENIED || rc == CURLE_URL_MALFORMAT ||
                rc == CURLE_UNSUPPORTED_PROTOCOL || (code >= 500 && code < 600)) {
@@ -312,7 +313,7 @@ sender_main(void *arg)
     struct alert_sender *s = arg;
     char err[512];
     pthread_mutex_lock(&s->mu);
-    while (!s->stop) {
+    while (!flag_is_up(&s->stop)) {
         int i = next_sink(s);
         if (i < 0) {
             pthread_cond_wait(&s->cv, &s->mu);
@@ -531,7 +532,7 @@ alert_sender_stop(struct alert_sender *s)
         return NULL;
     }
     pthread_mutex_lock(&s->mu);
-    s->stop = 1;
+    flag_raise(&s->stop);
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thread, NULL);

@@ -4,17 +4,21 @@
  * message in it (visible, in flight, delayed), so `twicectl dlq list`
  * holding messages for a moment does not look like a drain. Not the rule
  * or the wording of notices (alert.c), nor their delivery (alert_sink.c).
+ * Its thread and client also refresh the queue gauges (qstats.c), on their
+ * own interval.
  */
 #include "dlqmon.h"
 
 #include "sqs_setup.h"
 
 #include "alert.h"
+#include "atomics.h"
 #include "clock.h"
 #include "config.h"
 #include "creds.h"
 #include "log.h"
 #include "metrics.h"
+#include "qstats.h"
 #include "shm.h"
 #include "sqs.h"
 
@@ -41,7 +45,7 @@ struct dlqmon {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    volatile int stop;
+    struct flag stop;
     int interval;
     int repeat_after;
     char host[256];
@@ -52,18 +56,8 @@ struct dlqmon {
     struct sqs_client *sqs; /* NULL when no endpoint could be resolved */
     uint64_t cursor;        /* shm dead-letter events read so far */
     struct alert_sender *sender;
+    struct qstats *stats; /* the queue gauges, refreshed on this thread; NULL: off */
 };
-
-/* What a stopped monitor leaves to the next one (one master, one monitor
- * at a time; only the master's main thread starts and stops them). */
-static struct {
-    int valid;
-    uint64_t cursor;
-    char **dlq_urls;
-    struct alert_rule *rules;
-    size_t n;
-    struct alert_pending *pending;
-} carry;
 
 /* Every message in the DLQ, or -1 (logged when it starts failing). */
 static long
@@ -75,7 +69,7 @@ read_depth(struct dlqmon *m, struct watched *w)
         return -1;
     }
     if (sqs_queue_counts(m->sqs, w->dlq_url, counts, &err) != 0) {
-        if (!w->failing && !m->stop) {
+        if (!w->failing && !flag_is_up(&m->stop)) {
             char what[800];
             sqs_error_describe(&err, "GetQueueAttributes", what, sizeof(what));
             log_warn("dlq monitor: queue %s: dead-letter queue: %s (will retry)", w->name, what);
@@ -156,9 +150,9 @@ pause_ms(struct dlqmon *m, int ms)
 {
     struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, ms);
     pthread_mutex_lock(&m->mu);
-    while (!m->stop && pthread_cond_timedwait(&m->cv, &m->mu, &ts) == 0) {
+    while (!flag_is_up(&m->stop) && pthread_cond_timedwait(&m->cv, &m->mu, &ts) == 0) {
     }
-    int stop = m->stop;
+    int stop = flag_is_up(&m->stop);
     pthread_mutex_unlock(&m->mu);
     return stop ? -1 : 0;
 }
@@ -187,7 +181,7 @@ static void
 check(struct dlqmon *m)
 {
     int64_t now = (int64_t) time(NULL);
-    for (size_t i = 0; i < m->nq && !m->stop; i++) {
+    for (size_t i = 0; i < m->nq && !flag_is_up(&m->stop); i++) {
         struct watched *w = &m->q[i];
         alert_notice_init(&w->notice, w->name, w->dlq_url, m->host, now);
         w->depth = read_depth(m, w);
@@ -199,7 +193,7 @@ check(struct dlqmon *m)
     if (unexplained_rise(m) && pause_ms(m, LATE_LETTER_MS) == 0) {
         read_letters(m);
     }
-    for (size_t i = 0; i < m->nq && !m->stop; i++) {
+    for (size_t i = 0; i < m->nq && !flag_is_up(&m->stop); i++) {
         struct watched *w = &m->q[i];
         struct alert_notice *n = &w->notice;
         n->previous = w->rule.depth;
@@ -218,18 +212,25 @@ dlqmon_main(void *arg)
     struct dlqmon *m = arg;
     int64_t next = clock_mono_ms();
     pthread_mutex_lock(&m->mu);
-    while (!m->stop) {
+    while (!flag_is_up(&m->stop)) {
         int64_t now = clock_mono_ms();
-        if (now < next) {
-            struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, next - now);
+        int64_t wake =
+            m->stats != NULL && qstats_due(m->stats) < next ? qstats_due(m->stats) : next;
+        if (now < wake) {
+            struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, wake - now);
             pthread_cond_timedwait(&m->cv, &m->mu, &ts);
             continue;
         }
         pthread_mutex_unlock(&m->mu);
-        check(m);
-        next += (int64_t) m->interval * 1000;
-        if (next < clock_mono_ms()) { /* a slow check: do not catch up in a burst */
-            next = clock_mono_ms() + (int64_t) m->interval * 1000;
+        if (m->stats != NULL && now >= qstats_due(m->stats)) {
+            qstats_run(m->stats, m->sqs, &m->stop);
+        }
+        if (now >= next) {
+            check(m);
+            next += (int64_t) m->interval * 1000;
+            if (next < clock_mono_ms()) { /* a slow check: do not catch up in a burst */
+                next = clock_mono_ms() + (int64_t) m->interval * 1000;
+            }
         }
         pthread_mutex_lock(&m->mu);
     }
@@ -241,55 +242,64 @@ dlqmon_main(void *arg)
 
 /* The carried rule of a DLQ, if the previous monitor watched it. */
 static void
-restore(struct dlqmon *m)
+restore(struct dlqmon *m, const struct dlqmon_carry *carry)
 {
-    if (!carry.valid) {
+    if (!carry->valid) {
         return;
     }
-    m->cursor = carry.cursor;
+    m->cursor = carry->cursor;
     for (size_t i = 0; i < m->nq; i++) {
-        for (size_t j = 0; j < carry.n; j++) {
-            if (strcmp(carry.dlq_urls[j], m->q[i].dlq_url) == 0) {
-                m->q[i].rule = carry.rules[j];
+        for (size_t j = 0; j < carry->n; j++) {
+            if (strcmp(carry->dlq_urls[j], m->q[i].dlq_url) == 0) {
+                m->q[i].rule = carry->rules[j];
             }
         }
     }
 }
 
+/* The rules and the cursor, not the pending notices. */
 static void
-carry_clear(void)
+carry_forget(struct dlqmon_carry *carry)
 {
-    for (size_t i = 0; i < carry.n; i++) {
-        free(carry.dlq_urls[i]);
+    for (size_t i = 0; i < carry->n; i++) {
+        free(carry->dlq_urls[i]);
     }
-    free(carry.dlq_urls);
-    free(carry.rules);
-    carry.dlq_urls = NULL;
-    carry.rules = NULL;
-    carry.n = 0;
-    carry.valid = 0;
+    free(carry->dlq_urls);
+    free(carry->rules);
+    carry->dlq_urls = NULL;
+    carry->rules = NULL;
+    carry->n = 0;
+    carry->valid = 0;
+}
+
+void
+dlqmon_carry_clear(struct dlqmon_carry *carry)
+{
+    carry_forget(carry);
+    alert_pending_free(carry->pending);
+    carry->pending = NULL;
 }
 
 /* Remember the rules and the cursor of a stopping monitor (best effort:
  * without memory, the next monitor starts afresh). */
 static void
-save(const struct dlqmon *m)
+save(const struct dlqmon *m, struct dlqmon_carry *carry)
 {
-    carry_clear();
-    carry.valid = 1;
-    carry.cursor = m->cursor;
-    carry.dlq_urls = calloc(m->nq ? m->nq : 1, sizeof(*carry.dlq_urls));
-    carry.rules = calloc(m->nq ? m->nq : 1, sizeof(*carry.rules));
-    if (carry.dlq_urls == NULL || carry.rules == NULL) {
+    carry_forget(carry);
+    carry->valid = 1;
+    carry->cursor = m->cursor;
+    carry->dlq_urls = calloc(m->nq ? m->nq : 1, sizeof(*carry->dlq_urls));
+    carry->rules = calloc(m->nq ? m->nq : 1, sizeof(*carry->rules));
+    if (carry->dlq_urls == NULL || carry->rules == NULL) {
         return;
     }
     for (size_t i = 0; i < m->nq; i++) {
-        carry.dlq_urls[i] = strdup(m->q[i].dlq_url);
-        if (carry.dlq_urls[i] == NULL) {
+        carry->dlq_urls[i] = strdup(m->q[i].dlq_url);
+        if (carry->dlq_urls[i] == NULL) {
             return;
         }
-        carry.rules[i] = m->q[i].rule;
-        carry.n++;
+        carry->rules[i] = m->q[i].rule;
+        carry->n++;
     }
 }
 
@@ -301,6 +311,7 @@ dlqmon_free(struct dlqmon *m)
         free(m->q[i].dlq_url);
     }
     free(m->q);
+    qstats_free(m->stats);
     sqs_client_free(m->sqs);
     sqs_endpoint_free(&m->ep);
     creds_chain_free(m->creds);
@@ -360,6 +371,7 @@ dlqmon_new(const struct config *c)
         }
     }
     connect_sqs(m, c);
+    m->stats = qstats_new(c);
     return m;
 }
 
@@ -373,19 +385,19 @@ dlqmon_post(struct dlqmon *m, const struct alert_notice *n)
 }
 
 struct dlqmon *
-dlqmon_start(const struct config *c)
+dlqmon_start(const struct config *c, struct dlqmon_carry *carry)
 {
     struct dlqmon *m = dlqmon_new(c);
     if (m == NULL) {
         log_error("dlq monitor: cannot start: out of memory (no DLQ alerts)");
         return NULL;
     }
-    restore(m);
-    m->sender = alert_sender_start(c, carry.pending);
-    carry.pending = NULL;
+    restore(m, carry);
+    m->sender = alert_sender_start(c, carry->pending);
+    carry->pending = NULL;
     if (pthread_create(&m->thread, NULL, dlqmon_main, m) != 0) {
         log_error("dlq monitor: cannot start its thread (no DLQ alerts)");
-        carry.pending = alert_sender_stop(m->sender);
+        carry->pending = alert_sender_stop(m->sender);
         dlqmon_free(m);
         return NULL;
     }
@@ -393,18 +405,18 @@ dlqmon_start(const struct config *c)
 }
 
 void
-dlqmon_stop(struct dlqmon *m)
+dlqmon_stop(struct dlqmon *m, struct dlqmon_carry *carry)
 {
     if (m == NULL) {
         return;
     }
     pthread_mutex_lock(&m->mu);
-    m->stop = 1;
+    flag_raise(&m->stop);
     pthread_cond_signal(&m->cv);
     pthread_mutex_unlock(&m->mu);
     pthread_join(m->thread, NULL);
-    save(m);
-    alert_pending_free(carry.pending);
-    carry.pending = alert_sender_stop(m->sender);
+    save(m, carry);
+    alert_pending_free(carry->pending);
+    carry->pending = alert_sender_stop(m->sender);
     dlqmon_free(m);
 }

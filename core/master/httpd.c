@@ -29,17 +29,28 @@ struct httpd {
     char *listen;
     pthread_mutex_t mu;
     int ready;
+    char why[512];       /* why the workers are not ready, "" */
+    char store_why[600]; /* why the store is not healthy, "" */
     char **queues;
     int *wait_times;
     size_t nqueues;
 };
 
 int
-httpd_readiness(int workers_ready, const char *const *queues, const int *wait_times,
-                const double *last_receive, size_t n, double now, char *reason, size_t cap)
+httpd_readiness(int workers_ready, const char *workers_why, const char *store_why,
+                const char *const *queues, const int *wait_times, const double *last_receive,
+                size_t n, double now, char *reason, size_t cap)
 {
+    if (!workers_ready && workers_why != NULL && workers_why[0] != '\0') {
+        snprintf(reason, cap, "workers are not ready: %s", workers_why);
+        return 0;
+    }
     if (!workers_ready) {
         snprintf(reason, cap, "workers are not ready (starting, or restarting after a crash)");
+        return 0;
+    }
+    if (store_why != NULL && store_why[0] != '\0') {
+        snprintf(reason, cap, "%s", store_why);
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
@@ -70,8 +81,8 @@ check_ready(struct httpd *h, char *reason, size_t cap)
         for (size_t i = 0; i < h->nqueues; i++) {
             last[i] = metrics_gauge_get(MET_LAST_RECEIVE, h->queues[i], NULL);
         }
-        ok = httpd_readiness(h->ready, (const char *const *) h->queues, h->wait_times, last,
-                             h->nqueues, (double) time(NULL), reason, cap);
+        ok = httpd_readiness(h->ready, h->why, h->store_why, (const char *const *) h->queues,
+                             h->wait_times, last, h->nqueues, (double) time(NULL), reason, cap);
     }
     pthread_mutex_unlock(&h->mu);
     free(last);
@@ -209,11 +220,22 @@ httpd_apply(struct httpd **hp, const struct config *c, char *err, size_t errlen)
 }
 
 void
-httpd_set_ready(struct httpd *h, int ready)
+httpd_set_ready(struct httpd *h, int ready, const char *why)
 {
     if (h != NULL) {
         pthread_mutex_lock(&h->mu);
         h->ready = ready;
+        snprintf(h->why, sizeof(h->why), "%s", why != NULL ? why : "");
+        pthread_mutex_unlock(&h->mu);
+    }
+}
+
+void
+httpd_set_store(struct httpd *h, const char *why)
+{
+    if (h != NULL) {
+        pthread_mutex_lock(&h->mu);
+        snprintf(h->store_why, sizeof(h->store_why), "%s", why != NULL ? why : "");
         pthread_mutex_unlock(&h->mu);
     }
 }

@@ -2,9 +2,10 @@
  * httpd.h - the master's HTTP endpoints on metrics.listen (libmicrohttpd):
  *   GET /metrics  Prometheus text format
  *   GET /healthz  200 while the master runs
- *   GET /readyz   200 when a current generation of workers is up and every
- *                 queue received successfully within its last two long
- *                 polls; 503 with a one-line reason otherwise
+ *   GET /readyz   200 when a current generation of workers is ready, the
+ *                 idempotency store answers the master's health check and
+ *                 every queue received successfully within its last two
+ *                 long polls; 503 with a one-line reason otherwise
  * It serves from its own thread and reads only the shared metrics region
  * and what httpd_apply / httpd_set_ready copied in.
  */
@@ -22,13 +23,18 @@ struct httpd;
  * when off. 0, or -1 with err (then *h is NULL). */
 int httpd_apply(struct httpd **h, const struct config *c, char *err, size_t errlen);
 
-/* Whether the current generation has all its workers ready. */
-void httpd_set_ready(struct httpd *h, int ready);
+/* Whether the current generation has all its workers ready, and if not,
+ * why ("" when nobody said; copied). */
+void httpd_set_ready(struct httpd *h, int ready, const char *why);
+
+/* Why the idempotency store is not healthy ("": it is; copied). */
+void httpd_set_store(struct httpd *h, const char *why);
 
 void httpd_stop(struct httpd *h);
 
 /* The /readyz decision, exposed for tests: 1 ready, 0 not (reason set). */
-int httpd_readiness(int workers_ready, const char *const *queues, const int *wait_times,
-                    const double *last_receive, size_t n, double now, char *reason, size_t cap);
+int httpd_readiness(int workers_ready, const char *workers_why, const char *store_why,
+                    const char *const *queues, const int *wait_times, const double *last_receive,
+                    size_t n, double now, char *reason, size_t cap);
 
 #endif

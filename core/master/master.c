@@ -14,13 +14,18 @@
 #include "clock.h"
 #include "config.h"
 #include "dlqmon.h"
+#include "generation.h"
+#include "health.h"
 #include "httpd.h"
 #include "janitor.h"
 #include "pausewatch.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
-#include "probe.h"
+#include "pidfile.h"
+#include "preflight.h"
+#include "proctable.h"
+#include "proctitle.h"
 #include "shm.h"
 #include "spawn.h"
 
@@ -35,33 +40,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROBE_TIMEOUT    60    /* seconds a plugin check may take */
-#define READY_TIMEOUT    120   /* seconds a new generation has to get ready */
 #define RESPAWN_BASE_MS  500   /* first respawn delay */
 #define RESPAWN_CAP_MS   30000 /* longest respawn delay */
 #define RESPAWN_STABLE_S 60    /* a worker alive this long resets its backoff */
-
-struct proc {
-    pid_t pid; /* 0: free */
-    int gen;
-    int index; /* its place in its generation */
-    int ready;
-    int ctl;      /* read end of its readiness pipe, -1 once ready */
-    int draining; /* told to stop */
-    time_t started;
-};
-
-struct generation {
-    int id;
-    struct config *cfg;
-    char *text;
-    size_t len;
-    int config_fd;
-    int nworkers;
-    int *failures;         /* per index: consecutive early deaths */
-    long long *respawn_at; /* per index: monotonic ms to start one, 0: none due */
-    time_t deadline;       /* a starting generation must be ready by then */
-};
 
 struct master {
     const char *path;
@@ -72,17 +53,28 @@ struct master {
     struct generation *cur;
     struct generation *next; /* being started by a reload */
     int next_id;
-    int stopping;
-    int killed; /* we had to SIGKILL someone on the way out */
+    int reload_pending; /* a reload was asked for while `next` was starting */
+    int stopping;       /* STOP_QUIT or STOP_TERM once asked to stop */
+    int killed;         /* we had to SIGKILL someone on the way out */
     time_t stop_deadline;
     int ready_announced;
+    int start_failed; /* the first generation never got ready: exit 1 */
+    const struct master_opts *opts;
+    struct pidfile *pidfile;
+    char *pid_path; /* the pid file in use (owned), NULL: none */
     struct janitor *janitor;
+    struct health *health; /* the store's health, for /readyz */
     struct dlqmon *dlqmon;
     struct pausewatch *pausewatch;
+    struct dlqmon_carry dlq_carry; /* from one DLQ monitor to the next */
     struct httpd *httpd;
 };
 
-static volatile sig_atomic_t got_hup, got_term, got_chld;
+/* How the master was asked to stop: quit lets every running job finish (no
+ * deadline); stop (TERM, INT) gives running jobs drain_timeout. */
+enum { STOP_QUIT = 1, STOP_TERM = 2 };
+
+static volatile sig_atomic_t got_hup, got_term, got_quit, got_chld;
 
 static void
 on_signal(int sig)
@@ -91,72 +83,11 @@ on_signal(int sig)
         got_hup = 1;
     } else if (sig == SIGCHLD) {
         got_chld = 1;
+    } else if (sig == SIGQUIT) {
+        got_quit = 1;
     } else {
         got_term++;
     }
-}
-
-static void
-gen_free(struct generation *g)
-{
-    if (g == NULL) {
-        return;
-    }
-    config_free(g->cfg);
-    if (g->text != NULL) {
-        explicit_bzero(g->text, g->len);
-    }
-    free(g->text);
-    if (g->config_fd >= 0) {
-        close(g->config_fd);
-    }
-    free(g->failures);
-    free(g->respawn_at);
-    free(g);
-}
-
-/* Read and validate a configuration (and its plugins, in a probe child).
- * Problems are added to d. */
-static struct generation *
-gen_load(const char *path, struct diag *d)
-{
-    struct generation *g = calloc(1, sizeof(*g));
-    if (g == NULL) {
-        diag_add(d, path, 0, "out of memory");
-        return NULL;
-    }
-    g->config_fd = -1;
-    if (config_text_read_file(path, &g->text, &g->len, d) != 0) {
-        gen_free(g);
-        return NULL;
-    }
-    if (config_load(path, g->text, &g->cfg, d) != 0 ||
-        probe_run(path, g->text, g->len, PROBE_TIMEOUT, d) != 0) {
-        gen_free(g);
-        return NULL;
-    }
-    g->nworkers = g->cfg->workers;
-    g->failures = calloc((size_t) g->nworkers, sizeof(*g->failures));
-    g->respawn_at = calloc((size_t) g->nworkers, sizeof(*g->respawn_at));
-    g->config_fd = childargs_memfd(g->text, g->len);
-    if (g->failures == NULL || g->respawn_at == NULL || g->config_fd < 0) {
-        diag_add(d, path, 0, "cannot prepare the workers: %s", strerror(errno));
-        gen_free(g);
-        return NULL;
-    }
-    return g;
-}
-
-static int
-free_slot(struct master *m)
-{
-    struct shm_region *r = shm_region();
-    for (int i = 0; i < SHM_PROCS; i++) {
-        if (m->procs[i].pid == 0 && __atomic_load_n(&r->procs[i].pid, __ATOMIC_ACQUIRE) == 0) {
-            return i;
-        }
-    }
-    return -1;
 }
 
 static void
@@ -167,6 +98,7 @@ shm_reset_slot(int slot, pid_t pid)
         __atomic_store_n(&p->jobs[i].used, 0, __ATOMIC_RELEASE);
     }
     __atomic_store_n(&p->crashed_job, -1, __ATOMIC_RELEASE);
+    __atomic_store_n(&p->stopped_by, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&p->pid, pid, __ATOMIC_RELEASE);
 }
 
@@ -174,7 +106,7 @@ static int
 spawn_worker(struct master *m, struct generation *g, int index)
 {
     char err[256];
-    int slot = free_slot(m);
+    int slot = proc_free_slot(m->procs);
     int ctl[2];
     if (slot < 0) {
         log_error("no free worker slot (at most %d worker processes)", SHM_PROCS);
@@ -184,8 +116,9 @@ spawn_worker(struct master *m, struct generation *g, int index)
         log_error("cannot start a worker: pipe: %s", strerror(errno));
         return -1;
     }
-    struct childargs a = {CHILD_WORKER, g->config_fd, m->path,  m->shm_fd,  ctl[1],
-                          slot,         g->id,        getpid(), m->instance};
+    struct childargs a = {CHILD_WORKER, g->config_fd,  m->path,       m->shm_fd,
+                          ctl[1],       slot,          g->id,         getpid(),
+                          m->instance,  g->plugin_fds, g->nplugin_fds};
     shm_reset_slot(slot, -1);
     pid_t pid = spawn_child(&a, -1, &m->user, err, sizeof(err));
     close(ctl[1]);
@@ -209,35 +142,10 @@ spawn_worker(struct master *m, struct generation *g, int index)
 }
 
 static void
-signal_gen(struct master *m, int gen, int sig, int mark_draining)
-{
-    for (int i = 0; i < SHM_PROCS; i++) {
-        struct proc *p = &m->procs[i];
-        if (p->pid > 0 && (gen < 0 || p->gen == gen)) {
-            kill(p->pid, sig);
-            p->draining |= mark_draining;
-        }
-    }
-}
-
-static int
-count_procs(const struct master *m, int gen, int ready_only)
-{
-    int n = 0;
-    for (int i = 0; i < SHM_PROCS; i++) {
-        const struct proc *p = &m->procs[i];
-        if (p->pid > 0 && (gen < 0 || p->gen == gen) && (!ready_only || p->ready)) {
-            n++;
-        }
-    }
-    return n;
-}
-
-static void
 start_gen(struct master *m, struct generation *g)
 {
     g->id = ++m->next_id;
-    g->deadline = time(NULL) + READY_TIMEOUT;
+    g->deadline = time(NULL) + g->cfg->ready_timeout;
     for (int i = 0; i < g->nworkers; i++) {
         if (spawn_worker(m, g, i) != 0) {
             g->respawn_at[i] = clock_mono_ms() + RESPAWN_BASE_MS;
@@ -259,9 +167,13 @@ apply_master_settings(struct master *m, const struct config *c)
     m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table, c->idempotency.retention,
                                c->idempotency.janitor_interval, c->idempotency.janitor_batch);
     janitor_stop(old, m->janitor);
-    pausewatch_stop(m->pausewatch); /* it posts through the monitor */
-    dlqmon_stop(m->dlqmon);         /* then start: its state carries over to the new one */
-    m->dlqmon = dlqmon_start(c);
+    if (!health_is_for(m->health, c->idempotency.dsn, c->idempotency.table)) {
+        health_stop(m->health);
+        m->health = health_start(c->idempotency.dsn, c->idempotency.table);
+    }
+    pausewatch_stop(m->pausewatch);        /* it posts through the monitor */
+    dlqmon_stop(m->dlqmon, &m->dlq_carry); /* then start: its state carries over */
+    m->dlqmon = dlqmon_start(c, &m->dlq_carry);
     m->pausewatch = pausewatch_start(c, m->dlqmon);
     char err[256];
     if (httpd_apply(&m->httpd, c, err, sizeof(err)) != 0) {
@@ -344,7 +256,7 @@ abandon_next(struct master *m, const char *why)
     log_error("reload failed: %s; generation %d keeps running", why,
               m->cur != NULL ? m->cur->id : 0);
     metrics_count(MET_RELOADS, "failed", NULL, NULL, 1);
-    signal_gen(m, m->next->id, SIGTERM, 1);
+    proc_signal(m->procs, m->next->id, SIGTERM, 1);
     gen_free(m->next);
     m->next = NULL;
     if (m->cur != NULL) {
@@ -369,6 +281,7 @@ reap(struct master *m)
         char what[1024];
         describe_death(slot, status, what, sizeof(what));
         int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        int stopped_by = __atomic_load_n(&shm_region()->procs[slot].stopped_by, __ATOMIC_ACQUIRE);
         struct generation *g = m->cur != NULL && p->gen == m->cur->id     ? m->cur
                                : m->next != NULL && p->gen == m->next->id ? m->next
                                                                           : NULL;
@@ -378,12 +291,18 @@ reap(struct master *m)
             } else {
                 log_warn("worker %d (generation %d) %s while draining", (int) pid, p->gen, what);
             }
+        } else if (clean && stopped_by > 0) {
+            log_warn("worker %d (generation %d) drained and exited: pid %d, not the master, "
+                     "sent it a stop signal; starting another in its place (to stop twiced, "
+                     "signal the master: twiced -s stop, or systemctl stop)",
+                     (int) pid, p->gen, stopped_by);
         } else {
             log_error("worker %d (generation %d) %s", (int) pid, p->gen, what);
         }
         if (p->ctl >= 0) {
             close(p->ctl);
         }
+        free(p->waiting);
         char owner[CHILDARGS_OWNER_MAX];
         struct idem_culprit culprits[SHM_JOBS];
         childargs_owner(owner, sizeof(owner), pid, p->gen, m->instance);
@@ -401,23 +320,22 @@ reap(struct master *m)
             abandon_next(m, "a worker of the new generation died while starting");
             continue;
         }
+        if (clean && stopped_by > 0) {
+            g->respawn_at[dead.index] = clock_mono_ms(); /* no failure: no backoff */
+            metrics_count(MET_RESTARTS, "stopped", NULL, NULL, 1);
+            continue;
+        }
         schedule_respawn(g, &dead, WIFSIGNALED(status) ? "signal" : "exit");
     }
 }
 
+/* Tell whoever waits for the start (twiced -d's foreground process) how it
+ * ended; once. */
 static void
-read_ready(struct master *m, int slot)
+started(struct master *m, int ok, const char *why)
 {
-    struct proc *p = &m->procs[slot];
-    char c;
-    ssize_t n = read(p->ctl, &c, 1);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
-        return;
-    }
-    close(p->ctl);
-    p->ctl = -1;
-    if (n == 1 && c == 'R') {
-        p->ready = 1;
+    if (m->opts->started != NULL) {
+        m->opts->started(ok, why);
     }
 }
 
@@ -425,7 +343,25 @@ static void
 status_line(struct master *m, char *out, size_t cap)
 {
     snprintf(out, cap, "generation %d: %d/%d workers ready", m->cur->id,
-             count_procs(m, m->cur->id, 1), m->cur->nworkers);
+             proc_count(m->procs, m->cur->id, 1), m->cur->nworkers);
+}
+
+static void begin_stop(struct master *m);
+
+/* The first generation did not get ready within ready_timeout: say why
+ * (twiced -d's foreground process and systemd see the exit code) and stop. */
+static void
+fail_start(struct master *m, const char *why)
+{
+    char msg[1200];
+    snprintf(msg, sizeof(msg), "generation %d was not ready within ready_timeout (%ds): %s",
+             m->cur->id, m->cur->cfg->ready_timeout, why);
+    log_error("not started: %s", msg);
+    started(m, 0, msg);
+    m->ready_announced = 1; /* never "ready" now */
+    m->start_failed = 1;
+    got_term = 1;
+    begin_stop(m);
 }
 
 /* Progress of generations: the first one's readiness, a reload's switch. */
@@ -434,11 +370,11 @@ check_generations(struct master *m)
 {
     char status[128];
     if (m->next != NULL) {
-        if (count_procs(m, m->next->id, 1) == m->next->nworkers) {
+        if (proc_count(m->procs, m->next->id, 1) == m->next->nworkers) {
             struct generation *old = m->cur;
             m->cur = m->next;
             m->next = NULL;
-            signal_gen(m, old->id, SIGTERM, 1);
+            proc_signal(m->procs, old->id, SIGTERM, 1);
             log_info("reload done: generation %d ready, generation %d draining", m->cur->id,
                      old->id);
             metrics_count(MET_RELOADS, "ok", NULL, NULL, 1);
@@ -446,26 +382,37 @@ check_generations(struct master *m)
             status_line(m, status, sizeof(status));
             notify_ready(status);
         } else if (time(NULL) > m->next->deadline) {
-            abandon_next(m, "the new generation did not get ready in time");
+            char why[1024], msg[1200];
+            proc_not_ready_why(m->procs, m->next->id, m->next->nworkers, why, sizeof(why));
+            snprintf(msg, sizeof(msg), "generation %d was not ready within %ds (%s)", m->next->id,
+                     m->next->cfg->ready_timeout, why);
+            abandon_next(m, msg);
         }
     }
-    int all_ready = m->cur != NULL && count_procs(m, m->cur->id, 1) == m->cur->nworkers;
-    httpd_set_ready(m->httpd, all_ready);
+    int all_ready = m->cur != NULL && proc_count(m->procs, m->cur->id, 1) == m->cur->nworkers;
+    char why[1024] = "";
+    if (!all_ready && m->cur != NULL) {
+        proc_not_ready_why(m->procs, m->cur->id, m->cur->nworkers, why, sizeof(why));
+    }
+    httpd_set_ready(m->httpd, all_ready, why);
+    char store[600] = "";
+    health_store_ok(m->health, store, sizeof(store));
+    httpd_set_store(m->httpd, store);
+    if (!m->ready_announced && !all_ready && m->cur != NULL && time(NULL) > m->cur->deadline) {
+        fail_start(m, why);
+    }
     if (!m->ready_announced && all_ready) {
         m->ready_announced = 1;
         status_line(m, status, sizeof(status));
         log_info("ready: %s", status);
         notify_ready(status);
+        started(m, 1, NULL);
     }
 }
 
 static void
 reload(struct master *m)
 {
-    if (m->next != NULL) {
-        log_warn("reload requested while generation %d is still starting; ignored", m->next->id);
-        return;
-    }
     notify_reloading();
     log_info("reloading %s", m->path);
     struct diag d = DIAG_INIT;
@@ -488,9 +435,42 @@ reload(struct master *m)
         }
     }
     diag_free(&d);
+    char *want = g->cfg->pid_file != NULL ? pidfile_configured(m->path, g->cfg->pid_file) : NULL;
+    const char *have = m->pid_path;
+    int same = want == NULL ? have == NULL : have != NULL && strcmp(want, have) == 0;
+    if (m->opts->pid_file == NULL && !same) {
+        log_warn("reload: pid_file: changing it needs a restart (keeping %s)",
+                 have != NULL ? have : "none");
+    }
+    free(want);
     apply_master_settings(m, g->cfg);
     m->next = g;
     start_gen(m, g);
+}
+
+/*
+ * A reload request (SIGHUP). While a reload is still starting its generation,
+ * the request waits for it to end (ready or abandoned) and then runs: it reads
+ * the configuration again, so the newest file wins and a burst of requests
+ * becomes one more reload. A request is never dropped, except by a stop.
+ */
+static void
+request_reload(struct master *m)
+{
+    if (m->stopping) {
+        log_info("reload requested while stopping; ignored");
+        return;
+    }
+    if (m->next == NULL) {
+        reload(m);
+        return;
+    }
+    if (!m->reload_pending) {
+        log_info("reload requested while generation %d is still starting: queued, it runs "
+                 "with the newest configuration once generation %d is ready or abandoned",
+                 m->next->id, m->next->id);
+    }
+    m->reload_pending = 1;
 }
 
 static void
@@ -524,25 +504,42 @@ next_timeout(const struct master *m)
     return left < 0 ? 0 : (int) left;
 }
 
+/* quit (SIGQUIT, twiced -s quit): workers stop receiving and finish every
+ * running job, however long that takes; a stop signal later cuts it short. */
+static void
+begin_quit(struct master *m)
+{
+    got_quit = 0;
+    if (m->stopping) {
+        return;
+    }
+    m->stopping = STOP_QUIT;
+    notify_stopping();
+    log_info("quitting: %d workers finish their running jobs, however long they take "
+             "(twiced -s stop or TERM cuts it to drain_timeout)",
+             proc_count(m->procs, -1, 0));
+    proc_signal(m->procs, -1, SIGQUIT, 1);
+}
+
 static void
 begin_stop(struct master *m)
 {
-    if (!m->stopping) {
-        m->stopping = 1;
+    if (m->stopping != STOP_TERM) {
+        m->stopping = STOP_TERM;
         m->stop_deadline = time(NULL) + m->cur->cfg->drain_timeout + 15;
         notify_stopping();
-        log_info("stopping: draining %d workers", count_procs(m, -1, 0));
-        signal_gen(m, -1, SIGTERM, 1);
+        log_info("stopping: draining %d workers", proc_count(m->procs, -1, 0));
+        proc_signal(m->procs, -1, SIGTERM, 1);
     } else if (got_term > 1) {
         /* A second signal: workers give back what runs and leave at once. */
         log_warn("second stop signal: workers give back their jobs now");
-        signal_gen(m, -1, SIGTERM, 1);
+        proc_signal(m->procs, -1, SIGTERM, 1);
         m->stop_deadline = time(NULL) + 5;
         got_term = 1;
     }
-    if (time(NULL) > m->stop_deadline && count_procs(m, -1, 0) > 0) {
+    if (time(NULL) > m->stop_deadline && proc_count(m->procs, -1, 0) > 0) {
         log_error("workers did not stop in time: killing them");
-        signal_gen(m, -1, SIGKILL, 1);
+        proc_signal(m->procs, -1, SIGKILL, 1);
         m->killed = 1;
         m->stop_deadline = time(NULL) + 5;
     }
@@ -566,25 +563,31 @@ loop_once(struct master *m, const sigset_t *wait_mask)
     int rc = ppoll(pfd, n, &ts, wait_mask);
     for (nfds_t i = 0; rc > 0 && i < n; i++) {
         if (pfd[i].revents != 0) {
-            read_ready(m, slots[i]);
+            proc_read_ready(&m->procs[slots[i]]);
         }
     }
     if (got_chld) {
         got_chld = 0;
         reap(m);
     }
+    if (got_quit) {
+        begin_quit(m);
+    }
     if (got_term) {
         begin_stop(m);
     }
     if (got_hup) {
         got_hup = 0;
-        if (!m->stopping) {
-            reload(m);
-        }
+        request_reload(m);
     }
     if (!m->stopping) {
         respawn_due(m);
         check_generations(m);
+    }
+    if (m->reload_pending && m->next == NULL && !m->stopping) {
+        m->reload_pending = 0;
+        log_info("running the reload requested while generation %d was starting", m->cur->id);
+        reload(m);
     }
 }
 
@@ -622,52 +625,91 @@ print_problems(const struct diag *d)
 }
 
 int
-master_check(const char *path)
+master_check(const char *path, int connect)
 {
     struct diag d = DIAG_INIT;
     struct generation *g = gen_load(path, &d);
-    print_problems(&d);
-    if (g != NULL) {
-        printf("%s: configuration and %zu plugins OK\n", path, g->cfg->nplugins);
-    }
     int rc = g != NULL ? 0 : 1;
+    if (g != NULL && connect && preflight_connect(g->cfg, &d) > 0) {
+        rc = 1;
+    }
+    print_problems(&d);
+    if (g != NULL && rc == 0) {
+        printf("%s: configuration and %zu plugins OK\n", path, g->cfg->nplugins);
+        if (connect) {
+            printf("%s: PostgreSQL and %zu queues with their dead-letter queues answer\n", path,
+                   g->cfg->nqueues);
+        }
+    }
     diag_free(&d);
     gen_free(g);
     return rc;
 }
 
-int
-master_run(const char *path, int (*detach)(void))
+/* Everything before the first generation: the configuration and plugins,
+ * the workers' user, the pid file, detaching, the shared region. Returns the
+ * generation to start, or NULL (logged) when twiced must not start. */
+static struct generation *
+prepare(struct master *m)
 {
-    struct master m;
-    char err[256];
-    memset(&m, 0, sizeof(m));
-    m.path = path;
-    childargs_instance(m.instance, sizeof(m.instance));
-    log_set_role("master");
+    char err[512];
     struct diag d = DIAG_INIT;
-    struct generation *g = gen_load(path, &d);
+    struct generation *g = gen_load(m->path, &d);
     print_problems(&d);
     diag_free(&d);
     if (g == NULL) {
-        log_error("not starting: %s has problems (listed above)", path);
-        return 1;
+        log_error("not starting: %s has problems (listed above)", m->path);
+        return NULL;
     }
-    if (spawn_resolve_user(g->cfg->user, &m.user, err, sizeof(err)) != 0) {
+    const char *given = m->opts->pid_file, *set = g->cfg->pid_file;
+    if ((given != NULL || set != NULL) &&
+        (m->pid_path = given != NULL ? strdup(given) : pidfile_configured(m->path, set)) == NULL) {
+        log_error("not starting: out of memory");
+        gen_free(g);
+        return NULL;
+    }
+    if (spawn_resolve_user(g->cfg->user, &m->user, err, sizeof(err)) != 0 ||
+        (m->pid_path != NULL &&
+         pidfile_acquire(m->pid_path, &m->pidfile, err, sizeof(err)) != 0)) {
         log_error("not starting: %s", err);
         gen_free(g);
-        return 1;
+        return NULL;
     }
-    if (detach != NULL && detach() != 0) {
+    if (m->opts->detach != NULL && m->opts->detach() != 0) {
         gen_free(g);
-        return 1;
+        return NULL;
     }
-    m.shm_fd = shm_create();
-    if (m.shm_fd < 0) {
+    if (m->pidfile != NULL && pidfile_write(m->pidfile, err, sizeof(err)) != 0) {
+        log_error("not starting: %s", err);
+        gen_free(g);
+        return NULL;
+    }
+    m->shm_fd = shm_create();
+    if (m->shm_fd < 0) {
         log_error("not starting: shared memory: %s", strerror(errno));
         gen_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+int
+master_run(const char *path, const struct master_opts *o)
+{
+    struct master m;
+    memset(&m, 0, sizeof(m));
+    m.path = path;
+    m.opts = o;
+    childargs_instance(m.instance, sizeof(m.instance));
+    log_set_role("master");
+    struct generation *g = prepare(&m);
+    if (g == NULL) {
+        started(&m, 0, "configuration, plugins or pid file (see the log)");
+        pidfile_release(m.pidfile);
+        free(m.pid_path);
         return 1;
     }
+    proctitle_set("twiced: master");
     metrics_set_proc(-1);
     sigset_t wait_mask;
     install_signals(&wait_mask);
@@ -676,15 +718,19 @@ master_run(const char *path, int (*detach)(void))
              g->cfg->nqueues, g->cfg->nplugins);
     m.cur = g;
     start_gen(&m, g);
-    while (!m.stopping || count_procs(&m, -1, 0) > 0) {
+    while (!m.stopping || proc_count(m.procs, -1, 0) > 0) {
         loop_once(&m, &wait_mask);
     }
     httpd_stop(m.httpd);
+    health_stop(m.health);
     pausewatch_stop(m.pausewatch);
-    dlqmon_stop(m.dlqmon);
+    dlqmon_stop(m.dlqmon, &m.dlq_carry);
+    dlqmon_carry_clear(&m.dlq_carry);
     janitor_stop(m.janitor, NULL);
     gen_free(m.cur);
     gen_free(m.next);
     log_info("stopped");
-    return m.killed ? 1 : 0;
+    pidfile_release(m.pidfile);
+    free(m.pid_path);
+    return m.killed || m.start_failed ? 1 : 0;
 }

@@ -15,6 +15,10 @@
 #include "keytmpl.h"
 #include "loader.h"
 #include "log.h"
+#include "sqs_limits.h"
+#include "utf8.h"
+#include "span.h"
+#include "tracectx.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,6 +34,10 @@ static _Thread_local const char *current_plugin;
 static _Thread_local int init_capture;
 static _Thread_local char init_cause[INIT_CAUSE_MAX];
 static _Thread_local int init_cause_level;
+
+/* derive_key() runs on this thread: api->field hands numbers in the form a
+ * key template spells them, so keys made by plugins never change either. */
+static _Thread_local int deriving_key;
 
 struct twice_settings {
     const struct config_plugin *cfg;
@@ -88,14 +96,17 @@ mutable_job(const twice_job *job)
     return (struct twice_job *) job;
 }
 
+/* A scalar as a plugin is handed it: numbers exactly as the producer wrote
+ * them, but inside derive_key() in the form keys have always had. */
 static const char *
 api_field(const twice_job *job, const char *path, size_t *len)
 {
     struct twice_job *j = mutable_job(job);
-    json_t *v = jsonpath_get(job_body(j), path);
+    const struct jsondoc_value *v = jsonpath_get(job_body(j), path);
     struct buf b = BUF_INIT;
     const char *out = NULL;
-    if (v != NULL && jsonpath_scalar_text(v, &b) == 0 && !b.failed) {
+    int rc = deriving_key ? jsonpath_key_text(v, &b) : jsonpath_field_text(v, &b);
+    if (v != NULL && rc == 0 && !b.failed) {
         out = job_keep(j, buf_str(&b), b.len);
         if (out != NULL && len != NULL) {
             *len = b.len;
@@ -105,23 +116,23 @@ api_field(const twice_job *job, const char *path, size_t *len)
     return out;
 }
 
+/* Any value as the producer wrote it: its original text, numbers, escapes
+ * and all (so 19.99 stays 19.99 on its way to another system). */
 static const char *
 api_field_json(const twice_job *job, const char *path, size_t *len)
 {
     struct twice_job *j = mutable_job(job);
-    json_t *v = jsonpath_get(job_body(j), path);
+    struct jsondoc *d = job_body(j);
+    const struct jsondoc_value *v = jsonpath_get(d, path);
     if (v == NULL) {
         return NULL;
     }
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
-    if (s == NULL) {
-        return NULL;
-    }
-    const char *out = job_keep(j, s, strlen(s));
+    size_t n;
+    const char *raw = jsondoc_raw(d, v, &n);
+    const char *out = job_keep(j, raw, n);
     if (out != NULL && len != NULL) {
-        *len = strlen(s);
+        *len = n;
     }
-    free(s);
     return out;
 }
 
@@ -190,7 +201,7 @@ api_db(const twice_job *job)
 static void
 api_retry_after(twice_job *job, unsigned seconds)
 {
-    job->retry_after = seconds > 43200 ? 43200 : (int) seconds;
+    job->retry_after = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
 }
 
 /* Counted by the queue's breaker (worker/breaker.c) once handle() returns. */
@@ -198,7 +209,7 @@ static void
 api_downstream_unavailable(twice_job *job, unsigned seconds)
 {
     job->downstream = 1;
-    job->downstream_secs = seconds > 43200 ? 43200 : (int) seconds;
+    job->downstream_secs = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
     if (job->retry_after < 0 && seconds > 0) {
         job->retry_after = job->downstream_secs;
     }
@@ -217,6 +228,25 @@ api_error(twice_job *job, const char *fmt, ...)
         free(job->error);
         job->error = text;
     }
+}
+
+/* The job's span when it has one; else the message's valid traceparent,
+ * kept with the job (see plugin.h for why it is passed on). */
+static const char *
+api_traceparent(const twice_job *job)
+{
+    if (job->span != NULL) {
+        return job->span->traceparent;
+    }
+    const struct sqs_attr *a = sqs_attr_find(job->msg.attrs, job->msg.nattrs, "traceparent");
+    struct tracectx c;
+    if (a == NULL || a->string_value == NULL ||
+        tracectx_parse_traceparent(a->string_value, strlen(a->string_value), &c, NULL) != 0) {
+        return NULL;
+    }
+    char text[TRACECTX_TRACEPARENT_LEN + 1];
+    tracectx_format_traceparent(&c, text);
+    return job_keep(mutable_job(job), text, TRACECTX_TRACEPARENT_LEN);
 }
 
 static const char *
@@ -248,6 +278,7 @@ static const twice_api host_api = {
     .db = api_db,
     .retry_after = api_retry_after,
     .error = api_error,
+    .traceparent = api_traceparent,
     .queue = api_queue,
     .attr_name = api_attr_name,
     .downstream_unavailable = api_downstream_unavailable,
@@ -304,7 +335,9 @@ derive_with_plugin(const struct plugin_instance *p, struct twice_job *j, struct 
     char key[TWICE_KEY_MAX + 1];
     struct buf why = BUF_INIT;
     current_plugin = p->name;
+    deriving_key = 1;
     int n = p->lp.desc->derive_key(p->lp.state, j, key, sizeof(key));
+    deriving_key = 0;
     current_plugin = NULL;
     enum keytmpl_result r = keytmpl_check_derived(key, n, j->error, &why);
     if (r == KEYTMPL_OK && buf_append(out, key, (size_t) n) != 0) {

@@ -11,6 +11,7 @@
 #include "instance.h"
 #include "jsonpath.h"
 #include "log.h"
+#include "span.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,10 +43,11 @@ job_free(struct twice_job *j)
         return;
     }
     sqs_message_clear(&j->msg);
-    json_decref(j->body);
-    json_decref(j->scratch);
+    jsondoc_free(j->body);
+    arena_free(&j->scratch);
     free(j->key);
     free(j->error);
+    span_free(j->span);
     free(j);
 }
 
@@ -71,13 +73,13 @@ job_log(twice_log_level level, const struct twice_job *j, const char *fmt, ...)
     va_end(ap);
 }
 
-json_t *
+struct jsondoc *
 job_body(struct twice_job *j)
 {
     if (!j->body_parsed) {
         j->body_parsed = 1;
-        j->body = jsonpath_parse_body(j->msg.body, j->msg.body_len, j->body_error,
-                                      sizeof(j->body_error));
+        j->body =
+            jsondoc_parse(j->msg.body, j->msg.body_len, j->body_error, sizeof(j->body_error));
     }
     return j->body;
 }
@@ -96,22 +98,12 @@ job_deadletter(struct twice_job *j, const char *reason, const char *fmt, ...)
     j->action = JOB_ACT_DEADLETTER;
 }
 
-/* Strings handed to plugins live in a JSON array owned by the job: one
- * decref frees them all when the job ends. */
+/* Strings handed to plugins live in the job's arena: freed all at once
+ * when the job ends. */
 const char *
 job_keep(struct twice_job *j, const char *s, size_t len)
 {
-    if (j->scratch == NULL) {
-        j->scratch = json_array();
-        if (j->scratch == NULL) {
-            return NULL;
-        }
-    }
-    json_t *str = json_stringn_nocheck(s, len);
-    if (str == NULL || json_array_append_new(j->scratch, str) != 0) {
-        return NULL;
-    }
-    return json_string_value(str);
+    return arena_strndup(&j->scratch, s, len);
 }
 
 double

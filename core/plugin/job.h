@@ -10,12 +10,13 @@
 #ifndef TWICE_JOB_H
 #define TWICE_JOB_H
 
-#include <jansson.h>
 #include <stddef.h>
 #include <time.h>
 
 #include <twice/plugin.h>
 
+#include "arena.h"
+#include "atomics.h"
 #include "jsonpath.h"
 #include "sqs.h"
 
@@ -25,6 +26,7 @@ struct wqueue;
 struct plugin_instance;
 struct keytmpl;
 struct idem_store;
+struct span;
 
 /* What the acknowledger must do with a finished job. */
 enum job_action {
@@ -43,20 +45,21 @@ struct twice_job {
     struct sqs_message msg;               /* owned: moved out of the receive array */
     const struct plugin_instance *plugin; /* borrowed: the routed plugin, NULL until routed */
 
-    json_t *body;    /* owned: the parsed body, NULL until parsed or if not JSON */
-    int body_parsed; /* parsing was attempted */
+    struct jsondoc *body; /* owned: the parsed body, NULL until parsed or if not JSON */
+    int body_parsed;      /* parsing was attempted */
     char body_error[JSONPATH_BODY_ERROR_LEN]; /* why the body is not JSON */
 
-    char *key;                /* owned: the idempotency key, NULL until derived */
-    unsigned char sha256[32]; /* of the body: tells a conflict from a duplicate */
-    int receives;             /* SQS's ApproximateReceiveCount (>= 1) */
-    int attempt;              /* this run's number: the key's runs + 1 once claimed, else 0;
-                                 FIFO retries in place count on (lifecycle.h) */
-    int counted;              /* RETRY/RETURN: the release records this run as an attempt */
-    int runs;                 /* DEADLETTER: the key's runs counted, for twice-attempts */
-    int claimed;              /* we hold the key in the store */
-    int key_completed;        /* the key is completed (by the acker or in the handler's tx) */
-    int dlq_sent;             /* the dead letter was accepted by the DLQ */
+    char *key;                 /* owned: the idempotency key, NULL until derived */
+    unsigned char sha256[32];  /* of the body: tells a conflict from a duplicate */
+    int receives;              /* SQS's ApproximateReceiveCount (>= 1) */
+    int attempt;               /* this run's number: the key's runs + 1 once claimed, else 0;
+                                  FIFO retries in place count on (lifecycle.h) */
+    int counted;               /* RETRY/RETURN: the release records this run as an attempt */
+    int runs;                  /* DEADLETTER: the key's runs counted, for twice-attempts */
+    struct shared_int claimed; /* we hold the key in the store (atomic: the heartbeat reads
+                                  it while a transactional handler settles the key) */
+    int key_completed;         /* the key is completed (by the acker or in the handler's tx) */
+    int dlq_sent;              /* the dead letter was accepted by the DLQ */
 
     twice_status status;   /* handle()'s answer */
     char *error;           /* owned: api->error() text, NULL if none */
@@ -73,7 +76,8 @@ struct twice_job {
     int given_up;    /* acker: too many tries; left for redelivery, nothing more is done */
     int deferred;    /* acker: a step failed, try again in a later pass */
 
-    json_t *scratch; /* owned: strings handed to the plugin (api->field...) */
+    struct arena scratch; /* owned: strings handed to the plugin (api->field...) */
+    struct span *span;    /* owned: its trace span (worker/jobspan.c), NULL with tracing off */
 
     struct timespec received_at; /* monotonic */
     struct timespec extended_at; /* monotonic: visibility and lease last set */
@@ -96,9 +100,9 @@ struct twice_job {
 struct twice_job *job_new(struct wqueue *q, const struct config_queue *qc, struct sqs_message *m);
 void job_free(struct twice_job *j);
 
-/* Parse the body once (lazily); returns the JSON root or NULL (see
+/* Parse the body once (lazily); returns the document or NULL (see
  * body_error). */
-json_t *job_body(struct twice_job *j);
+struct jsondoc *job_body(struct twice_job *j);
 
 /* Set the job's outcome to dead-letter with a reason code and detail. */
 void job_deadletter(struct twice_job *j, const char *reason, const char *fmt, ...)

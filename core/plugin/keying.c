@@ -42,13 +42,14 @@ keying_route(struct twice_job *j)
         const struct sqs_attr *a = sqs_attr_find(j->msg.attrs, j->msg.nattrs, qc->route_by + 5);
         value = a != NULL ? a->string_value : NULL;
     } else {
-        json_t *body = job_body(j);
+        struct jsondoc *body = job_body(j);
         if (body == NULL) {
             job_deadletter(j, "invalid-json", "routing by %s: %s", qc->route_by, j->body_error);
             return KEYING_NO_ROUTE;
         }
-        json_t *v = jsonpath_get(body, qc->route_by);
-        if (v != NULL && jsonpath_scalar_text(v, &text) == 0) {
+        /* the text a key would have; a value holding NUL names no route */
+        const struct jsondoc_value *v = jsonpath_get(body, qc->route_by);
+        if (v != NULL && jsonpath_key_text(v, &text) == 0 && strlen(buf_str(&text)) == text.len) {
             value = buf_str(&text);
         }
     }

@@ -15,6 +15,7 @@
 #include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <stdarg.h>
@@ -327,6 +328,31 @@ loader_check_path(const char *path, char *err, size_t errlen)
     return check_path_resolved(path, resolved, err, errlen);
 }
 
+int
+loader_file_open(const char *path, int *fd, char *err, size_t errlen)
+{
+    char resolved[PATH_MAX];
+    struct stat st;
+
+    *fd = -1;
+    if (check_path_resolved(path, resolved, err, errlen) != 0) {
+        return -1;
+    }
+    /* The walk resolved every symlink: the last component is the file itself. */
+    int f = open(resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (f < 0) {
+        snprintf(err, errlen, "plugin %s: %s: %s", path, resolved, strerror(errno));
+        return -1;
+    }
+    if (fstat(f, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "plugin %s: %s is not a regular file", path, resolved);
+        close(f);
+        return -1;
+    }
+    *fd = f;
+    return 0;
+}
+
 /* ---- the descriptor's contents ---- */
 
 #define NAME_MAX_LEN 64
@@ -558,25 +584,25 @@ find_entry(const char *path, void *lib, twice_plugin_entry_fn *entry, char *err,
  * dangling. A refused plugin fails the probe or worker process, which
  * exits anyway.
  */
-int
-loader_open(const char *path, struct loaded_plugin *out, char *err, size_t errlen)
+static void *
+dlopen_or_say(const char *path, const char *file, char *err, size_t errlen)
 {
-    char resolved[PATH_MAX];
-    twice_plugin_entry_fn entry;
-    struct loaded_plugin lp;
-
-    memset(out, 0, sizeof(*out));
-    memset(&lp, 0, sizeof(lp));
-    if (check_path_resolved(path, resolved, err, errlen) != 0) {
-        return -1;
-    }
-    /* The resolved path: what was checked is what is mapped. */
-    void *lib = dlopen(resolved, RTLD_NOW | RTLD_LOCAL);
+    void *lib = dlopen(file, RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) {
         const char *why = dlerror();
         snprintf(err, errlen, "%s: dlopen: %s", path, why != NULL ? why : "unknown error");
-        return -1;
     }
+    return lib;
+}
+
+/* Everything after dlopen: the entry point, the load rule, the descriptor. */
+static int
+open_loaded(const char *path, void *lib, struct loaded_plugin *out, char *err, size_t errlen)
+{
+    twice_plugin_entry_fn entry;
+    struct loaded_plugin lp;
+
+    memset(&lp, 0, sizeof(lp));
     if (find_entry(path, lib, &entry, err, errlen) != 0) {
         return -1;
     }
@@ -598,6 +624,70 @@ loader_open(const char *path, struct loaded_plugin *out, char *err, size_t errle
     lp.desc = d;
     *out = lp;
     return 0;
+}
+
+int
+loader_open(const char *path, struct loaded_plugin *out, char *err, size_t errlen)
+{
+    char resolved[PATH_MAX];
+
+    memset(out, 0, sizeof(*out));
+    if (check_path_resolved(path, resolved, err, errlen) != 0) {
+        return -1;
+    }
+    /* The resolved path: what was checked is what is mapped. */
+    void *lib = dlopen_or_say(path, resolved, err, errlen);
+    return lib != NULL ? open_loaded(path, lib, out, err, errlen) : -1;
+}
+
+/*
+ * Map the file behind fd. By its path when the file there is still the one fd
+ * holds (so $ORIGIN, dladdr and the plugin's own sibling files work as
+ * usual), else - it was replaced or removed since - through /proc/self/fd,
+ * which maps exactly the bytes fd holds. A dlopen by path is checked after
+ * the fact: glibc finds an object already mapped from the same file (device
+ * and inode) under any name, so a NOLOAD open of fd must return the same
+ * handle, or the path was swapped in between.
+ */
+static void *
+dlopen_kept(const char *path, int fd, int *replaced, char *err, size_t errlen)
+{
+    char self[32], real[PATH_MAX];
+    struct stat kept, now;
+
+    snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+    if (fstat(fd, &kept) != 0) {
+        snprintf(err, errlen, "%s: descriptor %d: %s", path, fd, strerror(errno));
+        return NULL;
+    }
+    ssize_t n = readlink(self, real, sizeof(real) - 1);
+    if (n < 0) {
+        snprintf(err, errlen, "%s: %s: %s (is /proc mounted?)", path, self, strerror(errno));
+        return NULL;
+    }
+    real[n] = '\0';
+    *replaced = !(real[0] == '/' && stat(real, &now) == 0 && now.st_dev == kept.st_dev &&
+                  now.st_ino == kept.st_ino);
+    void *lib = dlopen_or_say(path, *replaced ? self : real, err, errlen);
+    if (lib != NULL && !*replaced && dlopen(self, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD) != lib) {
+        snprintf(err, errlen, "%s: %s was replaced while it was being loaded", path, real);
+        return NULL;
+    }
+    return lib;
+}
+
+int
+loader_open_fd(const char *path, int fd, struct loaded_plugin *out, int *replaced, char *err,
+               size_t errlen)
+{
+    int changed = 0;
+
+    memset(out, 0, sizeof(*out));
+    void *lib = dlopen_kept(path, fd, &changed, err, errlen);
+    if (replaced != NULL) {
+        *replaced = changed;
+    }
+    return lib != NULL ? open_loaded(path, lib, out, err, errlen) : -1;
 }
 
 void

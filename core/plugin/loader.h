@@ -50,6 +50,26 @@ struct loaded_plugin {
 int loader_check_path(const char *path, char *err, size_t errlen);
 
 /*
+ * loader_check_path, then open the file the path resolves to (read-only,
+ * close-on-exec): the master does this when it makes a generation, and the
+ * generation's probe and workers load the plugin from that descriptor
+ * (loader_open_fd), so a worker respawned later runs the bytes its
+ * generation checked, whatever is on disk by then. 0 and *fd (the caller's
+ * to close), or -1 with err.
+ */
+int loader_file_open(const char *path, int *fd, char *err, size_t errlen);
+
+/*
+ * As loader_open, for a file opened by loader_file_open (path is the
+ * configured one, for messages; its checks were done then). Maps the file by
+ * its real path while that is still the same file, else the descriptor's own
+ * bytes through /proc/self/fd; *replaced (may be NULL) is 1 in that case, so
+ * the caller can say so. fd stays open (the caller's).
+ */
+int loader_open_fd(const char *path, int fd, struct loaded_plugin *out, int *replaced, char *err,
+                   size_t errlen);
+
+/*
  * Check the path, dlopen, find the entry point, apply the load rule, check
  * the descriptor (name, handle present, key_template compiles or derive_key
  * set). 0 and *out filled (loader_release frees what is ours), or -1 with

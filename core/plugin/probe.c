@@ -15,6 +15,7 @@
 #include "instance.h"
 #include "keying.h"
 #include "log.h"
+#include "proctitle.h"
 #include "spawn.h"
 
 #include <errno.h>
@@ -31,7 +32,7 @@
 /* Progress lines start with '#': the parent uses them to name a plugin that
  * crashed the probe; every other line is a problem. */
 static int
-check_plugin(const struct config *c, const struct config_plugin *cp)
+check_plugin(const struct config *c, const struct config_plugin *cp, int fd)
 {
     struct plugin_instance p;
     char err[1024];
@@ -39,9 +40,12 @@ check_plugin(const struct config *c, const struct config_plugin *cp)
     memset(&p, 0, sizeof(p));
     p.cfg = cp;
     p.name = cp->name;
+    if (fd < 0) {
+        return 0; /* the master could not open it and has said why */
+    }
     printf("#plugin %s\n", cp->name);
     fflush(stdout);
-    if (loader_open(cp->path, &p.lp, err, sizeof(err)) != 0) {
+    if (loader_open_fd(cp->path, fd, &p.lp, NULL, err, sizeof(err)) != 0) {
         printf("%s:%d: plugin '%s': %s\n", file, cp->line, cp->name, err);
         return 1;
     }
@@ -76,17 +80,25 @@ probe_main(int argc, char **argv)
         printf("probe: %s\n", err);
         return 2;
     }
+    proctitle_set("twiced: probe");
     struct config *c = NULL;
     if (childargs_load_config(&a, &c, err, sizeof(err)) != 0) {
         printf("%s\n", err);
+        childargs_release(&a);
         return 1;
     }
     int problems = 0;
-    for (size_t i = 0; i < c->nplugins; i++) {
-        problems += check_plugin(c, &c->plugins[i]);
+    if (a.nplugin_fds != c->nplugins) {
+        printf("probe: %zu plugin files for %zu plugins\n", a.nplugin_fds, c->nplugins);
+        problems = 1;
+    } else {
+        for (size_t i = 0; i < c->nplugins; i++) {
+            problems += check_plugin(c, &c->plugins[i], a.plugin_fds[i]);
+        }
     }
     fflush(stdout);
     config_free(c);
+    childargs_release(&a);
     return problems > 0 ? 1 : 0;
 }
 
@@ -157,7 +169,8 @@ reap_by(pid_t pid, time_t deadline, int *status)
 }
 
 int
-probe_run(const char *path, const char *text, size_t len, int timeout, struct diag *d)
+probe_run(const char *path, const char *text, size_t len, const int *plugin_fds, size_t nfds,
+          int timeout, struct diag *d)
 {
     int pipefd[2] = {-1, -1};
     int cfd = childargs_memfd(text, len);
@@ -169,7 +182,8 @@ probe_run(const char *path, const char *text, size_t len, int timeout, struct di
         }
         return -1;
     }
-    struct childargs a = {CHILD_PROBE, cfd, path, -1, -1, 0, 0, getpid(), "probe"};
+    struct childargs a = {CHILD_PROBE, cfd,      path,    -1,         -1,  0,
+                          0,           getpid(), "probe", plugin_fds, nfds};
     pid_t pid = spawn_child(&a, pipefd[1], NULL, err, sizeof(err));
     close(pipefd[1]);
     close(cfd);

@@ -13,8 +13,10 @@ struct diag;
 int probe_main(int argc, char **argv);
 
 /* The parent: check the plugins of configuration `text` (read from path) in
- * a child; its problem lines, a crash or a hang (timeout seconds) are added
- * to d. 0 when there were none, else -1. */
-int probe_run(const char *path, const char *text, size_t len, int timeout, struct diag *d);
+ * a child, loading each from plugin_fds[i] (loader_file_open; -1: skipped,
+ * its problem is known already); its problem lines, a crash or a hang
+ * (timeout seconds) are added to d. 0 when there were none, else -1. */
+int probe_run(const char *path, const char *text, size_t len, const int *plugin_fds, size_t nfds,
+              int timeout, struct diag *d);
 
 #endif

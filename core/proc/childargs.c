@@ -17,17 +17,30 @@
 #include <time.h>
 #include <unistd.h>
 
-void
-childargs_build(const struct childargs *a, char store[][24], char **argv)
+/* "5,6,7": the plugin fds as one argument, or NULL when out of memory. */
+static char *
+fd_list(const int *fds, size_t n)
+{
+    struct buf b = BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        buf_printf(&b, "%s%d", i > 0 ? "," : "", fds[i]);
+    }
+    return b.failed ? (buf_free(&b), NULL) : buf_steal(&b);
+}
+
+int
+childargs_build(const struct childargs *a, struct childargs_argv *out)
 {
     int n = 0, s = 0;
+    char **argv = out->argv;
+    out->fds = NULL;
     argv[n++] = "twiced";
     argv[n++] = a->mode == CHILD_WORKER ? "--worker" : "--probe";
 #define NUM(flag, v)                                                                              \
     do {                                                                                          \
-        snprintf(store[s], 24, "%d", (int) (v));                                                  \
+        snprintf(out->num[s], sizeof(out->num[s]), "%d", (int) (v));                              \
         argv[n++] = flag;                                                                         \
-        argv[n++] = store[s++];                                                                   \
+        argv[n++] = out->num[s++];                                                                \
     } while (0)
     NUM("--config-fd", a->config_fd);
     NUM("--shm-fd", a->shm_fd);
@@ -40,7 +53,60 @@ childargs_build(const struct childargs *a, char store[][24], char **argv)
     argv[n++] = (char *) a->config_path;
     argv[n++] = "--instance";
     argv[n++] = (char *) a->instance;
+    if (a->nplugin_fds > 0) {
+        if ((out->fds = fd_list(a->plugin_fds, a->nplugin_fds)) == NULL) {
+            return -1;
+        }
+        argv[n++] = "--plugin-fds";
+        argv[n++] = out->fds;
+    }
     argv[n] = NULL;
+    return 0;
+}
+
+void
+childargs_argv_free(struct childargs_argv *out)
+{
+    free(out->fds);
+    out->fds = NULL;
+}
+
+/* Parse "5,6,7" into a new array. 0, or -1 when it is not such a list. */
+static int
+parse_fds(const char *v, struct childargs *out)
+{
+    size_t n = 1;
+    for (const char *p = v; *p != '\0'; p++) {
+        n += *p == ',';
+    }
+    int *fds = calloc(n, sizeof(*fds));
+    if (fds == NULL) {
+        return -1;
+    }
+    const char *p = v;
+    for (size_t i = 0; i < n; i++) {
+        char *end;
+        errno = 0;
+        long fd = strtol(p, &end, 10);
+        if (errno != 0 || end == p || fd < 0 || fd > 0x7fffffff || (*end != ',' && *end != '\0')) {
+            free(fds);
+            return -1;
+        }
+        fds[i] = (int) fd;
+        p = end + 1;
+    }
+    free((void *) out->plugin_fds);
+    out->plugin_fds = fds;
+    out->nplugin_fds = n;
+    return 0;
+}
+
+void
+childargs_release(struct childargs *a)
+{
+    free((void *) a->plugin_fds);
+    a->plugin_fds = NULL;
+    a->nplugin_fds = 0;
 }
 
 static int
@@ -56,11 +122,9 @@ parse_int(const char *s, int *out)
     return 0;
 }
 
-int
-childargs_parse(int argc, char **argv, struct childargs *out, char *err, size_t errlen)
+static int
+parse_args(int argc, char **argv, struct childargs *out, char *err, size_t errlen)
 {
-    memset(out, 0, sizeof(*out));
-    out->config_fd = out->shm_fd = out->ctl_fd = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--worker") == 0 || strcmp(a, "--probe") == 0) {
@@ -79,6 +143,13 @@ childargs_parse(int argc, char **argv, struct childargs *out, char *err, size_t 
         }
         if (strcmp(a, "--instance") == 0) {
             out->instance = v;
+            continue;
+        }
+        if (strcmp(a, "--plugin-fds") == 0) {
+            if (parse_fds(v, out) != 0) {
+                snprintf(err, errlen, "%s: bad descriptor list %s", a, v);
+                return -1;
+            }
             continue;
         }
         if (parse_int(v, &n) != 0) {
@@ -105,6 +176,18 @@ childargs_parse(int argc, char **argv, struct childargs *out, char *err, size_t 
     if (out->mode == 0 || out->config_fd < 0 || out->config_path == NULL ||
         out->instance == NULL) {
         snprintf(err, errlen, "internal command line incomplete (this mode is for twiced itself)");
+        return -1;
+    }
+    return 0;
+}
+
+int
+childargs_parse(int argc, char **argv, struct childargs *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    out->config_fd = out->shm_fd = out->ctl_fd = -1;
+    if (parse_args(argc, argv, out, err, errlen) != 0) {
+        childargs_release(out);
         return -1;
     }
     return 0;

@@ -1,9 +1,10 @@
 /*
  * childargs.h - how the master starts its children (workers and config
  * probes) and how they read what they were given: the exact configuration
- * text the master validated (in a memfd), the shared region, the pipe to
- * report readiness on, their slot and generation. Children are the twiced
- * binary itself, re-executed, so each generation loads plugin files fresh.
+ * text the master validated (in a memfd), the plugin files it checked and
+ * keeps open for the generation, the shared region, the pipe to report
+ * readiness on, their slot and generation. Children are the twiced binary
+ * itself, re-executed.
  */
 #ifndef TWICE_CHILDARGS_H
 #define TWICE_CHILDARGS_H
@@ -24,17 +25,29 @@ struct childargs {
     int slot;
     int generation;
     pid_t master_pid;
-    const char *instance; /* the master's random id (lease owners) */
+    const char *instance;  /* the master's random id (lease owners) */
+    const int *plugin_fds; /* one open file per configured plugin, in order; NULL: none */
+    size_t nplugin_fds;
 };
 
 #define CHILDARGS_MAX 24
 
-/* Fill argv (at most CHILDARGS_MAX entries, NULL-terminated) for exec;
- * numbers are formatted into store (owned by the caller, kept until exec). */
-void childargs_build(const struct childargs *a, char store[][24], char **argv);
+/* An exec command line and the text it points into (owned by it). */
+struct childargs_argv {
+    char num[8][24];
+    char *fds; /* "5,6,7", malloc'd; NULL without plugin files */
+    char *argv[CHILDARGS_MAX];
+};
 
-/* Parse the child's command line (after "--worker" or "--probe"). */
+/* Fill out->argv (NULL-terminated) for exec. 0, or -1 when out of memory.
+ * childargs_argv_free frees it (after the fork). */
+int childargs_build(const struct childargs *a, struct childargs_argv *out);
+void childargs_argv_free(struct childargs_argv *out);
+
+/* Parse the child's command line (after "--worker" or "--probe"). Strings
+ * point into argv; the plugin fds are allocated: childargs_release. */
 int childargs_parse(int argc, char **argv, struct childargs *out, char *err, size_t errlen);
+void childargs_release(struct childargs *a);
 
 /* Read the snapshot (config_text_read: safe while the other workers of the
  * generation read the same memfd) and parse it. On errors err holds the

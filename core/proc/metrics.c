@@ -17,11 +17,38 @@
 
 static int this_proc = -1;
 
+/* Each histogram's bucket bounds (ending with -1) and their le labels, so
+ * an observation formats nothing. */
 static const double duration_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
-                                          2.5,   5,    10,    30,   60,  120,  300};
-#define NBUCKETS (sizeof(duration_buckets) / sizeof(duration_buckets[0]))
+                                          2.5,   5,    10,    30,   60,  120,  300, -1};
+static const char *const duration_labels[] = {"0.005", "0.01", "0.025", "0.05", "0.1",
+                                              "0.25",  "0.5",  "1",     "2.5",  "5",
+                                              "10",    "30",   "60",    "120",  "300"};
+/* A message's age: from a healthy queue's fraction of a second to SQS's
+ * 14 days of retention. */
+static const double age_buckets[] = {0.1,  0.5,  1,     5,     10,    30,     60,      300, 600,
+                                     1800, 3600, 10800, 43200, 86400, 345600, 1209600, -1};
+static const char *const age_labels[] = {"0.1",   "0.5",   "1",      "5",      "10",   "30",
+                                         "60",    "300",   "600",    "1800",   "3600", "10800",
+                                         "43200", "86400", "345600", "1209600"};
+_Static_assert(sizeof(duration_labels) / sizeof(duration_labels[0]) + 1 ==
+                   sizeof(duration_buckets) / sizeof(duration_buckets[0]),
+               "a label per duration bucket");
+_Static_assert(sizeof(age_labels) / sizeof(age_labels[0]) + 1 ==
+                   sizeof(age_buckets) / sizeof(age_buckets[0]),
+               "a label per age bucket");
 
-enum kind { COUNTER, GAUGE, PROC_GAUGE, HISTOGRAM };
+/* Each histogram's buckets: upper bounds ending with -1, and their le labels. */
+static const struct {
+    const double *bounds;
+    const char *const *labels;
+} hist[MET_COUNT_] = {
+    [MET_DURATION] = {duration_buckets, duration_labels},
+    [MET_MESSAGE_AGE] = {age_buckets, age_labels},
+};
+
+/* INTERNAL series are shared between processes but never rendered. */
+enum kind { COUNTER, GAUGE, PROC_GAUGE, HISTOGRAM, INTERNAL };
 
 static const struct {
     const char *name;
@@ -97,6 +124,30 @@ static const struct {
                           GAUGE,
                           {"queue"},
                           "Unix time of the last successful ReceiveMessage."},
+    [MET_SPANS_EXPORTED] = {"twice_spans_exported_total",
+                            COUNTER,
+                            {NULL},
+                            "Job spans a collector accepted."},
+    [MET_SPANS_DROPPED] = {"twice_spans_dropped_total",
+                           COUNTER,
+                           {"reason"},
+                           "Job spans not exported: buffer_full (the collector is slow or "
+                           "down), export_failed, rejected (by the collector), shutdown."},
+    [MET_QUEUE_MESSAGES] = {"twice_queue_messages",
+                            GAUGE,
+                            {"queue", "state"},
+                            "Messages in each queue (SQS's approximate counts), by state: "
+                            "visible, in_flight, delayed."},
+    [MET_MESSAGE_AGE] = {"twice_message_age_seconds",
+                         HISTOGRAM,
+                         {"queue"},
+                         "Age of each message when received (now - SentTimestamp)."},
+    [MET_QUEUE_OLDEST_AGE] = {"twice_queue_oldest_age_seconds",
+                              GAUGE,
+                              {"queue"},
+                              "Age of the oldest message received in the last "
+                              "queue_stats_interval."},
+    [MET_AGE_WINDOW] = {"twice_internal_age_window", INTERNAL, {"queue"}, ""},
     [MET_QUEUE_PAUSED] = {"twice_queue_paused",
                           GAUGE,
                           {"queue", "reason"},
@@ -246,24 +297,67 @@ metrics_gauge_get(enum metric m, const char *l1, const char *l2)
     return s != NULL ? bits_to_double(__atomic_load_n(&s->value, __ATOMIC_RELAXED)) : 0;
 }
 
-/* Buckets are counter series with le in the third label; the sum is a
- * double series with le "sum", the count an integer series "count". */
 void
-metrics_observe(enum metric m, const char *l1, const char *l2, double seconds)
+metrics_gauge_max(enum metric m, const char *l1, const char *l2, double v)
 {
-    char le[32];
-    for (size_t i = 0; i < NBUCKETS; i++) {
-        if (seconds <= duration_buckets[i]) {
-            snprintf(le, sizeof(le), "%g", duration_buckets[i]);
-            metrics_count(m, l1, l2, le, 1);
-            break;
+    struct shm_series *s = series(m, -1, l1, l2, NULL);
+    if (s == NULL) {
+        return;
+    }
+    uint64_t old = __atomic_load_n(&s->value, __ATOMIC_RELAXED);
+    while (bits_to_double(old) < v &&
+           !__atomic_compare_exchange_n(&s->value, &old, double_to_bits(v), 1, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+    }
+}
+
+double
+metrics_gauge_take(enum metric m, const char *l1, const char *l2)
+{
+    struct shm_series *s = find_series(m, -1, l1, l2, NULL, 0);
+    if (s == NULL) {
+        return 0;
+    }
+    return bits_to_double(__atomic_exchange_n(&s->value, double_to_bits(0), __ATOMIC_RELAXED));
+}
+
+#define MAX_BUCKETS 32
+
+/* Buckets are counter series with le in the third label; the sum is a
+ * double series with le "sum", the count an integer series "count". The
+ * values are counted here first, so a batch costs one update per bucket it
+ * touches (a series lookup each), not one per value. */
+void
+metrics_observe_many(enum metric m, const char *l1, const char *l2, const double *values, size_t n)
+{
+    const double *b = hist[m].bounds;
+    uint64_t counts[MAX_BUCKETS] = {0};
+    double total = 0;
+    for (size_t i = 0; i < n; i++) {
+        total += values[i];
+        for (size_t k = 0; b != NULL && k < MAX_BUCKETS && b[k] >= 0; k++) {
+            if (values[i] <= b[k]) {
+                counts[k]++;
+                break;
+            }
+        }
+    }
+    for (size_t k = 0; b != NULL && k < MAX_BUCKETS && b[k] >= 0; k++) {
+        if (counts[k] > 0) {
+            metrics_count(m, l1, l2, hist[m].labels[k], counts[k]);
         }
     }
     struct shm_series *sum = series(m, -1, l1, l2, "sum");
     if (sum != NULL) {
-        add_double(sum, seconds);
+        add_double(sum, total);
     }
-    metrics_count(m, l1, l2, "count", 1);
+    metrics_count(m, l1, l2, "count", n);
+}
+
+void
+metrics_observe(enum metric m, const char *l1, const char *l2, double seconds)
+{
+    metrics_observe_many(m, l1, l2, &seconds, 1);
 }
 
 void
@@ -387,10 +481,10 @@ render_histogram(struct buf *out, const struct shm_region *r, int m)
         }
         uint64_t cumulative = 0;
         snprintf(name, sizeof(name), "%s_bucket", defs[m].name);
-        for (size_t b = 0; b < NBUCKETS; b++) {
-            snprintf(le, sizeof(le), "%g", duration_buckets[b]);
-            cumulative += hist_value(r, m, s, le);
-            snprintf(le, sizeof(le), "le=\"%g\"", duration_buckets[b]);
+        for (size_t b = 0; hist[m].bounds[b] >= 0; b++) {
+            const char *bound = hist[m].labels[b];
+            cumulative += hist_value(r, m, s, bound);
+            snprintf(le, sizeof(le), "le=\"%s\"", bound);
             put_series_name(out, name, m, s->labels, le);
             buf_printf(out, " %llu\n", (unsigned long long) cumulative);
         }
@@ -427,7 +521,7 @@ render_plain(struct buf *out, const struct shm_region *r, int m)
 int
 metrics_render(struct buf *out)
 {
-    static const char *const type_names[] = {"counter", "gauge", "gauge", "histogram"};
+    static const char *const type_names[] = {"counter", "gauge", "gauge", "histogram", ""};
     struct shm_region *r = shm_region();
     buf_printf(out,
                "# HELP twice_build_info Version of twiced and of its plugin ABI.\n"
@@ -435,6 +529,9 @@ metrics_render(struct buf *out)
                "twice_build_info{version=\"%s\",abi=\"%d.%d\"} 1\n",
                TWICE_VERSION, TWICE_ABI_MAJOR, TWICE_ABI_MINOR);
     for (int m = 0; m < MET_COUNT_ && r != NULL; m++) {
+        if (defs[m].kind == INTERNAL) {
+            continue;
+        }
         buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", defs[m].name, defs[m].help, defs[m].name,
                    type_names[defs[m].kind]);
         if (defs[m].kind == PROC_GAUGE) {

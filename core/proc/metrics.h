@@ -16,24 +16,30 @@
 struct buf;
 
 enum metric {
-    MET_RECEIVED = 0, /* counter: queue */
-    MET_FINISHED,     /* counter: queue, plugin, outcome done|retry|rejected|deadlettered */
-    MET_DEADLETTERED, /* counter: queue, plugin, reason */
-    MET_DUPLICATES,   /* counter: queue, plugin, kind completed|lease */
-    MET_CONFLICTS,    /* counter: queue, plugin */
-    MET_EXTENSIONS,   /* counter: queue */
-    MET_SQS_REQUESTS, /* counter: action, result ok|error */
-    MET_SQS_ERRORS,   /* counter: action, code */
-    MET_PG_ERRORS,    /* counter: operation */
-    MET_DLQ_DEPTH,    /* gauge (master): queue */
-    MET_ALERTS,       /* counter: sink, result sent|failed */
-    MET_RESTARTS,     /* counter: cause */
-    MET_RELOADS,      /* counter: result ok|failed */
-    MET_INFLIGHT,     /* gauge, per process: queue, plugin */
-    MET_DURATION,     /* histogram: queue, plugin */
-    MET_P99,          /* gauge (worker-published): queue, plugin */
-    MET_LAST_RECEIVE, /* gauge: queue; unix time of the last successful receive */
-    MET_QUEUE_PAUSED, /* gauge (master): queue, reason; 1 while paused */
+    MET_RECEIVED = 0,     /* counter: queue */
+    MET_FINISHED,         /* counter: queue, plugin, outcome done|retry|rejected|deadlettered */
+    MET_DEADLETTERED,     /* counter: queue, plugin, reason */
+    MET_DUPLICATES,       /* counter: queue, plugin, kind completed|lease */
+    MET_CONFLICTS,        /* counter: queue, plugin */
+    MET_EXTENSIONS,       /* counter: queue */
+    MET_SQS_REQUESTS,     /* counter: action, result ok|error|cancelled */
+    MET_SQS_ERRORS,       /* counter: action, code */
+    MET_PG_ERRORS,        /* counter: operation */
+    MET_DLQ_DEPTH,        /* gauge (master): queue */
+    MET_ALERTS,           /* counter: sink, result sent|failed */
+    MET_RESTARTS,         /* counter: cause */
+    MET_RELOADS,          /* counter: result ok|failed */
+    MET_INFLIGHT,         /* gauge, per process: queue, plugin */
+    MET_DURATION,         /* histogram: queue, plugin */
+    MET_P99,              /* gauge (worker-published): queue, plugin */
+    MET_LAST_RECEIVE,     /* gauge: queue; unix time of the last successful receive */
+    MET_SPANS_EXPORTED,   /* counter: spans a collector accepted */
+    MET_SPANS_DROPPED,    /* counter: reason buffer_full|export_failed|rejected|shutdown */
+    MET_QUEUE_MESSAGES,   /* gauge (master): queue, state visible|in_flight|delayed */
+    MET_MESSAGE_AGE,      /* histogram: queue; now - SentTimestamp at receive */
+    MET_QUEUE_OLDEST_AGE, /* gauge (master): queue; largest age seen in the last interval */
+    MET_AGE_WINDOW,       /* not rendered: queue; largest age since the master last took it */
+    MET_QUEUE_PAUSED,     /* gauge (master): queue, reason; 1 while paused */
     MET_COUNT_
 };
 
@@ -48,8 +54,17 @@ void metrics_count(enum metric m, const char *l1, const char *l2, const char *l3
  * live processes at render time. */
 void metrics_gauge_set(enum metric m, const char *l1, const char *l2, double v);
 void metrics_gauge_add(enum metric m, const char *l1, const char *l2, double delta);
-/* Observe a handler duration in seconds. */
+/* Observe a value in seconds (a handler's duration, a message's age) in a
+ * histogram; each histogram has its own buckets. */
 void metrics_observe(enum metric m, const char *l1, const char *l2, double seconds);
+/* The same for values[0..n) at once: a batch costs one update per bucket touched. */
+void metrics_observe_many(enum metric m, const char *l1, const char *l2, const double *values,
+                          size_t n);
+/* Raise a gauge to v if it is below (any process; atomic). */
+void metrics_gauge_max(enum metric m, const char *l1, const char *l2, double v);
+/* A gauge's value, setting it to 0 in the same atomic step (0 when absent):
+ * the master reads a window that workers fill with metrics_gauge_max. */
+double metrics_gauge_take(enum metric m, const char *l1, const char *l2);
 
 /* Master: forget a dead process's per-process gauges. */
 void metrics_forget_proc(int proc_slot);

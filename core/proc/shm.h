@@ -27,6 +27,7 @@ struct shm_job {
 struct shm_proc {
     int pid;         /* atomic; 0 when the slot is free */
     int crashed_job; /* atomic: index of the job whose thread faulted, -1 */
+    int stopped_by;  /* atomic: pid that sent the worker a stop signal, not the master; 0 */
     struct shm_job jobs[SHM_JOBS];
 };
 

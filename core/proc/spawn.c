@@ -66,6 +66,9 @@ child_exec(const struct childargs *a, int stdout_fd, const struct spawn_user *us
     keep_fd(a->config_fd);
     keep_fd(a->shm_fd);
     keep_fd(a->ctl_fd);
+    for (size_t i = 0; i < a->nplugin_fds; i++) {
+        keep_fd(a->plugin_fds[i]);
+    }
     if (user != NULL && user->uid != (uid_t) -1 && geteuid() == 0) {
         if (setgroups(1, &user->gid) != 0 || setgid(user->gid) != 0 || setuid(user->uid) != 0) {
             _exit(126);
@@ -79,16 +82,17 @@ pid_t
 spawn_child(const struct childargs *a, int stdout_fd, const struct spawn_user *user, char *err,
             size_t errlen)
 {
-    char store[CHILDARGS_MAX][24];
-    char *argv[CHILDARGS_MAX];
-    childargs_build(a, store, argv);
+    struct childargs_argv args;
+    if (childargs_build(a, &args) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(err, errlen, "fork: %s", strerror(errno));
-        return -1;
+    } else if (pid == 0) {
+        child_exec(a, stdout_fd, user, args.argv);
     }
-    if (pid == 0) {
-        child_exec(a, stdout_fd, user, argv);
-    }
+    childargs_argv_free(&args);
     return pid;
 }

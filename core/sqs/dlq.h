@@ -22,8 +22,9 @@
 #include <stddef.h>
 
 #include "sqs.h"
+#include "sqs_limits.h"
 
-#define DLQ_MAX_ATTRS 10
+#define DLQ_MAX_ATTRS SQS_ATTRS_MAX
 #define DLQ_ERROR_MAX 1000
 
 /* A dead letter ready to send. Its attributes point into the source

@@ -1,18 +1,21 @@
 /*
- * sqs.c - the SQS client of sqs.h: requests built with jansson, signed with
- * SigV4, sent over http.c, retried inside the call on throttling and
- * transient errors. Response parsing and error rules are in sqs_parse.c and
- * sqs_error.c; this file is the transport and the operations.
+ * sqs.c - the SQS client of sqs.h: requests written with jsonwrite.c (yajl,
+ * no tree) on the hot paths and jansson elsewhere, signed with SigV4, sent
+ * over http.c, retried inside the call on throttling and transient errors. Response parsing and
+ * error rules are in sqs_parse.c and sqs_error.c; this file is the transport and the operations.
  */
 #include "sqs.h"
 
+#include "atomics.h"
 #include "awsconfig.h"
 #include "backoff.h"
 #include "buf.h"
 #include "clock.h"
 #include "creds.h"
 #include "http.h"
+#include "jsonwrite.h"
 #include "sigv4.h"
+#include "sqs_limits.h"
 #include "sqs_parse.h"
 
 #include <jansson.h>
@@ -27,10 +30,9 @@
 #define SQS_LONG_POLL_SLACK_MS   10000L
 /* A response other than ReceiveMessage's is small (a policy at most). */
 #define SQS_MAX_RESPONSE         (4u << 20)
-/* Ten 1 MiB messages even if the server escaped every byte 3x (\u00e9 for
- * a 2-byte character), plus attributes and JSON framing. */
-#define SQS_RECEIVE_MAX_RESPONSE (40u << 20)
-#define SQS_MAX_BATCH            10
+/* The largest receive even if the server escaped every byte 3x (\u00e9
+ * for a 2-byte character), plus attributes and JSON framing: 40 MiB. */
+#define SQS_RECEIVE_MAX_RESPONSE (4u * SQS_RECEIVE_MAX * SQS_MESSAGE_MAX_BYTES)
 /* Response memory kept for the next call; a larger buffer is released. */
 #define SQS_KEEP_BUFFER          (1u << 20)
 
@@ -38,7 +40,7 @@ struct sqs_client {
     const struct sqs_endpoint *ep; /* borrowed */
     struct creds_chain *creds;     /* borrowed */
     struct http_client *http;      /* owned */
-    const volatile int *cancel;    /* borrowed */
+    const struct flag *cancel;     /* borrowed */
     long budget_ms;                /* a whole call's limit, retries included; 0: none */
     char *host;                    /* the URL's authority, for Host and signing */
     char *path;                    /* "/" unless the endpoint has a path */
@@ -108,7 +110,7 @@ sqs_client_free(struct sqs_client *c)
 }
 
 void
-sqs_client_set_cancel(struct sqs_client *c, const volatile int *flag)
+sqs_client_set_cancel(struct sqs_client *c, const struct flag *flag)
 {
     c->cancel = flag;
 }
@@ -128,7 +130,7 @@ sqs_client_http(struct sqs_client *c)
 static int
 sqs_cancelled(const struct sqs_client *c)
 {
-    return c->cancel != NULL && *c->cancel;
+    return flag_is_up(c->cancel);
 }
 
 /* Sleep ms, waking early (returning -1) when the cancel flag is raised. */
@@ -376,6 +378,25 @@ sqs_call_json(struct sqs_client *c, const char *op, json_t *req, const struct sq
     return rc;
 }
 
+/* Call op with the request w wrote into body (freed here); a failed writer
+ * means a missing argument or one that is not UTF-8. */
+static int
+sqs_call_written(struct sqs_client *c, const char *op, struct jsonwrite *w, struct buf *body,
+                 const struct sqs_call_opts *o, struct sqs_error *err)
+{
+    int rc = -1;
+    if (jsonwrite_end(w) != 0) {
+        sqs_error_set(err, body->failed ? "OutOfMemory" : "InvalidArgument", 0,
+                      body->failed ? "out of memory"
+                                   : "%s: a required argument is missing or not UTF-8",
+                      op);
+    } else {
+        rc = sqs_call(c, op, buf_str(body), body->len, o, err);
+    }
+    buf_free(body);
+    return rc;
+}
+
 int
 sqs_call_raw(struct sqs_client *c, const char *op, const char *body, size_t len, char **resp,
              struct sqs_error *err)
@@ -398,34 +419,49 @@ sqs_receive(struct sqs_client *c, const char *queue_url, const struct sqs_receiv
 {
     *msgs = NULL;
     *n = 0;
+    struct buf body = BUF_INIT;
+    struct jsonwrite w;
+    jsonwrite_begin(&w, &body);
+    jsonwrite_open(&w);
+    jsonwrite_member_string(&w, "QueueUrl", queue_url);
+    jsonwrite_member_int(&w, "MaxNumberOfMessages", o->max_messages);
+    jsonwrite_member_int(&w, "WaitTimeSeconds", o->wait_time);
     /* Only the system attributes twice reads: "All" costs a parse per message. */
-    json_t *req = json_pack("{s:s, s:i, s:i, s:[s,s,s], s:[s]}", "QueueUrl", queue_url,
-                            "MaxNumberOfMessages", o->max_messages, "WaitTimeSeconds",
-                            o->wait_time, "MessageSystemAttributeNames", "ApproximateReceiveCount",
-                            "SentTimestamp", "MessageGroupId", "MessageAttributeNames", "All");
-    if (req != NULL && o->visibility_timeout >= 0) {
-        json_object_set_new(req, "VisibilityTimeout", json_integer(o->visibility_timeout));
+    jsonwrite_string(&w, "MessageSystemAttributeNames");
+    jsonwrite_array(&w);
+    jsonwrite_string(&w, "ApproximateReceiveCount");
+    jsonwrite_string(&w, "SentTimestamp");
+    jsonwrite_string(&w, "MessageGroupId");
+    jsonwrite_string(&w, "AWSTraceHeader");
+    jsonwrite_end_array(&w);
+    jsonwrite_string(&w, "MessageAttributeNames");
+    jsonwrite_array(&w);
+    jsonwrite_string(&w, "All");
+    jsonwrite_end_array(&w);
+    if (o->visibility_timeout >= 0) {
+        jsonwrite_member_int(&w, "VisibilityTimeout", o->visibility_timeout);
     }
-    if (req != NULL && o->attempt_id != NULL) {
-        json_object_set_new(req, "ReceiveRequestAttemptId", json_string(o->attempt_id));
+    if (o->attempt_id != NULL) {
+        jsonwrite_member_string(&w, "ReceiveRequestAttemptId", o->attempt_id);
     }
+    jsonwrite_close(&w);
     long wait_ms = (o->wait_time > 0 ? o->wait_time : 0) * 1000L;
     struct sqs_call_opts co = {wait_ms + SQS_LONG_POLL_SLACK_MS, SQS_RECEIVE_MAX_RESPONSE,
                                wait_ms};
-    if (sqs_call_json(c, "ReceiveMessage", req, &co, err) != 0) {
+    if (sqs_call_written(c, "ReceiveMessage", &w, &body, &co, err) != 0) {
         return -1;
     }
     return sqs_parse_receive(buf_str(&c->resp.body), c->resp.body.len, msgs, n, err);
 }
 
-/* Entry i of a batch as JSON, its Id in *id; NULL with err set on bad
- * input (op names the call in the message). */
-typedef json_t *sqs_batch_entry_fn(const void *entries, size_t i, const char *op, const char **id,
-                                   struct sqs_error *err);
+/* Write entry i of a batch as a JSON object, its Id in *id; -1 with err
+ * set on bad input (op names the call in the message). */
+typedef int sqs_batch_entry_fn(const void *entries, size_t i, const char *op, struct jsonwrite *w,
+                               const char **id, struct sqs_error *err);
 
 /*
- * Every *Batch call: nothing to do for n == 0, at most 10 entries, the
- * {QueueUrl, Entries} request built with entry(), then results[i] for
+ * Every *Batch call: nothing to do for n == 0, at most SQS_BATCH_MAX entries,
+ * the {QueueUrl, Entries} request written with entry(), then results[i] for
  * entry i from the response.
  */
 static int
@@ -433,65 +469,71 @@ sqs_batch_call(struct sqs_client *c, const char *op, const char *queue_url, cons
                size_t n, sqs_batch_entry_fn *entry, struct sqs_batch_result *results,
                struct sqs_error *err)
 {
-    const char *ids[SQS_MAX_BATCH];
+    const char *ids[SQS_BATCH_MAX];
     if (n == 0) {
         return 0;
     }
-    if (n > SQS_MAX_BATCH) {
-        sqs_error_set(err, "TooManyEntriesInBatchRequest", 0, "%zu entries (at most 10)", n);
+    if (n > SQS_BATCH_MAX) {
+        sqs_error_set(err, "TooManyEntriesInBatchRequest", 0, "%zu entries (at most %d)", n,
+                      SQS_BATCH_MAX);
         return -1;
     }
-    json_t *arr = json_array();
-    if (arr == NULL) {
-        sqs_error_set(err, "OutOfMemory", 0, "out of memory");
-        return -1;
-    }
+    struct buf body = BUF_INIT;
+    struct jsonwrite w;
+    jsonwrite_begin(&w, &body);
+    jsonwrite_open(&w);
+    jsonwrite_member_string(&w, "QueueUrl", queue_url);
+    jsonwrite_string(&w, "Entries");
+    jsonwrite_array(&w);
     for (size_t i = 0; i < n; i++) {
-        json_t *e = entry(entries, i, op, &ids[i], err);
-        if (e == NULL || json_array_append_new(arr, e) != 0) {
-            if (e != NULL) {
-                sqs_error_set(err, "OutOfMemory", 0, "out of memory");
-            }
-            json_decref(arr);
+        if (entry(entries, i, op, &w, &ids[i], err) != 0) {
+            jsonwrite_end(&w);
+            buf_free(&body);
             return -1;
         }
     }
-    json_t *req = json_pack("{s:s, s:o}", "QueueUrl", queue_url, "Entries", arr);
+    jsonwrite_end_array(&w);
+    jsonwrite_close(&w);
     struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE, 0};
-    if (sqs_call_json(c, op, req, &co, err) != 0) {
+    if (sqs_call_written(c, op, &w, &body, &co, err) != 0) {
         return -1;
     }
     return sqs_parse_batch(buf_str(&c->resp.body), c->resp.body.len, ids, n, results, err);
 }
 
-/* A DeleteMessageBatch entry: {Id, ReceiptHandle}. */
-static json_t *
-sqs_delete_entry(const void *entries, size_t i, const char *op, const char **id,
-                 struct sqs_error *err)
+/* A DeleteMessageBatch entry: {Id, ReceiptHandle}; with_visibility adds
+ * ChangeMessageVisibilityBatch's VisibilityTimeout. */
+static int
+sqs_receipt_entry(const struct sqs_batch_entry *e, const char *op, int with_visibility,
+                  struct jsonwrite *w, const char **id, struct sqs_error *err)
 {
-    const struct sqs_batch_entry *e = (const struct sqs_batch_entry *) entries + i;
-    json_t *j = json_pack("{s:s, s:s}", "Id", e->id, "ReceiptHandle", e->receipt_handle);
-    if (j == NULL) {
-        sqs_error_set(err, "InvalidArgument", 0, "%s: a required argument is missing", op);
-    }
     *id = e->id;
-    return j;
+    if (e->id == NULL || e->receipt_handle == NULL) {
+        sqs_error_set(err, "InvalidArgument", 0, "%s: a required argument is missing", op);
+        return -1;
+    }
+    jsonwrite_open(w);
+    jsonwrite_member_string(w, "Id", e->id);
+    jsonwrite_member_string(w, "ReceiptHandle", e->receipt_handle);
+    if (with_visibility) {
+        jsonwrite_member_int(w, "VisibilityTimeout", e->visibility_timeout);
+    }
+    jsonwrite_close(w);
+    return 0;
 }
 
-/* A ChangeMessageVisibilityBatch entry: a delete entry plus VisibilityTimeout. */
-static json_t *
-sqs_visibility_entry(const void *entries, size_t i, const char *op, const char **id,
-                     struct sqs_error *err)
+static int
+sqs_delete_entry(const void *entries, size_t i, const char *op, struct jsonwrite *w,
+                 const char **id, struct sqs_error *err)
 {
-    const struct sqs_batch_entry *e = (const struct sqs_batch_entry *) entries + i;
-    json_t *j = sqs_delete_entry(entries, i, op, id, err);
-    if (j != NULL &&
-        json_object_set_new(j, "VisibilityTimeout", json_integer(e->visibility_timeout)) != 0) {
-        json_decref(j);
-        sqs_error_set(err, "OutOfMemory", 0, "out of memory");
-        return NULL;
-    }
-    return j;
+    return sqs_receipt_entry((const struct sqs_batch_entry *) entries + i, op, 0, w, id, err);
+}
+
+static int
+sqs_visibility_entry(const void *entries, size_t i, const char *op, struct jsonwrite *w,
+                     const char **id, struct sqs_error *err)
+{
+    return sqs_receipt_entry((const struct sqs_batch_entry *) entries + i, op, 1, w, id, err);
 }
 
 int
@@ -546,72 +588,82 @@ sqs_attr_json(const struct sqs_attr *a)
     return v;
 }
 
-/* MessageAttributes for a send: {name: {DataType, StringValue|BinaryValue}}.
- * NULL on a bad attribute or ENOMEM. */
-static json_t *
-sqs_attrs_json(const struct sqs_attr *attrs, size_t n)
+/* MessageAttributes for a send: {name: {DataType, StringValue|BinaryValue}};
+ * a missing name or type, or a value that is not UTF-8, fails the writer. */
+static void
+sqs_write_attrs(struct jsonwrite *w, const struct sqs_attr *attrs, size_t n)
 {
-    json_t *obj = json_object();
-    for (size_t i = 0; i < n && obj != NULL; i++) {
+    jsonwrite_open(w);
+    for (size_t i = 0; i < n; i++) {
         const struct sqs_attr *a = &attrs[i];
-        json_t *v = sqs_attr_json(a);
-        if (v == NULL || a->name == NULL || json_object_set_new(obj, a->name, v) != 0) {
-            json_decref(obj);
-            obj = NULL;
+        jsonwrite_string(w, a->name);
+        jsonwrite_open(w);
+        jsonwrite_member_string(w, "DataType", a->data_type);
+        if (a->string_value != NULL) {
+            jsonwrite_member_string(w, "StringValue", a->string_value);
+        } else {
+            struct buf b64 = BUF_INIT;
+            if (sqs_base64_encode(a->binary, a->binary_len, &b64) != 0) {
+                w->failed = 1;
+            }
+            jsonwrite_member_string(w, "BinaryValue", buf_str(&b64));
+            buf_free(&b64);
         }
+        jsonwrite_close(w);
     }
-    return obj;
+    jsonwrite_close(w);
 }
 
-/* One message to send as a JSON object; with_id for batch entries. Body
- * must be UTF-8 (jansson checks). NULL on bad input or ENOMEM. */
-static json_t *
-sqs_send_json(const struct sqs_send_entry *e, int with_id)
+/* The members of one message to send (inside an object the caller opened);
+ * with_id for batch entries. A body that is not UTF-8 fails the writer. */
+static void
+sqs_write_send(struct jsonwrite *w, const struct sqs_send_entry *e, int with_id)
 {
-    json_t *body = e->body != NULL ? json_stringn(e->body, e->body_len) : NULL;
-    json_t *m = body != NULL ? json_pack("{s:o}", "MessageBody", body) : NULL;
-    if (m == NULL) {
-        return NULL;
+    jsonwrite_string(w, "MessageBody");
+    if (e->body == NULL) {
+        w->failed = 1;
+    } else {
+        jsonwrite_stringn(w, e->body, e->body_len);
     }
-    int bad = 0;
     if (with_id) {
-        bad |= e->id == NULL || json_object_set_new(m, "Id", json_string(e->id)) != 0;
+        jsonwrite_member_string(w, "Id", e->id);
     }
     if (e->delay_seconds >= 0) {
-        bad |= json_object_set_new(m, "DelaySeconds", json_integer(e->delay_seconds)) != 0;
+        jsonwrite_member_int(w, "DelaySeconds", e->delay_seconds);
     }
     if (e->nattrs > 0) {
-        json_t *attrs = sqs_attrs_json(e->attrs, e->nattrs);
-        bad |= attrs == NULL || json_object_set_new(m, "MessageAttributes", attrs) != 0;
+        jsonwrite_string(w, "MessageAttributes");
+        sqs_write_attrs(w, e->attrs, e->nattrs);
     }
     if (e->group_id != NULL) {
-        bad |= json_object_set_new(m, "MessageGroupId", json_string(e->group_id)) != 0;
+        jsonwrite_member_string(w, "MessageGroupId", e->group_id);
     }
     if (e->dedup_id != NULL) {
-        bad |= json_object_set_new(m, "MessageDeduplicationId", json_string(e->dedup_id)) != 0;
+        jsonwrite_member_string(w, "MessageDeduplicationId", e->dedup_id);
     }
-    if (bad) {
-        json_decref(m);
-        return NULL;
-    }
-    return m;
 }
 
 int
 sqs_send(struct sqs_client *c, const char *queue_url, const struct sqs_send_entry *e,
          char *message_id_out, size_t message_id_len, struct sqs_error *err)
 {
-    json_t *req = sqs_send_json(e, 0);
-    if (req == NULL || queue_url == NULL) {
-        json_decref(req);
+    struct buf body = BUF_INIT;
+    struct jsonwrite w;
+    jsonwrite_begin(&w, &body);
+    jsonwrite_open(&w);
+    sqs_write_send(&w, e, 0);
+    jsonwrite_member_string(&w, "QueueUrl", queue_url);
+    jsonwrite_close(&w);
+    if (w.failed) {
+        jsonwrite_end(&w);
+        buf_free(&body);
         sqs_error_set(err, "InvalidMessageContents", 0,
                       "the message has no body, a body or attribute that is not UTF-8, "
                       "or no queue url");
         return -1;
     }
-    json_object_set_new(req, "QueueUrl", json_string(queue_url));
     struct sqs_call_opts co = {SQS_CALL_TIMEOUT_MS, SQS_MAX_RESPONSE, 0};
-    if (sqs_call_json(c, "SendMessage", req, &co, err) != 0) {
+    if (sqs_call_written(c, "SendMessage", &w, &body, &co, err) != 0) {
         return -1;
     }
     if (message_id_out == NULL || message_id_len == 0) {
@@ -628,26 +680,29 @@ sqs_send(struct sqs_client *c, const char *queue_url, const struct sqs_send_entr
 }
 
 /* A SendMessageBatch entry: the message with its Id. */
-static json_t *
-sqs_send_entry_json(const void *entries, size_t i, const char *op, const char **id,
-                    struct sqs_error *err)
+static int
+sqs_send_entry_write(const void *entries, size_t i, const char *op, struct jsonwrite *w,
+                     const char **id, struct sqs_error *err)
 {
     (void) op;
     const struct sqs_send_entry *e = (const struct sqs_send_entry *) entries + i;
-    json_t *m = sqs_send_json(e, 1);
-    if (m == NULL) {
+    *id = e->id;
+    jsonwrite_open(w);
+    sqs_write_send(w, e, 1);
+    jsonwrite_close(w);
+    if (w->failed) {
         sqs_error_set(err, "InvalidMessageContents", 0,
                       "entry %zu: no body, or a body or attribute that is not UTF-8", i);
+        return -1;
     }
-    *id = e->id;
-    return m;
+    return 0;
 }
 
 int
 sqs_send_batch(struct sqs_client *c, const char *queue_url, const struct sqs_send_entry *entries,
                size_t n, struct sqs_batch_result *results, struct sqs_error *err)
 {
-    return sqs_batch_call(c, "SendMessageBatch", queue_url, entries, n, sqs_send_entry_json,
+    return sqs_batch_call(c, "SendMessageBatch", queue_url, entries, n, sqs_send_entry_write,
                           results, err);
 }
 
@@ -690,6 +745,17 @@ sqs_queue_counts(struct sqs_client *c, const char *queue_url, long out[3], struc
     }
     sqs_kv_free(kv, n);
     return 0;
+}
+
+int
+sqs_check_queue(struct sqs_client *c, const char *queue_url, struct sqs_error *err)
+{
+    static const char *const names[] = {"QueueArn"};
+    struct sqs_kv *kv = NULL;
+    size_t n = 0;
+    int rc = sqs_get_attributes(c, queue_url, names, 1, &kv, &n, err);
+    sqs_kv_free(kv, n);
+    return rc;
 }
 
 int

@@ -18,6 +18,7 @@
 #include "sqs_types.h"
 
 struct creds_chain;
+struct flag;
 struct http_client;
 struct json_t;
 
@@ -52,12 +53,12 @@ struct sqs_client *sqs_client_new(const struct sqs_endpoint *ep, struct creds_ch
 void sqs_client_free(struct sqs_client *c);
 
 /*
- * Make the next and current calls give up early once *flag becomes nonzero,
+ * Make the next and current calls give up early once flag is raised,
  * as long as no byte of the response has arrived (so a long poll in
  * progress can be abandoned at shutdown without losing a response). The
  * call then fails with code "Cancelled". flag is borrowed; NULL clears it.
  */
-void sqs_client_set_cancel(struct sqs_client *c, const volatile int *flag);
+void sqs_client_set_cancel(struct sqs_client *c, const struct flag *flag);
 
 /*
  * Bound every call, its retries and backoff included, to ms (a receive
@@ -69,7 +70,7 @@ void sqs_client_set_cancel(struct sqs_client *c, const volatile int *flag);
 void sqs_client_set_timeout(struct sqs_client *c, long ms);
 
 struct sqs_receive_opts {
-    int max_messages;       /* 1-10 */
+    int max_messages;       /* 1-SQS_RECEIVE_MAX */
     int wait_time;          /* 0-20 seconds */
     int visibility_timeout; /* seconds; -1 for the queue's own */
     const char *attempt_id; /* FIFO ReceiveRequestAttemptId, or NULL */
@@ -115,6 +116,11 @@ int sqs_get_attributes(struct sqs_client *c, const char *queue_url, const char *
  * and delayed, in out[0..2] (-1 where SQS gave none). One GetQueueAttributes. */
 int sqs_queue_counts(struct sqs_client *c, const char *queue_url, long out[3],
                      struct sqs_error *err);
+
+/* Whether a queue answers: one GetQueueAttributes (QueueArn), the cheapest
+ * call that needs the queue to exist and the caller to be allowed to read
+ * it. 0, or -1 with err. */
+int sqs_check_queue(struct sqs_client *c, const char *queue_url, struct sqs_error *err);
 
 /* GetQueueUrl; *url_out is malloc'd and owned by the caller. */
 int sqs_get_queue_url(struct sqs_client *c, const char *name, char **url_out,

@@ -1,7 +1,8 @@
 /*
  * sqs_parse.h - the pure half of the SQS client, internal to sqs.c and its
- * tests: response parsing, error classification, MD5 checks. No I/O here;
- * nothing outside core/sqs/ and the tests should include this header.
+ * tests: response parsing (sqs_receive.c, sqs_results.c, sqs_parse.c), error
+ * classification, MD5 checks. No I/O here; nothing outside core/sqs/ and
+ * the tests should include this header.
  */
 #ifndef TWICE_SQS_PARSE_H
 #define TWICE_SQS_PARSE_H
@@ -10,8 +11,25 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct buf;
+
+/* Copy s[0..n) into dst[cap] as a C string: cut at the first NUL and to
+ * fit (what snprintf("%.*s") did, at a fraction of its cost per field). */
+static inline void
+sqs_copy_cut(char *dst, size_t cap, const char *s, size_t n)
+{
+    const char *nul = memchr(s, '\0', n);
+    if (nul != NULL) {
+        n = (size_t) (nul - s);
+    }
+    if (n >= cap) {
+        n = cap - 1;
+    }
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+}
 
 /* In-call retry policy (the AWS SDKs' 2026 "standard" values). */
 #define SQS_MAX_ATTEMPTS       3
@@ -49,17 +67,19 @@ long sqs_retry_delay_ms(const struct sqs_error *e, int retry, long retry_after_m
 
 /*
  * A ReceiveMessage response body -> messages (owned by the caller:
- * sqs_messages_free). No "Messages" key: *n = 0. Checks MD5OfBody and
- * MD5OfMessageAttributes: a mismatch fails the whole call with the
- * retryable "BodyMD5Mismatch" / "AttributesMD5Mismatch" (the messages come
- * back after their visibility timeout).
+ * sqs_messages_free), read as a stream (sqs_receive.c): their strings live
+ * in one arena per batch, shared by the messages. No "Messages" key: *n =
+ * 0. Checks MD5OfBody and MD5OfMessageAttributes: a mismatch fails the
+ * whole call with the retryable "BodyMD5Mismatch" / "AttributesMD5Mismatch"
+ * (the messages come back after their visibility timeout).
  */
 int sqs_parse_receive(const char *json, size_t len, struct sqs_message **msgs, size_t *n,
                       struct sqs_error *e);
 
 /*
- * A batch response -> results[i] for the entry whose Id is ids[i]. An
- * entry named in neither Successful nor Failed fails with code "NoResult".
+ * A batch response -> results[i] for the entry whose Id is ids[i], read as
+ * a stream (sqs_results.c). An entry named in neither Successful nor Failed
+ * fails with code "NoResult"; one named in both, failed.
  */
 int sqs_parse_batch(const char *json, size_t len, const char *const *ids, size_t n,
                     struct sqs_batch_result *results, struct sqs_error *e);
@@ -80,6 +100,8 @@ int sqs_md5_of_attrs(const struct sqs_attr *attrs, size_t n, char out[33]);
 
 /* Standard base64 with padding; -1 on bad input. *out is malloc'd. */
 int sqs_base64_decode(const char *in, size_t len, unsigned char **out, size_t *outlen);
+/* The same into out, which has room for len / 4 * 3 + 1 bytes. */
+int sqs_base64_decode_into(const char *in, size_t len, unsigned char *out, size_t *outlen);
 int sqs_base64_encode(const unsigned char *in, size_t len, struct buf *out);
 
 #endif

@@ -31,3 +31,27 @@ sqs_setup(const struct config *c, struct sqs_endpoint *ep, struct creds_chain **
     }
     return 0;
 }
+
+int
+sqs_check_queues(struct sqs_client *sqs, const struct config *c, size_t max,
+                 sqs_queue_problem_fn *problem, void *arg)
+{
+    size_t found = 0;
+    for (size_t i = 0; i < c->nqueues && found < max; i++) {
+        const struct config_queue *q = &c->queues[i];
+        const char *urls[2] = {q->url, q->dlq_url};
+        for (int k = 0; k < 2 && found < max; k++) {
+            struct sqs_error e;
+            char desc[768], what[1024];
+            if (urls[k] == NULL || sqs_check_queue(sqs, urls[k], &e) == 0) {
+                continue;
+            }
+            sqs_error_describe(&e, "GetQueueAttributes", desc, sizeof(desc));
+            snprintf(what, sizeof(what), "queue %s: %s %s: %s", q->name,
+                     k == 0 ? "url" : "dlq_url", urls[k], desc);
+            problem(arg, q, what);
+            found++;
+        }
+    }
+    return (int) found;
+}

@@ -18,4 +18,19 @@ struct sqs_endpoint;
 int sqs_setup(const struct config *c, struct sqs_endpoint *ep, struct creds_chain **chain,
               char *err, size_t errlen);
 
+struct config_queue;
+struct sqs_client;
+
+/* A queue that did not answer: what (one line naming the queue, which URL and
+ * the error with its hint). */
+typedef void sqs_queue_problem_fn(void *arg, const struct config_queue *q, const char *what);
+
+/*
+ * Ready means able to work: check that every queue of c and its dead-letter
+ * queue answer (sqs_check_queue), calling problem for each that does not,
+ * at most max of them. Returns how many did not.
+ */
+int sqs_check_queues(struct sqs_client *sqs, const struct config *c, size_t max,
+                     sqs_queue_problem_fn *problem, void *arg);
+
 #endif

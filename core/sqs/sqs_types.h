@@ -30,7 +30,8 @@ struct sqs_error {
 void sqs_error_describe(const struct sqs_error *e, const char *action, char *out, size_t len);
 
 /* A message attribute (String, Number or Binary, and custom subtypes such
- * as "Number.float"). */
+ * as "Number.float"). Received ones point into their batch's memory;
+ * attributes to send point wherever their sender keeps them. */
 struct sqs_attr {
     char *name;
     char *data_type;
@@ -43,24 +44,36 @@ struct sqs_attr {
  * NULL). Entries without a name are skipped. */
 const struct sqs_attr *sqs_attr_find(const struct sqs_attr *attrs, size_t n, const char *name);
 
+/* The memory a received batch's messages share (sqs_receive.c). */
+struct sqs_batch;
+
+/*
+ * A received message. Its strings live in its batch's memory, which each
+ * message of the batch holds one reference to: a message may be moved
+ * (copied, then the source zeroed) to wherever it goes, and any thread may
+ * clear it; the last one frees the batch. Never free a field.
+ */
 struct sqs_message {
     char *message_id;
     char *receipt_handle;
     char *body; /* NUL-terminated */
     size_t body_len;
-    int receive_count; /* ApproximateReceiveCount; 1 when missing */
-    char *group_id;    /* MessageGroupId, NULL on standard queues */
+    int receive_count;      /* ApproximateReceiveCount; 1 when missing */
+    char *group_id;         /* MessageGroupId, NULL on standard queues */
+    char *aws_trace_header; /* AWSTraceHeader (X-Ray), NULL when absent */
     int64_t sent_timestamp_ms;
     struct sqs_attr *attrs;
     size_t nattrs;
+    struct sqs_batch *batch; /* the reference this message holds, or NULL */
 };
 
-/* Free what messages own (sqs_messages_free also frees the array). */
+/* Let go of each message's batch reference (sqs_messages_free also frees
+ * the array). */
 void sqs_messages_free(struct sqs_message *msgs, size_t n);
-/* Free what one message owns and zero it (for a message moved out of the array). */
+/* Let go of one message and zero it (for a message moved out of the array). */
 void sqs_message_clear(struct sqs_message *m);
 
-/* One entry of a batch call (at most 10 per call). */
+/* One entry of a batch call (at most SQS_BATCH_MAX per call). */
 struct sqs_batch_entry {
     const char *id; /* unique in the batch, [A-Za-z0-9_-]{1,80} */
     const char *receipt_handle;

@@ -1,13 +1,14 @@
 /*
- * jsonpath.c - dotted paths into a parsed message body, the text of a JSON
- * scalar, and the one strict way twice parses bodies. Not a query language:
- * no wildcards, filters or escapes for dots inside keys.
+ * jsonpath.c - dotted paths into a parsed message body and the texts of its
+ * scalars. Not a query language: no wildcards, filters or escapes for dots
+ * inside keys.
  */
 #include "jsonpath.h"
 
 #include "buf.h"
-#include "escape.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,32 +40,45 @@ parse_index(const char *s, size_t n, size_t *out)
     return 0;
 }
 
-/* One step: a key of an object, or an index of an array. Borrowed. */
-static json_t *
-step(const json_t *cur, const char *comp, size_t n)
+/* One step from the value at index cur: the last member of an object named
+ * comp, or an element of an array. The index, or 0 (the root is never a
+ * child) when there is none. */
+static uint32_t
+step(const struct jsondoc *d, uint32_t cur, const char *comp, size_t n)
 {
+    const struct jsondoc_value *v = &d->v[cur];
+    uint32_t child = cur + 1, found = 0;
     size_t index;
 
-    if (json_is_object(cur)) {
-        return json_object_getn(cur, comp, n);
+    if (v->type == JSONDOC_OBJECT) {
+        for (uint32_t k = 0; k < v->count; k++, child = d->v[child].next) {
+            const struct jsondoc_value *c = &d->v[child];
+            if (c->name_len == n && memcmp(c->name, comp, n) == 0) {
+                found = child; /* and go on: the last one wins */
+            }
+        }
+        return found;
     }
-    if (json_is_array(cur) && parse_index(comp, n, &index) == 0) {
-        return json_array_get(cur, index);
+    if (v->type == JSONDOC_ARRAY && parse_index(comp, n, &index) == 0 && index < v->count) {
+        for (size_t k = 0; k < index; k++) {
+            child = d->v[child].next;
+        }
+        return child;
     }
-    return NULL;
+    return 0;
 }
 
-json_t *
-jsonpath_get(const json_t *root, const char *path)
+const struct jsondoc_value *
+jsonpath_get(const struct jsondoc *d, const char *path)
 {
-    const json_t *cur = root;
+    uint32_t cur = 0;
     const char *p = path;
 
-    if (root == NULL || path == NULL) {
+    if (d == NULL || path == NULL) {
         return NULL;
     }
     if (*path == '\0') {
-        return (json_t *) root;
+        return &d->v[0];
     }
     for (;;) {
         const char *dot = strchr(p, '.');
@@ -72,12 +86,12 @@ jsonpath_get(const json_t *root, const char *path)
         if (n == 0) {
             return NULL; /* "a..b", ".a" or "a.": never a valid path */
         }
-        cur = step(cur, p, n);
-        if (cur == NULL) {
+        cur = step(d, cur, p, n);
+        if (cur == 0) {
             return NULL;
         }
         if (dot == NULL) {
-            return (json_t *) cur;
+            return &d->v[cur];
         }
         p = dot + 1;
     }
@@ -102,49 +116,78 @@ append_real(double d, struct buf *out)
     return buf_puts(out, text);
 }
 
-int
-jsonpath_scalar_text(const json_t *v, struct buf *out)
+/*
+ * A number's key text (see jsonpath.h). The forms are those of jansson,
+ * which read bodies when keys were first stored: strtoll for integers,
+ * strtod and append_real for reals. s is the number's JSON text (not
+ * NUL-terminated), which strtoll and strtod read exactly as JSON means it.
+ */
+static int
+number_key_text(const char *s, size_t n, struct buf *out)
+{
+    char small[64];
+    int real = memchr(s, '.', n) != NULL || memchr(s, 'e', n) != NULL || memchr(s, 'E', n) != NULL;
+    if (!real) {
+        if (n >= sizeof(small)) {
+            return buf_append(out, s, n); /* far past 64 bits: as written */
+        }
+        memcpy(small, s, n);
+        small[n] = '\0';
+        errno = 0;
+        long long v = strtoll(small, NULL, 10);
+        if (errno == ERANGE) {
+            return buf_append(out, s, n); /* past 64 bits: as written */
+        }
+        return buf_printf(out, "%lld", v);
+    }
+    char *text = n < sizeof(small) ? small : malloc(n + 1);
+    if (text == NULL) {
+        out->failed = 1;
+        return -1;
+    }
+    memcpy(text, s, n);
+    text[n] = '\0';
+    double d = strtod(text, NULL);
+    if (text != small) {
+        free(text);
+    }
+    if (isinf(d)) {
+        return buf_append(out, s, n); /* past the double range: as written */
+    }
+    return append_real(d, out);
+}
+
+/* The text of a string, true or false, or (number_as_written) a number's
+ * own text; -1 for the rest. */
+static int
+scalar_text(const struct jsondoc_value *v, struct buf *out, int number_as_written)
 {
     if (v == NULL) {
         return -1;
     }
-    switch (json_typeof(v)) {
-    case JSON_STRING:
-        return buf_append(out, json_string_value(v), json_string_length(v));
-    case JSON_INTEGER:
-        return buf_printf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-    case JSON_REAL:
-        return append_real(json_real_value(v), out);
-    case JSON_TRUE:
+    switch (v->type) {
+    case JSONDOC_STRING:
+        return buf_append(out, v->str, v->len);
+    case JSONDOC_NUMBER:
+        return number_as_written ? buf_append(out, v->str, v->len)
+                                 : number_key_text(v->str, v->len, out);
+    case JSONDOC_TRUE:
         return buf_puts(out, "true");
-    case JSON_FALSE:
+    case JSONDOC_FALSE:
         return buf_puts(out, "false");
     default:
         return -1;
     }
 }
 
-/*
- * jansson's error text can quote the offending input ("invalid token near
- * 'x'"), which is untrusted: it goes into err escaped, so a DLQ reason or a
- * log line never carries raw control bytes or invalid UTF-8.
- */
-json_t *
-jsonpath_parse_body(const char *body, size_t len, char *err, size_t errlen)
+int
+jsonpath_key_text(const struct jsondoc_value *v, struct buf *out)
 {
-    json_error_t jerr;
-    struct buf text = BUF_INIT;
+    return scalar_text(v, out, 0);
+}
 
-    /* JSON_DECODE_ANY: a bare scalar is valid JSON (RFC 8259); it simply has
-     * no fields. No JSON_ALLOW_NUL: "\u0000" inside a string is refused. */
-    json_t *root = json_loadb(body != NULL ? body : "", body != NULL ? len : 0,
-                              JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
-    if (root != NULL) {
-        return root;
-    }
-    escape_unquoted(&text, jerr.text, strnlen(jerr.text, sizeof(jerr.text)));
-    snprintf(err, errlen, "line %d column %d: %s", jerr.line, jerr.column,
-             text.failed ? "invalid JSON" : buf_str(&text));
-    buf_free(&text);
-    return NULL;
+int
+jsonpath_field_text(const struct jsondoc_value *v, struct buf *out)
+{
+    return scalar_text(v, out, 1);
 }

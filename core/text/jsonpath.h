@@ -1,38 +1,40 @@
 /*
- * jsonpath.h - reading fields of a message body by dotted path.
+ * jsonpath.h - reading fields of a parsed message body by dotted path, and
+ * the two texts of a scalar: the one a key is made of and the one a plugin
+ * is handed.
  *
  * "a.b" walks objects; a component of digits indexes an array ("items.0.id").
- * Used by key templates, routing and the plugin API. Pure functions over
- * jansson values; nothing here allocates but the output buffer.
+ * Used by key templates, routing and the plugin API. Pure functions over a
+ * struct jsondoc; nothing here allocates but the output buffer.
  */
 #ifndef TWICE_JSONPATH_H
 #define TWICE_JSONPATH_H
 
-#include <jansson.h>
+#include "jsondoc.h"
 
 struct buf;
 
 /* The value at path ("" is the root), or NULL when any step is missing or
- * of the wrong kind. Borrowed from root. */
-json_t *jsonpath_get(const json_t *root, const char *path);
+ * of the wrong kind. An object member named more than once: the last one
+ * wins. Borrowed from d. */
+const struct jsondoc_value *jsonpath_get(const struct jsondoc *d, const char *path);
 
 /*
- * Append a scalar's text to out: a string as is, an integer in decimal, a
- * real in the shortest form that reads back the same, true/false. Returns 0,
- * or -1 (nothing appended) for null, objects and arrays.
+ * Append the text a key is made of: a string as is, true/false, and a
+ * number as keys have always spelt it (their texts are stored: they must
+ * never change): an integer that fits 64 bits in decimal ("-0" is "0"), a
+ * real in the shortest form that reads back as the same double ("1.50" is
+ * "1.5", "1e2" is "1e+02"), and a number beyond both (an integer past 64
+ * bits, a real past the double range) as written. Returns 0, or -1 (nothing
+ * appended) for null, objects and arrays.
  */
-int jsonpath_scalar_text(const json_t *v, struct buf *out);
+int jsonpath_key_text(const struct jsondoc_value *v, struct buf *out);
 
-/*
- * Parse a message body the one way twice does everywhere: strict UTF-8,
- * no duplicate object keys, no NUL in strings, depth limited by jansson;
- * a bare scalar ("42") is accepted as a body without fields.
- * Returns a new reference, or NULL with err set ("line 1 column 7: ...").
- */
-json_t *jsonpath_parse_body(const char *body, size_t len, char *err, size_t errlen);
+/* Append the text a plugin is handed (api->field): as jsonpath_key_text,
+ * but a number exactly as the producer wrote it ("19.99", "1.50", "1e2"). */
+int jsonpath_field_text(const struct jsondoc_value *v, struct buf *out);
 
-/* The room the host gives that err (a job's body_error): a longer reason is
- * cut there, in the daemon and in the SDK's mock host alike. */
-#define JSONPATH_BODY_ERROR_LEN 160
+/* The room the host gives a body's parse error (see jsondoc.h). */
+#define JSONPATH_BODY_ERROR_LEN JSONDOC_ERROR_LEN
 
 #endif

@@ -315,7 +315,8 @@ append_checked(struct expansion *x, const struct part *p, const char *s, size_t 
     return KEYTMPL_OK;
 }
 
-/* A field's text: not empty, no control characters; then appended. */
+/* A field's text: not empty, no control characters (a NUL, which only a
+ * JSON string can hold as "\u0000", named as such); then appended. */
 static enum keytmpl_result
 append_value(struct expansion *x, const struct part *p, const char *s, size_t n)
 {
@@ -326,6 +327,10 @@ append_value(struct expansion *x, const struct part *p, const char *s, size_t n)
         return append_checked(x, p, s, n); /* too long, whatever it holds */
     }
     for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\0') {
+            return field_error(x, KEYTMPL_BAD_VALUE, p, ": contains a NUL character",
+                               " (\\u0000)");
+        }
         if (is_control((unsigned char) s[i])) {
             return field_error(x, KEYTMPL_BAD_VALUE, p, ": contains a control character", "");
         }
@@ -341,23 +346,28 @@ expand_path(struct expansion *x, const struct part *p, const struct keytmpl_inpu
                  in->body_error != NULL ? in->body_error : "the body is not JSON");
         return KEYTMPL_NOT_JSON;
     }
-    const json_t *v = jsonpath_get(in->body, p->text);
-    switch (v != NULL ? json_typeof(v) : JSON_NULL) {
-    case JSON_NULL:
+    const struct jsondoc_value *v = jsonpath_get(in->body, p->text);
+    switch (v != NULL ? v->type : JSONDOC_NULL) {
+    case JSONDOC_NULL:
         return field_error(x, KEYTMPL_MISSING, p, v != NULL ? " (null)" : "", "");
-    case JSON_OBJECT:
+    case JSONDOC_OBJECT:
         return field_error(x, KEYTMPL_BAD_VALUE, p, ": an object", " (need a string or number)");
-    case JSON_ARRAY:
+    case JSONDOC_ARRAY:
         return field_error(x, KEYTMPL_BAD_VALUE, p, ": an array", " (need a string or number)");
-    case JSON_TRUE:
-    case JSON_FALSE:
+    case JSONDOC_TRUE:
+    case JSONDOC_FALSE:
         return field_error(x, KEYTMPL_BAD_VALUE, p, ": a boolean", " (need a string or number)");
-    case JSON_STRING:
-        return append_value(x, p, json_string_value(v), json_string_length(v));
+    case JSONDOC_STRING:
+        return append_value(x, p, v->str, v->len);
     default: {
-        /* A number: at most ~24 bytes of text, so format first, check after. */
+        /* A number: formatted first, checked after (a real's key text is
+         * short whatever its length; a huge integer is kept as written). */
         size_t before = x->out->len;
-        jsonpath_scalar_text(v, x->out);
+        if (jsonpath_key_text(v, x->out) != 0) {
+            x->out->len = before;
+            snprintf(x->err, x->errlen, "out of memory");
+            return KEYTMPL_BAD_VALUE;
+        }
         if (x->out->len - x->start > TWICE_KEY_MAX) {
             x->out->len = before;
             return too_long(x, p);

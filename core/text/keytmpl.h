@@ -12,10 +12,10 @@
 #ifndef TWICE_KEYTMPL_H
 #define TWICE_KEYTMPL_H
 
-#include <jansson.h>
 #include <stddef.h>
 
 struct buf;
+struct jsondoc;
 struct keytmpl;
 
 /* Compile; 0 and *out (keytmpl_free), or -1 with err naming the column
@@ -38,11 +38,11 @@ typedef int (*keytmpl_attr_fn)(const void *ctx, const char *name, struct keytmpl
 
 /* What a message offers a template. */
 struct keytmpl_input {
-    const json_t *body;     /* the parsed body, NULL when it is not JSON */
-    const char *body_error; /* why it is not JSON, when body is NULL */
-    keytmpl_attr_fn attr;   /* the message's attributes; NULL: it has none */
-    const void *attr_ctx;   /* passed to attr */
-    const char *group_id;   /* NULL on standard queues */
+    const struct jsondoc *body; /* the parsed body, NULL when it is not JSON */
+    const char *body_error;     /* why it is not JSON, when body is NULL */
+    keytmpl_attr_fn attr;       /* the message's attributes; NULL: it has none */
+    const void *attr_ctx;       /* passed to attr */
+    const char *group_id;       /* NULL on standard queues */
 };
 
 /* Why a message has no key; each maps to a DLQ reason (keytmpl_reason). */
@@ -50,7 +50,7 @@ enum keytmpl_result {
     KEYTMPL_OK = 0,
     KEYTMPL_NOT_JSON,  /* a body field is needed and the body is not JSON */
     KEYTMPL_MISSING,   /* a field, attribute or group id is absent (or null) */
-    KEYTMPL_BAD_VALUE, /* an object/array/binary value, empty, or control characters */
+    KEYTMPL_BAD_VALUE, /* an object/array/binary value, empty, control characters or NUL */
     KEYTMPL_TOO_LONG   /* the key would exceed TWICE_KEY_MAX bytes */
 };
 

@@ -24,12 +24,14 @@
 #include "idem.h"
 #include "instance.h"
 #include "job.h"
+#include "jobspan.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
 #include "registry.h"
 #include "shm.h"
 #include "sqs.h"
+#include "sqs_limits.h"
 #include "verdict.h"
 #include "worker.h"
 
@@ -107,6 +109,7 @@ finish(struct twice_job *j)
     if (j->holds_slot) {
         wqueue_release_slot(j->queue, 1);
     }
+    jobspan_end(j);
     job_free(j);
 }
 
@@ -250,14 +253,14 @@ send_dead_letters(struct acker *a, struct twice_job *list)
 static int
 needs_complete(const struct twice_job *j)
 {
-    return j->action == JOB_ACT_COMPLETE && j->claimed && !j->key_completed && !j->deferred &&
-           !j->given_up;
+    return j->action == JOB_ACT_COMPLETE && shared_int_get(&j->claimed) && !j->key_completed &&
+           !j->deferred && !j->given_up;
 }
 
 static int
 needs_release(const struct twice_job *j)
 {
-    if (!j->claimed || j->deferred || j->given_up) {
+    if (!shared_int_get(&j->claimed) || j->deferred || j->given_up) {
         return 0;
     }
     return j->action == JOB_ACT_RETRY || j->action == JOB_ACT_RETURN ||
@@ -313,7 +316,7 @@ complete_keys(struct acker *a, struct twice_job *list)
             continue;
         }
         for (size_t i = 0; i < n; i++) {
-            jobs[i]->claimed = 0;
+            shared_int_set(&jobs[i]->claimed, 0);
             if (done[i]) {
                 jobs[i]->key_completed = 1;
             } else {
@@ -347,7 +350,7 @@ release_keys(struct acker *a, struct twice_job *list)
             }
         }
         for (size_t i = 0; i < n; i++) {
-            jobs[i]->claimed = 0;
+            shared_int_set(&jobs[i]->claimed, 0);
         }
     }
 }
@@ -362,7 +365,7 @@ visibility_for(const struct twice_job *j)
     }
     switch (j->action) {
     case JOB_ACT_COMPLETE:
-        return j->key_completed || !j->claimed ? -1 : -2;
+        return j->key_completed || !shared_int_get(&j->claimed) ? -1 : -2;
     case JOB_ACT_DELETE:
         return -1;
     case JOB_ACT_DEADLETTER:
@@ -376,12 +379,12 @@ visibility_for(const struct twice_job *j)
     }
 }
 
-/* One SQS batch call for up to 10 jobs of one queue. */
+/* One SQS batch call for up to SQS_BATCH_MAX jobs of one queue. */
 static void
 sqs_batch(struct acker *a, struct twice_job **jobs, size_t n, int del)
 {
-    struct sqs_batch_entry e[10];
-    struct sqs_batch_result r[10];
+    struct sqs_batch_entry e[SQS_BATCH_MAX];
+    struct sqs_batch_result r[SQS_BATCH_MAX];
     const char *action = del ? "DeleteMessageBatch" : "ChangeMessageVisibilityBatch";
     for (size_t i = 0; i < n; i++) {
         e[i].id = sqs_batch_id(i);
@@ -416,14 +419,14 @@ sqs_batch(struct acker *a, struct twice_job **jobs, size_t n, int del)
     }
 }
 
-/* 4. Deletes, then visibility changes, by queue, ten per call. */
+/* 4. Deletes, then visibility changes, by queue, a batch per call. */
 static void
 sqs_acks(struct acker *a, struct twice_job *list)
 {
     for (int del = 1; del >= 0; del--) {
         for (size_t qi = 0; qi < a->w->nqueues; qi++) {
             struct wqueue *q = &a->w->queues[qi];
-            struct twice_job *batch[10];
+            struct twice_job *batch[SQS_BATCH_MAX];
             size_t n = 0;
             for (struct twice_job *j = list; j != NULL; j = j->next) {
                 int vis = visibility_for(j);
@@ -431,7 +434,7 @@ sqs_acks(struct acker *a, struct twice_job *list)
                     continue;
                 }
                 batch[n++] = j;
-                if (n == 10) {
+                if (n == SQS_BATCH_MAX) {
                     sqs_batch(a, batch, n, del);
                     n = 0;
                 }
@@ -525,7 +528,7 @@ due_later(struct acker *a, struct twice_job *list, const struct timespec *now)
     struct twice_job **pp = &a->later;
     while (*pp != NULL) {
         struct twice_job *j = *pp;
-        if (a->w->abandon || job_elapsed(&j->not_before, now) >= 0) {
+        if (flag_is_up(&a->w->abandon) || job_elapsed(&j->not_before, now) >= 0) {
             *pp = j->next;
             j->next = list;
             list = j;
@@ -545,7 +548,7 @@ take_pending(struct acker *a)
         struct timespec until = clock_after_ms(CLOCK_REALTIME, 250);
         pthread_cond_timedwait(&a->cv, &a->mu, &until);
     }
-    if (a->pending != NULL && a->npending < 10 && !a->stop) {
+    if (a->pending != NULL && a->npending < SQS_BATCH_MAX && !a->stop) {
         pthread_mutex_unlock(&a->mu);
         struct timespec gather = {0, ACKER_GATHER_NS};
         nanosleep(&gather, NULL);
@@ -585,7 +588,7 @@ acker_main(void *arg)
             last_beat = now;
         }
         pthread_mutex_lock(&a->mu);
-        if (stopping && a->pending == NULL && (a->later == NULL || a->w->abandon)) {
+        if (stopping && a->pending == NULL && (a->later == NULL || flag_is_up(&a->w->abandon))) {
             break;
         }
     }
@@ -647,7 +650,7 @@ acker_stop(struct acker *a)
     pthread_cond_signal(&a->cv);
     pthread_mutex_unlock(&a->mu);
     pthread_join(a->thread, NULL);
-    if (a->w->abandon) {
+    if (flag_is_up(&a->w->abandon)) {
         return; /* handler threads may still submit: the process exits now */
     }
     sqs_client_free(a->sqs);

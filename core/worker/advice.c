@@ -10,6 +10,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "shm.h"
+#include "sqs_limits.h"
 #include "worker.h"
 
 #include <math.h>
@@ -36,7 +37,7 @@ int
 advice_suggest(double p99)
 {
     double s = ceil(2.0 * p99);
-    return s < 1 ? 1 : s > 43200 ? 43200 : (int) s;
+    return s < 1 ? 1 : s > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) s;
 }
 
 void

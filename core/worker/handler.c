@@ -20,6 +20,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "shm.h"
+#include "sqs_limits.h"
 #include "verdict.h"
 #include "worker.h"
 
@@ -96,7 +97,7 @@ run_transactional(struct handler *h, struct twice_job *j)
     int rc = s != NULL ? idem_tx_begin(s, j->key, err, sizeof(err)) : -1;
     if (rc == 0) {
         give_back(j, LIFECYCLE_LEASE_LOST, 0, NULL);
-        j->claimed = 0;
+        shared_int_set(&j->claimed, 0);
         return 0;
     }
     if (rc < 0) {
@@ -110,7 +111,7 @@ run_transactional(struct handler *h, struct twice_job *j)
     if (st == TWICE_DONE) {
         if (idem_tx_complete(s, j->key, j->attempt, err, sizeof(err)) == 0) {
             j->key_completed = 1;
-            j->claimed = 0;
+            shared_int_set(&j->claimed, 0);
         } else if (!idem_connected(s)) {
             /* The database went away: not the job's fault, and not an attempt
              * to count against it. It comes back when the store does. */
@@ -166,7 +167,7 @@ fifo_backoff(struct twice_job *j)
 {
     struct worker *w = j->queue->w;
     for (int waited = 0; waited < j->delay * 10; waited++) {
-        if (w->draining) {
+        if (flag_is_up(&w->draining)) {
             give_back(j, LIFECYCLE_DRAIN_IN_BACKOFF, j->delay - waited / 10, NULL);
             return 0;
         }
@@ -209,7 +210,7 @@ run_chain(struct handler *h, struct twice_job *j)
     while (j != NULL) {
         struct twice_job *next = j->group_next;
         j->group_next = NULL;
-        if (held_back || h->q->w->draining) {
+        if (held_back || flag_is_up(&h->q->w->draining)) {
             give_back(j, LIFECYCLE_DRAINING, 0, NULL);
         } else if (breaker_before_run(j)) {
             held_back = 1; /* the rest of its group goes back behind it */
@@ -294,6 +295,15 @@ handlers_join(struct wqueue *q)
     q->nhandlers = 0;
     free(q->handlers);
     q->handlers = NULL;
+}
+
+void
+handlers_detach(struct wqueue *q)
+{
+    for (size_t i = 0; i < q->nhandlers; i++) {
+        pthread_detach(q->handlers[i]);
+    }
+    q->nhandlers = 0;
 }
 
 /* Jobs still waiting when the drain deadline passes (handlers all busy). */

@@ -15,6 +15,9 @@ int handlers_start(struct wqueue *q, char *err, size_t errlen);
  * running ones finish. Then join the threads. */
 void handlers_stop(struct wqueue *q);
 void handlers_join(struct wqueue *q);
+/* The drain deadline passed: the process exits without waiting for the
+ * threads (some are inside plugin code), so nobody will join them. */
+void handlers_detach(struct wqueue *q);
 /* Nothing running and nothing waiting. */
 int handlers_idle(struct wqueue *q);
 

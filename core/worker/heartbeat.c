@@ -3,7 +3,8 @@
  * giving them back at the drain deadline (see heartbeat.h). Registry jobs
  * belong to their handler threads: only fields fixed at claim time
  * (queue, receipt handle, key) are read here, plus extended_at, which
- * only the acker's thread writes.
+ * only the acker's thread writes, and claimed, which is atomic (a
+ * transactional handler settles the key while the job is registered).
  */
 #include "heartbeat.h"
 
@@ -17,6 +18,7 @@
 #include "metrics.h"
 #include "registry.h"
 #include "sqs.h"
+#include "sqs_limits.h"
 #include "worker.h"
 
 #include <stdio.h>
@@ -39,16 +41,16 @@ report_now(struct heartbeat *hb)
     return 1;
 }
 
-/* Set visibility for up to n jobs of one queue, ten per call. Returns how
+/* Set visibility for up to n jobs of one queue, a batch per call. Returns how
  * many calls failed as a whole. */
 static int
 set_visibility(struct heartbeat *hb, struct twice_job **jobs, size_t n, int vis)
 {
     int failures = 0;
-    for (size_t at = 0; at < n; at += 10) {
-        size_t m = n - at < 10 ? n - at : 10;
-        struct sqs_batch_entry e[10];
-        struct sqs_batch_result r[10];
+    for (size_t at = 0; at < n; at += SQS_BATCH_MAX) {
+        size_t m = n - at < SQS_BATCH_MAX ? n - at : SQS_BATCH_MAX;
+        struct sqs_batch_entry e[SQS_BATCH_MAX];
+        struct sqs_batch_result r[SQS_BATCH_MAX];
         for (size_t i = 0; i < m; i++) {
             e[i].id = sqs_batch_id(i);
             e[i].receipt_handle = jobs[at + i]->msg.receipt_handle;
@@ -74,7 +76,7 @@ claimed_keys(struct twice_job **jobs, size_t n, const char **keys)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (jobs[i]->claimed) {
+        if (shared_int_get(&jobs[i]->claimed)) {
             keys[k++] = jobs[i]->key;
         }
     }

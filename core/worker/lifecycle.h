@@ -86,9 +86,10 @@
 
 #include "idem.h"
 #include "job.h"
+#include "sqs_limits.h"
 
 /* SQS's longest visibility timeout (12 hours): the ceiling of every delay. */
-#define LIFECYCLE_MAX_DELAY 43200
+#define LIFECYCLE_MAX_DELAY SQS_VISIBILITY_MAX
 /* Room for the formatted parts of a text: a stored message id (at most 127 bytes,
  * idem_claim) and the words around it. Keys and plugin errors are never copied. */
 #define LIFECYCLE_TEXT_MAX  256

@@ -14,13 +14,16 @@
 #include "creds.h"
 #include "handler.h"
 #include "hostapi.h"
-#include "idem.h"
 #include "instance.h"
+#include "jobspan.h"
 #include "keying.h"
 #include "log.h"
 #include "metrics.h"
+#include "proctitle.h"
+#include "ready.h"
 #include "receiver.h"
 #include "shm.h"
+#include "signals.h"
 #include "sqs.h"
 #include "sqs_setup.h"
 #include "worker.h"
@@ -60,8 +63,11 @@ install_fatal_handlers(int slot)
     }
 }
 
+/* Load the plugins from the files the master opened for this generation
+ * (a->plugin_fds): what the generation checked, even when a file has been
+ * replaced on disk since. The descriptors are closed once mapped. */
 static int
-load_plugins(struct worker *w, char *err, size_t errlen)
+load_plugins(struct worker *w, const struct childargs *a, char *err, size_t errlen)
 {
     const struct config *c = w->cfg;
     w->plugins = calloc(c->nplugins ? c->nplugins : 1, sizeof(*w->plugins));
@@ -69,13 +75,25 @@ load_plugins(struct worker *w, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    if (a->nplugin_fds != c->nplugins) {
+        snprintf(err, errlen, "%zu plugin files for %zu plugins", a->nplugin_fds, c->nplugins);
+        return -1;
+    }
     for (size_t i = 0; i < c->nplugins; i++) {
         struct plugin_instance *p = &w->plugins[i];
+        int replaced = 0;
         p->cfg = &c->plugins[i];
         p->name = p->cfg->name;
         p->index = i;
-        if (loader_open(p->cfg->path, &p->lp, err, errlen) != 0) {
+        int rc = loader_open_fd(p->cfg->path, a->plugin_fds[i], &p->lp, &replaced, err, errlen);
+        close(a->plugin_fds[i]);
+        if (rc != 0) {
             return -1;
+        }
+        if (replaced) {
+            log_warn("plugin '%s': %s was replaced or removed after generation %d loaded it: "
+                     "running generation %d's copy (a reload runs the new file)",
+                     p->name, p->cfg->path, w->generation, w->generation);
         }
         w->nplugins++;
         p->transactional = (p->lp.desc->flags & TWICE_FLAG_TRANSACTIONAL) != 0;
@@ -154,25 +172,9 @@ setup_queue(struct worker *w, struct wqueue *q, const struct config_queue *qc, c
     return 0;
 }
 
-/* Create the idempotency table if needed. A database that is down now is
- * not fatal: receivers wait for it, and the next worker start migrates. */
-static void
-migrate_store(struct worker *w)
-{
-    struct idem_store *s = NULL;
-    char err[512];
-    const struct config *c = w->cfg;
-    if (idem_open(c->idempotency.dsn, c->idempotency.table, w->owner, &s, err, sizeof(err)) == 0 &&
-        idem_migrate(s, err, sizeof(err)) == 0) {
-        idem_close(s);
-        return;
-    }
-    log_error("idempotency table %s: %s", c->idempotency.table, err);
-    idem_close(s);
-}
-
+/* Everything that needs no server: endpoint, plugins (init), queues. */
 static int
-start(struct worker *w, char *err, size_t errlen)
+prepare(struct worker *w, const struct childargs *a, char *err, size_t errlen)
 {
     const struct config *c = w->cfg;
     w->endpoint = calloc(1, sizeof(*w->endpoint));
@@ -181,7 +183,7 @@ start(struct worker *w, char *err, size_t errlen)
         return -1;
     }
     if (sqs_setup(c, w->endpoint, &w->creds, err, errlen) != 0 ||
-        load_plugins(w, err, errlen) != 0) {
+        load_plugins(w, a, err, errlen) != 0) {
         return -1;
     }
     w->queues = calloc(c->nqueues, sizeof(*w->queues));
@@ -194,7 +196,14 @@ start(struct worker *w, char *err, size_t errlen)
             return -1;
         }
     }
-    migrate_store(w);
+    return 0;
+}
+
+/* The threads, once the store and the queues answer (ready_wait). */
+static int
+start(struct worker *w, char *err, size_t errlen)
+{
+    jobspan_start(w->cfg);
     w->acker = acker_start(w, err, errlen);
     if (w->acker == NULL) {
         return -1;
@@ -208,21 +217,6 @@ start(struct worker *w, char *err, size_t errlen)
     return 0;
 }
 
-/* Wait for a stop signal; the second one means "now". */
-static int
-wait_signal(const sigset_t *set, int timeout_ms)
-{
-    if (timeout_ms < 0) {
-        int sig = 0;
-        while (sigwait(set, &sig) != 0) {
-        }
-        return sig;
-    }
-    struct timespec ts = {timeout_ms / 1000, (long) (timeout_ms % 1000) * 1000000L};
-    int sig = sigtimedwait(set, NULL, &ts);
-    return sig < 0 ? 0 : sig;
-}
-
 static int
 all_idle(struct worker *w)
 {
@@ -234,36 +228,52 @@ all_idle(struct worker *w)
     return 1;
 }
 
-/* Stop receiving, let running jobs finish within drain_timeout, give back
+static double
+seconds_since(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double) (now.tv_sec - t0->tv_sec) + (double) (now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Stop receiving, let running jobs finish within drain_timeout (a quit: for
+ * as long as they take, until a stop signal sets the deadline), give back
  * what is left. Returns 1 when everything finished (threads joinable). */
 static int
-drain(struct worker *w, const sigset_t *set)
+drain(struct worker *w, const sigset_t *set, enum worker_ask ask, pid_t master)
 {
-    w->draining = 1;
+    flag_raise(&w->draining);
     for (size_t i = 0; i < w->nqueues; i++) {
         receiver_join(&w->queues[i]);
         handlers_stop(&w->queues[i]);
     }
-    struct timespec t0, now;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    double limit = ask == WORKER_QUIT ? -1 : w->cfg->drain_timeout; /* -1: none */
     for (;;) {
         if (all_idle(w)) {
             return 1;
         }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double left = w->cfg->drain_timeout - ((double) (now.tv_sec - t0.tv_sec) +
-                                               (double) (now.tv_nsec - t0.tv_nsec) / 1e9);
+        double left = limit < 0 ? 0.1 : limit - seconds_since(&t0);
         if (left <= 0) {
             break;
         }
-        int sig = wait_signal(set, left < 0.1 ? (int) (left * 1000) + 1 : 100);
-        if (sig == SIGTERM || sig == SIGINT || sig == SIGQUIT) {
-            log_warn("second stop signal: giving back running jobs now");
-            break;
+        siginfo_t si;
+        int sig = worker_signal_wait(set, left < 0.1 ? (int) (left * 1000) + 1 : 100, &si);
+        if (sig == 0 || worker_signal_judge(&si, w->slot, master) != WORKER_STOP) {
+            continue;
         }
+        if (limit < 0) {
+            log_info("stop signal while quitting: running jobs get drain_timeout (%ds)",
+                     w->cfg->drain_timeout);
+            limit = seconds_since(&t0) + w->cfg->drain_timeout;
+            continue;
+        }
+        log_warn("second stop signal: giving back running jobs now");
+        break;
     }
     log_warn("drain deadline: giving back the jobs still running");
-    w->abandon = 1;
+    flag_raise(&w->abandon);
     acker_abandon_running(w->acker);
     return 0;
 }
@@ -289,6 +299,7 @@ worker_main(int argc, char **argv)
         return 2;
     }
     log_set_role("worker");
+    proctitle_set("twiced: worker (generation %d)", a.generation);
     struct config *cfg = NULL;
     if (childargs_load_config(&a, &cfg, err, sizeof(err)) != 0) {
         log_error("%s", err);
@@ -324,6 +335,15 @@ worker_main(int argc, char **argv)
     w.slot = a.slot;
     w.generation = a.generation;
     childargs_owner(w.owner, sizeof(w.owner), getpid(), w.generation, a.instance);
+    if (prepare(&w, &a, err, sizeof(err)) != 0) {
+        log_error("worker not started: %s", err);
+        _exit(3);
+    }
+    enum worker_ask early = ready_wait(&w, a.ctl_fd, &set, a.master_pid);
+    if (early != WORKER_IGNORE) {
+        log_info("stopped before it was ready");
+        _exit(0); /* no thread runs; plugins were only initialised */
+    }
     if (start(&w, err, sizeof(err)) != 0) {
         log_error("worker not started: %s", err);
         _exit(3);
@@ -332,14 +352,23 @@ worker_main(int argc, char **argv)
              w.nplugins);
     notify_ready(a.ctl_fd);
 
-    int sig;
-    do {
-        sig = wait_signal(&set, -1);
-    } while (sig == SIGHUP);
-    log_info("draining (signal %d)", sig);
-    int clean = drain(&w, &set);
+    enum worker_ask ask = WORKER_IGNORE;
+    siginfo_t si;
+    while (ask == WORKER_IGNORE) {
+        if (worker_signal_wait(&set, -1, &si) > 0) {
+            ask = worker_signal_judge(&si, a.slot, a.master_pid);
+        }
+    }
+    log_info("%s (SIG%s)",
+             ask == WORKER_QUIT ? "quitting: finishing every running job" : "draining",
+             sigabbrev_np(si.si_signo));
+    int clean = drain(&w, &set, ask, a.master_pid);
     acker_stop(w.acker);
+    jobspan_stop();
     if (!clean) {
+        for (size_t i = 0; i < w.nqueues; i++) {
+            handlers_detach(&w.queues[i]);
+        }
         _exit(0); /* threads are still inside plugin code: do not run fini */
     }
     for (size_t i = 0; i < w.nqueues; i++) {

@@ -13,6 +13,7 @@
 #include "breaker.h"
 #include "buf.h"
 #include "config.h"
+#include "digest.h"
 #include "hostapi.h"
 #include "keying.h"
 #include "idem.h"
@@ -21,18 +22,19 @@
 #include "jsonpath.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "jobspan.h"
 #include "metrics.h"
+#include "msgage.h"
 #include "sqs.h"
+#include "sqs_limits.h"
 #include "verdict.h"
 #include "worker.h"
 
-#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define RECV_MAX      10
 /* How often a paused queue's receiver looks at its pause again, ms. */
 #define PAUSED_NAP_MS 500
 
@@ -66,7 +68,7 @@ reserve_slots(struct receiver *r)
     struct wqueue *q = r->q;
     int n = 0;
     pthread_mutex_lock(&q->mu);
-    while (!q->w->draining && q->inflight >= q->cfg->concurrency) {
+    while (!flag_is_up(&q->w->draining) && q->inflight >= q->cfg->concurrency) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += 1;
@@ -75,7 +77,7 @@ reserve_slots(struct receiver *r)
         mark_healthy(r); /* busy is not broken */
         pthread_mutex_lock(&q->mu);
     }
-    if (!q->w->draining) {
+    if (!flag_is_up(&q->w->draining)) {
         n = q->cfg->concurrency - q->inflight;
         if (n > q->cfg->batch_size) {
             n = q->cfg->batch_size;
@@ -90,7 +92,7 @@ reserve_slots(struct receiver *r)
 static void
 nap(struct worker *w, uint64_t ms)
 {
-    while (ms > 0 && !w->draining) {
+    while (ms > 0 && !flag_is_up(&w->draining)) {
         uint64_t step = ms < 100 ? ms : 100;
         struct timespec ts = {0, (long) step * 1000000L};
         nanosleep(&ts, NULL);
@@ -120,7 +122,7 @@ prepare(struct wqueue *q, struct twice_job *j)
     }
     buf_free(&key);
     if (j->msg.body != NULL) {
-        SHA256((const unsigned char *) j->msg.body, j->msg.body_len, j->sha256);
+        digest_sha256(j->msg.body, j->msg.body_len, j->sha256);
     }
 }
 
@@ -141,7 +143,7 @@ on_claim(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
         .stored_message_id = c->stored_message_id,
     };
     struct lifecycle_verdict v;
-    j->claimed = c->state != IDEM_COMPLETED && c->state != IDEM_BUSY; /* the key is ours */
+    shared_int_set(&j->claimed, c->state != IDEM_COMPLETED && c->state != IDEM_BUSY); /* ours */
     lifecycle_on_claim(&q->policy, &in, &v);
     verdict_apply(j, &v);
 }
@@ -181,8 +183,8 @@ static int
 claim(struct receiver *r, struct twice_job **jobs, size_t n)
 {
     struct wqueue *q = r->q;
-    struct twice_job *leaders[RECV_MAX];
-    struct idem_claim claims[RECV_MAX];
+    struct twice_job *leaders[SQS_RECEIVE_MAX];
+    struct idem_claim claims[SQS_RECEIVE_MAX];
     size_t nl = split_dups(q, jobs, n, leaders);
     if (nl == 0) {
         return 0;
@@ -218,9 +220,9 @@ claim(struct receiver *r, struct twice_job **jobs, size_t n)
 static void
 dispatch_fifo(struct wqueue *q, struct twice_job **jobs, size_t n)
 {
-    struct twice_job *heads[RECV_MAX], *tails[RECV_MAX];
-    const char *groups[RECV_MAX];
-    int blocked[RECV_MAX];
+    struct twice_job *heads[SQS_RECEIVE_MAX], *tails[SQS_RECEIVE_MAX];
+    const char *groups[SQS_RECEIVE_MAX];
+    int blocked[SQS_RECEIVE_MAX];
     size_t ng = 0;
     for (size_t i = 0; i < n; i++) {
         struct twice_job *j = jobs[i];
@@ -309,8 +311,9 @@ static int
 process_batch(struct receiver *r, struct sqs_message *msgs, size_t n, int *probe)
 {
     struct wqueue *q = r->q;
-    struct twice_job *jobs[RECV_MAX];
+    struct twice_job *jobs[SQS_RECEIVE_MAX];
     size_t nj = 0;
+    msgage_observe(q->cfg->name, msgs, n);
     for (size_t i = 0; i < n; i++) {
         struct twice_job *j = job_new(q, q->cfg, &msgs[i]);
         if (j == NULL) {
@@ -321,6 +324,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n, int *probe
             continue;
         }
         j->holds_slot = 1;
+        jobspan_begin(j);
         prepare(q, j);
         jobs[nj++] = j;
     }
@@ -447,14 +451,17 @@ receive_once(struct receiver *r)
     size_t got = 0;
     struct sqs_error e;
     int rc = sqs_receive(r->sqs, q->cfg->url, &o, &msgs, &got, &e);
-    metrics_count(MET_SQS_REQUESTS, "ReceiveMessage", rc == 0 ? "ok" : "error", NULL, 1);
+    /* A long poll cut short by a drain or reload is not an error: alerts on the
+     * error ratio would fire at every deploy. */
+    const char *result = rc == 0 ? "ok" : strcmp(e.code, "Cancelled") == 0 ? "cancelled" : "error";
+    metrics_count(MET_SQS_REQUESTS, "ReceiveMessage", result, NULL, 1);
     wqueue_release_slot(q, n - (int) got);
     int probe_ran = probe && got > 0;
     if (rc != 0) {
         if (probe) {
             breaker_probe_unused(q);
         }
-        if (!q->w->draining) {
+        if (!flag_is_up(&q->w->draining)) {
             receive_failed(r, &e);
         }
         return;
@@ -485,7 +492,7 @@ receiver_main(void *arg)
 {
     struct receiver *r = arg;
     struct worker *w = r->q->w;
-    while (!w->draining) {
+    while (!flag_is_up(&w->draining)) {
         if (!store_ok(r)) {
             continue;
         }

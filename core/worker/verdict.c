@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "instance.h"
+#include "jobspan.h"
 #include "lifecycle.h"
 #include "metrics.h"
 
@@ -28,6 +29,7 @@ verdict_apply(struct twice_job *j, const struct lifecycle_verdict *v)
         metrics_count(MET_DUPLICATES, queue, plugin, v->duplicate, 1);
     }
     j->counted = v->counted;
+    jobspan_verdict(j, v);
     if (v->action == JOB_ACT_DEADLETTER) {
         j->runs = v->runs;
         job_deadletter(j, v->reason, "%s%s%s", v->detail.before, v->detail.arg, v->detail.after);

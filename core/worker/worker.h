@@ -16,6 +16,8 @@
 #ifndef TWICE_WORKER_H
 #define TWICE_WORKER_H
 
+#include "atomics.h"
+
 #include <pthread.h>
 #include <stddef.h>
 
@@ -72,8 +74,8 @@ struct worker {
     struct creds_chain *creds;
     struct acker *acker;
 
-    volatile int draining; /* stop receiving; read by receivers and cancel flags */
-    volatile int abandon;  /* the drain deadline passed */
+    struct flag draining; /* stop receiving; read by receivers and cancel flags */
+    struct flag abandon;  /* the drain deadline passed */
 };
 
 /* Hand a prepared job (or the head of a FIFO chain) to q's handlers; never

@@ -134,16 +134,20 @@ sync_fini(void *state)
     curl_global_cleanup();
 }
 
-/* The request's headers; NULL when out of memory. */
+/* The request's headers; NULL when out of memory. The job's trace context
+ * goes along as `traceparent` (W3C), so the endpoint's spans join the job's
+ * trace; a 1.0 host has none to give. */
 static struct curl_slist *
-request_headers(const struct sync *s, const char *key)
+request_headers(const struct sync *s, const twice_job *job)
 {
+    const char *tp = TWICE_API_HAS(s->api, traceparent) ? s->api->traceparent(job) : NULL;
     struct curl_slist *h = NULL;
     if (http_header_add(&h, "%s", "Content-Type: application/json") != 0 ||
         http_header_add(&h, "%s", "Accept: application/json") != 0 ||
         http_header_add(&h, "%s", "Expect:") != 0 ||
-        http_header_add(&h, "Idempotency-Key: %s", key) != 0 ||
-        (s->auth_header != NULL && http_header_add(&h, "%s", s->auth_header) != 0)) {
+        http_header_add(&h, "Idempotency-Key: %s", s->api->key(job)) != 0 ||
+        (s->auth_header != NULL && http_header_add(&h, "%s", s->auth_header) != 0) ||
+        (tp != NULL && http_header_add(&h, "traceparent: %s", tp) != 0)) {
         return NULL;
     }
     return h;
@@ -157,7 +161,7 @@ send_record(const struct sync *s, twice_job *job, CURL *c, const char *url, cons
     char errbuf[CURL_ERROR_SIZE];
     struct http_answer ans;
     long status;
-    struct curl_slist *headers = request_headers(s, s->api->key(job));
+    struct curl_slist *headers = request_headers(s, job);
     if (headers == NULL) {
         s->api->error(job, "out of memory preparing the request");
         return TWICE_RETRY;

@@ -7,7 +7,6 @@
 #ifndef TWICE_MOCK_INTERNAL_H
 #define TWICE_MOCK_INTERNAL_H
 
-#include <jansson.h>
 #include <pthread.h>
 #include <stddef.h>
 
@@ -53,14 +52,15 @@ struct twice_job {
     struct twice_mock *mock;
     char *body; /* owned, NUL-terminated */
     size_t body_len;
-    json_t *root;                             /* parsed body (owned), NULL when not JSON */
+    struct jsondoc *root;                     /* parsed body (owned), NULL when not JSON */
     char body_error[JSONPATH_BODY_ERROR_LEN]; /* why it is not JSON, as the host says it */
     struct mock_attr *attrs;
     size_t nattrs;
     char *message_id, *group_id; /* owned; group_id may be NULL */
     char *queue;                 /* owned: what api->queue() says */
     int attempt;
-    void *db; /* borrowed PGconn */
+    void *db;          /* borrowed PGconn */
+    char *traceparent; /* owned: the span context set by the test, or NULL */
 
     /* results of the last run */
     char *key, *error;  /* owned, or NULL */

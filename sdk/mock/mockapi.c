@@ -9,20 +9,28 @@
 #include "buf.h"
 #include "jsonpath.h"
 #include "mock_internal.h"
+#include "tracectx.h"
+
+#include "sqs_limits.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MOCK_RETRY_AFTER_MAX 43200
-
 static _Thread_local struct twice_mock *current_mock;
+static _Thread_local int deriving_key;
 
 void
 mockapi_set_current(struct twice_mock *m)
 {
     current_mock = m;
+}
+
+void
+mockapi_set_deriving(int on)
+{
+    deriving_key = on;
 }
 
 /* ---- the API table ---- */
@@ -69,10 +77,10 @@ api_body(const twice_job *job, size_t *len)
     return job->body;
 }
 
-/* Keep a string alive until the job is freed or run again; the API hands
- * out borrowed pointers. Takes ownership of s (freed on failure). */
+/* Keep a string of n bytes alive until the job is freed or run again; the
+ * API hands out borrowed pointers. Takes ownership of s (freed on failure). */
 static const char *
-keep(const twice_job *job, char *s, size_t *len)
+keep(const twice_job *job, char *s, size_t n, size_t *len)
 {
     struct twice_job *j = (struct twice_job *) job;
     if (s == NULL) {
@@ -90,31 +98,43 @@ keep(const twice_job *job, char *s, size_t *len)
     }
     j->kept[j->nkept++] = s;
     if (len != NULL) {
-        *len = strlen(s);
+        *len = n;
     }
     return s;
 }
 
+/* Numbers as the producer wrote them, but in derive_key() as keys spell
+ * them: the daemon's rule (plugin/hostapi.c). */
 static const char *
 api_field(const twice_job *job, const char *path, size_t *len)
 {
-    json_t *v = jsonpath_get(job->root, path);
+    const struct jsondoc_value *v = jsonpath_get(job->root, path);
     struct buf text = BUF_INIT;
-    if (v == NULL || jsonpath_scalar_text(v, &text) != 0) {
+    int rc = deriving_key ? jsonpath_key_text(v, &text) : jsonpath_field_text(v, &text);
+    if (v == NULL || rc != 0) {
         buf_free(&text);
         return NULL;
     }
-    return keep(job, buf_steal(&text), len);
+    size_t n = text.len;
+    return keep(job, buf_steal(&text), n, len);
 }
 
+/* The value's original text. *len is given: a string may hold "\u0000". */
 static const char *
 api_field_json(const twice_job *job, const char *path, size_t *len)
 {
-    json_t *v = jsonpath_get(job->root, path);
+    const struct jsondoc_value *v = jsonpath_get(job->root, path);
     if (v == NULL) {
         return NULL;
     }
-    return keep(job, json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER), len);
+    size_t n;
+    const char *raw = jsondoc_raw(job->root, v, &n);
+    char *copy = malloc(n + 1);
+    if (copy != NULL) {
+        memcpy(copy, raw, n);
+        copy[n] = '\0';
+    }
+    return keep(job, copy, n, len);
 }
 
 static const char *
@@ -185,14 +205,14 @@ api_db(const twice_job *job)
 static void
 api_retry_after(twice_job *job, unsigned seconds)
 {
-    job->retry_after = seconds > MOCK_RETRY_AFTER_MAX ? MOCK_RETRY_AFTER_MAX : (int) seconds;
+    job->retry_after = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
 }
 
 /* As the host: recorded, and the job's retry_after when it has none. */
 static void
 api_downstream_unavailable(twice_job *job, unsigned seconds)
 {
-    int s = seconds > MOCK_RETRY_AFTER_MAX ? MOCK_RETRY_AFTER_MAX : (int) seconds;
+    int s = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
     job->downstream_unavailable = s;
     if (job->retry_after < 0 && s > 0) {
         job->retry_after = s;
@@ -211,6 +231,26 @@ api_error(twice_job *job, const char *fmt, ...)
         free(job->error);
         job->error = text;
     }
+}
+
+/* As twiced: the span context (the test's), else the message's own valid
+ * traceparent passed on as version 00 (tracing off), else NULL. */
+static const char *
+api_traceparent(const twice_job *job)
+{
+    struct tracectx c;
+    if (job->traceparent != NULL) {
+        return job->traceparent;
+    }
+    const char *v = api_attr(job, "traceparent", NULL);
+    if (v == NULL || tracectx_parse_traceparent(v, strlen(v), &c, NULL) != 0) {
+        return NULL;
+    }
+    char *text = malloc(TRACECTX_TRACEPARENT_LEN + 1);
+    if (text != NULL) {
+        tracectx_format_traceparent(&c, text);
+    }
+    return keep(job, text, TRACECTX_TRACEPARENT_LEN, NULL);
 }
 
 static const char *
@@ -242,6 +282,7 @@ static const twice_api mock_api = {
     .db = api_db,
     .retry_after = api_retry_after,
     .error = api_error,
+    .traceparent = api_traceparent,
     .queue = api_queue,
     .attr_name = api_attr_name,
     .downstream_unavailable = api_downstream_unavailable,

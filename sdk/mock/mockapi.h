@@ -16,4 +16,8 @@ const twice_api *mockapi_table(void);
  * job); set around every call into the plugin, NULL after it. */
 void mockapi_set_current(struct twice_mock *m);
 
+/* derive_key() runs on this thread (1) or not (0): api->field then hands
+ * numbers in the form keys spell them, as the daemon does. */
+void mockapi_set_deriving(int on);
+
 #endif

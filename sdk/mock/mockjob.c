@@ -8,6 +8,7 @@
 #include "mock_internal.h"
 #include "mockapi.h"
 #include "mockkey.h"
+#include "tracectx.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,9 +35,10 @@ twice_mock_job_new(twice_mock *m, const char *body)
         return NULL;
     }
     j->body_len = strlen(j->body);
-    /* Parsed by the host's own parser: duplicates refused, a bare scalar
-     * accepted (it simply has no fields), the same reason when it fails. */
-    j->root = jsonpath_parse_body(j->body, j->body_len, j->body_error, sizeof(j->body_error));
+    /* Parsed by the host's own parser: a bare scalar accepted (it simply
+     * has no fields), a repeated name read as its last, the same reason
+     * when it fails. */
+    j->root = jsondoc_parse(j->body, j->body_len, j->body_error, sizeof(j->body_error));
     return (twice_mock_job *) j;
 }
 
@@ -73,11 +75,12 @@ twice_mock_job_free(twice_mock_job *mj)
         free(j->attrs[i].value);
     }
     free(j->attrs);
-    json_decref(j->root);
+    jsondoc_free(j->root);
     free(j->body);
     free(j->message_id);
     free(j->group_id);
     free(j->queue);
+    free(j->traceparent);
     free(j);
 }
 
@@ -140,6 +143,17 @@ void
 twice_mock_job_attempt(twice_mock_job *mj, int attempt)
 {
     ((struct twice_job *) mj)->attempt = attempt;
+}
+
+int
+twice_mock_job_traceparent(twice_mock_job *mj, const char *traceparent)
+{
+    struct tracectx c;
+    if (traceparent == NULL ||
+        tracectx_parse_traceparent(traceparent, strlen(traceparent), &c, NULL) != 0) {
+        return -1;
+    }
+    return replace(&((struct twice_job *) mj)->traceparent, traceparent, 0);
 }
 
 void

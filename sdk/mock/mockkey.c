@@ -101,7 +101,9 @@ derive_with_plugin(struct twice_job *j, struct buf *out, struct buf *why)
     const struct twice_mock *m = j->mock;
     char key[TWICE_KEY_MAX + 1];
     mockapi_set_current(j->mock);
+    mockapi_set_deriving(1);
     int n = m->plugin->derive_key(m->state, j, key, sizeof(key));
+    mockapi_set_deriving(0);
     mockapi_set_current(NULL);
     enum keytmpl_result r = keytmpl_check_derived(key, n, j->error, why);
     if (r == KEYTMPL_OK && buf_append(out, key, (size_t) n) != 0) {

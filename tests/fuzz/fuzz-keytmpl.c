@@ -39,11 +39,11 @@ expand(const struct keytmpl *t, const struct fuzz_pieces *f)
     char err[256], body_err[256];
     struct keytmpl_input in = {.attr = find_attr, .attr_ctx = f->p[1]};
     struct buf out = BUF_INIT;
-    json_t *body = NULL;
+    struct jsondoc *body = NULL;
 
     in.group_id = f->len[2] > 0 ? f->p[2] : NULL;
     if (keytmpl_needs_body(t)) {
-        body = jsonpath_parse_body(f->p[3], f->len[3], body_err, sizeof(body_err));
+        body = jsondoc_parse(f->p[3], f->len[3], body_err, sizeof(body_err));
         in.body = body;
         in.body_error = body != NULL ? NULL : body_err;
     }
@@ -61,7 +61,7 @@ expand(const struct keytmpl *t, const struct fuzz_pieces *f)
         FUZZ_ASSERT(!fuzz_has_control(err, strlen(err), ""));
     }
     buf_free(&out);
-    json_decref(body);
+    jsondoc_free(body);
 }
 
 int

@@ -1,12 +1,16 @@
 /*
  * fuzz-sqs-response.c - libFuzzer target: every parser of SQS response
- * bodies (core/sqs/sqs_parse.h) on the same bytes, as a broken or hostile
- * endpoint could send them. Not for the transport (sqs.c) or signing.
+ * bodies (core/sqs/sqs_parse.h: the streaming ReceiveMessage and batch
+ * readers of sqs_receive.c and sqs_results.c, the jansson ones of
+ * sqs_parse.c) on the same bytes, as a broken or hostile endpoint could
+ * send them. Not for the transport (sqs.c) or signing.
  *
  * Input, cut at the first two NUL bytes: response body, x-amzn-query-error
  * header, x-amzn-ErrorType header (absent pieces: no header). Promises
  * checked: a parsed message has its id, receipt handle and a terminated
- * body; attributes are String-like or Binary, never neither; batch results
+ * body, all in its batch's shared memory, which outlives any of them moved
+ * away and is freed by the last (ASan and LSan watch); attributes are
+ * String-like or Binary, never neither, with names unique; batch results
  * are one per entry; an error has a code without the "#" or ":" parts of
  * __type and is retryable on 5xx and on throttling.
  */
@@ -34,7 +38,32 @@ check_messages(const struct sqs_message *m, size_t n)
         }
         char md5[33];
         FUZZ_ASSERT(m[i].nattrs == 0 || sqs_md5_of_attrs(m[i].attrs, m[i].nattrs, md5) == 0);
+        for (size_t k = 0; k < m[i].nattrs; k++) {
+            for (size_t l = k + 1; l < m[i].nattrs; l++) {
+                FUZZ_ASSERT(strcmp(m[i].attrs[k].name, m[i].attrs[l].name) != 0);
+            }
+        }
+        FUZZ_ASSERT(m[i].batch != NULL && m[i].batch == m[0].batch);
     }
+}
+
+/* Let go of the messages out of order, one moved away and read after the
+ * rest are gone: the batch must live until its last message does. */
+static void
+release(struct sqs_message *msgs, size_t n)
+{
+    if (n == 0) {
+        free(msgs);
+        return;
+    }
+    struct sqs_message kept = msgs[n / 2];
+    memset(&msgs[n / 2], 0, sizeof(kept));
+    for (size_t i = n; i-- > 0;) {
+        sqs_message_clear(&msgs[i]);
+    }
+    free(msgs);
+    FUZZ_ASSERT(kept.body[kept.body_len] == '\0' && kept.message_id != NULL);
+    sqs_message_clear(&kept);
 }
 
 static void
@@ -48,11 +77,11 @@ receive(const struct fuzz_pieces *f)
     if (sqs_parse_receive(f->p[0], f->len[0], &msgs, &n, &e) == 0) {
         FUZZ_ASSERT(n == 0 || msgs != NULL);
         check_messages(msgs, n);
+        release(msgs, n);
     } else {
         FUZZ_ASSERT(msgs == NULL && n == 0 && e.code[0] != '\0');
         sqs_error_describe(&e, "ReceiveMessage", text, sizeof(text));
     }
-    sqs_messages_free(msgs, n);
 }
 
 static void

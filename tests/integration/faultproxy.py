@@ -1,17 +1,23 @@
 """faultproxy: a small HTTP reverse proxy of the tests' own, between twiced and the
-SQS emulator, that injects the faults production brings.
+SQS emulator, that injects the faults production brings; and a TCP forwarder that
+takes a server (PostgreSQL) away and gives it back.
 
 What it is for: making the real emulator unreachable (connections refused), or
 answering every request with a chosen status and error body (500s, throttling),
 or passing requests through unchanged - switched at run time by the test. It
-also counts what it saw. Not a mock: in "pass" mode every request goes to the
-real emulator and its real answer comes back.
+also counts what it saw, by operation. Not a mock: in "pass" mode every request
+goes to the real emulator and its real answer comes back (unless the test sets
+`rewrite`, to add what the emulator lacks, such as a system attribute SQS has).
+TcpProxy does the same for any TCP server, at the level of connections: up (bytes
+forwarded as they are) or down (every connection cut, new ones refused), so one test
+can lose the run's shared PostgreSQL without taking it from the others.
 
-Used by: test_serial_faults.py, test_metrics.py.
+Used by: test_serial_faults.py, test_metrics.py, test_tracing.py.
 """
 
 import http.client
 import http.server
+import json
 import socket
 import socketserver
 import threading
@@ -37,6 +43,8 @@ class FaultProxy:
         self.status, self.body, self.headers = 500, b"", {}
         self.only = None
         self.seen = {"pass": 0, "status": 0}
+        self.operations = []  # (X-Amz-Target, request body as JSON) of each request
+        self.rewrite = None  # fn(target, request JSON, response bytes) -> response bytes
         self.lock = threading.Lock()
         self.port = None
         self._server = None
@@ -60,6 +68,10 @@ class FaultProxy:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
                 target = self.headers.get("X-Amz-Target", "")
+                try:
+                    request = json.loads(body or b"{}")
+                except ValueError:
+                    request = None
                 with proxy.lock:
                     mode = proxy.mode
                     if mode == "status" and proxy.only and \
@@ -67,6 +79,8 @@ class FaultProxy:
                         mode = "pass"
                     if mode in proxy.seen:
                         proxy.seen[mode] += 1
+                    proxy.operations.append((target, request))
+                    rewrite = proxy.rewrite
                 if mode == "refuse":  # a connection opened before refuse(): cut it
                     self.close_connection = True
                     try:
@@ -83,6 +97,8 @@ class FaultProxy:
                 conn.request("POST", self.path, body, headers)
                 r = conn.getresponse()
                 data = r.read()
+                if rewrite is not None and r.status == 200:
+                    data = rewrite(target, request, data)
                 out = {k: v for k, v in r.getheaders()
                        if k.lower() not in ("connection", "keep-alive", "transfer-encoding",
                                             "content-length")}
@@ -152,6 +168,91 @@ class FaultProxy:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+class TcpProxy:
+    """Listen on 127.0.0.1:<port> and forward every connection to target, byte for byte,
+    until down(); up() listens again on the same port."""
+
+    def __init__(self, target_host, target_port):
+        self.target = (target_host, target_port)
+        self.port = None
+        self.lock = threading.Lock()
+        self.conns = []
+        self._listener = None
+        self.up()
+
+    def up(self):
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind(("127.0.0.1", self.port or 0))
+                break
+            except OSError:
+                s.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        s.listen(64)
+        self.port = s.getsockname()[1]
+        self._listener = s
+        threading.Thread(target=self._accept, args=(s,), daemon=True).start()
+
+    def _accept(self, listener):
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # closed by down()
+            try:
+                server = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            server.settimeout(None)
+            with self.lock:
+                self.conns += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def down(self):
+        """Refuse new connections and cut the open ones: the server is gone."""
+        if self._listener is not None:
+            try:
+                self._listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
+            except OSError:
+                pass
+            self._listener.close()
+            self._listener = None
+        with self.lock:
+            conns, self.conns = self.conns, []
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            c.close()
+
+    def close(self):
+        self.down()
 
 
 def split_endpoint(endpoint):

@@ -5,6 +5,7 @@
  * Not a test of SigV4 itself (fauxqs does not check signatures).
  */
 #include "check.h"
+#include "atomics.h"
 #include "creds.h"
 #include "http.h"
 #include "sqs.h"
@@ -416,7 +417,7 @@ test_fifo(struct sqs_client *c)
 }
 
 struct raise_later {
-    volatile int *flag;
+    struct flag *flag;
     long delay_ms;
 };
 
@@ -425,7 +426,7 @@ raise_later_main(void *arg)
 {
     struct raise_later *r = arg;
     sleep_ms(r->delay_ms);
-    *r->flag = 1;
+    flag_raise(r->flag);
     return NULL;
 }
 
@@ -437,7 +438,7 @@ test_cancel(struct sqs_client *c)
     if (url == NULL) {
         return;
     }
-    volatile int flag = 0;
+    struct flag flag = {0};
     struct raise_later r = {&flag, 300};
     struct sqs_message *msgs = NULL;
     size_t n = 0;

@@ -9,7 +9,8 @@ What cannot arrive, so is not sent here: invalid UTF-8 and characters outside SQ
 such a SendMessage with InvalidMessageContents (the emulator too, which
 test_unsendable_characters_are_refused_by_sqs pins), and any invalid bytes on the wire
 reach SQS decoded as U+FFFD. What can arrive is their JSON spelling: "\\ud800" (a lone
-surrogate), "\\u0000", overlong numbers, which jansson refuses strictly. Attribute values
+surrogate, refused), "\\u0000" (fine in a body, refused in a key), numbers past 64 bits
+and past the double range, a repeated name (JSON all three: handled). Attribute values
 may hold \\t \\n \\r (the emulator accepts more than SQS; the test sends only what SQS
 accepts).
 """
@@ -36,11 +37,12 @@ LONG_ID = "k" * 600
 # Bodies for effect-tx (key "effect:{id}"): body -> the DLQ reason, or None for handled.
 BODY_CASES = {
     "lone-surrogate": ('{"id":"s1","v":"\\ud800"}', "invalid-json"),
-    "escaped-nul": ('{"id":"n\\u0000ul"}', "invalid-json"),
+    "escaped-nul": ('{"id":"n\\u0000ul"}', "bad-key-field"),
+    "escaped-nul-elsewhere": ('{"id":"nul-ok","v":"a\\u0000b"}', None),
     "deep-nesting": (DEEP, "invalid-json"),
-    "huge-real": ('{"id":"r1","v":1e400}', "invalid-json"),
-    "huge-integer": ('{"id":123456789012345678901234567890}', "invalid-json"),
-    "duplicate-member": ('{"id":"d1","id":"d2"}', "invalid-json"),
+    "huge-real": ('{"id":"r1","v":1e400}', None),
+    "huge-integer": ('{"id":123456789012345678901234567890}', None),
+    "duplicate-member": ('{"id":"d1","id":"d2"}', None),
     "not-json-multiline": ('not json\n\t"quoted" \\ line\r\n', "invalid-json"),
     "key-too-long": (json.dumps({"id": LONG_ID}), "key-too-long"),
     "control-in-key": ('{"id":"a\\u001b[31mred"}', "bad-key-field"),
@@ -48,6 +50,9 @@ BODY_CASES = {
     "object-key": ('{"id":{"nested":1}}', "bad-key-field"),
     "unicode-key-ok": ('{"id":"ok-\\u2028-\\u00e9-\\ud83d\\ude00"}', None),
 }
+# The keys of the body cases that are handled: one effect row each.
+HANDLED_KEYS = {"effect:nul-ok", "effect:r1", "effect:123456789012345678901234567890",
+                "effect:d2", "effect:ok-\u2028-\u00e9-\U0001F600"}
 
 # Messages for hostile-echo (key "hostile:{attr:Tenant}"): (body, attrs, reason or None).
 ATTR_CASES = {
@@ -147,12 +152,13 @@ class Hostile(twicetest.TwiceTestCase):
             return by_case[case]["MessageAttributes"]["twice-error"]["StringValue"]
         self.assertIn("max_message_bytes", err("too-large"))
         self.assertRegex(err("deep-nesting"), r"line 1 column \d+")
+        self.assertIn("contains a NUL character", err("escaped-nul"))
         self.assertIn("line1\nline2", err("echo-reject"), "the plugin's error, kept whole")
         self.assertEqual(by_case["echo-reject"]["Body"], ATTR_CASES["echo-reject"][0])
         self.assertEqual(by_case["deep-nesting"]["Body"], DEEP, "the original body is kept")
 
         rows = self.pg.query(dsn, "SELECT key FROM effects")
-        self.assertEqual(rows, [("effect:ok-\u2028-\u00e9-\U0001F600",)])
+        self.assertEqual(sorted(r[0] for r in rows), sorted(HANDLED_KEYS))
         self.assertEqual(d.worker_pids(), workers, "no worker was replaced")
         self.assertEqual(d.stop(), 0)
 

@@ -180,6 +180,31 @@ class BundledPlugins(twicetest.TwiceTestCase):
         self.assertLessEqual(len(conns), 4, "12 messages, %d connections" % len(conns))
         self.assertEqual(d.stop(), 0)
 
+    def test_sync_forwards_numbers_as_written(self):
+        """Issue 14.10/14.11 through the daemon: what the producer wrote reaches the
+        endpoint byte for byte (19.99 is not 19.989999999999998; a 30-digit integer,
+        "\\u0000" and a repeated name are JSON too), while the key spells the numbers
+        it is made of as keys always have (1.50 as 1.5)."""
+        rx = self.http_receiver()
+        url, dlq, dsn, port, d = self.run_one(
+            "syncnum", "sync", "sync", {"url": rx.url + "/api/{entity}/{id}"})
+        data = ('{"price":19.99,"rate":0.1,"qty":1.50,"e":1E3,"neg":-0.0,'
+                '"big":123456789012345678901234567890,"n":"a\\u0000b","dup":1,"dup":2}')
+        body = ('{"type":"sync","entity":"price","id":123456789012345678901234567890,'
+                '"version":1.50,"data":%s}' % data)
+        self.sqs.send(url, body)
+        twicetest.wait_until(lambda: len(rx.requests()) == 1 and
+                             self.sqs.counts(url) == (0, 0, 0), timeout=20)
+        req = rx.requests()[0]
+        self.assertEqual(req["status"], 200)
+        self.assertEqual(req["body"], data)
+        self.assertTrue(req["path"].endswith("/api/price/123456789012345678901234567890"),
+                        req["path"])
+        self.assertEqual(req["headers"]["idempotency-key"],
+                         "sync:price:123456789012345678901234567890:1.5")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
     def test_reference_config_loads_all_three_plugins(self):
         with open(os.path.join(self.env.source_dir, "etc", "twice.conf")) as f:
             text = f.read()

@@ -155,7 +155,8 @@ class Secrets(twicetest.TwiceTestCase):
         conf, _, _ = self.config(dsn, endpoint="http://127.0.0.1:%d" % tc.free_port())
         d, _ = self.daemon(conf)
         d.start()
-        d.wait_log(r"ReceiveMessage: .*(is the endpoint reachable\?)", timeout=30)
+        d.wait_log(r"(ReceiveMessage|GetQueueAttributes): .*(is the endpoint reachable\?)",
+                   timeout=30)
         self.twicectl(d)
         d.stop()
         self.assert_no_secret("twiced's log", d.log_text())

@@ -4,6 +4,10 @@ configuration is reloaded 3 times: every distinct key ends with exactly one effe
 row (transactional plugin), the queue and the in-flight count end at zero, the DLQ
 is empty. Prints the figures in one line.
 
+The messages are sent over about 12 s, and the reloads and the restart happen on a
+timetable inside that window, each waited for (a reload counts once twiced has logged
+its outcome), so the run does not depend on how fast this machine is.
+
 Soak mode, by hand: TWICE_CHAOS_MESSAGES=50000 ctest -R test_serial_chaos
 (or run this file with the environment of scripts/testenv.sh)."""
 
@@ -46,14 +50,19 @@ class Chaos(twicetest.TwiceTestCase):
         done = threading.Event()
         figures = {"kills": 0, "reloads": 0, "pg_restarts": 0}
 
-        def produce():
-            for i in range(0, len(keys), 10):
-                self.sqs.send_batch(url, [json.dumps({"id": k}) for k in keys[i:i + 10]])
+        batches = [keys[i:i + 10] for i in range(0, len(keys), 10)]
+        pace = 12.0 / len(batches)  # seconds per batch: the stream lasts about 12 s
 
-        def chaos():
+        def produce():
             started = time.monotonic()
-            while not done.is_set():
-                time.sleep(2)
+            for n, batch in enumerate(batches):
+                self.sqs.send_batch(url, [json.dumps({"id": k}) for k in batch])
+                ahead = started + (n + 1) * pace - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
+
+        def killer():
+            while not done.wait(2):
                 pids = d.worker_pids()
                 if pids:
                     try:
@@ -61,23 +70,35 @@ class Chaos(twicetest.TwiceTestCase):
                         figures["kills"] += 1
                     except ProcessLookupError:
                         pass
-                elapsed = time.monotonic() - started
-                if figures["reloads"] < 3 and elapsed > 3 * (figures["reloads"] + 1):
-                    d.signal(signal.SIGHUP)
-                    figures["reloads"] += 1
-                if figures["pg_restarts"] == 0 and elapsed > 5:
-                    subprocess.run(["bash", os.path.join(self.env.source_dir, "scripts",
-                                                         "testenv.sh"),
-                                    "pg-restart", self.env.run_dir], check=True,
-                                   capture_output=True, timeout=120)
-                    figures["pg_restarts"] += 1
+
+        def reload_once():
+            mark = d.mark()
+            d.signal(signal.SIGHUP)
+            d.wait_log(r"reload (done|failed|refused)", since=mark, timeout=120)
+            figures["reloads"] += 1
+
+        def restart_postgres():
+            subprocess.run(["bash", os.path.join(self.env.source_dir, "scripts", "testenv.sh"),
+                            "pg-restart", self.env.run_dir], check=True, capture_output=True,
+                           timeout=120)
+            figures["pg_restarts"] += 1
+
+        def events():
+            started = time.monotonic()
+            for at, event in ((2, reload_once), (4, restart_postgres), (6, reload_once),
+                              (9, reload_once)):
+                time.sleep(max(0, started + at - time.monotonic()))
+                event()
 
         producer = threading.Thread(target=produce)
-        agent = threading.Thread(target=chaos)
+        agent = threading.Thread(target=killer)
+        timetable = threading.Thread(target=events)
         t0 = time.monotonic()
         producer.start()
         agent.start()
+        timetable.start()
         producer.join()
+        timetable.join()
 
         def effects():
             try:
@@ -101,7 +122,8 @@ class Chaos(twicetest.TwiceTestCase):
               "duplicates_absorbed=%d effects=%d seconds=%.0f"
               % (MESSAGES, distinct, figures["kills"], figures["reloads"], figures["pg_restarts"],
                  dups, rows, elapsed))
-        self.assertGreaterEqual(figures["reloads"], 3)
+        self.assertEqual(figures["reloads"], 3)
+        self.assertGreaterEqual(tc.metric_sum(samples, "twice_reloads_total"), 3)
         self.assertEqual(figures["pg_restarts"], 1)
         self.assertGreater(figures["kills"], 0)
         self.assertEqual((keys_done, rows), (distinct, distinct), "exactly one effect per key")

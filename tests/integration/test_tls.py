@@ -123,11 +123,12 @@ class Tls(twicetest.TwiceTestCase):
 
     def test_self_signed_endpoint_is_refused(self):
         d = self.start_twiced(self.config())
-        d.wait_log(r"ReceiveMessage: TLSVerifyFailed: https://127\.0\.0\.1:\d+: "
+        d.wait_log(r"(ReceiveMessage|GetQueueAttributes): TLSVerifyFailed: "
+                   r"https://127\.0\.0\.1:\d+: "
                    r"(SSL certificate problem|.*certificate verify failed)",
                    timeout=30)
         self.sqs.send(self.url, json.dumps({"id": "never"}))
-        d.wait_log(r"ready: generation 1", timeout=20)
+        self.assertNotIn("ready: generation", d.log_text(), "an endpoint it cannot trust")
         twicetest.wait_until(lambda: self.proxy.handshakes_refused >= 2, timeout=30,
                              message="twiced kept trying, and kept refusing the certificate")
         self.assertEqual(self.pg.query(self.dsn, "SELECT count(*) FROM effects"), [(0,)])
@@ -149,7 +150,8 @@ class Tls(twicetest.TwiceTestCase):
     def test_a_ca_file_of_another_ca_is_refused(self):
         other, _ = make_certificate(tempfile.mkdtemp(prefix="other-", dir=self.dir))
         d = self.start_twiced(self.config(ca_file=other))
-        d.wait_log(r"ReceiveMessage: TLSVerifyFailed: https://127\.0\.0\.1:\d+: "
+        d.wait_log(r"(ReceiveMessage|GetQueueAttributes): TLSVerifyFailed: "
+                   r"https://127\.0\.0\.1:\d+: "
                    r"(SSL certificate problem|.*certificate verify failed)",
                    timeout=30)
         self.assertEqual(d.stop(), 0)

@@ -67,9 +67,11 @@ def queue(name, url, dlq_url, plugin_name=None, routes=None, route_by=None, **op
 
 def config(env, dsn, queues, plugins, workers=1, drain_timeout=10, metrics_port=None,
            log_level="info", on_conflict="skip", lease_margin=2, extra="", endpoint=None,
-           log_format="text"):
+           log_format="text", queue_stats_interval=None):
     """A whole twice.conf for the test servers of env (endpoint: another way to the
     emulator, such as a fault proxy)."""
+    stats = ("" if queue_stats_interval is None
+             else " " + setting("queue_stats_interval", queue_stats_interval))
     lines = [
         setting("workers", workers),
         setting("drain_timeout", drain_timeout),
@@ -79,8 +81,8 @@ def config(env, dsn, queues, plugins, workers=1, drain_timeout=10, metrics_port=
         "idempotency = { %s %s %s %s };" % (
             setting("dsn", dsn), setting("on_conflict", on_conflict),
             setting("lease_margin", lease_margin), setting("janitor_interval", 1)),
-        "metrics = { %s };" % setting("listen", "127.0.0.1:%d" % metrics_port
-                                      if metrics_port else ""),
+        "metrics = { %s%s };" % (setting("listen", "127.0.0.1:%d" % metrics_port
+                                         if metrics_port else ""), stats),
         "plugins = ( %s );" % ",\n  ".join(plugins),
         "queues = ( %s );" % ",\n  ".join(queues),
         extra,

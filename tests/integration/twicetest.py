@@ -30,6 +30,7 @@ import json
 import os
 import re
 import signal
+import socket
 import string
 import subprocess
 import sys
@@ -788,6 +789,16 @@ class TwiceTestCase(unittest.TestCase):
     def http_receiver(self, prefix=None):
         return HttpReceiver(self.env, prefix)
 
+    def notify_socket(self, timeout=30):
+        """A datagram socket standing in for systemd's NOTIFY_SOCKET (closed after the
+        test), with a receive timeout; returns (path, socket)."""
+        path = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "notify.sock")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(path)
+        sock.settimeout(timeout)
+        self.addCleanup(sock.close)
+        return path, sock
+
     def twiced(self, config, **kwargs):
         """A Twiced (not started) that is stopped and reported on after the test."""
         d = Twiced(self.env, config, **kwargs)
@@ -797,7 +808,8 @@ class TwiceTestCase(unittest.TestCase):
     def start_twiced(self, config, args=("-f",), **kwargs):
         return self.twiced(config, **kwargs).start(args)
 
-    SANITIZER_REPORT = re.compile(r"ERROR: (Address|Leak)Sanitizer|runtime error: ")
+    SANITIZER_REPORT = re.compile(r"ERROR: (Address|Leak)Sanitizer|runtime error: "
+                                  r"|WARNING: ThreadSanitizer")
 
     def _close_twiced(self, d):
         d.close()

@@ -1,18 +1,20 @@
 /*
  * effect_tx.c - fixture: a transactional plugin whose effect is one row in
  * a table (setting `table`, default "effects"), written through the
- * host's connection inside the transaction that completes the key. The
+ * host's connection inside the transaction that completes the key; setting
+ * `init_sleep_ms` makes init (so a probe and a worker's start) that slow. The
  * body steers it: {"id":"k1", "sleep_ms":0, "fail_until":0, "reject":false,
- * "crash":false, "fail_midway":false, "fail_sleep_ms":0, "retry_after":0,
- * "reject_from":0, "crash_from":0}: attempts before fail_until RETRY, after
- * sleeping fail_sleep_ms and asking for retry_after seconds when given;
- * attempts from reject_from on REJECT, from crash_from on crash (when
- * given). Integration tests count rows per key: exactly one per distinct key
- * proves exactly-once.
+ * "crash":false, "crash_until":0, "fail_midway":false, "fail_sleep_ms":0,
+ * "retry_after":0, "reject_from":0, "crash_from":0}: attempts before
+ * fail_until RETRY, after sleeping fail_sleep_ms and asking for retry_after
+ * seconds when given; attempts from reject_from on REJECT, from crash_from
+ * on crash (when given); crash_until crashes the worker while the attempt
+ * is below it. Integration tests count rows per key: exactly one per
+ * distinct key proves exactly-once.
  * Used by: test_alerts.py, test_attempts.py, test_creds.py, test_ctl.py, test_fifo.py,
- *  test_hostile.py, test_lifecycle.py, test_metrics.py, test_pgbouncer.py, test_plugin_perms.py,
- *  test_pause.py, test_reload.py, test_secrets.py, test_serial_chaos.py, test_serial_faults.py,
- *  test_tls.py.
+ *  test_hostile.py, test_lifecycle.py, test_metrics.py, test_operator.py, test_pause.py,
+ *  test_pgbouncer.py, test_plugin_perms.py, test_ready.py, test_reload.py, test_secrets.py,
+ *  test_serial_chaos.py, test_serial_faults.py, test_tls.py.
  */
 #include <libpq-fe.h>
 #include <signal.h>
@@ -36,6 +38,12 @@ init(const twice_api *a, const twice_settings *s, void **state)
     const char *t = a->setting(s, "table");
     if (t != NULL) {
         snprintf(table, sizeof(table), "%s", t);
+    }
+    const char *ms = a->setting(s, "init_sleep_ms");
+    long sleep_ms = ms != NULL ? atol(ms) : 0;
+    if (sleep_ms > 0) {
+        struct timespec ts = {sleep_ms / 1000, (sleep_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
     }
     *state = NULL;
     return 0;
@@ -65,7 +73,8 @@ handle(void *state, twice_job *job)
         nanosleep(&ts, NULL);
     }
     long crash_from = number(job, "crash_from");
-    if (flag(job, "crash") || (crash_from > 0 && api->attempt(job) >= crash_from)) {
+    if (flag(job, "crash") || (crash_from > 0 && api->attempt(job) >= crash_from) ||
+        api->attempt(job) < number(job, "crash_until")) {
         raise(SIGSEGV);
     }
     long reject_from = number(job, "reject_from");
@@ -103,6 +112,7 @@ handle(void *state, twice_job *job)
 
 static const twice_setting settings[] = {
     {"table", TWICE_SETTING_STRING, 0, "effects", "table the effect rows go to"},
+    {"init_sleep_ms", TWICE_SETTING_INT, 0, "0", "milliseconds init sleeps"},
     {NULL, 0, 0, NULL, NULL},
 };
 

@@ -2,15 +2,18 @@
  * check.h - the few assertions the C tests need. A failed check prints
  * FILE:LINE and the values, counts, and the test goes on; check_done()
  * returns the exit status (1 when anything failed) and prints a summary.
+ * Checks may run on several threads.
  */
 #ifndef TWICE_CHECK_H
 #define TWICE_CHECK_H
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
-static int check_failures;
-static int check_count;
+/* Atomic: a test may check from several threads at once. */
+static atomic_int check_failures;
+static atomic_int check_count;
 
 #define CHECK(cond)                                                                               \
     do {                                                                                          \
@@ -59,8 +62,9 @@ static int check_count;
 static inline int
 check_done(const char *name)
 {
-    printf("%s: %d checks, %d failed\n", name, check_count, check_failures);
-    return check_failures ? 1 : 0;
+    int failures = atomic_load(&check_failures);
+    printf("%s: %d checks, %d failed\n", name, atomic_load(&check_count), failures);
+    return failures ? 1 : 0;
 }
 
 #endif

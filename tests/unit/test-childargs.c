@@ -2,7 +2,9 @@
  * test-childargs.c - the configuration snapshot a generation's workers
  * read: every worker gets the whole text, even when they start together
  * and read the one memfd they share at the same time (a worker that read
- * half a configuration failed a reload with "missing required setting").
+ * half a configuration failed a reload with "missing required setting");
+ * and the command line that hands a child its descriptors, plugin files
+ * included, read back as it was written.
  */
 #include "check.h"
 #include "buf.h"
@@ -38,9 +40,50 @@ reader(int fd, const char *want)
     return 0;
 }
 
+/* build, then parse: the same descriptors, slot and strings come back. */
+static void
+round_trip(void)
+{
+    int fds[] = {7, 12, 9};
+    struct childargs a = {CHILD_WORKER, 5, "/etc/twice/twice.conf", 6, 8, 3, 4, 1234, "abcd",
+                          fds,          3};
+    struct childargs_argv args;
+    CHECK_INT(childargs_build(&a, &args), 0);
+    int argc = 0;
+    while (args.argv[argc] != NULL) {
+        argc++;
+    }
+    CHECK(argc < CHILDARGS_MAX);
+    struct childargs b;
+    char err[128] = "";
+    CHECK_INT(childargs_parse(argc, args.argv, &b, err, sizeof(err)), 0);
+    CHECK_INT(b.mode, CHILD_WORKER);
+    CHECK_INT(b.config_fd, 5);
+    CHECK_INT(b.shm_fd, 6);
+    CHECK_INT(b.ctl_fd, 8);
+    CHECK_INT(b.slot, 3);
+    CHECK_INT(b.generation, 4);
+    CHECK_INT(b.master_pid, 1234);
+    CHECK(strcmp(b.config_path, "/etc/twice/twice.conf") == 0);
+    CHECK(strcmp(b.instance, "abcd") == 0);
+    CHECK_INT(b.nplugin_fds, 3);
+    for (size_t i = 0; i < 3 && i < b.nplugin_fds; i++) {
+        CHECK_INT(b.plugin_fds[i], fds[i]);
+    }
+    childargs_release(&b);
+    childargs_argv_free(&args);
+
+    char *bad[] = {"twiced",        "--worker", "--config-fd", "5",
+                   "--config-path", "/x",       "--instance",  "i",
+                   "--plugin-fds",  "5,,6",     NULL};
+    CHECK_INT(childargs_parse(10, bad, &b, err, sizeof(err)), -1);
+    CHECK(strstr(err, "bad descriptor list 5,,6") != NULL);
+}
+
 int
 main(void)
 {
+    round_trip();
     char *text = malloc(TEXT + 1);
     CHECK(text != NULL);
     for (size_t i = 0; i < TEXT; i++) {

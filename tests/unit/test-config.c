@@ -190,6 +190,14 @@ check_full(const struct config *c, const char *file)
     CHECK_STR(c->alerts.smtp.password, "p4ssw0rd");
     CHECK_INT(c->alerts.smtp.timeout, 20);
     CHECK_STR(c->metrics.listen, "[::1]:9464");
+    CHECK_INT(c->metrics.queue_stats_interval, 5);
+    CHECK_INT(c->tracing.exporter, CONFIG_TRACING_OTLP);
+    CHECK_STR(c->tracing.endpoint, "https://otel.example.com:4318/v1/traces");
+    CHECK_STR(c->tracing.service_name, "jobs-worker");
+    CHECK_INT(c->tracing.buffer_spans, 100);
+    CHECK_INT(c->tracing.batch_spans, 50);
+    CHECK_INT(c->tracing.export_interval_ms, 250);
+    CHECK_INT(c->tracing.export_timeout, 3);
 }
 
 static void
@@ -336,6 +344,13 @@ test_defaults(void)
     CHECK(c->alerts.smtp.url == NULL && c->alerts.smtp.nto == 0);
     CHECK_INT(c->alerts.smtp.timeout, 30);
     CHECK(c->metrics.listen == NULL);
+    CHECK_INT(c->metrics.queue_stats_interval, 15);
+    CHECK_INT(c->tracing.exporter, CONFIG_TRACING_NONE); /* off unless asked for */
+    CHECK(c->tracing.endpoint == NULL && c->tracing.service_name == NULL);
+    CHECK_INT(c->tracing.buffer_spans, 2048);
+    CHECK_INT(c->tracing.batch_spans, 512);
+    CHECK_INT(c->tracing.export_interval_ms, 5000);
+    CHECK_INT(c->tracing.export_timeout, 10);
     CHECK_STR(c->plugins[0].path, path_in(plugdir, "a.so")); /* absolute: kept */
     const struct config_queue *q = &c->queues[0];
     CHECK_INT(q->concurrency, 8);
@@ -824,6 +839,30 @@ test_alerts_metrics(void)
         "webhook", "alerts.webhook.url: must start with http:// or https://");
 }
 
+/* Tracing settings are checked like the rest: a typo is an error, never tracing off. */
+static void
+test_tracing(void)
+{
+    const char *q = QUEUE_JOBS("plugin = \"welcome-email\";");
+    char extra[1024];
+    snprintf(extra, sizeof(extra), "tracing = { exporter = \"jaeger\"; };\n%s", q);
+    expect_one(extra, "exporter",
+               "tracing.exporter: unknown exporter 'jaeger' (use none or otlp)");
+    snprintf(extra, sizeof(extra), "tracing = { endpoint = \"localhost:4318\"; };\n%s", q);
+    expect_one(extra, "endpoint", "tracing.endpoint: must start with http:// or https://");
+    snprintf(extra, sizeof(extra), "tracing = { buffer_spans = 0; };\n%s", q);
+    expect_one(extra, "buffer_spans", "tracing.buffer_spans: 0 is out of range (1-1000000)");
+    snprintf(extra, sizeof(extra), "tracing = { sample_rate = 1; };\n%s", q);
+    expect_one(extra, "sample_rate", "unknown setting 'sample_rate' in tracing");
+    snprintf(extra, sizeof(extra), "metrics = { queue_stats_interval = -1; };\n%s", q);
+    expect_one(extra, "queue_stats", "metrics.queue_stats_interval: -1 is out of range (0-86400)");
+    snprintf(extra, sizeof(extra),
+             "tracing = { exporter = \"otlp\"; endpoint = \"\"; };\n"
+             "metrics = { queue_stats_interval = 0; };\n%s",
+             q);
+    expect_ok(extra);
+}
+
 static void
 test_restart_needed(void)
 {
@@ -941,6 +980,7 @@ main(void)
     test_include_plugin_settings();
     test_required();
     test_alerts_metrics();
+    test_tracing();
     test_restart_needed();
     test_reference_conf();
     test_malformed_dsn();

@@ -7,6 +7,7 @@
  */
 #include "check.h"
 
+#include "atomics.h"
 #include "awsconfig.h"
 #include "creds.h"
 #include "creds_provider.h"
@@ -333,7 +334,9 @@ test_process_cancel(void)
 {
     char out[64], why[256];
     size_t len = 0;
-    volatile int cancel = 1;
+    struct flag cancel = {0};
+
+    flag_raise(&cancel);
 
     CHECK_INT(creds_process_run("sleep 30", 60000, &cancel, out, sizeof(out) - 1, &len, why,
                                 sizeof(why)),

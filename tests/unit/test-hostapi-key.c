@@ -86,7 +86,7 @@ key_of(const char *queue_tmpl, const char *plugin_tmpl, const char *body, enum k
     next_len = 9;
     char *k = hostapi_derive_key(&p, qt, &j, &out) == 0 ? buf_steal(&out) : NULL;
     buf_free(&out);
-    json_decref(j.body);
+    jsondoc_free(j.body);
     free(j.error);
     keytmpl_free(qt);
     keytmpl_free(p.lp.tmpl);

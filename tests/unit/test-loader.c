@@ -249,13 +249,14 @@ test_fixture_echo_ok(void)
     CHECK_STR(p.desc->key_template, "echo:{id}");
 
     /* The compiled template is the plugin's. */
-    json_t *body = json_pack("{s:i}", "id", 5);
+    char jerr[JSONDOC_ERROR_LEN];
+    struct jsondoc *body = jsondoc_parse("{\"id\":5}", 8, jerr, sizeof(jerr));
     struct keytmpl_input in = {body, NULL, NULL, 0, NULL};
     struct buf key = BUF_INIT;
     CHECK_INT(keytmpl_expand(p.tmpl, &in, &key, err, sizeof(err)), KEYTMPL_OK);
     CHECK_STR(buf_str(&key), "echo:5");
     buf_free(&key);
-    json_decref(body);
+    jsondoc_free(body);
 
     /* And the handler says DONE. */
     twice_api api = {.size = sizeof(api), .log = stub_log, .key = stub_key};
@@ -562,6 +563,9 @@ test_descriptor_rule(void)
 
     check_rule(&d, NULL);
     d.size = sizeof(twice_plugin) + 64; /* bigger is fine: a later build of this minor */
+    check_rule(&d, NULL);
+    d = good_descriptor();
+    d.abi_minor = 0; /* a plugin built for 1.0 still loads in a 1.1 host */
     check_rule(&d, NULL);
 
     /* Each minor has its own minimum: the 1.0 size is enough for 1.0 only. */

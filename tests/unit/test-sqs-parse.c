@@ -188,7 +188,8 @@ static const char receive_json[] =
     "\"MessageId\":\"m-2\",\"ReceiptHandle\":\"rh-2\","
     "\"MD5OfBody\":\"E63AEAFC8CA710BBBD371F7D1730C9CC\",\"Body\":\"second body\","
     "\"Attributes\":{\"MessageGroupId\":\"g1\",\"MessageDeduplicationId\":\"d1\","
-    "\"SequenceNumber\":\"18888\",\"ApproximateReceiveCount\":\"1\"},"
+    "\"SequenceNumber\":\"18888\",\"ApproximateReceiveCount\":\"1\","
+    "\"AWSTraceHeader\":\"Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1\"},"
     "\"UnknownMember\":[1,2,3]"
     "}]}";
 
@@ -222,6 +223,7 @@ test_receive(void)
     CHECK_INT(m->receive_count, 3);
     CHECK(m->sent_timestamp_ms == 1700000000123LL);
     CHECK(m->group_id == NULL);
+    CHECK(m->aws_trace_header == NULL);
     CHECK_INT(m->nattrs, 3);
     const struct sqs_attr *a = find_attr(m, "trace");
     CHECK(a != NULL && a->binary == NULL);
@@ -237,6 +239,7 @@ test_receive(void)
     m = &msgs[1];
     CHECK_STR(m->body, "second body");
     CHECK_STR(m->group_id, "g1");
+    CHECK_STR(m->aws_trace_header, "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1");
     CHECK_INT(m->receive_count, 1);
     CHECK_INT(m->nattrs, 0);
     sqs_messages_free(msgs, n);
@@ -315,6 +318,143 @@ test_receive_corrupt(void)
     CHECK_STR(e.code, "MalformedResponse");
 }
 
+/* Read as jansson read answers before: the last of a repeated member wins,
+ * a member of the wrong type is absent, unknown ones are skipped. */
+static void
+test_receive_like_before(void)
+{
+    struct sqs_message *msgs = NULL;
+    size_t n = 0;
+    struct sqs_error e;
+    const char *j =
+        "{\"Messages\":[{\"MessageId\":\"a\",\"MessageId\":\"b\",\"ReceiptHandle\":\"r\","
+        "\"Body\":\"x\",\"Body\":\"y\",\"Skip\":{\"Body\":\"z\",\"MessageId\":[1]},"
+        "\"Attributes\":{\"ApproximateReceiveCount\":\"5\",\"MessageGroupId\":\"g\"},"
+        "\"Attributes\":{\"SentTimestamp\":\"7\",\"ApproximateReceiveCount\":4},"
+        "\"MessageAttributes\":{\"k\":{\"DataType\":\"String\",\"StringValue\":\"1\"},"
+        "\"t\":{\"DataType\":\"String\",\"StringValue\":\"2\"},"
+        "\"k\":{\"DataType\":\"Number\",\"StringValue\":\"3\",\"StringValue\":4},"
+        "\"odd\":5,\"bin\":{\"DataType\":\"Binary.x\",\"BinaryValue\":\"AAEC\\/\\/4=\"}}},"
+        "{\"MessageId\":\"c\",\"ReceiptHandle\":\"r2\",\"Body\":\"\\u0000z\","
+        "\"Attributes\":{\"MessageGroupId\":12,\"ApproximateReceiveCount\":true}}]}";
+    CHECK_INT(sqs_parse_receive(j, strlen(j), &msgs, &n, &e), 0);
+    CHECK_INT(n, 2);
+    if (n != 2) {
+        sqs_messages_free(msgs, n);
+        return;
+    }
+    CHECK_STR(msgs[0].message_id, "b");
+    CHECK_STR(msgs[0].body, "y");
+    CHECK_INT(msgs[0].receive_count, 4);
+    CHECK(msgs[0].sent_timestamp_ms == 7);
+    CHECK(msgs[0].group_id == NULL); /* the second Attributes has none */
+    CHECK_INT(msgs[0].nattrs, 4);
+    /* a repeated name keeps its place and takes the last value */
+    CHECK_STR(msgs[0].attrs[0].name, "k");
+    CHECK_STR(msgs[0].attrs[0].data_type, "Number");
+    CHECK_STR(msgs[0].attrs[0].string_value, ""); /* StringValue 4 is not a string */
+    CHECK_STR(msgs[0].attrs[1].name, "t");
+    CHECK_STR(msgs[0].attrs[2].name, "odd");
+    CHECK_STR(msgs[0].attrs[2].data_type, "String");
+    CHECK_STR(msgs[0].attrs[2].string_value, "");
+    const struct sqs_attr *b = &msgs[0].attrs[3];
+    CHECK(b->string_value == NULL && b->binary_len == 5 &&
+          memcmp(b->binary, "\0\1\2\377\376", 5) == 0); /* "\/" is "/" */
+    CHECK_INT(msgs[1].body_len, 2);
+    CHECK(memcmp(msgs[1].body, "\0z", 3) == 0);
+    CHECK_STR(msgs[1].group_id, "12");
+    CHECK_INT(msgs[1].receive_count, 1);
+    sqs_messages_free(msgs, n);
+
+    const char *none[] = {"{\"Messages\":{}}", "{\"Messages\":3}",
+                          "{\"Messages\":[{\"MessageId\":\"a\",\"ReceiptHandle\":\"b\","
+                          "\"Body\":\"x\"}],\"Messages\":[]}"};
+    for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+        CHECK_INT(sqs_parse_receive(none[i], strlen(none[i]), &msgs, &n, &e), 0);
+        CHECK(n == 0 && msgs == NULL);
+    }
+    const char *bad[] = {"[]",
+                         "3",
+                         "{\"Messages\":[3]}",
+                         "{\"Messages\":[[]]}",
+                         "{\"Messages\":[{\"MessageId\":\"a\",\"ReceiptHandle\":\"b\","
+                         "\"Body\":5}]}",
+                         "{\"Messages\":[{\"MessageId\":7,\"ReceiptHandle\":\"b\","
+                         "\"Body\":\"x\"}]}",
+                         "{\"Messages\":[{\"MessageId\":\"a\",\"ReceiptHandle\":\"b\","
+                         "\"Body\":\"x\",\"MessageAttributes\":{\"b\":{\"DataType\":"
+                         "\"Binary\"}}}]}",
+                         "{\"Messages\":[{\"MessageId\":\"a\",\"ReceiptHandle\":\"b\","
+                         "\"Body\":\"x\"}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        msgs = (struct sqs_message *) &msgs;
+        n = 9;
+        CHECK_INT(sqs_parse_receive(bad[i], strlen(bad[i]), &msgs, &n, &e), -1);
+        CHECK(n == 0 && msgs == NULL);
+        CHECK_STR(e.code, "MalformedResponse");
+        CHECK_INT(e.retryable, 1);
+    }
+}
+
+/* The strings of a batch live in one block its messages share: a message
+ * moved out lives on after the others are freed, on any thread. */
+static void
+test_receive_batch_memory(void)
+{
+    struct buf j = BUF_INIT;
+    buf_puts(&j, "{\"Messages\":[");
+    for (int i = 0; i < 10; i++) {
+        buf_printf(&j, "%s{\"MessageId\":\"m%d\",\"ReceiptHandle\":\"rh-%d\",\"Body\":\"",
+                   i ? "," : "", i, i);
+        for (int k = 0; k < 2000; k++) {
+            buf_puts(&j, "\\\"\\u00e9"); /* escapes: decoded into the batch */
+        }
+        buf_puts(&j, "\"}");
+    }
+    buf_puts(&j, "]}");
+    struct sqs_message *msgs = NULL;
+    size_t n = 0;
+    struct sqs_error e;
+    CHECK_INT(sqs_parse_receive(buf_str(&j), j.len, &msgs, &n, &e), 0);
+    buf_free(&j);
+    CHECK_INT(n, 10);
+    if (n != 10) {
+        sqs_messages_free(msgs, n);
+        return;
+    }
+    CHECK(msgs[3].batch != NULL && msgs[3].batch == msgs[7].batch);
+    CHECK_INT(msgs[3].body_len, 2000 * 3);
+    struct sqs_message kept = msgs[3];
+    memset(&msgs[3], 0, sizeof(msgs[3]));
+    sqs_message_clear(&msgs[0]);
+    sqs_messages_free(msgs, n);
+    CHECK_STR(kept.message_id, "m3"); /* still readable (ASan would say otherwise) */
+    CHECK(memcmp(kept.body, "\"\xc3\xa9\"", 4) == 0);
+    sqs_message_clear(&kept);
+    CHECK(kept.body == NULL && kept.batch == NULL);
+    sqs_message_clear(&kept); /* a cleared message lets go of nothing */
+}
+
+static void
+test_receive_attribute_limit(void)
+{
+    struct buf j = BUF_INIT;
+    buf_puts(&j, "{\"Messages\":[{\"MessageId\":\"a\",\"ReceiptHandle\":\"b\",\"Body\":\"x\","
+                 "\"MessageAttributes\":{");
+    for (int i = 0; i < 257; i++) {
+        buf_printf(&j, "%s\"a%d\":{\"DataType\":\"String\",\"StringValue\":\"v\"}", i ? "," : "",
+                   i);
+    }
+    buf_puts(&j, "}}]}");
+    struct sqs_message *msgs = NULL;
+    size_t n = 0;
+    struct sqs_error e;
+    CHECK_INT(sqs_parse_receive(buf_str(&j), j.len, &msgs, &n, &e), -1);
+    CHECK_STR(e.code, "MalformedResponse");
+    CHECK_CONTAINS(e.message, "more than 256 message attributes");
+    buf_free(&j);
+}
+
 static void
 test_md5_and_base64(void)
 {
@@ -371,6 +511,17 @@ test_batch(void)
     CHECK_INT(r[3].sender_fault, 0);
     CHECK_STR(r[3].code, "InternalError");
     CHECK_STR(r[3].message, "");
+
+    /* a failure wins over a success, whatever the order; the last list wins */
+    j = "{\"Failed\":[{\"Id\":\"a\",\"SenderFault\":\"true\",\"Code\":\"\"}],"
+        "\"Successful\":[{\"Id\":\"a\"},{\"Id\":\"b\",\"MessageId\":\"x\"}],"
+        "\"Successful\":[{\"Id\":\"c\",\"MessageId\":7}],\"Other\":{\"Id\":\"d\"}}";
+    CHECK_INT(sqs_parse_batch(j, strlen(j), ids, 4, r, &e), 0);
+    CHECK(r[0].ok == 0 && r[0].sender_fault == 1);
+    CHECK_STR(r[0].code, "Failed");
+    CHECK_STR(r[1].code, "NoResult");
+    CHECK(r[2].ok == 1 && r[2].message_id[0] == '\0');
+    CHECK_STR(r[3].code, "NoResult");
 
     /* an empty 200 body: every entry failed with NoResult */
     CHECK_INT(sqs_parse_batch("", 0, ids, 2, r, &e), 0);
@@ -486,6 +637,9 @@ main(void)
     test_receive();
     test_receive_empty();
     test_receive_corrupt();
+    test_receive_like_before();
+    test_receive_batch_memory();
+    test_receive_attribute_limit();
     test_md5_and_base64();
     test_batch();
     test_attributes();

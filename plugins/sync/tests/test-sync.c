@@ -4,6 +4,7 @@
  * http-common's, tested there). `integration`: real requests to a private
  * scripts/http-receiver.py: DONE on 200 and 409, RETRY with retry_after on 503 + Retry-After: 7,
  * REJECT on 400 with the body, escaped URL fields, Idempotency-Key = key,
+ * the job's traceparent as a header,
  * and connections reused across messages (the receiver numbers each TCP
  * connection), from one thread and from several at once.
  */
@@ -95,6 +96,35 @@ test_ok(twice_mock *m)
     CHECK_STR(req_header(r, 0, "content-type"), "application/json");
     CHECK_STR(req_header(r, 0, "authorization"), "Bearer s3cret-token");
     CHECK_STR(req_str(r, 0, "body"), "{\"name\":\"Ana\",\"skills\":[\"c\"]}");
+    json_decref(r);
+}
+
+/* The job's trace context goes along as a traceparent header: the span
+ * context twiced gives with tracing on, the message's own with it off, and
+ * no header when there is none. */
+static void
+test_traceparent(twice_mock *m)
+{
+    static const char *const body = "{\"case\":\"tp\",\"entity\":\"c\",\"id\":1,\"version\":1,"
+                                    "\"data\":{}}";
+    const char *span = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    const char *incoming = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    twice_mock_job *j = twice_mock_job_new(m, body);
+    CHECK_INT(twice_mock_job_traceparent(j, span), 0);
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    twice_mock_job_free(j);
+    j = twice_mock_job_new(m, body);
+    twice_mock_job_attr(j, "traceparent", NULL, incoming);
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    twice_mock_job_free(j);
+    j = twice_mock_job_new(m, body);
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    twice_mock_job_free(j);
+    json_t *r = receiver_requests("tp");
+    CHECK_INT(json_array_size(r), 3);
+    CHECK_STR(req_header(r, 0, "traceparent"), span);
+    CHECK_STR(req_header(r, 1, "traceparent"), incoming);
+    CHECK_STR(req_header(r, 2, "traceparent"), "(missing)");
     json_decref(r);
 }
 
@@ -263,6 +293,7 @@ integration(void)
     twice_mock_set(m, "auth_env", "TWICE_SYNC_TEST_TOKEN");
     CHECK_INT(twice_mock_init(m), 0);
     test_ok(m);
+    test_traceparent(m);
     test_escaping(m);
     test_conflict_and_reject(m);
     test_retry(m);

@@ -111,10 +111,11 @@ typedef enum twice_log_level {
     TWICE_LOG_DEBUG = 3
 } twice_log_level;
 
-/* Descriptor flags. */
-#define TWICE_FLAG_TRANSACTIONAL                                                                  \
-    0x1u /* handle() runs inside the transaction                                                  \
-            that completes the key; api->db() works */
+/* Descriptor flags (the formatter would fold each comment into its macro). */
+/* clang-format off */
+#define TWICE_FLAG_TRANSACTIONAL 0x1u /* handle() runs inside the transaction that
+                                         completes the key; api->db() works */
+/* clang-format on */
 
 /* The type of a declared setting. */
 typedef enum twice_setting_type {
@@ -160,15 +161,19 @@ typedef struct twice_api {
     const char *(*body)(const twice_job *job, size_t *len);
 
     /* A scalar field of the JSON body by dotted path ("a.b", "items.0.id"):
-     * a string's text, an integer in decimal, a real in the shortest form
-     * that reads back the same (1.0 gives "1"), "true"/"false". NULL when the
-     * body is not JSON, the path is missing, or the value is null, an object
-     * or an array. Borrowed until handle() returns; NUL-terminated. */
+     * a string's text (which holds a NUL byte where the JSON said "\u0000":
+     * use *len), a number exactly as the producer wrote it ("19.99", "1.0",
+     * an integer of any length), "true"/"false". Inside derive_key() a
+     * number comes as key templates spell it instead (1.0 gives "1"), so
+     * keys built from it never change. An object member named twice: the
+     * last one. NULL when the body is not JSON, the path is missing, or the
+     * value is null, an object or an array. Borrowed until handle()
+     * returns; NUL-terminated. */
     const char *(*field)(const twice_job *job, const char *path, size_t *len);
 
-    /* Any field (object, array or scalar) serialised as compact JSON; ""
-     * path for the whole body. NULL when missing. Borrowed until handle()
-     * returns. */
+    /* Any field (object, array or scalar) as the producer wrote it: its
+     * original JSON text, numbers and escapes untouched; "" path for the
+     * whole body. NULL when missing. Borrowed until handle() returns. */
     const char *(*field_json)(const twice_job *job, const char *path, size_t *len);
 
     /* A message attribute's string value (String and Number types). NULL
@@ -218,10 +223,16 @@ typedef struct twice_api {
 
     /* --- 1.1 --- */
 
-    /* The job's W3C trace context, the value of a `traceparent` header
-     * ("00-<trace id>-<span id>-<flags>"), or NULL when the host has none.
-     * Borrowed until handle() returns. Thread-safe like every function
-     * taking a job. */
+    /* The job's trace context as a W3C traceparent value
+     * ("00-<32 hex trace id>-<16 hex span id>-<2 hex flags>"), to send on
+     * with the job's outgoing calls (an HTTP `traceparent` header, a
+     * message attribute) so that their spans join the job's trace. With
+     * tracing on, it names the job's own span (a child of the message's
+     * traceparent when it had a valid one). With tracing off, it is the
+     * message's own traceparent attribute when valid (passed on as version
+     * 00: twice is then a transparent hop), else NULL. Borrowed until
+     * handle() (or derive_key()) returns; same thread rules as the job.
+     * Test with TWICE_API_HAS(api, traceparent): a 1.0 host has none. */
     const char *(*traceparent)(const twice_job *job);
 
     /* The name of the queue the job came from, as configured (`name` in
@@ -325,19 +336,22 @@ typedef const twice_plugin *(*twice_plugin_entry_fn)(void);
 #define TWICE_PLUGIN_ENTRY "twice_plugin_entry"
 
 /* Define the descriptor and the entry point. Arguments are designated
- * initializers for the fields after `flags` (and `.flags` itself). */
-#define TWICE_PLUGIN(...)                                                                         \
-    static const twice_plugin twice_plugin_descriptor_ = {.magic = TWICE_ABI_MAGIC,               \
-                                                          .abi_major = TWICE_ABI_MAJOR,           \
-                                                          .abi_minor = TWICE_ABI_MINOR,           \
-                                                          .size =                                 \
-                                                              (uint32_t) sizeof(twice_plugin),    \
-                                                          __VA_ARGS__};                           \
-    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void);                                    \
-    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void)                                     \
-    {                                                                                             \
-        return &twice_plugin_descriptor_;                                                         \
+ * initializers for the fields after `flags` (and `.flags` itself). Kept
+ * as written, one field a line: the formatter would stack it at the brace. */
+/* clang-format off */
+#define TWICE_PLUGIN(...)                                               \
+    static const twice_plugin twice_plugin_descriptor_ = {              \
+        .magic = TWICE_ABI_MAGIC,                                       \
+        .abi_major = TWICE_ABI_MAJOR,                                   \
+        .abi_minor = TWICE_ABI_MINOR,                                   \
+        .size = (uint32_t) sizeof(twice_plugin),                        \
+        __VA_ARGS__};                                                   \
+    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void);          \
+    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void)           \
+    {                                                                   \
+        return &twice_plugin_descriptor_;                               \
     }
+/* clang-format on */
 
 #ifdef __cplusplus
 }

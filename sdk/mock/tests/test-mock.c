@@ -52,6 +52,8 @@ log_fields(twice_job *job)
     api->log(job, TWICE_LOG_INFO, "key=%s msg=%s attempt=%d tenant=%s blob=%s group=%s db=%s",
              api->key(job), api->message_id(job), api->attempt(job), attr ? attr : "(null)",
              bin ? bin : "(null)", group ? group : "(null)", api->db(job) ? "yes" : "no");
+    const char *tp = TWICE_API_HAS(api, traceparent) ? api->traceparent(job) : "(no 1.1 host)";
+    api->log(job, TWICE_LOG_INFO, "traceparent=%s", tp != NULL ? tp : "(null)");
 }
 
 static twice_status
@@ -164,7 +166,8 @@ test_fields(void)
     CHECK(twice_mock_job_error(j) == NULL);
     CHECK(twice_mock_job_reason(j) == NULL);
     CHECK_INT(twice_mock_job_retry_after(j), -1);
-    const char *want[] = {"s=text",       "i=-7",           "r=1",           "r2=0.1",
+    /* numbers as the producer wrote them ("1.0" stays "1.0"; a key says "1") */
+    const char *want[] = {"s=text",       "i=-7",           "r=1.0",         "r2=0.1",
                           "t=true",       "f=false",        "n=(null)",      "o=(null)",
                           "o.a.1.b=deep", "missing=(null)", "o.a.01=(null)", "o..a=(null)"};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -178,7 +181,43 @@ test_fields(void)
     CHECK_INT(lvl, TWICE_LOG_DEBUG);
     /* a second run starts from clean results */
     CHECK_INT(twice_mock_run(j), TWICE_DONE);
-    CHECK_INT(twice_mock_job_log_count(j), 14);
+    CHECK_INT(twice_mock_job_log_count(j), 15);
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+}
+
+#define TP_A "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+#define TP_B "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
+
+/* api->traceparent(): the message's valid traceparent (tracing off), or
+ * the span context the test set (tracing on), as twiced gives them. */
+static void
+test_traceparent(void)
+{
+    twice_mock *m = ready_probe();
+    const char *body = "{\"id\":1,\"action\":\"fields\"}";
+    twice_mock_job *j = twice_mock_job_new(m, body);
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    CHECK_STR(job_line(j, "traceparent="), "traceparent=(null)");
+    twice_mock_job_free(j);
+
+    j = twice_mock_job_new(m, body);
+    twice_mock_job_attr(j, "traceparent", NULL, TP_A);
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    CHECK_STR(job_line(j, "traceparent="), "traceparent=" TP_A);
+    CHECK_INT(twice_mock_job_traceparent(j, TP_B), 0);
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    CHECK_STR(job_line(j, "traceparent="), "traceparent=" TP_B);
+    CHECK_INT(
+        twice_mock_job_traceparent(j, "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"),
+        -1);
+    CHECK_INT(twice_mock_job_traceparent(j, NULL), -1);
+    twice_mock_job_free(j);
+
+    j = twice_mock_job_new(m, body);
+    twice_mock_job_attr(j, "traceparent", NULL, TP_A " "); /* malformed: not passed on */
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    CHECK_STR(job_line(j, "traceparent="), "traceparent=(null)");
     twice_mock_job_free(j);
     twice_mock_free(m);
 }
@@ -228,8 +267,8 @@ test_statuses(void)
     CHECK_STR(twice_mock_job_error(j), "bad key field id: empty");
     twice_mock_job_free(j);
     CHECK_INT(run_body(m, "not json", &j), TWICE_REJECT);
-    CHECK_STR(twice_mock_job_error(j), "key field id needs a JSON body: line 1 column 3: "
-                                       "invalid token near 'not'");
+    CHECK_STR(twice_mock_job_error(j), "key field id needs a JSON body: line 1 column 2: "
+                                       "lexical error: invalid string in json text");
     CHECK_STR(twice_mock_job_reason(j), "invalid-json");
     twice_mock_job_free(j);
     twice_mock_free(m);
@@ -381,7 +420,7 @@ test_threads(void)
     twice_mock_free(m);
 }
 
-/* ---- ABI 1.1: a key setting, a queue's key, queue() and attr_name() ---- */
+/* ---- ABI 1.1: a key setting, a queue's key, queue(), attr_name(), traceparent() ---- */
 
 static twice_status
 handle_11(void *state, twice_job *job)
@@ -435,7 +474,7 @@ test_key_setting(void)
     twice_mock_job_attr(j, "B", "Binary", "zz");
     CHECK_INT(twice_mock_run(j), TWICE_DONE);
     CHECK_STR(twice_mock_job_key(j), "inv:7");
-    CHECK_STR(job_line(j, "queue="), "queue=mock-queue first=A second=B third=(null) trace=no");
+    CHECK_STR(job_line(j, "queue="), "queue=mock-queue first=A second=B third=(null) trace=yes");
     twice_mock_job_queue(j, "orders");
     CHECK(twice_mock_queue_key(m, "q:{d.n") != 0);
     CHECK_CONTAINS(twice_mock_error(m), "column 3: unterminated field");
@@ -469,6 +508,7 @@ main(void)
 {
     test_settings();
     test_fields();
+    test_traceparent();
     test_statuses();
     test_templates();
     test_dlopen();

@@ -113,6 +113,11 @@ int twice_mock_job_queue(twice_mock_job *j, const char *queue);
 /* The FIFO MessageGroupId; NULL for a standard queue. */
 int twice_mock_job_group(twice_mock_job *j, const char *group_id);
 void twice_mock_job_attempt(twice_mock_job *j, int attempt);
+/* What api->traceparent() returns, as twiced with tracing on would: the
+ * job's span context, a W3C traceparent value (checked as twiced checks
+ * one: -1 when it is not valid). Without it, api->traceparent() acts as
+ * with tracing off: the job's valid `traceparent` attribute, else NULL. */
+int twice_mock_job_traceparent(twice_mock_job *j, const char *traceparent);
 /* A PGconn * for a plugin flagged TWICE_FLAG_TRANSACTIONAL (what api->db
  * returns; NULL for other plugins, as in the host). The mock opens no
  * transaction: BEGIN before and COMMIT/ROLLBACK after are the test's. */

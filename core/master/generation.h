@@ -1,0 +1,44 @@
+/*
+ * generation.h - one generation of workers as the master keeps it: the
+ * configuration it was made from (text and parsed), the plugin files it
+ * checked and keeps open, and per worker index the respawn state. Made by
+ * gen_load (which checks everything first), freed by gen_free. Only the
+ * master uses it.
+ */
+#ifndef TWICE_GENERATION_H
+#define TWICE_GENERATION_H
+
+#include <stddef.h>
+#include <time.h>
+
+struct config;
+struct diag;
+
+struct generation {
+    int id;
+    struct config *cfg;
+    char *text;
+    size_t len;
+    int config_fd;
+    int *plugin_fds; /* the plugin files as checked, one per plugin: every worker of the
+                        generation loads these, however often it is respawned */
+    size_t nplugin_fds;
+    int nworkers;
+    int *failures;         /* per index: consecutive early deaths */
+    long long *respawn_at; /* per index: monotonic ms to start one, 0: none due */
+    time_t deadline;       /* a starting generation must be ready by then */
+};
+
+/*
+ * Read and validate the configuration at path, check and open its plugin
+ * files, and check the plugins (settings, init and fini) in a probe child
+ * that loads them from those files. Every problem is added to d; NULL then.
+ * The id and deadline are set when the generation starts.
+ */
+struct generation *gen_load(const char *path, struct diag *d);
+
+/* Free g and close its files (NULL: nothing). The configuration text is
+ * wiped: it holds the DSN and passwords. */
+void gen_free(struct generation *g);
+
+#endif

@@ -1,0 +1,169 @@
+/*
+ * health.c - the store's health for /readyz (see health.h). One thread, one
+ * connection (reopened when it breaks), SELECT 1 every HEALTH_EVERY_MS. A
+ * check that hangs (a server that accepts but never answers) is caught too:
+ * an answer older than HEALTH_STALE_MS counts as none. Changes of state are
+ * logged once each.
+ */
+#include "health.h"
+
+#include "buf.h"
+#include "clock.h"
+#include "idem.h"
+#include "log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define HEALTH_EVERY_MS 3000 /* between checks */
+#define HEALTH_STALE_MS                                                                           \
+    30000 /* no answer for this long: not healthy (connect timeout is 10 s)                       \
+           */
+
+struct health {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;
+    char *dsn;
+    char *table;
+    /* Under mu: the last check's outcome. */
+    int ok;
+    char why[512];
+    long long answered_ms; /* monotonic ms of the last answer; the start until then */
+    /* The thread's own. */
+    struct idem_store *store;
+};
+
+/* One check: 0 when the store answered, else -1 with why. */
+static int
+check(struct health *h, char *why, size_t cap)
+{
+    char err[512];
+    int rc;
+    if (h->store == NULL) {
+        rc = idem_open(h->dsn, h->table, "health", &h->store, err, sizeof(err));
+    } else if (!idem_connected(h->store)) {
+        rc = idem_reconnect(h->store, err, sizeof(err));
+    } else {
+        rc = 0;
+    }
+    if (rc == 0) {
+        rc = idem_ping(h->store, err, sizeof(err));
+    }
+    if (rc != 0) {
+        snprintf(why, cap, "%s", err);
+    }
+    return rc;
+}
+
+static void
+record(struct health *h, int ok, const char *why)
+{
+    pthread_mutex_lock(&h->mu);
+    int was = h->ok;
+    h->ok = ok;
+    snprintf(h->why, sizeof(h->why), "%s", ok ? "" : why);
+    if (ok) {
+        h->answered_ms = clock_mono_ms();
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (was && !ok) {
+        log_warn("the idempotency store does not answer: %s; /readyz says 503 until it does", why);
+    } else if (!was && ok) {
+        log_info("the idempotency store answers again: /readyz follows the workers again");
+    }
+}
+
+static void *
+health_main(void *arg)
+{
+    struct health *h = arg;
+    char why[512];
+    pthread_mutex_lock(&h->mu);
+    while (!h->stop) {
+        pthread_mutex_unlock(&h->mu);
+        int ok = check(h, why, sizeof(why)) == 0;
+        record(h, ok, why);
+        pthread_mutex_lock(&h->mu);
+        struct timespec until = clock_after_ms(CLOCK_REALTIME, HEALTH_EVERY_MS);
+        while (!h->stop && pthread_cond_timedwait(&h->cv, &h->mu, &until) == 0) {
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    idem_close(h->store);
+    return NULL;
+}
+
+struct health *
+health_start(const char *dsn, const char *table)
+{
+    struct health *h = calloc(1, sizeof(*h));
+    if (h == NULL || (h->dsn = strdup(dsn)) == NULL ||
+        (h->table = strdup(table != NULL ? table : "")) == NULL) {
+        if (h != NULL) {
+            buf_free_secret(h->dsn);
+        }
+        free(h);
+        return NULL;
+    }
+    h->ok = 1; /* until a check says otherwise: the workers' readiness covers the start */
+    h->answered_ms = clock_mono_ms();
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    if (pthread_create(&h->thread, NULL, health_main, h) != 0) {
+        pthread_mutex_destroy(&h->mu);
+        pthread_cond_destroy(&h->cv);
+        buf_free_secret(h->dsn);
+        free(h->table);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+int
+health_is_for(const struct health *h, const char *dsn, const char *table)
+{
+    return h != NULL && strcmp(h->dsn, dsn) == 0 &&
+           strcmp(h->table, table != NULL ? table : "") == 0;
+}
+
+void
+health_stop(struct health *h)
+{
+    if (h == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&h->mu);
+    h->stop = 1;
+    pthread_cond_signal(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    pthread_join(h->thread, NULL);
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+    buf_free_secret(h->dsn); /* it may hold the password */
+    free(h->table);
+    free(h);
+}
+
+int
+health_store_ok(struct health *h, char *out, size_t cap)
+{
+    if (h == NULL) {
+        return 1;
+    }
+    pthread_mutex_lock(&h->mu);
+    long long quiet = clock_mono_ms() - h->answered_ms;
+    int ok = h->ok && quiet < HEALTH_STALE_MS;
+    if (!h->ok) {
+        snprintf(out, cap, "idempotency store does not answer: %s", h->why);
+    } else if (!ok) {
+        snprintf(out, cap, "idempotency store has not answered for %llds", quiet / 1000);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return ok;
+}

@@ -1,0 +1,28 @@
+/*
+ * health.h - whether the idempotency store answers, for /readyz: a thread of
+ * the master asks PostgreSQL something trivial every few seconds on a
+ * connection of its own, so readiness follows the database while no message
+ * flows, at no cost per message.
+ */
+#ifndef TWICE_HEALTH_H
+#define TWICE_HEALTH_H
+
+#include <stddef.h>
+
+struct health;
+
+/* Start checking the store at dsn (table: for messages); NULL when out of
+ * memory or no thread (readiness then ignores the store). */
+struct health *health_start(const char *dsn, const char *table);
+
+/* Whether h checks the store at dsn and table (h may be NULL: no). */
+int health_is_for(const struct health *h, const char *dsn, const char *table);
+
+/* Stop and free (NULL: nothing). */
+void health_stop(struct health *h);
+
+/* 1 when the store answered the last check, recently; else 0 and why in out
+ * ("idempotency store does not answer: ..."). Thread-safe. */
+int health_store_ok(struct health *h, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,76 @@
+/*
+ * preflight.c - `twiced -t --connect` (see preflight.h): one connection to
+ * PostgreSQL, one GetQueueAttributes per queue and dead-letter queue, each
+ * bounded in time; nothing is created or changed.
+ */
+#include "preflight.h"
+
+#include "config.h"
+#include "creds.h"
+#include "diag.h"
+#include "idem.h"
+#include "sqs.h"
+#include "sqs_setup.h"
+
+#include <stdio.h>
+
+#define PREFLIGHT_CALL_MS 10000 /* one queue's budget, retries included */
+
+struct found {
+    const struct config *c;
+    struct diag *d;
+};
+
+static void
+queue_problem(void *arg, const struct config_queue *q, const char *what)
+{
+    struct found *f = arg;
+    diag_add(f->d, f->c->file, q->line, "%s", what);
+}
+
+static int
+check_store(const struct config *c, struct diag *d)
+{
+    struct idem_store *s = NULL;
+    char err[768];
+    int rc =
+        idem_open(c->idempotency.dsn, c->idempotency.table, "twiced -t", &s, err, sizeof(err));
+    idem_close(s);
+    if (rc != 0) {
+        diag_add(d, c->file, 0, "idempotency.dsn: %s", err);
+        return 1;
+    }
+    return 0;
+}
+
+static int
+check_queues(const struct config *c, struct diag *d)
+{
+    struct sqs_endpoint ep;
+    struct creds_chain *chain = NULL;
+    char err[768];
+    if (sqs_setup(c, &ep, &chain, err, sizeof(err)) != 0) {
+        diag_add(d, c->file, 0, "aws: %s", err);
+        return 1;
+    }
+    struct sqs_client *sqs = sqs_client_new(&ep, chain);
+    int n = 0;
+    if (sqs == NULL) {
+        diag_add(d, c->file, 0, "out of memory");
+        n = 1;
+    } else {
+        struct found f = {c, d};
+        sqs_client_set_timeout(sqs, PREFLIGHT_CALL_MS);
+        n = sqs_check_queues(sqs, c, 2 * c->nqueues, queue_problem, &f);
+    }
+    sqs_client_free(sqs);
+    creds_chain_free(chain);
+    sqs_endpoint_free(&ep);
+    return n;
+}
+
+int
+preflight_connect(const struct config *c, struct diag *d)
+{
+    return check_store(c, d) + check_queues(c, d);
+}

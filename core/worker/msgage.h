@@ -1,0 +1,18 @@
+/*
+ * msgage.h - how old messages are when a worker receives them, the first
+ * sign of falling behind: twice_message_age_seconds (a histogram per
+ * queue) and the window of the largest age the master turns into
+ * twice_queue_oldest_age_seconds every queue_stats_interval.
+ */
+#ifndef TWICE_MSGAGE_H
+#define TWICE_MSGAGE_H
+
+#include <stddef.h>
+
+struct sqs_message;
+
+/* Observe now - SentTimestamp of msgs[0..n) of queue (a message without
+ * SentTimestamp is not observed; a clock behind the sender's counts 0). */
+void msgage_observe(const char *queue, const struct sqs_message *msgs, size_t n);
+
+#endif

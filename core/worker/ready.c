@@ -1,0 +1,103 @@
+/*
+ * ready.c - a worker's readiness checks before it tells the master "ready"
+ * (see ready.h): the store, then every queue. The store check is the one a
+ * worker needs anyway (idem_migrate), on a connection of its own that is
+ * closed again; the receivers open theirs afterwards.
+ */
+#include "ready.h"
+
+#include "backoff.h"
+#include "config.h"
+#include "idem.h"
+#include "log.h"
+#include "sqs.h"
+#include "sqs_setup.h"
+#include "worker.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define READY_CALL_MS 10000 /* one check's SQS budget */
+#define READY_WHY     1024  /* bytes of a reason */
+
+/* The first queue problem, kept by the callback of sqs_check_queues. */
+static void
+first_problem(void *arg, const struct config_queue *q, const char *what)
+{
+    (void) q;
+    snprintf(arg, READY_WHY, "%s", what);
+}
+
+/* 0 when the store and every queue answer, else -1 with why (READY_WHY bytes). */
+static int
+check_once(struct worker *w, struct sqs_client *sqs, char *why)
+{
+    const struct config *c = w->cfg;
+    struct idem_store *s = NULL;
+    char err[768];
+    if (idem_open(c->idempotency.dsn, c->idempotency.table, w->owner, &s, err, sizeof(err)) != 0 ||
+        idem_migrate(s, err, sizeof(err)) != 0) {
+        snprintf(why, READY_WHY, "idempotency store: %s", err);
+        idem_close(s);
+        return -1;
+    }
+    idem_close(s);
+    return sqs_check_queues(sqs, c, 1, first_problem, why) == 0 ? 0 : -1;
+}
+
+/* Tell the master what we wait for: one line, written whole. */
+static void
+tell_master(int fd, const char *why)
+{
+    char line[512];
+    int n = snprintf(line, sizeof(line), "W%s\n", why);
+    if (fd < 0 || n < 0) {
+        return;
+    }
+    if ((size_t) n >= sizeof(line)) {
+        n = (int) sizeof(line) - 1;
+        line[n - 1] = '\n';
+    }
+    for (int i = 0; i < n - 1; i++) {
+        if (line[i] == '\n' || line[i] == '\r') {
+            line[i] = ' '; /* one reason, one line */
+        }
+    }
+    ssize_t rc;
+    do {
+        rc = write(fd, line, (size_t) n);
+    } while (rc < 0 && errno == EINTR);
+}
+
+enum worker_ask
+ready_wait(struct worker *w, int ctl_fd, const sigset_t *set, pid_t master)
+{
+    struct sqs_client *sqs = sqs_client_new(w->endpoint, w->creds);
+    char why[READY_WHY], said[READY_WHY] = "";
+    enum worker_ask ask = WORKER_IGNORE;
+    if (sqs == NULL) {
+        log_error("not ready: out of memory");
+        return WORKER_STOP;
+    }
+    sqs_client_set_timeout(sqs, READY_CALL_MS);
+    for (int failures = 1; check_once(w, sqs, why) != 0; failures++) {
+        if (strcmp(why, said) != 0) {
+            log_error("not ready: %s (retrying)", why);
+            tell_master(ctl_fd, why);
+            snprintf(said, sizeof(said), "%s", why);
+        }
+        siginfo_t si;
+        int ms = (int) backoff_ceiling(500, 10000, failures);
+        if (worker_signal_wait(set, ms, &si) > 0 &&
+            (ask = worker_signal_judge(&si, w->slot, master)) != WORKER_IGNORE) {
+            break;
+        }
+    }
+    if (said[0] != '\0' && ask == WORKER_IGNORE) {
+        log_info("the idempotency store and every queue answer now");
+    }
+    sqs_client_free(sqs);
+    return ask;
+}

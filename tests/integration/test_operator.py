@@ -1,0 +1,189 @@
+"""The operator's handles on a running twiced, the nginx way: the pid file
+(pid_file, -p; written by the master, also under -d, refused while a live twiced holds it,
+removed at exit), `twiced -s reload|stop|quit`, process titles that say which process is
+the master, and what a signal sent to a worker instead of the master does. Real servers."""
+
+import json
+import os
+import signal
+import subprocess
+import unittest
+
+import twicetest
+import twiceconf as tc
+
+
+def title(pid):
+    """What ps shows for pid (its command line), or None when it is gone."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().rstrip(b"\0").replace(b"\0", b" ").decode()
+    except OSError:
+        return None
+
+
+def read(path):
+    """The text of path, or None when it does not exist."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def alive(pid):
+    st = twicetest._proc_stat(pid)
+    return st is not None
+
+
+class Operator(twicetest.TwiceTestCase):
+    def conf(self, prefix, pid_file="$WORKDIR/twiced.pid", workers=2, drain_timeout=10,
+             **plugin_settings):
+        self.url, self.dlq = self.queue_pair(prefix)
+        self.dsn = self.new_database(prefix)
+        self.pg.query(self.dsn, tc.EFFECTS_TABLE)
+        self.port = tc.free_port()
+        extra = "pid_file = %s;" % tc.quote(pid_file).replace("$$", "$") if pid_file else ""
+        return tc.config(self.env, self.dsn,
+                         [tc.queue("jobs", self.url, self.dlq, "effect-tx", concurrency=8)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"),
+                                    **plugin_settings)],
+                         workers=workers, metrics_port=self.port, drain_timeout=drain_timeout,
+                         extra=extra)
+
+    def ctl(self, d, *args, pid_file=None):
+        """twiced -s ...: (exit code, stderr)."""
+        cmd = [d.binary, "-c", d.config_path] + (["-p", pid_file] if pid_file else [])
+        r = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=30,
+                           env=d.process_env, cwd=d.workdir, stdin=subprocess.DEVNULL)
+        return r.returncode, r.stderr
+
+    def effects(self):
+        return {r[0] for r in self.pg.query(self.dsn, "SELECT key FROM effects")}
+
+    def test_pid_file_and_signals_by_name(self):
+        d = self.start_twiced(self.conf("pidfile"))
+        d.wait_log(r"ready: generation 1: 2/2", timeout=30)
+        pid_file = os.path.join(d.workdir, "twiced.pid")
+        self.assertEqual(read(pid_file), "%d\n" % d.pid)
+        # A second twiced with the same pid file is refused, and says by whom.
+        other = self.twiced(d.config_text.replace("$", "$$"))
+        other.start()
+        self.assertEqual(other.proc.wait(timeout=60), 1)
+        self.assertIn("not starting: twiced is already running as pid %d (pid file %s)"
+                      % (d.pid, pid_file), other.log_text())
+        self.assertEqual(read(pid_file), "%d\n" % d.pid, "the refused one left it alone")
+        # reload, by name
+        mark = d.mark()
+        self.assertEqual(self.ctl(d, "-s", "reload"), (0, ""))
+        d.wait_log(r"reload done: generation 2 ready", since=mark, timeout=30)
+        self.assertEqual(self.ctl(d, "-s", "restart")[0], 2)
+        self.assertEqual(self.ctl(d, "-s", "reload", pid_file="twiced.pid"), (0, ""),
+                         "-p FILE: from the working directory")
+        d.wait_log(r"reload done: generation 3 ready", since=mark, timeout=30)
+        # stop, by name: drains, exits 0, removes the pid file
+        self.assertEqual(self.ctl(d, "-s", "stop"), (0, ""))
+        self.assertEqual(d.proc.wait(timeout=30), 0)
+        self.assertFalse(os.path.exists(pid_file))
+        code, err = self.ctl(d, "-s", "reload")
+        self.assertEqual(code, 1)
+        self.assertIn("%s: No such file or directory (is twiced running?)" % pid_file, err)
+
+    def test_stale_pid_file_is_taken_over_and_not_signalled(self):
+        conf = self.conf("stale")
+        d = self.twiced(conf)
+        pid_file = os.path.join(d.workdir, "twiced.pid")
+        with open(pid_file, "w") as f:
+            f.write("%d\n" % os.getpid())  # a live process, but not a twiced holding it
+        code, err = self.ctl(d, "-s", "stop")
+        self.assertEqual(code, 1)
+        self.assertIn("pid file %s is stale: no twiced holds it" % pid_file, err)
+        d.start()
+        d.wait_log(r"ready: generation 1", timeout=30)
+        self.assertEqual(read(pid_file), "%d\n" % d.pid)
+        self.assertEqual(d.stop(), 0)
+
+    def test_no_pid_file_configured(self):
+        d = self.twiced(self.conf("nopid", pid_file=None))
+        code, err = self.ctl(d, "-s", "reload")
+        self.assertEqual(code, 1)
+        self.assertIn("%s sets no pid_file; give -p FILE" % d.config_path, err)
+
+    def test_daemon_writes_its_own_pid_and_stops_by_name(self):
+        """A relative pid_file is taken from the configuration's directory, wherever twiced
+        and twiced -s are started from; -d writes the daemon's pid, not its parent's."""
+        d = self.twiced(self.conf("daemon", pid_file="run/twiced.pid"))
+        pid_file = os.path.join(d.workdir, "run", "twiced.pid")
+        os.makedirs(os.path.dirname(pid_file))
+        r = subprocess.run([d.binary, "-d", "-c", d.config_path], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, env=d.process_env,
+                           cwd=self.env.run_dir, timeout=90)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pid = int(twicetest.wait_until(lambda: read(pid_file), timeout=10))
+        self.addCleanup(lambda: alive(pid) and os.kill(pid, signal.SIGKILL))
+        self.assertTrue(alive(pid))
+        self.assertEqual(title(pid), "twiced: master")
+        r = subprocess.run([d.binary, "-c", d.config_path, "-s", "stop"], capture_output=True,
+                           text=True, env=d.process_env, cwd="/", timeout=30)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        twicetest.wait_until(lambda: not alive(pid), timeout=30, message="the daemon did not stop")
+        self.assertFalse(os.path.exists(pid_file), "removed at exit, from / (the daemon's cwd)")
+
+    def test_quit_lets_running_jobs_finish_stop_hands_them_back(self):
+        d = self.start_twiced(self.conf("quit", workers=1, drain_timeout=1))
+        d.wait_log(r"ready: generation 1", timeout=30)
+        for i in range(4):
+            self.sqs.send(self.url, json.dumps({"id": "q%d" % i, "sleep_ms": 4000}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(self.port), "twice_jobs_in_flight")
+                             == 4, timeout=20, message="the jobs did not start")
+        self.assertEqual(self.ctl(d, "-s", "quit"), (0, ""))
+        self.assertEqual(d.proc.wait(timeout=30), 0)
+        self.assertEqual(self.effects(), {"effect:q%d" % i for i in range(4)},
+                         "quit waited for the running jobs, past drain_timeout")
+        self.assertIn("quitting: 1 workers finish their running jobs", d.log_text())
+        self.assertNotIn("giving back", d.log_text())
+
+    def test_titles_say_which_process_is_which(self):
+        d = self.start_twiced(self.conf("titles", init_sleep_ms=1500))
+        d.wait_log(r"ready: generation 1: 2/2", timeout=30)
+        self.assertEqual(title(d.pid), "twiced: master")
+        self.assertEqual([title(p) for p in d.worker_pids()],
+                         ["twiced: worker (generation 1)"] * 2)
+        mark = d.mark()
+        d.signal(signal.SIGHUP)  # the probe runs init, which takes 1.5 s here
+        probe = twicetest.wait_until(
+            lambda: [t for t in map(title, d.worker_pids()) if t == "twiced: probe"], timeout=10,
+            message="no probe seen")
+        self.assertEqual(probe, ["twiced: probe"])
+        d.wait_log(r"reload done: generation 2 ready", since=mark, timeout=30)
+        twicetest.wait_until(lambda: [title(p) for p in d.worker_pids()] ==
+                             ["twiced: worker (generation 2)"] * 2, timeout=30)
+        self.assertEqual(d.stop(), 0)
+
+    def test_signals_sent_to_a_worker_are_named_and_it_is_replaced(self):
+        d = self.start_twiced(self.conf("worker-term", workers=1))
+        d.wait_log(r"ready: generation 1: 1/1", timeout=30)
+        [worker] = d.worker_pids()
+        os.kill(worker, signal.SIGHUP)
+        d.wait_log(r"worker\[%d\]: ignoring SIGHUP from pid %d \(python3\): reloading is the "
+                   r"master's \(twiced -s reload" % (worker, os.getpid()), timeout=10)
+        self.assertEqual(d.worker_pids(), [worker], "a HUP to a worker changes nothing")
+        os.kill(worker, signal.SIGTERM)
+        d.wait_log(r"worker\[%d\]: SIGTERM from pid %d \(python3\), not from the master: this "
+                   r"worker drains and exits, and the master starts another in its place"
+                   % (worker, os.getpid()), timeout=10)
+        d.wait_log(r"worker %d \(generation 1\) drained and exited: pid %d, not the master, sent "
+                   r"it a stop signal; starting another in its place" % (worker, os.getpid()),
+                   timeout=30)
+        [replacement] = twicetest.wait_until(
+            lambda: [p for p in d.worker_pids() if p != worker], timeout=10)
+        self.assertNotRegex(d.log_text(), r"restarting worker \d of generation 1 in")
+        self.assertEqual(tc.metric_sum(tc.scrape(self.port), "twice_worker_restarts_total",
+                                       cause="stopped"), 1)
+        self.sqs.send(self.url, json.dumps({"id": "after"}))
+        twicetest.wait_until(lambda: self.effects() == {"effect:after"}, timeout=30)
+        self.assertEqual(d.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

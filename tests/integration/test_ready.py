@@ -1,0 +1,139 @@
+"""Ready means able to work: "ready", systemd's READY=1 and /readyz wait until every
+worker is connected to PostgreSQL (the table created) and every queue and dead-letter
+queue answered a GetQueueAttributes; a start that does not get there within
+ready_timeout fails with the reason (exit 1, also under -d and systemd).
+`twiced -t --connect` asks the same servers on demand. Real servers; the failures are
+real ones: a wrong password, a database that does not exist yet, queues that do not."""
+
+import re
+import socket
+import subprocess
+import time
+import unittest
+import urllib.parse
+
+import twicetest
+import twiceconf as tc
+
+WRONG_PASSWORD = "NotThePassword0d1e"
+
+
+class Ready(twicetest.TwiceTestCase):
+    def conf(self, prefix, dsn=None, url=None, dlq=None, ready_timeout=60, workers=1):
+        self.url, self.dlq = self.queue_pair(prefix)
+        self.dsn = dsn or self.new_database(prefix)
+        self.port = tc.free_port()
+        queue = tc.queue("jobs", url or self.url, dlq or self.dlq, "effect-tx")
+        return tc.config(self.env, self.dsn, [queue],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         workers=workers, metrics_port=self.port,
+                         extra="ready_timeout = %d;" % ready_timeout)
+
+    def wrong_password_dsn(self):
+        name = urllib.parse.urlsplit(self.new_database("ready-pw")).path.lstrip("/")
+        return "postgresql://%s:%s@%s:%d/%s" % (self.env.pg_user, WRONG_PASSWORD,
+                                                self.env.pg_host, self.env.pg_port, name)
+
+    def missing_queue_url(self):
+        return self.url.rsplit("/", 1)[0] + "/" + twicetest.unique_name("missing")
+
+    def test_wrong_database_password_is_never_ready_and_the_start_fails(self):
+        d = self.start_twiced(self.conf("ready-pw", dsn=self.wrong_password_dsn(),
+                                        ready_timeout=8, workers=2))
+        d.wait_log(r"not ready: idempotency store: cannot connect to PostgreSQL: .*password "
+                   r"authentication failed", timeout=20)
+        status, body = twicetest.wait_until(
+            lambda: (lambda r: r if r[0] == 503 and "idempotency" in r[1] else None)(
+                tc.http_status(self.port, "/readyz")), timeout=10)
+        self.assertRegex(body, r"^workers are not ready: worker \d+: idempotency store: cannot "
+                               r"connect to PostgreSQL: .*password authentication failed")
+        self.assertEqual(d.proc.wait(timeout=60), 1, "the start failed")
+        log = d.log_text()
+        self.assertNotIn("ready: generation", log)
+        self.assertRegex(log, r"not started: generation 1 was not ready within ready_timeout "
+                              r"\(8s\): worker \d+: idempotency store: .*password authentication "
+                              r"failed")
+        self.assertNotIn(WRONG_PASSWORD, log)
+        self.assertEqual(d.group_pids(), [], "the workers went with it")
+
+    def test_queues_that_do_not_exist_are_named(self):
+        self.conf("ready-q")  # for a real DLQ and database
+        missing = self.missing_queue_url()
+        d = self.start_twiced(self.conf("ready-q", dsn=self.dsn, url=missing, ready_timeout=6))
+        d.wait_log(r"not ready: queue jobs: url %s: GetQueueAttributes: " % re.escape(missing),
+                   timeout=20)
+        self.assertEqual(d.proc.wait(timeout=60), 1)
+        self.assertNotIn("ready: generation", d.log_text())
+        # the dead-letter queue counts too
+        d2 = self.start_twiced(self.conf("ready-dlq", dlq=missing, ready_timeout=30))
+        d2.wait_log(r"not ready: queue jobs: dlq_url %s: GetQueueAttributes: "
+                    % re.escape(missing), timeout=20)
+        self.assertNotIn("ready: generation", d2.log_text())
+        d2.stop()
+
+    def test_a_database_that_comes_later_makes_it_ready_then(self):
+        name = twicetest.unique_name("later").lower().replace("-", "_")
+        dsn = self.pg.dsn(name)
+        d = self.start_twiced(self.conf("ready-later", dsn=dsn))
+        d.wait_log(r"not ready: idempotency store: .*%s.* does not exist" % name, timeout=20)
+        time.sleep(1)
+        self.assertNotIn("ready: generation", d.log_text())
+        self.pg.query(self.env.pg_dsn, 'CREATE DATABASE "%s"' % name)
+        self.addCleanup(self.pg.drop_database, dsn)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=30)
+        twicetest.wait_until(lambda: tc.http_status(self.port, "/readyz")[0] == 200, timeout=20)
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        self.sqs.send(self.url, '{"id": "later"}')
+        twicetest.wait_until(lambda: self.pg.query(dsn, "SELECT key FROM effects") ==
+                             [("effect:later",)], timeout=30)
+        self.assertEqual(d.stop(), 0)
+
+    def test_systemd_hears_no_ready_and_the_daemon_exits_1(self):
+        conf = self.conf("ready-sd", dsn=self.wrong_password_dsn(), ready_timeout=4)
+        sock_path, sock = self.notify_socket(timeout=0.2)
+        d = self.start_twiced(conf, extra_env={"NOTIFY_SOCKET": sock_path})
+        self.assertEqual(d.proc.wait(timeout=60), 1)
+        said = []
+        try:
+            while True:
+                said.append(sock.recv(4096).decode())
+        except socket.timeout:
+            pass
+        self.assertFalse([m for m in said if "READY=1" in m.split("\n")], said)
+        # -d: the foreground process waits for the outcome and reports it
+        r = subprocess.run([d.binary, "-d", "-c", d.config_path], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, env=d.process_env, cwd=d.workdir,
+                           timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, r"^twiced: not started: generation 1 was not ready within "
+                                   r"ready_timeout \(4s\): worker \d+: idempotency store: .*"
+                                   r"password authentication failed")
+        self.assertNotIn(WRONG_PASSWORD, r.stderr)
+
+    def test_check_connect_says_what_does_not_answer(self):
+        good = self.twiced(self.conf("connect"))
+        r = subprocess.run([good.binary, "-t", "--connect", "-c", good.config_path],
+                           capture_output=True, text=True, env=good.process_env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("%s: PostgreSQL and 1 queues with their dead-letter queues answer"
+                      % good.config_path, r.stdout)
+        missing = self.missing_queue_url()
+        bad = self.twiced(self.conf("connect-bad", dsn=self.wrong_password_dsn(), url=missing,
+                                    dlq=missing + "-dlq"))
+        plain = bad.check_config()
+        self.assertEqual(plain.returncode, 0, "without --connect no server is asked")
+        r = subprocess.run([bad.binary, "-t", "--connect", "-c", bad.config_path],
+                           capture_output=True, text=True, env=bad.process_env, timeout=60)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        path = re.escape(bad.config_path)
+        self.assertRegex(r.stderr, r"%s: idempotency.dsn: cannot connect to PostgreSQL: .*"
+                                   r"password authentication failed" % path)
+        self.assertRegex(r.stderr, r"%s:\d+: queue jobs: url %s: GetQueueAttributes: \S+"
+                         % (path, re.escape(missing)))
+        self.assertRegex(r.stderr, r"%s:\d+: queue jobs: dlq_url %s-dlq: GetQueueAttributes: "
+                         % (path, re.escape(missing)))
+        self.assertNotIn(WRONG_PASSWORD, r.stdout + r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

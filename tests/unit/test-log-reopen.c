@@ -1,0 +1,114 @@
+/*
+ * test-log-reopen.c - where log lines go: log.file, and a reopen on reload while
+ * other threads keep logging (the master's HTTP, janitor and alert threads
+ * do): every line lands whole in the old file or the new one, none is lost.
+ */
+#include "check.h"
+
+#include "log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LINES   20000
+#define REOPENS 400
+
+static char tmpdir[64];
+
+/* Two log files of the test directory, fresh. */
+struct two_logs {
+    char a[128], b[128];
+};
+
+static void
+two_logs(struct two_logs *t, const char *prefix)
+{
+    snprintf(t->a, sizeof(t->a), "%s/%s-a.log", tmpdir, prefix);
+    snprintf(t->b, sizeof(t->b), "%s/%s-b.log", tmpdir, prefix);
+}
+
+/* Lines of file holding marker; -1 when it cannot be read. */
+static long
+count_lines(const char *file, const char *marker)
+{
+    FILE *f = fopen(file, "r");
+    if (f == NULL) {
+        return -1;
+    }
+    char line[512];
+    long n = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        n += strstr(line, marker) != NULL && line[strlen(line) - 1] == '\n';
+    }
+    fclose(f);
+    return n;
+}
+
+static void
+test_file_then_another(void)
+{
+    struct two_logs t;
+    two_logs(&t, "switch");
+    CHECK_INT(log_open(t.a), 0);
+    log_info("first-line");
+    CHECK_INT(log_open(t.b), 0);
+    log_info("second-line");
+    CHECK_INT(log_open("/nonexistent/dir/x.log"), -1);
+    log_info("third-line"); /* the previous file stays in use */
+    CHECK_INT(log_open(NULL), 0);
+    log_debug("fourth-line"); /* stderr now (and below the level anyway) */
+    CHECK_INT(count_lines(t.a, "first-line"), 1);
+    CHECK_INT(count_lines(t.a, "second-line"), 0);
+    CHECK_INT(count_lines(t.b, "second-line"), 1);
+    CHECK_INT(count_lines(t.b, "third-line"), 1);
+    CHECK_INT(count_lines(t.b, "fourth-line"), 0);
+    unlink(t.a);
+    unlink(t.b);
+}
+
+static void *
+writer(void *arg)
+{
+    (void) arg;
+    for (int i = 0; i < LINES; i++) {
+        log_info("hammer-line %d", i);
+    }
+    return NULL;
+}
+
+static void
+test_reopen_while_logging(void)
+{
+    struct two_logs t;
+    two_logs(&t, "reopen");
+    CHECK_INT(log_open(t.a), 0);
+    pthread_t thread;
+    CHECK_INT(pthread_create(&thread, NULL, writer, NULL), 0);
+    for (int i = 0; i < REOPENS; i++) {
+        CHECK_INT(log_open(i % 2 ? t.a : t.b), 0);
+        usleep(50);
+    }
+    pthread_join(thread, NULL);
+    CHECK_INT(log_open(NULL), 0);
+    CHECK_INT(count_lines(t.a, "hammer-line") + count_lines(t.b, "hammer-line"), LINES);
+    unlink(t.a);
+    unlink(t.b);
+}
+
+int
+main(void)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/twice-test-log-XXXXXX");
+    if (mkdtemp(tmpdir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+    log_set_level(TWICE_LOG_INFO);
+    test_file_then_another();
+    test_reopen_while_logging();
+    rmdir(tmpdir);
+    return check_done("test-log");
+}
