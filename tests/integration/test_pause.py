@@ -7,7 +7,6 @@ emulator, PostgreSQL and HTTP receiver (the webhook); effects are rows of the
 effect_tx fixture."""
 
 import json
-import re
 import subprocess
 import time
 import unittest
