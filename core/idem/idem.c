@@ -651,6 +651,12 @@ run_prepared(struct idem_store *s, const char *name, int nparams, const char *co
     return res;
 }
 
+const char *
+idem_pause_table(const struct idem_store *s)
+{
+    return s->pause_table;
+}
+
 /* Run SQL built from a template (@T, @I, @P) with text parameters (idem_internal.h). */
 PGresult *
 idem_run_sql(struct idem_store *s, const char *tmpl, int nparams, const char *const *params,

@@ -21,6 +21,9 @@ PGresult *idem_run_sql(struct idem_store *s, const char *tmpl, int nparams,
                        const char *const *params, ExecStatusType want, const char *what, char *err,
                        size_t errlen);
 
+/* The pause table's name, quoted (for to_regclass). Borrowed from s. */
+const char *idem_pause_table(const struct idem_store *s);
+
 /* The pause table's DDL (pause.c; pause.h says more), for idem_migrate. */
 int idem_pause_migrate(struct idem_store *s, char *err, size_t errlen);
 

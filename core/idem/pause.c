@@ -67,6 +67,13 @@ idem_pause_list(struct idem_store *s, struct pause_row **out, size_t *n, char *e
 {
     *out = NULL;
     *n = 0;
+    /* No table yet (no twiced has run, nothing was paused): no pauses. */
+    const char *name[] = {idem_pause_table(s)};
+    int exists = run_count(s, "SELECT 1 WHERE to_regclass($1) IS NOT NULL", 1, name,
+                           "list paused queues", err, errlen);
+    if (exists <= 0) {
+        return exists; /* *out stays NULL: nothing to free */
+    }
     PGresult *res = idem_run_sql(
         s,
         "SELECT queue, kind = 'breaker', reason, extract(epoch FROM paused_at)::bigint,"

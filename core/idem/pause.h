@@ -43,7 +43,8 @@ struct pause_row {
  * the master too, since either may come first). Safe concurrently. */
 int idem_pause_migrate(struct idem_store *s, char *err, size_t errlen);
 
-/* Every row, by queue; *out is malloc'd (free it), *n its count. */
+/* Every row, by queue; *out is malloc'd (free it; NULL when there are
+ * none), *n its count. A missing table has no rows. */
 int idem_pause_list(struct idem_store *s, struct pause_row **out, size_t *n, char *err,
                     size_t errlen);
 
