@@ -112,6 +112,11 @@ parse(struct ctl *c, const char *cmd, const char *help, int argc, char **argv, l
         return NULL;
     }
     const struct config_queue *q = ctl_queue(c, argv[optind], 0);
+    if (q != NULL && strlen(q->name) >= PAUSE_QUEUE_MAX) {
+        ctl_fail("queue %.40s...: names of %d bytes and more cannot be paused", q->name,
+                 PAUSE_QUEUE_MAX);
+        q = NULL;
+    }
     *rc = q == NULL ? CTL_FAIL : CTL_OK;
     return q;
 }

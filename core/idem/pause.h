@@ -22,7 +22,7 @@
 
 struct idem_store;
 
-#define PAUSE_QUEUE_MAX  64  /* bytes of a queue name kept, NUL included */
+#define PAUSE_QUEUE_MAX  256 /* bytes of a queue name kept, NUL included */
 #define PAUSE_REASON_MAX 200 /* bytes of a reason kept, NUL included */
 
 /* One row of the pause table. Times are unix seconds, 0 when not set. */

@@ -68,7 +68,7 @@ struct shm_advice {
 
 struct flow_queue {
     int state; /* atomic: 0 free, 1 being written, 2 ready (shm_slot_state) */
-    char name[64];
+    char name[256];
     int mode;           /* atomic: enum flow_mode of flow.h (master) */
     int64_t until;      /* atomic: the end of an open breaker's cooldown, unix s */
     int64_t open_until; /* atomic: a worker of this host opened the breaker until */
