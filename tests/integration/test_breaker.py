@@ -4,14 +4,14 @@ received but not started go back uncounted, a RETRY while it is open costs no at
 and after the cooldown one probe job runs; a failed probe opens it again for twice the
 cooldown (up to cooldown_max), a successful one resumes the queue. Nothing reaches the
 dead-letter queue because of the outage. Real SQS emulator, PostgreSQL, SMTP sink
-(behind a TCP relay the test takes down) and HTTP receiver (the alert webhook)."""
+(behind faultproxy's TCP relay, which the test takes down) and HTTP receiver (the alert webhook)."""
 
 import json
 import os
 import time
 import unittest
 
-import tcpproxy
+import faultproxy
 import twicetest
 import twiceconf as tc
 
@@ -44,8 +44,9 @@ class Breaker(twicetest.TwiceTestCase):
         url, dlq = self.queue_pair("breaker")
         dsn = self.new_database("breaker")
         hook = self.http_receiver()
-        relay = tcpproxy.TcpProxy("127.0.0.1", self.env.smtp_port, up=False)
+        relay = faultproxy.TcpProxy("127.0.0.1", self.env.smtp_port)
         self.addCleanup(relay.close)
+        relay.down()  # the mail relay is down from the start
         port = tc.free_port()
         conf = self.welcome_conf(url, dlq, dsn, port, relay.port, hook,
                                  "{ failures = 10; window = 30; cooldown = 10; "
