@@ -18,6 +18,26 @@ CALLGRIND_CONCURRENCY = 32  # fixed, so that the figure compares across runs
 CALLGRIND_VISIBILITY = 600
 
 
+def wait_settled(ctx, dsn, p, connections=2, timeout=120):
+    """Wait until the worker's acker and receiver are connected to PostgreSQL and idle,
+    then a second more. The receiver connects in its own thread after "worker ready":
+    a connection set-up (SCRAM, some 67 M instructions) that fell into the measured window
+    added up to 110,000 instructions per message to a 500-message run."""
+    name = dsn.rsplit("/", 1)[-1].split("?", 1)[0]
+    sql = ("SELECT count(*), count(*) FILTER (WHERE state = 'idle') FROM pg_stat_activity "
+           "WHERE datname = %s AND pid <> pg_backend_pid()")
+    deadline = time.monotonic() + timeout
+    while True:
+        total, idle = ctx.pg.query(ctx.pg.env.pg_dsn, sql, (name,))[0]
+        if total >= connections and idle == total:
+            break
+        if time.monotonic() > deadline or p.poll() is not None:
+            raise BenchError("callgrind: the worker's %d connections never settled (%d, %d idle)"
+                             % (connections, total, idle))
+        time.sleep(0.2)
+    time.sleep(1.0)
+
+
 def callgrind(ctx, concurrency=CALLGRIND_CONCURRENCY, n=CALLGRIND_MESSAGES):
     """Instructions one twiced worker executes per message: a worker process (twiced
     --worker, as the master would start it, without a master) runs under callgrind with
@@ -40,17 +60,21 @@ def callgrind(ctx, concurrency=CALLGRIND_CONCURRENCY, n=CALLGRIND_MESSAGES):
         f.write(ctx.twiced_config(url, dlq_url, dsn, (1, concurrency, 1), count_file,
                                   ctx.endpoint, visibility=CALLGRIND_VISIBILITY))
     fd = os.open(conf, os.O_RDONLY)
+    plugin_fd = os.open(ctx.noop, os.O_RDONLY)  # as the master hands a worker its plugins
     cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=" + out,
            ctx.twiced, "--worker", "--config-fd", str(fd), "--shm-fd", "-1", "--ctl-fd", "-1",
            "--slot", "0", "--generation", "1", "--master-pid", str(os.getpid()),
-           "--config-path", conf, "--instance", "0123456789abcdef"]
+           "--config-path", conf, "--instance", "0123456789abcdef",
+           "--plugin-fds", str(plugin_fd)]
     logf = open(log_path, "ab")
     p = subprocess.Popen(cmd, cwd=ctx.work, env=clean_env(), stdin=subprocess.DEVNULL,
-                         stdout=logf, stderr=subprocess.STDOUT, pass_fds=(fd,))
+                         stdout=logf, stderr=subprocess.STDOUT, pass_fds=(fd, plugin_fd))
     logf.close()
     os.close(fd)
+    os.close(plugin_fd)
     try:
         wait_for_log(log_path, "worker ready", p, 120)
+        wait_settled(ctx, dsn, p)
         control(p.pid, "-i", "on")
         preload_unchecked(ctx.sqs, url, bodies)
         deadline = time.monotonic() + 600

@@ -89,4 +89,32 @@ CREATE TABLE IF NOT EXISTS twice_idempotency_pause (
     announced BOOLEAN NOT NULL DEFAULT false
 );
 
+-- The outbox (core/idem/outbox.c, outbox_migrate): follow-up messages that
+-- handlers staged with send(), written in the transaction that completes
+-- their job's key, sent and deleted by the master's relay. pending rows wait
+-- for the relay (claimed_until: a relay holds them until then); refused ones
+-- were refused by SQS for good and stay until `twicectl outbox retry`.
+CREATE TABLE IF NOT EXISTS twice_idempotency_outbox (
+    id BIGSERIAL PRIMARY KEY,
+    source_key TEXT NOT NULL,      -- the staging job's key: twice-outbox-id is key#idx
+    idx INTEGER NOT NULL,          -- the message's index within that job's run
+    source_queue TEXT NOT NULL,
+    plugin TEXT NOT NULL,
+    queue TEXT NOT NULL,           -- as the handler named it
+    queue_url TEXT NOT NULL,
+    body TEXT NOT NULL,
+    delay_seconds INTEGER NOT NULL DEFAULT 0,
+    group_id TEXT,
+    attributes TEXT,               -- JSON array ["name","value",...] of String attributes
+    state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'refused')),
+    error TEXT,
+    tries INTEGER NOT NULL DEFAULT 0,
+    claimed_until TIMESTAMPTZ,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+
+-- For the relay, which claims the oldest pending rows.
+CREATE INDEX IF NOT EXISTS twice_idempotency_outbox_pending
+    ON twice_idempotency_outbox (id) WHERE state = 'pending';
+
 COMMIT;

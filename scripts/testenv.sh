@@ -123,6 +123,7 @@ max_connections = 200
 fsync = on
 synchronous_commit = on
 log_line_prefix = '%m [%p] %q%u@%d '
+shared_preload_libraries = 'pg_stat_statements'
 EOF
     if ! as_pg "$bindir/pg_ctl" -D "$pgdir/data" -l "$pgdir/log" -w -t 60 start \
         >"$pgdir/pg_ctl.log" 2>&1; then

@@ -2,7 +2,7 @@
  * ctl.h - what every twicectl subcommand shares: the parsed global options,
  * the configuration (loaded on first use, the same file twiced reads), and
  * SQS and PostgreSQL connections made from it. Each subcommand lives in its
- * own file (ctl_send.c, ctl_dlq.c, ctl_key.c, ctl_derive.c, ctl_plugin.c,
+ * own file (ctl_send.c, ctl_dlq.c, ctl_key.c, ctl_derive.c, ctl_outbox.c, ctl_plugin.c,
  * ctl_status.c, ctl_whoami.c, ctl_pause.c) and returns an exit code: 0 success, 1 operational
  * failure (after printing why on stderr), 2 usage error.
  */
@@ -147,6 +147,7 @@ int ctl_send(struct ctl *c, int argc, char **argv);
 int ctl_dlq(struct ctl *c, int argc, char **argv);
 int ctl_key(struct ctl *c, int argc, char **argv);
 int ctl_key_derive(struct ctl *c, int argc, char **argv); /* `key derive` */
+int ctl_outbox(struct ctl *c, int argc, char **argv);
 int ctl_plugin(struct ctl *c, int argc, char **argv);
 int ctl_status(struct ctl *c, int argc, char **argv);
 int ctl_whoami(struct ctl *c, int argc, char **argv);

@@ -700,7 +700,7 @@ migrate_lock_key(const char *table)
 int
 idem_migrate(struct idem_store *s, char *err, size_t errlen)
 {
-    if (idem_pause_migrate(s, err, errlen) != 0) {
+    if (idem_pause_migrate(s, err, errlen) != 0 || outbox_migrate(s, s->name, err, errlen) != 0) {
         return -1;
     }
     const char *params[] = {s->table, s->index, s->owner_index, s->free_index};

@@ -16,6 +16,7 @@
 #include "dlqmon.h"
 #include "generation.h"
 #include "health.h"
+#include "relay.h"
 #include "httpd.h"
 #include "janitor.h"
 #include "pausewatch.h"
@@ -67,6 +68,7 @@ struct master {
     struct dlqmon *dlqmon;
     struct pausewatch *pausewatch;
     struct dlqmon_carry dlq_carry; /* from one DLQ monitor to the next */
+    struct relay *relay;           /* the outbox relay: one per host */
     struct httpd *httpd;
 };
 
@@ -175,6 +177,8 @@ apply_master_settings(struct master *m, const struct config *c)
     dlqmon_stop(m->dlqmon, &m->dlq_carry); /* then start: its state carries over */
     m->dlqmon = dlqmon_start(c, &m->dlq_carry);
     m->pausewatch = pausewatch_start(c, m->dlqmon);
+    relay_stop(m->relay); /* rows it had claimed are sent again once their claim lapses */
+    m->relay = relay_start(c);
     char err[256];
     if (httpd_apply(&m->httpd, c, err, sizeof(err)) != 0) {
         log_error("metrics: %s (metrics and health endpoints are off)", err);
@@ -722,6 +726,7 @@ master_run(const char *path, const struct master_opts *o)
         loop_once(&m, &wait_mask);
     }
     httpd_stop(m.httpd);
+    relay_stop(m.relay);
     health_stop(m.health);
     pausewatch_stop(m.pausewatch);
     dlqmon_stop(m.dlqmon, &m.dlq_carry);

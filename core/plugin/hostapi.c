@@ -19,6 +19,7 @@
 #include "utf8.h"
 #include "span.h"
 #include "tracectx.h"
+#include "send.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -261,6 +262,28 @@ api_attr_name(const twice_job *job, size_t i)
     return i < job->msg.nattrs ? job->msg.attrs[i].name : NULL;
 }
 
+/* Check and stage a follow-up message (send.c has the rules). A refusal
+ * becomes the job's error and makes a DONE count as REJECT. */
+static int
+api_send(twice_job *job, const char *queue, const char *body, size_t len, int delay_seconds,
+         const char *group_id, const char *const *attrs)
+{
+    struct outbox_msg m;
+    char why[600];
+    int rc = send_prepare(job->cfg, api_key(job), queue, body, len, delay_seconds, group_id, attrs,
+                          &m, why, sizeof(why));
+    if (rc == 0 && outbox_stage(&job->outbox, &m) != 0) {
+        outbox_msg_clear(&m);
+        snprintf(why, sizeof(why), "send to queue %.200s: out of memory", queue);
+        rc = -1;
+    }
+    if (rc != 0) {
+        job->send_refused = 1;
+        api_error(job, "%s", why);
+    }
+    return rc;
+}
+
 static const twice_api host_api = {
     .size = sizeof(twice_api),
     .abi_major = TWICE_ABI_MAJOR,
@@ -282,6 +305,7 @@ static const twice_api host_api = {
     .queue = api_queue,
     .attr_name = api_attr_name,
     .downstream_unavailable = api_downstream_unavailable,
+    .send = api_send,
 };
 
 int
@@ -419,12 +443,20 @@ hostapi_describe(const struct loaded_plugin *lp, const struct config_plugin *cp,
 twice_status
 hostapi_handle(const struct plugin_instance *p, struct twice_job *j)
 {
+    outbox_staged_clear(&j->outbox); /* a run stages afresh, from index 0 */
+    j->send_refused = 0;
     current_plugin = p->name;
     twice_status st = p->lp.desc->handle(p->lp.state, j);
     current_plugin = NULL;
     if (st != TWICE_DONE && st != TWICE_RETRY && st != TWICE_REJECT) {
         api_error(j, "handle() returned %d, not DONE, RETRY or REJECT", (int) st);
         st = TWICE_RETRY;
+    }
+    if (st == TWICE_DONE && j->send_refused) {
+        st = TWICE_REJECT; /* the job could not say what it meant to: its error says why */
+    }
+    if (st != TWICE_DONE) {
+        outbox_staged_clear(&j->outbox);
     }
     return st;
 }

@@ -40,7 +40,9 @@ int hostapi_derive_key(const struct plugin_instance *p, const struct keytmpl *qu
 int hostapi_describe(const struct loaded_plugin *lp, const struct config_plugin *cp, char *buf,
                      size_t cap);
 
-/* Run handle(); an out-of-range answer counts as TWICE_RETRY with an error. */
+/* Run handle(); an out-of-range answer counts as TWICE_RETRY with an error,
+ * DONE after a refused api->send() as TWICE_REJECT. The messages the run
+ * staged stay on j (j->outbox) only when it returns TWICE_DONE. */
 twice_status hostapi_handle(const struct plugin_instance *p, struct twice_job *j);
 
 #endif

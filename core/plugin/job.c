@@ -48,6 +48,7 @@ job_free(struct twice_job *j)
     free(j->key);
     free(j->error);
     span_free(j->span);
+    outbox_staged_clear(&j->outbox);
     free(j);
 }
 

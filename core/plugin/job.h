@@ -18,8 +18,10 @@
 #include "arena.h"
 #include "atomics.h"
 #include "jsonpath.h"
+#include "outbox.h"
 #include "sqs.h"
 
+struct config;
 struct config_queue;
 struct log_job;
 struct wqueue;
@@ -61,13 +63,16 @@ struct twice_job {
     int key_completed;         /* the key is completed (by the acker or in the handler's tx) */
     int dlq_sent;              /* the dead letter was accepted by the DLQ */
 
-    twice_status status;   /* handle()'s answer */
-    char *error;           /* owned: api->error() text, NULL if none */
-    int retry_after;       /* api->retry_after() seconds, -1 if not asked */
-    int downstream;        /* api->downstream_unavailable() was called */
-    int downstream_secs;   /* its seconds, 0 when unknown */
-    int probe;             /* the breaker's probe job (worker/breaker.c) */
-    struct idem_store *db; /* borrowed, transactional handle() only */
+    twice_status status;         /* handle()'s answer */
+    char *error;                 /* owned: api->error() text, NULL if none */
+    int retry_after;             /* api->retry_after() seconds, -1 if not asked */
+    int downstream;              /* api->downstream_unavailable() was called */
+    int downstream_secs;         /* its seconds, 0 when unknown */
+    int probe;                   /* the breaker's probe job (worker/breaker.c) */
+    struct idem_store *db;       /* borrowed, transactional handle() only */
+    const struct config *cfg;    /* borrowed: the worker's configuration (send() names) */
+    struct outbox_staged outbox; /* owned: what api->send() staged in this run */
+    int send_refused;            /* a send() of this run was refused: DONE counts as REJECT */
 
     enum job_action action;
     char reason[32]; /* DLQ reason code ("rejected", "max-attempts", ...) */

@@ -16,30 +16,35 @@
 struct buf;
 
 enum metric {
-    MET_RECEIVED = 0,     /* counter: queue */
-    MET_FINISHED,         /* counter: queue, plugin, outcome done|retry|rejected|deadlettered */
-    MET_DEADLETTERED,     /* counter: queue, plugin, reason */
-    MET_DUPLICATES,       /* counter: queue, plugin, kind completed|lease */
-    MET_CONFLICTS,        /* counter: queue, plugin */
-    MET_EXTENSIONS,       /* counter: queue */
-    MET_SQS_REQUESTS,     /* counter: action, result ok|error|cancelled */
-    MET_SQS_ERRORS,       /* counter: action, code */
-    MET_PG_ERRORS,        /* counter: operation */
-    MET_DLQ_DEPTH,        /* gauge (master): queue */
-    MET_ALERTS,           /* counter: sink, result sent|failed */
-    MET_RESTARTS,         /* counter: cause */
-    MET_RELOADS,          /* counter: result ok|failed */
-    MET_INFLIGHT,         /* gauge, per process: queue, plugin */
-    MET_DURATION,         /* histogram: queue, plugin */
-    MET_P99,              /* gauge (worker-published): queue, plugin */
-    MET_LAST_RECEIVE,     /* gauge: queue; unix time of the last successful receive */
-    MET_SPANS_EXPORTED,   /* counter: spans a collector accepted */
-    MET_SPANS_DROPPED,    /* counter: reason buffer_full|export_failed|rejected|shutdown */
-    MET_QUEUE_MESSAGES,   /* gauge (master): queue, state visible|in_flight|delayed */
-    MET_MESSAGE_AGE,      /* histogram: queue; now - SentTimestamp at receive */
-    MET_QUEUE_OLDEST_AGE, /* gauge (master): queue; largest age seen in the last interval */
-    MET_AGE_WINDOW,       /* not rendered: queue; largest age since the master last took it */
-    MET_QUEUE_PAUSED,     /* gauge (master): queue, reason; 1 while paused */
+    MET_RECEIVED = 0,        /* counter: queue */
+    MET_FINISHED,            /* counter: queue, plugin, outcome done|retry|rejected|deadlettered */
+    MET_DEADLETTERED,        /* counter: queue, plugin, reason */
+    MET_DUPLICATES,          /* counter: queue, plugin, kind completed|lease */
+    MET_CONFLICTS,           /* counter: queue, plugin */
+    MET_EXTENSIONS,          /* counter: queue */
+    MET_SQS_REQUESTS,        /* counter: action, result ok|error|cancelled */
+    MET_SQS_ERRORS,          /* counter: action, code */
+    MET_PG_ERRORS,           /* counter: operation */
+    MET_DLQ_DEPTH,           /* gauge (master): queue */
+    MET_ALERTS,              /* counter: sink, result sent|failed */
+    MET_RESTARTS,            /* counter: cause */
+    MET_RELOADS,             /* counter: result ok|failed */
+    MET_INFLIGHT,            /* gauge, per process: queue, plugin */
+    MET_DURATION,            /* histogram: queue, plugin */
+    MET_P99,                 /* gauge (worker-published): queue, plugin */
+    MET_LAST_RECEIVE,        /* gauge: queue; unix time of the last successful receive */
+    MET_SPANS_EXPORTED,      /* counter: spans a collector accepted */
+    MET_SPANS_DROPPED,       /* counter: reason buffer_full|export_failed|rejected|shutdown */
+    MET_QUEUE_MESSAGES,      /* gauge (master): queue, state visible|in_flight|delayed */
+    MET_MESSAGE_AGE,         /* histogram: queue; now - SentTimestamp at receive */
+    MET_QUEUE_OLDEST_AGE,    /* gauge (master): queue; largest age seen in the last interval */
+    MET_AGE_WINDOW,          /* not rendered: queue; largest age since the master last took it */
+    MET_OUTBOX_PENDING,      /* gauge (master): outbox rows waiting to be sent */
+    MET_OUTBOX_OLDEST,       /* gauge (master): age of the oldest pending row, seconds */
+    MET_OUTBOX_REFUSED_ROWS, /* gauge (master): rows SQS refused for good, kept */
+    MET_OUTBOX_SENT,         /* counter: queue (the target as named) */
+    MET_OUTBOX_REFUSED,      /* counter: queue; refused for good */
+    MET_QUEUE_PAUSED,        /* gauge (master): queue, reason; 1 while paused */
     MET_COUNT_
 };
 

@@ -4,7 +4,9 @@
  *   twice-reason             a code: rejected, max-attempts, max-receives,
  *                            worker-crashed, invalid-json, missing-key-field,
  *                            bad-key-field, key-too-long, unknown-route,
- *                            payload-conflict, too-large
+ *                            payload-conflict, too-large (and, in alerts only,
+ *                            outbox-refused: a follow-up SQS refused, kept in the
+ *                            outbox, master/relay.c)
  *   twice-error              the detail (plugin error text, ...), if room
  *   twice-plugin             the plugin, "-" when none was routed
  *   twice-attempts           the handler runs counted for its key (0: it never

@@ -28,6 +28,7 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
+#include "outbox.h"
 #include "registry.h"
 #include "shm.h"
 #include "sqs.h"
@@ -295,6 +296,26 @@ collect_keys(struct twice_job *list, int (*want)(const struct twice_job *),
     return n;
 }
 
+/* Complete keys[0..n) of jobs; when any job staged messages, they are
+ * written in the same transaction (outbox.h). */
+static int
+complete_batch(struct acker *a, struct idem_store *s, struct twice_job **jobs, const char **keys,
+               const int *runs, size_t n, int *done, char *err, size_t errlen)
+{
+    struct outbox_job oj[ACKER_BATCH];
+    size_t staged = 0;
+    for (size_t i = 0; i < n; i++) {
+        oj[i] =
+            (struct outbox_job){jobs[i]->key, qname(jobs[i]), pname(jobs[i]), &jobs[i]->outbox};
+        staged += jobs[i]->outbox.n;
+    }
+    if (staged == 0) {
+        return idem_complete_batch(s, keys, runs, n, done, err, errlen);
+    }
+    return outbox_complete_batch(s, a->w->cfg->idempotency.table, keys, runs, oj, n, done, err,
+                                 errlen);
+}
+
 /* 2. Complete the keys of DONE jobs, in one statement per ACKER_BATCH. A key
  * another worker took over is not ours to complete: its job is not counted
  * done here, and its message is left to the key's new holder (lifecycle.c). */
@@ -308,7 +329,7 @@ complete_keys(struct acker *a, struct twice_job *list)
     size_t n;
     while ((n = collect_keys(list, needs_complete, jobs, keys, runs)) > 0) {
         struct idem_store *s = acker_store(a);
-        if (s == NULL || idem_complete_batch(s, keys, runs, n, done, err, sizeof(err)) != 0) {
+        if (s == NULL || complete_batch(a, s, jobs, keys, runs, n, done, err, sizeof(err)) != 0) {
             metrics_count(MET_PG_ERRORS, "complete", NULL, NULL, 1);
             for (size_t i = 0; i < n; i++) {
                 defer(a, jobs[i], "completing the key", err);

@@ -19,6 +19,7 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
+#include "outbox.h"
 #include "shm.h"
 #include "sqs_limits.h"
 #include "verdict.h"
@@ -87,6 +88,22 @@ handler_store(struct handler *h)
     return h->store;
 }
 
+/* The messages the job staged, into the outbox in its open transaction
+ * (before its key is completed: both commit together or neither). On
+ * failure the transaction is rolled back. */
+static int
+stage_outbox(struct handler *h, struct idem_store *s, struct twice_job *j, char *err,
+             size_t errlen)
+{
+    struct outbox_job oj = {j->key, j->qcfg->name, j->plugin->name, &j->outbox};
+    if (j->outbox.n == 0 ||
+        outbox_insert(s, h->q->w->cfg->idempotency.table, &oj, 1, err, errlen) == 0) {
+        return 0;
+    }
+    idem_tx_rollback(s, NULL, 0);
+    return -1;
+}
+
 /* handle() inside the transaction that completes the key. Returns decide()'s
  * answer (0 when the job was given back or left alone). */
 static int
@@ -109,7 +126,8 @@ run_transactional(struct handler *h, struct twice_job *j)
     twice_status st = hostapi_handle(j->plugin, j);
     j->db = NULL;
     if (st == TWICE_DONE) {
-        if (idem_tx_complete(s, j->key, j->attempt, err, sizeof(err)) == 0) {
+        if (stage_outbox(h, s, j, err, sizeof(err)) == 0 &&
+            idem_tx_complete(s, j->key, j->attempt, err, sizeof(err)) == 0) {
             j->key_completed = 1;
             shared_int_set(&j->claimed, 0);
         } else if (!idem_connected(s)) {
@@ -117,6 +135,7 @@ run_transactional(struct handler *h, struct twice_job *j)
              * to count against it. It comes back when the store does. */
             metrics_count(MET_PG_ERRORS, "tx_commit", NULL, NULL, 1);
             give_back(j, LIFECYCLE_COMMIT_LOST, 0, err);
+            outbox_staged_clear(&j->outbox);
             return 0;
         } else {
             metrics_count(MET_PG_ERRORS, "tx_commit", NULL, NULL, 1);
@@ -128,6 +147,7 @@ run_transactional(struct handler *h, struct twice_job *j)
     } else if (idem_tx_rollback(s, err, sizeof(err)) != 0) {
         job_log(TWICE_LOG_WARN, j, "rollback failed (the connection is reset): %s", err);
     }
+    outbox_staged_clear(&j->outbox); /* committed with the key, or dropped with the run */
     return decide(j, st);
 }
 

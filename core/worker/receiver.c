@@ -325,6 +325,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n, int *probe
         }
         j->holds_slot = 1;
         jobspan_begin(j);
+        j->cfg = q->w->cfg;
         prepare(q, j);
         jobs[nj++] = j;
     }

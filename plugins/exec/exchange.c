@@ -109,6 +109,9 @@ failed(struct xjob *x, const char *what, char *why, size_t cap)
     drain_stderr(x);
     exec_lines_flush(&x->p->lines, job_line, x);
     exec_proc_kill(x->p, &status);
+    if (why == NULL || cap == 0) {
+        return -1;
+    }
     if (what == NULL) {
         exec_proc_describe_exit(status, how, sizeof(how));
         snprintf(why, cap, "handler %d %s before answering", (int) pid, how);

@@ -4,7 +4,9 @@
  * `matches`, inside the worker's transaction (TWICE_FLAG_TRANSACTIONAL), so
  * the new rows and the key's completion commit together. Keyed
  * "match-recompute:{roleId}:{roleVersion}". Tables and the score:
- * etc/schema-matches.sql. Not a scheduler: one message, one role.
+ * etc/schema-matches.sql. With notify_queue set, every candidate whose
+ * score crosses notify_threshold gets a match-notify message, staged with
+ * api->send() in the same transaction. Not a scheduler: one message, one role.
  */
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -16,23 +18,76 @@
  * connection from the host). */
 struct recompute {
     const twice_api *api;
-    char *schema; /* unquoted; quoted per connection with PQescapeIdentifier */
+    char *schema;       /* unquoted; quoted per connection with PQescapeIdentifier */
+    char *notify_queue; /* where match-notify messages go; NULL: none are sent */
+    char threshold[16]; /* notify_threshold, as the decimal text PostgreSQL reads */
 };
 
 /* The statements; %1$s is the quoted schema. Parameters only. */
 static const char sql_lock[] = "SELECT version FROM %1$s.roles WHERE id = $1::bigint FOR UPDATE";
 static const char sql_delete[] = "DELETE FROM %1$s.matches WHERE role_id = $1::bigint";
+/* Each candidate's new score for role $1 (scores above zero only). */
+#define SQL_SCORES                                                                                \
+    "SELECT c.id AS candidate_id, round(sum(rs.weight) / t.total, 4) AS score "                   \
+    "FROM %1$s.role_skills rs "                                                                   \
+    "JOIN %1$s.candidates c "                                                                     \
+    "  ON lower(btrim(rs.skill)) = ANY (SELECT lower(btrim(s)) FROM unnest(c.skills) AS s) "      \
+    "CROSS JOIN (SELECT sum(weight) AS total FROM %1$s.role_skills "                              \
+    "            WHERE role_id = $1::bigint) t "                                                  \
+    "WHERE rs.role_id = $1::bigint "                                                              \
+    "GROUP BY c.id, t.total "                                                                     \
+    "HAVING round(sum(rs.weight) / t.total, 4) > 0"
+
 static const char sql_insert[] =
     "INSERT INTO %1$s.matches (role_id, candidate_id, score, computed_for_version) "
-    "SELECT $1::bigint, c.id, round(sum(rs.weight) / t.total, 4), $2::integer "
-    "FROM %1$s.role_skills rs "
-    "JOIN %1$s.candidates c "
-    "  ON lower(btrim(rs.skill)) = ANY (SELECT lower(btrim(s)) FROM unnest(c.skills) AS s) "
-    "CROSS JOIN (SELECT sum(weight) AS total FROM %1$s.role_skills "
-    "            WHERE role_id = $1::bigint) t "
-    "WHERE rs.role_id = $1::bigint "
-    "GROUP BY c.id, t.total "
-    "HAVING round(sum(rs.weight) / t.total, 4) > 0";
+    "SELECT $1::bigint, s.candidate_id, s.score, $2::integer FROM (" SQL_SCORES ") s";
+
+/* The candidates whose new score reaches the threshold $2 while their
+ * stored one (read before the rows are replaced) did not, or had none. */
+static const char sql_crossed[] =
+    "SELECT s.candidate_id, s.score FROM (" SQL_SCORES ") s "
+    "LEFT JOIN %1$s.matches m ON m.role_id = $1::bigint AND m.candidate_id = s.candidate_id "
+    "WHERE s.score >= $2::numeric AND (m.score IS NULL OR m.score < $2::numeric) "
+    "ORDER BY s.candidate_id";
+
+static void
+recompute_fini(void *state)
+{
+    struct recompute *r = state;
+    free(r->schema);
+    free(r->notify_queue);
+    free(r);
+}
+
+/* notify_queue and notify_threshold (a decimal in (0, 1]). 0, or -1 after
+ * logging why. */
+static int
+notify_settings(const twice_api *api, const twice_settings *settings, struct recompute *r)
+{
+    const char *q = api->setting(settings, "notify_queue");
+    const char *t = api->setting(settings, "notify_threshold");
+    char *end = NULL;
+    double v = t != NULL ? strtod(t, &end) : 0;
+    if (t == NULL || end == t || *end != '\0' || !(v > 0 && v <= 1) || strlen(t) >= 16 ||
+        strspn(t, "0123456789.") != strlen(t)) {
+        api->log(NULL, TWICE_LOG_ERROR,
+                 "notify_threshold must be a decimal above 0 and at "
+                 "most 1, like 0.75");
+        return -1;
+    }
+    snprintf(r->threshold, sizeof(r->threshold), "%s", t);
+    if (q != NULL && *q != '\0') {
+        if (!TWICE_API_HAS(api, send)) {
+            api->log(NULL, TWICE_LOG_ERROR, "notify_queue needs a host with send() (ABI 1.1)");
+            return -1;
+        }
+        if ((r->notify_queue = strdup(q)) == NULL) {
+            api->log(NULL, TWICE_LOG_ERROR, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
 
 static int
 recompute_init(const twice_api *api, const twice_settings *settings, void **state)
@@ -49,16 +104,12 @@ recompute_init(const twice_api *api, const twice_settings *settings, void **stat
         return -1;
     }
     r->api = api;
+    if (notify_settings(api, settings, r) != 0) {
+        recompute_fini(r);
+        return -1;
+    }
     *state = r;
     return 0;
-}
-
-static void
-recompute_fini(void *state)
-{
-    struct recompute *r = state;
-    free(r->schema);
-    free(r);
 }
 
 /* A decimal of 1..max_digits digits, no sign or leading zero. */
@@ -148,6 +199,36 @@ check_version(const struct recompute *r, twice_job *job, const char *role, const
     return TWICE_DONE;
 }
 
+/*
+ * Stage one match-notify message per candidate whose score crosses the
+ * threshold with this recompute: sent once the transaction commits (the
+ * outbox), never when it rolls back. Run before the rows are replaced.
+ */
+static twice_status
+notify_crossed(const struct recompute *r, twice_job *job, PGconn *db, const char *quoted,
+               const char *role, const char *version)
+{
+    const char *params[2] = {role, r->threshold};
+    PGresult *res =
+        run(r, job, db, sql_crossed, quoted, 2, params, PGRES_TUPLES_OK, "crossed threshold");
+    if (res == NULL) {
+        return TWICE_RETRY;
+    }
+    twice_status st = TWICE_DONE;
+    for (int i = 0; i < PQntuples(res) && st == TWICE_DONE; i++) {
+        char body[256];
+        snprintf(body, sizeof(body),
+                 "{\"type\":\"match-notify\",\"roleId\":%s,\"roleVersion\":%s,"
+                 "\"candidateId\":%s,\"score\":\"%s\"}",
+                 role, version, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
+        if (r->api->send(job, r->notify_queue, body, (size_t) -1, 0, NULL, NULL) != 0) {
+            st = TWICE_REJECT; /* send() said why: a queue twice.conf does not have */
+        }
+    }
+    PQclear(res);
+    return st;
+}
+
 static twice_status
 replace_rows(const struct recompute *r, twice_job *job, PGconn *db, const char *quoted,
              const char *role, const char *wanted)
@@ -158,6 +239,10 @@ replace_rows(const struct recompute *r, twice_job *job, PGconn *db, const char *
         return st;
     }
     const char *params[2] = {role, version};
+    if (r->notify_queue != NULL &&
+        (st = notify_crossed(r, job, db, quoted, role, version)) != TWICE_DONE) {
+        return st;
+    }
     PGresult *res =
         run(r, job, db, sql_delete, quoted, 1, params, PGRES_COMMAND_OK, "delete matches");
     if (res == NULL) {
@@ -207,6 +292,10 @@ recompute_handle(void *state, twice_job *job)
 static const twice_setting recompute_settings[] = {
     {"schema", TWICE_SETTING_STRING, 0, "public",
      "schema holding roles, role_skills, candidates and matches"},
+    {"notify_queue", TWICE_SETTING_STRING, 0, NULL,
+     "queue (twice.conf name or URL) for match-notify messages; unset: none are sent"},
+    {"notify_threshold", TWICE_SETTING_STRING, 0, "0.75",
+     "a candidate is notified when a recompute lifts its score to at least this"},
     {NULL, TWICE_SETTING_STRING, 0, NULL, NULL},
 };
 

@@ -137,6 +137,11 @@ twice_mock_free(twice_mock *m)
         free(m->settings[i].value);
     }
     free(m->settings);
+    for (size_t i = 0; i < m->nqueues; i++) {
+        free(m->queues[i].name);
+        free(m->queues[i].value);
+    }
+    free(m->queues);
     mocklog_clear(&m->log);
     keytmpl_free(m->tmpl);
     keytmpl_free(m->queue_tmpl);
@@ -277,6 +282,26 @@ twice_mock_queue_key(twice_mock *m, const char *tmpl)
     }
     keytmpl_free(m->queue_tmpl);
     m->queue_tmpl = t;
+    return 0;
+}
+
+int
+twice_mock_queue(twice_mock *m, const char *name, const char *url)
+{
+    struct mock_kv *grown = realloc(m->queues, (m->nqueues + 1) * sizeof(*grown));
+    if (grown == NULL) {
+        return -1;
+    }
+    m->queues = grown;
+    struct mock_kv *q = &m->queues[m->nqueues];
+    q->name = strdup(name);
+    q->value = strdup(url);
+    if (q->name == NULL || q->value == NULL) {
+        free(q->name);
+        free(q->value);
+        return -1;
+    }
+    m->nqueues++;
     return 0;
 }
 

@@ -41,10 +41,18 @@ struct twice_mock {
     pthread_mutex_t lock; /* guards log and next_id (jobs run on many threads) */
     struct mock_log log;  /* lines without a job */
     unsigned long next_id;
+    struct mock_kv *queues; /* twice_mock_queue's: name -> URL (owned) */
+    size_t nqueues;
 };
 
 struct mock_attr {
     char *name, *type, *value; /* owned */
+};
+
+/* A message api->send() staged (all owned). */
+struct mock_sent {
+    char *url, *body, *group_id, *attrs_json;
+    int delay;
 };
 
 /* The fake job. twice_mock_job is this struct under another name. */
@@ -69,7 +77,10 @@ struct twice_job {
     int downstream_unavailable; /* its seconds, -1 when not called */
     int handled;
     struct mock_log log;
-    char **kept; /* strings handed to the plugin by field()/field_json(); owned */
+    struct mock_sent *sent; /* what send() staged in the last run (owned) */
+    size_t nsent, capsent;
+    int send_refused; /* a send() was refused: DONE counts as REJECT, as in the host */
+    char **kept;      /* strings handed to the plugin by field()/field_json(); owned */
     size_t nkept, capkept;
 };
 

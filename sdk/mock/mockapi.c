@@ -12,6 +12,7 @@
 #include "tracectx.h"
 
 #include "sqs_limits.h"
+#include "sendcheck.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -265,6 +266,66 @@ api_attr_name(const twice_job *job, size_t i)
     return i < job->nattrs ? job->attrs[i].name : NULL;
 }
 
+/* A queue twice_mock_queue named, else a URL given as such; NULL. */
+static const char *
+mock_resolve(const struct twice_mock *m, const char *queue)
+{
+    for (size_t i = 0; i < m->nqueues; i++) {
+        if (strcmp(m->queues[i].name, queue) == 0) {
+            return m->queues[i].value;
+        }
+    }
+    if (strncmp(queue, "https://", 8) == 0 || strncmp(queue, "http://", 7) == 0) {
+        return queue;
+    }
+    return NULL;
+}
+
+/* The host's checks (text/sendcheck.c), the message kept on the job. */
+static int
+api_send(twice_job *job, const char *queue, const char *body, size_t len, int delay_seconds,
+         const char *group_id, const char *const *attrs)
+{
+    const char *url = queue != NULL && *queue != '\0' ? mock_resolve(job->mock, queue) : NULL;
+    char why[400];
+    struct mock_sent s = {0};
+    int rc = -1;
+    if (url == NULL || body == NULL) {
+        snprintf(why, sizeof(why),
+                 url == NULL ? "queue \"%.200s\" is not a queue of twice.conf "
+                               "(twice_mock_queue names them)"
+                             : "no body",
+                 queue != NULL ? queue : "");
+    } else {
+        size_t n = len == (size_t) -1 ? strlen(body) : len;
+        rc = sendcheck_message(url, job->key != NULL ? job->key : "", body, n, delay_seconds,
+                               group_id, attrs, &s.attrs_json, why, sizeof(why));
+        s.url = rc == 0 ? strdup(url) : NULL;
+        s.body = rc == 0 ? strndup(body, n) : NULL;
+        s.group_id = rc == 0 && group_id != NULL ? strdup(group_id) : NULL;
+        s.delay = delay_seconds;
+    }
+    if (rc == 0 && job->nsent == job->capsent) {
+        size_t cap = job->capsent ? 2 * job->capsent : 4;
+        struct mock_sent *grown = realloc(job->sent, cap * sizeof(*grown));
+        rc = grown != NULL ? 0 : -1;
+        job->sent = grown != NULL ? grown : job->sent;
+        job->capsent = grown != NULL ? cap : job->capsent;
+    }
+    if (rc == 0 && s.url != NULL && s.body != NULL && (group_id == NULL || s.group_id != NULL)) {
+        job->sent[job->nsent++] = s;
+        return 0;
+    }
+    free(s.url);
+    free(s.body);
+    free(s.group_id);
+    free(s.attrs_json);
+    job->send_refused = 1;
+    api_error(job, "send to queue %.200s: %s", queue != NULL ? queue : "",
+              rc == 0 ? "out of memory" : why);
+    return -1;
+}
+
 static const twice_api mock_api = {
     .size = sizeof(twice_api),
     .abi_major = TWICE_ABI_MAJOR,
@@ -286,6 +347,7 @@ static const twice_api mock_api = {
     .queue = api_queue,
     .attr_name = api_attr_name,
     .downstream_unavailable = api_downstream_unavailable,
+    .send = api_send,
 };
 
 const twice_api *

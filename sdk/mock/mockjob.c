@@ -42,9 +42,26 @@ twice_mock_job_new(twice_mock *m, const char *body)
     return (twice_mock_job *) j;
 }
 
+/* Forget the messages a run staged. */
+static void
+clear_sent(struct twice_job *j)
+{
+    for (size_t i = 0; i < j->nsent; i++) {
+        free(j->sent[i].url);
+        free(j->sent[i].body);
+        free(j->sent[i].group_id);
+        free(j->sent[i].attrs_json);
+    }
+    free(j->sent);
+    j->sent = NULL;
+    j->nsent = j->capsent = 0;
+    j->send_refused = 0;
+}
+
 static void
 clear_results(struct twice_job *j)
 {
+    clear_sent(j);
     free(j->key);
     free(j->error);
     j->key = j->error = NULL;
@@ -186,8 +203,44 @@ twice_mock_run(twice_mock_job *mj)
         mockapi_table()->error(j, "handle() returned %d, not DONE, RETRY or REJECT", (int) st);
         st = TWICE_RETRY;
     }
+    if (st == TWICE_DONE && j->send_refused) {
+        st = TWICE_REJECT; /* as the host: the refused send() is the job's error */
+    }
+    if (st != TWICE_DONE) {
+        clear_sent(j); /* the host sends nothing of a RETRY or REJECT */
+    }
     j->reason = st == TWICE_REJECT ? "rejected" : NULL;
     return st;
+}
+
+size_t
+twice_mock_job_sent_count(const twice_mock_job *mj)
+{
+    return ((const struct twice_job *) mj)->nsent;
+}
+
+const char *
+twice_mock_job_sent(const twice_mock_job *mj, size_t i, const char **url, const char **group_id,
+                    int *delay, const char **attrs_json)
+{
+    const struct twice_job *j = (const struct twice_job *) mj;
+    if (i >= j->nsent) {
+        return NULL;
+    }
+    const struct mock_sent *s = &j->sent[i];
+    if (url != NULL) {
+        *url = s->url;
+    }
+    if (group_id != NULL) {
+        *group_id = s->group_id;
+    }
+    if (delay != NULL) {
+        *delay = s->delay;
+    }
+    if (attrs_json != NULL) {
+        *attrs_json = s->attrs_json;
+    }
+    return s->body;
 }
 
 const char *

@@ -284,6 +284,13 @@ test_migrate_and_schema_sql(struct ctx *c)
     CHECK_INT(idem_migrate(s, err, sizeof(err)), 0);
     char *shape3 = table_shape(db2, "twice_idempotency");
     CHECK_STR(shape3, shape);
+    /* the outbox (outbox.c) is created by the same migration and schema.sql */
+    char *outbox = table_shape(c->db, "twice_idempotency_outbox");
+    char *outbox2 = table_shape(db2, "twice_idempotency_outbox");
+    CHECK_CONTAINS(outbox, "(id) WHERE (state = 'pending'::text)");
+    CHECK_STR(outbox2, outbox);
+    free(outbox);
+    free(outbox2);
     idem_close(s);
     PQfinish(db2);
     free(ddl);

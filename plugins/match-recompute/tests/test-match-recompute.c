@@ -248,6 +248,90 @@ test_concurrent(twice_mock *m, PGconn *db, PGconn *db2)
     expect_matches(db, 7, "2=0.5000@2,3=0.5000@2,4=1.0000@2");
 }
 
+/* The candidates a run notified, "candidate=score,..." in send() order,
+ * after checking every message's queue and shape. */
+static char *
+notified(twice_mock_job *j)
+{
+    char *out = strdup("");
+    for (size_t i = 0; i < twice_mock_job_sent_count(j); i++) {
+        const char *url = NULL;
+        const char *body = twice_mock_job_sent(j, i, &url, NULL, NULL, NULL);
+        CHECK_STR(url, "https://sqs.example/1/notify");
+        CHECK_CONTAINS(body, "\"type\":\"match-notify\",\"roleId\":7,");
+        const char *c = strstr(body, "\"candidateId\":");
+        const char *sc = strstr(body, "\"score\":\"");
+        char *next = NULL;
+        CHECK(c != NULL && sc != NULL);
+        if (c != NULL && sc != NULL &&
+            asprintf(&next, "%s%s%ld=%.6s", out, *out ? "," : "", strtol(c + 14, NULL, 10),
+                     sc + 9) >= 0) {
+            free(out);
+            out = next;
+        }
+    }
+    return out;
+}
+
+/* One recompute as the host runs it; what it notified (NULL unless DONE). */
+static char *
+recompute_notify(twice_mock *m, PGconn *db, const char *body)
+{
+    twice_mock_job *j;
+    CHECK(exec_ok(db, "BEGIN"));
+    twice_status st = run(m, body, db, &j);
+    CHECK(exec_ok(db, st == TWICE_DONE ? "COMMIT" : "ROLLBACK"));
+    char *out = st == TWICE_DONE ? notified(j) : NULL;
+    twice_mock_job_free(j);
+    return out;
+}
+
+static void
+test_notify(PGconn *db)
+{
+    twice_mock *m = new_mock(schema);
+    twice_mock_set(m, "notify_queue", "notify");
+    twice_mock_set(m, "notify_threshold", "0.5");
+    CHECK_INT(twice_mock_queue(m, "notify", "https://sqs.example/1/notify"), 0);
+    CHECK_INT(twice_mock_init(m), 0);
+    execf(db, "DELETE FROM %s.matches WHERE role_id = 7");
+    /* first computation: everyone at or above 0.5 crosses */
+    char *got = recompute_notify(m, db, "{\"roleId\":7,\"roleVersion\":2}");
+    CHECK_STR(got, "2=0.5000,3=0.5000,4=1.0000");
+    free(got);
+    /* again, nothing changed: nobody crosses again */
+    got = recompute_notify(m, db, "{\"roleId\":7,\"roleVersion\":2}");
+    CHECK_STR(got, "");
+    free(got);
+    /* candidate 1 learns C: 0.3333 -> 0.8333 crosses; 2 drops below and is not told */
+    execf(db, "UPDATE %1$s.candidates SET skills = '{c,sql}' WHERE id = 1;"
+              "UPDATE %1$s.candidates SET skills = '{go}' WHERE id = 2");
+    got = recompute_notify(m, db, "{\"roleId\":7,\"roleVersion\":2}");
+    CHECK_STR(got, "1=0.8333");
+    free(got);
+    twice_mock_free(m);
+
+    /* a queue twice.conf does not have: refused at the call, the job rejected */
+    m = new_mock(schema);
+    twice_mock_set(m, "notify_queue", "nowhere");
+    CHECK_INT(twice_mock_init(m), 0);
+    execf(db, "DELETE FROM %s.matches WHERE role_id = 7");
+    twice_mock_job *j;
+    CHECK(exec_ok(db, "BEGIN"));
+    CHECK_INT(run(m, "{\"roleId\":7,\"roleVersion\":2}", db, &j), TWICE_REJECT);
+    CHECK(exec_ok(db, "ROLLBACK"));
+    CHECK_CONTAINS(twice_mock_job_error(j), "queue \"nowhere\" is not a queue of twice.conf");
+    CHECK_INT(twice_mock_job_sent_count(j), 0);
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+
+    /* a threshold that is not a score */
+    m = new_mock(schema);
+    twice_mock_set(m, "notify_threshold", "1.5");
+    CHECK(twice_mock_init(m) != 0);
+    twice_mock_free(m);
+}
+
 static int
 test_integration(void)
 {
@@ -274,6 +358,7 @@ test_integration(void)
     test_error_midway(m, db);
     test_concurrent(m, db, db2);
     twice_mock_free(m);
+    test_notify(db);
     execf(db, "DROP SCHEMA %s CASCADE");
     PQfinish(db);
     PQfinish(db2);

@@ -58,7 +58,7 @@
  *                    of one of the plugin's settings) and describe (what a
  *                    plugin does with a job, for `twicectl plugin check`).
  *                    Host API: traceparent, queue, attr_name,
- *                    downstream_unavailable.
+ *                    downstream_unavailable, send.
  *                    attempt() counts the handler's runs, not SQS
  *                    deliveries, and is 0 in derive_key (hosts of 1.0 too).
  */
@@ -257,6 +257,46 @@ typedef struct twice_api {
      * is the job's retry_after (when the plugin set none). Thread-safe like
      * every function taking a job; only valid inside handle(). */
     void (*downstream_unavailable)(twice_job *job, unsigned seconds);
+
+    /*
+     * Stage a follow-up message, sent exactly when the job completes
+     * (the transactional outbox; README "Follow-up messages"). The message
+     * is written to the outbox table in the same transaction that completes
+     * the job's key (for TWICE_FLAG_TRANSACTIONAL plugins, the one api->db()
+     * is in) and sent to SQS by the host's relay soon after the commit. If
+     * the job returns TWICE_RETRY or TWICE_REJECT, or its completion fails,
+     * nothing staged is sent; the next run stages again.
+     *
+     * queue:  a queue's `name` in twice.conf, or a queue URL
+     *         ("https://sqs.REGION.amazonaws.com/ACCOUNT/NAME").
+     * body:   len bytes (len (size_t)-1: strlen), UTF-8, the characters SQS
+     *         allows; at most 1048576 bytes (1 MiB, SQS's limit) with the
+     *         attributes' names, types and values.
+     * delay_seconds: 0-900 (0: the queue's own); must be 0 on a FIFO queue.
+     * group_id: the MessageGroupId, required on a FIFO queue (a URL ending
+     *         in ".fifo"); NULL on a standard queue.
+     * attrs:  NULL, or name, value, name, value, ..., NULL: at most 9
+     *         String attributes (SQS allows 10; twice adds one).
+     *
+     * Every message gets the attribute twice-outbox-id, "<key>#<index>"
+     * (the job's key and the number of this send() within the run, from
+     * 0), the same on every run of the job and on every resend, and on a
+     * FIFO queue a MessageDeduplicationId derived from it: use it as the
+     * receiving queue's key ({attr:twice-outbox-id}) so a message the relay
+     * sent twice (a crash between its send and its delete) has one effect.
+     *
+     * Returns 0, or -1 when the message is refused at the call: a queue
+     * name twice.conf does not have, a body or attributes that are too
+     * large or not allowed, a FIFO queue without group_id. The reason is
+     * then the job's error (as api->error()) and the job fails: returning
+     * TWICE_DONE after a refused send() counts as TWICE_REJECT.
+     *
+     * Ownership: everything is copied before send() returns. Threads: call
+     * it from handle() only, on the thread running that job (like every
+     * function taking a job); jobs on other threads stage their own.
+     */
+    int (*send)(twice_job *job, const char *queue, const char *body, size_t len, int delay_seconds,
+                const char *group_id, const char *const *attrs);
 } twice_api;
 
 /* Nonzero when the host's table has function fn and it is set. */

@@ -85,6 +85,11 @@ int twice_mock_init(twice_mock *m);
  * in the host's words). */
 int twice_mock_queue_key(twice_mock *m, const char *tmpl);
 
+/* A queue api->send() may name, as a queue `name` and `url` of twice.conf.
+ * Without it only URLs are accepted, as the host refuses unknown names.
+ * Strings copied. 0, or -1 when out of memory. */
+int twice_mock_queue(twice_mock *m, const char *name, const char *url);
+
 /* Why the last twice_mock_init failed ("" when it did not). */
 const char *twice_mock_error(const twice_mock *m);
 
@@ -152,6 +157,18 @@ int twice_mock_job_retry_after(const twice_mock_job *j);
 int twice_mock_job_downstream_unavailable(const twice_mock_job *j);
 /* Whether handle() was called (0 when the key could not be derived). */
 int twice_mock_job_handled(const twice_mock_job *j);
+/* The messages the last run staged with api->send() that the host would
+ * send: none unless it returned TWICE_DONE (the host drops what a RETRY or
+ * REJECT staged). send() refuses, at the call, what the host refuses
+ * (unknown queue names, bodies over 1 MiB, ...), by the host's own checks;
+ * the job then counts as TWICE_REJECT. Message i's body (NULL past the
+ * end) and, through the non-NULL pointers, its queue URL, FIFO group id
+ * (NULL), delay and attributes as a JSON array ["name","value",...]
+ * (NULL). Its twice-outbox-id will be "<key>#<i>". */
+size_t twice_mock_job_sent_count(const twice_mock_job *j);
+const char *twice_mock_job_sent(const twice_mock_job *j, size_t i, const char **url,
+                                const char **group_id, int *delay, const char **attrs_json);
+
 /* Log lines written with this job. */
 size_t twice_mock_job_log_count(const twice_mock_job *j);
 const char *twice_mock_job_log_text(const twice_mock_job *j, size_t i, twice_log_level *level);

@@ -24,6 +24,9 @@
 /* The most message attributes one message carries. */
 #define SQS_ATTRS_MAX 10
 
+/* The longest delay of a message (SendMessage's DelaySeconds), in seconds. */
+#define SQS_DELAY_MAX 900
+
 /* The largest message, in bytes (1 MiB): the top of a queue's
  * MaximumMessageSize, whose default is 256 KiB. */
 #define SQS_MESSAGE_MAX_BYTES 1048576

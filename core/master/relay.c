@@ -1,0 +1,398 @@
+/*
+ * relay.c - the master's outbox relay (relay.h): one thread, one PostgreSQL
+ * connection that LISTENs for committed follow-ups, one SQS client. A cycle
+ * is two statements whatever the number of rows (claim, then record what
+ * SQS said) plus SendMessageBatch calls of up to ten messages. Not the
+ * outbox's SQL (idem/outbox.c) nor the checks done at send() (plugin/send.c).
+ */
+#include "relay.h"
+
+#include "sqs_setup.h"
+
+#include "atomics.h"
+#include "buf.h"
+#include "clock.h"
+#include "config.h"
+#include "creds.h"
+#include "digest.h"
+#include "idem.h"
+#include "log.h"
+#include "metrics.h"
+#include "outbox.h"
+#include "sendcheck.h"
+#include "shm.h"
+#include "sqs.h"
+#include "sqs_limits.h"
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* SendMessageBatch's total payload limit is that of one message. */
+#define BATCH_BYTES SQS_MESSAGE_MAX_BYTES
+
+struct relay {
+    pthread_t thread;
+    struct flag stop; /* raised by relay_stop */
+    char *dsn;
+    char *table;
+    struct sqs_endpoint ep;
+    struct creds_chain *creds;
+    struct sqs_client *sqs; /* NULL when no endpoint could be resolved */
+    struct idem_store *store;
+    int listening;
+    int down; /* the database is unreachable (logged once) */
+    int64_t stats_at;
+};
+
+/* What one cycle decided for its rows (arrays of RELAY_BATCH). */
+struct verdicts {
+    long long sent[RELAY_BATCH], refused[RELAY_BATCH], later[RELAY_BATCH];
+    const char *refused_why[RELAY_BATCH], *later_why[RELAY_BATCH];
+    size_t nsent, nrefused, nlater;
+    char why[RELAY_BATCH][256];
+};
+
+/* A message to SQS built from a row: its attributes and FIFO dedup id. */
+struct outgoing {
+    struct sqs_attr attrs[SENDCHECK_MAX_ATTRS + 1];
+    size_t nattrs;
+    json_t *parsed; /* owns the user attributes' strings */
+    char id_value[TWICE_KEY_MAX + 32];
+    char dedup[65];
+};
+
+/* ---- the database side ---- */
+
+/* The relay's connection, LISTENing; NULL while the database is down. */
+static struct idem_store *
+relay_store(struct relay *r)
+{
+    char err[512];
+    if (r->store != NULL && idem_connected(r->store) && r->listening) {
+        return r->store;
+    }
+    r->listening = 0;
+    int rc = r->store == NULL
+                 ? idem_open(r->dsn, r->table, "relay", &r->store, err, sizeof(err))
+                 : (idem_connected(r->store) ? 0 : idem_reconnect(r->store, err, sizeof(err)));
+    if (rc == 0) {
+        rc = outbox_migrate(r->store, r->table, err, sizeof(err));
+    }
+    if (rc == 0) {
+        rc = outbox_listen(r->store, err, sizeof(err));
+    }
+    if (rc != 0) {
+        if (!r->down) {
+            log_error("outbox relay: %s (will retry)", err);
+        }
+        r->down = 1;
+        return NULL;
+    }
+    if (r->down) {
+        log_info("outbox relay: database reachable again");
+    }
+    r->down = 0;
+    r->listening = 1;
+    return r->store;
+}
+
+/* Refresh the gauges, at most every RELAY_STATS_MS. */
+static void
+refresh_stats(struct relay *r, struct idem_store *s)
+{
+    int64_t now = clock_mono_ms();
+    if (now - r->stats_at < RELAY_STATS_MS) {
+        return;
+    }
+    r->stats_at = now;
+    long pending = 0, refused = 0;
+    double oldest = 0;
+    char err[512];
+    if (outbox_stats(s, r->table, &pending, &refused, &oldest, err, sizeof(err)) != 0) {
+        metrics_count(MET_PG_ERRORS, "outbox_stats", NULL, NULL, 1);
+        return;
+    }
+    metrics_gauge_set(MET_OUTBOX_PENDING, NULL, NULL, (double) pending);
+    metrics_gauge_set(MET_OUTBOX_REFUSED_ROWS, NULL, NULL, (double) refused);
+    metrics_gauge_set(MET_OUTBOX_OLDEST, NULL, NULL, oldest);
+}
+
+/*
+ * Wait for a NOTIFY, the poll interval or stop; then linger RELAY_LINGER_MS
+ * so that commits arriving together are claimed together. Returns 0, or -1
+ * when the connection broke.
+ */
+static int
+wait_for_work(struct relay *r, struct idem_store *s)
+{
+    PGconn *conn = idem_pgconn(s);
+    int64_t until = clock_mono_ms() + RELAY_POLL_MS;
+    int woken = 0;
+    while (!flag_is_up(&r->stop) && !woken && clock_mono_ms() < until) {
+        struct pollfd p = {.fd = PQsocket(conn), .events = POLLIN};
+        if (poll(&p, 1, 200) > 0 && PQconsumeInput(conn) == 0) {
+            return -1;
+        }
+        PGnotify *n;
+        while ((n = PQnotifies(conn)) != NULL) {
+            woken = 1;
+            PQfreemem(n);
+        }
+    }
+    if (woken && !flag_is_up(&r->stop)) {
+        struct timespec linger = {0, RELAY_LINGER_MS * 1000000L};
+        nanosleep(&linger, NULL);
+        PQconsumeInput(conn);
+        PGnotify *n;
+        while ((n = PQnotifies(conn)) != NULL) {
+            PQfreemem(n);
+        }
+    }
+    return 0;
+}
+
+/* ---- the SQS side ---- */
+
+/* The SQS attributes of row w: its own ones and twice-outbox-id. */
+static int
+outgoing_build(const struct outbox_row *w, struct outgoing *o)
+{
+    memset(o, 0, sizeof(*o));
+    snprintf(o->id_value, sizeof(o->id_value), "%s#%d", w->key, w->idx);
+    if (w->attrs != NULL) {
+        o->parsed = json_loads(w->attrs, 0, NULL);
+        size_t n = json_is_array(o->parsed) ? json_array_size(o->parsed) : 0;
+        for (size_t i = 0; i + 1 < n && o->nattrs < SENDCHECK_MAX_ATTRS; i += 2) {
+            o->attrs[o->nattrs++] = (struct sqs_attr){
+                .name = (char *) json_string_value(json_array_get(o->parsed, i)),
+                .data_type = "String",
+                .string_value = (char *) json_string_value(json_array_get(o->parsed, i + 1)),
+            };
+        }
+    }
+    o->attrs[o->nattrs++] = (struct sqs_attr){
+        .name = SENDCHECK_ID_ATTR, .data_type = "String", .string_value = o->id_value};
+    unsigned char sha[32];
+    if (digest_sha256(o->id_value, strlen(o->id_value), sha) != 0) {
+        return -1;
+    }
+    for (int i = 0; i < 32; i++) {
+        snprintf(o->dedup + 2 * i, 3, "%02x", sha[i]);
+    }
+    return 0;
+}
+
+/* Record a row's verdict: sent, refused for good, or to try again later. */
+static void
+verdict(struct verdicts *v, const struct outbox_row *w, int ok, int permanent, const char *why)
+{
+    if (ok) {
+        v->sent[v->nsent++] = w->id;
+        metrics_count(MET_OUTBOX_SENT, w->queue, NULL, NULL, 1);
+        return;
+    }
+    size_t i = v->nrefused + v->nlater;
+    snprintf(v->why[i], sizeof(v->why[i]), "%s", why);
+    if (!permanent) {
+        v->later[v->nlater] = w->id;
+        v->later_why[v->nlater++] = v->why[i];
+        return;
+    }
+    v->refused[v->nrefused] = w->id;
+    v->refused_why[v->nrefused++] = v->why[i];
+    metrics_count(MET_OUTBOX_REFUSED, w->queue, NULL, NULL, 1);
+    char id[32];
+    snprintf(id, sizeof(id), "outbox:%lld", w->id);
+    shm_dlq_event(w->source_queue, w->plugin, "outbox-refused", id, w->key);
+    log_warn("outbox relay: message %s#%d to queue %s refused for good, kept as refused "
+             "(twicectl outbox list --state refused): %s",
+             w->key, w->idx, w->queue, why);
+}
+
+/* One SendMessageBatch of rows[0..n) (all to one URL). */
+static void
+send_chunk(struct relay *r, struct outbox_row **rows, size_t n, struct verdicts *v)
+{
+    struct outgoing out[SQS_BATCH_MAX];
+    struct sqs_send_entry e[SQS_BATCH_MAX];
+    struct sqs_batch_result res[SQS_BATCH_MAX];
+    struct sqs_error err;
+    int fifo = sendcheck_is_fifo(rows[0]->url), built = 1;
+    for (size_t i = 0; i < n; i++) {
+        built &= outgoing_build(rows[i], &out[i]) == 0;
+        e[i] = (struct sqs_send_entry){
+            .id = sqs_batch_id(i),
+            .body = rows[i]->body,
+            .body_len = rows[i]->body_len,
+            .attrs = out[i].attrs,
+            .nattrs = out[i].nattrs,
+            .delay_seconds = fifo || rows[i]->delay == 0 ? -1 : rows[i]->delay,
+            .group_id = rows[i]->group_id,
+            .dedup_id = fifo ? out[i].dedup : NULL,
+        };
+    }
+    memset(&err, 0, sizeof(err));
+    int rc = built && r->sqs != NULL ? sqs_send_batch(r->sqs, rows[0]->url, e, n, res, &err) : -1;
+    char what[600];
+    if (rc != 0) {
+        sqs_error_describe(&err, "SendMessageBatch", what, sizeof(what));
+        if (!built || r->sqs == NULL) {
+            snprintf(what, sizeof(what), "%s", built ? "no SQS endpoint" : "out of memory");
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (rc != 0) {
+            verdict(v, rows[i], 0,
+                    built && r->sqs != NULL && !err.retryable && !flag_is_up(&r->stop), what);
+        } else {
+            snprintf(what, sizeof(what), "%s: %s", res[i].code, res[i].message);
+            verdict(v, rows[i], res[i].ok, res[i].sender_fault, what);
+        }
+        json_decref(out[i].parsed);
+    }
+}
+
+static int
+by_url(const void *a, const void *b)
+{
+    const struct outbox_row *x = *(struct outbox_row *const *) a;
+    const struct outbox_row *y = *(struct outbox_row *const *) b;
+    int c = strcmp(x->url, y->url);
+    return c != 0 ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+/* Send the claimed rows, by queue, in batches of ten and of at most 1 MiB. */
+static void
+send_rows(struct relay *r, struct outbox_row *rows, size_t n, struct verdicts *v)
+{
+    struct outbox_row *order[RELAY_BATCH];
+    for (size_t i = 0; i < n; i++) {
+        order[i] = &rows[i];
+    }
+    qsort(order, n, sizeof(order[0]), by_url);
+    size_t start = 0;
+    while (start < n) {
+        size_t end = start, bytes = 0;
+        while (end < n && end - start < SQS_BATCH_MAX &&
+               strcmp(order[end]->url, order[start]->url) == 0 &&
+               (end == start || bytes + order[end]->body_len + 2048 <= BATCH_BYTES)) {
+            bytes += order[end]->body_len + 2048; /* attributes: a generous bound */
+            end++;
+        }
+        send_chunk(r, &order[start], end - start, v);
+        start = end;
+    }
+}
+
+/* One cycle: claim, send, record. Returns the rows claimed, or -1. */
+static int
+cycle(struct relay *r, struct idem_store *s, struct verdicts *v)
+{
+    struct outbox_row *rows = NULL;
+    size_t n = 0;
+    char err[512];
+    if (outbox_claim(s, r->table, RELAY_BATCH, RELAY_LEASE, &rows, &n, err, sizeof(err)) != 0) {
+        metrics_count(MET_PG_ERRORS, "outbox_claim", NULL, NULL, 1);
+        log_warn("outbox relay: %s", err);
+        return -1;
+    }
+    if (n > 0) {
+        v->nsent = v->nrefused = v->nlater = 0;
+        send_rows(r, rows, n, v);
+        struct outbox_outcome o = {v->sent,  v->nsent,     v->refused, v->refused_why, v->nrefused,
+                                   v->later, v->later_why, v->nlater,  RELAY_BACKOFF};
+        if (outbox_finish(s, r->table, &o, err, sizeof(err)) != 0) {
+            /* the claims lapse and the rows are sent again: their ids dedupe */
+            metrics_count(MET_PG_ERRORS, "outbox_finish", NULL, NULL, 1);
+            log_warn("outbox relay: %s", err);
+        }
+        r->stats_at = 0;
+    }
+    outbox_rows_free(rows, n);
+    return (int) n;
+}
+
+static void *
+relay_main(void *arg)
+{
+    struct relay *r = arg;
+    struct verdicts *v = malloc(sizeof(*v));
+    while (v != NULL && !flag_is_up(&r->stop)) {
+        struct idem_store *s = relay_store(r);
+        int n = s != NULL ? cycle(r, s, v) : -1;
+        if (s != NULL && n >= 0) {
+            refresh_stats(r, s);
+        }
+        if (n == RELAY_BATCH) {
+            continue; /* more waiting */
+        }
+        if (s == NULL || n < 0 || wait_for_work(r, s) != 0) {
+            r->listening = 0;
+            for (int i = 0; i < 10 && !flag_is_up(&r->stop); i++) {
+                struct timespec t = {0, 100 * 1000000L};
+                nanosleep(&t, NULL);
+            }
+        }
+    }
+    if (v == NULL) {
+        log_error("outbox relay: out of memory; follow-up messages are not sent");
+    }
+    free(v);
+    return NULL;
+}
+
+/* ---- start and stop ---- */
+
+static void
+relay_free(struct relay *r)
+{
+    idem_close(r->store);
+    sqs_client_free(r->sqs);
+    sqs_endpoint_free(&r->ep);
+    creds_chain_free(r->creds);
+    free(r->dsn);
+    free(r->table);
+    free(r);
+}
+
+struct relay *
+relay_start(const struct config *c)
+{
+    struct relay *r = calloc(1, sizeof(*r));
+    char err[512];
+    if (r == NULL || (r->dsn = strdup(c->idempotency.dsn)) == NULL ||
+        (r->table = strdup(c->idempotency.table)) == NULL) {
+        log_error("outbox relay: cannot start: out of memory (follow-up messages wait)");
+        if (r != NULL) {
+            relay_free(r);
+        }
+        return NULL;
+    }
+    if (sqs_setup(c, &r->ep, &r->creds, err, sizeof(err)) != 0) {
+        log_error("outbox relay: %s (follow-up messages wait in the outbox)", err);
+    } else if ((r->sqs = sqs_client_new(&r->ep, r->creds)) != NULL) {
+        sqs_client_set_cancel(r->sqs, &r->stop);
+    }
+    if (pthread_create(&r->thread, NULL, relay_main, r) != 0) {
+        log_error("outbox relay: cannot start its thread (follow-up messages wait)");
+        relay_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void
+relay_stop(struct relay *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    flag_raise(&r->stop);
+    pthread_join(r->thread, NULL);
+    relay_free(r);
+}

@@ -1,0 +1,36 @@
+/*
+ * sendcheck.h - the checks api->send() makes at the call, so that a handler
+ * learns of a message SQS would refuse while it can still fail its job:
+ * size, characters, attributes, FIFO fields. Pure (libc and yajl); the
+ * daemon (plugin/send.c) and the SDK's mock host share it. Not the
+ * resolution of queue names: that needs the configuration.
+ */
+#ifndef TWICE_SENDCHECK_H
+#define TWICE_SENDCHECK_H
+
+#include "sqs_limits.h"
+
+#include <stddef.h>
+
+/* A message of at most SQS's size, attributes included; SQS's attributes
+ * less twice-outbox-id, which the relay adds; SQS's longest delay. */
+#define SENDCHECK_MAX_BYTES SQS_MESSAGE_MAX_BYTES
+#define SENDCHECK_MAX_ATTRS (SQS_ATTRS_MAX - 1) /* one is twice-outbox-id */
+#define SENDCHECK_MAX_DELAY SQS_DELAY_MAX
+#define SENDCHECK_ID_ATTR   "twice-outbox-id"
+
+/* 1 when a queue URL names a FIFO queue (it ends in ".fifo"). */
+int sendcheck_is_fifo(const char *url);
+
+/*
+ * Check a message for the queue at url, staged by the job keyed key: body
+ * (len bytes), delay, group_id (NULL: none) and attrs (NULL, or name,
+ * value, ..., NULL). Returns 0 with *attrs_json the attributes as a JSON
+ * array (malloc'd, the caller frees; NULL without attributes), or -1 with
+ * why (one line) and *attrs_json NULL.
+ */
+int sendcheck_message(const char *url, const char *key, const char *body, size_t len, int delay,
+                      const char *group_id, const char *const *attrs, char **attrs_json, char *why,
+                      size_t whylen);
+
+#endif

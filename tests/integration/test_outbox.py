@@ -1,0 +1,334 @@
+"""The transactional outbox (issue 21): follow-up messages staged with api->send() are
+written in the transaction that completes their job's key and sent by the master's relay.
+match-recompute notifies candidates whose score crossed the threshold, under SIGKILLed
+workers, and a twice consumer keyed on twice-outbox-id runs each notification once; a job
+that stages and then retries or rejects sends nothing; the relay's statements per sent
+message are counted with pg_stat_statements; bad input is refused at the call; a queue
+SQS refuses keeps its messages (counted, alerted, listed and retried by twicectl)."""
+
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+import unittest
+
+import twicetest
+import twiceconf as tc
+
+SKILLS = ("go", "sql", "c", "rust", "aws", "k8s")
+CANDIDATES = 24
+ROLES = 40
+THRESHOLD = "0.5"
+
+
+def role_skills(role):
+    """Four of the six skills, by role."""
+    return [SKILLS[(role + k) % len(SKILLS)] for k in range(4)]
+
+
+def candidate_skills(cand):
+    return [s for i, s in enumerate(SKILLS) if cand >> i & 1]
+
+
+def expected_notified(role):
+    """Candidates whose score (skills of the role they have / 4) reaches the threshold."""
+    want = set(role_skills(role))
+    return {c for c in range(1, CANDIDATES + 1)
+            if len(want & set(candidate_skills(c))) / 4 >= float(THRESHOLD)}
+
+
+class Outbox(twicetest.TwiceTestCase):
+    def setUp(self):
+        super().setUp()
+        self.dsn = self.new_database("ob")
+        self.pg.query(self.dsn, tc.EFFECTS_TABLE)
+        self.port = tc.free_port()
+
+    def conf(self, queues, plugins, workers=1, extra=""):
+        return tc.config(self.env, self.dsn, queues, plugins, workers=workers,
+                         metrics_port=self.port, extra=extra)
+
+    def start(self, conf, workers=1):
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: %d/%d" % (workers, workers), timeout=30)
+        return d
+
+    def sender_queues(self, **options):
+        """A source queue run by outbox-sender, a queue "target" whose consumer (effect-tx)
+        is keyed on twice-outbox-id, and a queue "sink" nobody consumes (tests read it)."""
+        src, src_dlq = self.queue_pair("src")
+        target, target_dlq = self.queue_pair("tgt")
+        sink, _ = self.queue_pair("sink")
+        queues = [tc.queue("src", src, src_dlq, "outbox-sender", **options),
+                  tc.queue("target", target, target_dlq, "effect-tx",
+                           key="{attr:twice-outbox-id}")]
+        plugins = [tc.plugin("outbox-sender", tc.test_plugin(self.env, "outbox_sender")),
+                   tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))]
+        return src, src_dlq, sink, queues, plugins
+
+    def effect_keys(self):
+        return sorted(k for k, in self.pg.query(self.dsn, "SELECT key FROM effects"))
+
+    def outbox_rows(self):
+        return self.pg.query(self.dsn, "SELECT source_key, idx, state, error FROM "
+                                       "twice_idempotency_outbox ORDER BY id")
+
+    def receive_all(self, url, want, timeout=20):
+        got = []
+        deadline = time.monotonic() + timeout
+        while len(got) < want and time.monotonic() < deadline:
+            for m in self.sqs.receive(url, max=10, wait=1):
+                got.append(m)
+                self.sqs.delete(url, m)
+        return got
+
+    @staticmethod
+    def attr(message, name):
+        return message.get("MessageAttributes", {}).get(name, {}).get("StringValue")
+
+    def ctl(self, d, *args):
+        return subprocess.run([self.env.binary("twicectl"), "-c", d.config_path] + list(args),
+                              capture_output=True, text=True, timeout=30)
+
+    # ---- match-recompute under SIGKILL ----
+
+    def load_matches_schema(self):
+        with open(os.path.join(self.env.source_dir, "etc", "schema-matches.sql")) as f:
+            self.pg.query(self.dsn, f.read())
+        for c in range(1, CANDIDATES + 1):
+            self.pg.query(self.dsn, "INSERT INTO candidates (id, name, skills) VALUES "
+                          "(%s, %s, %s)", (c, "c%d" % c, candidate_skills(c)))
+        for r in range(1, ROLES + 1):
+            self.pg.query(self.dsn, "INSERT INTO roles (id, title, version) VALUES (%s, %s, 2)",
+                          (r, "role %d" % r))
+            for s in role_skills(r):
+                self.pg.query(self.dsn, "INSERT INTO role_skills (role_id, skill) VALUES "
+                              "(%s, %s)", (r, s))
+
+    def test_notifications_arrive_once_each_under_sigkill(self):
+        self.load_matches_schema()
+        rec, rec_dlq = self.queue_pair("rec")
+        note, note_dlq = self.queue_pair("note")
+        conf = self.conf(
+            [tc.queue("recompute", rec, rec_dlq, "match-recompute", concurrency=4,
+                      visibility_timeout=4, max_attempts=50, backoff=(1, 1)),
+             tc.queue("notify", note, note_dlq, "effect-tx", key="{attr:twice-outbox-id}",
+                      concurrency=4, visibility_timeout=4, max_attempts=50, backoff=(1, 1))],
+            [tc.plugin("match-recompute",
+                       os.path.join(self.env.plugin_build_dir, "match_recompute.so"),
+                       notify_queue="notify", notify_threshold=THRESHOLD),
+             tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))], workers=2)
+        d = self.start(conf, workers=2)
+        # 80 distinct jobs (two versions of each role) and 20 duplicates
+        bodies = [{"roleId": r, "roleVersion": v} for r in range(1, ROLES + 1) for v in (1, 2)]
+        bodies += random.sample(bodies, 20)
+        random.shuffle(bodies)
+        done = threading.Event()
+        kills = []
+
+        def completed():
+            return self.pg.query(self.dsn, "SELECT count(*) FROM twice_idempotency"
+                                           " WHERE state = 'completed'")[0][0]
+
+        def chaos():
+            """SIGKILL a worker ten times: every other time the moment a key completes
+            (right after a commit, before its message is deleted), else at a random
+            point; then let the jobs finish."""
+            seen = completed()
+            while len(kills) < 10 and not done.is_set():
+                if len(kills) % 2 == 0:
+                    deadline = time.monotonic() + 5
+                    while completed() == seen and time.monotonic() < deadline:
+                        time.sleep(0.01)
+                else:
+                    time.sleep(random.uniform(0.1, 0.8))
+                pids = d.worker_pids()
+                if pids:
+                    try:
+                        os.kill(random.choice(pids), signal.SIGKILL)
+                        kills.append(1)
+                    except ProcessLookupError:
+                        pass
+                seen = completed()
+                done.wait(random.uniform(0.5, 1.0))  # let the workers come back
+
+        agent = threading.Thread(target=chaos)
+        agent.start()
+        try:
+            for i in range(0, len(bodies), 10):  # paced, so that workers die mid-stream
+                self.sqs.send_batch(rec, [json.dumps(b) for b in bodies[i:i + 10]])
+                time.sleep(0.4)
+            expected = sum(len(expected_notified(r)) for r in range(1, ROLES + 1))
+            twicetest.wait_until(lambda: self.pg.query(
+                self.dsn, "SELECT count(DISTINCT role_id) FROM matches")[0][0] == ROLES,
+                timeout=50, message="every role recomputed")
+        finally:
+            done.set()
+            agent.join()
+        twicetest.wait_until(lambda: self.pg.query(
+            self.dsn, "SELECT count(DISTINCT key) FROM effects")[0][0] >= expected, timeout=40,
+            message="every notification consumed")
+        twicetest.wait_until(lambda: self.sqs.counts(note)[0] + self.sqs.counts(note)[1] == 0,
+                             timeout=30, message="notify queue drained")
+        rows = self.pg.query(self.dsn, "SELECT key, count(*) FROM effects GROUP BY key")
+        self.assertTrue(all(n == 1 for _, n in rows), [r for r in rows if r[1] != 1])
+        self.assertEqual(len(rows), expected)
+        per_role = {}
+        for key, _ in rows:
+            source, _, index = key.rpartition("#")
+            _, role, _version = source.split(":")
+            per_role.setdefault(int(role), set()).add((source, int(index)))
+        for r in range(1, ROLES + 1):
+            got = per_role.get(r, set())
+            self.assertEqual(len({s for s, _ in got}), 1, "role %d notified by one job" % r)
+            self.assertEqual(sorted(i for _, i in got), list(range(len(expected_notified(r)))))
+        self.assertEqual(self.outbox_rows(), [])
+        print("workers killed: %d" % len(kills))
+        self.assertGreaterEqual(len(kills), 3)
+
+    # ---- RETRY and REJECT drop what was staged ----
+
+    def test_staged_messages_of_a_retry_or_reject_are_not_sent(self):
+        src, src_dlq, sink, queues, plugins = self.sender_queues(max_attempts=2,
+                                                                  backoff=(1, 1))
+        d = self.start(self.conf(queues, plugins))
+        bodies = [{"id": "r1", "to": "target", "n": 3, "then": "retry"},
+                  {"id": "j1", "to": "target", "n": 3, "then": "reject"},
+                  {"id": "ok", "to": "target", "n": 2, "then": "done"},
+                  {"id": "r2", "to": sink, "n": 3, "then": "retry"},
+                  {"id": "j2", "to": sink, "n": 3, "then": "reject"},
+                  {"id": "ok2", "to": sink, "n": 2, "then": "done"}]
+        self.sqs.send_batch(src, [json.dumps(b) for b in bodies])
+        letters = self.receive_all(src_dlq, 4, timeout=30)
+        self.assertEqual(sorted(json.loads(m["Body"])["id"] for m in letters),
+                         ["j1", "j2", "r1", "r2"])
+        got = self.receive_all(sink, 2)
+        twicetest.wait_until(lambda: len(self.effect_keys()) >= 2, timeout=15)
+        time.sleep(1.5)
+        got += self.receive_all(sink, 1, timeout=2)
+        self.assertEqual(self.effect_keys(), ["send:ok#0", "send:ok#1"])
+        self.assertEqual(sorted(json.loads(m["Body"])["i"] for m in got), [0, 1])
+        self.assertTrue(all(json.loads(m["Body"])["from"] == "send:ok2" for m in got))
+        self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
+                         ["send:ok2#0", "send:ok2#1"])
+        self.assertTrue(all(self.attr(m, "origin") == "outbox-sender" for m in got))
+        self.assertEqual(self.outbox_rows(), [])
+        samples = tc.scrape(self.port)
+        self.assertEqual(tc.metric_sum(samples, "twice_outbox_sent_total"), 4)
+        d.stop()
+
+    # ---- the relay's statements per message ----
+
+    def test_relay_runs_few_statements_per_message(self):
+        self.pg.query(self.dsn, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        src, src_dlq, sink, queues, plugins = self.sender_queues(concurrency=8)
+        d = self.start(self.conf(queues, plugins))
+        time.sleep(0.5)
+        self.pg.query(self.dsn, "SELECT pg_stat_statements_reset()")
+        jobs, per_job = 50, 6
+        for i in range(0, jobs, 10):
+            self.sqs.send_batch(src, [json.dumps({"id": "s%d" % k, "to": sink, "n": per_job})
+                                      for k in range(i, i + 10)])
+        got = self.receive_all(sink, jobs * per_job, timeout=40)
+        self.assertEqual(len({self.attr(m, "twice-outbox-id") for m in got}), jobs * per_job)
+        calls = self.pg.query(
+            self.dsn, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s"
+            " JOIN pg_database b ON b.oid = s.dbid WHERE b.datname = current_database()"
+            " AND (s.query ~ 'claimed_until' OR s.query ~ 'FILTER \\(WHERE state'"
+            " OR s.query ~* '^LISTEN')")[0][0]
+        per_message = float(calls) / (jobs * per_job)
+        sys_msg = "relay statements: %s for %d messages (%.3f each)" % (calls, jobs * per_job,
+                                                                        per_message)
+        print(sys_msg)
+        self.assertLessEqual(per_message, 0.3, sys_msg)
+        d.stop()
+
+    def test_relays_of_two_hosts_send_each_message_once(self):
+        src, src_dlq, sink, queues, plugins = self.sender_queues(concurrency=4)
+        ports = [self.port, tc.free_port()]
+        hosts = []
+        for port in ports:
+            conf = tc.config(self.env, self.dsn, queues, plugins, metrics_port=port)
+            hosts.append(self.start(conf))
+        jobs, per_job = 30, 10
+        for i in range(0, jobs, 10):
+            self.sqs.send_batch(src, [json.dumps({"id": "h%d" % k, "to": sink, "n": per_job})
+                                      for k in range(i, i + 10)])
+        got = self.receive_all(sink, jobs * per_job, timeout=40)
+        time.sleep(1)
+        got += self.receive_all(sink, 1, timeout=2)
+        ids = [self.attr(m, "twice-outbox-id") for m in got]
+        self.assertEqual(len(ids), jobs * per_job)
+        self.assertEqual(len(set(ids)), jobs * per_job)
+        sent = [tc.metric_sum(tc.scrape(p), "twice_outbox_sent_total") for p in ports]
+        self.assertEqual(sum(sent), jobs * per_job, sent)
+        self.assertEqual(self.outbox_rows(), [])
+        for d in hosts:
+            d.stop()
+
+    def test_fifo_targets_get_the_group_and_a_deduplication_id_from_the_outbox_id(self):
+        src, src_dlq, sink, queues, plugins = self.sender_queues()
+        fifo, _ = self.queue_pair("fsink", fifo=True)
+        d = self.start(self.conf(queues, plugins))
+        self.sqs.send_batch(src, [
+            json.dumps({"id": "f1", "to": fifo, "n": 3, "group": "g1"}),
+            json.dumps({"id": "f2", "to": fifo, "n": 1})])  # no group: refused at the call
+        got = self.receive_all(fifo, 3)
+        self.assertEqual([json.loads(m["Body"])["i"] for m in got], [0, 1, 2])
+        self.assertTrue(all(m["Attributes"]["MessageGroupId"] == "g1" for m in got))
+        dedup = [m["Attributes"].get("MessageDeduplicationId") for m in got]
+        want = [hashlib.sha256(("send:f1#%d" % i).encode()).hexdigest() for i in range(3)]
+        self.assertEqual(dedup, want)
+        letters = self.receive_all(src_dlq, 1)
+        self.assertIn("a FIFO queue needs a group id", self.attr(letters[0], "twice-error"))
+        d.stop()
+
+    # ---- bad input ----
+
+    def test_bad_input_is_refused_at_the_call(self):
+        src, src_dlq, sink, queues, plugins = self.sender_queues()
+        d = self.start(self.conf(queues, plugins))
+        self.sqs.send_batch(src, [
+            json.dumps({"id": "u1", "to": "no-such-queue", "n": 1}),
+            json.dumps({"id": "b1", "to": "target", "n": 1, "big": 1048577})])
+        letters = self.receive_all(src_dlq, 2, timeout=30)
+        errors = {json.loads(m["Body"])["id"]: self.attr(m, "twice-error") for m in letters}
+        self.assertIn('queue "no-such-queue" is not a queue of twice.conf', errors["u1"])
+        self.assertIn("over SQS's limit", errors["b1"])
+        self.assertEqual(self.outbox_rows(), [])
+        time.sleep(1)
+        self.assertEqual(self.effect_keys(), [])
+        d.stop()
+
+    def test_a_queue_sqs_refuses_keeps_its_messages_until_retried(self):
+        src, src_dlq, sink, queues, plugins = self.sender_queues()
+        missing = sink.rsplit("/", 1)[0] + "/" + twicetest.unique_name("gone")
+        extra = "alerts = { %s };" % tc.setting("dlq_check_interval", 1)
+        d = self.start(self.conf(queues, plugins, extra=extra))
+        self.sqs.send(src, json.dumps({"id": "m1", "to": missing, "n": 2}))
+        twicetest.wait_until(lambda: [r[2] for r in self.outbox_rows()] == ["refused"] * 2,
+                             timeout=20, message="both messages kept as refused")
+        d.wait_log(r"outbox-refused", timeout=15)
+        samples = tc.scrape(self.port)
+        self.assertEqual(tc.metric_sum(samples, "twice_outbox_refused_total"), 2)
+        listed = self.ctl(d, "outbox", "list", "--state", "refused", "--json")
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        self.assertEqual(sorted(r["twice_outbox_id"] for r in json.loads(listed.stdout)),
+                         ["send:m1#0", "send:m1#1"])
+        name = missing.rsplit("/", 1)[1]
+        self.sqs.create_queue(name)
+        retried = self.ctl(d, "outbox", "retry", "--all")
+        self.assertEqual(retried.returncode, 0, retried.stderr)
+        got = self.receive_all(missing, 2)
+        self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
+                         ["send:m1#0", "send:m1#1"])
+        twicetest.wait_until(lambda: self.outbox_rows() == [], timeout=10)
+        d.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()
