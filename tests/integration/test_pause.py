@@ -7,6 +7,7 @@ emulator, PostgreSQL and HTTP receiver (the webhook); effects are rows of the
 effect_tx fixture."""
 
 import json
+import signal
 import subprocess
 import time
 import unittest
@@ -91,8 +92,12 @@ class Pause(twicetest.TwiceTestCase):
         self.assertEqual(hosts[1].stop(), 0)
         hosts[1] = self.start(confs[1])
         hosts[1].wait_log(PAUSED % "pause", timeout=5)
+        # And a reload of the other host (a new generation of workers) keeps it too.
+        mark = hosts[0].mark()
+        hosts[0].signal(signal.SIGHUP)
+        hosts[0].wait_log(r"reload done: generation 2 ready", since=mark, timeout=30)
         time.sleep(3)
-        self.assertEqual(self.effects(dsn), 20, "still paused after a restart")
+        self.assertEqual(self.effects(dsn), 20, "still paused after a restart and a reload")
 
         resumed_at = time.monotonic()
         self.assertIn("resumed", self.ctl(hosts[1], "resume", "pause").stdout)
