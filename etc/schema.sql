@@ -68,6 +68,27 @@ CREATE INDEX IF NOT EXISTS twice_idempotency_owner_idx
 CREATE INDEX IF NOT EXISTS twice_idempotency_free_idx
     ON twice_idempotency (processed_at) WHERE state IN ('released', 'crashed', 'interrupted');
 
+-- Queue pauses (twicectl pause, and each queue's circuit breaker): one row per
+-- paused queue, read by every twiced host every few seconds (core/idem/pause.h).
+-- twiced and twicectl create it themselves; named after the table above.
+CREATE TABLE IF NOT EXISTS twice_idempotency_pause (
+    queue TEXT PRIMARY KEY,
+    -- 'operator' (twicectl pause) or 'breaker' (the queue's circuit breaker)
+    kind TEXT NOT NULL DEFAULT 'operator' CHECK (kind IN ('operator', 'breaker')),
+    reason TEXT NOT NULL,
+    paused_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    -- operator: when the pause ends by itself (--for); breaker: the cooldown's end
+    until TIMESTAMPTZ,
+    -- breaker: the current cooldown in seconds, and the host running the probe
+    cooldown INTEGER,
+    probe_owner TEXT,
+    probe_until TIMESTAMPTZ,
+    -- resumed, kept until one host has sent the "resumed" alert
+    resumed BOOLEAN NOT NULL DEFAULT false,
+    -- one host has sent the "paused" alert
+    announced BOOLEAN NOT NULL DEFAULT false
+);
+
 -- The outbox (core/idem/outbox.c, outbox_migrate): follow-up messages that
 -- handlers staged with send(), written in the transaction that completes
 -- their job's key, sent and deleted by the master's relay. pending rows wait

@@ -111,6 +111,14 @@ struct config_queue {
     int delete_payload;     /* delete a payload kept in S3 once its job is done */
     char *payload_bucket;   /* twicectl send: where bodies over the limit go, or NULL */
     int key_line;           /* where key is written, 0 when not set */
+
+    /* The circuit breaker (worker/breaker.c); failures 0: off. */
+    int breaker_failures; /* transient failures that open it */
+    int breaker_window;   /* seconds the failures are counted over */
+    int breaker_cooldown; /* seconds open before a probe */
+    int breaker_cap;      /* the doubled cooldown's cap, seconds */
+    int breaker_probes;   /* probe jobs after a cooldown */
+
     int line;
     char *file; /* the file of the entry (an @include'd one, or the main) */
 };

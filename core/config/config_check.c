@@ -621,3 +621,17 @@ config_check_queue_rate(struct config_at *at)
     struct config_queue *q = at->base;
     return check_rate(at, &q->rate_per_second, &q->rate_burst);
 }
+
+int
+config_check_breaker(struct config_at *at)
+{
+    const struct config_queue *q = at->base;
+    if (at->s == NULL || q->breaker_failures >= 1) {
+        return 0;
+    }
+    config_problem(at->x, at->s,
+                   "%sbreaker.failures must be at least 1 (leave the breaker group out to turn "
+                   "it off)",
+                   at->sc->pfx);
+    return -1;
+}

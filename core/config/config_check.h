@@ -47,4 +47,8 @@ config_check_fn config_check_route_plugin;
 config_check_fn config_check_plugin_rate;
 config_check_fn config_check_queue_rate;
 
+/* queues.breaker.failures: at least 1 when the group is given (0 is the
+ * default of a queue without a breaker). */
+int config_check_breaker(struct config_at *at);
+
 #endif

@@ -373,6 +373,28 @@ const struct config_row config_rows[] = {
     {ROW("queues", "timeout_grace", CONFIG_INT, Q(timeout_grace)), .lo = 0, .hi = 3600, .def = 10,
      .doc = "Seconds a handler may still run past timeout before its worker is replaced."},
 
+    {ROW("queues", "breaker", CONFIG_GROUP, Q(breaker_failures)),
+     .doc = "A circuit breaker (off unless this group is given): when `failures` transient "
+            "failures (RETRY, or the plugin saying its downstream is unavailable) happen within "
+            "`window` seconds on one host, the queue is paused on every host (reason breaker) "
+            "for `cooldown` seconds; jobs received but not started are given back uncounted, "
+            "and a RETRY while it is open is given back without counting an attempt, so an "
+            "outage sends nothing to the dead-letter queue. After the cooldown `probes` jobs "
+            "run: a success resumes the queue, a failure opens it again for twice the cooldown, "
+            "at most `cooldown_max` seconds."},
+    {ROW("queues.breaker", "failures", CONFIG_INT, Q(breaker_failures)), .lo = 0, .hi = 1000000,
+     .def = 0, .flags = CONFIG_REQUIRED, .check = config_check_breaker,
+     .doc = "Transient failures that open the breaker, at least 1; required in the group."},
+    {ROW("queues.breaker", "window", CONFIG_INT, Q(breaker_window)), .lo = 1, .hi = 86400,
+     .def = 30, .doc = "Seconds over which the failures are counted."},
+    {ROW("queues.breaker", "cooldown", CONFIG_INT, Q(breaker_cooldown)), .lo = 1, .hi = 43200,
+     .def = 60, .doc = "Seconds the breaker stays open before a probe."},
+    {ROW("queues.breaker", "cooldown_max", CONFIG_INT, Q(breaker_cap)), .lo = 1, .hi = 43200,
+     .def = 600,
+     .doc = "The longest cooldown after failed probes, seconds (never below cooldown)."},
+    {ROW("queues.breaker", "probes", CONFIG_INT, Q(breaker_probes)), .lo = 1, .hi = 100, .def = 1,
+     .doc = "Jobs run as probes after a cooldown; the first outcome decides."},
+
     /* An entry of a queue's routes. */
     {ROW("queues.routes", "value", CONFIG_STR, R(value)), .flags = CONFIG_REQUIRED,
      .check = config_check_route_value, .doc = "A value of route_by."},

@@ -28,6 +28,8 @@ static const struct command commands[] = {
     {"plugin", ctl_plugin, "check a plugin file: load rule, descriptor, settings"},
     {"status", ctl_status, "messages visible, in flight, delayed and dead, per queue"},
     {"whoami", ctl_whoami, "which AWS credentials and region twicectl would use"},
+    {"pause", ctl_pause, "stop every host receiving from a queue, for a while or until resumed"},
+    {"resume", ctl_resume, "let every host receive from a paused queue again"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -25,6 +25,7 @@ struct idem_store {
     char *index;              /* quoted name of the janitor index */
     char *owner_index;        /* quoted name of the index of in-progress keys by owner */
     char *free_index;         /* quoted name of the janitor index of free keys */
+    char *pause_table;        /* quoted name of the queue pause table (pause.h) */
     char *owner;              /* this process in leases */
     struct idem_stmts *stmts; /* the hot-path statements (idem_stmt.c) */
 };
@@ -363,6 +364,8 @@ marker(const struct idem_store *s, char c, const char *const *extra)
         return s->owner_index;
     case 'F':
         return s->free_index;
+    case 'P':
+        return s->pause_table;
     }
     for (size_t i = 0; extra != NULL && extra[i] != NULL; i += 2) {
         if (extra[i][0] == c) {
@@ -556,6 +559,7 @@ idem_open(const char *dsn, const char *table, const char *owner, struct idem_sto
         (s->index = quote_ident(s->conn, table, "_janitor_idx")) == NULL ||
         (s->owner_index = quote_ident(s->conn, table, "_owner_idx")) == NULL ||
         (s->free_index = quote_ident(s->conn, table, "_free_idx")) == NULL ||
+        (s->pause_table = quote_ident(s->conn, table, "_pause")) == NULL ||
         (s->stmts = new_stmts(s)) == NULL) {
         goto oom;
     }
@@ -583,6 +587,7 @@ idem_close(struct idem_store *s)
     free(s->index);
     free(s->owner_index);
     free(s->free_index);
+    free(s->pause_table);
     free(s->owner);
     idem_stmts_free(s->stmts);
     free(s);
@@ -642,7 +647,13 @@ run_prepared(struct idem_store *s, int stmt, int nparams, const char *const *par
     return res;
 }
 
-/* Run SQL built from a template (@T, @I) with text parameters (idem_internal.h). */
+const char *
+idem_pause_table(const struct idem_store *s)
+{
+    return s->pause_table;
+}
+
+/* Run SQL built from a template (@T, @I, @P) with text parameters (idem_internal.h). */
 PGresult *
 idem_run_sql(struct idem_store *s, const char *tmpl, int nparams, const char *const *params,
              ExecStatusType want, const char *what, char *err, size_t errlen)
@@ -697,7 +708,7 @@ idem_lock_key(const char *kind, const char *table)
 int
 idem_migrate(struct idem_store *s, char *err, size_t errlen)
 {
-    if (outbox_migrate(s, s->name, err, errlen) != 0) {
+    if (idem_pause_migrate(s, err, errlen) != 0 || outbox_migrate(s, s->name, err, errlen) != 0) {
         return -1;
     }
     const char *params[] = {s->table, s->index, s->owner_index, s->free_index};

@@ -78,6 +78,12 @@ int idem_connected(const struct idem_store *s);
 int idem_ping(struct idem_store *s, char *err, size_t errlen);
 int idem_reconnect(struct idem_store *s, char *err, size_t errlen);
 
+/* For a thread that keeps one connection: open *s on first use (it may stay
+ * set after a failed open, for the next try), reconnect it when it dropped.
+ * *fresh (may be NULL) is set when it had to (re)connect. 0, or -1 with err. */
+int idem_ensure(struct idem_store **s, const char *dsn, const char *table, const char *owner,
+                int *fresh, char *err, size_t errlen);
+
 /*
  * Create the table or migrate a classic two-column one (or one of an older
  * twice, whose state check knew only in_progress and completed) in place,

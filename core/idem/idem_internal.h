@@ -15,9 +15,9 @@ struct idem_store;
 
 /*
  * Run SQL built from tmpl ("@T" is the quoted table, "@I" the janitor
- * index) with text parameters. Returns the result (owned by the caller,
- * PQclear it) when its status is `want`, else NULL with err ("WHAT (table
- * T): message", never the DSN's password).
+ * index, "@P" the pause table of pause.h) with text parameters. Returns the result (owned by the
+ * caller, PQclear it) when its status is `want`, else NULL with err ("WHAT (table T): message",
+ * never the DSN's password).
  */
 PGresult *idem_run_sql(struct idem_store *s, const char *tmpl, int nparams,
                        const char *const *params, ExecStatusType want, const char *what, char *err,
@@ -63,6 +63,12 @@ void idem_stmts_forget(struct idem_stmts *st);
  */
 PGresult *idem_stmts_exec(struct idem_stmts *st, PGconn *conn, size_t i, int nparams,
                           const char *const *params);
+
+/* The pause table's name, quoted (for to_regclass). Borrowed from s. */
+const char *idem_pause_table(const struct idem_store *s);
+
+/* The pause table's DDL (pause.c; pause.h says more), for idem_migrate. */
+int idem_pause_migrate(struct idem_store *s, char *err, size_t errlen);
 
 /* Create the outbox table when missing (outbox.c; outbox.h says more):
  * the one hook of the outbox in idem_migrate. */

@@ -50,9 +50,7 @@ static struct idem_store *
 store(struct janitor *j)
 {
     char err[512];
-    int rc = j->store == NULL ? idem_open(j->dsn, j->table, "janitor", &j->store, err, sizeof(err))
-             : idem_connected(j->store) ? 0
-                                        : idem_reconnect(j->store, err, sizeof(err));
+    int rc = idem_ensure(&j->store, j->dsn, j->table, "janitor", NULL, err, sizeof(err));
     if (rc != 0) {
         metrics_count(MET_PG_ERRORS, "janitor", NULL, NULL, 1);
         if (!j->down) {

@@ -19,6 +19,7 @@
 #include "relay.h"
 #include "httpd.h"
 #include "janitor.h"
+#include "pausewatch.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
@@ -65,6 +66,7 @@ struct master {
     struct janitor *janitor;
     struct health *health; /* the store's health, for /readyz */
     struct dlqmon *dlqmon;
+    struct pausewatch *pausewatch;
     struct dlqmon_carry dlq_carry; /* from one DLQ monitor to the next */
     struct relay *relay;           /* the outbox relay: one per host */
     struct httpd *httpd;
@@ -172,8 +174,10 @@ apply_master_settings(struct master *m, const struct config *c)
         health_stop(m->health);
         m->health = health_start(c->idempotency.dsn, c->idempotency.table);
     }
+    pausewatch_stop(m->pausewatch);        /* it posts through the monitor */
     dlqmon_stop(m->dlqmon, &m->dlq_carry); /* then start: its state carries over */
     m->dlqmon = dlqmon_start(c, &m->dlq_carry);
+    m->pausewatch = pausewatch_start(c, m->dlqmon);
     relay_stop(m->relay); /* rows it had claimed are sent again once their claim lapses */
     m->relay = relay_start(c);
     char err[256];
@@ -752,6 +756,7 @@ master_run(const char *path, const struct master_opts *o)
     httpd_stop(m.httpd);
     relay_stop(m.relay);
     health_stop(m.health);
+    pausewatch_stop(m.pausewatch);
     dlqmon_stop(m.dlqmon, &m.dlq_carry);
     dlqmon_carry_clear(&m.dlq_carry);
     janitor_stop(m.janitor, NULL);

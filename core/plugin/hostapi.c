@@ -208,6 +208,17 @@ api_retry_after(twice_job *job, unsigned seconds)
     job->retry_after = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
 }
 
+/* Counted by the queue's breaker (worker/breaker.c) once handle() returns. */
+static void
+api_downstream_unavailable(twice_job *job, unsigned seconds)
+{
+    job->downstream = 1;
+    job->downstream_secs = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
+    if (job->retry_after < 0 && seconds > 0) {
+        job->retry_after = job->downstream_secs;
+    }
+}
+
 static void
 api_error(twice_job *job, const char *fmt, ...)
 {
@@ -297,6 +308,7 @@ static const twice_api host_api = {
     .traceparent = api_traceparent,
     .queue = api_queue,
     .attr_name = api_attr_name,
+    .downstream_unavailable = api_downstream_unavailable,
     .send = api_send,
 };
 

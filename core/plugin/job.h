@@ -78,6 +78,9 @@ struct twice_job {
     twice_status status;         /* handle()'s answer */
     char *error;                 /* owned: api->error() text, NULL if none */
     int retry_after;             /* api->retry_after() seconds, -1 if not asked */
+    int downstream;              /* api->downstream_unavailable() was called */
+    int downstream_secs;         /* its seconds, 0 when unknown */
+    int probe;                   /* the breaker's probe job (worker/breaker.c) */
     struct idem_store *db;       /* borrowed, transactional handle() only */
     const struct config *cfg;    /* borrowed: the worker's configuration (send() names) */
     struct outbox_staged outbox; /* owned: what api->send() staged in this run */

@@ -174,6 +174,10 @@ static const struct {
                           {"limit"},
                           "Seconds jobs waited for a token of a rate limit (plugin:NAME, "
                           "queue:NAME)."},
+    [MET_QUEUE_PAUSED] = {"twice_queue_paused",
+                          GAUGE,
+                          {"queue", "reason"},
+                          "1 while the queue is paused (reason: the operator's, or breaker)."},
 };
 
 void

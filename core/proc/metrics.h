@@ -45,6 +45,7 @@ enum metric {
     MET_OUTBOX_SENT,         /* counter: queue (the target as named) */
     MET_OUTBOX_REFUSED,      /* counter: queue; refused for good */
     MET_RATE_LIMITED,        /* counter of seconds: limit; jobs' waits for a rate-limit token */
+    MET_QUEUE_PAUSED,        /* gauge (master): queue, reason; 1 while paused */
     MET_COUNT_
 };
 

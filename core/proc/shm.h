@@ -76,6 +76,28 @@ struct shm_limit {
     long long next_lease; /* atomic: the bucket was empty, ask again from then */
 };
 
+/* Each queue's flow: pauses and circuit breakers (flow.h says how). */
+#define FLOW_QUEUES  256 /* queues tracked (names, reused across reloads) */
+#define FLOW_BUCKETS 60  /* the failure window, in this many buckets */
+
+struct flow_queue {
+    int state; /* atomic: 0 free, 1 being written, 2 ready (shm_slot_state) */
+    char name[256];
+    int mode;           /* atomic: enum flow_mode of flow.h (master) */
+    int64_t until;      /* atomic: the end of an open breaker's cooldown, unix s */
+    int64_t open_until; /* atomic: a worker of this host opened the breaker until */
+    int trip;           /* atomic: > 0: a worker opened it for this cooldown (to the master) */
+    int probes;         /* atomic: probe jobs this host may still start (master grants) */
+    int probe_result;   /* atomic: 0 none, 1 the probe succeeded, 2 it failed */
+    int64_t bucket_at[FLOW_BUCKETS]; /* atomic: the bucket's number (time / width) */
+    int bucket_n[FLOW_BUCKETS];      /* atomic: failures in it */
+};
+
+struct flow_region {
+    int loaded; /* atomic: the master has read the pause table once */
+    struct flow_queue queues[FLOW_QUEUES];
+};
+
 struct shm_region {
     struct shm_proc procs[SHM_PROCS];
     struct shm_series series[SHM_SERIES];
@@ -83,6 +105,7 @@ struct shm_region {
     struct shm_dlq_event dlq[SHM_DLQ_EVENTS];
     struct shm_advice advice[SHM_ADVICE];
     struct shm_limit limits[SHM_LIMITS];
+    struct flow_region flow; /* queue pauses and breakers: flow.h */
 };
 
 /* A slot's state (0 free, 1 being written, 2 ready) once its writer is

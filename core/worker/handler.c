@@ -10,6 +10,7 @@
 #include "acker.h"
 #include "advice.h"
 #include "backoff.h"
+#include "breaker.h"
 #include "config.h"
 #include "hostapi.h"
 #include "idem.h"
@@ -49,6 +50,7 @@ decide(struct twice_job *j, twice_status st)
         .error = j->error,
         .random = st == TWICE_DONE ? 0 : backoff_random(), /* only a retry draws */
     };
+    breaker_after_run(j, st, &run.breaker_open, &run.open_delay);
     struct lifecycle_verdict v;
     lifecycle_on_handled(&j->queue->policy, &run, &v);
     verdict_apply(j, &v);
@@ -240,6 +242,8 @@ run_settled(struct handler *h, struct twice_job *j)
         free(j->error);
         j->error = NULL;
         j->retry_after = -1;
+        j->downstream = 0;
+        j->downstream_secs = 0;
         j->action = JOB_ACT_NONE;
         j->attempt++;
         again = run_job(h, j, 1);
@@ -258,6 +262,8 @@ run_chain(struct handler *h, struct twice_job *j)
         j->group_next = NULL;
         if (held_back || flag_is_up(&h->q->w->draining)) {
             give_back(j, LIFECYCLE_DRAINING, 0, NULL);
+        } else if (breaker_before_run(j)) {
+            held_back = 1; /* the rest of its group goes back behind it */
         } else {
             run_settled(h, j);
             held_back = j->action != JOB_ACT_COMPLETE && j->action != JOB_ACT_DEADLETTER;

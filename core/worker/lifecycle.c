@@ -294,6 +294,14 @@ lifecycle_on_handled(const struct lifecycle_queue *q, const struct lifecycle_run
     } else if (r->status == TWICE_REJECT) {
         dead_letter(out, "rejected", r->attempt)->arg =
             r->error != NULL ? r->error : "rejected by the plugin";
+    } else if (r->breaker_open) {
+        out->action = JOB_ACT_RETURN;
+        out->delay = clamp_delay(r->open_delay, 1);
+        struct lifecycle_text *l = say(out, TWICE_LOG_INFO);
+        part(l->before, sizeof(l->before),
+             "the queue's breaker is open: given back for %ds, attempt %d not counted: ",
+             out->delay, r->attempt);
+        l->arg = why;
     } else if (r->attempt >= q->max_attempts) {
         struct lifecycle_text *d = dead_letter(out, "max-attempts", r->attempt);
         part(d->before, sizeof(d->before), "attempt %d of %d failed: ", r->attempt,
@@ -372,6 +380,15 @@ lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
         break;
     case LIFECYCLE_TX_BEGIN_FAILED:
         out->delay = LIFECYCLE_STORE_DELAY;
+        break;
+    case LIFECYCLE_BREAKER_OPEN:
+        out->delay = clamp_delay(wait_left, 1);
+        part(say(out, TWICE_LOG_INFO)->before, LIFECYCLE_TEXT_MAX,
+             "the queue's breaker is open: given back for %ds before it ran (not counted)",
+             out->delay);
+        break;
+    case LIFECYCLE_PAUSED:
+        out->delay = clamp_delay(wait_left, 0);
         break;
     case LIFECYCLE_LEASE_LOST:
         out->action = JOB_ACT_NONE;

@@ -50,6 +50,9 @@
  *   DONE                         complete the key, delete the message
  *   REJECT                       dead-letter "rejected" (the plugin's error, else
  *                                  "rejected by the plugin")
+ *   RETRY, the queue's breaker   give it back for the cooldown left (1..43200), the run
+ *     open (an outage: breaker.c)  not counted, whatever its attempt: an outage spends
+ *                                  no message's attempts, nothing goes to the DLQ for it
  *   RETRY, attempt >= max        dead-letter "max-attempts" ("attempt A of M failed: ...")
  *   RETRY, attempt < max         release the key with the run counted and wait: the
  *                                  plugin's retry_after (0..43200), else full jitter: a
@@ -81,7 +84,9 @@
  *
  * Failures that are not the job's fault (lifecycle_on_failure) give the message back
  * (JOB_ACT_RETURN) without counting its run: FIFO group blocked 0 s, transaction could
- * not begin 5 s, store lost at commit 5 s, draining 0 s, drain deadline 0 s (3 s for a
+ * not begin 5 s, store lost at commit 5 s, the queue's breaker opened before it started
+ * (the cooldown left, at least 1 s), its queue paused while it was being received
+ * (the wait given, 0 s), draining 0 s, drain deadline 0 s (3 s for a
  * transactional job, so that the master ends its lease first); a drain during a FIFO
  * retry's wait gives it back for the wait left, its last run counted. A lease lost
  * before a transactional handler started, or before a completion (another worker took
@@ -163,6 +168,8 @@ struct lifecycle_run {
     int retry_after;   /* RETRY: the plugin's wish in seconds, -1 when it has none */
     const char *error; /* the plugin's error text, NULL when none; borrowed */
     uint64_t random;   /* a uniform draw for the backoff's jitter (backoff_random()) */
+    int breaker_open;  /* the queue's breaker is open (breaker.c): an outage */
+    int open_delay;    /* then: seconds until it may close */
 };
 
 /* The job a duplicate within the batch followed, as it ended. */
@@ -180,6 +187,8 @@ enum lifecycle_failure {
     LIFECYCLE_LEASE_LOST,       /* the lease ended before the handler started */
     LIFECYCLE_COMPLETE_LOST,    /* DONE, but the lease was lost before the completion */
     LIFECYCLE_COMMIT_LOST,      /* the store went away at commit (error: why) */
+    LIFECYCLE_BREAKER_OPEN,     /* the queue's breaker opened: not started */
+    LIFECYCLE_PAUSED,           /* received as its queue was paused: not claimed */
     LIFECYCLE_DRAINING,         /* the worker drains: not started */
     LIFECYCLE_DRAIN_IN_BACKOFF, /* the drain began during a FIFO retry's wait */
     LIFECYCLE_DRAIN_DEADLINE,   /* still running at the drain deadline */
@@ -204,7 +213,8 @@ enum job_action lifecycle_on_leader(const struct lifecycle_leader *l,
  * jitter (backoff_random()). */
 enum job_action lifecycle_on_timeout(const struct lifecycle_queue *q, int attempt, uint64_t random,
                                      struct lifecycle_verdict *out);
-/* wait_left: LIFECYCLE_DRAIN_IN_BACKOFF's seconds still to wait; error:
+/* wait_left: LIFECYCLE_DRAIN_IN_BACKOFF's seconds still to wait (and the
+ * cooldown left of LIFECYCLE_BREAKER_OPEN, the wait of LIFECYCLE_PAUSED); error:
  * LIFECYCLE_COMMIT_LOST's store error (may be NULL). */
 enum job_action lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
                                      struct lifecycle_verdict *out);

@@ -476,6 +476,16 @@ static const struct failure_row failure_rows[] = {
      0},
     {"drain deadline, tx job",     F(DRAIN_DEADLINE_TX),  0, NULL, {RETURN, 3, NULL, QUIET, NULL},
      0},
+    {"breaker open before start",  F(BREAKER_OPEN),      42, NULL, {RETURN, 42, NULL, INFO,
+     "the queue's breaker is open: given back for 42s before it ran (not counted)"}, 0},
+    {"breaker open, none left",    F(BREAKER_OPEN),       0, NULL, {RETURN, 1, NULL, INFO,
+     "the queue's breaker is open: given back for 1s before it ran (not counted)"}, 0},
+    {"breaker open, huge cooldown", F(BREAKER_OPEN),  99999, NULL, {RETURN, 43200, NULL, INFO,
+     NULL}, 0},
+    {"paused while received",      F(PAUSED),             0, NULL, {RETURN, 0, NULL, QUIET, NULL},
+     0},
+    {"paused, a wait given",       F(PAUSED),             3, NULL, {RETURN, 3, NULL, QUIET, NULL},
+     0},
 };
 /* clang-format on */
 
@@ -614,13 +624,69 @@ test_long_error_is_not_cut(void)
 {
     static char error[5000];
     memset(error, 'e', sizeof(error) - 1);
-    struct lifecycle_run run = {TWICE_RETRY, 5, -1, error, 0};
+    struct lifecycle_run run = {TWICE_RETRY, 5, -1, error, 0, 0, 0};
     struct lifecycle_verdict v;
     CHECK_INT(lifecycle_on_handled(&STD, &run, &v), DLQ);
     CHECK(v.detail.arg == error);
     run.attempt = 1;
     CHECK_INT(lifecycle_on_handled(&STD, &run, &v), RETRY);
     CHECK(v.log.arg == error);
+}
+
+/* A RETRY while the queue's breaker is open is an outage, not the job's
+ * failure: given back for the cooldown left, never counted, never
+ * dead-lettered, whatever its attempt (issue 16.2). DONE and REJECT are not
+ * affected. */
+static void
+test_breaker_open_runs(void)
+{
+    static const struct {
+        const char *name;
+        int status, attempt, retry_after, open_delay;
+        struct expect want;
+    } rows[] = {
+        {"retry, first attempt",
+         TWICE_RETRY,
+         1,
+         -1,
+         30,
+         {RETURN, 30, NULL, INFO,
+          "the queue's breaker is open: given back for 30s, attempt 1 not counted: x"}},
+        {"retry, the last attempt", TWICE_RETRY, 5, -1, 30, {RETURN, 30, NULL, INFO, NULL}},
+        {"retry past max", TWICE_RETRY, 9, -1, 30, {RETURN, 30, NULL, INFO, NULL}},
+        {"retry_after is not the wait", TWICE_RETRY, 1, 5, 30, {RETURN, 30, NULL, INFO, NULL}},
+        {"cooldown left 0: 1 s", TWICE_RETRY, 1, -1, 0, {RETURN, 1, NULL, INFO, NULL}},
+        {"huge cooldown", TWICE_RETRY, 1, -1, 99999, {RETURN, 43200, NULL, INFO, NULL}},
+        {"unknown status", 7, 5, -1, 10, {RETURN, 10, NULL, INFO, NULL}},
+        {"done", TWICE_DONE, 5, -1, 30, {DONE, 0, NULL, QUIET, NULL}},
+        {"reject", TWICE_REJECT, 1, -1, 30, {DLQ, 0, "rejected", QUIET, "x"}},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct lifecycle_run run = {
+            .status = (twice_status) rows[i].status,
+            .attempt = rows[i].attempt,
+            .retry_after = rows[i].retry_after,
+            .error = "x",
+            .random = 1,
+            .breaker_open = 1,
+            .open_delay = rows[i].open_delay,
+        };
+        struct lifecycle_verdict v;
+        check_verdict(rows[i].name, lifecycle_on_handled(&STD, &run, &v), &v, &rows[i].want);
+        CHECK_INT(v.counted, 0);
+        CHECK_INT(v.in_place, 0);
+        CHECK_INT(v.runs, v.action == DLQ ? rows[i].attempt : 0);
+    }
+    /* On a FIFO queue too: given back, not retried in place. */
+    struct lifecycle_run run = {.status = TWICE_RETRY,
+                                .attempt = 5,
+                                .retry_after = -1,
+                                .breaker_open = 1,
+                                .open_delay = 20};
+    struct lifecycle_verdict v;
+    CHECK_INT(lifecycle_on_handled(&FIFO, &run, &v), RETURN);
+    CHECK_INT(v.delay, 20);
+    CHECK_INT(v.in_place + v.counted, 0);
 }
 
 int
@@ -630,6 +696,7 @@ main(void)
     test_run_table();
     test_leader_table();
     test_failure_table();
+    test_breaker_open_runs();
     test_claim_failed();
     test_long_error_is_not_cut();
     test_timeout();

@@ -57,7 +57,8 @@
  *   1.1  2026-12-02  Descriptor: key_setting (the key template is the value
  *                    of one of the plugin's settings) and describe (what a
  *                    plugin does with a job, for `twicectl plugin check`).
- *                    Host API: traceparent, queue, attr_name, send.
+ *                    Host API: traceparent, queue, attr_name,
+ *                    downstream_unavailable, send.
  *                    attempt() counts the handler's runs, not SQS
  *                    deliveries, and is 0 in derive_key (hosts of 1.0 too).
  */
@@ -253,6 +254,19 @@ typedef struct twice_api {
      * NULL for them); an SNS envelope's MessageAttributes follow the SQS
      * message's own. Borrowed until handle() returns. */
     const char *(*attr_name)(const twice_job *job, size_t i);
+
+    /* The downstream this job needs (a mail relay, an API) is unavailable:
+     * refused connections, an SMTP 421, an HTTP 503, a 429 with Retry-After.
+     * Call it before returning TWICE_RETRY. It counts as a failure for the
+     * queue's circuit breaker (breaker = { ... } in twice.conf), which after
+     * enough of them pauses the queue on every host instead of spending the
+     * attempts of every message on the outage; while the breaker is open a
+     * RETRY is given back without counting an attempt. seconds: how long
+     * the plugin expects the outage to last (a Retry-After), 0 when unknown;
+     * the breaker's cooldown is at least that long, and without a breaker it
+     * is the job's retry_after (when the plugin set none). Thread-safe like
+     * every function taking a job; only valid inside handle(). */
+    void (*downstream_unavailable)(twice_job *job, unsigned seconds);
 
     /*
      * Stage a follow-up message, sent exactly when the job completes
