@@ -12,6 +12,7 @@
 #include "alert.h"
 #include "clock.h"
 #include "config.h"
+#include "dbdown.h"
 #include "dlqmon.h"
 #include "flow.h"
 #include "idem.h"
@@ -67,18 +68,10 @@ store(struct pausewatch *p)
     if (rc == 0 && fresh) {
         rc = idem_pause_migrate(p->store, err, sizeof(err));
     }
-    if (rc != 0) {
-        metrics_count(MET_PG_ERRORS, "pause", NULL, NULL, 1);
-        if (!p->down) {
-            log_warn("pause watch: %s (queue pauses are not read; will retry)", err);
-        }
-        p->down = 1;
+    if (dbdown_note(&p->down, rc, "pause watch", "pause", err,
+                    "queue pauses are not read; will retry") != 0) {
         return NULL;
     }
-    if (p->down) {
-        log_info("pause watch: database reachable again");
-    }
-    p->down = 0;
     return p->store;
 }
 
