@@ -68,6 +68,27 @@ CREATE INDEX IF NOT EXISTS twice_idempotency_owner_idx
 CREATE INDEX IF NOT EXISTS twice_idempotency_free_idx
     ON twice_idempotency (processed_at) WHERE state IN ('released', 'crashed', 'interrupted');
 
+-- Queue pauses (twicectl pause, and each queue's circuit breaker): one row per
+-- paused queue, read by every twiced host every few seconds (core/idem/pause.h).
+-- twiced and twicectl create it themselves; named after the table above.
+CREATE TABLE IF NOT EXISTS twice_idempotency_pause (
+    queue TEXT PRIMARY KEY,
+    -- 'operator' (twicectl pause) or 'breaker' (the queue's circuit breaker)
+    kind TEXT NOT NULL DEFAULT 'operator' CHECK (kind IN ('operator', 'breaker')),
+    reason TEXT NOT NULL,
+    paused_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    -- operator: when the pause ends by itself (--for); breaker: the cooldown's end
+    until TIMESTAMPTZ,
+    -- breaker: the current cooldown in seconds, and the host running the probe
+    cooldown INTEGER,
+    probe_owner TEXT,
+    probe_until TIMESTAMPTZ,
+    -- resumed, kept until one host has sent the "resumed" alert
+    resumed BOOLEAN NOT NULL DEFAULT false,
+    -- one host has sent the "paused" alert
+    announced BOOLEAN NOT NULL DEFAULT false
+);
+
 -- The outbox (core/idem/outbox.c, outbox_migrate): follow-up messages that
 -- handlers staged with send(), written in the transaction that completes
 -- their job's key, sent and deleted by the master's relay. pending rows wait
@@ -95,5 +116,15 @@ CREATE TABLE IF NOT EXISTS twice_idempotency_outbox (
 -- For the relay, which claims the oldest pending rows.
 CREATE INDEX IF NOT EXISTS twice_idempotency_outbox_pending
     ON twice_idempotency_outbox (id) WHERE state = 'pending';
+
+-- Shared rate limits (rate_limit in twice.conf): one token bucket per limit,
+-- leased from by every host (core/idem/tokens.c). twiced creates it on the
+-- first lease; create it here when its database user may not create tables.
+CREATE TABLE IF NOT EXISTS twice_idempotency_rate_limits (
+    name TEXT PRIMARY KEY,         -- plugin:NAME or queue:NAME
+    tokens DOUBLE PRECISION NOT NULL,  -- left after the last lease
+    granted INTEGER NOT NULL DEFAULT 0,  -- what the last lease got
+    updated_at TIMESTAMPTZ NOT NULL      -- when it was last refilled
+);
 
 COMMIT;

@@ -9,6 +9,7 @@ Behaviour by recipient local part (case-insensitive prefix):
     tempfail-data...  accepted at RCPT, then 451 at DATA
     reject-data...    accepted at RCPT, then 550 at DATA
     tempfail...       451 at RCPT  ("451 4.3.0 twice-test-sink: temporary failure ...")
+    unavailable...    421 at RCPT  ("421 4.3.2 twice-test-sink: service not available ...")
     reject...         550 at RCPT  ("550 5.1.1 twice-test-sink: mailbox ... rejected ...")
     anything else     accepted
 AUTH PLAIN and LOGIN are offered without TLS and are optional: a client that does not
@@ -27,6 +28,7 @@ import time
 from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
 
 TEMPFAIL = "451 4.3.0 twice-test-sink: temporary failure for <%s> (tempfail address)"
+UNAVAILABLE = "421 4.3.2 twice-test-sink: service not available for <%s> (unavailable address)"
 REJECT = "550 5.1.1 twice-test-sink: mailbox <%s> rejected (reject address)"
 
 
@@ -57,6 +59,8 @@ class Sink:
         if not local.startswith(("tempfail-data", "reject-data")):
             if local.startswith("tempfail"):
                 return TEMPFAIL % address
+            if local.startswith("unavailable"):
+                return UNAVAILABLE % address
             if local.startswith("reject"):
                 return REJECT % address
         envelope.rcpt_tos.append(address)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # testenv.sh: starts and stops the servers of one test run, all on 127.0.0.1 and free
-# ports: a throwaway PostgreSQL cluster, the SQS emulator fauxqs, an SMTP sink and an
-# HTTP receiver. Not for: installing anything (deps.sh) or running tests (test.sh).
+# ports: a throwaway PostgreSQL cluster, the SQS emulator fauxqs (which answers SNS and
+# S3 on the same port), an SMTP sink and an HTTP receiver. Not for: installing anything
+# (deps.sh) or running tests (test.sh).
 #
 #   scripts/testenv.sh up RUN_DIR     start everything, wait until each answers, write
 #                                     RUN_DIR/env.sh (the TWICE_TEST_* variables)
@@ -201,6 +202,9 @@ write_env() {
         echo "export TWICE_TEST_PGPASSWORD=$pg_password"
         echo "export TWICE_TEST_PGDSN=$pg_dsn"
         echo "export TWICE_TEST_SQS_ENDPOINT=http://127.0.0.1:$sqs_port"
+        # fauxqs serves SNS (query protocol) and S3 (path-style: /bucket/key) on the same port
+        echo "export TWICE_TEST_SNS_ENDPOINT=http://127.0.0.1:$sqs_port"
+        echo "export TWICE_TEST_S3_ENDPOINT=http://127.0.0.1:$sqs_port"
         echo "export TWICE_TEST_REGION=us-east-1"
         echo "export TWICE_TEST_SMTP_PORT=$smtp_port"
         printf 'export TWICE_TEST_SMTP_DIR=%q\n' "$run_dir/mail"

@@ -47,6 +47,14 @@ enum config_tracing {
     CONFIG_TRACING_OTLP = 1  /* spans per job, exported over OTLP/HTTP (JSON) */
 };
 
+/* A queue's `envelope`: what wraps its jobs (plugin/envelope.h unwraps). */
+enum config_envelope {
+    CONFIG_ENVELOPE_NONE = 0,    /* the body is the job */
+    CONFIG_ENVELOPE_SNS,         /* an SNS notification: the job is its Message */
+    CONFIG_ENVELOPE_EVENTBRIDGE, /* an EventBridge event: the job is its detail */
+    CONFIG_ENVELOPE_AUTO         /* either, recognised; anything else as it is */
+};
+
 /* One entry of a plugin's `settings` group, as written. */
 struct config_kv {
     char *name;
@@ -65,6 +73,8 @@ struct config_plugin {
     int settings_line;   /* line of its settings group (the entry's line if none) */
     char *file;          /* the file of the entry (an @include'd one, or the main) */
     char *settings_file; /* the file of its settings group */
+    int rate_per_second; /* rate_limit: jobs started per second, all hosts; 0: none */
+    int rate_burst;      /* rate_limit: the bucket's size (default per_second) */
 };
 
 struct config_route {
@@ -91,9 +101,24 @@ struct config_queue {
                                (default 10 x max_attempts; >= max_attempts) */
     int backoff_base;       /* RETRY delay base, seconds (default 2) */
     int backoff_cap;        /* RETRY delay cap, seconds (default 300) */
+    int timeout;            /* a run's time limit, seconds; 0: none (default) */
+    int timeout_grace;      /* seconds past timeout before the worker is replaced (default 10) */
+    int rate_per_second;    /* rate_limit: jobs started per second, all hosts; 0: none */
+    int rate_burst;         /* rate_limit: the bucket's size (default per_second) */
     int fifo;               /* the url ends in ".fifo" */
     char *key;              /* the queue's key template (overrides the plugin's), or NULL */
+    int envelope;           /* enum config_envelope (default none) */
+    int delete_payload;     /* delete a payload kept in S3 once its job is done */
+    char *payload_bucket;   /* twicectl send: where bodies over the limit go, or NULL */
     int key_line;           /* where key is written, 0 when not set */
+
+    /* The circuit breaker (worker/breaker.c); failures 0: off. */
+    int breaker_failures; /* transient failures that open it */
+    int breaker_window;   /* seconds the failures are counted over */
+    int breaker_cooldown; /* seconds open before a probe */
+    int breaker_cap;      /* the doubled cooldown's cap, seconds */
+    int breaker_probes;   /* probe jobs after a cooldown */
+
     int line;
     char *file; /* the file of the entry (an @include'd one, or the main) */
 };
@@ -126,6 +151,7 @@ struct config {
     char *user_file;        /* where it is set (NULL when not set) */
     int user_line;          /* its line, 0 when not set */
     long max_message_bytes; /* larger bodies go to the DLQ as too-large (default 1 MiB) */
+    long max_payload_bytes; /* largest payload fetched from S3 (default 64 MiB; 0: none) */
 
     struct {
         twice_log_level level;  /* default info */
@@ -134,10 +160,11 @@ struct config {
     } log;
 
     struct {
-        char *region;   /* NULL: AWS_REGION, AWS_DEFAULT_REGION, then the profile */
-        char *endpoint; /* NULL: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, then AWS's */
-        char *profile;  /* NULL: AWS_PROFILE or "default" */
-        char *ca_file;  /* NULL: the system CA store */
+        char *region;      /* NULL: AWS_REGION, AWS_DEFAULT_REGION, then the profile */
+        char *endpoint;    /* NULL: AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, then AWS's */
+        char *s3_endpoint; /* NULL: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, then AWS's */
+        char *profile;     /* NULL: AWS_PROFILE or "default" */
+        char *ca_file;     /* NULL: the system CA store */
     } aws;
 
     struct {

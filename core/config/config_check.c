@@ -518,11 +518,42 @@ check_urls(struct config_at *at)
     }
 }
 
+/* A key that reads an envelope's {msg:NAME} field on a queue whose
+ * envelope never has it would dead-letter every message. */
+static void
+check_key_fields(struct config_at *at)
+{
+    const struct config_queue *q = at->base;
+    struct keytmpl *t = NULL;
+    char why[256];
+    if (q->key == NULL || keytmpl_compile(q->key, &t, why, sizeof(why)) != 0) {
+        return; /* config_check_queue_key reported it */
+    }
+    unsigned used = keytmpl_msg_fields(t);
+    keytmpl_free(t);
+    unsigned sns =
+        1u << KEYTMPL_MSG_SNS_MESSAGE_ID | 1u << KEYTMPL_MSG_TOPIC | 1u << KEYTMPL_MSG_SUBJECT;
+    unsigned eb =
+        1u << KEYTMPL_MSG_DETAIL_TYPE | 1u << KEYTMPL_MSG_SOURCE | 1u << KEYTMPL_MSG_EVENT_ID;
+    int env = q->envelope;
+    const char *need = NULL;
+    if ((used & sns) && env != CONFIG_ENVELOPE_SNS && env != CONFIG_ENVELOPE_AUTO) {
+        need = "an SNS notification's: set envelope = \"sns\"";
+    } else if ((used & eb) && env != CONFIG_ENVELOPE_EVENTBRIDGE && env != CONFIG_ENVELOPE_AUTO) {
+        need = "an EventBridge event's: set envelope = \"eventbridge\"";
+    }
+    if (need != NULL) {
+        config_problem(at->x, config_setting_get_member(at->s, "key"),
+                       "%skey reads a {msg:...} field that is only %s", at->sc->pfx, need);
+    }
+}
+
 int
 config_queue_check(struct config_at *at)
 {
     check_handler(at);
     check_urls(at);
+    check_key_fields(at);
     return 0;
 }
 
@@ -552,4 +583,55 @@ int
 config_check_route_plugin(struct config_at *at)
 {
     return plugin_ref(at, at->parent, str_of(at));
+}
+
+/* A rate_limit group: absent, no limit (per_second 0); present, per_second is
+ * required in it, and burst defaults to per_second. Its rows' own defaults (1)
+ * only keep their ranges. */
+static int
+check_rate(struct config_at *at, int *per_second, int *burst)
+{
+    if (at->s == NULL) {
+        *per_second = 0;
+        *burst = 0;
+        return 0;
+    }
+    if (config_setting_get_member(at->s, "per_second") == NULL) {
+        config_problem(at->x, at->s,
+                       "%srate_limit: per_second is required (jobs per second, 1 or more)",
+                       at->sc->pfx);
+        return -1;
+    }
+    if (config_setting_get_member(at->s, "burst") == NULL) {
+        *burst = *per_second;
+    }
+    return 0;
+}
+
+int
+config_check_plugin_rate(struct config_at *at)
+{
+    struct config_plugin *p = at->base;
+    return check_rate(at, &p->rate_per_second, &p->rate_burst);
+}
+
+int
+config_check_queue_rate(struct config_at *at)
+{
+    struct config_queue *q = at->base;
+    return check_rate(at, &q->rate_per_second, &q->rate_burst);
+}
+
+int
+config_check_breaker(struct config_at *at)
+{
+    const struct config_queue *q = at->base;
+    if (at->s == NULL || q->breaker_failures >= 1) {
+        return 0;
+    }
+    config_problem(at->x, at->s,
+                   "%sbreaker.failures must be at least 1 (leave the breaker group out to turn "
+                   "it off)",
+                   at->sc->pfx);
+    return -1;
 }

@@ -43,4 +43,12 @@ config_entry_fn config_route_begin;
 config_check_fn config_check_route_value;
 config_check_fn config_check_route_plugin;
 
+/* rate_limit (a plugin's, a queue's): per_second given; burst defaults to it. */
+config_check_fn config_check_plugin_rate;
+config_check_fn config_check_queue_rate;
+
+/* queues.breaker.failures: at least 1 when the group is given (0 is the
+ * default of a queue without a breaker). */
+int config_check_breaker(struct config_at *at);
+
 #endif

@@ -111,7 +111,8 @@ put_facts(struct buf *b, const struct config_row *r)
                                         [CONFIG_STR] = "A string",
                                         [CONFIG_STRLIST] = "A string or a list of strings",
                                         [CONFIG_GROUP] = "A group",
-                                        [CONFIG_LIST] = "A list of groups"};
+                                        [CONFIG_LIST] = "A list of groups",
+                                        [CONFIG_BOOL] = "A boolean (true or false)"};
     if (r->kind == CONFIG_ENUM) {
         buf_puts(b, "One of");
         for (const struct config_choice *ch = r->choices; ch->name != NULL; ch++) {
@@ -134,6 +135,8 @@ put_facts(struct buf *b, const struct config_row *r)
         for (const struct config_choice *ch = r->choices; ch->name != NULL; ch++) {
             lit = ch->value == r->def ? ch->name : lit;
         }
+    } else if (r->kind == CONFIG_BOOL) {
+        lit = r->def ? "true" : "false";
     }
     if (lit == NULL && r->doc_default == NULL && r->def_str == NULL) {
         buf_puts(b, r->kind == CONFIG_STR ? "; default: not set." : ".");

@@ -125,6 +125,16 @@ parse_int(struct config_at *at)
     return 0;
 }
 
+static int
+parse_bool(struct config_at *at)
+{
+    if (typed(at, CONFIG_TYPE_BOOL) == NULL) {
+        return -1;
+    }
+    store_int(config_field(at), at->row->field.size, config_setting_get_bool(at->s) != 0);
+    return 0;
+}
+
 /* A string replaces the default; "" is refused, or stored as NULL (unset). */
 static int
 parse_str(struct config_at *at)
@@ -377,6 +387,9 @@ parse_row(const struct config_at *in, const struct config_row *r)
     case CONFIG_ENUM:
         rc = parse_enum(&at);
         break;
+    case CONFIG_BOOL:
+        rc = parse_bool(&at);
+        break;
     case CONFIG_STRLIST:
         rc = parse_strlist(&at);
         break;
@@ -425,7 +438,7 @@ config_defaults(const char *path, void *base)
             continue;
         }
         void *field = (char *) base + r->field.offset;
-        if (r->kind == CONFIG_INT || r->kind == CONFIG_ENUM) {
+        if (r->kind == CONFIG_INT || r->kind == CONFIG_ENUM || r->kind == CONFIG_BOOL) {
             store_int(field, r->field.size, r->def);
         } else if (r->kind == CONFIG_STR && r->def_str != NULL) {
             if ((*(char **) field = strdup(r->def_str)) == NULL) {

@@ -18,6 +18,7 @@ enum config_kind {
     CONFIG_GROUP,   /* a group whose members are the rows of group "PATH" */
     CONFIG_LIST,    /* a list of groups: an array of entry_size structs and a size_t count */
     CONFIG_CUSTOM,  /* read and freed by the row's parse and free functions */
+    CONFIG_BOOL     /* true or false, stored in an int (def: 0 or 1) */
 };
 
 /* flags */

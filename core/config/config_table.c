@@ -36,6 +36,11 @@ static const struct config_choice formats[] = {
     {"text", LOG_FORMAT_TEXT}, {"json", LOG_FORMAT_JSON}, {NULL, 0}};
 static const struct config_choice exporters[] = {
     {"none", CONFIG_TRACING_NONE}, {"otlp", CONFIG_TRACING_OTLP}, {NULL, 0}};
+static const struct config_choice envelopes[] = {{"none", CONFIG_ENVELOPE_NONE},
+                                                 {"sns", CONFIG_ENVELOPE_SNS},
+                                                 {"eventbridge", CONFIG_ENVELOPE_EVENTBRIDGE},
+                                                 {"auto", CONFIG_ENVELOPE_AUTO},
+                                                 {NULL, 0}};
 static const struct config_choice conflicts[] = {
     {"skip", CONFIG_CONFLICT_SKIP}, {"reject", CONFIG_CONFLICT_REJECT}, {NULL, 0}};
 
@@ -72,6 +77,13 @@ const struct config_row config_rows[] = {
      .hi = SQS_MESSAGE_MAX_BYTES, .def = SQS_MESSAGE_MAX_BYTES,
      .doc = "Largest message body handled, in bytes. Larger bodies go to the dead-letter queue "
             "with the reason too-large."},
+    {ROW("", "max_payload_bytes", CONFIG_INT, C(max_payload_bytes)), .lo = 0, .hi = 2147483647LL,
+     .def = 64L << 20,
+     .doc = "Largest payload fetched from S3 for a message in the Extended Client format (a "
+            "PayloadS3Pointer body), in bytes: its size is read with HEAD first and nothing past "
+            "this is ever read; a larger one goes to the dead-letter queue as payload-too-large. "
+            "Each receiver holds up to batch_size of them at once. 0: pointers are not followed "
+            "(bad-payload-pointer)."},
     {ROW("", "log", CONFIG_GROUP, C(log)), .doc = "Logging: one line per event."},
     {ROW("", "aws", CONFIG_GROUP, C(aws)),
      .doc = "Where SQS is. Credentials are never written here: see twiced(8)."},
@@ -107,6 +119,12 @@ const struct config_row config_rows[] = {
      .check = config_check_http_url,
      .doc_default = "AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, then AWS's regional endpoint",
      .doc = "SQS endpoint URL (http:// or https://), for an emulator or a VPC endpoint."},
+    {ROW("aws", "s3_endpoint", CONFIG_STR, C(aws.s3_endpoint)), .flags = CONFIG_UNSET,
+     .check = config_check_http_url,
+     .doc_default = "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, then AWS's regional endpoint",
+     .doc = "S3 endpoint URL (http:// or https://) for payloads kept in S3, addressed "
+            "path-style (ENDPOINT/bucket/key); AWS's own endpoint is addressed "
+            "virtual-hosted."},
     {ROW("aws", "profile", CONFIG_STR, C(aws.profile)), .flags = CONFIG_UNSET,
      .doc_default = "AWS_PROFILE, then \"default\"",
      .doc = "Profile of the shared config and credentials files."},
@@ -228,6 +246,22 @@ const struct config_row config_rows[] = {
      .doc_default = "none",
      .doc = "The plugin's own settings, checked against what it declares (twicectl plugin "
             "check lists them): unknown ones, wrong types and missing required ones are errors."},
+    {ROW("plugins", "rate_limit", CONFIG_GROUP, P(rate_per_second)), .flags = CONFIG_ABSENT,
+     .check = config_check_plugin_rate,
+     .doc = "A limit on the jobs this plugin starts, shared by every queue that uses it, every "
+            "worker and every twiced host on the same idempotency database: "
+            "{ per_second = 14; burst = 14; } for a provider that allows 14 requests a "
+            "second. Jobs waiting for a token are not attempts: they stay in flight (the "
+            "heartbeat keeps them) and receiving slows down to what can start. Tokens are "
+            "leased from PostgreSQL (table <table>_rate_limits) a tenth of a second's worth "
+            "at a time and spent from shared memory; twice_rate_limited_seconds_total{limit} "
+            "counts the waiting."},
+    {ROW("plugins.rate_limit", "per_second", CONFIG_INT, P(rate_per_second)), .lo = 1,
+     .hi = 1000000, .def = 1, .doc_default = "none: required in rate_limit",
+     .doc = "Jobs started per second, at most, over all hosts."},
+    {ROW("plugins.rate_limit", "burst", CONFIG_INT, P(rate_burst)), .lo = 1, .hi = 1000000,
+     .def = 1, .doc_default = "per_second",
+     .doc = "How many may start at once after a quiet spell (the bucket's size)."},
 
     /* An entry of queues. */
     {ROW("queues", "name", CONFIG_STR, Q(name)), .flags = CONFIG_REQUIRED | CONFIG_NAME,
@@ -255,8 +289,28 @@ const struct config_row config_rows[] = {
      .doc_default = "the plugin's key template",
      .doc = "The key template of this queue's messages, overriding the plugin's (whatever "
             "route they take): \"invoice:{detail.invoiceId}\". Fields as in twice-plugin(3): "
-            "{a.b} a JSON body path, {attr:Name} a message attribute, {msg:group} the FIFO "
-            "group id; twicectl key derive shows the key a message gets."},
+            "{a.b} a JSON body path, {attr:Name} a message attribute, {msg:group} the "
+            "message group id, {msg:NAME} a field of the envelope; twicectl key derive shows "
+            "the key a message gets."},
+    {ROW("queues", "envelope", CONFIG_ENUM, Q(envelope)), .choices = envelopes, .noun = "envelope",
+     .def = CONFIG_ENVELOPE_NONE,
+     .doc = "What wraps the jobs of this queue. sns: an SNS notification (a subscription "
+            "without raw message delivery): the job is its Message, its MessageAttributes are "
+            "message attributes, and key templates may use {msg:sns_message_id}, {msg:topic} "
+            "and {msg:subject}. eventbridge: an EventBridge event: the job is its detail, with "
+            "{msg:detail_type}, {msg:source} and {msg:event_id}. auto: either, recognised by "
+            "their fields, and any other body as it is. A message that does not match goes to "
+            "the dead-letter queue as bad-envelope; the dead-letter queue always gets the "
+            "original body."},
+    {ROW("queues", "delete_payload", CONFIG_BOOL, Q(delete_payload)), .def = 0,
+     .doc = "Delete a payload kept in S3 (the object a PayloadS3Pointer body names) once its "
+            "job is done and its message deleted, or its message deleted as a duplicate. A "
+            "late redelivery of that message then goes to the dead-letter queue as "
+            "payload-missing. Not for payloads that several queues share (an SNS topic "
+            "fanning one pointer out): the first queue done would delete it for all."},
+    {ROW("queues", "payload_bucket", CONFIG_STR, Q(payload_bucket)), .flags = CONFIG_UNSET,
+     .doc = "The S3 bucket twicectl send puts bodies larger than max_message_bytes in, sending "
+            "a PayloadS3Pointer instead (as the Extended Client libraries do)."},
     {ROW("queues", "concurrency", CONFIG_INT, Q(concurrency)), .lo = 1, .hi = 1024, .def = 8,
      .doc = "Handler threads per worker process; also the most messages a worker holds at once."},
     {ROW("queues", "receivers", CONFIG_INT, Q(receivers)), .lo = 1, .hi = 64, .def = 1,
@@ -294,6 +348,52 @@ const struct config_row config_rows[] = {
      .def = 2, .doc = "Seconds."},
     {ROW("queues.backoff", "cap", CONFIG_INT, Q(backoff_cap)), .lo = 0, .hi = CONFIG_NO_MAX,
      .def = 300, .doc = "Seconds, at least base."},
+    {ROW("queues", "rate_limit", CONFIG_GROUP, Q(rate_per_second)), .flags = CONFIG_ABSENT,
+     .check = config_check_queue_rate,
+     .doc = "A limit on the jobs this queue starts, as a plugin's rate_limit (both apply when "
+            "both are set): { per_second = 20; burst = 5; }."},
+    {ROW("queues.rate_limit", "per_second", CONFIG_INT, Q(rate_per_second)), .lo = 1,
+     .hi = 1000000, .def = 1, .doc_default = "none: required in rate_limit",
+     .doc = "Jobs started per second, at most, over all hosts."},
+    {ROW("queues.rate_limit", "burst", CONFIG_INT, Q(rate_burst)), .lo = 1, .hi = 1000000,
+     .def = 1, .doc_default = "per_second",
+     .doc = "How many may start at once after a quiet spell (the bucket's size)."},
+    {ROW("queues", "timeout", CONFIG_INT, Q(timeout)), .lo = 0, .hi = 43200, .def = 0,
+     .doc_default = "0: none",
+     .doc = "Seconds a handler run may take. A run past it is logged with its key and plugin and "
+            "counts as a failed attempt: its key is released and the message retried after the "
+            "backoff (at least timeout_grace + 2 s), or dead-lettered as timeout when it was the "
+            "last "
+            "attempt. The heartbeat stops extending it. A thread cannot be stopped safely, so a "
+            "handler still running timeout_grace seconds later has its worker replaced: a new "
+            "worker starts at once and the old one drains (its other jobs finish or are given "
+            "back, not counted). A transactional handler is not cut short at timeout, its "
+            "transaction holds its key: its worker is replaced after the grace, and that run "
+            "counts as one that crashed its worker."},
+    {ROW("queues", "timeout_grace", CONFIG_INT, Q(timeout_grace)), .lo = 0, .hi = 3600, .def = 10,
+     .doc = "Seconds a handler may still run past timeout before its worker is replaced."},
+
+    {ROW("queues", "breaker", CONFIG_GROUP, Q(breaker_failures)),
+     .doc = "A circuit breaker (off unless this group is given): when `failures` transient "
+            "failures (RETRY, or the plugin saying its downstream is unavailable) happen within "
+            "`window` seconds on one host, the queue is paused on every host (reason breaker) "
+            "for `cooldown` seconds; jobs received but not started are given back uncounted, "
+            "and a RETRY while it is open is given back without counting an attempt, so an "
+            "outage sends nothing to the dead-letter queue. After the cooldown `probes` jobs "
+            "run: a success resumes the queue, a failure opens it again for twice the cooldown, "
+            "at most `cooldown_max` seconds."},
+    {ROW("queues.breaker", "failures", CONFIG_INT, Q(breaker_failures)), .lo = 0, .hi = 1000000,
+     .def = 0, .flags = CONFIG_REQUIRED, .check = config_check_breaker,
+     .doc = "Transient failures that open the breaker, at least 1; required in the group."},
+    {ROW("queues.breaker", "window", CONFIG_INT, Q(breaker_window)), .lo = 1, .hi = 86400,
+     .def = 30, .doc = "Seconds over which the failures are counted."},
+    {ROW("queues.breaker", "cooldown", CONFIG_INT, Q(breaker_cooldown)), .lo = 1, .hi = 43200,
+     .def = 60, .doc = "Seconds the breaker stays open before a probe."},
+    {ROW("queues.breaker", "cooldown_max", CONFIG_INT, Q(breaker_cap)), .lo = 1, .hi = 43200,
+     .def = 600,
+     .doc = "The longest cooldown after failed probes, seconds (never below cooldown)."},
+    {ROW("queues.breaker", "probes", CONFIG_INT, Q(breaker_probes)), .lo = 1, .hi = 100, .def = 1,
+     .doc = "Jobs run as probes after a cooldown; the first outcome decides."},
 
     /* An entry of a queue's routes. */
     {ROW("queues.routes", "value", CONFIG_STR, R(value)), .flags = CONFIG_REQUIRED,

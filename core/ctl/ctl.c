@@ -13,6 +13,7 @@
 #include "creds.h"
 #include "diag.h"
 #include "idem.h"
+#include "s3.h"
 #include "sqs.h"
 #include "utf8.h"
 
@@ -109,6 +110,20 @@ ctl_sqs(struct ctl *c)
     return c->sqs;
 }
 
+struct s3_client *
+ctl_s3(struct ctl *c)
+{
+    char err[512];
+    if (c->s3 != NULL || ctl_sqs(c) == NULL) {
+        return c->s3;
+    }
+    if (s3_client_new(c->cfg->aws.s3_endpoint, c->endpoint->region, c->cfg->aws.ca_file, c->creds,
+                      &c->s3, err, sizeof(err)) != 0) {
+        ctl_fail("%s", err);
+    }
+    return c->s3;
+}
+
 struct idem_store *
 ctl_store(struct ctl *c)
 {
@@ -161,6 +176,8 @@ void
 ctl_close(struct ctl *c)
 {
     sqs_client_free(c->sqs);
+    s3_client_free(c->s3);
+    c->s3 = NULL;
     if (c->endpoint != NULL) {
         sqs_endpoint_free(c->endpoint);
         free(c->endpoint);

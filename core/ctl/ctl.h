@@ -3,8 +3,8 @@
  * the configuration (loaded on first use, the same file twiced reads), and
  * SQS and PostgreSQL connections made from it. Each subcommand lives in its
  * own file (ctl_send.c, ctl_dlq.c, ctl_key.c, ctl_derive.c, ctl_outbox.c, ctl_plugin.c,
- * ctl_status.c, ctl_whoami.c) and returns an exit code: 0 success, 1 operational failure
- * (after printing why on stderr), 2 usage error.
+ * ctl_status.c, ctl_whoami.c, ctl_pause.c) and returns an exit code: 0 success, 1 operational
+ * failure (after printing why on stderr), 2 usage error.
  */
 #ifndef TWICE_CTL_H
 #define TWICE_CTL_H
@@ -30,6 +30,8 @@ struct json_t;
 #define CTL_FAIL  1
 #define CTL_USAGE 2
 
+struct s3_client;
+
 struct ctl {
     const char *config_path; /* -c FILE, else the default */
     int json;                /* --json: machine-readable output where offered */
@@ -38,6 +40,7 @@ struct ctl {
     struct sqs_endpoint *endpoint;
     struct creds_chain *creds;
     struct sqs_client *sqs;
+    struct s3_client *s3;
     struct idem_store *store;
 };
 
@@ -48,6 +51,9 @@ const struct config *ctl_config(struct ctl *c);
  * printing why. */
 struct sqs_client *ctl_sqs(struct ctl *c);
 struct idem_store *ctl_store(struct ctl *c);
+/* An S3 client (aws.s3_endpoint, the SQS region and credentials), or NULL
+ * after printing why. */
+struct s3_client *ctl_s3(struct ctl *c);
 /* A configured queue by name, or by URL; NULL after printing why. A DLQ's
  * name or URL finds the queue it belongs to when dlq is nonzero. */
 const struct config_queue *ctl_queue(struct ctl *c, const char *name_or_url, int dlq);
@@ -151,5 +157,15 @@ int ctl_outbox(struct ctl *c, int argc, char **argv);
 int ctl_plugin(struct ctl *c, int argc, char **argv);
 int ctl_status(struct ctl *c, int argc, char **argv);
 int ctl_whoami(struct ctl *c, int argc, char **argv);
+int ctl_pause(struct ctl *c, int argc, char **argv);
+int ctl_resume(struct ctl *c, int argc, char **argv);
+
+/* A --for DURATION: seconds, or numbers with units s, m, h, d ("1h30m");
+ * the seconds (1 to 366 days), or -1 when it is not one. Pure. */
+long ctl_parse_duration(const char *text);
+/* A queue's pause for `twicectl status`: "-" when r is NULL or not paused
+ * any more, "REASON [until TIME]", "breaker (probe after TIME)". */
+struct pause_row;
+void ctl_pause_describe(const struct pause_row *r, char *out, size_t cap);
 
 #endif

@@ -35,13 +35,15 @@ static const char derive_help[] =
     "it is routed to, the key template and where it comes from (the queue's key,\n"
     "a plugin setting, the plugin's template) or the plugin's derive_key(). A\n"
     "message that would be dead-lettered (too large, no route, no key field, not\n"
-    "JSON...) prints the reason instead and exits 1. The plugin is loaded in a\n"
-    "separate process, with its configured settings; init() runs only for a\n"
-    "derive_key() plugin. Nothing is sent and nothing is stored.\n"
+    "JSON, bad envelope...) prints the reason instead and exits 1. The queue's\n"
+    "envelope is unwrapped and a payload kept in S3 is fetched, as twiced does.\n"
+    "The plugin is loaded in a separate process, with its configured settings;\n"
+    "init() runs only for a derive_key() plugin. Nothing is sent and nothing is\n"
+    "stored.\n"
     "\n"
     "  --queue Q          a configured queue's name or url\n"
     "  --attr NAME=VALUE  a String message attribute ({attr:NAME}; repeatable)\n"
-    "  --group G          the FIFO MessageGroupId ({msg:group}); required on FIFO queues\n"
+    "  --group G          the MessageGroupId ({msg:group}); required on FIFO queues\n"
     "  --json             print one object: queue, plugin, route, key or\n"
     "                     dead_letter {reason, detail}, template, source, where\n";
 
@@ -98,8 +100,35 @@ dup_or_null(const char *s, int *failed)
     return d;
 }
 
-/* The message as SQS would hand it to a receiver: everything owned by the
- * job (job_free frees it). NULL when out of memory. */
+/* Free the strings of a message make_job built (no batch owns them, so
+ * sqs_message_clear would not) and zero it. */
+static void
+free_message(struct sqs_message *m)
+{
+    for (size_t i = 0; m->attrs != NULL && i < m->nattrs; i++) {
+        free(m->attrs[i].name);
+        free(m->attrs[i].data_type);
+        free(m->attrs[i].string_value);
+    }
+    free(m->attrs);
+    free(m->body);
+    free(m->message_id);
+    free(m->group_id);
+    memset(m, 0, sizeof(*m));
+}
+
+/* A job of make_job, its message's strings included. */
+static void
+free_job(struct twice_job *j)
+{
+    if (j != NULL) {
+        free_message(&j->msg);
+        job_free(j);
+    }
+}
+
+/* The message as SQS would hand it to a receiver: its strings owned by the
+ * job (free_job frees them). NULL when out of memory. */
 static struct twice_job *
 make_job(const struct config_queue *qc, const struct derive_args *a, struct buf *body)
 {
@@ -119,7 +148,7 @@ make_job(const struct config_queue *qc, const struct derive_args *a, struct buf 
     if (!failed && m.body != NULL && m.attrs != NULL) {
         j = job_new(NULL, qc, &m);
     }
-    sqs_message_clear(&m); /* zeroed by job_new when it took it */
+    free_message(&m); /* zeroed by job_new when it took it */
     return j;
 }
 
@@ -326,16 +355,27 @@ print_report(const json_t *r)
     }
 }
 
-/* Report on the prepared job: routed here, keyed here or in a child. */
+/* S3, for a message whose payload is there (the daemon fetches it too). */
+static struct s3_client *
+derive_s3(void *arg)
+{
+    return ctl_s3(arg);
+}
+
+/* Report on the prepared job: unwrapped, fetched and routed here, keyed
+ * here or in a child. */
 static int
 derive_and_print(struct ctl *c, struct derive_run *dr)
 {
     json_t *r = NULL;
-    if (keying_check_size(dr->j, dr->cfg->max_message_bytes) != 0) {
-        dr->route = KEYING_NO_ROUTE;
-    } else {
-        dr->route = keying_route(dr->j);
+    int shaped = KEYING_DEAD;
+    if (keying_check_size(dr->j, dr->cfg->max_message_bytes) == 0) {
+        shaped = keying_shape(dr->j, derive_s3, c, dr->cfg->max_payload_bytes);
     }
+    if (shaped == KEYING_LATER) {
+        return ctl_fail("key derive: %s", dr->j->error);
+    }
+    dr->route = shaped == KEYING_SHAPED ? keying_route(dr->j) : KEYING_NO_ROUTE;
     if (dr->route == KEYING_NO_ROUTE || dr->qc->key != NULL) {
         r = report(dr);
     } else {
@@ -387,6 +427,6 @@ ctl_key_derive(struct ctl *c, int argc, char **argv)
         return ctl_fail("key derive: out of memory");
     }
     rc = derive_and_print(c, &dr);
-    job_free(dr.j);
+    free_job(dr.j);
     return rc;
 }

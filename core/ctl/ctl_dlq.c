@@ -1,5 +1,6 @@
 /*
- * ctl_dlq.c - `twicectl dlq list|redrive|purge`: a queue's dead letters.
+ * ctl_dlq.c - `twicectl dlq list|redrive|delete|purge`: a queue's dead
+ * letters.
  *
  * SQS has no way to look at a message without receiving it. `list`
  * receives each dead letter with a short visibility timeout (so paging
@@ -7,7 +8,8 @@
  * nothing is deleted or changed, but each listing counts as a receive in
  * the letters' ApproximateReceiveCount. `redrive` sends a letter back to
  * its source queue and deletes it from the DLQ only once that send was
- * accepted. Not the building of dead letters: dlq.c.
+ * accepted; `delete` deletes chosen letters. Not the building of dead
+ * letters: dlq.c.
  */
 #include "buf.h"
 #include "config.h"
@@ -33,6 +35,7 @@
 static const char dlq_help[] =
     "usage: twicectl dlq list QUEUE [--max N] [--json]\n"
     "       twicectl dlq redrive QUEUE (--id MESSAGE_ID... | --all) [--json]\n"
+    "       twicectl dlq delete QUEUE --id MESSAGE_ID... [--json]\n"
     "       twicectl dlq purge QUEUE --yes\n"
     "\n"
     "QUEUE is the source queue's configured name or url, or its DLQ's url.\n"
@@ -64,6 +67,14 @@ static const char redrive_help[] =
     "shows (or the original message's id) and may be repeated. Prints how many\n"
     "were redriven, failed and skipped (skipped: no usable source queue).\n"
     "Exit code 1 when any failed or an --id was not found.\n";
+
+static const char delete_help[] =
+    "usage: twicectl dlq delete QUEUE --id MESSAGE_ID... [--json]\n"
+    "\n"
+    "Delete the dead letters with these ids (the message id `dlq list` shows, or\n"
+    "the original message's) from QUEUE's dead-letter queue, leaving the others.\n"
+    "A payload the letter's body points to in S3 is not deleted. Prints how many\n"
+    "were deleted; exit code 1 when one failed or an --id was not found.\n";
 
 static const char purge_help[] = "usage: twicectl dlq purge QUEUE --yes\n"
                                  "\n"
@@ -465,8 +476,9 @@ struct redrive {
     char **ids; /* --id values (borrowed from argv); NULL with --all */
     int *found;
     size_t nids;
-    long redriven, failed, skipped;
-    struct held held; /* letters left in the DLQ */
+    long redriven, failed, skipped; /* redriven: deleted, for `delete` */
+    struct held held;               /* letters left in the DLQ */
+    int del;                        /* `delete`: delete the chosen letters */
 };
 
 static const struct config_queue *
@@ -515,7 +527,7 @@ redrive_one(struct redrive *rd, const struct sqs_message *m)
                                r.attrs,
                                r.nattrs,
                                -1,
-                               to->fifo ? m->group_id : NULL,
+                               m->group_id, /* FIFO, or a fair queue's tenant */
                                to->fifo ? r.dedup : NULL};
     int sent = sqs_send(rd->sqs, to->url, &e, id, sizeof(id), &se);
     ctl_redrive_free(&r);
@@ -571,6 +583,25 @@ all_found(const struct redrive *rd)
     return rd->ids != NULL;
 }
 
+/* `delete`: one chosen letter goes. */
+static void
+delete_one(struct redrive *rd, const struct sqs_message *m)
+{
+    struct sqs_error se;
+    char err[1024];
+    if (sqs_delete(rd->sqs, rd->q->dlq_url, m->receipt_handle, &se) != 0) {
+        sqs_error_describe(&se, "DeleteMessage", err, sizeof(err));
+        fprintf(stderr, "twicectl: dlq delete: message %s: %s\n", m->message_id, err);
+        rd->failed++;
+        hold(&rd->held, m->receipt_handle);
+        return;
+    }
+    rd->redriven++;
+    if (!rd->c->json) {
+        printf("deleted %s from the dead-letter queue of %s\n", m->message_id, rd->q->name);
+    }
+}
+
 /* Receive batch after batch until the DLQ has nothing new for us. */
 static int
 redrive_all(struct redrive *rd)
@@ -594,6 +625,8 @@ redrive_all(struct redrive *rd)
             }
             if (again || !selected(rd, m)) {
                 hold(&rd->held, m->receipt_handle);
+            } else if (rd->del) {
+                delete_one(rd, m);
             } else {
                 redrive_one(rd, m);
             }
@@ -612,13 +645,23 @@ redrive_report(struct redrive *rd, int rc)
 {
     for (size_t i = 0; rd->ids != NULL && i < rd->nids; i++) {
         if (!rd->found[i]) {
-            fprintf(stderr, "twicectl: dlq redrive: message %s not found in the DLQ of %s\n",
-                    rd->ids[i], rd->q->name);
+            fprintf(stderr, "twicectl: dlq %s: message %s not found in the DLQ of %s\n",
+                    rd->del ? "delete" : "redrive", rd->ids[i], rd->q->name);
             rc = CTL_FAIL;
         }
     }
     if (rd->failed > 0) {
         rc = CTL_FAIL;
+    }
+    if (rd->del && rd->c->json) {
+        int prc = ctl_print_json(json_pack("{s:s,s:I,s:I}", "queue", rd->q->name, "deleted",
+                                           (json_int_t) rd->redriven, "failed",
+                                           (json_int_t) rd->failed));
+        return rc != CTL_OK ? rc : prc;
+    }
+    if (rd->del) {
+        printf("deleted %ld, failed %ld\n", rd->redriven, rd->failed);
+        return rc;
     }
     if (rd->c->json) {
         int prc = ctl_print_json(json_pack(
@@ -630,14 +673,18 @@ redrive_report(struct redrive *rd, int rc)
     return rc;
 }
 
+/* `redrive` and, with del, `delete` (which takes no --all). */
 static int
-dlq_redrive(struct ctl *c, int argc, char **argv)
+dlq_redrive(struct ctl *c, int argc, char **argv, int del)
 {
     static const struct option longopts[] = {
         {"id", 1, NULL, 'i'}, {"all", 0, NULL, 'a'}, CTL_LONG_OPTIONS};
+    static const struct option delete_opts[] = {{"id", 1, NULL, 'i'}, CTL_LONG_OPTIONS};
+    const char *cmd = del ? "dlq delete" : "dlq redrive";
     struct redrive rd;
     int opt, rc, all = 0;
     memset(&rd, 0, sizeof(rd));
+    rd.del = del;
     rd.ids = calloc((size_t) argc, sizeof(*rd.ids));
     rd.found = calloc((size_t) argc, sizeof(*rd.found));
     if (rd.ids == NULL || rd.found == NULL) {
@@ -646,19 +693,22 @@ dlq_redrive(struct ctl *c, int argc, char **argv)
         return ctl_fail("out of memory");
     }
     rc = -1;
-    while (rc < 0 && (opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
+    while (rc < 0 &&
+           (opt = getopt_long(argc, argv, ":c:h", del ? delete_opts : longopts, NULL)) != -1) {
         if (opt == 'i') {
             rd.ids[rd.nids++] = optarg;
         } else if (opt == 'a') {
             all = 1;
         } else {
-            rc = ctl_option(c, "dlq redrive", redrive_help, opt, argc, argv);
+            rc = ctl_option(c, cmd, del ? delete_help : redrive_help, opt, argc, argv);
         }
     }
     if (rc < 0 && argc - optind != 1) {
-        rc = ctl_usage_error("dlq redrive", "expected one QUEUE");
+        rc = ctl_usage_error(cmd, "expected one QUEUE");
+    } else if (rc < 0 && del && rd.nids == 0) {
+        rc = ctl_usage_error(cmd, "give --id MESSAGE_ID (repeatable)");
     } else if (rc < 0 && all == (rd.nids > 0)) {
-        rc = ctl_usage_error("dlq redrive", "give either --id MESSAGE_ID (repeatable) or --all");
+        rc = ctl_usage_error(cmd, "give either --id MESSAGE_ID (repeatable) or --all");
     }
     if (rc < 0) {
         rd.c = c;
@@ -727,10 +777,13 @@ ctl_dlq(struct ctl *c, int argc, char **argv)
         return dlq_list(c, argc - 1, argv + 1);
     }
     if (strcmp(argv[1], "redrive") == 0) {
-        return dlq_redrive(c, argc - 1, argv + 1);
+        return dlq_redrive(c, argc - 1, argv + 1, 0);
+    }
+    if (strcmp(argv[1], "delete") == 0) {
+        return dlq_redrive(c, argc - 1, argv + 1, 1);
     }
     if (strcmp(argv[1], "purge") == 0) {
         return dlq_purge(c, argc - 1, argv + 1);
     }
-    return ctl_usage_error("dlq", "no dlq command '%s' (list, redrive, purge)", argv[1]);
+    return ctl_usage_error("dlq", "no dlq command '%s' (list, redrive, delete, purge)", argv[1]);
 }

@@ -4,8 +4,11 @@
  * GetQueueAttributes (approximate numbers, as SQS gives them). Not the
  * daemon's health: that is the metrics listener's /health.
  */
+#include "buf.h"
 #include "config.h"
 #include "ctl.h"
+#include "idem.h"
+#include "pause.h"
 #include "sqs.h"
 
 #include <getopt.h>
@@ -19,7 +22,10 @@ static const char status_help[] =
     "\n"
     "For each configured queue (or the ones named): messages visible, in flight\n"
     "(received, not yet deleted), delayed, and in its dead-letter queue. SQS's\n"
-    "numbers are approximate. Exit code 1 when a queue could not be read (the\n"
+    "numbers are approximate. PAUSED says whether hosts receive from it: - (they\n"
+    "do), the reason of a `twicectl pause` and its end, or breaker (its circuit\n"
+    "breaker is open, or probing), read from the idempotency database (? when it\n"
+    "cannot be read). Exit code 1 when a queue could not be read (the\n"
     "others are still shown). Each call has --timeout SECONDS (default 10); once\n"
     "the endpoint has not answered in time, the other queues are not asked.\n";
 
@@ -79,6 +85,61 @@ cell(char *out, size_t cap, long v)
     }
 }
 
+/* The pause table, or NULL (*failed set) when it cannot be read. */
+static struct pause_row *
+read_pauses(struct ctl *c, size_t *n, int *failed)
+{
+    char err[512];
+    struct pause_row *rows = NULL;
+    struct idem_store *s = ctl_store(c);
+    *n = 0;
+    *failed = s == NULL || idem_pause_list(s, &rows, n, err, sizeof(err)) != 0;
+    if (s != NULL && *failed) {
+        ctl_fail("pauses: %s", err);
+    }
+    return rows;
+}
+
+/* q's pause, escaped for a terminal, into b (reset first). */
+static void
+pause_cell(struct buf *b, const struct pause_row *rows, size_t n, int failed, const char *q)
+{
+    char text[PAUSE_REASON_MAX + 64];
+    const struct pause_row *r = NULL;
+    for (size_t i = 0; i < n && r == NULL; i++) {
+        r = strcmp(rows[i].queue, q) == 0 ? &rows[i] : NULL;
+    }
+    ctl_pause_describe(r, text, sizeof(text));
+    buf_reset(b);
+    if (failed) {
+        buf_puts(b, "?");
+    } else {
+        ctl_escape(b, text, strlen(text), 60);
+    }
+}
+
+/* "paused" of --json: null when not paused, else {reason, breaker, until}. */
+static json_t *
+pause_json(const struct pause_row *rows, size_t n, int failed, const char *q)
+{
+    char text[PAUSE_REASON_MAX + 64];
+    for (size_t i = 0; !failed && i < n; i++) {
+        const struct pause_row *r = &rows[i];
+        if (strcmp(r->queue, q) != 0) {
+            continue;
+        }
+        ctl_pause_describe(r, text, sizeof(text));
+        if (strcmp(text, "-") == 0) {
+            break;
+        }
+        char until[40];
+        ctl_time(r->until, until, sizeof(until));
+        return json_pack("{s:s,s:b,s:o}", "reason", r->reason, "breaker", r->breaker, "until",
+                         r->until > 0 ? json_string(until) : json_null());
+    }
+    return json_null();
+}
+
 static json_t *
 jnum(long v)
 {
@@ -126,8 +187,13 @@ ctl_status(struct ctl *c, int argc, char **argv)
         free(qs);
         return CTL_FAIL;
     }
-    static const char *const head[] = {"QUEUE", "VISIBLE", "IN FLIGHT", "DELAYED", "DLQ"};
-    struct ctl_table *t = c->json ? NULL : ctl_table_new(5, head);
+    static const char *const head[] = {"QUEUE",   "VISIBLE", "IN FLIGHT",
+                                       "DELAYED", "DLQ",     "PAUSED"};
+    struct ctl_table *t = c->json ? NULL : ctl_table_new(6, head);
+    size_t npauses = 0;
+    int pauses_failed = 0;
+    struct pause_row *pauses = read_pauses(c, &npauses, &pauses_failed);
+    struct buf paused = BUF_INIT;
     json_t *arr = c->json ? json_array() : NULL;
     rc = CTL_OK;
     struct asker a = {sqs, 0, 0};
@@ -136,12 +202,14 @@ ctl_status(struct ctl *c, int argc, char **argv)
         if (queue_counts(&a, qs[i], &k) != 0) {
             rc = CTL_FAIL;
         }
+        pause_cell(&paused, pauses, npauses, pauses_failed, qs[i]->name);
         if (arr != NULL) {
-            json_array_append_new(arr, json_pack("{s:s,s:s,s:o,s:o,s:o,s:s,s:o}", "queue",
-                                                 qs[i]->name, "url", qs[i]->url, "visible",
-                                                 jnum(k.visible), "in_flight", jnum(k.in_flight),
-                                                 "delayed", jnum(k.delayed), "dlq_url",
-                                                 qs[i]->dlq_url, "dlq", jnum(k.dlq)));
+            json_array_append_new(
+                arr, json_pack("{s:s,s:s,s:o,s:o,s:o,s:s,s:o,s:o}", "queue", qs[i]->name, "url",
+                               qs[i]->url, "visible", jnum(k.visible), "in_flight",
+                               jnum(k.in_flight), "delayed", jnum(k.delayed), "dlq_url",
+                               qs[i]->dlq_url, "dlq", jnum(k.dlq), "paused",
+                               pause_json(pauses, npauses, pauses_failed, qs[i]->name)));
             continue;
         }
         char v[24], f[24], d[24], l[24];
@@ -149,10 +217,15 @@ ctl_status(struct ctl *c, int argc, char **argv)
         cell(f, sizeof(f), k.in_flight);
         cell(d, sizeof(d), k.delayed);
         cell(l, sizeof(l), k.dlq);
-        const char *row[] = {qs[i]->name, v, f, d, l};
+        const char *row[] = {qs[i]->name, v, f, d, l, buf_str(&paused)};
         ctl_table_add(t, row);
     }
     free(qs);
+    free(pauses);
+    buf_free(&paused);
+    if (pauses_failed) {
+        rc = CTL_FAIL;
+    }
     if (a.skipped > 0) {
         ctl_fail("%zu more SQS call%s not made after the timeout (shown as ?)", a.skipped,
                  a.skipped == 1 ? " was" : "s were");

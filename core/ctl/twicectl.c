@@ -22,12 +22,14 @@ struct command {
 
 static const struct command commands[] = {
     {"send", ctl_send, "send a message to a queue"},
-    {"dlq", ctl_dlq, "list, redrive or purge a queue's dead letters"},
+    {"dlq", ctl_dlq, "list, redrive, delete or purge a queue's dead letters"},
     {"key", ctl_key, "show, list or forget idempotency keys"},
     {"outbox", ctl_outbox, "list or retry follow-up messages staged with send()"},
     {"plugin", ctl_plugin, "check a plugin file: load rule, descriptor, settings"},
     {"status", ctl_status, "messages visible, in flight, delayed and dead, per queue"},
     {"whoami", ctl_whoami, "which AWS credentials and region twicectl would use"},
+    {"pause", ctl_pause, "stop every host receiving from a queue, for a while or until resumed"},
+    {"resume", ctl_resume, "let every host receive from a paused queue again"},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

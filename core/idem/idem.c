@@ -19,19 +19,21 @@
 #include "idem_internal.h"
 
 struct idem_store {
-    PGconn *conn;      /* never NULL once idem_open has returned a store */
-    char *name;        /* the table name as configured, for error texts */
-    char *table;       /* quoted with PQescapeIdentifier */
-    char *index;       /* quoted name of the janitor index */
-    char *owner_index; /* quoted name of the index of in-progress keys by owner */
-    char *free_index;  /* quoted name of the janitor index of free keys */
-    char *owner;       /* this process in leases */
-    int prepared;      /* the hot-path statements exist on this connection */
+    PGconn *conn;             /* never NULL once idem_open has returned a store */
+    char *name;               /* the table name as configured, for error texts */
+    char *table;              /* quoted with PQescapeIdentifier */
+    char *index;              /* quoted name of the janitor index */
+    char *owner_index;        /* quoted name of the index of in-progress keys by owner */
+    char *free_index;         /* quoted name of the janitor index of free keys */
+    char *pause_table;        /* quoted name of the queue pause table (pause.h) */
+    char *owner;              /* this process in leases */
+    struct idem_stmts *stmts; /* the hot-path statements (idem_stmt.c) */
 };
 
 /*
- * The statements prepared once per connection (lazily, since the table may
- * not exist before idem_migrate). "@T" stands for the quoted table name.
+ * The hot-path statements, prepared on demand under names derived from their
+ * text (idem_stmt.c: safe behind a pooler). "@T" stands for the quoted table
+ * name.
  * The states and their transitions are written at the top of idem.h.
  *
  * The claim, in one statement under READ COMMITTED (every part of it sees the
@@ -43,18 +45,25 @@ struct idem_store {
  *   another worker after our snapshot is not inserted again (we wait if its
  *   insert is still uncommitted). A row lock (FOR KEY SHARE from
  *   idem_tx_begin) does not make it wait.
- * - free locks the rows nobody holds: released, crashed and interrupted
- *   ones, and in_progress ones whose lease has expired, SKIP LOCKED: a row
- *   locked by a transactional handler, or being claimed by another worker
- *   right now, is skipped instead of waited for. A row changed after our
- *   snapshot is rechecked on its newest version, so a row that another
- *   worker has just claimed (lease renewed) or completed is not taken.
+ * - old holds the keys ins did not insert (they had a row already, or
+ *   another worker inserted one just now): the parts below look only at
+ *   these, by primary key. In the common batch of new keys they do nothing,
+ *   and no part ever scans the in-progress rows of the table (the claim of
+ *   issue 9 did, through the owner index, once the planner's statistics said
+ *   there were few: its cost grew with the keys in flight over all hosts).
+ * - free locks the rows of old that nobody holds: released, crashed and
+ *   interrupted ones, and in_progress ones whose lease has expired, SKIP
+ *   LOCKED: a row locked by a transactional handler, or being claimed by
+ *   another worker right now, is skipped instead of waited for. A row
+ *   changed after our snapshot is rechecked on its newest version, so a row
+ *   that another worker has just claimed (lease renewed) or completed is not
+ *   taken.
  * - upd claims exactly the rows free locked, keeping their count of runs,
  *   and answers the state each had.
- * - The final SELECT reads each key's row from the snapshot: a key neither
- *   inserted nor claimed is COMPLETED if the snapshot says so (completed
- *   is final until the janitor deletes it), else BUSY, including a row that
- *   is newer than the snapshot (lease unknown: we report our own lease).
+ * - seen reads the rows of old from the snapshot: a key neither inserted
+ *   nor claimed is COMPLETED if the snapshot says so (completed is final
+ *   until the janitor deletes it), else BUSY, including a row that is newer
+ *   than the snapshot (lease unknown: we report our own lease).
  * The answers: C claimed (new or released), T taken over (a lease expired
  * unrecorded), X crashed, S interrupted, D completed, B busy.
  */
@@ -73,28 +82,32 @@ static const char sql_claim[] =
     " SELECT i.k, 'in_progress', $5, now() + i.l * interval '1 second', i.sha, i.m, 0,"
     " now(), now() FROM input i ORDER BY i.k"
     " ON CONFLICT (idempotency_key) DO NOTHING RETURNING t.idempotency_key"
+    "), old AS MATERIALIZED ("
+    " SELECT i.* FROM input i WHERE NOT EXISTS"
+    " (SELECT 1 FROM ins WHERE ins.idempotency_key = i.k)"
     "), free AS MATERIALIZED ("
-    " SELECT t.idempotency_key, t.state AS was FROM @T t JOIN input i ON t.idempotency_key = i.k"
+    " SELECT t.idempotency_key, t.state AS was FROM old o JOIN @T t ON t.idempotency_key = o.k"
     " WHERE " FREE_ROW " ORDER BY t.idempotency_key FOR UPDATE OF t SKIP LOCKED"
     "), upd AS ("
     " UPDATE @T t SET state = 'in_progress', owner = $5,"
-    " lease_until = now() + i.l * interval '1 second', payload_sha256 = i.sha,"
-    " message_id = i.m, processed_at = now()"
-    " FROM free f JOIN input i ON i.k = f.idempotency_key"
+    " lease_until = now() + o.l * interval '1 second', payload_sha256 = o.sha,"
+    " message_id = o.m, processed_at = now()"
+    " FROM free f JOIN old o ON o.k = f.idempotency_key"
     " WHERE t.idempotency_key = f.idempotency_key AND " FREE_ROW
     " RETURNING t.idempotency_key, t.attempts, f.was"
-    ") SELECT CASE WHEN ins.idempotency_key IS NOT NULL THEN 'C'"
+    "), seen AS ("
+    " SELECT o.k, t.state, t.attempts, t.lease_until, t.payload_sha256, t.message_id"
+    " FROM old o JOIN @T t ON t.idempotency_key = o.k"
+    ") SELECT CASE WHEN o.k IS NULL THEN 'C'"
     " WHEN upd.was = 'released' THEN 'C' WHEN upd.was = 'crashed' THEN 'X'"
     " WHEN upd.was = 'interrupted' THEN 'S' WHEN upd.was IS NOT NULL THEN 'T'"
     " WHEN t.state = 'completed' THEN 'D' ELSE 'B' END,"
-    " CASE WHEN ins.idempotency_key IS NOT NULL THEN 0"
-    " ELSE coalesce(upd.attempts, t.attempts, 0) END,"
+    " coalesce(upd.attempts, t.attempts, 0),"
     " CASE WHEN t.lease_until > now()"
     " THEN extract(epoch FROM t.lease_until - now())::float8 ELSE i.l END,"
     " encode(t.payload_sha256, 'hex'), t.message_id"
-    " FROM input i LEFT JOIN ins ON ins.idempotency_key = i.k"
-    " LEFT JOIN upd ON upd.idempotency_key = i.k"
-    " LEFT JOIN @T t ON t.idempotency_key = i.k ORDER BY i.ord";
+    " FROM input i LEFT JOIN old o ON o.k = i.k LEFT JOIN upd ON upd.idempotency_key = i.k"
+    " LEFT JOIN seen t ON t.k = i.k ORDER BY i.ord";
 
 /*
  * complete/extend/release touch only rows this owner holds, and one process
@@ -165,14 +178,22 @@ static const char sql_peek[] =
     " encode(t.payload_sha256, 'hex'), t.message_id"
     " FROM @T t WHERE t.idempotency_key = ANY ($1::text[])";
 
-static const struct {
-    const char *name;
-    const char *sql;
-} prepared_stmts[] = {
-    {"twice_idem_claim", sql_claim},     {"twice_idem_complete", sql_complete},
-    {"twice_idem_extend", sql_extend},   {"twice_idem_release", sql_release},
-    {"twice_idem_tx_lock", sql_tx_lock}, {"twice_idem_tx_complete", sql_tx_complete},
-    {"twice_idem_peek", sql_peek},
+/* The statements of idem_stmts_exec, by index; tags name them. */
+enum {
+    STMT_CLAIM,
+    STMT_COMPLETE,
+    STMT_EXTEND,
+    STMT_RELEASE,
+    STMT_TX_LOCK,
+    STMT_TX_COMPLETE,
+    STMT_PEEK,
+    STMT_COUNT
+};
+static const char *const stmt_tags[STMT_COUNT] = {
+    "claim", "complete", "extend", "release", "tx_lock", "tx_complete", "peek",
+};
+static const char *const stmt_sql[STMT_COUNT] = {
+    sql_claim, sql_complete, sql_extend, sql_release, sql_tx_lock, sql_tx_complete, sql_peek,
 };
 
 /*
@@ -343,6 +364,8 @@ marker(const struct idem_store *s, char c, const char *const *extra)
         return s->owner_index;
     case 'F':
         return s->free_index;
+    case 'P':
+        return s->pause_table;
     }
     for (size_t i = 0; extra != NULL && extra[i] != NULL; i += 2) {
         if (extra[i][0] == c) {
@@ -482,6 +505,25 @@ connect_error(struct idem_store *s, char *err, size_t errlen)
     return -1;
 }
 
+/* The hot-path statements of s, their text expanded for its table. */
+static struct idem_stmts *
+new_stmts(const struct idem_store *s)
+{
+    char *sql[STMT_COUNT] = {NULL};
+    for (size_t i = 0; i < STMT_COUNT; i++) {
+        struct buf b = BUF_INIT;
+        if (sql_expand(&b, stmt_sql[i], s) != 0 || (sql[i] = strdup(buf_str(&b))) == NULL) {
+            buf_free(&b);
+            for (size_t k = 0; k < i; k++) {
+                free(sql[k]);
+            }
+            return NULL;
+        }
+        buf_free(&b);
+    }
+    return idem_stmts_new(stmt_tags, sql, STMT_COUNT);
+}
+
 int
 idem_open(const char *dsn, const char *table, const char *owner, struct idem_store **out,
           char *err, size_t errlen)
@@ -516,7 +558,9 @@ idem_open(const char *dsn, const char *table, const char *owner, struct idem_sto
     if ((s->table = quote_ident(s->conn, table, "")) == NULL ||
         (s->index = quote_ident(s->conn, table, "_janitor_idx")) == NULL ||
         (s->owner_index = quote_ident(s->conn, table, "_owner_idx")) == NULL ||
-        (s->free_index = quote_ident(s->conn, table, "_free_idx")) == NULL) {
+        (s->free_index = quote_ident(s->conn, table, "_free_idx")) == NULL ||
+        (s->pause_table = quote_ident(s->conn, table, "_pause")) == NULL ||
+        (s->stmts = new_stmts(s)) == NULL) {
         goto oom;
     }
     *out = s;
@@ -543,7 +587,9 @@ idem_close(struct idem_store *s)
     free(s->index);
     free(s->owner_index);
     free(s->free_index);
+    free(s->pause_table);
     free(s->owner);
+    idem_stmts_free(s->stmts);
     free(s);
 }
 
@@ -569,7 +615,7 @@ idem_ping(struct idem_store *s, char *err, size_t errlen)
 int
 idem_reconnect(struct idem_store *s, char *err, size_t errlen)
 {
-    s->prepared = 0;
+    idem_stmts_forget(s->stmts);
     PQreset(s->conn);
     PQsetNoticeProcessor(s->conn, quiet_notices, NULL);
     if (PQstatus(s->conn) != CONNECTION_OK) {
@@ -584,61 +630,16 @@ idem_pgconn(struct idem_store *s)
     return s->conn;
 }
 
-/* Prepare the hot-path statements once per connection. A statement that
- * exists already (a partly failed earlier attempt) is fine. */
-static int
-ensure_prepared(struct idem_store *s, char *err, size_t errlen)
-{
-    if (s->prepared) {
-        return 0;
-    }
-    struct buf sql = BUF_INIT;
-    for (size_t i = 0; i < sizeof(prepared_stmts) / sizeof(prepared_stmts[0]); i++) {
-        buf_reset(&sql);
-        if (sql_expand(&sql, prepared_stmts[i].sql, s) != 0) {
-            buf_free(&sql);
-            set_err(err, errlen, "idempotency store: out of memory");
-            return -1;
-        }
-        PGresult *res = PQprepare(s->conn, prepared_stmts[i].name, buf_str(&sql), 0, NULL);
-        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-        if (PQresultStatus(res) != PGRES_COMMAND_OK &&
-            (state == NULL || strcmp(state, "42P05") != 0)) {
-            buf_free(&sql);
-            return pg_fail(s, res, "prepare statements", err, errlen);
-        }
-        PQclear(res);
-    }
-    buf_free(&sql);
-    s->prepared = 1;
-    return 0;
-}
-
 /*
- * Run a prepared statement; the result (owned by the caller) when its status
- * is `want`, else NULL with err. A plugin using idem_pgconn may have run
- * DEALLOCATE ALL or DISCARD ALL: then prepare again and retry once, unless
- * that would hide the failure inside a transaction.
+ * Run a hot-path statement (idem_stmt.c prepares it where it is missing);
+ * the result (owned by the caller) when its status is `want`, else NULL with
+ * err.
  */
 static PGresult *
-run_prepared(struct idem_store *s, const char *name, int nparams, const char *const *params,
+run_prepared(struct idem_store *s, int stmt, int nparams, const char *const *params,
              ExecStatusType want, const char *what, char *err, size_t errlen)
 {
-    if (ensure_prepared(s, err, errlen) != 0) {
-        return NULL;
-    }
-    PGresult *res = PQexecPrepared(s->conn, name, nparams, params, NULL, NULL, 0);
-    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-    if (state != NULL && strcmp(state, "26000") == 0) {
-        s->prepared = 0; /* inside a transaction: the next statement prepares again */
-    }
-    if (!s->prepared && PQtransactionStatus(s->conn) == PQTRANS_IDLE) {
-        PQclear(res);
-        if (ensure_prepared(s, err, errlen) != 0) {
-            return NULL;
-        }
-        res = PQexecPrepared(s->conn, name, nparams, params, NULL, NULL, 0);
-    }
+    PGresult *res = idem_stmts_exec(s->stmts, s->conn, (size_t) stmt, nparams, params);
     if (PQresultStatus(res) != want) {
         pg_fail(s, res, what, err, errlen);
         return NULL;
@@ -646,13 +647,33 @@ run_prepared(struct idem_store *s, const char *name, int nparams, const char *co
     return res;
 }
 
-/* Run SQL built from a template (@T, @I) with text parameters (idem_internal.h). */
+const char *
+idem_pause_table(const struct idem_store *s)
+{
+    return s->pause_table;
+}
+
+/* Run SQL built from a template (@T, @I, @P) with text parameters (idem_internal.h). */
 PGresult *
 idem_run_sql(struct idem_store *s, const char *tmpl, int nparams, const char *const *params,
              ExecStatusType want, const char *what, char *err, size_t errlen)
 {
+    return idem_run_sql_with(s, tmpl, NULL, nparams, params, want, what, err, errlen);
+}
+
+char *
+idem_quote_table(struct idem_store *s, const char *suffix)
+{
+    return quote_ident(s->conn, s->name, suffix);
+}
+
+PGresult *
+idem_run_sql_with(struct idem_store *s, const char *tmpl, const char *const *extra, int nparams,
+                  const char *const *params, ExecStatusType want, const char *what, char *err,
+                  size_t errlen)
+{
     struct buf sql = BUF_INIT;
-    if (sql_expand(&sql, tmpl, s) != 0) {
+    if (sql_expand_with(&sql, tmpl, s, extra) != 0) {
         buf_free(&sql);
         set_err(err, errlen, "%s: out of memory", what);
         return NULL;
@@ -666,13 +687,11 @@ idem_run_sql(struct idem_store *s, const char *tmpl, int nparams, const char *co
     return res;
 }
 
-/* The advisory lock of a table's migration: FNV-1a 64 of its name, the same
- * in every process and PostgreSQL version (unlike hashtext). */
-static long long
-migrate_lock_key(const char *table)
+long long
+idem_lock_key(const char *kind, const char *table)
 {
     unsigned long long h = 14695981039346656037ULL;
-    for (const char *p = "twice:idem:"; *p; p++) {
+    for (const char *p = kind; *p; p++) {
         h = (h ^ (unsigned char) *p) * 1099511628211ULL;
     }
     for (const char *p = table; *p; p++) {
@@ -689,7 +708,7 @@ migrate_lock_key(const char *table)
 int
 idem_migrate(struct idem_store *s, char *err, size_t errlen)
 {
-    if (outbox_migrate(s, s->name, err, errlen) != 0) {
+    if (idem_pause_migrate(s, err, errlen) != 0 || outbox_migrate(s, s->name, err, errlen) != 0) {
         return -1;
     }
     const char *params[] = {s->table, s->index, s->owner_index, s->free_index};
@@ -705,7 +724,7 @@ idem_migrate(struct idem_store *s, char *err, size_t errlen)
     /* The DO block gets the quoted table and the check's name as text. */
     struct buf check = BUF_INIT, sql = BUF_INIT;
     char lock[32];
-    snprintf(lock, sizeof(lock), "%lld", migrate_lock_key(s->name));
+    snprintf(lock, sizeof(lock), "%lld", idem_lock_key("twice:idem:", s->name));
     buf_printf(&check, "%s_state_check", s->name);
     char *table_lit = PQescapeLiteral(s->conn, s->table, strlen(s->table));
     char *check_lit = check.failed ? NULL : PQescapeLiteral(s->conn, buf_str(&check), check.len);
@@ -877,7 +896,7 @@ claim_peek(struct idem_store *s, struct idem_claim *claims, size_t n, const PGre
     }
     const char *params[] = {buf_str(&arr)};
     PGresult *rows =
-        run_prepared(s, "twice_idem_peek", 1, params, PGRES_TUPLES_OK, "claim", err, sizeof(err));
+        run_prepared(s, STMT_PEEK, 1, params, PGRES_TUPLES_OK, "claim", err, sizeof(err));
     buf_free(&arr);
     if (rows == NULL) {
         return;
@@ -924,8 +943,7 @@ idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, char
     }
     const char *params[] = {buf_str(&arr[0]), buf_str(&arr[1]), buf_str(&arr[2]), buf_str(&arr[3]),
                             s->owner};
-    PGresult *res =
-        run_prepared(s, "twice_idem_claim", 5, params, PGRES_TUPLES_OK, "claim", err, errlen);
+    PGresult *res = run_prepared(s, STMT_CLAIM, 5, params, PGRES_TUPLES_OK, "claim", err, errlen);
     if (res == NULL) {
         goto out;
     }
@@ -984,8 +1002,8 @@ ints_array(struct buf *arr, const int *v, size_t n)
  * keys it changed, from the positions it answers.
  */
 static int
-keys_update(struct idem_store *s, const char *stmt, const char *what, const char *const *keys,
-            size_t n, const char *third, int *flags, char *err, size_t errlen)
+keys_update(struct idem_store *s, int stmt, const char *what, const char *const *keys, size_t n,
+            const char *third, int *flags, char *err, size_t errlen)
 {
     if (flags != NULL) {
         memset(flags, 0, n * sizeof(*flags));
@@ -1016,9 +1034,8 @@ keys_update(struct idem_store *s, const char *stmt, const char *what, const char
 
 /* keys_update with attempts as its $3. */
 static int
-keys_update_attempts(struct idem_store *s, const char *stmt, const char *what,
-                     const char *const *keys, const int *attempts, size_t n, int *flags, char *err,
-                     size_t errlen)
+keys_update_attempts(struct idem_store *s, int stmt, const char *what, const char *const *keys,
+                     const int *attempts, size_t n, int *flags, char *err, size_t errlen)
 {
     if (n == 0) {
         return keys_update(s, stmt, what, keys, 0, "", flags, err, errlen);
@@ -1035,7 +1052,7 @@ int
 idem_complete_batch(struct idem_store *s, const char *const *keys, const int *attempts, size_t n,
                     int *done, char *err, size_t errlen)
 {
-    return keys_update_attempts(s, "twice_idem_complete", "complete", keys, attempts, n, done, err,
+    return keys_update_attempts(s, STMT_COMPLETE, "complete", keys, attempts, n, done, err,
                                 errlen);
 }
 
@@ -1049,15 +1066,15 @@ idem_extend_batch(struct idem_store *s, const char *const *keys, size_t n, int l
     }
     char lease[16];
     snprintf(lease, sizeof(lease), "%d", lease_seconds);
-    return keys_update(s, "twice_idem_extend", "extend", keys, n, lease, extended, err, errlen);
+    return keys_update(s, STMT_EXTEND, "extend", keys, n, lease, extended, err, errlen);
 }
 
 int
 idem_release_batch(struct idem_store *s, const char *const *keys, const int *attempts, size_t n,
                    int *released, char *err, size_t errlen)
 {
-    return keys_update_attempts(s, "twice_idem_release", "release", keys, attempts, n, released,
-                                err, errlen);
+    return keys_update_attempts(s, STMT_RELEASE, "release", keys, attempts, n, released, err,
+                                errlen);
 }
 
 /* Roll back after a failure that err already describes; its own failure
@@ -1078,17 +1095,14 @@ idem_tx_begin(struct idem_store *s, const char *key, char *err, size_t errlen)
                 key);
         return -1;
     }
-    if (ensure_prepared(s, err, errlen) != 0) {
-        return -1;
-    }
     PGresult *res = PQexec(s->conn, "BEGIN");
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         return pg_fail(s, res, "tx begin", err, errlen);
     }
     PQclear(res);
     const char *params[] = {key, s->owner};
-    res = run_prepared(s, "twice_idem_tx_lock", 2, params, PGRES_TUPLES_OK, "tx begin: lock key",
-                       err, errlen);
+    res = run_prepared(s, STMT_TX_LOCK, 2, params, PGRES_TUPLES_OK, "tx begin: lock key", err,
+                       errlen);
     if (res == NULL) {
         rollback_quietly(s);
         return -1;
@@ -1136,8 +1150,8 @@ idem_tx_complete(struct idem_store *s, const char *key, int attempts, char *err,
     char runs[16];
     snprintf(runs, sizeof(runs), "%d", attempts);
     const char *params[] = {key, s->owner, runs};
-    PGresult *res = run_prepared(s, "twice_idem_tx_complete", 3, params, PGRES_COMMAND_OK,
-                                 "tx complete", err, errlen);
+    PGresult *res =
+        run_prepared(s, STMT_TX_COMPLETE, 3, params, PGRES_COMMAND_OK, "tx complete", err, errlen);
     if (res == NULL) {
         rollback_quietly(s);
         return -1;

@@ -39,8 +39,12 @@
  * One struct idem_store is one libpq connection: not thread-safe, so each
  * thread that needs the store has its own. Every operation on a batch is
  * one round trip. SQL goes only through parameters; the table name from
- * the configuration is quoted as an identifier. Functions return 0, or -1
- * with err (never containing the DSN's password) and never log.
+ * the configuration is quoted as an identifier. The hot-path statements are
+ * prepared statements named for a hash of their text and prepared where
+ * they are missing (idem_stmt.c), so the store also works through a pooler
+ * in transaction mode (pgbouncer); it keeps no other session state.
+ * Functions return 0, or -1 with err (never containing the DSN's password)
+ * and never log.
  *
  * The table keeps the classic column names (idempotency_key TEXT PRIMARY
  * KEY, processed_at TIMESTAMPTZ NOT NULL DEFAULT now()) so tables many
@@ -73,6 +77,12 @@ int idem_connected(const struct idem_store *s);
  * idem_connected cannot know of an idle connection. 0, or -1 with err. */
 int idem_ping(struct idem_store *s, char *err, size_t errlen);
 int idem_reconnect(struct idem_store *s, char *err, size_t errlen);
+
+/* For a thread that keeps one connection: open *s on first use (it may stay
+ * set after a failed open, for the next try), reconnect it when it dropped.
+ * *fresh (may be NULL) is set when it had to (re)connect. 0, or -1 with err. */
+int idem_ensure(struct idem_store **s, const char *dsn, const char *table, const char *owner,
+                int *fresh, char *err, size_t errlen);
 
 /*
  * Create the table or migrate a classic two-column one (or one of an older

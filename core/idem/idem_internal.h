@@ -1,8 +1,9 @@
 /*
- * idem_internal.h - what idem.c shares with idem_keys.c and outbox.c and
- * nobody else: running SQL written against the store's table, and the
- * outbox's part of the migration. Not part of the store's
- * contract (idem.h); never include it outside idem*.c and outbox.c.
+ * idem_internal.h - what idem.c shares with idem_keys.c, idem_stmt.c and
+ * outbox.c and nobody else: running SQL written against the store's table,
+ * the hot-path statements prepared on demand, and the outbox's part of the
+ * migration. Not part of the store's contract (idem.h); never include it
+ * outside idem*.c and outbox.c.
  */
 #ifndef TWICE_IDEM_INTERNAL_H
 #define TWICE_IDEM_INTERNAL_H
@@ -14,13 +15,60 @@ struct idem_store;
 
 /*
  * Run SQL built from tmpl ("@T" is the quoted table, "@I" the janitor
- * index) with text parameters. Returns the result (owned by the caller,
- * PQclear it) when its status is `want`, else NULL with err ("WHAT (table
- * T): message", never the DSN's password).
+ * index, "@P" the pause table of pause.h) with text parameters. Returns the result (owned by the
+ * caller, PQclear it) when its status is `want`, else NULL with err ("WHAT (table T): message",
+ * never the DSN's password).
  */
 PGresult *idem_run_sql(struct idem_store *s, const char *tmpl, int nparams,
                        const char *const *params, ExecStatusType want, const char *what, char *err,
                        size_t errlen);
+
+/* The same with more markers: extra is NULL or pairs of a marker letter and its
+ * text, ending in NULL (as the migration's @L). */
+PGresult *idem_run_sql_with(struct idem_store *s, const char *tmpl, const char *const *extra,
+                            int nparams, const char *const *params, ExecStatusType want,
+                            const char *what, char *err, size_t errlen);
+
+/* The advisory lock of a migration: FNV-1a 64 of kind ("twice:idem:") and
+ * the table's name, the same in every process and PostgreSQL version (unlike
+ * hashtext); positive. */
+long long idem_lock_key(const char *kind, const char *table);
+
+/* The configured table's name + suffix, quoted as an identifier (malloc'd: the
+ * caller frees it), for the tables another idem file keeps next to it
+ * (tokens.c); NULL when out of memory. */
+char *idem_quote_table(struct idem_store *s, const char *suffix);
+
+/* Room for a statement's name: "twice_", a tag, "_" and 24 hex digits. */
+#define IDEM_STMT_NAME_MAX 48
+
+/*
+ * The hot-path statements of one connection (idem_stmt.c): named
+ * "twice_<tag>_<hash of the text>" and prepared on demand, so that they work
+ * through a pooler in transaction mode. Not thread-safe (one per store).
+ */
+struct idem_stmts;
+
+/* Takes tags[i] (borrowed, static) and sql[i] (malloc'd; ownership moves in,
+ * each set to NULL, also on failure) for i < n. NULL when out of memory. */
+struct idem_stmts *idem_stmts_new(const char *const *tags, char **sql, size_t n);
+void idem_stmts_free(struct idem_stmts *st);
+/* The connection is new (a reconnect): nothing is prepared on it. */
+void idem_stmts_forget(struct idem_stmts *st);
+/*
+ * Run statement i with text parameters: by its name, preparing it first on
+ * the server connection that runs it when it is missing there; unnamed
+ * inside a transaction (a missing name there would abort the caller's
+ * work). The result is the caller's (NULL: connection lost or no memory).
+ */
+PGresult *idem_stmts_exec(struct idem_stmts *st, PGconn *conn, size_t i, int nparams,
+                          const char *const *params);
+
+/* The pause table's name, quoted (for to_regclass). Borrowed from s. */
+const char *idem_pause_table(const struct idem_store *s);
+
+/* The pause table's DDL (pause.c; pause.h says more), for idem_migrate. */
+int idem_pause_migrate(struct idem_store *s, char *err, size_t errlen);
 
 /* Create the outbox table when missing (outbox.c; outbox.h says more):
  * the one hook of the outbox in idem_migrate. */

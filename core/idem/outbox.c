@@ -198,20 +198,6 @@ run(struct idem_store *s, const char *table, const char *tmpl, int nparams,
     return res;
 }
 
-/* The advisory lock of the outbox's migration: FNV-1a 64 of its name. */
-static long long
-lock_key(const char *table)
-{
-    unsigned long long h = 14695981039346656037ULL;
-    for (const char *p = "twice:outbox:"; *p; p++) {
-        h = (h ^ (unsigned char) *p) * 1099511628211ULL;
-    }
-    for (const char *p = table; *p; p++) {
-        h = (h ^ (unsigned char) *p) * 1099511628211ULL;
-    }
-    return (long long) (h >> 1);
-}
-
 int
 outbox_migrate(struct idem_store *s, const char *table, char *err, size_t errlen)
 {
@@ -231,7 +217,7 @@ outbox_migrate(struct idem_store *s, const char *table, char *err, size_t errlen
         return 0;
     }
     char lock[32];
-    snprintf(lock, sizeof(lock), "%lld", lock_key(table));
+    snprintf(lock, sizeof(lock), "%lld", idem_lock_key("twice:outbox:", table));
     struct buf sql = BUF_INIT;
     if (expand(s, table, sql_migrate, lock, &sql) != 0) {
         buf_free(&sql);

@@ -31,6 +31,10 @@ alert_kind_name(enum alert_kind k)
         return "repeat";
     case ALERT_RESOLVED:
         return "resolved";
+    case ALERT_PAUSED:
+        return "paused";
+    case ALERT_RESUMED:
+        return "resumed";
     default:
         return "none";
     }
@@ -151,6 +155,14 @@ headline(struct buf *b, const struct alert_notice *n, int slack)
     case ALERT_RESOLVED:
         buf_printf(b, "dead-letter queue is empty again (was %ld)", p);
         break;
+    case ALERT_PAUSED:
+        buf_puts(b, "paused (");
+        put_text(b, n->pause_reason, slack);
+        buf_puts(b, ")");
+        break;
+    case ALERT_RESUMED:
+        buf_puts(b, "resumed");
+        break;
     default:
         if (d >= 0 && p >= 0 && d > p) {
             buf_printf(b, "dead-letter queue rose from %ld to %ld message%s (+%ld)", p, d,
@@ -208,11 +220,37 @@ letter_lines(struct buf *b, const struct alert_notice *n, int slack)
     }
 }
 
+/* What a paused queue means, and what ends it. */
+static void
+pause_lines(struct buf *b, const struct alert_notice *n, int slack)
+{
+    if (strcmp(n->pause_reason, "breaker") == 0) {
+        buf_puts(b, "\nIts circuit breaker opened: its downstream keeps failing. No host receives "
+                    "from it; a probe job runs after the cooldown and resumes it on success.");
+    } else {
+        buf_puts(b, "\nNo host receives from it; jobs already running finish.");
+    }
+    if (n->pause_until > 0) {
+        char at[32];
+        alert_format_time(n->pause_until, at, sizeof(at));
+        buf_printf(b, "\n%s: %s",
+                   strcmp(n->pause_reason, "breaker") == 0 ? "Probe after" : "Until", at);
+    }
+    buf_puts(b, "\nResume it now: twicectl resume ");
+    put_text(b, n->queue, slack);
+}
+
 char *
 alert_notice_text(const struct alert_notice *n, int slack)
 {
     struct buf b = BUF_INIT;
     headline(&b, n, slack);
+    if (n->kind == ALERT_PAUSED || n->kind == ALERT_RESUMED) {
+        if (n->kind == ALERT_PAUSED) {
+            pause_lines(&b, n, slack);
+        }
+        return buf_steal(&b);
+    }
     letter_lines(&b, n, slack);
     if (n->kind != ALERT_RESOLVED) {
         buf_puts(&b, "\nSee them: twicectl dlq list ");
@@ -278,6 +316,12 @@ alert_notice_json(const struct alert_notice *n)
             "previous_depth", jdepth(n->previous), "text", text, "dead_letters_total",
             (json_int_t) n->letters, "dead_letters_lost", (json_int_t) n->lost, "counts", counts,
             "dead_letters", letters, "host", jstr(n->host), "time", at);
+    }
+    if (doc != NULL && (n->kind == ALERT_PAUSED || n->kind == ALERT_RESUMED)) {
+        char until[32];
+        alert_format_time(n->pause_until, until, sizeof(until));
+        json_object_set_new(doc, "reason", jstr(n->pause_reason));
+        json_object_set_new(doc, "until", n->pause_until > 0 ? json_string(until) : json_null());
     }
     char *out = doc != NULL ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);

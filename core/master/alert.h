@@ -20,9 +20,17 @@
 
 struct config;
 
-enum alert_kind { ALERT_NONE = 0, ALERT_ALERT, ALERT_REPORT, ALERT_REPEAT, ALERT_RESOLVED };
+enum alert_kind {
+    ALERT_NONE = 0,
+    ALERT_ALERT,
+    ALERT_REPORT,
+    ALERT_REPEAT,
+    ALERT_RESOLVED,
+    ALERT_PAUSED, /* a queue was paused (by an operator or its breaker): pausewatch.c */
+    ALERT_RESUMED /* and resumed */
+};
 
-/* "alert", "report", "repeat", "resolved" ("none"). */
+/* "alert", "report", "repeat", "resolved", "paused", "resumed" ("none"). */
 const char *alert_kind_name(enum alert_kind k);
 
 #define ALERT_EXAMPLES 5  /* dead letters listed one by one per notice */
@@ -58,7 +66,9 @@ struct alert_notice {
     struct alert_letter examples[ALERT_EXAMPLES];
     size_t nexamples;
     char host[256];
-    int64_t time; /* unix time of the check */
+    int64_t time;           /* unix time of the check */
+    char pause_reason[200]; /* PAUSED: the operator's reason, or "breaker" */
+    int64_t pause_until;    /* PAUSED: when it ends by itself (unix time), 0: not */
 };
 
 /* Start a notice about queue (copied, cut to fit). */
@@ -82,7 +92,8 @@ char *alert_notice_text(const struct alert_notice *n, int slack);
  * {"kind","queue","dlq_url","dlq_depth","previous_depth","text",
  *  "dead_letters_total","dead_letters_lost","counts":[{reason,plugin,count}],
  *  "dead_letters":[{message_id,key,reason,plugin,time}],"host","time"}.
- * Depths are null when unknown. malloc'd, or NULL on ENOMEM.
+ * Depths are null when unknown; paused and resumed notices add "reason" and
+ * "until" (null when the pause has no end). malloc'd, or NULL on ENOMEM.
  */
 char *alert_notice_json(const struct alert_notice *n);
 

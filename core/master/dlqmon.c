@@ -168,10 +168,11 @@ log_notice(const struct alert_notice *n)
     for (char *p = text; *p != '\0'; p++) {
         *p = *p == '\n' ? '|' : *p;
     }
-    if (n->kind == ALERT_RESOLVED) {
-        log_info("dlq %s: %s", alert_kind_name(n->kind), text);
+    const char *what = n->kind == ALERT_PAUSED || n->kind == ALERT_RESUMED ? "queue" : "dlq";
+    if (n->kind == ALERT_RESOLVED || n->kind == ALERT_RESUMED) {
+        log_info("%s %s: %s", what, alert_kind_name(n->kind), text);
     } else {
-        log_warn("dlq %s: %s", alert_kind_name(n->kind), text);
+        log_warn("%s %s: %s", what, alert_kind_name(n->kind), text);
     }
     free(text);
 }
@@ -372,6 +373,15 @@ dlqmon_new(const struct config *c)
     connect_sqs(m, c);
     m->stats = qstats_new(c);
     return m;
+}
+
+void
+dlqmon_post(struct dlqmon *m, const struct alert_notice *n)
+{
+    log_notice(n);
+    if (m != NULL) {
+        alert_sender_post(m->sender, n);
+    }
 }
 
 struct dlqmon *

@@ -52,4 +52,9 @@ void dlqmon_stop(struct dlqmon *m, struct dlqmon_carry *carry);
 /* Free what carry holds and zero it. */
 void dlqmon_carry_clear(struct dlqmon_carry *carry);
 
+/* Log a notice made elsewhere (a queue paused or resumed: pausewatch.c) and
+ * queue it (copied) for the sinks. Any thread; m may be NULL (logged only). */
+struct alert_notice;
+void dlqmon_post(struct dlqmon *m, const struct alert_notice *n);
+
 #endif

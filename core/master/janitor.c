@@ -10,6 +10,7 @@
 #include "backoff.h"
 #include "buf.h"
 #include "clock.h"
+#include "dbdown.h"
 #include "idem.h"
 #include "log.h"
 #include "metrics.h"
@@ -50,21 +51,10 @@ static struct idem_store *
 store(struct janitor *j)
 {
     char err[512];
-    int rc = j->store == NULL ? idem_open(j->dsn, j->table, "janitor", &j->store, err, sizeof(err))
-             : idem_connected(j->store) ? 0
-                                        : idem_reconnect(j->store, err, sizeof(err));
-    if (rc != 0) {
-        metrics_count(MET_PG_ERRORS, "janitor", NULL, NULL, 1);
-        if (!j->down) {
-            log_warn("janitor: %s (will retry)", err);
-        }
-        j->down = 1;
+    int rc = idem_ensure(&j->store, j->dsn, j->table, "janitor", NULL, err, sizeof(err));
+    if (dbdown_note(&j->down, rc, "janitor", "janitor", err, "will retry") != 0) {
         return NULL;
     }
-    if (j->down) {
-        log_info("janitor: database reachable again");
-    }
-    j->down = 0;
     return j->store;
 }
 

@@ -19,6 +19,7 @@
 #include "relay.h"
 #include "httpd.h"
 #include "janitor.h"
+#include "pausewatch.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
@@ -65,6 +66,7 @@ struct master {
     struct janitor *janitor;
     struct health *health; /* the store's health, for /readyz */
     struct dlqmon *dlqmon;
+    struct pausewatch *pausewatch;
     struct dlqmon_carry dlq_carry; /* from one DLQ monitor to the next */
     struct relay *relay;           /* the outbox relay: one per host */
     struct httpd *httpd;
@@ -99,6 +101,7 @@ shm_reset_slot(int slot, pid_t pid)
     }
     __atomic_store_n(&p->crashed_job, -1, __ATOMIC_RELEASE);
     __atomic_store_n(&p->stopped_by, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&p->replace, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&p->pid, pid, __ATOMIC_RELEASE);
 }
 
@@ -171,8 +174,10 @@ apply_master_settings(struct master *m, const struct config *c)
         health_stop(m->health);
         m->health = health_start(c->idempotency.dsn, c->idempotency.table);
     }
+    pausewatch_stop(m->pausewatch);        /* it posts through the monitor */
     dlqmon_stop(m->dlqmon, &m->dlq_carry); /* then start: its state carries over */
     m->dlqmon = dlqmon_start(c, &m->dlq_carry);
+    m->pausewatch = pausewatch_start(c, m->dlqmon);
     relay_stop(m->relay); /* rows it had claimed are sent again once their claim lapses */
     m->relay = relay_start(c);
     char err[256];
@@ -473,6 +478,32 @@ request_reload(struct master *m)
     m->reload_pending = 1;
 }
 
+/* Workers that asked to be replaced (a handler ran past its time limit and
+ * grace, and a thread cannot be stopped): start the replacement now, then let
+ * the old one drain; its other jobs finish or are given back, not counted. */
+static void
+replace_asked(struct master *m)
+{
+    for (int slot = 0; slot < SHM_PROCS; slot++) {
+        struct proc *p = &m->procs[slot];
+        if (p->pid <= 0 || !shm_take_replace(slot) || p->draining) {
+            continue;
+        }
+        struct generation *g = m->cur != NULL && p->gen == m->cur->id     ? m->cur
+                               : m->next != NULL && p->gen == m->next->id ? m->next
+                                                                          : NULL;
+        log_warn("worker %d (generation %d): a handler ran past its timeout; replacing the "
+                 "worker",
+                 (int) p->pid, p->gen);
+        metrics_count(MET_RESTARTS, "timeout", NULL, NULL, 1);
+        kill(p->pid, SIGTERM);
+        p->draining = 1;
+        if (g != NULL && spawn_worker(m, g, p->index) != 0) {
+            g->respawn_at[p->index] = clock_mono_ms() + RESPAWN_BASE_MS;
+        }
+    }
+}
+
 static void
 respawn_due(struct master *m)
 {
@@ -581,6 +612,7 @@ loop_once(struct master *m, const sigset_t *wait_mask)
         request_reload(m);
     }
     if (!m->stopping) {
+        replace_asked(m);
         respawn_due(m);
         check_generations(m);
     }
@@ -724,6 +756,7 @@ master_run(const char *path, const struct master_opts *o)
     httpd_stop(m.httpd);
     relay_stop(m.relay);
     health_stop(m.health);
+    pausewatch_stop(m.pausewatch);
     dlqmon_stop(m.dlqmon, &m.dlq_carry);
     dlqmon_carry_clear(&m.dlq_carry);
     janitor_stop(m.janitor, NULL);

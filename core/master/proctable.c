@@ -44,7 +44,8 @@ proc_count(const struct proc *procs, int gen, int ready_only)
     int n = 0;
     for (int i = 0; i < SHM_PROCS; i++) {
         const struct proc *p = &procs[i];
-        if (p->pid > 0 && (gen < 0 || p->gen == gen) && (!ready_only || p->ready)) {
+        if (p->pid > 0 && (gen < 0 || p->gen == gen) &&
+            (!ready_only || (p->ready && !p->draining))) {
             n++;
         }
     }

@@ -29,7 +29,7 @@ int proc_free_slot(const struct proc *procs);
  * mark_draining. */
 void proc_signal(struct proc *procs, int gen, int sig, int mark_draining);
 
-/* Workers of generation gen (-1: all), the ready ones only when ready_only. */
+/* Workers of generation gen (-1: all); with ready_only, the ready ones not draining. */
 int proc_count(const struct proc *procs, int gen, int ready_only);
 
 /*

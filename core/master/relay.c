@@ -12,6 +12,7 @@
 #include "atomics.h"
 #include "buf.h"
 #include "clock.h"
+#include "dbdown.h"
 #include "config.h"
 #include "creds.h"
 #include "digest.h"
@@ -86,17 +87,9 @@ relay_store(struct relay *r)
     if (rc == 0) {
         rc = outbox_listen(r->store, err, sizeof(err));
     }
-    if (rc != 0) {
-        if (!r->down) {
-            log_error("outbox relay: %s (will retry)", err);
-        }
-        r->down = 1;
+    if (dbdown_note(&r->down, rc, "outbox relay", "relay", err, "will retry") != 0) {
         return NULL;
     }
-    if (r->down) {
-        log_info("outbox relay: database reachable again");
-    }
-    r->down = 0;
     r->listening = 1;
     return r->store;
 }

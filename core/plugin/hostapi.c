@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "envelope.h"
 #include "escape.h"
 #include "idem.h"
 #include "instance.h"
@@ -83,10 +84,12 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
 static const char *
 api_body(const twice_job *job, size_t *len)
 {
+    size_t n;
+    const char *text = job_view(job, &n);
     if (len != NULL) {
-        *len = job->msg.body != NULL ? job->msg.body_len : 0;
+        *len = n;
     }
-    return job->msg.body != NULL ? job->msg.body : "";
+    return text;
 }
 
 /* The API takes const jobs; parsing the body lazily and keeping strings
@@ -140,7 +143,7 @@ api_field_json(const twice_job *job, const char *path, size_t *len)
 static const char *
 api_attr(const twice_job *job, const char *name, size_t *len)
 {
-    const struct sqs_attr *a = sqs_attr_find(job->msg.attrs, job->msg.nattrs, name);
+    const struct sqs_attr *a = job_attr(job, name);
     if (a == NULL || a->string_value == NULL) {
         return NULL;
     }
@@ -205,6 +208,17 @@ api_retry_after(twice_job *job, unsigned seconds)
     job->retry_after = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
 }
 
+/* Counted by the queue's breaker (worker/breaker.c) once handle() returns. */
+static void
+api_downstream_unavailable(twice_job *job, unsigned seconds)
+{
+    job->downstream = 1;
+    job->downstream_secs = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
+    if (job->retry_after < 0 && seconds > 0) {
+        job->retry_after = job->downstream_secs;
+    }
+}
+
 static void
 api_error(twice_job *job, const char *fmt, ...)
 {
@@ -248,7 +262,8 @@ api_queue(const twice_job *job)
 static const char *
 api_attr_name(const twice_job *job, size_t i)
 {
-    return i < job->msg.nattrs ? job->msg.attrs[i].name : NULL;
+    const struct sqs_attr *a = job_attr_at(job, i);
+    return a != NULL ? a->name : NULL;
 }
 
 /* Check and stage a follow-up message (send.c has the rules). A refusal
@@ -293,6 +308,7 @@ static const twice_api host_api = {
     .traceparent = api_traceparent,
     .queue = api_queue,
     .attr_name = api_attr_name,
+    .downstream_unavailable = api_downstream_unavailable,
     .send = api_send,
 };
 
@@ -364,12 +380,11 @@ derive_with_plugin(const struct plugin_instance *p, struct twice_job *j, struct 
 }
 
 /* keytmpl's view of the message's attributes (keytmpl knows nothing of
- * SQS); ctx is the job's struct sqs_message. */
+ * SQS); ctx is the job. */
 static int
 message_attr(const void *ctx, const char *name, struct keytmpl_attr *out)
 {
-    const struct sqs_message *m = ctx;
-    const struct sqs_attr *a = sqs_attr_find(m->attrs, m->nattrs, name);
+    const struct sqs_attr *a = job_attr(ctx, name);
     if (a == NULL) {
         return -1;
     }
@@ -395,8 +410,9 @@ hostapi_derive_key(const struct plugin_instance *p, const struct keytmpl *queue_
     }
     struct keytmpl_input in = {
         .attr = message_attr,
-        .attr_ctx = &j->msg,
+        .attr_ctx = j,
         .group_id = j->msg.group_id,
+        .msg = j->env != NULL ? j->env->msg : NULL,
     };
     if (keytmpl_needs_body(t)) {
         in.body = job_body(j);

@@ -8,6 +8,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "envelope.h"
 #include "instance.h"
 #include "jsonpath.h"
 #include "log.h"
@@ -31,6 +32,7 @@ job_new(struct wqueue *q, const struct config_queue *qc, struct sqs_message *m)
     memset(m, 0, sizeof(*m));
     j->receives = j->msg.receive_count > 0 ? j->msg.receive_count : 1;
     j->retry_after = -1;
+    j->shm_idx = -1;
     clock_gettime(CLOCK_MONOTONIC, &j->received_at);
     j->extended_at = j->received_at;
     return j;
@@ -44,6 +46,12 @@ job_free(struct twice_job *j)
     }
     sqs_message_clear(&j->msg);
     jsondoc_free(j->body);
+    if (j->env != NULL) {
+        envelope_free(j->env);
+        free(j->env);
+    }
+    free(j->payload);
+    free(j->pointer);
     arena_free(&j->scratch);
     free(j->key);
     free(j->error);
@@ -79,10 +87,52 @@ job_body(struct twice_job *j)
 {
     if (!j->body_parsed) {
         j->body_parsed = 1;
-        j->body =
-            jsondoc_parse(j->msg.body, j->msg.body_len, j->body_error, sizeof(j->body_error));
+        size_t len;
+        const char *text = job_view(j, &len);
+        j->body = jsondoc_parse(text, len, j->body_error, sizeof(j->body_error));
     }
     return j->body;
+}
+
+const char *
+job_view(const struct twice_job *j, size_t *len)
+{
+    if (j->view != NULL) {
+        *len = j->view_len;
+        return j->view;
+    }
+    *len = j->msg.body != NULL ? j->msg.body_len : 0;
+    return j->msg.body != NULL ? j->msg.body : "";
+}
+
+void
+job_set_view(struct twice_job *j, const char *text, size_t len)
+{
+    jsondoc_free(j->body);
+    j->body = NULL;
+    j->body_parsed = 0;
+    j->view = text;
+    j->view_len = len;
+}
+
+const struct sqs_attr *
+job_attr(const struct twice_job *j, const char *name)
+{
+    const struct sqs_attr *a = NULL;
+    if (j->env != NULL) {
+        a = sqs_attr_find(j->env->attrs, j->env->nattrs, name);
+    }
+    return a != NULL ? a : sqs_attr_find(j->msg.attrs, j->msg.nattrs, name);
+}
+
+const struct sqs_attr *
+job_attr_at(const struct twice_job *j, size_t i)
+{
+    if (i < j->msg.nattrs) {
+        return &j->msg.attrs[i];
+    }
+    i -= j->msg.nattrs;
+    return j->env != NULL && i < j->env->nattrs ? &j->env->attrs[i] : NULL;
 }
 
 void

@@ -23,7 +23,9 @@
 
 struct config;
 struct config_queue;
+struct envelope;
 struct log_job;
+struct payload_pointer;
 struct wqueue;
 struct plugin_instance;
 struct keytmpl;
@@ -47,7 +49,17 @@ struct twice_job {
     struct sqs_message msg;               /* owned: moved out of the receive array */
     const struct plugin_instance *plugin; /* borrowed: the routed plugin, NULL until routed */
 
-    struct jsondoc *body; /* owned: the parsed body, NULL until parsed or if not JSON */
+    /* The body handlers, templates and routes see (keying_shape): msg.body,
+     * else the envelope's inner body, else the payload fetched from S3. The
+     * dead-letter queue always gets msg.body. */
+    const char *view; /* borrowed from env or payload; NULL: msg.body (job_view) */
+    size_t view_len;
+    struct envelope *env;            /* owned: the unwrapped envelope, or NULL */
+    char *payload;                   /* owned: the body fetched from S3, or NULL */
+    struct payload_pointer *pointer; /* owned: the S3 object it came from, or NULL */
+    int msg_deleted;                 /* acker: SQS accepted the message's delete */
+
+    struct jsondoc *body; /* owned: the parsed view, NULL until parsed or if not JSON */
     int body_parsed;      /* parsing was attempted */
     char body_error[JSONPATH_BODY_ERROR_LEN]; /* why the body is not JSON */
 
@@ -66,6 +78,9 @@ struct twice_job {
     twice_status status;         /* handle()'s answer */
     char *error;                 /* owned: api->error() text, NULL if none */
     int retry_after;             /* api->retry_after() seconds, -1 if not asked */
+    int downstream;              /* api->downstream_unavailable() was called */
+    int downstream_secs;         /* its seconds, 0 when unknown */
+    int probe;                   /* the breaker's probe job (worker/breaker.c) */
     struct idem_store *db;       /* borrowed, transactional handle() only */
     const struct config *cfg;    /* borrowed: the worker's configuration (send() names) */
     struct outbox_staged outbox; /* owned: what api->send() staged in this run */
@@ -84,6 +99,16 @@ struct twice_job {
     struct timespec received_at; /* monotonic */
     struct timespec extended_at; /* monotonic: visibility and lease last set */
     struct timespec started_at;  /* monotonic: handle() began */
+
+    /* A run's time limit (worker/timeout.c). run_ms: atomic, the handler's thread
+     * and the acker's compare-and-swap it: the monotonic ms this run began, 0 while
+     * none runs, -1 once the acker acted on its overrun, -2 when a run it acted on
+     * returned. The rest are the acker thread's. */
+    long long run_ms;
+    long long overrun_ms;  /* acker: when the overrun was noticed, 0: none */
+    long long overrun_run; /* acker: that run's run_ms (a transactional run) */
+    int replace_asked;     /* acker: this worker's replacement was asked for */
+    int shm_idx;           /* the run's entry in the shared process table, -1 */
 
     int tracked;                /* in the acker's in-flight registry */
     int holds_slot;             /* counts against its queue's concurrency */
@@ -105,6 +130,20 @@ void job_free(struct twice_job *j);
 /* Parse the body once (lazily); returns the document or NULL (see
  * body_error). */
 struct jsondoc *job_body(struct twice_job *j);
+
+/* The body the job shows (NUL-terminated, "" for none) and its length. */
+const char *job_view(const struct twice_job *j, size_t *len);
+
+/* Make text[0..len) (NUL-terminated, owned by env or payload) the body the
+ * job shows; a body parsed before is forgotten. */
+void job_set_view(struct twice_job *j, const char *text, size_t len);
+
+/* A message attribute by name: the envelope's (SNS MessageAttributes)
+ * first, then the SQS message's. NULL when absent. Borrowed from j. */
+const struct sqs_attr *job_attr(const struct twice_job *j, const char *name);
+/* The i-th of those attributes (the SQS message's, then the envelope's),
+ * or NULL past the last. */
+const struct sqs_attr *job_attr_at(const struct twice_job *j, size_t i);
 
 /* Set the job's outcome to dead-letter with a reason code and detail. */
 void job_deadletter(struct twice_job *j, const char *reason, const char *fmt, ...)

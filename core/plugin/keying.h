@@ -16,6 +16,7 @@ struct config_queue;
 struct diag;
 struct keytmpl;
 struct loaded_plugin;
+struct s3_client;
 struct twice_job;
 
 /* keying_route's answers besides a route's index. */
@@ -25,6 +26,23 @@ struct twice_job;
 /* A body larger than max bytes: 0, or -1 with j's verdict a dead letter
  * (too-large). */
 int keying_check_size(struct twice_job *j, long max);
+
+/* keying_shape's answers. */
+#define KEYING_SHAPED 0    /* j->view is the body handlers see */
+#define KEYING_DEAD   (-1) /* j's verdict is a dead letter */
+#define KEYING_LATER  1    /* S3 failed for now (j->error says why): give it back */
+
+/*
+ * Unwrap the queue's envelope (bad-envelope), then follow an S3 payload
+ * pointer (bad-payload-pointer, payload-too-large, payload-missing,
+ * payload-denied; other S3 failures are KEYING_LATER), fetching at most
+ * max_payload bytes with the client get_s3(arg) returns, asked only for a
+ * pointer (NULL: KEYING_LATER).
+ * Sets j->view (and j->env, j->payload, j->pointer). msg.body is left as
+ * it came: the dead-letter queue gets it.
+ */
+typedef struct s3_client *keying_s3_fn(void *arg);
+int keying_shape(struct twice_job *j, keying_s3_fn *get_s3, void *arg, long max_payload);
 
 /* The route j takes on its queue (j->qcfg): KEYING_QUEUE_PLUGIN, the index
  * of the route in qcfg->routes whose value route_by finds, or

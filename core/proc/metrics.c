@@ -47,8 +47,9 @@ static const struct {
     [MET_MESSAGE_AGE] = {age_buckets, age_labels},
 };
 
-/* INTERNAL series are shared between processes but never rendered. */
-enum kind { COUNTER, GAUGE, PROC_GAUGE, HISTOGRAM, INTERNAL };
+/* INTERNAL series are shared between processes but never rendered; SECONDS
+ * are counters of (fractional) seconds. */
+enum kind { COUNTER, GAUGE, PROC_GAUGE, HISTOGRAM, INTERNAL, SECONDS };
 
 static const struct {
     const char *name;
@@ -168,6 +169,15 @@ static const struct {
                             COUNTER,
                             {"queue"},
                             "Follow-up messages SQS refused for good, by target queue."},
+    [MET_RATE_LIMITED] = {"twice_rate_limited_seconds_total",
+                          SECONDS,
+                          {"limit"},
+                          "Seconds jobs waited for a token of a rate limit (plugin:NAME, "
+                          "queue:NAME)."},
+    [MET_QUEUE_PAUSED] = {"twice_queue_paused",
+                          GAUGE,
+                          {"queue", "reason"},
+                          "1 while the queue is paused (reason: the operator's, or breaker)."},
 };
 
 void
@@ -285,6 +295,15 @@ metrics_count(enum metric m, const char *l1, const char *l2, const char *l3, uin
     struct shm_series *s = series(m, -1, l1, l2, l3);
     if (s != NULL) {
         __atomic_fetch_add(&s->value, n, __ATOMIC_RELAXED);
+    }
+}
+
+void
+metrics_count_seconds(enum metric m, const char *l1, double seconds)
+{
+    struct shm_series *s = series(m, -1, l1, NULL, NULL);
+    if (s != NULL) {
+        add_double(s, seconds);
     }
 }
 
@@ -537,7 +556,8 @@ render_plain(struct buf *out, const struct shm_region *r, int m)
 int
 metrics_render(struct buf *out)
 {
-    static const char *const type_names[] = {"counter", "gauge", "gauge", "histogram", ""};
+    static const char *const type_names[] = {"counter",   "gauge", "gauge",
+                                             "histogram", "",      "counter"};
     struct shm_region *r = shm_region();
     buf_printf(out,
                "# HELP twice_build_info Version of twiced and of its plugin ABI.\n"

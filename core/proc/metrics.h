@@ -44,6 +44,8 @@ enum metric {
     MET_OUTBOX_REFUSED_ROWS, /* gauge (master): rows SQS refused for good, kept */
     MET_OUTBOX_SENT,         /* counter: queue (the target as named) */
     MET_OUTBOX_REFUSED,      /* counter: queue; refused for good */
+    MET_RATE_LIMITED,        /* counter of seconds: limit; jobs' waits for a rate-limit token */
+    MET_QUEUE_PAUSED,        /* gauge (master): queue, reason; 1 while paused */
     MET_COUNT_
 };
 
@@ -54,6 +56,8 @@ void metrics_set_proc(int proc_slot);
 
 /* Add n to a counter. Labels may be NULL where the metric has fewer. */
 void metrics_count(enum metric m, const char *l1, const char *l2, const char *l3, uint64_t n);
+/* Add seconds to a counter of seconds (MET_RATE_LIMITED). */
+void metrics_count_seconds(enum metric m, const char *l1, double seconds);
 /* Set / add to a gauge. Per-process gauges (MET_INFLIGHT) are summed over
  * live processes at render time. */
 void metrics_gauge_set(enum metric m, const char *l1, const char *l2, double v);

@@ -95,6 +95,38 @@ shm_mark_crash(int proc_slot)
     }
 }
 
+static struct shm_proc *
+proc_at(int proc_slot)
+{
+    return region != NULL && proc_slot >= 0 && proc_slot < SHM_PROCS ? &region->procs[proc_slot]
+                                                                     : NULL;
+}
+
+void
+shm_mark_job_crash(int proc_slot, int idx)
+{
+    struct shm_proc *p = proc_at(proc_slot);
+    if (p != NULL && idx >= 0 && idx < SHM_JOBS) {
+        __atomic_store_n(&p->crashed_job, idx, __ATOMIC_RELEASE);
+    }
+}
+
+void
+shm_ask_replace(int proc_slot)
+{
+    struct shm_proc *p = proc_at(proc_slot);
+    if (p != NULL) {
+        __atomic_store_n(&p->replace, 1, __ATOMIC_RELEASE);
+    }
+}
+
+int
+shm_take_replace(int proc_slot)
+{
+    struct shm_proc *p = proc_at(proc_slot);
+    return p != NULL && __atomic_exchange_n(&p->replace, 0, __ATOMIC_ACQ_REL) != 0;
+}
+
 void
 shm_dlq_event(const char *queue, const char *plugin, const char *reason, const char *message_id,
               const char *key)
@@ -167,28 +199,48 @@ shm_slot_state(int *state)
     return st;
 }
 
+/* Whether the named slot (its state and name) is key's, claiming it for key
+ * when it is free. */
+static int
+named_slot(int *state, char *name, size_t cap, const char *key)
+{
+    int st = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+    if (st == 0) {
+        int expected = 0;
+        if (__atomic_compare_exchange_n(state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            copy_field(name, cap, key);
+            __atomic_store_n(state, 2, __ATOMIC_RELEASE);
+            return 1;
+        }
+        st = expected;
+    }
+    if (st == 1) {
+        st = shm_slot_state(state);
+    }
+    return st == 2 && strcmp(name, key) == 0;
+}
+
 /* The advice slot for key, claimed when absent; NULL when the table is full. */
 static struct shm_advice *
 advice_slot(const char *key)
 {
     for (int i = 0; i < SHM_ADVICE; i++) {
         struct shm_advice *a = &region->advice[i];
-        int st = __atomic_load_n(&a->state, __ATOMIC_ACQUIRE);
-        if (st == 0) {
-            int expected = 0;
-            if (__atomic_compare_exchange_n(&a->state, &expected, 1, 0, __ATOMIC_ACQ_REL,
-                                            __ATOMIC_ACQUIRE)) {
-                copy_field(a->key, sizeof(a->key), key);
-                __atomic_store_n(&a->state, 2, __ATOMIC_RELEASE);
-                return a;
-            }
-            st = expected;
-        }
-        if (st == 1) {
-            st = shm_slot_state(&a->state);
-        }
-        if (st == 2 && strcmp(a->key, key) == 0) {
+        if (named_slot(&a->state, a->key, sizeof(a->key), key)) {
             return a;
+        }
+    }
+    return NULL;
+}
+
+struct shm_limit *
+shm_limit_slot(const char *name)
+{
+    for (int i = 0; region != NULL && i < SHM_LIMITS; i++) {
+        struct shm_limit *l = &region->limits[i];
+        if (named_slot(&l->state, l->name, sizeof(l->name), name)) {
+            return l;
         }
     }
     return NULL;

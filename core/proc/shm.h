@@ -27,6 +27,7 @@ struct shm_job {
 struct shm_proc {
     int pid;         /* atomic; 0 when the slot is free */
     int crashed_job; /* atomic: index of the job whose thread faulted, -1 */
+    int replace;     /* atomic: 1 when the worker asks the master to replace it */
     int stopped_by;  /* atomic: pid that sent the worker a stop signal, not the master; 0 */
     struct shm_job jobs[SHM_JOBS];
 };
@@ -62,12 +63,49 @@ struct shm_advice {
     int state;     /* atomic: 0 free, 1 being written, 2 ready */
 };
 
+#define SHM_LIMITS 256 /* rate limits (a plugin's or a queue's rate_limit), ratelimit.h */
+
+/* A host's share of one rate limit: tokens leased from PostgreSQL and not yet
+ * spent, and who may lease more. Times are CLOCK_MONOTONIC milliseconds (one
+ * clock for every process of the machine). */
+struct shm_limit {
+    int state;            /* atomic: 0 free, 1 being written, 2 ready */
+    char name[SHM_LABEL]; /* "plugin:NAME" or "queue:NAME"; set once under state */
+    long long tokens;     /* atomic */
+    long long leasing;    /* atomic: a process leases until then; 0 none */
+    long long next_lease; /* atomic: the bucket was empty, ask again from then */
+};
+
+/* Each queue's flow: pauses and circuit breakers (flow.h says how). */
+#define FLOW_QUEUES  256 /* queues tracked (names, reused across reloads) */
+#define FLOW_BUCKETS 60  /* the failure window, in this many buckets */
+
+struct flow_queue {
+    int state; /* atomic: 0 free, 1 being written, 2 ready (shm_slot_state) */
+    char name[256];
+    int mode;           /* atomic: enum flow_mode of flow.h (master) */
+    int64_t until;      /* atomic: the end of an open breaker's cooldown, unix s */
+    int64_t open_until; /* atomic: a worker of this host opened the breaker until */
+    int trip;           /* atomic: > 0: a worker opened it for this cooldown (to the master) */
+    int probes;         /* atomic: probe jobs this host may still start (master grants) */
+    int probe_result;   /* atomic: 0 none, 1 the probe succeeded, 2 it failed */
+    int64_t bucket_at[FLOW_BUCKETS]; /* atomic: the bucket's number (time / width) */
+    int bucket_n[FLOW_BUCKETS];      /* atomic: failures in it */
+};
+
+struct flow_region {
+    int loaded; /* atomic: the master has read the pause table once */
+    struct flow_queue queues[FLOW_QUEUES];
+};
+
 struct shm_region {
     struct shm_proc procs[SHM_PROCS];
     struct shm_series series[SHM_SERIES];
     uint64_t dlq_next; /* atomic: sequence number of the last event written */
     struct shm_dlq_event dlq[SHM_DLQ_EVENTS];
     struct shm_advice advice[SHM_ADVICE];
+    struct shm_limit limits[SHM_LIMITS];
+    struct flow_region flow; /* queue pauses and breakers: flow.h */
 };
 
 /* A slot's state (0 free, 1 being written, 2 ready) once its writer is
@@ -93,10 +131,23 @@ void shm_job_end(int proc_slot, int idx);
 /* Async-signal-safe: record that this thread's job crashed the process. */
 void shm_mark_crash(int proc_slot);
 
+/* Worker: the job at idx (shm_job_begin) is to count as having crashed the
+ * process when it ends (a transactional handler past its time limit). */
+void shm_mark_job_crash(int proc_slot, int idx);
+/* Worker: ask the master to start a replacement for this worker and let it
+ * drain (a handler thread that cannot be stopped ran past its time limit).
+ * Master: take such a request (1 once per request, else 0). */
+void shm_ask_replace(int proc_slot);
+int shm_take_replace(int proc_slot);
+
 /* Whether this process should give the (queue, plugin) warning now: 1 when
  * none was given in the last `every` seconds by any process (and records
  * now as given), else 0. Without a region: always 1. */
 int shm_advice_due(const char *queue, const char *plugin, int64_t now, int every);
+
+/* The rate limit's slot named name (ratelimit.c), claimed when absent; NULL
+ * without a region or when the table is full. */
+struct shm_limit *shm_limit_slot(const char *name);
 
 /* Worker: record a dead letter twice sent (after the DLQ accepted it). */
 void shm_dlq_event(const char *queue, const char *plugin, const char *reason,

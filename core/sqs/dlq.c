@@ -155,10 +155,10 @@ dlq_letter_build(struct dlq_letter *l, const struct sqs_message *m, const struct
     l->entry.attrs = l->attrs;
     l->entry.nattrs = l->nattrs;
     l->entry.delay_seconds = -1;
+    l->entry.group_id = m->group_id; /* FIFO, or a fair queue's tenant */
     if (fifo) {
-        /* Keep the group; a fresh deduplication id that is still the same
-         * if this very letter is sent again after a failure. */
-        l->entry.group_id = m->group_id;
+        /* A fresh deduplication id that is still the same if this very
+         * letter is sent again after a failure. */
         snprintf(l->dedup, sizeof(l->dedup), "dlq-%s", m->message_id);
         l->entry.dedup_id = l->dedup;
     }

@@ -2,11 +2,13 @@
  * dlq.h - building and sending a dead letter: the original body and user
  * attributes, plus twice's own attributes saying why:
  *   twice-reason             a code: rejected, max-attempts, max-receives,
- *                            worker-crashed, invalid-json, missing-key-field,
+ *                            worker-crashed, timeout, invalid-json, missing-key-field,
  *                            bad-key-field, key-too-long, unknown-route,
- *                            payload-conflict, too-large (and, in alerts only,
- *                            outbox-refused: a follow-up SQS refused, kept in the
- *                            outbox, master/relay.c)
+ *                            payload-conflict, too-large, bad-envelope,
+ *                            bad-payload-pointer, payload-too-large,
+ *                            payload-missing, payload-denied (and, in alerts
+ *                            only, outbox-refused: a follow-up SQS refused,
+ *                            kept in the outbox, master/relay.c)
  *   twice-error              the detail (plugin error text, ...), if room
  *   twice-plugin             the plugin, "-" when none was routed
  *   twice-attempts           the handler runs counted for its key (0: it never

@@ -20,12 +20,13 @@ enum part_kind {
     PART_TEXT, /* literal text, braces already unescaped */
     PART_PATH, /* {a.b}: a JSON body path */
     PART_ATTR, /* {attr:Name}: a message attribute */
-    PART_GROUP /* {msg:group}: the FIFO MessageGroupId */
+    PART_MSG   /* {msg:NAME}: a field of the message (enum keytmpl_msg) */
 };
 
 struct part {
     enum part_kind kind;
-    char *text; /* the literal, the path or the attribute name; owned */
+    enum keytmpl_msg msg; /* PART_MSG: which */
+    char *text;           /* the literal, the path or the attribute name; owned */
     size_t len;
 };
 
@@ -94,7 +95,7 @@ add_part(struct keytmpl *t, enum part_kind kind, const char *s, size_t n)
     if (copy == NULL) {
         return -1;
     }
-    t->parts[t->n++] = (struct part){kind, copy, n};
+    t->parts[t->n++] = (struct part){.kind = kind, .text = copy, .len = n};
     return 0;
 }
 
@@ -102,6 +103,27 @@ static int
 is_control(unsigned char c)
 {
     return c < 0x20 || c == 0x7f;
+}
+
+static const char *const msg_names[KEYTMPL_MSG_COUNT] = {
+    "group", "sns_message_id", "topic", "subject", "detail_type", "source", "event_id"};
+
+const char *
+keytmpl_msg_name(enum keytmpl_msg m)
+{
+    return m < KEYTMPL_MSG_COUNT ? msg_names[m] : "";
+}
+
+/* The enum keytmpl_msg called name[0..n), or -1. */
+static int
+find_msg(const char *name, size_t n)
+{
+    for (int i = 0; i < KEYTMPL_MSG_COUNT; i++) {
+        if (strlen(msg_names[i]) == n && memcmp(msg_names[i], name, n) == 0) {
+            return i;
+        }
+    }
+    return -1;
 }
 
 /*
@@ -134,12 +156,19 @@ compile_field(struct keytmpl *t, const char *text, size_t open, size_t close, ch
         return add_part(t, PART_ATTR, f + plen, n - plen) == 0 ? 0 : -2;
     }
     if (n >= mlen && memcmp(f, MSG_PREFIX, mlen) == 0) {
-        if (n != mlen + 5 || memcmp(f + mlen, "group", 5) != 0) {
+        int m = find_msg(f + mlen, n - mlen);
+        if (m < 0) {
             return compile_error(err, errlen, text, open,
-                                 "unknown message field {%.*s} (only {msg:group} exists)",
+                                 "unknown message field {%.*s} (known: {msg:group}, "
+                                 "{msg:sns_message_id}, {msg:topic}, {msg:subject}, "
+                                 "{msg:detail_type}, {msg:source}, {msg:event_id})",
                                  (int) (n > 64 ? 64 : n), f);
         }
-        return add_part(t, PART_GROUP, "group", 5) == 0 ? 0 : -2;
+        if (add_part(t, PART_MSG, f + mlen, n - mlen) != 0) {
+            return -2;
+        }
+        t->parts[t->n - 1].msg = (enum keytmpl_msg) m;
+        return 0;
     }
     for (size_t i = 0; i < n; i++) {
         if (f[i] == '.' && (i == 0 || i == n - 1 || f[i + 1] == '.')) {
@@ -256,6 +285,16 @@ keytmpl_free(struct keytmpl *t)
     free(t);
 }
 
+unsigned
+keytmpl_msg_fields(const struct keytmpl *t)
+{
+    unsigned bits = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        bits |= t->parts[i].kind == PART_MSG ? 1u << t->parts[i].msg : 0;
+    }
+    return bits;
+}
+
 int
 keytmpl_needs_body(const struct keytmpl *t)
 {
@@ -273,7 +312,7 @@ struct expansion {
 static const char *
 prefix_of(const struct part *p)
 {
-    return p->kind == PART_ATTR ? ATTR_PREFIX : p->kind == PART_GROUP ? MSG_PREFIX : "";
+    return p->kind == PART_ATTR ? ATTR_PREFIX : p->kind == PART_MSG ? MSG_PREFIX : "";
 }
 
 /* Say why part p failed ("missing key field attr:Tenant") and return r. The
@@ -395,6 +434,25 @@ expand_attr(struct expansion *x, const struct part *p, const struct keytmpl_inpu
     return append_value(x, p, a.string_value, strlen(a.string_value));
 }
 
+/* {msg:NAME}: the group id, or a field of the message's envelope. */
+static enum keytmpl_result
+expand_msg(struct expansion *x, const struct part *p, const struct keytmpl_input *in)
+{
+    if (p->msg == KEYTMPL_MSG_GROUP) {
+        if (in->group_id == NULL) {
+            return field_error(x, KEYTMPL_MISSING, p, " (the message has no group id)", "");
+        }
+        return append_value(x, p, in->group_id, strlen(in->group_id));
+    }
+    const char *v = in->msg != NULL ? in->msg[p->msg] : NULL;
+    if (v == NULL) {
+        int sns = p->msg <= KEYTMPL_MSG_SUBJECT;
+        return field_error(x, KEYTMPL_MISSING, p,
+                           sns ? " (not an SNS notification)" : " (not an EventBridge event)", "");
+    }
+    return append_value(x, p, v, strlen(v));
+}
+
 static enum keytmpl_result
 expand_part(struct expansion *x, const struct part *p, const struct keytmpl_input *in)
 {
@@ -405,11 +463,8 @@ expand_part(struct expansion *x, const struct part *p, const struct keytmpl_inpu
         return expand_path(x, p, in);
     case PART_ATTR:
         return expand_attr(x, p, in);
-    case PART_GROUP:
-        if (in->group_id == NULL) {
-            return field_error(x, KEYTMPL_MISSING, p, " (not a FIFO queue)", "");
-        }
-        return append_value(x, p, in->group_id, strlen(in->group_id));
+    case PART_MSG:
+        return expand_msg(x, p, in);
     }
     return KEYTMPL_BAD_VALUE;
 }

@@ -5,9 +5,11 @@
  * numbers), {attr:Name} a message attribute (String or Number), {msg:group}
  * the FIFO MessageGroupId. "{{" and "}}" are literal braces. A template must
  * hold at least one field (a constant key would make every message a
- * duplicate of the first). Compiled once per plugin; expanded per message.
- * Also the rule a key from a plugin's own derive_key() must obey. Pure: the
- * daemon (plugin/hostapi.c) and the SDK's mock host both derive keys here.
+ * duplicate of the first). Besides {msg:group}, {msg:NAME} reads what a
+ * queue's envelope says of the message (keytmpl_msg: the SNS MessageId and
+ * topic, the EventBridge detail-type, source and id). Compiled once per plugin; expanded per
+ * message. Also the rule a key from a plugin's own derive_key() must obey. Pure: the daemon
+ * (plugin/hostapi.c) and the SDK's mock host both derive keys here.
  */
 #ifndef TWICE_KEYTMPL_H
 #define TWICE_KEYTMPL_H
@@ -23,6 +25,9 @@ struct keytmpl;
 int keytmpl_compile(const char *text, struct keytmpl **out, char *err, size_t errlen);
 void keytmpl_free(struct keytmpl *t);
 
+/* The {msg:NAME} fields t uses: bit (1 << enum keytmpl_msg) for each. */
+unsigned keytmpl_msg_fields(const struct keytmpl *t);
+
 /* Whether any field reads the JSON body (so the body must be parsed). */
 int keytmpl_needs_body(const struct keytmpl *t);
 
@@ -36,13 +41,32 @@ struct keytmpl_attr {
  * borrowed from ctx for the expansion), or -1 when there is none. */
 typedef int (*keytmpl_attr_fn)(const void *ctx, const char *name, struct keytmpl_attr *out);
 
+/* The {msg:NAME} fields. GROUP is input.group_id; the others are
+ * input.msg[] (an envelope's fields, twice's plugin/envelope.h). */
+enum keytmpl_msg {
+    KEYTMPL_MSG_GROUP,          /* {msg:group}: the MessageGroupId */
+    KEYTMPL_MSG_SNS_MESSAGE_ID, /* {msg:sns_message_id}: the SNS notification's MessageId */
+    KEYTMPL_MSG_TOPIC,          /* {msg:topic}: its TopicArn */
+    KEYTMPL_MSG_SUBJECT,        /* {msg:subject}: its Subject */
+    KEYTMPL_MSG_DETAIL_TYPE,    /* {msg:detail_type}: the EventBridge event's detail-type */
+    KEYTMPL_MSG_SOURCE,         /* {msg:source}: its source */
+    KEYTMPL_MSG_EVENT_ID,       /* {msg:event_id}: its id */
+    KEYTMPL_MSG_COUNT
+};
+
+/* "group", "sns_message_id", ...: the NAME of {msg:NAME}. */
+const char *keytmpl_msg_name(enum keytmpl_msg m);
+
 /* What a message offers a template. */
 struct keytmpl_input {
     const struct jsondoc *body; /* the parsed body, NULL when it is not JSON */
     const char *body_error;     /* why it is not JSON, when body is NULL */
     keytmpl_attr_fn attr;       /* the message's attributes; NULL: it has none */
     const void *attr_ctx;       /* passed to attr */
-    const char *group_id;       /* NULL on standard queues */
+    const char *group_id;       /* the MessageGroupId; NULL when the message has none */
+    /* KEYTMPL_MSG_COUNT values indexed by enum keytmpl_msg (NUL-terminated,
+     * NULL when absent; [KEYTMPL_MSG_GROUP] is unused), or NULL: none. */
+    const char *const *msg;
 };
 
 /* Why a message has no key; each maps to a DLQ reason (keytmpl_reason). */

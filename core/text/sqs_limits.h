@@ -21,6 +21,9 @@
  * ChangeMessageVisibilityBatch, SendMessageBatch). */
 #define SQS_BATCH_MAX 10
 
+/* A message's DelaySeconds, at most (15 minutes). */
+#define SQS_DELAY_MAX 900
+
 /* The most message attributes one message carries. */
 #define SQS_ATTRS_MAX 10
 

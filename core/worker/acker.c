@@ -29,7 +29,9 @@
 #include "log.h"
 #include "metrics.h"
 #include "outbox.h"
+#include "payloads.h"
 #include "registry.h"
+#include "s3.h"
 #include "shm.h"
 #include "sqs.h"
 #include "sqs_limits.h"
@@ -61,6 +63,7 @@ struct acker {
 
     /* Used by the thread only. */
     struct sqs_client *sqs;
+    struct s3_client *s3; /* payloads to delete; made on first use */
     struct idem_store *store;
     struct twice_job *later; /* deferred jobs */
     int store_down;          /* to log state changes, not every failure */
@@ -432,7 +435,9 @@ sqs_batch(struct acker *a, struct twice_job **jobs, size_t n, int del)
             log_job(TWICE_LOG_ERROR, &ctx, "queue %s: %s", qname(j), desc);
         } else if (!r[i].ok && !r[i].sender_fault) {
             defer(a, j, action, r[i].message);
-        } else if (!r[i].ok) {
+        } else if (r[i].ok) {
+            j->msg_deleted = del; /* its payload in S3 may go now (payloads.c) */
+        } else {
             /* A stale receipt handle: the message was received again and
              * will meet its key's state then. Nothing is lost. */
             log_job(TWICE_LOG_WARN, &ctx, "%s: %s: %s", action, r[i].code, r[i].message);
@@ -516,6 +521,44 @@ count_finished(const struct twice_job *j)
     }
 }
 
+/* The heartbeat's way to act on a run past its time limit (timeout.h): carry
+ * out v on the message of j, whose handler still runs and still owns j: dead
+ * letter, key release and visibility now, on a copy of j, so that nothing the
+ * plugin may still touch is written. A failed step is not retried: the message
+ * then comes back after its visibility timeout, the key after its lease. */
+static void
+act_overrun(void *arg, struct twice_job *j, const struct lifecycle_verdict *v)
+{
+    struct acker *a = arg;
+    /* Only what was fixed before the run began: the handler's thread may be
+     * writing the rest. The copy borrows j's message and key, owns its error. */
+    struct twice_job copy;
+    memset(&copy, 0, sizeof(copy));
+    copy.queue = j->queue;
+    copy.qcfg = j->qcfg;
+    copy.msg = j->msg;
+    copy.plugin = j->plugin;
+    copy.key = j->key;
+    copy.receives = j->receives;
+    copy.attempt = j->attempt;
+    copy.retry_after = -1;
+    copy.shm_idx = -1;
+    shared_int_set(&copy.claimed, shared_int_get(&j->claimed));
+    verdict_apply(&copy, v);
+    send_dead_letters(a, &copy); /* a failed step defers the copy: the later ones skip it */
+    release_keys(a, &copy);
+    sqs_acks(a, &copy);
+    if (copy.deferred || copy.given_up) {
+        job_log(TWICE_LOG_WARN, j,
+                "acting on the timeout failed: the message comes back after its visibility "
+                "timeout");
+    } else {
+        count_finished(&copy);
+    }
+    shared_int_set(&j->claimed, shared_int_get(&copy.claimed));
+    free(copy.error);
+}
+
 /* Run the steps over a list; deferred jobs go to a->later, the rest are
  * finished and freed. */
 static void
@@ -525,6 +568,7 @@ pass(struct acker *a, struct twice_job *list)
     complete_keys(a, list);
     release_keys(a, list);
     sqs_acks(a, list);
+    payloads_delete(a->w, &a->s3, list);
 
     struct twice_job *next;
     for (struct twice_job *j = list; j != NULL; j = next) {
@@ -642,7 +686,13 @@ acker_start(struct worker *w, char *err, size_t errlen)
         goto fail;
     }
     a->hb = (struct heartbeat){
-        .w = w, .reg = &a->reg, .sqs = a->sqs, .store = heartbeat_store, .store_arg = a};
+        .w = w,
+        .reg = &a->reg,
+        .sqs = a->sqs,
+        .store = heartbeat_store,
+        .store_arg = a,
+        .act_overrun = act_overrun,
+    };
     acker_store(a); /* a failure is logged and retried on use */
     int rc = pthread_create(&a->thread, NULL, acker_main, a);
     if (rc != 0) {
@@ -675,6 +725,7 @@ acker_stop(struct acker *a)
         return; /* handler threads may still submit: the process exits now */
     }
     sqs_client_free(a->sqs);
+    s3_client_free(a->s3);
     idem_close(a->store);
     registry_destroy(&a->reg);
     pthread_cond_destroy(&a->cv);

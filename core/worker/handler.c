@@ -10,6 +10,7 @@
 #include "acker.h"
 #include "advice.h"
 #include "backoff.h"
+#include "breaker.h"
 #include "config.h"
 #include "hostapi.h"
 #include "idem.h"
@@ -21,6 +22,8 @@
 #include "outbox.h"
 #include "shm.h"
 #include "sqs_limits.h"
+#include "throttle.h"
+#include "timeout.h"
 #include "verdict.h"
 #include "worker.h"
 
@@ -47,6 +50,7 @@ decide(struct twice_job *j, twice_status st)
         .error = j->error,
         .random = st == TWICE_DONE ? 0 : backoff_random(), /* only a retry draws */
     };
+    breaker_after_run(j, st, &run.breaker_open, &run.open_delay);
     struct lifecycle_verdict v;
     lifecycle_on_handled(&j->queue->policy, &run, &v);
     verdict_apply(j, &v);
@@ -149,21 +153,26 @@ run_transactional(struct handler *h, struct twice_job *j)
     return decide(j, st);
 }
 
-/* Run the job once. Returns 1 when it is to run again here (see decide()). */
+/* handle() once, with its bookkeeping (duration, in-flight gauge, the shared
+ * process table, the time limit). Returns decide()'s answer. */
 static int
-run_job(struct handler *h, struct twice_job *j)
+run_handler(struct handler *h, struct twice_job *j)
 {
     struct wqueue *q = h->q;
     clock_gettime(CLOCK_MONOTONIC, &j->started_at);
-    pthread_mutex_lock(&q->mu);
-    q->running++;
-    pthread_mutex_unlock(&q->mu);
     metrics_gauge_add(MET_INFLIGHT, q->cfg->name, j->plugin->name, 1);
     int shm_idx =
         shm_job_begin(q->w->slot, q->cfg->name, j->plugin->name, j->msg.message_id, j->attempt);
+    timeout_run_begin(j, shm_idx);
 
-    int again = j->plugin->transactional ? run_transactional(h, j)
-                                         : decide(j, hostapi_handle(j->plugin, j));
+    int again = 0;
+    if (j->plugin->transactional) {
+        again = run_transactional(h, j);
+        timeout_run_end(j); /* never taken over: a transaction holds its key (timeout.h) */
+    } else {
+        twice_status st = hostapi_handle(j->plugin, j);
+        again = timeout_run_end(j) ? decide(j, st) : 0;
+    }
 
     shm_job_end(q->w->slot, shm_idx);
     struct timespec end;
@@ -172,6 +181,29 @@ run_job(struct handler *h, struct twice_job *j)
     metrics_observe(MET_DURATION, q->cfg->name, j->plugin->name, seconds);
     advice_record(q, j->plugin->index, seconds);
     metrics_gauge_add(MET_INFLIGHT, q->cfg->name, j->plugin->name, -1);
+    return again;
+}
+
+/* Run the job once, after waiting for its rate limits' tokens (throttle.h);
+ * retried: a FIFO retry in place, its last run counted. Counted as running from
+ * the wait on, so that a drain waits for it. Returns 1 when it is to run again
+ * here (see decide()). */
+static int
+run_job(struct handler *h, struct twice_job *j, int retried)
+{
+    struct wqueue *q = h->q;
+    pthread_mutex_lock(&q->mu);
+    q->running++;
+    pthread_mutex_unlock(&q->mu);
+    int again = 0;
+    if (throttle_wait(j) != 0) {
+        if (retried) {
+            j->attempt--; /* the run that asked for the retry is the one recorded */
+        }
+        give_back(j, retried ? LIFECYCLE_DRAIN_IN_BACKOFF : LIFECYCLE_DRAINING, 0, NULL);
+    } else {
+        again = run_handler(h, j);
+    }
     pthread_mutex_lock(&q->mu);
     q->running--;
     pthread_mutex_unlock(&q->mu);
@@ -204,15 +236,17 @@ fifo_backoff(struct twice_job *j)
 static void
 run_settled(struct handler *h, struct twice_job *j)
 {
-    int again = run_job(h, j);
+    int again = run_job(h, j, 0);
     while (again && fifo_backoff(j)) {
         metrics_count(MET_FINISHED, j->queue->cfg->name, j->plugin->name, "retry", 1);
         free(j->error);
         j->error = NULL;
         j->retry_after = -1;
+        j->downstream = 0;
+        j->downstream_secs = 0;
         j->action = JOB_ACT_NONE;
         j->attempt++;
-        again = run_job(h, j);
+        again = run_job(h, j, 1);
     }
 }
 
@@ -228,6 +262,8 @@ run_chain(struct handler *h, struct twice_job *j)
         j->group_next = NULL;
         if (held_back || flag_is_up(&h->q->w->draining)) {
             give_back(j, LIFECYCLE_DRAINING, 0, NULL);
+        } else if (breaker_before_run(j)) {
+            held_back = 1; /* the rest of its group goes back behind it */
         } else {
             run_settled(h, j);
             held_back = j->action != JOB_ACT_COMPLETE && j->action != JOB_ACT_DEADLETTER;
@@ -320,12 +356,22 @@ handlers_detach(struct wqueue *q)
     q->nhandlers = 0;
 }
 
-/* Jobs still waiting when the drain deadline passes (handlers all busy). */
+/* Nothing left to wait for: no job waiting, none running but those past their
+ * time limit whose message was already acted on (timeout.c). */
 int
 handlers_idle(struct wqueue *q)
 {
     pthread_mutex_lock(&q->mu);
-    int idle = q->running == 0 && q->head == NULL;
+    int idle = q->running - q->overruns == 0 && q->head == NULL;
     pthread_mutex_unlock(&q->mu);
     return idle;
+}
+
+int
+handlers_hung(struct wqueue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    int hung = q->overruns;
+    pthread_mutex_unlock(&q->mu);
+    return hung;
 }

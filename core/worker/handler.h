@@ -18,7 +18,10 @@ void handlers_join(struct wqueue *q);
 /* The drain deadline passed: the process exits without waiting for the
  * threads (some are inside plugin code), so nobody will join them. */
 void handlers_detach(struct wqueue *q);
-/* Nothing running and nothing waiting. */
+/* Nothing waiting, nothing running but runs past their time limit whose
+ * message was already acted on (timeout.h). */
 int handlers_idle(struct wqueue *q);
+/* How many such runs still hold a handler thread (the drain then cannot join). */
+int handlers_hung(struct wqueue *q);
 
 #endif

@@ -19,6 +19,7 @@
 #include "registry.h"
 #include "sqs.h"
 #include "sqs_limits.h"
+#include "timeout.h"
 #include "worker.h"
 
 #include <stdio.h>
@@ -127,12 +128,14 @@ heartbeat_run(struct heartbeat *hb, const struct timespec *now)
     struct twice_job *due[HEARTBEAT_MAX];
     size_t n = registry_snapshot(hb->reg, all, HEARTBEAT_MAX);
     struct worker *w = hb->w;
+    timeout_check(w, all, n, hb->act_overrun, hb->store_arg);
     for (size_t qi = 0; qi < w->nqueues; qi++) {
         struct wqueue *q = &w->queues[qi];
         double half = q->cfg->visibility_timeout / 2.0;
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
-            if (all[i]->queue == q && job_elapsed(&all[i]->extended_at, now) >= half) {
+            if (all[i]->queue == q && !timeout_overrun(all[i]) &&
+                job_elapsed(&all[i]->extended_at, now) >= half) {
                 due[m++] = all[i];
             }
         }
@@ -200,7 +203,7 @@ heartbeat_give_back(struct heartbeat *hb)
     for (size_t qi = 0; qi < w->nqueues; qi++) {
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
-            if (all[i]->queue == &w->queues[qi]) {
+            if (all[i]->queue == &w->queues[qi] && !timeout_overrun(all[i])) {
                 mine[m++] = all[i];
             }
         }

@@ -11,6 +11,8 @@
 #include <time.h>
 
 struct idem_store;
+struct lifecycle_verdict;
+struct twice_job;
 struct registry;
 struct sqs_client;
 struct worker;
@@ -23,6 +25,9 @@ struct heartbeat {
     /* The acker's store, connected on demand; NULL while unreachable. */
     struct idem_store *(*store)(void *arg);
     void *store_arg;
+    /* Carry out a timeout's verdict on a running job's message (timeout.h), with
+     * store_arg. */
+    void (*act_overrun)(void *arg, struct twice_job *j, const struct lifecycle_verdict *v);
     time_t failure_logged; /* failures are reported every 10 s, not every tick */
     time_t last_advice;    /* when the p99s were last published */
 };

@@ -12,10 +12,14 @@
 #include <string.h>
 
 /* What a BUSY duplicate waits past the holder's lease, seconds. */
-#define LIFECYCLE_BUSY_MARGIN 2
+#define LIFECYCLE_BUSY_MARGIN    2
+/* What a timed-out run's retry waits past timeout_grace, seconds: by then its
+ * worker has asked to be replaced and stopped receiving (heartbeat.c ticks once
+ * a second), so the next run is another worker's. */
+#define LIFECYCLE_TIMEOUT_MARGIN 2
 /* Give-back delays of the failures that are not the job's fault. */
-#define LIFECYCLE_STORE_DELAY 5 /* the store failed under a running job */
-#define LIFECYCLE_TX_DEADLINE 3 /* a transactional job at the drain deadline (heartbeat.c) */
+#define LIFECYCLE_STORE_DELAY    5 /* the store failed under a running job */
+#define LIFECYCLE_TX_DEADLINE    3 /* a transactional job at the drain deadline (heartbeat.c) */
 
 static void
 text_clear(struct lifecycle_text *t)
@@ -238,6 +242,34 @@ lifecycle_on_claim_failed(const struct lifecycle_queue *q, int receives, const c
     return out->action;
 }
 
+/* The longest wait for a payload S3 could not give. */
+#define LIFECYCLE_PAYLOAD_DELAY_MAX 300
+
+enum job_action
+lifecycle_on_payload_failed(const struct lifecycle_queue *q, int receives, const char *error,
+                            struct lifecycle_verdict *out)
+{
+    verdict_init(out);
+    if (receives > q->max_receives) {
+        struct lifecycle_text *d = dead_letter(out, "max-receives", 0);
+        part(d->before, sizeof(d->before),
+             "received %d times (max_receives %d) and its payload could not be fetched: ",
+             receives, q->max_receives);
+        d->arg = error != NULL ? error : "";
+        return out->action;
+    }
+    int shift = receives > 9 ? 9 : receives - 1;
+    out->action = JOB_ACT_RETURN;
+    out->delay = clamp_delay(1LL << (shift > 0 ? shift : 0), 1);
+    if (out->delay > LIFECYCLE_PAYLOAD_DELAY_MAX) {
+        out->delay = LIFECYCLE_PAYLOAD_DELAY_MAX;
+    }
+    struct lifecycle_text *t = say(out, TWICE_LOG_WARN);
+    t->arg = error != NULL ? error : "";
+    part(t->after, sizeof(t->after), "; giving the message back for %d s", out->delay);
+    return out->action;
+}
+
 /* The wait before the next attempt: the plugin's wish, else capped exponential
  * backoff with full jitter, at least one second. */
 static int
@@ -262,6 +294,14 @@ lifecycle_on_handled(const struct lifecycle_queue *q, const struct lifecycle_run
     } else if (r->status == TWICE_REJECT) {
         dead_letter(out, "rejected", r->attempt)->arg =
             r->error != NULL ? r->error : "rejected by the plugin";
+    } else if (r->breaker_open) {
+        out->action = JOB_ACT_RETURN;
+        out->delay = clamp_delay(r->open_delay, 1);
+        struct lifecycle_text *l = say(out, TWICE_LOG_INFO);
+        part(l->before, sizeof(l->before),
+             "the queue's breaker is open: given back for %ds, attempt %d not counted: ",
+             out->delay, r->attempt);
+        l->arg = why;
     } else if (r->attempt >= q->max_attempts) {
         struct lifecycle_text *d = dead_letter(out, "max-attempts", r->attempt);
         part(d->before, sizeof(d->before), "attempt %d of %d failed: ", r->attempt,
@@ -280,6 +320,32 @@ lifecycle_on_handled(const struct lifecycle_queue *q, const struct lifecycle_run
              q->max_attempts, (unsigned long long) ceiling);
         l->arg = why;
     }
+    return out->action;
+}
+
+enum job_action
+lifecycle_on_timeout(const struct lifecycle_queue *q, int attempt, uint64_t random,
+                     struct lifecycle_verdict *out)
+{
+    verdict_init(out);
+    struct lifecycle_text *l = say(out, TWICE_LOG_WARN);
+    if (attempt >= q->max_attempts) {
+        part(dead_letter(out, "timeout", attempt)->before, LIFECYCLE_TEXT_MAX,
+             "attempt %d of %d ran past its timeout (%ds)", attempt, q->max_attempts, q->timeout);
+        part(l->before, sizeof(l->before),
+             "ran past its timeout (%ds) on attempt %d of %d: dead-lettering", q->timeout, attempt,
+             q->max_attempts);
+        return out->action;
+    }
+    struct lifecycle_run run = {.attempt = attempt, .retry_after = -1, .random = random};
+    int delay = retry_delay(q, &run);
+    out->action = JOB_ACT_RETRY;
+    out->counted = 1;
+    long long least = (long long) q->timeout_grace + LIFECYCLE_TIMEOUT_MARGIN;
+    out->delay = delay > least ? delay : clamp_delay(least, 1);
+    part(l->before, sizeof(l->before),
+         "ran past its timeout (%ds) on attempt %d of %d: retry in %ds", q->timeout, attempt,
+         q->max_attempts, out->delay);
     return out->action;
 }
 
@@ -314,6 +380,15 @@ lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
         break;
     case LIFECYCLE_TX_BEGIN_FAILED:
         out->delay = LIFECYCLE_STORE_DELAY;
+        break;
+    case LIFECYCLE_BREAKER_OPEN:
+        out->delay = clamp_delay(wait_left, 1);
+        part(say(out, TWICE_LOG_INFO)->before, LIFECYCLE_TEXT_MAX,
+             "the queue's breaker is open: given back for %ds before it ran (not counted)",
+             out->delay);
+        break;
+    case LIFECYCLE_PAUSED:
+        out->delay = clamp_delay(wait_left, 0);
         break;
     case LIFECYCLE_LEASE_LOST:
         out->action = JOB_ACT_NONE;

@@ -42,11 +42,17 @@
  *                                  costs a receive per lease at most
  * A claim that failed (lifecycle_on_claim_failed) gives the message back at once
  * (not counted); past max receives it is dead-lettered "max-receives" with the error.
+ * A payload that S3 could not give for now (lifecycle_on_payload_failed, before any
+ * claim) gives the message back for 2^(receives-1) s (at most 300), with a warning;
+ * past max receives it is dead-lettered "max-receives" with the error.
  *
  * After the handler (lifecycle_on_handled), with attempt the run's number:
  *   DONE                         complete the key, delete the message
  *   REJECT                       dead-letter "rejected" (the plugin's error, else
  *                                  "rejected by the plugin")
+ *   RETRY, the queue's breaker   give it back for the cooldown left (1..43200), the run
+ *     open (an outage: breaker.c)  not counted, whatever its attempt: an outage spends
+ *                                  no message's attempts, nothing goes to the DLQ for it
  *   RETRY, attempt >= max        dead-letter "max-attempts" ("attempt A of M failed: ...")
  *   RETRY, attempt < max         release the key with the run counted and wait: the
  *                                  plugin's retry_after (0..43200), else full jitter: a
@@ -60,13 +66,27 @@
  * A dead letter forgets the key (the release deletes its row): a fixed or redriven
  * message runs again from attempt 1.
  *
+ * A run that outlives the queue's timeout (lifecycle_on_timeout), while its handler
+ * still runs (its answer, if it ever comes, is then ignored):
+ *   attempt >= max               dead-letter "timeout" ("attempt A of M ran past its
+ *                                  timeout (Ts)")
+ *   attempt < max                release the key with the run counted and hide the message
+ *                                  for the RETRY backoff (the plugin's retry_after is not
+ *                                  asked), at least timeout_grace + 2 s: the next run is
+ *                                  received after the hung one's worker stopped receiving
+ *                                  and asked to be replaced. Never in place, FIFO queues
+ *                                  too (the handler thread is not free)
+ *   both are logged as a warning naming the timeout
+ *
  * A duplicate within one batch follows its leader (lifecycle_on_leader): deleted
  * when the leader's key was completed, else hidden for the leader's delay when the
  * leader was retried or hidden, or 0 (visible again) otherwise.
  *
  * Failures that are not the job's fault (lifecycle_on_failure) give the message back
  * (JOB_ACT_RETURN) without counting its run: FIFO group blocked 0 s, transaction could
- * not begin 5 s, store lost at commit 5 s, draining 0 s, drain deadline 0 s (3 s for a
+ * not begin 5 s, store lost at commit 5 s, the queue's breaker opened before it started
+ * (the cooldown left, at least 1 s), its queue paused while it was being received
+ * (the wait given, 0 s), draining 0 s, drain deadline 0 s (3 s for a
  * transactional job, so that the master ends its lease first); a drain during a FIFO
  * retry's wait gives it back for the wait left, its last run counted. A lease lost
  * before a transactional handler started, or before a completion (another worker took
@@ -97,6 +117,8 @@ struct lifecycle_queue {
     int backoff_cap;      /* seconds */
     int fifo;             /* retries happen in place, in order */
     int reject_conflicts; /* idempotency.on_conflict = reject */
+    int timeout;          /* a run's time limit, seconds; 0: none */
+    int timeout_grace;    /* seconds past it before the worker is replaced */
 };
 
 /* A line of text: a bounded part formatted here (before), then a borrowed string
@@ -146,6 +168,8 @@ struct lifecycle_run {
     int retry_after;   /* RETRY: the plugin's wish in seconds, -1 when it has none */
     const char *error; /* the plugin's error text, NULL when none; borrowed */
     uint64_t random;   /* a uniform draw for the backoff's jitter (backoff_random()) */
+    int breaker_open;  /* the queue's breaker is open (breaker.c): an outage */
+    int open_delay;    /* then: seconds until it may close */
 };
 
 /* The job a duplicate within the batch followed, as it ended. */
@@ -163,6 +187,8 @@ enum lifecycle_failure {
     LIFECYCLE_LEASE_LOST,       /* the lease ended before the handler started */
     LIFECYCLE_COMPLETE_LOST,    /* DONE, but the lease was lost before the completion */
     LIFECYCLE_COMMIT_LOST,      /* the store went away at commit (error: why) */
+    LIFECYCLE_BREAKER_OPEN,     /* the queue's breaker opened: not started */
+    LIFECYCLE_PAUSED,           /* received as its queue was paused: not claimed */
     LIFECYCLE_DRAINING,         /* the worker drains: not started */
     LIFECYCLE_DRAIN_IN_BACKOFF, /* the drain began during a FIFO retry's wait */
     LIFECYCLE_DRAIN_DEADLINE,   /* still running at the drain deadline */
@@ -177,11 +203,18 @@ enum job_action lifecycle_on_claim(const struct lifecycle_queue *q,
  * receives: the message's ApproximateReceiveCount. */
 enum job_action lifecycle_on_claim_failed(const struct lifecycle_queue *q, int receives,
                                           const char *error, struct lifecycle_verdict *out);
+enum job_action lifecycle_on_payload_failed(const struct lifecycle_queue *q, int receives,
+                                            const char *error, struct lifecycle_verdict *out);
 enum job_action lifecycle_on_handled(const struct lifecycle_queue *q,
                                      const struct lifecycle_run *r, struct lifecycle_verdict *out);
 enum job_action lifecycle_on_leader(const struct lifecycle_leader *l,
                                     struct lifecycle_verdict *out);
-/* wait_left: LIFECYCLE_DRAIN_IN_BACKOFF's seconds still to wait; error:
+/* Run number attempt ran past q->timeout; random: a draw for the backoff's
+ * jitter (backoff_random()). */
+enum job_action lifecycle_on_timeout(const struct lifecycle_queue *q, int attempt, uint64_t random,
+                                     struct lifecycle_verdict *out);
+/* wait_left: LIFECYCLE_DRAIN_IN_BACKOFF's seconds still to wait (and the
+ * cooldown left of LIFECYCLE_BREAKER_OPEN, the wait of LIFECYCLE_PAUSED); error:
  * LIFECYCLE_COMMIT_LOST's store error (may be NULL). */
 enum job_action lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
                                      struct lifecycle_verdict *out);

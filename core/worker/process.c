@@ -26,6 +26,7 @@
 #include "signals.h"
 #include "sqs.h"
 #include "sqs_setup.h"
+#include "throttle.h"
 #include "worker.h"
 
 #include <errno.h>
@@ -136,6 +137,8 @@ setup_queue(struct worker *w, struct wqueue *q, const struct config_queue *qc, c
         .backoff_cap = qc->backoff_cap,
         .fifo = qc->fifo,
         .reject_conflicts = w->cfg->idempotency.on_conflict == CONFIG_CONFLICT_REJECT,
+        .timeout = qc->timeout,
+        .timeout_grace = qc->timeout_grace,
     };
     q->advice = calloc(w->nplugins ? w->nplugins : 1, sizeof(*q->advice));
     if (q->advice == NULL) {
@@ -204,6 +207,9 @@ static int
 start(struct worker *w, char *err, size_t errlen)
 {
     jobspan_start(w->cfg);
+    if (throttle_setup(w, err, errlen) != 0) {
+        return -1;
+    }
     w->acker = acker_start(w, err, errlen);
     if (w->acker == NULL) {
         return -1;
@@ -226,6 +232,19 @@ all_idle(struct worker *w)
         }
     }
     return 1;
+}
+
+/* Handler threads still inside a run past its time limit (timeout.h): they
+ * cannot be joined. */
+static int
+any_hung(struct worker *w)
+{
+    for (size_t i = 0; i < w->nqueues; i++) {
+        if (handlers_hung(&w->queues[i])) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static double
@@ -251,8 +270,14 @@ drain(struct worker *w, const sigset_t *set, enum worker_ask ask, pid_t master)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     double limit = ask == WORKER_QUIT ? -1 : w->cfg->drain_timeout; /* -1: none */
     for (;;) {
-        if (all_idle(w)) {
+        if (all_idle(w) && !any_hung(w)) {
             return 1;
+        }
+        if (all_idle(w)) {
+            log_warn("drained but for handlers past their timeout: leaving them behind");
+            flag_raise(&w->abandon);
+            acker_abandon_running(w->acker);
+            return 0;
         }
         double left = limit < 0 ? 0.1 : limit - seconds_since(&t0);
         if (left <= 0) {
@@ -378,6 +403,7 @@ worker_main(int argc, char **argv)
         hostapi_fini(&w.plugins[i]);
         loader_release(&w.plugins[i].lp);
     }
+    throttle_free(&w);
     log_info("worker stopped");
     _exit(0);
 }

@@ -10,6 +10,7 @@
 
 #include "acker.h"
 #include "backoff.h"
+#include "breaker.h"
 #include "buf.h"
 #include "config.h"
 #include "digest.h"
@@ -24,6 +25,8 @@
 #include "jobspan.h"
 #include "metrics.h"
 #include "msgage.h"
+#include "payloads.h"
+#include "s3.h"
 #include "sqs.h"
 #include "sqs_limits.h"
 #include "verdict.h"
@@ -34,10 +37,14 @@
 #include <string.h>
 #include <time.h>
 
+/* How often a paused queue's receiver looks at its pause again, ms. */
+#define PAUSED_NAP_MS 500
+
 /* The receive thread's own state. */
 struct receiver {
     struct wqueue *q;
     struct sqs_client *sqs;
+    struct s3_client *s3; /* payloads in S3; NULL when it could not be made */
     struct idem_store *store;
     int recv_failures;    /* consecutive failed receives */
     char recv_error[128]; /* the code of the last failure: a new one is logged */
@@ -96,12 +103,30 @@ nap(struct worker *w, uint64_t ms)
     }
 }
 
-/* Route, derive the key, hash the payload. On failure the job's verdict is
- * a dead letter with the reason. */
-static void
-prepare(struct wqueue *q, struct twice_job *j)
+/* The receiver's S3 client (keying_shape asks only for a pointer). */
+static struct s3_client *
+receiver_s3(void *arg)
 {
+    return ((struct receiver *) arg)->s3;
+}
+
+/* Unwrap, fetch, route, derive the key, hash the payload. On failure the
+ * job's verdict is a dead letter with the reason, or (S3 failing for now)
+ * giving it back. */
+static void
+prepare(struct receiver *r, struct twice_job *j)
+{
+    struct wqueue *q = r->q;
     if (keying_check_size(j, q->w->cfg->max_message_bytes) != 0) {
+        return;
+    }
+    int shaped = keying_shape(j, receiver_s3, r, q->w->cfg->max_payload_bytes);
+    if (shaped == KEYING_LATER) {
+        struct lifecycle_verdict v;
+        lifecycle_on_payload_failed(&q->policy, j->receives, j->error, &v);
+        verdict_apply(j, &v);
+    }
+    if (shaped != KEYING_SHAPED) {
         return;
     }
     int route = keying_route(j);
@@ -117,9 +142,9 @@ prepare(struct wqueue *q, struct twice_job *j)
         }
     }
     buf_free(&key);
-    if (j->msg.body != NULL) {
-        digest_sha256(j->msg.body, j->msg.body_len, j->sha256);
-    }
+    size_t len;
+    const char *body = job_view(j, &len);
+    digest_sha256(body, len, j->sha256); /* the job's, not its wrapper's */
 }
 
 /* Decide a leader from the store's answer (lifecycle.c). Runnable jobs keep
@@ -255,6 +280,7 @@ dispatch_fifo(struct wqueue *q, struct twice_job **jobs, size_t n)
     }
 }
 
+/* Hand each job on: runnable ones to the handlers, the rest to the acker. */
 static void
 dispatch(struct wqueue *q, struct twice_job **jobs, size_t n)
 {
@@ -273,9 +299,37 @@ dispatch(struct wqueue *q, struct twice_job **jobs, size_t n)
     }
 }
 
-/* Returns -1 when the batch's claim failed. */
+/* The queue was paused while its batch was being received: every job goes
+ * back unclaimed (lifecycle.c), nothing runs. */
+static void
+give_back_paused(struct twice_job **jobs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct lifecycle_verdict v;
+        lifecycle_on_failure(LIFECYCLE_PAUSED, 0, NULL, &v);
+        verdict_apply(jobs[i], &v);
+    }
+}
+
+/* The breaker's probe (probe nonzero: a batch of one) is the job that is to
+ * run; 1 when there is one. */
 static int
-process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
+mark_probe(struct twice_job **jobs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (jobs[i]->action == JOB_ACT_NONE) {
+            jobs[i]->probe = 1;
+            job_log(TWICE_LOG_INFO, jobs[i], "running as the circuit breaker's probe");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Returns -1 when the batch's claim failed. *probe: in, the batch is the
+ * breaker's probe; out, a probe job runs. */
+static int
+process_batch(struct receiver *r, struct sqs_message *msgs, size_t n, int *probe)
 {
     struct wqueue *q = r->q;
     struct twice_job *jobs[SQS_RECEIVE_MAX];
@@ -293,11 +347,16 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
         j->holds_slot = 1;
         jobspan_begin(j);
         j->cfg = q->w->cfg;
-        prepare(q, j);
+        prepare(r, j);
         jobs[nj++] = j;
     }
     metrics_count(MET_RECEIVED, q->cfg->name, NULL, NULL, n);
-    int rc = claim(r, jobs, nj);
+    int rc = 0;
+    if (!*probe && breaker_paused(q)) {
+        give_back_paused(jobs, nj);
+    } else {
+        rc = claim(r, jobs, nj);
+    }
     /* Dups travel with their leader from here on. */
     size_t keep = 0;
     for (size_t i = 0; i < nj; i++) {
@@ -305,6 +364,7 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n)
             jobs[keep++] = jobs[i];
         }
     }
+    *probe = *probe && mark_probe(jobs, keep);
     dispatch(q, jobs, keep);
     return rc;
 }
@@ -367,11 +427,37 @@ random_attempt_id(char out[33])
     out[32] = '\0';
 }
 
+/* Reserve handler slots for a receive: up to batch_size, one for the
+ * breaker's probe (*probe set), none while the queue is paused or its
+ * breaker open (then nap). */
+static int
+reserve(struct receiver *r, int *probe)
+{
+    struct wqueue *q = r->q;
+    int may = breaker_receivable(q);
+    *probe = may == 1;
+    if (may == 0) {
+        mark_healthy(r); /* paused is not broken */
+        nap(q->w, PAUSED_NAP_MS);
+        return 0;
+    }
+    int n = reserve_slots(r);
+    if (*probe && n > 1) {
+        wqueue_release_slot(q, n - 1);
+        n = 1;
+    }
+    if (*probe && n == 0) {
+        breaker_probe_unused(q);
+    }
+    return n;
+}
+
 static void
 receive_once(struct receiver *r)
 {
     struct wqueue *q = r->q;
-    int n = reserve_slots(r);
+    int probe = 0;
+    int n = reserve(r, &probe);
     if (n == 0) {
         return;
     }
@@ -392,7 +478,11 @@ receive_once(struct receiver *r)
     const char *result = rc == 0 ? "ok" : strcmp(e.code, "Cancelled") == 0 ? "cancelled" : "error";
     metrics_count(MET_SQS_REQUESTS, "ReceiveMessage", result, NULL, 1);
     wqueue_release_slot(q, n - (int) got);
+    int probe_ran = probe && got > 0;
     if (rc != 0) {
+        if (probe) {
+            breaker_probe_unused(q);
+        }
         if (!flag_is_up(&q->w->draining)) {
             receive_failed(r, &e);
         }
@@ -405,8 +495,11 @@ receive_once(struct receiver *r)
         r->recv_error[0] = '\0';
     }
     mark_healthy(r);
-    int claimed = got > 0 ? process_batch(r, msgs, got) : 0;
+    int claimed = got > 0 ? process_batch(r, msgs, got, &probe_ran) : 0;
     free(msgs);
+    if (probe && !probe_ran) {
+        breaker_probe_unused(q);
+    }
     /* A store that refuses claims while connected (a missing grant, a lock
      * timeout) is not hammered: each try costs every message of the batch a
      * receive. A lost connection is store_ok's to wait for (and to log). */
@@ -428,6 +521,7 @@ receiver_main(void *arg)
         receive_once(r);
     }
     sqs_client_free(r->sqs);
+    s3_client_free(r->s3);
     idem_close(r->store);
     free(r);
     return NULL;
@@ -450,10 +544,12 @@ start_one(struct wqueue *q, char *err, size_t errlen)
         return -1;
     }
     sqs_client_set_cancel(r->sqs, &q->w->draining);
+    r->s3 = payloads_client(q->w);
     int rc = pthread_create(&q->receivers[q->nreceivers], NULL, receiver_main, r);
     if (rc != 0) {
         snprintf(err, errlen, "queue %s: pthread_create: %s", q->cfg->name, strerror(rc));
         sqs_client_free(r->sqs);
+        s3_client_free(r->s3);
         free(r);
         return -1;
     }

@@ -31,6 +31,7 @@ struct creds_chain;
 struct keytmpl;
 struct plugin_instance;
 struct sqs_endpoint;
+struct throttles;
 struct twice_job;
 
 /* A queue as a worker consumes it. */
@@ -55,6 +56,7 @@ struct wqueue {
     struct twice_job *tail;
     int inflight;                 /* received and not yet handed to the acker: <= concurrency */
     int running;                  /* inside handle() right now */
+    int overruns;                 /* of them, runs past the timeout already acted on (timeout.c) */
     struct advice_window *advice; /* per plugin (w->plugins order): recent durations */
     int stop;                     /* handlers: exit when the list is empty */
 };
@@ -73,6 +75,7 @@ struct worker {
     struct sqs_endpoint *endpoint;
     struct creds_chain *creds;
     struct acker *acker;
+    struct throttles *throttles; /* the rate limits (throttle.c) */
 
     struct flag draining; /* stop receiving; read by receivers and cancel flags */
     struct flag abandon;  /* the drain deadline passed */

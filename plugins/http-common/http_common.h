@@ -105,6 +105,11 @@ struct http_request {
 CURLcode http_perform(CURL *c, const struct http_request *r, struct http_answer *ans, long *status,
                       char *errbuf);
 
+/* 1 when rc means the endpoint could not be reached or answered nothing
+ * (resolve, connect, timeout, a dropped connection): an outage of the
+ * endpoint rather than a problem of one request. */
+int http_unreachable(CURLcode rc);
+
 /* Append the header line fmt (with one %s for value) to *l. 0, or -1 when
  * out of memory (the list is then freed and *l NULL). */
 int http_header_add(struct curl_slist **l, const char *fmt, const char *value);

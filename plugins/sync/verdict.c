@@ -1,7 +1,8 @@
 /*
  * verdict.c - what the sync endpoint's answer means for the job: DONE for
- * 2xx and 409, RETRY for 408, 429 and 5xx (honouring Retry-After), REJECT
- * for other 4xx. Reading the answer is http-common's (answer.c); the
+ * 2xx and 409, RETRY for 408, 429 and 5xx (honouring Retry-After; 503, and
+ * 429 with Retry-After, say the endpoint is unavailable), REJECT for other
+ * 4xx. Reading the answer is http-common's (answer.c); the
  * request is sync.c's.
  */
 #include "sync.h"
@@ -22,8 +23,15 @@ sync_verdict(const twice_api *api, twice_job *job, long status, const struct htt
     }
     if (status == 408 || status == 429 || (status >= 500 && status <= 599)) {
         api->error(job, "HTTP %ld: %s", status, body);
+        unsigned wait = (unsigned) (a->retry_after > 43200 ? 43200 : a->retry_after);
         if (a->retry_after >= 0) {
-            api->retry_after(job, (unsigned) (a->retry_after > 43200 ? 43200 : a->retry_after));
+            api->retry_after(job, wait);
+        }
+        /* The endpoint is down (503) or limits everyone (429 saying for how
+         * long): a failure of the endpoint, not of this record. */
+        if ((status == 503 || (status == 429 && a->retry_after >= 0)) &&
+            TWICE_API_HAS(api, downstream_unavailable)) {
+            api->downstream_unavailable(job, a->retry_after >= 0 ? wait : 0);
         }
         return TWICE_RETRY;
     }

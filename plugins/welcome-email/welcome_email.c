@@ -179,11 +179,32 @@ keep_reply(char *buf, size_t size, size_t nitems, void *arg)
     return n;
 }
 
+/* The relay cannot be reached at all: the queue's circuit breaker counts it. */
+static int
+unreachable(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /*
  * What a failed exchange means. A 4xx reply is the server's "try later"; a
  * 5xx reply to our envelope or message is final (the server's words become
  * the DLQ reason), except a refused login, which is our configuration, not
- * the message. No reply at all (connection, TLS, timeout) is transient.
+ * the message. No reply at all (connection, TLS, timeout) is transient. A
+ * relay that cannot be reached or says 421 (service not available) is down
+ * for every message, not only this one: the host hears of it
+ * (downstream_unavailable), so a breaker can pause the queue.
  */
 static twice_status
 classify(const struct welcome *w, twice_job *job, CURLcode rc, long code, const char *reply,
@@ -192,6 +213,10 @@ classify(const struct welcome *w, twice_job *job, CURLcode rc, long code, const 
     const char *detail = *reply != '\0'    ? reply
                          : *errbuf != '\0' ? errbuf
                                            : curl_easy_strerror(rc);
+    if ((code == 421 || (code == 0 && unreachable(rc))) &&
+        TWICE_API_HAS(w->api, downstream_unavailable)) {
+        w->api->downstream_unavailable(job, 0);
+    }
     if (rc == CURLE_LOGIN_DENIED) {
         w->api->error(job, "SMTP login refused: %s (check username/password)", detail);
         return TWICE_RETRY;

@@ -74,6 +74,7 @@ struct twice_job {
     char *key, *error;  /* owned, or NULL */
     const char *reason; /* static: the DLQ reason code the host would give, or NULL */
     int retry_after;
+    int downstream_unavailable; /* its seconds, -1 when not called */
     int handled;
     struct mock_log log;
     struct mock_sent *sent; /* what send() staged in the last run (owned) */

@@ -209,6 +209,17 @@ api_retry_after(twice_job *job, unsigned seconds)
     job->retry_after = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
 }
 
+/* As the host: recorded, and the job's retry_after when it has none. */
+static void
+api_downstream_unavailable(twice_job *job, unsigned seconds)
+{
+    int s = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
+    job->downstream_unavailable = s;
+    if (job->retry_after < 0 && s > 0) {
+        job->retry_after = s;
+    }
+}
+
 static void
 api_error(twice_job *job, const char *fmt, ...)
 {
@@ -335,6 +346,7 @@ static const twice_api mock_api = {
     .traceparent = api_traceparent,
     .queue = api_queue,
     .attr_name = api_attr_name,
+    .downstream_unavailable = api_downstream_unavailable,
     .send = api_send,
 };
 

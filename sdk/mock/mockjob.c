@@ -24,6 +24,7 @@ twice_mock_job_new(twice_mock *m, const char *body)
     j->mock = m;
     j->attempt = 1;
     j->retry_after = -1;
+    j->downstream_unavailable = -1;
     j->body = strdup(body != NULL ? body : "");
     pthread_mutex_lock(&m->lock);
     unsigned long id = ++m->next_id;
@@ -66,6 +67,7 @@ clear_results(struct twice_job *j)
     j->key = j->error = NULL;
     j->reason = NULL;
     j->retry_after = -1;
+    j->downstream_unavailable = -1;
     j->handled = 0;
     mocklog_clear(&j->log);
     for (size_t i = 0; i < j->nkept; i++) {
@@ -263,6 +265,12 @@ int
 twice_mock_job_retry_after(const twice_mock_job *mj)
 {
     return ((const struct twice_job *) mj)->retry_after;
+}
+
+int
+twice_mock_job_downstream_unavailable(const twice_mock_job *mj)
+{
+    return ((const struct twice_job *) mj)->downstream_unavailable;
 }
 
 int

@@ -147,7 +147,7 @@ class Ctl(twicetest.TwiceTestCase):
         self.assertIn("twicectl: queue hole: " + said, r.stderr)
         self.assertIn("3 more SQS calls were not made after the timeout", r.stderr)
         self.assertEqual([ln.split() for ln in r.stdout.splitlines()[1:]],
-                         [["hole", "?", "?", "?", "?"], ["hole2", "?", "?", "?", "?"]])
+                         [["hole", "?", "?", "?", "?", "-"], ["hole2", "?", "?", "?", "?", "-"]])
         self.assertLess(took, 6, "bounded by --timeout, not 2 calls x 3 attempts x 30 s")
         r, took = self.timed(d, "--timeout", "1", "dlq", "list", "hole", "--json")
         self.assertIn("dead-letter queue: ReceiveMessage: Timeout: %s did not answer within 1 s"
@@ -165,7 +165,7 @@ class Ctl(twicetest.TwiceTestCase):
                                      [tc.plugin(EFFECT_TX, tc.test_plugin(self.env,
                                                                           "effect_tx"))]))
         self.assertEqual(self.ctl(live, "--timeout", "1", "status").stdout.splitlines()[1]
-                         .split(), ["live", "0", "0", "0", "0"])
+                         .split(), ["live", "0", "0", "0", "0", "-"])
 
     # ------------------------------------------------------------------ send, status
 
@@ -208,11 +208,12 @@ class Ctl(twicetest.TwiceTestCase):
         self.sqs.send(dlq, "dead 2")
         r = self.ctl(d, "status")
         lines = r.stdout.splitlines()
-        self.assertEqual(lines[0].split(), ["QUEUE", "VISIBLE", "IN", "FLIGHT", "DELAYED", "DLQ"])
-        self.assertEqual(lines[1].split(), ["status", "2", "1", "1", "2"])
+        self.assertEqual(lines[0].split(),
+                         ["QUEUE", "VISIBLE", "IN", "FLIGHT", "DELAYED", "DLQ", "PAUSED"])
+        self.assertEqual(lines[1].split(), ["status", "2", "1", "1", "2", "-"])
         st = json.loads(self.ctl(d, "status", "--json").stdout)
         self.assertEqual(st, [{"queue": "status", "url": url, "visible": 2, "in_flight": 1,
-                               "delayed": 1, "dlq_url": dlq, "dlq": 2}])
+                               "delayed": 1, "dlq_url": dlq, "dlq": 2, "paused": None}])
 
     # ------------------------------------------------------------------ dlq
 

@@ -1,31 +1,21 @@
-"""twiced behind Debian's pgbouncer (issue 19): what works in session and in transaction
-pooling, and what does not.
+"""twiced behind Debian's pgbouncer (issue 19): session and transaction pooling.
 
 Each test starts its own pgbouncer on a free 127.0.0.1 port in front of the run's
 PostgreSQL. Session pooling gives every twiced connection a server connection of its own
-for its whole life: everything works. Transaction pooling hands a server connection to a
-client for one transaction only: what twiced does in one transaction works (the migration,
-one multi-statement query under a transaction-scoped advisory lock; the unnamed
-statements of twicectl, the janitor and the lease expiry; a transactional plugin's BEGIN
-... COMMIT, which stays on one server connection), but the six hot-path statements of
-core/idem.c are named prepared statements (PQprepare once per client connection, then
-PQexecPrepared), and pgbouncer 1.18 does not carry them between server connections:
+for its whole life. Transaction pooling hands a server connection to a client for one
+transaction only; pgbouncer 1.18 (Debian 12) does not carry prepared statements between
+server connections (1.21+ can, with max_prepared_statements). twiced works with it
+anyway (core/idem/idem_stmt.c):
 
-- a statement prepared on one server connection is missing on the others ("prepared
-  statement \"twice_idem_claim\" does not exist"): claims fail and give their messages
-  back, a transactional handler's completion fails and its work is rolled back and
-  retried, which spends an attempt;
-- a name prepared by another client on the same server connection is taken as ours
-  (42P05 is accepted as "already prepared"), so two deployments with different
-  idempotency tables in one database run each other's SQL: one's claims land in the
-  other's table, and its messages are dropped as duplicates of the other's keys.
-
-The tests of these two limitations are expectedFailure: once core stops relying on named
-statements behind a transaction pooler they pass, unittest reports an unexpected success
-(which fails the run), and the decorators must go. (Checked with idem.c's run_prepared
-switched to PQexecParams of the same SQL: both pass. If the fix comes as a setting,
-deployment() sets it.) pgbouncer 1.21+ can carry protocol-level prepared statements
-itself (max_prepared_statements); Debian 12 ships 1.18.
+- its hot-path statements are named for a hash of their text (the table name
+  included), so a name another client prepared on the same server connection is the
+  same statement: two deployments with different idempotency tables in one database
+  never run each other's SQL;
+- a statement missing on the server connection at hand ("does not exist") is prepared
+  and run in one pipeline ending in one Sync, which pgbouncer keeps on one server
+  connection;
+- inside a transaction (a transactional handler's) the store's statements are unnamed,
+  and pgbouncer keeps the transaction on one server connection.
 """
 
 import json
@@ -221,13 +211,11 @@ class Pooling(twicetest.TwiceTestCase):
         self.assertEqual(d.stop(), 0)
 
     def test_transaction_pooling_works_apart_from_named_statements(self):
-        """Transaction pooling with ONE server connection per database (where every
-        client's named statements happen to live on the same server connection): the
-        migration under its transaction-scoped advisory lock, the claims, transactional
-        handlers (BEGIN ... COMMIT on one server connection) and twicectl's unnamed
-        statements all work. Not a setting to deploy: one server connection serialises
-        every transaction of every host; it isolates the named statements as the one
-        thing that breaks (the tests below)."""
+        """Transaction pooling with ONE server connection per database: the migration
+        under its transaction-scoped advisory lock, the claims, transactional handlers
+        (BEGIN ... COMMIT on one server connection) and twicectl's unnamed statements all
+        work. Every client's named statements meet on that one server connection; the
+        tests below cover several deployments and changing server connections."""
         b = self.bouncer("transaction", default_pool_size=1)
         dsn = self.new_database("pgbt")
         self.pg.query(dsn, tc.EFFECTS_TABLE)
@@ -246,15 +234,13 @@ class Pooling(twicetest.TwiceTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(d.stop(), 0)
 
-    @unittest.expectedFailure
     def test_transaction_pooling_keeps_two_tables_apart(self):
-        """LIMITATION (core/idem.c names its prepared statements the same for every
-        table): two deployments sharing a database through one transaction pool, each
-        with its own idempotency table and the same plugin, must each run their own
-        messages. Today the second one's PQprepare finds the first one's
-        "twice_idem_claim" on the shared server connection, accepts it as its own
-        (42P05), claims in the FIRST one's table, finds the keys completed there and
-        deletes its messages without running the handler: its effects are lost."""
+        """Two deployments sharing a database through one transaction pool, each with its
+        own idempotency table and the same plugin, each run their own messages. With one
+        statement name for every table (before issue 19), the second one's prepare found
+        the first one's claim statement on the shared server connection, took it for its
+        own, claimed in the FIRST one's table, found the keys completed there and deleted
+        its messages without running the handler."""
         b = self.bouncer("transaction", default_pool_size=1)
         dsn = self.new_database("pgb2")
         self.pg.query(dsn, tc.EFFECTS_TABLE)
@@ -270,15 +256,14 @@ class Pooling(twicetest.TwiceTestCase):
         self.assert_exactly_once(bb, dsn, url_b, dlq_b, ids, table="effects_b",
                                  idem_table="idem_b")
 
-    @unittest.expectedFailure
     def test_transaction_pooling_survives_new_server_connections(self):
-        """LIMITATION (named prepared statements): pgbouncer replaces server connections
-        (server_lifetime, server_idle_timeout, a pool that grows under load), and a
-        statement twiced prepared on one is missing on the next. Here server
-        connections live 0.3 s, so what an hour of production does happens in seconds:
-        claims fail ("prepared statement ... does not exist") and give their messages
-        back, and completions of transactional handlers fail, so their work is rolled
-        back and run again at a later attempt. The test stops at the first error."""
+        """pgbouncer replaces server connections (server_lifetime, server_idle_timeout, a
+        pool that grows under load), and a statement twiced prepared on one is missing on
+        the next. Here server connections live 0.3 s and four of them take turns, so what
+        an hour of production does happens in seconds: every key still runs exactly once,
+        at its first attempt, with no error (before issue 19: claims failed with
+        "prepared statement ... does not exist" and transactional handlers' work was rolled
+        back and run again at a later attempt). The test stops at the first error."""
         b = self.bouncer("transaction", default_pool_size=4, server_round_robin=1,
                          server_lifetime=0.3)
         dsn = self.new_database("pgbl")

@@ -126,6 +126,9 @@ class Env:
         self.pg_password = environ["TWICE_TEST_PGPASSWORD"]
         self.pg_dsn = environ["TWICE_TEST_PGDSN"]
         self.sqs_endpoint = environ["TWICE_TEST_SQS_ENDPOINT"]
+        # fauxqs answers SNS and S3 on its SQS port (older env.sh files lack these)
+        self.sns_endpoint = environ.get("TWICE_TEST_SNS_ENDPOINT", self.sqs_endpoint)
+        self.s3_endpoint = environ.get("TWICE_TEST_S3_ENDPOINT", self.sqs_endpoint)
         self.region = environ["TWICE_TEST_REGION"]
         self.smtp_host = "127.0.0.1"
         self.smtp_port = int(environ["TWICE_TEST_SMTP_PORT"])

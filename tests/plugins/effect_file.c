@@ -2,8 +2,8 @@
  * effect_file.c - fixture: a non-transactional plugin whose effect is one
  * line "key message_id attempt" appended to a file (setting `file`), as an
  * outside effect such as an email would be. Body as for effect_tx.
- * Used by: test_attempts.py, test_basic.py, test_config.py, test_lifecycle.py, test_reload.py,
- *  test_tracing.py.
+ * Used by: test_attempts.py, test_basic.py, test_config.py, test_lifecycle.py, test_limits.py,
+ * test_reload.py, test_shapes.py, test_tracing.py.
  */
 #include <fcntl.h>
 #include <signal.h>

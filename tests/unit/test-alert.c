@@ -204,6 +204,47 @@ test_json(void)
     free(doc);
 }
 
+/* A queue paused and resumed (issue 16.1): the reason and the end in the text
+ * and the document, escaped like every untrusted text; no DLQ advice. */
+static void
+test_pause_notices(void)
+{
+    struct alert_notice n = sample(ALERT_PAUSED, -1, -1);
+    snprintf(n.pause_reason, sizeof(n.pause_reason), "deploy <b>\n@channel");
+    n.pause_until = 1796205662;
+    char *text = alert_notice_text(&n, 1);
+    CHECK_CONTAINS(text, "[twice@host1] queue jobs: paused (deploy &lt;b&gt;\\n@channel)");
+    CHECK_CONTAINS(text, "Until: 2026-12-02T10:01:02Z");
+    CHECK_CONTAINS(text, "twicectl resume jobs");
+    CHECK(strstr(text, "dlq") == NULL);
+    free(text);
+    char *doc = alert_notice_json(&n);
+    json_error_t e;
+    json_t *v = json_loads(doc, 0, &e);
+    CHECK_STR(json_string_value(json_object_get(v, "kind")), "paused");
+    CHECK_STR(json_string_value(json_object_get(v, "reason")), "deploy <b>\n@channel");
+    CHECK_STR(json_string_value(json_object_get(v, "until")), "2026-12-02T10:01:02Z");
+    json_decref(v);
+    free(doc);
+
+    snprintf(n.pause_reason, sizeof(n.pause_reason), "breaker");
+    text = alert_notice_text(&n, 0);
+    CHECK_CONTAINS(text, "circuit breaker opened");
+    CHECK_CONTAINS(text, "Probe after: 2026-12-02T10:01:02Z");
+    free(text);
+
+    struct alert_notice r = sample(ALERT_RESUMED, -1, -1);
+    text = alert_notice_text(&r, 0);
+    CHECK_STR(text, "[twice@host1] queue jobs: resumed");
+    free(text);
+    doc = alert_notice_json(&r);
+    v = json_loads(doc, 0, &e);
+    CHECK_STR(json_string_value(json_object_get(v, "kind")), "resumed");
+    CHECK(json_is_null(json_object_get(v, "until")));
+    json_decref(v);
+    free(doc);
+}
+
 static void
 test_email(void)
 {
@@ -266,6 +307,7 @@ main(void)
     test_letters();
     test_text();
     test_json();
+    test_pause_notices();
     test_email();
     test_retry_and_origin();
     return check_done("test-alert");

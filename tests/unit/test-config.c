@@ -361,6 +361,38 @@ test_defaults(void)
     CHECK_INT(q->max_receives, 50);
     CHECK_INT(q->backoff_base, 2);
     CHECK_INT(q->backoff_cap, 300);
+    CHECK_INT(q->timeout, 0); /* no time limit */
+    CHECK_INT(q->timeout_grace, 10);
+    CHECK_INT(q->rate_per_second, 0); /* no rate limits */
+    CHECK_INT(c->plugins[0].rate_per_second, 0);
+    config_free(c);
+    diag_free(&d);
+}
+
+/* rate_limit: burst defaults to per_second; both as given otherwise. */
+static void
+test_rate_limits(void)
+{
+    char text[1024];
+    snprintf(text, sizeof(text),
+             "idempotency = { dsn = \"dbname=twice\"; };\n"
+             "plugins = ( { name = \"a\"; path = \"%s/a.so\";\n"
+             "  rate_limit = { per_second = 14; }; } );\n"
+             "queues = ( { name = \"q\"; url = \"http://127.0.0.1:9/0/q\";\n"
+             "  dlq_url = \"http://127.0.0.1:9/0/q-dlq\"; plugin = \"a\";\n"
+             "  rate_limit = { per_second = 20; burst = 5; }; timeout = 5; } );\n",
+             plugdir);
+    struct diag d = DIAG_INIT;
+    struct config *c = NULL;
+    CHECK_INT(load(text, 0, &c, &d), 0);
+    CHECK_INT(d.n, 0);
+    if (c != NULL) {
+        CHECK_INT(c->plugins[0].rate_per_second, 14);
+        CHECK_INT(c->plugins[0].rate_burst, 14);
+        CHECK_INT(c->queues[0].rate_per_second, 20);
+        CHECK_INT(c->queues[0].rate_burst, 5);
+        CHECK_INT(c->queues[0].timeout, 5);
+    }
     config_free(c);
     diag_free(&d);
 }
@@ -627,6 +659,25 @@ test_queue_rules(void)
         "plugn",
         "unknown setting 'plugn' in route 1 of queue 'jobs' (did you mean "
         "'plugin'?)");
+    /* Envelopes, and keys that read their fields. */
+    expect_ok(QUEUE_JOBS("plugin = \"welcome-email\"; envelope = \"sns\";\n"
+                         "  key = \"o:{msg:topic}:{id}\"; delete_payload = true;"));
+    expect_ok(QUEUE_JOBS("plugin = \"welcome-email\"; envelope = \"auto\";\n"
+                         "  key = \"o:{msg:source}:{msg:sns_message_id}\";"));
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; envelope = \"sqs\";"), "envelope",
+               "queue 'jobs': envelope: unknown envelope 'sqs' (use none, sns, eventbridge or "
+               "auto)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\";\n  key = \"o:{msg:detail_type}\";"),
+               "key =",
+               "queue 'jobs': key reads a {msg:...} field that is only an EventBridge event's: "
+               "set envelope = \"eventbridge\"");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; envelope = \"eventbridge\";\n"
+                          "  key = \"o:{msg:topic}\";"),
+               "key =",
+               "queue 'jobs': key reads a {msg:...} field that is only an SNS notification's: "
+               "set envelope = \"sns\"");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; delete_payload = 1;"), "delete_payload",
+               "queue 'jobs': delete_payload: expected a boolean, got an integer");
 }
 
 static void
@@ -971,6 +1022,7 @@ main(void)
     setup();
     test_full();
     test_defaults();
+    test_rate_limits();
     test_many_errors();
     test_single_errors();
     test_queue_rules();

@@ -137,10 +137,57 @@ test_escape(void)
     buf_free(&b);
 }
 
+/* `twicectl pause --for`: seconds, or numbers with units; anything else,
+ * zero, and more than 366 days are refused (issue 16.1). */
+static void
+test_duration(void)
+{
+    static const struct {
+        const char *text;
+        long want;
+    } rows[] = {
+        {"45", 45},
+        {"90s", 90},
+        {"15m", 900},
+        {"2h", 7200},
+        {"1h30m", 5400},
+        {"1d2h3m4s", 93784},
+        {"366d", 31622400},
+        {"0s1m", 60},
+        {"0", -1},
+        {"0s", -1},
+        {"", -1},
+        {"-5", -1},
+        {"+5", -1},
+        {"5x", -1},
+        {"1h30", -1},
+        {"h", -1},
+        {"1.5h", -1},
+        {"367d", -1},
+        {"99999999999999999999", -1},
+        {"1m-1s", -1},
+        {" 5", -1},
+        {"5 ", -1},
+        {"5S", -1},
+        {"1w", -1},
+        {"366d1s", -1},
+        {"10ss", -1},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        long got = ctl_parse_duration(rows[i].text);
+        if (got != rows[i].want) {
+            fprintf(stderr, "duration '%s': got %ld, want %ld\n", rows[i].text, got, rows[i].want);
+        }
+        CHECK(got == rows[i].want);
+    }
+    CHECK(ctl_parse_duration(NULL) == -1);
+}
+
 int
 main(void)
 {
     test_redrive_build();
     test_escape();
+    test_duration();
     return check_done("test-ctl");
 }

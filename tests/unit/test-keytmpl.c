@@ -41,12 +41,18 @@ test_compile_errors(void)
     check_compile_error("a:{id", "column 3: unterminated field");
     check_compile_error("{", "column 1: unterminated field");
     check_compile_error("a:{}", "column 3: empty field {}");
-    check_compile_error("x{msg:x}", "column 2: unknown message field {msg:x} "
-                                    "(only {msg:group} exists)");
-    check_compile_error("{msg:}", "column 1: unknown message field {msg:} "
-                                  "(only {msg:group} exists)");
-    check_compile_error("{msg:groups}", "column 1: unknown message field {msg:groups} "
-                                        "(only {msg:group} exists)");
+    check_compile_error("x{msg:x}",
+                        "column 2: unknown message field {msg:x} "
+                        "(known: {msg:group}, {msg:sns_message_id}, {msg:topic}, {msg:subject}, "
+                        "{msg:detail_type}, {msg:source}, {msg:event_id})");
+    check_compile_error("{msg:}",
+                        "column 1: unknown message field {msg:} "
+                        "(known: {msg:group}, {msg:sns_message_id}, {msg:topic}, {msg:subject}, "
+                        "{msg:detail_type}, {msg:source}, {msg:event_id})");
+    check_compile_error("{msg:groups}",
+                        "column 1: unknown message field {msg:groups} "
+                        "(known: {msg:group}, {msg:sns_message_id}, {msg:topic}, {msg:subject}, "
+                        "{msg:detail_type}, {msg:source}, {msg:event_id})");
     check_compile_error("k:{attr:}", "column 3: empty attribute name in {attr:}");
     check_compile_error("a}b{id}", "column 2: stray '}' (write '}}' for a literal brace)");
     check_compile_error("{id}}", "column 5: stray '}' (write '}}' for a literal brace)");
@@ -243,7 +249,7 @@ test_expand_failures(void)
                  "bad key field attr:Tenant: contains a control character");
     m.in.group_id = NULL;
     check_expand("k:{msg:group}", &m, KEYTMPL_MISSING,
-                 "missing key field msg:group (not a FIFO queue)");
+                 "missing key field msg:group (the message has no group id)");
     m.in.group_id = "";
     check_expand("k:{msg:group}", &m, KEYTMPL_BAD_VALUE, "bad key field msg:group: empty");
     jsondoc_free(m.body);

@@ -33,14 +33,15 @@
 #define F(x)   LIFECYCLE_##x
 
 /* Queues: max_attempts, max_receives, backoff_base, backoff_cap, fifo,
- * reject_conflicts. */
-static const struct lifecycle_queue STD = {5, 50, 2, 300, 0, 0};        /* skip conflicts */
-static const struct lifecycle_queue REJ = {5, 50, 2, 300, 0, 1};        /* reject conflicts */
-static const struct lifecycle_queue FIFO = {5, 50, 2, 300, 1, 0};       /* retries in place */
-static const struct lifecycle_queue LONG = {20, 200, 2, 300, 0, 0};     /* room to reach the cap */
-static const struct lifecycle_queue BIG = {5, 50, 40000, 100000, 0, 0}; /* past SQS's 12 h */
-static const struct lifecycle_queue ZERO = {5, 50, 0, 0, 0, 0};         /* a zero backoff */
-static const struct lifecycle_queue ONE = {1, 1, 2, 300, 0, 0};         /* max_receives = 1 */
+ * reject_conflicts, timeout, timeout_grace. */
+static const struct lifecycle_queue STD = {5, 50, 2, 300, 0, 0, 0, 0};  /* skip conflicts */
+static const struct lifecycle_queue REJ = {5, 50, 2, 300, 0, 1, 0, 0};  /* reject conflicts */
+static const struct lifecycle_queue FIFO = {5, 50, 2, 300, 1, 0, 0, 0}; /* retries in place */
+static const struct lifecycle_queue LONG = {20, 200, 2, 300,
+                                            0,  0,   0, 0}; /* room to reach the cap */
+static const struct lifecycle_queue BIG = {5, 50, 40000, 100000, 0, 0, 0, 0}; /* past SQS's 12 h */
+static const struct lifecycle_queue ZERO = {5, 50, 0, 0, 0, 0, 0, 0};         /* a zero backoff */
+static const struct lifecycle_queue ONE = {1, 1, 2, 300, 0, 0, 0, 0}; /* max_receives = 1 */
 
 static const char *const CRASHED = "taking over: the previous run crashed its worker (counted "
                                    "against this job)";
@@ -475,6 +476,16 @@ static const struct failure_row failure_rows[] = {
      0},
     {"drain deadline, tx job",     F(DRAIN_DEADLINE_TX),  0, NULL, {RETURN, 3, NULL, QUIET, NULL},
      0},
+    {"breaker open before start",  F(BREAKER_OPEN),      42, NULL, {RETURN, 42, NULL, INFO,
+     "the queue's breaker is open: given back for 42s before it ran (not counted)"}, 0},
+    {"breaker open, none left",    F(BREAKER_OPEN),       0, NULL, {RETURN, 1, NULL, INFO,
+     "the queue's breaker is open: given back for 1s before it ran (not counted)"}, 0},
+    {"breaker open, huge cooldown", F(BREAKER_OPEN),  99999, NULL, {RETURN, 43200, NULL, INFO,
+     NULL}, 0},
+    {"paused while received",      F(PAUSED),             0, NULL, {RETURN, 0, NULL, QUIET, NULL},
+     0},
+    {"paused, a wait given",       F(PAUSED),             3, NULL, {RETURN, 3, NULL, QUIET, NULL},
+     0},
 };
 /* clang-format on */
 
@@ -530,19 +541,152 @@ test_claim_failed(void)
     }
 }
 
+/* A run past the queue's timeout (timeout 5 s, grace 10 s unless said): retried
+ * after the backoff but never before the grace + 2 s have passed, counted, never in
+ * place; dead-lettered as "timeout" on the last attempt. */
+static void
+test_timeout(void)
+{
+    static const struct lifecycle_queue TMO = {3, 30, 2, 300, 0, 0, 5, 10};
+    static const struct lifecycle_queue TMO_FIFO = {3, 30, 2, 300, 1, 0, 5, 10};
+    static const struct lifecycle_queue TMO_SLOW = {3, 30, 100, 300, 0, 0, 5, 10};
+    static const struct lifecycle_queue TMO_NOGRACE = {3, 30, 2, 300, 0, 0, 5, 0};
+    static const struct lifecycle_queue TMO_ONE = {1, 10, 2, 300, 0, 0, 60, 10};
+    static const struct {
+        const char *name;
+        const struct lifecycle_queue *q;
+        int attempt;
+        uint64_t random;
+        struct expect want;
+    } rows[] = {
+        {"first attempt: at least the grace + 2",
+         &TMO,
+         1,
+         2,
+         {RETRY, 12, NULL, WARN, "ran past its timeout (5s) on attempt 1 of 3: retry in 12s"}},
+        {"FIFO: through SQS, not in place",
+         &TMO_FIFO,
+         2,
+         0,
+         {RETRY, 12, NULL, WARN, "ran past its timeout (5s) on attempt 2 of 3: retry in 12s"}},
+        {"backoff longer than the grace",
+         &TMO_SLOW,
+         2,
+         150,
+         {RETRY, 150, NULL, WARN, "ran past its timeout (5s) on attempt 2 of 3: retry in 150s"}},
+        {"no grace: 2 s",
+         &TMO_NOGRACE,
+         1,
+         0,
+         {RETRY, 2, NULL, WARN, "ran past its timeout (5s) on attempt 1 of 3: retry in 2s"}},
+        {"last attempt",
+         &TMO,
+         3,
+         7,
+         {DLQ, 0, "timeout", WARN, "ran past its timeout (5s) on attempt 3 of 3: dead-lettering"}},
+        {"past the last attempt",
+         &TMO,
+         4,
+         7,
+         {DLQ, 0, "timeout", WARN, "ran past its timeout (5s) on attempt 4 of 3: dead-lettering"}},
+        {"max_attempts 1",
+         &TMO_ONE,
+         1,
+         7,
+         {DLQ, 0, "timeout", WARN,
+          "ran past its timeout (60s) on attempt 1 of 1: dead-lettering"}},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct lifecycle_verdict v;
+        enum job_action got = lifecycle_on_timeout(rows[i].q, rows[i].attempt, rows[i].random, &v);
+        check_verdict(rows[i].name, got, &v, &rows[i].want);
+        int before = check_failures;
+        CHECK_INT(v.in_place, 0);
+        CHECK_INT(v.counted, v.action == RETRY);
+        CHECK_INT(v.runs, v.action == DLQ ? rows[i].attempt : 0);
+        if (v.action == DLQ) {
+            char detail[512];
+            text_join(&v.detail, detail, sizeof(detail));
+            char want[128];
+            snprintf(want, sizeof(want), "attempt %d of %d ran past its timeout (%ds)",
+                     rows[i].attempt, rows[i].q->max_attempts, rows[i].q->timeout);
+            CHECK_STR(detail, want);
+        }
+        if (check_failures != before) {
+            fprintf(stderr, "  in row \"%s\"\n", rows[i].name);
+        }
+    }
+}
+
 /* An unbounded plugin error is carried whole, never cut to a buffer. */
 static void
 test_long_error_is_not_cut(void)
 {
     static char error[5000];
     memset(error, 'e', sizeof(error) - 1);
-    struct lifecycle_run run = {TWICE_RETRY, 5, -1, error, 0};
+    struct lifecycle_run run = {TWICE_RETRY, 5, -1, error, 0, 0, 0};
     struct lifecycle_verdict v;
     CHECK_INT(lifecycle_on_handled(&STD, &run, &v), DLQ);
     CHECK(v.detail.arg == error);
     run.attempt = 1;
     CHECK_INT(lifecycle_on_handled(&STD, &run, &v), RETRY);
     CHECK(v.log.arg == error);
+}
+
+/* A RETRY while the queue's breaker is open is an outage, not the job's
+ * failure: given back for the cooldown left, never counted, never
+ * dead-lettered, whatever its attempt (issue 16.2). DONE and REJECT are not
+ * affected. */
+static void
+test_breaker_open_runs(void)
+{
+    static const struct {
+        const char *name;
+        int status, attempt, retry_after, open_delay;
+        struct expect want;
+    } rows[] = {
+        {"retry, first attempt",
+         TWICE_RETRY,
+         1,
+         -1,
+         30,
+         {RETURN, 30, NULL, INFO,
+          "the queue's breaker is open: given back for 30s, attempt 1 not counted: x"}},
+        {"retry, the last attempt", TWICE_RETRY, 5, -1, 30, {RETURN, 30, NULL, INFO, NULL}},
+        {"retry past max", TWICE_RETRY, 9, -1, 30, {RETURN, 30, NULL, INFO, NULL}},
+        {"retry_after is not the wait", TWICE_RETRY, 1, 5, 30, {RETURN, 30, NULL, INFO, NULL}},
+        {"cooldown left 0: 1 s", TWICE_RETRY, 1, -1, 0, {RETURN, 1, NULL, INFO, NULL}},
+        {"huge cooldown", TWICE_RETRY, 1, -1, 99999, {RETURN, 43200, NULL, INFO, NULL}},
+        {"unknown status", 7, 5, -1, 10, {RETURN, 10, NULL, INFO, NULL}},
+        {"done", TWICE_DONE, 5, -1, 30, {DONE, 0, NULL, QUIET, NULL}},
+        {"reject", TWICE_REJECT, 1, -1, 30, {DLQ, 0, "rejected", QUIET, "x"}},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct lifecycle_run run = {
+            .status = (twice_status) rows[i].status,
+            .attempt = rows[i].attempt,
+            .retry_after = rows[i].retry_after,
+            .error = "x",
+            .random = 1,
+            .breaker_open = 1,
+            .open_delay = rows[i].open_delay,
+        };
+        struct lifecycle_verdict v;
+        check_verdict(rows[i].name, lifecycle_on_handled(&STD, &run, &v), &v, &rows[i].want);
+        CHECK_INT(v.counted, 0);
+        CHECK_INT(v.in_place, 0);
+        CHECK_INT(v.runs, v.action == DLQ ? rows[i].attempt : 0);
+    }
+    /* On a FIFO queue too: given back, not retried in place. */
+    struct lifecycle_run run = {.status = TWICE_RETRY,
+                                .attempt = 5,
+                                .retry_after = -1,
+                                .breaker_open = 1,
+                                .open_delay = 20};
+    struct lifecycle_verdict v;
+    CHECK_INT(lifecycle_on_handled(&FIFO, &run, &v), RETURN);
+    CHECK_INT(v.delay, 20);
+    CHECK_INT(v.in_place + v.counted, 0);
 }
 
 int
@@ -552,7 +696,9 @@ main(void)
     test_run_table();
     test_leader_table();
     test_failure_table();
+    test_breaker_open_runs();
     test_claim_failed();
     test_long_error_is_not_cut();
+    test_timeout();
     return check_done("test-lifecycle");
 }

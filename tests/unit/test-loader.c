@@ -251,7 +251,7 @@ test_fixture_echo_ok(void)
     /* The compiled template is the plugin's. */
     char jerr[JSONDOC_ERROR_LEN];
     struct jsondoc *body = jsondoc_parse("{\"id\":5}", 8, jerr, sizeof(jerr));
-    struct keytmpl_input in = {body, NULL, NULL, 0, NULL};
+    struct keytmpl_input in = {body, NULL, NULL, 0, NULL, NULL};
     struct buf key = BUF_INIT;
     CHECK_INT(keytmpl_expand(p.tmpl, &in, &key, err, sizeof(err)), KEYTMPL_OK);
     CHECK_STR(buf_str(&key), "echo:5");

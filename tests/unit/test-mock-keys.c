@@ -403,7 +403,7 @@ static const struct {
     {"{attr:Tenant}", "fifo", "refused bad-key-field: bad key field attr:Tenant: empty"},
     {"{msg:group}/{id}", "fifo", "key g-1/x"},
     {"{msg:group}", "basic",
-     "refused missing-key-field: missing key field msg:group (not a FIFO queue)"},
+     "refused missing-key-field: missing key field msg:group (the message has no group id)"},
     {"{msg:group}", "fifo, empty group", "refused bad-key-field: bad key field msg:group: empty"},
     {"{attr:Tenant}", "not JSON", "key acme"},
     {"{attr:Tenant}/{id}", "not JSON",

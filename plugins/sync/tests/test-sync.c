@@ -191,6 +191,7 @@ test_retry(twice_mock *m)
         twice_status st = twice_mock_run(j);
         CHECK_INT(st, attempt < 3 ? TWICE_RETRY : TWICE_DONE);
         CHECK_INT(twice_mock_job_retry_after(j), attempt < 3 ? 7 : -1);
+        CHECK_INT(twice_mock_job_downstream_unavailable(j), attempt < 3 ? 7 : -1);
         if (attempt < 3) {
             CHECK_CONTAINS(twice_mock_job_error(j), "HTTP 503: ");
         }
@@ -215,7 +216,25 @@ test_retry(twice_mock *m)
                          &j),
               TWICE_RETRY);
     CHECK(twice_mock_job_retry_after(j) >= 115 && twice_mock_job_retry_after(j) <= 120);
+    CHECK(twice_mock_job_downstream_unavailable(j) >= 115);
     twice_mock_job_free(j);
+
+    /* A 500 and a 429 without Retry-After are this record's trouble: retried,
+     * the endpoint not reported unavailable; a 503 without one is. */
+    static const struct {
+        const char *spec;
+        int downstream;
+    } rows[] = {{"{\"status\":500}", -1}, {"{\"status\":429}", -1}, {"{\"status\":503}", 0}};
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        receiver_script("down", rows[i].spec);
+        CHECK_INT(plugin_run(m,
+                             "{\"case\":\"down\",\"entity\":\"c\",\"id\":1,\"version\":1,"
+                             "\"data\":{}}",
+                             &j),
+                  TWICE_RETRY);
+        CHECK_INT(twice_mock_job_downstream_unavailable(j), rows[i].downstream);
+        twice_mock_job_free(j);
+    }
 }
 
 /* Job i of thread t under prefix ctx. */
@@ -252,6 +271,7 @@ test_transport_failures(void)
     CHECK_INT(plugin_run(m, "{\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}", &j),
               TWICE_RETRY);
     CHECK_CONTAINS(twice_mock_job_error(j), "PUT failed: ");
+    CHECK_INT(twice_mock_job_downstream_unavailable(j), 0); /* refused: the endpoint is down */
     twice_mock_job_free(j);
     twice_mock_free(m);
 }

@@ -303,6 +303,13 @@ test_failures(twice_mock *m)
     twice_mock_job *j;
     CHECK_INT(run(m, "{\"candidateId\":5,\"email\":\"tempfail-5@example.com\"}", &j), TWICE_RETRY);
     CHECK_CONTAINS(twice_mock_job_error(j), "451 4.3.0 twice-test-sink: temporary failure");
+    CHECK_INT(twice_mock_job_downstream_unavailable(j), -1); /* this mailbox, not the relay */
+    twice_mock_job_free(j);
+    /* 421: the relay is not available for anyone (the host's breaker counts it) */
+    CHECK_INT(run(m, "{\"candidateId\":12,\"email\":\"unavailable-12@example.com\"}", &j),
+              TWICE_RETRY);
+    CHECK_CONTAINS(twice_mock_job_error(j), "421 4.3.2");
+    CHECK_INT(twice_mock_job_downstream_unavailable(j), 0);
     twice_mock_job_free(j);
     CHECK_INT(run(m, "{\"candidateId\":6,\"email\":\"reject-6@example.com\"}", &j), TWICE_REJECT);
     CHECK_STR(twice_mock_job_error(j), "550 5.1.1 twice-test-sink: mailbox "
@@ -367,6 +374,7 @@ test_no_server_and_no_tls(void)
     CHECK_INT(twice_mock_init(m), 0);
     CHECK_INT(run(m, "{\"candidateId\":9,\"email\":\"a@example.com\"}", &j), TWICE_RETRY);
     CHECK_CONTAINS(twice_mock_job_error(j), "SMTP: ");
+    CHECK_INT(twice_mock_job_downstream_unavailable(j), 0); /* no relay at all */
     twice_mock_job_free(j);
     twice_mock_free(m);
 

@@ -57,7 +57,8 @@
  *   1.1  2026-12-02  Descriptor: key_setting (the key template is the value
  *                    of one of the plugin's settings) and describe (what a
  *                    plugin does with a job, for `twicectl plugin check`).
- *                    Host API: traceparent, queue, attr_name, send.
+ *                    Host API: traceparent, queue, attr_name,
+ *                    downstream_unavailable, send.
  *                    attempt() counts the handler's runs, not SQS
  *                    deliveries, and is 0 in derive_key (hosts of 1.0 too).
  */
@@ -156,7 +157,12 @@ typedef struct twice_api {
         TWICE_PRINTF(3, 4);
 
     /* The message body, NUL-terminated (SQS bodies cannot contain NUL);
-     * its length in *len when len is not NULL. Borrowed. */
+     * its length in *len when len is not NULL. Borrowed. On a queue with an
+     * envelope (twice.conf(5)) it is the job inside: an SNS notification's
+     * Message, an EventBridge event's detail; a payload kept in S3 (the
+     * Extended Client's pointer) is fetched first and is the body (it may
+     * hold NUL bytes: use *len). field, field_json, routes and key
+     * templates read this same body. */
     const char *(*body)(const twice_job *job, size_t *len);
 
     /* A scalar field of the JSON body by dotted path ("a.b", "items.0.id"):
@@ -176,7 +182,9 @@ typedef struct twice_api {
     const char *(*field_json)(const twice_job *job, const char *path, size_t *len);
 
     /* A message attribute's string value (String and Number types). NULL
-     * when absent or binary. Borrowed. */
+     * when absent or binary. On a queue with an SNS envelope, the
+     * notification's MessageAttributes too (they win over the SQS
+     * message's own). Borrowed. */
     const char *(*attr)(const twice_job *job, const char *name, size_t *len);
 
     /* The job's idempotency key (at most TWICE_KEY_MAX bytes). Pass it on to
@@ -196,7 +204,9 @@ typedef struct twice_api {
     /* The SQS MessageId. Borrowed. */
     const char *(*message_id)(const twice_job *job);
 
-    /* The FIFO MessageGroupId, or NULL on a standard queue. Borrowed. */
+    /* The MessageGroupId: a FIFO queue's group, or on a standard queue
+     * the group its producer gave for fairness (fair queues); NULL when
+     * the message has none. Borrowed. */
     const char *(*group_id)(const twice_job *job);
 
     /* A setting's value as text (ints in decimal, bools "true"/"false"), the
@@ -241,8 +251,22 @@ typedef struct twice_api {
     /* The name of the job's i-th message attribute (0-based, in the order
      * SQS gave them), or NULL past the last one: with attr(), a plugin can
      * pass every attribute on. Binary attributes are named too (attr() is
-     * NULL for them). Borrowed until handle() returns. */
+     * NULL for them); an SNS envelope's MessageAttributes follow the SQS
+     * message's own. Borrowed until handle() returns. */
     const char *(*attr_name)(const twice_job *job, size_t i);
+
+    /* The downstream this job needs (a mail relay, an API) is unavailable:
+     * refused connections, an SMTP 421, an HTTP 503, a 429 with Retry-After.
+     * Call it before returning TWICE_RETRY. It counts as a failure for the
+     * queue's circuit breaker (breaker = { ... } in twice.conf), which after
+     * enough of them pauses the queue on every host instead of spending the
+     * attempts of every message on the outage; while the breaker is open a
+     * RETRY is given back without counting an attempt. seconds: how long
+     * the plugin expects the outage to last (a Retry-After), 0 when unknown;
+     * the breaker's cooldown is at least that long, and without a breaker it
+     * is the job's retry_after (when the plugin set none). Thread-safe like
+     * every function taking a job; only valid inside handle(). */
+    void (*downstream_unavailable)(twice_job *job, unsigned seconds);
 
     /*
      * Stage a follow-up message, sent exactly when the job completes
@@ -306,8 +330,9 @@ typedef struct twice_plugin {
 
     /* How the idempotency key is derived from the message's intent, e.g.
      * "welcome-email:{candidateId}". {a.b} is a JSON body path (strings and
-     * numbers), {attr:Name} a message attribute, {msg:group} the FIFO group
-     * id; "{{" and "}}" are literal braces. Never a random id: two messages
+     * numbers), {attr:Name} a message attribute, {msg:group} the message
+     * group id, {msg:NAME} a field of the queue's envelope (twice.conf(5):
+     * envelope); "{{" and "}}" are literal braces. Never a random id: two messages
      * meaning the same action must collide. Set exactly one of
      * key_template, derive_key and key_setting (1.1). A queue's `key` in
      * twice.conf overrides whichever the plugin sets. */

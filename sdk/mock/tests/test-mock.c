@@ -297,7 +297,8 @@ test_templates(void)
     twice_mock_job_attr(j, "Tenant", NULL, "acme");
     twice_mock_job_attr(j, "Blob", "Binary", "xx");
     expect_key(j, "{attr:Tenant}/{{x}}/{o.a.1.b}/{x}", "acme/{x}/deep/2.5", NULL);
-    expect_key(j, "{msg:group}", NULL, "missing key field msg:group (not a FIFO queue)");
+    expect_key(j, "{msg:group}", NULL,
+               "missing key field msg:group (the message has no group id)");
     twice_mock_job_group(j, "g1");
     expect_key(j, "k:{msg:group}", "k:g1", NULL);
     expect_key(j, "{attr:Blob}", NULL,
@@ -309,7 +310,9 @@ test_templates(void)
     expect_key(j, "a}b", NULL, "column 2: stray '}' (write '}}' for a literal brace)");
     expect_key(j, "a{b", NULL, "column 2: unterminated field");
     expect_key(j, "{msg:id}", NULL,
-               "column 1: unknown message field {msg:id} (only {msg:group} exists)");
+               "column 1: unknown message field {msg:id} (known: {msg:group}, "
+               "{msg:sns_message_id}, {msg:topic}, {msg:subject}, "
+               "{msg:detail_type}, {msg:source}, {msg:event_id})");
     expect_key(j, "constant", NULL,
                "column 1: no field: a constant key would make every message a duplicate "
                "(use {path}, {attr:Name} or {msg:group})");

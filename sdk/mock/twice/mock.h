@@ -152,6 +152,9 @@ const char *twice_mock_job_reason(const twice_mock_job *j);
 const char *twice_mock_job_error(const twice_mock_job *j);
 /* What api->retry_after() asked for (capped at 43200), or -1. */
 int twice_mock_job_retry_after(const twice_mock_job *j);
+/* The seconds api->downstream_unavailable() was called with (capped at
+ * 43200), or -1 when it was not called. */
+int twice_mock_job_downstream_unavailable(const twice_mock_job *j);
 /* Whether handle() was called (0 when the key could not be derived). */
 int twice_mock_job_handled(const twice_mock_job *j);
 /* The messages the last run staged with api->send() that the host would

@@ -1,0 +1,166 @@
+"""Issue 16.2: a queue's circuit breaker. When its downstream is down, transient
+failures open the breaker: the queue pauses on every host (reason breaker), jobs
+received but not started go back uncounted, a RETRY while it is open costs no attempt,
+and after the cooldown one probe job runs; a failed probe opens it again for twice the
+cooldown (up to cooldown_max), a successful one resumes the queue. Nothing reaches the
+dead-letter queue because of the outage. Real SQS emulator, PostgreSQL, SMTP sink
+(behind faultproxy's TCP relay, which the test takes down) and HTTP receiver (the alert webhook)."""
+
+import json
+import os
+import time
+import unittest
+
+import faultproxy
+import twicetest
+import twiceconf as tc
+
+OUTAGE = 60  # seconds the mail relay is down
+
+
+class Breaker(twicetest.TwiceTestCase):
+    def welcome_conf(self, url, dlq, dsn, port, smtp_port, hook, breaker):
+        templates = os.path.join(self.env.source_dir, "etc", "templates")
+        plugin = tc.plugin("welcome-email", os.path.join(self.env.plugin_build_dir,
+                                                         "welcome_email.so"),
+                           smtp_url="smtp://127.0.0.1:%d" % smtp_port, timeout=5,
+                           subject="Welcome, {{name}}!", **{
+                               "from": "welcome@twice.test",
+                               "template_text": os.path.join(templates, "welcome.txt"),
+                               "template_html": os.path.join(templates, "welcome.html")})
+        q = tc.queue("welcome", url, dlq, "welcome-email", concurrency=4, visibility_timeout=10,
+                     max_attempts=3)
+        q = q.replace("backoff = {", "breaker = %s backoff = {" % breaker)
+        alerts = "alerts = { dlq_check_interval = 1; webhook = { url = %s; }; };" % (
+            tc.quote(hook.url + "/breaker"))
+        return tc.config(self.env, dsn, [q], [plugin], metrics_port=port, extra=alerts)
+
+    @staticmethod
+    def notices(hook, kind):
+        return [json.loads(r["body"]) for r in hook.requests()
+                if r["status"] < 300 and json.loads(r["body"])["kind"] == kind]
+
+    def test_an_smtp_outage_dead_letters_nothing_and_spends_no_attempts(self):
+        url, dlq = self.queue_pair("breaker")
+        dsn = self.new_database("breaker")
+        hook = self.http_receiver()
+        relay = faultproxy.TcpProxy("127.0.0.1", self.env.smtp_port)
+        self.addCleanup(relay.close)
+        relay.down()  # the mail relay is down from the start
+        port = tc.free_port()
+        conf = self.welcome_conf(url, dlq, dsn, port, relay.port, hook,
+                                 "{ failures = 10; window = 30; cooldown = 10; "
+                                 "cooldown_max = 20; probes = 1; }")
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+
+        domain = "b%s.example.com" % os.urandom(4).hex()
+        total = 300
+        for i in range(0, total, 10):
+            self.sqs.send_batch(url, [json.dumps({
+                "type": "welcome-email", "candidateId": n, "email": "c%d@%s" % (n, domain),
+                "name": "C%d" % n}) for n in range(i, i + 10)])
+        down_since = time.monotonic()
+
+        d.wait_log(r"circuit breaker opened: \d+ transient failures", timeout=20)
+        d.wait_log(r"queue welcome: breaker open: not receiving", timeout=5)
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_queue_paused",
+                                                   queue="welcome", reason="breaker") == 1,
+                             timeout=5, message="twice_queue_paused{reason=breaker}")
+        d.wait_log(r"queue welcome: breaker probe failed: the breaker opens again", timeout=30)
+        self.assertEqual(self.pg.query(dsn, "SELECT cooldown FROM twice_idempotency_pause"),
+                         [(20,)], "a failed probe doubles the cooldown, up to cooldown_max")
+
+        time.sleep(max(0, OUTAGE - (time.monotonic() - down_since)))
+        relay.up()
+        twicetest.wait_until(lambda: self.pg.query(
+            dsn, "SELECT count(*) FROM twice_idempotency WHERE state = 'completed'")[0][0]
+            == total, timeout=90, interval=1, message="all 300 jobs completed")
+        twicetest.wait_until(lambda: self.notices(hook, "resumed"), timeout=10,
+                             message="a resumed notice")
+        time.sleep(2)
+
+        self.assertEqual(sum(self.sqs.counts(dlq)), 0, "no dead letters")
+        mails = [m for m in self.mailbox().messages()
+                 if m.rcpt_tos and m.rcpt_tos[0].endswith("@" + domain)]
+        per = {}
+        for m in mails:
+            per[m.rcpt_tos[0]] = per.get(m.rcpt_tos[0], 0) + 1
+        self.assertEqual(len(per), total, "every candidate got a mail")
+        self.assertEqual(set(per.values()), {1}, "each exactly once")
+        most = self.pg.query(dsn, "SELECT max(attempts) FROM twice_idempotency")[0][0]
+        self.assertLessEqual(most, 2, "no message with more than 2 counted attempts")
+        paused = self.notices(hook, "paused")
+        self.assertEqual(len(paused), 1, paused)
+        self.assertEqual(paused[0]["reason"], "breaker")
+        self.assertEqual(len(self.notices(hook, "resumed")), 1)
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_queue_paused", queue="welcome"),
+                         0)
+        self.assertEqual(self.pg.query(dsn, "SELECT count(*) FROM twice_idempotency_pause"),
+                         [(0,)])
+        self.assertEqual(d.stop(), 0)
+
+    def sync_conf(self, url, dlq, dsn, port, rx, failures, **qopts):
+        plugin = tc.plugin("sync", os.path.join(self.env.plugin_build_dir, "sync.so"),
+                           url=rx.url + "/api/{entity}/{id}")
+        q = tc.queue("sync", url, dlq, "sync", **qopts)
+        q = q.replace("backoff = {", "breaker = { failures = %d; window = 30; cooldown = 3; "
+                      "cooldown_max = 6; }; backoff = {" % failures)
+        return tc.config(self.env, dsn, [q], [plugin], metrics_port=port)
+
+    def test_a_breaker_opened_on_one_host_pauses_the_other_and_spends_no_last_attempt(self):
+        # Two hosts (own configs and work directories, same database and queue); the
+        # endpoint answers 503 with no end in sight. max_attempts 2 and a long backoff:
+        # the runs before the breaker opened count, and a message whose next run would
+        # be its last may fail again while the breaker is open without being
+        # dead-lettered. Then the endpoint comes back: the probe closes the breaker.
+        url, dlq = self.queue_pair("sync2")
+        dsn = self.new_database("sync2")
+        rx = self.http_receiver()
+        # 503 with Retry-After: 8 (the cooldown is at least that long): a message that
+        # failed comes back only after its host has heard of the breaker (within 2 s).
+        rx.script(status=503, retry_after="8")
+        ports = [tc.free_port(), tc.free_port()]
+        # The second host's own threshold is never reached: it stops because the
+        # first one's breaker paused the queue in PostgreSQL.
+        confs = [self.sync_conf(url, dlq, dsn, p, rx, failures, concurrency=2, max_attempts=2,
+                                visibility_timeout=10, backoff=(4, 4))
+                 for p, failures in zip(ports, (3, 1000))]
+        hosts = [self.start_twiced(c) for c in confs]
+        for h in hosts:
+            h.wait_log(r"ready: generation 1", timeout=20)
+        total = 20
+        self.sqs.send_batch(url, [json.dumps({"type": "sync", "entity": "c", "id": n,
+                                              "version": 1, "data": {"n": n}})
+                                  for n in range(10)])
+        self.sqs.send_batch(url, [json.dumps({"type": "sync", "entity": "c", "id": n,
+                                              "version": 1, "data": {"n": n}})
+                                  for n in range(10, total)])
+        hosts[0].wait_log(r"circuit breaker opened: 3 transient failures", timeout=15)
+        for h in hosts:
+            h.wait_log(r"queue sync: breaker open: not receiving", timeout=15)
+        self.assertNotIn("circuit breaker opened", hosts[1].log_text())
+        # A failed probe opens it again: nothing is dead-lettered.
+        twicetest.wait_until(lambda: "probe failed" in hosts[0].log_text() + hosts[1].log_text(),
+                             timeout=25, message="a failed probe")
+        self.assertEqual(sum(self.sqs.counts(dlq)), 0, "nothing dead-lettered while open")
+        rx.script(status=200)
+        twicetest.wait_until(lambda: self.pg.query(
+            dsn, "SELECT count(*) FROM twice_idempotency WHERE state = 'completed'")[0][0]
+            == total, timeout=40, interval=0.5, message="every record synced")
+        self.assertEqual(sum(self.sqs.counts(dlq)), 0, "no dead letters")
+        self.assertLessEqual(self.pg.query(dsn, "SELECT max(attempts) FROM twice_idempotency")
+                             [0][0], 2)
+        done = {}
+        for r in rx.requests():
+            if r["status"] == 200:
+                done[r["path"]] = done.get(r["path"], 0) + 1
+        self.assertEqual(len(done), total)
+        self.assertEqual(set(done.values()), {1}, "each record synced once")
+        for h in hosts:
+            h.wait_log(r"queue sync: receiving", timeout=5)
+            self.assertEqual(h.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
