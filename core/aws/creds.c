@@ -63,7 +63,8 @@ creds_set(struct creds *c, const char *access_key_id, const char *secret_access_
         return -1;
     }
     c->expiration = expiration;
-    snprintf(c->provider, sizeof(c->provider), "%s", provider);
+    size_t n = strnlen(provider, sizeof(c->provider) - 1); /* as snprintf cuts it, */
+    memcpy(c->provider, provider, n);                      /* without a printf per request */
     return 0;
 }
 

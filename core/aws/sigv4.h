@@ -8,6 +8,7 @@
 #ifndef TWICE_SIGV4_H
 #define TWICE_SIGV4_H
 
+#include <openssl/types.h>
 #include <stddef.h>
 
 struct buf;
@@ -52,7 +53,8 @@ void sigv4_signature(const unsigned char key[32], const char *string_to_sign, ch
 
 /*
  * All steps: the Authorization header value for r signed with c at amz_date
- * ("YYYYMMDDTHHMMSSZ", which r's x-amz-date header must carry too).
+ * ("YYYYMMDDTHHMMSSZ", which r's x-amz-date header must carry too),
+ * appended to out.
  * r must already hold x-amz-security-token when c has a session token.
  * Returns 0, or -1 on ENOMEM.
  */
@@ -62,7 +64,9 @@ int sigv4_authorization(const struct sigv4_request *r, const struct creds *c, co
 /* A derived signing key kept between the requests of one client: valid for
  * one secret, day, region and service, which is what the key is made of.
  * Deriving it costs four HMACs per request otherwise. Holds a copy of the
- * secret: wipe it with sigv4_key_cache_clear. */
+ * secret and an HMAC context keyed with the key: start it zeroed, use it
+ * from one thread at a time, and wipe and free it with
+ * sigv4_key_cache_clear. */
 struct sigv4_key_cache {
     int valid;
     char secret[160];
@@ -70,6 +74,7 @@ struct sigv4_key_cache {
     char region[64];
     char service[32];
     unsigned char key[32];
+    EVP_MAC_CTX *mac; /* keyed with key (owned), or NULL */
 };
 void sigv4_key_cache_clear(struct sigv4_key_cache *cache);
 

@@ -3,7 +3,8 @@
  * OpenSSL's provider once per process. EVP_sha256() and SHA256() look the
  * algorithm up again on every call (some 2,000 instructions, more than
  * hashing a small message costs), and twice hashes every message body and
- * every request. Not for HMAC or streaming digests.
+ * every request. Each thread hashes with its own context, kept until the
+ * thread exits: safe from any thread. Not for HMAC or streaming digests.
  */
 #ifndef TWICE_DIGEST_H
 #define TWICE_DIGEST_H

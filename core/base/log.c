@@ -121,7 +121,7 @@ text_field(struct buf *b, const char *name, const char *value)
         return;
     }
     int quote = value[0] == '\0' || strpbrk(value, " \"=\\") != NULL;
-    buf_printf(b, " %s=", name);
+    buf_cat(b, " ", name, "=", NULL);
     if (quote) {
         buf_putc(b, '"');
     }

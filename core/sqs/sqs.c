@@ -46,6 +46,8 @@ struct sqs_client {
     char *path;                    /* "/" unless the endpoint has a path */
     struct http_response resp;     /* reused between calls */
     struct sigv4_key_cache keys;   /* the day's signing key (holds the secret: wiped) */
+    time_t date_at;                /* the second amz_date was made for */
+    char amz_date[17];             /* X-Amz-Date of date_at: one gmtime per second */
 };
 
 /* What one call needs besides the body. */
@@ -173,14 +175,25 @@ static int
 sqs_sign(struct sqs_client *c, const char *op, const char *body, size_t len,
          const struct creds *cr, struct sqs_signed *s)
 {
-    char date[17], target[96];
-    sigv4_amz_date((long long) time(NULL), date);
-    snprintf(target, sizeof target, "AmazonSQS.%s", op);
+    static const char target_name[] = "X-Amz-Target: ";
+    time_t now = time(NULL);
+    if (now != c->date_at || c->amz_date[0] == '\0') {
+        sigv4_amz_date((long long) now, c->amz_date);
+        c->date_at = now;
+    }
+    const char *date = c->amz_date;
+    /* the header lines first: the target's value is signed from its line */
+    int failed = buf_cat(&s->target, target_name, "AmazonSQS.", op, NULL);
+    buf_cat(&s->date, "X-Amz-Date: ", date, NULL);
+    buf_cat(&s->host, "Host: ", c->host, NULL);
+    if (cr->session_token != NULL) {
+        buf_cat(&s->token, "X-Amz-Security-Token: ", cr->session_token, NULL);
+    }
     struct sigv4_header h[5] = {
         {"content-type", SQS_CONTENT_TYPE},
         {"host", c->host},
         {"x-amz-date", date},
-        {"x-amz-target", target},
+        {"x-amz-target", failed ? "" : buf_str(&s->target) + strlen(target_name)},
         {"x-amz-security-token", cr->session_token},
     };
     struct sigv4_request r = {
@@ -192,16 +205,10 @@ sqs_sign(struct sqs_client *c, const char *op, const char *body, size_t len,
         .body_len = len,
         .normalize_path = 1,
     };
-    struct buf auth = BUF_INIT;
-    int rc = sigv4_authorization_cached(&r, cr, c->ep->region, "sqs", date, &c->keys, &auth);
-    buf_printf(&s->target, "X-Amz-Target: %s", target);
-    buf_printf(&s->date, "X-Amz-Date: %s", date);
-    buf_printf(&s->host, "Host: %s", c->host);
-    if (cr->session_token != NULL) {
-        buf_printf(&s->token, "X-Amz-Security-Token: %s", cr->session_token);
-    }
-    buf_printf(&s->auth, "Authorization: %s", buf_str(&auth));
-    buf_free_wipe(&auth);
+    buf_puts(&s->auth, "Authorization: ");
+    int rc = failed ? -1
+                    : sigv4_authorization_cached(&r, cr, c->ep->region, "sqs", date, &c->keys,
+                                                 &s->auth);
     if (rc != 0 || s->target.failed || s->date.failed || s->host.failed || s->token.failed ||
         s->auth.failed) {
         return -1;

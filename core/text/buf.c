@@ -36,7 +36,7 @@ buf_reserve(struct buf *b, size_t extra)
 }
 
 int
-buf_append(struct buf *b, const void *data, size_t n)
+buf_append_grow(struct buf *b, const void *data, size_t n)
 {
     if (buf_reserve(b, n) != 0) {
         return -1;
@@ -55,20 +55,46 @@ buf_puts(struct buf *b, const char *s)
     return buf_append(b, s, strlen(s));
 }
 
+/* Formats straight into the free space when the text fits (one vsnprintf
+ * instead of measuring first: most texts are short), else grows the buffer
+ * to the size the first pass reported and formats again. */
 int
 buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 {
     va_list copy;
+    if (buf_reserve(b, 63) != 0) {
+        return -1;
+    }
+    size_t room = b->cap - b->len;
     va_copy(copy, ap);
-    int n = vsnprintf(NULL, 0, fmt, copy);
+    int n = vsnprintf(b->data + b->len, room, fmt, copy);
     va_end(copy);
-    if (n < 0 || buf_reserve(b, (size_t) n) != 0) {
+    if (n >= 0 && (size_t) n >= room) {
+        if (buf_reserve(b, (size_t) n) != 0) {
+            b->data[b->len] = '\0';
+            return -1;
+        }
+        vsnprintf(b->data + b->len, (size_t) n + 1, fmt, ap);
+    }
+    if (n < 0) {
+        b->data[b->len] = '\0';
         b->failed = 1;
         return -1;
     }
-    vsnprintf(b->data + b->len, (size_t) n + 1, fmt, ap);
     b->len += (size_t) n;
     return 0;
+}
+
+int
+buf_cat(struct buf *b, ...)
+{
+    va_list ap;
+    va_start(ap, b);
+    for (const char *s = va_arg(ap, const char *); s != NULL; s = va_arg(ap, const char *)) {
+        buf_append(b, s, strlen(s));
+    }
+    va_end(ap);
+    return b->failed ? -1 : 0;
 }
 
 int

@@ -9,6 +9,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
 
 struct buf {
     char *data; /* NUL-terminated; NULL until the first append */
@@ -24,13 +25,34 @@ struct buf {
 
 /* Append n bytes / a C string / printf output. They return 0, or -1 once an
  * allocation has failed (the buffer keeps what it had and stays failed). */
-int buf_append(struct buf *b, const void *data, size_t n);
+static inline int buf_append(struct buf *b, const void *data, size_t n);
 int buf_puts(struct buf *b, const char *s);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 
+/* Append each C string up to the NULL that ends the list: what a printf
+ * of "%s%s..." appends, without parsing a format. 0, or -1 as above. */
+int buf_cat(struct buf *b, ...) __attribute__((sentinel));
+
 /* Make sure `extra` more bytes fit without another allocation. */
 int buf_reserve(struct buf *b, size_t extra);
+
+/* buf_append's path that grows the buffer (or finds it failed). */
+int buf_append_grow(struct buf *b, const void *data, size_t n);
+
+/* Inline: JSON writers and escapes append many short pieces; the copy into
+ * room the buffer already has costs less than the call. */
+static inline int
+buf_append(struct buf *b, const void *data, size_t n)
+{
+    if (b->failed || b->data == NULL || n >= b->cap - b->len) {
+        return buf_append_grow(b, data, n);
+    }
+    memcpy(b->data + b->len, data, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
 
 /* One byte: inline, as encoders call it for every character they write. */
 static inline int

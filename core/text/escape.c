@@ -18,6 +18,19 @@ breaks_line(const unsigned char *s, size_t len)
            (len == 3 && s[0] == 0xe2 && s[1] == 0x80 && (s[2] == 0xa8 || s[2] == 0xa9));
 }
 
+/* The length of the run of printable ASCII at p, which goes out as it is
+ * (quotes and backslashes end it when quoted): copied with one append
+ * instead of a character at a time. */
+static size_t
+plain_run(const unsigned char *p, size_t n, int quoted)
+{
+    size_t i = 0;
+    while (i < n && p[i] >= 0x20 && p[i] < 0x7f && !(quoted && (p[i] == '\\' || p[i] == '"'))) {
+        i++;
+    }
+    return i;
+}
+
 /* The two escapes of escape.h: quotes and backslashes too when quoted. */
 static void
 escape(struct buf *b, const char *s, size_t n, int quoted)
@@ -25,6 +38,12 @@ escape(struct buf *b, const char *s, size_t n, int quoted)
     const unsigned char *p = (const unsigned char *) s;
     size_t i = 0;
     while (i < n) {
+        size_t run = plain_run(p + i, n - i, quoted);
+        if (run > 0) {
+            buf_append(b, p + i, run);
+            i += run;
+            continue;
+        }
         unsigned char c = p[i];
         size_t len = utf8_seq_len(p + i, n - i);
         if (c == '\n') {
