@@ -117,8 +117,7 @@ class Attempts(twicetest.TwiceTestCase):
         self.assertLess(time.monotonic() - sent, 10, "looked at again within seconds")
         self.wait_empty(url, timeout=10)
         self.assertEqual(len(self.effects(dsn)), 1)
-        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_duplicates_skipped_total",
-                                       kind="completed"), 1)
+        tc.wait_metric(port, "twice_duplicates_skipped_total", 1, kind="completed")
         self.assertEqual(d.stop(), 0)
 
     def test_reloads_dead_letter_nothing_that_did_not_run(self):

@@ -64,10 +64,8 @@ class Lifecycle(twicetest.TwiceTestCase):
         rows = self.effects(dsn)
         self.assertEqual(len(rows), 50, "one effect row per distinct key")
         self.assertEqual(len({r[0] for r in rows}), 50)
-        samples = tc.scrape(port)
-        self.assertEqual(tc.metric_sum(samples, "twice_duplicates_skipped_total",
-                                       kind="completed"), 150)
-        self.assertEqual(tc.metric_sum(samples, "twice_jobs_finished_total", outcome="done"), 50)
+        tc.wait_metric(port, "twice_duplicates_skipped_total", 150, kind="completed")
+        samples = tc.wait_metric(port, "twice_jobs_finished_total", 50, outcome="done")
         self.assertEqual(tc.metric_sum(samples, "twice_messages_received_total") >= 200, True)
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)
@@ -156,8 +154,7 @@ class Lifecycle(twicetest.TwiceTestCase):
         self.assertLess(ceilings[0], ceilings[1], "the backoff ceiling grows")
         for delay, _, ceiling in retries:
             self.assertLessEqual(int(delay), int(ceiling))
-        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_jobs_finished_total",
-                                       outcome="retry"), 2)
+        tc.wait_metric(port, "twice_jobs_finished_total", 2, outcome="retry")
         self.assertEqual(d.stop(), 0)
 
     def dlq_messages(self, dlq, count, timeout=30):
@@ -220,7 +217,7 @@ class Lifecycle(twicetest.TwiceTestCase):
         d.wait_log(r"payload conflict: key completed by message %s" % first, timeout=20)
         self.wait_empty(url)
         self.assertEqual(len(self.effects(dsn)), 1)
-        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_payload_conflicts_total"), 1)
+        tc.wait_metric(port, "twice_payload_conflicts_total", 1)
         return d, dlq, second
 
     def test_conflict_skip(self):

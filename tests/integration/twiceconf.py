@@ -10,6 +10,7 @@ Used by: every tests/integration/test_*.py but test_harness.py, and scripts/demo
 
 import os
 import socket
+import time
 import urllib.error
 import urllib.request
 
@@ -110,6 +111,24 @@ def metric_sum(samples, name, **labels):
     """The sum of every sample of `name` whose labels include `labels`."""
     want = set(labels.items())
     return sum(v for (n, ls), v in samples.items() if n == name and want <= set(ls))
+
+
+def wait_metric(port, name, expected, timeout=15, **labels):
+    """Wait until the counter `name` (summed over `labels`) is `expected`; fail
+    at once if it passes it, or with the last value at the timeout. A job's
+    counters are bumped after its SQS calls and a drained worker's are folded
+    into the master's when it exits, so a queue seen empty can be a moment
+    ahead of them. Returns the last scrape."""
+    deadline = time.monotonic() + timeout
+    while True:
+        samples = scrape(port)
+        value = metric_sum(samples, name, **labels)
+        if value == expected:
+            return samples
+        if value > expected or time.monotonic() >= deadline:
+            raise AssertionError("%s%s is %s, expected %s" % (name, labels or "", value,
+                                                               expected))
+        time.sleep(0.2)
 
 
 def http_status(port, path, timeout=5):
