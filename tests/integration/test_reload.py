@@ -69,9 +69,14 @@ class Reload(twicetest.TwiceTestCase):
         d.wait_log(r"ready: generation 1: 2/2", timeout=20)
         total = 2000
         sent = threading.Event()
+        swapped = threading.Event()
 
         def producer():
+            # Half before the plugin swap, half after it: on a fast run the whole
+            # stream could otherwise be sent and done before the third reload.
             for i in range(0, total, 10):
+                if i == total // 2 and not swapped.wait(timeout=60):
+                    return
                 self.sqs.send_batch(self.url, [json.dumps({"id": "r%d" % n})
                                                for n in range(i, i + 10)])
                 time.sleep(0.02)
@@ -87,6 +92,7 @@ class Reload(twicetest.TwiceTestCase):
             self.reload(d)
             if n == 2:
                 swapped_at = self.pg.query(self.dsn, "SELECT clock_timestamp()")[0][0]
+                swapped.set()
         t.join()
         self.assertTrue(sent.is_set())
         twicetest.wait_until(lambda: self.pg.query(self.dsn, "SELECT count(DISTINCT key) "
