@@ -93,7 +93,8 @@ CREATE TABLE IF NOT EXISTS twice_idempotency_pause (
 -- handlers staged with send(), written in the transaction that completes
 -- their job's key, sent and deleted by the master's relay. pending rows wait
 -- for the relay (claimed_until: a relay holds them until then); refused ones
--- were refused by SQS for good and stay until `twicectl outbox retry`.
+-- were refused by SQS for good and stay until `twicectl outbox retry` (or
+-- `twicectl outbox delete`).
 CREATE TABLE IF NOT EXISTS twice_idempotency_outbox (
     id BIGSERIAL PRIMARY KEY,
     source_key TEXT NOT NULL,      -- the staging job's key: twice-outbox-id is key#idx

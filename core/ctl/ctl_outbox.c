@@ -1,7 +1,8 @@
 /*
- * ctl_outbox.c - `twicectl outbox list|retry`: the follow-up messages
- * handlers staged with api->send() that are waiting for the relay, or that
- * SQS refused for good, and sending refused ones again. Through outbox.h
+ * ctl_outbox.c - `twicectl outbox list|retry|delete`: the follow-up
+ * messages handlers staged with api->send() that are waiting for the relay,
+ * or that SQS refused for good, and sending refused ones again or dropping
+ * them. Through outbox.h
  * only; never creates the table and never sends itself (the relay does).
  */
 #include "buf.h"
@@ -22,6 +23,7 @@
 static const char outbox_help[] =
     "usage: twicectl outbox list [--state pending|refused] [--max N] [--json]\n"
     "       twicectl outbox retry (ID... | --all)\n"
+    "       twicectl outbox delete (ID... | --all)\n"
     "\n"
     "The follow-up messages handlers staged with send(), in the table\n"
     "<idempotency.table>_outbox: pending (the relay sends them soon) or refused\n"
@@ -42,6 +44,29 @@ static const char retry_help[] =
     "them at once. Fix the cause first (create the queue, grant sqs:SendMessage).\n"
     "Their twice-outbox-id is unchanged, so a receiver keyed on it still runs each\n"
     "once.\n";
+
+static const char delete_help[] =
+    "usage: twicectl outbox delete (ID... | --all)\n"
+    "\n"
+    "Drop refused messages (by id, or all of them) that are not to be sent at\n"
+    "all. Only refused messages: a pending one is the relay's, and an id that is\n"
+    "not a refused message is reported and left alone.\n";
+
+typedef int (*refused_fn)(struct idem_store *, const char *, const long long *, size_t, long *,
+                          char *, size_t);
+
+/* One command on refused rows. */
+struct refused_cmd {
+    const char *name; /* "outbox retry" */
+    const char *help;
+    refused_fn apply;
+    const char *done; /* "pending again" */
+};
+
+static const struct refused_cmd retry_cmd = {"outbox retry", retry_help, outbox_retry,
+                                             "pending again"};
+static const struct refused_cmd delete_cmd = {"outbox delete", delete_help, outbox_delete,
+                                              "deleted"};
 
 static json_t *
 row_json(const struct outbox_row *r)
@@ -132,28 +157,29 @@ outbox_list_cmd(struct ctl *c, int argc, char **argv)
     return rc;
 }
 
+/* `outbox retry|delete (ID... | --all)`. */
 static int
-outbox_retry_cmd(struct ctl *c, int argc, char **argv)
+outbox_refused_cmd(struct ctl *c, const struct refused_cmd *cmd, int argc, char **argv)
 {
     static const struct option longopts[] = {{"all", 0, NULL, 'a'}, CTL_LONG_OPTIONS};
     int all = 0, opt, rc;
     while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
         if (opt == 'a') {
             all = 1;
-        } else if ((rc = ctl_option(c, "outbox retry", retry_help, opt, argc, argv)) >= 0) {
+        } else if ((rc = ctl_option(c, cmd->name, cmd->help, opt, argc, argv)) >= 0) {
             return rc;
         }
     }
     size_t n = (size_t) (argc - optind);
     if ((n == 0) == (all == 0)) {
-        return ctl_usage_error("outbox retry", "give message ids or --all (not both)");
+        return ctl_usage_error(cmd->name, "give message ids or --all (not both)");
     }
     long long *ids = calloc(n ? n : 1, sizeof(*ids));
     if (ids == NULL) {
         return ctl_fail("out of memory");
     }
     for (size_t i = 0; i < n; i++) {
-        long v = ctl_number("outbox retry", "ID", argv[optind + (int) i], 0x7fffffffffffffffL);
+        long v = ctl_number(cmd->name, "ID", argv[optind + (int) i], 0x7fffffffffffffffL);
         if (v < 0) {
             free(ids);
             return CTL_USAGE;
@@ -163,13 +189,13 @@ outbox_retry_cmd(struct ctl *c, int argc, char **argv)
     struct idem_store *s = ctl_store(c);
     long changed = 0;
     char err[1024];
-    rc = s != NULL ? outbox_retry(s, c->cfg->idempotency.table, ids, n, &changed, err, sizeof(err))
+    rc = s != NULL ? cmd->apply(s, c->cfg->idempotency.table, ids, n, &changed, err, sizeof(err))
                    : -1;
     free(ids);
     if (rc != 0) {
         return s != NULL ? ctl_fail("%s", err) : CTL_FAIL;
     }
-    printf("%ld refused message%s pending again\n", changed, changed == 1 ? "" : "s");
+    printf("%ld refused message%s %s\n", changed, changed == 1 ? "" : "s", cmd->done);
     return n > 0 && (size_t) changed < n ? ctl_fail("some ids were not refused messages") : CTL_OK;
 }
 
@@ -185,7 +211,10 @@ ctl_outbox(struct ctl *c, int argc, char **argv)
         return outbox_list_cmd(c, argc - 1, argv + 1);
     }
     if (strcmp(argv[1], "retry") == 0) {
-        return outbox_retry_cmd(c, argc - 1, argv + 1);
+        return outbox_refused_cmd(c, &retry_cmd, argc - 1, argv + 1);
     }
-    return ctl_usage_error("outbox", "no outbox command '%s' (list, retry)", argv[1]);
+    if (strcmp(argv[1], "delete") == 0) {
+        return outbox_refused_cmd(c, &delete_cmd, argc - 1, argv + 1);
+    }
+    return ctl_usage_error("outbox", "no outbox command '%s' (list, retry, delete)", argv[1]);
 }

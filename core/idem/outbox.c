@@ -74,6 +74,12 @@ static const char sql_retry[] =
     " WHERE state = 'refused' AND ($1::bigint[] IS NULL OR id = ANY ($1::bigint[]))"
     " RETURNING 1) SELECT count(*), pg_notify('" OUTBOX_CHANNEL "', '') FROM u";
 
+/* Only refused rows: a pending one belongs to the relay. */
+static const char sql_delete[] =
+    "WITH d AS (DELETE FROM @X WHERE state = 'refused'"
+    " AND ($1::bigint[] IS NULL OR id = ANY ($1::bigint[])) RETURNING 1)"
+    " SELECT count(*) FROM d";
+
 void
 outbox_msg_clear(struct outbox_msg *m)
 {
@@ -537,20 +543,22 @@ outbox_list(struct idem_store *s, const char *table, const char *state, int limi
     return res != NULL ? read_rows(res, rows, n, err, errlen) : -1;
 }
 
-int
-outbox_retry(struct idem_store *s, const char *table, const long long *ids, size_t n,
-             long *changed, char *err, size_t errlen)
+/* Run sql, which takes an optional bigint[] of ids and answers a count, on
+ * refused rows (ids[0..n), or all when n is 0). */
+static int
+refused_apply(struct idem_store *s, const char *table, const char *sql, const char *what,
+              const long long *ids, size_t n, long *changed, char *err, size_t errlen)
 {
     struct buf arr = BUF_INIT;
     if (n > 0) {
         ids_array(&arr, ids, n);
     }
     if (arr.failed) {
-        set_err(err, errlen, "outbox retry: out of memory");
+        set_err(err, errlen, "outbox %s: out of memory", what);
         return -1;
     }
     const char *params[] = {n > 0 ? buf_str(&arr) : NULL};
-    PGresult *res = run(s, table, sql_retry, 1, params, PGRES_TUPLES_OK, "retry", err, errlen);
+    PGresult *res = run(s, table, sql, 1, params, PGRES_TUPLES_OK, what, err, errlen);
     buf_free(&arr);
     if (res == NULL) {
         return -1;
@@ -558,4 +566,18 @@ outbox_retry(struct idem_store *s, const char *table, const long long *ids, size
     *changed = strtol(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
     return 0;
+}
+
+int
+outbox_retry(struct idem_store *s, const char *table, const long long *ids, size_t n,
+             long *changed, char *err, size_t errlen)
+{
+    return refused_apply(s, table, sql_retry, "retry", ids, n, changed, err, errlen);
+}
+
+int
+outbox_delete(struct idem_store *s, const char *table, const long long *ids, size_t n,
+              long *changed, char *err, size_t errlen)
+{
+    return refused_apply(s, table, sql_delete, "delete", ids, n, changed, err, errlen);
 }

@@ -142,4 +142,10 @@ int outbox_list(struct idem_store *s, const char *table, const char *state, int 
 int outbox_retry(struct idem_store *s, const char *table, const long long *ids, size_t n,
                  long *changed, char *err, size_t errlen);
 
+/* Drop refused rows (ids[0..n), or every refused row when n is 0) once an
+ * operator has decided they are not to be sent; pending rows are never
+ * touched. *changed gets the count. */
+int outbox_delete(struct idem_store *s, const char *table, const long long *ids, size_t n,
+                  long *changed, char *err, size_t errlen);
+
 #endif

@@ -329,6 +329,39 @@ class Outbox(twicetest.TwiceTestCase):
         twicetest.wait_until(lambda: self.outbox_rows() == [], timeout=10)
         d.stop()
 
+    def test_refused_messages_can_be_dropped_and_pending_ones_cannot(self):
+        src, src_dlq, sink, queues, plugins = self.sender_queues()
+        missing = sink.rsplit("/", 1)[0] + "/" + twicetest.unique_name("gone")
+        d = self.start(self.conf(queues, plugins))
+        self.sqs.send(src, json.dumps({"id": "m1", "to": missing, "n": 3}))
+        twicetest.wait_until(lambda: [r[2] for r in self.outbox_rows()] == ["refused"] * 3,
+                             timeout=20, message="the messages kept as refused")
+        ids = [r[0] for r in self.pg.query(
+            self.dsn, "SELECT id FROM twice_idempotency_outbox ORDER BY idx")]
+        # A pending row (as the relay would find it) is not the operator's to drop.
+        self.pg.query(self.dsn, "UPDATE twice_idempotency_outbox SET state = 'pending', "
+                                "claimed_until = now() + interval '1 hour' WHERE id = %s",
+                      (ids[2],))
+        gone = self.ctl(d, "outbox", "delete", str(ids[0]))
+        self.assertEqual(gone.returncode, 0, gone.stderr)
+        self.assertIn("1 refused message deleted", gone.stdout)
+        self.assertEqual([(r[1], r[2]) for r in self.outbox_rows()],
+                         [(1, "refused"), (2, "pending")])
+        refused = self.ctl(d, "outbox", "delete", str(ids[2]), str(ids[0]))
+        self.assertNotEqual(refused.returncode, 0, "ids that are not refused messages")
+        self.assertIn("not refused messages", refused.stderr)
+        usage = self.ctl(d, "outbox", "delete")
+        self.assertNotEqual(usage.returncode, 0)
+        self.assertIn("--all", usage.stderr)
+        everything = self.ctl(d, "outbox", "delete", "--all")
+        self.assertEqual(everything.returncode, 0, everything.stderr)
+        self.assertIn("1 refused message deleted", everything.stdout)
+        self.assertEqual([(r[1], r[2]) for r in self.outbox_rows()], [(2, "pending")])
+        twicetest.wait_until(
+            lambda: tc.metric_sum(tc.scrape(self.port), "twice_outbox_refused") == 0,
+            timeout=15, message="the refused gauge did not follow the deletes")
+        d.stop()
+
 
 if __name__ == "__main__":
     unittest.main()
