@@ -96,8 +96,9 @@ static void
 shm_reset_slot(int slot, pid_t pid)
 {
     struct shm_proc *p = &shm_region()->procs[slot];
+    struct shm_job *jobs = shm_region()->jobs[slot].job;
     for (int i = 0; i < SHM_JOBS; i++) {
-        __atomic_store_n(&p->jobs[i].used, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&jobs[i].used, 0, __ATOMIC_RELEASE);
     }
     __atomic_store_n(&p->crashed_job, -1, __ATOMIC_RELEASE);
     __atomic_store_n(&p->stopped_by, 0, __ATOMIC_RELEASE);
@@ -194,6 +195,7 @@ static void
 describe_death(int slot, int status, char *out, size_t cap)
 {
     struct shm_proc *p = &shm_region()->procs[slot];
+    struct shm_job *jobs = shm_region()->jobs[slot].job;
     size_t n;
     if (WIFSIGNALED(status)) {
         n = (size_t) snprintf(out, cap, "killed by signal %d (%s)", WTERMSIG(status),
@@ -204,7 +206,7 @@ describe_death(int slot, int status, char *out, size_t cap)
     int crashed = __atomic_load_n(&p->crashed_job, __ATOMIC_ACQUIRE);
     int listed = 0;
     for (int i = 0; i < SHM_JOBS && n < cap; i++) {
-        struct shm_job *j = &p->jobs[i];
+        struct shm_job *j = &jobs[i];
         if (__atomic_load_n(&j->used, __ATOMIC_ACQUIRE) != 2 || (crashed >= 0 && i != crashed)) {
             continue;
         }
@@ -225,13 +227,14 @@ static size_t
 crash_culprits(int slot, int status, int stopped, struct idem_culprit out[SHM_JOBS])
 {
     struct shm_proc *p = &shm_region()->procs[slot];
+    struct shm_job *jobs = shm_region()->jobs[slot].job;
     int crashed = __atomic_load_n(&p->crashed_job, __ATOMIC_ACQUIRE);
     int known = crashed >= 0 && crashed < SHM_JOBS &&
-                __atomic_load_n(&p->jobs[crashed].used, __ATOMIC_ACQUIRE) == 2;
+                __atomic_load_n(&jobs[crashed].used, __ATOMIC_ACQUIRE) == 2;
     int on_its_own = !(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !stopped;
     size_t n = 0;
     for (int i = 0; i < SHM_JOBS; i++) {
-        struct shm_job *j = &p->jobs[i];
+        struct shm_job *j = &jobs[i];
         int culprit = known ? i == crashed : on_its_own;
         if (culprit && __atomic_load_n(&j->used, __ATOMIC_ACQUIRE) == 2) {
             out[n++] = (struct idem_culprit){.message_id = j->message_id, .attempt = j->attempt};

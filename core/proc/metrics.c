@@ -227,7 +227,8 @@ find_series(int m, int proc, const char *l1, const char *l2, const char *l3, int
     const char *l[3] = {l1, l2, l3};
     uint64_t h = hash_series(m, proc, l);
     for (size_t probe = 0; probe < SHM_SERIES; probe++) {
-        struct shm_series *s = &r->series[(h + probe) % SHM_SERIES];
+        size_t slot = (h + probe) % SHM_SERIES;
+        struct shm_series *s = &r->series[slot];
         int st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
         if (st == 0 && !create) {
             return NULL; /* probing stops at the first free slot: absent */
@@ -241,6 +242,10 @@ find_series(int m, int proc, const char *l1, const char *l2, const char *l3, int
                 for (int i = 0; i < 3; i++) {
                     snprintf(s->labels[i], SHM_LABEL, "%s", l[i] != NULL ? l[i] : "");
                 }
+                /* Listed before it is ready: a writer dying in between leaves a
+                 * listed slot that readers skip, never a ready one unlisted. */
+                int k = __atomic_fetch_add(&r->series_listed, 1, __ATOMIC_ACQ_REL);
+                __atomic_store_n(&r->series_order[k], (int) slot + 1, __ATOMIC_RELEASE);
                 __atomic_store_n(&s->state, 2, __ATOMIC_RELEASE);
                 return s;
             }
@@ -395,6 +400,21 @@ metrics_observe(enum metric m, const char *l1, const char *l2, double seconds)
     metrics_observe_many(m, l1, l2, &seconds, 1);
 }
 
+/* How many series are listed, and the slot of the k-th (-1 while it is
+ * being listed): walks in creation order, over the series that exist. */
+static int
+listed(const struct shm_region *r)
+{
+    int n = __atomic_load_n(&r->series_listed, __ATOMIC_ACQUIRE);
+    return n < SHM_SERIES ? n : SHM_SERIES;
+}
+
+static int
+listed_slot(const struct shm_region *r, int k)
+{
+    return __atomic_load_n(&r->series_order[k], __ATOMIC_ACQUIRE) - 1;
+}
+
 void
 metrics_forget_proc(int proc_slot)
 {
@@ -402,9 +422,11 @@ metrics_forget_proc(int proc_slot)
     if (r == NULL) {
         return;
     }
-    for (size_t i = 0; i < SHM_SERIES; i++) {
-        struct shm_series *s = &r->series[i];
-        if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == 2 && s->proc == proc_slot) {
+    for (int k = 0, n = listed(r); k < n; k++) {
+        int slot = listed_slot(r, k);
+        struct shm_series *s = slot >= 0 ? &r->series[slot] : NULL;
+        if (s != NULL && __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == 2 &&
+            s->proc == proc_slot) {
             __atomic_store_n(&s->value, double_to_bits(0), __ATOMIC_RELAXED);
         }
     }
@@ -459,10 +481,16 @@ labels_equal(const struct shm_series *a, const struct shm_series *b, int n)
     return 1;
 }
 
-static int
-is_ready(const struct shm_series *s, int m)
+/* The k-th listed series when it is ready and of metric m, else NULL. */
+static const struct shm_series *
+ready_at(const struct shm_region *r, int k, int m)
 {
-    return __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == 2 && s->metric == m;
+    int slot = listed_slot(r, k);
+    if (slot < 0) {
+        return NULL;
+    }
+    const struct shm_series *s = &r->series[slot];
+    return __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == 2 && s->metric == m ? s : NULL;
 }
 
 /* Per-process gauges: the sum over processes of the series with the same
@@ -470,16 +498,17 @@ is_ready(const struct shm_series *s, int m)
 static void
 render_proc_gauge(struct buf *out, const struct shm_region *r, int m)
 {
-    for (size_t i = 0; i < SHM_SERIES; i++) {
-        const struct shm_series *s = &r->series[i];
-        if (!is_ready(s, m)) {
+    int n = listed(r);
+    for (int i = 0; i < n; i++) {
+        const struct shm_series *s = ready_at(r, i, m);
+        if (s == NULL) {
             continue;
         }
         int seen = 0;
         double sum = 0;
-        for (size_t k = 0; k < SHM_SERIES && !seen; k++) {
-            const struct shm_series *o = &r->series[k];
-            if (is_ready(o, m) && labels_equal(o, s, 3)) {
+        for (int k = 0; k < n && !seen; k++) {
+            const struct shm_series *o = ready_at(r, k, m);
+            if (o != NULL && labels_equal(o, s, 3)) {
                 if (k < i) {
                     seen = 1;
                 }
@@ -496,9 +525,9 @@ render_proc_gauge(struct buf *out, const struct shm_region *r, int m)
 static uint64_t
 hist_value(const struct shm_region *r, int m, const struct shm_series *group, const char *le)
 {
-    for (size_t k = 0; k < SHM_SERIES; k++) {
-        const struct shm_series *o = &r->series[k];
-        if (is_ready(o, m) && labels_equal(o, group, 2) && strcmp(o->labels[2], le) == 0) {
+    for (int k = 0, n = listed(r); k < n; k++) {
+        const struct shm_series *o = ready_at(r, k, m);
+        if (o != NULL && labels_equal(o, group, 2) && strcmp(o->labels[2], le) == 0) {
             return __atomic_load_n(&o->value, __ATOMIC_RELAXED);
         }
     }
@@ -509,9 +538,9 @@ static void
 render_histogram(struct buf *out, const struct shm_region *r, int m)
 {
     char name[128], le[48];
-    for (size_t i = 0; i < SHM_SERIES; i++) {
-        const struct shm_series *s = &r->series[i];
-        if (!is_ready(s, m) || strcmp(s->labels[2], "count") != 0) {
+    for (int i = 0, n = listed(r); i < n; i++) {
+        const struct shm_series *s = ready_at(r, i, m);
+        if (s == NULL || strcmp(s->labels[2], "count") != 0) {
             continue; /* one group per "count" series */
         }
         uint64_t cumulative = 0;
@@ -538,9 +567,9 @@ render_histogram(struct buf *out, const struct shm_region *r, int m)
 static void
 render_plain(struct buf *out, const struct shm_region *r, int m)
 {
-    for (size_t i = 0; i < SHM_SERIES; i++) {
-        const struct shm_series *s = &r->series[i];
-        if (!is_ready(s, m) || s->proc != -1) {
+    for (int i = 0, n = listed(r); i < n; i++) {
+        const struct shm_series *s = ready_at(r, i, m);
+        if (s == NULL || s->proc != -1) {
             continue;
         }
         uint64_t v = __atomic_load_n(&s->value, __ATOMIC_RELAXED);

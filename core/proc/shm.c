@@ -60,16 +60,16 @@ shm_job_begin(int proc_slot, const char *queue, const char *plugin, const char *
     if (region == NULL || proc_slot < 0 || proc_slot >= SHM_PROCS) {
         return -1;
     }
-    struct shm_proc *p = &region->procs[proc_slot];
+    struct shm_job *jobs = region->jobs[proc_slot].job;
     for (int i = 0; i < SHM_JOBS; i++) {
         int expected = 0;
-        if (__atomic_compare_exchange_n(&p->jobs[i].used, &expected, 1, 0, __ATOMIC_ACQ_REL,
+        if (__atomic_compare_exchange_n(&jobs[i].used, &expected, 1, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {
-            copy_field(p->jobs[i].queue, sizeof(p->jobs[i].queue), queue);
-            copy_field(p->jobs[i].plugin, sizeof(p->jobs[i].plugin), plugin);
-            copy_field(p->jobs[i].message_id, sizeof(p->jobs[i].message_id), message_id);
-            p->jobs[i].attempt = attempt;
-            __atomic_store_n(&p->jobs[i].used, 2, __ATOMIC_RELEASE);
+            copy_field(jobs[i].queue, sizeof(jobs[i].queue), queue);
+            copy_field(jobs[i].plugin, sizeof(jobs[i].plugin), plugin);
+            copy_field(jobs[i].message_id, sizeof(jobs[i].message_id), message_id);
+            jobs[i].attempt = attempt;
+            __atomic_store_n(&jobs[i].used, 2, __ATOMIC_RELEASE);
             thread_job = i;
             return i;
         }
@@ -84,7 +84,7 @@ shm_job_end(int proc_slot, int idx)
     if (region == NULL || proc_slot < 0 || proc_slot >= SHM_PROCS || idx < 0) {
         return;
     }
-    __atomic_store_n(&region->procs[proc_slot].jobs[idx].used, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&region->jobs[proc_slot].job[idx].used, 0, __ATOMIC_RELEASE);
 }
 
 void

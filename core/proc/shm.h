@@ -24,12 +24,19 @@ struct shm_job {
     char message_id[128];
 };
 
+/* A worker process slot's flags. Dense (16 bytes a slot), apart from its
+ * jobs: the master scans every slot, and with the jobs inline (17 KB a slot)
+ * that scan made it touch, and keep resident, a page per slot (2.4 MB). */
 struct shm_proc {
     int pid;         /* atomic; 0 when the slot is free */
     int crashed_job; /* atomic: index of the job whose thread faulted, -1 */
     int replace;     /* atomic: 1 when the worker asks the master to replace it */
     int stopped_by;  /* atomic: pid that sent the worker a stop signal, not the master; 0 */
-    struct shm_job jobs[SHM_JOBS];
+};
+
+/* The jobs running in a worker slot: pages touched only by slots in use. */
+struct shm_proc_jobs {
+    struct shm_job job[SHM_JOBS];
 };
 
 struct shm_series {
@@ -100,7 +107,14 @@ struct flow_region {
 
 struct shm_region {
     struct shm_proc procs[SHM_PROCS];
-    struct shm_series series[SHM_SERIES];
+    struct shm_proc_jobs jobs[SHM_PROCS]; /* by the same slot */
+    struct shm_series series[SHM_SERIES]; /* open addressing by hash */
+    /* The series in the order they were made: series_listed (atomic) of
+     * them, series_order[k] (atomic) the slot of the k-th plus 1, 0 while
+     * being written. Whole-table walks (a scrape, a worker's exit) go through
+     * it, so they touch the pages of the series that exist, not 2.5 MB. */
+    int series_listed;
+    int series_order[SHM_SERIES];
     uint64_t dlq_next; /* atomic: sequence number of the last event written */
     struct shm_dlq_event dlq[SHM_DLQ_EVENTS];
     struct shm_advice advice[SHM_ADVICE];

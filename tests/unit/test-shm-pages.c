@@ -1,0 +1,117 @@
+/*
+ * test-shm-pages.c - what the shared region costs in memory: a fresh region,
+ * the master's walks over its worker slots and a scrape or a worker's exit
+ * (which walk every metric series) keep resident only the pages of what
+ * exists, not the whole 12 MB table; and what those walks return is right.
+ * One process, a real shared region (shm_create), residency from mincore.
+ */
+#include "buf.h"
+#include "check.h"
+#include "metrics.h"
+#include "shm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Pages of [p, p + len) resident in memory. */
+static long
+resident_pages(const void *p, size_t len)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t start = (uintptr_t) p & ~((uintptr_t) page - 1);
+    size_t n = ((uintptr_t) p + len - start + (size_t) page - 1) / (size_t) page;
+    unsigned char *vec = malloc(n);
+    if (vec == NULL || mincore((void *) start, n * (size_t) page, vec) != 0) {
+        free(vec);
+        return -1;
+    }
+    long count = 0;
+    for (size_t i = 0; i < n; i++) {
+        count += vec[i] & 1;
+    }
+    free(vec);
+    return count;
+}
+
+static void
+test_fresh_region(const struct shm_region *r)
+{
+    /* 600 slots of 17 KB of jobs each: none resident before a worker runs
+     * (but the page the jobs share with the end of the slots' flags). */
+    CHECK(resident_pages(r->jobs, sizeof(r->jobs)) <= 1);
+    CHECK(resident_pages(r->series, sizeof(r->series)) == 0);
+    /* Every slot starts with no crashed job. */
+    CHECK_INT(r->procs[0].crashed_job, -1);
+    CHECK_INT(r->procs[SHM_PROCS - 1].crashed_job, -1);
+}
+
+static void
+test_jobs_of_one_slot(const struct shm_region *r)
+{
+    int idx = shm_job_begin(7, "q", "p", "m-1", 1);
+    CHECK_INT(idx, 0);
+    CHECK_STR(r->jobs[7].job[idx].message_id, "m-1");
+    CHECK_INT(r->jobs[7].job[idx].used, 2);
+    shm_job_end(7, idx);
+    CHECK_INT(r->jobs[7].job[idx].used, 0);
+    /* Only slot 7's first job page (and the shared one). */
+    CHECK(resident_pages(r->jobs, sizeof(r->jobs)) <= 2);
+}
+
+static void
+test_walks_touch_what_exists(const struct shm_region *r)
+{
+    char code[32];
+    for (int i = 0; i < 40; i++) {
+        snprintf(code, sizeof(code), "Code%d", i);
+        metrics_count(MET_SQS_ERRORS, "ReceiveMessage", code, NULL, (uint64_t) i + 1);
+    }
+    metrics_set_proc(3);
+    metrics_gauge_set(MET_INFLIGHT, "q", "p", 5);
+    metrics_set_proc(4);
+    metrics_gauge_set(MET_INFLIGHT, "q", "p", 2);
+    metrics_set_proc(-1);
+    CHECK_INT(r->series_listed, 42);
+
+    struct buf out = BUF_INIT;
+    CHECK_INT(metrics_render(&out), 0);
+    const char *text = buf_str(&out);
+    CHECK(strstr(text, "twice_sqs_errors_total{action=\"ReceiveMessage\",code=\"Code0\"} 1\n") !=
+          NULL);
+    CHECK(strstr(text, "twice_sqs_errors_total{action=\"ReceiveMessage\",code=\"Code39\"} 40\n") !=
+          NULL);
+    /* Per-process gauges are summed over the processes, printed once. */
+    CHECK(strstr(text, "twice_jobs_in_flight{queue=\"q\",plugin=\"p\"} 7\n") != NULL);
+    buf_free(&out);
+
+    /* A worker's exit zeroes its own gauges only. */
+    metrics_forget_proc(3);
+    out = (struct buf) BUF_INIT;
+    CHECK_INT(metrics_render(&out), 0);
+    CHECK(strstr(buf_str(&out), "twice_jobs_in_flight{queue=\"q\",plugin=\"p\"} 2\n") != NULL);
+    buf_free(&out);
+
+    /* 42 series (312 bytes each, hashed over 610 pages): at most a page
+     * each, where a walk of the whole table would make all 610 resident. */
+    long pages = resident_pages(r->series, sizeof(r->series));
+    CHECK(pages > 0 && pages <= 42);
+    if (pages > 42) {
+        fprintf(stderr, "  series table: %ld pages resident\n", pages);
+    }
+}
+
+int
+main(void)
+{
+    if (shm_create() < 0) {
+        perror("shm_create");
+        return 1;
+    }
+    const struct shm_region *r = shm_region();
+    test_fresh_region(r);
+    test_jobs_of_one_slot(r);
+    test_walks_touch_what_exists(r);
+    return check_done("test-shm-pages");
+}
