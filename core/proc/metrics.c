@@ -191,12 +191,29 @@ hash_series(int m, int proc, const char *const l[3])
 {
     uint64_t h = 1469598103934665603ull ^ (uint64_t) (m * 31 + proc + 7);
     for (int i = 0; i < 3; i++) {
-        for (const char *p = l[i] != NULL ? l[i] : ""; *p; p++) {
-            h = (h ^ (unsigned char) *p) * 1099511628211ull;
+        /* As stored: labels that differ only past what is kept are one series. */
+        const char *p = l[i] != NULL ? l[i] : "";
+        for (size_t k = 0; k < SHM_LABEL - 1 && p[k] != '\0'; k++) {
+            h = (h ^ (unsigned char) p[k]) * 1099511628211ull;
         }
         h = (h ^ 0xff) * 1099511628211ull;
     }
     return h;
+}
+
+/* Whether a stored label is want as it would be stored: cut to
+ * SHM_LABEL - 1 bytes. Every count and gauge call compares this way, so no
+ * copy of want is made. */
+static int
+label_is(const char *stored, const char *want)
+{
+    size_t i = 0;
+    for (; i < SHM_LABEL - 1 && want[i] != '\0'; i++) {
+        if (stored[i] != want[i]) {
+            return 0;
+        }
+    }
+    return stored[i] == '\0';
 }
 
 static int
@@ -206,9 +223,7 @@ same_series(const struct shm_series *s, int m, int proc, const char *const l[3])
         return 0;
     }
     for (int i = 0; i < 3; i++) {
-        char want[SHM_LABEL];
-        snprintf(want, sizeof(want), "%s", l[i] != NULL ? l[i] : "");
-        if (strcmp(s->labels[i], want) != 0) {
+        if (!label_is(s->labels[i], l[i] != NULL ? l[i] : "")) {
             return 0;
         }
     }

@@ -2,7 +2,8 @@
  * test-shm-pages.c - what the shared region costs in memory: a fresh region,
  * the master's walks over its worker slots and a scrape or a worker's exit
  * (which walk every metric series) keep resident only the pages of what
- * exists, not the whole 12 MB table; and what those walks return is right.
+ * exists, not the whole 12 MB table; what those walks return is right; and
+ * labels longer than what is kept name one series.
  * One process, a real shared region (shm_create), residency from mincore.
  */
 #include "buf.h"
@@ -102,6 +103,31 @@ test_walks_touch_what_exists(const struct shm_region *r)
     }
 }
 
+static void
+test_long_labels(const struct shm_region *r)
+{
+    /* A label is kept cut to SHM_LABEL - 1 bytes: values that differ only
+     * past that are one series; a value and its prefix are two. */
+    char a[200], b[200];
+    memset(a, 'x', sizeof(a) - 1);
+    a[sizeof(a) - 1] = '\0';
+    memcpy(b, a, sizeof(b));
+    b[150] = 'y';
+    int before = r->series_listed;
+    metrics_count(MET_SQS_ERRORS, "SendMessage", a, NULL, 1);
+    metrics_count(MET_SQS_ERRORS, "SendMessage", b, NULL, 1);
+    CHECK_INT(r->series_listed, before + 1);
+    a[SHM_LABEL - 2] = '\0'; /* one byte shorter than what is kept */
+    metrics_count(MET_SQS_ERRORS, "SendMessage", a, NULL, 1);
+    CHECK_INT(r->series_listed, before + 2);
+    struct buf out = BUF_INIT;
+    CHECK_INT(metrics_render(&out), 0);
+    char want[300];
+    snprintf(want, sizeof(want), "code=\"%.*s\"} 2\n", SHM_LABEL - 1, b);
+    CHECK(strstr(buf_str(&out), want) != NULL);
+    buf_free(&out);
+}
+
 int
 main(void)
 {
@@ -113,5 +139,6 @@ main(void)
     test_fresh_region(r);
     test_jobs_of_one_slot(r);
     test_walks_touch_what_exists(r);
+    test_long_labels(r);
     return check_done("test-shm-pages");
 }
