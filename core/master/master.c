@@ -672,8 +672,16 @@ master_check(const char *path, int connect)
     if (g != NULL && rc == 0) {
         printf("%s: configuration and %zu plugins OK\n", path, g->cfg->nplugins);
         if (connect) {
-            printf("%s: PostgreSQL and %zu queues with their dead-letter queues answer\n", path,
+            size_t buckets = 0;
+            for (size_t i = 0; i < g->cfg->nqueues; i++) {
+                buckets += g->cfg->queues[i].payload_bucket != NULL;
+            }
+            printf("%s: PostgreSQL and %zu queues with their dead-letter queues answer", path,
                    g->cfg->nqueues);
+            if (buckets > 0) {
+                printf(", and %zu payload buckets", buckets);
+            }
+            putchar('\n');
         }
     }
     diag_free(&d);

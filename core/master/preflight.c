@@ -1,7 +1,8 @@
 /*
  * preflight.c - `twiced -t --connect` (see preflight.h): one connection to
  * PostgreSQL, one GetQueueAttributes per queue and dead-letter queue, each
- * bounded in time; nothing is created or changed.
+ * bounded in time, and a GET of an absent object in each payload_bucket;
+ * nothing is created or changed.
  */
 #include "preflight.h"
 
@@ -9,6 +10,7 @@
 #include "creds.h"
 #include "diag.h"
 #include "idem.h"
+#include "s3.h"
 #include "sqs.h"
 #include "sqs_setup.h"
 
@@ -43,6 +45,36 @@ check_store(const struct config *c, struct diag *d)
     return 0;
 }
 
+/* Each queue's payload_bucket (where `twicectl send` puts large bodies)
+ * answers as a bucket that exists. */
+static int
+check_buckets(const struct config *c, const char *region, struct creds_chain *chain,
+              struct diag *d)
+{
+    struct s3_client *s3 = NULL;
+    char err[768];
+    int n = 0;
+    for (size_t i = 0; i < c->nqueues; i++) {
+        const struct config_queue *q = &c->queues[i];
+        if (q->payload_bucket == NULL) {
+            continue;
+        }
+        if (s3 == NULL && s3_client_new(c->aws.s3_endpoint, region, c->aws.ca_file, chain, &s3,
+                                        err, sizeof(err)) != 0) {
+            diag_add(d, c->file, q->line, "queue %s: payload_bucket: %s", q->name, err);
+            return n + 1;
+        }
+        struct s3_error e;
+        if (s3_check_bucket(s3, q->payload_bucket, &e) != 0) {
+            diag_add(d, c->file, q->line, "queue %s: payload_bucket %s: %s: %s", q->name,
+                     q->payload_bucket, e.code, e.message);
+            n++;
+        }
+    }
+    s3_client_free(s3);
+    return n;
+}
+
 static int
 check_queues(const struct config *c, struct diag *d)
 {
@@ -62,6 +94,7 @@ check_queues(const struct config *c, struct diag *d)
         struct found f = {c, d};
         sqs_client_set_timeout(sqs, PREFLIGHT_CALL_MS);
         n = sqs_check_queues(sqs, c, 2 * c->nqueues, queue_problem, &f);
+        n += check_buckets(c, ep.region, chain, d);
     }
     sqs_client_free(sqs);
     creds_chain_free(chain);

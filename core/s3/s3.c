@@ -24,6 +24,7 @@
 #define S3_CONNECT_TIMEOUT_MS 5000L
 #define S3_ERROR_BODY_MAX     (64u << 10)
 #define S3_KEY_MAX            1024
+#define S3_CHECK_KEY          "twice-connect-check" /* s3_check_bucket's object */
 
 struct s3_client {
     char *base;                /* "http[s]://host[:port]" without a trailing '/' */
@@ -400,4 +401,17 @@ s3_delete(struct s3_client *c, const char *bucket, const char *key, struct s3_er
         return err->http_status == 404 ? 0 : -1;
     }
     return 0;
+}
+
+int
+s3_check_bucket(struct s3_client *c, const char *bucket, struct s3_error *err)
+{
+    if (s3_request(c, "GET", bucket, S3_CHECK_KEY, NULL, 0, S3_ERROR_BODY_MAX, err) == 0) {
+        return 0; /* an object of that name: the bucket is there */
+    }
+    if ((err->http_status == 404 && strcmp(err->code, "NoSuchKey") == 0) ||
+        (err->http_status == 403 && strcmp(err->code, "AccessDenied") == 0)) {
+        return 0;
+    }
+    return -1;
 }

@@ -58,4 +58,13 @@ int s3_put(struct s3_client *c, const char *bucket, const char *key, const void 
 /* DELETE an object (deleting one that is gone succeeds). 0, or -1 with err. */
 int s3_delete(struct s3_client *c, const char *bucket, const char *key, struct s3_error *err);
 
+/*
+ * Whether bucket is there for twice (`twiced -t --connect`): a GET of an
+ * object that is not there answers NoSuchKey, or AccessDenied, which is what
+ * S3 answers a caller without s3:ListBucket and so says nothing against the
+ * bucket. 0, or -1 with err (NoSuchBucket, credentials S3 does not accept,
+ * no answer). Nothing is written.
+ */
+int s3_check_bucket(struct s3_client *c, const char *bucket, struct s3_error *err);
+
 #endif

@@ -14,6 +14,7 @@ test (fauxqs drops MessageGroupId on standard queues), `twicectl send --delay` a
 
 import json
 import os
+import re
 import subprocess
 import time
 import unittest
@@ -205,6 +206,25 @@ class Shapes(twicetest.TwiceTestCase):
         twicetest.wait_until(lambda: self.keys() == ["k:S"], timeout=20)
         self.assertTrue(self.s3.exists(self.bucket, "small"))  # no delete_payload here
         self.assertEqual(d.stop(), 0)
+
+    def test_check_connect_asks_for_each_payload_bucket(self):
+        url, dlq = self.queue_pair("bucket-check")
+        missing = twicetest.unique_name("tw-gone", limit=40).lower().replace("_", "-")
+        good = self.start([tc.queue("jobs", url, dlq, "effect", payload_bucket=self.bucket)],
+                          run=False)
+        r = subprocess.run([good.binary, "-t", "--connect", "-c", good.config_path],
+                           capture_output=True, text=True, env=good.process_env, timeout=90)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("and 1 payload buckets", r.stdout)
+        bad = self.start([tc.queue("jobs", url, dlq, "effect", payload_bucket=missing)],
+                         run=False)
+        self.assertEqual(bad.check_config().returncode, 0, "without --connect S3 is not asked")
+        r = subprocess.run([bad.binary, "-t", "--connect", "-c", bad.config_path],
+                           capture_output=True, text=True, env=bad.process_env, timeout=90)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stderr, r"%s:\d+: queue jobs: payload_bucket %s: NoSuchBucket"
+                         % (re.escape(bad.config_path), missing))
+        self.assertEqual(self.objects(), [], "the check writes nothing")
 
     def test_s3_down_gives_the_message_back(self):
         """An S3 that does not answer is no reason to dead-letter: the message comes back
