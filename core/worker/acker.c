@@ -117,6 +117,50 @@ finish(struct twice_job *j)
     job_free(j);
 }
 
+#define RELEASE_QUEUES 8
+
+/* The slots a pass frees, released per queue at its end: a receiver is woken
+ * once for a batch's worth of free slots and fills them with one receive (and
+ * one claim), instead of waking for each slot and receiving one message. */
+struct slot_release {
+    struct wqueue *q[RELEASE_QUEUES];
+    int n[RELEASE_QUEUES];
+    int used;
+};
+
+static void
+release_flush(struct slot_release *r)
+{
+    for (int i = 0; i < r->used; i++) {
+        wqueue_release_slot(r->q[i], r->n[i]);
+    }
+    r->used = 0;
+}
+
+/* finish(), with the job's slot noted in r rather than released. */
+static void
+finish_into(struct twice_job *j, struct slot_release *r)
+{
+    if (j->holds_slot) {
+        int i = 0;
+        while (i < r->used && r->q[i] != j->queue) {
+            i++;
+        }
+        if (i == RELEASE_QUEUES) {
+            release_flush(r);
+            i = 0;
+        }
+        if (i == r->used) {
+            r->q[i] = j->queue;
+            r->n[i] = 0;
+            r->used++;
+        }
+        r->n[i]++;
+    }
+    jobspan_end(j);
+    job_free(j);
+}
+
 void
 acker_abandon_running(struct acker *a)
 {
@@ -571,6 +615,7 @@ pass(struct acker *a, struct twice_job *list)
     payloads_delete(a->w, &a->s3, list);
 
     struct twice_job *next;
+    struct slot_release freed = {.used = 0};
     for (struct twice_job *j = list; j != NULL; j = next) {
         next = j->next;
         if (j->deferred) {
@@ -582,8 +627,9 @@ pass(struct acker *a, struct twice_job *list)
         count_finished(j);
         settle_dups(a, j);
         registry_remove(&a->reg, j);
-        finish(j);
+        finish_into(j, &freed);
     }
+    release_flush(&freed);
 }
 
 /* Deferred jobs whose time has come. */

@@ -86,6 +86,9 @@ reserve_slots(struct receiver *r)
             n = q->cfg->batch_size;
         }
         q->inflight += n;
+        if (q->inflight < q->cfg->concurrency) {
+            pthread_cond_signal(&q->space_cv); /* room for another receiver */
+        }
     }
     pthread_mutex_unlock(&q->mu);
     return n;

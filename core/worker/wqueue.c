@@ -22,11 +22,13 @@ wqueue_push(struct wqueue *q, struct twice_job *j)
     pthread_mutex_unlock(&q->mu);
 }
 
+/* One waiting receiver is woken, not all of them: it takes what is free and
+ * passes the wake-up on when some is left (reserve_slots). */
 void
 wqueue_release_slot(struct wqueue *q, int n)
 {
     pthread_mutex_lock(&q->mu);
     q->inflight -= n;
-    pthread_cond_broadcast(&q->space_cv);
+    pthread_cond_signal(&q->space_cv);
     pthread_mutex_unlock(&q->mu);
 }
