@@ -136,7 +136,10 @@ class Breaker(twicetest.TwiceTestCase):
         self.sqs.send_batch(url, [json.dumps({"type": "sync", "entity": "c", "id": n,
                                               "version": 1, "data": {"n": n}})
                                   for n in range(10, total)])
-        hosts[0].wait_log(r"circuit breaker opened: 3 transient failures", timeout=15)
+        # Two handler threads can fail at once: the one that opens it may count 4.
+        opened = hosts[0].wait_log(r"circuit breaker opened: (\d+) transient failures",
+                                   timeout=15)
+        self.assertIn(int(opened.group(1)), (3, 4), "opened at its threshold of 3")
         for h in hosts:
             h.wait_log(r"queue sync: breaker open: not receiving", timeout=15)
         self.assertNotIn("circuit breaker opened", hosts[1].log_text())
