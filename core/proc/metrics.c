@@ -415,8 +415,9 @@ metrics_observe(enum metric m, const char *l1, const char *l2, double seconds)
     metrics_observe_many(m, l1, l2, &seconds, 1);
 }
 
-/* How many series are listed, and the slot of the k-th (-1 while it is
- * being listed): walks in creation order, over the series that exist. */
+/* How many series are listed, and the slot of the k-th when it is ready
+ * (-1 while it is being listed or written): walks in creation order, over
+ * the series that exist. */
 static int
 listed(const struct shm_region *r)
 {
@@ -425,9 +426,10 @@ listed(const struct shm_region *r)
 }
 
 static int
-listed_slot(const struct shm_region *r, int k)
+ready_slot(const struct shm_region *r, int k)
 {
-    return __atomic_load_n(&r->series_order[k], __ATOMIC_ACQUIRE) - 1;
+    int slot = __atomic_load_n(&r->series_order[k], __ATOMIC_ACQUIRE) - 1;
+    return slot >= 0 && __atomic_load_n(&r->series[slot].state, __ATOMIC_ACQUIRE) == 2 ? slot : -1;
 }
 
 void
@@ -438,11 +440,9 @@ metrics_forget_proc(int proc_slot)
         return;
     }
     for (int k = 0, n = listed(r); k < n; k++) {
-        int slot = listed_slot(r, k);
-        struct shm_series *s = slot >= 0 ? &r->series[slot] : NULL;
-        if (s != NULL && __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == 2 &&
-            s->proc == proc_slot) {
-            __atomic_store_n(&s->value, double_to_bits(0), __ATOMIC_RELAXED);
+        int slot = ready_slot(r, k);
+        if (slot >= 0 && r->series[slot].proc == proc_slot) {
+            __atomic_store_n(&r->series[slot].value, double_to_bits(0), __ATOMIC_RELAXED);
         }
     }
 }
@@ -500,12 +500,8 @@ labels_equal(const struct shm_series *a, const struct shm_series *b, int n)
 static const struct shm_series *
 ready_at(const struct shm_region *r, int k, int m)
 {
-    int slot = listed_slot(r, k);
-    if (slot < 0) {
-        return NULL;
-    }
-    const struct shm_series *s = &r->series[slot];
-    return __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == 2 && s->metric == m ? s : NULL;
+    int slot = ready_slot(r, k);
+    return slot >= 0 && r->series[slot].metric == m ? &r->series[slot] : NULL;
 }
 
 /* Per-process gauges: the sum over processes of the series with the same

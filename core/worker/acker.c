@@ -106,22 +106,12 @@ acker_submit(struct acker *a, struct twice_job *j)
     pthread_mutex_unlock(&a->mu);
 }
 
-/* The end of a job: its queue slot is free again. */
-static void
-finish(struct twice_job *j)
-{
-    if (j->holds_slot) {
-        wqueue_release_slot(j->queue, 1);
-    }
-    jobspan_end(j);
-    job_free(j);
-}
-
 #define RELEASE_QUEUES 8
 
-/* The slots a pass frees, released per queue at its end: a receiver is woken
- * once for a batch's worth of free slots and fills them with one receive (and
- * one claim), instead of waking for each slot and receiving one message. */
+/* The slots finished jobs free, released per queue by release_flush: a
+ * receiver is woken once for a pass's worth of free slots and fills them with
+ * one receive (and one claim), instead of waking for each slot and receiving
+ * one message. */
 struct slot_release {
     struct wqueue *q[RELEASE_QUEUES];
     int n[RELEASE_QUEUES];
@@ -137,9 +127,10 @@ release_flush(struct slot_release *r)
     r->used = 0;
 }
 
-/* finish(), with the job's slot noted in r rather than released. */
+/* The end of a job: its queue slot is noted in r, free again at the next
+ * release_flush. */
 static void
-finish_into(struct twice_job *j, struct slot_release *r)
+finish(struct twice_job *j, struct slot_release *r)
 {
     if (j->holds_slot) {
         int i = 0;
@@ -627,7 +618,7 @@ pass(struct acker *a, struct twice_job *list)
         count_finished(j);
         settle_dups(a, j);
         registry_remove(&a->reg, j);
-        finish_into(j, &freed);
+        finish(j, &freed);
     }
     release_flush(&freed);
 }
@@ -706,10 +697,12 @@ acker_main(void *arg)
     pthread_mutex_unlock(&a->mu);
     /* What could not be acknowledged comes back after its visibility timeout. */
     struct twice_job *next;
+    struct slot_release freed = {.used = 0};
     for (struct twice_job *j = a->later; j != NULL; j = next) {
         next = j->next;
-        finish(j);
+        finish(j, &freed);
     }
+    release_flush(&freed);
     a->later = NULL;
     return NULL;
 }
