@@ -23,9 +23,8 @@
 #include "worker.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
-
-#define HEARTBEAT_MAX 1024
 
 /* An outage is reported every HEARTBEAT_REPORT_EVERY seconds, not every
  * tick. */
@@ -90,12 +89,15 @@ extend_queue(struct heartbeat *hb, struct twice_job **jobs, size_t n, const stru
 {
     const struct config *cfg = hb->w->cfg;
     const struct config_queue *qc = jobs[0]->queue->cfg;
-    const char *keys[HEARTBEAT_MAX];
-    int extended[HEARTBEAT_MAX];
+    const char **keys = malloc(n * sizeof(*keys));
+    int *extended = malloc(n * sizeof(*extended));
     char err[512];
     set_visibility(hb, jobs, n, qc->visibility_timeout);
-    size_t k = claimed_keys(jobs, n, keys);
+    size_t k = keys != NULL && extended != NULL ? claimed_keys(jobs, n, keys) : 0;
     struct idem_store *s = hb->store(hb->store_arg);
+    if ((keys == NULL || extended == NULL) && report_now(hb)) {
+        log_error("queue %s: out of memory extending %zu leases", qc->name, n);
+    }
     if (k > 0 && s != NULL) {
         int lease = qc->visibility_timeout + cfg->idempotency.lease_margin;
         if (idem_extend_batch(s, keys, k, lease, extended, err, sizeof(err)) != 0) {
@@ -111,10 +113,25 @@ extend_queue(struct heartbeat *hb, struct twice_job **jobs, size_t n, const stru
             }
         }
     }
+    free(keys);
+    free(extended);
     for (size_t i = 0; i < n; i++) {
         jobs[i]->extended_at = *now;
     }
     metrics_count(MET_EXTENSIONS, qc->name, NULL, NULL, n);
+}
+
+/* The jobs in flight (see registry_snapshot); -1, reported, without memory. */
+static int
+snapshot(struct heartbeat *hb, struct twice_job ***all, size_t *n)
+{
+    if (registry_snapshot(hb->reg, all, n) == 0) {
+        return 0;
+    }
+    if (report_now(hb)) {
+        log_error("heartbeat: out of memory listing the jobs in flight");
+    }
+    return -1;
 }
 
 void
@@ -124,9 +141,12 @@ heartbeat_run(struct heartbeat *hb, const struct timespec *now)
         hb->last_advice = now->tv_sec;
         advice_tick(hb->w);
     }
-    struct twice_job *all[HEARTBEAT_MAX];
-    struct twice_job *due[HEARTBEAT_MAX];
-    size_t n = registry_snapshot(hb->reg, all, HEARTBEAT_MAX);
+    struct twice_job **all;
+    size_t n;
+    if (snapshot(hb, &all, &n) != 0) {
+        return;
+    }
+    struct twice_job **due = all + n;
     struct worker *w = hb->w;
     timeout_check(w, all, n, hb->act_overrun, hb->store_arg);
     for (size_t qi = 0; qi < w->nqueues; qi++) {
@@ -143,6 +163,7 @@ heartbeat_run(struct heartbeat *hb, const struct timespec *now)
             extend_queue(hb, due, m, now);
         }
     }
+    free(all);
 }
 
 /* The visibility a running job is given back with at the drain deadline
@@ -159,36 +180,38 @@ deadline_delay(int transactional)
 }
 
 /* Give back one queue's jobs: release what can be released, then set the
- * visibility. */
+ * visibility. jobs is the caller's selection: it is reordered. */
 static void
 give_back_queue(struct heartbeat *hb, struct wqueue *q, struct twice_job **jobs, size_t n)
 {
-    struct twice_job *now_[HEARTBEAT_MAX], *later[HEARTBEAT_MAX];
-    const char *keys[HEARTBEAT_MAX];
-    size_t nn = 0, nl = 0;
-    char err[512];
+    /* Partition: the jobs that can be released first, transactional ones after. */
+    size_t nn = 0;
     for (size_t i = 0; i < n; i++) {
-        if (jobs[i]->plugin != NULL && jobs[i]->plugin->transactional) {
-            later[nl++] = jobs[i];
-        } else {
-            now_[nn++] = jobs[i];
+        if (jobs[i]->plugin == NULL || !jobs[i]->plugin->transactional) {
+            struct twice_job *t = jobs[nn];
+            jobs[nn++] = jobs[i];
+            jobs[i] = t;
         }
     }
-    size_t k = claimed_keys(now_, nn, keys);
+    const char **keys = nn > 0 ? malloc(nn * sizeof(*keys)) : NULL;
+    size_t k = keys != NULL ? claimed_keys(jobs, nn, keys) : 0;
     struct idem_store *s = hb->store(hb->store_arg);
+    char err[512];
     /* Their runs are cut short by the drain: not counted (the rows keep the
      * count they had when claimed). */
-    if (k > 0 &&
-        (s == NULL || idem_release_batch(s, keys, NULL, k, NULL, err, sizeof(err)) != 0)) {
+    if ((nn > 0 && keys == NULL) ||
+        (k > 0 &&
+         (s == NULL || idem_release_batch(s, keys, NULL, k, NULL, err, sizeof(err)) != 0))) {
         log_warn("queue %s: drain deadline: releasing %zu keys failed (their leases "
                  "will be ended when this worker has gone)",
-                 q->cfg->name, k);
+                 q->cfg->name, keys == NULL ? nn : k);
     }
+    free(keys);
     if (nn > 0) {
-        set_visibility(hb, now_, nn, deadline_delay(0));
+        set_visibility(hb, jobs, nn, deadline_delay(0));
     }
-    if (nl > 0) {
-        set_visibility(hb, later, nl, deadline_delay(1));
+    if (n > nn) {
+        set_visibility(hb, jobs + nn, n - nn, deadline_delay(1));
     }
     log_warn("queue %s: drain deadline: gave back %zu unfinished jobs", q->cfg->name, n);
 }
@@ -196,9 +219,12 @@ give_back_queue(struct heartbeat *hb, struct wqueue *q, struct twice_job **jobs,
 void
 heartbeat_give_back(struct heartbeat *hb)
 {
-    struct twice_job *all[HEARTBEAT_MAX];
-    struct twice_job *mine[HEARTBEAT_MAX];
-    size_t n = registry_snapshot(hb->reg, all, HEARTBEAT_MAX);
+    struct twice_job **all;
+    size_t n;
+    if (snapshot(hb, &all, &n) != 0) {
+        return;
+    }
+    struct twice_job **mine = all + n;
     struct worker *w = hb->w;
     for (size_t qi = 0; qi < w->nqueues; qi++) {
         size_t m = 0;
@@ -211,4 +237,5 @@ heartbeat_give_back(struct heartbeat *hb)
             give_back_queue(hb, &w->queues[qi], mine, m);
         }
     }
+    free(all);
 }

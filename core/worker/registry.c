@@ -6,11 +6,14 @@
 
 #include "job.h"
 
+#include <stdlib.h>
+
 void
 registry_init(struct registry *r)
 {
     pthread_mutex_init(&r->mu, NULL);
     r->head = NULL;
+    r->count = 0;
 }
 
 void
@@ -30,6 +33,7 @@ registry_add(struct registry *r, struct twice_job *j)
         r->head->reg_prev = j;
     }
     r->head = j;
+    r->count++;
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -48,18 +52,27 @@ registry_remove(struct registry *r, struct twice_job *j)
         }
         j->tracked = 0;
         j->reg_prev = j->reg_next = NULL;
+        r->count--;
     }
     pthread_mutex_unlock(&r->mu);
 }
 
-size_t
-registry_snapshot(struct registry *r, struct twice_job **out, size_t max)
+int
+registry_snapshot(struct registry *r, struct twice_job ***out, size_t *n)
 {
-    size_t n = 0;
+    *out = NULL;
+    *n = 0;
     pthread_mutex_lock(&r->mu);
-    for (struct twice_job *j = r->head; j != NULL && n < max; j = j->reg_next) {
-        out[n++] = j;
+    if (r->count > 0) {
+        *out = malloc(2 * r->count * sizeof(**out));
+        if (*out == NULL) {
+            pthread_mutex_unlock(&r->mu);
+            return -1;
+        }
+        for (struct twice_job *j = r->head; j != NULL; j = j->reg_next) {
+            (*out)[(*n)++] = j;
+        }
     }
     pthread_mutex_unlock(&r->mu);
-    return n;
+    return 0;
 }

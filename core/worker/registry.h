@@ -17,6 +17,7 @@ struct twice_job;
 struct registry {
     pthread_mutex_t mu;
     struct twice_job *head;
+    size_t count; /* jobs linked */
 };
 
 void registry_init(struct registry *r);
@@ -26,7 +27,10 @@ void registry_add(struct registry *r, struct twice_job *j);
 /* Unlink j if it is registered; nothing otherwise. */
 void registry_remove(struct registry *r, struct twice_job *j);
 
-/* Up to max registered jobs into out; how many. */
-size_t registry_snapshot(struct registry *r, struct twice_job **out, size_t max);
+/* Every registered job, in a new array of 2 * *n pointers that the caller
+ * frees (the second half is scratch room for a selection of them; NULL when
+ * none is registered). There is no fixed bound: a worker holds up to
+ * max_inflight jobs per queue. Returns -1 when memory ran out. */
+int registry_snapshot(struct registry *r, struct twice_job ***out, size_t *n);
 
 #endif
