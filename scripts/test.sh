@@ -55,7 +55,7 @@ done
 # test-creds-refresh's), test_serial_* (minutes, run alone) and the tests of
 # single-threaded logic (CLI, hostile input, TLS, secrets, permissions).
 tsan_tests='^(unit/|integration/(itest-|plugin-|'
-tsan_tests+='test_(basic|lifecycle|fifo|plugins|alerts|metrics|reload)$))'
+tsan_tests+='test_(basic|lifecycle|fifo|plugins|alerts|metrics|reload|claims)$))'
 tsan_skip='^unit/(clang-format|layers|exports-|sdk-example)'
 
 cd "$root"

@@ -83,6 +83,9 @@ struct config_route {
     int line;
 };
 
+/* The most receives a receiver gathers into one claim (receives_per_claim). */
+#define RECEIVES_PER_CLAIM_MAX 4
+
 struct config_queue {
     char *name;     /* short name for logs and metrics */
     char *url;      /* required */
@@ -92,8 +95,10 @@ struct config_queue {
     struct config_route *routes;
     size_t nroutes;
     int concurrency;        /* handler threads per worker process (default 8) */
+    int max_inflight;       /* messages a worker holds at once (default concurrency) */
     int receivers;          /* receive loops per worker process (default 1) */
     int batch_size;         /* 1-10 (default 10) */
+    int receives_per_claim; /* full batches gathered into one claim (default 1) */
     int wait_time;          /* long poll seconds 0-20 (default 20) */
     int visibility_timeout; /* seconds (default 30); lease = this + lease_margin */
     int max_attempts;       /* handler runs before the DLQ (default 5) */

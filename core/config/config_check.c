@@ -477,6 +477,24 @@ config_check_max_receives(struct config_at *at)
     return -1;
 }
 
+/* max_inflight: concurrency unless given (read after it, by the table's
+ * order), and never below it: a handler thread would have nothing to run. */
+int
+config_check_max_inflight(struct config_at *at)
+{
+    struct config_queue *q = at->base;
+    if (at->s == NULL) {
+        q->max_inflight = q->concurrency;
+        return 0;
+    }
+    if (q->max_inflight >= q->concurrency) {
+        return 0;
+    }
+    config_problem(at->x, at->s, "%smax_inflight (%d) must be at least concurrency (%d)",
+                   at->sc->pfx, q->max_inflight, q->concurrency);
+    return -1;
+}
+
 /* Exactly one of `plugin` and `route_by` + `routes`. */
 static void
 check_handler(struct config_at *at)
@@ -518,6 +536,20 @@ check_urls(struct config_at *at)
     }
 }
 
+/* A FIFO queue's receive is one ordered unit (its receive attempt id, the
+ * order of each group): receives are not gathered into one claim there. */
+static void
+check_fifo_claims(struct config_at *at)
+{
+    const struct config_queue *q = at->base;
+    if (q->fifo && q->receives_per_claim > 1) {
+        config_problem(at->x, config_setting_get_member(at->s, "receives_per_claim"),
+                       "%sreceives_per_claim: must be 1 on a FIFO queue (each receive is "
+                       "claimed in order)",
+                       at->sc->pfx);
+    }
+}
+
 /* A key that reads an envelope's {msg:NAME} field on a queue whose
  * envelope never has it would dead-letter every message. */
 static void
@@ -553,6 +585,7 @@ config_queue_check(struct config_at *at)
 {
     check_handler(at);
     check_urls(at);
+    check_fifo_claims(at);
     check_key_fields(at);
     return 0;
 }

@@ -39,6 +39,7 @@ config_check_fn config_check_route_by;
 config_check_fn config_check_routes;
 config_check_fn config_check_backoff;
 config_check_fn config_check_max_receives;
+config_check_fn config_check_max_inflight;
 config_entry_fn config_route_begin;
 config_check_fn config_check_route_value;
 config_check_fn config_check_route_plugin;

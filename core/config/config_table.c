@@ -312,12 +312,24 @@ const struct config_row config_rows[] = {
      .doc = "The S3 bucket twicectl send puts bodies larger than max_message_bytes in, sending "
             "a PayloadS3Pointer instead (as the Extended Client libraries do)."},
     {ROW("queues", "concurrency", CONFIG_INT, Q(concurrency)), .lo = 1, .hi = 1024, .def = 8,
-     .doc = "Handler threads per worker process; also the most messages a worker holds at once."},
+     .doc = "Handler threads per worker process."},
+    {ROW("queues", "max_inflight", CONFIG_INT, Q(max_inflight)), .lo = 1, .hi = 8192, .def = 8,
+     .flags = CONFIG_ABSENT, .check = config_check_max_inflight, .doc_default = "concurrency",
+     .doc = "The most messages a worker process holds at once: received and not yet deleted, "
+            "given back or dead-lettered. Above concurrency, the extra messages wait for a "
+            "handler thread (kept hidden by the heartbeat) or for the acknowledger, so that "
+            "receives and claims stay full when handlers are fast. At least concurrency."},
     {ROW("queues", "receivers", CONFIG_INT, Q(receivers)), .lo = 1, .hi = 64, .def = 1,
      .doc = "Receive loops per worker process. More of them keep a busy queue fed while claims "
             "commit (about one per 10-20 of concurrency)."},
     {ROW("queues", "batch_size", CONFIG_INT, Q(batch_size)), .lo = 1, .hi = SQS_RECEIVE_MAX,
      .def = SQS_RECEIVE_MAX, .doc = "Messages per receive."},
+    {ROW("queues", "receives_per_claim", CONFIG_INT, Q(receives_per_claim)), .lo = 1,
+     .hi = RECEIVES_PER_CLAIM_MAX, .def = 1,
+     .doc = "Receives gathered into one claim: after a full batch a receiver asks again at "
+            "once (without waiting) while handler slots are free, and claims what it got in "
+            "one statement. Fewer, larger claims cost PostgreSQL less per message; the first "
+            "batch waits one more SQS round trip. Not for FIFO queues (1 there)."},
     {ROW("queues", "wait_time", CONFIG_INT, Q(wait_time)), .lo = 0, .hi = SQS_WAIT_TIME_MAX,
      .def = SQS_WAIT_TIME_MAX, .doc = "Long-poll seconds."},
     {ROW("queues", "visibility_timeout", CONFIG_INT, Q(visibility_timeout)), .lo = 1,

@@ -40,6 +40,9 @@
 /* How often a paused queue's receiver looks at its pause again, ms. */
 #define PAUSED_NAP_MS 500
 
+/* The most messages one claim gathers (receives_per_claim full batches). */
+#define GATHER_MAX (RECEIVES_PER_CLAIM_MAX * SQS_RECEIVE_MAX)
+
 /* The receive thread's own state. */
 struct receiver {
     struct wqueue *q;
@@ -63,15 +66,15 @@ mark_healthy(struct receiver *r)
     }
 }
 
-/* Wait for free handler slots and reserve up to batch_size of them.
- * Returns 0 when draining. */
+/* Reserve up to batch_size free handler slots, waiting for one when block
+ * is set. Returns 0 when draining, or when none is free and !block. */
 static int
-reserve_slots(struct receiver *r)
+reserve_slots(struct receiver *r, int block)
 {
     struct wqueue *q = r->q;
     int n = 0;
     pthread_mutex_lock(&q->mu);
-    while (!flag_is_up(&q->w->draining) && q->inflight >= q->cfg->concurrency) {
+    while (block && !flag_is_up(&q->w->draining) && q->inflight >= q->cfg->max_inflight) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += 1;
@@ -80,13 +83,13 @@ reserve_slots(struct receiver *r)
         mark_healthy(r); /* busy is not broken */
         pthread_mutex_lock(&q->mu);
     }
-    if (!flag_is_up(&q->w->draining)) {
-        n = q->cfg->concurrency - q->inflight;
+    if (!flag_is_up(&q->w->draining) && q->inflight < q->cfg->max_inflight) {
+        n = q->cfg->max_inflight - q->inflight;
         if (n > q->cfg->batch_size) {
             n = q->cfg->batch_size;
         }
         q->inflight += n;
-        if (q->inflight < q->cfg->concurrency) {
+        if (q->inflight < q->cfg->max_inflight) {
             pthread_cond_signal(&q->space_cv); /* room for another receiver */
         }
     }
@@ -207,8 +210,8 @@ static int
 claim(struct receiver *r, struct twice_job **jobs, size_t n)
 {
     struct wqueue *q = r->q;
-    struct twice_job *leaders[SQS_RECEIVE_MAX];
-    struct idem_claim claims[SQS_RECEIVE_MAX];
+    struct twice_job *leaders[GATHER_MAX];
+    struct idem_claim claims[GATHER_MAX];
     size_t nl = split_dups(q, jobs, n, leaders);
     if (nl == 0) {
         return 0;
@@ -244,9 +247,9 @@ claim(struct receiver *r, struct twice_job **jobs, size_t n)
 static void
 dispatch_fifo(struct wqueue *q, struct twice_job **jobs, size_t n)
 {
-    struct twice_job *heads[SQS_RECEIVE_MAX], *tails[SQS_RECEIVE_MAX];
-    const char *groups[SQS_RECEIVE_MAX];
-    int blocked[SQS_RECEIVE_MAX];
+    struct twice_job *heads[GATHER_MAX], *tails[GATHER_MAX];
+    const char *groups[GATHER_MAX];
+    int blocked[GATHER_MAX];
     size_t ng = 0;
     for (size_t i = 0; i < n; i++) {
         struct twice_job *j = jobs[i];
@@ -329,14 +332,13 @@ mark_probe(struct twice_job **jobs, size_t n)
     return 0;
 }
 
-/* Returns -1 when the batch's claim failed. *probe: in, the batch is the
- * breaker's probe; out, a probe job runs. */
-static int
-process_batch(struct receiver *r, struct sqs_message *msgs, size_t n, int *probe)
+/* Make jobs of one receive's messages (taking what they own) and prepare
+ * each, appending to jobs[*nj]. */
+static void
+make_jobs(struct receiver *r, struct sqs_message *msgs, size_t n, struct twice_job **jobs,
+          size_t *nj)
 {
     struct wqueue *q = r->q;
-    struct twice_job *jobs[SQS_RECEIVE_MAX];
-    size_t nj = 0;
     msgage_observe(q->cfg->name, msgs, n);
     for (size_t i = 0; i < n; i++) {
         struct twice_job *j = job_new(q, q->cfg, &msgs[i]);
@@ -351,9 +353,18 @@ process_batch(struct receiver *r, struct sqs_message *msgs, size_t n, int *probe
         jobspan_begin(j);
         j->cfg = q->w->cfg;
         prepare(r, j);
-        jobs[nj++] = j;
+        jobs[(*nj)++] = j;
     }
     metrics_count(MET_RECEIVED, q->cfg->name, NULL, NULL, n);
+}
+
+/* Claim the gathered jobs in one statement and hand them on. Returns -1
+ * when the claim failed. *probe: in, the batch is the breaker's probe; out,
+ * a probe job runs. */
+static int
+process_jobs(struct receiver *r, struct twice_job **jobs, size_t nj, int *probe)
+{
+    struct wqueue *q = r->q;
     int rc = 0;
     if (!*probe && breaker_paused(q)) {
         give_back_paused(jobs, nj);
@@ -444,7 +455,7 @@ reserve(struct receiver *r, int *probe)
         nap(q->w, PAUSED_NAP_MS);
         return 0;
     }
-    int n = reserve_slots(r);
+    int n = reserve_slots(r, 1);
     if (*probe && n > 1) {
         wqueue_release_slot(q, n - 1);
         n = 1;
@@ -453,6 +464,62 @@ reserve(struct receiver *r, int *probe)
         breaker_probe_unused(q);
     }
     return n;
+}
+
+/* One ReceiveMessage into n reserved slots, long-polling up to wait
+ * seconds; the slots it did not fill are released at once. Returns 0 with
+ * the messages (the caller frees the array), or -1 with *e. */
+static int
+receive_call(struct receiver *r, int n, int wait, struct sqs_message **msgs, size_t *got,
+             struct sqs_error *e)
+{
+    struct wqueue *q = r->q;
+    char attempt_id[33];
+    random_attempt_id(attempt_id);
+    struct sqs_receive_opts o = {
+        .max_messages = n,
+        .wait_time = wait,
+        .visibility_timeout = q->cfg->visibility_timeout,
+        .attempt_id = q->cfg->fifo ? attempt_id : NULL,
+    };
+    *msgs = NULL;
+    *got = 0;
+    int rc = sqs_receive(r->sqs, q->cfg->url, &o, msgs, got, e);
+    /* A long poll cut short by a drain or reload is not an error: alerts on the
+     * error ratio would fire at every deploy. */
+    const char *result = rc == 0                             ? "ok"
+                         : strcmp(e->code, "Cancelled") == 0 ? "cancelled"
+                                                             : "error";
+    metrics_count(MET_SQS_REQUESTS, "ReceiveMessage", result, NULL, 1);
+    wqueue_release_slot(q, n - (int) *got);
+    return rc;
+}
+
+/* receives_per_claim: after a receive that filled every slot it asked for,
+ * more messages are likely waiting; ask again without waiting while slots
+ * are free, so that one claim covers them all. A failure here only ends the
+ * gathering (it is counted); the next long poll meets it and backs off. */
+static void
+gather_more(struct receiver *r, struct twice_job **jobs, size_t *nj)
+{
+    struct wqueue *q = r->q;
+    for (int k = 1; k < q->cfg->receives_per_claim; k++) {
+        int n = reserve_slots(r, 0);
+        if (n == 0) {
+            return;
+        }
+        struct sqs_message *msgs;
+        size_t got;
+        struct sqs_error e;
+        if (receive_call(r, n, 0, &msgs, &got, &e) != 0) {
+            return;
+        }
+        make_jobs(r, msgs, got, jobs, nj);
+        free(msgs);
+        if (got < (size_t) n) {
+            return;
+        }
+    }
 }
 
 static void
@@ -464,23 +531,10 @@ receive_once(struct receiver *r)
     if (n == 0) {
         return;
     }
-    char attempt_id[33];
-    random_attempt_id(attempt_id);
-    struct sqs_receive_opts o = {
-        .max_messages = n,
-        .wait_time = q->cfg->wait_time,
-        .visibility_timeout = q->cfg->visibility_timeout,
-        .attempt_id = q->cfg->fifo ? attempt_id : NULL,
-    };
-    struct sqs_message *msgs = NULL;
-    size_t got = 0;
+    struct sqs_message *msgs;
+    size_t got;
     struct sqs_error e;
-    int rc = sqs_receive(r->sqs, q->cfg->url, &o, &msgs, &got, &e);
-    /* A long poll cut short by a drain or reload is not an error: alerts on the
-     * error ratio would fire at every deploy. */
-    const char *result = rc == 0 ? "ok" : strcmp(e.code, "Cancelled") == 0 ? "cancelled" : "error";
-    metrics_count(MET_SQS_REQUESTS, "ReceiveMessage", result, NULL, 1);
-    wqueue_release_slot(q, n - (int) got);
+    int rc = receive_call(r, n, q->cfg->wait_time, &msgs, &got, &e);
     int probe_ran = probe && got > 0;
     if (rc != 0) {
         if (probe) {
@@ -498,8 +552,14 @@ receive_once(struct receiver *r)
         r->recv_error[0] = '\0';
     }
     mark_healthy(r);
-    int claimed = got > 0 ? process_batch(r, msgs, got, &probe_ran) : 0;
+    struct twice_job *jobs[GATHER_MAX];
+    size_t nj = 0;
+    make_jobs(r, msgs, got, jobs, &nj);
     free(msgs);
+    if (!probe && !q->cfg->fifo && got == (size_t) n) {
+        gather_more(r, jobs, &nj);
+    }
+    int claimed = nj > 0 ? process_jobs(r, jobs, nj, &probe_ran) : 0;
     if (probe && !probe_ran) {
         breaker_probe_unused(q);
     }

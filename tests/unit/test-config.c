@@ -247,6 +247,8 @@ check_full_queues(const struct config *c, const char *text)
     CHECK_STR(q->plugin, "welcome-email");
     CHECK(q->route_by == NULL && q->nroutes == 0);
     CHECK_INT(q->concurrency, 16);
+    CHECK_INT(q->max_inflight, 48);
+    CHECK_INT(q->receives_per_claim, 3);
     CHECK_INT(q->batch_size, 5);
     CHECK_INT(q->wait_time, 0);
     CHECK_INT(q->visibility_timeout, 60);
@@ -268,6 +270,8 @@ check_full_queues(const struct config *c, const char *text)
         CHECK_INT(q->routes[1].line, line_of(text, "{ value = \"match.updated\""));
     }
     CHECK_INT(q->concurrency, 8); /* the queue defaults, next to a queue that sets them */
+    CHECK_INT(q->max_inflight, 8);
+    CHECK_INT(q->receives_per_claim, 1);
     CHECK_INT(c->queues[2].fifo, 1);
     CHECK(config_find_queue(c, "sync.fifo") == &c->queues[2]);
     CHECK(config_find_queue(c, "sync") == NULL);
@@ -354,6 +358,8 @@ test_defaults(void)
     CHECK_STR(c->plugins[0].path, path_in(plugdir, "a.so")); /* absolute: kept */
     const struct config_queue *q = &c->queues[0];
     CHECK_INT(q->concurrency, 8);
+    CHECK_INT(q->max_inflight, 8); /* concurrency's */
+    CHECK_INT(q->receives_per_claim, 1);
     CHECK_INT(q->batch_size, 10);
     CHECK_INT(q->wait_time, 20);
     CHECK_INT(q->visibility_timeout, 30);
@@ -593,6 +599,18 @@ test_single_errors(void)
     CHECK(c != NULL && c->nqueues == 1 && c->queues[0].max_receives == 7);
     config_free(c);
     diag_free(&d);
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; concurrency = 16; max_inflight = 15;"),
+               "max_inflight",
+               "queue 'jobs': max_inflight (15) must be at least concurrency (16)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; max_inflight = 8193;"), "max_inflight",
+               "queue 'jobs': max_inflight: 8193 is out of range (1-8192)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; receives_per_claim = 5;"),
+               "receives_per_claim", "queue 'jobs': receives_per_claim: 5 is out of range (1-4)");
+    c = NULL;
+    CHECK_INT(load_extra(QUEUE_JOBS("plugin = \"welcome-email\"; concurrency = 32;"), &d, &c), 0);
+    CHECK(c != NULL && c->nqueues == 1 && c->queues[0].max_inflight == 32); /* follows it */
+    config_free(c);
+    diag_free(&d);
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; backoff = { base = -1; };"), "base",
                "queue 'jobs': backoff.base: -1 is out of range (must be at least 0)");
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; backoff = { bse = 1; };"), "bse",
@@ -621,6 +639,12 @@ test_queue_rules(void)
     /* FIFO queues need a FIFO DLQ, standard ones a standard DLQ. */
     expect_ok("queues = ( { name = \"f\"; url = \"http://h/0/f.fifo\";\n"
               "  dlq_url = \"http://h/0/f-dlq.fifo\"; plugin = \"welcome-email\"; } );\n");
+    expect_one("queues = ( { name = \"f\"; url = \"http://h/0/f.fifo\";\n"
+               "  dlq_url = \"http://h/0/f-dlq.fifo\"; plugin = \"welcome-email\";\n"
+               "  receives_per_claim = 2; } );\n",
+               "receives_per_claim",
+               "queue 'f': receives_per_claim: must be 1 on a FIFO queue (each receive is claimed "
+               "in order)");
     expect_one("queues = ( { name = \"f\"; url = \"http://h/0/f.fifo\";\n"
                "  dlq_url = \"http://h/0/f-dlq\"; plugin = \"welcome-email\"; } );\n",
                "dlq_url", "queue 'f': dlq_url: must be a FIFO queue (ending in .fifo) like url");
