@@ -1,7 +1,7 @@
 /*
  * notify.c - the sd_notify protocol (see notify.h), spoken directly: one datagram to the
  * AF_UNIX socket in $NOTIFY_SOCKET. Not libsystemd, which brought five more libraries
- * (libgcrypt, liblzma, liblz4...) and about 0.7 MB of RSS into every twiced process; the
+ * (libgcrypt, liblzma, liblz4...) and 0.85-0.9 MB of RSS into every twiced process; the
  * protocol is stable and sd_notify(3), NOTES, recommends implementing it directly.
  * Failures are ignored on purpose: systemd not listening must never stop the worker.
  */
