@@ -11,7 +11,7 @@ root=$(dirname "$here")
 PACKAGES=(
     build-essential cmake pkg-config clang clang-format git
     libcurl4-openssl-dev libssl-dev libpq-dev libconfig-dev libjansson-dev libyajl-dev
-    libmicrohttpd-dev libsystemd-dev
+    libmicrohttpd-dev
     postgresql pgbouncer
     python3 python3-psycopg2 python3-aiosmtpd python3-prometheus-client pyflakes3 python3-yaml
     valgrind libfuzzer-14-dev lintian rpm curl

@@ -208,10 +208,12 @@ done
 # ---- metadata ----
 step "package metadata"
 deps=$(dpkg-deb -f "$deb_run" Depends)
-for lib in libcurl4 libpq5 libconfig9 libjansson4 libyajl2 libmicrohttpd12 libsystemd0 libssl3 \
-    adduser; do
+for lib in libcurl4 libpq5 libconfig9 libjansson4 libyajl2 libmicrohttpd12 libssl3 adduser; do
     [[ "$deps" == *"$lib"* ]] || fail "twice.deb does not depend on $lib (Depends: $deps)"
 done
+# twiced speaks the sd_notify protocol itself (core/proc/notify.c): libsystemd and the
+# libraries it brings must not come back into every process.
+[[ "$deps" != *libsystemd* ]] || fail "twice.deb depends on libsystemd (Depends: $deps)"
 [[ "$(dpkg-deb -f "$deb_dev" Depends)" == *"twice (= $pkgversion)"* ]] ||
     fail "twice-dev.deb does not depend on twice (= $pkgversion)"
 [ "$(dpkg-deb -f "$deb_run" Version)" = "$pkgversion" ] ||

@@ -5,7 +5,9 @@ ready_timeout fails with the reason (exit 1, also under -d and systemd).
 `twiced -t --connect` asks the same servers on demand. Real servers; the failures are
 real ones: a wrong password, a database that does not exist yet, queues that do not."""
 
+import os
 import re
+import signal
 import socket
 import subprocess
 import time
@@ -109,6 +111,44 @@ class Ready(twicetest.TwiceTestCase):
                                    r"ready_timeout \(4s\): worker \d+: idempotency store: .*"
                                    r"password authentication failed")
         self.assertNotIn(WRONG_PASSWORD, r.stderr)
+
+    def test_systemd_hears_ready_and_stopping_on_an_abstract_socket(self):
+        name, sock = self.notify_socket(abstract=True)
+        d = self.start_twiced(self.conf("ready-abs"), extra_env={"NOTIFY_SOCKET": name})
+        d.wait_log(r"ready: generation 1", timeout=30)
+        sock.settimeout(5)  # sent before the log line; a wrong address never arrives
+        self.assertEqual(sock.recv(4096), b"READY=1\nSTATUS=generation 1: 1/1 workers ready")
+        d.signal(signal.SIGTERM)
+        self.assertEqual(sock.recv(4096),
+                         b"STOPPING=1\nSTATUS=stopping: draining in-flight jobs")
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_notify_socket_that_is_not_valid_does_not_stop_the_work(self):
+        """A relative path (a socket is there, in twiced's working directory, but
+        sd_notify(3) takes only absolute paths and '@' names), bare "@", and names too
+        long for an address: no notification, but ready and working all the same."""
+        bad = {"rel": "notify.sock", "at": "@", "long": "/" + "x" * 300,
+               "along": "@" + "x" * 300}
+        runs = []
+        for tag, value in bad.items():
+            d = self.twiced(self.conf("ready-bad-" + tag), extra_env={"NOTIFY_SOCKET": value})
+            self.pg.query(self.dsn, tc.EFFECTS_TABLE)
+            runs.append((d, self.url, self.dsn, self.port))
+        rel = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.addCleanup(rel.close)
+        rel.bind(os.path.join(runs[0][0].workdir, "notify.sock"))
+        for d, url, _, _ in runs:
+            d.start()
+            self.sqs.send(url, '{"id": "bad-notify"}')
+        for d, url, dsn, port in runs:
+            d.wait_log(r"ready: generation 1: 1/1", timeout=30)
+            twicetest.wait_until(lambda: tc.http_status(port, "/readyz")[0] == 200, timeout=20)
+            twicetest.wait_until(lambda: self.pg.query(dsn, "SELECT key FROM effects") ==
+                                 [("effect:bad-notify",)], timeout=30)
+        for d, _, _, _ in runs:
+            self.assertEqual(d.stop(), 0)
+        rel.setblocking(False)
+        self.assertRaises(BlockingIOError, rel.recv, 4096)
 
     def test_check_connect_says_what_does_not_answer(self):
         good = self.twiced(self.conf("connect"))

@@ -792,15 +792,22 @@ class TwiceTestCase(unittest.TestCase):
     def http_receiver(self, prefix=None):
         return HttpReceiver(self.env, prefix)
 
-    def notify_socket(self, timeout=30):
+    def notify_socket(self, timeout=30, abstract=False):
         """A datagram socket standing in for systemd's NOTIFY_SOCKET (closed after the
-        test), with a receive timeout; returns (path, socket)."""
-        path = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "notify.sock")
+        test), with a receive timeout; returns (NOTIFY_SOCKET value, socket). abstract:
+        a Linux abstract-namespace name instead of a file ("@name" in NOTIFY_SOCKET,
+        a leading NUL byte in the address), which sd_notify(3) allows."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        sock.bind(path)
-        sock.settimeout(timeout)
         self.addCleanup(sock.close)
-        return path, sock
+        if abstract:
+            name = unique_name("twice-test")
+            sock.bind("\0" + name)
+            value = "@" + name
+        else:
+            value = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "notify.sock")
+            sock.bind(value)
+        sock.settimeout(timeout)
+        return value, sock
 
     def twiced(self, config, **kwargs):
         """A Twiced (not started) that is stopped and reported on after the test."""
