@@ -144,11 +144,23 @@ class Twiced(Contender):
         return self.ctx.twiced, self.ctx.noop
 
     def label(self):
-        if self.settings is None:
+        settings = self.run_settings()
+        if settings is None:
             text = "defaults (workers=%d concurrency=%d receivers=%d)" % TWICED_BUILTIN
         else:
-            text = "workers=%d concurrency=%d receivers=%d" % self.settings
+            text = "workers=%d concurrency=%d receivers=%d" % settings[:3]
+            if len(settings) > 3:
+                text += " max_inflight=%d receives_per_claim=%d" % settings[3:]
         return text + (" x %d hosts" % self.hosts if self.hosts > 1 else "")
+
+    def run_settings(self):
+        """The settings its configuration gets: a build older than max_inflight and
+        receives_per_claim (a baseline) runs without them."""
+        if self.settings is None or len(self.settings) == 3:
+            return self.settings
+        with open(self.build()[0], "rb") as f:
+            knows = b"receives_per_claim" in f.read()
+        return self.settings if knows else self.settings[:3]
 
     table = "twice_idempotency"
 
@@ -199,7 +211,8 @@ class Twiced(Contender):
             self.count_files.append(count_file)
             path = os.path.join(home, "twice.conf")
             with open(path, "w") as f:
-                f.write(self.ctx.twiced_config(url, dlq_url, dsn, self.settings, count_file,
+                f.write(self.ctx.twiced_config(url, dlq_url, dsn, self.run_settings(),
+                                               count_file,
                                                self.ctx.contender_endpoint(),
                                                noop=self.build()[1]))
             self.log_path = os.path.join(home, "twiced.log")
@@ -419,14 +432,16 @@ class Context:
 
     def twiced_config(self, url, dlq_url, dsn, settings, count_file, endpoint,
                       visibility=VISIBILITY, noop=None):
-        """A twice.conf for the bench queue; settings (workers, concurrency, receivers),
-        or None for twiced's built-in defaults of all three; noop: the plugin's path
+        """A twice.conf for the bench queue; settings (workers, concurrency, receivers[,
+        max_inflight, receives_per_claim]), or None for twiced's built-in defaults of all three; noop: the plugin's path
         (default this build's)."""
         q = quote
         tuning = ["", ""]
         if settings is not None:
             tuning = ["workers = %d;" % settings[0],
-                      " concurrency = %d; receivers = %d;" % settings[1:]]
+                      " concurrency = %d; receivers = %d;" % settings[1:3]]
+            if len(settings) > 3:
+                tuning[1] += " max_inflight = %d; receives_per_claim = %d;" % settings[3:]
         return "\n".join([
             tuning[0],
             "drain_timeout = 30;",
@@ -615,7 +630,10 @@ def log_run(fig):
 # --------------------------------------------------------------------------- the modes
 
 
-TWICED_CANDIDATES = [(1, 32, 2), (1, 32, 4), (1, 64, 6), (2, 32, 3)]
+# W:C:R[:max_inflight:receives_per_claim]; the last two hold more messages than threads
+# and claim several receives at once (bench/README.md, "Claims that cover more keys").
+TWICED_CANDIDATES = [(1, 32, 2), (1, 32, 4), (1, 64, 6), (2, 32, 3), (1, 16, 4, 256, 4),
+                     (1, 32, 6, 512, 10)]
 CONSUMER_CANDIDATES = [(1, 4), (1, 8), (1, 16), (2, 8)]
 BARE_LOOPS = 4
 # Used without tuning (--quick): the best of the candidates on the 2-core machine.
@@ -624,15 +642,19 @@ CONSUMER_DEFAULT = (1, 8)
 # With --latency, waiting on SQS is what limits a receive loop: more of them.
 # (Measured at 20:150 ms: one worker's acknowledger sends its SQS calls one at a time, so
 # workers, not receivers, raise twiced's rate.)
-LATENCY_TWICED_CANDIDATES = [(1, 64, 8), (2, 64, 8), (4, 32, 4)]
+LATENCY_TWICED_CANDIDATES = [(1, 64, 8), (2, 64, 8), (4, 32, 4), (4, 32, 4, 128, 2)]
 LATENCY_CONSUMER_CANDIDATES = [(1, 16), (1, 32), (2, 16)]
 LATENCY_TWICED_DEFAULT = (4, 32, 4)
 LATENCY_CONSUMER_DEFAULT = (1, 16)
 
 
 def parse_pair(text):
-    """W:C, or W:C:R for twiced (receivers per worker, default 1)."""
-    return tuple(int(x) for x in text.split(":"))
+    """P:C for sqs-consumer; W:C[:R[:I:G]] for twiced (receivers per worker, default 1;
+    max_inflight and receives_per_claim, default twiced's)."""
+    values = tuple(int(x) for x in text.split(":"))
+    if len(values) not in (2, 3, 5):
+        raise argparse.ArgumentTypeError("want W:C, W:C:R or W:C:R:I:G, got %s" % text)
+    return values
 
 
 def parse_latency(text):
@@ -745,8 +767,9 @@ def parse_args():
                     help="messages per run (default 20000; 5000 with --latency)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
     ap.add_argument("--build-dir", required=True)
-    ap.add_argument("--twiced", type=parse_pair, metavar="W:C[:R]",
-                    help="twiced workers:concurrency[:receivers] (default: tuned)")
+    ap.add_argument("--twiced", type=parse_pair, metavar="W:C[:R[:I:G]]",
+                    help="twiced workers:concurrency[:receivers[:max_inflight:"
+                         "receives_per_claim]] (default: tuned)")
     ap.add_argument("--consumer", type=parse_pair, metavar="P:C",
                     help="sqs-consumer processes:consumers each (default: tuned)")
     ap.add_argument("--latency", type=parse_latency, metavar="P50:P99",

@@ -5,14 +5,15 @@
 # and exits non-zero when any run lost or double-handled a message. Not a test: it asserts
 # no timings; the figures are for bench/README.md.
 #
-#   bench/run.sh [N] [--quick] [--rounds R] [--twiced W:C[:R]] [--consumer P:C]
+#   bench/run.sh [N] [--quick] [--rounds R] [--twiced W:C[:R[:I:G]]] [--consumer P:C]
 #                [--latency P50:P99] [--hosts N] [--no-callgrind]
 #                [--no-pg-stat-statements] [--keep]
 #     N               messages per run (default 20000, 5000 with --latency alone; 10% of
 #                     them are duplicates)
 #     --quick         check the harness: N=2000, 1 round, no tuning, a short callgrind run
 #     --rounds R      rounds of the mode's runs (default 3)
-#     --twiced W:C[:R]  twiced workers:concurrency[:receivers] instead of tuning them
+#     --twiced W:C[:R[:I:G]]  twiced workers:concurrency[:receivers[:max_inflight:
+#                     receives_per_claim]] instead of tuning them
 #     --consumer P:C  sqs-consumer processes:consumers per process instead of tuning them
 #     --latency P50:P99  a proxy delays every SQS call of the contenders (milliseconds,
 #                     lognormal, plus 1 call in 1,000 taking 2 s); runs twiced and

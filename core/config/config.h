@@ -84,7 +84,7 @@ struct config_route {
 };
 
 /* The most receives a receiver gathers into one claim (receives_per_claim). */
-#define RECEIVES_PER_CLAIM_MAX 4
+#define RECEIVES_PER_CLAIM_MAX 10
 
 struct config_queue {
     char *name;     /* short name for logs and metrics */

@@ -326,10 +326,11 @@ const struct config_row config_rows[] = {
      .def = SQS_RECEIVE_MAX, .doc = "Messages per receive."},
     {ROW("queues", "receives_per_claim", CONFIG_INT, Q(receives_per_claim)), .lo = 1,
      .hi = RECEIVES_PER_CLAIM_MAX, .def = 1,
-     .doc = "Receives gathered into one claim: after a full batch a receiver asks again at "
-            "once (without waiting) while handler slots are free, and claims what it got in "
-            "one statement. Fewer, larger claims cost PostgreSQL less per message; the first "
-            "batch waits one more SQS round trip. Not for FIFO queues (1 there)."},
+     .doc = "Receives gathered into one claim: after a receive that filled its slots, a "
+            "receiver asks again at once (without a long poll) while slots are free, and "
+            "claims what it got in one statement. Fewer, larger claims cost PostgreSQL less "
+            "per message; each receive gathered delays the first batch by one SQS round "
+            "trip. Pair it with max_inflight. 1 on FIFO queues."},
     {ROW("queues", "wait_time", CONFIG_INT, Q(wait_time)), .lo = 0, .hi = SQS_WAIT_TIME_MAX,
      .def = SQS_WAIT_TIME_MAX, .doc = "Long-poll seconds."},
     {ROW("queues", "visibility_timeout", CONFIG_INT, Q(visibility_timeout)), .lo = 1,

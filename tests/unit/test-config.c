@@ -604,8 +604,9 @@ test_single_errors(void)
                "queue 'jobs': max_inflight (15) must be at least concurrency (16)");
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; max_inflight = 8193;"), "max_inflight",
                "queue 'jobs': max_inflight: 8193 is out of range (1-8192)");
-    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; receives_per_claim = 5;"),
-               "receives_per_claim", "queue 'jobs': receives_per_claim: 5 is out of range (1-4)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; receives_per_claim = 11;"),
+               "receives_per_claim",
+               "queue 'jobs': receives_per_claim: 11 is out of range (1-10)");
     c = NULL;
     CHECK_INT(load_extra(QUEUE_JOBS("plugin = \"welcome-email\"; concurrency = 32;"), &d, &c), 0);
     CHECK(c != NULL && c->nqueues == 1 && c->queues[0].max_inflight == 32); /* follows it */
