@@ -217,7 +217,7 @@ claim(struct receiver *r, struct twice_job **jobs, size_t n)
         return 0;
     }
     int lease = q->cfg->visibility_timeout + q->w->cfg->idempotency.lease_margin;
-    memset(claims, 0, sizeof(claims));
+    memset(claims, 0, nl * sizeof(claims[0]));
     for (size_t i = 0; i < nl; i++) {
         claims[i].key = leaders[i]->key;
         claims[i].sha256 = leaders[i]->sha256;
