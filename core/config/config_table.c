@@ -321,7 +321,7 @@ const struct config_row config_rows[] = {
             "receives and claims stay full when handlers are fast. At least concurrency."},
     {ROW("queues", "receivers", CONFIG_INT, Q(receivers)), .lo = 1, .hi = 64, .def = 1,
      .doc = "Receive loops per worker process. More of them keep a busy queue fed while claims "
-            "commit (about one per 10-20 of concurrency)."},
+            "commit (about one per 10-20 of max_inflight)."},
     {ROW("queues", "batch_size", CONFIG_INT, Q(batch_size)), .lo = 1, .hi = SQS_RECEIVE_MAX,
      .def = SQS_RECEIVE_MAX, .doc = "Messages per receive."},
     {ROW("queues", "receives_per_claim", CONFIG_INT, Q(receives_per_claim)), .lo = 1,
