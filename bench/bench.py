@@ -18,6 +18,7 @@ plan, PostgreSQL), sysstat.py (/proc), dbwork.py (PostgreSQL's counters), cgrind
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import signal
@@ -132,6 +133,14 @@ class Contender:
                 p.wait()
 
 
+@functools.lru_cache(maxsize=None)
+def knows_claim_settings(twiced):
+    """Whether the twiced binary at this path has max_inflight and receives_per_claim
+    (their names are in its settings table); read once per path."""
+    with open(twiced, "rb") as f:
+        return b"receives_per_claim" in f.read()
+
+
 class Twiced(Contender):
     """hosts independent twiced masters (each its own configuration, work directory and
     count file) on one queue and one database. settings None: the built-in defaults."""
@@ -158,9 +167,7 @@ class Twiced(Contender):
         receives_per_claim (a baseline) runs without them."""
         if self.settings is None or len(self.settings) == 3:
             return self.settings
-        with open(self.build()[0], "rb") as f:
-            knows = b"receives_per_claim" in f.read()
-        return self.settings if knows else self.settings[:3]
+        return self.settings if knows_claim_settings(self.build()[0]) else self.settings[:3]
 
     table = "twice_idempotency"
 

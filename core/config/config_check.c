@@ -458,41 +458,41 @@ config_check_backoff(struct config_at *at)
     return -1;
 }
 
-/* max_receives: 10 x max_attempts unless given (a default that depends on
- * another setting: the row's .def is max_attempts' default times ten), and
- * never below max_attempts (read before it, by the table's order). */
-int
-config_check_max_receives(struct config_at *at)
+/* An int setting whose default derives from a setting read before it (the
+ * table's order) and that may not be set below that setting's value floor,
+ * named floor_name. */
+static int
+check_derived_at_least(struct config_at *at, int dflt, int floor, const char *floor_name)
 {
-    struct config_queue *q = at->base;
+    int *v = config_field(at);
     if (at->s == NULL) {
-        q->max_receives = 10 * q->max_attempts;
+        *v = dflt;
         return 0;
     }
-    if (q->max_receives >= q->max_attempts) {
+    if (*v >= floor) {
         return 0;
     }
-    config_problem(at->x, at->s, "%smax_receives (%d) must be at least max_attempts (%d)",
-                   at->sc->pfx, q->max_receives, q->max_attempts);
+    config_problem(at->x, at->s, "%s%s (%d) must be at least %s (%d)", at->sc->pfx, at->row->name,
+                   *v, floor_name, floor);
     return -1;
 }
 
-/* max_inflight: concurrency unless given (read after it, by the table's
- * order), and never below it: a handler thread would have nothing to run. */
+/* max_receives: 10 x max_attempts unless given (the row's .def is
+ * max_attempts' default times ten), and never below max_attempts. */
+int
+config_check_max_receives(struct config_at *at)
+{
+    const struct config_queue *q = at->base;
+    return check_derived_at_least(at, 10 * q->max_attempts, q->max_attempts, "max_attempts");
+}
+
+/* max_inflight: concurrency unless given, and never below it: a handler
+ * thread would have nothing to run. */
 int
 config_check_max_inflight(struct config_at *at)
 {
-    struct config_queue *q = at->base;
-    if (at->s == NULL) {
-        q->max_inflight = q->concurrency;
-        return 0;
-    }
-    if (q->max_inflight >= q->concurrency) {
-        return 0;
-    }
-    config_problem(at->x, at->s, "%smax_inflight (%d) must be at least concurrency (%d)",
-                   at->sc->pfx, q->max_inflight, q->concurrency);
-    return -1;
+    const struct config_queue *q = at->base;
+    return check_derived_at_least(at, q->concurrency, q->concurrency, "concurrency");
 }
 
 /* Exactly one of `plugin` and `route_by` + `routes`. */

@@ -193,18 +193,18 @@ give_back_queue(struct heartbeat *hb, struct wqueue *q, struct twice_job **jobs,
             jobs[i] = t;
         }
     }
-    const char **keys = nn > 0 ? malloc(nn * sizeof(*keys)) : NULL;
-    size_t k = keys != NULL ? claimed_keys(jobs, nn, keys) : 0;
+    /* Without memory for the keys, as many as nn of them are not released. */
+    const char **keys = malloc(n * sizeof(*keys)); /* n > 0: the caller's selection */
+    size_t k = keys != NULL ? claimed_keys(jobs, nn, keys) : nn;
     struct idem_store *s = hb->store(hb->store_arg);
     char err[512];
     /* Their runs are cut short by the drain: not counted (the rows keep the
      * count they had when claimed). */
-    if ((nn > 0 && keys == NULL) ||
-        (k > 0 &&
-         (s == NULL || idem_release_batch(s, keys, NULL, k, NULL, err, sizeof(err)) != 0))) {
+    if (k > 0 && (keys == NULL || s == NULL ||
+                  idem_release_batch(s, keys, NULL, k, NULL, err, sizeof(err)) != 0)) {
         log_warn("queue %s: drain deadline: releasing %zu keys failed (their leases "
                  "will be ended when this worker has gone)",
-                 q->cfg->name, keys == NULL ? nn : k);
+                 q->cfg->name, k);
     }
     free(keys);
     if (nn > 0) {
