@@ -14,7 +14,7 @@ CREATE TABLE IF NOT EXISTS twice_idempotency (
     idempotency_key TEXT PRIMARY KEY,
     -- time of the key's last state change (claim, takeover, release, completion)
     processed_at TIMESTAMPTZ NOT NULL DEFAULT now()
-);
+) WITH (fillfactor = 50);  -- see the lease index below
 
 ALTER TABLE twice_idempotency
     -- in_progress, released, crashed, interrupted or completed (core/idem/idem.h
@@ -54,19 +54,27 @@ BEGIN
     END IF;
 END $twice$;
 
--- For the janitor, which deletes completed keys older than the retention.
-CREATE INDEX IF NOT EXISTS twice_idempotency_janitor_idx
-    ON twice_idempotency (processed_at) WHERE state = 'completed';
-
--- For the master, which ends the leases of a worker process that has gone.
--- Also what completions, releases and lease extensions (owner and keys) use.
-CREATE INDEX IF NOT EXISTS twice_idempotency_owner_idx
-    ON twice_idempotency (owner, idempotency_key) WHERE state = 'in_progress';
-
--- For the janitor too: free keys (a retried or cut-short job's count of
--- attempts) whose message never came back within the retention.
-CREATE INDEX IF NOT EXISTS twice_idempotency_free_idx
-    ON twice_idempotency (processed_at) WHERE state IN ('released', 'crashed', 'interrupted');
+-- One index of leases (the "lease layout"), with half of each page left free:
+-- a completion then changes no indexed column and finds room on its row's
+-- page, so it is a HOT update (no index entries, half the WAL). The index
+-- serves the master, which ends the live leases of a worker process that has
+-- gone, and the janitor, which deletes keys whose lease and last change are
+-- older than the retention (a completion leaves lease_until as it was;
+-- release and the master set it to when the lease ended).
+--
+-- A table that twiced created before this layout keeps its three partial
+-- indexes (on processed_at for completed and for free keys, and on (owner,
+-- idempotency_key) for in-progress ones): twiced does not build an index on a
+-- table that may be large, and works with either. To convert one, at a quiet
+-- time, without blocking the workers:
+--   CREATE INDEX CONCURRENTLY twice_idempotency_lease_idx
+--       ON twice_idempotency (lease_until);
+--   ALTER TABLE twice_idempotency SET (fillfactor = 50);  -- pages written from now on
+--   DROP INDEX CONCURRENTLY twice_idempotency_janitor_idx;
+--   DROP INDEX CONCURRENTLY twice_idempotency_owner_idx;
+--   DROP INDEX CONCURRENTLY twice_idempotency_free_idx;
+-- and restart twiced (each connection looks the layout up once).
+CREATE INDEX IF NOT EXISTS twice_idempotency_lease_idx ON twice_idempotency (lease_until);
 
 -- Queue pauses (twicectl pause, and each queue's circuit breaker): one row per
 -- paused queue, read by every twiced host every few seconds (core/idem/pause.h).

@@ -18,6 +18,13 @@
 #include "config.h"
 #include "idem_internal.h"
 
+/* The two sets of indexes a table may have (sql_migrate says why). */
+enum idem_layout {
+    LAYOUT_UNKNOWN = 0,
+    LAYOUT_PARTIAL, /* tables created before the lease layout: three partial indexes */
+    LAYOUT_LEASE    /* tables created since: one index of lease_until */
+};
+
 struct idem_store {
     PGconn *conn;             /* never NULL once idem_open has returned a store */
     char *name;               /* the table name as configured, for error texts */
@@ -25,6 +32,8 @@ struct idem_store {
     char *index;              /* quoted name of the janitor index */
     char *owner_index;        /* quoted name of the index of in-progress keys by owner */
     char *free_index;         /* quoted name of the janitor index of free keys */
+    char *lease_index;        /* quoted name of the index of leases (the lease layout) */
+    enum idem_layout layout;  /* known after the first purge or expiry; 0: not yet */
     char *pause_table;        /* quoted name of the queue pause table (pause.h) */
     char *owner;              /* this process in leases */
     struct idem_stmts *stmts; /* the hot-path statements (idem_stmt.c) */
@@ -120,11 +129,14 @@ static const char sql_claim[] =
  * (it is not released under the handler: its lease lapses, or the master
  * ends it when the handler's process has gone). complete and extend answer
  * the 1-based positions of the keys they changed. An attempts element < 0
- * keeps the row's count.
+ * keeps the row's count. A completion leaves lease_until as the claim or the
+ * last extension set it, so that in the lease layout (see sql_migrate) it
+ * changes no indexed column and is a HOT update; release and the master's
+ * expiry set it to now(), when the lease ended, for the janitor.
  */
 static const char sql_complete[] =
-    "UPDATE @T t SET state = 'completed', processed_at = now(), lease_until = NULL,"
-    " owner = NULL, attempts = CASE WHEN i.a < 0 THEN t.attempts ELSE i.a END"
+    "UPDATE @T t SET state = 'completed', processed_at = now(), owner = NULL,"
+    " attempts = CASE WHEN i.a < 0 THEN t.attempts ELSE i.a END"
     " FROM unnest($1::text[], $3::int[]) WITH ORDINALITY AS i (k, a, ord)"
     " WHERE t.idempotency_key = i.k AND t.owner = $2 AND t.state = 'in_progress'"
     " RETURNING i.ord";
@@ -147,7 +159,7 @@ static const char sql_release[] =
     " DELETE FROM @T t USING k WHERE t.idempotency_key = k.idempotency_key AND k.n <= 0"
     " RETURNING k.ord"
     "), kept AS ("
-    " UPDATE @T t SET state = 'released', owner = NULL, lease_until = NULL, attempts = k.n,"
+    " UPDATE @T t SET state = 'released', owner = NULL, lease_until = now(), attempts = k.n,"
     " processed_at = now() FROM k WHERE t.idempotency_key = k.idempotency_key AND k.n > 0"
     " RETURNING k.ord"
     ") SELECT ord FROM gone UNION ALL SELECT ord FROM kept";
@@ -161,7 +173,7 @@ static const char sql_tx_lock[] = "SELECT 1 FROM @T WHERE idempotency_key = $1 A
 /* statement_timestamp(): now() would be when the transaction began. */
 static const char sql_tx_complete[] =
     "UPDATE @T SET state = 'completed', processed_at = statement_timestamp(),"
-    " lease_until = NULL, owner = NULL, attempts = $3::int"
+    " owner = NULL, attempts = $3::int"
     " WHERE idempotency_key = $1 AND owner = $2 AND state = 'in_progress'";
 
 /*
@@ -220,19 +232,34 @@ static const char *const stmt_sql[STMT_COUNT] = {
 /*
  * Migration, one multi-statement query: PostgreSQL runs it as one implicit
  * transaction, so the advisory lock serialises concurrent migrators and a
- * failure leaves nothing half done. "@T"/"@I"/"@O"/"@F": table and indexes,
- * "@L": lock. Keep in sync with etc/schema.sql (the integration test
- * compares them). The indexes are partial so that no query about
- * in-progress keys is tempted to scan them instead of the primary key: the
- * janitor's cover completed keys and free ones; the owner index answers
- * "owner = $1 AND key = ANY (...)" by both columns, and a gone worker's
- * leases by owner alone.
+ * failure leaves nothing half done. "@T": the table, "@L": the lock. The
+ * columns first (sql_migrate_columns), then the indexes of the table's
+ * layout. Keep in sync with etc/schema.sql (the integration test compares
+ * them).
+ *
+ * The lease layout, for every table created since: the primary key, one
+ * index of lease_until, and fillfactor 50. A completion then changes no
+ * indexed column (it leaves lease_until alone) and finds room on the row's
+ * page, so it is a HOT update: no new index entries, half the WAL. Per key,
+ * two index insertions (primary key and lease at the claim) instead of four.
+ * The lease index finds what the other layout needs three indexes for: a
+ * gone worker's live leases (lease_until later than when it went), and the
+ * janitor's old keys (lease_until and processed_at both older than the
+ * retention; release and the master's expiry set lease_until to now()).
+ *
+ * The partial layout, which tables created by older versions keep (building
+ * an index on a large table would block the claims): the janitor's indexes
+ * of completed keys and of free ones by processed_at, and the owner index of
+ * in-progress keys. Partial, so that no query about in-progress keys is
+ * tempted to scan them instead of the primary key. Every statement works on
+ * both layouts; only the janitor's and the master's (purge, expire_owner)
+ * are written for each.
  */
-static const char sql_migrate[] =
+static const char sql_migrate_columns[] =
     "SELECT pg_advisory_xact_lock(@L);"
     "SELECT set_config('lock_timeout', '10s', true);"
     "CREATE TABLE IF NOT EXISTS @T (idempotency_key TEXT PRIMARY KEY,"
-    " processed_at TIMESTAMPTZ NOT NULL DEFAULT now());"
+    " processed_at TIMESTAMPTZ NOT NULL DEFAULT now()) WITH (fillfactor = 50);"
     "ALTER TABLE @T"
     " ADD COLUMN IF NOT EXISTS state TEXT NOT NULL DEFAULT 'completed',"
     " ADD COLUMN IF NOT EXISTS owner TEXT,"
@@ -242,25 +269,33 @@ static const char sql_migrate[] =
     " ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 1,"
     " ADD COLUMN IF NOT EXISTS created_at TIMESTAMPTZ NOT NULL DEFAULT now();"
     "SELECT set_config('twice.idem_table', @N, true),"
-    " set_config('twice.idem_check', @C, true);" SQL_STATE_CHECK
+    " set_config('twice.idem_check', @C, true);" SQL_STATE_CHECK;
+
+static const char sql_migrate_lease[] = "CREATE INDEX IF NOT EXISTS @E ON @T (lease_until);";
+
+static const char sql_migrate_partial[] =
     "CREATE INDEX IF NOT EXISTS @I ON @T (processed_at) WHERE state = 'completed';"
     "CREATE INDEX IF NOT EXISTS @O ON @T (owner, idempotency_key)"
     " WHERE state = 'in_progress';"
     "CREATE INDEX IF NOT EXISTS @F ON @T (processed_at)"
     " WHERE state IN ('released', 'crashed', 'interrupted');";
 
-/* Whether the migration has nothing to do: every column, the three indexes
- * and the check of the current states. */
+/* What the migration has to do: whether it has nothing to do (every
+ * column, the check of the current states, and the indexes of a layout),
+ * and whether the table has the lease layout or does not exist yet (it gets
+ * the lease layout then). */
 static const char sql_migrate_check[] =
     "SELECT (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($1)"
     " AND attnum > 0 AND NOT attisdropped AND attname = ANY ('{idempotency_key,"
     "processed_at,state,owner,lease_until,payload_sha256,message_id,attempts,"
-    "created_at}'::text[])) = 9 AND to_regclass($2) IS NOT NULL"
-    " AND to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT NULL"
+    "created_at}'::text[])) = 9"
+    " AND (to_regclass($5) IS NOT NULL OR (to_regclass($2) IS NOT NULL"
+    " AND to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT NULL))"
     " AND (SELECT bool_and(pg_get_constraintdef(k.oid) LIKE '%interrupted%')"
     " FROM pg_constraint k JOIN pg_attribute a ON a.attrelid = k.conrelid"
     " AND a.attname = 'state' WHERE k.conrelid = to_regclass($1) AND k.contype = 'c'"
-    " AND k.conkey = ARRAY[a.attnum])";
+    " AND k.conkey = ARRAY[a.attnum]),"
+    " to_regclass($1) IS NULL OR to_regclass($5) IS NOT NULL";
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -364,6 +399,8 @@ marker(const struct idem_store *s, char c, const char *const *extra)
         return s->owner_index;
     case 'F':
         return s->free_index;
+    case 'E':
+        return s->lease_index;
     case 'P':
         return s->pause_table;
     }
@@ -559,6 +596,7 @@ idem_open(const char *dsn, const char *table, const char *owner, struct idem_sto
         (s->index = quote_ident(s->conn, table, "_janitor_idx")) == NULL ||
         (s->owner_index = quote_ident(s->conn, table, "_owner_idx")) == NULL ||
         (s->free_index = quote_ident(s->conn, table, "_free_idx")) == NULL ||
+        (s->lease_index = quote_ident(s->conn, table, "_lease_idx")) == NULL ||
         (s->pause_table = quote_ident(s->conn, table, "_pause")) == NULL ||
         (s->stmts = new_stmts(s)) == NULL) {
         goto oom;
@@ -587,6 +625,7 @@ idem_close(struct idem_store *s)
     free(s->index);
     free(s->owner_index);
     free(s->free_index);
+    free(s->lease_index);
     free(s->pause_table);
     free(s->owner);
     idem_stmts_free(s->stmts);
@@ -711,13 +750,15 @@ idem_migrate(struct idem_store *s, char *err, size_t errlen)
     if (idem_pause_migrate(s, err, errlen) != 0 || outbox_migrate(s, s->name, err, errlen) != 0) {
         return -1;
     }
-    const char *params[] = {s->table, s->index, s->owner_index, s->free_index};
-    PGresult *res = PQexecParams(s->conn, sql_migrate_check, 4, NULL, params, NULL, NULL, 0);
+    const char *params[] = {s->table, s->index, s->owner_index, s->free_index, s->lease_index};
+    PGresult *res = PQexecParams(s->conn, sql_migrate_check, 5, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
         return pg_fail(s, res, "migrate: inspect the table", err, errlen);
     }
     int done = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    int lease = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
     PQclear(res);
+    s->layout = lease ? LAYOUT_LEASE : LAYOUT_PARTIAL;
     if (done) {
         return 0;
     }
@@ -729,8 +770,10 @@ idem_migrate(struct idem_store *s, char *err, size_t errlen)
     char *table_lit = PQescapeLiteral(s->conn, s->table, strlen(s->table));
     char *check_lit = check.failed ? NULL : PQescapeLiteral(s->conn, buf_str(&check), check.len);
     const char *extra[] = {"L", lock, "N", table_lit, "C", check_lit, NULL};
-    int rc =
-        table_lit != NULL && check_lit != NULL ? sql_expand_with(&sql, sql_migrate, s, extra) : -1;
+    int rc = table_lit != NULL && check_lit != NULL
+                 ? sql_expand_with(&sql, sql_migrate_columns, s, extra) |
+                       sql_expand(&sql, lease ? sql_migrate_lease : sql_migrate_partial, s)
+                 : -1;
     PQfreemem(table_lit);
     PQfreemem(check_lit);
     buf_free(&check);
@@ -1195,28 +1238,60 @@ idem_tx_rollback(struct idem_store *s, char *err, size_t errlen)
     return 0;
 }
 
-/* Delete by ctid so that LIMIT bounds the batch (DELETE has no LIMIT); a
- * janitor index finds the old rows of the states given (as the index says
- * them, so that the planner can use it). */
-static int
-purge(struct idem_store *s, const char *states, int retention, int limit, long *deleted, char *err,
-      size_t errlen)
+/* Which layout the table has (sql_migrate): looked up once per connection. */
+static enum idem_layout
+layout(struct idem_store *s, char *err, size_t errlen)
 {
-    *deleted = 0;
-    if (retention < 0 || limit <= 0) {
-        set_err(err, errlen, "purge: retention %d and limit %d must be >= 0 and > 0", retention,
-                limit);
-        return -1;
+    if (s->layout != LAYOUT_UNKNOWN) {
+        return s->layout;
     }
-    char ret[16], lim[16];
+    const char *params[] = {s->lease_index};
+    PGresult *res = idem_run_sql(s, "SELECT to_regclass($1) IS NOT NULL", 1, params,
+                                 PGRES_TUPLES_OK, "inspect the table's indexes", err, errlen);
+    if (res == NULL) {
+        return LAYOUT_UNKNOWN;
+    }
+    s->layout = strcmp(PQgetvalue(res, 0, 0), "t") == 0 ? LAYOUT_LEASE : LAYOUT_PARTIAL;
+    PQclear(res);
+    return s->layout;
+}
+
+/* The janitor's rows, by layout, with $1 the retention in seconds: for each
+ * kind of key, the conditions the index answers, tried in turn. In the lease
+ * layout lease_until and processed_at must both be older than the
+ * retention (a key completed after its lease ran out waits for its
+ * processed_at), and rows without a lease (written by an older twice into
+ * this table) are found apart, as NULLs are in the index; an in-progress
+ * key whose lease ended a retention ago belongs to a worker long gone whose
+ * lease had lapsed before the master could end it (expire_owner). */
+#define PURGE_OLD       "processed_at < now() - $1::int * interval '1 second'"
+#define PURGE_OLD_LEASE "lease_until < now() - $1::int * interval '1 second'"
+#define PURGE_FREE      "state IN ('released', 'crashed', 'interrupted')"
+static const char *const purge_conds[][2][3] = {
+    [LAYOUT_PARTIAL] = {{"state = 'completed' AND " PURGE_OLD, NULL, NULL},
+                        {PURGE_FREE " AND " PURGE_OLD, NULL, NULL}},
+    [LAYOUT_LEASE] = {{PURGE_OLD_LEASE " AND state = 'completed' AND " PURGE_OLD,
+                       "lease_until IS NULL AND state = 'completed' AND " PURGE_OLD, NULL},
+                      {PURGE_OLD_LEASE " AND (" PURGE_FREE " AND " PURGE_OLD
+                                       " OR state = 'in_progress')",
+                       "lease_until IS NULL AND " PURGE_FREE " AND " PURGE_OLD, NULL}},
+};
+
+/* Delete at most limit rows matching cond: by ctid, so that LIMIT bounds
+ * the batch (DELETE has no LIMIT). */
+static int
+purge_where(struct idem_store *s, const char *cond, int retention, long limit, long *deleted,
+            char *err, size_t errlen)
+{
+    char ret[16], lim[24];
     snprintf(ret, sizeof(ret), "%d", retention);
-    snprintf(lim, sizeof(lim), "%d", limit);
+    snprintf(lim, sizeof(lim), "%ld", limit);
     const char *params[] = {ret, lim};
-    struct buf tmpl = BUF_INIT; /* states is ours: no marker, nothing from outside */
+    struct buf tmpl = BUF_INIT; /* cond is ours: no marker, nothing from outside */
     buf_printf(&tmpl,
-               "DELETE FROM @T WHERE ctid = ANY (ARRAY (SELECT ctid FROM @T WHERE state %s"
-               " AND processed_at < now() - $1::int * interval '1 second' LIMIT $2::int))",
-               states);
+               "DELETE FROM @T WHERE ctid = ANY (ARRAY (SELECT ctid FROM @T WHERE %s"
+               " LIMIT $2::int))",
+               cond);
     if (tmpl.failed) {
         buf_free(&tmpl);
         set_err(err, errlen, "purge: out of memory");
@@ -1233,39 +1308,80 @@ purge(struct idem_store *s, const char *states, int retention, int limit, long *
     return 0;
 }
 
+/* Delete at most limit keys of one kind (0 completed, 1 free) older than
+ * the retention; *deleted says how many. */
+static int
+purge(struct idem_store *s, int kind, int retention, int limit, long *deleted, char *err,
+      size_t errlen)
+{
+    *deleted = 0;
+    if (retention < 0 || limit <= 0) {
+        set_err(err, errlen, "purge: retention %d and limit %d must be >= 0 and > 0", retention,
+                limit);
+        return -1;
+    }
+    enum idem_layout l = layout(s, err, errlen);
+    if (l == LAYOUT_UNKNOWN) {
+        return -1;
+    }
+    const char *const *conds = purge_conds[l][kind];
+    for (int i = 0; i < 3 && conds[i] != NULL && *deleted < limit; i++) {
+        long n = 0;
+        if (purge_where(s, conds[i], retention, limit - *deleted, &n, err, errlen) != 0) {
+            return -1;
+        }
+        *deleted += n;
+    }
+    return 0;
+}
+
 int
 idem_purge_completed(struct idem_store *s, int retention, int limit, long *deleted, char *err,
                      size_t errlen)
 {
-    return purge(s, "= 'completed'", retention, limit, deleted, err, errlen);
+    return purge(s, 0, retention, limit, deleted, err, errlen);
 }
 
 int
 idem_purge_free(struct idem_store *s, int retention, int limit, long *deleted, char *err,
                 size_t errlen)
 {
-    return purge(s, "IN ('released', 'crashed', 'interrupted')", retention, limit, deleted, err,
-                 errlen);
+    return purge(s, 1, retention, limit, deleted, err, errlen);
 }
 
 /* The keys of a process that has gone are free now: the next claim of each
  * takes it at once instead of waiting for the lease. The jobs that crashed
  * it have their run counted: the count + 1, or the run's own number when a
- * FIFO retry in place ran it more than once since the count was written. */
-static const char sql_expire_owner[] =
-    "UPDATE @T t SET state = CASE WHEN c.a IS NULL THEN 'interrupted' ELSE 'crashed' END,"
-    " attempts = CASE WHEN c.a IS NULL THEN t.attempts ELSE greatest(t.attempts + 1, c.a) END,"
-    " owner = NULL, lease_until = NULL, processed_at = now()"
-    " FROM (SELECT o.idempotency_key AS k, (SELECT max(u.a) FROM unnest($2::text[], $3::int[])"
-    " AS u (m, a) WHERE u.m = o.message_id) AS a FROM @T o"
-    " WHERE o.owner = $1 AND o.state = 'in_progress') c"
-    " WHERE t.idempotency_key = c.k AND t.owner = $1 AND t.state = 'in_progress'";
+ * FIFO retry in place ran it more than once since the count was written.
+ * The partial layout finds them by the owner index. The lease layout by
+ * lease_until: a key the worker still held when it went had a lease ending
+ * after that ($4: seconds since then, with a margin); a lease that had
+ * lapsed before is taken over by the next claim anyway (IDEM_TAKEN_OVER). */
+#define SQL_EXPIRE_OWNER(LEASE)                                                                   \
+    "UPDATE @T t SET state = CASE WHEN c.a IS NULL THEN 'interrupted' ELSE 'crashed' END,"        \
+    " attempts = CASE WHEN c.a IS NULL THEN t.attempts ELSE greatest(t.attempts + 1, c.a) END,"   \
+    " owner = NULL, lease_until = now(), processed_at = now()"                                    \
+    " FROM (SELECT o.idempotency_key AS k, (SELECT max(u.a) FROM unnest($2::text[], $3::int[])"   \
+    " AS u (m, a) WHERE u.m = o.message_id) AS a FROM @T o"                                       \
+    " WHERE o.owner = $1 AND o.state = 'in_progress'" LEASE ") c"                                 \
+    " WHERE t.idempotency_key = c.k AND t.owner = $1 AND t.state = 'in_progress'"
+#define EXPIRE_MARGIN 60 /* seconds */
+static const char *const sql_expire_owner[] = {
+    [LAYOUT_PARTIAL] = SQL_EXPIRE_OWNER(""),
+    [LAYOUT_LEASE] =
+        SQL_EXPIRE_OWNER(" AND o.lease_until > now() - $4::int * interval '1 second'"),
+};
 
 int
-idem_expire_owner(struct idem_store *s, const char *owner, const struct idem_culprit *culprits,
-                  size_t n, long *expired, char *err, size_t errlen)
+idem_expire_owner(struct idem_store *s, const char *owner, int gone_seconds,
+                  const struct idem_culprit *culprits, size_t n, long *expired, char *err,
+                  size_t errlen)
 {
     *expired = 0;
+    enum idem_layout l = layout(s, err, errlen);
+    if (l == LAYOUT_UNKNOWN) {
+        return -1;
+    }
     struct buf ids = BUF_INIT, runs = BUF_INIT;
     buf_putc(&runs, '{');
     for (size_t i = 0; i < n; i++) {
@@ -1280,9 +1396,11 @@ idem_expire_owner(struct idem_store *s, const char *owner, const struct idem_cul
         set_err(err, errlen, "expire leases: out of memory");
         return -1;
     }
-    const char *params[] = {owner, buf_str(&ids), buf_str(&runs)};
-    PGresult *res = idem_run_sql(s, sql_expire_owner, 3, params, PGRES_COMMAND_OK, "expire leases",
-                                 err, errlen);
+    char since[16]; /* the margin: the heartbeat's lag, the master's noticing */
+    snprintf(since, sizeof(since), "%d", (gone_seconds > 0 ? gone_seconds : 0) + EXPIRE_MARGIN);
+    const char *params[] = {owner, buf_str(&ids), buf_str(&runs), since};
+    PGresult *res = idem_run_sql(s, sql_expire_owner[l], l == LAYOUT_LEASE ? 4 : 3, params,
+                                 PGRES_COMMAND_OK, "expire leases", err, errlen);
     buf_free(&ids);
     buf_free(&runs);
     if (res == NULL) {

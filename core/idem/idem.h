@@ -35,6 +35,9 @@
  * completed is final until the janitor removes it: the key's job is done and
  * attempts says how many runs it took. released, crashed and interrupted
  * keys are free: the next claim takes them at once and keeps their count.
+ * lease_until matters only while a key is in progress; a completion leaves
+ * it as it was (so that it is a HOT update: idem.c, the lease layout), and
+ * release and the master set it to when the lease ended.
  *
  * One struct idem_store is one libpq connection: not thread-safe, so each
  * thread that needs the store has its own. Every operation on a batch is
@@ -191,10 +194,13 @@ struct idem_culprit {
  * the jobs that crashed it (none when it exited, or was stopped): their keys
  * become crashed with their run counted; the others' runs were cut short
  * through no fault of their own, so their keys become interrupted, not
- * counted. *expired gets the count. Uses the owner index.
+ * counted. *expired gets the count. gone_seconds: how long ago the worker
+ * went (the lease layout looks only at leases that had not ended by then;
+ * one that had is taken over by the next claim anyway).
  */
-int idem_expire_owner(struct idem_store *s, const char *owner, const struct idem_culprit *culprits,
-                      size_t n, long *expired, char *err, size_t errlen);
+int idem_expire_owner(struct idem_store *s, const char *owner, int gone_seconds,
+                      const struct idem_culprit *culprits, size_t n, long *expired, char *err,
+                      size_t errlen);
 
 /* A row, for `twicectl key`. */
 struct idem_record {
@@ -204,7 +210,7 @@ struct idem_record {
     char *message_id;
     char sha256_hex[65]; /* "" when unknown */
     int attempts;        /* runs counted (while in_progress: before the current one) */
-    time_t lease_until;  /* 0 when none */
+    time_t lease_until;  /* 0 unless in progress */
     time_t created_at;
     time_t processed_at;
 };

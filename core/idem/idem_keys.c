@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The columns of struct idem_record, in parse_record's order. */
+/* The columns of struct idem_record, in parse_record's order. Only a key in
+ * progress has a lease: the others keep when their last one ended (idem.c). */
 #define RECORD_COLUMNS                                                                            \
     "idempotency_key, state, owner, message_id, encode(payload_sha256, 'hex'), attempts,"         \
-    " coalesce(extract(epoch FROM lease_until)::bigint, 0),"                                      \
+    " CASE WHEN state = 'in_progress'"                                                            \
+    " THEN coalesce(extract(epoch FROM lease_until)::bigint, 0) ELSE 0 END,"                      \
     " extract(epoch FROM created_at)::bigint, extract(epoch FROM processed_at)::bigint"
 
 int

@@ -36,8 +36,9 @@ struct janitor {
     int batch;
     struct gone {
         char owner[160];
-        char *culprits; /* owned: the jobs that crashed it, one a line ("RUN MESSAGE-ID");
-                           NULL: none (it exited, or was stopped) */
+        char *culprits;  /* owned: the jobs that crashed it, one a line ("RUN MESSAGE-ID");
+                            NULL: none (it exited, or was stopped) */
+        int64_t gone_ms; /* clock_mono_ms() when the master learnt it was gone */
     } owners[JANITOR_OWNERS];
     int nowners;
 
@@ -113,7 +114,8 @@ expire(struct janitor *j, const struct gone *g)
     if (g->culprits != NULL && copy == NULL) {
         log_warn("janitor: out of memory");
         rc = -1;
-    } else if (idem_expire_owner(s, g->owner, c, nids, &n, err, sizeof(err)) != 0) {
+    } else if (idem_expire_owner(s, g->owner, (int) ((clock_mono_ms() - g->gone_ms) / 1000), c,
+                                 nids, &n, err, sizeof(err)) != 0) {
         metrics_count(MET_PG_ERRORS, "expire", NULL, NULL, 1);
         log_warn("janitor: %s", err);
         rc = -1;
@@ -218,6 +220,7 @@ janitor_expire_owner(struct janitor *j, const char *owner, const struct idem_cul
         struct gone *g = &j->owners[j->nowners++];
         snprintf(g->owner, sizeof(g->owner), "%s", owner);
         g->culprits = joined;
+        g->gone_ms = clock_mono_ms();
         joined = NULL;
         pthread_cond_signal(&j->cv);
     }

@@ -26,6 +26,7 @@ struct ctx {
     PGconn *db;    /* to the test database, for looking behind the store */
     char *dsn;     /* conninfo of the test database */
     char *dsn2;    /* conninfo of the second one (etc/schema.sql) */
+    int partial;   /* its twice_idempotency has the partial layout (idem.c), not the lease one */
 };
 
 static char err[512];
@@ -214,8 +215,9 @@ table_shape(PGconn *conn, const char *table)
              " (SELECT string_agg(pg_get_constraintdef(oid), ', ' ORDER BY conname)"
              " FROM pg_constraint WHERE conrelid = '%s'::regclass) || ' | ' ||"
              " (SELECT string_agg(indexdef, ', ' ORDER BY indexname) FROM pg_indexes"
-             " WHERE tablename = '%s')",
-             table, table, table);
+             " WHERE tablename = '%s') || ' | ' || (SELECT coalesce(array_to_string(reloptions,"
+             " ','), '-') FROM pg_class WHERE oid = '%s'::regclass)",
+             table, table, table, table);
     return sql_value(conn, q);
 }
 
@@ -256,11 +258,11 @@ test_migrate_and_schema_sql(struct ctx *c)
     CHECK_CONTAINS(shape, "attempts integer NO 1");
     CHECK_CONTAINS(shape, "CHECK ((state = ANY (ARRAY['in_progress'::text, 'released'::text,"
                           " 'crashed'::text, 'interrupted'::text, 'completed'::text])))");
-    CHECK_CONTAINS(shape, "(processed_at) WHERE (state = 'completed'::text)");
-    CHECK_CONTAINS(shape, "(owner, idempotency_key) WHERE (state = 'in_progress'::text)");
-    CHECK_CONTAINS(shape, "twice_idempotency_free_idx ON public.twice_idempotency USING btree"
-                          " (processed_at) WHERE (state = ANY (ARRAY['released'::text,"
-                          " 'crashed'::text, 'interrupted'::text]))");
+    /* a new table has the lease layout: one index besides the key's */
+    CHECK_CONTAINS(shape, "| CREATE INDEX twice_idempotency_lease_idx ON public.twice_idempotency"
+                          " USING btree (lease_until), CREATE UNIQUE INDEX twice_idempotency_pkey"
+                          " ON public.twice_idempotency USING btree (idempotency_key) |"
+                          " fillfactor=50");
     idem_close(s);
 
     PGconn *db2 = PQconnectdb(c->dsn2);
@@ -338,6 +340,25 @@ test_migrate_concurrently(struct ctx *c)
     }
 }
 
+/* A table that existed before keeps the partial layout (idem.c): the three
+ * partial indexes, no lease index, the default fillfactor. */
+static void
+check_partial_layout(PGconn *db, const char *table)
+{
+    char *shape = table_shape(db, table);
+    char want[512];
+    snprintf(want, sizeof(want),
+             "| CREATE INDEX %s_free_idx ON public.%s USING btree (processed_at) WHERE (state ="
+             " ANY (ARRAY['released'::text, 'crashed'::text, 'interrupted'::text])),"
+             " CREATE INDEX %s_janitor_idx ON public.%s USING btree (processed_at) WHERE (state"
+             " = 'completed'::text), CREATE INDEX %s_owner_idx ON public.%s USING btree (owner,"
+             " idempotency_key) WHERE (state = 'in_progress'::text), CREATE UNIQUE INDEX %s_pkey"
+             " ON public.%s USING btree (idempotency_key) | -",
+             table, table, table, table, table, table, table, table);
+    CHECK_CONTAINS(shape, want);
+    free(shape);
+}
+
 /* A classic two-column table with rows is migrated in place: its rows are
  * completed keys without a stored hash. */
 static void
@@ -351,6 +372,7 @@ test_migrate_classic(struct ctx *c)
     CHECK_INT(sql_long(c->db, "SELECT count(*) FROM classic_keys WHERE state = 'completed'"
                               " AND owner IS NULL AND attempts = 1"),
               2);
+    check_partial_layout(c->db, "classic_keys");
     struct idem_claim r = claim1(s, "old-1", "m-new", 7, 30);
     CHECK_INT(r.state, IDEM_COMPLETED);
     CHECK_INT(r.has_stored_sha256, 0);
@@ -368,7 +390,8 @@ test_migrate_classic(struct ctx *c)
 
 /* A table of an older twice (its check knew only in_progress and completed,
  * with the name PostgreSQL chose) is migrated in place: its rows keep their
- * state, the new states are allowed, and its shape is a new table's. */
+ * state, the new states are allowed, its indexes are the partial layout's
+ * (the owner index it had, the free keys' added); a new table's are not. */
 static void
 test_migrate_older_version(struct ctx *c)
 {
@@ -398,14 +421,17 @@ test_migrate_older_version(struct ctx *c)
     CHECK_INT(release1(s, "old-running", 2), 1);
     CHECK_INT(sql_long(c->db, "SELECT count(*) FROM old_keys WHERE state = 'released'"), 1);
     CHECK_INT(idem_migrate(s, err, sizeof(err)), 0); /* nothing left to do */
+    check_partial_layout(c->db, "old_keys");
     struct idem_store *fresh = open_store(c->dsn, "new_keys", "w1");
     CHECK_INT(idem_migrate(fresh, err, sizeof(err)), 0);
     char *old_shape = table_shape(c->db, "old_keys");
     char *new_shape = table_shape(c->db, "new_keys");
-    /* the same but for the names, which contain the table's */
+    /* the same columns and check, but for the names, which contain the table's */
     for (char *p = old_shape; (p = strstr(p, "old_keys")) != NULL; p++) {
         memcpy(p, "new_keys", 8);
     }
+    *strstr(old_shape, "| CREATE") = '\0';
+    *strstr(new_shape, "| CREATE") = '\0';
     CHECK_STR(old_shape, new_shape);
     free(old_shape);
     free(new_shape);
@@ -540,8 +566,9 @@ test_takeover_complete(struct ctx *c)
     memset(want, 2, sizeof(want));
     CHECK(memcmp(r.stored_sha256, want, 32) == 0);
     CHECK_STR(r.stored_message_id, "m-b");
+    /* no owner; the lease is left as it was (so that completion is HOT) */
     CHECK_INT(sql_long(c->db, "SELECT count(*) FROM twice_idempotency WHERE idempotency_key"
-                              " = 't-1' AND owner IS NULL AND lease_until IS NULL"),
+                              " = 't-1' AND owner IS NULL AND lease_until > now()"),
               1);
     idem_close(a);
     idem_close(b);
@@ -561,7 +588,7 @@ test_expire_owner(struct ctx *c)
     CHECK_INT(claim1(b, "x-other", "m-other", 1, 300).state, IDEM_CLAIMED);
     long expired = -1;
     const struct idem_culprit poison[] = {{"m-poison", 1}};
-    CHECK_INT(idem_expire_owner(n, "gone-a", poison, 1, &expired, err, sizeof(err)), 0);
+    CHECK_INT(idem_expire_owner(n, "gone-a", 0, poison, 1, &expired, err, sizeof(err)), 0);
     CHECK_INT(expired, 2);
     check_row(c->db, "x-poison", "crashed 1 -");
     check_row(c->db, "x-good", "interrupted 0 -");
@@ -573,24 +600,24 @@ test_expire_owner(struct ctx *c)
     CHECK_INT(r.attempts, 0); /* cut short by the poison: not counted */
     CHECK_INT(claim1(n, "x-other", "m-other", 1, 30).state, IDEM_BUSY);
     /* crashed again by the poison: counted again; the bystander never */
-    CHECK_INT(idem_expire_owner(a, "next-n", poison, 1, &expired, err, sizeof(err)), 0);
+    CHECK_INT(idem_expire_owner(a, "next-n", 0, poison, 1, &expired, err, sizeof(err)), 0);
     CHECK_INT(expired, 2);
     CHECK_INT(claim1(b, "x-poison", "m-poison", 1, 30).attempts, 2);
     CHECK_INT(claim1(b, "x-good", "m-good", 1, 30).attempts, 0);
     /* a crash whose job is unknown: every job then running counts (a run of
      * unknown number counts one) */
     const struct idem_culprit running[] = {{"m-good", 0}, {"m-other", -1}};
-    CHECK_INT(idem_expire_owner(a, "live-b", running, 2, &expired, err, sizeof(err)), 0);
+    CHECK_INT(idem_expire_owner(a, "live-b", 0, running, 2, &expired, err, sizeof(err)), 0);
     CHECK_INT(expired, 3);
     check_row(c->db, "x-good", "crashed 1 -");
     check_row(c->db, "x-other", "crashed 1 -");
     check_row(c->db, "x-poison", "interrupted 2 -");
     /* a worker that exited (a drain) holding keys: nothing counted */
     CHECK_INT(claim1(n, "x-good", "m-good", 1, 30).state, IDEM_CRASHED);
-    CHECK_INT(idem_expire_owner(a, "next-n", NULL, 0, &expired, err, sizeof(err)), 0);
+    CHECK_INT(idem_expire_owner(a, "next-n", 0, NULL, 0, &expired, err, sizeof(err)), 0);
     CHECK_INT(expired, 1);
     check_row(c->db, "x-good", "interrupted 1 -");
-    CHECK_INT(idem_expire_owner(a, "nobody", poison, 1, &expired, err, sizeof(err)), 0);
+    CHECK_INT(idem_expire_owner(a, "nobody", 0, poison, 1, &expired, err, sizeof(err)), 0);
     CHECK_INT(expired, 0);
     /* a FIFO retry in place ran it twice more since its count was written:
      * the crash records the run's own number */
@@ -598,9 +625,22 @@ test_expire_owner(struct ctx *c)
     CHECK_INT(release1(a, "x-fifo", 1), 1);
     CHECK_INT(claim1(a, "x-fifo", "m-fifo", 1, 30).attempts, 1);
     const struct idem_culprit fifo[] = {{"m-fifo", 4}};
-    CHECK_INT(idem_expire_owner(n, "gone-a", fifo, 1, &expired, err, sizeof(err)), 0);
+    CHECK_INT(idem_expire_owner(n, "gone-a", 0, fifo, 1, &expired, err, sizeof(err)), 0);
     CHECK_INT(expired, 1);
     check_row(c->db, "x-fifo", "crashed 4 -");
+    /* a lease that had lapsed before the worker went: the lease layout leaves
+     * it to the next claim (taken over), unless the worker went before the
+     * lease ended (gone_seconds); the partial layout frees it at once */
+    struct idem_store *l = open_store(c->dsn, NULL, "gone-l");
+    CHECK_INT(claim1(l, "x-lapsed", "m-lapsed", 1, 300).state, IDEM_CLAIMED);
+    sql(c->db, "UPDATE twice_idempotency SET lease_until = now() - interval '10 minutes'"
+               " WHERE idempotency_key = 'x-lapsed'");
+    CHECK_INT(idem_expire_owner(n, "gone-l", 0, NULL, 0, &expired, err, sizeof(err)), 0);
+    CHECK_INT(expired, c->partial ? 1 : 0);
+    CHECK_INT(idem_expire_owner(n, "gone-l", 900, NULL, 0, &expired, err, sizeof(err)), 0);
+    CHECK_INT(expired, c->partial ? 0 : 1);
+    check_row(c->db, "x-lapsed", "interrupted 0 -");
+    idem_close(l);
     idem_close(a);
     idem_close(b);
     idem_close(n);
@@ -839,11 +879,28 @@ test_concurrent_claims(struct ctx *c)
               CONC_ROUNDS * CONC_KEYS);
 }
 
+/* Make keys look older than the janitor's retention of an hour: their last
+ * change and, when lease, their lease. */
+static void
+age(PGconn *db, const char *keys, int lease)
+{
+    char q[512];
+    snprintf(q, sizeof(q),
+             "UPDATE twice_idempotency SET processed_at = now() - interval '2 hours'%s"
+             " WHERE idempotency_key IN (%s)",
+             lease ? ", lease_until = now() - interval '2 hours'" : "", keys);
+    sql(db, q);
+}
+
 /* The janitor deletes only completed keys, or free ones, older than the
- * retention, at most `limit` per call; never a key in progress. */
+ * retention, at most `limit` per call; never a key in progress under a live
+ * lease. Rows without a lease (written by an older twice) are found too. In
+ * the lease layout a key in progress whose lease ended a retention ago is
+ * free (its worker went long ago); the partial layout keeps it. */
 static void
 test_purge(struct ctx *c)
 {
+    sql(c->db, "DELETE FROM twice_idempotency WHERE idempotency_key LIKE 'purge-%'");
     struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
     char key[32];
     for (int i = 0; i < 5; i++) {
@@ -854,8 +911,17 @@ test_purge(struct ctx *c)
     CHECK_INT(claim1(a, "purge-new", "m", 1, 30).state, IDEM_CLAIMED);
     CHECK_INT(complete1(a, "purge-new"), 1);
     CHECK_INT(claim1(a, "purge-running", "m", 1, 30).state, IDEM_CLAIMED);
-    sql(c->db, "UPDATE twice_idempotency SET processed_at = now() - interval '2 hours'"
-               " WHERE idempotency_key LIKE 'purge-old-%' OR idempotency_key = 'purge-running'");
+    CHECK_INT(claim1(a, "purge-late", "m", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(complete1(a, "purge-late"), 1);
+    age(c->db, "'purge-old-0', 'purge-old-1', 'purge-old-2', 'purge-old-3', 'purge-running'", 1);
+    sql(c->db, "UPDATE twice_idempotency SET lease_until = NULL WHERE idempotency_key"
+               " = 'purge-old-4'");
+    age(c->db, "'purge-old-4'", 0);
+    /* its lease is old, but it was completed within the retention */
+    sql(c->db, "UPDATE twice_idempotency SET lease_until = now() - interval '2 hours'"
+               " WHERE idempotency_key = 'purge-late'");
+    sql(c->db, "UPDATE twice_idempotency SET lease_until = now() + interval '30 seconds'"
+               " WHERE idempotency_key = 'purge-running'");
     long counts[4] = {-1, -1, -1, -1};
     for (int i = 0; i < 4; i++) {
         CHECK_INT(idem_purge_completed(a, 3600, 2, &counts[i], err, sizeof(err)), 0);
@@ -866,7 +932,9 @@ test_purge(struct ctx *c)
     CHECK_INT(counts[3], 0);
     CHECK_INT(sql_long(c->db, "SELECT count(*) FROM twice_idempotency"
                               " WHERE idempotency_key LIKE 'purge-%'"),
-              2);
+              3);
+    check_row(c->db, "purge-late", "completed 1 -");
+    check_row(c->db, "purge-running", "in_progress 0 owner-a");
     long d = -1;
     CHECK_INT(idem_purge_completed(a, 3600, 0, &d, err, sizeof(err)), -1);
     /* free keys: released, crashed, interrupted */
@@ -877,18 +945,23 @@ test_purge(struct ctx *c)
     CHECK_INT(claim1(a, "purge-cut", "m-cut", 1, 30).state, IDEM_CLAIMED);
     CHECK_INT(claim1(a, "purge-fresh", "m", 1, 30).state, IDEM_CLAIMED);
     CHECK_INT(release1(a, "purge-fresh", 1), 1);
-    CHECK_INT(idem_expire_owner(a, "owner-a", culprit, 1, &d, err, sizeof(err)), 0);
-    sql(c->db, "UPDATE twice_idempotency SET processed_at = now() - interval '2 hours'"
-               " WHERE idempotency_key IN ('purge-released', 'purge-crashed', 'purge-cut',"
-               " 'purge-new')");
+    CHECK_INT(idem_expire_owner(a, "owner-a", 0, culprit, 1, &d, err, sizeof(err)), 0);
+    check_row(c->db, "purge-running", "interrupted 0 -");
+    CHECK_INT(claim1(a, "purge-stale", "m", 1, 30).state, IDEM_CLAIMED);
+    age(c->db, "'purge-released', 'purge-crashed', 'purge-cut', 'purge-new', 'purge-stale'", 1);
+    long total = 0;
     CHECK_INT(idem_purge_free(a, 3600, 2, &d, err, sizeof(err)), 0);
     CHECK_INT(d, 2);
+    total += d;
     CHECK_INT(idem_purge_free(a, 3600, 2, &d, err, sizeof(err)), 0);
-    CHECK_INT(d, 1);
+    total += d;
     CHECK_INT(idem_purge_free(a, 3600, 2, &d, err, sizeof(err)), 0);
+    total += d;
+    CHECK_INT(total, c->partial ? 3 : 4);
     CHECK_INT(d, 0);
     check_row(c->db, "purge-fresh", "released 1 -");
     check_row(c->db, "purge-new", "completed 1 -"); /* not a free key */
+    check_row(c->db, "purge-stale", c->partial ? "in_progress 0 owner-a" : "");
     idem_close(a);
 }
 
@@ -1193,6 +1266,67 @@ drop_databases(PGconn *admin, const char *name)
     sql(admin, q);
     snprintf(q, sizeof(q), "DROP DATABASE IF EXISTS %s_2 WITH (FORCE)", name);
     sql(admin, q);
+    snprintf(q, sizeof(q), "DROP DATABASE IF EXISTS %s_3 WITH (FORCE)", name);
+    sql(admin, q);
+}
+
+/* Completions in the lease layout are HOT updates: no index entries. 200
+ * keys fill several pages, so without the free half of each page most
+ * completions would have to move their row. The counters are written when
+ * the store's backend ends. */
+static void
+test_completion_is_hot(struct ctx *c)
+{
+    struct idem_store *a = open_store(c->dsn, "hot_keys", "owner-a");
+    CHECK_INT(idem_migrate(a, err, sizeof(err)), 0);
+    char key[32];
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof(key), "hot-%d", i);
+        CHECK_INT(claim1(a, key, "m", 1, 30).state, IDEM_CLAIMED);
+    }
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof(key), "hot-%d", i);
+        CHECK_INT(complete1(a, key), 1);
+    }
+    idem_close(a);
+    long upd = 0, hot = 0;
+    for (int tries = 0; tries < 100 && upd < 200; tries++) {
+        usleep(50000);
+        sql(c->db, "SELECT pg_stat_clear_snapshot()");
+        upd = sql_long(c->db, "SELECT n_tup_upd FROM pg_stat_user_tables"
+                              " WHERE relname = 'hot_keys'");
+        hot = sql_long(c->db, "SELECT n_tup_hot_upd FROM pg_stat_user_tables"
+                              " WHERE relname = 'hot_keys'");
+    }
+    CHECK_INT(upd, 200);
+    CHECK_INT(hot, 200);
+}
+
+/* The same behaviour on a table of the partial layout: created before the
+ * lease layout (two columns), then migrated. */
+static void
+test_partial_layout(struct ctx *c, const char *name)
+{
+    char q[256];
+    snprintf(q, sizeof(q), "CREATE DATABASE %s_3", name);
+    sql(c->admin, q);
+    snprintf(q, sizeof(q), "%s_3", name);
+    struct ctx p = {.admin = c->admin, .dsn = dsn_with(c->admin, q, NULL), .partial = 1};
+    p.db = PQconnectdb(p.dsn);
+    CHECK_INT(PQstatus(p.db), CONNECTION_OK);
+    sql(p.db, "CREATE TABLE twice_idempotency (idempotency_key TEXT PRIMARY KEY,"
+              " processed_at TIMESTAMPTZ NOT NULL DEFAULT now())");
+    struct idem_store *s = open_store(p.dsn, NULL, "migrator");
+    CHECK_INT(idem_migrate(s, err, sizeof(err)), 0);
+    idem_close(s);
+    check_partial_layout(p.db, "twice_idempotency");
+    test_claim_busy(&p);
+    test_takeover_complete(&p);
+    test_expire_owner(&p);
+    test_release_extend(&p);
+    test_purge(&p);
+    PQfinish(p.db);
+    free(p.dsn);
 }
 
 int
@@ -1240,6 +1374,8 @@ main(void)
     test_tx_commit_rollback(&c);
     test_concurrent_claims(&c);
     test_purge(&c);
+    test_completion_is_hot(&c);
+    test_partial_layout(&c, name);
     test_key_ops(&c);
     test_quoting(&c);
     test_connect_errors(&c);
