@@ -388,6 +388,12 @@ worker_main(int argc, char **argv)
              ask == WORKER_QUIT ? "quitting: finishing every running job" : "draining",
              sigabbrev_np(si.si_signo));
     int clean = drain(&w, &set, ask, a.master_pid);
+    /* The handlers first: the drain's idle test can pass while a handler,
+     * its job popped or run, has yet to hand that job to the acker, which
+     * must still be there (acker_stop frees it). */
+    for (size_t i = 0; clean && i < w.nqueues; i++) {
+        handlers_join(&w.queues[i]);
+    }
     acker_stop(w.acker);
     jobspan_stop();
     if (!clean) {
@@ -395,9 +401,6 @@ worker_main(int argc, char **argv)
             handlers_detach(&w.queues[i]);
         }
         _exit(0); /* threads are still inside plugin code: do not run fini */
-    }
-    for (size_t i = 0; i < w.nqueues; i++) {
-        handlers_join(&w.queues[i]);
     }
     for (size_t i = 0; i < w.nplugins; i++) {
         hostapi_fini(&w.plugins[i]);
