@@ -770,10 +770,11 @@ idem_migrate(struct idem_store *s, char *err, size_t errlen)
     char *table_lit = PQescapeLiteral(s->conn, s->table, strlen(s->table));
     char *check_lit = check.failed ? NULL : PQescapeLiteral(s->conn, buf_str(&check), check.len);
     const char *extra[] = {"L", lock, "N", table_lit, "C", check_lit, NULL};
-    int rc = table_lit != NULL && check_lit != NULL
-                 ? sql_expand_with(&sql, sql_migrate_columns, s, extra) |
-                       sql_expand(&sql, lease ? sql_migrate_lease : sql_migrate_partial, s)
-                 : -1;
+    int rc = -1;
+    if (table_lit != NULL && check_lit != NULL &&
+        sql_expand_with(&sql, sql_migrate_columns, s, extra) == 0) {
+        rc = sql_expand(&sql, lease ? sql_migrate_lease : sql_migrate_partial, s);
+    }
     PQfreemem(table_lit);
     PQfreemem(check_lit);
     buf_free(&check);
@@ -1267,14 +1268,15 @@ layout(struct idem_store *s, char *err, size_t errlen)
 #define PURGE_OLD       "processed_at < now() - $1::int * interval '1 second'"
 #define PURGE_OLD_LEASE "lease_until < now() - $1::int * interval '1 second'"
 #define PURGE_FREE      "state IN ('released', 'crashed', 'interrupted')"
-static const char *const purge_conds[][2][3] = {
-    [LAYOUT_PARTIAL] = {{"state = 'completed' AND " PURGE_OLD, NULL, NULL},
-                        {PURGE_FREE " AND " PURGE_OLD, NULL, NULL}},
+#define PURGE_CONDS     2 /* at most, per layout and kind; NULL: no more */
+static const char *const purge_conds[][2][PURGE_CONDS] = {
+    [LAYOUT_PARTIAL] = {{"state = 'completed' AND " PURGE_OLD, NULL},
+                        {PURGE_FREE " AND " PURGE_OLD, NULL}},
     [LAYOUT_LEASE] = {{PURGE_OLD_LEASE " AND state = 'completed' AND " PURGE_OLD,
-                       "lease_until IS NULL AND state = 'completed' AND " PURGE_OLD, NULL},
+                       "lease_until IS NULL AND state = 'completed' AND " PURGE_OLD},
                       {PURGE_OLD_LEASE " AND (" PURGE_FREE " AND " PURGE_OLD
                                        " OR state = 'in_progress')",
-                       "lease_until IS NULL AND " PURGE_FREE " AND " PURGE_OLD, NULL}},
+                       "lease_until IS NULL AND " PURGE_FREE " AND " PURGE_OLD}},
 };
 
 /* Delete at most limit rows matching cond: by ctid, so that LIMIT bounds
@@ -1325,7 +1327,7 @@ purge(struct idem_store *s, int kind, int retention, int limit, long *deleted, c
         return -1;
     }
     const char *const *conds = purge_conds[l][kind];
-    for (int i = 0; i < 3 && conds[i] != NULL && *deleted < limit; i++) {
+    for (int i = 0; i < PURGE_CONDS && conds[i] != NULL && *deleted < limit; i++) {
         long n = 0;
         if (purge_where(s, conds[i], retention, limit - *deleted, &n, err, errlen) != 0) {
             return -1;
