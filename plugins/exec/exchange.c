@@ -177,13 +177,31 @@ stale(struct exec_proc *p)
     return poll(&fd, 1, 0) > 0 && recv(p->io, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
 }
 
+/* What an overrun of the limit is called in the job's error. */
+static void
+describe_limit(struct exec_limit l, char *out, size_t cap)
+{
+    if (l.start > 0) {
+        snprintf(out, cap,
+                 "did not answer within %d s (timeout %d s + start_timeout %d s of a new "
+                 "process; killed)",
+                 l.timeout + l.start, l.timeout, l.start);
+    } else {
+        snprintf(out, cap, "did not answer within %d s (killed)", l.timeout);
+    }
+}
+
 int
 exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const char *req,
-              size_t len, int timeout, struct exec_answer *a, char *why, size_t cap)
+              size_t len, struct exec_limit l, struct exec_answer *a, char *why, size_t cap)
 {
-    struct xjob x = {api, job, p, now_ms() + (long long) timeout * 1000, NULL, 0, 1};
+    if (p->answered > 0) {
+        l.start = 0; /* started long ago */
+    }
+    long long seconds = (long long) l.timeout + l.start;
+    struct xjob x = {api, job, p, now_ms() + seconds * 1000, NULL, 0, 1};
     int extra = 0, rc;
-    char limit[96];
+    char limit[160];
     if (stale(p)) {
         failed(&x, "was out of step (output before the request; restarted)", why, cap);
         return -2;
@@ -192,7 +210,7 @@ exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const c
         snprintf(why, cap, "out of memory");
         return -1;
     }
-    snprintf(limit, sizeof(limit), "did not answer within %d s (killed)", timeout);
+    describe_limit(l, limit, sizeof(limit));
     rc = send_request(&x, req, len);
     if (rc == 1) {
         rc = read_answer(&x, &extra);
@@ -206,6 +224,7 @@ exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const c
                                : NULL,
                     why, cap);
     } else {
+        p->answered++;
         drain_stderr(&x); /* what it logged right before answering is this job's */
         exec_lines_flush(&p->lines, job_line, &x);
         if (extra) {

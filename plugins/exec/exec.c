@@ -19,23 +19,29 @@
 struct exec_plugin {
     const twice_api *api;
     struct exec_cmd cmd;
-    int timeout; /* seconds a job may take */
+    struct exec_limit limit; /* seconds a job may take; more for a new process */
     struct exec_pool pool;
 };
 
 /* The integer settings, checked: NULL, or why not. */
 static const char *
-read_numbers(const twice_api *api, const twice_settings *set, int *timeout, int *processes)
+read_numbers(const twice_api *api, const twice_settings *set, struct exec_limit *limit,
+             int *processes)
 {
     long t = strtol(api->setting(set, "timeout"), NULL, 10);
+    long s = strtol(api->setting(set, "start_timeout"), NULL, 10);
     long n = strtol(api->setting(set, "processes"), NULL, 10);
     if (t < 1 || t > 86400) {
         return "timeout must be 1-86400 seconds";
     }
+    if (s < 0 || s > 3600) {
+        return "start_timeout must be 0-3600 seconds";
+    }
     if (n < 0 || n > 1024) {
         return "processes must be 0 (one per running job) to 1024";
     }
-    *timeout = (int) t;
+    limit->timeout = (int) t;
+    limit->start = (int) s;
     *processes = (int) n;
     return NULL;
 }
@@ -49,7 +55,7 @@ exec_init(const twice_api *api, const twice_settings *set, void **state)
     int processes = 0;
     if (x != NULL) {
         x->api = api;
-        why = read_numbers(api, set, &x->timeout, &processes);
+        why = read_numbers(api, set, &x->limit, &processes);
     }
     if (why == NULL && exec_cmd_parse(&x->cmd, api->setting(set, "command"),
                                       api->setting(set, "env"), api->setting(set, "pass_env"),
@@ -115,7 +121,7 @@ exec_handle(void *state, twice_job *job)
             rc = -1;
             break;
         }
-        rc = exec_exchange(x->api, job, exec_slot_proc(slot), req, len, x->timeout, &a, why,
+        rc = exec_exchange(x->api, job, exec_slot_proc(slot), req, len, x->limit, &a, why,
                            sizeof(why));
         exec_pool_give(&x->pool, slot, rc != 0);
     }
@@ -131,8 +137,9 @@ exec_handle(void *state, twice_job *job)
 static int
 exec_describe(const twice_api *api, const twice_settings *set, char *buf, size_t cap)
 {
-    int timeout, processes;
-    const char *why = read_numbers(api, set, &timeout, &processes);
+    struct exec_limit limit;
+    int processes;
+    const char *why = read_numbers(api, set, &limit, &processes);
     const char *command = api->setting(set, "command");
     if (why != NULL || command == NULL) {
         snprintf(buf, cap, "%s", why != NULL ? why : "command is not set");
@@ -149,9 +156,10 @@ exec_describe(const twice_api *api, const twice_settings *set, char *buf, size_t
              "{\"status\":\"retry\",\"error\":...,\"retry_after\":N}: RETRY (after N s when "
              "given)\n"
              "{\"status\":\"reject\",\"error\":...}: REJECT, dead letter with the error\n"
-             "no answer within %d s, death, garbage: RETRY, the process restarted with backoff\n"
+             "no answer within %d s (%d s more for a new process's first job), death, "
+             "garbage: RETRY, the process restarted with backoff\n"
              "its stderr: the log, line by line, with the job's context",
-             command, procs, timeout);
+             command, procs, limit.timeout, limit.start);
     return 0;
 }
 
@@ -169,11 +177,14 @@ static const twice_setting exec_settings[] = {
      "names of twiced's environment variables it also gets (nothing else is inherited)"},
     {"timeout", TWICE_SETTING_INT, 0, "60",
      "seconds a job may take before the handler is killed and the job retried (1-86400)"},
+    {"start_timeout", TWICE_SETTING_INT, 0, "30",
+     "seconds more a new handler process may take to answer its first job: its start "
+     "(interpreter, imports) is not the job's (0-3600)"},
     {"processes", TWICE_SETTING_INT, 0, "0",
      "most handler processes at once; 0: one per running job (the queues' concurrency)"},
     {NULL, TWICE_SETTING_STRING, 0, NULL, NULL},
 };
 
-TWICE_PLUGIN(.name = "exec", .version = "1.0.0", .key_setting = "key", .settings = exec_settings,
+TWICE_PLUGIN(.name = "exec", .version = "1.1.0", .key_setting = "key", .settings = exec_settings,
              .init = exec_init, .handle = exec_handle, .fini = exec_fini,
              .describe = exec_describe)

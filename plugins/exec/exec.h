@@ -81,6 +81,7 @@ struct exec_proc {
     int io;                  /* our end of its stdin/stdout socket, -1 */
     int err;                 /* the read end of its stderr pipe, -1 */
     struct exec_lines lines; /* its stderr, being split */
+    unsigned long answered;  /* jobs it answered; 0: a new process, still starting */
 };
 
 /* Start c's program with stdin and stdout a socket to us and stderr a
@@ -134,14 +135,23 @@ void exec_pool_give(struct exec_pool *p, struct exec_slot *s, int failed);
 
 /* ---- exchange.c: one job on one process ---- */
 
-/* Send the request line req (len bytes, newline included), wait up to
- * timeout seconds for the answer line while logging stderr with the job's
+/* The time limit of one job: timeout seconds, plus start seconds when the
+ * process has not answered a job yet (its interpreter's start and imports
+ * are not the job's). */
+struct exec_limit {
+    int timeout;
+    int start;
+};
+
+/* Send the request line req (len bytes, newline included), wait within
+ * the limit for the answer line while logging stderr with the job's
  * context. 0 and *a (the process is killed when it wrote more than one
  * line: p->pid is then 0); -1 with why (the process died, overran or
  * answered garbage, and is killed); -2 when it had written output before
  * the request (out of step: killed, the request not sent). */
 int exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const char *req,
-                  size_t len, int timeout, struct exec_answer *a, char *why, size_t cap);
+                  size_t len, struct exec_limit limit, struct exec_answer *a, char *why,
+                  size_t cap);
 
 /* Log one stderr line of process pid with job's context (job NULL: none). */
 void exec_log_stderr(const twice_api *api, const twice_job *job, pid_t pid, const char *line,

@@ -137,6 +137,21 @@ class ExecPlugin(twicetest.TwiceTestCase):
                          {"1", "2", "3"}, "three attempts, each on a fresh handler")
         self.assertEqual(d.stop(), 0)
 
+    def test_a_handler_slower_to_start_than_its_timeout_does_its_jobs(self):
+        """Every handler process takes 3 s to start and the timeout is 1 s: the default
+        start_timeout lets each process's first job finish, on its first attempt."""
+        url, dlq, dsn, d = self.start(self.plugin("python3 -u " + self.behave, key="k:{id}",
+                                                  env="START_DELAY=3 LANG=C", timeout=1))
+        effects = os.path.join(self.dir, "effects")
+        self.sqs.send_batch(url, [json.dumps({"id": i, "effect": effects}) for i in range(6)])
+        twicetest.wait_until(lambda: len(self.lines("effects")) == 6, timeout=60,
+                             message="every job done")
+        self.drained(url)
+        self.assertEqual(sorted(self.lines("effects")), ["k:%d" % i for i in range(6)])
+        self.assertNotIn("did not answer", d.log_text())
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
     def test_a_megabyte_of_stderr_stalls_nothing(self):
         url, dlq, dsn, d = self.start(self.plugin("python3 -u " + self.behave, key="k:{id}"),
                                       concurrency=2)

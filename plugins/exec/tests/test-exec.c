@@ -4,7 +4,8 @@
  * Node examples): stderr cut into lines (lines.c) and answers parsed
  * (protocol.c) on their own; settings and command refusals; the request
  * line; done, retry and reject answers; a handler that dies, overruns,
- * answers garbage or two lines (killed, restarted, the job retried); a
+ * answers garbage or two lines (killed, restarted, the job retried); one
+ * that starts slower than its timeout (start_timeout); a
  * megabyte of stderr that stalls nothing; processes reused, capped, and
  * all gone after fini, none left a zombie. The daemon's acceptance tests
  * are tests/integration/test_exec_plugin.py.
@@ -212,6 +213,12 @@ test_settings(void)
     twice_mock_set(m, "timeout", "0");
     expect_init_failure(m, "timeout must be 1-86400 seconds");
     m = new_mock("python3 " BEHAVE);
+    twice_mock_set(m, "start_timeout", "-1");
+    expect_init_failure(m, "start_timeout must be 0-3600 seconds");
+    m = new_mock("python3 " BEHAVE);
+    twice_mock_set(m, "start_timeout", "3601");
+    expect_init_failure(m, "start_timeout must be 0-3600 seconds");
+    m = new_mock("python3 " BEHAVE);
     twice_mock_set(m, "processes", "-1");
     expect_init_failure(m, "processes must be 0");
     m = new_mock("python3 " BEHAVE);
@@ -380,6 +387,64 @@ test_overrun(void)
     twice_mock_free(m);
 }
 
+/* A handler that sleeps START_DELAY seconds before its first job, with a
+ * timeout of 1 s and start_timeout seconds more for a new process. */
+static twice_mock *
+slow_start_mock(const char *start_timeout)
+{
+    char env[160];
+    twice_mock *m = new_mock("python3 -u " BEHAVE);
+    snprintf(env, sizeof(env), "{\"START_DELAY\": \"2\", \"LANG\": \"C\"}");
+    twice_mock_set(m, "env", env);
+    twice_mock_set(m, "timeout", "1");
+    twice_mock_set(m, "start_timeout", start_timeout);
+    CHECK_INT(twice_mock_init(m), 0);
+    return m;
+}
+
+/* A handler that starts slower than its timeout: without start_timeout it
+ * is killed on every first job and never answers one; with it, its first
+ * job (and the first of every process restarted) gets the allowance, and
+ * later jobs are held to the timeout alone. */
+static void
+test_slow_start(void)
+{
+    twice_mock *m = slow_start_mock("0");
+    twice_mock_job *j;
+    for (int i = 0; i < 2; i++) { /* each restart starts slowly again */
+        CHECK_INT(plugin_run(m, "{\"id\":1,\"do\":\"ok\"}", &j), TWICE_RETRY);
+        CHECK_CONTAINS(twice_mock_job_error(j), "did not answer within 1 s (killed)");
+        twice_mock_job_free(j);
+    }
+    twice_mock_free(m);
+
+    m = slow_start_mock("30");
+    int pid, again;
+    CHECK_INT(run_pid(m, "\"do\":\"ok\"", &pid, &j), TWICE_DONE);
+    twice_mock_job_free(j);
+    CHECK_INT(run_pid(m, "\"do\":\"sleep\",\"seconds\":0.2", &again, &j), TWICE_DONE);
+    CHECK_INT(again, pid);
+    twice_mock_job_free(j);
+    CHECK_INT(run_pid(m, "\"do\":\"sleep\",\"seconds\":3", &again, &j), TWICE_RETRY);
+    CHECK_CONTAINS(twice_mock_job_error(j), "did not answer within 1 s (killed)");
+    CHECK(again == pid && gone(pid));
+    twice_mock_job_free(j);
+    CHECK_INT(run_pid(m, "\"do\":\"ok\"", &again, &j), TWICE_DONE);
+    CHECK(again > 0 && again != pid);
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+
+    /* A new process that overruns timeout + start_timeout: killed, and said so. */
+    m = slow_start_mock("2");
+    CHECK_INT(run_pid(m, "\"do\":\"sleep\",\"seconds\":30", &pid, &j), TWICE_RETRY);
+    CHECK_CONTAINS(twice_mock_job_error(j),
+                   "did not answer within 3 s (timeout 1 s + start_timeout 2 s of a new "
+                   "process; killed)");
+    CHECK(gone(pid));
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+}
+
 /* A megabyte of stderr while the job runs: logged with the job's context,
  * and the job is answered in seconds. */
 static void
@@ -465,6 +530,7 @@ main(void)
     test_failures(m);
     test_stderr(m);
     test_overrun();
+    test_slow_start();
     int pid;
     twice_mock_job *j;
     run_pid(m, "\"do\":\"ok\"", &pid, &j);

@@ -9,6 +9,8 @@ without a newline), "two_lines" (done twice), "echo" (done, the request line wri
 to the file named by ECHO_FILE), "env" (done, the environment and the working
 directory written to ECHO_FILE). With "pid_file", its pid is written there first;
 with "effect", the key is appended to that file before answering done (an effect).
+START_DELAY in the environment: seconds it sleeps before reading its first job (a
+slow start: a big interpreter, heavy imports).
 Used by: plugins/exec/tests/test-exec.c, tests/integration/test_exec_plugin.py.
 """
 import json
@@ -59,5 +61,6 @@ def run(job, req):
     answer({"status": "done"}, twice=do == "two_lines")
 
 
+time.sleep(float(os.environ.get("START_DELAY", "0")))
 for req in sys.stdin:
     run(json.loads(req), req)
