@@ -205,28 +205,25 @@ new_mock(const char *command)
     return m;
 }
 
+/* The behave handler with one setting set to value: init refuses it with want. */
+static void
+expect_setting_refused(const char *name, const char *value, const char *want)
+{
+    twice_mock *m = new_mock("python3 " BEHAVE);
+    twice_mock_set(m, name, value);
+    expect_init_failure(m, want);
+}
+
 static void
 test_settings(void)
 {
     expect_init_failure(new_mock("no-such-program-twice"), "is not an executable file in PATH");
-    twice_mock *m = new_mock("python3 " BEHAVE);
-    twice_mock_set(m, "timeout", "0");
-    expect_init_failure(m, "timeout must be 1-86400 seconds");
-    m = new_mock("python3 " BEHAVE);
-    twice_mock_set(m, "start_timeout", "-1");
-    expect_init_failure(m, "start_timeout must be 0-3600 seconds");
-    m = new_mock("python3 " BEHAVE);
-    twice_mock_set(m, "start_timeout", "3601");
-    expect_init_failure(m, "start_timeout must be 0-3600 seconds");
-    m = new_mock("python3 " BEHAVE);
-    twice_mock_set(m, "processes", "-1");
-    expect_init_failure(m, "processes must be 0");
-    m = new_mock("python3 " BEHAVE);
-    twice_mock_set(m, "env", "{\"A\":");
-    expect_init_failure(m, "env: not a JSON object");
-    m = new_mock("python3 " BEHAVE);
-    twice_mock_set(m, "key", "job:{id");
-    expect_init_failure(m, "setting 'key': key template \"job:{id\"");
+    expect_setting_refused("timeout", "0", "timeout must be 1-86400 seconds");
+    expect_setting_refused("start_timeout", "-1", "start_timeout must be 0-3600 seconds");
+    expect_setting_refused("start_timeout", "3601", "start_timeout must be 0-3600 seconds");
+    expect_setting_refused("processes", "-1", "processes must be 0");
+    expect_setting_refused("env", "{\"A\":", "env: not a JSON object");
+    expect_setting_refused("key", "job:{id", "setting 'key': key template \"job:{id\"");
 }
 
 /* A job log line containing s, or NULL. */
