@@ -36,6 +36,8 @@
 #define CONFIG_MAX_ENTRIES  1000              /* settings in one group, entries in one list */
 #define CONFIG_MAX_SETTINGS 10000             /* settings in all, @include files included */
 #define CONFIG_MAX_INCLUDES 100               /* @include directives followed in all */
+/* Handler threads of one worker: every queue's concurrency, added up. */
+#define CONFIG_MAX_HANDLERS 1024
 
 enum config_on_conflict {
     CONFIG_CONFLICT_SKIP = 0,  /* completed key, other payload: delete as a duplicate */

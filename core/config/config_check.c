@@ -141,15 +141,28 @@ config_check_listen(struct config_at *at)
     return -1;
 }
 
-/* Missing or empty (not mistyped: that was reported). */
+/* Missing or empty (not mistyped: that was reported); or more handler
+ * threads than a worker keeps a record of (each worker runs every queue,
+ * and the master lays a crash at the message a thread was running). */
 int
 config_check_queues(struct config_at *at)
 {
-    if (at->c->nqueues > 0 || (at->s != NULL && config_setting_length(at->s) > 0)) {
+    if (at->c->nqueues == 0 && (at->s == NULL || config_setting_length(at->s) == 0)) {
+        config_problem(at->x, at->s != NULL ? at->s : at->grp,
+                       "queues: at least one queue is required");
+        return -1;
+    }
+    long threads = 0;
+    for (size_t i = 0; i < at->c->nqueues; i++) {
+        threads += at->c->queues[i].concurrency;
+    }
+    if (threads <= CONFIG_MAX_HANDLERS) {
         return 0;
     }
     config_problem(at->x, at->s != NULL ? at->s : at->grp,
-                   "queues: at least one queue is required");
+                   "queues: their concurrency adds up to %ld handler threads in each worker; at "
+                   "most %d (run more workers instead)",
+                   threads, CONFIG_MAX_HANDLERS);
     return -1;
 }
 

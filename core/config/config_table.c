@@ -312,7 +312,8 @@ const struct config_row config_rows[] = {
      .doc = "The S3 bucket twicectl send puts bodies larger than max_message_bytes in, sending "
             "a PayloadS3Pointer instead (as the Extended Client libraries do)."},
     {ROW("queues", "concurrency", CONFIG_INT, Q(concurrency)), .lo = 1, .hi = 1024, .def = 8,
-     .doc = "Handler threads per worker process."},
+     .doc = "Handler threads per worker process; every queue's together at most 1024 (each "
+            "worker runs every queue)."},
     {ROW("queues", "max_inflight", CONFIG_INT, Q(max_inflight)), .lo = 1, .hi = 8192, .def = 8,
      .flags = CONFIG_ABSENT, .check = config_check_max_inflight, .doc_default = "concurrency",
      .doc = "The most messages a worker process holds at once: received and not yet deleted, "

@@ -14,6 +14,7 @@
 #include "idem.h"
 #include "log.h"
 #include "metrics.h"
+#include "shm.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -21,8 +22,8 @@
 #include <string.h>
 #include <time.h>
 
-#define JANITOR_OWNERS   256 /* gone workers waiting for their leases to end */
-#define JANITOR_CULPRITS 64  /* jobs of one worker counted for its crash (SHM_JOBS) */
+#define JANITOR_OWNERS   256      /* gone workers waiting for their leases to end */
+#define JANITOR_CULPRITS SHM_JOBS /* jobs of one worker counted for its crash */
 
 struct janitor {
     pthread_t thread;

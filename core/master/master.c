@@ -97,9 +97,10 @@ shm_reset_slot(int slot, pid_t pid)
 {
     struct shm_proc *p = &shm_region()->procs[slot];
     struct shm_job *jobs = shm_region()->jobs[slot].job;
-    for (int i = 0; i < SHM_JOBS; i++) {
+    for (int i = 0, n = shm_jobs_count(slot); i < n; i++) { /* what the last worker touched */
         __atomic_store_n(&jobs[i].used, 0, __ATOMIC_RELEASE);
     }
+    __atomic_store_n(&p->jobs, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&p->crashed_job, -1, __ATOMIC_RELEASE);
     __atomic_store_n(&p->stopped_by, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&p->replace, 0, __ATOMIC_RELEASE);
@@ -205,7 +206,7 @@ describe_death(int slot, int status, char *out, size_t cap)
     }
     int crashed = __atomic_load_n(&p->crashed_job, __ATOMIC_ACQUIRE);
     int listed = 0;
-    for (int i = 0; i < SHM_JOBS && n < cap; i++) {
+    for (int i = 0, count = shm_jobs_count(slot); i < count && n < cap; i++) {
         struct shm_job *j = &jobs[i];
         if (__atomic_load_n(&j->used, __ATOMIC_ACQUIRE) != 2 || (crashed >= 0 && i != crashed)) {
             continue;
@@ -233,7 +234,7 @@ crash_culprits(int slot, int status, int stopped, struct idem_culprit out[SHM_JO
                 __atomic_load_n(&jobs[crashed].used, __ATOMIC_ACQUIRE) == 2;
     int on_its_own = !(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !stopped;
     size_t n = 0;
-    for (int i = 0; i < SHM_JOBS; i++) {
+    for (int i = 0, count = shm_jobs_count(slot); i < count; i++) {
         struct shm_job *j = &jobs[i];
         int culprit = known ? i == crashed : on_its_own;
         if (culprit && __atomic_load_n(&j->used, __ATOMIC_ACQUIRE) == 2) {

@@ -54,27 +54,47 @@ copy_field(char *dst, size_t cap, const char *src)
 }
 
 int
-shm_job_begin(int proc_slot, const char *queue, const char *plugin, const char *message_id,
-              int attempt)
+shm_jobs_grow(int proc_slot, int n)
 {
     if (region == NULL || proc_slot < 0 || proc_slot >= SHM_PROCS) {
+        return 0;
+    }
+    if (n > SHM_JOBS) {
         return -1;
     }
-    struct shm_job *jobs = region->jobs[proc_slot].job;
-    for (int i = 0; i < SHM_JOBS; i++) {
-        int expected = 0;
-        if (__atomic_compare_exchange_n(&jobs[i].used, &expected, 1, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE)) {
-            copy_field(jobs[i].queue, sizeof(jobs[i].queue), queue);
-            copy_field(jobs[i].plugin, sizeof(jobs[i].plugin), plugin);
-            copy_field(jobs[i].message_id, sizeof(jobs[i].message_id), message_id);
-            jobs[i].attempt = attempt;
-            __atomic_store_n(&jobs[i].used, 2, __ATOMIC_RELEASE);
-            thread_job = i;
-            return i;
-        }
+    int *jobs = &region->procs[proc_slot].jobs;
+    if (__atomic_load_n(jobs, __ATOMIC_ACQUIRE) < n) {
+        __atomic_store_n(jobs, n, __ATOMIC_RELEASE); /* the worker's start: one writer */
     }
-    return -1;
+    return 0;
+}
+
+int
+shm_jobs_count(int proc_slot)
+{
+    if (region == NULL || proc_slot < 0 || proc_slot >= SHM_PROCS) {
+        return 0;
+    }
+    int n = __atomic_load_n(&region->procs[proc_slot].jobs, __ATOMIC_ACQUIRE);
+    return n < 0 ? 0 : n > SHM_JOBS ? SHM_JOBS : n;
+}
+
+int
+shm_job_begin(int proc_slot, int idx, const char *queue, const char *plugin,
+              const char *message_id, int attempt)
+{
+    if (region == NULL || proc_slot < 0 || proc_slot >= SHM_PROCS || idx < 0 || idx >= SHM_JOBS) {
+        return -1;
+    }
+    struct shm_job *j = &region->jobs[proc_slot].job[idx]; /* this thread's alone */
+    __atomic_store_n(&j->used, 1, __ATOMIC_RELEASE);
+    copy_field(j->queue, sizeof(j->queue), queue);
+    copy_field(j->plugin, sizeof(j->plugin), plugin);
+    copy_field(j->message_id, sizeof(j->message_id), message_id);
+    j->attempt = attempt;
+    __atomic_store_n(&j->used, 2, __ATOMIC_RELEASE);
+    thread_job = idx;
+    return idx;
 }
 
 void

@@ -11,10 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SHM_PROCS  600  /* worker slots: 2 generations of up to 256, reused */
-#define SHM_JOBS   64   /* running jobs tracked per worker */
-#define SHM_SERIES 8192 /* metric series */
-#define SHM_LABEL  96   /* bytes per label value, NUL included */
+#include "config.h"
+
+#define SHM_PROCS  600                 /* worker slots: 2 generations of up to 256, reused */
+#define SHM_JOBS   CONFIG_MAX_HANDLERS /* a record per handler thread of a worker */
+#define SHM_SERIES 8192                /* metric series */
+#define SHM_LABEL  96                  /* bytes per label value, NUL included */
 
 struct shm_job {
     int used;    /* atomic */
@@ -24,17 +26,21 @@ struct shm_job {
     char message_id[128];
 };
 
-/* A worker process slot's flags. Dense (16 bytes a slot), apart from its
- * jobs: the master scans every slot, and with the jobs inline (17 KB a slot)
+/* A worker process slot's flags. Dense (20 bytes a slot), apart from its
+ * jobs: the master scans every slot, and with the jobs inline (then 17 KB a slot)
  * that scan made it touch, and keep resident, a page per slot (2.4 MB). */
 struct shm_proc {
     int pid;         /* atomic; 0 when the slot is free */
+    int jobs;        /* atomic: job records [0, jobs) in use: the worker's handler threads */
     int crashed_job; /* atomic: index of the job whose thread faulted, -1 */
     int replace;     /* atomic: 1 when the worker asks the master to replace it */
     int stopped_by;  /* atomic: pid that sent the worker a stop signal, not the master; 0 */
 };
 
-/* The jobs running in a worker slot: pages touched only by slots in use. */
+/* The jobs running in a worker slot, one record per handler thread (the
+ * thread's index among the worker's): every running job is recorded, so a
+ * crash is laid at the right message however many run. Pages touched only
+ * by the records of threads that exist. */
 struct shm_proc_jobs {
     struct shm_job job[SHM_JOBS];
 };
@@ -136,11 +142,17 @@ int shm_attach(int fd);
 /* The mapped region, or NULL before create/attach (everything then no-ops). */
 struct shm_region *shm_region(void);
 
-/* Worker: note a job running on this thread as run number attempt (returns
- * its index or -1 when the table is full), and its end. The index is kept
- * per thread so a fatal signal handler can name the job (shm_mark_crash). */
-int shm_job_begin(int proc_slot, const char *queue, const char *plugin, const char *message_id,
-                  int attempt);
+/* Worker: handler threads [0, n) exist (their job records may be in use):
+ * called before each thread starts. 0, or -1 when n exceeds SHM_JOBS. */
+int shm_jobs_grow(int proc_slot, int n);
+/* Master: how many job records of the slot its worker had (at most SHM_JOBS). */
+int shm_jobs_count(int proc_slot);
+/* Worker: note a job running on handler thread idx (< the shm_jobs_grow
+ * count) as run number attempt, and its end. Returns idx, or -1 without a
+ * region. The index is kept per thread so a fatal signal handler can name
+ * the job (shm_mark_crash). */
+int shm_job_begin(int proc_slot, int idx, const char *queue, const char *plugin,
+                  const char *message_id, int attempt);
 void shm_job_end(int proc_slot, int idx);
 /* Async-signal-safe: record that this thread's job crashed the process. */
 void shm_mark_crash(int proc_slot);

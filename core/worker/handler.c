@@ -34,6 +34,7 @@
 /* A handler thread's own state. */
 struct handler {
     struct wqueue *q;
+    int index;                /* among the worker's handler threads: its shm job record */
     struct idem_store *store; /* transactional plugins only, connected lazily */
     int store_down;           /* log an outage once, not per job */
 };
@@ -161,8 +162,8 @@ run_handler(struct handler *h, struct twice_job *j)
     struct wqueue *q = h->q;
     clock_gettime(CLOCK_MONOTONIC, &j->started_at);
     metrics_gauge_add(MET_INFLIGHT, q->cfg->name, j->plugin->name, 1);
-    int shm_idx =
-        shm_job_begin(q->w->slot, q->cfg->name, j->plugin->name, j->msg.message_id, j->attempt);
+    int shm_idx = shm_job_begin(q->w->slot, h->index, q->cfg->name, j->plugin->name,
+                                j->msg.message_id, j->attempt);
     timeout_run_begin(j, shm_idx);
 
     int again = 0;
@@ -316,6 +317,13 @@ handlers_start(struct wqueue *q, char *err, size_t errlen)
             return -1;
         }
         h->q = q;
+        h->index = q->w->handler_threads++;
+        if (shm_jobs_grow(q->w->slot, h->index + 1) != 0) { /* config_check refuses this */
+            free(h);
+            snprintf(err, errlen, "queue %s: more than %d handler threads in one worker",
+                     q->cfg->name, SHM_JOBS);
+            return -1;
+        }
         int rc = pthread_create(&q->handlers[i], NULL, handler_main, h);
         if (rc != 0) {
             free(h);

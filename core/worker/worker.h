@@ -71,6 +71,7 @@ struct worker {
     size_t nplugins;
     struct wqueue *queues;
     size_t nqueues;
+    int handler_threads; /* started so far, every queue's: the shm job records in use */
 
     struct sqs_endpoint *endpoint;
     struct creds_chain *creds;

@@ -285,6 +285,52 @@ class Attempts(twicetest.TwiceTestCase):
         self.assertEqual(self.sqs.counts(url)[1], 1, "the message is left to the new holder")
         self.assertEqual(d.stop(), 0)
 
+    def test_a_crash_among_a_hundred_running_jobs_counts_only_its_own_run(self):
+        # Every running job has its record in the shared table, however many run:
+        # the poison crashes its worker as the 101st running job (the table once
+        # held 64 and left later jobs out, so the crash fell on 64 bystanders and
+        # the poison's own run was never counted). Only the poison's runs count.
+        url, dlq = self.queue_pair("many")
+        dsn = self.new_database("many")
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        port = tc.free_port()
+        conf = tc.config(self.env, dsn,
+                         [tc.queue("many", url, dlq, "effect-file", concurrency=110,
+                                   receivers=4, visibility_timeout=3, max_attempts=2)],
+                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)], metrics_port=port)
+        d = self.start(conf)
+        for i in range(0, 100, 10):
+            self.sqs.send_batch(url, [json.dumps({"id": "b%d" % k, "sleep_ms": 4000})
+                                      for k in range(i, i + 10)])
+        twicetest.wait_until(lambda: self.in_flight(port) == 100, timeout=30,
+                             message="the hundred jobs never ran at once")
+        poison = self.sqs.send(url, json.dumps({"id": "poison", "crash": True}))
+        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 1, timeout=90,
+                             message="the poison never reached the DLQ")
+
+        def lines():
+            try:
+                with open(effects) as f:
+                    return [line.split() for line in f.read().splitlines()]
+            except FileNotFoundError:
+                return []
+        twicetest.wait_until(lambda: len(lines()) == 100, timeout=90,
+                             message="the bystanders did not all finish")
+        self.wait_empty(url)
+        self.assertEqual(sorted(k for k, _, _ in lines()),
+                         sorted("effect:b%d" % k for k in range(100)))
+        self.assertEqual({a for _, _, a in lines()}, {"1"},
+                         "no bystander had a crash counted against it")
+        [letter] = self.letters(dlq)
+        self.assertEqual(self.attr(letter, "twice-reason"), "worker-crashed")
+        self.assertEqual(self.attr(letter, "twice-source-message-id"), poison)
+        log = d.log_text()
+        crashes = re.findall(r"killed by signal 11 \(Segmentation fault\) while running "
+                             r"plugin effect-file on message (\S+)", log)
+        self.assertEqual(crashes, [poison, poison], "two runs of the poison, both laid at it")
+        self.assertEqual(d.stop(), 0)
+
     def test_a_host_dying_mid_run_costs_no_attempt_but_the_backstop_ends_it(self):
         # The whole host dies with the job (master and workers at once: no crash is
         # recorded). Its run is not counted: a later delivery takes the key over and

@@ -602,6 +602,19 @@ test_single_errors(void)
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; concurrency = 16; max_inflight = 15;"),
                "max_inflight",
                "queue 'jobs': max_inflight (15) must be at least concurrency (16)");
+    /* Every worker runs every queue: one record per handler thread (shm.h). */
+#define TWO_QUEUES(c1, c2)                                                                        \
+    "queues = ( { name = \"a\"; url = \"http://127.0.0.1:9/0/a\"; dlq_url = "                     \
+    "\"http://127.0.0.1:9/0/"                                                                     \
+    "a-dlq\";\n  plugin = \"welcome-email\"; concurrency = " c1 "; },\n"                          \
+    "  { name = \"b\"; url = \"http://127.0.0.1:9/0/b\"; dlq_url = "                              \
+    "\"http://127.0.0.1:9/0/b-dlq\";\n"                                                           \
+    "  plugin = \"welcome-email\"; concurrency = " c2 "; } );\n"
+    expect_ok(TWO_QUEUES("512", "512"));
+    expect_one(TWO_QUEUES("600", "425"), "queues",
+               "queues: their concurrency adds up to 1025 handler threads in each worker; at "
+               "most 1024 (run more workers instead)");
+#undef TWO_QUEUES
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; max_inflight = 8193;"), "max_inflight",
                "queue 'jobs': max_inflight: 8193 is out of range (1-8192)");
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; receives_per_claim = 11;"),

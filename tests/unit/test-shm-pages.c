@@ -2,7 +2,7 @@
  * test-shm-pages.c - what the shared region costs in memory: a fresh region,
  * the master's walks over its worker slots and a scrape or a worker's exit
  * (which walk every metric series) keep resident only the pages of what
- * exists, not the whole 12 MB table; what those walks return is right; and
+ * exists, not the whole 170 MB table; what those walks return is right; and
  * labels longer than what is kept name one series.
  * One process, a real shared region (shm_create), residency from mincore.
  */
@@ -39,7 +39,7 @@ resident_pages(const void *p, size_t len)
 static void
 test_fresh_region(const struct shm_region *r)
 {
-    /* 600 slots of 17 KB of jobs each: none resident before a worker runs
+    /* 600 slots of 270 KB of jobs each: none resident before a worker runs
      * (but the page the jobs share with the end of the slots' flags). */
     CHECK(resident_pages(r->jobs, sizeof(r->jobs)) <= 1);
     CHECK(resident_pages(r->series, sizeof(r->series)) == 0);
@@ -51,14 +51,26 @@ test_fresh_region(const struct shm_region *r)
 static void
 test_jobs_of_one_slot(const struct shm_region *r)
 {
-    int idx = shm_job_begin(7, "q", "p", "m-1", 1);
-    CHECK_INT(idx, 0);
-    CHECK_STR(r->jobs[7].job[idx].message_id, "m-1");
-    CHECK_INT(r->jobs[7].job[idx].used, 2);
+    /* One record per handler thread, as many as a worker may have. */
+    CHECK_INT(shm_jobs_count(7), 0);
+    CHECK_INT(shm_jobs_grow(7, 3), 0);
+    CHECK_INT(shm_jobs_grow(7, 2), 0); /* never shrinks while the worker lives */
+    CHECK_INT(shm_jobs_count(7), 3);
+    CHECK_INT(shm_jobs_grow(7, SHM_JOBS + 1), -1);
+    CHECK_INT(shm_jobs_count(7), 3);
+    int idx = shm_job_begin(7, 2, "q", "p", "m-1", 1);
+    CHECK_INT(idx, 2);
+    CHECK_STR(r->jobs[7].job[2].message_id, "m-1");
+    CHECK_INT(r->jobs[7].job[2].used, 2);
+    CHECK_INT(r->jobs[7].job[0].used, 0);
     shm_job_end(7, idx);
-    CHECK_INT(r->jobs[7].job[idx].used, 0);
-    /* Only slot 7's first job page (and the shared one). */
-    CHECK(resident_pages(r->jobs, sizeof(r->jobs)) <= 2);
+    CHECK_INT(r->jobs[7].job[2].used, 0);
+    CHECK_INT(shm_job_begin(7, SHM_JOBS, "q", "p", "m-2", 1), -1);
+    CHECK_INT(shm_job_begin(7, SHM_JOBS - 1, "q", "p", "m-3", 1), SHM_JOBS - 1);
+    shm_job_end(7, SHM_JOBS - 1);
+    /* Only the pages of slot 7's two records (the last may straddle two), and
+     * the one the jobs share with the flags. */
+    CHECK(resident_pages(r->jobs, sizeof(r->jobs)) <= 4);
 }
 
 static void
