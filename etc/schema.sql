@@ -1,5 +1,5 @@
 -- schema.sql - the idempotency table of twice, for DBAs who create it by hand
--- (twiced creates or migrates it itself at start: core/idem.c, idem_migrate).
+-- (twiced creates or migrates it itself at start: core/idem/idem_schema.c, idem_migrate).
 -- Not for other table names: twice quotes the configured name; edit it here.
 --
 -- The same DDL as idem_migrate, kept in sync by tests/integration/itest-idem.c.

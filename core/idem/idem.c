@@ -1,9 +1,10 @@
 /*
- * idem.c - the idempotency store of idem.h on libpq: connection, migration,
- * claim/complete/release/extend by batch, transactional completion and the
- * janitor's deletes. The key queries of twicectl are in idem_keys.c. Not the
- * policy of what to do with a BUSY or COMPLETED key: that is the job
- * lifecycle's.
+ * idem.c - the idempotency store of idem.h on libpq: connection,
+ * claim/complete/release/extend by batch, transactional completion, and the
+ * helpers the other idem files share (idem_internal.h). The table's DDL is
+ * idem_schema.c's, the janitor's and the master's statements idem_janitor.c's,
+ * twicectl's key queries idem_keys.c's. Not the policy of what to do with a
+ * BUSY or COMPLETED key: that is the job lifecycle's.
  */
 #include "idem.h"
 
@@ -17,27 +18,6 @@
 #include "buf.h"
 #include "config.h"
 #include "idem_internal.h"
-
-/* The two sets of indexes a table may have (sql_migrate says why). */
-enum idem_layout {
-    LAYOUT_UNKNOWN = 0,
-    LAYOUT_PARTIAL, /* tables created before the lease layout: three partial indexes */
-    LAYOUT_LEASE    /* tables created since: one index of lease_until */
-};
-
-struct idem_store {
-    PGconn *conn;             /* never NULL once idem_open has returned a store */
-    char *name;               /* the table name as configured, for error texts */
-    char *table;              /* quoted with PQescapeIdentifier */
-    char *index;              /* quoted name of the janitor index */
-    char *owner_index;        /* quoted name of the index of in-progress keys by owner */
-    char *free_index;         /* quoted name of the janitor index of free keys */
-    char *lease_index;        /* quoted name of the index of leases (the lease layout) */
-    enum idem_layout layout;  /* known after the first purge or expiry; 0: not yet */
-    char *pause_table;        /* quoted name of the queue pause table (pause.h) */
-    char *owner;              /* this process in leases */
-    struct idem_stmts *stmts; /* the hot-path statements (idem_stmt.c) */
-};
 
 /*
  * The hot-path statements, prepared on demand under names derived from their
@@ -130,7 +110,7 @@ static const char sql_claim[] =
  * ends it when the handler's process has gone). complete and extend answer
  * the 1-based positions of the keys they changed. An attempts element < 0
  * keeps the row's count. A completion leaves lease_until as the claim or the
- * last extension set it, so that in the lease layout (see sql_migrate) it
+ * last extension set it, so that in the lease layout (see idem_schema.c) it
  * changes no indexed column and is a HOT update; release and the master's
  * expiry set it to now(), when the lease ended, for the janitor.
  */
@@ -208,100 +188,8 @@ static const char *const stmt_sql[STMT_COUNT] = {
     sql_claim, sql_complete, sql_extend, sql_release, sql_tx_lock, sql_tx_complete, sql_peek,
 };
 
-/*
- * Tables of older versions check state IN ('in_progress', 'completed'):
- * drop every check of the state column that does not know the newest state
- * and add the current one, named <table>_state_check. A DO block, because
- * PostgreSQL chose the old check's name; the table (@N) and the new name
- * (@C) come in as settings of the transaction, never spliced into its code.
- */
-#define SQL_STATE_CHECK                                                                           \
-    "DO $twice$ DECLARE t regclass := current_setting('twice.idem_table')::regclass; c name;"     \
-    " BEGIN FOR c IN SELECT k.conname FROM pg_constraint k JOIN pg_attribute a"                   \
-    " ON a.attrelid = k.conrelid AND a.attname = 'state' WHERE k.conrelid = t"                    \
-    " AND k.contype = 'c' AND k.conkey = ARRAY[a.attnum]"                                         \
-    " AND pg_get_constraintdef(k.oid) NOT LIKE '%interrupted%' LOOP"                              \
-    " EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', t, c); END LOOP;"                       \
-    " IF NOT EXISTS (SELECT 1 FROM pg_constraint k JOIN pg_attribute a"                           \
-    " ON a.attrelid = k.conrelid AND a.attname = 'state' WHERE k.conrelid = t"                    \
-    " AND k.contype = 'c' AND k.conkey = ARRAY[a.attnum]) THEN"                                   \
-    " EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I CHECK (state IN (''in_progress'',"         \
-    " ''released'', ''crashed'', ''interrupted'', ''completed''))', t,"                           \
-    " current_setting('twice.idem_check')); END IF; END $twice$;"
-
-/*
- * Migration, one multi-statement query: PostgreSQL runs it as one implicit
- * transaction, so the advisory lock serialises concurrent migrators and a
- * failure leaves nothing half done. "@T": the table, "@L": the lock. The
- * columns first (sql_migrate_columns), then the indexes of the table's
- * layout. Keep in sync with etc/schema.sql (the integration test compares
- * them).
- *
- * The lease layout, for every table created since: the primary key, one
- * index of lease_until, and fillfactor 50. A completion then changes no
- * indexed column (it leaves lease_until alone) and finds room on the row's
- * page, so it is a HOT update: no new index entries, half the WAL. Per key,
- * two index insertions (primary key and lease at the claim) instead of four.
- * The lease index finds what the other layout needs three indexes for: a
- * gone worker's live leases (lease_until later than when it went), and the
- * janitor's old keys (lease_until and processed_at both older than the
- * retention; release and the master's expiry set lease_until to now()).
- *
- * The partial layout, which tables created by older versions keep (building
- * an index on a large table would block the claims): the janitor's indexes
- * of completed keys and of free ones by processed_at, and the owner index of
- * in-progress keys. Partial, so that no query about in-progress keys is
- * tempted to scan them instead of the primary key. Every statement works on
- * both layouts; only the janitor's and the master's (purge, expire_owner)
- * are written for each.
- */
-static const char sql_migrate_columns[] =
-    "SELECT pg_advisory_xact_lock(@L);"
-    "SELECT set_config('lock_timeout', '10s', true);"
-    "CREATE TABLE IF NOT EXISTS @T (idempotency_key TEXT PRIMARY KEY,"
-    " processed_at TIMESTAMPTZ NOT NULL DEFAULT now()) WITH (fillfactor = 50);"
-    "ALTER TABLE @T"
-    " ADD COLUMN IF NOT EXISTS state TEXT NOT NULL DEFAULT 'completed',"
-    " ADD COLUMN IF NOT EXISTS owner TEXT,"
-    " ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ,"
-    " ADD COLUMN IF NOT EXISTS payload_sha256 BYTEA,"
-    " ADD COLUMN IF NOT EXISTS message_id TEXT,"
-    " ADD COLUMN IF NOT EXISTS attempts INTEGER NOT NULL DEFAULT 1,"
-    " ADD COLUMN IF NOT EXISTS created_at TIMESTAMPTZ NOT NULL DEFAULT now();"
-    "SELECT set_config('twice.idem_table', @N, true),"
-    " set_config('twice.idem_check', @C, true);" SQL_STATE_CHECK;
-
-static const char sql_migrate_lease[] = "CREATE INDEX IF NOT EXISTS @E ON @T (lease_until);";
-
-static const char sql_migrate_partial[] =
-    "CREATE INDEX IF NOT EXISTS @I ON @T (processed_at) WHERE state = 'completed';"
-    "CREATE INDEX IF NOT EXISTS @O ON @T (owner, idempotency_key)"
-    " WHERE state = 'in_progress';"
-    "CREATE INDEX IF NOT EXISTS @F ON @T (processed_at)"
-    " WHERE state IN ('released', 'crashed', 'interrupted');";
-
-/* What the migration has to do: whether it has nothing to do (every
- * column, the check of the current states, and the indexes of a layout),
- * and whether the table has the lease layout or does not exist yet (it gets
- * the lease layout then). */
-static const char sql_migrate_check[] =
-    "SELECT (SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass($1)"
-    " AND attnum > 0 AND NOT attisdropped AND attname = ANY ('{idempotency_key,"
-    "processed_at,state,owner,lease_until,payload_sha256,message_id,attempts,"
-    "created_at}'::text[])) = 9"
-    " AND (to_regclass($5) IS NOT NULL OR (to_regclass($2) IS NOT NULL"
-    " AND to_regclass($3) IS NOT NULL AND to_regclass($4) IS NOT NULL))"
-    " AND (SELECT bool_and(pg_get_constraintdef(k.oid) LIKE '%interrupted%')"
-    " FROM pg_constraint k JOIN pg_attribute a ON a.attrelid = k.conrelid"
-    " AND a.attname = 'state' WHERE k.conrelid = to_regclass($1) AND k.contype = 'c'"
-    " AND k.conkey = ARRAY[a.attnum]),"
-    " to_regclass($1) IS NULL OR to_regclass($5) IS NOT NULL";
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
+void
+idem_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err == NULL || errlen == 0) {
         return;
@@ -360,12 +248,8 @@ sqlstate_hint(const char *state)
     return "";
 }
 
-/*
- * Describe a failed statement as "<what> (table T): <message><hint>", clear
- * res (may be NULL: the message is then the connection's) and return -1.
- */
-static int
-pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, size_t errlen)
+int
+idem_pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, size_t errlen)
 {
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
@@ -376,7 +260,7 @@ pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, size_t
         msg = res ? PQresStatus(PQresultStatus(res)) : "unknown error";
     }
     if (err != NULL && errlen > 0) {
-        set_err(err, errlen, "%s (table %s): %s%s", what, s->name, msg, sqlstate_hint(state));
+        idem_set_err(err, errlen, "%s (table %s): %s%s", what, s->name, msg, sqlstate_hint(state));
         flatten(err);
         redact(err, PQpass(s->conn));
     }
@@ -412,9 +296,8 @@ marker(const struct idem_store *s, char c, const char *const *extra)
     return NULL;
 }
 
-/* Copy tmpl to out with its markers (@T, @I, @O, @F and extra's) replaced. */
-static int
-sql_expand_with(struct buf *out, const char *tmpl, const struct idem_store *s,
+int
+idem_sql_expand(struct buf *out, const char *tmpl, const struct idem_store *s,
                 const char *const *extra)
 {
     for (const char *p = tmpl; *p; p++) {
@@ -429,17 +312,8 @@ sql_expand_with(struct buf *out, const char *tmpl, const struct idem_store *s,
     return out->failed ? -1 : 0;
 }
 
-static int
-sql_expand(struct buf *out, const char *tmpl, const struct idem_store *s)
-{
-    return sql_expand_with(out, tmpl, s, NULL);
-}
-
-/* Append one element to a PostgreSQL array literal being built in b (empty
- * at first): quoted, with double quotes and backslashes escaped by a
- * backslash; the bare word NULL for a null element. */
-static void
-array_elem(struct buf *b, const char *v)
+void
+idem_array_elem(struct buf *b, const char *v)
 {
     buf_putc(b, b->len == 0 ? '{' : ',');
     if (v == NULL) {
@@ -456,9 +330,8 @@ array_elem(struct buf *b, const char *v)
     buf_putc(b, '"');
 }
 
-/* Close the literal; NULL when an allocation failed. Borrowed from b. */
-static const char *
-array_end(struct buf *b)
+const char *
+idem_array_end(struct buf *b)
 {
     if (b->len == 0) {
         buf_putc(b, '{');
@@ -508,9 +381,9 @@ check_dsn(const char *dsn, char *err, size_t errlen)
     char *msg = NULL;
     PQconninfoOption *opts = PQconninfoParse(dsn, &msg);
     if (opts == NULL) {
-        set_err(err, errlen,
-                "the idempotency dsn is not a valid libpq connection string or URI "
-                "(details withheld: they could quote the password)");
+        idem_set_err(err, errlen,
+                     "the idempotency dsn is not a valid libpq connection string or URI "
+                     "(details withheld: they could quote the password)");
         PQfreemem(msg);
         return -1;
     }
@@ -535,7 +408,7 @@ static int
 connect_error(struct idem_store *s, char *err, size_t errlen)
 {
     if (err != NULL && errlen > 0) {
-        set_err(err, errlen, "cannot connect to PostgreSQL: %s", PQerrorMessage(s->conn));
+        idem_set_err(err, errlen, "cannot connect to PostgreSQL: %s", PQerrorMessage(s->conn));
         flatten(err);
         redact(err, PQpass(s->conn));
     }
@@ -549,7 +422,8 @@ new_stmts(const struct idem_store *s)
     char *sql[STMT_COUNT] = {NULL};
     for (size_t i = 0; i < STMT_COUNT; i++) {
         struct buf b = BUF_INIT;
-        if (sql_expand(&b, stmt_sql[i], s) != 0 || (sql[i] = strdup(buf_str(&b))) == NULL) {
+        if (idem_sql_expand(&b, stmt_sql[i], s, NULL) != 0 ||
+            (sql[i] = strdup(buf_str(&b))) == NULL) {
             buf_free(&b);
             for (size_t k = 0; k < i; k++) {
                 free(sql[k]);
@@ -570,12 +444,12 @@ idem_open(const char *dsn, const char *table, const char *owner, struct idem_sto
         table = CONFIG_DEFAULT_TABLE;
     }
     if (dsn == NULL || owner == NULL || *owner == '\0') {
-        set_err(err, errlen, "idempotency store: a dsn and an owner are required");
+        idem_set_err(err, errlen, "idempotency store: a dsn and an owner are required");
         return -1;
     }
     if (strlen(table) > CONFIG_MAX_TABLE_LEN) {
-        set_err(err, errlen, "idempotency table name \"%s\" is longer than %d bytes", table,
-                CONFIG_MAX_TABLE_LEN);
+        idem_set_err(err, errlen, "idempotency table name \"%s\" is longer than %d bytes", table,
+                     CONFIG_MAX_TABLE_LEN);
         return -1;
     }
     if (check_dsn(dsn, err, errlen) != 0) {
@@ -605,9 +479,9 @@ idem_open(const char *dsn, const char *table, const char *owner, struct idem_sto
     return rc;
 oom:
     idem_close(s);
-    set_err(err, errlen,
-            "idempotency store: out of memory (or a table name that is "
-            "not valid in the client encoding)");
+    idem_set_err(err, errlen,
+                 "idempotency store: out of memory (or a table name that is "
+                 "not valid in the client encoding)");
     return -1;
 }
 
@@ -643,7 +517,7 @@ idem_ping(struct idem_store *s, char *err, size_t errlen)
 {
     PGresult *res = PQexec(s->conn, "SELECT 1");
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        return pg_fail(s, res, "health check", err, errlen);
+        return idem_pg_fail(s, res, "health check", err, errlen);
     }
     PQclear(res);
     return 0;
@@ -680,7 +554,7 @@ run_prepared(struct idem_store *s, int stmt, int nparams, const char *const *par
 {
     PGresult *res = idem_stmts_exec(s->stmts, s->conn, (size_t) stmt, nparams, params);
     if (PQresultStatus(res) != want) {
-        pg_fail(s, res, what, err, errlen);
+        idem_pg_fail(s, res, what, err, errlen);
         return NULL;
     }
     return res;
@@ -712,84 +586,18 @@ idem_run_sql_with(struct idem_store *s, const char *tmpl, const char *const *ext
                   size_t errlen)
 {
     struct buf sql = BUF_INIT;
-    if (sql_expand_with(&sql, tmpl, s, extra) != 0) {
+    if (idem_sql_expand(&sql, tmpl, s, extra) != 0) {
         buf_free(&sql);
-        set_err(err, errlen, "%s: out of memory", what);
+        idem_set_err(err, errlen, "%s: out of memory", what);
         return NULL;
     }
     PGresult *res = PQexecParams(s->conn, buf_str(&sql), nparams, NULL, params, NULL, NULL, 0);
     buf_free(&sql);
     if (PQresultStatus(res) != want) {
-        pg_fail(s, res, what, err, errlen);
+        idem_pg_fail(s, res, what, err, errlen);
         return NULL;
     }
     return res;
-}
-
-long long
-idem_lock_key(const char *kind, const char *table)
-{
-    unsigned long long h = 14695981039346656037ULL;
-    for (const char *p = kind; *p; p++) {
-        h = (h ^ (unsigned char) *p) * 1099511628211ULL;
-    }
-    for (const char *p = table; *p; p++) {
-        h = (h ^ (unsigned char) *p) * 1099511628211ULL;
-    }
-    return (long long) (h >> 1); /* a positive bigint */
-}
-
-/*
- * ALTER TABLE takes an ACCESS EXCLUSIVE lock even when every column exists,
- * which would queue all claims behind any long transactional handler. So
- * look first, without locks, and migrate only when something is missing.
- */
-int
-idem_migrate(struct idem_store *s, char *err, size_t errlen)
-{
-    if (idem_pause_migrate(s, err, errlen) != 0 || outbox_migrate(s, s->name, err, errlen) != 0) {
-        return -1;
-    }
-    const char *params[] = {s->table, s->index, s->owner_index, s->free_index, s->lease_index};
-    PGresult *res = PQexecParams(s->conn, sql_migrate_check, 5, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-        return pg_fail(s, res, "migrate: inspect the table", err, errlen);
-    }
-    int done = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-    int lease = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
-    PQclear(res);
-    s->layout = lease ? LAYOUT_LEASE : LAYOUT_PARTIAL;
-    if (done) {
-        return 0;
-    }
-    /* The DO block gets the quoted table and the check's name as text. */
-    struct buf check = BUF_INIT, sql = BUF_INIT;
-    char lock[32];
-    snprintf(lock, sizeof(lock), "%lld", idem_lock_key("twice:idem:", s->name));
-    buf_printf(&check, "%s_state_check", s->name);
-    char *table_lit = PQescapeLiteral(s->conn, s->table, strlen(s->table));
-    char *check_lit = check.failed ? NULL : PQescapeLiteral(s->conn, buf_str(&check), check.len);
-    const char *extra[] = {"L", lock, "N", table_lit, "C", check_lit, NULL};
-    int rc = -1;
-    if (table_lit != NULL && check_lit != NULL &&
-        sql_expand_with(&sql, sql_migrate_columns, s, extra) == 0) {
-        rc = sql_expand(&sql, lease ? sql_migrate_lease : sql_migrate_partial, s);
-    }
-    PQfreemem(table_lit);
-    PQfreemem(check_lit);
-    buf_free(&check);
-    if (rc != 0) {
-        buf_free(&sql);
-        set_err(err, errlen, "migrate: out of memory");
-        return -1;
-    }
-    res = PQexec(s->conn, buf_str(&sql));
-    buf_free(&sql);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-        return pg_fail(s, res, "migrate", err, errlen);
-    }
-    PQclear(res);
-    return 0;
 }
 
 static int
@@ -808,14 +616,14 @@ check_claims(const struct idem_claim *claims, size_t n, char *err, size_t errlen
 {
     const char **keys = malloc(n * sizeof(*keys));
     if (keys == NULL) {
-        set_err(err, errlen, "claim: out of memory");
+        idem_set_err(err, errlen, "claim: out of memory");
         return -1;
     }
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         keys[i] = claims[i].key;
         if (claims[i].key == NULL || claims[i].lease_seconds <= 0) {
-            set_err(err, errlen, "claim: key %zu has no key or a lease <= 0", i);
+            idem_set_err(err, errlen, "claim: key %zu has no key or a lease <= 0", i);
             rc = -1;
         }
     }
@@ -823,7 +631,7 @@ check_claims(const struct idem_claim *claims, size_t n, char *err, size_t errlen
         qsort(keys, n, sizeof(*keys), cmp_str);
         for (size_t i = 1; i < n && rc == 0; i++) {
             if (strcmp(keys[i - 1], keys[i]) == 0) {
-                set_err(err, errlen, "claim: key \"%s\" appears twice in one batch", keys[i]);
+                idem_set_err(err, errlen, "claim: key \"%s\" appears twice in one batch", keys[i]);
                 rc = -1;
             }
         }
@@ -847,13 +655,13 @@ claim_arrays(const struct idem_claim *claims, size_t n, struct buf arr[4])
             sha[64] = '\0';
         }
         snprintf(lease, sizeof(lease), "%d", claims[i].lease_seconds);
-        array_elem(&arr[0], claims[i].key);
-        array_elem(&arr[1], claims[i].sha256 ? sha : NULL);
-        array_elem(&arr[2], claims[i].message_id);
-        array_elem(&arr[3], lease);
+        idem_array_elem(&arr[0], claims[i].key);
+        idem_array_elem(&arr[1], claims[i].sha256 ? sha : NULL);
+        idem_array_elem(&arr[2], claims[i].message_id);
+        idem_array_elem(&arr[3], lease);
     }
     for (int a = 0; a < 4; a++) {
-        if (array_end(&arr[a]) == NULL) {
+        if (idem_array_end(&arr[a]) == NULL) {
             return -1;
         }
     }
@@ -930,11 +738,11 @@ claim_peek(struct idem_store *s, struct idem_claim *claims, size_t n, const PGre
     size_t unseen = 0;
     for (size_t i = 0; i < n; i++) {
         if (claims[i].state == IDEM_BUSY && PQgetisnull(res, (int) i, 4)) {
-            array_elem(&arr, claims[i].key);
+            idem_array_elem(&arr, claims[i].key);
             unseen++;
         }
     }
-    if (unseen == 0 || array_end(&arr) == NULL) {
+    if (unseen == 0 || idem_array_end(&arr) == NULL) {
         buf_free(&arr);
         return;
     }
@@ -982,7 +790,7 @@ idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, char
     struct buf arr[4] = {BUF_INIT, BUF_INIT, BUF_INIT, BUF_INIT};
     int rc = -1;
     if (claim_arrays(claims, n, arr) != 0) {
-        set_err(err, errlen, "claim: out of memory");
+        idem_set_err(err, errlen, "claim: out of memory");
         goto out;
     }
     const char *params[] = {buf_str(&arr[0]), buf_str(&arr[1]), buf_str(&arr[2]), buf_str(&arr[3]),
@@ -992,7 +800,7 @@ idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, char
         goto out;
     }
     if ((size_t) PQntuples(res) != n) {
-        set_err(err, errlen, "claim: %d answers for %zu keys", PQntuples(res), n);
+        idem_set_err(err, errlen, "claim: %d answers for %zu keys", PQntuples(res), n);
         PQclear(res);
         goto out;
     }
@@ -1014,9 +822,9 @@ static int
 keys_array(struct buf *arr, const char *const *keys, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        array_elem(arr, keys[i]);
+        idem_array_elem(arr, keys[i]);
     }
-    if (array_end(arr) == NULL) {
+    if (idem_array_end(arr) == NULL) {
         buf_free(arr);
         return -1;
     }
@@ -1057,7 +865,7 @@ keys_update(struct idem_store *s, int stmt, const char *what, const char *const 
     }
     struct buf arr = BUF_INIT;
     if (third == NULL || keys_array(&arr, keys, n) != 0) {
-        set_err(err, errlen, "%s: out of memory", what);
+        idem_set_err(err, errlen, "%s: out of memory", what);
         return -1;
     }
     const char *params[] = {buf_str(&arr), s->owner, third};
@@ -1105,7 +913,7 @@ idem_extend_batch(struct idem_store *s, const char *const *keys, size_t n, int l
                   int *extended, char *err, size_t errlen)
 {
     if (lease_seconds <= 0) {
-        set_err(err, errlen, "extend: lease of %d seconds (must be > 0)", lease_seconds);
+        idem_set_err(err, errlen, "extend: lease of %d seconds (must be > 0)", lease_seconds);
         return -1;
     }
     char lease[16];
@@ -1133,15 +941,15 @@ int
 idem_tx_begin(struct idem_store *s, const char *key, char *err, size_t errlen)
 {
     if (PQtransactionStatus(s->conn) != PQTRANS_IDLE) {
-        set_err(err, errlen,
-                "tx begin \"%s\": the connection is busy or already in a "
-                "transaction",
-                key);
+        idem_set_err(err, errlen,
+                     "tx begin \"%s\": the connection is busy or already in a "
+                     "transaction",
+                     key);
         return -1;
     }
     PGresult *res = PQexec(s->conn, "BEGIN");
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-        return pg_fail(s, res, "tx begin", err, errlen);
+        return idem_pg_fail(s, res, "tx begin", err, errlen);
     }
     PQclear(res);
     const char *params[] = {key, s->owner};
@@ -1168,15 +976,15 @@ tx_check_open(struct idem_store *s, char *err, size_t errlen)
         return 0;
     case PQTRANS_INERROR:
         rollback_quietly(s);
-        set_err(err, errlen,
-                "tx complete: a statement of the handler failed, so the "
-                "transaction was rolled back");
+        idem_set_err(err, errlen,
+                     "tx complete: a statement of the handler failed, so the "
+                     "transaction was rolled back");
         return -1;
     case PQTRANS_IDLE:
-        set_err(err, errlen, "tx complete: no transaction is open (did the handler end it?)");
+        idem_set_err(err, errlen, "tx complete: no transaction is open (did the handler end it?)");
         return -1;
     default:
-        return pg_fail(s, NULL, "tx complete", err, errlen);
+        return idem_pg_fail(s, NULL, "tx complete", err, errlen);
     }
 }
 
@@ -1204,25 +1012,26 @@ idem_tx_complete(struct idem_store *s, const char *key, int attempts, char *err,
     PQclear(res);
     if (!updated) {
         rollback_quietly(s);
-        set_err(err, errlen, "tx complete \"%s\": the key is no longer ours; rolled back", key);
+        idem_set_err(err, errlen, "tx complete \"%s\": the key is no longer ours; rolled back",
+                     key);
         return -1;
     }
     res = PQexec(s->conn, "COMMIT");
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         if (PQstatus(s->conn) != CONNECTION_OK) {
             PQclear(res);
-            set_err(err, errlen,
-                    "tx complete \"%s\": connection lost during COMMIT, the "
-                    "outcome is unknown (look the key up)",
-                    key);
+            idem_set_err(err, errlen,
+                         "tx complete \"%s\": connection lost during COMMIT, the "
+                         "outcome is unknown (look the key up)",
+                         key);
             return -1;
         }
-        return pg_fail(s, res, "tx complete: COMMIT", err, errlen);
+        return idem_pg_fail(s, res, "tx complete: COMMIT", err, errlen);
     }
     int committed = strcmp(PQcmdStatus(res), "COMMIT") == 0;
     PQclear(res);
     if (!committed) {
-        set_err(err, errlen, "tx complete \"%s\": the transaction was rolled back", key);
+        idem_set_err(err, errlen, "tx complete \"%s\": the transaction was rolled back", key);
         return -1;
     }
     return 0;
@@ -1233,182 +1042,8 @@ idem_tx_rollback(struct idem_store *s, char *err, size_t errlen)
 {
     PGresult *res = PQexec(s->conn, "ROLLBACK");
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-        return pg_fail(s, res, "tx rollback", err, errlen);
+        return idem_pg_fail(s, res, "tx rollback", err, errlen);
     }
-    PQclear(res);
-    return 0;
-}
-
-/* Which layout the table has (sql_migrate): looked up once per connection. */
-static enum idem_layout
-layout(struct idem_store *s, char *err, size_t errlen)
-{
-    if (s->layout != LAYOUT_UNKNOWN) {
-        return s->layout;
-    }
-    const char *params[] = {s->lease_index};
-    PGresult *res = idem_run_sql(s, "SELECT to_regclass($1) IS NOT NULL", 1, params,
-                                 PGRES_TUPLES_OK, "inspect the table's indexes", err, errlen);
-    if (res == NULL) {
-        return LAYOUT_UNKNOWN;
-    }
-    s->layout = strcmp(PQgetvalue(res, 0, 0), "t") == 0 ? LAYOUT_LEASE : LAYOUT_PARTIAL;
-    PQclear(res);
-    return s->layout;
-}
-
-/* The janitor's rows, by layout, with $1 the retention in seconds: for each
- * kind of key, the conditions the index answers, tried in turn. In the lease
- * layout lease_until and processed_at must both be older than the
- * retention (a key completed after its lease ran out waits for its
- * processed_at), and rows without a lease (written by an older twice into
- * this table) are found apart, as NULLs are in the index; an in-progress
- * key whose lease ended a retention ago belongs to a worker long gone whose
- * lease had lapsed before the master could end it (expire_owner). */
-#define PURGE_OLD       "processed_at < now() - $1::int * interval '1 second'"
-#define PURGE_OLD_LEASE "lease_until < now() - $1::int * interval '1 second'"
-#define PURGE_FREE      "state IN ('released', 'crashed', 'interrupted')"
-#define PURGE_CONDS     2 /* at most, per layout and kind; NULL: no more */
-static const char *const purge_conds[][2][PURGE_CONDS] = {
-    [LAYOUT_PARTIAL] = {{"state = 'completed' AND " PURGE_OLD, NULL},
-                        {PURGE_FREE " AND " PURGE_OLD, NULL}},
-    [LAYOUT_LEASE] = {{PURGE_OLD_LEASE " AND state = 'completed' AND " PURGE_OLD,
-                       "lease_until IS NULL AND state = 'completed' AND " PURGE_OLD},
-                      {PURGE_OLD_LEASE " AND (" PURGE_FREE " AND " PURGE_OLD
-                                       " OR state = 'in_progress')",
-                       "lease_until IS NULL AND " PURGE_FREE " AND " PURGE_OLD}},
-};
-
-/* Delete at most limit rows matching cond: by ctid, so that LIMIT bounds
- * the batch (DELETE has no LIMIT). */
-static int
-purge_where(struct idem_store *s, const char *cond, int retention, long limit, long *deleted,
-            char *err, size_t errlen)
-{
-    char ret[16], lim[24];
-    snprintf(ret, sizeof(ret), "%d", retention);
-    snprintf(lim, sizeof(lim), "%ld", limit);
-    const char *params[] = {ret, lim};
-    struct buf tmpl = BUF_INIT; /* cond is ours: no marker, nothing from outside */
-    buf_printf(&tmpl,
-               "DELETE FROM @T WHERE ctid = ANY (ARRAY (SELECT ctid FROM @T WHERE %s"
-               " LIMIT $2::int))",
-               cond);
-    if (tmpl.failed) {
-        buf_free(&tmpl);
-        set_err(err, errlen, "purge: out of memory");
-        return -1;
-    }
-    PGresult *res =
-        idem_run_sql(s, buf_str(&tmpl), 2, params, PGRES_COMMAND_OK, "purge keys", err, errlen);
-    buf_free(&tmpl);
-    if (res == NULL) {
-        return -1;
-    }
-    *deleted = strtol(PQcmdTuples(res), NULL, 10);
-    PQclear(res);
-    return 0;
-}
-
-/* Delete at most limit keys of one kind (0 completed, 1 free) older than
- * the retention; *deleted says how many. */
-static int
-purge(struct idem_store *s, int kind, int retention, int limit, long *deleted, char *err,
-      size_t errlen)
-{
-    *deleted = 0;
-    if (retention < 0 || limit <= 0) {
-        set_err(err, errlen, "purge: retention %d and limit %d must be >= 0 and > 0", retention,
-                limit);
-        return -1;
-    }
-    enum idem_layout l = layout(s, err, errlen);
-    if (l == LAYOUT_UNKNOWN) {
-        return -1;
-    }
-    const char *const *conds = purge_conds[l][kind];
-    for (int i = 0; i < PURGE_CONDS && conds[i] != NULL && *deleted < limit; i++) {
-        long n = 0;
-        if (purge_where(s, conds[i], retention, limit - *deleted, &n, err, errlen) != 0) {
-            return -1;
-        }
-        *deleted += n;
-    }
-    return 0;
-}
-
-int
-idem_purge_completed(struct idem_store *s, int retention, int limit, long *deleted, char *err,
-                     size_t errlen)
-{
-    return purge(s, 0, retention, limit, deleted, err, errlen);
-}
-
-int
-idem_purge_free(struct idem_store *s, int retention, int limit, long *deleted, char *err,
-                size_t errlen)
-{
-    return purge(s, 1, retention, limit, deleted, err, errlen);
-}
-
-/* The keys of a process that has gone are free now: the next claim of each
- * takes it at once instead of waiting for the lease. The jobs that crashed
- * it have their run counted: the count + 1, or the run's own number when a
- * FIFO retry in place ran it more than once since the count was written.
- * The partial layout finds them by the owner index. The lease layout by
- * lease_until: a key the worker still held when it went had a lease ending
- * after that ($4: seconds since then, with a margin); a lease that had
- * lapsed before is taken over by the next claim anyway (IDEM_TAKEN_OVER). */
-#define SQL_EXPIRE_OWNER(LEASE)                                                                   \
-    "UPDATE @T t SET state = CASE WHEN c.a IS NULL THEN 'interrupted' ELSE 'crashed' END,"        \
-    " attempts = CASE WHEN c.a IS NULL THEN t.attempts ELSE greatest(t.attempts + 1, c.a) END,"   \
-    " owner = NULL, lease_until = now(), processed_at = now()"                                    \
-    " FROM (SELECT o.idempotency_key AS k, (SELECT max(u.a) FROM unnest($2::text[], $3::int[])"   \
-    " AS u (m, a) WHERE u.m = o.message_id) AS a FROM @T o"                                       \
-    " WHERE o.owner = $1 AND o.state = 'in_progress'" LEASE ") c"                                 \
-    " WHERE t.idempotency_key = c.k AND t.owner = $1 AND t.state = 'in_progress'"
-#define EXPIRE_MARGIN 60 /* seconds */
-static const char *const sql_expire_owner[] = {
-    [LAYOUT_PARTIAL] = SQL_EXPIRE_OWNER(""),
-    [LAYOUT_LEASE] =
-        SQL_EXPIRE_OWNER(" AND o.lease_until > now() - $4::int * interval '1 second'"),
-};
-
-int
-idem_expire_owner(struct idem_store *s, const char *owner, int gone_seconds,
-                  const struct idem_culprit *culprits, size_t n, long *expired, char *err,
-                  size_t errlen)
-{
-    *expired = 0;
-    enum idem_layout l = layout(s, err, errlen);
-    if (l == LAYOUT_UNKNOWN) {
-        return -1;
-    }
-    struct buf ids = BUF_INIT, runs = BUF_INIT;
-    buf_putc(&runs, '{');
-    for (size_t i = 0; i < n; i++) {
-        array_elem(&ids, culprits[i].message_id);
-        buf_printf(&runs, "%s%d", i > 0 ? "," : "",
-                   culprits[i].attempt > 0 ? culprits[i].attempt : 0);
-    }
-    buf_putc(&runs, '}');
-    if (array_end(&ids) == NULL || runs.failed) {
-        buf_free(&ids);
-        buf_free(&runs);
-        set_err(err, errlen, "expire leases: out of memory");
-        return -1;
-    }
-    char since[16]; /* the margin: the heartbeat's lag, the master's noticing */
-    snprintf(since, sizeof(since), "%d", (gone_seconds > 0 ? gone_seconds : 0) + EXPIRE_MARGIN);
-    const char *params[] = {owner, buf_str(&ids), buf_str(&runs), since};
-    PGresult *res = idem_run_sql(s, sql_expire_owner[l], l == LAYOUT_LEASE ? 4 : 3, params,
-                                 PGRES_COMMAND_OK, "expire leases", err, errlen);
-    buf_free(&ids);
-    buf_free(&runs);
-    if (res == NULL) {
-        return -1;
-    }
-    *expired = strtol(PQcmdTuples(res), NULL, 10);
     PQclear(res);
     return 0;
 }

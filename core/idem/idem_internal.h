@@ -1,9 +1,10 @@
 /*
- * idem_internal.h - what idem.c shares with idem_keys.c, idem_stmt.c and
- * outbox.c and nobody else: running SQL written against the store's table,
- * the hot-path statements prepared on demand, and the outbox's part of the
- * migration. Not part of the store's contract (idem.h); never include it
- * outside idem*.c and outbox.c.
+ * idem_internal.h - what idem.c shares with idem_schema.c, idem_janitor.c,
+ * idem_keys.c, idem_stmt.c and outbox.c and nobody else: the store itself,
+ * running SQL written against its table, errors in its words, array
+ * literals, the hot-path statements prepared on demand, and the outbox's
+ * part of the migration. Not part of the store's contract (idem.h); never
+ * include it outside idem*.c and outbox.c.
  */
 #ifndef TWICE_IDEM_INTERNAL_H
 #define TWICE_IDEM_INTERNAL_H
@@ -11,7 +12,50 @@
 #include <libpq-fe.h>
 #include <stddef.h>
 
-struct idem_store;
+/* The two sets of indexes a table may have (idem_schema.c says why). */
+enum idem_layout {
+    LAYOUT_UNKNOWN = 0,
+    LAYOUT_PARTIAL, /* tables created before the lease layout: three partial indexes */
+    LAYOUT_LEASE    /* tables created since: one index of lease_until */
+};
+
+struct idem_store {
+    PGconn *conn;             /* never NULL once idem_open has returned a store */
+    char *name;               /* the table name as configured, for error texts */
+    char *table;              /* quoted with PQescapeIdentifier */
+    char *index;              /* quoted name of the janitor index */
+    char *owner_index;        /* quoted name of the index of in-progress keys by owner */
+    char *free_index;         /* quoted name of the janitor index of free keys */
+    char *lease_index;        /* quoted name of the index of leases (the lease layout) */
+    enum idem_layout layout;  /* known after the first purge or expiry; 0: not yet */
+    char *pause_table;        /* quoted name of the queue pause table (pause.h) */
+    char *owner;              /* this process in leases */
+    struct idem_stmts *stmts; /* the hot-path statements (idem_stmt.c) */
+};
+
+struct buf;
+
+/* vsnprintf into err (nothing when err is NULL or errlen 0). */
+void idem_set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Describe a failed statement as "<what> (table T): <message><hint>" in
+ * err (one line, never the password), clear res (may be NULL: the message
+ * is then the connection's) and return -1. */
+int idem_pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, size_t errlen);
+
+/* Append tmpl to out with its markers replaced: @T the quoted table, @I, @O,
+ * @F and @E its indexes, @P the pause table, and extra's (NULL, or pairs of
+ * a marker letter and its text ending in NULL). 0, or -1 out of memory. */
+int idem_sql_expand(struct buf *out, const char *tmpl, const struct idem_store *s,
+                    const char *const *extra);
+
+/* Append one element to a PostgreSQL array literal being built in b (empty
+ * at first): quoted, with double quotes and backslashes escaped by a
+ * backslash; the bare word NULL for a null element. */
+void idem_array_elem(struct buf *b, const char *v);
+/* Close the literal; NULL when an allocation failed. Borrowed from b. */
+const char *idem_array_end(struct buf *b);
 
 /*
  * Run SQL built from tmpl ("@T" is the quoted table, "@I" the janitor

@@ -14,7 +14,6 @@
 
 #include <libpq-fe.h>
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,18 +117,6 @@ outbox_staged_clear(struct outbox_staged *st)
     memset(st, 0, sizeof(*st));
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* "outbox WHAT (table T_outbox): message" on one line; clears res; -1. */
 static int
 fail(struct idem_store *s, PGresult *res, const char *table, const char *what, char *err,
@@ -139,7 +126,7 @@ fail(struct idem_store *s, PGresult *res, const char *table, const char *what, c
     if (msg == NULL) {
         msg = PQerrorMessage(idem_pgconn(s));
     }
-    set_err(err, errlen, "outbox %s (table %s_outbox): %s", what, table, msg);
+    idem_set_err(err, errlen, "outbox %s (table %s_outbox): %s", what, table, msg);
     for (char *p = err; *p != '\0'; p++) {
         *p = *p == '\n' || *p == '\t' ? ' ' : *p;
     }
@@ -191,7 +178,7 @@ run(struct idem_store *s, const char *table, const char *tmpl, int nparams,
     struct buf sql = BUF_INIT;
     if (expand(s, table, tmpl, NULL, &sql) != 0) {
         buf_free(&sql);
-        set_err(err, errlen, "outbox %s: out of memory", what);
+        idem_set_err(err, errlen, "outbox %s: out of memory", what);
         return NULL;
     }
     PGresult *res =
@@ -227,7 +214,7 @@ outbox_migrate(struct idem_store *s, const char *table, char *err, size_t errlen
     struct buf sql = BUF_INIT;
     if (expand(s, table, sql_migrate, lock, &sql) != 0) {
         buf_free(&sql);
-        set_err(err, errlen, "outbox migrate: out of memory");
+        idem_set_err(err, errlen, "outbox migrate: out of memory");
         return -1;
     }
     res = PQexec(idem_pgconn(s), buf_str(&sql));
@@ -254,7 +241,7 @@ insert_chunk(struct idem_store *s, const char *table, struct flat *f, size_t n, 
     const char **params = calloc(n * COLS, sizeof(*params));
     struct buf sql = BUF_INIT;
     if (params == NULL) {
-        set_err(err, errlen, "outbox insert: out of memory");
+        idem_set_err(err, errlen, "outbox insert: out of memory");
         return -1;
     }
     buf_puts(&sql, "WITH ins AS (INSERT INTO @X (source_key, idx, source_queue, plugin, queue,"
@@ -276,7 +263,7 @@ insert_chunk(struct idem_store *s, const char *table, struct flat *f, size_t n, 
                                : run(s, table, buf_str(&sql), (int) (n * COLS), params,
                                      PGRES_TUPLES_OK, "insert", err, errlen);
     if (sql.failed) {
-        set_err(err, errlen, "outbox insert: out of memory");
+        idem_set_err(err, errlen, "outbox insert: out of memory");
     }
     buf_free(&sql);
     free(params);
@@ -333,7 +320,7 @@ outbox_complete_batch(struct idem_store *s, const char *table, const char *const
 {
     struct outbox_job *mine = calloc(n ? n : 1, sizeof(*mine));
     if (mine == NULL) {
-        set_err(err, errlen, "outbox complete: out of memory");
+        idem_set_err(err, errlen, "outbox complete: out of memory");
         return -1;
     }
     int rc = exec_simple(s, "BEGIN", table, err, errlen);
@@ -429,7 +416,7 @@ read_rows(PGresult *res, struct outbox_row **rows, size_t *n, char *err, size_t 
         outbox_rows_free(*rows, *n);
         *rows = NULL;
         *n = 0;
-        set_err(err, errlen, "outbox: out of memory reading rows");
+        idem_set_err(err, errlen, "outbox: out of memory reading rows");
         return -1;
     }
     return 0;
@@ -501,7 +488,7 @@ outbox_finish(struct idem_store *s, const char *table, const struct outbox_outco
     snprintf(secs, sizeof(secs), "%d", o->later_seconds);
     int rc = -1;
     if (sent.failed || bad) {
-        set_err(err, errlen, "outbox finish: out of memory");
+        idem_set_err(err, errlen, "outbox finish: out of memory");
     } else {
         const char *params[] = {buf_str(&sent), buf_str(&refused), buf_str(&later), secs};
         PGresult *res =
@@ -554,7 +541,7 @@ refused_apply(struct idem_store *s, const char *table, const char *sql, const ch
         ids_array(&arr, ids, n);
     }
     if (arr.failed) {
-        set_err(err, errlen, "outbox %s: out of memory", what);
+        idem_set_err(err, errlen, "outbox %s: out of memory", what);
         return -1;
     }
     const char *params[] = {n > 0 ? buf_str(&arr) : NULL};
