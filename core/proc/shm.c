@@ -122,6 +122,12 @@ proc_at(int proc_slot)
                                                                      : NULL;
 }
 
+int
+shm_thread_job(void)
+{
+    return thread_job;
+}
+
 void
 shm_mark_job_crash(int proc_slot, int idx)
 {

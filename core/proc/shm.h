@@ -156,6 +156,8 @@ int shm_job_begin(int proc_slot, int idx, const char *queue, const char *plugin,
 void shm_job_end(int proc_slot, int idx);
 /* Async-signal-safe: record that this thread's job crashed the process. */
 void shm_mark_crash(int proc_slot);
+/* The index of the job this thread is running (shm_job_begin), or -1. */
+int shm_thread_job(void);
 
 /* Worker: the job at idx (shm_job_begin) is to count as having crashed the
  * process when it ends (a transactional handler past its time limit). */

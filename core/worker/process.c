@@ -50,11 +50,24 @@ on_fatal(int sig)
     raise(sig);
 }
 
+/* exit() on a handler thread: plugin code (the worker itself leaves by
+ * _exit, which runs no atexit handler). Lay the death at that thread's job,
+ * as a fatal signal does, so that its run counts and no other's. */
+static void
+on_exit_call(void)
+{
+    int idx = shm_thread_job();
+    if (idx >= 0) {
+        shm_mark_job_crash(crash_slot, idx);
+    }
+}
+
 static void
 install_fatal_handlers(int slot)
 {
     static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
     crash_slot = slot;
+    atexit(on_exit_call);
     for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof(sa));

@@ -331,6 +331,46 @@ class Attempts(twicetest.TwiceTestCase):
         self.assertEqual(crashes, [poison, poison], "two runs of the poison, both laid at it")
         self.assertEqual(d.stop(), 0)
 
+    def test_a_plugin_calling_exit_is_laid_at_its_own_job(self):
+        # exit() inside handle() ends the worker as a crash does: only the run of the
+        # job that called it counts (it once counted against every job running).
+        url, dlq = self.queue_pair("quit")
+        dsn = self.new_database("quit")
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        port = tc.free_port()
+        conf = tc.config(self.env, dsn,
+                         [tc.queue("quit", url, dlq, "effect-file", concurrency=4,
+                                   visibility_timeout=3, max_attempts=2)],
+                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)], metrics_port=port)
+        d = self.start(conf)
+        self.sqs.send(url, json.dumps({"id": "bystander", "sleep_ms": 3000}))
+        twicetest.wait_until(lambda: self.in_flight(port) == 1, timeout=20,
+                             message="the bystander never started")
+        quitter = self.sqs.send(url, json.dumps({"id": "quitter", "exit": True}))
+        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 1, timeout=60,
+                             message="the quitter never reached the DLQ")
+
+        def lines():
+            try:
+                with open(effects) as f:
+                    return [line.split() for line in f.read().splitlines()]
+            except FileNotFoundError:
+                return []
+        twicetest.wait_until(lambda: len(lines()) == 1, timeout=60,
+                             message="the bystander never finished")
+        self.wait_empty(url)
+        [(key, _, attempt)] = lines()
+        self.assertEqual((key, attempt), ("effect:bystander", "1"),
+                         "the bystander had no run counted against it")
+        [letter] = self.letters(dlq)
+        self.assertEqual(self.attr(letter, "twice-reason"), "worker-crashed")
+        self.assertEqual(self.attr(letter, "twice-source-message-id"), quitter)
+        exits = re.findall(r"exited with code 3 while running plugin effect-file on message "
+                           r"(\S+)", d.log_text())
+        self.assertEqual(exits, [quitter, quitter])
+        self.assertEqual(d.stop(), 0)
+
     def test_a_host_dying_mid_run_costs_no_attempt_but_the_backstop_ends_it(self):
         # The whole host dies with the job (master and workers at once: no crash is
         # recorded). Its run is not counted: a later delivery takes the key over and

@@ -1,7 +1,8 @@
 /*
  * effect_file.c - fixture: a non-transactional plugin whose effect is one
  * line "key message_id attempt" appended to a file (setting `file`), as an
- * outside effect such as an email would be. Body as for effect_tx.
+ * outside effect such as an email would be. Body as for effect_tx, plus
+ * "exit": true (exit(3) inside handle()).
  * Used by: test_attempts.py, test_basic.py, test_config.py, test_lifecycle.py, test_limits.py,
  * test_reload.py, test_shapes.py, test_tracing.py.
  */
@@ -45,6 +46,10 @@ handle(void *state, twice_job *job)
     const char *crash = api->field(job, "crash", NULL);
     if (crash != NULL && strcmp(crash, "true") == 0) {
         raise(SIGSEGV);
+    }
+    const char *quit = api->field(job, "exit", NULL);
+    if (quit != NULL && strcmp(quit, "true") == 0) {
+        exit(3); /* a library that gives up on the whole process */
     }
     const char *reject = api->field(job, "reject", NULL);
     if (reject != NULL && strcmp(reject, "true") == 0) {
