@@ -37,6 +37,49 @@ class Attempts(twicetest.TwiceTestCase):
                          lease_margin=lease_margin, drain_timeout=drain_timeout)
         return url, dlq, dsn, port, conf
 
+    def setup_file(self, prefix, **queue_options):
+        """A queue pair, a database and a config running effect_file, whose effects are
+        lines in a file. Returns (url, dlq, dsn, metrics_port, effects file, config)."""
+        url, dlq = self.queue_pair(prefix)
+        dsn = self.new_database(prefix)
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        port = tc.free_port()
+        conf = tc.config(self.env, dsn, [tc.queue(prefix, url, dlq, "effect-file",
+                                                  **queue_options)],
+                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)], metrics_port=port)
+        return url, dlq, dsn, port, effects, conf
+
+    @staticmethod
+    def file_effects(path):
+        """(key, message id, attempt) of each line effect_file wrote, in order."""
+        try:
+            with open(path) as f:
+                return [tuple(line.split()) for line in f.read().splitlines()]
+        except FileNotFoundError:
+            return []
+
+    def check_only_culprit_counted(self, d, url, dlq, effects, culprit, bystanders, death):
+        """The culprit ended its worker on each of its two runs (max_attempts 2; the log
+        says death, then which message): it is dead-lettered as worker-crashed, and each
+        bystander (key of an effect_file job) is done once, as attempt 1."""
+        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 1, timeout=90,
+                             message="the culprit never reached the DLQ")
+        twicetest.wait_until(lambda: len(self.file_effects(effects)) == len(bystanders),
+                             timeout=90, message="the bystanders did not all finish")
+        self.wait_empty(url)
+        done = self.file_effects(effects)
+        self.assertEqual(sorted(k for k, _, _ in done), sorted(bystanders))
+        self.assertEqual({a for _, _, a in done}, {"1"},
+                         "no bystander had another job's death counted against it")
+        [letter] = self.letters(dlq)
+        self.assertEqual(self.attr(letter, "twice-reason"), "worker-crashed")
+        self.assertEqual(self.attr(letter, "twice-source-message-id"), culprit)
+        deaths = re.findall(death + r" while running plugin effect-file on message (\S+)",
+                            d.log_text())
+        self.assertEqual(deaths, [culprit, culprit], "its two runs, both laid at it")
+        self.assertEqual(d.stop(), 0)
+
     def start(self, conf, workers=1):
         """twiced on conf, once its workers are ready."""
         d = self.start_twiced(conf)
@@ -260,14 +303,7 @@ class Attempts(twicetest.TwiceTestCase):
         # Gap (b): another worker took the key over while this one ran it; the
         # completion finds the key no longer ours. The new holder's run is the one
         # that counts: this one is neither counted done nor deleted.
-        url, dlq = self.queue_pair("stolen")
-        dsn = self.new_database("stolen")
-        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
-        port = tc.free_port()
-        conf = tc.config(self.env, dsn,
-                         [tc.queue("stolen", url, dlq, "effect-file", visibility_timeout=5)],
-                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
-                                    file=effects)], metrics_port=port)
+        url, dlq, dsn, port, effects, conf = self.setup_file("stolen", visibility_timeout=5)
         d = self.start(conf)
         self.sqs.send(url, json.dumps({"id": "stolen", "sleep_ms": 2500}))
         twicetest.wait_until(lambda: self.in_flight(port) == 1, timeout=10,
@@ -290,15 +326,8 @@ class Attempts(twicetest.TwiceTestCase):
         # the poison crashes its worker as the 101st running job (the table once
         # held 64 and left later jobs out, so the crash fell on 64 bystanders and
         # the poison's own run was never counted). Only the poison's runs count.
-        url, dlq = self.queue_pair("many")
-        dsn = self.new_database("many")
-        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
-        port = tc.free_port()
-        conf = tc.config(self.env, dsn,
-                         [tc.queue("many", url, dlq, "effect-file", concurrency=110,
-                                   receivers=4, visibility_timeout=3, max_attempts=2)],
-                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
-                                    file=effects)], metrics_port=port)
+        url, dlq, _, port, effects, conf = self.setup_file(
+            "many", concurrency=110, receivers=4, visibility_timeout=3, max_attempts=2)
         d = self.start(conf)
         for i in range(0, 100, 10):
             self.sqs.send_batch(url, [json.dumps({"id": "b%d" % k, "sleep_ms": 4000})
@@ -306,70 +335,22 @@ class Attempts(twicetest.TwiceTestCase):
         twicetest.wait_until(lambda: self.in_flight(port) == 100, timeout=30,
                              message="the hundred jobs never ran at once")
         poison = self.sqs.send(url, json.dumps({"id": "poison", "crash": True}))
-        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 1, timeout=90,
-                             message="the poison never reached the DLQ")
-
-        def lines():
-            try:
-                with open(effects) as f:
-                    return [line.split() for line in f.read().splitlines()]
-            except FileNotFoundError:
-                return []
-        twicetest.wait_until(lambda: len(lines()) == 100, timeout=90,
-                             message="the bystanders did not all finish")
-        self.wait_empty(url)
-        self.assertEqual(sorted(k for k, _, _ in lines()),
-                         sorted("effect:b%d" % k for k in range(100)))
-        self.assertEqual({a for _, _, a in lines()}, {"1"},
-                         "no bystander had a crash counted against it")
-        [letter] = self.letters(dlq)
-        self.assertEqual(self.attr(letter, "twice-reason"), "worker-crashed")
-        self.assertEqual(self.attr(letter, "twice-source-message-id"), poison)
-        log = d.log_text()
-        crashes = re.findall(r"killed by signal 11 \(Segmentation fault\) while running "
-                             r"plugin effect-file on message (\S+)", log)
-        self.assertEqual(crashes, [poison, poison], "two runs of the poison, both laid at it")
-        self.assertEqual(d.stop(), 0)
+        self.check_only_culprit_counted(d, url, dlq, effects, poison,
+                                        ["effect:b%d" % k for k in range(100)],
+                                        r"killed by signal 11 \(Segmentation fault\)")
 
     def test_a_plugin_calling_exit_is_laid_at_its_own_job(self):
         # exit() inside handle() ends the worker as a crash does: only the run of the
         # job that called it counts (it once counted against every job running).
-        url, dlq = self.queue_pair("quit")
-        dsn = self.new_database("quit")
-        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
-        port = tc.free_port()
-        conf = tc.config(self.env, dsn,
-                         [tc.queue("quit", url, dlq, "effect-file", concurrency=4,
-                                   visibility_timeout=3, max_attempts=2)],
-                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
-                                    file=effects)], metrics_port=port)
+        url, dlq, _, port, effects, conf = self.setup_file(
+            "quit", concurrency=4, visibility_timeout=3, max_attempts=2)
         d = self.start(conf)
         self.sqs.send(url, json.dumps({"id": "bystander", "sleep_ms": 3000}))
         twicetest.wait_until(lambda: self.in_flight(port) == 1, timeout=20,
                              message="the bystander never started")
         quitter = self.sqs.send(url, json.dumps({"id": "quitter", "exit": True}))
-        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 1, timeout=60,
-                             message="the quitter never reached the DLQ")
-
-        def lines():
-            try:
-                with open(effects) as f:
-                    return [line.split() for line in f.read().splitlines()]
-            except FileNotFoundError:
-                return []
-        twicetest.wait_until(lambda: len(lines()) == 1, timeout=60,
-                             message="the bystander never finished")
-        self.wait_empty(url)
-        [(key, _, attempt)] = lines()
-        self.assertEqual((key, attempt), ("effect:bystander", "1"),
-                         "the bystander had no run counted against it")
-        [letter] = self.letters(dlq)
-        self.assertEqual(self.attr(letter, "twice-reason"), "worker-crashed")
-        self.assertEqual(self.attr(letter, "twice-source-message-id"), quitter)
-        exits = re.findall(r"exited with code 3 while running plugin effect-file on message "
-                           r"(\S+)", d.log_text())
-        self.assertEqual(exits, [quitter, quitter])
-        self.assertEqual(d.stop(), 0)
+        self.check_only_culprit_counted(d, url, dlq, effects, quitter, ["effect:bystander"],
+                                        r"exited with code 3")
 
     def test_a_host_dying_mid_run_costs_no_attempt_but_the_backstop_ends_it(self):
         # The whole host dies with the job (master and workers at once: no crash is
