@@ -59,12 +59,14 @@ class Claims(twicetest.TwiceTestCase):
         self.assertLessEqual(sizes[0], 10, sizes)
 
     def test_messages_beyond_the_handler_threads_wait_hidden(self):
-        # Two handler threads, 16 messages held: the last waits about 3 s for a thread,
-        # beyond the 2 s visibility timeout; the heartbeat keeps it hidden (the received
-        # count stays 16) and its key leased (nothing runs twice).
-        url, dlq, dsn, port, d = self.start("held", 16, sleep_ms=400, concurrency=2,
+        # Two handler threads, 16 messages held: the last waits about 4.8 s for a thread,
+        # beyond the 4 s visibility timeout; the heartbeat keeps it hidden (the received
+        # count stays 16) and its key leased (nothing runs twice). Not 2 s: the heartbeat
+        # ticks each second and extends at half the timeout, which left no margin under
+        # ThreadSanitizer (a CI run received 8 of them again).
+        url, dlq, dsn, port, d = self.start("held", 16, sleep_ms=600, concurrency=2,
                                             max_inflight=16, receives_per_claim=2,
-                                            visibility_timeout=2)
+                                            visibility_timeout=4)
         sizes = self.drained("held", 16, url, dlq, dsn, port, d)
         # Claims are bound by max_inflight, not by the two threads.
         self.assertGreater(sizes[0], 2, sizes)
