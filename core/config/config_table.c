@@ -336,8 +336,10 @@ const struct config_row config_rows[] = {
      .def = SQS_WAIT_TIME_MAX, .doc = "Long-poll seconds."},
     {ROW("queues", "visibility_timeout", CONFIG_INT, Q(visibility_timeout)), .lo = 1,
      .hi = SQS_VISIBILITY_MAX, .def = 30,
-     .doc = "Seconds. A job running longer is kept hidden by a heartbeat; the key's lease lasts "
-            "this plus lease_margin."},
+     .doc = "Seconds. A job running longer is kept hidden by a heartbeat, which extends the "
+            "visibility and the key's lease at half this (earlier under 5 s, so that the "
+            "extension lands before the message is visible again; under 4 s it looks every "
+            "quarter of it, 0.25 s at the least); the key's lease lasts this plus lease_margin."},
     {ROW("queues", "max_attempts", CONFIG_INT, Q(max_attempts)), .lo = 1, .hi = 1000, .def = 5,
      .doc = "Handler runs before the dead-letter queue (max-attempts; worker-crashed when the "
             "last run crashed its worker). An attempt is a run, counted with the key in "

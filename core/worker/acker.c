@@ -668,6 +668,7 @@ acker_main(void *arg)
     struct acker *a = arg;
     struct timespec last_beat;
     now_mono(&last_beat);
+    double beat = heartbeat_interval(a->w);
     pthread_mutex_lock(&a->mu);
     for (;;) {
         struct twice_job *list = take_pending(a);
@@ -685,7 +686,7 @@ acker_main(void *arg)
         if (abandon) {
             heartbeat_give_back(&a->hb);
         }
-        if (job_elapsed(&last_beat, &now) >= 1.0) {
+        if (job_elapsed(&last_beat, &now) >= beat) {
             heartbeat_run(&a->hb, &now);
             last_beat = now;
         }

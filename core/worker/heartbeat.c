@@ -134,6 +134,26 @@ snapshot(struct heartbeat *hb, struct twice_job ***all, size_t *n)
     return -1;
 }
 
+double
+heartbeat_interval(const struct worker *w)
+{
+    double interval = 1.0;
+    for (size_t qi = 0; qi < w->nqueues; qi++) {
+        double quarter = w->queues[qi].cfg->visibility_timeout / 4.0;
+        interval = quarter < interval ? quarter : interval;
+    }
+    return interval < 0.25 ? 0.25 : interval;
+}
+
+double
+heartbeat_due_after(int visibility_timeout, double interval)
+{
+    double half = visibility_timeout / 2.0;
+    double latest = visibility_timeout - interval - HEARTBEAT_SLACK_S;
+    double due = latest < half ? latest : half;
+    return due > 0 ? due : 0;
+}
+
 void
 heartbeat_run(struct heartbeat *hb, const struct timespec *now)
 {
@@ -149,13 +169,14 @@ heartbeat_run(struct heartbeat *hb, const struct timespec *now)
     struct twice_job **due = all + n;
     struct worker *w = hb->w;
     timeout_check(w, all, n, hb->act_overrun, hb->store_arg);
+    double interval = heartbeat_interval(w);
     for (size_t qi = 0; qi < w->nqueues; qi++) {
         struct wqueue *q = &w->queues[qi];
-        double half = q->cfg->visibility_timeout / 2.0;
+        double due_after = heartbeat_due_after(q->cfg->visibility_timeout, interval);
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
             if (all[i]->queue == q && !timeout_overrun(all[i]) &&
-                job_elapsed(&all[i]->extended_at, now) >= half) {
+                job_elapsed(&all[i]->extended_at, now) >= due_after) {
                 due[m++] = all[i];
             }
         }

@@ -1,9 +1,10 @@
 /*
  * heartbeat.h - keeping jobs in flight alive. A job running longer than
- * half its visibility timeout gets its SQS visibility and its lease
- * extended together, so slowness is never mistaken for death; at the drain
- * deadline, what still runs is given back. It runs on the acker's thread,
- * between the acker's passes, with the acker's connections.
+ * half its visibility timeout (sooner when the timeout is short, so that
+ * the extension lands before it lapses) gets its SQS visibility and its
+ * lease extended together, so slowness is never mistaken for death; at the
+ * drain deadline, what still runs is given back. It runs on the acker's
+ * thread, between the acker's passes, with the acker's connections.
  */
 #ifndef TWICE_HEARTBEAT_H
 #define TWICE_HEARTBEAT_H
@@ -16,6 +17,10 @@ struct twice_job;
 struct registry;
 struct sqs_client;
 struct worker;
+
+/* What an extension may take to land after the look that found it due: the
+ * acker's wait and its pass in progress, the SQS call itself. */
+#define HEARTBEAT_SLACK_S 1.0
 
 /* The heartbeat's state, owned by the acknowledger. */
 struct heartbeat {
@@ -32,7 +37,18 @@ struct heartbeat {
     time_t last_advice;    /* when the p99s were last published */
 };
 
-/* Extend what is due, about once a second. */
+/* How often the heartbeat looks (seconds): a quarter of the shortest
+ * visibility timeout of the worker's queues, within 0.25 s .. 1 s. */
+double heartbeat_interval(const struct worker *w);
+
+/* After how long (seconds since its visibility was last set) a job of a
+ * queue with this visibility timeout is due, when the heartbeat looks every
+ * `interval` seconds: half the timeout, or earlier when half would leave less
+ * than one interval and HEARTBEAT_SLACK_S for the extension to land; 0 (at
+ * every look) for a timeout too short for that. Pure. */
+double heartbeat_due_after(int visibility_timeout, double interval);
+
+/* Extend what is due; called every heartbeat_interval(). */
 void heartbeat_run(struct heartbeat *hb, const struct timespec *now);
 /* The drain deadline passed: give back every job still in flight. */
 void heartbeat_give_back(struct heartbeat *hb);

@@ -85,6 +85,25 @@ class Lifecycle(twicetest.TwiceTestCase):
                                 3)
         self.assertEqual(d.stop(), 0)
 
+    def test_a_short_visibility_timeout_is_extended_before_it_lapses(self):
+        # The heartbeat must renew a message's visibility before it runs out,
+        # however short the queue's visibility_timeout (1 s is allowed): a job
+        # running several timeouts long is never received a second time, while a
+        # free handler keeps a receiver polling.
+        for vis in (1, 2, 3):
+            with self.subTest(visibility_timeout=vis):
+                url, dlq, dsn, port, conf = self.setup_tx(
+                    "shortvis%d" % vis, queue_options={"visibility_timeout": vis, "concurrency": 2})
+                d = self.start_twiced(conf)
+                d.wait_log(r"ready: generation 1", timeout=20)
+                self.sqs.send(url, json.dumps({"id": "slow", "sleep_ms": 5000}))
+                twicetest.wait_until(lambda: len(self.effects(dsn)) == 1, timeout=30)
+                self.wait_empty(url)
+                self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_messages_received_total"),
+                                 1, "received again while it ran:\n" + d.log_text()[-3000:])
+                self.assertNotRegex(d.log_text(), r"live lease|taking over")
+                self.assertEqual(d.stop(), 0)
+
     def _worker_pid(self, d):
         pids = d.worker_pids()
         self.assertEqual(len(pids), 1, pids)
