@@ -299,13 +299,11 @@ dispatch_fifo(struct wqueue *q, struct twice_job **jobs, size_t n)
             acker_submit(q->w->acker, j);
         }
     }
-    size_t nrun = 0;
     for (size_t k = 0; k < ng; k++) {
         if (heads[k] != NULL) {
-            heads[nrun++] = heads[k];
+            wqueue_push(q, heads[k]);
         }
     }
-    wqueue_push(q, heads, nrun);
 }
 
 /* Hand each job on: runnable ones to the handlers, the rest to the acker. */
@@ -316,18 +314,15 @@ dispatch(struct wqueue *q, struct twice_job **jobs, size_t n)
         dispatch_fifo(q, jobs, n);
         return;
     }
-    struct twice_job *run[GATHER_MAX];
-    size_t nrun = 0;
     for (size_t i = 0; i < n; i++) {
         struct twice_job *j = jobs[i];
         if (j->action == JOB_ACT_NONE) {
             acker_track(q->w->acker, j);
-            run[nrun++] = j;
+            wqueue_push(q, j);
         } else {
             acker_submit(q->w->acker, j);
         }
     }
-    wqueue_push(q, run, nrun);
 }
 
 /* The queue was paused while its batch was being received: every job goes

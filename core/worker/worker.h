@@ -82,9 +82,9 @@ struct worker {
     struct flag abandon;  /* the drain deadline passed */
 };
 
-/* Hand n prepared jobs (or heads of FIFO chains) to q's handlers, in order;
- * never blocks: the receiver only receives what fits. */
-void wqueue_push(struct wqueue *q, struct twice_job **jobs, size_t n);
+/* Hand a prepared job (or the head of a FIFO chain) to q's handlers; never
+ * blocks: the receiver only receives what fits. */
+void wqueue_push(struct wqueue *q, struct twice_job *j);
 
 /* A job is finished (its message deleted, hidden or given back): its slot
  * is free for the next receive. Counting jobs until then keeps the acker's

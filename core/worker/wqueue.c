@@ -7,29 +7,19 @@
 
 #include "job.h"
 
-/* The jobs are appended under one lock and the handlers woken after it is
- * released: a handler woken while the receiver still held the lock would
- * only block on it again (a second futex wait and wake per job). */
 void
-wqueue_push(struct wqueue *q, struct twice_job **jobs, size_t n)
+wqueue_push(struct wqueue *q, struct twice_job *j)
 {
-    if (n == 0) {
-        return;
-    }
     pthread_mutex_lock(&q->mu);
-    for (size_t i = 0; i < n; i++) {
-        jobs[i]->next = NULL;
-        if (q->tail != NULL) {
-            q->tail->next = jobs[i];
-        } else {
-            q->head = jobs[i];
-        }
-        q->tail = jobs[i];
+    j->next = NULL;
+    if (q->tail != NULL) {
+        q->tail->next = j;
+    } else {
+        q->head = j;
     }
+    q->tail = j;
+    pthread_cond_signal(&q->work_cv);
     pthread_mutex_unlock(&q->mu);
-    for (size_t i = 0; i < n; i++) {
-        pthread_cond_signal(&q->work_cv); /* returns at once when none waits */
-    }
 }
 
 /* One waiting receiver is woken, not all of them: it takes what is free and
