@@ -4,16 +4,32 @@
  */
 #include "backoff.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/random.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
-/* splitmix64 state, one per thread; reseeded after fork (pid changes) so
- * workers forked from one master do not draw the same jitter. */
+/* splitmix64 state, one per thread; reseeded in a forked child (the fork
+ * handler clears the flag of the one thread a child has) so that children of
+ * one process do not draw the same jitter. A flag, not a getpid() per draw:
+ * that is a system call on every receive. */
 static _Thread_local uint64_t backoff_state;
-static _Thread_local pid_t backoff_pid;
+static _Thread_local int backoff_seeded;
+static pthread_once_t backoff_once = PTHREAD_ONCE_INIT;
+
+static void
+backoff_forked(void)
+{
+    backoff_seeded = 0;
+}
+
+static void
+backoff_register(void)
+{
+    (void) pthread_atfork(NULL, NULL, backoff_forked);
+}
 
 uint64_t
 backoff_ceiling(uint64_t base, uint64_t cap, int attempt)
@@ -57,13 +73,14 @@ backoff_seed(void)
                (uint64_t) (uintptr_t) &ts;
     }
     backoff_state = seed;
-    backoff_pid = getpid();
+    backoff_seeded = 1;
 }
 
 uint64_t
 backoff_random(void)
 {
-    if (backoff_pid != getpid()) {
+    if (!backoff_seeded) {
+        pthread_once(&backoff_once, backoff_register);
         backoff_seed();
     }
     uint64_t z = (backoff_state += UINT64_C(0x9E3779B97F4A7C15));

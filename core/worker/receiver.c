@@ -32,6 +32,7 @@
 #include "verdict.h"
 #include "worker.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,29 +176,48 @@ on_claim(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
     verdict_apply(j, &v);
 }
 
+/* Open addressing over a batch's keys: twice as many slots as keys, so a
+ * probe is short; slot values are leader index + 1 (0: empty). */
+#define DUPS_SLOTS 256
+_Static_assert(DUPS_SLOTS >= 2 * GATHER_MAX, "DUPS_SLOTS must be at least twice GATHER_MAX");
+_Static_assert(GATHER_MAX < 256, "a slot holds a leader index + 1 in a byte");
+
+static size_t
+key_slot(const char *key)
+{
+    uint64_t h = UINT64_C(14695981039346656037); /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *) key; *p != '\0'; p++) {
+        h = (h ^ *p) * UINT64_C(1099511628211);
+    }
+    return (size_t) (h & (DUPS_SLOTS - 1));
+}
+
 /* Jobs with the same key as an earlier job of the batch wait on it
  * (j->dups); they leave the handler slots at once. Returns the leaders. */
 static size_t
 split_dups(struct wqueue *q, struct twice_job **jobs, size_t n, struct twice_job **leaders)
 {
+    unsigned char slots[DUPS_SLOTS] = {0};
     size_t nl = 0;
     for (size_t i = 0; i < n; i++) {
         struct twice_job *j = jobs[i];
         if (j->action != JOB_ACT_NONE) {
             continue;
         }
-        size_t l = 0;
-        while (l < nl && strcmp(leaders[l]->key, j->key) != 0) {
-            l++;
+        size_t s = key_slot(j->key);
+        while (slots[s] != 0 && strcmp(leaders[slots[s] - 1]->key, j->key) != 0) {
+            s = (s + 1) & (DUPS_SLOTS - 1);
         }
-        if (l == nl) {
+        if (slots[s] == 0) {
             leaders[nl++] = j;
+            slots[s] = (unsigned char) nl;
             continue;
         }
+        struct twice_job *leader = leaders[slots[s] - 1];
         j->action = JOB_ACT_HIDE; /* until the leader's fate settles it */
-        j->leader = leaders[l];
-        j->dups = leaders[l]->dups;
-        leaders[l]->dups = j;
+        j->leader = leader;
+        j->dups = leader->dups;
+        leader->dups = j;
         j->holds_slot = 0; /* it rides with its leader */
         wqueue_release_slot(q, 1);
     }

@@ -70,6 +70,30 @@ class Lifecycle(twicetest.TwiceTestCase):
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)
 
+    def test_duplicates_within_one_claim_follow_their_leader(self):
+        # 100 messages over 37 keys, all waiting before twiced starts, so that a
+        # claim gathers up to 100 of them: copies of a key in one claim ride with
+        # the first (its leader) and are deleted once it completes.
+        url, dlq, dsn, port, conf = self.setup_tx(
+            "inbatch", queue_options={"concurrency": 100, "receives_per_claim": 10,
+                                      "max_inflight": 200})
+        order = [(i * 7) % 37 for i in range(100)]
+        for i in range(0, 100, 10):
+            self.sqs.send_batch(url, [{"body": json.dumps({"id": "k%d" % k})}
+                                      for k in order[i:i + 10]])
+        d = self.start_twiced(conf)
+        twicetest.wait_until(lambda: len(self.effects(dsn)) >= 37, timeout=30,
+                             message="not every key ran")
+        self.wait_empty(url)
+        rows = self.effects(dsn)
+        self.assertEqual(sorted(r[0] for r in rows), sorted("effect:k%d" % k for k in range(37)),
+                         "one effect per key")
+        tc.wait_metric(port, "twice_duplicates_skipped_total", 63)
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_duplicates_skipped_total"), 63)
+        self.assertRegex(d.log_text(), r"key=effect:k\d+: duplicate of \S+ in the same batch")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
     def test_slow_handler_is_kept_alive_by_the_heartbeat(self):
         url, dlq, dsn, port, conf = self.setup_tx(
             "slow", queue_options={"visibility_timeout": 3})
