@@ -321,11 +321,17 @@ idem_array_elem(struct buf *b, const char *v)
         return;
     }
     buf_putc(b, '"');
-    for (const char *p = v; *p; p++) {
-        if (*p == '"' || *p == '\\') {
-            buf_putc(b, '\\');
+    /* By runs between the characters an array literal escapes: keys, hashes
+     * and message ids rarely hold one, so this is one copy per value. */
+    for (const char *p = v;;) {
+        size_t run = strcspn(p, "\"\\");
+        buf_append(b, p, run);
+        p += run;
+        if (*p == '\0') {
+            break;
         }
-        buf_putc(b, *p);
+        buf_putc(b, '\\');
+        buf_putc(b, *p++);
     }
     buf_putc(b, '"');
 }
@@ -645,8 +651,10 @@ static int
 claim_arrays(const struct idem_claim *claims, size_t n, struct buf arr[4])
 {
     static const char hex[] = "0123456789abcdef";
+    char lease[BUF_INT_MAX];
+    int lease_of = 0; /* the lease seconds in `lease`: a batch's claims share one */
     for (size_t i = 0; i < n; i++) {
-        char sha[65], lease[16];
+        char sha[65];
         if (claims[i].sha256 != NULL) {
             for (int j = 0; j < 32; j++) {
                 sha[2 * j] = hex[claims[i].sha256[j] >> 4];
@@ -654,7 +662,10 @@ claim_arrays(const struct idem_claim *claims, size_t n, struct buf arr[4])
             }
             sha[64] = '\0';
         }
-        snprintf(lease, sizeof(lease), "%d", claims[i].lease_seconds);
+        if (i == 0 || claims[i].lease_seconds != lease_of) {
+            lease_of = claims[i].lease_seconds;
+            buf_int_text(lease, lease_of);
+        }
         idem_array_elem(&arr[0], claims[i].key);
         idem_array_elem(&arr[1], claims[i].sha256 ? sha : NULL);
         idem_array_elem(&arr[2], claims[i].message_id);
@@ -838,7 +849,10 @@ ints_array(struct buf *arr, const int *v, size_t n)
 {
     buf_putc(arr, '{');
     for (size_t i = 0; i < n; i++) {
-        buf_printf(arr, "%s%d", i > 0 ? "," : "", v != NULL ? v[i] : -1);
+        if (i > 0) {
+            buf_putc(arr, ',');
+        }
+        buf_put_int(arr, v != NULL ? v[i] : -1);
     }
     buf_putc(arr, '}');
     if (arr->failed) {

@@ -165,3 +165,33 @@ buf_free_secret(char *s)
     }
     free(s);
 }
+
+size_t
+buf_int_text(char out[BUF_INT_MAX], long long v)
+{
+    char digits[BUF_INT_MAX];
+    /* The magnitude as unsigned: -LLONG_MIN does not fit a long long. */
+    unsigned long long m = v < 0 ? 0ULL - (unsigned long long) v : (unsigned long long) v;
+    size_t nd = 0;
+    do {
+        digits[nd++] = (char) ('0' + m % 10);
+        m /= 10;
+    } while (m != 0);
+    size_t len = 0;
+    if (v < 0) {
+        out[len++] = '-';
+    }
+    while (nd > 0) {
+        out[len++] = digits[--nd];
+    }
+    out[len] = '\0';
+    return len;
+}
+
+int
+buf_put_int(struct buf *b, long long v)
+{
+    char text[BUF_INT_MAX];
+    size_t len = buf_int_text(text, v);
+    return buf_append(b, text, len);
+}

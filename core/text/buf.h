@@ -34,6 +34,16 @@ int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
  * of "%s%s..." appends, without parsing a format. 0, or -1 as above. */
 int buf_cat(struct buf *b, ...) __attribute__((sentinel));
 
+/* Room for any long long in decimal, with its sign and the NUL. */
+#define BUF_INT_MAX 21
+
+/* v in decimal into out (NUL-terminated); returns its length. No printf: the
+ * hot paths write many small integers (array literals, JSON requests). */
+size_t buf_int_text(char out[BUF_INT_MAX], long long v);
+
+/* Append v in decimal. 0, or -1 as above. */
+int buf_put_int(struct buf *b, long long v);
+
 /* Make sure `extra` more bytes fit without another allocation. */
 int buf_reserve(struct buf *b, size_t extra);
 

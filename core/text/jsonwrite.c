@@ -100,7 +100,10 @@ void
 jsonwrite_int(struct jsonwrite *w, long long v)
 {
     if (!w->failed) {
-        check(w, yajl_gen_integer(w->gen, v));
+        /* yajl_gen_integer formats with sprintf; the text is the same. */
+        char text[BUF_INT_MAX];
+        size_t len = buf_int_text(text, v);
+        check(w, yajl_gen_number(w->gen, text, len));
     }
 }
 

@@ -1036,30 +1036,37 @@ test_quoting(struct ctx *c)
 {
     const char *tables[] = {"Weird Name", "we\"ird; DROP TABLE effects",
                             "odd@T@I$twice$'; DROP TABLE effects; --"};
-    const char *keys[] = {"a\"b\\c,{d} e", "NULL", " spaced ", "ключ", ""};
+    /* Array literal specials, alone, doubled and last; "NULL"; blanks; UTF-8; empty. */
+    const char *keys[] = {"a\"b\\c,{d} e", "NULL", " spaced ", "ключ", "", "\\\\\"\"", "tail\\"};
+    enum { NK = sizeof(keys) / sizeof(keys[0]) };
     for (int t = 0; t < 3; t++) {
         struct idem_store *a = open_store(c->dsn, tables[t], "owner-a");
         CHECK_INT(idem_migrate(a, err, sizeof(err)), 0);
-        struct idem_claim cl[5];
+        struct idem_claim cl[NK];
         memset(cl, 0, sizeof(cl));
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < NK; i++) {
             cl[i].key = keys[i];
-            cl[i].message_id = keys[(i + 1) % 5];
-            cl[i].lease_seconds = 30;
+            cl[i].message_id = keys[(i + 1) % NK];
+            cl[i].lease_seconds = i == 2 || i == 3 ? 300 : 30; /* each claim its own lease */
         }
-        CHECK_INT(idem_claim_batch(a, cl, 5, err, sizeof(err)), 0);
-        int done[5] = {0}, runs[5] = {1, 1, 1, 1, 1};
-        CHECK_INT(idem_release_batch(a, keys, runs, 5, done, err, sizeof(err)), 0);
-        CHECK_INT(idem_claim_batch(a, cl, 5, err, sizeof(err)), 0);
+        CHECK_INT(idem_claim_batch(a, cl, NK, err, sizeof(err)), 0);
+        if (t == 0) {
+            CHECK_INT(sql_long(c->db, "SELECT count(*) FROM \"Weird Name\" WHERE lease_until > "
+                                      "now() + interval '200 seconds'"),
+                      2);
+        }
+        int done[NK] = {0}, runs[NK] = {1, 1, 1, 1, 1, 1, 1};
+        CHECK_INT(idem_release_batch(a, keys, runs, NK, done, err, sizeof(err)), 0);
+        CHECK_INT(idem_claim_batch(a, cl, NK, err, sizeof(err)), 0);
         CHECK_INT(cl[0].state, IDEM_CLAIMED);
         CHECK_INT(cl[0].attempts, 1);
         runs[0] = 2;
-        CHECK_INT(idem_complete_batch(a, keys, runs, 5, done, err, sizeof(err)), 0);
-        CHECK_INT(idem_claim_batch(a, cl, 5, err, sizeof(err)), 0);
-        for (int i = 0; i < 5; i++) {
+        CHECK_INT(idem_complete_batch(a, keys, runs, NK, done, err, sizeof(err)), 0);
+        CHECK_INT(idem_claim_batch(a, cl, NK, err, sizeof(err)), 0);
+        for (int i = 0; i < NK; i++) {
             CHECK_INT(done[i], 1);
             CHECK_INT(cl[i].state, IDEM_COMPLETED);
-            CHECK_STR(cl[i].stored_message_id, keys[(i + 1) % 5]);
+            CHECK_STR(cl[i].stored_message_id, keys[(i + 1) % NK]);
             struct idem_record rec;
             CHECK_INT(idem_key_show(a, keys[i], &rec, err, sizeof(err)), 1);
             CHECK_STR(rec.key, keys[i]);
@@ -1067,7 +1074,7 @@ test_quoting(struct ctx *c)
         }
         idem_close(a);
     }
-    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM \"Weird Name\""), 5);
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM \"Weird Name\""), NK);
     CHECK_INT(sql_long(c->db, "SELECT count(*) FROM pg_class WHERE relname = 'effects'"), 1);
 }
 
