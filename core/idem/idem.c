@@ -651,10 +651,8 @@ static int
 claim_arrays(const struct idem_claim *claims, size_t n, struct buf arr[4])
 {
     static const char hex[] = "0123456789abcdef";
-    char lease[BUF_INT_MAX];
-    int lease_of = 0; /* the lease seconds in `lease`: a batch's claims share one */
     for (size_t i = 0; i < n; i++) {
-        char sha[65];
+        char sha[65], lease[BUF_INT_MAX];
         if (claims[i].sha256 != NULL) {
             for (int j = 0; j < 32; j++) {
                 sha[2 * j] = hex[claims[i].sha256[j] >> 4];
@@ -662,10 +660,7 @@ claim_arrays(const struct idem_claim *claims, size_t n, struct buf arr[4])
             }
             sha[64] = '\0';
         }
-        if (i == 0 || claims[i].lease_seconds != lease_of) {
-            lease_of = claims[i].lease_seconds;
-            buf_int_text(lease, lease_of);
-        }
+        buf_int_text(lease, claims[i].lease_seconds);
         idem_array_elem(&arr[0], claims[i].key);
         idem_array_elem(&arr[1], claims[i].sha256 ? sha : NULL);
         idem_array_elem(&arr[2], claims[i].message_id);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "hash.h"
 #include "idem_internal.h"
 
 /*
@@ -107,13 +108,7 @@ static const char sql_migrate_check[] =
 long long
 idem_lock_key(const char *kind, const char *table)
 {
-    unsigned long long h = 14695981039346656037ULL;
-    for (const char *p = kind; *p; p++) {
-        h = (h ^ (unsigned char) *p) * 1099511628211ULL;
-    }
-    for (const char *p = table; *p; p++) {
-        h = (h ^ (unsigned char) *p) * 1099511628211ULL;
-    }
+    uint64_t h = hash_fnv1a(hash_fnv1a(HASH_FNV1A_INIT, kind), table);
     return (long long) (h >> 1); /* a positive bigint */
 }
 

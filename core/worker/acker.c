@@ -668,7 +668,6 @@ acker_main(void *arg)
     struct acker *a = arg;
     struct timespec last_beat;
     now_mono(&last_beat);
-    double beat = heartbeat_interval(a->w);
     pthread_mutex_lock(&a->mu);
     for (;;) {
         struct twice_job *list = take_pending(a);
@@ -686,7 +685,7 @@ acker_main(void *arg)
         if (abandon) {
             heartbeat_give_back(&a->hb);
         }
-        if (job_elapsed(&last_beat, &now) >= beat) {
+        if (job_elapsed(&last_beat, &now) >= a->hb.interval) {
             heartbeat_run(&a->hb, &now);
             last_beat = now;
         }
@@ -732,6 +731,7 @@ acker_start(struct worker *w, char *err, size_t errlen)
         .store = heartbeat_store,
         .store_arg = a,
         .act_overrun = act_overrun,
+        .interval = heartbeat_interval(w),
     };
     acker_store(a); /* a failure is logged and retried on use */
     int rc = pthread_create(&a->thread, NULL, acker_main, a);

@@ -169,10 +169,9 @@ heartbeat_run(struct heartbeat *hb, const struct timespec *now)
     struct twice_job **due = all + n;
     struct worker *w = hb->w;
     timeout_check(w, all, n, hb->act_overrun, hb->store_arg);
-    double interval = heartbeat_interval(w);
     for (size_t qi = 0; qi < w->nqueues; qi++) {
         struct wqueue *q = &w->queues[qi];
-        double due_after = heartbeat_due_after(q->cfg->visibility_timeout, interval);
+        double due_after = heartbeat_due_after(q->cfg->visibility_timeout, hb->interval);
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
             if (all[i]->queue == q && !timeout_overrun(all[i]) &&

@@ -33,6 +33,7 @@ struct heartbeat {
     /* Carry out a timeout's verdict on a running job's message (timeout.h), with
      * store_arg. */
     void (*act_overrun)(void *arg, struct twice_job *j, const struct lifecycle_verdict *v);
+    double interval;       /* seconds between looks: heartbeat_interval(w) */
     time_t failure_logged; /* failures are reported every 10 s, not every tick */
     time_t last_advice;    /* when the p99s were last published */
 };
@@ -48,7 +49,7 @@ double heartbeat_interval(const struct worker *w);
  * every look) for a timeout too short for that. Pure. */
 double heartbeat_due_after(int visibility_timeout, double interval);
 
-/* Extend what is due; called every heartbeat_interval(). */
+/* Extend what is due; called every hb->interval seconds. */
 void heartbeat_run(struct heartbeat *hb, const struct timespec *now);
 /* The drain deadline passed: give back every job still in flight. */
 void heartbeat_give_back(struct heartbeat *hb);

@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "config.h"
 #include "digest.h"
+#include "hash.h"
 #include "hostapi.h"
 #include "keying.h"
 #include "idem.h"
@@ -32,7 +33,6 @@
 #include "verdict.h"
 #include "worker.h"
 
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,16 +182,6 @@ on_claim(struct wqueue *q, struct twice_job *j, const struct idem_claim *c)
 _Static_assert(DUPS_SLOTS >= 2 * GATHER_MAX, "DUPS_SLOTS must be at least twice GATHER_MAX");
 _Static_assert(GATHER_MAX < 256, "a slot holds a leader index + 1 in a byte");
 
-static size_t
-key_slot(const char *key)
-{
-    uint64_t h = UINT64_C(14695981039346656037); /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *) key; *p != '\0'; p++) {
-        h = (h ^ *p) * UINT64_C(1099511628211);
-    }
-    return (size_t) (h & (DUPS_SLOTS - 1));
-}
-
 /* Jobs with the same key as an earlier job of the batch wait on it
  * (j->dups); they leave the handler slots at once. Returns the leaders. */
 static size_t
@@ -204,7 +194,7 @@ split_dups(struct wqueue *q, struct twice_job **jobs, size_t n, struct twice_job
         if (j->action != JOB_ACT_NONE) {
             continue;
         }
-        size_t s = key_slot(j->key);
+        size_t s = (size_t) (hash_fnv1a(HASH_FNV1A_INIT, j->key) & (DUPS_SLOTS - 1));
         while (slots[s] != 0 && strcmp(leaders[slots[s] - 1]->key, j->key) != 0) {
             s = (s + 1) & (DUPS_SLOTS - 1);
         }
