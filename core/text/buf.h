@@ -84,8 +84,9 @@ void buf_reset(struct buf *b);
 /* The contents as a C string ("" when empty). Borrowed from b. */
 const char *buf_str(const struct buf *b);
 
-/* Hand the contents over to the caller (who frees them) and reset b.
- * Returns NULL if an allocation failed; never NULL otherwise. */
+/* Hand the contents over to the caller (who frees them) and reset b; room
+ * the text does not use is given back. Returns NULL if an allocation
+ * failed; never NULL otherwise. */
 char *buf_steal(struct buf *b);
 
 void buf_free(struct buf *b);
