@@ -495,12 +495,18 @@ class AssumeRole(CredsTest):
 
 
 class Refresh(CredsTest):
-    def test_five_minutes_left_refreshed_ahead_with_no_failed_request(self):
-        """IMDS hands out credentials with 5 minutes left. twiced refreshes them at
-        half-life (~150 s before expiry) in the background; the first refresh attempt
-        fails (500) and is retried with backoff while the old ones stay in use. Messages
-        flow all along, every request is signed with live credentials, none fails."""
-        imds = self.fake(fakeaws.Imds(self.ledger, lifetimes=(300, 6 * 3600)))
+    # The first set's lifetime, s: long enough for every process to fetch and for
+    # messages to flow before the refresh, short enough to keep the test short.
+    LIFETIME = 60
+
+    def test_short_lived_refreshed_ahead_with_no_failed_request(self):
+        """IMDS hands out credentials that expire in a minute (real sets can have
+        minutes left; every lifetime under twice the 15-minute refresh window takes this
+        path). twiced refreshes them at half-life (~30 s before expiry) in the
+        background; the first refresh attempt fails (500) and is retried with backoff
+        while the old ones stay in use. Messages flow all along, every request is signed
+        with live credentials, none fails."""
+        imds = self.fake(fakeaws.Imds(self.ledger, lifetimes=(self.LIFETIME, 6 * 3600)))
         # DLQ checks every 5 s: the monitor, too, signs requests all along.
         conf = self.conf + "alerts = { dlq_check_interval = 5; };\n"
         d = self.start_twiced(conf, extra_env=self.isolated_env(
@@ -511,7 +517,7 @@ class Refresh(CredsTest):
         first = imds.issued[0]
         imds.fail_next(1, status=500, path_prefix=ROLE_PATH + imds.role)
         sent = 0
-        deadline = first.issued + 175
+        deadline = first.issued + self.LIFETIME / 2 + 10
         while time.time() < deadline:
             self.sqs.send(self.url, json.dumps({"id": "steady-%d" % sent}))
             sent += 1
@@ -522,7 +528,7 @@ class Refresh(CredsTest):
         self.assert_no_secrets(d)
 
         # Each process with credentials (the worker, the master's DLQ monitor) fetched
-        # once: only the first set lasts 5 minutes (the fake hands out 6-hour ones after
+        # once: only the first set is short-lived (the fake hands out 6-hour ones after
         # it), so exactly one refresh is due; the injected 500 hits it, a retry succeeds.
         fetches = imds.requests(ROLE_PATH + imds.role)
         statuses = [r.status for r in fetches]
@@ -535,9 +541,9 @@ class Refresh(CredsTest):
         second = imds.issued[processes]
         failed_at = fetches[failed].at - first.issued
         refreshed_at = fetches[failed + 1].at - first.issued
-        print("\nrefresh tried %.1f s after the first fetch, done at %.1f s (expiry at 300 s)"
-              % (failed_at, refreshed_at), file=sys.stderr)
-        self.assertTrue(140 <= failed_at <= 160, failed_at)
+        print("\nrefresh tried %.1f s after the first fetch, done at %.1f s (expiry at %d s)"
+              % (failed_at, refreshed_at, self.LIFETIME), file=sys.stderr)
+        self.assertTrue(self.LIFETIME / 2 - 5 <= failed_at <= self.LIFETIME / 2 + 5, failed_at)
         self.assertTrue(refreshed_at - failed_at < 10, "retried soon after the failure")
         reqs = self.assert_signed_with(imds.issued)
         # Whichever process got the 5-minute set (worker or DLQ monitor) switched.
