@@ -108,7 +108,8 @@ entity(const char *p, const char *end, struct buf *b)
 }
 
 /* The text of element `name` in [p, end), unescaped, as a new string the
- * caller wipes and frees; NULL when missing, malformed (errno EINVAL) or
+ * caller wipes and frees; NULL when missing, malformed (a bad entity, or a
+ * NUL byte, which XML forbids and a C string would cut at; errno EINVAL) or
  * on ENOMEM. The buffer is sized first: no realloc copies a secret. */
 static char *
 element_text(const char *p, const char *end, const char *name)
@@ -126,7 +127,7 @@ element_text(const char *p, const char *end, const char *name)
     }
     while (c < c_end) {
         size_t used = *c == '&' ? entity(c + 1, c_end, &b) : 0;
-        if (*c == '&' && used == 0) {
+        if ((*c == '&' && used == 0) || *c == '\0') {
             buf_free_wipe(&b);
             errno = EINVAL;
             return NULL;
@@ -140,17 +141,20 @@ element_text(const char *p, const char *end, const char *name)
     return buf_steal(&b);
 }
 
-/* An ErrorResponse's Code and Message into why ("" parts when absent). */
+/* An ErrorResponse's Code and Message into why; without a code, what the
+ * message says, and never an empty reason. */
 static void
 error_reason(const char *xml, const char *end, char *why, size_t whylen)
 {
     const char *e_end = NULL, *e = element(xml, end, "Error", &e_end);
     char *code = e != NULL ? element_text(e, e_end, "Code") : NULL;
     char *msg = e != NULL ? element_text(e, e_end, "Message") : NULL;
+    int has_msg = msg != NULL && msg[0] != '\0';
 
-    if (code != NULL) {
-        snprintf(why, whylen, "%.100s%s%.300s", code, msg != NULL ? ": " : "",
-                 msg != NULL ? msg : "");
+    if (code != NULL && code[0] != '\0') {
+        snprintf(why, whylen, "%.100s%s%.300s", code, has_msg ? ": " : "", has_msg ? msg : "");
+    } else if (has_msg) {
+        snprintf(why, whylen, "the reply has no Credentials: %.300s", msg);
     } else {
         snprintf(why, whylen, "the reply has no Credentials");
     }

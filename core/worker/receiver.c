@@ -143,7 +143,7 @@ prepare(struct receiver *r, struct twice_job *j)
     j->plugin = route == KEYING_QUEUE_PLUGIN ? q->plugin : q->route_plugins[route];
     struct buf key = BUF_INIT;
     if (hostapi_derive_key(j->plugin, q->key, j, &key) == 0) {
-        j->key = buf_steal(&key);
+        j->key = buf_steal_fit(&key);
         if (j->key == NULL) {
             job_deadletter(j, "bad-key-field", "out of memory deriving the key");
         }

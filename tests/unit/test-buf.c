@@ -2,8 +2,8 @@
  * test-buf.c - the growable buffer's appends: printf output that fits the
  * free space, that needs the buffer to grow (formatted a second time), and
  * that ends exactly at its edge; buf_cat's lists; the NUL after every append;
- * integers in decimal without printf, as printf writes them; a stolen
- * string keeps no more room than it needs.
+ * integers in decimal without printf, as printf writes them; a string
+ * stolen to be kept (buf_steal_fit) keeps no more room than it needs.
  */
 #include "check.h"
 
@@ -97,7 +97,7 @@ test_steal_fits(void)
     struct buf b = BUF_INIT;
     CHECK_INT(buf_reserve(&b, 1100), 0);
     buf_puts(&b, "noop:k0000985");
-    char *key = buf_steal(&b);
+    char *key = buf_steal_fit(&b);
     CHECK_STR(key, "noop:k0000985");
     CHECK(malloc_usable_size(key) < 64);
     CHECK(b.data == NULL && b.len == 0 && b.cap == 0);
@@ -108,12 +108,12 @@ test_steal_fits(void)
         memset(want, 'k', n);
         want[n] = '\0';
         buf_append(&b, want, n);
-        char *s = buf_steal(&b);
+        char *s = buf_steal_fit(&b);
         CHECK_STR(s, want);
         CHECK(malloc_usable_size(s) <= n + 1 + 64 + 16);
         free(s);
     }
-    char *empty = buf_steal(&b);
+    char *empty = buf_steal_fit(&b);
     CHECK_STR(empty, "");
     free(empty);
 }

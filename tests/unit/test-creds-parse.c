@@ -172,6 +172,25 @@ test_sts_errors(void)
     CHECK_INT(creds_sts_parse("", 0, "web-identity", &c, why, sizeof(why)), 0);
     CHECK_STR(why, "the reply has no Credentials");
     CHECK(c.access_key_id == NULL);
+
+    /* A NUL byte in the text (XML has none) makes the element malformed:
+     * a key is not cut short at it, a reason is never empty (fuzz-creds). */
+    static const char nul_key[] = "<R><Credentials><AccessKeyId>AKID\0tail</AccessKeyId>"
+                                  "<SecretAccessKey>s</SecretAccessKey><SessionToken>t"
+                                  "</SessionToken><Expiration>2100-01-01T00:00:00Z"
+                                  "</Expiration></Credentials></R>";
+    CHECK_INT(creds_sts_parse(nul_key, sizeof(nul_key) - 1, "web-identity", &c, why, sizeof(why)),
+              0);
+    CHECK(c.access_key_id == NULL);
+    static const char nul_code[] = "<ErrorResponse><Error><Code>\0\0Denied</Code>"
+                                   "<Message>Not authorized</Message></Error></ErrorResponse>";
+    CHECK_INT(creds_sts_parse(nul_code, sizeof(nul_code) - 1, "web-identity", &c, why, sizeof(why)),
+              0);
+    CHECK_STR(why, "the reply has no Credentials: Not authorized");
+    static const char empty_code[] = "<ErrorResponse><Error><Code></Code></Error></ErrorResponse>";
+    CHECK_INT(creds_sts_parse(empty_code, strlen(empty_code), "web-identity", &c, why, sizeof(why)),
+              0);
+    CHECK_STR(why, "the reply has no Credentials");
 }
 
 static void
