@@ -184,12 +184,12 @@ test_sts_errors(void)
     CHECK(c.access_key_id == NULL);
     static const char nul_code[] = "<ErrorResponse><Error><Code>\0\0Denied</Code>"
                                    "<Message>Not authorized</Message></Error></ErrorResponse>";
-    CHECK_INT(creds_sts_parse(nul_code, sizeof(nul_code) - 1, "web-identity", &c, why, sizeof(why)),
-              0);
+    CHECK_INT(
+        creds_sts_parse(nul_code, sizeof(nul_code) - 1, "web-identity", &c, why, sizeof(why)), 0);
     CHECK_STR(why, "the reply has no Credentials: Not authorized");
     static const char empty_code[] = "<ErrorResponse><Error><Code></Code></Error></ErrorResponse>";
-    CHECK_INT(creds_sts_parse(empty_code, strlen(empty_code), "web-identity", &c, why, sizeof(why)),
-              0);
+    CHECK_INT(
+        creds_sts_parse(empty_code, strlen(empty_code), "web-identity", &c, why, sizeof(why)), 0);
     CHECK_STR(why, "the reply has no Credentials");
 }
 
