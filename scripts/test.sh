@@ -2,7 +2,7 @@
 # test.sh: THE test command. Installs dependencies (deps.sh), builds twice normally in
 # build/, with ASan+UBSan in build-asan/ and with TSan in build-tsan/, starts the test
 # servers (testenv.sh) in a temporary RUN_DIR, fuzzes every libFuzzer target for a bounded
-# time (fuzz.sh, TWICE_FUZZ_SECONDS each, default 45), runs the unit tests under valgrind
+# time (fuzz.sh, TWICE_FUZZ_SECONDS each, default 40), runs the unit tests under valgrind
 # (valgrind-unit.sh), builds, lints, installs and purges the packages (package-test.sh),
 # then runs ctest in build/ and build-asan/, and the tests that exercise threads in
 # build-tsan/; always stops the servers, and exits with the status of the first failure.
@@ -51,7 +51,7 @@ done
 # heartbeat, drain and abandon (basic, lifecycle, fifo, plugins), and the
 # master's DLQ monitor, alert sender, HTTP endpoints, janitor and reload
 # (alerts, metrics, reload). Left out: format and layer checks (no code
-# runs), the fuzz replays (no threads), test_creds (minutes of waiting on expiries; its refresh thread is
+# runs), the fuzz replays (no threads), test_creds (waiting on expiries; its refresh thread is
 # test-creds-refresh's), test_serial_* (minutes, run alone) and the tests of
 # single-threaded logic (CLI, hostile input, TLS, secrets, permissions).
 tsan_tests='^(unit/|integration/(itest-|plugin-|'
@@ -99,8 +99,8 @@ echo "test.sh: setup took $((SECONDS - start))s"
 status=0
 # Checks outside ctest first, so the run ends with ctest's own summary.
 if [ "$quick" = 0 ]; then
-    echo "test.sh: fuzzing each target for ${TWICE_FUZZ_SECONDS:-45}s (scripts/fuzz.sh)"
-    bash "$here/fuzz.sh" "${TWICE_FUZZ_SECONDS:-45}" || status=$?
+    echo "test.sh: fuzzing each target for ${TWICE_FUZZ_SECONDS:-40}s (scripts/fuzz.sh)"
+    bash "$here/fuzz.sh" "${TWICE_FUZZ_SECONDS:-40}" || status=$?
 fi
 if [ "$status" = 0 ] && [ "$quick" = 0 ]; then
     echo "test.sh: unit tests under valgrind memcheck (scripts/valgrind-unit.sh)"
