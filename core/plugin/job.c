@@ -144,7 +144,7 @@ job_deadletter(struct twice_job *j, const char *reason, const char *fmt, ...)
     buf_vprintf(&b, fmt, ap);
     va_end(ap);
     free(j->error);
-    j->error = buf_steal_fit(&b);
+    j->error = buf_steal(&b);
     snprintf(j->reason, sizeof(j->reason), "%s", reason);
     j->action = JOB_ACT_DEADLETTER;
 }

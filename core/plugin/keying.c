@@ -82,7 +82,7 @@ fetch_failed(struct twice_job *j, const struct s3_error *e, long max)
         struct buf b = BUF_INIT; /* why, for the log line; the verdict is the caller's */
         buf_printf(&b, "fetching the payload at %s/%s: %s", p->bucket, p->key, e->message);
         free(j->error);
-        j->error = buf_steal_fit(&b);
+        j->error = buf_steal(&b);
         return KEYING_LATER;
     }
     return KEYING_DEAD;

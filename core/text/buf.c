@@ -139,25 +139,6 @@ buf_steal(struct buf *b)
     return p;
 }
 
-/* The slack a stolen string may keep: below it, giving the rest back costs
- * more than it saves. */
-#define BUF_STEAL_SLACK 64
-
-/* For strings that outlive their buffer by far (a job's key lives as long
- * as the job, and key templates reserve room for the longest key). */
-char *
-buf_steal_fit(struct buf *b)
-{
-    int shrink = !b->failed && b->data != NULL && b->cap - (b->len + 1) > BUF_STEAL_SLACK;
-    size_t len = b->len;
-    char *p = buf_steal(b);
-    if (shrink) {
-        char *fit = realloc(p, len + 1);
-        p = fit != NULL ? fit : p; /* a failed shrink leaves the larger block, still valid */
-    }
-    return p;
-}
-
 void
 buf_free(struct buf *b)
 {

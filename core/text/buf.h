@@ -87,9 +87,6 @@ const char *buf_str(const struct buf *b);
 /* Hand the contents over to the caller (who frees them) and reset b.
  * Returns NULL if an allocation failed; never NULL otherwise. */
 char *buf_steal(struct buf *b);
-/* buf_steal, then give back the room the text does not use (realloc: may
- * copy, so never for secrets, which must be wiped where they are). */
-char *buf_steal_fit(struct buf *b);
 
 void buf_free(struct buf *b);
 /* buf_free, after overwriting all the memory with zeros: for buffers that

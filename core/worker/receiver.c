@@ -55,6 +55,7 @@ struct receiver {
     time_t recv_failing_since;
     int store_failures; /* consecutive failed connection attempts */
     int claim_failures; /* consecutive failed claims (with the store connected) */
+    struct buf key;     /* keys are expanded here (room for the longest, reserved once) */
 };
 
 /* The queue is healthy (for /readyz): its last receive succeeded and it
@@ -141,14 +142,14 @@ prepare(struct receiver *r, struct twice_job *j)
         return;
     }
     j->plugin = route == KEYING_QUEUE_PLUGIN ? q->plugin : q->route_plugins[route];
-    struct buf key = BUF_INIT;
-    if (hostapi_derive_key(j->plugin, q->key, j, &key) == 0) {
-        j->key = buf_steal_fit(&key);
+    buf_reset(&r->key);
+    if (hostapi_derive_key(j->plugin, q->key, j, &r->key) == 0) {
+        /* the job keeps the key's own length, not the expansion's room */
+        j->key = r->key.failed ? NULL : strndup(buf_str(&r->key), r->key.len);
         if (j->key == NULL) {
             job_deadletter(j, "bad-key-field", "out of memory deriving the key");
         }
     }
-    buf_free(&key);
     size_t len;
     const char *body = job_view(j, &len);
     digest_sha256(body, len, j->sha256); /* the job's, not its wrapper's */
@@ -596,6 +597,7 @@ receiver_main(void *arg)
     sqs_client_free(r->sqs);
     s3_client_free(r->s3);
     idem_close(r->store);
+    buf_free(&r->key);
     free(r);
     return NULL;
 }

@@ -2,16 +2,13 @@
  * test-buf.c - the growable buffer's appends: printf output that fits the
  * free space, that needs the buffer to grow (formatted a second time), and
  * that ends exactly at its edge; buf_cat's lists; the NUL after every append;
- * integers in decimal without printf, as printf writes them; a string
- * stolen to be kept (buf_steal_fit) keeps no more room than it needs.
+ * integers in decimal without printf, as printf writes them.
  */
 #include "check.h"
 
 #include "buf.h"
 
 #include <limits.h>
-#include <malloc.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -88,42 +85,11 @@ test_ints(void)
     buf_free(&b);
 }
 
-/* A key is expanded into a buffer with room for the longest key and lives
- * as long as its job: what it is stolen into must fit the key, not the
- * room (glibc's malloc_usable_size tells the block's real size). */
-static void
-test_steal_fits(void)
-{
-    struct buf b = BUF_INIT;
-    CHECK_INT(buf_reserve(&b, 1100), 0);
-    buf_puts(&b, "noop:k0000985");
-    char *key = buf_steal_fit(&b);
-    CHECK_STR(key, "noop:k0000985");
-    CHECK(malloc_usable_size(key) < 64);
-    CHECK(b.data == NULL && b.len == 0 && b.cap == 0);
-    free(key);
-
-    for (size_t n = 0; n < 300; n += 7) { /* every fill of the first chunks */
-        char want[300];
-        memset(want, 'k', n);
-        want[n] = '\0';
-        buf_append(&b, want, n);
-        char *s = buf_steal_fit(&b);
-        CHECK_STR(s, want);
-        CHECK(malloc_usable_size(s) <= n + 1 + 64 + 16);
-        free(s);
-    }
-    char *empty = buf_steal_fit(&b);
-    CHECK_STR(empty, "");
-    free(empty);
-}
-
 int
 main(void)
 {
     test_printf_lengths();
     test_cat();
     test_ints();
-    test_steal_fits();
     return check_done("test-buf");
 }
