@@ -154,6 +154,60 @@ heartbeat_due_after(int visibility_timeout, double interval)
     return due > 0 ? due : 0;
 }
 
+double
+heartbeat_must_after(int visibility_timeout, double interval)
+{
+    double must = visibility_timeout - 2 * interval - HEARTBEAT_SLACK_S;
+    return must > 0 ? must : 0;
+}
+
+size_t
+heartbeat_quota(const double *elapsed, size_t m, double must_after, size_t room)
+{
+    size_t pressing = 0;
+    while (pressing < m && elapsed[pressing] >= must_after) {
+        pressing++;
+    }
+    size_t k = m < room ? m : room;
+    return pressing > k ? pressing : k;
+}
+
+/* Oldest extension first. */
+static int
+by_extended_at(const void *a, const void *b)
+{
+    const struct timespec *x = &(*(struct twice_job *const *) a)->extended_at;
+    const struct timespec *y = &(*(struct twice_job *const *) b)->extended_at;
+    if (x->tv_sec != y->tv_sec) {
+        return x->tv_sec < y->tv_sec ? -1 : 1;
+    }
+    return (x->tv_nsec > y->tv_nsec) - (x->tv_nsec < y->tv_nsec);
+}
+
+/* How many of a queue's m due jobs this look extends (heartbeat_quota); when
+ * that is fewer than m, due is sorted so that they are its first ones. */
+static size_t
+choose(struct twice_job **due, size_t m, double must_after, size_t room,
+       const struct timespec *now)
+{
+    if (m <= room) {
+        return m;
+    }
+    qsort(due, m, sizeof(*due), by_extended_at);
+    double *elapsed = malloc(m * sizeof(*elapsed));
+    if (elapsed == NULL) {
+        return m; /* no memory to choose with: every due job, as is safe */
+    }
+    for (size_t i = 0; i < m; i++) {
+        elapsed[i] = job_elapsed(&due[i]->extended_at, now);
+    }
+    size_t k = heartbeat_quota(elapsed, m, must_after, room);
+    free(elapsed);
+    return k;
+}
+
+/* The queues in order share the look's room: an earlier queue may leave a
+ * later one only its pressing jobs, which are extended all the same. */
 void
 heartbeat_run(struct heartbeat *hb, const struct timespec *now)
 {
@@ -169,9 +223,11 @@ heartbeat_run(struct heartbeat *hb, const struct timespec *now)
     struct twice_job **due = all + n;
     struct worker *w = hb->w;
     timeout_check(w, all, n, hb->act_overrun, hb->store_arg);
+    size_t room = HEARTBEAT_PER_LOOK;
     for (size_t qi = 0; qi < w->nqueues; qi++) {
         struct wqueue *q = &w->queues[qi];
-        double due_after = heartbeat_due_after(q->cfg->visibility_timeout, hb->interval);
+        int vis = q->cfg->visibility_timeout;
+        double due_after = heartbeat_due_after(vis, hb->interval);
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
             if (all[i]->queue == q && !timeout_overrun(all[i]) &&
@@ -180,7 +236,9 @@ heartbeat_run(struct heartbeat *hb, const struct timespec *now)
             }
         }
         if (m > 0) {
-            extend_queue(hb, due, m, now);
+            size_t k = choose(due, m, heartbeat_must_after(vis, hb->interval), room, now);
+            extend_queue(hb, due, k, now);
+            room = k < room ? room - k : 0;
         }
     }
     free(all);

@@ -3,12 +3,14 @@
  * half its visibility timeout (sooner when the timeout is short, so that
  * the extension lands before it lapses) gets its SQS visibility and its
  * lease extended together, so slowness is never mistaken for death; at the
- * drain deadline, what still runs is given back. It runs on the acker's
+ * drain deadline, what still runs is given back. One look makes at most
+ * HEARTBEAT_PER_LOOK extensions unless more are pressing. It runs on the acker's
  * thread, between the acker's passes, with the acker's connections.
  */
 #ifndef TWICE_HEARTBEAT_H
 #define TWICE_HEARTBEAT_H
 
+#include <stddef.h>
 #include <time.h>
 
 struct idem_store;
@@ -48,6 +50,23 @@ double heartbeat_interval(const struct worker *w);
  * than one interval and HEARTBEAT_SLACK_S for the extension to land; 0 (at
  * every look) for a timeout too short for that. Pure. */
 double heartbeat_due_after(int visibility_timeout, double interval);
+
+/* The extensions one look makes when none is pressing: five batch calls.
+ * More due jobs than that (hundreds received together, all slow) are spread
+ * over the following looks, oldest first, so that one look does not hold
+ * the acker's deletes and completions for dozens of SQS round trips. */
+#define HEARTBEAT_PER_LOOK 50
+
+/* After how long a due job is pressing: the next look, one interval later
+ * and itself possibly late by as much, would be too late for it. A pressing
+ * job is extended at this look whatever the budget. Pure. */
+double heartbeat_must_after(int visibility_timeout, double interval);
+
+/* How many of a queue's due jobs to extend at this look: elapsed[0..m) are
+ * their seconds since their last extension, largest first; all that are
+ * pressing (>= must_after), and more, oldest first, while the look's room
+ * (extensions it may still make) lasts. Pure. */
+size_t heartbeat_quota(const double *elapsed, size_t m, double must_after, size_t room);
 
 /* Extend what is due; called every hb->interval seconds. */
 void heartbeat_run(struct heartbeat *hb, const struct timespec *now);

@@ -2,7 +2,8 @@
  * test-heartbeat.c - when the heartbeat looks and when a running job is due
  * for an extension (heartbeat.h): half the visibility timeout for the usual
  * timeouts, early enough for a short one that the extension lands before the
- * message is visible again.
+ * message is visible again; and how many are extended at one look when
+ * hundreds are due together.
  */
 #include "check.h"
 #include "config.h"
@@ -82,9 +83,108 @@ test_interval_follows_the_shortest_queue(void)
     CHECK(heartbeat_interval(&w) == 1.0);
 }
 
+static void
+test_quota_takes_pressing_and_room(void)
+{
+    double e[] = {29, 28, 27.5, 20, 16, 15};
+    CHECK(heartbeat_quota(e, 6, 27, 50) == 6); /* room for all */
+    CHECK(heartbeat_quota(e, 6, 27, 4) == 4);  /* oldest first */
+    CHECK(heartbeat_quota(e, 6, 27, 1) == 3);  /* the pressing ones whatever the room */
+    CHECK(heartbeat_quota(e, 6, 27, 0) == 3);
+    CHECK(heartbeat_quota(e, 6, 0, 0) == 6); /* a short timeout: all pressing */
+    CHECK(heartbeat_quota(e, 0, 27, 50) == 0);
+    CHECK(heartbeat_must_after(30, 1.0) == 27.0);
+    CHECK(heartbeat_must_after(2, 0.5) == 0.0);
+}
+
+/* Elapsed seconds since each job's extension, largest first (insertion sort:
+ * the simulation's jobs are few). */
+static void
+sort_desc(double *ext, size_t n, double now, double *elapsed, size_t *order)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t j = i;
+        for (; j > 0 && now - ext[order[j - 1]] < now - ext[i]; j--) {
+            order[j] = order[j - 1];
+        }
+        order[j] = i;
+    }
+    for (size_t i = 0; i < n; i++) {
+        elapsed[i] = now - ext[order[i]];
+    }
+}
+
+#define SIM_JOBS 2000
+
+/* n jobs of one queue, received together and running for ever, looked at
+ * every interval give or take: gaps between looks vary from 0.1 to 1.9
+ * intervals (the acker's pass delays a look, the next one comes sooner).
+ * A job the budget put off must still be extended before its message would
+ * be visible again, and so must every job when the timeout leaves room for
+ * such late looks at all. Returns the most extensions one look made. */
+static size_t
+simulate(size_t n, int vis)
+{
+    static double ext[SIM_JOBS], elapsed[SIM_JOBS];
+    static size_t order[SIM_JOBS];
+    static int put_off[SIM_JOBS];
+    struct config_queue qc = {.visibility_timeout = vis};
+    struct wqueue q = {.cfg = &qc};
+    struct worker w = {.queues = &q, .nqueues = 1};
+    double interval = heartbeat_interval(&w), now = 0;
+    double due_after = heartbeat_due_after(vis, interval);
+    double must_after = heartbeat_must_after(vis, interval);
+    size_t most = 0, late = 0;
+    unsigned seed = 7;
+    int roomy = due_after + 2 * interval + HEARTBEAT_SLACK_S <= vis;
+    for (size_t i = 0; i < n; i++) {
+        ext[i] = 0;
+        put_off[i] = 0;
+    }
+    for (int look = 0; look < 400; look++) {
+        seed = seed * 1103515245u + 12345u;
+        now += interval * (0.1 + 1.8 * (double) ((seed >> 16) % 1000) / 1000.0);
+        sort_desc(ext, n, now, elapsed, order);
+        size_t m = 0;
+        while (m < n && elapsed[m] >= due_after) {
+            m++;
+        }
+        size_t k = heartbeat_quota(elapsed, m, must_after, HEARTBEAT_PER_LOOK);
+        for (size_t i = 0; i < k; i++) {
+            if ((roomy || put_off[order[i]]) && elapsed[i] + HEARTBEAT_SLACK_S > vis) {
+                late++; /* it would land too late */
+            }
+            ext[order[i]] = now;
+            put_off[order[i]] = 0;
+        }
+        for (size_t i = k; i < m; i++) {
+            late += elapsed[i] >= must_after; /* what waits must be able to */
+            put_off[order[i]] = 1;
+        }
+        most = k > most ? k : most;
+    }
+    CHECK(late == 0);
+    return most;
+}
+
+static void
+test_many_due_together_are_spread(void)
+{
+    /* 512 jobs due together: at most one look's budget at a time. */
+    CHECK(simulate(512, 30) <= HEARTBEAT_PER_LOOK);
+    CHECK(simulate(512, 120) <= HEARTBEAT_PER_LOOK);
+    /* More than the window can spread: the budget gives way, nothing lapses. */
+    CHECK(simulate(SIM_JOBS, 30) > HEARTBEAT_PER_LOOK);
+    for (int vis = 1; vis <= 40; vis++) {
+        simulate(300, vis);
+    }
+}
+
 int
 main(void)
 {
+    test_quota_takes_pressing_and_room();
+    test_many_due_together_are_spread();
     test_usual_timeouts_at_half();
     test_short_timeouts_land_in_time();
     test_interval_follows_the_shortest_queue();
