@@ -73,7 +73,8 @@ http_retry_after(const char *value, time_t now)
         return -1;
     }
     if (strspn(v, "0123456789") == len) {
-        return len > 9 ? 999999999L : strtol(v, NULL, 10);
+        size_t zeros = strspn(v, "0"); /* "0000000030" is 30 */
+        return len - zeros > 9 ? 999999999L : strtol(v, NULL, 10);
     }
     time_t when = curl_getdate(v, NULL);
     if (when == (time_t) -1) {

@@ -24,6 +24,10 @@ test_retry_after(void)
     CHECK_INT(http_retry_after("soon", now), -1);
     CHECK_INT(http_retry_after("-5", now), -1);
     CHECK_INT(http_retry_after("", now), -1);
+    /* delta-seconds with leading zeros: their value, not the cap */
+    CHECK_INT(http_retry_after("0000000030", now), 30);
+    CHECK_INT(http_retry_after("000", now), 0);
+    CHECK_INT(http_retry_after("00001234567890", now), 999999999);
 }
 
 static void
