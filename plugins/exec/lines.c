@@ -12,7 +12,8 @@
 static void
 emit(struct exec_lines *l, exec_line_fn fn, void *ctx)
 {
-    if (l->len > 0 && l->buf[l->len - 1] == '\r') {
+    /* the CR of a CRLF; in a cut line the last byte kept is not the last */
+    if (l->cut == 0 && l->len > 0 && l->buf[l->len - 1] == '\r') {
         l->len--;
     }
     for (size_t i = 0; i < l->len; i++) {

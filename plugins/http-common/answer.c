@@ -36,12 +36,10 @@ static void
 delay_header(const char *buf, size_t n, const char *name, long *out)
 {
     size_t nl = strlen(name);
-    char value[128];
     if (n > nl && strncasecmp(buf, name, nl) == 0) {
-        size_t len = n - nl < sizeof(value) - 1 ? n - nl : sizeof(value) - 1;
-        memcpy(value, buf + nl, len);
-        value[len] = '\0';
-        *out = http_retry_after(value, time(NULL));
+        char *value = strndup(buf + nl, n - nl); /* all of it: a cut value reads wrong */
+        *out = value != NULL ? http_retry_after(value, time(NULL)) : -1;
+        free(value);
     }
 }
 
@@ -62,20 +60,25 @@ http_answer_header(char *buf, size_t size, size_t nitems, void *arg)
 long
 http_retry_after(const char *value, time_t now)
 {
-    char v[128];
-    size_t start = strspn(value, " \t"), len = strcspn(value + start, "\r\n");
-    snprintf(v, sizeof(v), "%.*s", (int) len, value + start);
-    len = strlen(v);
+    const char *v = value + strspn(value, " \t");
+    size_t len = strcspn(v, "\r\n");
     while (len > 0 && (v[len - 1] == ' ' || v[len - 1] == '\t')) {
-        v[--len] = '\0';
+        len--;
     }
     if (len == 0) {
         return -1;
     }
     if (strspn(v, "0123456789") == len) {
-        return len > 9 ? 999999999L : strtol(v, NULL, 10);
+        size_t zeros = strspn(v, "0"); /* "0000000030" is 30 */
+        return len - zeros > 9 ? 999999999L : strtol(v, NULL, 10);
     }
-    time_t when = curl_getdate(v, NULL);
+    char date[128];
+    if (len >= sizeof(date)) {
+        return -1; /* no HTTP date is that long: not one cut short to look like one */
+    }
+    memcpy(date, v, len);
+    date[len] = '\0';
+    time_t when = curl_getdate(date, NULL);
     if (when == (time_t) -1) {
         return -1;
     }

@@ -134,9 +134,12 @@ put_subject(struct text *out, const char *subject)
         return;
     }
     for (size_t i = 0; i < n;) {
-        size_t chunk = n - i < 45 ? n - i : 45;
-        while (i + chunk < n && ((unsigned char) s[i + chunk] & 0xc0) == 0x80) {
+        size_t most = n - i < 45 ? n - i : 45, chunk = most;
+        while (chunk > 0 && i + chunk < n && ((unsigned char) s[i + chunk] & 0xc0) == 0x80) {
             chunk--;
+        }
+        if (chunk == 0) {
+            chunk = most; /* not UTF-8: no character starts within reach */
         }
         unsigned char enc[64];
         int len = EVP_EncodeBlock(enc, (const unsigned char *) s + i, (int) chunk);

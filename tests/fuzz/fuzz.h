@@ -99,4 +99,31 @@ fuzz_has_control(const char *s, size_t n, const char *allow)
     return 0;
 }
 
+/* 1 when s (n bytes) is well-formed UTF-8: no overlong forms, surrogates or
+ * code points past U+10FFFF (for targets that do not link core's utf8.c). */
+static inline int
+fuzz_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *) s;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = u[i], d = i + 1 < n ? u[i + 1] : 0;
+        size_t want = c < 0x80                 ? 1
+                      : c >= 0xc2 && c <= 0xdf ? 2
+                      : c >= 0xe0 && c <= 0xef ? 3
+                      : c >= 0xf0 && c <= 0xf4 ? 4
+                                               : 0;
+        if (want == 0 || want > n - i || (c == 0xe0 && d < 0xa0) || (c == 0xed && d > 0x9f) ||
+            (c == 0xf0 && d < 0x90) || (c == 0xf4 && d > 0x8f)) {
+            return 0;
+        }
+        for (size_t k = 1; k < want; k++) {
+            if ((u[i + k] & 0xc0) != 0x80) {
+                return 0;
+            }
+        }
+        i += want;
+    }
+    return 1;
+}
+
 #endif

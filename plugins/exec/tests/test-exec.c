@@ -80,6 +80,18 @@ test_lines(void)
     CHECK_INT(s.cut[0], 4 * sizeof(big) - EXEC_LINE_MAX);
     CHECK_STR(s.lines[1], "next");
     CHECK_INT(s.cut[1], 0);
+
+    /* A CR that happens to be the last byte kept of a cut line is no CRLF:
+     * it is shown as '?' like any control byte, not dropped uncounted. */
+    static char crcut[EXEC_LINE_MAX + 4];
+    memset(crcut, 'y', EXEC_LINE_MAX - 1);
+    memcpy(crcut + EXEC_LINE_MAX - 1, "\ryz\n", 4);
+    s.n = 0;
+    exec_lines_feed(&l, crcut, EXEC_LINE_MAX + 3, collect, &s);
+    CHECK_INT(s.n, 1);
+    CHECK_INT(strlen(s.lines[0]), EXEC_LINE_MAX);
+    CHECK_INT(s.lines[0][EXEC_LINE_MAX - 1], '?');
+    CHECK_INT(s.cut[0], 2);
 }
 
 static void

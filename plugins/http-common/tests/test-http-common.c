@@ -24,6 +24,18 @@ test_retry_after(void)
     CHECK_INT(http_retry_after("soon", now), -1);
     CHECK_INT(http_retry_after("-5", now), -1);
     CHECK_INT(http_retry_after("", now), -1);
+    /* delta-seconds with leading zeros: their value, not the cap */
+    CHECK_INT(http_retry_after("0000000030", now), 30);
+    CHECK_INT(http_retry_after("000", now), 0);
+    CHECK_INT(http_retry_after("00001234567890", now), 999999999);
+    /* read whole, never cut short to something that reads */
+    char v[300];
+    snprintf(v, sizeof(v), "5%200sx", "");
+    CHECK_INT(http_retry_after(v, now), -1);
+    snprintf(v, sizeof(v), "%200sTue, 14 Nov 2023 22:15:20 GMT%50s\r\n", "", "");
+    CHECK_INT(http_retry_after(v, now), 120);
+    snprintf(v, sizeof(v), "Tue, 14 Nov 2023 22:15:20 GMT%120s!", "");
+    CHECK_INT(http_retry_after(v, now), -1);
 }
 
 static void
@@ -66,6 +78,12 @@ test_answer_capture(void)
     }
     CHECK_INT(a.retry_after, 12);
     CHECK_INT(a.twice_retry_after, 30);
+    /* a value past the first 127 bytes of the line is still read */
+    char *spaced = malloc(200);
+    int n = snprintf(spaced, 200, "Retry-After:%130s14\r\n", "");
+    CHECK_INT(http_answer_header(spaced, 1, (size_t) n, &a), n);
+    CHECK_INT(a.retry_after, 14);
+    free(spaced);
 
     /* Only the first kilobyte is kept; the rest is read and dropped. */
     char chunk[700];

@@ -1,9 +1,10 @@
 /*
  * test-welcome-email.c - the welcome-email plugin through the SDK mock
- * host. `unit`: settings, keys and the refusals that need no server.
- * `integration`: real mail to a private scripts/smtp-sink.py (aiosmtpd):
- * recipient, subject, filled and escaped templates, a Message-ID stable per
- * key, 451 -> RETRY, 550 -> REJECT with the server's reply.
+ * host. `unit`: settings, keys, the refusals and a subject that is not
+ * UTF-8 (no server: the send fails). `integration`: real mail to a private
+ * scripts/smtp-sink.py (aiosmtpd): recipient, subject, filled and escaped
+ * templates, a Message-ID stable per key, 451 -> RETRY, 550 -> REJECT with
+ * the server's reply.
  */
 #include "check.h"
 #include "test_server.h"
@@ -144,6 +145,28 @@ test_refusals(void)
     CHECK_INT(run(m, "{\"email\":\"ana@example.com\"}", &j), TWICE_REJECT);
     CHECK(!twice_mock_job_handled(j));
     CHECK_STR(twice_mock_job_error(j), "missing key field candidateId");
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+}
+
+/* A subject setting that is not UTF-8 (a run of bytes continuing a
+ * character none started) is still encoded and the mail built, and the send
+ * fails where nothing listens: the job no longer spins on empty encoded
+ * words until memory runs out. */
+static void
+test_subject_not_utf8(void)
+{
+    char url[64], subject[64];
+    twice_mock_job *j;
+    snprintf(url, sizeof(url), "smtp://127.0.0.1:%d", server_free_port());
+    twice_mock *m = new_mock(url, TEMPLATE_DIR);
+    memset(subject, 0x80, sizeof(subject) - 1);
+    subject[0] = 'a';
+    subject[sizeof(subject) - 1] = '\0';
+    twice_mock_set(m, "subject", subject);
+    CHECK_INT(twice_mock_init(m), 0);
+    CHECK_INT(run(m, "{\"candidateId\":3,\"email\":\"a@example.com\"}", &j), TWICE_RETRY);
+    CHECK_CONTAINS(twice_mock_job_error(j), "SMTP: ");
     twice_mock_job_free(j);
     twice_mock_free(m);
 }
@@ -425,5 +448,6 @@ main(int argc, char **argv)
     }
     test_settings();
     test_refusals();
+    test_subject_not_utf8();
     return check_done("test-welcome-email unit");
 }
