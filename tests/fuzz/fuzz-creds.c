@@ -134,12 +134,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size == 0) {
         return 0;
     }
-    char *text = malloc(size);
+    char *text = fuzz_rest(data, size);
     if (text == NULL) {
         return 0;
     }
-    memcpy(text, data + 1, size - 1);
-    text[size - 1] = '\0';
     switch (data[0] % 4) {
     case 0:
         sts_reply(text, size - 1);

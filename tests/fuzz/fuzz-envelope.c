@@ -159,13 +159,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     static const int wants[] = {ENVELOPE_SNS, ENVELOPE_EVENTBRIDGE, ENVELOPE_AUTO};
     int mode = data[0] % 4;
-    /* a terminated copy: the parsers take lengths, the checks read strings */
-    char *text = malloc(size);
+    char *text = fuzz_rest(data, size);
     if (text == NULL) {
         return 0;
     }
-    memcpy(text, data + 1, size - 1);
-    text[size - 1] = '\0';
     if (mode < 3) {
         unwrap(wants[mode], text, size - 1);
     } else {

@@ -86,6 +86,20 @@ fuzz_pieces_free(struct fuzz_pieces *f)
     memset(f, 0, sizeof(*f));
 }
 
+/* For targets whose first byte picks a mode: the rest of the input (size - 1
+ * bytes, size > 0) as a malloc'd string, terminated after it, since the
+ * parsers take lengths and the checks read strings. NULL without memory. */
+static inline char *
+fuzz_rest(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size);
+    if (text != NULL) {
+        memcpy(text, data + 1, size - 1);
+        text[size - 1] = '\0';
+    }
+    return text;
+}
+
 /* 1 when s (n bytes) holds an ASCII control byte other than those in allow. */
 static inline int
 fuzz_has_control(const char *s, size_t n, const char *allow)
