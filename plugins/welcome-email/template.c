@@ -14,6 +14,44 @@
 #define TEMPLATE_MAX (1024 * 1024)
 #define NAME_MAX_LEN 128
 
+/* How many bytes the character led by c takes (0: c cannot lead one), and
+ * the range its second byte must be in. */
+static size_t
+utf8_lead(unsigned char c, unsigned char *lo, unsigned char *hi)
+{
+    *lo = 0x80;
+    *hi = 0xbf;
+    if (c < 0x80) {
+        return 1;
+    }
+    if (c < 0xc2 || c > 0xf4) {
+        return 0;
+    }
+    *lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+    *hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+    return c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+}
+
+long
+template_utf8_error(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *) s;
+    for (size_t i = 0; i < n;) {
+        unsigned char lo, hi;
+        size_t want = utf8_lead(u[i], &lo, &hi);
+        if (want == 0 || want > n - i || (want > 1 && (u[i + 1] < lo || u[i + 1] > hi))) {
+            return (long) i;
+        }
+        for (size_t k = 2; k < want; k++) {
+            if ((u[i + k] & 0xc0) != 0x80) {
+                return (long) i;
+            }
+        }
+        i += want;
+    }
+    return -1;
+}
+
 int
 template_load(const char *path, char **out, char *err, size_t errlen)
 {
@@ -39,6 +77,11 @@ template_load(const char *path, char **out, char *err, size_t errlen)
     if (ferror(f) || n != (size_t) st.st_size || memchr(data, '\0', n) != NULL) {
         snprintf(err, errlen, "template %s: %s", path,
                  ferror(f) ? "read error" : "changed while read, or holds a NUL byte");
+        goto fail;
+    }
+    long bad = template_utf8_error(data, n);
+    if (bad >= 0) {
+        snprintf(err, errlen, "template %s: not UTF-8 text (byte %ld)", path, bad);
         goto fail;
     }
     data[n] = '\0';

@@ -37,8 +37,13 @@ enum fill_mode {
 /* Looks a placeholder's body path up; NULL when missing (filled as ""). */
 typedef const char *(*template_lookup)(void *ctx, const char *path);
 
-/* Read a template file (at most 1 MiB) into *out (malloc'd, owned by the
- * caller). 0, or -1 with err naming the path and the reason. */
+/* Where s (n bytes) stops being well-formed UTF-8 (no overlong forms,
+ * surrogates or code points past U+10FFFF): the byte's offset, or -1 when it
+ * is all UTF-8. Templates must be: the mail declares charset UTF-8. */
+long template_utf8_error(const char *s, size_t n);
+
+/* Read a template file (at most 1 MiB, UTF-8 text) into *out (malloc'd,
+ * owned by the caller). 0, or -1 with err naming the path and the reason. */
 int template_load(const char *path, char **out, char *err, size_t errlen);
 
 /*

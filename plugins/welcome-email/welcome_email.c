@@ -76,6 +76,9 @@ check_settings(struct welcome *w)
     if (w->subject == NULL) {
         return "subject must not be empty";
     }
+    if (template_utf8_error(w->subject, strlen(w->subject)) >= 0) {
+        return "subject must be UTF-8 text (the mail declares charset UTF-8)";
+    }
     if (w->domain == NULL && (w->domain = strdup(strchr(w->from, '@') + 1)) == NULL) {
         return "out of memory";
     }

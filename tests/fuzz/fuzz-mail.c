@@ -100,6 +100,12 @@ static void
 fill(const struct fuzz_pieces *f)
 {
     const char *tmpl = f->p[0];
+    /* the check init makes of the subject and template_load of the files
+     * agrees with fuzz.h's, and names the first bad byte */
+    long bad = template_utf8_error(tmpl, f->len[0]);
+    FUZZ_ASSERT((bad < 0) == fuzz_utf8_valid(tmpl, f->len[0]));
+    FUZZ_ASSERT(bad < 0 || (fuzz_utf8_valid(tmpl, (size_t) bad) &&
+                            !fuzz_utf8_valid(tmpl + bad, f->len[0] - (size_t) bad)));
     struct values none = {.f = f, .none = 1};
     struct text bare = {0};
     template_fill(tmpl, FILL_RAW, lookup, &none, &bare);

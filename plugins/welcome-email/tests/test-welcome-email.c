@@ -1,7 +1,7 @@
 /*
  * test-welcome-email.c - the welcome-email plugin through the SDK mock
- * host. `unit`: settings, keys, the refusals and a subject that is not
- * UTF-8 (no server: the send fails). `integration`: real mail to a private
+ * host. `unit`: settings, keys, the refusals (a subject or template that
+ * is not UTF-8 among them). `integration`: real mail to a private
  * scripts/smtp-sink.py (aiosmtpd): recipient, subject, filled and escaped
  * templates, a Message-ID stable per key, 451 -> RETRY, 550 -> REJECT with
  * the server's reply.
@@ -10,8 +10,11 @@
 #include "test_server.h"
 
 #include <openssl/evp.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <twice/mock.h>
 
 static char maildir[256];
@@ -149,26 +152,52 @@ test_refusals(void)
     twice_mock_free(m);
 }
 
-/* A subject setting that is not UTF-8 (a run of bytes continuing a
- * character none started) is still encoded and the mail built, and the send
- * fails where nothing listens: the job no longer spins on empty encoded
- * words until memory runs out. */
-static void
-test_subject_not_utf8(void)
+/* 1 when the mock's log holds a line containing want. */
+static int
+logged(const twice_mock *m, const char *want)
 {
-    char url[64], subject[64];
-    twice_mock_job *j;
-    snprintf(url, sizeof(url), "smtp://127.0.0.1:%d", server_free_port());
-    twice_mock *m = new_mock(url, TEMPLATE_DIR);
-    memset(subject, 0x80, sizeof(subject) - 1);
-    subject[0] = 'a';
-    subject[sizeof(subject) - 1] = '\0';
-    twice_mock_set(m, "subject", subject);
-    CHECK_INT(twice_mock_init(m), 0);
-    CHECK_INT(run(m, "{\"candidateId\":3,\"email\":\"a@example.com\"}", &j), TWICE_RETRY);
-    CHECK_CONTAINS(twice_mock_job_error(j), "SMTP: ");
-    twice_mock_job_free(j);
+    for (size_t i = 0; i < twice_mock_log_count(m); i++) {
+        if (strstr(twice_mock_log_text(m, i, NULL), want) != NULL) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The mail says charset UTF-8: a subject setting or a template file that is
+ * not UTF-8 text is refused at init, naming it, not sent as mojibake. */
+static void
+test_not_utf8_refused(void)
+{
+    char dir[] = "/tmp/welcome-test.XXXXXX", path[64];
+    CHECK(mkdtemp(dir) != NULL);
+    static const char *const files[][2] = {{"welcome.txt", "Hi {{name}}\n"},
+                                           {"welcome.html", "<p>Caf\xe9 {{name}}</p>\n"}};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i][0]);
+        FILE *f = fopen(path, "w");
+        CHECK(f != NULL && fputs(files[i][1], f) >= 0 && fclose(f) == 0);
+    }
+    twice_mock *m = new_mock("smtp://127.0.0.1:9", dir);
+    CHECK_INT(twice_mock_init(m), -1);
+    CHECK(logged(m, "welcome.html: not UTF-8 text (byte 6)"));
     twice_mock_free(m);
+
+    const char *subject = "a\x80\x80 {{x}}";
+    m = new_mock("smtp://127.0.0.1:9", TEMPLATE_DIR);
+    twice_mock_set(m, "subject", subject);
+    CHECK_INT(twice_mock_init(m), -1);
+    CHECK(logged(m, "subject must be UTF-8 text"));
+    twice_mock_free(m);
+    m = new_mock("smtp://127.0.0.1:9", TEMPLATE_DIR);
+    twice_mock_set(m, "subject", "Bienvenue, {{name}} \xc3\xa0 bient\xc3\xb4t \xf0\x9f\x91\x8b");
+    CHECK_INT(twice_mock_init(m), 0);
+    twice_mock_free(m);
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i][0]);
+        unlink(path);
+    }
+    rmdir(dir);
 }
 
 /* ---- integration: reading what the sink stored ---- */
@@ -448,6 +477,6 @@ main(int argc, char **argv)
     }
     test_settings();
     test_refusals();
-    test_subject_not_utf8();
+    test_not_utf8_refused();
     return check_done("test-welcome-email unit");
 }
