@@ -157,8 +157,9 @@ heartbeat_due_after(int visibility_timeout, double interval)
 double
 heartbeat_must_after(int visibility_timeout, double interval)
 {
-    double must = visibility_timeout - 2 * interval - HEARTBEAT_SLACK_S;
-    return must > 0 ? must : 0;
+    double due = heartbeat_due_after(visibility_timeout, interval);
+    double latest = visibility_timeout - 2 * interval - HEARTBEAT_SLACK_S;
+    return latest > due ? due + (latest - due) / 2 : due;
 }
 
 size_t

@@ -57,9 +57,12 @@ double heartbeat_due_after(int visibility_timeout, double interval);
  * the acker's deletes and completions for dozens of SQS round trips. */
 #define HEARTBEAT_PER_LOOK 50
 
-/* After how long a due job is pressing: the next look, one interval later
- * and itself possibly late by as much, would be too late for it. A pressing
- * job is extended at this look whatever the budget. Pure. */
+/* After how long a due job is pressing: halfway from when it is due to the
+ * last look that could still put it off (the next look, one interval later
+ * and itself possibly late by as much, must still land it), so that a job
+ * put off keeps half of that window against slow SQS calls. For short
+ * timeouts, when it is due. A pressing job is extended at this look whatever
+ * the budget. Pure. */
 double heartbeat_must_after(int visibility_timeout, double interval);
 
 /* How many of a queue's due jobs to extend at this look: elapsed[0..m) are
