@@ -92,7 +92,17 @@ test_settings(void)
               "plugin 'welcome-email': setting 'timeout': must be 1-600 seconds");
     twice_mock_free(m);
 
-    const char *bad_domains[] = {"", "a..b", ".example.com", "exa mple.com", "ex_ample.com"};
+#define LABEL63 "abcdefghij-abcdefghij-abcdefghij-abcdefghij-abcdefghij-abcdefgh"
+    const char *bad_domains[] = {"",
+                                 "a..b",
+                                 ".example.com",
+                                 "example.com.",
+                                 "exa mple.com",
+                                 "ex_ample.com",
+                                 "mail-.example.com",
+                                 "-mail.example.com",
+                                 "example.com-",
+                                 "x." LABEL63 "i.com"};
     for (size_t i = 0; i < sizeof(bad_domains) / sizeof(bad_domains[0]); i++) {
         m = new_mock("smtp://127.0.0.1:25", TEMPLATE_DIR);
         twice_mock_set(m, "message_id_domain", bad_domains[i]);
@@ -103,6 +113,14 @@ test_settings(void)
         CHECK_CONTAINS(twice_mock_error(m), "setting 'message_id_domain': must be a domain name");
         twice_mock_free(m);
     }
+    const char *good_domains[] = {"localhost", "mail-1.x--y.example.com", "x." LABEL63 ".com"};
+    for (size_t i = 0; i < sizeof(good_domains) / sizeof(good_domains[0]); i++) {
+        m = new_mock("smtp://127.0.0.1:25", TEMPLATE_DIR);
+        twice_mock_set(m, "message_id_domain", good_domains[i]);
+        CHECK_INT(twice_mock_init(m), 0);
+        twice_mock_free(m);
+    }
+#undef LABEL63
 
     /* In the build tree the defaults are the source tree's templates, which
      * exist: no template setting is needed (they named an installed path,
