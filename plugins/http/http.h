@@ -29,10 +29,10 @@ struct http_mapping {
 };
 
 /* Compile the three lists ("2xx", "429,5xx": statuses 100-599 and classes
- * 1xx-5xx, separated by commas and spaces). 0, or -1 with r: blaming the
- * list with a bad item ("'6xx' is not a status (100-599) or a class of
- * them (1xx-5xx)"), or no one setting when two lists give one entry ("429
- * is in both retry_statuses and reject_statuses (keep it in one)"). */
+ * 1xx-5xx, separated by commas and spaces), in that order. 0, or -1 with r
+ * blaming the list with a bad item ("'6xx' is not a status (100-599) or a
+ * class of them (1xx-5xx)") or the later of two lists that give one entry
+ * ("429 is also in retry_statuses"). */
 int http_mapping_compile(struct http_mapping *m, const char *done, const char *retry,
                          const char *reject, struct setting_refusal *r);
 

@@ -37,8 +37,10 @@ parse_item(const char *s, size_t n, int *code, int *klass)
 }
 
 /* Add one list (setting `name`) as outcome o. An item that is not a status
- * blames this list; an entry another list gives already blames no single
- * setting (either may be the one to change), so r names both. */
+ * blames this list, and so does an entry an earlier list gives already:
+ * this list is the one that says it again. Left at its default ("429,5xx"
+ * after done_statuses = "2xx,5xx"), the host then points at the settings
+ * group, where the operator sets it; the reason names the other list. */
 static int
 add_list(struct http_mapping *m, const char *name, const char *list, enum http_outcome o,
          struct setting_refusal *r)
@@ -53,8 +55,8 @@ add_list(struct http_mapping *m, const char *name, const char *list, enum http_o
         }
         unsigned char *slot = code != 0 ? &m->exact[code] : &m->klass[klass];
         if (*slot != HTTP_UNMAPPED && *slot != o) {
-            return setting_refuse(r, NULL, "%.*s is in both %s_statuses and %s (keep it in one)",
-                                  (int) n, p, outcome_names[*slot], name);
+            return setting_refuse(r, name, "%.*s is also in %s_statuses", (int) n, p,
+                                  outcome_names[*slot]);
         }
         *slot = (unsigned char) o;
         p += n;

@@ -62,13 +62,13 @@ test_mapping(void)
     CHECK_INT(http_mapping_compile(&m, "200x", "", "", &r), -1);
     CHECK_STR(r.setting, "done_statuses");
     CHECK_CONTAINS(r.why, "'200x' is not a status");
-    /* in two lists: neither is the one to blame */
+    /* in two lists: the later one says it again */
     CHECK_INT(http_mapping_compile(&m, "2xx", "429,5xx", "4xx,429", &r), -1);
-    CHECK(r.setting == NULL);
-    CHECK_STR(r.why, "429 is in both retry_statuses and reject_statuses (keep it in one)");
+    CHECK_STR(r.setting, "reject_statuses");
+    CHECK_STR(r.why, "429 is also in retry_statuses");
     CHECK_INT(http_mapping_compile(&m, "2xx,5xx", "5xx", "", &r), -1);
-    CHECK(r.setting == NULL);
-    CHECK_STR(r.why, "5xx is in both done_statuses and retry_statuses (keep it in one)");
+    CHECK_STR(r.setting, "retry_statuses");
+    CHECK_STR(r.why, "5xx is also in done_statuses");
 }
 
 static twice_mock *
@@ -100,10 +100,11 @@ test_settings(void)
     refused("ca_file", "/nonexistent/ca.pem", "/nonexistent/ca.pem: No such file");
     refused("ca_file", "/", "/: not a regular file");
     refused("token_file", "/nonexistent/token", "/nonexistent/token: No such file");
-    /* a status in two lists blames neither: init failed, with both named */
+    refused("reject_statuses", "4xx,429", "429 is also in retry_statuses");
+    /* the default retry_statuses says 5xx again after this done_statuses */
     twice_mock *m = new_mock("http://127.0.0.1:9/jobs");
-    twice_mock_set(m, "reject_statuses", "4xx,429");
-    expect_init_failure(m, "429 is in both retry_statuses and reject_statuses");
+    twice_mock_set(m, "done_statuses", "2xx,5xx");
+    expect_setting_error(m, "retry_statuses", "5xx is also in done_statuses");
     refused("key", "order:{orderId", "key template \"order:{orderId\"");
 
     char path[] = "/tmp/test-http-token-XXXXXX";
