@@ -1,6 +1,7 @@
 """The bundled plugins (welcome-email, match-recompute, sync) run by twiced against
 the real SMTP sink, PostgreSQL, the HTTP receiver and the SQS emulator, each absorbing
-duplicates by intent; and etc/twice.conf passes `twiced -t` with all three."""
+duplicates by intent; etc/twice.conf passes `twiced -t` with all three; a bad sync
+setting is refused at the line that sets it."""
 
 import json
 import os
@@ -8,11 +9,12 @@ import re
 import time
 import unittest
 
+import settingcheck
 import twicetest
 import twiceconf as tc
 
 
-class BundledPlugins(twicetest.TwiceTestCase):
+class BundledPlugins(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
     def plugin_path(self, name):
         return os.path.join(self.env.plugin_build_dir, name + ".so")
 
@@ -300,6 +302,25 @@ class BundledPlugins(twicetest.TwiceTestCase):
         d, _, _ = self.blame_config('    blame = "";')
         r = d.check_config()
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def check_sync_refused(self, settings, setting, want):
+        """sync with these settings is refused for setting SETTING with WANT at the line
+        that sets it (settingcheck)."""
+        url, dlq = self.queue_pair("syncbad")
+        entry = tc.plugin_lines("sync", self.plugin_path("sync"), settings)
+        conf = tc.config(self.env, "dbname=x", [tc.queue("syncbad", url, dlq, "sync")], [entry])
+        self.assert_setting_refused(conf, "sync", setting, want)
+
+    def test_sync_bad_settings_are_refused_at_their_line(self):
+        url = "http://127.0.0.1:9/api/{entity}/{id}"
+        self.check_sync_refused({"url": url, "method": "PATCH"}, "method", "must be PUT or POST")
+        self.check_sync_refused({"url": url, "timeout": 601}, "timeout", "must be 1-600 seconds")
+        self.check_sync_refused({"url": "http://127.0.0.1:9/{id"}, "url",
+                                "has a '{' that does not start a {field} of [A-Za-z0-9_.-]")
+        # of the pair, the one that is set without the other
+        self.check_sync_refused({"url": url, "timeout": 5, "auth_env": "TWICE_SYNC_TOKEN"},
+                                "auth_env", "needs auth_header too (the header it is the value "
+                                "of)")
 
 
 if __name__ == "__main__":
