@@ -205,7 +205,7 @@ add_plugin_key(json_t *r, const struct config *cfg, const struct config_plugin *
                             p.lp.key == LOADER_KEY_SETTING
                                 ? where_json(p.lp.key_file, p.lp.key_line)
                                 : where_json(cp->path, 0));
-        if (p.lp.key == LOADER_KEY_DERIVE && hostapi_init(&p, err, sizeof(err)) != 0) {
+        if (p.lp.key == LOADER_KEY_DERIVE && hostapi_init(&p, cfg->file, err, sizeof(err)) != 0) {
             json_object_set_new(r, "error", json_string(err));
         } else {
             add_outcome(r, &p, NULL, j);

@@ -36,6 +36,9 @@ static _Thread_local const char *current_plugin;
 static _Thread_local int init_capture;
 static _Thread_local char init_cause[INIT_CAUSE_MAX];
 static _Thread_local int init_cause_level;
+/* The declared setting init() blamed with api->setting_error() (the
+ * declaration's own name), else NULL: the cause then stays its words. */
+static _Thread_local const char *init_setting;
 
 /* derive_key() runs on this thread: api->field hands numbers in the form a
  * key template spells them, so keys made by plugins never change either. */
@@ -70,7 +73,8 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
     api_log_ctx(job, &ctx);
     va_list ap;
     va_start(ap, fmt);
-    if (init_capture && level <= TWICE_LOG_WARN && (int) level <= init_cause_level) {
+    if (init_capture && init_setting == NULL && level <= TWICE_LOG_WARN &&
+        (int) level <= init_cause_level) {
         va_list copy;
         va_copy(copy, ap);
         vsnprintf(init_cause, sizeof(init_cause), fmt, copy);
@@ -177,6 +181,19 @@ api_group_id(const twice_job *job)
     return job->msg.group_id;
 }
 
+/* The declaration of setting name, or NULL when the plugin declares none
+ * by that name. */
+static const twice_setting *
+declared(const twice_settings *s, const char *name)
+{
+    for (const twice_setting *d = s != NULL ? s->decl : NULL; d != NULL && d->name != NULL; d++) {
+        if (name != NULL && strcmp(d->name, name) == 0) {
+            return d;
+        }
+    }
+    return NULL;
+}
+
 static const char *
 api_setting(const twice_settings *s, const char *name)
 {
@@ -188,12 +205,32 @@ api_setting(const twice_settings *s, const char *name)
             return s->cfg->settings[i].value;
         }
     }
-    for (const twice_setting *d = s->decl; d != NULL && d->name != NULL; d++) {
-        if (strcmp(d->name, name) == 0) {
-            return d->default_value;
-        }
+    const twice_setting *d = declared(s, name);
+    return d != NULL ? d->default_value : NULL;
+}
+
+/* A setting's value init() cannot use (ABI 1.2): logged, and remembered
+ * with the setting so hostapi_init reports it at the setting's line. */
+static void
+api_setting_error(const twice_settings *s, const char *name, const char *fmt, ...)
+{
+    char why[INIT_CAUSE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    const twice_setting *d = declared(s, name);
+    struct log_job ctx;
+    api_log_ctx(NULL, &ctx);
+    if (d == NULL) {
+        log_job(TWICE_LOG_ERROR, &ctx, "setting error for an undeclared setting: %s", why);
+        return;
     }
-    return NULL;
+    log_job(TWICE_LOG_ERROR, &ctx, "setting '%s': %s", d->name, why);
+    if (init_capture) {
+        init_setting = d->name;
+        snprintf(init_cause, sizeof(init_cause), "%s", why);
+    }
 }
 
 static void *
@@ -310,10 +347,35 @@ static const twice_api host_api = {
     .attr_name = api_attr_name,
     .downstream_unavailable = api_downstream_unavailable,
     .send = api_send,
+    .setting_error = api_setting_error,
 };
 
+/* Where an init() failure sends the operator: the blamed setting's line,
+ * its settings group's when the value is the declared default, else the
+ * plugin's entry. conf_file stands in for a file the config does not name. */
+static void
+init_where(const struct config_plugin *cp, const char *setting, const char *conf_file,
+           const char **file, int *line)
+{
+    *file = cp->file;
+    *line = cp->line;
+    if (setting != NULL) {
+        *file = cp->settings_file;
+        *line = cp->settings_line;
+        for (size_t i = 0; i < cp->nsettings; i++) {
+            if (strcmp(cp->settings[i].name, setting) == 0) {
+                *file = cp->settings[i].file;
+                *line = cp->settings[i].line;
+            }
+        }
+    }
+    if (*file == NULL) {
+        *file = conf_file;
+    }
+}
+
 int
-hostapi_init(struct plugin_instance *p, char *err, size_t errlen)
+hostapi_init(struct plugin_instance *p, const char *conf_file, char *err, size_t errlen)
 {
     const twice_plugin *d = p->lp.desc;
     struct twice_settings settings = {p->cfg, d->settings};
@@ -323,6 +385,7 @@ hostapi_init(struct plugin_instance *p, char *err, size_t errlen)
         init_capture = 1;
         init_cause[0] = '\0';
         init_cause_level = TWICE_LOG_WARN;
+        init_setting = NULL;
         rc = d->init(&host_api, &settings, &p->lp.state);
         init_capture = 0;
         current_plugin = NULL;
@@ -330,16 +393,26 @@ hostapi_init(struct plugin_instance *p, char *err, size_t errlen)
     if (rc != 0) {
         /* the plugin's own words, made safe for one line */
         struct buf cause = BUF_INIT;
+        const char *file;
+        int line;
+        init_where(p->cfg, init_setting, conf_file, &file, &line);
         escape_unquoted(&cause, init_cause, strlen(init_cause));
-        if (init_cause[0] != '\0' && !cause.failed) {
-            snprintf(err, errlen, "plugin '%s': init failed: %s", p->name, buf_str(&cause));
+        if (init_setting != NULL && !cause.failed) {
+            snprintf(err, errlen, "%s:%d: plugin '%s': setting '%s': %s", file, line, p->name,
+                     init_setting, buf_str(&cause));
+        } else if (init_cause[0] != '\0' && !cause.failed) {
+            snprintf(err, errlen, "%s:%d: plugin '%s': init failed: %s", file, line, p->name,
+                     buf_str(&cause));
         } else {
-            snprintf(err, errlen, "plugin '%s': init failed (returned %d and logged no reason)",
-                     p->name, rc);
+            snprintf(err, errlen,
+                     "%s:%d: plugin '%s': init failed (returned %d and logged no reason)", file,
+                     line, p->name, rc);
         }
         buf_free(&cause);
+        init_setting = NULL;
         return -1;
     }
+    init_setting = NULL;
     p->lp.initialized = 1;
     return 0;
 }

@@ -19,9 +19,12 @@ struct twice_job;
 struct buf;
 
 /* Call init() with the plugin's configured settings (and the declared
- * defaults). 0, or -1 with err ("plugin 'x': init failed: " and the last
- * error, else warning, the plugin logged while in init()). */
-int hostapi_init(struct plugin_instance *p, char *err, size_t errlen);
+ * defaults). 0, or -1 with err, one line starting with FILE:LINE: the
+ * setting init() blamed with api->setting_error() ("plugin 'x': setting
+ * 'y': why", at the setting's line), else "plugin 'x': init failed: " and
+ * the last error, else warning, it logged (at the plugin's entry).
+ * conf_file: the file to name when the configuration names none. */
+int hostapi_init(struct plugin_instance *p, const char *conf_file, char *err, size_t errlen);
 /* Call fini() if init() succeeded. */
 void hostapi_fini(struct plugin_instance *p);
 

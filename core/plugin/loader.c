@@ -33,7 +33,8 @@
  * only append, so a new minor adds one line here. */
 #define MIN_SIZE_1_0 FIELD_END(twice_plugin, derive_key)
 #define MIN_SIZE_1_1 FIELD_END(twice_plugin, describe)
-static const size_t min_size[] = {MIN_SIZE_1_0, MIN_SIZE_1_1};
+#define MIN_SIZE_1_2 MIN_SIZE_1_1 /* 1.2 added to the host's table only */
+static const size_t min_size[] = {MIN_SIZE_1_0, MIN_SIZE_1_1, MIN_SIZE_1_2};
 
 _Static_assert(sizeof(min_size) / sizeof(min_size[0]) == TWICE_ABI_MINOR + 1,
                "min_size needs one entry per ABI minor");

@@ -59,8 +59,8 @@ check_plugin(const struct config *c, const struct config_plugin *cp, int fd)
     }
     diag_free(&d);
     if (problems == 0) {
-        if (hostapi_init(&p, err, sizeof(err)) != 0) {
-            printf("%s:%d: %s\n", file, cp->line, err);
+        if (hostapi_init(&p, c->file, err, sizeof(err)) != 0) {
+            printf("%s\n", err);
             problems = 1;
         } else {
             hostapi_fini(&p);

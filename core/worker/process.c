@@ -119,7 +119,7 @@ load_plugins(struct worker *w, const struct childargs *a, char *err, size_t errl
             return -1;
         }
         diag_free(&d);
-        if (hostapi_init(p, err, errlen) != 0) {
+        if (hostapi_init(p, c->file, err, errlen) != 0) {
             return -1;
         }
     }

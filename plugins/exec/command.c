@@ -49,43 +49,47 @@ strv_free(char **v)
     free(v);
 }
 
-/* "[...]" as a JSON array of strings, or blank-separated words. */
-static const char *
-parse_argv(struct strv *out, const char *command, char *err, size_t errlen)
+/* "[...]" as a JSON array of strings, or blank-separated words. 0, or -1
+ * with r. */
+static int
+parse_argv(struct strv *out, const char *command, struct setting_refusal *r)
 {
     if (command[strspn(command, BLANKS)] == '[') {
         json_error_t je;
         json_t *a = json_loads(command, 0, &je);
         size_t i;
         json_t *w;
+        int rc = 0;
         if (!json_is_array(a) || json_array_size(a) == 0) {
-            snprintf(err, errlen, "command: not a JSON array of strings: %s",
-                     a == NULL ? je.text : "empty or not an array");
-            json_decref(a);
-            return err;
+            rc = setting_refuse(r, "command", "not a JSON array of strings: %s",
+                                a == NULL ? je.text : "empty or not an array");
         }
-        json_array_foreach(a, i, w)
+        json_array_foreach(a, i, w) /* none when a is not an array */
         {
-            if (!json_is_string(w) || strlen(json_string_value(w)) != json_string_length(w)) {
-                json_decref(a);
-                return "command: every element of the array must be a string without NUL";
+            if (rc != 0) {
+                break; /* the first refusal stands */
             }
-            if (strv_add(out, strdup(json_string_value(w))) != 0) {
-                json_decref(a);
-                return "out of memory";
+            if (!json_is_string(w) || strlen(json_string_value(w)) != json_string_length(w)) {
+                rc = setting_refuse(r, "command",
+                                    "every element of the array must be a string without NUL");
+            } else if (strv_add(out, strdup(json_string_value(w))) != 0) {
+                rc = setting_refuse(r, NULL, "out of memory");
             }
         }
         json_decref(a);
-        return NULL;
+        return rc;
     }
     for (const char *p = command + strspn(command, BLANKS); *p != '\0'; p += strspn(p, BLANKS)) {
         size_t n = strcspn(p, BLANKS);
-        if (out->n >= MAX_WORDS || strv_add(out, strndup(p, n)) != 0) {
-            return out->n >= MAX_WORDS ? "command: more than 256 words" : "out of memory";
+        if (out->n >= MAX_WORDS) {
+            return setting_refuse(r, "command", "more than %d words", MAX_WORDS);
+        }
+        if (strv_add(out, strndup(p, n)) != 0) {
+            return setting_refuse(r, NULL, "out of memory");
         }
         p += n;
     }
-    return out->n == 0 ? "command: must name a program to run" : NULL;
+    return out->n == 0 ? setting_refuse(r, "command", "must name a program to run") : 0;
 }
 
 static int
@@ -122,82 +126,90 @@ env_set(struct strv *out, const char *name, size_t nlen, const char *value)
     return strv_add(out, entry);
 }
 
-static const char *
-parse_pass_env(struct strv *out, const char *names, char *err, size_t errlen)
+/* pass_env: names of twiced's variables, the set ones copied. 0, or -1
+ * with r. */
+static int
+parse_pass_env(struct strv *out, const char *names, struct setting_refusal *r)
 {
     for (const char *p = names + strspn(names, BLANKS); *p != '\0'; p += strspn(p, BLANKS)) {
         size_t n = strcspn(p, BLANKS);
         char name[256];
         if (!valid_env_name(p, n) || n >= sizeof(name)) {
-            snprintf(err, errlen, "pass_env: '%.*s' is not a variable name",
-                     (int) (n > 64 ? 64 : n), p);
-            return err;
+            return setting_refuse(r, "pass_env", "'%.*s' is not a variable name",
+                                  (int) (n > 64 ? 64 : n), p);
         }
         memcpy(name, p, n);
         name[n] = '\0';
         const char *v = getenv(name);
         if (v != NULL && env_set(out, name, n, v) != 0) {
-            return "out of memory";
+            return setting_refuse(r, NULL, "out of memory");
         }
         p += n;
     }
-    return NULL;
+    return 0;
 }
 
-/* env: {"NAME": "value"} or NAME=value words. */
-static const char *
-parse_env(struct strv *out, const char *env, char *err, size_t errlen)
+/* env as a JSON object of strings. 0, or -1 with r. */
+static int
+parse_env_json(struct strv *out, const char *env, struct setting_refusal *r)
+{
+    json_error_t je;
+    json_t *o = json_loads(env, 0, &je), *v;
+    const char *name;
+    int rc = 0;
+    if (!json_is_object(o)) {
+        rc = setting_refuse(r, "env", "not a JSON object of strings: %s",
+                            o == NULL ? je.text : "not an object");
+    }
+    json_object_foreach(o, name, v) /* none when o is not an object */
+    {
+        if (rc != 0) {
+            break; /* the first refusal stands */
+        }
+        if (!valid_env_name(name, strlen(name))) {
+            rc = setting_refuse(r, "env", "'%.64s' is not a variable name", name);
+        } else if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
+            rc = setting_refuse(r, "env", "'%.64s' must be a string without NUL", name);
+        } else if (env_set(out, name, strlen(name), json_string_value(v)) != 0) {
+            rc = setting_refuse(r, NULL, "out of memory");
+        }
+    }
+    json_decref(o);
+    return rc;
+}
+
+/* env: {"NAME": "value"} or NAME=value words. 0, or -1 with r. */
+static int
+parse_env(struct strv *out, const char *env, struct setting_refusal *r)
 {
     if (env[strspn(env, BLANKS)] == '{') {
-        json_error_t je;
-        json_t *o = json_loads(env, 0, &je), *v;
-        const char *name;
-        if (!json_is_object(o)) {
-            snprintf(err, errlen, "env: not a JSON object of strings: %s",
-                     o == NULL ? je.text : "not an object");
-            json_decref(o);
-            return err;
-        }
-        json_object_foreach(o, name, v)
-        {
-            const char *why =
-                !valid_env_name(name, strlen(name)) ? "is not a variable name"
-                : !json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)
-                    ? "must be a string without NUL"
-                    : NULL;
-            if (why != NULL || env_set(out, name, strlen(name), json_string_value(v)) != 0) {
-                snprintf(err, errlen, "env: '%.64s' %s", name,
-                         why != NULL ? why : "out of memory");
-                json_decref(o);
-                return err;
-            }
-        }
-        json_decref(o);
-        return NULL;
+        return parse_env_json(out, env, r);
     }
     for (const char *p = env + strspn(env, BLANKS); *p != '\0'; p += strspn(p, BLANKS)) {
         size_t n = strcspn(p, BLANKS), eq = strcspn(p, "=" BLANKS);
-        char *value = strndup(p + eq + 1, eq < n ? n - eq - 1 : 0);
-        if (eq >= n || !valid_env_name(p, eq) || value == NULL ||
-            env_set(out, p, eq, value) != 0) {
-            free(value);
-            snprintf(err, errlen,
-                     "env: '%.*s' is not NAME=value (use a JSON object for values "
-                     "with blanks)",
-                     (int) (n > 64 ? 64 : n), p);
-            return err;
+        if (eq >= n || !valid_env_name(p, eq)) {
+            return setting_refuse(r, "env",
+                                  "'%.*s' is not NAME=value (use a JSON object for values with "
+                                  "blanks)",
+                                  (int) (n > 64 ? 64 : n), p);
         }
+        char *value = strndup(p + eq + 1, n - eq - 1);
+        int rc = value != NULL ? env_set(out, p, eq, value) : -1;
         free(value);
+        if (rc != 0) {
+            return setting_refuse(r, NULL, "out of memory");
+        }
         p += n;
     }
-    return NULL;
+    return 0;
 }
 
 /* The program to run: argv0 itself when it holds a '/' (relative to dir),
  * else the first executable file of that name in PATH (the handler's
- * own PATH when its environment has one). */
-static const char *
-find_program(struct exec_cmd *c, char *err, size_t errlen)
+ * own PATH when its environment has one). 0, or -1 with r blaming
+ * command. */
+static int
+find_program(struct exec_cmd *c, struct setting_refusal *r)
 {
     const char *argv0 = c->argv[0], *path = DEFAULT_PATH;
     char full[4096];
@@ -205,13 +217,13 @@ find_program(struct exec_cmd *c, char *err, size_t errlen)
     if (strchr(argv0, '/') != NULL) {
         snprintf(full, sizeof(full), "%s%s%s", argv0[0] != '/' && c->dir ? c->dir : "",
                  argv0[0] != '/' && c->dir ? "/" : "", argv0);
+        errno = 0;
         if (stat(full, &st) != 0 || !S_ISREG(st.st_mode) || access(full, X_OK) != 0) {
-            snprintf(err, errlen, "command: %s: %s", full,
-                     errno != 0 ? strerror(errno) : "not an executable file");
-            return err;
+            return setting_refuse(r, "command", "%s: %s", full,
+                                  errno != 0 ? strerror(errno) : "not an executable file");
         }
         c->program = strdup(argv0);
-        return c->program != NULL ? NULL : "out of memory";
+        return c->program != NULL ? 0 : setting_refuse(r, NULL, "out of memory");
     }
     for (size_t i = 0; c->envp[i] != NULL; i++) {
         path = strncmp(c->envp[i], "PATH=", 5) == 0 ? c->envp[i] + 5 : path;
@@ -223,64 +235,57 @@ find_program(struct exec_cmd *c, char *err, size_t errlen)
         if (full[0] == '/' && stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
             access(full, X_OK) == 0) {
             c->program = strdup(full);
-            return c->program != NULL ? NULL : "out of memory";
+            return c->program != NULL ? 0 : setting_refuse(r, NULL, "out of memory");
         }
     }
-    snprintf(err, errlen, "command: '%.64s' is not an executable file in PATH (%.200s)", argv0,
-             path);
-    return err;
+    return setting_refuse(r, "command", "'%.64s' is not an executable file in PATH (%.200s)",
+                          argv0, path);
 }
 
-static const char *
-check_dir(struct exec_cmd *c, const char *dir, char *err, size_t errlen)
+/* directory, when set: a directory we may enter. 0, or -1 with r. */
+static int
+check_dir(struct exec_cmd *c, const char *dir, struct setting_refusal *r)
 {
     struct stat st;
     if (dir == NULL) {
-        return NULL;
+        return 0;
     }
+    errno = 0;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, X_OK) != 0) {
-        snprintf(err, errlen, "directory %s: %s", dir,
-                 errno != 0 ? strerror(errno) : "not a directory");
-        return err;
+        return setting_refuse(r, "directory", "%s: %s", dir,
+                              errno != 0 ? strerror(errno) : "not a directory");
     }
     c->dir = strdup(dir);
-    return c->dir != NULL ? NULL : "out of memory";
+    return c->dir != NULL ? 0 : setting_refuse(r, NULL, "out of memory");
 }
 
 int
 exec_cmd_parse(struct exec_cmd *c, const char *command, const char *env, const char *pass_env,
-               const char *dir, char *err, size_t errlen)
+               const char *dir, struct setting_refusal *r)
 {
     struct strv argv = {NULL, 0}, envp = {NULL, 0};
-    const char *why = NULL;
+    int rc = -1;
     memset(c, 0, sizeof(*c));
-    errno = 0;
     if (command == NULL) {
-        why = "command: the program to run is required";
-    } else if ((why = parse_argv(&argv, command, err, errlen)) == NULL &&
-               (why = parse_pass_env(&envp, pass_env != NULL ? pass_env : "", err, errlen)) ==
-                   NULL &&
-               (why = parse_env(&envp, env != NULL ? env : "", err, errlen)) == NULL) {
+        setting_refuse(r, "command", "is not set (the program to run)");
+    } else if (parse_argv(&argv, command, r) == 0 &&
+               parse_pass_env(&envp, pass_env != NULL ? pass_env : "", r) == 0 &&
+               parse_env(&envp, env != NULL ? env : "", r) == 0) {
         c->argv = argv.v;
         c->envp = envp.v != NULL ? envp.v : calloc(1, sizeof(char *));
         argv.v = envp.v = NULL;
         if (c->envp == NULL) {
-            why = "out of memory";
-        } else if ((why = check_dir(c, dir, err, errlen)) == NULL) {
-            errno = 0;
-            why = find_program(c, err, errlen);
+            setting_refuse(r, NULL, "out of memory");
+        } else if (check_dir(c, dir, r) == 0) {
+            rc = find_program(c, r);
         }
     }
     strv_free(argv.v);
     strv_free(envp.v);
-    if (why != NULL) {
-        if (why != err) {
-            snprintf(err, errlen, "%s", why);
-        }
+    if (rc != 0) {
         exec_cmd_free(c);
-        return -1;
     }
-    return 0;
+    return rc;
 }
 
 void

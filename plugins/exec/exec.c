@@ -23,51 +23,51 @@ struct exec_plugin {
     struct exec_pool pool;
 };
 
-/* The integer settings, checked: NULL, or why not. */
-static const char *
+/* The integer settings, checked (INT settings with defaults: never NULL).
+ * 0, or -1 with r. */
+static int
 read_numbers(const twice_api *api, const twice_settings *set, struct exec_limit *limit,
-             int *processes)
+             int *processes, struct setting_refusal *r)
 {
     long t = strtol(api->setting(set, "timeout"), NULL, 10);
     long s = strtol(api->setting(set, "start_timeout"), NULL, 10);
     long n = strtol(api->setting(set, "processes"), NULL, 10);
     if (t < 1 || t > 86400) {
-        return "timeout must be 1-86400 seconds";
+        return setting_refuse(r, "timeout", "must be 1-86400 seconds");
     }
     if (s < 0 || s > 3600) {
-        return "start_timeout must be 0-3600 seconds";
+        return setting_refuse(r, "start_timeout", "must be 0-3600 seconds");
     }
     if (n < 0 || n > 1024) {
-        return "processes must be 0 (one per running job) to 1024";
+        return setting_refuse(r, "processes", "must be 0 (one per running job) to 1024");
     }
     limit->timeout = (int) t;
     limit->start = (int) s;
     *processes = (int) n;
-    return NULL;
+    return 0;
 }
 
 static int
 exec_init(const twice_api *api, const twice_settings *set, void **state)
 {
     struct exec_plugin *x = calloc(1, sizeof(*x));
+    struct setting_refusal r = {NULL, "out of memory"};
     char err[512];
-    const char *why = "out of memory";
-    int processes = 0;
+    int processes = 0, rc = -1;
     if (x != NULL) {
         x->api = api;
-        why = read_numbers(api, set, &x->limit, &processes);
+        rc = read_numbers(api, set, &x->limit, &processes, &r);
     }
-    if (why == NULL && exec_cmd_parse(&x->cmd, api->setting(set, "command"),
-                                      api->setting(set, "env"), api->setting(set, "pass_env"),
-                                      api->setting(set, "directory"), err, sizeof(err)) != 0) {
-        why = err;
-    } else if (why == NULL &&
-               exec_pool_start(&x->pool, api, &x->cmd, processes, err, sizeof(err)) != 0) {
+    if (rc == 0) {
+        rc = exec_cmd_parse(&x->cmd, api->setting(set, "command"), api->setting(set, "env"),
+                            api->setting(set, "pass_env"), api->setting(set, "directory"), &r);
+    }
+    if (rc == 0 && exec_pool_start(&x->pool, api, &x->cmd, processes, err, sizeof(err)) != 0) {
         exec_cmd_free(&x->cmd);
-        why = err;
+        rc = setting_refuse(&r, NULL, "%s", err);
     }
-    if (why != NULL) {
-        api->log(NULL, TWICE_LOG_ERROR, "%s", why);
+    if (rc != 0) {
+        setting_refusal_report(api, set, &r); /* at the blamed setting's line */
         free(x);
         return -1;
     }
@@ -138,11 +138,11 @@ static int
 exec_describe(const twice_api *api, const twice_settings *set, char *buf, size_t cap)
 {
     struct exec_limit limit;
+    struct setting_refusal r = {"command", "is not set (the program to run)"};
     int processes;
-    const char *why = read_numbers(api, set, &limit, &processes);
     const char *command = api->setting(set, "command");
-    if (why != NULL || command == NULL) {
-        snprintf(buf, cap, "%s", why != NULL ? why : "command is not set");
+    if (read_numbers(api, set, &limit, &processes, &r) != 0 || command == NULL) {
+        setting_refusal_text(&r, buf, cap); /* "setting 'timeout': must be ..." */
         return -1;
     }
     char procs[64];

@@ -11,6 +11,8 @@
 #ifndef TWICE_EXEC_H
 #define TWICE_EXEC_H
 
+#include "settings_common.h"
+
 #include <pthread.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -32,9 +34,9 @@ struct exec_cmd {
 
 /* From the settings command (words, or a JSON array of strings), env
  * (NAME=value words, or a JSON object), pass_env (names) and directory.
- * 0, or -1 with err naming the setting. */
+ * 0, or -1 with r (blaming the setting, or none when out of memory). */
 int exec_cmd_parse(struct exec_cmd *c, const char *command, const char *env, const char *pass_env,
-                   const char *dir, char *err, size_t errlen);
+                   const char *dir, struct setting_refusal *r);
 void exec_cmd_free(struct exec_cmd *c);
 
 /* ---- lines.c: a stream of bytes into lines ---- */

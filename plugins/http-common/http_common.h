@@ -3,14 +3,17 @@
  * share, linked into each as a static library: a pool of libcurl easy
  * handles that keeps connections alive across jobs (pool.c), making a
  * request (request.c), the reading of an answer - its first bytes,
- * Retry-After and Twice-Retry-After - (answer.c), and URL templates filled
- * from the body (url.c). What an
- * answer means for a job stays in each plugin. Not an SDK header.
+ * Retry-After and Twice-Retry-After - (answer.c), URL templates filled
+ * from the body (url.c), and the url and timeout settings checked and the
+ * end of init (settings.c; the refusal itself is settings-common's). What an answer
+ * means for a job stays in each plugin. Not an SDK header.
  */
 #ifndef TWICE_HTTP_COMMON_H
 #define TWICE_HTTP_COMMON_H
 
 #include <curl/curl.h>
+#include "settings_common.h"
+
 #include <pthread.h>
 #include <stddef.h>
 #include <time.h>
@@ -117,10 +120,30 @@ int http_header_add(struct curl_slist **l, const char *fmt, const char *value);
 /* Wipe and free a secret (a token, an Authorization line); NULL is fine. */
 void http_free_secret(char *s);
 
+/* ---- settings.c ---- */
+
+/* The end of an HTTP plugin's init(), rc being what its settings gave: when
+ * 0, libcurl set up (reference counted: safe even when the host called it
+ * already); when that fails or rc is not 0, r said to the host. 0, or -1:
+ * the plugin then frees its state and returns nonzero. */
+int http_init_finish(const twice_api *api, const twice_settings *set, int rc,
+                     struct setting_refusal *r);
+
+/* The setting "timeout" in seconds, 1 to max (an INT setting with a
+ * default, so never NULL). 0 and *out, or -1 with r. */
+int http_check_timeout(const twice_api *api, const twice_settings *set, long max, long *out,
+                       struct setting_refusal *r);
+
+/* The setting "url": http:// or https:// and a usable template
+ * (http_url_check); NULL (unset) is refused too. 0, or -1 with r blaming
+ * "url". */
+int http_check_url(const char *url, struct setting_refusal *r);
+
 /* ---- url.c ---- */
 
 /* Is tmpl a usable URL template ({path} fields of [A-Za-z0-9_.-], no stray
- * braces)? NULL, or why not. */
+ * braces)? NULL, or why not, without the word url ("has a '}' without its
+ * '{'"). */
 const char *http_url_check(const char *tmpl);
 
 /*

@@ -1,7 +1,7 @@
 /*
  * url.c - an HTTP plugin's endpoint template, "https://x/api/{entity}/{id}":
- * checked once in init, filled per job with URL-escaped body fields. Not a
- * URL parser: everything outside the braces is passed to curl as written.
+ * checked once in init, filled per job with URL-escaped body fields. Not a URL parser: everything
+ * outside the braces is passed to curl as written.
  */
 #include "http_common.h"
 
@@ -25,12 +25,12 @@ http_url_check(const char *tmpl)
 {
     for (const char *p = tmpl; *p != '\0'; p++) {
         if (*p == '}') {
-            return "url has a '}' without its '{'";
+            return "has a '}' without its '{'";
         }
         if (*p == '{') {
             size_t n = field_len(p + 1);
             if (n == 0) {
-                return "url has a '{' that does not start a {field} of [A-Za-z0-9_.-]";
+                return "has a '{' that does not start a {field} of [A-Za-z0-9_.-]";
             }
             p += n + 1;
         }

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <twice/plugin.h>
 #include <unistd.h>
@@ -52,17 +51,16 @@ http_free(struct http_plugin *h)
     free(h);
 }
 
-/* The bearer token from token_file: its first line, trimmed. NULL when all
- * is well (h->auth set), else why not in err (never quoting the token). */
-static const char *
-read_token(struct http_plugin *h, const char *path, char *err, size_t errlen)
+/* The bearer token from token_file: its first line, trimmed. 0 (h->auth
+ * set), or -1 with r blaming token_file (never quoting the token). */
+static int
+read_token(struct http_plugin *h, const char *path, struct setting_refusal *r)
 {
     char token[TOKEN_MAX + 2];
     struct stat st;
     FILE *f = fopen(path, "re");
     if (f == NULL) {
-        snprintf(err, errlen, "token_file %s: %s", path, strerror(errno));
-        return err;
+        return setting_refuse(r, "token_file", "%s: %s", path, strerror(errno));
     }
     if (fstat(fileno(f), &st) == 0 && (st.st_mode & S_IROTH) != 0) {
         h->api->log(NULL, TWICE_LOG_WARN, "token_file %s is readable by others (chmod o-r %s)",
@@ -80,108 +78,90 @@ read_token(struct http_plugin *h, const char *path, char *err, size_t errlen)
         unsigned char c = (unsigned char) token[start + i];
         problem = c < 0x21 || c == 0x7f ? "holds a space or a control character" : NULL;
     }
+    int rc = 0;
     if (problem == NULL &&
         asprintf(&h->auth, "Authorization: Bearer %.*s", (int) len, token + start) < 0) {
         h->auth = NULL;
-        problem = "cannot be read: out of memory";
+        rc = setting_refuse(r, NULL, "out of memory reading token_file %s", path);
+    } else if (problem != NULL) {
+        rc = setting_refuse(r, "token_file", "%s %s", path, problem);
     }
     explicit_bzero(token, sizeof(token));
-    if (problem != NULL) {
-        snprintf(err, errlen, "token_file %s %s", path, problem);
-        return err;
-    }
-    return NULL;
+    return rc;
 }
 
-/* ca_file, when set, is a file we can read. NULL, or why not in err. */
-static const char *
-check_ca_file(const char *ca, char *err, size_t errlen)
+/* ca_file, when set, is a file we can read. 0, or -1 with r. */
+static int
+check_ca_file(const char *ca, struct setting_refusal *r)
 {
     struct stat st;
     if (ca == NULL) {
-        return NULL;
+        return 0;
     }
     if (stat(ca, &st) != 0 || access(ca, R_OK) != 0) {
-        snprintf(err, errlen, "ca_file %s: %s", ca, strerror(errno));
-    } else if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "ca_file %s: not a regular file", ca);
-    } else {
-        return NULL;
+        return setting_refuse(r, "ca_file", "%s: %s", ca, strerror(errno));
     }
-    return err;
+    if (!S_ISREG(st.st_mode)) {
+        return setting_refuse(r, "ca_file", "%s: not a regular file", ca);
+    }
+    return 0;
 }
 
-/* The settings that describe() reads too: url, timeout, content type and
- * the mapping. NULL, or why they are unusable. */
-static const char *
+/* The settings that describe() reads too: url, content type, timeout and
+ * the mapping (compiled into map, the timeout in *timeout). 0, or -1 with
+ * r. */
+static int
 check_settings(const twice_api *api, const twice_settings *set, struct http_mapping *map,
-               char *err, size_t errlen)
+               long *timeout, struct setting_refusal *r)
 {
-    const char *url = api->setting(set, "url"), *ct = api->setting(set, "content_type");
-    const char *timeout = api->setting(set, "timeout");
-    const char *why;
-    if (url == NULL ||
-        (strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0)) {
-        return "url must start with http:// or https://";
-    }
-    if ((why = http_url_check(url)) != NULL) {
-        return why;
+    const char *ct = api->setting(set, "content_type");
+    if (http_check_url(api->setting(set, "url"), r) != 0) {
+        return -1;
     }
     if (ct == NULL || *ct == '\0' || strpbrk(ct, "\r\n") != NULL) {
-        return "content_type must be a media type on one line, such as application/json";
+        return setting_refuse(r, "content_type",
+                              "must be a media type on one line, such as application/json");
     }
-    long t = timeout != NULL ? strtol(timeout, NULL, 10) : 0;
-    if (t < 1 || t > 3600) {
-        return "timeout must be 1-3600 seconds";
+    if (http_check_timeout(api, set, 3600, timeout, r) != 0) {
+        return -1;
     }
-    if (http_mapping_compile(map, api->setting(set, "done_statuses"),
-                             api->setting(set, "retry_statuses"),
-                             api->setting(set, "reject_statuses"), err, errlen) != 0) {
-        return err;
-    }
-    return NULL;
+    return http_mapping_compile(map, api->setting(set, "done_statuses"),
+                                api->setting(set, "retry_statuses"),
+                                api->setting(set, "reject_statuses"), r);
 }
 
-static const char *
-read_settings(struct http_plugin *h, const twice_settings *set, char *err, size_t errlen)
+/* Every setting, checked and kept in h. 0, or -1 with r. */
+static int
+read_settings(struct http_plugin *h, const twice_settings *set, struct setting_refusal *r)
 {
     const twice_api *api = h->api;
-    const char *why = check_settings(api, set, &h->map, err, errlen);
-    if (why != NULL) {
-        return why;
-    }
     const char *ca = api->setting(set, "ca_file"), *token = api->setting(set, "token_file");
-    if ((why = check_ca_file(ca, err, errlen)) != NULL) {
-        return why;
+    if (check_settings(api, set, &h->map, &h->timeout, r) != 0 || check_ca_file(ca, r) != 0) {
+        return -1;
     }
-    h->timeout = strtol(api->setting(set, "timeout"), NULL, 10);
     h->url_tmpl = strdup(api->setting(set, "url"));
     h->ca_file = ca != NULL ? strdup(ca) : NULL;
     if (asprintf(&h->content_type, "Content-Type: %s", api->setting(set, "content_type")) < 0) {
         h->content_type = NULL;
     }
     if (h->url_tmpl == NULL || h->content_type == NULL || (ca != NULL && h->ca_file == NULL)) {
-        return "out of memory";
+        return setting_refuse(r, NULL, "out of memory");
     }
-    return token != NULL ? read_token(h, token, err, errlen) : NULL;
+    return token != NULL ? read_token(h, token, r) : 0;
 }
 
 static int
 http_init(const twice_api *api, const twice_settings *set, void **state)
 {
     struct http_plugin *h = calloc(1, sizeof(*h));
-    char err[256];
-    const char *why = "out of memory";
+    struct setting_refusal r = {NULL, "out of memory"};
+    int rc = -1;
     if (h != NULL && http_pool_init(&h->pool) == 0) {
         h->pool_ready = 1;
         h->api = api;
-        why = read_settings(h, set, err, sizeof(err));
+        rc = read_settings(h, set, &r);
     }
-    if (why == NULL && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        why = "curl_global_init failed";
-    }
-    if (why != NULL) {
-        api->log(NULL, TWICE_LOG_ERROR, "%s", why);
+    if (http_init_finish(api, set, rc, &r) != 0) {
         http_free(h);
         return -1;
     }
@@ -271,10 +251,10 @@ static int
 http_describe(const twice_api *api, const twice_settings *set, char *buf, size_t cap)
 {
     struct http_mapping map;
-    char err[256];
-    const char *why = check_settings(api, set, &map, err, sizeof(err));
-    if (why != NULL) {
-        snprintf(buf, cap, "%s", why);
+    struct setting_refusal r;
+    long timeout;
+    if (check_settings(api, set, &map, &timeout, &r) != 0) {
+        setting_refusal_text(&r, buf, cap); /* "setting 'timeout': must be ..." */
         return -1;
     }
     const char *url = api->setting(set, "url");

@@ -29,12 +29,12 @@ struct http_mapping {
 };
 
 /* Compile the three lists ("2xx", "429,5xx": statuses 100-599 and classes
- * 1xx-5xx, separated by commas and spaces). 0, or -1 with err naming the
- * setting and the item ("retry_statuses: '6xx' is not a status (100-599)
- * or a class (1xx-5xx)"; "status 429 is in both retry_statuses and
- * reject_statuses"). */
+ * 1xx-5xx, separated by commas and spaces), in that order. 0, or -1 with r
+ * blaming the list with a bad item ("'6xx' is not a status (100-599) or a
+ * class of them (1xx-5xx)") or the later of two lists that give one entry
+ * ("429 is also in retry_statuses"). */
 int http_mapping_compile(struct http_mapping *m, const char *done, const char *retry,
-                         const char *reject, char *err, size_t errlen);
+                         const char *reject, struct setting_refusal *r);
 
 /* What status maps to. */
 enum http_outcome http_mapping_of(const struct http_mapping *m, long status);

@@ -36,26 +36,27 @@ parse_item(const char *s, size_t n, int *code, int *klass)
     return -1;
 }
 
-/* Add one list (setting `name`) as outcome o; an entry already given by
- * another list is refused. */
+/* Add one list (setting `name`) as outcome o. An item that is not a status
+ * blames this list, and so does an entry an earlier list gives already:
+ * this list is the one that says it again. Left at its default ("429,5xx"
+ * after done_statuses = "2xx,5xx"), the host then points at the settings
+ * group, where the operator sets it; the reason names the other list. */
 static int
 add_list(struct http_mapping *m, const char *name, const char *list, enum http_outcome o,
-         char *err, size_t errlen)
+         struct setting_refusal *r)
 {
     for (const char *p = list + strspn(list, SEPARATORS); *p != '\0'; p += strspn(p, SEPARATORS)) {
         size_t n = strcspn(p, SEPARATORS);
         int code, klass;
         if (parse_item(p, n, &code, &klass) != 0) {
-            snprintf(err, errlen,
-                     "%s: '%.*s' is not a status (100-599) or a class of them (1xx-5xx)", name,
-                     (int) (n > ITEM_SHOWN ? ITEM_SHOWN : n), p);
-            return -1;
+            return setting_refuse(r, name,
+                                  "'%.*s' is not a status (100-599) or a class of them (1xx-5xx)",
+                                  (int) (n > ITEM_SHOWN ? ITEM_SHOWN : n), p);
         }
         unsigned char *slot = code != 0 ? &m->exact[code] : &m->klass[klass];
         if (*slot != HTTP_UNMAPPED && *slot != o) {
-            snprintf(err, errlen, "%s: %.*s is also in %s_statuses", name, (int) n, p,
-                     outcome_names[*slot]);
-            return -1;
+            return setting_refuse(r, name, "%.*s is also in %s_statuses", (int) n, p,
+                                  outcome_names[*slot]);
         }
         *slot = (unsigned char) o;
         p += n;
@@ -65,13 +66,12 @@ add_list(struct http_mapping *m, const char *name, const char *list, enum http_o
 
 int
 http_mapping_compile(struct http_mapping *m, const char *done, const char *retry,
-                     const char *reject, char *err, size_t errlen)
+                     const char *reject, struct setting_refusal *r)
 {
     memset(m, 0, sizeof(*m));
-    if (add_list(m, "done_statuses", done != NULL ? done : "", HTTP_DONE, err, errlen) != 0 ||
-        add_list(m, "retry_statuses", retry != NULL ? retry : "", HTTP_RETRY, err, errlen) != 0 ||
-        add_list(m, "reject_statuses", reject != NULL ? reject : "", HTTP_REJECT, err, errlen) !=
-            0) {
+    if (add_list(m, "done_statuses", done != NULL ? done : "", HTTP_DONE, r) != 0 ||
+        add_list(m, "retry_statuses", retry != NULL ? retry : "", HTTP_RETRY, r) != 0 ||
+        add_list(m, "reject_statuses", reject != NULL ? reject : "", HTTP_REJECT, r) != 0) {
         return -1;
     }
     return 0;

@@ -60,7 +60,7 @@ recompute_fini(void *state)
 }
 
 /* notify_queue and notify_threshold (a decimal in (0, 1]). 0, or -1 after
- * logging why. */
+ * saying why. */
 static int
 notify_settings(const twice_api *api, const twice_settings *settings, struct recompute *r)
 {
@@ -70,9 +70,8 @@ notify_settings(const twice_api *api, const twice_settings *settings, struct rec
     double v = t != NULL ? strtod(t, &end) : 0;
     if (t == NULL || end == t || *end != '\0' || !(v > 0 && v <= 1) || strlen(t) >= 16 ||
         strspn(t, "0123456789.") != strlen(t)) {
-        api->log(NULL, TWICE_LOG_ERROR,
-                 "notify_threshold must be a decimal above 0 and at "
-                 "most 1, like 0.75");
+        api->setting_error(settings, "notify_threshold",
+                           "must be a decimal above 0 and at most 1, like 0.75");
         return -1;
     }
     snprintf(r->threshold, sizeof(r->threshold), "%s", t);
@@ -94,7 +93,7 @@ recompute_init(const twice_api *api, const twice_settings *settings, void **stat
 {
     const char *schema = api->setting(settings, "schema");
     if (schema == NULL || *schema == '\0' || strlen(schema) > 63) {
-        api->log(NULL, TWICE_LOG_ERROR, "schema must be 1-63 bytes");
+        api->setting_error(settings, "schema", "must be 1-63 bytes");
         return -1;
     }
     struct recompute *r = calloc(1, sizeof(*r));

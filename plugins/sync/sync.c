@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <twice/plugin.h>
 
 /* Read-only after init except the pool (its own lock): handle() runs on
@@ -42,84 +41,77 @@ sync_free(struct sync *s)
     free(s);
 }
 
-/* The auth header from the environment, read once. NULL when all is well,
- * else why not (never quoting the value). */
-static const char *
-read_auth(struct sync *s, const char *name, const char *env)
+/* The auth header from the environment, read once (its value never
+ * quoted). Two settings make it: the one set without the other is blamed.
+ * 0, or -1 with r. */
+static int
+read_auth(struct sync *s, const char *name, const char *env, struct setting_refusal *r)
 {
-    if ((name == NULL) != (env == NULL)) {
-        return "auth_header and auth_env go together: set both or neither";
+    if (name != NULL && env == NULL) {
+        return setting_refuse(r, "auth_header",
+                              "needs auth_env too (the environment variable holding its value)");
+    }
+    if (env != NULL && name == NULL) {
+        return setting_refuse(r, "auth_env",
+                              "needs auth_header too (the header it is the value of)");
     }
     if (name == NULL) {
-        return NULL;
+        return 0;
     }
     if (*name == '\0' || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                       "0123456789!#$%&'*+-.^_`|~") != strlen(name)) {
-        return "auth_header must be a header name such as Authorization";
+        return setting_refuse(r, "auth_header", "must be a header name such as Authorization");
     }
     const char *value = getenv(env);
     if (value == NULL || *value == '\0') {
-        return "the environment variable named by auth_env is not set or empty";
+        return setting_refuse(r, "auth_env", "%.64s is not set or empty in twiced's environment",
+                              env);
     }
     if (strpbrk(value, "\r\n") != NULL) {
-        return "the environment variable named by auth_env holds a line break";
+        return setting_refuse(r, "auth_env", "the value of %.64s holds a line break", env);
     }
     if (asprintf(&s->auth_header, "%s: %s", name, value) < 0) {
         s->auth_header = NULL;
-        return "out of memory";
+        return setting_refuse(r, NULL, "out of memory");
     }
-    return NULL;
+    return 0;
 }
 
-static const char *
-read_settings(struct sync *s, const twice_settings *set)
+/* Every setting, checked and kept in s. 0, or -1 with r. */
+static int
+read_settings(struct sync *s, const twice_settings *set, struct setting_refusal *r)
 {
     const twice_api *api = s->api;
     const char *url = api->setting(set, "url"), *method = api->setting(set, "method");
-    const char *timeout = api->setting(set, "timeout");
-    const char *why;
-    if (url == NULL ||
-        (strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0)) {
-        return "url must start with http:// or https://";
-    }
-    if ((why = http_url_check(url)) != NULL) {
-        return why;
+    if (http_check_url(url, r) != 0) {
+        return -1;
     }
     if (method == NULL || (strcmp(method, "PUT") != 0 && strcmp(method, "POST") != 0)) {
-        return "method must be PUT or POST";
+        return setting_refuse(r, "method", "must be PUT or POST");
     }
-    s->timeout = timeout != NULL ? strtol(timeout, NULL, 10) : 10;
-    if (s->timeout < 1 || s->timeout > 600) {
-        return "timeout must be 1-600 seconds";
+    if (http_check_timeout(api, set, 600, &s->timeout, r) != 0) {
+        return -1;
     }
     s->url_tmpl = strdup(url);
     s->method = strdup(method);
     if (s->url_tmpl == NULL || s->method == NULL) {
-        return "out of memory";
+        return setting_refuse(r, NULL, "out of memory");
     }
-    return read_auth(s, api->setting(set, "auth_header"), api->setting(set, "auth_env"));
+    return read_auth(s, api->setting(set, "auth_header"), api->setting(set, "auth_env"), r);
 }
 
 static int
 sync_init(const twice_api *api, const twice_settings *set, void **state)
 {
     struct sync *s = calloc(1, sizeof(*s));
-    const char *why = "out of memory";
-    if (s != NULL && http_pool_init(&s->pool) != 0) {
-        free(s);
-        s = NULL;
-    }
-    if (s != NULL) {
+    struct setting_refusal r = {NULL, "out of memory"};
+    int rc = -1;
+    if (s != NULL && http_pool_init(&s->pool) == 0) {
         s->pool_ready = 1;
+        s->api = api;
+        rc = read_settings(s, set, &r);
     }
-    if (s == NULL || (s->api = api, why = read_settings(s, set)) != NULL) {
-        api->log(NULL, TWICE_LOG_ERROR, "%s", why);
-        sync_free(s);
-        return -1;
-    }
-    /* Reference counted: safe even when the host called it already. */
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        api->log(NULL, TWICE_LOG_ERROR, "curl_global_init failed");
+    if (http_init_finish(api, set, rc, &r) != 0) {
         sync_free(s);
         return -1;
     }

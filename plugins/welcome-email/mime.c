@@ -34,12 +34,21 @@ mime_valid_address(const char *addr)
 int
 mime_valid_domain(const char *domain)
 {
-    size_t n = strlen(domain);
-    if (n == 0 || n > 253 || domain[0] == '.' || domain[0] == '-' || domain[n - 1] == '.' ||
-        strstr(domain, "..") != NULL) {
+    static const char label_chars[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-";
+    if (strlen(domain) == 0 || strlen(domain) > 253) {
         return 0;
     }
-    return strspn(domain, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") == n;
+    for (const char *p = domain;; p++) {
+        size_t len = strspn(p, label_chars);
+        if (len == 0 || len > 63 || p[0] == '-' || p[len - 1] == '-') {
+            return 0;
+        }
+        p += len;
+        if (*p != '.') {
+            return *p == '\0';
+        }
+    }
 }
 
 static int

@@ -58,8 +58,9 @@ void template_fill(const char *tmpl, enum fill_mode mode, template_lookup lookup
  * bytes, no spaces, control characters or any of <>()[],;:"\ . */
 int mime_valid_address(const char *addr);
 
-/* A domain for the Message-ID: 1-253 bytes of letters, digits, '.' and
- * '-', no empty label at either end or inside. */
+/* A domain for the Message-ID, a host name as RFC 1123 allows: 1-253
+ * bytes of dot-separated labels of 1-63 letters, digits and '-', none
+ * starting or ending with '-' and none empty (no dot at either end). */
 int mime_valid_domain(const char *domain);
 
 /* The parts of one welcome message. Strings are borrowed. */

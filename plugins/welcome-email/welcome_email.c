@@ -7,6 +7,8 @@
  */
 #include "welcome.h"
 
+#include "settings_common.h"
+
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,49 +61,52 @@ copy_setting(const twice_api *api, const twice_settings *s, const char *name, ch
     return *out != NULL ? 0 : -1;
 }
 
-/* Checks of what the settings say; a message for the log, or NULL. */
-static const char *
-check_settings(struct welcome *w)
+/* Checks of what the settings say: 0, or -1 with the setting to blame. */
+static int
+check_settings(struct welcome *w, struct setting_refusal *r)
 {
-    if (w->smtp_url == NULL || (strncasecmp(w->smtp_url, "smtp://", 7) != 0 &&
-                                strncasecmp(w->smtp_url, "smtps://", 8) != 0)) {
-        return "smtp_url must start with smtp:// or smtps://";
-    }
-    if (w->from == NULL || !mime_valid_address(w->from)) {
-        return "from must be a plain address like welcome@example.com";
-    }
-    if (w->timeout < 1 || w->timeout > 600) {
-        return "timeout must be 1-600 seconds";
-    }
-    if (w->subject == NULL) {
-        return "subject must not be empty";
-    }
-    if (template_utf8_error(w->subject, strlen(w->subject)) >= 0) {
-        return "subject must be UTF-8 text (the mail declares charset UTF-8)";
-    }
-    if (w->domain == NULL && (w->domain = strdup(strchr(w->from, '@') + 1)) == NULL) {
-        return "out of memory";
-    }
-    if (!mime_valid_domain(w->domain)) {
-        return "message_id_domain (by default the domain of from) must be a domain name "
-               "like example.com";
-    }
     /* Credentials over plain smtp:// only after STARTTLS: curl then refuses
      * a server that does not offer it instead of sending them in clear. */
-    w->starttls_required = w->username != NULL && strncasecmp(w->smtp_url, "smtp://", 7) == 0;
-    return NULL;
+    w->starttls_required =
+        w->username != NULL && w->smtp_url != NULL && strncasecmp(w->smtp_url, "smtp://", 7) == 0;
+    if (w->smtp_url == NULL || (strncasecmp(w->smtp_url, "smtp://", 7) != 0 &&
+                                strncasecmp(w->smtp_url, "smtps://", 8) != 0)) {
+        return setting_refuse(r, "smtp_url", "must start with smtp:// or smtps://");
+    }
+    if (w->from == NULL || !mime_valid_address(w->from)) {
+        return setting_refuse(r, "from", "must be a plain address like welcome@example.com");
+    }
+    if (w->timeout < 1 || w->timeout > 600) {
+        return setting_refuse(r, "timeout", "must be 1-600 seconds");
+    }
+    if (w->subject == NULL) {
+        return setting_refuse(r, "subject", "must not be empty");
+    }
+    if (template_utf8_error(w->subject, strlen(w->subject)) >= 0) {
+        return setting_refuse(r, "subject",
+                              "must be UTF-8 text (the mail declares charset UTF-8)");
+    }
+    if (w->domain == NULL && (w->domain = strdup(strchr(w->from, '@') + 1)) == NULL) {
+        return setting_refuse(r, NULL, "out of memory");
+    }
+    if (!mime_valid_domain(w->domain)) {
+        return setting_refuse(r, "message_id_domain",
+                              "must be a domain name like example.com (by default the domain "
+                              "of from)");
+    }
+    return 0;
 }
 
 static int
-load_templates(struct welcome *w, const twice_settings *s)
+load_templates(struct welcome *w, const twice_settings *s, struct setting_refusal *r)
 {
+    static const char *const names[] = {"template_text", "template_html"};
+    char **out[] = {&w->text_tmpl, &w->html_tmpl};
     char err[512];
-    const char *text = w->api->setting(s, "template_text");
-    const char *html = w->api->setting(s, "template_html");
-    if (template_load(text, &w->text_tmpl, err, sizeof(err)) != 0 ||
-        template_load(html, &w->html_tmpl, err, sizeof(err)) != 0) {
-        w->api->log(NULL, TWICE_LOG_ERROR, "%s (set template_text/template_html)", err);
-        return -1;
+    for (size_t i = 0; i < 2; i++) {
+        if (template_load(w->api->setting(s, names[i]), out[i], err, sizeof(err)) != 0) {
+            return setting_refuse(r, names[i], "%s", err);
+        }
     }
     return 0;
 }
@@ -110,9 +115,10 @@ static int
 welcome_init(const twice_api *api, const twice_settings *s, void **state)
 {
     struct welcome *w = calloc(1, sizeof(*w));
-    const char *why = "out of memory";
+    struct setting_refusal r;
+    setting_refuse(&r, NULL, "out of memory");
     if (w == NULL) {
-        api->log(NULL, TWICE_LOG_ERROR, "%s", why);
+        setting_refusal_report(api, s, &r);
         return -1;
     }
     w->api = api;
@@ -128,22 +134,18 @@ welcome_init(const twice_api *api, const twice_settings *s, void **state)
         w->mail_from = NULL;
         goto fail;
     }
-    if ((why = check_settings(w)) != NULL) {
+    if (check_settings(w, &r) != 0 || load_templates(w, s, &r) != 0) {
         goto fail;
-    }
-    if (load_templates(w, s) != 0) {
-        welcome_free(w);
-        return -1;
     }
     /* Reference counted: safe even when the host called it already. */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        why = "curl_global_init failed";
+        setting_refuse(&r, NULL, "curl_global_init failed");
         goto fail;
     }
     *state = w;
     return 0;
 fail:
-    api->log(NULL, TWICE_LOG_ERROR, "%s", why);
+    setting_refusal_report(api, s, &r);
     welcome_free(w);
     return -1;
 }

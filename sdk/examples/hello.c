@@ -28,14 +28,20 @@ struct hello {
 static int
 hello_init(const twice_api *api, const twice_settings *settings, void **state)
 {
+    /* Never NULL here: the setting has a default in the declaration below.
+     * A value the plugin cannot use is reported at its line of twice.conf. */
+    const char *greeting = api->setting(settings, "greeting");
+    if (greeting[0] == '\0') {
+        api->setting_error(settings, "greeting", "must not be empty");
+        return -1;
+    }
     struct hello *h = calloc(1, sizeof(*h));
     if (h == NULL) {
         api->log(NULL, TWICE_LOG_ERROR, "out of memory");
         return -1;
     }
     h->api = api;
-    /* Never NULL here: the setting has a default in the declaration below. */
-    h->greeting = strdup(api->setting(settings, "greeting"));
+    h->greeting = strdup(greeting);
     if (h->greeting == NULL) {
         api->log(NULL, TWICE_LOG_ERROR, "out of memory");
         free(h);

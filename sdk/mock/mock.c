@@ -256,10 +256,15 @@ twice_mock_init(twice_mock *m)
         return -1;
     }
     int rc = 0;
+    m->setting_error[0] = '\0';
     if (m->plugin->init != NULL) {
         mockapi_set_current(m);
         rc = m->plugin->init(mockapi_table(), &m->settings_view, &m->state);
         mockapi_set_current(NULL);
+    }
+    if (rc != 0 && m->setting_error[0] != '\0') {
+        snprintf(m->error, sizeof(m->error), "plugin '%s': %s", m->plugin->name, m->setting_error);
+        return rc;
     }
     if (rc != 0) {
         snprintf(m->error, sizeof(m->error),

@@ -197,6 +197,34 @@ api_setting(const twice_settings *s, const char *name)
     return NULL;
 }
 
+/* A setting's value init() cannot use: an error log line, and, inside
+ * init(), what twice_mock_error() says (the host reports it at the line of
+ * twice.conf that sets it). A name the plugin does not declare is a bug in
+ * the plugin: logged, not kept. */
+static void
+api_setting_error(const twice_settings *s, const char *name, const char *fmt, ...)
+{
+    char why[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    const twice_setting *d = s != NULL && name != NULL ? s->mock->plugin->settings : NULL;
+    while (d != NULL && d->name != NULL && strcmp(d->name, name) != 0) {
+        d++;
+    }
+    if (d == NULL || d->name == NULL) {
+        api_log(NULL, TWICE_LOG_ERROR, "setting error for an undeclared setting '%s': %s",
+                name != NULL ? name : "(null)", why);
+        return;
+    }
+    api_log(NULL, TWICE_LOG_ERROR, "setting '%s': %s", d->name, why);
+    if (current_mock != NULL && current_mock == s->mock && !current_mock->initialized) {
+        snprintf(current_mock->setting_error, sizeof(current_mock->setting_error),
+                 "setting '%s': %s", d->name, why);
+    }
+}
+
 static void *
 api_db(const twice_job *job)
 {
@@ -348,6 +376,7 @@ static const twice_api mock_api = {
     .attr_name = api_attr_name,
     .downstream_unavailable = api_downstream_unavailable,
     .send = api_send,
+    .setting_error = api_setting_error,
 };
 
 const twice_api *

@@ -158,6 +158,13 @@ check_domain(const char *d)
     FUZZ_ASSERT(n >= 1 && n <= 253 && d[0] != '.' && d[n - 1] != '.' && !strstr(d, ".."));
     FUZZ_ASSERT(strspn(d, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") ==
                 n);
+    /* every label: 1-63 bytes, no '-' at either end */
+    for (const char *label = d; label != NULL;) {
+        const char *dot = strchr(label, '.');
+        size_t len = dot != NULL ? (size_t) (dot - label) : strlen(label);
+        FUZZ_ASSERT(len >= 1 && len <= 63 && label[0] != '-' && label[len - 1] != '-');
+        label = dot != NULL ? dot + 1 : NULL;
+    }
     return 1;
 }
 

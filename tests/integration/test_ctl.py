@@ -468,7 +468,7 @@ class Ctl(twicetest.TwiceTestCase):
         url, dlq, dsn, d = self.setup("plug")
         path = lambda name: tc.test_plugin(self.env, name)  # noqa: E731
         out = self.ctl(d, "plugin", "check", path("echo_ok")).stdout
-        self.assertIn("load rule:  accepted (built for ABI 1.1; host supports 1.0-1.1)", out)
+        self.assertIn("load rule:  accepted (built for ABI 1.2; host supports 1.0-1.2)", out)
         self.assertRegex(out, r"name: +echo_ok\n")
         self.assertRegex(out, r"version: +1.0.0\n")
         self.assertRegex(out, r"key: +template echo:\{id\} \(plugin template\)\n")
@@ -479,7 +479,7 @@ class Ctl(twicetest.TwiceTestCase):
         doc = json.loads(self.ctl(d, "plugin", "check", path("settings_decl"), "--json",
                                   "--settings", "url=http://x", "timeout=5").stdout)
         self.assertEqual((doc["name"], doc["abi"], doc["accepted"], doc["problems"]),
-                         ("settings_decl", "1.1", True, []))
+                         ("settings_decl", "1.2", True, []))
         self.assertEqual([(s["name"], s["type"], s["required"], s["default"])
                           for s in doc["settings"]],
                          [("url", "string", True, None), ("timeout", "int", False, "10"),
@@ -490,7 +490,7 @@ class Ctl(twicetest.TwiceTestCase):
         self.assertIn("unknown setting 'verbos' (did you mean 'verbose'?)", r.stderr)
         self.assertIn("missing required setting 'url'", r.stderr)
         r = self.ctl(d, "plugin", "check", path("newer_major"), code=1)
-        self.assertIn("newer_major.so: built for ABI 2.0, host supports 1.0-1.1", r.stderr)
+        self.assertIn("newer_major.so: built for ABI 2.0, host supports 1.0-1.2", r.stderr)
         self.assertEqual(r.stdout, "")
         r = self.ctl(d, "plugin", "check", path("no_entry"), code=1)
         self.assertIn("no_entry.so: no entry point", r.stderr)

@@ -4,7 +4,8 @@ handler killed mid-job is restarted and the job retried, with one effect; a hand
 printing non-JSON has its job retried, then dead-lettered after max_attempts with the
 reason; a megabyte on stderr stalls nothing and is logged with the job's context;
 handler processes end with their worker (drained, reloaded or killed) and leave no
-zombie; bad settings are refused by `twiced -t` with FILE:LINE.
+zombie; a bad setting is refused by `twiced -t` at the FILE:LINE that sets it, in an
+@include file too.
 Handlers: sdk/examples/exec-handler.py and plugins/exec/tests/handlers/behave.py."""
 
 import json
@@ -16,6 +17,7 @@ import tempfile
 import time
 import unittest
 
+import settingcheck
 import twicetest
 import twiceconf as tc
 
@@ -44,7 +46,7 @@ def handler_pids(parent):
     return sorted(out)
 
 
-class ExecPlugin(twicetest.TwiceTestCase):
+class ExecPlugin(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
     def setUp(self):
         super().setUp()
         self.dir = tempfile.mkdtemp(dir=self.env.run_dir)
@@ -203,28 +205,31 @@ class ExecPlugin(twicetest.TwiceTestCase):
         self.assertEqual(d.stop(), 0)
         self.assertFalse(any(alive(p) for p in third), "stopped: every handler ended")
 
-    def check_refused(self, plugin, want):
-        url, dlq, dsn, conf = self.config(plugin, "bad")
-        d = self.twiced(conf.replace("{ name = \"x\";", "\n{ name = \"x\";"))
-        r = d.check_config()
-        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        line = next(i for i, text in enumerate(d.config_text.splitlines(), 1)
-                    if 'name = "x"' in text)
-        self.assertIn("%s:%d: plugin 'x': %s" % (d.config_path, line, want),
-                      r.stdout + r.stderr)
+    def check_refused(self, settings, setting, want, include=None):
+        """Plugin x with these settings (command first, directory added) is refused for
+        setting SETTING with WANT at the line that sets it (settingcheck)."""
+        settings = dict(settings)
+        settings.setdefault("directory", self.dir)
+        entry = tc.plugin_lines("x", os.path.join(self.env.plugin_build_dir, "exec.so"),
+                                settings, include and settingcheck.INCLUDE)
+        self.assert_setting_refused(self.config(entry, "bad")[3], "x", setting, want, include)
 
-    def test_bad_settings_are_refused_with_file_and_line(self):
-        self.check_refused(self.plugin("no-such-handler-program", key="k:{id}"),
-                           "init failed: command: 'no-such-handler-program' is not an "
-                           "executable file in PATH")
-        self.check_refused(self.plugin("python3 " + self.behave, key="k:{id}", timeout=0),
-                           "init failed: timeout must be 1-86400 seconds")
-        self.check_refused(self.plugin("python3 " + self.behave, key="k:{id}",
-                                       directory="/nonexistent"),
-                           "init failed: directory /nonexistent: No such file or directory")
-        self.check_refused(self.plugin("python3 " + self.behave, key="k:{id}", env="A"),
-                           "init failed: env: 'A' is not NAME=value")
+    def test_bad_settings_are_refused_at_their_line(self):
+        behave = {"command": "python3 " + self.behave, "key": "k:{id}"}
+        self.check_refused({"command": "no-such-handler-program", "key": "k:{id}"}, "command",
+                           "'no-such-handler-program' is not an executable file in PATH")
+        self.check_refused(dict(behave, timeout=0), "timeout", "must be 1-86400 seconds")
+        self.check_refused(dict(behave, directory="/nonexistent"), "directory",
+                           "/nonexistent: No such file or directory")
+        self.check_refused(dict(behave, env="A"), "env",
+                           "'A' is not NAME=value (use a JSON object for values with blanks)")
+        self.check_refused(dict(behave, pass_env="PATH A-B"), "pass_env",
+                           "'A-B' is not a variable name")
 
+    def test_a_bad_setting_in_an_included_file_is_refused_at_its_line(self):
+        self.check_refused({"command": "python3 " + self.behave},
+                           "start_timeout", "must be 0-3600 seconds",
+                           include={"key": "k:{id}", "timeout": 5, "start_timeout": 3601})
 
 if __name__ == "__main__":
     unittest.main()

@@ -5,7 +5,8 @@ with 50 duplicate intents give 150 effects over kept-alive connections; 503 twic
 response text; a Twice-Retry-After header delays the retry; TLS is verified against
 ca_file; a bearer token from a file reaches the service and never the log; a queue's
 own key overrides the plugin's; a reload on SIGHUP takes new settings; bad settings
-are refused by `twiced -t` with FILE:LINE."""
+are refused by `twiced -t` at the FILE:LINE that sets them (in an @include file too),
+a bad default at its settings group's line."""
 
 import http.server
 import json
@@ -19,6 +20,7 @@ import threading
 import time
 import unittest
 
+import settingcheck
 import twicetest
 import twiceconf as tc
 from test_tls import make_certificate
@@ -109,7 +111,7 @@ class EffectService:
         self.server.server_close()
 
 
-class HttpPlugin(twicetest.TwiceTestCase):
+class HttpPlugin(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
     def setUp(self):
         super().setUp()
         self.service = EffectService()
@@ -263,7 +265,7 @@ class HttpPlugin(twicetest.TwiceTestCase):
         url, dlq = self.queue_pair("bad")
         conf = tc.config(self.env, "dbname=x", [tc.queue("bad", url, dlq, "h", **queue_options)],
                          [plugin]).replace(" settings = {", "\n settings = {\n")
-        conf = re.sub(r"; (key|url|retry_statuses) = ", r";\n \1 = ", conf)
+        conf = re.sub(r"; (key|url) = ", r";\n \1 = ", conf)
         d = self.twiced(conf)
         r = d.check_config()
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
@@ -271,21 +273,52 @@ class HttpPlugin(twicetest.TwiceTestCase):
                     if want_line_of in text)
         self.assertIn("%s:%d: %s" % (d.config_path, line, want), r.stdout + r.stderr)
 
+    def check_setting_refused(self, settings, setting, want, include=None):
+        """Plugin h with these settings is refused for setting SETTING with WANT at the
+        line that sets it, or its settings group's line when it is set nowhere
+        (settingcheck)."""
+        url, dlq = self.queue_pair("bad")
+        entry = tc.plugin_lines("h", os.path.join(self.env.plugin_build_dir, "http.so"),
+                                settings, include and settingcheck.INCLUDE)
+        conf = tc.config(self.env, "dbname=x", [tc.queue("bad", url, dlq, "h")], [entry])
+        self.assert_setting_refused(conf, "h", setting, want, include)
+
     def test_bad_settings_are_refused_with_file_and_line(self):
         ok = self.service.url + "/ok"
-        self.check_refused(self.plugin("ftp://x/", key="k:{id}"), {}, 'path = "',
-                           "plugin 'h': init failed: url must start with http:// or https://")
         self.check_refused(self.plugin(ok, key="k:{id"), {}, 'key = "k:{id"',
                            "plugin 'h': setting 'key': key template \"k:{id\": column 3: "
                            "unterminated field")
         self.check_refused(self.plugin(ok), {}, 'name = "bad"',
                            "queue 'bad': no key for plugin 'h': set key in this queue, or the "
                            "plugin's setting 'key'")
-        self.check_refused(self.plugin(ok, key="k:{id}", retry_statuses="429,5xx,7xx"), {},
-                           'path = "', "plugin 'h': init failed: retry_statuses: '7xx'")
         self.check_refused(self.plugin(ok), {"key": "q:{id"}, 'key = "q:{id"',
                            "queue 'bad': key \"q:{id\": column 3: unterminated field")
 
+    def test_a_bad_value_is_refused_at_the_line_that_sets_it(self):
+        ok = self.service.url + "/ok"
+        self.check_setting_refused({"key": "k:{id}", "url": "ftp://x/"}, "url",
+                                   "must start with http:// or https://")
+        self.check_setting_refused({"url": ok, "key": "k:{id}", "timeout": 0}, "timeout",
+                                   "must be 1-3600 seconds")
+        self.check_setting_refused({"url": ok, "key": "k:{id}",
+                                    "retry_statuses": "429,5xx,7xx"}, "retry_statuses",
+                                   "'7xx' is not a status (100-599) or a class of them "
+                                   "(1xx-5xx)")
+        self.check_setting_refused({"url": ok, "key": "k:{id}", "ca_file": "/nonexistent.pem"},
+                                   "ca_file", "/nonexistent.pem: No such file or directory")
+
+    def test_a_bad_default_is_refused_at_the_settings_group(self):
+        # 5xx as DONE: retry_statuses, left at its default 429,5xx, says it again. It is
+        # set nowhere, so twiced points at the group it would be set in.
+        self.check_setting_refused({"url": self.service.url + "/ok", "key": "k:{id}",
+                                    "done_statuses": "2xx,5xx"}, "retry_statuses",
+                                   "5xx is also in done_statuses")
+
+    def test_a_bad_setting_in_an_included_file_is_refused_at_its_line(self):
+        self.check_setting_refused({"url": self.service.url + "/ok"}, "content_type",
+                                   "must be a media type on one line, such as "
+                                   "application/json",
+                                   include={"key": "k:{id}", "timeout": 5, "content_type": ""})
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,6 +1,7 @@
 """The bundled plugins (welcome-email, match-recompute, sync) run by twiced against
 the real SMTP sink, PostgreSQL, the HTTP receiver and the SQS emulator, each absorbing
-duplicates by intent; and etc/twice.conf passes `twiced -t` with all three."""
+duplicates by intent; etc/twice.conf passes `twiced -t` with all three; a bad sync
+setting is refused at the line that sets it."""
 
 import json
 import os
@@ -8,11 +9,12 @@ import re
 import time
 import unittest
 
+import settingcheck
 import twicetest
 import twiceconf as tc
 
 
-class BundledPlugins(twicetest.TwiceTestCase):
+class BundledPlugins(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
     def plugin_path(self, name):
         return os.path.join(self.env.plugin_build_dir, name + ".so")
 
@@ -218,24 +220,107 @@ class BundledPlugins(twicetest.TwiceTestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("configuration and 3 plugins OK", r.stdout)
 
+    @staticmethod
+    def line_of(text, needle):
+        """The 1-based number of the first line of text that contains needle."""
+        for n, line in enumerate(text.splitlines(), 1):
+            if needle in line:
+                return n
+        raise AssertionError("%r is not in:\n%s" % (needle, text))
+
     def test_check_prints_why_init_failed(self):
         """twiced -t said only "init failed (returned -1; see its log lines)": the
-        problem line now carries the reason the plugin logged."""
+        problem line carries the reason, at the line of the setting to fix."""
         url, dlq = self.queue_pair("initfail")
         missing = os.path.join(self.env.run_dir, "no-such-dir", "welcome.txt")
+        welcome = tc.plugin("welcome-email", self.plugin_path("welcome_email"),
+                            smtp_url="smtp://127.0.0.1:%d" % self.env.smtp_port,
+                            **{"from": "welcome@twice.test", "template_text": missing})
         conf = tc.config(self.env, self.new_database("initfail"),
-                         [tc.queue("initfail", url, dlq, "welcome-email")],
-                         [tc.plugin("welcome-email", self.plugin_path("welcome_email"),
-                                    smtp_url="smtp://127.0.0.1:%d" % self.env.smtp_port,
-                                    **{"from": "welcome@twice.test",
-                                       "template_text": missing})])
+                         [tc.queue("initfail", url, dlq, "welcome-email")], [welcome])
         d = self.twiced(conf)
         r = d.check_config()
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertRegex(r.stdout + r.stderr, r"(?m)^%s:\d+: plugin 'welcome-email': init "
-                         r"failed: template %s: No such file or directory \(set "
-                         r"template_text/template_html\)$"
-                         % (re.escape(d.config_path), re.escape(missing)))
+        self.assertRegex(r.stdout + r.stderr, r"(?m)^%s:%d: plugin 'welcome-email': setting "
+                         r"'template_text': template %s: No such file or directory$"
+                         % (re.escape(d.config_path), self.line_of(d.config_text, missing),
+                            re.escape(missing)))
+
+    def blame_config(self, settings_text, include=None):
+        """A twice.conf whose one plugin is setting_blame with settings_text as its
+        settings group (several lines); with include (a file name), the plugin entry
+        goes into that file beside twice.conf, pulled in with @include. Returns
+        (Twiced, the path of the file holding the entry, that file's text)."""
+        url, dlq = self.queue_pair("blame")
+        entry = ('{ name = "blamer";\n  path = "%s";\n  settings = {\n%s\n  }; }'
+                 % (tc.test_plugin(self.env, "setting_blame"), settings_text))
+        plugins = entry if include is None else '\n@include "%s"\n' % include
+        conf = tc.config(self.env, self.env.pg_dsn, [tc.queue("blame", url, dlq, "blamer")],
+                         [plugins])
+        d = self.twiced(conf.replace("$", "$$"))
+        if include is None:
+            return d, d.config_path, d.config_text
+        text = "\n# the plugin, kept apart\n" + entry + "\n"
+        path = os.path.join(d.workdir, include)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return d, path, text
+
+    def check_blamed(self, d, file, line, setting):
+        r = d.check_config()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        want = ("%s:%d: plugin 'blamer': setting '%s': blamed by the fixture"
+                % (file, line, setting))
+        self.assertRegex(r.stdout + r.stderr, r"(?m)^%s \(limit \d+\)$" % re.escape(want))
+        # the log line the plugin wrote after it is in the log, not the problem
+        self.assertNotRegex(r.stdout + r.stderr, r"(?m)^/\S+:\d+: .*a later log line")
+
+    def test_setting_error_points_at_the_setting(self):
+        """api->setting_error (ABI 1.2): the host reports a value a plugin's init()
+        refused at the line that sets it, wherever that is: a line of the settings
+        group, the group itself for a declared default, a file pulled in with
+        @include. A name the plugin does not declare leaves the plugin's entry and
+        its own words."""
+        settings = '    blame = "limit";\n\n    limit = 5;\n    label = "y";'
+        for include in (None, "blamer.inc"):
+            d, path, text = self.blame_config(settings, include)
+            self.check_blamed(d, path, self.line_of(text, "limit = 5;"), "limit")
+
+        d, path, text = self.blame_config('    label = "y";\n    blame = "label";')
+        self.check_blamed(d, path, self.line_of(text, 'label = "y";'), "label")
+
+        d, path, text = self.blame_config('    blame = "limit";')  # limit left at its default
+        self.check_blamed(d, path, self.line_of(text, "settings = {"), "limit")
+
+        d, _, _ = self.blame_config('    blame = "no_such_setting";')
+        r = d.check_config()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("%s:%d: plugin 'blamer': init failed: a later log line"
+                      % (d.config_path, self.line_of(d.config_text, 'name = "blamer";')),
+                      r.stdout + r.stderr)
+
+        d, _, _ = self.blame_config('    blame = "";')
+        r = d.check_config()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def check_sync_refused(self, settings, setting, want):
+        """sync with these settings is refused for setting SETTING with WANT at the line
+        that sets it (settingcheck)."""
+        url, dlq = self.queue_pair("syncbad")
+        entry = tc.plugin_lines("sync", self.plugin_path("sync"), settings)
+        conf = tc.config(self.env, "dbname=x", [tc.queue("syncbad", url, dlq, "sync")], [entry])
+        self.assert_setting_refused(conf, "sync", setting, want)
+
+    def test_sync_bad_settings_are_refused_at_their_line(self):
+        url = "http://127.0.0.1:9/api/{entity}/{id}"
+        self.check_sync_refused({"url": url, "method": "PATCH"}, "method", "must be PUT or POST")
+        self.check_sync_refused({"url": url, "timeout": 601}, "timeout", "must be 1-600 seconds")
+        self.check_sync_refused({"url": "http://127.0.0.1:9/{id"}, "url",
+                                "has a '{' that does not start a {field} of [A-Za-z0-9_.-]")
+        # of the pair, the one that is set without the other
+        self.check_sync_refused({"url": url, "timeout": 5, "auth_env": "TWICE_SYNC_TOKEN"},
+                                "auth_env", "needs auth_header too (the header it is the value "
+                                "of)")
 
 
 if __name__ == "__main__":

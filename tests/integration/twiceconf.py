@@ -47,6 +47,25 @@ def plugin(name, path, **settings):
     return block + " }"
 
 
+def plugin_lines(name, path, settings, include=None):
+    """plugin(), laid out for tests of where an error is placed: the entry's first line,
+    then its settings group's, then one line a setting (of the dict settings, in its
+    order), and the entry's last line starting with "}". include: a file name the group pulls
+    in with @include after those settings (include_text() writes its settings).
+    settingcheck.py finds where twiced should place an error in one of them."""
+    lines = ["{ name = %s; path = %s;" % (quote(name), quote(path)), "  settings = {"]
+    lines += ["    " + setting(k, v) for k, v in settings.items()]
+    if include is not None:
+        lines.append("@include %s" % quote(include))
+    return "\n".join(lines + ["  };", "}"])
+
+
+def include_text(settings):
+    """The text of an @include file of plugin_lines(): one line a setting. '$' is not
+    doubled: Twiced runs only the configuration through string.Template."""
+    return "".join(setting(k, v).replace("$$", "$") + "\n" for k, v in settings.items())
+
+
 def queue(name, url, dlq_url, plugin_name=None, routes=None, route_by=None, **options):
     """A queue entry. Defaults suit tests: short polls and visibility timeouts."""
     values = {"concurrency": 4, "batch_size": 10, "wait_time": 1, "visibility_timeout": 10,

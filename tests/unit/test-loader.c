@@ -88,7 +88,7 @@ test_fixture_refusals(void)
     char err[1024];
     struct loaded_plugin p;
     CHECK_INT(loader_open(path, &p, err, sizeof(err)), -1);
-    CHECK_CONTAINS(err, "newer_major.so: built for ABI 2.0, host supports 1.0-1.1");
+    CHECK_CONTAINS(err, "newer_major.so: built for ABI 2.0, host supports 1.0-1.2");
     free(path);
 
     /* A 1.1 descriptor with only the 1.0 fields is refused for its size. */
@@ -565,7 +565,9 @@ test_descriptor_rule(void)
     d.size = sizeof(twice_plugin) + 64; /* bigger is fine: a later build of this minor */
     check_rule(&d, NULL);
     d = good_descriptor();
-    d.abi_minor = 0; /* a plugin built for 1.0 still loads in a 1.1 host */
+    d.abi_minor = 0; /* a plugin built for 1.0 still loads in a later host */
+    check_rule(&d, NULL);
+    d.abi_minor = 1; /* and one built for 1.1 */
     check_rule(&d, NULL);
 
     /* Each minor has its own minimum: the 1.0 size is enough for 1.0 only. */
@@ -596,29 +598,29 @@ test_descriptor_rule(void)
 
     d = good_descriptor();
     d.abi_major = TWICE_ABI_MAJOR + 1;
-    check_rule(&d, "mem.so: built for ABI 2.1, host supports 1.0-1.1");
+    check_rule(&d, "mem.so: built for ABI 2.2, host supports 1.0-1.2");
     d.abi_major = 0;
     d.abi_minor = 9;
-    check_rule(&d, "mem.so: built for ABI 0.9, host supports 1.0-1.1");
+    check_rule(&d, "mem.so: built for ABI 0.9, host supports 1.0-1.2");
     d.abi_major = TWICE_ABI_MAJOR;
     d.abi_minor = TWICE_ABI_MINOR + 1;
-    check_rule(&d, "mem.so: built for ABI 1.2, host supports 1.0-1.1");
+    check_rule(&d, "mem.so: built for ABI 1.3, host supports 1.0-1.2");
     d.abi_minor = 65535;
     d.size = 4; /* the version is judged before the size */
-    check_rule(&d, "mem.so: built for ABI 1.65535, host supports 1.0-1.1");
+    check_rule(&d, "mem.so: built for ABI 1.65535, host supports 1.0-1.2");
 
     d = good_descriptor();
     d.size = 24;
-    snprintf(want, sizeof(want), "mem.so: descriptor size 24 is too small for ABI 1.1 (needs %zu)",
+    snprintf(want, sizeof(want), "mem.so: descriptor size 24 is too small for ABI 1.2 (needs %zu)",
              sizeof(twice_plugin));
     check_rule(&d, want);
     d.size = sizeof(twice_plugin) - 1;
     snprintf(want, sizeof(want),
-             "mem.so: descriptor size %zu is too small for ABI 1.1 (needs %zu)",
+             "mem.so: descriptor size %zu is too small for ABI 1.2 (needs %zu)",
              sizeof(twice_plugin) - 1, sizeof(twice_plugin));
     check_rule(&d, want);
     d.size = 0;
-    snprintf(want, sizeof(want), "mem.so: descriptor size 0 is too small for ABI 1.1 (needs %zu)",
+    snprintf(want, sizeof(want), "mem.so: descriptor size 0 is too small for ABI 1.2 (needs %zu)",
              sizeof(twice_plugin));
     check_rule(&d, want);
 
@@ -631,7 +633,7 @@ test_descriptor_rule(void)
     } head = {TWICE_ABI_MAGIC, TWICE_ABI_MAJOR, TWICE_ABI_MINOR, 12};
     void *tiny = malloc(sizeof(head));
     memcpy(tiny, &head, sizeof(head));
-    snprintf(want, sizeof(want), "mem.so: descriptor size 12 is too small for ABI 1.1 (needs %zu)",
+    snprintf(want, sizeof(want), "mem.so: descriptor size 12 is too small for ABI 1.2 (needs %zu)",
              sizeof(twice_plugin));
     check_rule(tiny, want);
     free(tiny);

@@ -230,7 +230,7 @@ daemon_key(const char *tmpl, const struct message *msg)
     if (tmpl != NULL && keytmpl_compile(tmpl, &p.lp.tmpl, err, sizeof(err)) != 0) {
         return outcome("compile", NULL, err);
     }
-    CHECK_INT(hostapi_init(&p, err, sizeof(err)), 0);
+    CHECK_INT(hostapi_init(&p, "twice.conf", err, sizeof(err)), 0);
 
     struct sqs_attr attrs[8];
     size_t n = 0;

@@ -238,7 +238,7 @@ test_handler_view(void)
     struct plugin_instance p = {.name = "fake", .cfg = &cp};
     char err[256];
     p.lp.desc = &desc;
-    CHECK_INT(hostapi_init(&p, err, sizeof(err)), 0);
+    CHECK_INT(hostapi_init(&p, "twice.conf", err, sizeof(err)), 0);
     struct config_queue qc = {.name = "q", .envelope = CONFIG_ENVELOPE_SNS};
     struct sqs_attr own = {.name = "Own", .data_type = "String", .string_value = "o"};
     struct sqs_message m = {.receive_count = 1, .body = (char *) sns, .body_len = strlen(sns)};

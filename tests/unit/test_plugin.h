@@ -1,8 +1,9 @@
 /*
  * test_plugin.h - what the bundled plugins' unit tests share around the SDK
  * mock host: the plugin file under test opened (the test stops when it
- * cannot be), an init that must fail with a given reason, one job run, and
- * jobs run from several threads at once as the host runs them. Header-only
+ * cannot be), an init that must fail with a given reason or refuse a given
+ * setting's value (api->setting_error), one job run, and jobs run from
+ * several threads at once as the host runs them. Header-only
  * test helper; CHECKs come from check.h, included first. Not part of any
  * plugin.
  * Used by: plugins/sync/tests/test-sync.c, plugins/http/tests/test-http.c,
@@ -14,6 +15,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <twice/mock.h>
 
 /* A mock host for the plugin file at path; exits the test when refused. */
@@ -37,6 +39,21 @@ expect_init_failure(twice_mock *m, const char *want)
     CHECK(twice_mock_init(m) != 0);
     const char *line = twice_mock_log_text(m, 0, NULL);
     CHECK_CONTAINS(line != NULL ? line : twice_mock_error(m), want);
+    twice_mock_free(m);
+}
+
+/* init must refuse the value of setting name with api->setting_error (the
+ * host says it at the line of twice.conf that sets name), its reason
+ * starting with want; m is freed. */
+static inline void
+expect_setting_error(twice_mock *m, const char *name, const char *want)
+{
+    char head[256], got[256];
+    CHECK(twice_mock_init(m) != 0);
+    const char *err = twice_mock_error(m), *at = strstr(err, ": setting '");
+    snprintf(head, sizeof(head), "setting '%s': %s", name, want);
+    snprintf(got, sizeof(got), "%.*s", (int) strlen(head), at != NULL ? at + 2 : err);
+    CHECK_STR(got, head);
     twice_mock_free(m);
 }
 

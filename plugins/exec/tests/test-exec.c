@@ -144,27 +144,30 @@ test_answers(void)
     CHECK_STR(shown, "a???");
 }
 
+/* exec_cmd_parse refuses, blaming setting (NULL: none) with a reason
+ * that contains want. */
 static void
 expect_cmd_error(const char *command, const char *env, const char *pass, const char *d,
-                 const char *want)
+                 const char *setting, const char *want)
 {
     struct exec_cmd c;
-    char err[512] = "";
-    CHECK_INT(exec_cmd_parse(&c, command, env, pass, d, err, sizeof(err)), -1);
-    CHECK_CONTAINS(err, want);
+    struct setting_refusal r = {NULL, ""};
+    CHECK_INT(exec_cmd_parse(&c, command, env, pass, d, &r), -1);
+    CHECK_STR(r.setting != NULL ? r.setting : "(none)", setting != NULL ? setting : "(none)");
+    CHECK_CONTAINS(r.why, want);
 }
 
 static void
 test_command(void)
 {
     struct exec_cmd c;
-    char err[512] = "";
+    struct setting_refusal r = {NULL, ""};
     setenv("TWICE_EXEC_TEST_PASSED", "yes", 1);
     setenv("TWICE_EXEC_TEST_SECRET", "no", 1);
     CHECK_INT(exec_cmd_parse(&c, "  python3 -u  " BEHAVE " \t", "A=1 B=x=y A=2",
-                             "TWICE_EXEC_TEST_PASSED NOT_SET_ANYWHERE", "/tmp", err, sizeof(err)),
+                             "TWICE_EXEC_TEST_PASSED NOT_SET_ANYWHERE", "/tmp", &r),
               0);
-    CHECK_STR(err, "");
+    CHECK_STR(r.why, "");
     CHECK_STR(c.argv[0], "python3");
     CHECK_STR(c.argv[2], BEHAVE);
     CHECK(c.argv[3] == NULL);
@@ -177,7 +180,7 @@ test_command(void)
     exec_cmd_free(&c);
 
     CHECK_INT(exec_cmd_parse(&c, "[\"/usr/bin/env\", \"a b\", \"\"]", "{\"X\": \"with blanks\"}",
-                             "", NULL, err, sizeof(err)),
+                             "", NULL, &r),
               0);
     CHECK_STR(c.program, "/usr/bin/env");
     CHECK_STR(c.argv[1], "a b");
@@ -186,19 +189,23 @@ test_command(void)
     CHECK(c.dir == NULL);
     exec_cmd_free(&c);
 
-    expect_cmd_error("", "", "", NULL, "command: must name a program to run");
-    expect_cmd_error("[]", "", "", NULL, "command: not a JSON array of strings");
-    expect_cmd_error("[\"a\", 1]", "", "", NULL, "every element of the array must be a string");
-    expect_cmd_error("no-such-program-twice", "", "PATH", NULL,
-                     "command: 'no-such-program-twice' is not an executable file in PATH");
-    expect_cmd_error(HANDLERS "/../test-exec.c", "", "", NULL, "/test-exec.c: ");
-    expect_cmd_error("./behave.py", "", "", "/nonexistent", "directory /nonexistent: No such");
-    expect_cmd_error("/bin/true", "1A=x", "", NULL, "env: '1A=x' is not NAME=value");
-    expect_cmd_error("/bin/true", "NOVALUE", "", NULL, "env: 'NOVALUE' is not NAME=value");
-    expect_cmd_error("/bin/true", "{\"A\": 1}", "", NULL, "env: 'A' must be a string");
-    expect_cmd_error("/bin/true", "", "A-B", NULL, "pass_env: 'A-B' is not a variable name");
+    expect_cmd_error("", "", "", NULL, "command", "must name a program to run");
+    expect_cmd_error("[]", "", "", NULL, "command", "not a JSON array of strings");
+    expect_cmd_error("[\"a\", 1]", "", "", NULL, "command",
+                     "every element of the array must be a string");
+    expect_cmd_error("no-such-program-twice", "", "PATH", NULL, "command",
+                     "'no-such-program-twice' is not an executable file in PATH");
+    expect_cmd_error(HANDLERS "/../test-exec.c", "", "", NULL, "command", "/test-exec.c: ");
+    expect_cmd_error("./behave.py", "", "", "/nonexistent", "directory", "/nonexistent: No such");
+    expect_cmd_error("/bin/true", "1A=x", "", NULL, "env", "'1A=x' is not NAME=value");
+    expect_cmd_error("/bin/true", "NOVALUE", "", NULL, "env", "'NOVALUE' is not NAME=value");
+    expect_cmd_error("/bin/true", "{\"A\": 1}", "", NULL, "env", "'A' must be a string");
+    expect_cmd_error("/bin/true", "{\"1A\": \"x\"}", "", NULL, "env", "'1A' is not a variable");
+    expect_cmd_error("/bin/true", "{\"A\":", "", NULL, "env", "not a JSON object of strings");
+    expect_cmd_error("/bin/true", "", "A-B", NULL, "pass_env", "'A-B' is not a variable name");
+    expect_cmd_error(NULL, "", "", NULL, "command", "is not set");
     /* a relative program is found from the working directory */
-    CHECK_INT(exec_cmd_parse(&c, "./behave.py", "", "", HANDLERS, err, sizeof(err)), 0);
+    CHECK_INT(exec_cmd_parse(&c, "./behave.py", "", "", HANDLERS, &r), 0);
     exec_cmd_free(&c);
 }
 
@@ -217,25 +224,29 @@ new_mock(const char *command)
     return m;
 }
 
-/* The behave handler with one setting set to value: init refuses it with want. */
+/* The behave handler with one setting set to value: init refuses that
+ * setting's value with want. */
 static void
 expect_setting_refused(const char *name, const char *value, const char *want)
 {
     twice_mock *m = new_mock("python3 " BEHAVE);
     twice_mock_set(m, name, value);
-    expect_init_failure(m, want);
+    expect_setting_error(m, name, want);
 }
 
 static void
 test_settings(void)
 {
-    expect_init_failure(new_mock("no-such-program-twice"), "is not an executable file in PATH");
-    expect_setting_refused("timeout", "0", "timeout must be 1-86400 seconds");
-    expect_setting_refused("start_timeout", "-1", "start_timeout must be 0-3600 seconds");
-    expect_setting_refused("start_timeout", "3601", "start_timeout must be 0-3600 seconds");
-    expect_setting_refused("processes", "-1", "processes must be 0");
-    expect_setting_refused("env", "{\"A\":", "env: not a JSON object");
-    expect_setting_refused("key", "job:{id", "setting 'key': key template \"job:{id\"");
+    expect_setting_error(new_mock("no-such-program-twice"), "command",
+                         "'no-such-program-twice' is not an executable file in PATH");
+    expect_setting_refused("timeout", "0", "must be 1-86400 seconds");
+    expect_setting_refused("start_timeout", "-1", "must be 0-3600 seconds");
+    expect_setting_refused("start_timeout", "3601", "must be 0-3600 seconds");
+    expect_setting_refused("processes", "-1", "must be 0 (one per running job) to 1024");
+    expect_setting_refused("env", "{\"A\":", "not a JSON object");
+    expect_setting_refused("directory", "/nonexistent", "/nonexistent: No such file");
+    expect_setting_refused("pass_env", "A-B", "'A-B' is not a variable name");
+    expect_setting_refused("key", "job:{id", "key template \"job:{id\"");
 }
 
 /* A job log line containing s, or NULL. */

@@ -2,8 +2,9 @@
  * test-http-common.c - what the HTTP plugins share: Retry-After and
  * Twice-Retry-After values (seconds and the three HTTP date forms), the
  * capture of an answer's first kilobyte and headers, body text made safe
- * for an error line, and URL template checks. No server: the pool and
- * requests are exercised by the plugins' integration tests.
+ * for an error line, URL template checks, and the url and timeout settings
+ * checked. No server: the pool and requests are exercised by the plugins'
+ * integration tests.
  */
 #include "check.h"
 #include "http_common.h"
@@ -98,10 +99,49 @@ test_url_check(void)
 {
     CHECK(http_url_check("http://x/{entity}/{id}?v={a.b}") == NULL);
     CHECK_STR(http_url_check("http://x/{id"),
-              "url has a '{' that does not start a {field} of [A-Za-z0-9_.-]");
-    CHECK_STR(http_url_check("http://x/id}"), "url has a '}' without its '{'");
+              "has a '{' that does not start a {field} of [A-Za-z0-9_.-]");
+    CHECK_STR(http_url_check("http://x/id}"), "has a '}' without its '{'");
     CHECK_STR(http_url_check("http://x/{a b}"),
-              "url has a '{' that does not start a {field} of [A-Za-z0-9_.-]");
+              "has a '{' that does not start a {field} of [A-Za-z0-9_.-]");
+}
+
+/* The timeout setting's value, for a host table that has only setting(). */
+static const char *tmo;
+
+static const char *
+fake_setting(const twice_settings *s, const char *name)
+{
+    (void) s;
+    return strcmp(name, "timeout") == 0 ? tmo : NULL;
+}
+
+/* The url and timeout settings: what is refused, and the setting blamed. */
+static void
+test_setting_checks(void)
+{
+    twice_api api = {.size = sizeof(api), .setting = fake_setting};
+    struct setting_refusal r = {NULL, ""};
+    CHECK_INT(http_check_url("HTTPS://x/{entity}/{id}", &r), 0);
+    CHECK_INT(http_check_url("ftp://x/{id}", &r), -1);
+    CHECK_STR(r.setting, "url");
+    CHECK_STR(r.why, "must start with http:// or https://");
+    CHECK_INT(http_check_url(NULL, &r), -1);
+    CHECK_STR(r.why, "is not set (an http:// or https:// endpoint)");
+    CHECK_INT(http_check_url("http://x/id}", &r), -1);
+    CHECK_STR(r.setting, "url");
+    CHECK_STR(r.why, "has a '}' without its '{'");
+
+    long t = 0;
+    tmo = "600";
+    CHECK_INT(http_check_timeout(&api, NULL, 600, &t, &r), 0);
+    CHECK_INT(t, 600);
+    tmo = "601";
+    CHECK_INT(http_check_timeout(&api, NULL, 600, &t, &r), -1);
+    CHECK_STR(r.setting, "timeout");
+    CHECK_STR(r.why, "must be 1-600 seconds");
+    tmo = "0";
+    CHECK_INT(http_check_timeout(&api, NULL, 3600, &t, &r), -1);
+    CHECK_STR(r.why, "must be 1-3600 seconds");
 }
 
 int
@@ -111,5 +151,6 @@ main(void)
     test_sanitize();
     test_answer_capture();
     test_url_check();
+    test_setting_checks();
     return check_done("test-http-common");
 }

@@ -38,32 +38,37 @@ static void
 test_mapping(void)
 {
     struct http_mapping m;
-    char err[256] = "";
-    CHECK_INT(http_mapping_compile(&m, "2xx", "429,5xx", "4xx", err, sizeof(err)), 0);
+    struct setting_refusal r = {NULL, ""};
+    CHECK_INT(http_mapping_compile(&m, "2xx", "429,5xx", "4xx", &r), 0);
     expect_outcomes(&m, (const long[]){200, 201, 204, 299, 0}, HTTP_DONE);
     expect_outcomes(&m, (const long[]){429, 500, 502, 503, 504, 599, 0}, HTTP_RETRY);
     expect_outcomes(&m, (const long[]){400, 401, 404, 408, 409, 422, 499, 0}, HTTP_REJECT);
     expect_outcomes(&m, (const long[]){100, 301, 302, 304, 600, 99, -1, 0}, HTTP_UNMAPPED);
 
     /* Users differ: 409 as done, 408 as retry, 501 as reject. */
-    CHECK_INT(http_mapping_compile(&m, "2xx, 409", "408 429\t5xx", "4XX,501", err, sizeof(err)),
-              0);
+    CHECK_INT(http_mapping_compile(&m, "2xx, 409", "408 429\t5xx", "4XX,501", &r), 0);
     expect_outcomes(&m, (const long[]){200, 409, 0}, HTTP_DONE);
     expect_outcomes(&m, (const long[]){408, 429, 500, 0}, HTTP_RETRY);
     expect_outcomes(&m, (const long[]){400, 410, 501, 0}, HTTP_REJECT);
-    CHECK_INT(http_mapping_compile(&m, "", "", "", err, sizeof(err)), 0);
+    CHECK_INT(http_mapping_compile(&m, "", "", "", &r), 0);
     expect_outcomes(&m, (const long[]){200, 500, 0}, HTTP_UNMAPPED);
 
-    CHECK_INT(http_mapping_compile(&m, "2xx", "6xx", "4xx", err, sizeof(err)), -1);
-    CHECK_STR(err, "retry_statuses: '6xx' is not a status (100-599) or a class of them (1xx-5xx)");
-    CHECK_INT(http_mapping_compile(&m, "2xx", "429", "4xx,42", err, sizeof(err)), -1);
-    CHECK_STR(err, "reject_statuses: '42' is not a status (100-599) or a class of them (1xx-5xx)");
-    CHECK_INT(http_mapping_compile(&m, "200x", "", "", err, sizeof(err)), -1);
-    CHECK_CONTAINS(err, "done_statuses: '200x' is not a status");
-    CHECK_INT(http_mapping_compile(&m, "2xx", "429,5xx", "4xx,429", err, sizeof(err)), -1);
-    CHECK_STR(err, "reject_statuses: 429 is also in retry_statuses");
-    CHECK_INT(http_mapping_compile(&m, "2xx,5xx", "5xx", "", err, sizeof(err)), -1);
-    CHECK_STR(err, "retry_statuses: 5xx is also in done_statuses");
+    CHECK_INT(http_mapping_compile(&m, "2xx", "6xx", "4xx", &r), -1);
+    CHECK_STR(r.setting, "retry_statuses");
+    CHECK_STR(r.why, "'6xx' is not a status (100-599) or a class of them (1xx-5xx)");
+    CHECK_INT(http_mapping_compile(&m, "2xx", "429", "4xx,42", &r), -1);
+    CHECK_STR(r.setting, "reject_statuses");
+    CHECK_STR(r.why, "'42' is not a status (100-599) or a class of them (1xx-5xx)");
+    CHECK_INT(http_mapping_compile(&m, "200x", "", "", &r), -1);
+    CHECK_STR(r.setting, "done_statuses");
+    CHECK_CONTAINS(r.why, "'200x' is not a status");
+    /* in two lists: the later one says it again */
+    CHECK_INT(http_mapping_compile(&m, "2xx", "429,5xx", "4xx,429", &r), -1);
+    CHECK_STR(r.setting, "reject_statuses");
+    CHECK_STR(r.why, "429 is also in retry_statuses");
+    CHECK_INT(http_mapping_compile(&m, "2xx,5xx", "5xx", "", &r), -1);
+    CHECK_STR(r.setting, "retry_statuses");
+    CHECK_STR(r.why, "5xx is also in done_statuses");
 }
 
 static twice_mock *
@@ -75,38 +80,45 @@ new_mock(const char *url)
     return m;
 }
 
-/* A mock with one more setting that init must refuse with want. */
+/* A mock with one more setting whose value init must refuse with want. */
 static void
 refused(const char *name, const char *value, const char *want)
 {
     twice_mock *m = new_mock("http://127.0.0.1:9/jobs");
     twice_mock_set(m, name, value);
-    expect_init_failure(m, want);
+    expect_setting_error(m, name, want);
 }
 
 static void
 test_settings(void)
 {
-    expect_init_failure(new_mock("ftp://x/{id}"), "url must start with http:// or https://");
-    expect_init_failure(new_mock("http://x/{id"), "a '{' that does not start a {field}");
-    refused("content_type", "text/plain\r\nX-Evil: 1", "content_type must be a media type");
-    refused("timeout", "0", "timeout must be 1-3600 seconds");
-    refused("retry_statuses", "429,7xx", "retry_statuses: '7xx' is not a status");
-    refused("reject_statuses", "4xx,429", "reject_statuses: 429 is also in retry_statuses");
-    refused("ca_file", "/nonexistent/ca.pem", "ca_file /nonexistent/ca.pem: No such file");
-    refused("ca_file", "/", "ca_file /: not a regular file");
-    refused("token_file", "/nonexistent/token", "token_file /nonexistent/token: No such file");
-    refused("key", "order:{orderId", "setting 'key': key template \"order:{orderId\"");
+    expect_setting_error(new_mock("ftp://x/{id}"), "url", "must start with http:// or https://");
+    expect_setting_error(new_mock("http://x/{id"), "url", "has a '{' that does not start");
+    refused("content_type", "text/plain\r\nX-Evil: 1", "must be a media type on one line");
+    refused("timeout", "0", "must be 1-3600 seconds");
+    refused("retry_statuses", "429,7xx", "'7xx' is not a status");
+    refused("ca_file", "/nonexistent/ca.pem", "/nonexistent/ca.pem: No such file");
+    refused("ca_file", "/", "/: not a regular file");
+    refused("token_file", "/nonexistent/token", "/nonexistent/token: No such file");
+    refused("reject_statuses", "4xx,429", "429 is also in retry_statuses");
+    /* the default retry_statuses says 5xx again after this done_statuses */
+    twice_mock *m = new_mock("http://127.0.0.1:9/jobs");
+    twice_mock_set(m, "done_statuses", "2xx,5xx");
+    expect_setting_error(m, "retry_statuses", "5xx is also in done_statuses");
+    refused("key", "order:{orderId", "key template \"order:{orderId\"");
 
     char path[] = "/tmp/test-http-token-XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0 && write(fd, "\n  \n", 4) == 4);
     close(fd);
-    refused("token_file", path, "is empty");
+    char want[64];
+    snprintf(want, sizeof(want), "%s is empty", path);
+    refused("token_file", path, want);
     fd = open(path, O_WRONLY | O_TRUNC);
     CHECK(fd >= 0 && write(fd, "two words\n", 10) == 10);
     close(fd);
-    refused("token_file", path, "holds a space or a control character");
+    snprintf(want, sizeof(want), "%s holds a space or a control character", path);
+    refused("token_file", path, want);
     unlink(path);
 }
 

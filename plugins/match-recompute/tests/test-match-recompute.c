@@ -44,7 +44,8 @@ test_unit(void)
 {
     twice_mock *m = new_mock("");
     CHECK(twice_mock_init(m) != 0);
-    CHECK_CONTAINS(twice_mock_log_text(m, 0, NULL), "schema must be 1-63 bytes");
+    CHECK_STR(twice_mock_error(m),
+              "plugin 'match-recompute': setting 'schema': must be 1-63 bytes");
     twice_mock_free(m);
 
     m = new_mock(NULL);
@@ -329,6 +330,7 @@ test_notify(PGconn *db)
     m = new_mock(schema);
     twice_mock_set(m, "notify_threshold", "1.5");
     CHECK(twice_mock_init(m) != 0);
+    CHECK_CONTAINS(twice_mock_error(m), "setting 'notify_threshold': must be a decimal above 0");
     twice_mock_free(m);
 }
 

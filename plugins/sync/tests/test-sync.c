@@ -33,20 +33,38 @@ new_mock(const char *url, const char *method)
 static void
 test_settings(void)
 {
-    expect_init_failure(new_mock("ftp://x/{id}", NULL), "url must start with http://");
-    expect_init_failure(new_mock("http://x/{id", NULL), "a '{' that does not start a {field}");
-    expect_init_failure(new_mock("http://x/id}", NULL), "a '}' without its '{'");
-    expect_init_failure(new_mock("http://x/{id}", "PATCH"), "method must be PUT or POST");
+    expect_setting_error(new_mock("ftp://x/{id}", NULL), "url",
+                         "must start with http:// or https://");
+    expect_setting_error(new_mock("http://x/{id", NULL), "url",
+                         "has a '{' that does not start a {field}");
+    expect_setting_error(new_mock("http://x/id}", NULL), "url", "has a '}' without its '{'");
+    expect_setting_error(new_mock("http://x/{id}", "PATCH"), "method", "must be PUT or POST");
+    /* the one of the pair that is set is blamed */
     twice_mock *m = new_mock("http://x/{id}", NULL);
     twice_mock_set(m, "auth_header", "Authorization");
-    expect_init_failure(m, "auth_header and auth_env go together");
+    expect_setting_error(m, "auth_header", "needs auth_env too");
+    m = new_mock("http://x/{id}", NULL);
+    twice_mock_set(m, "auth_env", "TWICE_SYNC_TEST_TOKEN");
+    expect_setting_error(m, "auth_env", "needs auth_header too");
+    m = new_mock("http://x/{id}", NULL);
+    twice_mock_set(m, "auth_header", "Bad Name");
+    twice_mock_set(m, "auth_env", "TWICE_SYNC_TEST_TOKEN");
+    expect_setting_error(m, "auth_header", "must be a header name such as Authorization");
     m = new_mock("http://x/{id}", NULL);
     twice_mock_set(m, "auth_header", "Authorization");
     twice_mock_set(m, "auth_env", "TWICE_SYNC_TEST_UNSET_VARIABLE");
-    expect_init_failure(m, "not set or empty");
+    expect_setting_error(m, "auth_env",
+                         "TWICE_SYNC_TEST_UNSET_VARIABLE is not set or empty in twiced's "
+                         "environment");
+    setenv("TWICE_SYNC_TEST_BROKEN", "Bearer x\r\nX-Evil: 1", 1);
+    m = new_mock("http://x/{id}", NULL);
+    twice_mock_set(m, "auth_header", "Authorization");
+    twice_mock_set(m, "auth_env", "TWICE_SYNC_TEST_BROKEN");
+    expect_setting_error(m, "auth_env", "the value of TWICE_SYNC_TEST_BROKEN holds a line break");
+    unsetenv("TWICE_SYNC_TEST_BROKEN");
     m = new_mock("http://x/{id}", NULL);
     twice_mock_set(m, "timeout", "0");
-    expect_init_failure(m, "timeout must be 1-600 seconds");
+    expect_setting_error(m, "timeout", "must be 1-600 seconds");
 }
 
 static void

@@ -40,13 +40,6 @@ new_mock(const char *url, const char *tmpl_dir)
     return m;
 }
 
-static const char *
-init_log(twice_mock *m)
-{
-    const char *line = twice_mock_log_text(m, 0, NULL);
-    return line != NULL ? line : "(no log line)";
-}
-
 /* The declared default of setting `name` of the plugin at path (a copy). */
 static const char *
 default_of(const char *path, const char *name)
@@ -75,21 +68,41 @@ test_settings(void)
 
     m = new_mock("http://127.0.0.1:25", TEMPLATE_DIR);
     CHECK(twice_mock_init(m) != 0);
-    CHECK_CONTAINS(init_log(m), "smtp_url must start with smtp:// or smtps://");
+    CHECK_STR(twice_mock_error(m),
+              "plugin 'welcome-email': setting 'smtp_url': must start with smtp:// or smtps://");
     twice_mock_free(m);
 
     m = new_mock("smtp://127.0.0.1:25", "/nonexistent/templates");
     CHECK(twice_mock_init(m) != 0);
-    CHECK_CONTAINS(init_log(m), "template /nonexistent/templates/welcome.txt: No such file");
+    CHECK_CONTAINS(
+        twice_mock_error(m),
+        "setting 'template_text': template /nonexistent/templates/welcome.txt: No such file");
     twice_mock_free(m);
 
     m = new_mock("smtp://127.0.0.1:25", TEMPLATE_DIR);
     twice_mock_set(m, "from", "Welcome <welcome@example.com>");
     CHECK(twice_mock_init(m) != 0);
-    CHECK_CONTAINS(init_log(m), "from must be a plain address");
+    CHECK_CONTAINS(twice_mock_error(m), "setting 'from': must be a plain address");
     twice_mock_free(m);
 
-    const char *bad_domains[] = {"", "a..b", ".example.com", "exa mple.com", "ex_ample.com"};
+    m = new_mock("smtp://127.0.0.1:25", TEMPLATE_DIR);
+    twice_mock_set(m, "timeout", "601");
+    CHECK(twice_mock_init(m) != 0);
+    CHECK_STR(twice_mock_error(m),
+              "plugin 'welcome-email': setting 'timeout': must be 1-600 seconds");
+    twice_mock_free(m);
+
+#define LABEL63 "abcdefghij-abcdefghij-abcdefghij-abcdefghij-abcdefghij-abcdefgh"
+    const char *bad_domains[] = {"",
+                                 "a..b",
+                                 ".example.com",
+                                 "example.com.",
+                                 "exa mple.com",
+                                 "ex_ample.com",
+                                 "mail-.example.com",
+                                 "-mail.example.com",
+                                 "example.com-",
+                                 "x." LABEL63 "i.com"};
     for (size_t i = 0; i < sizeof(bad_domains) / sizeof(bad_domains[0]); i++) {
         m = new_mock("smtp://127.0.0.1:25", TEMPLATE_DIR);
         twice_mock_set(m, "message_id_domain", bad_domains[i]);
@@ -97,9 +110,17 @@ test_settings(void)
             twice_mock_set(m, "from", "welcome@bad!domain");
         }
         CHECK(twice_mock_init(m) != 0);
-        CHECK_CONTAINS(init_log(m), "message_id_domain (by default the domain of from) must be");
+        CHECK_CONTAINS(twice_mock_error(m), "setting 'message_id_domain': must be a domain name");
         twice_mock_free(m);
     }
+    const char *good_domains[] = {"localhost", "mail-1.x--y.example.com", "x." LABEL63 ".com"};
+    for (size_t i = 0; i < sizeof(good_domains) / sizeof(good_domains[0]); i++) {
+        m = new_mock("smtp://127.0.0.1:25", TEMPLATE_DIR);
+        twice_mock_set(m, "message_id_domain", good_domains[i]);
+        CHECK_INT(twice_mock_init(m), 0);
+        twice_mock_free(m);
+    }
+#undef LABEL63
 
     /* In the build tree the defaults are the source tree's templates, which
      * exist: no template setting is needed (they named an installed path,
@@ -181,13 +202,15 @@ test_not_utf8_refused(void)
     twice_mock *m = new_mock("smtp://127.0.0.1:9", dir);
     CHECK_INT(twice_mock_init(m), -1);
     CHECK(logged(m, "welcome.html: not UTF-8 text (byte 6)"));
+    CHECK_CONTAINS(twice_mock_error(m), "setting 'template_html': template ");
     twice_mock_free(m);
 
     const char *subject = "a\x80\x80 {{x}}";
     m = new_mock("smtp://127.0.0.1:9", TEMPLATE_DIR);
     twice_mock_set(m, "subject", subject);
     CHECK_INT(twice_mock_init(m), -1);
-    CHECK(logged(m, "subject must be UTF-8 text"));
+    CHECK_STR(twice_mock_error(m), "plugin 'welcome-email': setting 'subject': must be UTF-8 text "
+                                   "(the mail declares charset UTF-8)");
     twice_mock_free(m);
     m = new_mock("smtp://127.0.0.1:9", TEMPLATE_DIR);
     twice_mock_set(m, "subject", "Bienvenue, {{name}} \xc3\xa0 bient\xc3\xb4t \xf0\x9f\x91\x8b");

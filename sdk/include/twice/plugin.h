@@ -61,6 +61,9 @@
  *                    downstream_unavailable, send.
  *                    attempt() counts the handler's runs, not SQS
  *                    deliveries, and is 0 in derive_key (hosts of 1.0 too).
+ *   1.2  2026-12-04  Host API: setting_error (a bad setting's value is
+ *                    reported at its FILE:LINE in twice.conf). The
+ *                    descriptor is 1.1's.
  */
 #ifndef TWICE_PLUGIN_H
 #define TWICE_PLUGIN_H
@@ -75,7 +78,7 @@ extern "C" {
 /* "TWCE" as a little-endian 32-bit integer. */
 #define TWICE_ABI_MAGIC 0x45435754u
 #define TWICE_ABI_MAJOR 1
-#define TWICE_ABI_MINOR 1
+#define TWICE_ABI_MINOR 2
 
 /* Symbol visibility: plugins build with -fvisibility=hidden; this makes the
  * entry point the one exported symbol. */
@@ -307,6 +310,21 @@ typedef struct twice_api {
      */
     int (*send)(twice_job *job, const char *queue, const char *body, size_t len, int delay_seconds,
                 const char *group_id, const char *const *attrs);
+
+    /* --- 1.2 --- */
+
+    /* In init(), before returning nonzero: the value of setting `name` (one
+     * the plugin declares) cannot be used, and why, without repeating the
+     * name: "must start with http:// or https://". The host reports it at
+     * the line of twice.conf that sets it (the settings group's line when
+     * the value is the declared default), as
+     *   FILE:LINE: plugin 'NAME': setting 'name': why
+     * so the operator is sent to the line to fix, not to the plugin entry.
+     * The last call wins over earlier ones and over api->log() lines.
+     * Outside init(), or with a name the plugin does not declare, it is
+     * logged as an error without a line. The host copies the text. */
+    void (*setting_error)(const twice_settings *settings, const char *name, const char *fmt, ...)
+        TWICE_PRINTF(3, 4);
 } twice_api;
 
 /* Nonzero when the host's table has function fn and it is set. */

@@ -21,6 +21,15 @@ static int
 init(const twice_api *a, const twice_settings *s, void **state)
 {
     api = a;
+    const char *count = a->setting(s, "count");
+    if (strcmp(count, "0") == 0) {
+        a->setting_error(s, "count", "must be at least %d", 1);
+        return -1;
+    }
+    if (strcmp(count, "-1") == 0) {
+        a->setting_error(s, "counts", "a name the plugin does not declare");
+        return -1;
+    }
     const char *loud = a->setting(s, "loud");
     a->log(NULL, TWICE_LOG_INFO, "greeting=%s count=%s loud=%s", a->setting(s, "greeting"),
            a->setting(s, "count"), loud != NULL ? loud : "(null)");
@@ -119,6 +128,23 @@ test_settings(void)
     twice_mock_set(m, "colour", "red");
     CHECK(twice_mock_init(m) != 0);
     CHECK_CONTAINS(twice_mock_error(m), "unknown setting 'colour'");
+    twice_mock_free(m);
+
+    /* api->setting_error: the host's words, the setting named */
+    m = twice_mock_new(twice_plugin_entry());
+    twice_mock_set(m, "count", "0");
+    CHECK(twice_mock_init(m) != 0);
+    CHECK_STR(twice_mock_error(m), "plugin 'probe': setting 'count': must be at least 1");
+    twice_log_level level = TWICE_LOG_DEBUG;
+    CHECK_STR(twice_mock_log_text(m, twice_mock_log_count(m) - 1, &level),
+              "setting 'count': must be at least 1");
+    CHECK_INT(level, TWICE_LOG_ERROR);
+    twice_mock_set(m, "count", "-1");
+    CHECK(twice_mock_init(m) != 0);
+    CHECK_CONTAINS(twice_mock_error(m), "init failed (returned -1");
+    CHECK_STR(twice_mock_log_text(m, twice_mock_log_count(m) - 1, NULL),
+              "setting error for an undeclared setting 'counts': a name the plugin does not "
+              "declare");
     twice_mock_free(m);
     CHECK(!fini_called); /* init never succeeded */
 

@@ -90,7 +90,9 @@ int twice_mock_queue_key(twice_mock *m, const char *tmpl);
  * Strings copied. 0, or -1 when out of memory. */
 int twice_mock_queue(twice_mock *m, const char *name, const char *url);
 
-/* Why the last twice_mock_init failed ("" when it did not). */
+/* Why the last twice_mock_init failed ("" when it did not): with the
+ * plugin's api->setting_error(), "plugin 'x': setting 'y': why", as the
+ * host says it after the line of twice.conf that sets y. */
 const char *twice_mock_error(const twice_mock *m);
 
 /* Log lines written without a job (in init, fini, or with job NULL).

@@ -1,0 +1,41 @@
+/*
+ * settings_common.h - what every bundled plugin that refuses a setting's
+ * value in init() does alike, linked into each as a static library: a
+ * refusal that names the setting to blame, said once to the host
+ * (api->setting_error, so twice.conf's line of that setting is shown) or
+ * as describe()'s text. Not the checks themselves: they stay with each
+ * plugin (and http-common). Not an SDK header.
+ */
+#ifndef TWICE_SETTINGS_COMMON_H
+#define TWICE_SETTINGS_COMMON_H
+
+#include <stddef.h>
+#include <twice/plugin.h>
+
+/*
+ * Why init cannot go on. setting: the declared setting whose value is to
+ * blame (a string literal), so that the host reports it at the line of
+ * twice.conf that sets it (its settings group's line when the value is the
+ * declared default); NULL when no one setting is (out of memory, a library
+ * or thread failing, two settings that clash). why: the reason without the
+ * setting's name ("must be 1-600 seconds"), as api->setting_error wants it.
+ */
+struct setting_refusal {
+    const char *setting;
+    char why[512];
+};
+
+/* Fill r with setting and the formatted reason. Returns -1, so that a check
+ * can end with `return setting_refuse(r, ...)`. */
+int setting_refuse(struct setting_refusal *r, const char *setting, const char *fmt, ...)
+    TWICE_PRINTF(3, 4);
+
+/* Say r from init(), once: api->setting_error when it blames a setting,
+ * else an error log line (the host's "init failed: ..."). */
+void setting_refusal_report(const twice_api *api, const twice_settings *set,
+                            const struct setting_refusal *r);
+
+/* r as one line for describe()'s text: "setting 'url': why", or why. */
+void setting_refusal_text(const struct setting_refusal *r, char *buf, size_t cap);
+
+#endif

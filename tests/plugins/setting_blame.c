@@ -1,0 +1,39 @@
+/*
+ * setting_blame.c - fixture: init() blames the setting named by its own
+ * setting "blame" with api->setting_error() (none when empty), then logs an
+ * error line that must not win over it. "limit" and "label" are there to be
+ * blamed: written in twice.conf, or left at their declared defaults.
+ * Used by: test_plugins.py (where the host reports a bad setting).
+ */
+#include <twice/plugin.h>
+
+static const twice_setting settings[] = {
+    {"blame", TWICE_SETTING_STRING, 0, "", "the setting init() blames; empty: none"},
+    {"limit", TWICE_SETTING_INT, 0, "10", "a number to blame"},
+    {"label", TWICE_SETTING_STRING, 0, "x", "a text to blame"},
+    {0, TWICE_SETTING_STRING, 0, 0, 0},
+};
+
+static int
+init(const twice_api *api, const twice_settings *s, void **state)
+{
+    const char *blame = api->setting(s, "blame");
+    *state = 0;
+    if (blame == 0 || blame[0] == '\0') {
+        return 0;
+    }
+    api->setting_error(s, blame, "blamed by the fixture (limit %s)", api->setting(s, "limit"));
+    api->log(0, TWICE_LOG_ERROR, "a later log line");
+    return -1;
+}
+
+static twice_status
+handle(void *state, twice_job *job)
+{
+    (void) state;
+    (void) job;
+    return TWICE_DONE;
+}
+
+TWICE_PLUGIN(.name = "setting_blame", .version = "1.0.0", .key_template = "b:{id}",
+             .settings = settings, .init = init, .handle = handle)
