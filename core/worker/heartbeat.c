@@ -173,6 +173,30 @@ heartbeat_quota(const double *elapsed, size_t m, double must_after, size_t room)
     return pressing > k ? pressing : k;
 }
 
+void
+heartbeat_shares(const size_t *due, size_t nq, size_t room, size_t *share)
+{
+    size_t open = 0;
+    for (size_t i = 0; i < nq; i++) {
+        share[i] = 0;
+        open += due[i] > 0;
+    }
+    /* Rounds of equal parts until the room or the wants run out; a part is
+     * at least one job, so every round gives something. */
+    while (room > 0 && open > 0) {
+        size_t part = room / open > 0 ? room / open : 1;
+        open = 0;
+        for (size_t i = 0; i < nq && room > 0; i++) {
+            size_t want = due[i] - share[i];
+            size_t give = want < part ? want : part;
+            give = give < room ? give : room;
+            share[i] += give;
+            room -= give;
+            open += share[i] < due[i];
+        }
+    }
+}
+
 /* Oldest extension first. */
 static int
 by_extended_at(const void *a, const void *b)
@@ -207,8 +231,24 @@ choose(struct twice_job **due, size_t m, double must_after, size_t room,
     return k;
 }
 
-/* The queues in order share the look's room: an earlier queue may leave a
- * later one only its pressing jobs, which are extended all the same. */
+/* The due jobs of queue q among all[0..n) into due; their count. */
+static size_t
+due_jobs(struct wqueue *q, struct twice_job **all, size_t n, double interval,
+         const struct timespec *now, struct twice_job **due)
+{
+    double due_after = heartbeat_due_after(q->cfg->visibility_timeout, interval);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (all[i]->queue == q && !timeout_overrun(all[i]) &&
+            job_elapsed(&all[i]->extended_at, now) >= due_after) {
+            due[m++] = all[i];
+        }
+    }
+    return m;
+}
+
+/* Each queue extends its share of the look's room (heartbeat_shares), and
+ * its pressing jobs whatever the share. */
 void
 heartbeat_run(struct heartbeat *hb, const struct timespec *now)
 {
@@ -224,24 +264,26 @@ heartbeat_run(struct heartbeat *hb, const struct timespec *now)
     struct twice_job **due = all + n;
     struct worker *w = hb->w;
     timeout_check(w, all, n, hb->act_overrun, hb->store_arg);
-    size_t room = HEARTBEAT_PER_LOOK;
+    size_t *counts = calloc(2 * (w->nqueues + 1), sizeof(*counts));
+    size_t *share = counts + w->nqueues + 1;
+    for (size_t qi = 0; counts != NULL && qi < w->nqueues; qi++) {
+        counts[qi] = due_jobs(&w->queues[qi], all, n, hb->interval, now, due);
+    }
+    if (counts != NULL) {
+        heartbeat_shares(counts, w->nqueues, HEARTBEAT_PER_LOOK, share);
+    }
     for (size_t qi = 0; qi < w->nqueues; qi++) {
         struct wqueue *q = &w->queues[qi];
-        int vis = q->cfg->visibility_timeout;
-        double due_after = heartbeat_due_after(vis, hb->interval);
-        size_t m = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (all[i]->queue == q && !timeout_overrun(all[i]) &&
-                job_elapsed(&all[i]->extended_at, now) >= due_after) {
-                due[m++] = all[i];
-            }
-        }
+        size_t m = due_jobs(q, all, n, hb->interval, now, due);
+        /* without memory for the shares: every due job, as is safe */
+        size_t room = counts != NULL ? share[qi] : m;
         if (m > 0) {
-            size_t k = choose(due, m, heartbeat_must_after(vis, hb->interval), room, now);
+            size_t k = choose(
+                due, m, heartbeat_must_after(q->cfg->visibility_timeout, hb->interval), room, now);
             extend_queue(hb, due, k, now);
-            room = k < room ? room - k : 0;
         }
     }
+    free(counts);
     free(all);
 }
 

@@ -71,6 +71,13 @@ double heartbeat_must_after(int visibility_timeout, double interval);
  * (extensions it may still make) lasts. Pure. */
 size_t heartbeat_quota(const double *elapsed, size_t m, double must_after, size_t room);
 
+/* Split a look's room between nq queues with due[i] due jobs each, into
+ * share[i]: each queue gets up to an equal part, and what a queue does not
+ * need goes to the others, so a busy queue early in twice.conf cannot leave
+ * a later one only its pressing jobs. The shares add up to at most room
+ * (to all due jobs when they fit). Pure. */
+void heartbeat_shares(const size_t *due, size_t nq, size_t room, size_t *share);
+
 /* Extend what is due; called every hb->interval seconds. */
 void heartbeat_run(struct heartbeat *hb, const struct timespec *now);
 /* The drain deadline passed: give back every job still in flight. */

@@ -100,6 +100,50 @@ test_quota_takes_pressing_and_room(void)
     }
 }
 
+/* The look's room split between queues: equal parts, what one does not
+ * need to the others, never more than the room or than a queue's due jobs. */
+static void
+test_shares_are_fair_between_queues(void)
+{
+    size_t share[4];
+    size_t busy_first[] = {500, 40};
+    heartbeat_shares(busy_first, 2, 50, share);
+    CHECK(share[0] == 25 && share[1] == 25); /* not 50 and 0 */
+    size_t small_first[] = {10, 500, 500};
+    heartbeat_shares(small_first, 3, 50, share);
+    CHECK(share[0] == 10 && share[1] == 20 && share[2] == 20); /* 10 left to split */
+    size_t fit[] = {3, 0, 7};
+    heartbeat_shares(fit, 3, 50, share);
+    CHECK(share[0] == 3 && share[1] == 0 && share[2] == 7);
+    size_t tight[] = {9, 9, 9, 9};
+    heartbeat_shares(tight, 4, 3, share); /* less room than queues: one each */
+    CHECK(share[0] + share[1] + share[2] + share[3] == 3);
+    for (size_t i = 0; i < 4; i++) {
+        CHECK(share[i] <= 1);
+    }
+    heartbeat_shares(tight, 4, 0, share);
+    CHECK(share[0] + share[1] + share[2] + share[3] == 0);
+    /* every split: within the room and the wants, and all of the room used
+     * while some queue still wants more */
+    for (size_t a = 0; a < 60; a += 7) {
+        for (size_t b = 0; b < 60; b += 5) {
+            for (size_t room = 0; room <= 60; room += 6) {
+                size_t d[] = {a, b, 13};
+                heartbeat_shares(d, 3, room, share);
+                size_t sum = share[0] + share[1] + share[2], want = a + b + 13;
+                CHECK(share[0] <= a && share[1] <= b && share[2] <= 13);
+                CHECK(sum == (want < room ? want : room));
+                /* no queue gets more than another that still wants more, but one */
+                for (size_t i = 0; i < 3; i++) {
+                    for (size_t j = 0; j < 3; j++) {
+                        CHECK(share[j] == d[j] || share[i] <= share[j] + 1);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /* Elapsed seconds since each job's extension, largest first (insertion sort:
  * the simulation's jobs are few). */
 static void
@@ -195,6 +239,7 @@ int
 main(void)
 {
     test_quota_takes_pressing_and_room();
+    test_shares_are_fair_between_queues();
     test_many_due_together_are_spread();
     test_usual_timeouts_at_half();
     test_short_timeouts_land_in_time();
