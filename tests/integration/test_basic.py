@@ -96,7 +96,7 @@ queues = ( { name = "q"; dlq_url = "http://h/1/q-dlq"; plugin = "p"; } );
         r, path = self._check(self.base(newer))
         self.assertEqual(r.returncode, 1)
         self.assertRegex(r.stderr, r"%s:2: plugin 'p': %s: built for ABI 2\.0, host "
-                                   r"supports 1\.0-1\.1" % (path, newer))
+                                   r"supports 1\.0-1\.2" % (path, newer))
 
     def test_bad_key_template_is_refused(self):
         bad = tc.test_plugin(self.env, "bad_template")
@@ -108,7 +108,7 @@ queues = ( { name = "q"; dlq_url = "http://h/1/q-dlq"; plugin = "p"; } );
         twiced = self.env.binary("twiced")
         r = subprocess.run([twiced, "--version"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0)
-        self.assertRegex(r.stdout, r"^twiced \d+\.\d+\.\d+ \(plugin ABI 1\.1\)")
+        self.assertRegex(r.stdout, r"^twiced \d+\.\d+\.\d+ \(plugin ABI 1\.2\)")
         r = subprocess.run([twiced, "--help"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0)
         self.assertIn("-t, --test", r.stdout)

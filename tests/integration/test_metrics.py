@@ -66,7 +66,7 @@ class Metrics(twicetest.TwiceTestCase):
         self.assertEqual(self.counts(port), want)
         samples = tc.scrape(port)
         self.assertEqual(samples[("twice_build_info",
-                                  frozenset({("version", "0.1.0"), ("abi", "1.1")}))], 1)
+                                  frozenset({("version", "0.1.0"), ("abi", "1.2")}))], 1)
         self.assertGreater(tc.metric_sum(samples, "twice_sqs_requests_total",
                                          action="ReceiveMessage", result="ok"), 0)
         self.assertEqual(tc.metric_sum(samples, "twice_jobs_in_flight"), 0)

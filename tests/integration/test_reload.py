@@ -157,7 +157,7 @@ class Reload(twicetest.TwiceTestCase):
         self.write_config(d, self.conf(plugin_path=newer))
         mark = d.mark()
         d.signal(signal.SIGHUP)
-        d.wait_log(r"reload: .*%s: built for ABI 2\.0, host supports 1\.0-1\.1" % re.escape(newer),
+        d.wait_log(r"reload: .*%s: built for ABI 2\.0, host supports 1\.0-1\.2" % re.escape(newer),
                    since=mark, timeout=30)
         d.wait_log(r"reload refused", since=mark, timeout=20)
         for i in range(20, 40):
