@@ -209,8 +209,10 @@ api_setting(const twice_settings *s, const char *name)
     return d != NULL ? d->default_value : NULL;
 }
 
-/* A setting's value init() cannot use (ABI 1.2): logged, and remembered
- * with the setting so hostapi_init reports it at the setting's line. */
+/* A setting's value init() cannot use (ABI 1.2): inside init(), remembered
+ * with the setting so hostapi_init reports it once, at the setting's line
+ * (twiced -t, a reload and a worker each say that line); elsewhere, and
+ * for a setting the plugin does not declare, logged. */
 static void
 api_setting_error(const twice_settings *s, const char *name, const char *fmt, ...)
 {
@@ -226,11 +228,12 @@ api_setting_error(const twice_settings *s, const char *name, const char *fmt, ..
         log_job(TWICE_LOG_ERROR, &ctx, "setting error for an undeclared setting: %s", why);
         return;
     }
-    log_job(TWICE_LOG_ERROR, &ctx, "setting '%s': %s", d->name, why);
-    if (init_capture) {
-        init_setting = d->name;
-        snprintf(init_cause, sizeof(init_cause), "%s", why);
+    if (!init_capture) {
+        log_job(TWICE_LOG_ERROR, &ctx, "setting '%s': %s", d->name, why);
+        return;
     }
+    init_setting = d->name;
+    snprintf(init_cause, sizeof(init_cause), "%s", why);
 }
 
 static void *
@@ -412,7 +415,11 @@ hostapi_init(struct plugin_instance *p, const char *conf_file, char *err, size_t
         init_setting = NULL;
         return -1;
     }
-    init_setting = NULL;
+    if (init_setting != NULL) {
+        /* blamed, yet init() went on: not lost, and not a failure */
+        log_warn("plugin '%s': setting '%s': %s", p->name, init_setting, init_cause);
+        init_setting = NULL;
+    }
     p->lp.initialized = 1;
     return 0;
 }

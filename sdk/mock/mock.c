@@ -271,6 +271,12 @@ twice_mock_init(twice_mock *m)
                  "plugin '%s': init failed (returned %d; see its log lines)", m->plugin->name, rc);
         return rc;
     }
+    if (m->setting_error[0] != '\0') {
+        /* blamed, yet init() went on: a warning, as the host logs it */
+        pthread_mutex_lock(&m->lock);
+        mocklog_add(&m->log, TWICE_LOG_WARN, m->setting_error);
+        pthread_mutex_unlock(&m->lock);
+    }
     m->initialized = 1;
     return 0;
 }

@@ -197,10 +197,10 @@ api_setting(const twice_settings *s, const char *name)
     return NULL;
 }
 
-/* A setting's value init() cannot use: an error log line, and, inside
- * init(), what twice_mock_error() says (the host reports it at the line of
- * twice.conf that sets it). A name the plugin does not declare is a bug in
- * the plugin: logged, not kept. */
+/* A setting's value init() cannot use: inside init(), what
+ * twice_mock_error() says (the host reports it once, at the line of
+ * twice.conf that sets it); elsewhere an error log line. A name the plugin does not declare is a
+ * bug in the plugin: logged, not kept. */
 static void
 api_setting_error(const twice_settings *s, const char *name, const char *fmt, ...)
 {
@@ -218,11 +218,12 @@ api_setting_error(const twice_settings *s, const char *name, const char *fmt, ..
                 name != NULL ? name : "(null)", why);
         return;
     }
-    api_log(NULL, TWICE_LOG_ERROR, "setting '%s': %s", d->name, why);
-    if (current_mock != NULL && current_mock == s->mock && !current_mock->initialized) {
-        snprintf(current_mock->setting_error, sizeof(current_mock->setting_error),
-                 "setting '%s': %s", d->name, why);
+    if (current_mock == NULL || current_mock != s->mock || current_mock->initialized) {
+        api_log(NULL, TWICE_LOG_ERROR, "setting '%s': %s", d->name, why);
+        return;
     }
+    snprintf(current_mock->setting_error, sizeof(current_mock->setting_error), "setting '%s': %s",
+             d->name, why);
 }
 
 static void *

@@ -272,6 +272,9 @@ class BundledPlugins(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
         want = ("%s:%d: plugin 'blamer': setting '%s': blamed by the fixture"
                 % (file, line, setting))
         self.assertRegex(r.stdout + r.stderr, r"(?m)^%s \(limit \d+\)$" % re.escape(want))
+        # said once: the host does not also log what it reports at the line
+        self.assertEqual((r.stdout + r.stderr).count("blamed by the fixture"), 1,
+                         r.stdout + r.stderr)
         # the log line the plugin wrote after it is in the log, not the problem
         self.assertNotRegex(r.stdout + r.stderr, r"(?m)^/\S+:\d+: .*a later log line")
 
@@ -302,6 +305,13 @@ class BundledPlugins(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
         d, _, _ = self.blame_config('    blame = "";')
         r = d.check_config()
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+        # blamed, yet init() succeeded: not a refusal, but not lost either
+        d, _, _ = self.blame_config('    blame = "+label";')
+        r = d.check_config()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stderr, r"warn .*plugin 'blamer': setting 'label': blamed, yet "
+                         r"init went on")
 
     def check_sync_refused(self, settings, setting, want):
         """sync with these settings is refused for setting SETTING with WANT at the line

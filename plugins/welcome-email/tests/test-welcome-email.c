@@ -173,18 +173,6 @@ test_refusals(void)
     twice_mock_free(m);
 }
 
-/* 1 when the mock's log holds a line containing want. */
-static int
-logged(const twice_mock *m, const char *want)
-{
-    for (size_t i = 0; i < twice_mock_log_count(m); i++) {
-        if (strstr(twice_mock_log_text(m, i, NULL), want) != NULL) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* The mail says charset UTF-8: a subject setting or a template file that is
  * not UTF-8 text is refused at init, naming it, not sent as mojibake. */
 static void
@@ -201,8 +189,8 @@ test_not_utf8_refused(void)
     }
     twice_mock *m = new_mock("smtp://127.0.0.1:9", dir);
     CHECK_INT(twice_mock_init(m), -1);
-    CHECK(logged(m, "welcome.html: not UTF-8 text (byte 6)"));
     CHECK_CONTAINS(twice_mock_error(m), "setting 'template_html': template ");
+    CHECK_CONTAINS(twice_mock_error(m), "welcome.html: not UTF-8 text (byte 6)");
     twice_mock_free(m);
 
     const char *subject = "a\x80\x80 {{x}}";

@@ -26,6 +26,9 @@ init(const twice_api *a, const twice_settings *s, void **state)
         a->setting_error(s, "count", "must be at least %d", 1);
         return -1;
     }
+    if (strcmp(count, "7") == 0) {
+        a->setting_error(s, "loud", "ignored at %s", count); /* and init goes on */
+    }
     if (strcmp(count, "-1") == 0) {
         a->setting_error(s, "counts", "a name the plugin does not declare");
         return -1;
@@ -135,10 +138,18 @@ test_settings(void)
     twice_mock_set(m, "count", "0");
     CHECK(twice_mock_init(m) != 0);
     CHECK_STR(twice_mock_error(m), "plugin 'probe': setting 'count': must be at least 1");
+    CHECK_INT(twice_mock_log_count(m), 0); /* said once, as the host does */
+    twice_mock_free(m);
+    m = twice_mock_new(twice_plugin_entry());
+    twice_mock_set(m, "count", "7");
+    CHECK_INT(twice_mock_init(m), 0); /* blamed, yet init went on: a warning */
     twice_log_level level = TWICE_LOG_DEBUG;
     CHECK_STR(twice_mock_log_text(m, twice_mock_log_count(m) - 1, &level),
-              "setting 'count': must be at least 1");
-    CHECK_INT(level, TWICE_LOG_ERROR);
+              "setting 'loud': ignored at 7");
+    CHECK_INT(level, TWICE_LOG_WARN);
+    twice_mock_free(m);
+    fini_called = 0;
+    m = twice_mock_new(twice_plugin_entry());
     twice_mock_set(m, "count", "-1");
     CHECK(twice_mock_init(m) != 0);
     CHECK_CONTAINS(twice_mock_error(m), "init failed (returned -1");
