@@ -111,7 +111,7 @@ test_settings(void)
     int fd = mkstemp(path);
     CHECK(fd >= 0 && write(fd, "\n  \n", 4) == 4);
     close(fd);
-    char want[64];
+    char want[128];
     snprintf(want, sizeof(want), "%s is empty", path);
     refused("token_file", path, want);
     fd = open(path, O_WRONLY | O_TRUNC);
