@@ -58,8 +58,7 @@ test_unit(void)
     CHECK_CONTAINS(twice_mock_job_error(j), "no database connection");
     twice_mock_job_free(j);
     const char *bad[] = {"{\"roleId\":-7,\"roleVersion\":3}",
-                         "{\"roleId\":\"7; DROP\","
-                         "\"roleVersion\":3}",
+                         "{\"roleId\":\"7; DROP\",\"roleVersion\":3}",
                          "{\"roleId\":7.5,\"roleVersion\":3}", "{\"roleId\":0,\"roleVersion\":1}"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         CHECK_INT(run(m, bad[i], NULL, &j), TWICE_REJECT);
