@@ -720,8 +720,8 @@ test_settings(void)
         "twice.conf:13: plugin 'welcome-email': setting 'timeout' must be an int, not a string",
         "twice.conf:14: plugin 'welcome-email': setting 'verbose' must be a bool, not an int",
         "twice.conf:15: plugin 'welcome-email': setting 'url' must be a string, not a bool",
-        "twice.conf:16: plugin 'welcome-email': setting 'api_key' must be a string, not of an "
-        "unknown type",
+        ("twice.conf:16: plugin 'welcome-email': setting 'api_key' must be a string, not of an "
+         "unknown type"),
     };
     check_settings(decl, types, 5, types_want, 5);
 

@@ -367,8 +367,8 @@ test_receive_like_before(void)
     sqs_messages_free(msgs, n);
 
     const char *none[] = {"{\"Messages\":{}}", "{\"Messages\":3}",
-                          "{\"Messages\":[{\"MessageId\":\"a\",\"ReceiptHandle\":\"b\","
-                          "\"Body\":\"x\"}],\"Messages\":[]}"};
+                          ("{\"Messages\":[{\"MessageId\":\"a\",\"ReceiptHandle\":\"b\","
+                           "\"Body\":\"x\"}],\"Messages\":[]}")};
     for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
         CHECK_INT(sqs_parse_receive(none[i], strlen(none[i]), &msgs, &n, &e), 0);
         CHECK(n == 0 && msgs == NULL);
