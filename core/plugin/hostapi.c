@@ -225,7 +225,8 @@ api_setting_error(const twice_settings *s, const char *name, const char *fmt, ..
     struct log_job ctx;
     api_log_ctx(NULL, &ctx);
     if (d == NULL) {
-        log_job(TWICE_LOG_ERROR, &ctx, "setting error for an undeclared setting: %s", why);
+        log_job(TWICE_LOG_ERROR, &ctx, "setting error for an undeclared setting '%s': %s",
+                name != NULL ? name : "(null)", why);
         return;
     }
     if (!init_capture) {

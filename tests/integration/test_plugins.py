@@ -298,6 +298,8 @@ class BundledPlugins(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
         d, _, _ = self.blame_config('    blame = "no_such_setting";')
         r = d.check_config()
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("setting error for an undeclared setting 'no_such_setting': blamed by "
+                      "the fixture", r.stderr)
         self.assertIn("%s:%d: plugin 'blamer': init failed: a later log line"
                       % (d.config_path, self.line_of(d.config_text, 'name = "blamer";')),
                       r.stdout + r.stderr)
