@@ -204,42 +204,58 @@ parse_env(struct strv *out, const char *env, struct setting_refusal *r)
     return 0;
 }
 
+/* The PATH entry of envp ("PATH=..."; NULL-terminated, or NULL), or NULL. */
+static const char *
+env_path(char *const *envp)
+{
+    for (size_t i = 0; envp != NULL && envp[i] != NULL; i++) {
+        if (strncmp(envp[i], "PATH=", 5) == 0) {
+            return envp[i];
+        }
+    }
+    return NULL;
+}
+
 /* The program to run: argv0 itself when it holds a '/' (relative to dir),
  * else the first executable file of that name in PATH (the handler's
- * own PATH when its environment has one). 0, or -1 with r blaming
- * command. */
+ * own PATH when its environment has one). from says where that PATH came
+ * from, for the operator: the program may be right and PATH or directory
+ * wrong. 0, or -1 with r blaming command, which names the program. */
 static int
-find_program(struct exec_cmd *c, struct setting_refusal *r)
+find_program(struct exec_cmd *c, const char *from, struct setting_refusal *r)
 {
     const char *argv0 = c->argv[0], *path = DEFAULT_PATH;
     char full[4096];
     struct stat st;
     if (strchr(argv0, '/') != NULL) {
-        snprintf(full, sizeof(full), "%s%s%s", argv0[0] != '/' && c->dir ? c->dir : "",
-                 argv0[0] != '/' && c->dir ? "/" : "", argv0);
+        int in_dir = argv0[0] != '/' && c->dir != NULL;
+        snprintf(full, sizeof(full), "%s%s%s", in_dir ? c->dir : "", in_dir ? "/" : "", argv0);
         errno = 0;
         if (stat(full, &st) != 0 || !S_ISREG(st.st_mode) || access(full, X_OK) != 0) {
-            return setting_refuse(r, "command", "%s: %s", full,
-                                  errno != 0 ? strerror(errno) : "not an executable file");
+            return setting_refuse(r, "command", "%s: %s%s", full,
+                                  errno != 0 ? strerror(errno) : "not an executable file",
+                                  in_dir ? " (relative to 'directory')" : "");
         }
         c->program = strdup(argv0);
         return c->program != NULL ? 0 : setting_refuse(r, NULL, "out of memory");
     }
-    for (size_t i = 0; c->envp[i] != NULL; i++) {
-        path = strncmp(c->envp[i], "PATH=", 5) == 0 ? c->envp[i] + 5 : path;
-    }
+    const char *entry = env_path(c->envp);
+    path = entry != NULL ? entry + 5 : path;
+    int skipped = 0; /* relative directories of PATH, never searched */
     for (const char *p = path; *p != '\0'; p += *p == ':') {
         size_t n = strcspn(p, ":");
         snprintf(full, sizeof(full), "%.*s/%s", (int) n, n > 0 ? p : ".", argv0);
         p += n;
+        skipped += full[0] != '/';
         if (full[0] == '/' && stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
             access(full, X_OK) == 0) {
             c->program = strdup(full);
             return c->program != NULL ? 0 : setting_refuse(r, NULL, "out of memory");
         }
     }
-    return setting_refuse(r, "command", "'%.64s' is not an executable file in PATH (%.200s)",
-                          argv0, path);
+    return setting_refuse(r, "command", "'%.64s' is not an executable file in PATH (%.200s; %s)%s",
+                          argv0, path, from,
+                          skipped ? "; its relative directories are not searched" : "");
 }
 
 /* directory, when set: a directory we may enter. 0, or -1 with r. */
@@ -259,25 +275,52 @@ check_dir(struct exec_cmd *c, const char *dir, struct setting_refusal *r)
     return c->dir != NULL ? 0 : setting_refuse(r, NULL, "out of memory");
 }
 
+/* The handler's environment: pass_env's variables, then env's over them.
+ * *from says where its PATH came from. 0, or -1 with r. */
+static int
+parse_environ(struct strv *envp, const char *pass_env, const char *env, const char **from,
+              struct setting_refusal *r)
+{
+    if (parse_pass_env(envp, pass_env != NULL ? pass_env : "", r) != 0) {
+        return -1;
+    }
+    const char *entry = env_path(envp->v);
+    char *passed = entry != NULL ? strdup(entry) : NULL;
+    if (entry != NULL && passed == NULL) {
+        return setting_refuse(r, NULL, "out of memory");
+    }
+    int rc = parse_env(envp, env != NULL ? env : "", r);
+    entry = env_path(envp->v);
+    if (entry == NULL) {
+        *from = "the default: PATH is neither in 'pass_env' nor set by 'env'";
+    } else if (passed != NULL && strcmp(entry, passed) == 0) {
+        *from = "twiced's own, passed by 'pass_env'";
+    } else {
+        *from = "set by 'env'";
+    }
+    free(passed);
+    return rc;
+}
+
 int
 exec_cmd_parse(struct exec_cmd *c, const char *command, const char *env, const char *pass_env,
                const char *dir, struct setting_refusal *r)
 {
     struct strv argv = {NULL, 0}, envp = {NULL, 0};
+    const char *from = NULL; /* where PATH came from */
     int rc = -1;
     memset(c, 0, sizeof(*c));
     if (command == NULL) {
         setting_refuse(r, "command", "is not set (the program to run)");
     } else if (parse_argv(&argv, command, r) == 0 &&
-               parse_pass_env(&envp, pass_env != NULL ? pass_env : "", r) == 0 &&
-               parse_env(&envp, env != NULL ? env : "", r) == 0) {
+               parse_environ(&envp, pass_env, env, &from, r) == 0) {
         c->argv = argv.v;
         c->envp = envp.v != NULL ? envp.v : calloc(1, sizeof(char *));
         argv.v = envp.v = NULL;
         if (c->envp == NULL) {
             setting_refuse(r, NULL, "out of memory");
         } else if (check_dir(c, dir, r) == 0) {
-            rc = find_program(c, r);
+            rc = find_program(c, from, r);
         }
     }
     strv_free(argv.v);

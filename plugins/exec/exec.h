@@ -73,7 +73,8 @@ struct exec_answer {
 int exec_parse_answer(const char *line, size_t len, struct exec_answer *a, char *why, size_t cap);
 
 /* Up to EXEC_SHOWN bytes of s, printable ASCII kept, the rest '?', "..."
- * when cut; into out (cap bytes). */
+ * when cut; into out (cap bytes, NUL included; a cap of 0 leaves it
+ * untouched). */
 void exec_shown(const char *s, size_t len, char *out, size_t cap);
 
 /* ---- proc.c: one process ---- */

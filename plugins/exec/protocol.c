@@ -72,6 +72,9 @@ void
 exec_shown(const char *s, size_t len, char *out, size_t cap)
 {
     size_t n = len < EXEC_SHOWN ? len : EXEC_SHOWN, o = 0;
+    if (cap == 0) {
+        return;
+    }
     for (size_t i = 0; i < n && o + 4 < cap; i++) {
         unsigned char c = (unsigned char) s[i];
         out[o++] = c >= 0x20 && c < 0x7f ? (char) c : '?';
@@ -80,7 +83,7 @@ exec_shown(const char *s, size_t len, char *out, size_t cap)
         memcpy(out + o, "...", 3);
         o += 3;
     }
-    out[o < cap ? o : cap - 1] = '\0';
+    out[o] = '\0';
 }
 
 /* A garbage answer: why, quoting its start. */

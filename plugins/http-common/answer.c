@@ -114,6 +114,9 @@ http_sanitize(const char *in, size_t len, char *out, size_t cap)
 {
     const unsigned char *s = (const unsigned char *) in;
     size_t o = 0;
+    if (cap == 0) {
+        return;
+    }
     for (size_t i = 0; i < len && o + 1 < cap;) {
         size_t u = s[i] >= 0x80 ? utf8_len(s + i, len - i) : 0;
         if (u > 0 && o + u < cap) {
@@ -131,5 +134,5 @@ http_sanitize(const char *in, size_t len, char *out, size_t cap)
         out[o++] = c;
         i++;
     }
-    out[o < cap ? o : cap - 1] = '\0';
+    out[o] = '\0';
 }

@@ -82,7 +82,7 @@ long http_retry_after(const char *value, time_t now);
 
 /* in[0..len) as printable text for an error: line breaks and tabs become
  * spaces, other control bytes and broken UTF-8 '?'. out gets at most
- * cap - 1 bytes and a NUL. */
+ * cap - 1 bytes and a NUL; a cap of 0 leaves it untouched. */
 void http_sanitize(const char *in, size_t len, char *out, size_t cap);
 
 /* ---- request.c ---- */

@@ -142,6 +142,12 @@ test_answers(void)
     char shown[EXEC_SHOWN * 2];
     exec_shown("a\x01\xc3\xa9", 4, shown, sizeof(shown));
     CHECK_STR(shown, "a???");
+    /* no room: out untouched, or only its NUL */
+    shown[0] = 'z';
+    exec_shown("abc", 3, shown, 0);
+    CHECK_INT(shown[0], 'z');
+    exec_shown("abc", 3, shown, 1);
+    CHECK_STR(shown, "");
 }
 
 /* exec_cmd_parse refuses, blaming setting (NULL: none) with a reason
@@ -197,6 +203,20 @@ test_command(void)
                      "'no-such-program-twice' is not an executable file in PATH");
     expect_cmd_error(HANDLERS "/../test-exec.c", "", "", NULL, "command", "/test-exec.c: ");
     expect_cmd_error("./behave.py", "", "", "/nonexistent", "directory", "/nonexistent: No such");
+    /* where PATH came from, and what a relative program was relative to */
+    expect_cmd_error("no-such-program-twice", "", "", NULL, "command",
+                     "'no-such-program-twice' is not an executable file in PATH "
+                     "(/usr/local/bin:/usr/bin:/bin; "
+                     "the default: PATH is neither in 'pass_env' nor set by 'env')");
+    expect_cmd_error("python3", "PATH=/nonexistent-twice:bin", "PATH", NULL, "command",
+                     "(/nonexistent-twice:bin; set by 'env'); its relative directories are not "
+                     "searched");
+    CHECK_INT(exec_cmd_parse(&c, "python3", "", "PATH", NULL, &r), 0); /* twiced's PATH */
+    exec_cmd_free(&c);
+    expect_cmd_error("no-such-program-twice", "", "PATH", NULL, "command",
+                     "; twiced's own, passed by 'pass_env')");
+    expect_cmd_error("./no-such-handler.py", "", "", HANDLERS, "command",
+                     "/no-such-handler.py: No such file or directory (relative to 'directory')");
     expect_cmd_error("/bin/true", "1A=x", "", NULL, "env", "'1A=x' is not NAME=value");
     expect_cmd_error("/bin/true", "NOVALUE", "", NULL, "env", "'NOVALUE' is not NAME=value");
     expect_cmd_error("/bin/true", "{\"A\": 1}", "", NULL, "env", "'A' must be a string");

@@ -55,6 +55,14 @@ test_sanitize(void)
     CHECK_STR(out, "???x");
     http_sanitize("abcdef", 6, out, 4);
     CHECK_STR(out, "abc");
+    http_sanitize("\xc3\xa9", 2, out, 2); /* no room for the whole character */
+    CHECK_STR(out, "?");
+    /* no room: out untouched, or only its NUL */
+    out[0] = 'z';
+    http_sanitize("abc", 3, out, 0);
+    CHECK_INT(out[0], 'z');
+    http_sanitize("abc", 3, out, 1);
+    CHECK_STR(out, "");
 }
 
 /* The header callback as libcurl calls it, one line at a time; a new
