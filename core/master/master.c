@@ -671,7 +671,8 @@ master_check(const char *path, int connect)
     }
     print_problems(&d);
     if (g != NULL && rc == 0) {
-        printf("%s: configuration and %zu plugins OK\n", path, g->cfg->nplugins);
+        printf("%s: configuration and %zu plugin%s OK\n", path, g->cfg->nplugins,
+               g->cfg->nplugins == 1 ? "" : "s");
         if (connect) {
             size_t buckets = 0;
             for (size_t i = 0; i < g->cfg->nqueues; i++) {

@@ -66,7 +66,7 @@ queues = ( { name = "q"; url = "%s"; dlq_url = "%s-dlq"; plugin = "p"; %s } );
     def test_valid_configuration_passes(self):
         r, _ = self._check(self.base())
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
-        self.assertIn("OK", r.stdout)
+        self.assertIn("configuration and 1 plugin OK", r.stdout)
 
     def test_problems_are_reported_as_file_line(self):
         text = self.base(queue_extra="visiblity_timeout = 5;").replace(
