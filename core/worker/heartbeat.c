@@ -231,24 +231,52 @@ choose(struct twice_job **due, size_t m, double must_after, size_t room,
     return k;
 }
 
-/* The due jobs of queue q among all[0..n) into due; their count. */
-static size_t
-due_jobs(struct wqueue *q, struct twice_job **all, size_t n, double interval,
-         const struct timespec *now, struct twice_job **due)
+/* Whether job j is due for an extension at now. */
+static int
+is_due(const struct twice_job *j, double interval, const struct timespec *now)
 {
-    double due_after = heartbeat_due_after(q->cfg->visibility_timeout, interval);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (all[i]->queue == q && !timeout_overrun(all[i]) &&
-            job_elapsed(&all[i]->extended_at, now) >= due_after) {
-            due[m++] = all[i];
-        }
-    }
-    return m;
+    double due_after = heartbeat_due_after(j->queue->cfg->visibility_timeout, interval);
+    return !timeout_overrun(j) && job_elapsed(&j->extended_at, now) >= due_after;
 }
 
-/* Each queue extends its share of the look's room (heartbeat_shares), and
- * its pressing jobs whatever the share. */
+void
+heartbeat_plan(const struct worker *w, struct twice_job *const *all, size_t n, double interval,
+               const struct timespec *now, struct twice_job **out, size_t *first, size_t *due,
+               size_t *take)
+{
+    size_t nq = w->nqueues;
+    for (size_t qi = 0; qi < nq; qi++) {
+        due[qi] = 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        due[all[i]->queue - w->queues] += is_due(all[i], interval, now);
+    }
+    /* out: the due jobs grouped by queue, each group in the snapshot's order;
+     * take counts how many each group has so far. A handler can end its run
+     * between the two passes (timeout_overrun): due is what was placed. */
+    for (size_t qi = 0, at = 0; qi < nq; qi++) {
+        first[qi] = at;
+        take[qi] = 0;
+        at += due[qi];
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t qi = (size_t) (all[i]->queue - w->queues);
+        if (take[qi] < due[qi] && is_due(all[i], interval, now)) {
+            out[first[qi] + take[qi]++] = all[i];
+        }
+    }
+    for (size_t qi = 0; qi < nq; qi++) {
+        due[qi] = take[qi];
+    }
+    /* each queue's share of the room, then its pressing jobs beyond it */
+    heartbeat_shares(due, nq, HEARTBEAT_PER_LOOK, take);
+    for (size_t qi = 0; qi < nq; qi++) {
+        double must_after = heartbeat_must_after(w->queues[qi].cfg->visibility_timeout, interval);
+        take[qi] = choose(out + first[qi], due[qi], must_after, take[qi], now);
+    }
+}
+
+/* Each queue extends what heartbeat_plan chose for it. */
 void
 heartbeat_run(struct heartbeat *hb, const struct timespec *now)
 {
@@ -258,32 +286,28 @@ heartbeat_run(struct heartbeat *hb, const struct timespec *now)
     }
     struct twice_job **all;
     size_t n;
-    if (snapshot(hb, &all, &n) != 0) {
-        return;
+    if (snapshot(hb, &all, &n) != 0 || n == 0) {
+        return; /* nothing in flight: all is NULL */
     }
-    struct twice_job **due = all + n;
     struct worker *w = hb->w;
     timeout_check(w, all, n, hb->act_overrun, hb->store_arg);
-    size_t *counts = calloc(2 * (w->nqueues + 1), sizeof(*counts));
-    size_t *share = counts + w->nqueues + 1;
-    for (size_t qi = 0; counts != NULL && qi < w->nqueues; qi++) {
-        counts[qi] = due_jobs(&w->queues[qi], all, n, hb->interval, now, due);
+    size_t *first = calloc(3 * (w->nqueues + 1), sizeof(*first));
+    if (first == NULL) {
+        if (report_now(hb)) {
+            log_error("heartbeat: out of memory planning the extensions");
+        }
+        free(all);
+        return;
     }
-    if (counts != NULL) {
-        heartbeat_shares(counts, w->nqueues, HEARTBEAT_PER_LOOK, share);
-    }
+    size_t *due = first + w->nqueues + 1, *take = due + w->nqueues + 1;
+    struct twice_job **chosen = all + n; /* the snapshot has room for n more */
+    heartbeat_plan(w, all, n, hb->interval, now, chosen, first, due, take);
     for (size_t qi = 0; qi < w->nqueues; qi++) {
-        struct wqueue *q = &w->queues[qi];
-        size_t m = due_jobs(q, all, n, hb->interval, now, due);
-        /* without memory for the shares: every due job, as is safe */
-        size_t room = counts != NULL ? share[qi] : m;
-        if (m > 0) {
-            size_t k = choose(
-                due, m, heartbeat_must_after(q->cfg->visibility_timeout, hb->interval), room, now);
-            extend_queue(hb, due, k, now);
+        if (take[qi] > 0) {
+            extend_queue(hb, chosen + first[qi], take[qi], now);
         }
     }
-    free(counts);
+    free(first);
     free(all);
 }
 

@@ -2,12 +2,13 @@
  * test-heartbeat.c - when the heartbeat looks and when a running job is due
  * for an extension (heartbeat.h): half the visibility timeout for the usual
  * timeouts, early enough for a short one that the extension lands before the
- * message is visible again; and how many are extended at one look when
- * hundreds are due together.
+ * message is visible again; how many are extended at one look when hundreds
+ * are due together, and how a look is shared between queues.
  */
 #include "check.h"
 #include "config.h"
 #include "heartbeat.h"
+#include "job.h"
 #include "worker.h"
 
 #include <string.h>
@@ -235,9 +236,115 @@ test_many_due_together_are_spread(void)
     }
 }
 
+#define PLAN_JOBS 200
+
+/* Two queues (30 s timeouts: looked at every second, due after 15 s,
+ * pressing after 21 s) and jobs made up for heartbeat_plan. */
+struct plan_case {
+    struct config_queue qc[2];
+    struct wqueue q[2];
+    struct worker w;
+    struct twice_job jobs[PLAN_JOBS];
+    struct twice_job *all[PLAN_JOBS], *out[PLAN_JOBS];
+    size_t n, first[2], due[2], take[2];
+};
+
+static void
+plan_init(struct plan_case *c)
+{
+    memset(c, 0, sizeof(*c));
+    for (int i = 0; i < 2; i++) {
+        c->qc[i].visibility_timeout = 30;
+        c->q[i].cfg = &c->qc[i];
+    }
+    c->w.queues = c->q;
+    c->w.nqueues = 2;
+}
+
+/* count jobs of queue qi last extended `age` seconds before 1000 s. */
+static void
+plan_add(struct plan_case *c, int qi, size_t count, double age)
+{
+    for (size_t i = 0; i < count && c->n < PLAN_JOBS; i++) {
+        struct twice_job *j = &c->jobs[c->n];
+        j->queue = &c->q[qi];
+        double at = 1000 - age - 0.001 * (double) i; /* the later ones older */
+        j->extended_at.tv_sec = (time_t) at;
+        j->extended_at.tv_nsec = (long) ((at - (double) (time_t) at) * 1e9);
+        c->all[c->n++] = j;
+    }
+}
+
+static void
+plan_run(struct plan_case *c)
+{
+    struct timespec now = {1000, 0};
+    heartbeat_plan(&c->w, c->all, c->n, heartbeat_interval(&c->w), &now, c->out, c->first, c->due,
+                   c->take);
+}
+
+/* Every job out[first[qi]..) of queue qi is of that queue, and the take
+ * chosen are at least as old as the due ones left. */
+static void
+check_groups(const struct plan_case *c)
+{
+    for (int qi = 0; qi < 2; qi++) {
+        double youngest_taken = 1e9, oldest_left = 0;
+        for (size_t i = 0; i < c->due[qi]; i++) {
+            const struct twice_job *j = c->out[c->first[qi] + i];
+            CHECK(j->queue == &c->q[qi]);
+            double age = 1000 - ((double) j->extended_at.tv_sec + j->extended_at.tv_nsec / 1e9);
+            if (i < c->take[qi]) {
+                youngest_taken = age < youngest_taken ? age : youngest_taken;
+            } else {
+                oldest_left = age > oldest_left ? age : oldest_left;
+            }
+        }
+        CHECK(c->due[qi] == c->take[qi] || youngest_taken >= oldest_left);
+    }
+}
+
+static void
+test_plan_shares_the_look_between_queues(void)
+{
+    static struct plan_case c;
+    /* both busy, the first queue's jobs first in the snapshot: half each */
+    plan_init(&c);
+    plan_add(&c, 0, 70, 16);
+    plan_add(&c, 1, 70, 16);
+    plan_add(&c, 0, 20, 5); /* not due yet */
+    plan_run(&c);
+    CHECK(c.due[0] == 70 && c.due[1] == 70);
+    CHECK(c.take[0] == 25 && c.take[1] == 25);
+    CHECK(c.first[0] == 0 && c.first[1] == 70);
+    check_groups(&c);
+    /* what one queue does not need goes to the other */
+    plan_init(&c);
+    plan_add(&c, 1, 100, 17);
+    plan_add(&c, 0, 10, 16);
+    plan_run(&c);
+    CHECK(c.take[0] == 10 && c.take[1] == 40);
+    check_groups(&c);
+    /* pressing jobs go whatever the share; the other queue keeps its own */
+    plan_init(&c);
+    plan_add(&c, 0, 60, 22);
+    plan_add(&c, 1, 60, 16);
+    plan_run(&c);
+    CHECK(c.take[0] == 60 && c.take[1] == 25);
+    check_groups(&c);
+    /* a run past its time limit is timeout.c's, not extended */
+    plan_init(&c);
+    plan_add(&c, 0, 3, 16);
+    c.jobs[1].run_ms = -1;
+    plan_run(&c);
+    CHECK(c.due[0] == 2 && c.take[0] == 2 && c.due[1] == 0 && c.take[1] == 0);
+    CHECK(c.out[0] == &c.jobs[0] && c.out[1] == &c.jobs[2]);
+}
+
 int
 main(void)
 {
+    test_plan_shares_the_look_between_queues();
     test_quota_takes_pressing_and_room();
     test_shares_are_fair_between_queues();
     test_many_due_together_are_spread();
