@@ -57,19 +57,6 @@ double heartbeat_due_after(int visibility_timeout, double interval);
  * the acker's deletes and completions for dozens of SQS round trips. */
 #define HEARTBEAT_PER_LOOK 50
 
-/* Which jobs in flight one look extends: all[0..n) is a snapshot of them,
- * looked at now, every `interval` seconds. A queue's due jobs (not past
- * their time limit, which timeout.c acts on) go to out, which has room for
- * n, grouped by queue: queue qi has due[qi] of them from out[first[qi]],
- * and extends the first take[qi]: its share of HEARTBEAT_PER_LOOK
- * (heartbeat_shares), oldest extension first, and its pressing jobs
- * whatever the share (heartbeat_quota). first, due and take have
- * w->nqueues entries. No I/O and no clock of its own: testable with made-up
- * jobs. */
-void heartbeat_plan(const struct worker *w, struct twice_job *const *all, size_t n,
-                    double interval, const struct timespec *now, struct twice_job **out,
-                    size_t *first, size_t *due, size_t *take);
-
 /* After how long a due job is pressing: halfway from when it is due to the
  * last look that could still put it off (the next look, one interval later
  * and itself possibly late by as much, must still land it), so that a job
@@ -90,6 +77,19 @@ size_t heartbeat_quota(const double *elapsed, size_t m, double must_after, size_
  * a later one only its pressing jobs. The shares add up to at most room
  * (to all due jobs when they fit). Pure. */
 void heartbeat_shares(const size_t *due, size_t nq, size_t room, size_t *share);
+
+/* Which jobs in flight one look extends: all[0..n) is a snapshot of them,
+ * looked at now, every `interval` seconds. A queue's due jobs (not past
+ * their time limit, which timeout.c acts on) go to out, which has room for
+ * n, grouped by queue: queue qi has due[qi] of them from out[first[qi]],
+ * and extends the first take[qi]: its share of HEARTBEAT_PER_LOOK
+ * (heartbeat_shares), oldest extension first, and its pressing jobs
+ * whatever the share (heartbeat_quota). first, due and take have
+ * w->nqueues entries. No I/O and no clock of its own: testable with made-up
+ * jobs. */
+void heartbeat_plan(const struct worker *w, struct twice_job *const *all, size_t n,
+                    double interval, const struct timespec *now, struct twice_job **out,
+                    size_t *first, size_t *due, size_t *take);
 
 /* Extend what is due; called every hb->interval seconds. */
 void heartbeat_run(struct heartbeat *hb, const struct timespec *now);
