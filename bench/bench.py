@@ -737,15 +737,17 @@ def plan(ctx, args):
 
 
 def warm_up(ctx, args, runs):
-    """One unmeasured run of the plan's first before round 1 (not with --quick). The
-    first run after the servers start found the emulator's JIT, PostgreSQL's caches
-    and the contender's binary cold: in five runs of 2026-12-04 that run drained at
-    6,500-8,100 msg/s where the same build did 9,400-11,000 in the later rounds, and
-    it is always a twiced run. Tuning, when there is some, warms them up the same way."""
+    """One unmeasured run of the plan's first, as large as a measured one, before round
+    1 (not with --quick). The first run after the servers start found the emulator's
+    JIT, PostgreSQL's caches and the contender's binary cold: in five runs of
+    2026-12-04 that run drained at 6,500-8,100 msg/s where the same build did
+    9,400-11,000 in the later rounds, and it is always a twiced run. A warm-up of N/5
+    messages drained at ~3,000 msg/s: still cold. Tuning, when there is some, warms
+    them up the same way."""
     if args.quick:
         return
     key, cls, settings, hosts = runs[0]
-    n = max(2000, args.n // 5)
+    n = args.n
     fig = run_once(ctx, cls, settings, n, hosts)
     log("warm-up (%s, %d messages, not counted): %.0f msg/s" % (key, n, fig["msgs_per_s"]))
 
