@@ -380,12 +380,27 @@ config_check_queue_name(struct config_at *at)
     return 0;
 }
 
+/* A queue's url: http(s), and not one an earlier entry polls already (its
+ * messages would go to either entry's plugin at random, and pausing one
+ * entry would leave the other polling). */
 int
 config_check_queue_url(struct config_at *at)
 {
     struct config_queue *q = at->base;
     q->fifo = config_has_suffix(q->url, ".fifo");
-    return config_check_http_url(at);
+    if (config_check_http_url(at) != 0) {
+        return -1;
+    }
+    for (const struct config_queue *o = at->c->queues; o < q; o++) {
+        if (o->url != NULL && o->name != NULL && strcmp(o->url, q->url) == 0) {
+            config_problem(at->x, at->s,
+                           "%surl: queue '%s' (line %d) polls it already; to send one queue's "
+                           "messages to several plugins, use route_by and routes",
+                           at->sc->pfx, o->name, o->line);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* A plugin named by a queue or a route must be configured. */

@@ -271,7 +271,8 @@ const struct config_row config_rows[] = {
      .doc = "Short name for logs and metrics: letters, digits, _ . and -."},
     {ROW("queues", "url", CONFIG_STR, Q(url)), .flags = CONFIG_REQUIRED,
      .check = config_check_queue_url,
-     .doc = "The SQS queue URL. A URL ending in .fifo is a FIFO queue."},
+     .doc = "The SQS queue URL. A URL ending in .fifo is a FIFO queue. One entry per queue: "
+            "route_by sends its messages to several plugins."},
     {ROW("queues", "dlq_url", CONFIG_STR, Q(dlq_url)), .flags = CONFIG_REQUIRED,
      .check = config_check_http_url,
      .doc = "Where rejected and exhausted messages go, with the reason as message attributes. "

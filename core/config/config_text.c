@@ -4,8 +4,10 @@
  * that follows libconfig's scanner far enough to count the settings of each
  * group and the entries of each list and to find the @include files it will
  * read, which are checked the same way. libconfig stops silently at a NUL,
- * reads a file of any size and takes time quadratic in a group's size: these
- * checks make such files fail at once with FILE:LINE.
+ * reads a file of any size, takes time quadratic in a group's size and, in
+ * version 1.5 (Debian 12), keeps only the low 32 bits of an integer written
+ * without the L suffix: these checks make such files fail at once with
+ * FILE:LINE.
  */
 #include "config_text.h"
 
@@ -13,7 +15,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <ctype.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,6 +286,62 @@ include_at(const char *t, size_t len, struct buf *name)
     return i < len ? i + 1 : 0; /* unterminated: libconfig reads nothing */
 }
 
+/* A character that continues a setting's name (libconfig:
+ * [A-Za-z*][-A-Za-z0-9_*]*) or a float's digits: a digit after one of these
+ * does not start a number. */
+static int
+continues_token(char ch)
+{
+    return isalnum((unsigned char) ch) || ch == '_' || ch == '*' || ch == '-' || ch == '.';
+}
+
+/* An integer literal at i (`[-+]?[0-9]+L?L?` or `[-+]?0x[0-9a-fA-F]+L?L?`),
+ * refused when its value does not fit what libconfig stores for it: 32 bits
+ * without the L suffix (1.5 would truncate 4294967297 to 1 without a word),
+ * 64 bits with it. A float is skipped whole. Returns the characters taken,
+ * 0 when no number starts at i. */
+static size_t
+scan_number(struct scan *sc, const struct src *f, size_t i)
+{
+    const char *t = f->text;
+    size_t j = i + (t[i] == '-' || t[i] == '+');
+    if ((i > 0 && continues_token(t[i - 1])) || j >= f->len || !isdigit((unsigned char) t[j])) {
+        return 0;
+    }
+    int hex = t[j] == '0' && j + 1 < f->len && (t[j + 1] == 'x' || t[j + 1] == 'X');
+    size_t digits = j + (hex ? 2 : 0), end = digits;
+    while (end < f->len &&
+           (hex ? isxdigit((unsigned char) t[end]) : isdigit((unsigned char) t[end]))) {
+        end++;
+    }
+    if (!hex && end < f->len && (t[end] == '.' || t[end] == 'e' || t[end] == 'E')) {
+        while (end < f->len &&
+               (isdigit((unsigned char) t[end]) || strchr(".eE+-", t[end]) != NULL)) {
+            end++; /* a float: libconfig reads it as a double */
+        }
+        return end - i;
+    }
+    int wide = end < f->len && t[end] == 'L';
+    size_t len =
+        end + (size_t) wide + (size_t) (wide && end + 1 < f->len && t[end + 1] == 'L') - i;
+    while (digits + 1 < end && t[digits] == '0') {
+        digits++; /* leading zeros do not make a number larger */
+    }
+    char num[32];
+    int n = snprintf(num, sizeof(num), "%s%.*s", t[i] == '-' ? "-" : "",
+                     (int) (end - digits < 24 ? end - digits : 24), t + digits);
+    errno = 0;
+    long long v = n > 0 ? strtoll(num, NULL, hex ? 16 : 10) : 0;
+    if (errno == ERANGE || end - digits >= 24 || (!wide && (v < INT_MIN || v > INT_MAX))) {
+        scan_problem(sc, f,
+                     wide ? "%.*s: an integer out of the 64-bit range"
+                          : "%.*s: an integer out of the 32-bit range (-2147483648 to "
+                            "2147483647); a 64-bit integer is written with an L suffix",
+                     (int) len, t + i);
+    }
+    return len;
+}
+
 /* Code outside strings and comments, one character (or construct) at i;
  * returns how many characters it took. */
 static size_t
@@ -309,6 +369,10 @@ scan_code(struct scan *sc, struct src *f, size_t i, int bol)
     if (ch == '#' || (ch == '/' && next == '/')) {
         const char *nl = memchr(t + i, '\n', f->len - i);
         return nl != NULL ? (size_t) (nl - (t + i)) : f->len - i;
+    }
+    size_t number = scan_number(sc, f, i);
+    if (number > 0) {
+        return number;
     }
     if (ch == '"') {
         sc->lex = LEX_STRING;

@@ -2,7 +2,8 @@
  * test-config-limits.c - a configuration as text, before its settings: a
  * NUL byte anywhere (the file or an @include'd one) is refused at its line,
  * and so is a file past CONFIG_MAX_BYTES (/dev/zero included), a group or a
- * list past CONFIG_MAX_ENTRIES, an @include that could block; past
+ * list past CONFIG_MAX_ENTRIES, an @include that could block, an integer
+ * libconfig would truncate; past
  * DIAG_MAX_LINES problems the last line counts the rest. Every reader (a
  * file, its text, a snapshot fd) refuses the same. Not for the settings
  * (test-config.c).
@@ -179,6 +180,81 @@ test_nul_include(void)
         CHECK_STR(d.lines[0], want);
     }
     diag_free(&d);
+    unlink(inc);
+    unlink(file);
+}
+
+#define INT32_MSG                                                                                 \
+    ": an integer out of the 32-bit range (-2147483648 to 2147483647); a 64-bit integer is "      \
+    "written with an L suffix"
+
+/* libconfig 1.5 keeps the low 32 bits of an integer without the L suffix:
+ * `workers = 4294967297;` used to load as 1 worker. Such an integer is
+ * refused at its line, wherever it is (a list, a plugin's settings, an
+ * @include'd file); in range, in hex, with leading zeros or the L suffix,
+ * and inside names, strings and comments, numbers load. A float is a float,
+ * whatever its exponent. */
+static void
+test_integers(void)
+{
+    static const struct {
+        const char *extra;
+        const char *literal; /* refused as this; NULL: loads */
+        const char *msg;
+    } cases[] = {
+        {"workers = 4294967297;\n", "4294967297", INT32_MSG},
+        {"workers = 2147483648;\n", "2147483648", INT32_MSG},
+        {"workers = -2147483649;\n", "-2147483649", INT32_MSG},
+        {"workers = 0xFFFFFFFF;\n", "0xFFFFFFFF", INT32_MSG},
+        {"workers = 00000000000000000000000000000000004294967297;\n",
+         "00000000000000000000000000000000004294967297", INT32_MSG},
+        {"workers = 99999999999999999999L;\n", "99999999999999999999L",
+         ": an integer out of the 64-bit range"},
+        {"alerts = { smtp = { url = \"smtp://m\"; from = \"a@b\"; to = (\"a@b\"); }; };\n"
+         "x = [1, 2,\n 3000000000];\n",
+         "3000000000", INT32_MSG},
+        {"workers = 1.5e99999999999;\n", "workers", ": expected an integer, got a float"},
+        {"workers = 2;\n", NULL, NULL},
+        {"workers = 0x2;\n", NULL, NULL},
+        {"workers = 0000000000000000000000000000000002;\n", NULL, NULL},
+        {"workers = 2L; drain_timeout = 30LL;\n", NULL, NULL},
+        {"# workers = 4294967297;\n/* 4294967297 */ log = { file = \"/tmp/4294967297\"; };\n",
+         NULL, NULL},
+    };
+    char text[4096], want[1024];
+    const char *file = path_in("int.conf");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t n = valid_plus(text, sizeof(text), cases[i].extra, strlen(cases[i].extra));
+        write_bytes(file, text, n);
+        if (cases[i].literal == NULL) {
+            expect_loads(file);
+            continue;
+        }
+        int line = 5 + (strchr(cases[i].extra, '\n') < strstr(cases[i].extra, cases[i].literal)) +
+                   (strstr(cases[i].extra, "\n 3") != NULL);
+        snprintf(want, sizeof(want), "%s:%d: %s%s", file, line, cases[i].literal, cases[i].msg);
+        expect_refused(file, want);
+    }
+
+    /* A plugin's settings: 64-bit with L, digits in names; in an @include'd
+     * file, at its own line. */
+    const char *inc = path_in("int.inc");
+    const char *inc_text = "# included\nbig = 4294967297L; s3-4294967297 = 1;\n";
+    write_bytes(inc, inc_text, strlen(inc_text));
+    snprintf(text, sizeof(text),
+             "idempotency = { dsn = \"dbname=twice\"; };\n"
+             "plugins = ( { name = \"a\"; path = \"%s\"; settings = {\n"
+             "@include \"int.inc\"\n"
+             "  low = -2147483648; high = 2147483647; }; } );\n"
+             "queues = ( { name = \"q\"; url = \"http://h/0/q\"; dlq_url = \"http://h/0/d\";\n"
+             "  plugin = \"a\"; } );\n",
+             plugin);
+    write_bytes(file, text, strlen(text));
+    expect_loads(file);
+    inc_text = "# included\nbig = 4294967297; s3-4294967297 = 1;\n";
+    write_bytes(inc, inc_text, strlen(inc_text));
+    snprintf(want, sizeof(want), "%s:2: 4294967297" INT32_MSG, inc);
+    expect_refused(file, want);
     unlink(inc);
     unlink(file);
 }
@@ -446,6 +522,7 @@ main(void)
     test_nul();
     test_nul_fd();
     test_nul_include();
+    test_integers();
     test_size();
     test_size_include();
     test_entries();

@@ -436,6 +436,8 @@ static const char errors_text[] =
     "    batch_size = 11; },\n"
     "  { name = \"jobs\"; url = \"http://h/0/j2\"; dlq_url = \"http://h/0/j2-dlq\";\n"
     "    plugin = \"welcome-email\"; },\n"
+    "  { name = \"again\"; url = \"http://h/0/j2\"; dlq_url = \"http://h/0/j2-dlq\";\n"
+    "    plugin = \"welcome-email\"; },\n"
     "  { name = \"f\"; url = \"https://h/0/f.fifo\";\n"
     "    dlq_url = \"https://h/0/f-dlq\"; plugin = \"welcome-email\";\n"
     "    backoff = { base = 10; cap = 5; }; },\n"
@@ -483,13 +485,15 @@ static const struct want errors_want[] = {
                   "'visibility_timeout'?)"},
     {"batch_size = 11", "queue 'jobs': batch_size: 11 is out of range (1-10)"},
     {"j2\"", "duplicate queue name 'jobs' (first at line 25)"},
+    {"\"again\"", "queue 'again': url: queue 'jobs' (line 29) polls it already; to send one "
+                  "queue's messages to several plugins, use route_by and routes"},
     {"f-dlq", "queue 'f': dlq_url: must be a FIFO queue (ending in .fifo) like url"},
     {"cap = 5", "queue 'f': backoff.cap (5) must be at least backoff.base (10)"},
     {"{ name = \"r\"", "queue 'r': set either 'plugin' or 'route_by' with 'routes', not both"},
     {"\"nope\"", "queue 'r': plugin 'nope' is not configured"},
-    {"bad name", "queue 5: name 'bad name' may only use letters, digits, '_', '.' and '-'"},
-    {"ftp:", "queue 5: url: must start with http:// or https://"},
-    {"{ name = \"bad name\"", "queue 5: missing 'plugin' (or 'route_by' with 'routes')"},
+    {"bad name", "queue 6: name 'bad name' may only use letters, digits, '_', '.' and '-'"},
+    {"ftp:", "queue 6: url: must start with http:// or https://"},
+    {"{ name = \"bad name\"", "queue 6: missing 'plugin' (or 'route_by' with 'routes')"},
 };
 
 static void
