@@ -13,6 +13,7 @@
 #include "dbdown.h"
 #include "idem.h"
 #include "log.h"
+#include "plural.h"
 #include "metrics.h"
 #include "shm.h"
 
@@ -121,17 +122,18 @@ expire(struct janitor *j, const struct gone *g)
         log_warn("janitor: %s", err);
         rc = -1;
     } else if (n > 0 && nids == 1) {
-        log_info("freed %ld keys of gone worker %s: their jobs run on their next delivery; only "
-                 "the run of message %s counts (the worker crashed while running it)",
-                 n, g->owner, c[0].message_id);
+        log_info("freed %ld key%s of gone worker %s: their jobs run on their next delivery; "
+                 "only the run of message %s counts (the worker crashed while running it)",
+                 n, plural_s(n), g->owner, c[0].message_id);
     } else if (n > 0 && nids > 1) {
-        log_info("freed %ld keys of gone worker %s: their jobs run on their next delivery; only "
-                 "the runs of the %zu messages then running count (%s, ...): the worker crashed",
-                 n, g->owner, nids, c[0].message_id);
+        log_info("freed %ld key%s of gone worker %s: their jobs run on their next delivery; "
+                 "only the runs of the %zu messages then running count (%s, ...): the worker "
+                 "crashed",
+                 n, plural_s(n), g->owner, nids, c[0].message_id);
     } else if (n > 0) {
-        log_info("freed %ld keys of gone worker %s: their jobs run on their next delivery, "
+        log_info("freed %ld key%s of gone worker %s: their jobs run on their next delivery, "
                  "their cut-short runs not counted",
-                 n, g->owner);
+                 n, plural_s(n), g->owner);
     }
     free(copy);
     return rc;

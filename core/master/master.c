@@ -21,6 +21,7 @@
 #include "janitor.h"
 #include "pausewatch.h"
 #include "log.h"
+#include "plural.h"
 #include "metrics.h"
 #include "notify.h"
 #include "pidfile.h"
@@ -430,8 +431,9 @@ reload(struct master *m)
         log_error("reload: %s", d.lines[i]);
     }
     if (g == NULL) {
-        log_error("reload refused (%zu problems); generation %d keeps running unchanged",
-                  diag_count(&d), m->cur->id);
+        size_t n = diag_count(&d);
+        log_error("reload refused (%zu problem%s); generation %d keeps running unchanged", n,
+                  plural_s((long long) n), m->cur->id);
         diag_free(&d);
         metrics_count(MET_RELOADS, "failed", NULL, NULL, 1);
         notify_ready("running (reload refused)");
@@ -550,9 +552,10 @@ begin_quit(struct master *m)
     }
     m->stopping = STOP_QUIT;
     notify_stopping();
-    log_info("quitting: %d workers finish their running jobs, however long they take "
+    int n = proc_count(m->procs, -1, 0);
+    log_info("quitting: %d worker%s finish%s their running jobs, however long they take "
              "(twiced -s stop or TERM cuts it to drain_timeout)",
-             proc_count(m->procs, -1, 0));
+             n, plural_s(n), n == 1 ? "es" : "");
     proc_signal(m->procs, -1, SIGQUIT, 1);
 }
 
@@ -563,7 +566,8 @@ begin_stop(struct master *m)
         m->stopping = STOP_TERM;
         m->stop_deadline = time(NULL) + m->cur->cfg->drain_timeout + 15;
         notify_stopping();
-        log_info("stopping: draining %d workers", proc_count(m->procs, -1, 0));
+        int n = proc_count(m->procs, -1, 0);
+        log_info("stopping: draining %d worker%s", n, plural_s(n));
         proc_signal(m->procs, -1, SIGTERM, 1);
     } else if (got_term > 1) {
         /* A second signal: workers give back what runs and leave at once. */
@@ -672,16 +676,16 @@ master_check(const char *path, int connect)
     print_problems(&d);
     if (g != NULL && rc == 0) {
         printf("%s: configuration and %zu plugin%s OK\n", path, g->cfg->nplugins,
-               g->cfg->nplugins == 1 ? "" : "s");
+               plural_s((long long) g->cfg->nplugins));
         if (connect) {
             size_t buckets = 0;
             for (size_t i = 0; i < g->cfg->nqueues; i++) {
                 buckets += g->cfg->queues[i].payload_bucket != NULL;
             }
-            printf("%s: PostgreSQL and %zu queues with their dead-letter queues answer", path,
-                   g->cfg->nqueues);
+            printf("%s: PostgreSQL and %zu queue%s with their dead-letter queues answer", path,
+                   g->cfg->nqueues, plural_s((long long) g->cfg->nqueues));
             if (buckets > 0) {
-                printf(", and %zu payload buckets", buckets);
+                printf(", and %zu payload bucket%s", buckets, plural_s((long long) buckets));
             }
             putchar('\n');
         }
@@ -759,8 +763,9 @@ master_run(const char *path, const struct master_opts *o)
     sigset_t wait_mask;
     install_signals(&wait_mask);
     apply_master_settings(&m, g->cfg);
-    log_info("twiced starting: %d workers, %zu queues, %zu plugins", g->cfg->workers,
-             g->cfg->nqueues, g->cfg->nplugins);
+    log_info("twiced starting: %d worker%s, %zu queue%s, %zu plugin%s", g->cfg->workers,
+             plural_s(g->cfg->workers), g->cfg->nqueues, plural_s((long long) g->cfg->nqueues),
+             g->cfg->nplugins, plural_s((long long) g->cfg->nplugins));
     m.cur = g;
     start_gen(&m, g);
     while (!m.stopping || proc_count(m.procs, -1, 0) > 0) {

@@ -71,7 +71,9 @@ childargs_argv_free(struct childargs_argv *out)
     out->fds = NULL;
 }
 
-/* Parse "5,6,7" into a new array. 0, or -1 when it is not such a list. */
+/* Parse "5,6,7" into a new array; -1 is a plugin file the master could not
+ * open (the probe skips it: the master has said why). 0, or -1 when it is
+ * not such a list. */
 static int
 parse_fds(const char *v, struct childargs *out)
 {
@@ -88,7 +90,8 @@ parse_fds(const char *v, struct childargs *out)
         char *end;
         errno = 0;
         long fd = strtol(p, &end, 10);
-        if (errno != 0 || end == p || fd < 0 || fd > 0x7fffffff || (*end != ',' && *end != '\0')) {
+        if (errno != 0 || end == p || fd < -1 || fd > 0x7fffffff ||
+            (*end != ',' && *end != '\0')) {
             free(fds);
             return -1;
         }

@@ -27,6 +27,7 @@
 #include "jobspan.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "plural.h"
 #include "metrics.h"
 #include "outbox.h"
 #include "payloads.h"
@@ -402,9 +403,9 @@ release_keys(struct acker *a, struct twice_job *list)
             metrics_count(MET_PG_ERRORS, "release", NULL, NULL, 1);
             time_t now = time(NULL);
             if (now - a->release_logged >= ACKER_REPORT_EVERY) {
-                log_warn("releasing %zu keys failed (they stay claimed until their leases "
+                log_warn("releasing %zu key%s failed (they stay claimed until their leases "
                          "end): %s",
-                         n, err);
+                         n, plural_s((long long) n), err);
                 a->release_logged = now;
             }
         }

@@ -15,6 +15,7 @@
 #include "job.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "plural.h"
 #include "metrics.h"
 #include "registry.h"
 #include "sqs.h"
@@ -347,9 +348,9 @@ give_back_queue(struct heartbeat *hb, struct wqueue *q, struct twice_job **jobs,
      * count they had when claimed). */
     if (k > 0 && (keys == NULL || s == NULL ||
                   idem_release_batch(s, keys, NULL, k, NULL, err, sizeof(err)) != 0)) {
-        log_warn("queue %s: drain deadline: releasing %zu keys failed (their leases "
+        log_warn("queue %s: drain deadline: releasing %zu key%s failed (their leases "
                  "will be ended when this worker has gone)",
-                 q->cfg->name, k);
+                 q->cfg->name, k, plural_s((long long) k));
     }
     free(keys);
     if (nn > 0) {

@@ -4,6 +4,7 @@
  * goes into the verdict; the callers log, count and act.
  */
 #include "lifecycle.h"
+#include "plural.h"
 
 #include "backoff.h"
 
@@ -115,11 +116,12 @@ on_claimed(const struct lifecycle_queue *q, const struct lifecycle_claim *c,
 {
     if (c->attempts >= q->max_attempts && c->state == IDEM_CRASHED) {
         part(dead_letter(v, "worker-crashed", c->attempts)->before, LIFECYCLE_TEXT_MAX,
-             "%d attempts, the last one crashed its worker (max_attempts %d)", c->attempts,
-             q->max_attempts);
+             "%d attempt%s, the last one crashed its worker (max_attempts %d)", c->attempts,
+             plural_s(c->attempts), q->max_attempts);
     } else if (c->attempts >= q->max_attempts) {
         part(dead_letter(v, "max-attempts", c->attempts)->before, LIFECYCLE_TEXT_MAX,
-             "%d attempts already (max_attempts %d)", c->attempts, q->max_attempts);
+             "%d attempt%s already (max_attempts %d)", c->attempts, plural_s(c->attempts),
+             q->max_attempts);
     } else if (c->receives > q->max_receives) {
         part(dead_letter(v, "max-receives", c->attempts)->before, LIFECYCLE_TEXT_MAX,
              "received %d times (max_receives %d) without finishing (attempts counted: %d)%s",

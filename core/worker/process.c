@@ -18,6 +18,7 @@
 #include "jobspan.h"
 #include "keying.h"
 #include "log.h"
+#include "plural.h"
 #include "metrics.h"
 #include "proctitle.h"
 #include "ready.h"
@@ -386,8 +387,8 @@ worker_main(int argc, char **argv)
         log_error("worker not started: %s", err);
         _exit(3);
     }
-    log_info("worker ready: generation %d, %zu queues, %zu plugins", w.generation, w.nqueues,
-             w.nplugins);
+    log_info("worker ready: generation %d, %zu queue%s, %zu plugin%s", w.generation, w.nqueues,
+             plural_s((long long) w.nqueues), w.nplugins, plural_s((long long) w.nplugins));
     notify_ready(a.ctl_fd);
 
     enum worker_ask ask = WORKER_IGNORE;

@@ -23,6 +23,7 @@
 #include "jsonpath.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "plural.h"
 #include "jobspan.h"
 #include "metrics.h"
 #include "msgage.h"
@@ -238,8 +239,8 @@ claim(struct receiver *r, struct twice_job **jobs, size_t n)
     char err[512];
     if (idem_claim_batch(r->store, claims, nl, err, sizeof(err)) != 0) {
         metrics_count(MET_PG_ERRORS, "claim", NULL, NULL, 1);
-        log_error("queue %s: claiming %zu keys failed, giving the messages back: %s", q->cfg->name,
-                  nl, err);
+        log_error("queue %s: claiming %zu key%s failed, giving the messages back: %s",
+                  q->cfg->name, nl, plural_s((long long) nl), err);
         for (size_t i = 0; i < nl; i++) {
             struct lifecycle_verdict v;
             lifecycle_on_claim_failed(&q->policy, leaders[i]->receives, err, &v);

@@ -128,7 +128,7 @@ class ReloadRefused(twicetest.TwiceTestCase):
             mark = d.mark()
             d.signal(signal.SIGHUP)
             d.wait_log(expect, since=mark, timeout=20)
-            d.wait_log(r"reload refused \(1 problems\); generation 1 keeps running unchanged",
+            d.wait_log(r"reload refused \(1 problem\); generation 1 keeps running unchanged",
                        since=mark, timeout=20)
             for _ in range(5):
                 self.sqs.send(url, json.dumps({"id": "after-%d" % sent}))

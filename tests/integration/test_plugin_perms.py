@@ -55,6 +55,8 @@ class PluginPerms(twicetest.TwiceTestCase):
         r = d.check_config()
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertRegex(r.stdout + r.stderr, want)
+        # the refusal is the only line: the probe child skips the file, it does not fail
+        self.assertEqual(len((r.stdout + r.stderr).splitlines()), 1, r.stdout + r.stderr)
         d.start()
         try:
             code = d.proc.wait(timeout=20)
@@ -65,6 +67,24 @@ class PluginPerms(twicetest.TwiceTestCase):
         self.assertRegex(log, want)
         self.assertIn("not starting", log)
         self.assertNotIn("ready: generation", log)
+
+    def test_refusal_leaves_the_other_plugins_checked(self):
+        """A refused file does not stop `twiced -t` from checking the other plugins: one
+        run reports both the refused file and another plugin's unknown setting."""
+        bad = self.copy_plugin(self.safe_dir(0o777))
+        good = tc.test_plugin(self.env, "echo_ok")
+        conf = tc.config(self.env, self.new_database("perms"),
+                         [tc.queue("perms", self.url, self.dlq, PLUGIN),
+                          tc.queue("other", *self.queue_pair("perms-other"), "echo")],
+                         [tc.plugin(PLUGIN, bad), tc.plugin("echo", good, no_such_setting="x")])
+        r = self.twiced(conf).check_config()
+        out = r.stdout + r.stderr
+        self.assertEqual(r.returncode, 1, out)
+        self.assertRegex(out, r"twice\.conf:\d+: plugin '%s': plugin %s: directory .* is "
+                         r"writable by group and others" % (PLUGIN, re.escape(bad)))
+        self.assertRegex(out, r"twice\.conf:\d+: plugin 'echo': .*no_such_setting")
+        self.assertNotIn("probe:", out)
+        self.assertEqual(len(out.splitlines()), 2, out)
 
     def test_safe_plugin_is_accepted(self):
         """The control: the same file in a directory only we can write is loaded."""

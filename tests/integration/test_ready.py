@@ -155,7 +155,7 @@ class Ready(twicetest.TwiceTestCase):
         r = subprocess.run([good.binary, "-t", "--connect", "-c", good.config_path],
                            capture_output=True, text=True, env=good.process_env, timeout=60)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn("%s: PostgreSQL and 1 queues with their dead-letter queues answer"
+        self.assertIn("%s: PostgreSQL and 1 queue with their dead-letter queues answer"
                       % good.config_path, r.stdout)
         missing = self.missing_queue_url()
         bad = self.twiced(self.conf("connect-bad", dsn=self.wrong_password_dsn(), url=missing,

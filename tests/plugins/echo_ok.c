@@ -1,7 +1,8 @@
 /*
  * echo_ok.c - the good fixture plugin: key "echo:{id}", logs one line per
  * job and returns DONE. Not an example of a useful handler.
- * Used by: test-loader.c, test_basic.py, test_config.py, test_ctl.py, test_reload.py.
+ * Used by: test-loader.c, test_basic.py, test_config.py, test_ctl.py, test_plugin_perms.py,
+ *          test_reload.py.
  */
 #include <twice/plugin.h>
 

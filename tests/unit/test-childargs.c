@@ -40,11 +40,12 @@ reader(int fd, const char *want)
     return 0;
 }
 
-/* build, then parse: the same descriptors, slot and strings come back. */
+/* build, then parse: the same descriptors (a -1 among them), slot and
+ * strings come back. */
 static void
 round_trip(void)
 {
-    int fds[] = {7, 12, 9};
+    int fds[] = {7, -1, 9}; /* -1: a file the master could not open */
     struct childargs a = {CHILD_WORKER, 5, "/etc/twice/twice.conf", 6, 8, 3, 4, 1234, "abcd",
                           fds,          3};
     struct childargs_argv args;
@@ -78,6 +79,9 @@ round_trip(void)
                    "--plugin-fds",  "5,,6",     NULL};
     CHECK_INT(childargs_parse(10, bad, &b, err, sizeof(err)), -1);
     CHECK(strstr(err, "bad descriptor list 5,,6") != NULL);
+    bad[9] = "5,-2";
+    CHECK_INT(childargs_parse(10, bad, &b, err, sizeof(err)), -1);
+    CHECK(strstr(err, "bad descriptor list 5,-2") != NULL);
 }
 
 int

@@ -144,6 +144,11 @@ static const struct claim_row claim_rows[] = {
       "finishing (attempts counted: 0)"}, 0, 0, NULL, NULL, 0},
     {"runs == max (max lowered)",   &STD, CLAIM, 5, 6, 0, SAME, "",
      {DLQ, 0, "max-attempts", QUIET, "5 attempts already (max_attempts 5)"}, 0, 5, NULL, NULL, 0},
+    {"one run, max_attempts 1",     &ONE, CLAIM, 1, 1, 0, SAME, "",
+     {DLQ, 0, "max-attempts", QUIET, "1 attempt already (max_attempts 1)"}, 0, 1, NULL, NULL, 0},
+    {"crashed, max_attempts 1",     &ONE, CRASH, 1, 1, 0, SAME, "",
+     {DLQ, 0, "worker-crashed", QUIET, "1 attempt, the last one crashed its worker "
+      "(max_attempts 1)"}, 0, 1, NULL, NULL, 0},
     {"crashed once",                &STD, CRASH, 1, 2, 0, SAME, "",
      {RUN, 0, NULL, WARN, CRASHED}, 2, 0, NULL, NULL, 0},
     {"crashed, runs == max - 1",    &STD, CRASH, 4, 9, 0, SAME, "",
