@@ -336,7 +336,9 @@ const struct config_row config_rows[] = {
             "per message; each receive gathered delays the first batch by one SQS round "
             "trip. Pair it with max_inflight. 1 on FIFO queues."},
     {ROW("queues", "wait_time", CONFIG_INT, Q(wait_time)), .lo = 0, .hi = SQS_WAIT_TIME_MAX,
-     .def = SQS_WAIT_TIME_MAX, .doc = "Long-poll seconds."},
+     .def = SQS_WAIT_TIME_MAX,
+     .doc = "Long-poll seconds. 0 makes short polls, which SQS answers at once; a receiver "
+            "whose short poll got nothing waits 1 s before the next (SQS bills each one)."},
     {ROW("queues", "visibility_timeout", CONFIG_INT, Q(visibility_timeout)), .lo = 1,
      .hi = SQS_VISIBILITY_MAX, .def = 30,
      .doc = "Seconds. A job running longer is kept hidden by a heartbeat, which extends the "

@@ -42,6 +42,11 @@
 /* How often a paused queue's receiver looks at its pause again, ms. */
 #define PAUSED_NAP_MS 500
 
+/* How long a receiver waits after a short poll (wait_time = 0) that got
+ * nothing, ms: SQS answers those at once and bills each one, so an empty
+ * queue would otherwise be asked as fast as the network allows. */
+#define EMPTY_SHORT_POLL_NAP_MS 1000
+
 /* The most messages one claim gathers (receives_per_claim full batches). */
 #define GATHER_MAX (RECEIVES_PER_CLAIM_MAX * SQS_RECEIVE_MAX)
 
@@ -581,6 +586,9 @@ receive_once(struct receiver *r)
     r->claim_failures = claimed == 0 ? 0 : r->claim_failures + 1;
     if (r->claim_failures > 0 && idem_connected(r->store)) {
         nap(q->w, backoff_delay(500, 15000, r->claim_failures));
+    }
+    if (got == 0 && q->cfg->wait_time == 0) {
+        nap(q->w, EMPTY_SHORT_POLL_NAP_MS);
     }
 }
 

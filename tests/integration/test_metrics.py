@@ -105,6 +105,27 @@ class Metrics(twicetest.TwiceTestCase):
         self.assertEqual(tc.metric_sum(s, "twice_sqs_errors_total"), 0)
         self.assertEqual(d.stop(), 0)
 
+    def test_short_polls_of_an_empty_queue_wait_between_receives(self):
+        """wait_time = 0: SQS answers short polls at once and bills each one. A receiver
+        whose short poll got nothing waits 1 s before the next, so 2 workers with 2
+        receivers each ask an empty queue about 4 times a second (it was as fast as the
+        network allowed: hundreds); a message sent is still handled at once."""
+        url, dlq, dsn, port, d = self.start("short", wait_time=0, receivers=2)
+
+        def receives():
+            return tc.metric_sum(tc.scrape(port), "twice_sqs_requests_total",
+                                 action="ReceiveMessage")
+        time.sleep(1)
+        before, t0 = receives(), time.monotonic()
+        time.sleep(4)
+        made, elapsed = receives() - before, time.monotonic() - t0
+        self.assertGreaterEqual(made, 4, "the receivers stopped asking")
+        self.assertLessEqual(made, 4 * (elapsed + 1), "%d receives in %.1f s" % (made, elapsed))
+        self.sqs.send(url, json.dumps({"id": "short-1"}))
+        twicetest.wait_until(lambda: self.counts(port)["done"] == 1, timeout=10,
+                             message="a message sent to a short-polled queue was not handled")
+        self.assertEqual(d.stop(), 0)
+
     def test_readyz_follows_the_sqs_endpoint(self):
         proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
         self.addCleanup(proxy.close)
