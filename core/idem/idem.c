@@ -214,19 +214,22 @@ redact(char *s, const char *secret)
     }
 }
 
-/* One line: libpq's messages end in newlines and continue with tabs. */
-static void
-flatten(char *s)
+void
+idem_flatten(char *s)
 {
-    for (char *p = s; *p; p++) {
-        if (*p == '\n' || *p == '\r' || *p == '\t') {
-            *p = ' ';
+    char *out = s;
+    for (const char *p = s; *p != '\0'; p++) {
+        int space = *p == '\n' || *p == '\r' || *p == '\t' || *p == ' ';
+        if (!space) {
+            *out++ = *p;
+        } else if (out > s && out[-1] != ' ') {
+            *out++ = ' ';
         }
     }
-    size_t n = strlen(s);
-    while (n > 0 && s[n - 1] == ' ') {
-        s[--n] = '\0';
+    while (out > s && out[-1] == ' ') {
+        out--;
     }
+    *out = '\0';
 }
 
 /* A hint for the errors an operator can fix, by SQLSTATE. */
@@ -261,7 +264,7 @@ idem_pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, s
     }
     if (err != NULL && errlen > 0) {
         idem_set_err(err, errlen, "%s (table %s): %s%s", what, s->name, msg, sqlstate_hint(state));
-        flatten(err);
+        idem_flatten(err);
         redact(err, PQpass(s->conn));
     }
     PQclear(res);
@@ -415,7 +418,7 @@ connect_error(struct idem_store *s, char *err, size_t errlen)
 {
     if (err != NULL && errlen > 0) {
         idem_set_err(err, errlen, "cannot connect to PostgreSQL: %s", PQerrorMessage(s->conn));
-        flatten(err);
+        idem_flatten(err);
         redact(err, PQpass(s->conn));
     }
     return -1;

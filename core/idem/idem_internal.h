@@ -39,6 +39,11 @@ struct buf;
 void idem_set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Make libpq's text one line in place: its messages end in newlines and
+ * continue on lines that start with a tab; each run of white space becomes
+ * one space, and none is left at either end. */
+void idem_flatten(char *s);
+
 /* Describe a failed statement as "<what> (table T): <message><hint>" in
  * err (one line, never the password), clear res (may be NULL: the message
  * is then the connection's) and return -1. */

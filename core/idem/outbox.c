@@ -127,8 +127,8 @@ fail(struct idem_store *s, PGresult *res, const char *table, const char *what, c
         msg = PQerrorMessage(idem_pgconn(s));
     }
     idem_set_err(err, errlen, "outbox %s (table %s_outbox): %s", what, table, msg);
-    for (char *p = err; *p != '\0'; p++) {
-        *p = *p == '\n' || *p == '\t' ? ' ' : *p;
+    if (err != NULL && errlen > 0) {
+        idem_flatten(err);
     }
     PQclear(res);
     return -1;
