@@ -9,6 +9,7 @@
 #include "config_table.h"
 
 #include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,13 +112,15 @@ parse_int(struct config_at *at)
         return -1;
     }
     long long v = config_setting_get_int64(at->s);
-    if (v < r->lo || v > r->hi) {
-        if (r->hi == CONFIG_NO_MAX) {
+    /* a row without a maximum still has its field's: an int keeps 32 bits */
+    long long hi = r->field.size == sizeof(int) && r->hi > INT_MAX ? INT_MAX : r->hi;
+    if (v < r->lo || v > hi) {
+        if (hi == CONFIG_NO_MAX) {
             config_problem(at->x, at->s, "%s%s: %lld is out of range (must be at least %lld)",
                            at->sc->pfx, r->name, v, r->lo);
         } else {
             config_problem(at->x, at->s, "%s%s: %lld is out of range (%lld-%lld)", at->sc->pfx,
-                           r->name, v, r->lo, r->hi);
+                           r->name, v, r->lo, hi);
         }
         return -1;
     }

@@ -462,7 +462,7 @@ static const struct want errors_want[] = {
     {"table = \"\"", "idempotency.table: must be 1-51 bytes long (twice's index names add "
                      "up to 12 bytes, within PostgreSQL's 63)"},
     {"\"drop\"", "idempotency.on_conflict: unknown value 'drop' (use skip or reject)"},
-    {"retention", "idempotency.retention: 59 is out of range (must be at least 60)"},
+    {"retention", "idempotency.retention: 59 is out of range (60-2147483647)"},
     {"webhook", "alerts.webhook: missing required setting 'url'"},
     {"webhook", "alerts.webhook.header: must read 'Name: value' on one line"},
     {"smtp =", "alerts.smtp.url: must start with smtp:// or smtps://"},
@@ -630,7 +630,13 @@ test_single_errors(void)
     config_free(c);
     diag_free(&d);
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; backoff = { base = -1; };"), "base",
-               "queue 'jobs': backoff.base: -1 is out of range (must be at least 0)");
+               "queue 'jobs': backoff.base: -1 is out of range (0-2147483647)");
+    /* A setting without a maximum still has its field's: 4294967298L used to be
+     * stored as 2. */
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; backoff = { base = 4294967298L; };"),
+               "base", "queue 'jobs': backoff.base: 4294967298 is out of range (0-2147483647)");
+    expect_ok(QUEUE_JOBS("plugin = \"welcome-email\"; backoff = { base = 2147483647L; "
+                         "cap = 2147483647; };"));
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; backoff = { bse = 1; };"), "bse",
                "unknown setting 'bse' in the backoff of queue 'jobs' (did you mean 'base'?)");
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; backoff = 3;"), "backoff",
