@@ -12,9 +12,12 @@
 #include "metrics.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +37,8 @@ struct httpd {
     char **queues;
     int *wait_times;
     size_t nqueues;
+    atomic_int serving; /* MHD_start_daemon returned: its messages go to the log */
+    int start_errno;    /* the system error of libmicrohttpd's first message while starting */
 };
 
 int
@@ -163,6 +168,30 @@ take_queues(struct httpd *h, const struct config *c)
     return 0;
 }
 
+/* libmicrohttpd's own error messages, which it would print to stderr: while
+ * it starts, only the errno of the first is kept, for start()'s one message
+ * ("Failed to bind to port 0" would mislead: the address is given apart);
+ * once it serves, they go to the log. */
+static void
+mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    struct httpd *h = cls;
+    int saved = errno;
+    if (!atomic_load(&h->serving)) {
+        if (h->start_errno == 0) {
+            h->start_errno = saved;
+        }
+        return;
+    }
+    char text[256];
+    vsnprintf(text, sizeof(text), fmt, ap);
+    size_t n = strlen(text);
+    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' ')) {
+        text[--n] = '\0';
+    }
+    log_warn("metrics: %s: %s", h->listen, text);
+}
+
 static struct httpd *
 start(const char *listen, char *err, size_t errlen)
 {
@@ -183,16 +212,19 @@ start(const char *listen, char *err, size_t errlen)
     if (ss.ss_family == AF_INET6) {
         flags |= MHD_USE_IPv6;
     }
-    h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, serve, h, MHD_OPTION_SOCK_ADDR,
-                                 (struct sockaddr *) &ss, MHD_OPTION_CONNECTION_TIMEOUT,
-                                 (unsigned) 10, MHD_OPTION_END);
+    h->daemon =
+        MHD_start_daemon(flags, 0, NULL, NULL, serve, h, MHD_OPTION_SOCK_ADDR,
+                         (struct sockaddr *) &ss, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 10,
+                         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
     if (h->daemon == NULL) {
-        snprintf(err, errlen, "cannot listen on %s (address in use?)", listen);
+        snprintf(err, errlen, "cannot listen on %s: %s", listen,
+                 h->start_errno != 0 ? strerror(h->start_errno) : "libmicrohttpd refused");
         free(h->listen);
         pthread_mutex_destroy(&h->mu);
         free(h);
         return NULL;
     }
+    atomic_store(&h->serving, 1);
     return h;
 }
 

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import socket
 import time
 import unittest
 
@@ -124,6 +125,31 @@ class Metrics(twicetest.TwiceTestCase):
         self.sqs.send(url, json.dumps({"id": "short-1"}))
         twicetest.wait_until(lambda: self.counts(port)["done"] == 1, timeout=10,
                              message="a message sent to a short-polled queue was not handled")
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_busy_metrics_port_is_reported_with_its_reason_and_jobs_still_run(self):
+        """metrics.listen on a port another process holds: one log line with the system's
+        reason (not libmicrohttpd's own "Failed to bind to port 0" on stderr), and the
+        workers run without the endpoints."""
+        holder = socket.socket()
+        self.addCleanup(holder.close)
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        url, dlq = self.queue_pair("busyport")
+        dsn = self.new_database("busyport")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        conf = tc.config(self.env, dsn, [tc.queue("jobs", url, dlq, "effect-tx")],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         metrics_port=port)
+        d = self.start_twiced(conf)
+        d.wait_log(r"metrics: cannot listen on 127\.0\.0\.1:%d: Address already in use "
+                   r"\(metrics and health endpoints are off\)" % port, timeout=20)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "busy-1"}))
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20,
+                             message="the message was not handled")
+        self.assertNotIn("Failed to bind", d.log_text())
         self.assertEqual(d.stop(), 0)
 
     def test_readyz_follows_the_sqs_endpoint(self):
