@@ -553,9 +553,9 @@ begin_quit(struct master *m)
     m->stopping = STOP_QUIT;
     notify_stopping();
     int n = proc_count(m->procs, -1, 0);
-    log_info("quitting: %d worker%s finish%s their running jobs, however long they take "
+    log_info("quitting: %d worker%s finish%s %s running jobs, however long they take "
              "(twiced -s stop or TERM cuts it to drain_timeout)",
-             n, plural_s(n), n == 1 ? "es" : "");
+             n, plural_s(n), n == 1 ? "es" : "", n == 1 ? "its" : "their");
     proc_signal(m->procs, -1, SIGQUIT, 1);
 }
 

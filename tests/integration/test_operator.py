@@ -140,7 +140,7 @@ class Operator(twicetest.TwiceTestCase):
         self.assertEqual(d.proc.wait(timeout=30), 0)
         self.assertEqual(self.effects(), {"effect:q%d" % i for i in range(4)},
                          "quit waited for the running jobs, past drain_timeout")
-        self.assertIn("quitting: 1 workers finish their running jobs", d.log_text())
+        self.assertIn("quitting: 1 worker finishes its running jobs", d.log_text())
         self.assertNotIn("giving back", d.log_text())
 
     def test_titles_say_which_process_is_which(self):

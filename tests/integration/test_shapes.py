@@ -215,7 +215,7 @@ class Shapes(twicetest.TwiceTestCase):
         r = subprocess.run([good.binary, "-t", "--connect", "-c", good.config_path],
                            capture_output=True, text=True, env=good.process_env, timeout=90)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn("and 1 payload buckets", r.stdout)
+        self.assertIn("and 1 payload bucket\n", r.stdout)
         bad = self.start([tc.queue("jobs", url, dlq, "effect", payload_bucket=missing)],
                          run=False)
         self.assertEqual(bad.check_config().returncode, 0, "without --connect S3 is not asked")
