@@ -433,7 +433,7 @@ reload(struct master *m)
     if (g == NULL) {
         size_t n = diag_count(&d);
         log_error("reload refused (%zu problem%s); generation %d keeps running unchanged", n,
-                  plural_s((long long) n), m->cur->id);
+                  plural_s(n), m->cur->id);
         diag_free(&d);
         metrics_count(MET_RELOADS, "failed", NULL, NULL, 1);
         notify_ready("running (reload refused)");
@@ -676,16 +676,16 @@ master_check(const char *path, int connect)
     print_problems(&d);
     if (g != NULL && rc == 0) {
         printf("%s: configuration and %zu plugin%s OK\n", path, g->cfg->nplugins,
-               plural_s((long long) g->cfg->nplugins));
+               plural_s(g->cfg->nplugins));
         if (connect) {
             size_t buckets = 0;
             for (size_t i = 0; i < g->cfg->nqueues; i++) {
                 buckets += g->cfg->queues[i].payload_bucket != NULL;
             }
             printf("%s: PostgreSQL and %zu queue%s with their dead-letter queues answer", path,
-                   g->cfg->nqueues, plural_s((long long) g->cfg->nqueues));
+                   g->cfg->nqueues, plural_s(g->cfg->nqueues));
             if (buckets > 0) {
-                printf(", and %zu payload bucket%s", buckets, plural_s((long long) buckets));
+                printf(", and %zu payload bucket%s", buckets, plural_s(buckets));
             }
             putchar('\n');
         }
@@ -764,8 +764,8 @@ master_run(const char *path, const struct master_opts *o)
     install_signals(&wait_mask);
     apply_master_settings(&m, g->cfg);
     log_info("twiced starting: %d worker%s, %zu queue%s, %zu plugin%s", g->cfg->workers,
-             plural_s(g->cfg->workers), g->cfg->nqueues, plural_s((long long) g->cfg->nqueues),
-             g->cfg->nplugins, plural_s((long long) g->cfg->nplugins));
+             plural_s(g->cfg->workers), g->cfg->nqueues, plural_s(g->cfg->nqueues),
+             g->cfg->nplugins, plural_s(g->cfg->nplugins));
     m.cur = g;
     start_gen(&m, g);
     while (!m.stopping || proc_count(m.procs, -1, 0) > 0) {

@@ -405,7 +405,7 @@ release_keys(struct acker *a, struct twice_job *list)
             if (now - a->release_logged >= ACKER_REPORT_EVERY) {
                 log_warn("releasing %zu key%s failed (they stay claimed until their leases "
                          "end): %s",
-                         n, plural_s((long long) n), err);
+                         n, plural_s(n), err);
                 a->release_logged = now;
             }
         }

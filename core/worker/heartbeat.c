@@ -350,7 +350,7 @@ give_back_queue(struct heartbeat *hb, struct wqueue *q, struct twice_job **jobs,
                   idem_release_batch(s, keys, NULL, k, NULL, err, sizeof(err)) != 0)) {
         log_warn("queue %s: drain deadline: releasing %zu key%s failed (their leases "
                  "will be ended when this worker has gone)",
-                 q->cfg->name, k, plural_s((long long) k));
+                 q->cfg->name, k, plural_s(k));
     }
     free(keys);
     if (nn > 0) {

@@ -388,7 +388,7 @@ worker_main(int argc, char **argv)
         _exit(3);
     }
     log_info("worker ready: generation %d, %zu queue%s, %zu plugin%s", w.generation, w.nqueues,
-             plural_s((long long) w.nqueues), w.nplugins, plural_s((long long) w.nplugins));
+             plural_s(w.nqueues), w.nplugins, plural_s(w.nplugins));
     notify_ready(a.ctl_fd);
 
     enum worker_ask ask = WORKER_IGNORE;

@@ -245,7 +245,7 @@ claim(struct receiver *r, struct twice_job **jobs, size_t n)
     if (idem_claim_batch(r->store, claims, nl, err, sizeof(err)) != 0) {
         metrics_count(MET_PG_ERRORS, "claim", NULL, NULL, 1);
         log_error("queue %s: claiming %zu key%s failed, giving the messages back: %s",
-                  q->cfg->name, nl, plural_s((long long) nl), err);
+                  q->cfg->name, nl, plural_s(nl), err);
         for (size_t i = 0; i < nl; i++) {
             struct lifecycle_verdict v;
             lifecycle_on_claim_failed(&q->policy, leaders[i]->receives, err, &v);
