@@ -29,21 +29,21 @@ str_of(const struct config_at *at)
 }
 
 int
-config_check_plugin_dir(struct config_at *at)
+config_check_rel_path(struct config_at *at)
 {
-    char **dir = config_field(at);
-    if ((*dir)[0] == '/') {
+    char **path = config_field(at);
+    if (*path == NULL || (*path)[0] == '/') {
         return 0;
     }
     /* relative to the configuration's directory, whatever the process's
-     * working directory later is */
-    char *abs = config_join_path(at->x->dir, *dir);
+     * working directory later is (-d and systemd run from /) */
+    char *abs = config_join_path(at->x->dir, *path);
     if (abs == NULL) {
         config_problem(at->x, at->s, "out of memory");
         return -1;
     }
-    free(*dir);
-    *dir = abs;
+    free(*path);
+    *path = abs;
     return 0;
 }
 

@@ -9,7 +9,8 @@
 #include "config_row.h"
 
 /* Settings of the top level and its groups. */
-config_check_fn config_check_plugin_dir;
+/* A path without a leading / is made absolute from the configuration's directory. */
+config_check_fn config_check_rel_path;
 config_check_fn config_check_user;
 config_check_fn config_check_http_url;
 config_check_fn config_check_dsn;

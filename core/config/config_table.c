@@ -50,7 +50,7 @@ const struct config_row config_rows[] = {
      .doc = "Worker processes. Each loads the plugins, polls every queue and holds one "
             "PostgreSQL connection."},
     {ROW("", "plugin_dir", CONFIG_STR, C(plugin_dir)), .flags = CONFIG_NONEMPTY,
-     .def_str = TWICE_DEFAULT_PLUGIN_DIR, .check = config_check_plugin_dir,
+     .def_str = TWICE_DEFAULT_PLUGIN_DIR, .check = config_check_rel_path,
      .doc_default = "the bundled plugins' directory",
      .doc = "Where plugin paths without a leading / are looked up; a relative plugin_dir is "
             "taken from the configuration file's directory."},
@@ -109,8 +109,9 @@ const struct config_row config_rows[] = {
     {ROW("log", "format", CONFIG_ENUM, C(log.format)), .choices = formats, .noun = "format",
      .def = LOG_FORMAT_TEXT, .doc = "text for people, json for log shippers."},
     {ROW("log", "file", CONFIG_STR, C(log.file)), .flags = CONFIG_UNSET,
-     .doc_default = "standard error (under systemd, the journal)",
-     .doc = "Append to this file instead of standard error."},
+     .check = config_check_rel_path, .doc_default = "standard error (under systemd, the journal)",
+     .doc = "Append to this file instead of standard error. A relative path is taken from the "
+            "configuration file's directory."},
 
     {ROW("aws", "region", CONFIG_STR, C(aws.region)), .flags = CONFIG_UNSET,
      .doc_default = "AWS_REGION, then AWS_DEFAULT_REGION, then the profile's region",
@@ -129,7 +130,9 @@ const struct config_row config_rows[] = {
      .doc_default = "AWS_PROFILE, then \"default\"",
      .doc = "Profile of the shared config and credentials files."},
     {ROW("aws", "ca_file", CONFIG_STR, C(aws.ca_file)), .flags = CONFIG_UNSET,
-     .doc_default = "the system CA store", .doc = "CA bundle for TLS."},
+     .check = config_check_rel_path, .doc_default = "the system CA store",
+     .doc = "CA bundle for TLS. A relative path is taken from the configuration file's "
+            "directory."},
 
     {ROW("idempotency", "dsn", CONFIG_STR, C(idempotency.dsn)),
      .flags = CONFIG_REQUIRED | CONFIG_SECRET, .check = config_check_dsn,

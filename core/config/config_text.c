@@ -342,6 +342,20 @@ scan_number(struct scan *sc, const struct src *f, size_t i)
     return len;
 }
 
+/* An escape in a string at i (a backslash): \x00 is refused, since
+ * libconfig drops it without a word ("a\x00b" reads "ab") and no setting
+ * can hold a NUL byte. Returns the characters taken. */
+static size_t
+scan_escape(struct scan *sc, const struct src *f, size_t i)
+{
+    const char *t = f->text;
+    if (i + 3 < f->len && t[i + 1] == 'x' && t[i + 2] == '0' && t[i + 3] == '0') {
+        scan_problem(sc, f, "\\x00 in a string: a setting cannot hold a NUL byte");
+        return 4;
+    }
+    return 2;
+}
+
 /* Code outside strings and comments, one character (or construct) at i;
  * returns how many characters it took. */
 static size_t
@@ -397,7 +411,7 @@ scan_text(struct scan *sc, struct src *f)
             sc->lex = LEX_CODE;
             n = 2;
         } else if (sc->lex == LEX_STRING && t[i] == '\\' && i + 1 < f->len) {
-            n = 2;
+            n = scan_escape(sc, f, i);
         } else if (sc->lex == LEX_STRING && t[i] == '"') {
             sc->lex = LEX_CODE;
         }

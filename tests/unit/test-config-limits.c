@@ -188,6 +188,37 @@ test_nul_include(void)
     ": an integer out of the 32-bit range (-2147483648 to 2147483647); a 64-bit integer is "      \
     "written with an L suffix"
 
+/* libconfig drops a \x00 escape from a string without a word: refused at
+ * its line. Other escapes, and a backslash escaped before "x00", load. */
+static void
+test_escapes(void)
+{
+    static const char *refused[] = {
+        "log = { file = \"/tmp/a\\x00b\"; };\n",
+        "log = { file = \"\\\\\\x00\"; };\n", /* an escaped backslash, then \x00 */
+    };
+    static const char *loads[] = {
+        "log = { file = \"/tmp/a\\x01b\\t\\\"\"; };\n",
+        "log = { file = \"/tmp/a\\\\x00b\"; };\n", /* the text \x00, backslash escaped */
+        "# \"\\x00\"\nlog = { file = \"/tmp/a\\x0\"; };\n",
+    };
+    char text[4096], want[1024];
+    const char *file = path_in("esc.conf");
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        size_t n = valid_plus(text, sizeof(text), refused[i], strlen(refused[i]));
+        write_bytes(file, text, n);
+        snprintf(want, sizeof(want), "%s:5: \\x00 in a string: a setting cannot hold a NUL byte",
+                 file);
+        expect_refused(file, want);
+    }
+    for (size_t i = 0; i < sizeof(loads) / sizeof(loads[0]); i++) {
+        size_t n = valid_plus(text, sizeof(text), loads[i], strlen(loads[i]));
+        write_bytes(file, text, n);
+        expect_loads(file);
+    }
+    unlink(file);
+}
+
 /* libconfig 1.5 keeps the low 32 bits of an integer without the L suffix:
  * `workers = 4294967297;` used to load as 1 worker. Such an integer is
  * refused at its line, wherever it is (a list, a plugin's settings, an
@@ -523,6 +554,7 @@ main(void)
     test_nul_fd();
     test_nul_include();
     test_integers();
+    test_escapes();
     test_size();
     test_size_include();
     test_entries();

@@ -752,6 +752,39 @@ test_plugin_rules(void)
     diag_free(&d);
 }
 
+/* Paths twiced opens later (log.file, aws.ca_file) mean the same whatever the
+ * working directory: -d and systemd run twiced from /, twicectl from anywhere. */
+static void
+test_relative_paths(void)
+{
+    struct diag d = DIAG_INIT;
+    struct config *c = NULL;
+    CHECK_INT(load(MINIMAL_HEAD
+                   "log = { file = \"logs/twiced.log\"; };\n"
+                   "aws = { ca_file = \"ca.pem\"; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
+                   0, &c, &d),
+              0);
+    CHECK_INT(d.n, 0);
+    if (c != NULL) {
+        CHECK_STR(c->log.file, path_in(tmpdir, "logs/twiced.log"));
+        CHECK_STR(c->aws.ca_file, path_in(tmpdir, "ca.pem"));
+    }
+    config_free(c);
+    c = NULL;
+    diag_free(&d);
+    CHECK_INT(load(MINIMAL_HEAD
+                   "log = { file = \"/var/log/t.log\"; };\n"
+                   "aws = { ca_file = \"\"; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
+                   0, &c, &d),
+              0);
+    if (c != NULL) {
+        CHECK_STR(c->log.file, "/var/log/t.log"); /* absolute: kept */
+        CHECK(c->aws.ca_file == NULL);            /* "": not set */
+    }
+    config_free(c);
+    diag_free(&d);
+}
+
 /* A data file copied into tmpdir; its path there (static buffer). */
 static const char *
 copy_data(const char *name)
@@ -1075,6 +1108,7 @@ main(void)
     test_single_errors();
     test_queue_rules();
     test_plugin_rules();
+    test_relative_paths();
     test_syntax_errors();
     test_include();
     test_include_plugin_settings();
