@@ -95,6 +95,37 @@ wait_started(int fd, pid_t daemon)
     return 1;
 }
 
+/* twiced works in its configuration's directory, in front, with -d and
+ * under systemd alike, so that a relative path in a plugin's settings (an
+ * exec handler's command, a token file) means the same to twiced -t, to the
+ * probe and to every worker. A relative -p FILE is kept from where twiced
+ * was started. config is absolute (realpath). 0, or -1 after saying why. */
+static int
+enter_config_dir(const char *config, const char **pid_file, char **pid_abs)
+{
+    if (*pid_file != NULL && (*pid_file)[0] != '/') {
+        char *cwd = get_current_dir_name();
+        size_t n = (cwd != NULL ? strlen(cwd) : 0) + strlen(*pid_file) + 2;
+        if (cwd == NULL || (*pid_abs = malloc(n)) == NULL) {
+            fprintf(stderr, "twiced: -p %s: %s\n", *pid_file, strerror(errno));
+            free(cwd);
+            return -1;
+        }
+        snprintf(*pid_abs, n, "%s/%s", cwd, *pid_file);
+        *pid_file = *pid_abs;
+        free(cwd);
+    }
+    const char *slash = strrchr(config, '/');
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%.*s", slash > config ? (int) (slash - config) : 1, config);
+    if (chdir(dir) != 0) {
+        fprintf(stderr, "twiced: cannot enter %s, the configuration's directory: %s\n", dir,
+                strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 /* Detach only when asked to (-d): under systemd twiced stays in front. The
  * foreground process stays until the daemon is ready or has given up, so
  * that its exit code says whether twiced started. */
@@ -117,7 +148,8 @@ daemonize(void)
     }
     close(p[0]);
     started_fd = p[1];
-    if (setsid() < 0 || chdir("/") != 0) {
+    /* It stays in the configuration's directory (main), as in front. */
+    if (setsid() < 0) {
         perror("twiced: setsid");
         return -1;
     }
@@ -198,11 +230,14 @@ main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    /* An absolute path: children re-read it, and -d changes directory. */
-    char *abs = realpath(config, NULL);
+    /* An absolute path: children re-read it, and twiced changes directory. */
+    char *abs = realpath(config, NULL), *pid_abs = NULL;
     const char *path = abs != NULL ? abs : config;
     int rc;
-    if (signal_name != NULL) {
+    if (signal_name == NULL && abs != NULL &&
+        enter_config_dir(abs, &opts.pid_file, &pid_abs) != 0) {
+        rc = 1;
+    } else if (signal_name != NULL) {
         rc = pidfile_signal(path, opts.pid_file, signal_name);
     } else if (test) {
         log_set_role("twiced -t");
@@ -212,6 +247,7 @@ main(int argc, char **argv)
         opts.started = report_started;
         rc = master_run(path, &opts);
     }
+    free(pid_abs);
     free(abs);
     return rc;
 }

@@ -148,6 +148,7 @@ struct config_smtp {
 
 struct config {
     char *file; /* the path the configuration was read from */
+    char *dir;  /* its directory, absolute: relative paths in it are taken from there */
 
     int workers;            /* worker processes (default 2) */
     char *plugin_dir;       /* default TWICE_DEFAULT_PLUGIN_DIR */

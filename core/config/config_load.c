@@ -116,6 +116,8 @@ config_load(const char *file, const char *text, struct config **out, struct diag
     struct config_scope top = {"", "", 0, NULL};
     struct config_at at = {&x, c, NULL, root, root, &top, NULL, c, NULL};
     config_parse_members(&at, "");
+    c->dir = dir;
+    dir = NULL;
 done:
     config_destroy(&cf);
     buf_free_secret(read);
@@ -136,6 +138,7 @@ config_free(struct config *c)
     }
     config_free_fields("", c);
     free(c->file);
+    free(c->dir);
     free(c->user_file);
     free(c);
 }

@@ -17,12 +17,14 @@
 #include "keytmpl.h"
 #include "loader.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #define DERIVE_TIMEOUT 30 /* seconds the child may take (init included) */
 
@@ -273,10 +275,18 @@ report(const struct derive_run *dr)
     return r;
 }
 
-/* In the child: the report as JSON on standard output. */
+/* In the child: the report as JSON on standard output. It works in the
+ * configuration's directory, as twiced does, so a relative path in a
+ * plugin's settings means what it means to twiced. */
 static void
 child_report(void *arg)
 {
+    const struct derive_run *dr = arg;
+    if (dr->cfg->dir != NULL && chdir(dr->cfg->dir) != 0) {
+        fprintf(stderr, "twicectl: key derive: cannot enter %s: %s\n", dr->cfg->dir,
+                strerror(errno));
+        _exit(3);
+    }
     json_t *r = report(arg);
     if (r == NULL || json_dumpf(r, stdout, JSON_COMPACT | JSON_ENSURE_ASCII) != 0) {
         _exit(3);

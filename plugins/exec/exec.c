@@ -170,7 +170,8 @@ static const twice_setting exec_settings[] = {
     {"key", TWICE_SETTING_STRING, 0, NULL,
      "key template, e.g. invoice:{invoiceId}; needed unless every queue using the plugin "
      "sets key"},
-    {"directory", TWICE_SETTING_STRING, 0, NULL, "its working directory (default: twiced's)"},
+    {"directory", TWICE_SETTING_STRING, 0, NULL,
+     "its working directory (default: the configuration file's, where twiced works)"},
     {"env", TWICE_SETTING_STRING, 0, NULL,
      "its environment: NAME=value words, or a JSON object of strings"},
     {"pass_env", TWICE_SETTING_STRING, 0, "PATH LANG LC_ALL TZ",

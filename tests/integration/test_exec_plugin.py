@@ -12,7 +12,9 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
+import subprocess
 import tempfile
 import time
 import unittest
@@ -104,6 +106,45 @@ class ExecPlugin(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
                              "at most one handler per running job")
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)
+
+    def test_relative_paths_mean_the_configuration_directory(self):
+        """twiced works in its configuration's directory, in front, with -d and under
+        systemd alike, so a relative exec command and log.file mean the same to twiced -t
+        run from / and to a daemon started from elsewhere (-d used to move it to /, where
+        every worker failed to start). A relative -p stays where twiced was started."""
+        plugin = tc.plugin("x", os.path.join(self.env.plugin_build_dir, "exec.so"),
+                           command="./handler.py", key="order:{orderId}")
+        url, dlq, dsn, conf = self.config(plugin, "execrel")
+        d = self.twiced(conf.replace("log = {", 'log = { file = "daemon.log";', 1))
+        handler = os.path.join(d.workdir, "handler.py")
+        shutil.copy(self.example, handler)
+        os.chmod(handler, 0o755)
+        r = subprocess.run([d.binary, "-t", "-c", d.config_path], capture_output=True, text=True,
+                           env=d.process_env, cwd="/", timeout=60)
+        self.assertEqual((r.returncode, r.stderr), (0, ""), r.stdout)
+        pid_file = os.path.join(self.dir, "rel.pid")
+        r = subprocess.run([d.binary, "-d", "-c", d.config_path, "-p", "rel.pid"],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           env=d.process_env, cwd=self.dir, timeout=90)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pid = int(twicetest.wait_until(lambda: os.path.exists(pid_file) and open(pid_file).read(),
+                                       timeout=10))
+        self.addCleanup(lambda: os.path.exists("/proc/%d" % pid) and os.kill(pid, signal.SIGKILL))
+        self.sqs.send_batch(url, [json.dumps({"orderId": i, "amount": 3}) for i in range(5)])
+        orders = os.path.join(d.workdir, "orders.log")
+        twicetest.wait_until(lambda: os.path.exists(orders) and len(open(orders).readlines()) == 5,
+                             timeout=60, message="the handler ran from the configuration's directory")
+        self.drained(url)
+        with open(os.path.join(d.workdir, "daemon.log")) as f:
+            log = f.read()
+        self.assertIn("ready: generation 1", log)
+        self.assertNotIn("worker not started", log)
+        r = subprocess.run([d.binary, "-s", "stop", "-p", pid_file], capture_output=True,
+                           text=True, env=d.process_env, cwd="/", timeout=30)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        twicetest.wait_until(lambda: not os.path.exists("/proc/%d" % pid), timeout=30,
+                             message="the daemon did not stop")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
 
     def test_killed_mid_job_is_restarted_and_retried(self):
         url, dlq, dsn, d = self.start(self.plugin("python3 -u " + self.behave, key="k:{id}"))
