@@ -225,6 +225,13 @@ main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    /* -t, -s and -d each do something else: one of them, never two
+     * (-t -s reload used to send the reload without the test). */
+    if ((test != 0) + (signal_name != NULL) + (detach != 0) > 1) {
+        fprintf(stderr, "twiced: -t, -s and -d go alone: give one of them\n");
+        usage(stderr);
+        return 2;
+    }
     if (optind < argc) {
         fprintf(stderr, "twiced: unexpected argument %s\n", argv[optind]);
         usage(stderr);

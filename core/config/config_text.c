@@ -208,7 +208,16 @@ scan_include(struct scan *sc, const struct src *f, const char *name)
     char shown[64];
     struct stat st;
     struct buf path = BUF_INIT, b = BUF_INIT;
-    if (sc->stop || f->depth + 1 > SCAN_DEPTH) {
+    if (sc->stop) {
+        return;
+    }
+    config_shown(name, shown);
+    if (f->depth + 1 > SCAN_DEPTH) {
+        scan_problem(sc, f,
+                     "@include \"%s\": nested more than %d deep (does a file include "
+                     "itself?)",
+                     shown, SCAN_DEPTH);
+        sc->stop = 1;
         return;
     }
     if (++sc->includes > CONFIG_MAX_INCLUDES) {
@@ -217,13 +226,22 @@ scan_include(struct scan *sc, const struct src *f, const char *name)
         sc->stop = 1;
         return;
     }
-    buf_printf(&path, "%s/%s", sc->x->dir, name);
-    int fd = open(buf_str(&path), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    buf_free(&path);
-    if (fd < 0) {
+    if (name[0] == '/') {
+        /* libconfig 1.5 would look for it under the directory too */
+        scan_problem(sc, f,
+                     "@include \"%s\": an absolute path; write it relative to %s, the "
+                     "configuration's directory",
+                     shown, sc->x->dir);
         return;
     }
-    config_shown(name, shown);
+    buf_printf(&path, "%s/%s", sc->x->dir, name);
+    int fd = open(buf_str(&path), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        scan_problem(sc, f, "@include \"%s\": %s (in %s)", shown, strerror(errno), sc->x->dir);
+        buf_free(&path);
+        return;
+    }
+    buf_free(&path);
     int rc = fstat(fd, &st) != 0                                                   ? -1
              : S_ISDIR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ? 2
                                                                                    : 0;

@@ -78,9 +78,15 @@ class Operator(twicetest.TwiceTestCase):
         self.assertEqual(self.ctl(d, "-s", "reload"), (0, ""))
         d.wait_log(r"reload done: generation 2 ready", since=mark, timeout=30)
         self.assertEqual(self.ctl(d, "-s", "restart")[0], 2)
+        # -t, -s and -d go alone: -t -s reload used to reload without the test
+        for args in (("-t", "-s", "reload"), ("-s", "reload", "-d"), ("-d", "-t")):
+            code, err = self.ctl(d, *args)
+            self.assertEqual(code, 2, args)
+            self.assertIn("twiced: -t, -s and -d go alone: give one of them", err)
         self.assertEqual(self.ctl(d, "-s", "reload", pid_file="twiced.pid"), (0, ""),
                          "-p FILE: from the working directory")
         d.wait_log(r"reload done: generation 3 ready", since=mark, timeout=30)
+        self.assertNotIn("generation 4", d.log_text()[mark:], "the refused ones sent nothing")
         # stop, by name: drains, exits 0, removes the pid file
         self.assertEqual(self.ctl(d, "-s", "stop"), (0, ""))
         self.assertEqual(d.proc.wait(timeout=30), 0)

@@ -334,6 +334,59 @@ test_size(void)
                                 "configuration (with its @include files)");
 }
 
+/* @include names that libconfig 1.5 would fail on with only "cannot open
+ * include file": a missing file, an absolute path (it looks under the
+ * configuration's directory even then), a file that includes itself. A
+ * chain of 10 nested files loads, as libconfig allows. */
+static void
+test_include_names(void)
+{
+    char text[4096], want[2048], abs[600], file[512], inc[512];
+    snprintf(file, sizeof(file), "%s", path_in("names.conf")); /* path_in's buffers rotate */
+    snprintf(inc, sizeof(inc), "%s", path_in("abs.inc"));
+    size_t n = valid_plus(text, sizeof(text), "@include \"nope.inc\"\n", 20);
+    write_bytes(file, text, n);
+    snprintf(want, sizeof(want), "%s:5: @include \"nope.inc\": No such file or directory (in %s)",
+             file, tmpdir);
+    expect_refused(file, want);
+
+    write_bytes(inc, "# nothing\n", 10);
+    snprintf(abs, sizeof(abs), "@include \"%s\"\n", inc);
+    n = valid_plus(text, sizeof(text), abs, strlen(abs));
+    write_bytes(file, text, n);
+    snprintf(want, sizeof(want),
+             "%s:5: @include \"%s\": an absolute path; write it relative to %s, the "
+             "configuration's directory",
+             file, inc, tmpdir);
+    expect_refused(file, want);
+
+    write_bytes(inc, "@include \"abs.inc\"\n", 19);
+    n = valid_plus(text, sizeof(text), "@include \"abs.inc\"\n", 19);
+    write_bytes(file, text, n);
+    snprintf(want, sizeof(want),
+             "%s:1: @include \"abs.inc\": nested more than 10 deep (does a file include itself?)",
+             inc);
+    expect_refused(file, want);
+
+    for (int i = 1; i <= 10; i++) { /* c1.inc includes c2.inc ... c10.inc */
+        char name[32], body[64];
+        snprintf(name, sizeof(name), "c%d.inc", i);
+        int len = i < 10 ? snprintf(body, sizeof(body), "@include \"c%d.inc\"\n", i + 1)
+                         : snprintf(body, sizeof(body), "# the end\n");
+        write_bytes(path_in(name), body, (size_t) len);
+    }
+    n = valid_plus(text, sizeof(text), "@include \"c1.inc\"\n", 18);
+    write_bytes(file, text, n);
+    expect_loads(file);
+    for (int i = 1; i <= 10; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "c%d.inc", i);
+        unlink(path_in(name));
+    }
+    unlink(inc);
+    unlink(file);
+}
+
 /* The cap counts the @include files too; a file that could block a reader
  * (a FIFO) or a directory is refused without being opened for reading. */
 static void
@@ -557,6 +610,7 @@ main(void)
     test_escapes();
     test_size();
     test_size_include();
+    test_include_names();
     test_entries();
     test_settings_in_all();
     test_include_count();
