@@ -229,9 +229,9 @@ sqs_kv_free(struct sqs_kv *kv, size_t n)
 const struct sqs_attr *
 sqs_attr_find(const struct sqs_attr *attrs, size_t n, const char *name)
 {
-    for (size_t i = 0; name != NULL && i < n; i++) {
-        if (attrs[i].name != NULL && strcmp(attrs[i].name, name) == 0) {
-            return &attrs[i];
+    for (size_t i = n; name != NULL && i > 0; i--) {
+        if (attrs[i - 1].name != NULL && strcmp(attrs[i - 1].name, name) == 0) {
+            return &attrs[i - 1];
         }
     }
     return NULL;

@@ -41,7 +41,9 @@ struct sqs_attr {
 };
 
 /* The attribute called name among attrs[0..n-1], or NULL (also for name
- * NULL). Entries without a name are skipped. */
+ * NULL). Entries without a name are skipped. SQS's names are unique; an
+ * SNS envelope's may repeat, and then the last one wins, as for any JSON
+ * member twice reads by name. */
 const struct sqs_attr *sqs_attr_find(const struct sqs_attr *attrs, size_t n, const char *name);
 
 /* The memory a received batch's messages share (sqs_receive.c). */

@@ -116,6 +116,12 @@ test_envelopes(void)
                 "{\"Type\":\"Notification\",\"TopicArn\":\"t\",\"Message\":\"plain text\","
                 "\"MessageAttributes\":{\"Tenant\":{\"Type\":\"String\",\"Value\":\"x\"}}}",
                 "x", "plain text");
+    /* an attribute named twice: the last one wins, as for any JSON member */
+    check_shape(CONFIG_ENVELOPE_SNS, "{attr:T}",
+                "{\"Type\":\"Notification\",\"TopicArn\":\"t\",\"Message\":\"{}\","
+                "\"MessageAttributes\":{\"T\":{\"Type\":\"String\",\"Value\":\"first\"},"
+                "\"T\":{\"Type\":\"String\",\"Value\":\"last\"}}}",
+                "last", NULL);
 }
 
 static void
