@@ -157,9 +157,14 @@ parse_env_json(struct strv *out, const char *env, struct setting_refusal *r)
     json_t *o = json_loads(env, 0, &je), *v;
     const char *name;
     int rc = 0;
-    if (!json_is_object(o)) {
-        rc = setting_refuse(r, "env", "not a JSON object of strings: %s",
-                            o == NULL ? je.text : "not an object");
+    if (o == NULL) {
+        /* jansson's text quotes the input near the error: a secret, maybe */
+        rc = setting_refuse(r, "env",
+                            "not a JSON object of strings: invalid JSON at character %d (the text "
+                            "is not shown: values may be secrets)",
+                            je.position);
+    } else if (!json_is_object(o)) {
+        rc = setting_refuse(r, "env", "not a JSON object of strings: not an object");
     }
     json_object_foreach(o, name, v) /* none when o is not an object */
     {
@@ -185,13 +190,20 @@ parse_env(struct strv *out, const char *env, struct setting_refusal *r)
     if (env[strspn(env, BLANKS)] == '{') {
         return parse_env_json(out, env, r);
     }
+    int word = 0;
     for (const char *p = env + strspn(env, BLANKS); *p != '\0'; p += strspn(p, BLANKS)) {
         size_t n = strcspn(p, BLANKS), eq = strcspn(p, "=" BLANKS);
-        if (eq >= n || !valid_env_name(p, eq)) {
+        word++;
+        if (eq >= n) {
+            /* not shown: it may be the rest of a value with blanks */
             return setting_refuse(r, "env",
-                                  "'%.*s' is not NAME=value (use a JSON object for values with "
-                                  "blanks)",
-                                  (int) (n > 64 ? 64 : n), p);
+                                  "word %d is not NAME=value (it is not shown: it may be part of "
+                                  "a value; use a JSON object for values with blanks)",
+                                  word);
+        }
+        if (!valid_env_name(p, eq)) {
+            return setting_refuse(r, "env", "word %d: '%.*s' is not a variable name", word,
+                                  (int) (eq > 64 ? 64 : eq), p);
         }
         char *value = strndup(p + eq + 1, n - eq - 1);
         int rc = value != NULL ? env_set(out, p, eq, value) : -1;

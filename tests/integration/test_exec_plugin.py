@@ -263,7 +263,8 @@ class ExecPlugin(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
         self.check_refused(dict(behave, directory="/nonexistent"), "directory",
                            "/nonexistent: No such file or directory")
         self.check_refused(dict(behave, env="A"), "env",
-                           "'A' is not NAME=value (use a JSON object for values with blanks)")
+                           "word 1 is not NAME=value (it is not shown: it may be part of a "
+                           "value; use a JSON object for values with blanks)")
         self.check_refused(dict(behave, pass_env="PATH A-B"), "pass_env",
                            "'A-B' is not a variable name")
 

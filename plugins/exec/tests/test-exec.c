@@ -163,6 +163,18 @@ expect_cmd_error(const char *command, const char *env, const char *pass, const c
     CHECK_CONTAINS(r.why, want);
 }
 
+/* The reason exec_cmd_parse gives for env (a static copy). */
+static const char *
+r_why_of(const char *env)
+{
+    static char why[sizeof(((struct setting_refusal *) 0)->why)];
+    struct exec_cmd c;
+    struct setting_refusal r = {NULL, ""};
+    CHECK_INT(exec_cmd_parse(&c, "/bin/true", env, "", NULL, &r), -1);
+    snprintf(why, sizeof(why), "%s", r.why);
+    return why;
+}
+
 static void
 test_command(void)
 {
@@ -217,8 +229,15 @@ test_command(void)
                      "; twiced's own, passed by 'pass_env')");
     expect_cmd_error("./no-such-handler.py", "", "", HANDLERS, "command",
                      "/no-such-handler.py: No such file or directory (relative to 'directory')");
-    expect_cmd_error("/bin/true", "1A=x", "", NULL, "env", "'1A=x' is not NAME=value");
-    expect_cmd_error("/bin/true", "NOVALUE", "", NULL, "env", "'NOVALUE' is not NAME=value");
+    expect_cmd_error("/bin/true", "1A=x", "", NULL, "env", "word 1: '1A' is not a variable name");
+    expect_cmd_error("/bin/true", "A=1 NOVALUE", "", NULL, "env", "word 2 is not NAME=value");
+    /* a value with blanks, or a JSON mistake, never quotes the value */
+    expect_cmd_error("/bin/true", "DB_PASSWORD=hunter2 and-more", "", NULL, "env",
+                     "word 2 is not NAME=value (it is not shown");
+    CHECK(strstr(r_why_of("DB_PASSWORD=hunter2 and-more"), "and-more") == NULL);
+    expect_cmd_error("/bin/true", "{\"API_TOKEN\": SuperSecret123}", "", NULL, "env",
+                     "invalid JSON at character");
+    CHECK(strstr(r_why_of("{\"API_TOKEN\": SuperSecret123}"), "Secret") == NULL);
     expect_cmd_error("/bin/true", "{\"A\": 1}", "", NULL, "env", "'A' must be a string");
     expect_cmd_error("/bin/true", "{\"1A\": \"x\"}", "", NULL, "env", "'1A' is not a variable");
     expect_cmd_error("/bin/true", "{\"A\":", "", NULL, "env", "not a JSON object of strings");
