@@ -32,11 +32,11 @@ class Ctl(twicetest.TwiceTestCase):
                          [plugin])
         return url, dlq, dsn, self.twiced(conf)
 
-    def ctl(self, d, *args, input=None, code=0):
+    def ctl(self, d, *args, input=None, code=0, timeout=120):
         """Run `twicectl -c CONFIG ARGS`; assert its exit code; return the result."""
         r = subprocess.run([self.env.binary("twicectl"), "-c", d.config_path, *args],
                            input=input, capture_output=True, text=True, env=d.process_env,
-                           timeout=120)
+                           timeout=timeout)
         self.assertEqual(r.returncode, code, "twicectl %s: exit %d\nstdout: %s\nstderr: %s"
                          % (" ".join(args), r.returncode, r.stdout, r.stderr))
         self.assertNotIn(twicetest.TEST_SECRET_ACCESS_KEY, r.stdout + r.stderr)
@@ -304,6 +304,35 @@ class Ctl(twicetest.TwiceTestCase):
         self.assertEqual(self.effects(dsn, "effects_later"), [("effect:same", second)],
                          "no second effect")
         self.assertEqual(self.dlq_count(dlq), 0)
+        self.assertEqual(d.stop(), 0)
+
+    def test_dlq_redrive_all_of_letters_dead_lettered_again_at_once_ends(self):
+        # Poison letters: twiced dead-letters each redriven one again at once, with a
+        # new DLQ message id. --all takes the letters of the start, each once, and ends.
+        url, dlq, dsn, d = self.setup("again")
+        d.start()
+        d.wait_log(r"ready: generation 1", timeout=20)
+        for _ in range(3):
+            self.ctl(d, "send", "again", "x")
+        self.wait_dlq(dlq, 3)
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20)
+        before = {m["message_id"] for m in
+                  json.loads(self.ctl(d, "--json", "dlq", "list", "again").stdout)}
+        self.assertEqual(len(before), 3)
+        start = time.monotonic()
+        r = self.ctl(d, "dlq", "redrive", "again", "--all", timeout=30)
+        self.assertLess(time.monotonic() - start, 15, "the command ends within seconds")
+        self.assertIn("redriven 3, failed 0, skipped 0", r.stdout)
+        lines = re.findall(r"^redriven (\S+) to queue again as (\S+)$", r.stdout, re.M)
+        self.assertEqual(sorted(dlq_id for dlq_id, _ in lines), sorted(before),
+                         "each letter of the start redriven once")
+        # The poison letters fail again and are back in the DLQ, as new letters of the
+        # messages the redrive sent.
+        self.wait_dlq(dlq, 3)
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20)
+        after = json.loads(self.ctl(d, "--json", "dlq", "list", "again").stdout)
+        self.assertEqual(sorted(m["source_message_id"] for m in after),
+                         sorted(sent for _, sent in lines))
         self.assertEqual(d.stop(), 0)
 
     def test_dlq_redrive_keeps_body_and_user_attributes_and_refuses_strangers(self):
