@@ -477,6 +477,35 @@ class Ctl(twicetest.TwiceTestCase):
         self.ctl(d, "key", "show", "effect:r1", code=1)
         self.assertEqual(d.stop(), 0)
 
+    def test_key_errors_name_forget_and_escape_the_key_and_owner(self):
+        url, dlq, dsn, d = self.setup("keyesc")
+        # No idempotency table yet: the error names the command that was run.
+        r = self.ctl(d, "key", "forget", "x", "--yes", code=1)
+        self.assertIn("forget key (table twice_idempotency)", r.stderr)
+        self.assertNotIn("show key", r.stderr)
+        with open(os.path.join(self.env.source_dir, "etc", "schema.sql")) as f:
+            self.pg.query(dsn, f.read())
+        # A key or owner never reaches the terminal raw: not in an error, a usage
+        # message or the warning about a key in progress.
+        r = self.ctl(d, "key", "show", "k\nx", code=1)
+        self.assertIn("no key 'k\\nx' in table", r.stderr)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        r = self.ctl(d, "key", "forget", "\x1b[31mX", "--yes", code=1)
+        self.assertIn("no key '\\x1b[31mX' in table", r.stderr)
+        r = self.ctl(d, "key", "forget", "\x1b[31mX", code=2)
+        self.assertIn("'\\x1b[31mX'", r.stderr)
+        r = self.ctl(d, "key", "show", "a\u202eb", code=1)
+        self.assertIn("no key 'a\\u202eb'", r.stderr)
+        self.pg.query(dsn, "INSERT INTO twice_idempotency (idempotency_key, state, owner, "
+                           "lease_until) VALUES (%s, 'in_progress', %s, now() + interval '1 h')",
+                      ("busy\x1b]0;t\x07", "host\r\u2066w"))
+        r = self.ctl(d, "key", "forget", "busy\x1b]0;t\x07", "--yes")
+        self.assertIn("warning: key 'busy\\x1b]0;t\\x07' was in progress (owner "
+                      "host\\r\\u2066w)", r.stderr)
+        self.assertIn("forgot key busy\\x1b]0;t\\x07:", r.stdout)
+        for out in (r.stdout, r.stderr):
+            self.assertNotRegex(out, "[\x1b\x07\r\u2066]")
+
     # ------------------------------------------------------------------ plugins
 
     def test_whoami_says_where_the_credentials_came_from_and_nothing_secret(self):
