@@ -92,6 +92,25 @@ class Ctl(twicetest.TwiceTestCase):
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn(bad + ":", r.stderr)
 
+    def test_summaries_and_man_page_name_every_subcommand_and_state(self):
+        url, dlq, dsn, d = self.setup("helpdoc")
+        top = self.ctl(d, "--help").stdout
+        for cmd in ("dlq", "key", "outbox"):
+            summary = re.search(r"^  %s +(.*)$" % cmd, top, re.M).group(1)
+            usage = self.ctl(d, cmd, "--help").stdout
+            for sub in set(re.findall(r"twicectl %s ([a-z]+)" % cmd, usage)):
+                self.assertRegex(summary, r"\b%s\b" % sub, "twicectl --help: %s" % cmd)
+        with open(os.path.join(self.env.source_dir, "packaging", "man", "twicectl.1")) as f:
+            man = f.read()
+        start = man.index(".B key list")
+        key_list = man[start:man.index(".TP", start)]
+        refused = self.ctl(d, "key", "list", "--state", "weird", code=2).stderr
+        states = re.findall(r"[a-z_]+", refused.split("--state:")[1].split(", not")[0])
+        states = [s for s in states if s != "or"]
+        self.assertEqual(len(states), 5, refused)
+        for state in states:
+            self.assertRegex(key_list, r"\b%s\b" % state, "twicectl.1: key list --state")
+
     def test_errors_name_the_queue_action_and_hint(self):
         url, dlq, dsn, d = self.setup("ghost")
         self.sqs.delete_queue(url)
