@@ -95,8 +95,9 @@ int ctl_option(struct ctl *c, const char *cmd, const char *help, int opt, int ar
 long ctl_number(const char *cmd, const char *opt, const char *value, long max);
 
 /* Append s (len bytes) for a terminal, on one line: control characters,
- * backslashes and bytes that are not UTF-8 escaped (\n, \\, \xNN, \u0085),
- * quotes kept; cut after max characters with "..." (max 0: no cut). */
+ * Unicode bidirectional controls, backslashes and bytes that are not UTF-8
+ * escaped (\n, \\, \xNN, \u0085, \u202e), quotes kept; cut after max
+ * characters with "..." (max 0: no cut). */
 void ctl_escape(struct buf *b, const char *s, size_t len, size_t max);
 
 /* Print v as indented JSON and a newline to stdout; takes v. CTL_OK, or

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define LIST_VISIBILITY    30 /* seconds a listed letter is hidden while paging */
 #define REDRIVE_VISIBILITY 60 /* seconds a letter is hidden while being redriven */
@@ -66,7 +67,15 @@ static const char redrive_help[] =
     "only after its send was accepted. --id takes the message id `dlq list`\n"
     "shows (or the original message's id) and may be repeated. Prints how many\n"
     "were redriven, failed and skipped (skipped: no usable source queue).\n"
-    "Exit code 1 when any failed or an --id was not found.\n";
+    "Exit code 1 when any failed or an --id was not found.\n"
+    "\n"
+    "--all takes the letters that were in the DLQ when the command started, each\n"
+    "once: a letter whose SentTimestamp is later than the start (by this host's\n"
+    "clock), a letter this run redrove and twiced dead-lettered again, and letters\n"
+    "past the DLQ's depth at the start (ApproximateNumberOfMessages, NotVisible\n"
+    "and Delayed) are left for the next run, which the command says. SentTimestamp\n"
+    "is SQS's clock: with this host's clock behind it, the letters of that gap\n"
+    "wait for the next run; ahead of it, the other two rules still end the run.\n";
 
 static const char delete_help[] =
     "usage: twicectl dlq delete QUEUE --id MESSAGE_ID... [--json]\n"
@@ -479,6 +488,11 @@ struct redrive {
     long redriven, failed, skipped; /* redriven: deleted, for `delete` */
     struct held held;               /* letters left in the DLQ */
     int del;                        /* `delete`: delete the chosen letters */
+    int64_t start_ms;               /* host's clock when the command started */
+    long depth;                     /* --all: the DLQ's depth at the start; -1 unknown */
+    long taken;                     /* --all: letters handled so far */
+    long late, over;                /* --all: left as newer than the start, or past depth */
+    struct held sent;               /* ids of the messages this run sent back */
 };
 
 static const struct config_queue *
@@ -549,6 +563,7 @@ redrive_one(struct redrive *rd, const struct sqs_message *m)
         return;
     }
     rd->redriven++;
+    hold(&rd->sent, id); /* ENOMEM: the time and depth rules still hold */
     if (!rd->c->json) {
         printf("redriven %s to queue %s as %s\n", m->message_id, to->name, id);
     }
@@ -602,12 +617,75 @@ delete_one(struct redrive *rd, const struct sqs_message *m)
     }
 }
 
-/* Receive batch after batch until the DLQ has nothing new for us. */
+/* Milliseconds since the epoch on this host's clock, as SentTimestamp. */
+static int64_t
+wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Whether m reached the DLQ after the command started: sent later than the
+ * start by this host's clock, or a letter whose original is a message this
+ * run sent back (twiced dead-lettered it again). Such a letter is left, so a
+ * letter that fails again at once cannot keep the run going for ever.
+ */
+static int
+late(const struct redrive *rd, const struct sqs_message *m)
+{
+    const char *source = attr(m, "twice-source-message-id");
+    return m->sent_timestamp_ms > rd->start_ms || (source != NULL && held_has(&rd->sent, source));
+}
+
+/*
+ * The DLQ's depth now (visible, in flight and delayed), which bounds what
+ * --all takes even when the host's clock is ahead of SQS's; -1 when SQS
+ * does not say (then the other rules bound the run).
+ */
+static long
+dlq_depth(struct redrive *rd)
+{
+    long counts[3];
+    struct sqs_error err;
+    if (sqs_queue_counts(rd->sqs, rd->q->dlq_url, counts, &err) != 0 || counts[0] < 0 ||
+        counts[1] < 0) {
+        return -1;
+    }
+    return counts[0] + counts[1] + (counts[2] > 0 ? counts[2] : 0);
+}
+
+/* With --all, whether m, met for the first time, is taken: not late and
+ * not past the depth at the start. Counts why a letter is left. --id takes
+ * every letter it names. */
+static int
+take(struct redrive *rd, const struct sqs_message *m)
+{
+    if (rd->ids != NULL) {
+        return 1;
+    }
+    if (late(rd, m)) {
+        rd->late++;
+        return 0;
+    }
+    if (rd->depth >= 0 && rd->taken >= rd->depth) {
+        rd->over++;
+        return 0;
+    }
+    return 1;
+}
+
+/* Receive batch after batch until a batch has no letter met for the first
+ * time that is taken (for --all: that was in the DLQ when the command
+ * started), or every --id was found. */
 static int
 redrive_all(struct redrive *rd)
 {
     struct held seen_ids = {0};
     int rc = CTL_OK;
+    rd->start_ms = wall_ms();
+    rd->depth = rd->ids == NULL ? dlq_depth(rd) : -1;
     while (!all_found(rd)) {
         struct sqs_message *batch = NULL;
         size_t got = 0, fresh = 0;
@@ -620,12 +698,19 @@ redrive_all(struct redrive *rd)
         for (size_t i = 0; i < got; i++) {
             const struct sqs_message *m = &batch[i];
             int again = held_has(&seen_ids, m->message_id);
-            if (!again && hold(&seen_ids, m->message_id) == 0) {
-                fresh++;
-            }
-            if (again || !selected(rd, m)) {
+            /* ENOMEM: not counted as new, so the loop still ends */
+            int kept = !again && hold(&seen_ids, m->message_id) == 0;
+            if (again || !take(rd, m)) {
                 hold(&rd->held, m->receipt_handle);
-            } else if (rd->del) {
+                continue;
+            }
+            fresh += kept;
+            if (!selected(rd, m)) {
+                hold(&rd->held, m->receipt_handle);
+                continue;
+            }
+            rd->taken++;
+            if (rd->del) {
                 delete_one(rd, m);
             } else {
                 redrive_one(rd, m);
@@ -637,7 +722,27 @@ redrive_all(struct redrive *rd)
         }
     }
     held_free(&seen_ids);
+    held_free(&rd->sent);
     return rc;
+}
+
+/* Say which letters --all left for the next run, and why. */
+static void
+report_left(const struct redrive *rd)
+{
+    if (rd->late > 0) {
+        fprintf(stderr,
+                "twicectl: dlq redrive: %ld letters reached the dead-letter queue of %s after "
+                "the command started (or were redriven by it and dead-lettered again) and were "
+                "left for the next run\n",
+                rd->late, rd->q->name);
+    }
+    if (rd->over > 0) {
+        fprintf(stderr,
+                "twicectl: dlq redrive: stopped after %ld letters, the depth of the dead-letter "
+                "queue of %s when the command started; %ld more were left for the next run\n",
+                rd->taken, rd->q->name, rd->over);
+    }
 }
 
 static int
@@ -653,6 +758,7 @@ redrive_report(struct redrive *rd, int rc)
     if (rd->failed > 0) {
         rc = CTL_FAIL;
     }
+    report_left(rd);
     if (rd->del && rd->c->json) {
         int prc = ctl_print_json(json_pack("{s:s,s:I,s:I}", "queue", rd->q->name, "deleted",
                                            (json_int_t) rd->redriven, "failed",

@@ -73,6 +73,16 @@ record_json(const struct idem_record *r)
                      "processed_at", strcmp(r->state, "in_progress") != 0 ? processed : NULL);
 }
 
+/* s escaped for the terminal in b (reset first): keys and owners come from
+ * messages and operators, and must not move the cursor or reorder a line. */
+static const char *
+esc(struct buf *b, const char *s)
+{
+    buf_reset(b);
+    ctl_escape(b, s, strlen(s), 0);
+    return buf_str(b);
+}
+
 /* One line per field, values escaped (keys and ids come from messages). */
 static void
 print_record(const struct idem_record *r)
@@ -143,7 +153,10 @@ key_show(struct ctl *c, int argc, char **argv)
         return ctl_fail("%s", err);
     }
     if (found == 0) {
-        return ctl_fail("key show: no key '%s' in table %s", argv[optind], table_name(c));
+        struct buf b = BUF_INIT;
+        rc = ctl_fail("key show: no key '%s' in table %s", esc(&b, argv[optind]), table_name(c));
+        buf_free(&b);
+        return rc;
     }
     if (c->json) {
         rc = ctl_print_json(record_json(&r));
@@ -237,6 +250,19 @@ key_list(struct ctl *c, int argc, char **argv)
     return rc;
 }
 
+/* `key forget` reads the record before deleting it (to warn about a key in
+ * progress): an error of that read names the command the operator ran,
+ * "forget key (table t): ...", like an error of the delete. */
+static int
+forget_fail(const char *err)
+{
+    static const char show[] = "show key";
+    if (strncmp(err, show, sizeof(show) - 1) == 0) {
+        return ctl_fail("forget key%s", err + sizeof(show) - 1);
+    }
+    return ctl_fail("forget key: %s", err);
+}
+
 static int
 key_forget(struct ctl *c, int argc, char **argv)
 {
@@ -246,9 +272,12 @@ key_forget(struct ctl *c, int argc, char **argv)
         return rc;
     }
     const char *key = argv[optind];
+    struct buf b = BUF_INIT, o = BUF_INIT;
     if (!yes) {
-        return ctl_usage_error("key forget", "this lets the job of '%s' run again; add --yes",
-                               key);
+        rc = ctl_usage_error("key forget", "this lets the job of '%s' run again; add --yes",
+                             esc(&b, key));
+        buf_free(&b);
+        return rc;
     }
     struct idem_store *s = ctl_store(c);
     struct idem_record r;
@@ -257,27 +286,30 @@ key_forget(struct ctl *c, int argc, char **argv)
         return CTL_FAIL;
     }
     int found = idem_key_show(s, key, &r, err, sizeof(err));
+    if (found < 0) {
+        return forget_fail(err);
+    }
     if (found > 0 && strcmp(r.state, "in_progress") == 0) {
         fprintf(stderr,
                 "twicectl: warning: key '%s' was in progress (owner %s): its job may "
                 "still be running\n",
-                key, r.owner != NULL ? r.owner : "?");
+                esc(&b, key), r.owner != NULL ? esc(&o, r.owner) : "?");
     }
     if (found > 0) {
         idem_record_clear(&r);
     }
-    int deleted = found < 0 ? -1 : idem_key_forget(s, key, err, sizeof(err));
+    int deleted = idem_key_forget(s, key, err, sizeof(err));
     if (deleted < 0) {
-        return ctl_fail("%s", err);
+        rc = ctl_fail("%s", err);
+    } else if (deleted == 0) {
+        rc = ctl_fail("key forget: no key '%s' in table %s", esc(&b, key), table_name(c));
+    } else {
+        printf("forgot key %s: the next message with this key runs its job again\n", esc(&b, key));
+        rc = CTL_OK;
     }
-    if (deleted == 0) {
-        return ctl_fail("key forget: no key '%s' in table %s", key, table_name(c));
-    }
-    struct buf b = BUF_INIT;
-    ctl_escape(&b, key, strlen(key), 0);
-    printf("forgot key %s: the next message with this key runs its job again\n", buf_str(&b));
     buf_free(&b);
-    return CTL_OK;
+    buf_free(&o);
+    return rc;
 }
 
 int

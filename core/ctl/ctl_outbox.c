@@ -53,7 +53,7 @@ static const char delete_help[] =
     "not a refused message is reported and left alone.\n";
 
 typedef int (*refused_fn)(struct idem_store *, const char *, const long long *, size_t, long *,
-                          char *, size_t);
+                          long long *, size_t *, char *, size_t);
 
 /* One command on refused rows. */
 struct refused_cmd {
@@ -187,16 +187,28 @@ outbox_refused_cmd(struct ctl *c, const struct refused_cmd *cmd, int argc, char 
         ids[i] = v;
     }
     struct idem_store *s = ctl_store(c);
+    long long *missing = calloc(n ? n : 1, sizeof(*missing));
+    size_t nmissing = 0;
     long changed = 0;
     char err[1024];
-    rc = s != NULL ? cmd->apply(s, c->cfg->idempotency.table, ids, n, &changed, err, sizeof(err))
-                   : -1;
+    rc = s == NULL || missing == NULL
+             ? -1
+             : cmd->apply(s, c->cfg->idempotency.table, ids, n, &changed, n ? missing : NULL,
+                          &nmissing, err, sizeof(err));
     free(ids);
     if (rc != 0) {
-        return s != NULL ? ctl_fail("%s", err) : CTL_FAIL;
+        rc = s == NULL ? CTL_FAIL : ctl_fail("%s", missing == NULL ? "out of memory" : err);
+        free(missing);
+        return rc;
     }
     printf("%ld refused message%s %s\n", changed, changed == 1 ? "" : "s", cmd->done);
-    return n > 0 && (size_t) changed < n ? ctl_fail("some ids were not refused messages") : CTL_OK;
+    for (size_t i = 0; i < nmissing; i++) {
+        fprintf(stderr,
+                "twicectl: %s: message %lld is not a refused message (pending, or no such id)\n",
+                cmd->name, missing[i]);
+    }
+    free(missing);
+    return nmissing > 0 ? CTL_FAIL : CTL_OK;
 }
 
 int

@@ -23,8 +23,8 @@ struct command {
 static const struct command commands[] = {
     {"send", ctl_send, "send a message to a queue"},
     {"dlq", ctl_dlq, "list, redrive, delete or purge a queue's dead letters"},
-    {"key", ctl_key, "show, list or forget idempotency keys"},
-    {"outbox", ctl_outbox, "list or retry follow-up messages staged with send()"},
+    {"key", ctl_key, "show, list, forget or derive idempotency keys"},
+    {"outbox", ctl_outbox, "list, retry or delete follow-up messages staged with send()"},
     {"plugin", ctl_plugin, "check a plugin file: load rule, descriptor, settings"},
     {"status", ctl_status, "messages visible, in flight, delayed and dead, per queue"},
     {"whoami", ctl_whoami, "which AWS credentials and region twicectl would use"},

@@ -68,16 +68,23 @@ static const char sql_list[] =
     " group_id, attributes, state, error, tries, extract(epoch FROM created_at)::bigint"
     " FROM @X WHERE $1::text IS NULL OR state = $1 ORDER BY id LIMIT $2::bigint";
 
+/* Both answer the count of rows changed and, as "3,7", the given ids that
+ * were not refused rows (none when $1 is NULL: every refused row). */
+#define SQL_NOT_REFUSED(cte)                                                                      \
+    "(SELECT coalesce(string_agg(x::text, ',' ORDER BY x), '') FROM unnest($1::bigint[]) x"       \
+    " WHERE x NOT IN (SELECT id FROM " cte "))"
+
 static const char sql_retry[] =
     "WITH u AS (UPDATE @X SET state = 'pending', claimed_until = NULL, error = NULL"
     " WHERE state = 'refused' AND ($1::bigint[] IS NULL OR id = ANY ($1::bigint[]))"
-    " RETURNING 1) SELECT count(*), pg_notify('" OUTBOX_CHANNEL "', '') FROM u";
+    " RETURNING id) SELECT count(*), " SQL_NOT_REFUSED("u") ", pg_notify('" OUTBOX_CHANNEL
+                                                            "', '') FROM u";
 
 /* Only refused rows: a pending one belongs to the relay. */
 static const char sql_delete[] =
     "WITH d AS (DELETE FROM @X WHERE state = 'refused'"
-    " AND ($1::bigint[] IS NULL OR id = ANY ($1::bigint[])) RETURNING 1)"
-    " SELECT count(*) FROM d";
+    " AND ($1::bigint[] IS NULL OR id = ANY ($1::bigint[])) RETURNING id)"
+    " SELECT count(*), " SQL_NOT_REFUSED("d") " FROM d";
 
 void
 outbox_msg_clear(struct outbox_msg *m)
@@ -530,13 +537,16 @@ outbox_list(struct idem_store *s, const char *table, const char *state, int limi
     return res != NULL ? read_rows(res, rows, n, err, errlen) : -1;
 }
 
-/* Run sql, which takes an optional bigint[] of ids and answers a count, on
- * refused rows (ids[0..n), or all when n is 0). */
+/* Run sql, which takes an optional bigint[] of ids and answers a count and
+ * the ids that were not refused rows, on refused rows (ids[0..n), or all
+ * when n is 0). missing (room for n) gets those ids, *nmissing their count. */
 static int
 refused_apply(struct idem_store *s, const char *table, const char *sql, const char *what,
-              const long long *ids, size_t n, long *changed, char *err, size_t errlen)
+              const long long *ids, size_t n, long *changed, long long *missing, size_t *nmissing,
+              char *err, size_t errlen)
 {
     struct buf arr = BUF_INIT;
+    *nmissing = 0;
     if (n > 0) {
         ids_array(&arr, ids, n);
     }
@@ -551,20 +561,32 @@ refused_apply(struct idem_store *s, const char *table, const char *sql, const ch
         return -1;
     }
     *changed = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+    const char *p = PQgetvalue(res, 0, 1);
+    while (*p != '\0' && *nmissing < n) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p) {
+            break; /* not a number: cannot be; stop rather than loop */
+        }
+        missing[(*nmissing)++] = v;
+        p = *end == ',' ? end + 1 : end;
+    }
     PQclear(res);
     return 0;
 }
 
 int
 outbox_retry(struct idem_store *s, const char *table, const long long *ids, size_t n,
-             long *changed, char *err, size_t errlen)
+             long *changed, long long *missing, size_t *nmissing, char *err, size_t errlen)
 {
-    return refused_apply(s, table, sql_retry, "retry", ids, n, changed, err, errlen);
+    return refused_apply(s, table, sql_retry, "retry", ids, n, changed, missing, nmissing, err,
+                         errlen);
 }
 
 int
 outbox_delete(struct idem_store *s, const char *table, const long long *ids, size_t n,
-              long *changed, char *err, size_t errlen)
+              long *changed, long long *missing, size_t *nmissing, char *err, size_t errlen)
 {
-    return refused_apply(s, table, sql_delete, "delete", ids, n, changed, err, errlen);
+    return refused_apply(s, table, sql_delete, "delete", ids, n, changed, missing, nmissing, err,
+                         errlen);
 }

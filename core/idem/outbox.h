@@ -138,14 +138,16 @@ int outbox_list(struct idem_store *s, const char *table, const char *state, int 
                 struct outbox_row **rows, size_t *n, char *err, size_t errlen);
 
 /* Make refused rows pending again (ids[0..n), or every refused row when n
- * is 0) and signal the relay; *changed gets the count. */
+ * is 0) and signal the relay; *changed gets the count, missing (the
+ * caller's, room for n ids; NULL when n is 0) the given ids that were not
+ * refused rows, *nmissing their count. */
 int outbox_retry(struct idem_store *s, const char *table, const long long *ids, size_t n,
-                 long *changed, char *err, size_t errlen);
+                 long *changed, long long *missing, size_t *nmissing, char *err, size_t errlen);
 
 /* Drop refused rows (ids[0..n), or every refused row when n is 0) once an
  * operator has decided they are not to be sent; pending rows are never
- * touched. *changed gets the count. */
+ * touched. *changed, missing and *nmissing as for outbox_retry. */
 int outbox_delete(struct idem_store *s, const char *table, const long long *ids, size_t n,
-                  long *changed, char *err, size_t errlen);
+                  long *changed, long long *missing, size_t *nmissing, char *err, size_t errlen);
 
 #endif

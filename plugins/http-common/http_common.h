@@ -146,6 +146,12 @@ int http_check_url(const char *url, struct setting_refusal *r);
  * '{'"). */
 const char *http_url_check(const char *tmpl);
 
+/* url as it may be shown (twicectl plugin check, a log line), in out (cap
+ * bytes, cut to fit): a password in its userinfo replaced by ***
+ * ("http://bob:***@host/x"; userinfo without a password: "***@host"), and
+ * a query or fragment by "?...". */
+void http_url_shown(const char *url, char *out, size_t cap);
+
 /*
  * Expand the template with the job's body fields, each URL-escaped with
  * curl_easy_escape (so "a/b" stays one path segment). TWICE_DONE and *out

@@ -1,7 +1,8 @@
 /*
  * url.c - an HTTP plugin's endpoint template, "https://x/api/{entity}/{id}":
- * checked once in init, filled per job with URL-escaped body fields. Not a URL parser: everything
- * outside the braces is passed to curl as written.
+ * checked once in init, filled per job with URL-escaped body fields, and
+ * shown without its secrets. Not a URL parser: everything outside the
+ * braces is passed to curl as written.
  */
 #include "http_common.h"
 
@@ -85,4 +86,33 @@ http_url_build(const twice_api *api, twice_job *job, CURL *c, const char *tmpl, 
         *out = NULL;
     }
     return st;
+}
+
+void
+http_url_shown(const char *url, char *out, size_t cap)
+{
+    size_t end = strcspn(url, "?#"); /* a query or fragment may carry a secret */
+    const char *sep = strstr(url, "://");
+    size_t auth = sep != NULL && (size_t) (sep - url) < end ? (size_t) (sep - url) + 3 : 0;
+    size_t host = auth, at = 0, colon = 0;
+    for (size_t i = auth; auth > 0 && i < end && url[i] != '/'; i++) {
+        if (url[i] == '@') {
+            at = i; /* the last '@' of the authority ends the userinfo */
+        }
+    }
+    if (at > 0) {
+        const char *c = memchr(url + auth, ':', at - auth);
+        colon = c != NULL ? (size_t) (c - url) : 0;
+        host = at + 1;
+    }
+    const char *tail = url[end] != '\0' ? "?..." : "";
+    if (at == 0) {
+        snprintf(out, cap, "%.*s%s", (int) end, url, tail);
+    } else if (colon > 0) {
+        snprintf(out, cap, "%.*s:***@%.*s%s", (int) colon, url, (int) (end - host), url + host,
+                 tail);
+    } else {
+        snprintf(out, cap, "%.*s***@%.*s%s", (int) auth, url, (int) (end - host), url + host,
+                 tail);
+    }
 }

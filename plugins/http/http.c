@@ -246,7 +246,8 @@ http_handle(void *state, twice_job *job)
 }
 
 /* For `twicectl plugin check`: the request and the mapping under these
- * settings. The url is shown without its query (it may carry a secret). */
+ * settings. The url is shown without its password and query (they may be
+ * secrets): http_url_shown. */
 static int
 http_describe(const twice_api *api, const twice_settings *set, char *buf, size_t cap)
 {
@@ -257,9 +258,10 @@ http_describe(const twice_api *api, const twice_settings *set, char *buf, size_t
         setting_refusal_text(&r, buf, cap); /* "setting 'timeout': must be ..." */
         return -1;
     }
-    const char *url = api->setting(set, "url");
+    char url[1024];
+    http_url_shown(api->setting(set, "url"), url, sizeof(url));
     snprintf(buf, cap,
-             "POST the body to %.*s%s (Content-Type: %s; %s s per request, TLS verified%s)\n"
+             "POST the body to %s (Content-Type: %s; %s s per request, TLS verified%s)\n"
              "Idempotency-Key, X-Twice-Message-Id, X-Twice-Attempt, X-Twice-Queue, "
              "traceparent when known\n"
              "%s: DONE\n"
@@ -267,8 +269,7 @@ http_describe(const twice_api *api, const twice_settings *set, char *buf, size_t
              "%s: REJECT, dead letter with the status and the first 1 KB of the answer\n"
              "any status with a Twice-Retry-After header: RETRY after that delay\n"
              "other statuses, connection failures, timeouts: RETRY",
-             (int) strcspn(url, "?"), url, strchr(url, '?') != NULL ? "?..." : "",
-             api->setting(set, "content_type"), api->setting(set, "timeout"),
+             url, api->setting(set, "content_type"), api->setting(set, "timeout"),
              api->setting(set, "token_file") != NULL ? ", bearer token" : "",
              api->setting(set, "done_statuses"), api->setting(set, "retry_statuses"),
              api->setting(set, "reject_statuses"));

@@ -32,11 +32,11 @@ class Ctl(twicetest.TwiceTestCase):
                          [plugin])
         return url, dlq, dsn, self.twiced(conf)
 
-    def ctl(self, d, *args, input=None, code=0):
+    def ctl(self, d, *args, input=None, code=0, timeout=120):
         """Run `twicectl -c CONFIG ARGS`; assert its exit code; return the result."""
         r = subprocess.run([self.env.binary("twicectl"), "-c", d.config_path, *args],
                            input=input, capture_output=True, text=True, env=d.process_env,
-                           timeout=120)
+                           timeout=timeout)
         self.assertEqual(r.returncode, code, "twicectl %s: exit %d\nstdout: %s\nstderr: %s"
                          % (" ".join(args), r.returncode, r.stdout, r.stderr))
         self.assertNotIn(twicetest.TEST_SECRET_ACCESS_KEY, r.stdout + r.stderr)
@@ -91,6 +91,25 @@ class Ctl(twicetest.TwiceTestCase):
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn(bad + ":", r.stderr)
+
+    def test_summaries_and_man_page_name_every_subcommand_and_state(self):
+        url, dlq, dsn, d = self.setup("helpdoc")
+        top = self.ctl(d, "--help").stdout
+        for cmd in ("dlq", "key", "outbox"):
+            summary = re.search(r"^  %s +(.*)$" % cmd, top, re.M).group(1)
+            usage = self.ctl(d, cmd, "--help").stdout
+            for sub in set(re.findall(r"twicectl %s ([a-z]+)" % cmd, usage)):
+                self.assertRegex(summary, r"\b%s\b" % sub, "twicectl --help: %s" % cmd)
+        with open(os.path.join(self.env.source_dir, "packaging", "man", "twicectl.1")) as f:
+            man = f.read()
+        start = man.index(".B key list")
+        key_list = man[start:man.index(".TP", start)]
+        refused = self.ctl(d, "key", "list", "--state", "weird", code=2).stderr
+        states = re.findall(r"[a-z_]+", refused.split("--state:")[1].split(", not")[0])
+        states = [s for s in states if s != "or"]
+        self.assertEqual(len(states), 5, refused)
+        for state in states:
+            self.assertRegex(key_list, r"\b%s\b" % state, "twicectl.1: key list --state")
 
     def test_errors_name_the_queue_action_and_hint(self):
         url, dlq, dsn, d = self.setup("ghost")
@@ -306,6 +325,35 @@ class Ctl(twicetest.TwiceTestCase):
         self.assertEqual(self.dlq_count(dlq), 0)
         self.assertEqual(d.stop(), 0)
 
+    def test_dlq_redrive_all_of_letters_dead_lettered_again_at_once_ends(self):
+        # Poison letters: twiced dead-letters each redriven one again at once, with a
+        # new DLQ message id. --all takes the letters of the start, each once, and ends.
+        url, dlq, dsn, d = self.setup("again")
+        d.start()
+        d.wait_log(r"ready: generation 1", timeout=20)
+        for _ in range(3):
+            self.ctl(d, "send", "again", "x")
+        self.wait_dlq(dlq, 3)
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20)
+        before = {m["message_id"] for m in
+                  json.loads(self.ctl(d, "--json", "dlq", "list", "again").stdout)}
+        self.assertEqual(len(before), 3)
+        start = time.monotonic()
+        r = self.ctl(d, "dlq", "redrive", "again", "--all", timeout=30)
+        self.assertLess(time.monotonic() - start, 15, "the command ends within seconds")
+        self.assertIn("redriven 3, failed 0, skipped 0", r.stdout)
+        lines = re.findall(r"^redriven (\S+) to queue again as (\S+)$", r.stdout, re.M)
+        self.assertEqual(sorted(dlq_id for dlq_id, _ in lines), sorted(before),
+                         "each letter of the start redriven once")
+        # The poison letters fail again and are back in the DLQ, as new letters of the
+        # messages the redrive sent.
+        self.wait_dlq(dlq, 3)
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20)
+        after = json.loads(self.ctl(d, "--json", "dlq", "list", "again").stdout)
+        self.assertEqual(sorted(m["source_message_id"] for m in after),
+                         sorted(sent for _, sent in lines))
+        self.assertEqual(d.stop(), 0)
+
     def test_dlq_redrive_keeps_body_and_user_attributes_and_refuses_strangers(self):
         url, dlq, dsn, d = self.setup("keep")
         packed = {"p1": {"DataType": "String", "StringValue": "packed one"},
@@ -447,6 +495,35 @@ class Ctl(twicetest.TwiceTestCase):
         self.ctl(d, "key", "forget", "effect:r1", "--yes")
         self.ctl(d, "key", "show", "effect:r1", code=1)
         self.assertEqual(d.stop(), 0)
+
+    def test_key_errors_name_forget_and_escape_the_key_and_owner(self):
+        url, dlq, dsn, d = self.setup("keyesc")
+        # No idempotency table yet: the error names the command that was run.
+        r = self.ctl(d, "key", "forget", "x", "--yes", code=1)
+        self.assertIn("forget key (table twice_idempotency)", r.stderr)
+        self.assertNotIn("show key", r.stderr)
+        with open(os.path.join(self.env.source_dir, "etc", "schema.sql")) as f:
+            self.pg.query(dsn, f.read())
+        # A key or owner never reaches the terminal raw: not in an error, a usage
+        # message or the warning about a key in progress.
+        r = self.ctl(d, "key", "show", "k\nx", code=1)
+        self.assertIn("no key 'k\\nx' in table", r.stderr)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        r = self.ctl(d, "key", "forget", "\x1b[31mX", "--yes", code=1)
+        self.assertIn("no key '\\x1b[31mX' in table", r.stderr)
+        r = self.ctl(d, "key", "forget", "\x1b[31mX", code=2)
+        self.assertIn("'\\x1b[31mX'", r.stderr)
+        r = self.ctl(d, "key", "show", "a\u202eb", code=1)
+        self.assertIn("no key 'a\\u202eb'", r.stderr)
+        self.pg.query(dsn, "INSERT INTO twice_idempotency (idempotency_key, state, owner, "
+                           "lease_until) VALUES (%s, 'in_progress', %s, now() + interval '1 h')",
+                      ("busy\x1b]0;t\x07", "host\r\u2066w"))
+        r = self.ctl(d, "key", "forget", "busy\x1b]0;t\x07", "--yes")
+        self.assertIn("warning: key 'busy\\x1b]0;t\\x07' was in progress (owner "
+                      "host\\r\\u2066w)", r.stderr)
+        self.assertIn("forgot key busy\\x1b]0;t\\x07:", r.stdout)
+        for out in (r.stdout, r.stderr):
+            self.assertNotRegex(out, "[\x1b\x07\r\u2066]")
 
     # ------------------------------------------------------------------ plugins
 

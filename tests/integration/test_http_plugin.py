@@ -14,6 +14,7 @@ import os
 import random
 import re
 import signal
+import subprocess
 import ssl
 import tempfile
 import threading
@@ -193,6 +194,30 @@ class HttpPlugin(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
         self.assertEqual(len(self.service.of("invalid")), 1, "rejected at once, not retried")
         self.assertEqual(self.service.effects(), {})
         self.assertEqual(d.stop(), 0)
+
+    def test_a_password_in_the_url_is_never_logged_or_dead_lettered(self):
+        # Nothing listens on port 1: the POST fails, the job is dead-lettered with
+        # the error; neither the log nor the letter shows the url's password.
+        url, dlq, dsn, d = self.start([self.plugin("http://bob:Pa55word@127.0.0.1:1/x?sig=abc",
+                                                   key="k:{id}")], max_attempts=1)
+        self.sqs.send(url, json.dumps({"id": 1}))
+        letters = []
+        twicetest.wait_until(lambda: letters.extend(self.sqs.receive(dlq, visibility=60)) or
+                             letters, timeout=30, message="a dead letter")
+        error = letters[0]["MessageAttributes"]["twice-error"]["StringValue"]
+        self.assertIn("POST failed", error)
+        self.assertEqual(d.stop(), 0)
+        for text in (error, d.log_text()):
+            self.assertNotIn("Pa55word", text)
+            self.assertNotIn("sig=abc", text)
+        ctl = subprocess.run([self.env.binary("twicectl"), "plugin", "check",
+                              os.path.join(self.env.plugin_build_dir, "http.so"),
+                              "url=http://bob:Pa55word@127.0.0.1:1/x?sig=abc"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(ctl.returncode, 0, ctl.stderr)
+        self.assertIn("POST the body to http://bob:***@127.0.0.1:1/x?... ", ctl.stdout)
+        self.assertNotIn("Pa55word", ctl.stdout + ctl.stderr)
+        self.assertNotIn("sig=abc", ctl.stdout + ctl.stderr)
 
     def test_twice_retry_after_delays_the_retry(self):
         url, dlq, dsn, d = self.start([self.plugin(self.service.url + "/later",

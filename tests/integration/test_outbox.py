@@ -349,7 +349,13 @@ class Outbox(twicetest.TwiceTestCase):
                          [(1, "refused"), (2, "pending")])
         refused = self.ctl(d, "outbox", "delete", str(ids[2]), str(ids[0]))
         self.assertNotEqual(refused.returncode, 0, "ids that are not refused messages")
-        self.assertIn("not refused messages", refused.stderr)
+        for gone_or_pending in (ids[2], ids[0]):
+            self.assertIn("outbox delete: message %d is not a refused message" % gone_or_pending,
+                          refused.stderr, "each id that was not a refused message is named")
+        pending = self.ctl(d, "outbox", "retry", str(ids[2]))
+        self.assertNotEqual(pending.returncode, 0)
+        self.assertIn("outbox retry: message %d is not a refused message" % ids[2],
+                      pending.stderr)
         usage = self.ctl(d, "outbox", "delete")
         self.assertNotEqual(usage.returncode, 0)
         self.assertIn("--all", usage.stderr)

@@ -152,6 +152,29 @@ test_setting_checks(void)
     CHECK_STR(r.why, "must be 1-3600 seconds");
 }
 
+/* What twicectl plugin check shows of a url: never a password or query. */
+static void
+test_url_shown(void)
+{
+    char out[256];
+    static const char *const cases[][2] = {
+        {"http://bob:Pa55word@127.0.0.1:1/x?sig=abc", "http://bob:***@127.0.0.1:1/x?..."},
+        {"https://tok3n@h/p", "https://***@h/p"},
+        {"http://h:8080/a/{id}", "http://h:8080/a/{id}"},
+        {"http://h/a#frag", "http://h/a?..."},
+        {"http://u:p@w@h/a", "http://u:***@h/a"},
+        {"http://h/path@x:y", "http://h/path@x:y"}, /* an '@' past the host is the path's */
+        {"http://h?u:p@x", "http://h?..."},
+        {"HTTPS://U:P@H", "HTTPS://U:***@H"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        http_url_shown(cases[i][0], out, sizeof(out));
+        CHECK_STR(out, cases[i][1]);
+    }
+    http_url_shown("http://bob:Pa55word@host/x", out, 12);
+    CHECK_STR(out, "http://bob:");
+}
+
 int
 main(void)
 {
@@ -159,6 +182,7 @@ main(void)
     test_sanitize();
     test_answer_capture();
     test_url_check();
+    test_url_shown();
     test_setting_checks();
     return check_done("test-http-common");
 }
