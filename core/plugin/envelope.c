@@ -132,8 +132,16 @@ static int
 open_eventbridge(struct envelope *e, const struct jsondoc *d, char *err, size_t errlen)
 {
     const struct jsondoc_value *detail = jsonpath_get(d, "detail");
+    static const char *const types[] = {"null",     "false",    "true",     "a number",
+                                        "a string", "an array", "an object"};
     if (detail == NULL) {
         snprintf(err, errlen, "EventBridge event without detail");
+        return -1;
+    }
+    _Static_assert(JSONDOC_OBJECT == 6, "types[] follows enum jsondoc_type");
+    if (detail->type != JSONDOC_OBJECT) { /* EventBridge's detail is always an object */
+        snprintf(err, errlen, "EventBridge detail is not an object (it is %s)",
+                 types[detail->type]);
         return -1;
     }
     size_t n;

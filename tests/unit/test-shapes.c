@@ -151,6 +151,12 @@ test_bad_envelopes(void)
                 "bad-envelope: SNS MessageAttributes is not an object", NULL);
     check_shape(CONFIG_ENVELOPE_EVENTBRIDGE, "{id}", "{\"detail-type\":\"x\",\"source\":\"s\"}",
                 "bad-envelope: EventBridge event without detail", NULL);
+    check_shape(CONFIG_ENVELOPE_EVENTBRIDGE, "{id}",
+                "{\"detail-type\":\"x\",\"source\":\"s\",\"detail\":\"{\\\"id\\\":1}\"}",
+                "bad-envelope: EventBridge detail is not an object (it is a string)", NULL);
+    check_shape(CONFIG_ENVELOPE_AUTO, "{id}",
+                "{\"detail-type\":\"x\",\"source\":\"s\",\"detail\":null}",
+                "bad-envelope: EventBridge detail is not an object (it is null)", NULL);
     check_shape(CONFIG_ENVELOPE_SNS, "{id}", "[1,",
                 "bad-envelope: expected an sns envelope, and the body is not JSON (line 1 "
                 "column 4: parse error: premature EOF)",
