@@ -9,6 +9,7 @@
 #include "exec.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,6 +229,42 @@ env_path(char *const *envp)
     return NULL;
 }
 
+/* A script's #! line names an interpreter the kernel can run: the check
+ * twiced -t makes, where running it would fail every job with "No such
+ * file or directory" for a file that is there. A file we cannot read, or a
+ * relative interpreter, is left to the kernel. 0, or -1 with r. */
+static int
+check_interpreter(const char *file, struct setting_refusal *r)
+{
+    char head[256]; /* what the kernel reads of a script's first line */
+    struct stat st;
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, head, sizeof(head) - 1) : -1;
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (n < 2 || head[0] != '#' || head[1] != '!') {
+        return 0;
+    }
+    head[n] = '\0';
+    char *interp = head + 2 + strspn(head + 2, " \t");
+    size_t len = strcspn(interp, " \t\n");
+    interp[len] = '\0';
+    if (len > 0 && interp[len - 1] == '\r') {
+        return setting_refuse(r, "command",
+                              "%s: its #! line ends in a carriage return (saved with Windows line "
+                              "ends?): no interpreter '%.*s\\r'",
+                              file, (int) (len - 1 < 200 ? len - 1 : 200), interp);
+    }
+    errno = 0;
+    if (interp[0] == '/' &&
+        (stat(interp, &st) != 0 || !S_ISREG(st.st_mode) || access(interp, X_OK) != 0)) {
+        return setting_refuse(r, "command", "%s: its interpreter %.200s (the #! line): %s", file,
+                              interp, errno != 0 ? strerror(errno) : "not an executable file");
+    }
+    return 0;
+}
+
 /* The program to run: argv0 itself when it holds a '/' (relative to dir),
  * else the first executable file of that name in PATH (the handler's
  * own PATH when its environment has one). from says where that PATH came
@@ -248,6 +285,9 @@ find_program(struct exec_cmd *c, const char *from, struct setting_refusal *r)
                                   errno != 0 ? strerror(errno) : "not an executable file",
                                   in_dir ? " (relative to 'directory')" : "");
         }
+        if (check_interpreter(full, r) != 0) {
+            return -1;
+        }
         c->program = strdup(argv0);
         return c->program != NULL ? 0 : setting_refuse(r, NULL, "out of memory");
     }
@@ -261,6 +301,9 @@ find_program(struct exec_cmd *c, const char *from, struct setting_refusal *r)
         skipped += full[0] != '/';
         if (full[0] == '/' && stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
             access(full, X_OK) == 0) {
+            if (check_interpreter(full, r) != 0) {
+                return -1;
+            }
             c->program = strdup(full);
             return c->program != NULL ? 0 : setting_refuse(r, NULL, "out of memory");
         }

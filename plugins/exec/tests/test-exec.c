@@ -248,6 +248,52 @@ test_command(void)
     exec_cmd_free(&c);
 }
 
+/* A script whose #! line names an interpreter that is not there (or ends
+ * in a carriage return) is refused by name, not left to fail every job
+ * with "No such file or directory". */
+static void
+test_shebang(void)
+{
+    static const struct {
+        const char *text, *want; /* want NULL: accepted */
+    } cases[] = {
+        {"#!/nonexistent-twice/python4\nprint(1)\n",
+         "its interpreter /nonexistent-twice/python4 (the #! line): No such file or directory"},
+        {"#!/bin/sh\r\necho\r\n", "its #! line ends in a carriage return"},
+        {"#!/etc\n", "its interpreter /etc (the #! line): not an executable file"},
+        {"#!/bin/sh\nexit 0\n", NULL},
+        {"#! /bin/sh -e\nexit 0\n", NULL},
+        {"#!/usr/bin/env sh\nexit 0\n", NULL},
+        {"\x7f"
+         "ELF not really\n",
+         NULL},
+    };
+    char tmp[] = "/tmp/twice-shebang-XXXXXX", file[64];
+    CHECK(mkdtemp(tmp) != NULL);
+    snprintf(file, sizeof(file), "%s/h", tmp);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        FILE *f = fopen(file, "w");
+        CHECK(f != NULL);
+        if (f == NULL) {
+            break;
+        }
+        fputs(cases[i].text, f);
+        fclose(f);
+        chmod(file, 0755);
+        if (cases[i].want != NULL) {
+            expect_cmd_error(file, "", "", NULL, "command", cases[i].want);
+            continue;
+        }
+        struct exec_cmd c;
+        struct setting_refusal r = {NULL, ""};
+        CHECK_INT(exec_cmd_parse(&c, file, "", "", NULL, &r), 0);
+        CHECK_STR(r.why, "");
+        exec_cmd_free(&c);
+    }
+    unlink(file);
+    rmdir(tmp);
+}
+
 /* ---- the plugin through the mock host ---- */
 
 static twice_mock *
@@ -577,6 +623,7 @@ main(void)
     test_lines();
     test_answers();
     test_command();
+    test_shebang();
     snprintf(dir, sizeof(dir), "/tmp/test-exec-XXXXXX");
     CHECK(mkdtemp(dir) != NULL);
     test_settings();
