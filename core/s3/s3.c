@@ -269,20 +269,42 @@ s3_error_code(const struct http_response *r, char *out, size_t cap)
     }
 }
 
-/* What a non-2xx status means: 403 and 404 are final, the rest may pass. */
+/* The region S3 says the bucket is in (x-amz-bucket-region, sent with a
+ * redirect or a HEAD's error, which has no body to name its code), if it
+ * looks like one: letters, digits and '-'. */
+static int
+s3_bucket_region(const struct s3_client *c, char *out, size_t cap)
+{
+    const char *h = http_response_header(&c->resp, "x-amz-bucket-region");
+    size_t n = h != NULL ? strspn(h, "abcdefghijklmnopqrstuvwxyz0123456789-") : 0;
+    if (n == 0 || h[n] != '\0' || n >= cap) {
+        return 0;
+    }
+    memcpy(out, h, n + 1);
+    return 1;
+}
+
+/* What a non-2xx status means: 403 and 404 are final, the rest may pass
+ * (a redirect: the region is wrong, which a configuration change fixes). */
 static void
 s3_status_error(struct s3_client *c, const char *method, struct s3_error *err)
 {
-    char code[64];
+    char code[64], region[32];
     long st = c->resp.status;
     s3_error_code(&c->resp, code, sizeof(code));
     if (code[0] == '\0') {
         snprintf(code, sizeof(code), "%s",
                  st == 404   ? "NotFound"
                  : st == 403 ? "AccessDenied"
+                 : st == 301 ? "PermanentRedirect"
+                 : st == 307 ? "TemporaryRedirect"
+                 : st == 400 ? "BadRequest"
                              : "HTTPError");
     }
-    s3_error_set(err, st, st != 403 && st != 404, code, "%s: HTTP %ld %s", method, st, code);
+    int where = s3_bucket_region(c, region, sizeof(region));
+    s3_error_set(err, st, st != 403 && st != 404, code, "%s: HTTP %ld %s%s%s%s", method, st, code,
+                 where ? " (the bucket is in region " : "", where ? region : "",
+                 where ? "; check aws.region and aws.s3_endpoint)" : "");
 }
 
 /*

@@ -250,18 +250,19 @@ class Shapes(twicetest.TwiceTestCase):
         object over max_payload_bytes is refused after its HEAD, never downloaded; and
         every request is SigV4-signed for s3 with the payload's hash."""
         bucket = "tw-fake-" + os.urandom(4).hex()
-        huge, denied, gone, fine = (self.http_receiver("%s/%s" % (bucket, name))
-                                    for name in ("huge", "denied", "gone", "fine"))
+        huge, denied, gone, fine, moved = (self.http_receiver("%s/%s" % (bucket, name))
+                                           for name in ("huge", "denied", "gone", "fine", "moved"))
         huge.script(then_body="x" * 300000)
         denied.script(status=403, body="<Error><Code>AccessDenied</Code></Error>")
         gone.script(status=404, body="<Error><Code>NoSuchKey</Code></Error>")
         fine.script(then_body='{"id": "fine"}')
+        moved.script(status=301, headers={"x-amz-bucket-region": "eu-west-1"})
         url, dlq = self.queue_pair("fake-s3")
         d = self.start([tc.queue("fake-s3", url, dlq, "effect", key="k:{id}")],
                        extra="max_payload_bytes = 100000;", s3_endpoint=self.env.http_url)
         cls = "software.amazon.payloadoffloading.PayloadS3Pointer"
         bodies = {name: json.dumps([cls, {"s3BucketName": bucket, "s3Key": name}])
-                  for name in ("huge", "denied", "gone", "fine")}
+                  for name in ("huge", "denied", "gone", "fine", "moved")}
         for body in bodies.values():
             self.sqs.send(url, body)
         got = {x["Body"]: reason(x) for x in self.letters(dlq, 3)}
@@ -278,6 +279,9 @@ class Shapes(twicetest.TwiceTestCase):
             self.assertEqual(r["headers"]["x-amz-content-sha256"],
                              "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
             self.assertEqual(r["path"], "/%s/fine" % bucket)
+        # a HEAD answered with a redirect has no body: the status and the region say why
+        d.wait_log(r"HEAD: HTTP 301 PermanentRedirect \(the bucket is in region eu-west-1; "
+                   r"check aws.region and aws.s3_endpoint\)", timeout=20)
         self.assertTrue(d.running())
         self.assertEqual(d.stop(), 0)
 
