@@ -143,6 +143,18 @@ job_deadletter(struct twice_job *j, const char *reason, const char *fmt, ...)
     va_start(ap, fmt);
     buf_vprintf(&b, fmt, ap);
     va_end(ap);
+    if (b.data != NULL && b.len > JOB_ERROR_MAX) {
+        /* text from a message (a route's value) can be as long as the body;
+         * the log line and twice-error get its start, cut between
+         * characters */
+        size_t cut = JOB_ERROR_MAX;
+        while (cut > 0 && ((unsigned char) b.data[cut] & 0xC0) == 0x80) {
+            cut--;
+        }
+        b.len = cut;
+        b.data[cut] = '\0';
+        buf_puts(&b, "...");
+    }
     free(j->error);
     j->error = buf_steal(&b);
     snprintf(j->reason, sizeof(j->reason), "%s", reason);

@@ -145,6 +145,8 @@ const struct sqs_attr *job_attr(const struct twice_job *j, const char *name);
  * or NULL past the last. */
 const struct sqs_attr *job_attr_at(const struct twice_job *j, size_t i);
 
+#define JOB_ERROR_MAX 1024 /* bytes of a dead letter's detail kept (then "...") */
+
 /* Set the job's outcome to dead-letter with a reason code and detail. */
 void job_deadletter(struct twice_job *j, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -78,6 +78,41 @@ check_shape(int env, const char *tmpl, const char *body, const char *want, const
     free(k);
 }
 
+/* A dead letter's detail is cut at JOB_ERROR_MAX bytes, between UTF-8
+ * characters, with "..." after it: a route's value from a message can be as
+ * long as the body, and it reaches the log line and twice-error. */
+static void
+test_error_cap(void)
+{
+    static const char prefix[] = "no route for kind = "; /* 20 bytes */
+    struct config_queue qc = {.name = "q"};
+    struct sqs_message m = {.receive_count = 1};
+    m.body = (char *) "{}";
+    m.body_len = 2;
+    struct twice_job *j = job_new(NULL, &qc, &m);
+    char *value = malloc(5001);
+    CHECK(j != NULL && value != NULL);
+    if (j == NULL || value == NULL) {
+        free(value);
+        job_free(j);
+        return;
+    }
+    memset(value, 'v', 5000);
+    value[5000] = '\0';
+    /* a 2-byte character across the cut: its first byte is the detail's
+     * byte JOB_ERROR_MAX - 1, so cutting at JOB_ERROR_MAX would split it */
+    memcpy(value + JOB_ERROR_MAX - 1 - 20, "\xc3\xa9", 2);
+    job_deadletter(j, "unknown-route", "%s%s", prefix, value);
+    CHECK_INT((long long) strlen(j->error), JOB_ERROR_MAX - 1 + 3);
+    CHECK(strncmp(j->error, prefix, 20) == 0);
+    CHECK_STR(j->error + JOB_ERROR_MAX - 2, "v...");
+    value[40] = '\0';
+    job_deadletter(j, "unknown-route", "%s%s", prefix, value);
+    CHECK_INT((long long) strlen(j->error), 20 + 40); /* short: kept whole */
+    free(value);
+    job_free(j);
+}
+
 static const char sns[] =
     "{\"Type\":\"Notification\",\"MessageId\":\"sns-1\",\"TopicArn\":\"arn:aws:sns:us-east-1:1:"
     "orders\",\"Subject\":\"hi\",\"Message\":\"{\\\"orderId\\\":42}\",\"MessageAttributes\":"
@@ -307,6 +342,7 @@ main(void)
     test_fair_queue_group();
     test_handler_view();
     test_envelopes();
+    test_error_cap();
     test_bad_envelopes();
     test_pointers();
     test_bucket_names();
