@@ -156,9 +156,11 @@ struct exec_limit {
 /* Send the request line req (len bytes, newline included), wait within
  * the limit for the answer line while logging stderr with the job's
  * context. 0 and *a (the process is killed when it wrote more than one
- * line: p->pid is then 0); -1 with why (the process died, overran or
- * answered garbage, and is killed); -2 when it had written output before
- * the request (out of step: killed, the request not sent). */
+ * line that echoed this job's message id: p->pid is then 0); -1 with why
+ * (the process died, overran, answered garbage, answered for another
+ * message id, or wrote more than one line without an echo, and is
+ * killed); -2 when it had written output before the request (out of
+ * step: killed, the request not sent). */
 int exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const char *req,
                   size_t len, struct exec_limit limit, struct exec_answer *a, char *why,
                   size_t cap);
