@@ -18,7 +18,9 @@
 #include "exec.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -498,26 +500,79 @@ test_stderr_redirected(void)
     CHECK(gone(first));
 }
 
+/* A slow reader of the mock's stderr, where it writes what the
+ * supervisor logs outside any job: 4 KiB a millisecond, discarded. */
+static void *
+slow_reader(void *arg)
+{
+    char buf[4096];
+    int fd = *(int *) arg;
+    struct timespec t = {0, 1000000L};
+    while (read(fd, buf, sizeof(buf)) > 0) {
+        nanosleep(&t, NULL);
+    }
+    return NULL;
+}
+
+/* fd 2 to a pipe read slowly by a thread (a slow log: the supervisor's
+ * rounds of reading an idle handler's stderr take a while); the saved
+ * fd 2 in saved[0], the pipe's read end in saved[1]. 0, or -1. */
+static int
+slow_stderr(int saved[2], pthread_t *t)
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        return -1;
+    }
+    fflush(stderr);
+    saved[0] = dup(2);
+    saved[1] = fds[0];
+    dup2(fds[1], 2);
+    close(fds[1]);
+    if (pthread_create(t, NULL, slow_reader, &saved[1]) != 0) {
+        dup2(saved[0], 2);
+        close(saved[0]);
+        close(fds[0]);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+normal_stderr(int saved[2], pthread_t t)
+{
+    fflush(stderr);
+    dup2(saved[0], 2); /* the pipe's last write end closed: the reader ends */
+    close(saved[0]);
+    pthread_join(t, NULL);
+    close(saved[1]);
+}
+
 /* processes = 0, one job at a time, each handler logging a lot to stderr
- * after its answer (the supervisor reading it when the next job comes):
- * one process does them all, never more processes than running jobs. */
+ * after its answer (the supervisor reading it, slowly, when the next job
+ * comes): one process does them all, never more processes than running
+ * jobs. */
 static void
 test_one_job_one_process(void)
 {
     twice_mock *m = new_mock("python3 -u " BEHAVE);
     CHECK_INT(twice_mock_init(m), 0);
     twice_mock_job *j;
-    int first, pid;
-    CHECK_INT(run_pid(m, "\"do\":\"ok\",\"stderr_after\":200000", &first, &j), TWICE_DONE);
-    twice_mock_job_free(j);
-    for (int i = 0; i < 20; i++) {
+    int pids[21], done = 0, saved[2];
+    pthread_t reader;
+    CHECK_INT(slow_stderr(saved, &reader), 0);
+    for (int i = 0; i < 21; i++) {
         struct timespec t = {0, 20 * 1000000L};
         nanosleep(&t, NULL);
-        CHECK_INT(run_pid(m, "\"do\":\"ok\",\"stderr_after\":200000", &pid, &j), TWICE_DONE);
-        CHECK_INT(pid, first);
+        done += run_pid(m, "\"do\":\"ok\",\"stderr_after\":200000", &pids[i], &j) == TWICE_DONE;
         twice_mock_job_free(j);
     }
     twice_mock_free(m);
+    normal_stderr(saved, reader);
+    CHECK_INT(done, 21);
+    for (int i = 1; i < 21; i++) {
+        CHECK_INT(pids[i], pids[0]);
+    }
 }
 
 /* A handler that overruns the timeout: killed, reaped, the job retried, and
