@@ -359,7 +359,8 @@ give_back_queue(struct heartbeat *hb, struct wqueue *q, struct twice_job **jobs,
     if (n > nn) {
         set_visibility(hb, jobs + nn, n - nn, deadline_delay(1));
     }
-    log_warn("queue %s: drain deadline: gave back %zu unfinished jobs", q->cfg->name, n);
+    log_warn("queue %s: drain deadline: gave back %zu unfinished job%s", q->cfg->name, n,
+             plural_s((long long) n));
 }
 
 void

@@ -56,7 +56,9 @@ job_line(void *ctx, const char *line, size_t cut)
     exec_log_stderr(x->api, x->job, x->p->pid, line, cut);
 }
 
-/* Log what is in its stderr now (without waiting). */
+/* Log what is in its stderr now (without waiting). At EOF the pipe is
+ * closed: the handler closed or redirected its stderr, which is no death
+ * (its stdout socket says that), and nobody watches the pipe again. */
 static void
 drain_stderr(struct xjob *x)
 {
@@ -70,6 +72,11 @@ drain_stderr(struct xjob *x)
             continue;
         }
         exec_lines_feed(&x->p->lines, buf, (size_t) n, job_line, x);
+    }
+    if (x->err_open) {
+        exec_lines_flush(&x->p->lines, job_line, x);
+        close(x->p->err);
+        x->p->err = -1;
     }
     x->err_open = 0;
 }
@@ -177,6 +184,16 @@ stale(struct exec_proc *p)
     return poll(&fd, 1, 0) > 0 && recv(p->io, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
 }
 
+/* Bytes waiting on its stdout now (not EOF): right after an answer line,
+ * a second line for one request. */
+static int
+pending(struct exec_proc *p)
+{
+    char b;
+    struct pollfd fd = {p->io, POLLIN, 0};
+    return poll(&fd, 1, 0) > 0 && recv(p->io, &b, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 /* What an overrun of the limit is called in the job's error. */
 static void
 describe_limit(struct exec_limit l, char *out, size_t cap)
@@ -191,6 +208,43 @@ describe_limit(struct exec_limit l, char *out, size_t cap)
     }
 }
 
+/* The answer line read is this job's, or the process is out of step:
+ * killed and the job failed (-1 with why). It echoed another message id:
+ * a stray line of an earlier job. More output follows the line (extra)
+ * without an echo to tell which line is this job's: taking the first
+ * could delete a message never handled, so neither is trusted. With this
+ * job's id echoed, the answer stands and the process is restarted. */
+static int
+accept_answer(struct xjob *x, const struct exec_answer *a, int extra, char *why, size_t cap)
+{
+    const char *mine = x->api->message_id(x->job);
+    char what[700], theirs[EXEC_SHOWN * 2], ours[EXEC_SHOWN * 2];
+    if (!exec_answer_for(a, mine)) {
+        exec_shown(a->message_id, strlen(a->message_id), theirs, sizeof(theirs));
+        exec_shown(mine, strlen(mine), ours, sizeof(ours));
+        snprintf(what, sizeof(what),
+                 "answered for another job (message_id '%s', not this job's '%s'; restarted)",
+                 theirs, ours);
+        return failed(x, what, why, cap);
+    }
+    if (extra && !a->echoed) {
+        return failed(x,
+                      "wrote more than one line for one request (which one answers this job "
+                      "is unknown; echo message_id; restarted)",
+                      why, cap);
+    }
+    x->p->answered++;
+    drain_stderr(x); /* what it logged right before answering is this job's */
+    exec_lines_flush(&x->p->lines, job_line, x);
+    if (extra) {
+        x->api->log(x->job, TWICE_LOG_WARN,
+                    "handler %d wrote more than one line for one request (restarted)",
+                    (int) x->p->pid);
+        exec_proc_kill(x->p, NULL);
+    }
+    return 0;
+}
+
 int
 exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const char *req,
               size_t len, struct exec_limit l, struct exec_answer *a, char *why, size_t cap)
@@ -199,7 +253,7 @@ exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const c
         l.start = 0; /* started long ago */
     }
     long long seconds = (long long) l.timeout + l.start;
-    struct xjob x = {api, job, p, now_ms() + seconds * 1000, NULL, 0, 1};
+    struct xjob x = {api, job, p, now_ms() + seconds * 1000, NULL, 0, p->err >= 0};
     int extra = 0, rc;
     char limit[160];
     if (stale(p)) {
@@ -224,16 +278,7 @@ exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const c
                                : NULL,
                     why, cap);
     } else {
-        p->answered++;
-        drain_stderr(&x); /* what it logged right before answering is this job's */
-        exec_lines_flush(&p->lines, job_line, &x);
-        if (extra) {
-            api->log(job, TWICE_LOG_WARN,
-                     "handler %d wrote more than one line for one request (restarted)",
-                     (int) p->pid);
-            exec_proc_kill(p, NULL);
-        }
-        rc = 0;
+        rc = accept_answer(&x, a, extra || pending(p), why, cap);
     }
     free(x.answer);
     return rc;

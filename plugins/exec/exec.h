@@ -64,13 +64,20 @@ char *exec_request(const twice_api *api, const twice_job *job, size_t *len, cons
 
 struct exec_answer {
     twice_status status;
-    char error[1024]; /* "" when none */
-    long retry_after; /* seconds, -1 when not given */
+    char error[1024];     /* "" when none */
+    long retry_after;     /* seconds, -1 when not given */
+    int echoed;           /* it named the job it answers: message_id */
+    char message_id[256]; /* echoed: that message id */
 };
 
 /* Parse an answer line (without its newline). 0, or -1 with why: not
- * JSON, not an object, no valid status, a member of the wrong type. */
+ * JSON, not an object, no valid status, a member of the wrong type (a
+ * message_id too: a string of at most 255 bytes). */
 int exec_parse_answer(const char *line, size_t len, struct exec_answer *a, char *why, size_t cap);
+
+/* Whether a can be the answer to the request of message message_id: it
+ * echoed that id, or none (a handler that does not echo is trusted). */
+int exec_answer_for(const struct exec_answer *a, const char *message_id);
 
 /* Up to EXEC_SHOWN bytes of s, printable ASCII kept, the rest '?', "..."
  * when cut; into out (cap bytes, NUL included; a cap of 0 leaves it
@@ -149,9 +156,11 @@ struct exec_limit {
 /* Send the request line req (len bytes, newline included), wait within
  * the limit for the answer line while logging stderr with the job's
  * context. 0 and *a (the process is killed when it wrote more than one
- * line: p->pid is then 0); -1 with why (the process died, overran or
- * answered garbage, and is killed); -2 when it had written output before
- * the request (out of step: killed, the request not sent). */
+ * line that echoed this job's message id: p->pid is then 0); -1 with why
+ * (the process died, overran, answered garbage, answered for another
+ * message id, or wrote more than one line without an echo, and is
+ * killed); -2 when it had written output before the request (out of
+ * step: killed, the request not sent). */
 int exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const char *req,
                   size_t len, struct exec_limit limit, struct exec_answer *a, char *why,
                   size_t cap);

@@ -104,8 +104,10 @@ log_line(void *ctx, const char *line, size_t cut)
 }
 
 /* Read what an idle process wrote (the supervisor owns it: READING).
- * Returns 0 to keep it, or -1 after killing it: it ended, or wrote to
- * stdout out of turn. */
+ * Returns 0 to keep it, or -1 after killing it: it ended (EOF on its
+ * stdout socket), or wrote to stdout out of turn. EOF on stderr only
+ * means the handler closed or redirected it (`2>>own.log`): the pipe is
+ * closed and the process kept. */
 static int
 read_idle(struct exec_pool *p, struct exec_proc *proc, int fd)
 {
@@ -125,6 +127,11 @@ read_idle(struct exec_pool *p, struct exec_proc *proc, int fd)
         return 0; /* stderr read for now; or nothing after all */
     }
     exec_lines_flush(&proc->lines, log_line, ctx);
+    if (n == 0 && !is_io) {
+        close(proc->err); /* stderr closed or redirected: no death, no longer watched */
+        proc->err = -1;
+        return 0;
+    }
     pid_t pid = proc->pid;
     int status;
     exec_proc_kill(proc, &status);
@@ -189,9 +196,11 @@ supervise_round(struct exec_pool *p, struct pollfd *fds, struct exec_slot **who,
     fds[0] = (struct pollfd){p->wake[0], POLLIN, 0};
     for (size_t i = 0; i < p->nslots && n + 2 <= cap; i++) {
         struct exec_slot *s = p->slots[i];
-        if (s->state == SLOT_IDLE) {
+        if (s->state == SLOT_IDLE && s->proc.err >= 0) {
             fds[n] = (struct pollfd){s->proc.err, POLLIN, 0};
             who[n++] = s;
+        }
+        if (s->state == SLOT_IDLE) {
             fds[n] = (struct pollfd){s->proc.io, POLLIN, 0};
             who[n++] = s;
         }
@@ -367,6 +376,22 @@ empty_slot(struct exec_pool *p)
     return s;
 }
 
+/* Whether the supervisor is reading an idle process's output. That
+ * process is free for the next job when the round ends (or its slot
+ * empty, if it died): a taker waits for it rather than starting one more,
+ * so the processes never outnumber the jobs running at once. Under the
+ * mutex. */
+static int
+any_reading(const struct exec_pool *p)
+{
+    for (size_t i = 0; i < p->nslots; i++) {
+        if (p->slots[i]->state == SLOT_READING) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 struct exec_slot *
 exec_pool_take(struct exec_pool *p, char *err, size_t errlen)
 {
@@ -378,6 +403,10 @@ exec_pool_take(struct exec_pool *p, char *err, size_t errlen)
         }
         if (got != NULL) {
             break;
+        }
+        if (any_reading(p)) {
+            pthread_cond_wait(&p->cv, &p->mu); /* idle again in a moment: no new process */
+            continue;
         }
         struct exec_slot *s = empty_slot(p);
         if (s == NULL) {

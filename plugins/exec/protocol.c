@@ -3,12 +3,16 @@
  *
  *   -> {"key":"...","body":"...","message_id":"...","attempt":1,
  *       "queue":"...","attributes":{"Name":"value"}}
- *   <- {"status":"done"|"retry"|"reject","error":"...","retry_after":N}
+ *   <- {"status":"done"|"retry"|"reject","error":"...","retry_after":N,
+ *       "message_id":"..."}
  *
  * The body is the message body as a JSON string (parse it yourself when it
  * is JSON); attributes are the String and Number message attributes. In an
  * answer, error and retry_after are optional and members twice does not
- * know are ignored (room to grow); anything else is garbage. Not the
+ * know are ignored (room to grow); anything else is garbage. message_id is
+optional too: a handler that echoes the request's names the job it
+answers, so that a stray line of an earlier job is never taken as the
+answer to this one (exchange.c). Not the
  * transport (exchange.c). twice-exec(7) documents it for handler authors.
  */
 #include "exec.h"
@@ -121,6 +125,7 @@ exec_parse_answer(const char *line, size_t len, struct exec_answer *a, char *why
         return garbage(line, len, "something that is not JSON", why, cap);
     }
     const json_t *err = json_object_get(o, "error"), *ra = json_object_get(o, "retry_after");
+    const json_t *id = json_object_get(o, "message_id");
     const char *what = NULL;
     if (!json_is_object(o)) {
         what = "JSON that is not an object";
@@ -131,6 +136,9 @@ exec_parse_answer(const char *line, size_t len, struct exec_answer *a, char *why
     } else if (ra != NULL && !json_is_null(ra) &&
                (!json_is_number(ra) || json_number_value(ra) < 0)) {
         what = "a retry_after that is not a number of seconds";
+    } else if (id != NULL && !json_is_null(id) &&
+               (!json_is_string(id) || json_string_length(id) >= sizeof(a->message_id))) {
+        what = "a message_id that is not a string of at most 255 bytes";
     }
     if (what != NULL) {
         json_decref(o);
@@ -143,6 +151,16 @@ exec_parse_answer(const char *line, size_t len, struct exec_answer *a, char *why
         double v = json_number_value(ra);
         a->retry_after = v > 43200 ? 43200 : (long) v;
     }
+    if (json_is_string(id)) {
+        a->echoed = 1;
+        memcpy(a->message_id, json_string_value(id), json_string_length(id) + 1);
+    }
     json_decref(o);
     return 0;
+}
+
+int
+exec_answer_for(const struct exec_answer *a, const char *message_id)
+{
+    return !a->echoed || message_id == NULL || strcmp(a->message_id, message_id) == 0;
 }

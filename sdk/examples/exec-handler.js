@@ -20,6 +20,7 @@ readline.createInterface({ input: process.stdin }).on("line", (line) => {
       ? { status: "retry", error: e.message, retry_after: 5 }
       : { status: "reject", error: `bad order: ${e.message}` }; // to the dead-letter queue
   }
+  answer.message_id = job.message_id; // names the job answered: never mistaken
   process.stdout.write(JSON.stringify(answer) + "\n"); // exactly one line per job
 });
 // End of input: twice is stopping; readline closes and the process exits.

@@ -20,4 +20,5 @@ for line in sys.stdin:  # one job per line; end of input: twice is stopping
         answer = {"status": "retry", "error": str(e), "retry_after": 5}
     except (ValueError, KeyError, TypeError) as e:  # never: to the dead-letter queue
         answer = {"status": "reject", "error": "bad order: %r" % e}
+    answer["message_id"] = job["message_id"]  # names the job answered: never mistaken
     print(json.dumps(answer), flush=True)  # exactly one line per job

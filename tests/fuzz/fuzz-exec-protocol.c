@@ -11,8 +11,9 @@
  * are the sizes of the reads the stream arrives in (cycled; 0 is an empty
  * read), the rest is the text of the stream, repeated (first byte >> 1) %
  * 64 + 1 times so that short inputs make lines longer than EXEC_LINE_MAX.
- * Promises checked: an answer read has a known status, a terminated error
- * and a retry_after of -1 or 0..43200; a refused one a reason of printable
+ * Promises checked: an answer read has a known status, a terminated error,
+ * a retry_after of -1 or 0..43200 and a terminated message_id when echoed
+ * (any job's answer when not); a refused one a reason of printable
  * ASCII that quotes the line as exec_shown shows it; exec_shown writes
  * printable ASCII terminated within its cap, at most EXEC_SHOWN bytes of
  * the text and "...", a smaller cap a prefix of it; every byte of the
@@ -46,6 +47,8 @@ answer(const char *line, size_t len)
         FUZZ_ASSERT(a.status == TWICE_DONE || a.status == TWICE_RETRY || a.status == TWICE_REJECT);
         FUZZ_ASSERT(memchr(a.error, '\0', sizeof(a.error)) != NULL);
         FUZZ_ASSERT(a.retry_after == -1 || (a.retry_after >= 0 && a.retry_after <= 43200));
+        FUZZ_ASSERT(a.echoed ? memchr(a.message_id, '\0', sizeof(a.message_id)) != NULL
+                             : exec_answer_for(&a, "any"));
         return;
     }
     check_printable(why, sizeof(why));

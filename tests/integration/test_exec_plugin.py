@@ -2,7 +2,9 @@
 example handles 200 messages with 50 duplicate intents with exactly 150 effects; a
 handler killed mid-job is restarted and the job retried, with one effect; a handler
 printing non-JSON has its job retried, then dead-lettered after max_attempts with the
-reason; a megabyte on stderr stalls nothing and is logged with the job's context;
+reason; a late stray answer of one job never completes the next (message_id echoed); a
+handler whose stderr is redirected is kept; a megabyte on stderr stalls nothing and is
+logged with the job's context;
 handler processes end with their worker (drained, reloaded or killed) and leave no
 zombie; a bad setting is refused by `twiced -t` at the FILE:LINE that sets it, in an
 @include file too.
@@ -193,6 +195,51 @@ class ExecPlugin(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
         self.assertEqual(sorted(self.lines("effects")), ["k:%d" % i for i in range(6)])
         self.assertNotIn("did not answer", d.log_text())
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_late_stray_answer_never_completes_the_next_job(self):
+        """The handler answers job 1, then writes a second answer 2 s later, while job 2
+        (which it would reject) already waits in the same process for its answer. The
+        stray line echoes job 1's message_id: it is not taken as job 2's answer (which
+        deleted job 2 unhandled); the handler is restarted, job 2 retried and rejected to
+        the dead-letter queue."""
+        url, dlq, dsn, d = self.start(self.plugin("python3 -u " + self.behave, key="k:{id}",
+                                                  processes=1), concurrency=1)
+        effects = os.path.join(self.dir, "effects")
+        self.sqs.send(url, json.dumps({"id": 1, "do": "stray", "seconds": 2, "effect": effects}))
+        twicetest.wait_until(lambda: self.lines("effects"), timeout=30,
+                             message="job 1 answered")
+        self.sqs.send(url, json.dumps({"id": 2, "do": "reject"}))
+        letters = []
+        twicetest.wait_until(lambda: letters.extend(self.sqs.receive(dlq, visibility=60)) or
+                             letters, timeout=60, message="job 2 dead-lettered")
+        self.assertEqual(json.loads(letters[0]["Body"])["id"], 2)
+        self.assertEqual(letters[0]["MessageAttributes"]["twice-error"]["StringValue"],
+                         "no such customer")
+        log = d.log_text()
+        self.assertRegex(log, r"key=k:2 attempt=1: .*handler \d+ answered for another job "
+                              r"\(message_id '[^']+', not this job's '[^']+'; restarted\)")
+        self.drained(url)
+        self.assertEqual(self.lines("effects"), ["k:1"])
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_handler_with_its_stderr_redirected_is_kept(self):
+        """A wrapper sends the handler's stderr to its own file: the closed pipe is no
+        death, and one process does every job, none killed."""
+        wrapper = os.path.join(self.dir, "wrapper.sh")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec python3 -u %s 2>>%s/own.log\n" % (self.behave, self.dir))
+        os.chmod(wrapper, 0o755)
+        url, dlq, dsn, d = self.start(self.plugin(wrapper, key="k:{id}"), concurrency=1)
+        pid_file = os.path.join(self.dir, "pid")
+        pids = set()
+        for i in range(4):
+            self.sqs.send(url, json.dumps({"id": i, "pid_file": pid_file}))
+            self.drained(url)
+            pids.add(int(self.lines("pid")[0]))
+            time.sleep(0.5)  # idle: the supervisor watches it
+        self.assertEqual(len(pids), 1, "one handler process did every job")
+        self.assertNotIn("killed", d.log_text())
         self.assertEqual(d.stop(), 0)
 
     def test_a_megabyte_of_stderr_stalls_nothing(self):

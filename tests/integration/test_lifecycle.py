@@ -310,6 +310,19 @@ class Lifecycle(twicetest.TwiceTestCase):
         self.assertEqual(len({r[0] for r in rows}), 20)
         self.assertEqual(d2.stop(timeout=20), 0)
 
+    def test_one_job_given_back_at_the_drain_deadline_is_counted_in_the_singular(self):
+        url, dlq, dsn, port, conf = self.setup_tx(
+            "term1", queue_options={"concurrency": 2, "visibility_timeout": 30},
+            conf_options={"drain_timeout": 1})
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "slow", "sleep_ms": 8000}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight")
+                             == 1, timeout=15, message="the job never ran")
+        self.assertEqual(d.stop(timeout=20), 0)
+        self.assertRegex(d.log_text(), r"queue term1: drain deadline: gave back 1 unfinished "
+                                       r"job\n")
+
     def test_classic_two_column_table_is_migrated_in_place(self):
         url, dlq, dsn, port, conf = self.setup_tx("classic")
         self.pg.query(dsn, "CREATE TABLE twice_idempotency (idempotency_key TEXT PRIMARY KEY, "

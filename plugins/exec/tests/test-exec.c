@@ -4,7 +4,9 @@
  * Node examples): stderr cut into lines (lines.c) and answers parsed
  * (protocol.c) on their own; settings and command refusals; the request
  * line; done, retry and reject answers; a handler that dies, overruns,
- * answers garbage or two lines (killed, restarted, the job retried); one
+ * answers garbage or two lines (killed, restarted, the job retried); a
+ * late stray answer never taken as the next job's (message_id echoed); a
+ * handler whose stderr is redirected kept; one process per running job; one
  * that starts slower than its timeout (start_timeout); a
  * megabyte of stderr that stalls nothing; processes reused, capped, and
  * all gone after fini, none left a zombie. The daemon's acceptance tests
@@ -16,7 +18,9 @@
 #include "exec.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +143,25 @@ test_answers(void)
     expect_garbage("{\"status\":\"done\",\"status\":\"reject\"}",
                    "handler answered something that is not JSON: "
                    "'{\"status\":\"done\",\"status\":\"reject\"}'");
+    expect_garbage("{\"status\":\"done\",\"message_id\":5}",
+                   "handler answered a message_id that is not a string of at most 255 bytes: "
+                   "'{\"status\":\"done\",\"message_id\":5}'");
+
+    /* An echoed message_id names the job answered; without one, any. */
+    struct exec_answer a;
+    char why[512] = "";
+    const char *echo = "{\"status\":\"done\",\"message_id\":\"m-1\"}";
+    CHECK_INT(exec_parse_answer(echo, strlen(echo), &a, why, sizeof(why)), 0);
+    CHECK_INT(a.echoed, 1);
+    CHECK_STR(a.message_id, "m-1");
+    CHECK(exec_answer_for(&a, "m-1"));
+    CHECK(!exec_answer_for(&a, "m-2"));
+    CHECK(!exec_answer_for(&a, "m-10"));
+    echo = "{\"status\":\"done\",\"message_id\":null}";
+    CHECK_INT(exec_parse_answer(echo, strlen(echo), &a, why, sizeof(why)), 0);
+    CHECK_INT(a.echoed, 0);
+    CHECK(exec_answer_for(&a, "m-2"));
+
     char shown[EXEC_SHOWN * 2];
     exec_shown("a\x01\xc3\xa9", 4, shown, sizeof(shown));
     CHECK_STR(shown, "a???");
@@ -457,6 +480,8 @@ test_failures(twice_mock *m)
     CHECK(before != pid && gone(before));
     twice_mock_job_free(j);
 
+    /* Two lines that both name this job: the answer stands, the process
+     * is restarted. */
     CHECK_INT(run_pid(m, "\"do\":\"two_lines\"", &pid, &j), TWICE_DONE);
     CHECK(job_log(j, "wrote more than one line for one request") != NULL);
     CHECK(gone(pid));
@@ -465,6 +490,154 @@ test_failures(twice_mock *m)
     CHECK_INT(run_pid(m, "\"do\":\"ok\"", &before, &j), TWICE_DONE); /* restarted */
     CHECK(before != pid);
     twice_mock_job_free(j);
+}
+
+/* A late second answer of one job, read when the next job waits for its
+ * answer: never taken as the next job's. The handler echoes message_id:
+ * the stray line names the earlier job, the process is restarted and the
+ * next job retried, then rejected by a new process as it would have been. */
+static void
+test_stray_answer(twice_mock *m)
+{
+    twice_mock_job *j;
+    int first, pid;
+    CHECK_INT(run_pid(m, "\"do\":\"stray\"", &first, &j), TWICE_DONE);
+    twice_mock_job_free(j);
+    j = twice_mock_job_new(m, "{\"id\":2,\"do\":\"reject\"}");
+    twice_mock_job_message_id(j, "second-message");
+    CHECK_INT(twice_mock_run(j), TWICE_RETRY);
+    CHECK_CONTAINS(twice_mock_job_error(j), "answered for another job (message_id 'mock-message-");
+    CHECK_CONTAINS(twice_mock_job_error(j), "not this job's 'second-message'; restarted)");
+    twice_mock_job_free(j);
+    CHECK(gone(first));
+    CHECK_INT(run_pid(m, "\"do\":\"reject\"", &pid, &j), TWICE_REJECT);
+    CHECK(pid != first);
+    twice_mock_job_free(j);
+}
+
+/* A handler that does not echo message_id and writes two lines for one
+ * job: which line answers it is unknown, so the job is retried (taking the
+ * first could delete a message never handled), the process restarted. */
+static void
+test_two_lines_without_echo(void)
+{
+    twice_mock *m = new_mock("python3 -u " BEHAVE);
+    char env[160];
+    snprintf(env, sizeof(env), "{\"ECHO_ID\": \"0\", \"LANG\": \"C\"}");
+    twice_mock_set(m, "env", env);
+    CHECK_INT(twice_mock_init(m), 0);
+    twice_mock_job *j;
+    int pid, again;
+    CHECK_INT(run_pid(m, "\"do\":\"ok\"", &pid, &j), TWICE_DONE); /* no echo: trusted */
+    twice_mock_job_free(j);
+    CHECK_INT(run_pid(m, "\"do\":\"two_lines\"", &again, &j), TWICE_RETRY);
+    CHECK_INT(again, pid);
+    CHECK_CONTAINS(twice_mock_job_error(j), "wrote more than one line for one request (which one "
+                                            "answers this job is unknown");
+    CHECK(gone(pid));
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+}
+
+/* A handler whose stderr is redirected by its wrapper (`exec python3
+ * h.py 2>>own.log`): EOF on the stderr pipe is no death. Its jobs run in
+ * one process, with time between them for the supervisor to look. */
+static void
+test_stderr_redirected(void)
+{
+    char command[512];
+    snprintf(command, sizeof(command),
+             "[\"/bin/sh\", \"-c\", \"exec python3 -u %s 2>>%s/own.log\"]", BEHAVE, dir);
+    twice_mock *m = new_mock(command);
+    CHECK_INT(twice_mock_init(m), 0);
+    twice_mock_job *j;
+    int first, pid;
+    CHECK_INT(run_pid(m, "\"do\":\"ok\"", &first, &j), TWICE_DONE);
+    twice_mock_job_free(j);
+    for (int i = 0; i < 3; i++) {
+        struct timespec t = {0, 300 * 1000000L};
+        nanosleep(&t, NULL);
+        CHECK_INT(run_pid(m, "\"do\":\"ok\"", &pid, &j), TWICE_DONE);
+        CHECK_INT(pid, first);
+        twice_mock_job_free(j);
+    }
+    twice_mock_free(m);
+    CHECK(gone(first));
+}
+
+/* A slow reader of the mock's stderr, where it writes what the
+ * supervisor logs outside any job: 4 KiB a millisecond, discarded. */
+static void *
+slow_reader(void *arg)
+{
+    char buf[4096];
+    int fd = *(int *) arg;
+    struct timespec t = {0, 1000000L};
+    while (read(fd, buf, sizeof(buf)) > 0) {
+        nanosleep(&t, NULL);
+    }
+    return NULL;
+}
+
+/* fd 2 to a pipe read slowly by a thread (a slow log: the supervisor's
+ * rounds of reading an idle handler's stderr take a while); the saved
+ * fd 2 in saved[0], the pipe's read end in saved[1]. 0, or -1. */
+static int
+slow_stderr(int saved[2], pthread_t *t)
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        return -1;
+    }
+    fflush(stderr);
+    saved[0] = dup(2);
+    saved[1] = fds[0];
+    dup2(fds[1], 2);
+    close(fds[1]);
+    if (pthread_create(t, NULL, slow_reader, &saved[1]) != 0) {
+        dup2(saved[0], 2);
+        close(saved[0]);
+        close(fds[0]);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+normal_stderr(int saved[2], pthread_t t)
+{
+    fflush(stderr);
+    dup2(saved[0], 2); /* the pipe's last write end closed: the reader ends */
+    close(saved[0]);
+    pthread_join(t, NULL);
+    close(saved[1]);
+}
+
+/* processes = 0, one job at a time, each handler logging a lot to stderr
+ * after its answer (the supervisor reading it, slowly, when the next job
+ * comes): one process does them all, never more processes than running
+ * jobs. */
+static void
+test_one_job_one_process(void)
+{
+    twice_mock *m = new_mock("python3 -u " BEHAVE);
+    CHECK_INT(twice_mock_init(m), 0);
+    twice_mock_job *j;
+    int pids[21], done = 0, saved[2];
+    pthread_t reader;
+    CHECK_INT(slow_stderr(saved, &reader), 0);
+    for (int i = 0; i < 21; i++) {
+        struct timespec t = {0, 20 * 1000000L};
+        nanosleep(&t, NULL);
+        done += run_pid(m, "\"do\":\"ok\",\"stderr_after\":200000", &pids[i], &j) == TWICE_DONE;
+        twice_mock_job_free(j);
+    }
+    twice_mock_free(m);
+    normal_stderr(saved, reader);
+    CHECK_INT(done, 21);
+    for (int i = 1; i < 21; i++) {
+        CHECK_INT(pids[i], pids[0]);
+    }
 }
 
 /* A handler that overruns the timeout: killed, reaped, the job retried, and
@@ -634,6 +807,7 @@ main(void)
     test_request_line(m);
     test_answers_through(m);
     test_failures(m);
+    test_stray_answer(m);
     test_stderr(m);
     test_overrun();
     test_slow_start();
@@ -645,6 +819,9 @@ main(void)
     CHECK(gone(pid));
 
     test_concurrency();
+    test_two_lines_without_echo();
+    test_stderr_redirected();
+    test_one_job_one_process();
     test_example("python3 " EXAMPLES "/exec-handler.py");
     if (access("/usr/bin/node", X_OK) == 0) {
         test_example("/usr/bin/node " EXAMPLES "/exec-handler.js");

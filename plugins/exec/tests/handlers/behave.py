@@ -5,10 +5,15 @@ Body {"do": ...}: "ok" (done), "reject", "retry" (retry_after 7), "garbage" (a l
 that is not JSON), "die" (exit 3 before answering), "sleep" (SECONDS, then done; with
 "on_attempt": [N...] only on those attempts),
 "stderr" (BYTES of stderr in 100-byte lines, then done), "long_line" (BYTES of stderr
-without a newline), "two_lines" (done twice), "echo" (done, the request line written
+without a newline), "two_lines" (done twice), "stray" (done, then SECONDS later, 0.3 by
+default, done again: a late stray line), "echo" (done, the request line written
 to the file named by ECHO_FILE), "env" (done, the environment and the working
 directory written to ECHO_FILE). With "pid_file", its pid is written there first;
-with "effect", the key is appended to that file before answering done (an effect).
+with "effect", the key is appended to that file before answering done (an effect);
+with "stderr_after", that many bytes of stderr are written after the answer in 100-byte
+lines, each flushed, before the next job is read (a handler logging between jobs).
+Every answer echoes the request's message_id (as twice-exec(7) advises), unless
+ECHO_ID=0 is in the environment (a handler of the days before).
 START_DELAY in the environment: seconds it sleeps before reading its first job (a
 slow start: a big interpreter, heavy imports).
 Used by: plugins/exec/tests/test-exec.c, tests/integration/test_exec_plugin.py.
@@ -19,14 +24,26 @@ import sys
 import time
 
 
-def answer(obj, twice=False):
+def answer(job, obj, twice=False):
     """One line (two in one write with twice: a handler out of protocol)."""
+    if os.environ.get("ECHO_ID", "1") != "0":
+        obj["message_id"] = job["message_id"]
     sys.stdout.write((json.dumps(obj) + "\n") * (2 if twice else 1))
     sys.stdout.flush()
 
 
 def run(job, req):
     body = json.loads(job["body"])
+    handle(job, req, body)
+    if body.get("do") == "stray":
+        time.sleep(float(body.get("seconds", 0.3)))
+        answer(job, {"status": "done"})
+    for _ in range(int(body.get("stderr_after", 0)) // 100):
+        sys.stderr.write("z" * 99 + "\n")
+        sys.stderr.flush()
+
+
+def handle(job, req, body):
     do = body.get("do", "ok")
     if body.get("pid_file"):
         with open(body["pid_file"], "w") as f:
@@ -52,13 +69,13 @@ def run(job, req):
         sys.stdout.flush()
         return
     if do == "reject":
-        return answer({"status": "reject", "error": "no such customer"})
+        return answer(job, {"status": "reject", "error": "no such customer"})
     if do == "retry":
-        return answer({"status": "retry", "error": "busy", "retry_after": 7})
+        return answer(job, {"status": "retry", "error": "busy", "retry_after": 7})
     if body.get("effect"):
         with open(body["effect"], "a") as f:
             f.write(job["key"] + "\n")
-    answer({"status": "done"}, twice=do == "two_lines")
+    answer(job, {"status": "done"}, twice=do == "two_lines")
 
 
 time.sleep(float(os.environ.get("START_DELAY", "0")))
