@@ -1,8 +1,7 @@
 /*
  * dlq.c - dead letters (see dlq.h). Pure building in dlq_letter_build,
  * one SendMessage in dlq_send (two when SQS refuses the first for its
- * size); the caller deletes the source only after
- * the send was accepted.
+ * size); the caller deletes the source only after the send was accepted.
  */
 #include "dlq.h"
 

@@ -423,7 +423,7 @@ lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
         part(t->before, sizeof(t->before), "the dead-letter queue refused the dead letter: ");
         t->arg = error != NULL ? error : "";
         part(t->after, sizeof(t->after),
-             "; giving the message back for %ds (its key released), not retrying now", out->delay);
+             "; giving the message back for %ds instead of retrying now", out->delay);
         break;
     }
     }
