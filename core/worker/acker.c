@@ -268,7 +268,7 @@ send_letter(struct sqs_client *c, const struct twice_job *j, struct dlq_fit *fit
  * for long (lifecycle.h), its key released with the runs the letter counted
  * (runs_to_record), rather than trying again in place. */
 static void
-dlq_refused(struct twice_job *j, const char *desc)
+give_back_refused(struct twice_job *j, const char *desc)
 {
     char why[1400];
     snprintf(why, sizeof(why), "(%s) %s", j->reason, desc);
@@ -320,7 +320,7 @@ send_dead_letters(struct acker *a, struct twice_job *list)
             if (e.retryable) {
                 defer(a, j, "sending to the DLQ", desc);
             } else {
-                dlq_refused(j, desc);
+                give_back_refused(j, desc);
             }
             continue;
         }
