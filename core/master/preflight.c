@@ -93,7 +93,7 @@ check_queues(const struct config *c, struct diag *d)
     } else {
         struct found f = {c, d};
         sqs_client_set_timeout(sqs, PREFLIGHT_CALL_MS);
-        n = sqs_check_queues(sqs, c, 2 * c->nqueues, queue_problem, &f);
+        n = sqs_check_queues(sqs, c, 2 * c->nqueues, queue_problem, &f, NULL);
         n += check_buckets(c, ep.region, chain, d);
     }
     sqs_client_free(sqs);

@@ -74,6 +74,7 @@ struct twice_job {
                                   it while a transactional handler settles the key) */
     int key_completed;         /* the key is completed (by the acker or in the handler's tx) */
     int dlq_sent;              /* the dead letter was accepted by the DLQ */
+    int dlq_refused; /* the DLQ refused it for good: given back, its key released with runs */
 
     twice_status status;         /* handle()'s answer */
     char *error;                 /* owned: api->error() text, NULL if none */

@@ -1,9 +1,11 @@
 /*
  * dlq.c - dead letters (see dlq.h). Pure building in dlq_letter_build,
- * one SendMessage in dlq_send; the caller deletes the source only after
- * the send was accepted.
+ * one SendMessage in dlq_send (two when SQS refuses the first for its
+ * size); the caller deletes the source only after the send was accepted.
  */
 #include "dlq.h"
+
+#include "sqs_parse.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -84,7 +86,20 @@ is_twice_attr(const struct sqs_attr *a)
     return strncmp(a->name, "twice-", 6) == 0;
 }
 
-/* User attributes beyond `room` become one JSON attribute. */
+/* An attribute's bytes as SQS counts them: name, data type and value; a
+ * Binary value as its base64 text (what the JSON protocol carries), which
+ * is never less than SQS's own count. */
+static size_t
+attr_bytes(const struct sqs_attr *a)
+{
+    size_t n = strlen(a->name) + strlen(a->data_type);
+    if (a->string_value != NULL) {
+        return n + strlen(a->string_value);
+    }
+    return n + 4 * ((a->binary_len + 2) / 3);
+}
+
+/* User attributes beyond the first `from` become one JSON attribute. */
 static int
 pack_rest(struct dlq_letter *l, const struct sqs_message *m, size_t from)
 {
@@ -114,25 +129,49 @@ pack_rest(struct dlq_letter *l, const struct sqs_message *m, size_t from)
     return 0;
 }
 
-int
-dlq_letter_build(struct dlq_letter *l, const struct sqs_message *m, const struct dlq_reason *why,
-                 int fifo)
+/* A sanitised copy of s (dlq_sanitize never makes a text longer), or NULL
+ * on ENOMEM. */
+static char *
+sanitized_dup(const char *s)
 {
-    memset(l, 0, sizeof(*l));
-    snprintf(l->attempts, sizeof(l->attempts), "%d", why->attempts);
-    dlq_sanitize(why->error, l->error, DLQ_ERROR_MAX);
-    add_attr(l, "twice-reason", "String", why->reason);
-    add_attr(l, "twice-plugin", "String",
-             why->plugin != NULL && why->plugin[0] != '\0' ? why->plugin : "-");
-    add_attr(l, "twice-attempts", "Number", l->attempts);
-    add_attr(l, "twice-source-message-id", "String", m->message_id);
-    add_attr(l, "twice-source-queue", "String", why->queue_url);
+    size_t n = strlen(s != NULL ? s : "") + 1;
+    char *out = malloc(n);
+    if (out != NULL) {
+        dlq_sanitize(s, out, n);
+    }
+    return out;
+}
+
+/* Lay the letter's attributes out: twice's required ones, its optional
+ * ones not in `dropped` (DLQ_TRIM_* bits), then the user's in the slots
+ * left, the rest packed; and count its bytes. 0, or -1 on ENOMEM. */
+static int
+layout(struct dlq_letter *l, const struct sqs_message *m, const char *reason, int dropped)
+{
+    free(l->packed);
+    l->packed = NULL;
+    l->nattrs = 0;
+    add_attr(l, "twice-reason", "String", reason);
+    add_attr(l, "twice-source-message-id", "String", l->source_id);
+    add_attr(l, "twice-source-queue", "String", l->source_queue);
+    if (!(dropped & DLQ_TRIM_PLUGIN)) {
+        add_attr(l, "twice-plugin", "String", l->plugin[0] != '\0' ? l->plugin : "-");
+    }
+    if (!(dropped & DLQ_TRIM_ATTEMPTS)) {
+        add_attr(l, "twice-attempts", "Number", l->attempts);
+    }
+    if (!(dropped & DLQ_TRIM_ERROR) && l->error[0] != '\0') {
+        add_attr(l, "twice-error", "String", l->error);
+    }
+    if (!(dropped & DLQ_TRIM_KEY) && l->key[0] != '\0') {
+        add_attr(l, "twice-key", "String", l->key);
+    }
 
     size_t user = 0;
     for (size_t i = 0; i < m->nattrs; i++) {
         user += !is_twice_attr(&m->attrs[i]);
     }
-    size_t room = DLQ_MAX_ATTRS - l->nattrs;
+    size_t room = DLQ_MAX_ATTRS - l->nattrs; /* at least 3: twice has at most 7 */
     size_t direct = user <= room ? user : room - 1;
     size_t taken = 0;
     for (size_t i = 0; i < m->nattrs && taken < direct; i++) {
@@ -144,11 +183,78 @@ dlq_letter_build(struct dlq_letter *l, const struct sqs_message *m, const struct
     if (direct < user && pack_rest(l, m, direct) != 0) {
         return -1;
     }
-    if (l->nattrs < DLQ_MAX_ATTRS && l->error[0] != '\0') {
-        add_attr(l, "twice-error", "String", l->error);
+    l->bytes = m->body_len;
+    for (size_t i = 0; i < l->nattrs; i++) {
+        l->bytes += attr_bytes(&l->attrs[i]);
     }
-    if (l->nattrs < DLQ_MAX_ATTRS && why->key != NULL && why->key[0] != '\0') {
-        add_attr(l, "twice-key", "String", why->key);
+    return 0;
+}
+
+/* The next of twice's optional parts to leave out, in order, or 0 when
+ * none is left. */
+static int
+next_drop(int dropped)
+{
+    static const int order[] = {DLQ_TRIM_ERROR, DLQ_TRIM_KEY, DLQ_TRIM_ATTEMPTS, DLQ_TRIM_PLUGIN};
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+        if (!(dropped & order[i])) {
+            return order[i];
+        }
+    }
+    return 0;
+}
+
+/* Lay the letter out within max bytes: twice-error shortened by what is
+ * over, then the optional parts left out one by one. 0, -1 on ENOMEM, -2
+ * when even the smallest letter is over. */
+static int
+fit(struct dlq_letter *l, const struct sqs_message *m, const struct dlq_reason *why, size_t max)
+{
+    int dropped = 0;
+    int had[2] = {l->error[0] != '\0', l->key[0] != '\0'}; /* what leaving out loses */
+    for (;;) {
+        if (layout(l, m, why->reason, dropped) != 0) {
+            return -1;
+        }
+        if (l->bytes <= max) {
+            return 0;
+        }
+        size_t over = l->bytes - max, len = strlen(l->error);
+        if (!(dropped & DLQ_TRIM_ERROR) && len > over) {
+            dlq_sanitize(why->error, l->error, len - over + 1); /* at a character */
+            l->trimmed |= DLQ_TRIM_ERROR_CUT;
+            if (l->error[0] != '\0') {
+                continue;
+            }
+        }
+        int next = next_drop(dropped);
+        if (next == 0) {
+            return -2;
+        }
+        dropped |= next;
+        if ((next != DLQ_TRIM_ERROR || had[0]) && (next != DLQ_TRIM_KEY || had[1])) {
+            l->trimmed = (l->trimmed | next) & ~(next == DLQ_TRIM_ERROR ? DLQ_TRIM_ERROR_CUT : 0);
+        }
+    }
+}
+
+int
+dlq_letter_build(struct dlq_letter *l, const struct sqs_message *m, const struct dlq_reason *why,
+                 int fifo, size_t max_bytes)
+{
+    memset(l, 0, sizeof(*l));
+    snprintf(l->attempts, sizeof(l->attempts), "%d", why->attempts);
+    dlq_sanitize(why->error, l->error, DLQ_ERROR_MAX);
+    l->key = sanitized_dup(why->key);
+    l->plugin = sanitized_dup(why->plugin);
+    l->source_id = sanitized_dup(m->message_id);
+    l->source_queue = sanitized_dup(why->queue_url);
+    if (l->key == NULL || l->plugin == NULL || l->source_id == NULL || l->source_queue == NULL) {
+        return -1;
+    }
+    int rc = fit(l, m, why, max_bytes > 0 ? max_bytes : SQS_MESSAGE_MAX_BYTES);
+    if (rc != 0) {
+        return rc;
     }
     l->entry.body = m->body;
     l->entry.body_len = m->body_len;
@@ -169,23 +275,84 @@ void
 dlq_letter_free(struct dlq_letter *l)
 {
     free(l->packed);
-    l->packed = NULL;
+    free(l->key);
+    free(l->plugin);
+    free(l->source_id);
+    free(l->source_queue);
+    l->packed = l->key = l->plugin = l->source_id = l->source_queue = NULL;
+}
+
+size_t
+dlq_refused_size(const struct sqs_error *err)
+{
+    static const char said[] = "shorter than ";
+    if (strcmp(err->code, "InvalidParameterValue") != 0 &&
+        strcmp(err->query_code, "InvalidParameterValue") != 0) {
+        return 0;
+    }
+    const char *p = strstr(err->message, said);
+    if (p == NULL) {
+        return 0;
+    }
+    char *end;
+    unsigned long long n = strtoull(p + strlen(said), &end, 10);
+    if (end == p + strlen(said) || strncmp(end, " bytes", 6) != 0 || n == 0 ||
+        n > SQS_MESSAGE_MAX_BYTES) {
+        return 0;
+    }
+    return (size_t) n;
+}
+
+/* Build the letter for fit->max_bytes; when too large, ask the queue's
+ * MaximumMessageSize once (it may have been raised) and build again. 0,
+ * or -1 with err. */
+static int
+build_to_fit(struct sqs_client *c, const char *dlq_url, int fifo, const struct sqs_message *m,
+             const struct dlq_reason *why, struct dlq_fit *f, struct dlq_letter *l,
+             struct sqs_error *err)
+{
+    int rc = dlq_letter_build(l, m, why, fifo, f->max_bytes);
+    size_t now = 0;
+    if (rc == -2 && sqs_check_queue(c, dlq_url, &now, err) == 0 && now > 0 &&
+        now != f->max_bytes) {
+        f->max_bytes = now;
+        dlq_letter_free(l);
+        rc = dlq_letter_build(l, m, why, fifo, f->max_bytes);
+    }
+    f->bytes = l->bytes;
+    f->trimmed = l->trimmed;
+    if (rc == -1) {
+        sqs_error_set(err, "OutOfMemory", 1, "building the dead letter");
+    } else if (rc == -2) {
+        sqs_error_set(err, DLQ_TOO_LARGE_CODE, 0,
+                      "the dead letter is %zu bytes even without twice's optional attributes, "
+                      "over the %zu bytes the dead-letter queue accepts (its "
+                      "MaximumMessageSize)",
+                      l->bytes, f->max_bytes > 0 ? f->max_bytes : (size_t) SQS_MESSAGE_MAX_BYTES);
+    }
+    return rc == 0 ? 0 : -1;
 }
 
 int
 dlq_send(struct sqs_client *c, const char *dlq_url, int fifo, const struct sqs_message *m,
-         const struct dlq_reason *why, struct sqs_error *err)
+         const struct dlq_reason *why, struct dlq_fit *fit, struct sqs_error *err)
 {
-    struct dlq_letter l;
-    if (dlq_letter_build(&l, m, why, fifo) != 0) {
-        memset(err, 0, sizeof(*err));
-        snprintf(err->code, sizeof(err->code), "OutOfMemory");
-        snprintf(err->message, sizeof(err->message), "building the dead letter");
-        err->retryable = 1;
+    fit->calls = 0;
+    for (int round = 0;; round++) {
+        struct dlq_letter l;
+        int rc = build_to_fit(c, dlq_url, fifo, m, why, fit, &l, err);
+        if (rc == 0) {
+            fit->calls++;
+            rc = sqs_send(c, dlq_url, &l.entry, NULL, 0, err);
+        }
+        size_t sent = l.bytes;
         dlq_letter_free(&l);
-        return -1;
+        size_t said = rc == 0 ? 0 : dlq_refused_size(err);
+        if (rc == 0 || said == 0 || round > 0 || fit->calls == 0) {
+            return rc;
+        }
+        /* Refused for its size: below what SQS says, and below what was sent
+         * should SQS count otherwise. */
+        fit->max_bytes = said < sent ? said : sent - 1;
     }
-    int rc = sqs_send(c, dlq_url, &l.entry, NULL, 0, err);
-    dlq_letter_free(&l);
-    return rc;
 }

@@ -755,12 +755,20 @@ sqs_queue_counts(struct sqs_client *c, const char *queue_url, long out[3], struc
 }
 
 int
-sqs_check_queue(struct sqs_client *c, const char *queue_url, struct sqs_error *err)
+sqs_check_queue(struct sqs_client *c, const char *queue_url, size_t *max_bytes,
+                struct sqs_error *err)
 {
-    static const char *const names[] = {"QueueArn"};
+    static const char *const names[] = {"QueueArn", "MaximumMessageSize"};
     struct sqs_kv *kv = NULL;
     size_t n = 0;
-    int rc = sqs_get_attributes(c, queue_url, names, 1, &kv, &n, err);
+    int rc = sqs_get_attributes(c, queue_url, names, 2, &kv, &n, err);
+    if (max_bytes != NULL) {
+        const char *v = rc == 0 ? sqs_kv_get(kv, n, "MaximumMessageSize") : NULL;
+        char *end = NULL;
+        unsigned long long b = v != NULL ? strtoull(v, &end, 10) : 0;
+        *max_bytes =
+            end != v && end != NULL && *end == '\0' && b <= SQS_MESSAGE_MAX_BYTES ? (size_t) b : 0;
+    }
     sqs_kv_free(kv, n);
     return rc;
 }

@@ -119,8 +119,10 @@ int sqs_queue_counts(struct sqs_client *c, const char *queue_url, long out[3],
 
 /* Whether a queue answers: one GetQueueAttributes (QueueArn), the cheapest
  * call that needs the queue to exist and the caller to be allowed to read
- * it. 0, or -1 with err. */
-int sqs_check_queue(struct sqs_client *c, const char *queue_url, struct sqs_error *err);
+ * it; the same call tells its MaximumMessageSize into *max_bytes (may be
+ * NULL; 0 when it gave none). 0, or -1 with err. */
+int sqs_check_queue(struct sqs_client *c, const char *queue_url, size_t *max_bytes,
+                    struct sqs_error *err);
 
 /* GetQueueUrl; *url_out is malloc'd and owned by the caller. */
 int sqs_get_queue_url(struct sqs_client *c, const char *name, char **url_out,

@@ -34,7 +34,7 @@ sqs_setup(const struct config *c, struct sqs_endpoint *ep, struct creds_chain **
 
 int
 sqs_check_queues(struct sqs_client *sqs, const struct config *c, size_t max,
-                 sqs_queue_problem_fn *problem, void *arg)
+                 sqs_queue_problem_fn *problem, void *arg, size_t *dlq_max_bytes)
 {
     size_t found = 0;
     for (size_t i = 0; i < c->nqueues && found < max; i++) {
@@ -43,7 +43,8 @@ sqs_check_queues(struct sqs_client *sqs, const struct config *c, size_t max,
         for (int k = 0; k < 2 && found < max; k++) {
             struct sqs_error e;
             char desc[768], what[1024];
-            if (urls[k] == NULL || sqs_check_queue(sqs, urls[k], &e) == 0) {
+            size_t *size = k == 1 && dlq_max_bytes != NULL ? &dlq_max_bytes[i] : NULL;
+            if (urls[k] == NULL || sqs_check_queue(sqs, urls[k], size, &e) == 0) {
                 continue;
             }
             sqs_error_describe(&e, "GetQueueAttributes", desc, sizeof(desc));

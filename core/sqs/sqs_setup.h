@@ -28,9 +28,11 @@ typedef void sqs_queue_problem_fn(void *arg, const struct config_queue *q, const
 /*
  * Ready means able to work: check that every queue of c and its dead-letter
  * queue answer (sqs_check_queue), calling problem for each that does not,
- * at most max of them. Returns how many did not.
+ * at most max of them. Returns how many did not. dlq_max_bytes (NULL, or
+ * c->nqueues entries) gets each DLQ's MaximumMessageSize from the same call
+ * (0 when unknown), which dead letters are built to fit (dlq.h).
  */
 int sqs_check_queues(struct sqs_client *sqs, const struct config *c, size_t max,
-                     sqs_queue_problem_fn *problem, void *arg);
+                     sqs_queue_problem_fn *problem, void *arg, size_t *dlq_max_bytes);
 
 #endif

@@ -245,9 +245,11 @@ defer(struct acker *a, struct twice_job *j, const char *what, const char *why)
     j->not_before.tv_sec += j->act_tries < 4 ? j->act_tries : 4;
 }
 
-/* Send the job's dead letter to its queue's DLQ. */
+/* Send the job's dead letter to its queue's DLQ, built to fit its size
+ * limit (fit: what is known of it). */
 static int
-send_letter(struct sqs_client *c, const struct twice_job *j, struct sqs_error *e)
+send_letter(struct sqs_client *c, const struct twice_job *j, struct dlq_fit *fit,
+            struct sqs_error *e)
 {
     const struct config_queue *qc = j->queue->cfg;
     struct dlq_reason why = {
@@ -258,7 +260,38 @@ send_letter(struct sqs_client *c, const struct twice_job *j, struct sqs_error *e
         .queue_url = qc->url,
         .key = j->key,
     };
-    return dlq_send(c, qc->dlq_url, qc->fifo, &j->msg, &why, e);
+    return dlq_send(c, qc->dlq_url, qc->fifo, &j->msg, &why, fit, e);
+}
+
+/* The DLQ refused j's dead letter for good (too large for it, or an error
+ * that sending again will not fix): say why once and give the message back
+ * for long (lifecycle.h), its key released with the runs the letter counted
+ * (runs_to_record), rather than trying again in place. */
+static void
+give_back_refused(struct twice_job *j, const char *desc)
+{
+    char why[1400];
+    snprintf(why, sizeof(why), "(%s) %s", j->reason, desc);
+    struct lifecycle_verdict v;
+    lifecycle_on_failure(LIFECYCLE_DLQ_REFUSED, 0, why, &v);
+    verdict_apply(j, &v);
+    j->dlq_refused = 1;
+}
+
+/* Log what of twice's own attributes a letter left out to fit its DLQ. */
+static void
+log_trimmed(const struct twice_job *j, const struct dlq_fit *fit)
+{
+    struct log_job ctx;
+    job_log_ctx(j, &ctx);
+    log_job(TWICE_LOG_WARN, &ctx,
+            "the dead letter (%zu bytes) was cut to fit the %zu bytes its DLQ accepts:%s%s%s%s%s",
+            fit->bytes, fit->max_bytes > 0 ? fit->max_bytes : (size_t) SQS_MESSAGE_MAX_BYTES,
+            fit->trimmed & DLQ_TRIM_ERROR_CUT ? " twice-error shortened" : "",
+            fit->trimmed & DLQ_TRIM_ERROR ? " twice-error left out" : "",
+            fit->trimmed & DLQ_TRIM_KEY ? " twice-key left out" : "",
+            fit->trimmed & DLQ_TRIM_ATTEMPTS ? " twice-attempts left out" : "",
+            fit->trimmed & DLQ_TRIM_PLUGIN ? " twice-plugin left out" : "");
 }
 
 /* 1. Dead letters. */
@@ -270,15 +303,32 @@ send_dead_letters(struct acker *a, struct twice_job *list)
             continue;
         }
         struct sqs_error e;
-        if (send_letter(a->sqs, j, &e) != 0) {
-            char desc[768];
-            sqs_error_describe(&e, "SendMessage", desc, sizeof(desc));
-            metrics_count(MET_SQS_REQUESTS, "SendMessage", "error", NULL, 1);
-            defer(a, j, "sending to the DLQ", desc);
+        struct dlq_fit fit = {.max_bytes = j->queue->dlq_max_bytes};
+        int rc = send_letter(a->sqs, j, &fit, &e);
+        j->queue->dlq_max_bytes = fit.max_bytes;
+        int failed = fit.calls - (rc == 0);
+        if (failed > 0) {
+            metrics_count(MET_SQS_REQUESTS, "SendMessage", "error", NULL, failed);
+        }
+        if (rc != 0) {
+            char desc[1280];
+            if (strcmp(e.code, DLQ_TOO_LARGE_CODE) == 0) {
+                snprintf(desc, sizeof(desc), "%s", e.message);
+            } else {
+                sqs_error_describe(&e, "SendMessage", desc, sizeof(desc));
+            }
+            if (e.retryable) {
+                defer(a, j, "sending to the DLQ", desc);
+            } else {
+                give_back_refused(j, desc);
+            }
             continue;
         }
         metrics_count(MET_SQS_REQUESTS, "SendMessage", "ok", NULL, 1);
         j->dlq_sent = 1;
+        if (fit.trimmed != 0) {
+            log_trimmed(j, &fit);
+        }
         struct log_job ctx;
         job_log_ctx(j, &ctx);
         log_job(TWICE_LOG_WARN, &ctx, "dead-lettered (%s): %s", j->reason,
@@ -309,12 +359,16 @@ needs_release(const struct twice_job *j)
 
 /* The runs a completion or release records for j (idem.h): this run when it
  * counts, else the runs before it; none after a dead letter (the key is
- * forgotten, so that a fixed or redriven message runs afresh). */
+ * forgotten, so that a fixed or redriven message runs afresh); those its
+ * letter counted when the DLQ refused it. */
 static int
 runs_to_record(const struct twice_job *j)
 {
     if (j->action == JOB_ACT_DEADLETTER) {
         return 0;
+    }
+    if (j->dlq_refused) {
+        return j->runs; /* given back: the runs its letter counted stay */
     }
     return j->action == JOB_ACT_COMPLETE || j->counted ? j->attempt : j->attempt - 1;
 }

@@ -417,6 +417,15 @@ lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
     case LIFECYCLE_DRAIN_DEADLINE_TX:
         out->delay = LIFECYCLE_TX_DEADLINE;
         break;
+    case LIFECYCLE_DLQ_REFUSED: {
+        out->delay = LIFECYCLE_DLQ_REFUSED_DELAY;
+        struct lifecycle_text *t = say(out, TWICE_LOG_ERROR);
+        part(t->before, sizeof(t->before), "the dead-letter queue refused the dead letter: ");
+        t->arg = error != NULL ? error : "";
+        part(t->after, sizeof(t->after),
+             "; giving the message back for %ds instead of retrying now", out->delay);
+        break;
+    }
     }
     return out->action;
 }

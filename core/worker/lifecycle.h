@@ -91,6 +91,13 @@
  * retry's wait gives it back for the wait left, its last run counted. A lease lost
  * before a transactional handler started, or before a completion (another worker took
  * the key over), leaves the message alone for the key's new holder.
+ *
+ * A dead letter the DLQ refuses for good (LIFECYCLE_DLQ_REFUSED: larger than the DLQ
+ * accepts even without twice's optional attributes, or an error that sending again will
+ * not fix) is not sent again in place: logged as an error with why, the message is given
+ * back for an hour (it comes back then, is dead-lettered again and, once the DLQ takes
+ * it, leaves the queue); its key is released keeping the runs the letter counted, so it
+ * is neither left in progress nor run afresh.
  */
 #ifndef TWICE_LIFECYCLE_H
 #define TWICE_LIFECYCLE_H
@@ -182,18 +189,22 @@ struct lifecycle_leader {
 
 /* Failures that are not the job's fault. */
 enum lifecycle_failure {
-    LIFECYCLE_GROUP_BLOCKED,    /* FIFO: an earlier job of its group cannot run now */
-    LIFECYCLE_TX_BEGIN_FAILED,  /* the handler's transaction could not begin */
-    LIFECYCLE_LEASE_LOST,       /* the lease ended before the handler started */
-    LIFECYCLE_COMPLETE_LOST,    /* DONE, but the lease was lost before the completion */
-    LIFECYCLE_COMMIT_LOST,      /* the store went away at commit (error: why) */
-    LIFECYCLE_BREAKER_OPEN,     /* the queue's breaker opened: not started */
-    LIFECYCLE_PAUSED,           /* received as its queue was paused: not claimed */
-    LIFECYCLE_DRAINING,         /* the worker drains: not started */
-    LIFECYCLE_DRAIN_IN_BACKOFF, /* the drain began during a FIFO retry's wait */
-    LIFECYCLE_DRAIN_DEADLINE,   /* still running at the drain deadline */
-    LIFECYCLE_DRAIN_DEADLINE_TX /* the same, a transactional job (holds its row lock) */
+    LIFECYCLE_GROUP_BLOCKED,     /* FIFO: an earlier job of its group cannot run now */
+    LIFECYCLE_TX_BEGIN_FAILED,   /* the handler's transaction could not begin */
+    LIFECYCLE_LEASE_LOST,        /* the lease ended before the handler started */
+    LIFECYCLE_COMPLETE_LOST,     /* DONE, but the lease was lost before the completion */
+    LIFECYCLE_COMMIT_LOST,       /* the store went away at commit (error: why) */
+    LIFECYCLE_BREAKER_OPEN,      /* the queue's breaker opened: not started */
+    LIFECYCLE_PAUSED,            /* received as its queue was paused: not claimed */
+    LIFECYCLE_DRAINING,          /* the worker drains: not started */
+    LIFECYCLE_DRAIN_IN_BACKOFF,  /* the drain began during a FIFO retry's wait */
+    LIFECYCLE_DRAIN_DEADLINE,    /* still running at the drain deadline */
+    LIFECYCLE_DRAIN_DEADLINE_TX, /* the same, a transactional job (holds its row lock) */
+    LIFECYCLE_DLQ_REFUSED        /* the DLQ refused its dead letter for good (error: why) */
 };
+
+/* How long a message whose dead letter the DLQ refused is given back, seconds. */
+#define LIFECYCLE_DLQ_REFUSED_DELAY 3600
 
 /* Each fills *out and returns out->action. Borrowed strings in *out point into
  * the inputs (or are static): keep the inputs alive while *out is used. */
@@ -215,7 +226,7 @@ enum job_action lifecycle_on_timeout(const struct lifecycle_queue *q, int attemp
                                      struct lifecycle_verdict *out);
 /* wait_left: LIFECYCLE_DRAIN_IN_BACKOFF's seconds still to wait (and the
  * cooldown left of LIFECYCLE_BREAKER_OPEN, the wait of LIFECYCLE_PAUSED); error:
- * LIFECYCLE_COMMIT_LOST's store error (may be NULL). */
+ * LIFECYCLE_COMMIT_LOST's store error, LIFECYCLE_DLQ_REFUSED's refusal (may be NULL). */
 enum job_action lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
                                      struct lifecycle_verdict *out);
 

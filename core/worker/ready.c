@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -30,7 +31,9 @@ first_problem(void *arg, const struct config_queue *q, const char *what)
     snprintf(arg, READY_WHY, "%s", what);
 }
 
-/* 0 when the store and every queue answer, else -1 with why (READY_WHY bytes). */
+/* 0 when the store and every queue answer, else -1 with why (READY_WHY
+ * bytes). Each DLQ's MaximumMessageSize, told by the same call, goes to its
+ * queue (wqueue.dlq_max_bytes): dead letters are built to fit it. */
 static int
 check_once(struct worker *w, struct sqs_client *sqs, char *why)
 {
@@ -44,7 +47,17 @@ check_once(struct worker *w, struct sqs_client *sqs, char *why)
         return -1;
     }
     idem_close(s);
-    return sqs_check_queues(sqs, c, 1, first_problem, why) == 0 ? 0 : -1;
+    size_t *sizes = calloc(c->nqueues > 0 ? c->nqueues : 1, sizeof(*sizes));
+    if (sizes == NULL) {
+        snprintf(why, READY_WHY, "out of memory");
+        return -1;
+    }
+    int rc = sqs_check_queues(sqs, c, 1, first_problem, why, sizes) == 0 ? 0 : -1;
+    for (size_t i = 0; i < w->nqueues && i < c->nqueues; i++) {
+        w->queues[i].dlq_max_bytes = sizes[i];
+    }
+    free(sizes);
+    return rc;
 }
 
 /* Tell the master what we wait for: one line, written whole. */

@@ -42,6 +42,9 @@ struct wqueue {
     const struct plugin_instance *plugin;         /* the queue's plugin, or NULL when routed */
     const struct plugin_instance **route_plugins; /* parallel to cfg->routes */
     struct keytmpl *key; /* cfg's `key` compiled (kept for the process's life), or NULL */
+    /* Its DLQ's MaximumMessageSize (0: unknown): told at readiness (ready.c),
+     * then read and lowered by the acker's thread only, as SQS says (dlq.h). */
+    size_t dlq_max_bytes;
 
     pthread_t *receivers; /* cfg->receivers of them */
     size_t nreceivers;

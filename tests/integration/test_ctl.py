@@ -387,6 +387,32 @@ class Ctl(twicetest.TwiceTestCase):
         left = {m["MessageId"] for m in self.sqs.receive(dlq, max=10, visibility=0)}
         self.assertEqual(left, {stranger, orphan, other})
 
+    def test_ten_user_attributes_keep_twices_diagnostics_and_come_back_whole(self):
+        # SQS's most attributes (10) on a message its plugin rejects: the dead letter
+        # still has twice-error and twice-key (the user's overflow is packed), and a
+        # redrive gives back exactly the 10 attributes.
+        url, dlq, dsn, d = self.setup("ten", max_attempts=1)
+        attrs = {"s%d" % i: "value %d \u00e9" % i for i in range(6)}
+        attrs.update({"n": 42, "f": {"DataType": "Number.float", "StringValue": "1.5"},
+                      "b": b"\x00\xffbin", "c": {"DataType": "String.custom",
+                                                 "StringValue": "custom"}})
+        sent = twicetest._message_attributes(attrs)
+        d.start()
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "ten", "reject": True}), attrs=attrs)
+        self.wait_dlq(dlq, 1)
+        self.assertEqual(d.stop(), 0)
+        letters = json.loads(self.ctl(d, "--json", "dlq", "list", "ten").stdout)
+        self.assertEqual(len(letters), 1)
+        self.assertEqual(letters[0]["reason"], "rejected")
+        self.assertEqual(letters[0]["error"], "rejected on request of the message")
+        self.assertEqual(letters[0]["key"], "effect:ten")
+        r = self.ctl(d, "dlq", "redrive", "ten", "--all")
+        self.assertIn("redriven 1, failed 0, skipped 0", r.stdout)
+        back = self.sqs.drain(url)
+        self.assertEqual(len(back), 1)
+        self.assertEqual(back[0]["MessageAttributes"], sent)
+
     def test_dlq_redrive_fifo_keeps_the_group(self):
         url, dlq, dsn, d = self.setup("rfifo", fifo=True)
         self.sqs.send(dlq, "one", group="g7", dedup="x1",

@@ -149,6 +149,145 @@ class RateLimit(twicetest.TwiceTestCase):
             self.assertRegex(done.stdout + done.stderr, r"twice\.conf:\d+: " + want)
 
 
+DLQ_LIMIT = 262144  # the DLQ's MaximumMessageSize in DeadLetterSize
+
+
+def sqs_bytes(body, attrs):
+    """A message's size as SQS counts it: body, then each attribute's name, data
+    type and value, in UTF-8."""
+    size = len(body.encode())
+    for name, a in attrs.items():
+        size += len((name + a["DataType"] + a.get("StringValue", "")).encode())
+    return size
+
+
+class DeadLetterSize(twicetest.TwiceTestCase):
+    """Dead letters of bodies near the DLQ's size limit: built to fit it (twice's
+    optional attributes cut, never the body), or, when even the smallest letter
+    is too large, the message given back for long with one clear error instead
+    of SendMessage retried in place on every delivery."""
+
+    def setup_queues(self, prefix):
+        """A source queue (SQS's 1 MiB) whose DLQ takes at most DLQ_LIMIT bytes, a
+        database, and effect_tx keyed k:{id} with max_attempts 1."""
+        name = twicetest.unique_name(prefix, limit=60)
+        dlq = self.sqs.create_queue(name + "-dlq", {"MaximumMessageSize": DLQ_LIMIT})
+        url = self.sqs.create_queue(name)
+        dsn = self.new_database(prefix)
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        port = tc.free_port()
+        q = tc.queue(prefix, url, dlq, "effect-tx", key="k:{id}", max_attempts=1)
+        conf = tc.config(self.env, dsn, [q],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         metrics_port=port)
+        return url, dlq, dsn, port, conf
+
+    @staticmethod
+    def least(url, reason, body):
+        """The smallest letter's size: body, twice-reason and the source's id and
+        queue (an SQS message id is 36 characters)."""
+        return len(body.encode()) + sum(len(s) for s in (
+            "twice-reason", "String", reason, "twice-source-message-id", "String", "x" * 36,
+            "twice-source-queue", "String", url))
+
+    @staticmethod
+    def padded(fields, size):
+        """A JSON object of fields and a "pad" string, exactly size bytes."""
+        text = json.dumps(dict(fields, pad=""))
+        return json.dumps(dict(fields, pad="x" * (size - len(text))))
+
+    def test_near_limit_bodies_are_dead_lettered_within_the_dlqs_limit(self):
+        url, dlq, dsn, port, conf = self.setup_queues("dlqfit")
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        room = DLQ_LIMIT - self.least(url, "missing-key-field", "")
+        cases = {
+            # only the least letter fits (not even twice-plugin)
+            "invalid-json": "x" * (DLQ_LIMIT - self.least(url, "invalid-json", "") - 5),
+            # twice-error shortened or left out
+            "missing-key-field": self.padded({"noid": 1}, room - 40),
+            "rejected": self.padded({"id": "near", "reject": True}, room - 80),
+        }
+        ids = {self.sqs.send(url, body): reason for reason, body in cases.items()}
+        letters = []
+        twicetest.wait_until(lambda: letters.extend(self.sqs.receive(dlq, visibility=60)) or
+                             len(letters) >= 3, timeout=30,
+                             message="the near-limit messages were not all dead-lettered:\n" +
+                             d.log_tail())
+        by_source = {m["MessageAttributes"]["twice-source-message-id"]["StringValue"]: m
+                     for m in letters}
+        self.assertEqual(set(by_source), set(ids))
+        for mid, reason in ids.items():
+            m = by_source[mid]
+            attrs = m["MessageAttributes"]
+            self.assertEqual(attrs["twice-reason"]["StringValue"], reason)
+            self.assertEqual(attrs["twice-source-queue"]["StringValue"], url)
+            self.assertEqual(m["Body"], cases[reason], "the body is never cut")
+            self.assertLessEqual(sqs_bytes(m["Body"], attrs), DLQ_LIMIT)
+        self.assertNotIn("twice-plugin", by_source[[k for k, v in ids.items()
+                                                    if v == "invalid-json"][0]]["MessageAttributes"])
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=15,
+                             message="the source queue did not end empty")
+        self.assertRegex(d.log_text(), r"was cut to fit the 262144 bytes its DLQ accepts")
+        self.assertNotRegex(d.log_text(), r"sending to the DLQ failed|refused the dead letter")
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_sqs_requests_total",
+                                       action="SendMessage", result="error"), 0)
+        self.assertEqual(self.pg.query(dsn, "SELECT count(*) FROM twice_idempotency"), [(0,)],
+                         "a dead letter forgets its key")
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_letter_the_dlq_can_never_take_is_given_back_not_hammered(self):
+        # A body as large as the DLQ's limit, not JSON; and one a REJECTed job
+        # carries: no letter can fit. One error line each says why, nothing is
+        # sent, the messages wait given back for an hour, and the rejected one's
+        # key is released with its run counted (not left in progress).
+        url, dlq, dsn, port, conf = self.setup_queues("dlqbig")
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, "x" * DLQ_LIMIT)
+        self.sqs.send(url, self.padded({"id": "big", "reject": True}, DLQ_LIMIT - 10))
+        for reason in ("invalid-json", "rejected"):
+            d.wait_log(r"error .*the dead-letter queue refused the dead letter: \(%s\) the dead "
+                       r"letter is \d+ bytes even without twice's optional attributes, over the "
+                       r"262144 bytes the dead-letter queue accepts .*; giving the message back "
+                       r"for 3600s" % reason, timeout=20)
+        time.sleep(3)
+        log = d.log_text()
+        self.assertEqual(len(re.findall(r"refused the dead letter", log)), 2, log)
+        self.assertNotRegex(log, r"sending to the DLQ failed")
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_sqs_requests_total",
+                                       action="SendMessage"), 0, "nothing was sent")
+        self.assertEqual(self.sqs.counts(url), (0, 2, 0), "both given back, invisible")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(self.pg.query(dsn, "SELECT idempotency_key, state, attempts "
+                                            "FROM twice_idempotency"),
+                         [("k:big", "released", 1)])
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_limit_lowered_after_the_start_is_learned_from_the_refusal(self):
+        # The DLQ's limit drops to 200000 after the workers asked for it: the first
+        # letter is refused for its size, and sent again cut to what SQS said.
+        url, dlq, dsn, port, conf = self.setup_queues("dlqlow")
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.call("SetQueueAttributes", {"QueueUrl": dlq,
+                                             "Attributes": {"MaximumMessageSize": "200000"}})
+        body = "y" * (200000 - self.least(url, "invalid-json", "") - 5)
+        mid = self.sqs.send(url, body)
+        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 1, timeout=20,
+                             message="not dead-lettered:\n" + d.log_tail())
+        m = self.sqs.receive(dlq, visibility=60)[0]
+        self.assertEqual(m["MessageAttributes"]["twice-source-message-id"]["StringValue"], mid)
+        self.assertEqual(m["Body"], body)
+        samples = tc.scrape(port)
+        self.assertEqual(tc.metric_sum(samples, "twice_sqs_requests_total",
+                                       action="SendMessage", result="error"), 1)
+        self.assertEqual(tc.metric_sum(samples, "twice_sqs_requests_total",
+                                       action="SendMessage", result="ok"), 1)
+        self.assertRegex(d.log_text(), r"was cut to fit the 200000 bytes its DLQ accepts")
+        self.assertEqual(d.stop(), 0)
+
+
 class Timeout(twicetest.TwiceTestCase):
     def effect_file_config(self, prefix, workers=1, **queue_options):
         """A queue pair, a database and effect_file on the queue. Returns (url, dlq,

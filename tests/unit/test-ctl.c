@@ -55,7 +55,12 @@ round_trip(size_t n)
     src.nattrs = n;
     struct dlq_reason why = {"rejected", "boom", "p", 3, "http://q/jobs", "k:1"};
     struct dlq_letter l;
-    CHECK_INT(dlq_letter_build(&l, &src, &why, 0), 0);
+    CHECK_INT(dlq_letter_build(&l, &src, &why, 0, 0), 0);
+    /* twice's diagnostics keep their slots whatever the user's take. */
+    const struct sqs_attr *diag = sqs_attr_find(l.attrs, l.nattrs, "twice-error");
+    CHECK_STR(diag != NULL ? diag->string_value : NULL, "boom");
+    diag = sqs_attr_find(l.attrs, l.nattrs, "twice-key");
+    CHECK_STR(diag != NULL ? diag->string_value : NULL, "k:1");
 
     struct sqs_message letter = {0};
     letter.message_id = (char *) "dlq-7";
@@ -90,7 +95,8 @@ test_redrive_build(void)
 {
     round_trip(0);
     round_trip(2);  /* all direct */
-    round_trip(4);  /* the last that fits without packing */
+    round_trip(3);  /* the last that fits without packing */
+    round_trip(4);  /* the first packed */
     round_trip(10); /* most packed into twice-packed-attributes */
 
     struct sqs_attr bad[] = {str_attr("twice-packed-attributes", "[1,2]"),

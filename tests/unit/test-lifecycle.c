@@ -491,6 +491,10 @@ static const struct failure_row failure_rows[] = {
      0},
     {"paused, a wait given",       F(PAUSED),             3, NULL, {RETURN, 3, NULL, QUIET, NULL},
      0},
+    {"DLQ refused the letter",     F(DLQ_REFUSED),        0, "(rejected) the dead letter is 9 "
+     "bytes", {RETURN, 3600, NULL, TWICE_LOG_ERROR, "the dead-letter queue refused the dead "
+     "letter: (rejected) the dead letter is 9 bytes; giving the message back for 3600s instead "
+     "of retrying now"}, 0},
 };
 /* clang-format on */
 

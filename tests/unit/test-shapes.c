@@ -327,7 +327,7 @@ test_fair_queue_group(void)
     CHECK_STR(buf_str(&out), "t:tenant-a:3");
     struct dlq_letter l;
     struct dlq_reason why = {.reason = "rejected", .queue_url = "http://h/0/std"};
-    CHECK_INT(dlq_letter_build(&l, &j->msg, &why, 0), 0);
+    CHECK_INT(dlq_letter_build(&l, &j->msg, &why, 0, 0), 0);
     CHECK_STR(l.entry.group_id, "tenant-a"); /* kept on a standard DLQ too */
     CHECK(l.entry.dedup_id == NULL);
     dlq_letter_free(&l);
