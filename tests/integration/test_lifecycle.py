@@ -276,12 +276,17 @@ class Lifecycle(twicetest.TwiceTestCase):
         self.assertEqual(self.attr(m, "twice-source-message-id"), second)
         self.assertEqual(d.stop(), 0)
 
-    def test_sigterm_with_20_in_flight_loses_nothing(self):
+    def _started_for_drain(self, prefix, concurrency, drain_timeout):
+        """A transactional queue's twiced, ready, that drains for drain_timeout seconds."""
         url, dlq, dsn, port, conf = self.setup_tx(
-            "term", queue_options={"concurrency": 20, "visibility_timeout": 30},
-            conf_options={"drain_timeout": 2})
+            prefix, queue_options={"concurrency": concurrency, "visibility_timeout": 30},
+            conf_options={"drain_timeout": drain_timeout})
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1", timeout=20)
+        return url, dsn, port, conf, d
+
+    def test_sigterm_with_20_in_flight_loses_nothing(self):
+        url, dsn, port, conf, d = self._started_for_drain("term", 20, 2)
         # Ten finish within the drain timeout, ten do not and must be given back.
         for i in range(20):
             sleep = 500 if i % 2 == 0 else 8000
@@ -311,11 +316,7 @@ class Lifecycle(twicetest.TwiceTestCase):
         self.assertEqual(d2.stop(timeout=20), 0)
 
     def test_one_job_given_back_at_the_drain_deadline_is_counted_in_the_singular(self):
-        url, dlq, dsn, port, conf = self.setup_tx(
-            "term1", queue_options={"concurrency": 2, "visibility_timeout": 30},
-            conf_options={"drain_timeout": 1})
-        d = self.start_twiced(conf)
-        d.wait_log(r"ready: generation 1", timeout=20)
+        url, dsn, port, conf, d = self._started_for_drain("term1", 2, 1)
         self.sqs.send(url, json.dumps({"id": "slow", "sleep_ms": 8000}))
         twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight")
                              == 1, timeout=15, message="the job never ran")
