@@ -92,6 +92,10 @@ parse_args(struct ctl *c, int argc, char **argv, struct send_args *a)
             if (ctl_parse_attr(optarg, &a->attrs[a->nattrs++]) != 0) {
                 return ctl_usage_error("send", "--attr: expected NAME=VALUE, got '%s'", optarg);
             }
+            if (a->attrs[a->nattrs - 1].string_value[0] == '\0') {
+                return ctl_usage_error("send", "--attr %s: SQS refuses an empty value",
+                                       a->attrs[a->nattrs - 1].name);
+            }
         } else if (opt == 't') {
             tp = optarg; /* checked once every --attr is known */
         } else if (opt == 'g') {
@@ -200,6 +204,10 @@ ctl_send(struct ctl *c, int argc, char **argv)
     if (strcmp(body_arg, "-") == 0 ? ctl_read_stdin(&body) != 0 : buf_puts(&body, body_arg) != 0) {
         buf_free(&body);
         return CTL_FAIL;
+    }
+    if (body.len == 0) { /* SQS's MissingParameter, said here */
+        buf_free(&body);
+        return ctl_usage_error("send", "the body is empty: SQS refuses an empty message");
     }
     char size_text[24];
     if ((long) body.len > c->cfg->max_message_bytes &&

@@ -203,6 +203,14 @@ class Ctl(twicetest.TwiceTestCase):
         self.assertEqual(got[mid]["MessageAttributes"]["n"]["StringValue"], "a=b")
         self.assertEqual(got[mid2]["Body"], "line 1\nline \u00e9\n")
         self.ctl(d, "send", "send", "--attr", "novalue", "x", code=2)
+        # what SQS would refuse is said before the call, and nothing is sent
+        self.assertIn("the body is empty: SQS refuses an empty message",
+                      self.ctl(d, "send", "send", "", code=2).stderr)
+        self.assertIn("the body is empty", self.ctl(d, "send", "send", "-", input="",
+                                                    code=2).stderr)
+        self.assertIn("--attr n: SQS refuses an empty value",
+                      self.ctl(d, "send", "send", "--attr", "n=", "x", code=2).stderr)
+        self.assertEqual(self.sqs.counts(url)[0], 0, "nothing new is visible")
 
     def test_send_fifo_group_and_dedup(self):
         url, dlq, dsn, d = self.setup("sendf", fifo=True)
