@@ -201,6 +201,32 @@ request_headers(const struct http_plugin *h, const twice_job *job)
     return l;
 }
 
+/* The bearer token, wherever the answer's kept text quotes it (a service
+ * that echoes the Authorization header in its error), as '*': that text
+ * goes to the log and into twice-error. A token cut off at the end of the
+ * kept text is blanked as far as it goes. */
+static void
+blank_token(const struct http_plugin *h, struct http_answer *ans)
+{
+    static const char prefix[] = "Authorization: Bearer ";
+    if (h->auth == NULL) {
+        return;
+    }
+    const char *tok = h->auth + sizeof(prefix) - 1;
+    size_t n = strlen(tok);
+    char *at = ans->body, *end = ans->body + ans->len;
+    while (n > 0 && (at = memmem(at, (size_t) (end - at), tok, n)) != NULL) {
+        memset(at, '*', n);
+        at += n;
+    }
+    for (size_t k = n > 0 ? n - 1 : 0; k >= 8 && k <= ans->len; k--) {
+        if (memcmp(end - k, tok, k) == 0) {
+            memset(end - k, '*', k);
+            break;
+        }
+    }
+}
+
 /* One POST, on an easy handle this call has to itself (from the pool). */
 static twice_status
 post(const struct http_plugin *h, twice_job *job, CURL *c, const char *url)
@@ -223,6 +249,7 @@ post(const struct http_plugin *h, twice_job *job, CURL *c, const char *url)
         h->api->error(job, "POST failed: %s", errbuf);
         return TWICE_RETRY;
     }
+    blank_token(h, &ans);
     return http_verdict(h->api, job, &h->map, status, &ans);
 }
 

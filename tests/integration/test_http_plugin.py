@@ -87,6 +87,8 @@ class EffectService:
                 status, text = 422, 'field "email" is not an address'
             elif kind == "later" and n == 1:
                 headers = {"Twice-Retry-After": "2"}
+            elif kind == "echo":  # a careless service: quotes the credentials it refuses
+                status, text = 401, "unauthorized: got %s" % handler.headers.get("Authorization")
             self.requests.append({"path": handler.path, "key": key, "conn": handler.conn,
                                   "headers": dict(handler.headers), "status": status,
                                   "twice_retry": "Twice-Retry-After" in headers,
@@ -262,8 +264,19 @@ class HttpPlugin(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
         self.assertEqual(r["headers"]["X-Twice-Queue"], "tls2")
         self.assertNotIn("Traceparent", r["headers"], "no trace context: no header")
         self.assertEqual(d2.stop(), 0)
-        for log in (d.log_text(), d2.log_text()):
+        # A service that echoes the token in its refusal: blanked in the log and the letter.
+        url3, dlq3, _, d3 = self.start(
+            [self.plugin(tls.url + "/echo", ca_file=cert[0], **settings)], prefix="tls3",
+            dsn=dsn, key="invoice:{detail.invoiceId}")
+        self.sqs.send(url3, json.dumps({"detail": {"invoiceId": "INV-3"}}))
+        letter, = twicetest.wait_until(lambda: self.sqs.drain(dlq3), timeout=30,
+                                       message="the refused job was not dead-lettered")
+        error = letter["MessageAttributes"]["twice-error"]["StringValue"]
+        self.assertIn("unauthorized: got Bearer " + "*" * len(secret), error)
+        self.assertEqual(d3.stop(), 0)
+        for log in (d.log_text(), d2.log_text(), d3.log_text()):
             self.assertNotIn(secret, log)
+        self.assertNotIn(secret, error)
 
     def test_reload_takes_new_settings(self):
         url, dlq = self.queue_pair("reload")
