@@ -215,11 +215,15 @@ blank_token(const struct http_plugin *h, struct http_answer *ans)
     const char *tok = h->auth + sizeof(prefix) - 1;
     size_t n = strlen(tok);
     char *at = ans->body, *end = ans->body + ans->len;
-    while (n > 0 && (at = memmem(at, (size_t) (end - at), tok, n)) != NULL) {
+    if (n == 0) {
+        return;
+    }
+    while ((at = memmem(at, (size_t) (end - at), tok, n)) != NULL) {
         memset(at, '*', n);
         at += n;
     }
-    for (size_t k = n > 0 ? n - 1 : 0; k >= 8 && k <= ans->len; k--) {
+    size_t most = n - 1 < ans->len ? n - 1 : ans->len;
+    for (size_t k = most; k >= 8; k--) {
         if (memcmp(end - k, tok, k) == 0) {
             memset(end - k, '*', k);
             break;
