@@ -89,6 +89,9 @@ class EffectService:
                 headers = {"Twice-Retry-After": "2"}
             elif kind == "echo":  # a careless service: quotes the credentials it refuses
                 status, text = 401, "unauthorized: got %s" % handler.headers.get("Authorization")
+            elif kind == "echocut":  # the same, the token across the 1024 bytes kept
+                auth = handler.headers.get("Authorization")
+                status, text = 401, "u" * (1024 - len("Bearer ") - 10) + auth
             self.requests.append({"path": handler.path, "key": key, "conn": handler.conn,
                                   "headers": dict(handler.headers), "status": status,
                                   "twice_retry": "Twice-Retry-After" in headers,
@@ -274,9 +277,20 @@ class HttpPlugin(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
         error = letter["MessageAttributes"]["twice-error"]["StringValue"]
         self.assertIn("unauthorized: got Bearer " + "*" * len(secret), error)
         self.assertEqual(d3.stop(), 0)
-        for log in (d.log_text(), d2.log_text(), d3.log_text()):
+        url4, dlq4, _, d4 = self.start(
+            [self.plugin(tls.url + "/echocut", ca_file=cert[0], **settings)], prefix="tls4",
+            dsn=dsn, key="invoice:{detail.invoiceId}")
+        self.sqs.send(url4, json.dumps({"detail": {"invoiceId": "INV-4"}}))
+        cut, = twicetest.wait_until(lambda: self.sqs.drain(dlq4), timeout=30,
+                                    message="the refused job was not dead-lettered")
+        self.assertEqual(d4.stop(), 0)
+        cut_error = cut["MessageAttributes"]["twice-error"]["StringValue"]
+        self.assertIn("uuuBearer ", d4.log_text())
+        for log in (d.log_text(), d2.log_text(), d3.log_text(), d4.log_text()):
             self.assertNotIn(secret, log)
+            self.assertNotIn(secret[:10], log)
         self.assertNotIn(secret, error)
+        self.assertNotIn(secret[:10], cut_error)
 
     def test_reload_takes_new_settings(self):
         url, dlq = self.queue_pair("reload")
