@@ -122,7 +122,14 @@ exec_parse_answer(const char *line, size_t len, struct exec_answer *a, char *why
     memset(a, 0, sizeof(*a));
     a->retry_after = -1;
     if (o == NULL) {
-        return garbage(line, len, "something that is not JSON", why, cap);
+        /* JSON all the same, which the answer's rules refuse: say which */
+        enum json_error_code code = json_error_code(&je);
+        return garbage(line, len,
+                       code == json_error_duplicate_key ? "JSON with a member named twice"
+                       : code == json_error_null_character || code == json_error_null_byte_in_key
+                           ? "JSON with \\u0000 in a string"
+                           : "something that is not JSON",
+                       why, cap);
     }
     const json_t *err = json_object_get(o, "error"), *ra = json_object_get(o, "retry_after");
     const json_t *id = json_object_get(o, "message_id");

@@ -141,8 +141,11 @@ test_answers(void)
                    "handler answered a retry_after that is not a number of seconds: "
                    "'{\"status\":\"retry\",\"retry_after\":-1}'");
     expect_garbage("{\"status\":\"done\",\"status\":\"reject\"}",
-                   "handler answered something that is not JSON: "
+                   "handler answered JSON with a member named twice: "
                    "'{\"status\":\"done\",\"status\":\"reject\"}'");
+    expect_garbage("{\"status\":\"retry\",\"error\":\"a\\u0000b\"}",
+                   "handler answered JSON with \\u0000 in a string: "
+                   "'{\"status\":\"retry\",\"error\":\"a\\u0000b\"}'");
     expect_garbage("{\"status\":\"done\",\"message_id\":5}",
                    "handler answered a message_id that is not a string of at most 255 bytes: "
                    "'{\"status\":\"done\",\"message_id\":5}'");
