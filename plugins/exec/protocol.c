@@ -10,10 +10,10 @@
  * is JSON); attributes are the String and Number message attributes. In an
  * answer, error and retry_after are optional and members twice does not
  * know are ignored (room to grow); anything else is garbage. message_id is
-optional too: a handler that echoes the request's names the job it
-answers, so that a stray line of an earlier job is never taken as the
-answer to this one (exchange.c). Not the
- * transport (exchange.c). twice-exec(7) documents it for handler authors.
+ * optional too: a handler that echoes the request's names the job it
+ * answers, so that a stray line of an earlier job is never taken as the
+ * answer to this one (exchange.c). Not the transport (exchange.c).
+ * twice-exec(7) documents it for handler authors.
  */
 #include "exec.h"
 
