@@ -237,6 +237,12 @@ pidfile_signal(const char *config_path, const char *pid_path, const char *name)
     free(configured);
     if (pid < 0) {
         fprintf(stderr, "twiced: -s %s: %s\n", name, err);
+        if (pid_path == NULL) { /* a reload does not move the pid file: say so */
+            fprintf(stderr,
+                    "twiced: -s %s: pid_file as %s sets it now; a change since twiced started "
+                    "takes effect at its next start (give -p with the file it uses)\n",
+                    name, config_path);
+        }
         return 1;
     }
     if (kill(pid, sig) != 0) {

@@ -94,6 +94,10 @@ class Operator(twicetest.TwiceTestCase):
         code, err = self.ctl(d, "-s", "reload")
         self.assertEqual(code, 1)
         self.assertIn("%s: No such file or directory (is twiced running?)" % pid_file, err)
+        self.assertIn("pid_file as %s sets it now; a change since twiced started takes effect "
+                      "at its next start (give -p with the file it uses)" % d.config_path, err)
+        code, err = self.ctl(d, "-s", "reload", pid_file=pid_file)
+        self.assertNotIn("pid_file as", err, "given with -p: nothing to say of pid_file")
 
     def test_stale_pid_file_is_taken_over_and_not_signalled(self):
         conf = self.conf("stale")
