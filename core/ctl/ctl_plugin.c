@@ -254,6 +254,12 @@ child(const char *path, char **kv, size_t n, int json)
     given_settings(&p, kv, n, s, &cp);
     loader_check_settings(&p, &cp, NULL, &d); /* none given: the required ones are missing */
     int desc = hostapi_describe(&p, &cp, mapping, sizeof(mapping));
+    if (desc < 0 && diag_count(&d) == 0) {
+        /* The plugin's own check of the settings given (init's, without
+         * starting anything): a refusal is a problem, not just a note. */
+        diag_add(&d, NULL, 0, "plugin '%s': %.*s", p.desc->name, (int) strcspn(mapping, "\n"),
+                 mapping);
+    }
     if (json) {
         json_t *v = print_json(path, &p, mapping, desc, &d);
         if (v == NULL) {

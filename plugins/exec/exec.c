@@ -133,23 +133,27 @@ exec_handle(void *state, twice_job *job)
     return verdict(x, job, &a);
 }
 
-/* For `twicectl plugin check`: what runs and how answers map. */
+/* For `twicectl plugin check`: what runs and how answers map. The command,
+ * its environment and directory are checked as init checks them (the
+ * program found, its #! interpreter), without starting it. */
 static int
 exec_describe(const twice_api *api, const twice_settings *set, char *buf, size_t cap)
 {
     struct exec_limit limit;
-    struct setting_refusal r = {"command", "is not set (the program to run)"};
+    struct exec_cmd cmd;
+    struct setting_refusal r = {NULL, "out of memory"};
     int processes;
-    const char *command = api->setting(set, "command");
-    if (read_numbers(api, set, &limit, &processes, &r) != 0 || command == NULL) {
+    if (read_numbers(api, set, &limit, &processes, &r) != 0 ||
+        exec_cmd_parse(&cmd, api->setting(set, "command"), api->setting(set, "env"),
+                       api->setting(set, "pass_env"), api->setting(set, "directory"), &r) != 0) {
         setting_refusal_text(&r, buf, cap); /* "setting 'timeout': must be ..." */
         return -1;
     }
     char procs[64];
-    snprintf(procs, sizeof(procs), processes > 0 ? "at most %d" : "one per running job",
-             processes);
+    snprintf(procs, sizeof(procs),
+             processes > 0 ? "at most %d processes" : "one process per running job", processes);
     snprintf(buf, cap,
-             "run %.200s (no shell), %s processes, each kept for many jobs\n"
+             "run %.200s (no shell; the program: %.200s), %s, each kept for many jobs\n"
              "per job one JSON line to its stdin: key, body, message_id, attempt, queue, "
              "attributes\n"
              "its answer line {\"status\":\"done\"}: DONE (echo \"message_id\" to name the "
@@ -160,7 +164,8 @@ exec_describe(const twice_api *api, const twice_settings *set, char *buf, size_t
              "no answer within %d s (%d s more for a new process's first job), death, "
              "garbage: RETRY, the process restarted with backoff\n"
              "its stderr: the log, line by line, with the job's context",
-             command, procs, limit.timeout, limit.start);
+             api->setting(set, "command"), cmd.program, procs, limit.timeout, limit.start);
+    exec_cmd_free(&cmd);
     return 0;
 }
 

@@ -8,6 +8,7 @@ plugins' keys come from and their answer mapping."""
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -171,6 +172,40 @@ class KeyDerive(twicetest.TwiceTestCase):
         self.assertEqual((doc["key_template"], doc["key_source"], doc["key_setting"]),
                          ("job:{id}", "plugin setting 'key'", "key"))
         self.assertTrue(any("RETRY, the process restarted" in line for line in doc["mapping"]))
+
+    def test_plugin_check_refuses_what_exec_would_not_run(self):
+        # describe() checks the command as init does: a check that passes
+        # here must not meet "cannot run" in every job later.
+        ctl = self.env.binary("twicectl")
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        script = os.path.join(tmp, "handler")
+        with open(script, "w") as f:
+            f.write("#!/no/such/interpreter\n")
+        os.chmod(script, 0o755)
+        for settings, why in (
+                (["command=" + os.path.join(tmp, "missing.py")],
+                 "setting 'command': %s: No such file or directory"
+                 % os.path.join(tmp, "missing.py")),
+                (["command=" + script], "its interpreter /no/such/interpreter"),
+                (["command=/bin/cat", "timeout=0"], "setting 'timeout': must be 1-86400"),
+                (["command=/bin/cat", "directory=" + os.path.join(tmp, "gone")],
+                 "setting 'directory'")):
+            r = subprocess.run([ctl, "plugin", "check", self.so("exec")] + settings,
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 1, (settings, r.stdout, r.stderr))
+            self.assertIn("twicectl: plugin check: plugin 'exec': ", r.stderr)
+            self.assertIn(why, r.stderr)
+            self.assertNotIn("all accepted", r.stdout)
+            doc = json.loads(subprocess.run(
+                [ctl, "plugin", "check", self.so("exec"), "--json"] + settings,
+                capture_output=True, text=True).stdout)
+            self.assertTrue(any(why in p for p in doc["problems"]), doc["problems"])
+        r = subprocess.run([ctl, "plugin", "check", self.so("exec"), "command=cat"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"run cat \(no shell; the program: /\S*/cat\), one process "
+                                   r"per running job")
 
 
 if __name__ == "__main__":
