@@ -409,17 +409,36 @@ typedef const twice_plugin *(*twice_plugin_entry_fn)(void);
  * as written, one field a line: the formatter would stack it at the brace. */
 /* clang-format off */
 #define TWICE_PLUGIN(...)                                               \
+    TWICE_DESCRIPTOR_BEGIN_                                             \
     static const twice_plugin twice_plugin_descriptor_ = {              \
         .magic = TWICE_ABI_MAGIC,                                       \
         .abi_major = TWICE_ABI_MAJOR,                                   \
         .abi_minor = TWICE_ABI_MINOR,                                   \
         .size = (uint32_t) sizeof(twice_plugin),                        \
         __VA_ARGS__};                                                   \
-    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void);          \
-    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void)           \
+    TWICE_DESCRIPTOR_END_                                               \
+    TWICE_EXTERN_C_ TWICE_EXPORT                                        \
+    const twice_plugin *twice_plugin_entry(void);                       \
+    TWICE_EXTERN_C_ TWICE_EXPORT                                        \
+    const twice_plugin *twice_plugin_entry(void)                        \
     {                                                                   \
         return &twice_plugin_descriptor_;                               \
     }
+
+/* In C++ (C++20 designated initializers; give the fields in the order of
+ * the struct): the entry point keeps its C name, which the host looks up,
+ * and the fields not given are zero, as in C, without -Wextra's warning. */
+#if defined(__cplusplus)
+#define TWICE_EXTERN_C_ extern "C"
+#define TWICE_DESCRIPTOR_BEGIN_                                         \
+    _Pragma("GCC diagnostic push")                                      \
+    _Pragma("GCC diagnostic ignored \"-Wmissing-field-initializers\"")
+#define TWICE_DESCRIPTOR_END_ _Pragma("GCC diagnostic pop")
+#else
+#define TWICE_EXTERN_C_
+#define TWICE_DESCRIPTOR_BEGIN_
+#define TWICE_DESCRIPTOR_END_
+#endif
 /* clang-format on */
 
 #ifdef __cplusplus
