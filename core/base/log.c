@@ -28,6 +28,9 @@ static struct shared_int log_fd = {2};
 static struct shared_int log_level = {TWICE_LOG_INFO};
 static struct shared_int log_format = {LOG_FORMAT_TEXT};
 static char log_role[32] = "twiced";
+/* The file log_open last opened, for log_reopen; NULL while on stderr. Only
+ * the thread that calls log_open (a process's main thread) touches it. */
+static char *log_path;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -75,18 +78,55 @@ log_open(const char *path)
             return -1;
         }
     }
+    char *copy = NULL;
+    if (fd != 2 && (copy = strdup(path)) == NULL) {
+        close(fd);
+        errno = ENOMEM;
+        return -1;
+    }
     int cur = shared_int_get(&log_fd);
+    int rc = 0;
     if (cur == 2) {
         shared_int_set(&log_fd, fd);
+    } else {
+        rc = dup3(fd, cur, O_CLOEXEC);
+        int saved = errno;
+        if (fd != 2) {
+            close(fd);
+        }
+        errno = saved;
+    }
+    if (rc < 0) {
+        free(copy);
+        return -1;
+    }
+    free(log_path);
+    log_path = copy;
+    return 0;
+}
+
+int
+log_reopen(void)
+{
+    if (log_path == NULL) {
         return 0;
     }
-    int rc = dup3(fd, cur, O_CLOEXEC);
-    int saved = errno;
-    if (fd != 2) {
-        close(fd);
+    char *path = strdup(log_path);
+    if (path == NULL) {
+        errno = ENOMEM;
+        return -1;
     }
+    int rc = log_open(path);
+    int saved = errno;
+    free(path);
     errno = saved;
-    return rc < 0 ? -1 : 0;
+    return rc;
+}
+
+const char *
+log_file(void)
+{
+    return log_path;
 }
 
 void

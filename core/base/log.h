@@ -33,6 +33,13 @@ const char *log_level_name(twice_log_level level);
 /* Send lines to `path` (opened for append; NULL or "" for stderr). Returns 0,
  * or -1 with errno set; the previous destination stays in use on failure. */
 int log_open(const char *path);
+/* Open again the file log_open last opened, by its path: after logrotate
+ * moved it away (its `create` mode), lines go to a new file of that name.
+ * 0 (also when lines go to stderr), or -1 with errno set and the old file
+ * still in use. */
+int log_reopen(void);
+/* The file lines go to, NULL for stderr. */
+const char *log_file(void);
 void log_set_level(twice_log_level level);
 void log_set_format(enum log_format format);
 /* The process's role in every line: "master", "worker", "probe", "twicectl". */
