@@ -7,10 +7,13 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import time
 import unittest
+import urllib.request
 
 import faultproxy
+import promcheck
 import twicetest
 import twiceconf as tc
 
@@ -284,6 +287,56 @@ class Metrics(twicetest.TwiceTestCase):
                  and "ApproximateNumberOfMessages" in r.get("AttributeNames", [])]
         self.assertGreaterEqual(len(reads), 2)
         self.assertLessEqual(len(reads), elapsed / 1 + 2, "one read per interval, not per worker")
+        self.assertEqual(d.stop(), 0)
+
+
+class Exposition(twicetest.TwiceTestCase):
+    """/metrics as a strict reader of the text format takes it (promcheck.py)."""
+
+    start = Metrics.start
+    counts = Metrics.counts
+
+    def scrape_strict(self, port):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+            return promcheck.check(r.read())
+
+    def test_strictly_valid_with_a_hostile_pause_reason_and_counters_only_grow(self):
+        """An operator's pause reason becomes a label value: quotes, a backslash, a
+        newline and UTF-8 past what the shared region keeps of a label. The body stays
+        valid UTF-8 (a cut label ends at a whole character; Prometheus drops a whole
+        scrape over one bad byte), every family has one HELP and TYPE, histograms add
+        up, and no counter goes down across a reload and a killed worker."""
+        url, dlq, dsn, port, d = self.start("strict")
+        for i in range(5):
+            self.sqs.send(url, json.dumps({"id": "s%d" % i}))
+        self.sqs.send(url, json.dumps({"id": "bad", "reject": True}))
+        twicetest.wait_until(lambda: self.counts(port)["done"] == 5, timeout=30)
+        reason = 'say "hi" \\ to\nthe "ops" ' + "\u20ac" * 40
+        self.assertRaises(UnicodeDecodeError, reason.encode()[:95].decode)  # a cut mid-€
+        r = subprocess.run([self.env.binary("twicectl"), "-c", d.config_path, "pause", "jobs",
+                            "--reason", reason], capture_output=True, text=True,
+                           env=d.process_env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+        def paused():
+            samples, _ = self.scrape_strict(port)
+            return [dict(k[1])["reason"] for k, v in samples.items()
+                    if k[0] == "twice_queue_paused" and v == 1]
+
+        shown = twicetest.wait_until(paused, timeout=10, message="twice_queue_paused")
+        self.assertEqual(len(shown), 1)
+        self.assertTrue(reason.startswith(shown[0]) and len(shown[0]) > 40, shown[0])
+        before, types = self.scrape_strict(port)
+        self.assertEqual(types["twice_handler_duration_seconds"], "histogram")
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload done", since=mark, timeout=30)
+        os.kill(d.worker_pids()[0], signal.SIGKILL)
+        d.wait_log(r"killed by signal 9", timeout=10)
+        after, _ = self.scrape_strict(port)
+        self.assertEqual(promcheck.went_down(before, after, types), {})
+        for line in d.log_text().splitlines():  # the reason's newline starts no line
+            self.assertRegex(line, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
         self.assertEqual(d.stop(), 0)
 
 
