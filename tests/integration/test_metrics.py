@@ -5,6 +5,7 @@ follows the SQS endpoint's reachability, and the visibility-timeout advice."""
 import json
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -337,6 +338,66 @@ class Exposition(twicetest.TwiceTestCase):
         self.assertEqual(promcheck.went_down(before, after, types), {})
         for line in d.log_text().splitlines():  # the reason's newline starts no line
             self.assertRegex(line, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
+        self.assertEqual(d.stop(), 0)
+
+
+class HostileClients(twicetest.TwiceTestCase):
+    """Clients of the metrics listener that misbehave, on purpose or not."""
+
+    start = Metrics.start
+
+    def hold(self, n, request, source="127.0.0.2"):
+        """n connections to the listener from source, each having sent request (an
+        unfinished one keeps its connection open); closed at the test's end."""
+        socks = []
+        self.addCleanup(lambda: [s.close() for s in socks])
+        for _ in range(n):
+            s = socket.create_connection(("127.0.0.1", self.port), timeout=5,
+                                         source_address=(source, 0))
+            socks.append(s)
+            try:
+                s.sendall(request)
+            except OSError:
+                pass  # refused at once: what a limit does
+        return socks
+
+    def raw(self, request):
+        """The status line twiced answers a raw request with."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
+            s.sendall(request)
+            answer = b""
+            while not answer.endswith(b"\n") or b"\r\n" not in answer:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+            return answer.split(b"\r\n")[0].decode()
+
+    def test_a_flood_of_slow_connections_leaves_scrapes_fast_and_the_log_quiet(self):
+        """1,100 connections from one address that never finish their request (a
+        slow-loris, or a broken client's pool): the master stays up, another address
+        still scrapes at once, and the log does not get a line per connection."""
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 1400:
+            self.skipTest("needs 1,400 descriptors, the hard limit is %d" % hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1400), hard))
+        self.addCleanup(resource.setrlimit, resource.RLIMIT_NOFILE, (soft, hard))
+        url, dlq, dsn, self.port, d = self.start("flood", workers=1)
+        mark = d.mark()
+        self.hold(1100, b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        time.sleep(1)
+        for path in ("/metrics", "/healthz", "/readyz"):
+            t0 = time.monotonic()
+            status, _ = tc.http_status(self.port, path, timeout=5)
+            self.assertEqual(status, 200, path)
+            self.assertLess(time.monotonic() - t0, 1.0, path)
+        self.assertTrue(d.running())
+        self.assertLess(d.log_text()[mark:].count("metrics: "), 5, d.log_tail(10))
+        # What a scanner tries: answered, never served from elsewhere.
+        self.assertIn(" 414 ", self.raw(b"GET /" + b"a" * 200000 + b" HTTP/1.1\r\n\r\n"))
+        for path in (b"/../metrics", b"/%2e%2e/etc/passwd", b"/metrics/../etc/passwd",
+                     b"//etc/passwd"):
+            self.assertIn(" 404 ", self.raw(b"GET " + path + b" HTTP/1.0\r\n\r\n"))
         self.assertEqual(d.stop(), 0)
 
 
