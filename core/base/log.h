@@ -33,12 +33,13 @@ const char *log_level_name(twice_log_level level);
 /* Send lines to `path` (opened for append; NULL or "" for stderr). Returns 0,
  * or -1 with errno set; the previous destination stays in use on failure. */
 int log_open(const char *path);
-/* Open again the file log_open last opened, by its path: after logrotate
- * moved it away (its `create` mode), lines go to a new file of that name.
- * 0 (also when lines go to stderr), or -1 with errno set and the old file
- * still in use. */
+/* Open again, by its path, the file log_open was last asked for: after
+ * logrotate moved it away (its `create` mode), lines go to a new file of
+ * that name; a file that could not be opened before is tried again. 0
+ * (also when lines go to stderr), or -1 with errno set and the previous
+ * destination still in use. */
 int log_reopen(void);
-/* The file lines go to, NULL for stderr. */
+/* The file log_open was last asked for, NULL for stderr. */
 const char *log_file(void);
 void log_set_level(twice_log_level level);
 void log_set_format(enum log_format format);

@@ -593,10 +593,12 @@ begin_stop(struct master *m)
 static void
 reopen_logs(struct master *m)
 {
-    if (log_reopen() != 0) {
-        log_error("log.file %s: cannot open it again: %s (still writing to the old file)",
-                  log_file(), strerror(errno));
-    } else if (log_file() != NULL) {
+    const struct generation *g = m->next != NULL ? m->next : m->cur; /* whose settings apply */
+    const char *file = g != NULL ? g->cfg->log.file : NULL;
+    if (file != NULL && log_open(file) != 0) {
+        log_error("log.file %s: cannot open it again: %s (lines go where they went)", file,
+                  strerror(errno));
+    } else if (file != NULL) {
         log_info("log file reopened");
     }
     proc_signal(m->procs, -1, SIGUSR1, 0);

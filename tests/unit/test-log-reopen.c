@@ -73,7 +73,8 @@ test_file_then_another(void)
 
 /* logrotate's create: the file is moved away, log_reopen makes a new one
  * by the same name; a reopen that cannot open it keeps the old one; on
- * stderr there is nothing to reopen. */
+ * stderr there is nothing to reopen; a file that could not be opened is
+ * tried again. */
 static void
 test_reopen_by_name(void)
 {
@@ -99,6 +100,10 @@ test_reopen_by_name(void)
     log_info("kept-old");
     CHECK_STR(log_file(), t.a);
     CHECK_INT(rmdir(t.a), 0);
+    CHECK_INT(log_reopen(), 0); /* tried again, and now it opens */
+    log_info("tried-again");
+    CHECK_INT(count_lines(t.a, "tried-again"), 1);
+    CHECK_INT(count_lines(t.a, "kept-old"), 0);
     CHECK_INT(log_open(NULL), 0);
     CHECK(log_file() == NULL);
     unlink(t.b);
