@@ -394,7 +394,10 @@ metrics_gauge_take(enum metric m, const char *l1, const char *l2)
 /* Buckets are counter series with le in the third label; the sum is a
  * double series with le "sum", the count an integer series "count". The
  * values are counted here first, so a batch costs one update per bucket it
- * touches (a series lookup each), not one per value. */
+ * touches (a series lookup each), not one per value. The count goes up
+ * before the buckets (a release fence between): a scrape reads the buckets
+ * and then the count (an acquire fence between), so it never shows a bucket
+ * above +Inf and _count. */
 void
 metrics_observe_many(enum metric m, const char *l1, const char *l2, const double *values, size_t n)
 {
@@ -410,6 +413,8 @@ metrics_observe_many(enum metric m, const char *l1, const char *l2, const double
             }
         }
     }
+    metrics_count(m, l1, l2, "count", n);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
     for (size_t k = 0; b != NULL && k < MAX_BUCKETS && b[k] >= 0; k++) {
         if (counts[k] > 0) {
             metrics_count(m, l1, l2, hist[m].labels[k], counts[k]);
@@ -419,7 +424,6 @@ metrics_observe_many(enum metric m, const char *l1, const char *l2, const double
     if (sum != NULL) {
         add_double(sum, total);
     }
-    metrics_count(m, l1, l2, "count", n);
 }
 
 void
@@ -585,6 +589,7 @@ render_histogram(struct buf *out, const struct shm_region *r, int m)
             put_series_name(out, name, m, s->labels, le);
             buf_printf(out, " %llu\n", (unsigned long long) cumulative);
         }
+        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the buckets, then the count */
         uint64_t count = __atomic_load_n(&s->value, __ATOMIC_RELAXED);
         put_series_name(out, name, m, s->labels, "le=\"+Inf\"");
         buf_printf(out, " %llu\n", (unsigned long long) count);
