@@ -104,6 +104,18 @@ test_reopen_by_name(void)
     log_info("tried-again");
     CHECK_INT(count_lines(t.a, "tried-again"), 1);
     CHECK_INT(count_lines(t.a, "kept-old"), 0);
+    /* A worker whose log.file could not be opened at its start (on stderr
+     * so far) opens it on the first reopen after it became possible. */
+    CHECK_INT(log_open(NULL), 0);
+    CHECK_INT(unlink(t.a), 0);
+    CHECK_INT(mkdir(t.a, 0700), 0);
+    CHECK_INT(log_open(t.a), -1);
+    CHECK_STR(log_file(), t.a);
+    CHECK_INT(rmdir(t.a), 0);
+    CHECK_INT(log_reopen(), 0);
+    log_info("first-open");
+    CHECK_INT(count_lines(t.a, "first-open"), 1);
+    unlink(t.a);
     CHECK_INT(log_open(NULL), 0);
     CHECK(log_file() == NULL);
     unlink(t.b);
