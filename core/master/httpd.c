@@ -117,6 +117,9 @@ reply(struct MHD_Connection *conn, unsigned status, const char *type, char *body
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", type);
+    if (status == 405) { /* RFC 9110: a 405 says what is allowed */
+        MHD_add_response_header(r, "Allow", "GET, HEAD");
+    }
     enum MHD_Result rc = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return rc;

@@ -376,7 +376,9 @@ class HostileClients(twicetest.TwiceTestCase):
     def test_a_flood_of_slow_connections_leaves_scrapes_fast_and_the_log_quiet(self):
         """1,100 connections from one address that never finish their request (a
         slow-loris, or a broken client's pool): the master stays up, another address
-        still scrapes at once, and the log does not get a line per connection."""
+        still scrapes at once, and the log does not get a line per connection. What a
+        scanner tries next is answered: a huge request line, paths that climb, a POST
+        (405 with the methods allowed)."""
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if hard != resource.RLIM_INFINITY and hard < 1400:
             self.skipTest("needs 1,400 descriptors, the hard limit is %d" % hard)
@@ -398,6 +400,11 @@ class HostileClients(twicetest.TwiceTestCase):
         for path in (b"/../metrics", b"/%2e%2e/etc/passwd", b"/metrics/../etc/passwd",
                      b"//etc/passwd"):
             self.assertIn(" 404 ", self.raw(b"GET " + path + b" HTTP/1.0\r\n\r\n"))
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
+            s.sendall(b"POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n")
+            answer = s.makefile("rb").read().decode()
+        self.assertIn(" 405 ", answer.split("\r\n")[0])
+        self.assertIn("\r\nAllow: GET, HEAD\r\n", answer)
         self.assertEqual(d.stop(), 0)
 
 
