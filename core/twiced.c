@@ -25,7 +25,8 @@ static void
 usage(FILE *out)
 {
     fprintf(out,
-            "usage: twiced [-c FILE] [-p FILE] [-f | -d] [-t [--connect]] [-s reload|stop|quit]\n"
+            "usage: twiced [-c FILE] [-p FILE] [-f | -d] [-t [--connect]] [-s "
+            "reload|stop|quit|reopen]\n"
             "\n"
             "twice: an idempotent job worker for Amazon SQS. A master process supervises\n"
             "worker processes that long-poll SQS, guard every job with an idempotency key\n"
@@ -44,13 +45,15 @@ usage(FILE *out)
             "  -s, --signal SIGNAL  signal the running master named by the pid file and\n"
             "                     exit: reload (the configuration and plugins), stop\n"
             "                     (drain: running jobs get drain_timeout) or quit (let\n"
-            "                     every running job finish, however long it takes)\n"
+            "                     every running job finish, however long it takes) or\n"
+            "                     reopen (log.file, after logrotate moved it away)\n"
             "  -V, --version      print the version and the plugin ABI\n"
             "  -h, --help         this text\n"
             "\n"
             "Signals to the master (process title \"twiced: master\"): HUP reloads the\n"
             "configuration and plugins without losing jobs; TERM or INT drains in-flight\n"
-            "jobs and exits (a second one: at once); QUIT lets running jobs finish first.\n",
+            "jobs and exits (a second one: at once); QUIT lets running jobs finish first;\n"
+            "USR1 reopens log.file.\n",
             TWICE_DEFAULT_CONFIG);
 }
 

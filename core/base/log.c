@@ -28,6 +28,10 @@ static struct shared_int log_fd = {2};
 static struct shared_int log_level = {TWICE_LOG_INFO};
 static struct shared_int log_format = {LOG_FORMAT_TEXT};
 static char log_role[32] = "twiced";
+/* The file log_open was last asked for (opened or not), for log_reopen;
+ * NULL for stderr. Only the thread that calls log_open (a process's main
+ * thread) touches it. */
+static char *log_path;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -68,12 +72,17 @@ log_parse_format(const char *s, enum log_format *out)
 int
 log_open(const char *path)
 {
+    int want = path != NULL && path[0] != '\0';
+    char *copy = want ? strdup(path) : NULL;
+    if (want && copy == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    free(log_path);
+    log_path = copy; /* asked for, opened or not: log_reopen tries it again */
     int fd = 2;
-    if (path != NULL && path[0] != '\0') {
-        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-        if (fd < 0) {
-            return -1;
-        }
+    if (want && (fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640)) < 0) {
+        return -1;
     }
     int cur = shared_int_get(&log_fd);
     if (cur == 2) {
@@ -87,6 +96,30 @@ log_open(const char *path)
     }
     errno = saved;
     return rc < 0 ? -1 : 0;
+}
+
+int
+log_reopen(void)
+{
+    if (log_path == NULL) {
+        return 0;
+    }
+    char *path = strdup(log_path);
+    if (path == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int rc = log_open(path);
+    int saved = errno;
+    free(path);
+    errno = saved;
+    return rc;
+}
+
+const char *
+log_file(void)
+{
+    return log_path;
 }
 
 void

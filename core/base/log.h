@@ -33,6 +33,14 @@ const char *log_level_name(twice_log_level level);
 /* Send lines to `path` (opened for append; NULL or "" for stderr). Returns 0,
  * or -1 with errno set; the previous destination stays in use on failure. */
 int log_open(const char *path);
+/* Open again, by its path, the file log_open was last asked for: after
+ * logrotate moved it away (its `create` mode), lines go to a new file of
+ * that name; a file that could not be opened before is tried again. 0
+ * (also when lines go to stderr), or -1 with errno set and the previous
+ * destination still in use. */
+int log_reopen(void);
+/* The file log_open was last asked for, NULL for stderr. */
+const char *log_file(void);
 void log_set_level(twice_log_level level);
 void log_set_format(enum log_format format);
 /* The process's role in every line: "master", "worker", "probe", "twicectl". */

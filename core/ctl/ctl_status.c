@@ -2,7 +2,7 @@
  * ctl_status.c - `twicectl status`: for each configured queue the messages
  * visible, in flight and delayed, and the depth of its DLQ, from
  * GetQueueAttributes (approximate numbers, as SQS gives them). Not the
- * daemon's health: that is the metrics listener's /health.
+ * daemon's health: that is the metrics listener's /healthz.
  */
 #include "buf.h"
 #include "config.h"

@@ -27,6 +27,18 @@
 /* What a long poll may take beyond its wait time (request, response). */
 #define POLL_SLACK 3
 
+/* Connections the listener holds at once, and from one address: scrapers and
+ * probes need a few; a client that opens hundreds and never finishes a
+ * request (a slow-loris, a broken pool) is refused past its share instead of
+ * keeping every other address out, and the master keeps descriptors for its
+ * own work. Each idle connection is closed after CONN_TIMEOUT seconds. */
+#define MAX_CONNECTIONS 256
+#define PER_ADDRESS     16
+#define CONN_TIMEOUT    10
+/* libmicrohttpd's messages once it serves are about clients (a connection
+ * closed mid-request, a request too big): at most one line a minute. */
+#define MHD_LOG_EVERY   60
+
 struct httpd {
     struct MHD_Daemon *daemon;
     char *listen;
@@ -37,8 +49,10 @@ struct httpd {
     char **queues;
     int *wait_times;
     size_t nqueues;
-    atomic_int serving; /* MHD_start_daemon returned: its messages go to the log */
-    int start_errno;    /* the system error of libmicrohttpd's first message while starting */
+    atomic_int serving;     /* MHD_start_daemon returned: its messages go to the log */
+    int start_errno;        /* the system error of libmicrohttpd's first message while starting */
+    time_t logged_at;       /* when a message of libmicrohttpd's was last logged (its thread) */
+    unsigned long unlogged; /* its messages not logged since */
 };
 
 int
@@ -103,6 +117,9 @@ reply(struct MHD_Connection *conn, unsigned status, const char *type, char *body
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", type);
+    if (status == 405) { /* RFC 9110: a 405 says what is allowed */
+        MHD_add_response_header(r, "Allow", "GET, HEAD");
+    }
     enum MHD_Result rc = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return rc;
@@ -171,7 +188,8 @@ take_queues(struct httpd *h, const struct config *c)
 /* libmicrohttpd's own error messages, which it would print to stderr: while
  * it starts, only the errno of the first is kept, for start()'s one message
  * ("Failed to bind to port 0" would mislead: the address is given apart);
- * once it serves, they go to the log. */
+ * once it serves, they go to the log, one a minute with the number left
+ * out, so that no client can fill the log. */
 static void
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -183,13 +201,25 @@ mhd_log(void *cls, const char *fmt, va_list ap)
         }
         return;
     }
+    time_t now = time(NULL);
+    if (h->logged_at != 0 && now - h->logged_at < MHD_LOG_EVERY) {
+        h->unlogged++;
+        return;
+    }
     char text[256];
     vsnprintf(text, sizeof(text), fmt, ap);
     size_t n = strlen(text);
     while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' ')) {
         text[--n] = '\0';
     }
-    log_warn("metrics: %s: %s", h->listen, text);
+    if (h->unlogged > 0) {
+        log_warn("metrics: %s: %s (and %lu more such messages in the last %lds)", h->listen, text,
+                 h->unlogged, (long) (now - h->logged_at));
+    } else {
+        log_warn("metrics: %s: %s", h->listen, text);
+    }
+    h->logged_at = now;
+    h->unlogged = 0;
 }
 
 static struct httpd *
@@ -208,14 +238,16 @@ start(const char *listen, char *err, size_t errlen)
         return NULL;
     }
     pthread_mutex_init(&h->mu, NULL);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    /* poll or epoll, not select: a descriptor past FD_SETSIZE must not stop it */
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6) {
         flags |= MHD_USE_IPv6;
     }
-    h->daemon =
-        MHD_start_daemon(flags, 0, NULL, NULL, serve, h, MHD_OPTION_SOCK_ADDR,
-                         (struct sockaddr *) &ss, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 10,
-                         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
+    h->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, serve, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &ss,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) CONN_TIMEOUT, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned) MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned) PER_ADDRESS,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
     if (h->daemon == NULL) {
         snprintf(err, errlen, "cannot listen on %s: %s", listen,
                  h->start_errno != 0 ? strerror(h->start_errno) : "libmicrohttpd refused");

@@ -77,7 +77,7 @@ struct master {
  * deadline); stop (TERM, INT) gives running jobs drain_timeout. */
 enum { STOP_QUIT = 1, STOP_TERM = 2 };
 
-static volatile sig_atomic_t got_hup, got_term, got_quit, got_chld;
+static volatile sig_atomic_t got_hup, got_term, got_quit, got_chld, got_usr1;
 
 static void
 on_signal(int sig)
@@ -88,6 +88,8 @@ on_signal(int sig)
         got_chld = 1;
     } else if (sig == SIGQUIT) {
         got_quit = 1;
+    } else if (sig == SIGUSR1) {
+        got_usr1 = 1;
     } else {
         got_term++;
     }
@@ -584,6 +586,24 @@ begin_stop(struct master *m)
     }
 }
 
+/* SIGUSR1 (twiced -s reopen), what logrotate sends once it moved the log
+ * file away: the master opens log.file again by its name, then every
+ * worker of every generation does (a worker not yet past its start holds
+ * the signal until it is, see spawn.c). Nothing else changes: no reload. */
+static void
+reopen_logs(struct master *m)
+{
+    const struct generation *g = m->next != NULL ? m->next : m->cur; /* whose settings apply */
+    const char *file = g != NULL ? g->cfg->log.file : NULL;
+    if (file != NULL && log_open(file) != 0) {
+        log_error("log.file %s: cannot open it again: %s (lines go where they went)", file,
+                  strerror(errno));
+    } else if (file != NULL) {
+        log_info("log file reopened");
+    }
+    proc_signal(m->procs, -1, SIGUSR1, 0);
+}
+
 static void
 loop_once(struct master *m, const sigset_t *wait_mask)
 {
@@ -619,6 +639,10 @@ loop_once(struct master *m, const sigset_t *wait_mask)
         got_hup = 0;
         request_reload(m);
     }
+    if (got_usr1) {
+        got_usr1 = 0;
+        reopen_logs(m);
+    }
     if (!m->stopping) {
         replace_asked(m);
         respawn_due(m);
@@ -636,7 +660,7 @@ install_signals(sigset_t *wait_mask)
 {
     sigset_t block;
     sigemptyset(&block);
-    int sigs[] = {SIGHUP, SIGTERM, SIGINT, SIGQUIT, SIGCHLD};
+    int sigs[] = {SIGHUP, SIGTERM, SIGINT, SIGQUIT, SIGCHLD, SIGUSR1};
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
         sigaddset(&block, sigs[i]);
     }
@@ -654,6 +678,7 @@ install_signals(sigset_t *wait_mask)
     sigdelset(wait_mask, SIGINT);
     sigdelset(wait_mask, SIGQUIT);
     sigdelset(wait_mask, SIGCHLD);
+    sigdelset(wait_mask, SIGUSR1);
 }
 
 static void

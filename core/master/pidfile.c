@@ -217,7 +217,7 @@ pidfile_signal(const char *config_path, const char *pid_path, const char *name)
     static const struct {
         const char *name;
         int sig;
-    } names[] = {{"reload", SIGHUP}, {"stop", SIGTERM}, {"quit", SIGQUIT}};
+    } names[] = {{"reload", SIGHUP}, {"stop", SIGTERM}, {"quit", SIGQUIT}, {"reopen", SIGUSR1}};
     int sig = 0;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (strcmp(name, names[i].name) == 0) {
@@ -225,7 +225,7 @@ pidfile_signal(const char *config_path, const char *pid_path, const char *name)
         }
     }
     if (sig == 0) {
-        fprintf(stderr, "twiced: -s %s: the signals are reload, stop and quit\n", name);
+        fprintf(stderr, "twiced: -s %s: the signals are reload, stop, quit and reopen\n", name);
         return 2;
     }
     char err[512];

@@ -39,8 +39,9 @@ pid_t pidfile_read_live(const char *path, char *err, size_t errlen);
 
 /*
  * `twiced -s NAME`: reload (SIGHUP), stop (SIGTERM: drain, give back what is
- * still running at drain_timeout, exit) or quit (SIGQUIT: let every running
- * job finish, however long it takes, then exit), sent to the master holding
+ * still running at drain_timeout, exit), quit (SIGQUIT: let every running
+ * job finish, however long it takes, then exit) or reopen (SIGUSR1: open
+ * log.file again after a rotation), sent to the master holding
  * pid_path, or (NULL) the pid_file that configuration config_path sets.
  * Returns the exit code (0 sent, 1 not, 2 unknown NAME) and prints why not
  * on stderr.

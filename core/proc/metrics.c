@@ -8,6 +8,7 @@
 
 #include "buf.h"
 #include "shm.h"
+#include "utf8.h"
 #include "version.h"
 
 #include <stdio.h>
@@ -186,6 +187,22 @@ metrics_set_proc(int proc_slot)
     this_proc = proc_slot;
 }
 
+/* The bytes of label value v the shared region keeps: at most SHM_LABEL - 1,
+ * and a value cut there loses the whole UTF-8 character the cut would split
+ * (an operator's pause reason can be long and in any script): /metrics must
+ * be valid UTF-8, or Prometheus drops the whole scrape. */
+static size_t
+label_kept(const char *v)
+{
+    size_t n = strnlen(v, SHM_LABEL - 1);
+    /* Cut inside a character: back to its first byte (at most 3 steps; a
+     * longer run of continuation bytes is no UTF-8, which rendering shows). */
+    for (int k = 0; k < 3 && n > 0 && ((unsigned char) v[n] & 0xc0) == 0x80; k++) {
+        n--;
+    }
+    return n;
+}
+
 static uint64_t
 hash_series(int m, int proc, const char *const l[3])
 {
@@ -193,7 +210,7 @@ hash_series(int m, int proc, const char *const l[3])
     for (int i = 0; i < 3; i++) {
         /* As stored: labels that differ only past what is kept are one series. */
         const char *p = l[i] != NULL ? l[i] : "";
-        for (size_t k = 0; k < SHM_LABEL - 1 && p[k] != '\0'; k++) {
+        for (size_t k = 0, n = label_kept(p); k < n; k++) {
             h = (h ^ (unsigned char) p[k]) * 1099511628211ull;
         }
         h = (h ^ 0xff) * 1099511628211ull;
@@ -201,19 +218,14 @@ hash_series(int m, int proc, const char *const l[3])
     return h;
 }
 
-/* Whether a stored label is want as it would be stored: cut to
- * SHM_LABEL - 1 bytes. Every count and gauge call compares this way, so no
- * copy of want is made. */
+/* Whether a stored label is want as it would be stored: cut as label_kept
+ * says. Every count and gauge call compares this way, so no copy of want is
+ * made. */
 static int
 label_is(const char *stored, const char *want)
 {
-    size_t i = 0;
-    for (; i < SHM_LABEL - 1 && want[i] != '\0'; i++) {
-        if (stored[i] != want[i]) {
-            return 0;
-        }
-    }
-    return stored[i] == '\0';
+    size_t n = label_kept(want);
+    return memcmp(stored, want, n) == 0 && stored[n] == '\0';
 }
 
 static int
@@ -255,7 +267,8 @@ find_series(int m, int proc, const char *l1, const char *l2, const char *l3, int
                 s->metric = m;
                 s->proc = proc;
                 for (int i = 0; i < 3; i++) {
-                    snprintf(s->labels[i], SHM_LABEL, "%s", l[i] != NULL ? l[i] : "");
+                    const char *v = l[i] != NULL ? l[i] : "";
+                    snprintf(s->labels[i], SHM_LABEL, "%.*s", (int) label_kept(v), v);
                 }
                 /* Listed before it is ready: a writer dying in between leaves a
                  * listed slot that readers skip, never a ready one unlisted. */
@@ -381,7 +394,10 @@ metrics_gauge_take(enum metric m, const char *l1, const char *l2)
 /* Buckets are counter series with le in the third label; the sum is a
  * double series with le "sum", the count an integer series "count". The
  * values are counted here first, so a batch costs one update per bucket it
- * touches (a series lookup each), not one per value. */
+ * touches (a series lookup each), not one per value. The count goes up
+ * before the buckets (a release fence between): a scrape reads the buckets
+ * and then the count (an acquire fence between), so it never shows a bucket
+ * above +Inf and _count. */
 void
 metrics_observe_many(enum metric m, const char *l1, const char *l2, const double *values, size_t n)
 {
@@ -397,6 +413,8 @@ metrics_observe_many(enum metric m, const char *l1, const char *l2, const double
             }
         }
     }
+    metrics_count(m, l1, l2, "count", n);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
     for (size_t k = 0; b != NULL && k < MAX_BUCKETS && b[k] >= 0; k++) {
         if (counts[k] > 0) {
             metrics_count(m, l1, l2, hist[m].labels[k], counts[k]);
@@ -406,7 +424,6 @@ metrics_observe_many(enum metric m, const char *l1, const char *l2, const double
     if (sum != NULL) {
         add_double(sum, total);
     }
-    metrics_count(m, l1, l2, "count", n);
 }
 
 void
@@ -447,19 +464,28 @@ metrics_forget_proc(int proc_slot)
     }
 }
 
-/* Prometheus label values escape backslash, double quote and newline. */
+/* Prometheus label values escape backslash, double quote and newline, and
+ * are UTF-8: a byte that is not (an SQS error code is the server's text)
+ * shows as U+FFFD rather than spoil the whole body. */
 static void
 put_label_value(struct buf *out, const char *v)
 {
-    for (; *v; v++) {
-        if (*v == '\\' || *v == '"') {
+    size_t left = strlen(v);
+    while (left > 0) {
+        size_t len = utf8_seq_len((const unsigned char *) v, left);
+        if (len == 0) {
+            buf_puts(out, "\xef\xbf\xbd");
+            len = 1;
+        } else if (*v == '\\' || *v == '"') {
             buf_putc(out, '\\');
             buf_putc(out, *v);
         } else if (*v == '\n') {
             buf_puts(out, "\\n");
         } else {
-            buf_putc(out, *v);
+            buf_append(out, v, len);
         }
+        v += len;
+        left -= len;
     }
 }
 
@@ -563,6 +589,7 @@ render_histogram(struct buf *out, const struct shm_region *r, int m)
             put_series_name(out, name, m, s->labels, le);
             buf_printf(out, " %llu\n", (unsigned long long) cumulative);
         }
+        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the buckets, then the count */
         uint64_t count = __atomic_load_n(&s->value, __ATOMIC_RELAXED);
         put_series_name(out, name, m, s->labels, "le=\"+Inf\"");
         buf_printf(out, " %llu\n", (unsigned long long) count);

@@ -59,6 +59,10 @@ child_exec(const struct childargs *a, int stdout_fd, const struct spawn_user *us
             signal(sig, SIG_DFL);
         }
     }
+    /* The master sends USR1 (reopen the log file) to every worker, one only
+     * just started too: ignored until the worker takes it (worker_main), it
+     * never kills one; a worker opens its log file after that anyway. */
+    signal(SIGUSR1, SIG_IGN);
     sigprocmask(SIG_SETMASK, &none, NULL);
     if (stdout_fd >= 0 && dup2(stdout_fd, 1) < 0) {
         _exit(126);

@@ -8,6 +8,7 @@
  */
 #include "exporter.h"
 
+#include "atomics.h"
 #include "clock.h"
 #include "config.h"
 #include "http.h"
@@ -43,6 +44,8 @@ struct exporter {
     size_t head, count;
     int stop;
     int64_t deadline_ms; /* stopping: monotonic end of the last flush */
+    int done;            /* the thread is about to return */
+    struct flag give_up; /* raised at the deadline: the request in flight is cut */
 
     /* The thread's report of a failing collector. */
     int failing;
@@ -146,12 +149,16 @@ export_batch(struct exporter *e, size_t n, long timeout_ms)
         .timeout_ms = timeout_ms,
         .connect_timeout_ms = timeout_ms < EXPORT_CONNECT_MS ? timeout_ms : EXPORT_CONNECT_MS,
         .max_response = EXPORT_MAX_RESPONSE,
+        .cancel = &e->give_up,
     };
     struct http_response resp;
     struct http_error herr;
     char why[320];
     http_response_init(&resp);
-    if (http_perform(e->http, &req, &resp, &herr) != 0) {
+    int rc = http_perform(e->http, &req, &resp, &herr);
+    if (rc != 0 && flag_is_up(&e->give_up)) {
+        count_dropped("shutdown", n); /* stopping, and the collector took too long */
+    } else if (rc != 0) {
         snprintf(why, sizeof(why), "%s: %s", herr.code, herr.message);
         export_failed(e, n, why);
     } else if (resp.status < 200 || resp.status > 299) {
@@ -217,6 +224,8 @@ exporter_main(void *arg)
         }
     }
     flush(e);
+    e->done = 1;
+    pthread_cond_broadcast(&e->cv); /* exporter_stop waits for it */
     pthread_mutex_unlock(&e->mu);
     return NULL;
 }
@@ -303,6 +312,13 @@ exporter_stop(int wait_ms)
     e->stop = 1;
     e->deadline_ms = clock_mono_ms() + wait_ms;
     pthread_cond_signal(&e->cv);
+    /* An export already in flight has export_timeout, which can be far
+     * longer than wait_ms: at the deadline it is cut (within a second, as
+     * curl reports progress), so a hung collector never holds a drain. */
+    struct timespec until = clock_after_ms(CLOCK_MONOTONIC, wait_ms);
+    while (!e->done && pthread_cond_timedwait(&e->cv, &e->mu, &until) != ETIMEDOUT) {
+    }
+    flag_raise(&e->give_up);
     pthread_mutex_unlock(&e->mu);
     pthread_join(e->thread, NULL);
     current = NULL;

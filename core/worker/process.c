@@ -317,6 +317,20 @@ drain(struct worker *w, const sigset_t *set, enum worker_ask ask, pid_t master)
     return 0;
 }
 
+/* USR1, the master's "reopen the log file", arrives ignored (spawn.c) so
+ * that it cannot kill a worker still starting. From here it is blocked and
+ * taken by worker_signal_wait; one sent before log_open below is kept
+ * pending and does no harm. */
+static void
+take_reopen_signal(void)
+{
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+    signal(SIGUSR1, SIG_DFL);
+}
+
 static void
 notify_ready(int fd)
 {
@@ -346,6 +360,7 @@ worker_main(int argc, char **argv)
     }
     log_set_level(cfg->log.level);
     log_set_format(cfg->log.format);
+    take_reopen_signal();
     if (cfg->log.file != NULL && log_open(cfg->log.file) != 0) {
         log_error("log.file %s: %s", cfg->log.file, strerror(errno));
     }
@@ -363,6 +378,7 @@ worker_main(int argc, char **argv)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGQUIT);
     sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread inherits it */
     if (getppid() != a.master_pid) {
         return 0; /* the master died before we could ask it to die with us */

@@ -59,6 +59,15 @@ enum worker_ask
 worker_signal_judge(const siginfo_t *si, int slot, pid_t master)
 {
     int sig = si->si_signo;
+    if (sig == SIGUSR1) { /* the master's after a log rotation, or anyone's: harmless */
+        if (log_reopen() != 0) {
+            log_error("log.file %s: cannot open it again: %s (lines go where they went)",
+                      log_file(), strerror(errno));
+        } else if (log_file() != NULL) {
+            log_info("log file reopened");
+        }
+        return WORKER_IGNORE;
+    }
     enum worker_ask ask = sig == SIGQUIT  ? WORKER_QUIT
                           : sig == SIGHUP ? WORKER_IGNORE
                                           : WORKER_STOP;

@@ -2,7 +2,8 @@
  * signals.h - the signals a worker process acts on and who sent them: the
  * master asks a worker to stop (TERM: drain within drain_timeout) or to quit
  * (QUIT: finish every running job first); anyone else's signal is named in
- * the log, since stopping or reloading twiced is the master's business.
+ * the log, since stopping or reloading twiced is the master's business. USR1
+ * reopens the log file (after logrotate moved it).
  */
 #ifndef TWICE_SIGNALS_H
 #define TWICE_SIGNALS_H
@@ -24,7 +25,8 @@ int worker_signal_wait(const sigset_t *set, int timeout_ms, siginfo_t *si);
  * What the signal in si asks of the worker in slot whose master is master.
  * A stop from anyone but the master is logged with the sender and recorded in
  * the shared process table (the master then starts another worker in its
- * place and says why); a HUP is logged and ignored.
+ * place and says why); a HUP is logged and ignored. A USR1 reopens the log
+ * file (log_reopen) and asks nothing more.
  */
 enum worker_ask worker_signal_judge(const siginfo_t *si, int slot, pid_t master);
 

@@ -71,6 +71,7 @@ class OtlpReceiver:
 
     delay: seconds to wait before answering each request (a slow collector).
     status: the HTTP status of the answers (200 by default).
+    pending: requests received and not answered yet (waiting out the delay).
     """
 
     def __init__(self):
@@ -79,6 +80,7 @@ class OtlpReceiver:
         self.errors = []  # decode problems: a test fails on any
         self.delay = 0.0
         self.status = 200
+        self.pending = 0
         self._server = _Server(("127.0.0.1", 0), self._handler())
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -101,9 +103,11 @@ class OtlpReceiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 with receiver.lock:
                     delay, status = receiver.delay, receiver.status
+                    receiver.pending += 1
                 if delay:
                     time.sleep(delay)
                 with receiver.lock:
+                    receiver.pending -= 1
                     receiver.requests.append((dict(self.headers.items()), body))
                     try:
                         decode(body)

@@ -5,12 +5,16 @@ follows the SQS endpoint's reachability, and the visibility-timeout advice."""
 import json
 import os
 import re
+import resource
 import signal
 import socket
+import subprocess
 import time
 import unittest
+import urllib.request
 
 import faultproxy
+import promcheck
 import twicetest
 import twiceconf as tc
 
@@ -284,6 +288,123 @@ class Metrics(twicetest.TwiceTestCase):
                  and "ApproximateNumberOfMessages" in r.get("AttributeNames", [])]
         self.assertGreaterEqual(len(reads), 2)
         self.assertLessEqual(len(reads), elapsed / 1 + 2, "one read per interval, not per worker")
+        self.assertEqual(d.stop(), 0)
+
+
+class Exposition(twicetest.TwiceTestCase):
+    """/metrics as a strict reader of the text format takes it (promcheck.py)."""
+
+    start = Metrics.start
+    counts = Metrics.counts
+
+    def scrape_strict(self, port):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+            return promcheck.check(r.read())
+
+    def test_strictly_valid_with_a_hostile_pause_reason_and_counters_only_grow(self):
+        """An operator's pause reason becomes a label value: quotes, a backslash, a
+        newline and UTF-8 past what the shared region keeps of a label. The body stays
+        valid UTF-8 (a cut label ends at a whole character; Prometheus drops a whole
+        scrape over one bad byte), every family has one HELP and TYPE, histograms add
+        up, and no counter goes down across a reload and a killed worker."""
+        url, dlq, dsn, port, d = self.start("strict")
+        for i in range(5):
+            self.sqs.send(url, json.dumps({"id": "s%d" % i}))
+        self.sqs.send(url, json.dumps({"id": "bad", "reject": True}))
+        twicetest.wait_until(lambda: self.counts(port)["done"] == 5, timeout=30)
+        reason = 'say "hi" \\ to\nthe "ops" ' + "\u20ac" * 40
+        self.assertRaises(UnicodeDecodeError, reason.encode()[:95].decode)  # a cut mid-€
+        r = subprocess.run([self.env.binary("twicectl"), "-c", d.config_path, "pause", "jobs",
+                            "--reason", reason], capture_output=True, text=True,
+                           env=d.process_env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+        def paused():
+            samples, _ = self.scrape_strict(port)
+            return [dict(k[1])["reason"] for k, v in samples.items()
+                    if k[0] == "twice_queue_paused" and v == 1]
+
+        shown = twicetest.wait_until(paused, timeout=10, message="twice_queue_paused")
+        self.assertEqual(len(shown), 1)
+        self.assertTrue(reason.startswith(shown[0]) and len(shown[0]) > 40, shown[0])
+        before, types = self.scrape_strict(port)
+        self.assertEqual(types["twice_handler_duration_seconds"], "histogram")
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload done", since=mark, timeout=30)
+        os.kill(d.worker_pids()[0], signal.SIGKILL)
+        d.wait_log(r"killed by signal 9", timeout=10)
+        after, _ = self.scrape_strict(port)
+        self.assertEqual(promcheck.went_down(before, after, types), {})
+        for line in d.log_text().splitlines():  # the reason's newline starts no line
+            self.assertRegex(line, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
+        self.assertEqual(d.stop(), 0)
+
+
+class HostileClients(twicetest.TwiceTestCase):
+    """Clients of the metrics listener that misbehave, on purpose or not."""
+
+    start = Metrics.start
+
+    def hold(self, n, request, source="127.0.0.2"):
+        """n connections to the listener from source, each having sent request (an
+        unfinished one keeps its connection open); closed at the test's end."""
+        socks = []
+        self.addCleanup(lambda: [s.close() for s in socks])
+        for _ in range(n):
+            s = socket.create_connection(("127.0.0.1", self.port), timeout=5,
+                                         source_address=(source, 0))
+            socks.append(s)
+            try:
+                s.sendall(request)
+            except OSError:
+                pass  # refused at once: what a limit does
+        return socks
+
+    def raw(self, request):
+        """The status line twiced answers a raw request with."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
+            s.sendall(request)
+            answer = b""
+            while not answer.endswith(b"\n") or b"\r\n" not in answer:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+            return answer.split(b"\r\n")[0].decode()
+
+    def test_a_flood_of_slow_connections_leaves_scrapes_fast_and_the_log_quiet(self):
+        """1,100 connections from one address that never finish their request (a
+        slow-loris, or a broken client's pool): the master stays up, another address
+        still scrapes at once, and the log does not get a line per connection. What a
+        scanner tries next is answered: a huge request line, paths that climb, a POST
+        (405 with the methods allowed)."""
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 1400:
+            self.skipTest("needs 1,400 descriptors, the hard limit is %d" % hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1400), hard))
+        self.addCleanup(resource.setrlimit, resource.RLIMIT_NOFILE, (soft, hard))
+        url, dlq, dsn, self.port, d = self.start("flood", workers=1)
+        mark = d.mark()
+        self.hold(1100, b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        time.sleep(1)
+        for path in ("/metrics", "/healthz", "/readyz"):
+            t0 = time.monotonic()
+            status, _ = tc.http_status(self.port, path, timeout=5)
+            self.assertEqual(status, 200, path)
+            self.assertLess(time.monotonic() - t0, 1.0, path)
+        self.assertTrue(d.running())
+        self.assertLess(d.log_text()[mark:].count("metrics: "), 5, d.log_tail(10))
+        # What a scanner tries: answered, never served from elsewhere.
+        self.assertIn(" 414 ", self.raw(b"GET /" + b"a" * 200000 + b" HTTP/1.1\r\n\r\n"))
+        for path in (b"/../metrics", b"/%2e%2e/etc/passwd", b"/metrics/../etc/passwd",
+                     b"//etc/passwd"):
+            self.assertIn(" 404 ", self.raw(b"GET " + path + b" HTTP/1.0\r\n\r\n"))
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
+            s.sendall(b"POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n")
+            answer = s.makefile("rb").read().decode()
+        self.assertIn(" 405 ", answer.split("\r\n")[0])
+        self.assertIn("\r\nAllow: GET, HEAD\r\n", answer)
         self.assertEqual(d.stop(), 0)
 
 

@@ -1,10 +1,12 @@
 """The operator's handles on a running twiced, the nginx way: the pid file
 (pid_file, -p; written by the master, also under -d, refused while a live twiced holds it,
-removed at exit), `twiced -s reload|stop|quit`, process titles that say which process is
-the master, and what a signal sent to a worker instead of the master does. Real servers."""
+removed at exit), `twiced -s reload|stop|quit|reopen` (reopen: log.file after logrotate),
+process titles that say which process is the master, and what a signal sent to a worker
+instead of the master does. Real servers."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import unittest
@@ -38,7 +40,7 @@ def alive(pid):
 
 class Operator(twicetest.TwiceTestCase):
     def conf(self, prefix, pid_file="$WORKDIR/twiced.pid", workers=2, drain_timeout=10,
-             **plugin_settings):
+             log_file=None, **plugin_settings):
         self.url, self.dlq = self.queue_pair(prefix)
         self.dsn = self.new_database(prefix)
         self.pg.query(self.dsn, tc.EFFECTS_TABLE)
@@ -49,7 +51,7 @@ class Operator(twicetest.TwiceTestCase):
                          [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"),
                                     **plugin_settings)],
                          workers=workers, metrics_port=self.port, drain_timeout=drain_timeout,
-                         extra=extra)
+                         extra=extra, log_file=log_file)
 
     def ctl(self, d, *args, pid_file=None):
         """twiced -s ...: (exit code, stderr)."""
@@ -98,6 +100,60 @@ class Operator(twicetest.TwiceTestCase):
                       "at its next start (give -p with the file it uses)" % d.config_path, err)
         code, err = self.ctl(d, "-s", "reload", pid_file=pid_file)
         self.assertNotIn("pid_file as", err, "given with -p: nothing to say of pid_file")
+
+    def test_reopen_after_logrotate_create_and_copytruncate(self):
+        """log.file under logrotate: `create` moves the file away and runs `twiced -s
+        reopen` (SIGUSR1), after which the master and every worker write to a new file of
+        that name, with no reload and no job lost; `copytruncate` empties it in place,
+        and appended lines start at its beginning, not past a hole of NUL bytes."""
+        # log.file is the harness's own log (relative: beside the configuration), so
+        # wait_log reads what twiced writes there.
+        d = self.start_twiced(self.conf("rotate", log_file="twiced.log"))
+        d.wait_log(r"ready: generation 1: 2/2", timeout=20)
+        workers = d.worker_pids()
+        self.sqs.send(self.url, json.dumps({"id": "before"}))
+        twicetest.wait_until(lambda: self.effects() == {"effect:before"}, timeout=15)
+        rotated = d.log_path + ".1"
+        os.rename(d.log_path, rotated)  # logrotate's create: move, then postrotate
+        self.assertEqual(self.ctl(d, "-s", "reopen"), (0, ""))
+        twicetest.wait_until(lambda: len(re.findall(r"(master|worker)\[\d+\]: log file reopened",
+                                                    d.log_text())) == 3, timeout=10,
+                             message="the master and both workers reopen:\n" + d.log_text())
+        self.assertEqual(d.worker_pids(), workers, "a reopen is not a reload")
+        self.sqs.send(self.url, json.dumps({"id": "after"}))
+        twicetest.wait_until(lambda: self.effects() == {"effect:before", "effect:after"}, timeout=15)
+        for pid in workers:  # a worker's own line lands in the new file
+            os.kill(pid, signal.SIGHUP)
+        twicetest.wait_until(lambda: d.log_text().count("ignoring SIGHUP") == 2, timeout=10)
+        with open(rotated) as f:
+            old = f.read()
+        self.assertIn("ready: generation 1", old)
+        self.assertNotIn("ignoring SIGHUP", old)
+        self.assertNotIn("generation 2", d.log_text())
+        # copytruncate: copy, then truncate in place; no reopen needed.
+        with open(d.log_path, "r+") as f:
+            f.truncate(0)
+        for pid in workers:
+            os.kill(pid, signal.SIGHUP)
+        twicetest.wait_until(lambda: d.log_text().count("ignoring SIGHUP") == 2, timeout=10)
+        with open(d.log_path, "rb") as f:
+            self.assertFalse(f.read().startswith(b"\0"), "no hole before the new lines")
+        self.assertEqual(d.stop(), 0)
+
+    def test_reopen_without_a_log_file_changes_nothing(self):
+        """Lines go to standard error: `twiced -s reopen` (or a plain SIGUSR1) neither
+        stops twiced nor a worker."""
+        d = self.start_twiced(self.conf("noreopen", workers=1))
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        workers = d.worker_pids()
+        self.assertEqual(self.ctl(d, "-s", "reopen"), (0, ""))
+        os.kill(workers[0], signal.SIGUSR1)
+        self.sqs.send(self.url, json.dumps({"id": "still"}))
+        twicetest.wait_until(lambda: self.effects() == {"effect:still"}, timeout=15)
+        self.assertTrue(d.running())
+        self.assertEqual(d.worker_pids(), workers)
+        self.assertNotIn("killed by signal", d.log_text())
+        self.assertEqual(d.stop(), 0)
 
     def test_stale_pid_file_is_taken_over_and_not_signalled(self):
         conf = self.conf("stale")

@@ -276,6 +276,22 @@ class Tracing(twicetest.TwiceTestCase):
               "(%d spans dropped for a full buffer)" % (n, up, down, slow, dropped))
         self.assertEqual(d.stop(), 0)
 
+    def test_a_collector_that_never_answers_does_not_hold_a_stop(self):
+        """A worker stopping gives its spans 2 s to leave, whatever export_timeout says: an
+        export already waiting on a collector that accepted the request and never answers
+        is cut short (its spans counted as dropped), not waited out."""
+        self.otlp.delay = 120
+        port = tc.free_port()
+        url, d = self.start("hung", tracing(self.otlp.url, export_timeout=60),
+                            metrics_port=port)
+        self.sqs.send(url, {"id": "h"})
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=15)
+        twicetest.wait_until(lambda: self.otlp.pending > 0, timeout=5,
+                             message="the export reached the collector")
+        t0 = time.monotonic()
+        self.assertEqual(d.stop(timeout=60), 0)
+        self.assertLess(time.monotonic() - t0, 8, "drain is quick; the hung export is cut")
+
     def test_environment_endpoint_and_a_bad_one(self):
         base = "http://127.0.0.1:%d" % self.otlp.port
         url, d = self.start("envep", 'tracing = { exporter = "otlp"; export_interval_ms = 100; };',

@@ -87,15 +87,17 @@ def queue(name, url, dlq_url, plugin_name=None, routes=None, route_by=None, **op
 
 def config(env, dsn, queues, plugins, workers=1, drain_timeout=10, metrics_port=None,
            log_level="info", on_conflict="skip", lease_margin=2, extra="", endpoint=None,
-           log_format="text", queue_stats_interval=None, s3_endpoint=None):
+           log_format="text", queue_stats_interval=None, s3_endpoint=None, log_file=None):
     """A whole twice.conf for the test servers of env (endpoint: another way to the
-    emulator, such as a fault proxy; s3_endpoint: aws.s3_endpoint, for payloads in S3)."""
+    emulator, such as a fault proxy; s3_endpoint: aws.s3_endpoint, for payloads in S3;
+    log_file: log.file)."""
     stats = ("" if queue_stats_interval is None
              else " " + setting("queue_stats_interval", queue_stats_interval))
     lines = [
         setting("workers", workers),
         setting("drain_timeout", drain_timeout),
-        "log = { %s %s };" % (setting("level", log_level), setting("format", log_format)),
+        "log = { %s %s %s };" % (setting("level", log_level), setting("format", log_format),
+                                 setting("file", log_file) if log_file else ""),
         "aws = { %s %s %s };" % (setting("region", env.region),
                                  setting("endpoint", endpoint or env.sqs_endpoint),
                                  setting("s3_endpoint", s3_endpoint) if s3_endpoint else ""),

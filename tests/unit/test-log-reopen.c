@@ -1,5 +1,6 @@
 /*
- * test-log-reopen.c - where log lines go: log.file, and a reopen on reload while
+ * test-log-reopen.c - where log lines go: log.file, log_reopen after a log
+ * rotation moved the file away, and a reopen on reload while
  * other threads keep logging (the master's HTTP, janitor and alert threads
  * do): every line lands whole in the old file or the new one, none is lost.
  */
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define LINES   20000
@@ -69,6 +71,56 @@ test_file_then_another(void)
     unlink(t.b);
 }
 
+/* logrotate's create: the file is moved away, log_reopen makes a new one
+ * by the same name; a reopen that cannot open it keeps the old one; on
+ * stderr there is nothing to reopen; a file that could not be opened is
+ * tried again. */
+static void
+test_reopen_by_name(void)
+{
+    struct two_logs t;
+    two_logs(&t, "rotate");
+    CHECK_INT(log_open(NULL), 0);
+    CHECK(log_file() == NULL);
+    CHECK_INT(log_reopen(), 0);
+    CHECK_INT(log_open(t.a), 0);
+    CHECK_STR(log_file(), t.a);
+    log_info("before-rotation");
+    CHECK_INT(rename(t.a, t.b), 0);
+    log_info("moved-away"); /* still the open file, now named b */
+    CHECK_INT(log_reopen(), 0);
+    log_info("after-rotation");
+    CHECK_INT(count_lines(t.b, "before-rotation"), 1);
+    CHECK_INT(count_lines(t.b, "moved-away"), 1);
+    CHECK_INT(count_lines(t.b, "after-rotation"), 0);
+    CHECK_INT(count_lines(t.a, "after-rotation"), 1);
+    CHECK_INT(unlink(t.a), 0);
+    CHECK_INT(mkdir(t.a, 0700), 0); /* the name cannot be opened for writing */
+    CHECK_INT(log_reopen(), -1);
+    log_info("kept-old");
+    CHECK_STR(log_file(), t.a);
+    CHECK_INT(rmdir(t.a), 0);
+    CHECK_INT(log_reopen(), 0); /* tried again, and now it opens */
+    log_info("tried-again");
+    CHECK_INT(count_lines(t.a, "tried-again"), 1);
+    CHECK_INT(count_lines(t.a, "kept-old"), 0);
+    /* A worker whose log.file could not be opened at its start (on stderr
+     * so far) opens it on the first reopen after it became possible. */
+    CHECK_INT(log_open(NULL), 0);
+    CHECK_INT(unlink(t.a), 0);
+    CHECK_INT(mkdir(t.a, 0700), 0);
+    CHECK_INT(log_open(t.a), -1);
+    CHECK_STR(log_file(), t.a);
+    CHECK_INT(rmdir(t.a), 0);
+    CHECK_INT(log_reopen(), 0);
+    log_info("first-open");
+    CHECK_INT(count_lines(t.a, "first-open"), 1);
+    unlink(t.a);
+    CHECK_INT(log_open(NULL), 0);
+    CHECK(log_file() == NULL);
+    unlink(t.b);
+}
+
 static void *
 writer(void *arg)
 {
@@ -108,6 +160,7 @@ main(void)
     }
     log_set_level(TWICE_LOG_INFO);
     test_file_then_another();
+    test_reopen_by_name();
     test_reopen_while_logging();
     rmdir(tmpdir);
     return check_done("test-log");

@@ -3,13 +3,15 @@
  * the master's walks over its worker slots and a scrape or a worker's exit
  * (which walk every metric series) keep resident only the pages of what
  * exists, not the whole 170 MB table; what those walks return is right; and
- * labels longer than what is kept name one series.
+ * labels longer than what is kept name one series, cut at a whole UTF-8
+ * character, and render as UTF-8 whatever their bytes.
  * One process, a real shared region (shm_create), residency from mincore.
  */
 #include "buf.h"
 #include "check.h"
 #include "metrics.h"
 #include "shm.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,6 +142,36 @@ test_long_labels(const struct shm_region *r)
     buf_free(&out);
 }
 
+/* A label cut where it would split a UTF-8 character keeps none of that
+ * character, and bytes that are no UTF-8 (an SQS error code is the
+ * server's text) render as U+FFFD: /metrics stays UTF-8, which Prometheus
+ * requires of a whole scrape. */
+static void
+test_labels_stay_utf8(const struct shm_region *r)
+{
+    char euro[200] = "e";
+    for (size_t i = 1; i + 3 < sizeof(euro); i += 3) {
+        memcpy(euro + i, "\xe2\x82\xac", 3); /* 1 + 3k bytes: SHM_LABEL - 1 splits one */
+        euro[i + 3] = '\0';
+    }
+    CHECK((SHM_LABEL - 1 - 1) % 3 != 0);
+    int before = r->series_listed;
+    metrics_count(MET_SQS_ERRORS, "Utf8Cut", euro, NULL, 1);
+    metrics_count(MET_SQS_ERRORS, "Utf8Cut", euro, NULL, 1); /* the same series */
+    CHECK_INT(r->series_listed, before + 1);
+    metrics_count(MET_SQS_ERRORS, "NotUtf8", "bad\xff\xc3(", NULL, 1);
+    struct buf out = BUF_INIT;
+    CHECK_INT(metrics_render(&out), 0);
+    const char *text = buf_str(&out);
+    CHECK(utf8_valid(text, out.len));
+    char want[300];
+    int whole = (SHM_LABEL - 1 - 1) / 3;
+    snprintf(want, sizeof(want), "action=\"Utf8Cut\",code=\"%.*s\"} 2\n", 1 + 3 * whole, euro);
+    CHECK(strstr(text, want) != NULL);
+    CHECK(strstr(text, "code=\"bad\xef\xbf\xbd\xef\xbf\xbd(\"} 1\n") != NULL);
+    buf_free(&out);
+}
+
 int
 main(void)
 {
@@ -152,5 +184,6 @@ main(void)
     test_jobs_of_one_slot(r);
     test_walks_touch_what_exists(r);
     test_long_labels(r);
+    test_labels_stay_utf8(r);
     return check_done("test-shm-pages");
 }
