@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define PROBE_TIMEOUT 60 /* seconds a plugin check may take */
@@ -38,9 +39,50 @@ gen_free(struct generation *g)
         }
     }
     free(g->plugin_fds);
+    free(g->stamps);
     free(g->failures);
     free(g->respawn_at);
     free(g);
+}
+
+/* fd's size and modification time; 0, or -1 when it cannot be read. */
+static int
+stamp_of(int fd, struct gen_stamp *out)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        return -1;
+    }
+    out->size = (long long) st.st_size;
+    out->mtime_ns = (long long) st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    return 0;
+}
+
+int
+gen_next_written(struct generation *g)
+{
+    for (size_t i = 0; g->stamps != NULL && i < g->nplugin_fds; i++) {
+        struct gen_stamp now;
+        if (g->stamps[i].written || stamp_of(g->plugin_fds[i], &now) != 0) {
+            continue;
+        }
+        if (now.size != g->stamps[i].size || now.mtime_ns != g->stamps[i].mtime_ns) {
+            g->stamps[i].written = 1;
+            return (int) i;
+        }
+    }
+    return -1;
+}
+
+int
+gen_any_written(const struct generation *g)
+{
+    for (size_t i = 0; g->stamps != NULL && i < g->nplugin_fds; i++) {
+        if (g->stamps[i].written) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* Check and open the plugin files of g's configuration (a file that cannot be
@@ -56,12 +98,20 @@ gen_open_plugins(struct generation *g, struct diag *d)
         return -1;
     }
     g->nplugin_fds = c->nplugins;
+    g->stamps = calloc(c->nplugins ? c->nplugins : 1, sizeof(*g->stamps));
+    if (g->stamps == NULL) {
+        diag_add(d, c->file, 0, "out of memory");
+        return -1;
+    }
     for (size_t i = 0; i < c->nplugins; i++) {
         const struct config_plugin *cp = &c->plugins[i];
         char err[1024];
+        g->plugin_fds[i] = -1;
         if (loader_file_open(cp->path, &g->plugin_fds[i], err, sizeof(err)) != 0) {
             diag_add(d, cp->file != NULL ? cp->file : c->file, cp->line, "plugin '%s': %s",
                      cp->name, err);
+        } else {
+            stamp_of(g->plugin_fds[i], &g->stamps[i]); /* before the probe checks it */
         }
     }
     return d->n == before ? 0 : -1;

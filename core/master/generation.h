@@ -14,6 +14,13 @@
 struct config;
 struct diag;
 
+/* A plugin file as the generation checked it. */
+struct gen_stamp {
+    long long size;
+    long long mtime_ns;
+    int written; /* found written in place since (and said so) */
+};
+
 struct generation {
     int id;
     struct config *cfg;
@@ -23,6 +30,7 @@ struct generation {
     int *plugin_fds; /* the plugin files as checked, one per plugin: every worker of the
                         generation loads these, however often it is respawned */
     size_t nplugin_fds;
+    struct gen_stamp *stamps; /* per plugin file: its size and mtime when checked */
     int nworkers;
     int *failures;         /* per index: consecutive early deaths */
     long long *respawn_at; /* per index: monotonic ms to start one, 0: none due */
@@ -36,6 +44,17 @@ struct generation {
  * The id and deadline are set when the generation starts.
  */
 struct generation *gen_load(const char *path, struct diag *d);
+
+/*
+ * The next plugin file of g written in place since g checked it (a `cp`
+ * over a loaded .so: its workers run changed code under them, and a
+ * respawned one loads code no check saw) that was not reported yet: its
+ * index, marked reported, or -1 when there is none.
+ */
+int gen_next_written(struct generation *g);
+
+/* Whether any plugin file of g was found written in place. */
+int gen_any_written(const struct generation *g);
 
 /* Free g and close its files (NULL: nothing). The configuration text is
  * wiped: it holds the DSN and passwords. */

@@ -277,6 +277,27 @@ abandon_next(struct master *m, const char *why)
     notify_ready("running (reload failed)");
 }
 
+/* Say, once per file, that a plugin file a running generation checked was
+ * written in place since (a `cp` over a loaded .so; README, "Install"):
+ * the likely cause of the crashes that follow, which the operator would
+ * otherwise blame on the messages they took down. */
+static void
+say_written(struct master *m)
+{
+    struct generation *gens[2] = {m->cur, m->next};
+    for (int k = 0; k < 2; k++) {
+        int i;
+        while (gens[k] != NULL && (i = gen_next_written(gens[k])) >= 0) {
+            const struct config_plugin *cp = &gens[k]->cfg->plugins[i];
+            log_error("plugin '%s': %s was written in place while generation %d runs it: its "
+                      "workers may crash or misbehave, and one started now loads code no check "
+                      "saw; install plugin files by rename (install, then mv, as packages do) "
+                      "and reload",
+                      cp->name, cp->path, gens[k]->id);
+        }
+    }
+}
+
 static void
 reap(struct master *m)
 {
@@ -309,7 +330,11 @@ reap(struct master *m)
                      "signal the master: twiced -s stop, or systemctl stop)",
                      (int) pid, p->gen, stopped_by);
         } else {
-            log_error("worker %d (generation %d) %s", (int) pid, p->gen, what);
+            say_written(m);
+            log_error("worker %d (generation %d) %s%s", (int) pid, p->gen, what,
+                      g != NULL && WIFSIGNALED(status) && gen_any_written(g)
+                          ? " (a plugin file of its generation was written in place: see above)"
+                          : "");
         }
         if (p->ctl >= 0) {
             close(p->ctl);
@@ -647,6 +672,7 @@ loop_once(struct master *m, const sigset_t *wait_mask)
         replace_asked(m);
         respawn_due(m);
         check_generations(m);
+        say_written(m);
     }
     if (m->reload_pending && m->next == NULL && !m->stopping) {
         m->reload_pending = 0;

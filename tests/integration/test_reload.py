@@ -338,6 +338,42 @@ class Reload(twicetest.TwiceTestCase):
         self.assertEqual(len(re.findall(r"killed by signal 11", log)), 2)
         self.assertEqual(d.stop(), 0)
 
+    def test_a_plugin_file_written_in_place_is_named(self):
+        # `cp new.so loaded.so` writes into the file the workers have mapped:
+        # they crash or misbehave, and the operator should learn why from the
+        # log rather than blame the messages. Same bytes here: nothing breaks.
+        conf = self.setup("inplace", workers=1, max_attempts=5, visibility_timeout=3)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+
+        def write_in_place():
+            with open(self.plugin_path, "r+b") as f:
+                data = f.read()
+                f.seek(0)
+                f.write(data)
+        said = (r"plugin 'effect-tx': %s was written in place while generation %%d runs it"
+                % re.escape(self.plugin_path))
+        write_in_place()
+        d.wait_log(said % 1, timeout=10)
+        self.sqs.send(self.url, json.dumps({"id": "after-cp"}))
+        twicetest.wait_until(lambda: len(self.effects()) == 1, timeout=30,
+                             message="the job after the write never ran")
+        self.assertEqual(len(re.findall(said % 1, d.log_text())), 1, "said once")
+        # installed by rename and reloaded: the new generation checked what it
+        # runs, and a rename is no write into a loaded file
+        self.swap_plugin(os.path.dirname(self.plugin_path), "effect_tx")
+        self.reload(d)
+        time.sleep(2)
+        self.assertNotRegex(d.log_text(), said % 2)
+        # a crash after a write in place points at it
+        write_in_place()
+        d.wait_log(said % 2, timeout=10)
+        self.sqs.send(self.url, json.dumps({"id": "poison", "crash": True}))
+        d.wait_log(r"killed by signal 11 \(Segmentation fault\) while running plugin effect-tx "
+                   r"on message \S+ \(queue jobs\) \(a plugin file of its generation was "
+                   r"written in place: see above\)", timeout=30)
+        self.assertEqual(d.stop(), 0)
+
     def test_sigterm_during_a_reload_still_drains(self):
         conf = self.setup("termreload", workers=1)
         d = self.start_twiced(conf)
