@@ -250,6 +250,36 @@ send_chunk(struct relay *r, struct outbox_row **rows, size_t n, struct verdicts 
     }
 }
 
+/*
+ * The bytes SQS counts for row w's message: its body and each attribute's
+ * name, data type and value, twice-outbox-id included. A SendMessageBatch
+ * whose messages add up to more than 1 MiB is refused whole (and for good),
+ * so a batch is packed by these, not by a guess at the attributes, which a
+ * handler may have made most of a message. A row whose attributes cannot be
+ * read counts as a whole batch: it is sent alone.
+ */
+static size_t
+row_bytes(const struct outbox_row *w)
+{
+    char idx[16];
+    size_t n = w->body_len + strlen(SENDCHECK_ID_ATTR) + strlen("String") + strlen(w->key) +
+               (size_t) snprintf(idx, sizeof(idx), "#%d", w->idx);
+    if (w->attrs == NULL) {
+        return n;
+    }
+    json_t *a = json_loads(w->attrs, 0, NULL);
+    if (!json_is_array(a)) {
+        json_decref(a);
+        return BATCH_BYTES;
+    }
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        const char *text = json_string_value(json_array_get(a, i));
+        n += (text != NULL ? strlen(text) : 0) + (i % 2 == 0 ? strlen("String") : 0);
+    }
+    json_decref(a);
+    return n;
+}
+
 static int
 by_url(const void *a, const void *b)
 {
@@ -259,22 +289,27 @@ by_url(const void *a, const void *b)
     return c != 0 ? c : (x->id > y->id) - (x->id < y->id);
 }
 
-/* Send the claimed rows, by queue, in batches of ten and of at most 1 MiB. */
+/* Send the claimed rows, by queue, in batches of ten and of at most 1 MiB as
+ * SQS counts it (row_bytes). */
 static void
 send_rows(struct relay *r, struct outbox_row *rows, size_t n, struct verdicts *v)
 {
     struct outbox_row *order[RELAY_BATCH];
+    size_t size[RELAY_BATCH];
     for (size_t i = 0; i < n; i++) {
         order[i] = &rows[i];
     }
     qsort(order, n, sizeof(order[0]), by_url);
+    for (size_t i = 0; i < n; i++) {
+        size[i] = row_bytes(order[i]);
+    }
     size_t start = 0;
     while (start < n) {
         size_t end = start, bytes = 0;
         while (end < n && end - start < SQS_BATCH_MAX &&
                strcmp(order[end]->url, order[start]->url) == 0 &&
-               (end == start || bytes + order[end]->body_len + 2048 <= BATCH_BYTES)) {
-            bytes += order[end]->body_len + 2048; /* attributes: a generous bound */
+               (end == start || bytes + size[end] <= BATCH_BYTES)) {
+            bytes += size[end];
             end++;
         }
         send_chunk(r, &order[start], end - start, v);

@@ -3,8 +3,9 @@ written in the transaction that completes their job's key and sent by the master
 match-recompute notifies candidates whose score crossed the threshold, under SIGKILLed
 workers, and a twice consumer keyed on twice-outbox-id runs each notification once; a job
 that stages and then retries or rejects sends nothing; the relay's statements per sent
-message are counted with pg_stat_statements; bad input is refused at the call; a queue
-SQS refuses keeps its messages (counted, alerted, listed and retried by twicectl)."""
+message are counted with pg_stat_statements; batches are packed by the size SQS counts,
+attributes included; bad input is refused at the call; a queue SQS refuses keeps its
+messages (counted, alerted, listed and retried by twicectl)."""
 
 import hashlib
 import json
@@ -285,6 +286,21 @@ class Outbox(twicetest.TwiceTestCase):
         self.assertEqual(dedup, want)
         letters = self.receive_all(src_dlq, 1)
         self.assertIn("a FIFO queue needs a group id", self.attr(letters[0], "twice-error"))
+        d.stop()
+
+    def test_messages_whose_attributes_are_most_of_their_size_are_batched_as_sqs_counts(self):
+        # Eight follow-ups of 150 kB each, nearly all of it an attribute: 1.2 MB in all,
+        # more than one SendMessageBatch takes (1 MiB). Counted by their bodies, they
+        # went in one batch that SQS refused whole, and all eight were kept as refused.
+        src, src_dlq, sink, queues, plugins = self.sender_queues()
+        d = self.start(self.conf(queues, plugins))
+        self.sqs.send(src, json.dumps({"id": "p1", "to": sink, "n": 8, "pad": 150000}))
+        got = self.receive_all(sink, 8, timeout=20)
+        self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
+                         ["send:p1#%d" % i for i in range(8)], self.outbox_rows())
+        self.assertTrue(all(len(self.attr(m, "pad")) == 150000 for m in got))
+        twicetest.wait_until(lambda: self.outbox_rows() == [], timeout=10)
+        self.assertEqual(tc.metric_sum(tc.scrape(self.port), "twice_outbox_refused_total"), 0)
         d.stop()
 
     # ---- bad input ----
