@@ -5,18 +5,21 @@ workers, and a twice consumer keyed on twice-outbox-id runs each notification on
 that stages and then retries or rejects sends nothing; the relay's statements per sent
 message are counted with pg_stat_statements; batches are packed by the size SQS counts,
 attributes included; bad input is refused at the call; a queue SQS refuses keeps its
-messages (counted, alerted, listed and retried by twicectl)."""
+messages (counted, alerted, listed and retried by twicectl), and a queue refusing or
+failing is logged once per reason, not once per message or retry."""
 
 import hashlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import threading
 import time
 import unittest
 
+import faultproxy
 import twicetest
 import twiceconf as tc
 
@@ -329,6 +332,11 @@ class Outbox(twicetest.TwiceTestCase):
         twicetest.wait_until(lambda: [r[2] for r in self.outbox_rows()] == ["refused"] * 2,
                              timeout=20, message="both messages kept as refused")
         d.wait_log(r"outbox-refused", timeout=15)
+        refusals = re.findall(r"outbox relay: .*refused for good.*", d.log_text())
+        self.assertEqual(len(refusals), 1, "said once for both messages: %s" % refusals)
+        self.assertRegex(refusals[0], r"2 messages to queue \S+/%s \(from send:m1#0 on\) "
+                         r"refused for good.*QueueDoesNotExist" % re.escape(
+                             missing.rsplit("/", 1)[1]))
         samples = tc.scrape(self.port)
         self.assertEqual(tc.metric_sum(samples, "twice_outbox_refused_total"), 2)
         listed = self.ctl(d, "outbox", "list", "--state", "refused", "--json")
@@ -342,6 +350,40 @@ class Outbox(twicetest.TwiceTestCase):
         got = self.receive_all(missing, 2)
         self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
                          ["send:m1#0", "send:m1#1"])
+        twicetest.wait_until(lambda: self.outbox_rows() == [], timeout=10)
+        d.stop()
+
+    def test_a_queue_failing_for_now_is_logged_once_and_its_messages_sent_after(self):
+        # SendMessageBatch answers 500 for a while: the messages stay pending, their
+        # error listed; the relay says why once, not on each retry every 5 s, and once
+        # that the queue takes messages again.
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+        src, src_dlq, sink, queues, plugins = self.sender_queues()
+        d = self.start(tc.config(self.env, self.dsn, queues, plugins, metrics_port=self.port,
+                                 endpoint=proxy.endpoint))
+        proxy.mode, proxy.only, proxy.status = "status", "SendMessageBatch", 500
+        proxy.body = json.dumps({"__type": "com.amazonaws.sqs#InternalError",
+                                 "message": "try later"}).encode()
+        self.sqs.send(src, json.dumps({"id": "t1", "to": sink, "n": 3}))
+        twicetest.wait_until(lambda: (self.pg.query(
+            self.dsn, "SELECT min(tries) FROM twice_idempotency_outbox")[0][0] or 0) >= 2,
+            timeout=20, message="the relay tried twice")
+        self.assertEqual([(r[2], r[3]) for r in self.outbox_rows()],
+                         [("pending", "SendMessageBatch: InternalError: try later")] * 3)
+        listed = self.ctl(d, "outbox", "list", "--json")
+        self.assertEqual([r["error"] for r in json.loads(listed.stdout)],
+                         ["SendMessageBatch: InternalError: try later"] * 3)
+        failing = re.findall(r"outbox relay: .*not sent for now.*", d.log_text())
+        self.assertEqual(len(failing), 1, failing)
+        self.assertIn("3 messages to queue %s not sent for now" % sink, failing[0])
+        self.assertIn("InternalError: try later", failing[0])
+        proxy.mode = "pass"
+        got = self.receive_all(sink, 3, timeout=15)
+        self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
+                         ["send:t1#%d" % i for i in range(3)])
+        d.wait_log(r"outbox relay: queue %s takes messages again" % re.escape(sink), timeout=5)
+        self.assertEqual(len(re.findall(r"not sent for now", d.log_text())), 1)
         twicetest.wait_until(lambda: self.outbox_rows() == [], timeout=10)
         d.stop()
 
