@@ -306,6 +306,25 @@ class Outbox(twicetest.TwiceTestCase):
         self.assertEqual(tc.metric_sum(tc.scrape(self.port), "twice_outbox_refused_total"), 0)
         d.stop()
 
+    def test_a_message_of_exactly_one_mib_with_its_attributes_is_sent(self):
+        # SQS counts the body and twice-outbox-id's name, type and value ("send:d1#0"):
+        # a body that makes exactly 1 MiB with them is sent, one byte more is refused
+        # at the call.
+        src, src_dlq, sink, queues, plugins = self.sender_queues()
+        big, _ = self.queue_pair("big", attributes={"MaximumMessageSize": 1048576})
+        d = self.start(self.conf(queues, plugins))
+        body = 1048576 - len("twice-outbox-id" "String" "send:d1#0")
+        self.sqs.send_batch(src, [json.dumps({"id": "d1", "to": big, "n": 0, "big": body}),
+                                  json.dumps({"id": "d2", "to": big, "n": 0, "big": body + 1})])
+        got = self.receive_all(big, 1)
+        self.assertEqual([(self.attr(m, "twice-outbox-id"), len(m["Body"])) for m in got],
+                         [("send:d1#0", body)])
+        letters = self.receive_all(src_dlq, 1)
+        self.assertIn("the message is 1048577 bytes with its attributes",
+                      self.attr(letters[0], "twice-error"))
+        self.assertEqual(self.outbox_rows(), [])
+        d.stop()
+
     # ---- bad input ----
 
     def test_bad_input_is_refused_at_the_call(self):
