@@ -302,16 +302,6 @@ report(struct relay *r, const struct verdicts *v)
                      n, n == 1 ? "" : "s", w->queue, w->key, w->idx, v->refused_why[i]);
         }
     }
-    for (size_t i = 0; i < v->nlater; i++) {
-        long n = group_size(v->later_row, v->later_why, i, v->nlater);
-        const struct outbox_row *w = v->later_row[i];
-        if (n > 0 && trouble_find(r, w->url, v->later_why[i]) < 0) {
-            log_warn("outbox relay: %ld message%s to queue %s not sent for now, tried again "
-                     "every %d s (said once; twicectl outbox list): %s",
-                     n, n == 1 ? "" : "s", w->queue, RELAY_BACKOFF, v->later_why[i]);
-            trouble_add(r, w->url, v->later_why[i]);
-        }
-    }
     for (size_t i = 0; i < v->nsent; i++) {
         const struct outbox_row *w = v->sent_row[i];
         long t = trouble_find(r, w->url, NULL);
@@ -320,6 +310,16 @@ report(struct relay *r, const struct verdicts *v)
         }
         for (; t >= 0; t = trouble_find(r, w->url, NULL)) {
             trouble_drop(r, (size_t) t);
+        }
+    }
+    for (size_t i = 0; i < v->nlater; i++) {
+        long n = group_size(v->later_row, v->later_why, i, v->nlater);
+        const struct outbox_row *w = v->later_row[i];
+        if (n > 0 && trouble_find(r, w->url, v->later_why[i]) < 0) {
+            log_warn("outbox relay: %ld message%s to queue %s not sent for now, tried again "
+                     "every %d s (said once; twicectl outbox list): %s",
+                     n, n == 1 ? "" : "s", w->queue, RELAY_BACKOFF, v->later_why[i]);
+            trouble_add(r, w->url, v->later_why[i]);
         }
     }
 }
