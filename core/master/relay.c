@@ -34,6 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(RELAY_SEND_MS + RELAY_CALL_MS < RELAY_LEASE * 1000 - 5000,
+               "a cycle records what SQS said before its claim lapses");
+
 /* SendMessageBatch's total payload limit is that of one message. */
 #define BATCH_BYTES SQS_MESSAGE_MAX_BYTES
 
@@ -407,9 +410,10 @@ by_url(const void *a, const void *b)
 }
 
 /* Send the claimed rows, by queue, in batches of ten and of at most 1 MiB as
- * SQS counts it (row_bytes). */
+ * SQS counts it (row_bytes); past until (clock_mono_ms), the rows left wait
+ * for a later cycle instead (RELAY_SEND_MS). */
 static void
-send_rows(struct relay *r, struct outbox_row *rows, size_t n, struct verdicts *v)
+send_rows(struct relay *r, struct outbox_row *rows, size_t n, int64_t until, struct verdicts *v)
 {
     struct outbox_row *order[RELAY_BATCH];
     size_t size[RELAY_BATCH];
@@ -429,7 +433,15 @@ send_rows(struct relay *r, struct outbox_row *rows, size_t n, struct verdicts *v
             bytes += size[end];
             end++;
         }
-        send_chunk(r, &order[start], end - start, v);
+        if (clock_mono_ms() < until) {
+            send_chunk(r, &order[start], end - start, v);
+        } else {
+            for (size_t i = start; i < end; i++) {
+                verdict(v, order[i], 0, 0,
+                        "not sent yet: SQS answered slowly, and the relay's claim would "
+                        "lapse before the rest were sent (sent in a later cycle)");
+            }
+        }
         start = end;
     }
 }
@@ -441,6 +453,7 @@ cycle(struct relay *r, struct idem_store *s, struct verdicts *v)
     struct outbox_row *rows = NULL;
     size_t n = 0;
     char err[512];
+    int64_t until = clock_mono_ms() + RELAY_SEND_MS;
     if (outbox_claim(s, r->table, RELAY_BATCH, RELAY_LEASE, &rows, &n, err, sizeof(err)) != 0) {
         metrics_count(MET_PG_ERRORS, "outbox_claim", NULL, NULL, 1);
         log_warn("outbox relay: %s", err);
@@ -448,7 +461,7 @@ cycle(struct relay *r, struct idem_store *s, struct verdicts *v)
     }
     if (n > 0) {
         v->nsent = v->nrefused = v->nlater = 0;
-        send_rows(r, rows, n, v);
+        send_rows(r, rows, n, until, v);
         report(r, v);
         struct outbox_outcome o = {v->sent,  v->nsent,     v->refused, v->refused_why, v->nrefused,
                                    v->later, v->later_why, v->nlater,  RELAY_BACKOFF};
@@ -526,6 +539,7 @@ relay_start(const struct config *c)
         log_error("outbox relay: %s (follow-up messages wait in the outbox)", err);
     } else if ((r->sqs = sqs_client_new(&r->ep, r->creds)) != NULL) {
         sqs_client_set_cancel(r->sqs, &r->stop);
+        sqs_client_set_timeout(r->sqs, RELAY_CALL_MS);
     }
     if (pthread_create(&r->thread, NULL, relay_main, r) != 0) {
         log_error("outbox relay: cannot start its thread (follow-up messages wait)");

@@ -4,7 +4,8 @@ match-recompute notifies candidates whose score crossed the threshold, under SIG
 workers, and a twice consumer keyed on twice-outbox-id runs each notification once; a job
 that stages and then retries or rejects sends nothing; the relay's statements per sent
 message are counted with pg_stat_statements; batches are packed by the size SQS counts,
-attributes included; bad input is refused at the call; a queue SQS refuses keeps its
+attributes included; a slow SQS does not let another host's relay send again what one
+relay claimed; bad input is refused at the call; a queue SQS refuses keeps its
 messages (counted, alerted, listed and retried by twicectl), and a queue refusing or
 failing is logged once per reason, not once per message or retry."""
 
@@ -272,6 +273,45 @@ class Outbox(twicetest.TwiceTestCase):
         self.assertEqual(sum(sent), jobs * per_job, sent)
         self.assertEqual(self.outbox_rows(), [])
         for d in hosts:
+            d.stop()
+
+    def test_a_slow_sqs_does_not_let_another_host_resend_what_a_relay_claimed(self):
+        # Host A's SQS answers each SendMessageBatch after 1.5 s (the messages are taken
+        # at once): its 500 claimed messages would take 75 s, past the claim's 60 s, and
+        # host B would then claim and send again what A has not yet recorded. A relay
+        # stops sending a cycle in time (20 s) and leaves the rest to a later claim; SQS
+        # is fast again from then on, so that the test ends soon.
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+
+        def slow(target, request, data):
+            if target.endswith(".SendMessageBatch"):
+                time.sleep(1.5)
+            return data
+
+        proxy.rewrite = slow
+        src, src_dlq, sink, queues, plugins = self.sender_queues()
+        a = self.start(tc.config(self.env, self.dsn, queues, plugins, metrics_port=self.port,
+                                 endpoint=proxy.endpoint))
+        self.sqs.send(src, json.dumps({"id": "s1", "to": sink, "n": 500}))
+        twicetest.wait_until(lambda: self.pg.query(
+            self.dsn, "SELECT count(*) FROM twice_idempotency_outbox WHERE tries > 0")[0][0]
+            == 500, timeout=20, message="host A claimed the 500 messages")
+        b = self.start(tc.config(self.env, self.dsn, queues, plugins, metrics_port=tc.free_port()))
+        ids = []
+        deadline = time.monotonic() + 120
+        while len(set(ids)) < 500 and time.monotonic() < deadline:
+            ids += [self.attr(m, "twice-outbox-id") for m in self.receive_all(sink, 10, 2)]
+            if proxy.rewrite is not None and self.pg.query(
+                    self.dsn, "SELECT count(*) FROM twice_idempotency_outbox"
+                    " WHERE error LIKE 'not sent yet%'")[0][0] > 0:
+                proxy.rewrite = None  # A's first cycle ended in time
+        time.sleep(4)  # what a relay still had in hand
+        ids += [self.attr(m, "twice-outbox-id") for m in self.receive_all(sink, 1, timeout=2)]
+        self.assertEqual(len(set(ids)), 500)
+        self.assertEqual(len(ids), 500, "sent twice: %d" % (len(ids) - len(set(ids))))
+        twicetest.wait_until(lambda: self.outbox_rows() == [], timeout=10)
+        for d in (a, b):
             d.stop()
 
     def test_fifo_targets_get_the_group_and_a_deduplication_id_from_the_outbox_id(self):
