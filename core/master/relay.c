@@ -2,8 +2,9 @@
  * relay.c - the master's outbox relay (relay.h): one thread, one PostgreSQL
  * connection that LISTENs for committed follow-ups, one SQS client. A cycle
  * is two statements whatever the number of rows (claim, then record what
- * SQS said) plus SendMessageBatch calls of up to ten messages. Not the
- * outbox's SQL (idem/outbox.c) nor the checks done at send() (plugin/send.c).
+ * SQS said) plus SendMessageBatch calls of up to ten messages; what could
+ * not be sent is logged once per queue and reason. Not the outbox's SQL
+ * (idem/outbox.c) nor the checks done at send() (plugin/send.c).
  */
 #include "relay.h"
 
@@ -33,8 +34,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(RELAY_SEND_MS + RELAY_CALL_MS < RELAY_LEASE * 1000 - 5000,
+               "a cycle records what SQS said before its claim lapses");
+
 /* SendMessageBatch's total payload limit is that of one message. */
 #define BATCH_BYTES SQS_MESSAGE_MAX_BYTES
+
+/* Queues whose sends failed for now, remembered so that each reason is
+ * logged once (and the recovery once) rather than on every retry. */
+#define TROUBLE_MAX 32
+
+/* A queue URL and why sending to it failed for now, as logged. */
+struct trouble {
+    char *url;
+    char *why;
+};
 
 struct relay {
     pthread_t thread;
@@ -48,12 +62,17 @@ struct relay {
     int listening;
     int down; /* the database is unreachable (logged once) */
     int64_t stats_at;
+    struct trouble trouble[TROUBLE_MAX]; /* the first ntrouble are in use, oldest first */
+    size_t ntrouble;
 };
 
-/* What one cycle decided for its rows (arrays of RELAY_BATCH). */
+/* What one cycle decided for its rows (arrays of RELAY_BATCH), with the rows
+ * themselves for the log. */
 struct verdicts {
     long long sent[RELAY_BATCH], refused[RELAY_BATCH], later[RELAY_BATCH];
     const char *refused_why[RELAY_BATCH], *later_why[RELAY_BATCH];
+    const struct outbox_row *sent_row[RELAY_BATCH], *refused_row[RELAY_BATCH],
+        *later_row[RELAY_BATCH];
     size_t nsent, nrefused, nlater;
     char why[RELAY_BATCH][256];
 };
@@ -180,11 +199,13 @@ outgoing_build(const struct outbox_row *w, struct outgoing *o)
     return 0;
 }
 
-/* Record a row's verdict: sent, refused for good, or to try again later. */
+/* Record a row's verdict: sent, refused for good, or to try again later.
+ * Logging is report()'s, once per queue and reason. */
 static void
 verdict(struct verdicts *v, const struct outbox_row *w, int ok, int permanent, const char *why)
 {
     if (ok) {
+        v->sent_row[v->nsent] = w;
         v->sent[v->nsent++] = w->id;
         metrics_count(MET_OUTBOX_SENT, w->queue, NULL, NULL, 1);
         return;
@@ -192,19 +213,118 @@ verdict(struct verdicts *v, const struct outbox_row *w, int ok, int permanent, c
     size_t i = v->nrefused + v->nlater;
     snprintf(v->why[i], sizeof(v->why[i]), "%s", why);
     if (!permanent) {
+        v->later_row[v->nlater] = w;
         v->later[v->nlater] = w->id;
         v->later_why[v->nlater++] = v->why[i];
         return;
     }
+    v->refused_row[v->nrefused] = w;
     v->refused[v->nrefused] = w->id;
     v->refused_why[v->nrefused++] = v->why[i];
     metrics_count(MET_OUTBOX_REFUSED, w->queue, NULL, NULL, 1);
     char id[32];
     snprintf(id, sizeof(id), "outbox:%lld", w->id);
     shm_dlq_event(w->source_queue, w->plugin, "outbox-refused", id, w->key);
-    log_warn("outbox relay: message %s#%d to queue %s refused for good, kept as refused "
-             "(twicectl outbox list --state refused): %s",
-             w->key, w->idx, w->queue, why);
+}
+
+/* ---- the log: each reason once ---- */
+
+/* How many of rows[from..n) go to rows[from]'s queue for the same reason;
+ * -1 when an earlier row had them (that group is counted already). */
+static long
+group_size(const struct outbox_row *const *rows, const char *const *why, size_t from, size_t n)
+{
+    for (size_t i = 0; i < from; i++) {
+        if (strcmp(rows[i]->url, rows[from]->url) == 0 && strcmp(why[i], why[from]) == 0) {
+            return -1;
+        }
+    }
+    long count = 0;
+    for (size_t i = from; i < n; i++) {
+        count += strcmp(rows[i]->url, rows[from]->url) == 0 && strcmp(why[i], why[from]) == 0;
+    }
+    return count;
+}
+
+/* The index of (url, why) among r's troubled queues (why NULL: any reason),
+ * or -1. */
+static long
+trouble_find(const struct relay *r, const char *url, const char *why)
+{
+    for (size_t i = 0; i < r->ntrouble; i++) {
+        if (strcmp(r->trouble[i].url, url) == 0 &&
+            (why == NULL || strcmp(r->trouble[i].why, why) == 0)) {
+            return (long) i;
+        }
+    }
+    return -1;
+}
+
+static void
+trouble_drop(struct relay *r, size_t i)
+{
+    free(r->trouble[i].url);
+    free(r->trouble[i].why);
+    memmove(&r->trouble[i], &r->trouble[i + 1], (r->ntrouble - i - 1) * sizeof(r->trouble[0]));
+    r->ntrouble--;
+}
+
+/* Remember (url, why) as logged, forgetting the oldest when full. Out of
+ * memory it is not remembered: logged again next time, which is harmless. */
+static void
+trouble_add(struct relay *r, const char *url, const char *why)
+{
+    if (r->ntrouble == TROUBLE_MAX) {
+        trouble_drop(r, 0);
+    }
+    char *u = strdup(url), *w = strdup(why);
+    if (u == NULL || w == NULL) {
+        free(u);
+        free(w);
+        return;
+    }
+    r->trouble[r->ntrouble++] = (struct trouble){u, w};
+}
+
+/*
+ * Say what a cycle could not send, once per queue and reason rather than
+ * once per message: a queue refused for good is logged with the count of
+ * messages it kept (each cycle that meets it), a queue failing for now when
+ * its reason is new (not again on every retry, every RELAY_BACKOFF seconds,
+ * while the outage lasts), and once more when it takes messages again.
+ */
+static void
+report(struct relay *r, const struct verdicts *v)
+{
+    for (size_t i = 0; i < v->nrefused; i++) {
+        long n = group_size(v->refused_row, v->refused_why, i, v->nrefused);
+        const struct outbox_row *w = v->refused_row[i];
+        if (n > 0) {
+            log_warn("outbox relay: %ld message%s to queue %s (from %s#%d on) refused for good, "
+                     "kept as refused (twicectl outbox list --state refused): %s",
+                     n, n == 1 ? "" : "s", w->queue, w->key, w->idx, v->refused_why[i]);
+        }
+    }
+    for (size_t i = 0; i < v->nsent; i++) {
+        const struct outbox_row *w = v->sent_row[i];
+        long t = trouble_find(r, w->url, NULL);
+        if (t >= 0) {
+            log_info("outbox relay: queue %s takes messages again", w->queue);
+        }
+        for (; t >= 0; t = trouble_find(r, w->url, NULL)) {
+            trouble_drop(r, (size_t) t);
+        }
+    }
+    for (size_t i = 0; i < v->nlater; i++) {
+        long n = group_size(v->later_row, v->later_why, i, v->nlater);
+        const struct outbox_row *w = v->later_row[i];
+        if (n > 0 && trouble_find(r, w->url, v->later_why[i]) < 0) {
+            log_warn("outbox relay: %ld message%s to queue %s not sent for now, tried again "
+                     "every %d s (said once; twicectl outbox list): %s",
+                     n, n == 1 ? "" : "s", w->queue, RELAY_BACKOFF, v->later_why[i]);
+            trouble_add(r, w->url, v->later_why[i]);
+        }
+    }
 }
 
 /* One SendMessageBatch of rows[0..n) (all to one URL). */
@@ -250,6 +370,36 @@ send_chunk(struct relay *r, struct outbox_row **rows, size_t n, struct verdicts 
     }
 }
 
+/*
+ * The bytes SQS counts for row w's message: its body and each attribute's
+ * name, data type and value, twice-outbox-id included. A SendMessageBatch
+ * whose messages add up to more than 1 MiB is refused whole (and for good),
+ * so a batch is packed by these, not by a guess at the attributes, which a
+ * handler may have made most of a message. A row whose attributes cannot be
+ * read counts as a whole batch: it is sent alone.
+ */
+static size_t
+row_bytes(const struct outbox_row *w)
+{
+    char idx[16];
+    size_t n = w->body_len + strlen(SENDCHECK_ID_ATTR) + strlen("String") + strlen(w->key) +
+               (size_t) snprintf(idx, sizeof(idx), "#%d", w->idx);
+    if (w->attrs == NULL) {
+        return n;
+    }
+    json_t *a = json_loads(w->attrs, 0, NULL);
+    if (!json_is_array(a)) {
+        json_decref(a);
+        return BATCH_BYTES;
+    }
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        const char *text = json_string_value(json_array_get(a, i));
+        n += (text != NULL ? strlen(text) : 0) + (i % 2 == 0 ? strlen("String") : 0);
+    }
+    json_decref(a);
+    return n;
+}
+
 static int
 by_url(const void *a, const void *b)
 {
@@ -259,25 +409,39 @@ by_url(const void *a, const void *b)
     return c != 0 ? c : (x->id > y->id) - (x->id < y->id);
 }
 
-/* Send the claimed rows, by queue, in batches of ten and of at most 1 MiB. */
+/* Send the claimed rows, by queue, in batches of ten and of at most 1 MiB as
+ * SQS counts it (row_bytes); past until (clock_mono_ms), the rows left wait
+ * for a later cycle instead (RELAY_SEND_MS). */
 static void
-send_rows(struct relay *r, struct outbox_row *rows, size_t n, struct verdicts *v)
+send_rows(struct relay *r, struct outbox_row *rows, size_t n, int64_t until, struct verdicts *v)
 {
     struct outbox_row *order[RELAY_BATCH];
+    size_t size[RELAY_BATCH];
     for (size_t i = 0; i < n; i++) {
         order[i] = &rows[i];
     }
     qsort(order, n, sizeof(order[0]), by_url);
+    for (size_t i = 0; i < n; i++) {
+        size[i] = row_bytes(order[i]);
+    }
     size_t start = 0;
     while (start < n) {
         size_t end = start, bytes = 0;
         while (end < n && end - start < SQS_BATCH_MAX &&
                strcmp(order[end]->url, order[start]->url) == 0 &&
-               (end == start || bytes + order[end]->body_len + 2048 <= BATCH_BYTES)) {
-            bytes += order[end]->body_len + 2048; /* attributes: a generous bound */
+               (end == start || bytes + size[end] <= BATCH_BYTES)) {
+            bytes += size[end];
             end++;
         }
-        send_chunk(r, &order[start], end - start, v);
+        if (clock_mono_ms() < until) {
+            send_chunk(r, &order[start], end - start, v);
+        } else {
+            for (size_t i = start; i < end; i++) {
+                verdict(v, order[i], 0, 0,
+                        "not sent yet: SQS answered slowly, and the relay's claim would "
+                        "lapse before the rest were sent (sent in a later cycle)");
+            }
+        }
         start = end;
     }
 }
@@ -289,6 +453,7 @@ cycle(struct relay *r, struct idem_store *s, struct verdicts *v)
     struct outbox_row *rows = NULL;
     size_t n = 0;
     char err[512];
+    int64_t until = clock_mono_ms() + RELAY_SEND_MS;
     if (outbox_claim(s, r->table, RELAY_BATCH, RELAY_LEASE, &rows, &n, err, sizeof(err)) != 0) {
         metrics_count(MET_PG_ERRORS, "outbox_claim", NULL, NULL, 1);
         log_warn("outbox relay: %s", err);
@@ -296,7 +461,8 @@ cycle(struct relay *r, struct idem_store *s, struct verdicts *v)
     }
     if (n > 0) {
         v->nsent = v->nrefused = v->nlater = 0;
-        send_rows(r, rows, n, v);
+        send_rows(r, rows, n, until, v);
+        report(r, v);
         struct outbox_outcome o = {v->sent,  v->nsent,     v->refused, v->refused_why, v->nrefused,
                                    v->later, v->later_why, v->nlater,  RELAY_BACKOFF};
         if (outbox_finish(s, r->table, &o, err, sizeof(err)) != 0) {
@@ -344,6 +510,9 @@ relay_main(void *arg)
 static void
 relay_free(struct relay *r)
 {
+    while (r->ntrouble > 0) {
+        trouble_drop(r, r->ntrouble - 1);
+    }
     idem_close(r->store);
     sqs_client_free(r->sqs);
     sqs_endpoint_free(&r->ep);
@@ -370,6 +539,7 @@ relay_start(const struct config *c)
         log_error("outbox relay: %s (follow-up messages wait in the outbox)", err);
     } else if ((r->sqs = sqs_client_new(&r->ep, r->creds)) != NULL) {
         sqs_client_set_cancel(r->sqs, &r->stop);
+        sqs_client_set_timeout(r->sqs, RELAY_CALL_MS);
     }
     if (pthread_create(&r->thread, NULL, relay_main, r) != 0) {
         log_error("outbox relay: cannot start its thread (follow-up messages wait)");

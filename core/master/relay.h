@@ -20,6 +20,12 @@ struct relay;
 #define RELAY_POLL_MS   5000 /* claim without a wake-up this often (lapsed claims) */
 #define RELAY_STATS_MS  1000 /* the outbox gauges are refreshed at most this often */
 #define RELAY_BACKOFF   5    /* seconds before a message whose send failed for now is retried */
+/* A cycle starts no SendMessageBatch after RELAY_SEND_MS, and each call (its
+ * retries included) ends within RELAY_CALL_MS: the cycle records what SQS
+ * said before its claim lapses, so another host's relay never claims and
+ * sends again rows this one is still sending (a slow SQS). */
+#define RELAY_SEND_MS   20000
+#define RELAY_CALL_MS   20000
 
 /* Start the relay for c (everything needed is copied). Never fails the
  * caller: NULL when it cannot start (logged); relay_stop(NULL) is a no-op.

@@ -315,8 +315,8 @@ api_send(twice_job *job, const char *queue, const char *body, size_t len, int de
 {
     struct outbox_msg m;
     char why[600];
-    int rc = send_prepare(job->cfg, api_key(job), queue, body, len, delay_seconds, group_id, attrs,
-                          &m, why, sizeof(why));
+    int rc = send_prepare(job->cfg, api_key(job), job->outbox.n, queue, body, len, delay_seconds,
+                          group_id, attrs, &m, why, sizeof(why));
     if (rc == 0 && outbox_stage(&job->outbox, &m) != 0) {
         outbox_msg_clear(&m);
         snprintf(why, sizeof(why), "send to queue %.200s: out of memory", queue);

@@ -30,9 +30,9 @@ resolve(const struct config *c, const char *queue)
 }
 
 int
-send_prepare(const struct config *c, const char *key, const char *queue, const char *body,
-             size_t len, int delay, const char *group_id, const char *const *attrs,
-             struct outbox_msg *out, char *why, size_t whylen)
+send_prepare(const struct config *c, const char *key, size_t idx, const char *queue,
+             const char *body, size_t len, int delay, const char *group_id,
+             const char *const *attrs, struct outbox_msg *out, char *why, size_t whylen)
 {
     memset(out, 0, sizeof(*out));
     const char *url = queue != NULL && *queue != '\0' ? resolve(c, queue) : NULL;
@@ -46,7 +46,7 @@ send_prepare(const struct config *c, const char *key, const char *queue, const c
     }
     size_t n = len == (size_t) -1 ? strlen(body) : len;
     char detail[400];
-    int rc = sendcheck_message(url, key, body, n, delay, group_id, attrs, &out->attrs, detail,
+    int rc = sendcheck_message(url, key, idx, body, n, delay, group_id, attrs, &out->attrs, detail,
                                sizeof(detail));
     out->queue = rc == 0 ? strdup(queue) : NULL;
     out->url = rc == 0 ? strdup(url) : NULL;

@@ -159,12 +159,14 @@ check(const char *url, const char *body, size_t len, int delay, const char *grou
 }
 
 int
-sendcheck_message(const char *url, const char *key, const char *body, size_t len, int delay,
-                  const char *group_id, const char *const *attrs, char **attrs_json, char *why,
-                  size_t whylen)
+sendcheck_message(const char *url, const char *key, size_t idx, const char *body, size_t len,
+                  int delay, const char *group_id, const char *const *attrs, char **attrs_json,
+                  char *why, size_t whylen)
 {
+    char index[24];
     *attrs_json = NULL;
-    size_t bytes = len + strlen(SENDCHECK_ID_ATTR) + strlen("String") + strlen(key) + 12;
+    size_t bytes = len + strlen(SENDCHECK_ID_ATTR) + strlen("String") + strlen(key) +
+                   (size_t) snprintf(index, sizeof(index), "#%zu", idx);
     int rc = check(url, body, len, delay, group_id, why, whylen);
     if (rc == 0 && attrs != NULL) {
         rc = copy_attrs(attrs, attrs_json, &bytes, why, whylen);

@@ -23,14 +23,16 @@
 int sendcheck_is_fifo(const char *url);
 
 /*
- * Check a message for the queue at url, staged by the job keyed key: body
- * (len bytes), delay, group_id (NULL: none) and attrs (NULL, or name,
- * value, ..., NULL). Returns 0 with *attrs_json the attributes as a JSON
- * array (malloc'd, the caller frees; NULL without attributes), or -1 with
- * why (one line) and *attrs_json NULL.
+ * Check a message for the queue at url, staged as the idx-th (from 0) of
+ * the job keyed key: body (len bytes), delay, group_id (NULL: none) and
+ * attrs (NULL, or name, value, ..., NULL). The size is counted as SQS
+ * counts it, with the attribute twice-outbox-id ("<key>#<idx>") the relay
+ * adds. Returns 0 with *attrs_json the attributes as a JSON array
+ * (malloc'd, the caller frees; NULL without attributes), or -1 with why
+ * (one line) and *attrs_json NULL.
  */
-int sendcheck_message(const char *url, const char *key, const char *body, size_t len, int delay,
-                      const char *group_id, const char *const *attrs, char **attrs_json, char *why,
-                      size_t whylen);
+int sendcheck_message(const char *url, const char *key, size_t idx, const char *body, size_t len,
+                      int delay, const char *group_id, const char *const *attrs, char **attrs_json,
+                      char *why, size_t whylen);
 
 #endif

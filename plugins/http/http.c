@@ -251,6 +251,9 @@ post(const struct http_plugin *h, twice_job *job, CURL *c, const char *url)
     curl_slist_free_all(headers);
     if (rc != CURLE_OK) {
         h->api->error(job, "POST failed: %s", errbuf);
+        if (http_unreachable(rc) && TWICE_API_HAS(h->api, downstream_unavailable)) {
+            h->api->downstream_unavailable(job, 0); /* the endpoint, not the job */
+        }
         return TWICE_RETRY;
     }
     blank_token(h, &ans);
@@ -299,7 +302,9 @@ http_describe(const twice_api *api, const twice_settings *set, char *buf, size_t
              "%s: RETRY, after Retry-After when the answer has one\n"
              "%s: REJECT, dead letter with the status and the first 1 KB of the answer\n"
              "any status with a Twice-Retry-After header: RETRY after that delay\n"
-             "other statuses, connection failures, timeouts: RETRY",
+             "other statuses, connection failures, timeouts: RETRY\n"
+             "503 or 429 with Retry-After as a RETRY, connection failures, timeouts: "
+             "endpoint unavailable (circuit breaker)",
              url, api->setting(set, "content_type"), api->setting(set, "timeout"),
              api->setting(set, "token_file") != NULL ? ", bearer token" : "",
              api->setting(set, "done_statuses"), api->setting(set, "retry_statuses"),

@@ -42,7 +42,10 @@ enum http_outcome http_mapping_of(const struct http_mapping *m, long status);
 /*
  * The job's fate from the answer: Twice-Retry-After asks for a RETRY after
  * that many seconds whatever the status; else the mapping, Retry-After
- * honoured on a RETRY; an unmapped status is a RETRY. The error text is
+ * honoured on a RETRY; an unmapped status is a RETRY. A 503, and a 429 with
+ * Retry-After, that map to RETRY also call api->downstream_unavailable()
+ * (with Retry-After's seconds, 0 without): the endpoint is down, not the
+ * job at fault, so the queue's circuit breaker counts it. The error text is
  * "HTTP <status>: <first kilobyte of the answer, made printable>".
  */
 twice_status http_verdict(const twice_api *api, twice_job *job, const struct http_mapping *m,

@@ -1,8 +1,10 @@
 /*
  * mapping.c - the http plugin's answer mapping: the status lists of its
  * settings compiled into a table, and the verdict on one answer (with
- * Retry-After and Twice-Retry-After). Not the request (http.c) nor the
- * reading of the answer (http-common's answer.c).
+ * Retry-After and Twice-Retry-After; a 503, and a 429 with Retry-After,
+ * mapped to RETRY say the endpoint is unavailable, for the queue's circuit
+ * breaker). Not the request (http.c) nor the reading of the answer
+ * (http-common's answer.c).
  */
 #include "http.h"
 
@@ -115,6 +117,12 @@ http_verdict(const twice_api *api, twice_job *job, const struct http_mapping *m,
         api->error(job, "HTTP %ld: %s", status, body);
         if (a->retry_after >= 0) {
             api->retry_after(job, capped(a->retry_after));
+        }
+        /* The endpoint is down (503) or limits everyone (429 saying for how
+         * long): a failure of the endpoint, not of this job, as sync says. */
+        if ((status == 503 || (status == 429 && a->retry_after >= 0)) &&
+            TWICE_API_HAS(api, downstream_unavailable)) {
+            api->downstream_unavailable(job, a->retry_after >= 0 ? capped(a->retry_after) : 0);
         }
         return TWICE_RETRY;
     case HTTP_REJECT:

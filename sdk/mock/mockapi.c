@@ -327,8 +327,8 @@ api_send(twice_job *job, const char *queue, const char *body, size_t len, int de
                  queue != NULL ? queue : "");
     } else {
         size_t n = len == (size_t) -1 ? strlen(body) : len;
-        rc = sendcheck_message(url, job->key != NULL ? job->key : "", body, n, delay_seconds,
-                               group_id, attrs, &s.attrs_json, why, sizeof(why));
+        rc = sendcheck_message(url, job->key != NULL ? job->key : "", job->nsent, body, n,
+                               delay_seconds, group_id, attrs, &s.attrs_json, why, sizeof(why));
         s.url = rc == 0 ? strdup(url) : NULL;
         s.body = rc == 0 ? strndup(body, n) : NULL;
         s.group_id = rc == 0 && group_id != NULL ? strdup(group_id) : NULL;

@@ -3,19 +3,24 @@ written in the transaction that completes their job's key and sent by the master
 match-recompute notifies candidates whose score crossed the threshold, under SIGKILLed
 workers, and a twice consumer keyed on twice-outbox-id runs each notification once; a job
 that stages and then retries or rejects sends nothing; the relay's statements per sent
-message are counted with pg_stat_statements; bad input is refused at the call; a queue
-SQS refuses keeps its messages (counted, alerted, listed and retried by twicectl)."""
+message are counted with pg_stat_statements; batches are packed by the size SQS counts,
+attributes included; a slow SQS does not let another host's relay send again what one
+relay claimed; bad input is refused at the call; a queue SQS refuses keeps its
+messages (counted, alerted, listed and retried by twicectl), and a queue refusing or
+failing is logged once per reason, not once per message or retry."""
 
 import hashlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import threading
 import time
 import unittest
 
+import faultproxy
 import twicetest
 import twiceconf as tc
 
@@ -270,6 +275,45 @@ class Outbox(twicetest.TwiceTestCase):
         for d in hosts:
             d.stop()
 
+    def test_a_slow_sqs_does_not_let_another_host_resend_what_a_relay_claimed(self):
+        # Host A's SQS answers each SendMessageBatch after 1.5 s (the messages are taken
+        # at once): its 500 claimed messages would take 75 s, past the claim's 60 s, and
+        # host B would then claim and send again what A has not yet recorded. A relay
+        # stops sending a cycle in time (20 s) and leaves the rest to a later claim; SQS
+        # is fast again from then on, so that the test ends soon.
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+
+        def slow(target, request, data):
+            if target.endswith(".SendMessageBatch"):
+                time.sleep(1.5)
+            return data
+
+        proxy.rewrite = slow
+        src, src_dlq, sink, queues, plugins = self.sender_queues()
+        a = self.start(tc.config(self.env, self.dsn, queues, plugins, metrics_port=self.port,
+                                 endpoint=proxy.endpoint))
+        self.sqs.send(src, json.dumps({"id": "s1", "to": sink, "n": 500}))
+        twicetest.wait_until(lambda: self.pg.query(
+            self.dsn, "SELECT count(*) FROM twice_idempotency_outbox WHERE tries > 0")[0][0]
+            == 500, timeout=20, message="host A claimed the 500 messages")
+        b = self.start(tc.config(self.env, self.dsn, queues, plugins, metrics_port=tc.free_port()))
+        ids = []
+        deadline = time.monotonic() + 120
+        while len(set(ids)) < 500 and time.monotonic() < deadline:
+            ids += [self.attr(m, "twice-outbox-id") for m in self.receive_all(sink, 10, 2)]
+            if proxy.rewrite is not None and self.pg.query(
+                    self.dsn, "SELECT count(*) FROM twice_idempotency_outbox"
+                    " WHERE error LIKE 'not sent yet%'")[0][0] > 0:
+                proxy.rewrite = None  # A's first cycle ended in time
+        time.sleep(4)  # what a relay still had in hand
+        ids += [self.attr(m, "twice-outbox-id") for m in self.receive_all(sink, 1, timeout=2)]
+        self.assertEqual(len(set(ids)), 500)
+        self.assertEqual(len(ids), 500, "sent twice: %d" % (len(ids) - len(set(ids))))
+        twicetest.wait_until(lambda: self.outbox_rows() == [], timeout=10)
+        for d in (a, b):
+            d.stop()
+
     def test_fifo_targets_get_the_group_and_a_deduplication_id_from_the_outbox_id(self):
         src, src_dlq, sink, queues, plugins = self.sender_queues()
         fifo, _ = self.queue_pair("fsink", fifo=True)
@@ -285,6 +329,40 @@ class Outbox(twicetest.TwiceTestCase):
         self.assertEqual(dedup, want)
         letters = self.receive_all(src_dlq, 1)
         self.assertIn("a FIFO queue needs a group id", self.attr(letters[0], "twice-error"))
+        d.stop()
+
+    def test_messages_whose_attributes_are_most_of_their_size_are_batched_as_sqs_counts(self):
+        # Eight follow-ups of 150 kB each, nearly all of it an attribute: 1.2 MB in all,
+        # more than one SendMessageBatch takes (1 MiB). Counted by their bodies, they
+        # went in one batch that SQS refused whole, and all eight were kept as refused.
+        src, src_dlq, sink, queues, plugins = self.sender_queues()
+        d = self.start(self.conf(queues, plugins))
+        self.sqs.send(src, json.dumps({"id": "p1", "to": sink, "n": 8, "pad": 150000}))
+        got = self.receive_all(sink, 8, timeout=20)
+        self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
+                         ["send:p1#%d" % i for i in range(8)], self.outbox_rows())
+        self.assertTrue(all(len(self.attr(m, "pad")) == 150000 for m in got))
+        twicetest.wait_until(lambda: self.outbox_rows() == [], timeout=10)
+        self.assertEqual(tc.metric_sum(tc.scrape(self.port), "twice_outbox_refused_total"), 0)
+        d.stop()
+
+    def test_a_message_of_exactly_one_mib_with_its_attributes_is_sent(self):
+        # SQS counts the body and twice-outbox-id's name, type and value ("send:d1#0"):
+        # a body that makes exactly 1 MiB with them is sent, one byte more is refused
+        # at the call.
+        src, src_dlq, sink, queues, plugins = self.sender_queues()
+        big, _ = self.queue_pair("big", attributes={"MaximumMessageSize": 1048576})
+        d = self.start(self.conf(queues, plugins))
+        body = 1048576 - len("twice-outbox-id" "String" "send:d1#0")
+        self.sqs.send_batch(src, [json.dumps({"id": "d1", "to": big, "n": 0, "big": body}),
+                                  json.dumps({"id": "d2", "to": big, "n": 0, "big": body + 1})])
+        got = self.receive_all(big, 1)
+        self.assertEqual([(self.attr(m, "twice-outbox-id"), len(m["Body"])) for m in got],
+                         [("send:d1#0", body)])
+        letters = self.receive_all(src_dlq, 1)
+        self.assertIn("the message is 1048577 bytes with its attributes",
+                      self.attr(letters[0], "twice-error"))
+        self.assertEqual(self.outbox_rows(), [])
         d.stop()
 
     # ---- bad input ----
@@ -313,6 +391,11 @@ class Outbox(twicetest.TwiceTestCase):
         twicetest.wait_until(lambda: [r[2] for r in self.outbox_rows()] == ["refused"] * 2,
                              timeout=20, message="both messages kept as refused")
         d.wait_log(r"outbox-refused", timeout=15)
+        refusals = re.findall(r"outbox relay: .*refused for good.*", d.log_text())
+        self.assertEqual(len(refusals), 1, "said once for both messages: %s" % refusals)
+        self.assertRegex(refusals[0], r"2 messages to queue \S+/%s \(from send:m1#0 on\) "
+                         r"refused for good.*QueueDoesNotExist" % re.escape(
+                             missing.rsplit("/", 1)[1]))
         samples = tc.scrape(self.port)
         self.assertEqual(tc.metric_sum(samples, "twice_outbox_refused_total"), 2)
         listed = self.ctl(d, "outbox", "list", "--state", "refused", "--json")
@@ -326,6 +409,40 @@ class Outbox(twicetest.TwiceTestCase):
         got = self.receive_all(missing, 2)
         self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
                          ["send:m1#0", "send:m1#1"])
+        twicetest.wait_until(lambda: self.outbox_rows() == [], timeout=10)
+        d.stop()
+
+    def test_a_queue_failing_for_now_is_logged_once_and_its_messages_sent_after(self):
+        # SendMessageBatch answers 500 for a while: the messages stay pending, their
+        # error listed; the relay says why once, not on each retry every 5 s, and once
+        # that the queue takes messages again.
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+        src, src_dlq, sink, queues, plugins = self.sender_queues()
+        d = self.start(tc.config(self.env, self.dsn, queues, plugins, metrics_port=self.port,
+                                 endpoint=proxy.endpoint))
+        proxy.mode, proxy.only, proxy.status = "status", "SendMessageBatch", 500
+        proxy.body = json.dumps({"__type": "com.amazonaws.sqs#InternalError",
+                                 "message": "try later"}).encode()
+        self.sqs.send(src, json.dumps({"id": "t1", "to": sink, "n": 3}))
+        twicetest.wait_until(lambda: (self.pg.query(
+            self.dsn, "SELECT min(tries) FROM twice_idempotency_outbox")[0][0] or 0) >= 2,
+            timeout=20, message="the relay tried twice")
+        self.assertEqual([(r[2], r[3]) for r in self.outbox_rows()],
+                         [("pending", "SendMessageBatch: InternalError: try later")] * 3)
+        listed = self.ctl(d, "outbox", "list", "--json")
+        self.assertEqual([r["error"] for r in json.loads(listed.stdout)],
+                         ["SendMessageBatch: InternalError: try later"] * 3)
+        failing = re.findall(r"outbox relay: .*not sent for now.*", d.log_text())
+        self.assertEqual(len(failing), 1, failing)
+        self.assertIn("3 messages to queue %s not sent for now" % sink, failing[0])
+        self.assertIn("InternalError: try later", failing[0])
+        proxy.mode = "pass"
+        got = self.receive_all(sink, 3, timeout=15)
+        self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
+                         ["send:t1#%d" % i for i in range(3)])
+        d.wait_log(r"outbox relay: queue %s takes messages again" % re.escape(sink), timeout=5)
+        self.assertEqual(len(re.findall(r"not sent for now", d.log_text())), 1)
         twicetest.wait_until(lambda: self.outbox_rows() == [], timeout=10)
         d.stop()
 

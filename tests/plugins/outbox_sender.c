@@ -2,9 +2,10 @@
  * outbox_sender.c - fixture: a plugin (not transactional) that stages
  * follow-up messages with api->send() and then answers as its body says:
  * {"id":"k1", "to":"queue name or URL", "n":3, "then":"done|retry|reject",
- * "big":0, "group":"g"}: n messages {"from":"<key>","i":<i>} to `to` (with
- * group as the FIFO group), one more of `big` bytes when big > 0, then
- * DONE, RETRY or REJECT. A refused send() is logged and the job goes on,
+ * "big":0, "group":"g", "pad":0}: n messages {"from":"<key>","i":<i>} to
+ * `to` (with group as the FIFO group, and an attribute "pad" of `pad` bytes
+ * when pad > 0), one more of `big` bytes when big > 0, then DONE, RETRY or
+ * REJECT. A refused send() is logged and the job goes on,
  * so tests see that the host still fails it.
  * Used by: test_outbox.py.
  */
@@ -37,7 +38,15 @@ handle(void *state, twice_job *job)
     const char *then = api->field(job, "then", NULL);
     const char *big = api->field(job, "big", NULL);
     const char *group = api->field(job, "group", NULL);
-    const char *const attrs[] = {"origin", "outbox-sender", NULL};
+    const char *pad = api->field(job, "pad", NULL);
+    size_t padlen = pad != NULL ? (size_t) atol(pad) : 0;
+    char *padding = padlen > 0 ? malloc(padlen + 1) : NULL;
+    if (padding != NULL) {
+        memset(padding, 'y', padlen);
+        padding[padlen] = '\0';
+    }
+    const char *const attrs[] = {"origin", "outbox-sender", padding != NULL ? "pad" : NULL,
+                                 padding, NULL};
     for (long i = 0; i < (n != NULL ? atol(n) : 0); i++) {
         char body[700];
         snprintf(body, sizeof(body), "{\"from\":\"%s\",\"i\":%ld}", api->key(job), i);
@@ -45,6 +54,7 @@ handle(void *state, twice_job *job)
             api->log(job, TWICE_LOG_WARN, "send %ld refused", i);
         }
     }
+    free(padding);
     if (big != NULL && atol(big) > 0) {
         size_t len = (size_t) atol(big);
         char *b = malloc(len);

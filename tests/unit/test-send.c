@@ -24,7 +24,7 @@ why_not(const char *url, const char *body, size_t len, int delay, const char *gr
     static char why[400];
     char *json = NULL;
     why[0] = '\0';
-    if (sendcheck_message(url, "k", body, len, delay, group, attrs, &json, why, sizeof(why)) ==
+    if (sendcheck_message(url, "k", 0, body, len, delay, group, attrs, &json, why, sizeof(why)) ==
         0) {
         CHECK_STR(why, "");
     }
@@ -66,6 +66,19 @@ test_checks(void)
     CHECK_CONTAINS(why_not(STD, big, n + 1, 0, NULL, NULL), "over SQS's limit");
     CHECK_CONTAINS(why_not(STD, big, n, 0, NULL, NULL), "with its attributes");
     CHECK_STR(why_not(STD, big, n - 100, 0, NULL, NULL), "");
+    /* to the byte, as SQS counts: the body, then "twice-outbox-id", "String"
+     * and "k#0" (24 bytes) */
+    CHECK_STR(why_not(STD, big, n - 24, 0, NULL, NULL), "");
+    CHECK_CONTAINS(why_not(STD, big, n - 23, 0, NULL, NULL),
+                   "the message is 1048577 bytes with its attributes");
+    /* the index's digits count: "k#1000" is three bytes longer */
+    char *json = NULL, why[400] = "";
+    CHECK_INT(
+        sendcheck_message(STD, "k", 999, big, n - 26, 0, NULL, NULL, &json, why, sizeof(why)), 0);
+    CHECK_INT(
+        sendcheck_message(STD, "k", 1000, big, n - 26, 0, NULL, NULL, &json, why, sizeof(why)),
+        -1);
+    CHECK_CONTAINS(why, "the message is 1048577 bytes");
     free(big);
 }
 
@@ -77,19 +90,20 @@ test_resolve(void)
     struct outbox_msg m;
     char why[600];
     CHECK_INT(
-        send_prepare(&c, "k", "jobs", "{}", (size_t) -1, 0, NULL, NULL, &m, why, sizeof(why)), 0);
+        send_prepare(&c, "k", 0, "jobs", "{}", (size_t) -1, 0, NULL, NULL, &m, why, sizeof(why)),
+        0);
     CHECK_STR(m.url, STD);
     CHECK_STR(m.queue, "jobs");
     CHECK_STR(m.body, "{}");
     outbox_msg_clear(&m);
-    CHECK_INT(send_prepare(&c, "k", FIFO, "{}", 2, 0, "g", NULL, &m, why, sizeof(why)), 0);
+    CHECK_INT(send_prepare(&c, "k", 0, FIFO, "{}", 2, 0, "g", NULL, &m, why, sizeof(why)), 0);
     CHECK_STR(m.url, FIFO);
     CHECK_STR(m.group_id, "g");
     outbox_msg_clear(&m);
-    CHECK_INT(send_prepare(&c, "k", "nope", "{}", 2, 0, NULL, NULL, &m, why, sizeof(why)), -1);
+    CHECK_INT(send_prepare(&c, "k", 0, "nope", "{}", 2, 0, NULL, NULL, &m, why, sizeof(why)), -1);
     CHECK_CONTAINS(why, "queue \"nope\" is not a queue of twice.conf");
     CHECK(m.url == NULL && m.body == NULL);
-    CHECK_INT(send_prepare(&c, "k", NULL, "{}", 2, 0, NULL, NULL, &m, why, sizeof(why)), -1);
+    CHECK_INT(send_prepare(&c, "k", 0, NULL, "{}", 2, 0, NULL, NULL, &m, why, sizeof(why)), -1);
 }
 
 /* A plugin sending what its body says, then DONE or RETRY. */

@@ -1,12 +1,14 @@
 /*
  * test-http.c - the http plugin. `unit`: the answer mapping (mapping.c
- * linked in) and its refusals, settings refusals, keys from the key setting
- * or a queue's key, through the SDK mock host. `integration`: real POSTs to
- * a private scripts/http-receiver.py: the body and every header (key,
- * message id, attempt, queue, content type, bearer token from a file), DONE
- * on 2xx, RETRY on 503 and 429 with Retry-After (seconds and a date) and on
- * any answer with Twice-Retry-After, REJECT on 422 with the first 1 KB of
- * the answer, connection failures and timeouts, and kept-alive connections.
+ * linked in) and its refusals, which answers report the endpoint unavailable
+ * (the verdict through the SDK mock host), settings refusals, keys from the
+ * key setting or a queue's key, through the mock host. `integration`: real
+ * POSTs to a private scripts/http-receiver.py: the body and every header
+ * (key, message id, attempt, queue, content type, bearer token from a file),
+ * DONE on 2xx, RETRY on 503 and 429 with Retry-After (seconds and a date) and
+ * on any answer with Twice-Retry-After, REJECT on 422 with the first 1 KB of
+ * the answer, connection failures and timeouts (the endpoint unavailable),
+ * and kept-alive connections.
  * The daemon's acceptance tests are tests/integration/test_http_plugin.py.
  */
 #include "check.h"
@@ -69,6 +71,95 @@ test_mapping(void)
     CHECK_INT(http_mapping_compile(&m, "2xx,5xx", "5xx", "", &r), -1);
     CHECK_STR(r.setting, "retry_statuses");
     CHECK_STR(r.why, "5xx is also in done_statuses");
+}
+
+/* ---- unit: the verdict through the mock host ---- */
+
+/* The mapping verdict_handle judges by (set by each case). */
+static struct http_mapping verdict_map;
+static const twice_api *verdict_api;
+
+static int
+verdict_init(const twice_api *api, const twice_settings *set, void **state)
+{
+    (void) set;
+    verdict_api = api;
+    *state = NULL;
+    return 0;
+}
+
+/* An answer as the body says: {"status":503,"ra":7,"tra":-1} (Retry-After and
+ * Twice-Retry-After in seconds, -1 for none), judged by http_verdict. */
+static twice_status
+verdict_handle(void *state, twice_job *job)
+{
+    (void) state;
+    struct http_answer a;
+    http_answer_init(&a);
+    a.retry_after = atol(verdict_api->field(job, "ra", NULL));
+    a.twice_retry_after = atol(verdict_api->field(job, "tra", NULL));
+    return http_verdict(verdict_api, job, &verdict_map,
+                        atol(verdict_api->field(job, "status", NULL)), &a);
+}
+
+static const twice_plugin verdict_plugin = {
+    .magic = TWICE_ABI_MAGIC,
+    .abi_major = TWICE_ABI_MAJOR,
+    .abi_minor = TWICE_ABI_MINOR,
+    .size = (uint32_t) sizeof(twice_plugin),
+    .name = "verdict",
+    .version = "1",
+    .key_template = "v:{status}",
+    .init = verdict_init,
+    .handle = verdict_handle,
+};
+
+/* An unavailable endpoint is reported to the host (for the queue's circuit
+ * breaker) as sync reports it: 503, and 429 with Retry-After, when the lists
+ * make them a RETRY; never an answer about the job itself. */
+static void
+test_downstream_unavailable(void)
+{
+    static const struct {
+        const char *retry, *reject; /* the lists; done_statuses is 2xx */
+        long status, ra, tra;
+        twice_status want;
+        int downstream, retry_after; /* -1: not called / none */
+    } rows[] = {
+        {"429,5xx", "4xx", 503, -1, -1, TWICE_RETRY, 0, -1},
+        {"429,5xx", "4xx", 503, 7, -1, TWICE_RETRY, 7, 7},
+        {"429,5xx", "4xx", 429, 30, -1, TWICE_RETRY, 30, 30},
+        {"429,5xx", "4xx", 429, 99999, -1, TWICE_RETRY, 43200, 43200},
+        {"429,5xx", "4xx", 429, -1, -1, TWICE_RETRY, -1, -1},
+        {"429,5xx", "4xx", 500, 5, -1, TWICE_RETRY, -1, 5},
+        {"429,5xx", "4xx", 502, -1, -1, TWICE_RETRY, -1, -1},
+        {"429,5xx", "4xx", 422, -1, -1, TWICE_REJECT, -1, -1},
+        {"429,5xx", "4xx", 200, -1, -1, TWICE_DONE, -1, -1},
+        /* the service's own delay is about the job */
+        {"429,5xx", "4xx", 503, -1, 60, TWICE_RETRY, -1, 60},
+        /* lists that make 503 a REJECT: the user's word stands */
+        {"429", "4xx,5xx", 503, 7, -1, TWICE_REJECT, -1, -1},
+    };
+    twice_mock *m = twice_mock_new(&verdict_plugin);
+    CHECK(m != NULL);
+    CHECK_INT(twice_mock_init(m), 0);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct setting_refusal r = {NULL, ""};
+        CHECK_INT(http_mapping_compile(&verdict_map, "2xx", rows[i].retry, rows[i].reject, &r), 0);
+        char body[128];
+        snprintf(body, sizeof(body), "{\"status\":%ld,\"ra\":%ld,\"tra\":%ld}", rows[i].status,
+                 rows[i].ra, rows[i].tra);
+        twice_mock_job *j = twice_mock_job_new(m, body);
+        twice_status st = twice_mock_run(j);
+        if (st != rows[i].want || twice_mock_job_downstream_unavailable(j) != rows[i].downstream) {
+            fprintf(stderr, "row %zu: %s\n", i, body);
+        }
+        CHECK_INT(st, rows[i].want);
+        CHECK_INT(twice_mock_job_downstream_unavailable(j), rows[i].downstream);
+        CHECK_INT(twice_mock_job_retry_after(j), rows[i].retry_after);
+        twice_mock_job_free(j);
+    }
+    twice_mock_free(m);
 }
 
 static twice_mock *
@@ -217,6 +308,7 @@ test_retry(twice_mock *m)
         twice_mock_job_attempt(j, attempt);
         CHECK_INT(twice_mock_run(j), attempt < 3 ? TWICE_RETRY : TWICE_DONE);
         CHECK_INT(twice_mock_job_retry_after(j), attempt < 3 ? 7 : -1);
+        CHECK_INT(twice_mock_job_downstream_unavailable(j), attempt < 3 ? 7 : -1);
     }
     twice_mock_job_free(j);
 
@@ -273,6 +365,7 @@ test_transport_failures(void)
     CHECK_INT(plugin_run(m, "{\"orderId\":1}", &j), TWICE_RETRY);
     CHECK_CONTAINS(twice_mock_job_error(j), "POST failed: ");
     CHECK_CONTAINS(twice_mock_job_error(j), "timed out");
+    CHECK_INT(twice_mock_job_downstream_unavailable(j), 0); /* no answer: the endpoint */
     twice_mock_job_free(j);
     twice_mock_free(m);
 
@@ -281,6 +374,7 @@ test_transport_failures(void)
     CHECK_INT(twice_mock_init(m), 0);
     CHECK_INT(plugin_run(m, "{\"orderId\":1}", &j), TWICE_RETRY);
     CHECK_CONTAINS(twice_mock_job_error(j), "POST failed: ");
+    CHECK_INT(twice_mock_job_downstream_unavailable(j), 0); /* refused: the endpoint is down */
     twice_mock_job_free(j);
     twice_mock_free(m);
 }
@@ -324,6 +418,7 @@ main(int argc, char **argv)
         return integration();
     }
     test_mapping();
+    test_downstream_unavailable();
     test_settings();
     test_keys();
     return check_done("test-http unit");

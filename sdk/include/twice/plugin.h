@@ -284,7 +284,8 @@ typedef struct twice_api {
      *         ("https://sqs.REGION.amazonaws.com/ACCOUNT/NAME").
      * body:   len bytes (len (size_t)-1: strlen), UTF-8, the characters SQS
      *         allows; at most 1048576 bytes (1 MiB, SQS's limit) with the
-     *         attributes' names, types and values.
+     *         attributes' names, types and values, twice-outbox-id's
+     *         included ("twice-outbox-id", "String", "<key>#<index>").
      * delay_seconds: 0-900 (0: the queue's own); must be 0 on a FIFO queue.
      * group_id: the MessageGroupId, required on a FIFO queue (a URL ending
      *         in ".fifo"); NULL on a standard queue.
