@@ -5,6 +5,7 @@ the master, and what a signal sent to a worker instead of the master does. Real 
 
 import json
 import os
+import re
 import signal
 import subprocess
 import unittest
@@ -192,6 +193,27 @@ class Operator(twicetest.TwiceTestCase):
                                        cause="stopped"), 1)
         self.sqs.send(self.url, json.dumps({"id": "after"}))
         twicetest.wait_until(lambda: self.effects() == {"effect:after"}, timeout=30)
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_log_file_gone_at_reload_is_reported_where_logging_goes_on(self):
+        # The log file's directory is removed, then a reload: the master cannot
+        # reopen log.file and logs to stderr from then on. The line that says so
+        # must be on stderr too, not in the unlinked file nobody can read.
+        logdir = os.path.join(self.env.run_dir, "twiced", twicetest.unique_name("logs"))
+        os.makedirs(logdir)
+        path = os.path.join(logdir, "twiced.log")
+        conf = self.conf("logfile", pid_file=None, workers=1).replace(
+            "log = { ", "log = { file = %s; " % tc.quote(path), 1)
+        d = self.start_twiced(conf)
+        twicetest.wait_until(lambda: "ready: generation 1" in (read(path) or ""), timeout=30,
+                             message="the log file never said ready")
+        os.remove(path)
+        os.rmdir(logdir)
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload done: generation 2 ready", since=mark, timeout=30)
+        self.assertRegex(d.log_text()[mark:], r"master\[%d\]: log.file %s: No such file or "
+                         r"directory \(logging to stderr\)" % (d.pid, re.escape(path)))
         self.assertEqual(d.stop(), 0)
 
 
