@@ -270,9 +270,10 @@ seconds_since(const struct timespec *t0)
 }
 
 /* Seconds the acknowledgements get past the drain's deadline (the give-back
- * of what still runs then included), well within the master's own limit of
+ * of what still runs then included; completions waiting for PostgreSQL get
+ * about as long as their retries take), within the master's own limit of
  * drain_timeout + 15 s, after which it kills the worker. */
-#define ACK_GRACE_SECONDS 5
+#define ACK_GRACE_SECONDS 10
 
 /* When the acknowledgements must be done: ACK_GRACE_SECONDS after the drain's
  * deadline, t0 + limit (limit < 0: a quit with no deadline, so drain_timeout
