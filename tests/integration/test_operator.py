@@ -216,6 +216,29 @@ class Operator(twicetest.TwiceTestCase):
                          r"directory \(logging to stderr\)" % (d.pid, re.escape(path)))
         self.assertEqual(d.stop(), 0)
 
+    def test_a_log_file_that_refuses_lines_is_said_once_on_stderr(self):
+        # A full disk: every write to log.file fails (/dev/full answers ENOSPC).
+        # twiced works on, and each process says so once on stderr instead of
+        # losing its lines in silence, not once per line.
+        conf = self.conf("logfull", pid_file=None, workers=1).replace(
+            "log = { level = \"info\"", "log = { file = \"/dev/full\"; level = \"debug\"", 1)
+        self.assertIn("/dev/full", conf)
+        d = self.start_twiced(conf)
+        notice = r"log.file: writing failed \(No space left on device\): lines are lost"
+        d.wait_log(notice, timeout=30)
+        twicetest.wait_until(lambda: tc.http_status(self.port, "/readyz")[0] == 200,
+                             timeout=30, message="not ready")
+        before = len(re.findall(notice, d.log_text()))
+        for i in range(0, 20, 10):
+            self.sqs.send_batch(self.url, [json.dumps({"id": "full%d" % n})
+                                           for n in range(i, i + 10)])
+        twicetest.wait_until(lambda: self.pg.query(self.dsn, "SELECT count(*) FROM effects")
+                             [0][0] == 20, timeout=30, message="the jobs did not run")
+        self.assertEqual(len(re.findall(notice, d.log_text())), before,
+                         "said once per process, not once per line")
+        self.assertLessEqual(before, 3, "the master, the probe and the worker at most")
+        self.assertEqual(d.stop(), 0)
+
 
 if __name__ == "__main__":
     unittest.main()
