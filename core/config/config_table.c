@@ -111,7 +111,9 @@ const struct config_row config_rows[] = {
     {ROW("log", "file", CONFIG_STR, C(log.file)), .flags = CONFIG_UNSET,
      .check = config_check_rel_path, .doc_default = "standard error (under systemd, the journal)",
      .doc = "Append to this file instead of standard error. A relative path is taken from the "
-            "configuration file's directory."},
+            "configuration file's directory. When it refuses lines (a full disk), each process "
+            "says so once on standard error, and counts the lost lines in it once it takes "
+            "lines again."},
 
     {ROW("aws", "region", CONFIG_STR, C(aws.region)), .flags = CONFIG_UNSET,
      .doc_default = "AWS_REGION, then AWS_DEFAULT_REGION, then the profile's region",
