@@ -32,6 +32,10 @@ static char log_role[32] = "twiced";
  * NULL for stderr. Only the thread that calls log_open (a process's main
  * thread) touches it. */
 static char *log_path;
+/* Lines log.file refused (a full disk, an I/O error) since it last took
+ * one: the first refusal is said once on stderr, the count once the file
+ * takes lines again. */
+static atomic_int log_lost;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -251,6 +255,67 @@ format_text(struct buf *line, const char *ts, twice_log_level level, const struc
     escape_unquoted(line, text, strlen(text));
 }
 
+/* Write all of p to fd; 0, or the errno of the write that failed. */
+static int
+write_all(int fd, const char *p, size_t left)
+{
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            return w < 0 ? errno : EIO;
+        }
+        p += w;
+        left -= (size_t) w;
+    }
+    return 0;
+}
+
+/* Format one line and write it to fd; 0, or the errno of the failure (ENOMEM
+ * when the line could not be built). */
+static int
+emit(int fd, twice_log_level level, const struct log_job *job, const char *text)
+{
+    char ts[40];
+    struct buf line = BUF_INIT;
+    timestamp(ts, sizeof(ts));
+    if (shared_int_get(&log_format) == LOG_FORMAT_JSON) {
+        format_json(&line, ts, level, job, text);
+    } else {
+        format_text(&line, ts, level, job, text);
+    }
+    buf_putc(&line, '\n');
+    int rc = line.failed ? ENOMEM : write_all(fd, line.data, line.len);
+    buf_free(&line);
+    return rc;
+}
+
+/* What log.file did with a line (rc: emit's answer): a first refusal is said
+ * on stderr, so that a full disk is not a silent one; the lines lost are
+ * counted and said in the file once it takes lines again. */
+static void
+file_outcome(int fd, int rc)
+{
+    char text[160];
+    if (rc != 0 && rc != ENOMEM) {
+        if (atomic_fetch_add(&log_lost, 1) == 0) {
+            snprintf(text, sizeof(text),
+                     "log.file: writing failed (%s): lines are lost until it works again",
+                     strerror(rc));
+            emit(2, TWICE_LOG_ERROR, NULL, text);
+        }
+    } else if (rc == 0 && atomic_load(&log_lost) > 0) {
+        int lost = atomic_exchange(&log_lost, 0);
+        if (lost > 0) {
+            snprintf(text, sizeof(text), "log.file: writing again; %d line%s lost", lost,
+                     lost == 1 ? " was" : "s were");
+            emit(fd, TWICE_LOG_WARN, NULL, text);
+        }
+    }
+}
+
 void
 log_vjob(twice_log_level level, const struct log_job *job, const char *fmt, va_list ap)
 {
@@ -258,36 +323,14 @@ log_vjob(twice_log_level level, const struct log_job *job, const char *fmt, va_l
         return;
     }
     int saved_errno = errno;
-    char ts[40];
     struct buf text = BUF_INIT;
-    struct buf line = BUF_INIT;
-
-    timestamp(ts, sizeof(ts));
     buf_vprintf(&text, fmt, ap);
-    if (shared_int_get(&log_format) == LOG_FORMAT_JSON) {
-        format_json(&line, ts, level, job, buf_str(&text));
-    } else {
-        format_text(&line, ts, level, job, buf_str(&text));
-    }
-    buf_putc(&line, '\n');
-    if (!line.failed) {
-        const char *p = line.data;
-        size_t left = line.len;
-        int fd = shared_int_get(&log_fd);
-        while (left > 0) {
-            ssize_t w = write(fd, p, left);
-            if (w < 0 && errno == EINTR) {
-                continue;
-            }
-            if (w <= 0) {
-                break;
-            }
-            p += w;
-            left -= (size_t) w;
-        }
+    int fd = shared_int_get(&log_fd);
+    int rc = text.failed ? ENOMEM : emit(fd, level, job, buf_str(&text));
+    if (fd != 2) {
+        file_outcome(fd, rc);
     }
     buf_free(&text);
-    buf_free(&line);
     errno = saved_errno;
 }
 

@@ -112,7 +112,9 @@ const struct config_row config_rows[] = {
      .check = config_check_rel_path, .doc_default = "standard error (under systemd, the journal)",
      .doc = "Append to this file instead of standard error. A relative path is taken from the "
             "configuration file's directory. twiced -s reopen (SIGUSR1) opens it again after "
-            "logrotate moved it away (twiced(8), LOG ROTATION)."},
+            "logrotate moved it away (twiced(8), LOG ROTATION). When it refuses lines (a full "
+            "disk), each process says so once on standard error, and counts the lost lines in "
+            "it once it takes lines again."},
 
     {ROW("aws", "region", CONFIG_STR, C(aws.region)), .flags = CONFIG_UNSET,
      .doc_default = "AWS_REGION, then AWS_DEFAULT_REGION, then the profile's region",

@@ -38,12 +38,17 @@ struct health {
     struct idem_store *store;
 };
 
-/* One check: 0 when the store answered, else -1 with why. */
+/* One check: 0 when the store answered, else -1 with why. A connection that
+ * broke since the last check (a terminated backend, a pooler or proxy that
+ * dropped it, a restart already over) says nothing about the store now: the
+ * check is asked again once on a new connection, so that only a store that
+ * does not answer a new connection either counts as down. */
 static int
 check(struct health *h, char *why, size_t cap)
 {
     char err[512];
     int rc;
+    int reused = idem_connected(h->store); /* connected before this check */
     if (h->store == NULL) {
         rc = idem_open(h->dsn, h->table, "health", &h->store, err, sizeof(err));
     } else if (!idem_connected(h->store)) {
@@ -52,6 +57,10 @@ check(struct health *h, char *why, size_t cap)
         rc = 0;
     }
     if (rc == 0) {
+        rc = idem_ping(h->store, err, sizeof(err));
+    }
+    if (rc != 0 && reused && !idem_connected(h->store) &&
+        idem_reconnect(h->store, err, sizeof(err)) == 0) {
         rc = idem_ping(h->store, err, sizeof(err));
     }
     if (rc != 0) {

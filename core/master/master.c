@@ -168,8 +168,11 @@ apply_master_settings(struct master *m, const struct config *c)
     log_set_level(c->log.level);
     log_set_format(c->log.format);
     if (log_open(c->log.file) != 0) {
-        log_error("log.file %s: %s (logging to stderr)", c->log.file, strerror(errno));
+        /* Point the log at stderr first: the line that says so must not go to
+         * the old file, which may be gone (its directory removed). */
+        int why = errno;
         log_open(NULL);
+        log_error("log.file %s: %s (logging to stderr)", c->log.file, strerror(why));
     }
     struct janitor *old = m->janitor;
     m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table, c->idempotency.retention,

@@ -60,7 +60,9 @@ struct acker {
     size_t npending;
     struct registry reg; /* the jobs in flight, for the heartbeat */
     int stop;
-    int abandon; /* give back the running jobs */
+    int abandon;     /* give back the running jobs */
+    int exited;      /* the thread has left its loop (acker_stop waits for it) */
+    struct flag cut; /* a stop's time is up: SQS calls end now, deferred jobs are left */
 
     /* Used by the thread only. */
     struct sqs_client *sqs;
@@ -245,6 +247,15 @@ defer(struct acker *a, struct twice_job *j, const char *what, const char *why)
     j->not_before.tv_sec += j->act_tries < 4 ? j->act_tries : 4;
 }
 
+/* Whether a failed SQS call is worth making again in a later pass: a
+ * retryable error, or a call cancelled because a stop's time ran out (the
+ * pass is then the last one; its jobs are left, not failed for good). */
+static int
+try_again(const struct sqs_error *e)
+{
+    return e->retryable || strcmp(e->code, "Cancelled") == 0;
+}
+
 /* Send the job's dead letter to its queue's DLQ, built to fit its size
  * limit (fit: what is known of it). */
 static int
@@ -317,7 +328,7 @@ send_dead_letters(struct acker *a, struct twice_job *list)
             } else {
                 sqs_error_describe(&e, "SendMessage", desc, sizeof(desc));
             }
-            if (e.retryable) {
+            if (try_again(&e)) {
                 defer(a, j, "sending to the DLQ", desc);
             } else {
                 give_back_refused(j, desc);
@@ -519,7 +530,7 @@ sqs_batch(struct acker *a, struct twice_job **jobs, size_t n, int del)
         struct twice_job *j = jobs[i];
         struct log_job ctx;
         job_log_ctx(j, &ctx);
-        if (rc != 0 && err.retryable) {
+        if (rc != 0 && try_again(&err)) {
             defer(a, j, action, desc);
         } else if (rc != 0) {
             log_job(TWICE_LOG_ERROR, &ctx, "queue %s: %s", qname(j), desc);
@@ -745,11 +756,16 @@ acker_main(void *arg)
             last_beat = now;
         }
         pthread_mutex_lock(&a->mu);
-        if (stopping && a->pending == NULL && (a->later == NULL || flag_is_up(&a->w->abandon))) {
+        if (stopping && a->pending == NULL &&
+            (a->later == NULL || flag_is_up(&a->w->abandon) || flag_is_up(&a->cut))) {
             break;
         }
     }
     pthread_mutex_unlock(&a->mu);
+    if (a->later != NULL && flag_is_up(&a->cut)) {
+        log_warn("stopping: acknowledgements still failing; their messages come back after "
+                 "their visibility timeouts (completed keys make them duplicates)");
+    }
     /* What could not be acknowledged comes back after its visibility timeout. */
     struct twice_job *next;
     struct slot_release freed = {.used = 0};
@@ -759,6 +775,9 @@ acker_main(void *arg)
     }
     release_flush(&freed);
     a->later = NULL;
+    pthread_mutex_lock(&a->mu);
+    a->exited = 1;
+    pthread_mutex_unlock(&a->mu);
     return NULL;
 }
 
@@ -779,6 +798,7 @@ acker_start(struct worker *w, char *err, size_t errlen)
         snprintf(err, errlen, "acknowledger: cannot create an SQS client");
         goto fail;
     }
+    sqs_client_set_cancel(a->sqs, &a->cut);
     a->hb = (struct heartbeat){
         .w = w,
         .reg = &a->reg,
@@ -806,7 +826,7 @@ fail:
 }
 
 void
-acker_stop(struct acker *a)
+acker_stop(struct acker *a, const struct timespec *deadline)
 {
     if (a == NULL) {
         return;
@@ -814,7 +834,22 @@ acker_stop(struct acker *a)
     pthread_mutex_lock(&a->mu);
     a->stop = 1;
     pthread_cond_signal(&a->cv);
+    int exited = a->exited;
     pthread_mutex_unlock(&a->mu);
+    /* Look every 100 ms: a->cv is the thread's own wakeup. */
+    while (!exited && deadline != NULL) {
+        struct timespec now;
+        now_mono(&now);
+        if (job_elapsed(deadline, &now) >= 0) {
+            flag_raise(&a->cut); /* ends a hung SQS call within about a second */
+            break;
+        }
+        struct timespec tick = {0, 100 * 1000000L};
+        nanosleep(&tick, NULL);
+        pthread_mutex_lock(&a->mu);
+        exited = a->exited;
+        pthread_mutex_unlock(&a->mu);
+    }
     pthread_join(a->thread, NULL);
     if (flag_is_up(&a->w->abandon)) {
         return; /* handler threads may still submit: the process exits now */

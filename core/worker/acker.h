@@ -16,6 +16,7 @@
 struct worker;
 struct twice_job;
 struct acker;
+struct timespec;
 
 /* Create and start the thread. NULL with err on failure. */
 struct acker *acker_start(struct worker *w, char *err, size_t errlen);
@@ -32,7 +33,11 @@ void acker_submit(struct acker *a, struct twice_job *j);
  * stay with their handler threads. */
 void acker_abandon_running(struct acker *a);
 
-/* Finish everything submitted so far, then stop the thread and free. */
-void acker_stop(struct acker *a);
+/* Finish everything submitted so far, then stop the thread and free. With
+ * a deadline (CLOCK_MONOTONIC), what is not acknowledged by then is left: its
+ * SQS call is cancelled and its messages come back after their visibility
+ * timeouts (a completed key makes them duplicates), so that a worker whose
+ * SQS endpoint hangs or refuses still leaves within its drain. NULL: no limit. */
+void acker_stop(struct acker *a, const struct timespec *deadline);
 
 #endif

@@ -107,6 +107,23 @@ stage_outbox(struct handler *h, struct idem_store *s, struct twice_job *j, char 
     return -1;
 }
 
+/* Roll back a transactional run that did not end DONE (st). Returns 1 when
+ * the connection was gone: the run's statements failed with it, so a RETRY
+ * is the store's fault and not an attempt to count against the job (a
+ * REJECT is the plugin's verdict on the data and stands). */
+static int
+tx_lost(struct idem_store *s, struct twice_job *j, twice_status st, char *err, size_t errlen)
+{
+    int gone = !idem_connected(s);
+    if (!gone && idem_tx_rollback(s, err, errlen) == 0) {
+        return 0;
+    }
+    if (!gone) {
+        job_log(TWICE_LOG_WARN, j, "rollback failed (the connection is reset): %s", err);
+    }
+    return st != TWICE_REJECT && !idem_connected(s);
+}
+
 /* handle() inside the transaction that completes the key. Returns decide()'s
  * answer (0 when the job was given back or left alone). */
 static int
@@ -147,8 +164,11 @@ run_transactional(struct handler *h, struct twice_job *j)
             st = TWICE_RETRY;
             job_log(TWICE_LOG_ERROR, j, "commit failed, nothing was applied: %s", err);
         }
-    } else if (idem_tx_rollback(s, err, sizeof(err)) != 0) {
-        job_log(TWICE_LOG_WARN, j, "rollback failed (the connection is reset): %s", err);
+    } else if (tx_lost(s, j, st, err, sizeof(err))) {
+        metrics_count(MET_PG_ERRORS, "tx_run", NULL, NULL, 1);
+        give_back(j, LIFECYCLE_TX_LOST, 0, j->error);
+        outbox_staged_clear(&j->outbox);
+        return 0;
     }
     outbox_staged_clear(&j->outbox); /* committed with the key, or dropped with the run */
     return decide(j, st);

@@ -410,6 +410,14 @@ lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
         part(t->after, sizeof(t->after), "); giving the message back");
         break;
     }
+    case LIFECYCLE_TX_LOST: {
+        out->delay = LIFECYCLE_STORE_DELAY;
+        struct lifecycle_text *t = say(out, TWICE_LOG_WARN);
+        part(t->before, sizeof(t->before), "transaction lost with the connection (");
+        t->arg = error != NULL ? error : "";
+        part(t->after, sizeof(t->after), "); giving the message back (not counted)");
+        break;
+    }
     case LIFECYCLE_DRAIN_IN_BACKOFF:
         out->delay = clamp_delay(wait_left, 0);
         out->counted = 1; /* the run before the wait */

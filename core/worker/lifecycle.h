@@ -86,9 +86,11 @@
  * (JOB_ACT_RETURN) without counting its run: FIFO group blocked 0 s, transaction could
  * not begin 5 s, store lost at commit 5 s, the queue's breaker opened before it started
  * (the cooldown left, at least 1 s), its queue paused while it was being received
- * (the wait given, 0 s), draining 0 s, drain deadline 0 s (3 s for a
- * transactional job, so that the master ends its lease first); a drain during a FIFO
- * retry's wait gives it back for the wait left, its last run counted. A lease lost
+ * (the wait given, 0 s), a transactional run that answered anything but DONE or
+ * REJECT after the store dropped its connection 5 s (its statements failed with the
+ * connection: the store's fault, not the job's), draining 0 s, drain deadline 0 s (3 s
+ * for a transactional job, so that the master ends its lease first); a drain during a
+ * FIFO retry's wait gives it back for the wait left, its last run counted. A lease lost
  * before a transactional handler started, or before a completion (another worker took
  * the key over), leaves the message alone for the key's new holder.
  *
@@ -194,6 +196,8 @@ enum lifecycle_failure {
     LIFECYCLE_LEASE_LOST,        /* the lease ended before the handler started */
     LIFECYCLE_COMPLETE_LOST,     /* DONE, but the lease was lost before the completion */
     LIFECYCLE_COMMIT_LOST,       /* the store went away at commit (error: why) */
+    LIFECYCLE_TX_LOST,           /* the store went away during a transactional run that did
+                                    not end DONE (error: the plugin's) */
     LIFECYCLE_BREAKER_OPEN,      /* the queue's breaker opened: not started */
     LIFECYCLE_PAUSED,            /* received as its queue was paused: not claimed */
     LIFECYCLE_DRAINING,          /* the worker drains: not started */

@@ -269,11 +269,34 @@ seconds_since(const struct timespec *t0)
     return (double) (now.tv_sec - t0->tv_sec) + (double) (now.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+/* Seconds the acknowledgements get past the drain's deadline (the give-back
+ * of what still runs then included; completions waiting for PostgreSQL get
+ * about as long as their retries take), within the master's own limit of
+ * drain_timeout + 15 s, after which it kills the worker. */
+#define ACK_GRACE_SECONDS 10
+
+/* When the acknowledgements must be done: ACK_GRACE_SECONDS after the drain's
+ * deadline, t0 + limit (limit < 0: a quit with no deadline, so drain_timeout
+ * from now). */
+static void
+ack_deadline(const struct worker *w, const struct timespec *t0, double limit, struct timespec *out)
+{
+    if (limit < 0) {
+        clock_gettime(CLOCK_MONOTONIC, out);
+        limit = w->cfg->drain_timeout;
+    } else {
+        *out = *t0;
+    }
+    out->tv_sec += (time_t) limit + ACK_GRACE_SECONDS;
+}
+
 /* Stop receiving, let running jobs finish within drain_timeout (a quit: for
  * as long as they take, until a stop signal sets the deadline), give back
- * what is left. Returns 1 when everything finished (threads joinable). */
+ * what is left. Returns 1 when everything finished (threads joinable);
+ * *ack_by: when the acknowledger must be done (acker_stop). */
 static int
-drain(struct worker *w, const sigset_t *set, enum worker_ask ask, pid_t master)
+drain(struct worker *w, const sigset_t *set, enum worker_ask ask, pid_t master,
+      struct timespec *ack_by)
 {
     flag_raise(&w->draining);
     for (size_t i = 0; i < w->nqueues; i++) {
@@ -284,6 +307,7 @@ drain(struct worker *w, const sigset_t *set, enum worker_ask ask, pid_t master)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     double limit = ask == WORKER_QUIT ? -1 : w->cfg->drain_timeout; /* -1: none */
     for (;;) {
+        ack_deadline(w, &t0, limit, ack_by);
         if (all_idle(w) && !any_hung(w)) {
             return 1;
         }
@@ -312,6 +336,7 @@ drain(struct worker *w, const sigset_t *set, enum worker_ask ask, pid_t master)
         break;
     }
     log_warn("drain deadline: giving back the jobs still running");
+    ack_deadline(w, &t0, seconds_since(&t0), ack_by);
     flag_raise(&w->abandon);
     acker_abandon_running(w->acker);
     return 0;
@@ -417,14 +442,15 @@ worker_main(int argc, char **argv)
     log_info("%s (SIG%s)",
              ask == WORKER_QUIT ? "quitting: finishing every running job" : "draining",
              sigabbrev_np(si.si_signo));
-    int clean = drain(&w, &set, ask, a.master_pid);
+    struct timespec ack_by;
+    int clean = drain(&w, &set, ask, a.master_pid, &ack_by);
     /* The handlers first: the drain's idle test can pass while a handler,
      * its job popped or run, has yet to hand that job to the acker, which
      * must still be there (acker_stop frees it). */
     for (size_t i = 0; clean && i < w.nqueues; i++) {
         handlers_join(&w.queues[i]);
     }
-    acker_stop(w.acker);
+    acker_stop(w.acker, &ack_by);
     jobspan_stop();
     if (!clean) {
         for (size_t i = 0; i < w.nqueues; i++) {

@@ -235,6 +235,29 @@ class Attempts(twicetest.TwiceTestCase):
         self.assertEqual({r[2] for r in self.effects(dsn)}, {1}, "each ran as attempt 1")
         self.assertEqual(d.stop(timeout=30), 0)
 
+    def test_a_transaction_cut_by_the_database_burns_no_attempt(self):
+        # max_attempts 1: four transactional jobs are inside handle() when the
+        # database terminates their connections; the plugin's statement fails and it
+        # answers RETRY. That run is the store's fault, not the job's: each comes back
+        # and runs as attempt 1, and nothing reaches the DLQ.
+        url, dlq, dsn, port, conf = self.setup_tx(
+            "txcut", concurrency=4, visibility_timeout=10, max_attempts=1)
+        d = self.start(conf)
+        self.sqs.send_batch(url, [json.dumps({"id": "cut%d" % i, "sleep_ms": 2500})
+                                  for i in range(4)])
+        twicetest.wait_until(lambda: self.in_flight(port) == 4, timeout=15,
+                             message="the four jobs never ran together")
+        mark = d.mark()
+        self.cut_database(dsn)
+        d.wait_log(r"transaction lost with the connection", timeout=15, since=mark)
+        self.restore_database(dsn)
+        twicetest.wait_until(lambda: len(self.effects(dsn)) == 4, timeout=60,
+                             message="not every job ran after the outage")
+        self.wait_empty(url)
+        self.assertEqual(self.letters(dlq), [], "nothing dead-lettered by the outage")
+        self.assertEqual({r[2] for r in self.effects(dsn)}, {1}, "each ran as attempt 1")
+        self.assertEqual(d.stop(timeout=30), 0)
+
     def fail_release_once(self, dsn):
         """Make the next release of a key fail once, as a database hiccup would:
         a trigger refuses it (a release is an UPDATE to released, or a DELETE of

@@ -208,6 +208,31 @@ class Metrics(twicetest.TwiceTestCase):
                              == 1, timeout=60)
         self.assertEqual(d.stop(), 0)
 
+    def test_readyz_stays_200_when_only_its_connection_was_cut(self):
+        """PostgreSQL ends twiced's connections (pg_terminate_backend, as an operator
+        or a pooler's restart does) but answers at once on new ones: the store is
+        up, so /readyz must not say 503 for a health check or more, nor log an
+        outage that was none."""
+        url, dlq, dsn, port, d = self.start("pgcut", workers=1)
+        twicetest.wait_until(lambda: tc.http_status(port, "/readyz")[0] == 200, timeout=20)
+        mark = d.mark()
+        name = dsn.rsplit("/", 1)[1]
+        cut = self.pg.query(self.env.pg_dsn, "SELECT count(pg_terminate_backend(pid)) FROM "
+                                             "pg_stat_activity WHERE datname = %s AND "
+                                             "application_name = 'twice'", (name,))[0][0]
+        self.assertGreaterEqual(cut, 1)
+        answers = []
+        began = time.monotonic()
+        while time.monotonic() - began < 7:  # at least two health checks (every 3 s)
+            answers.append(tc.http_status(port, "/readyz"))
+            time.sleep(0.1)
+        self.assertEqual([a for a in answers if a[0] != 200], [])
+        self.assertNotIn("does not answer", d.log_text()[mark:])
+        self.sqs.send(url, json.dumps({"id": "after-cut"}))
+        twicetest.wait_until(lambda: self.pg.query(dsn, "SELECT count(*) FROM effects")[0][0]
+                             == 1, timeout=30)
+        self.assertEqual(d.stop(), 0)
+
     def test_slow_plugin_gets_the_visibility_timeout_advice(self):
         url, dlq, dsn, port, d = self.start("advice", workers=1, visibility_timeout=4,
                                             concurrency=10)

@@ -250,6 +250,50 @@ class Operator(twicetest.TwiceTestCase):
         twicetest.wait_until(lambda: self.effects() == {"effect:after"}, timeout=30)
         self.assertEqual(d.stop(), 0)
 
+    def test_a_log_file_gone_at_reload_is_reported_where_logging_goes_on(self):
+        # The log file's directory is removed, then a reload: the master cannot
+        # reopen log.file and logs to stderr from then on. The line that says so
+        # must be on stderr too, not in the unlinked file nobody can read.
+        logdir = os.path.join(self.env.run_dir, "twiced", twicetest.unique_name("logs"))
+        os.makedirs(logdir)
+        path = os.path.join(logdir, "twiced.log")
+        conf = self.conf("logfile", pid_file=None, workers=1).replace(
+            "log = { ", "log = { file = %s; " % tc.quote(path), 1)
+        d = self.start_twiced(conf)
+        twicetest.wait_until(lambda: "ready: generation 1" in (read(path) or ""), timeout=30,
+                             message="the log file never said ready")
+        os.remove(path)
+        os.rmdir(logdir)
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload done: generation 2 ready", since=mark, timeout=30)
+        self.assertRegex(d.log_text()[mark:], r"master\[%d\]: log.file %s: No such file or "
+                         r"directory \(logging to stderr\)" % (d.pid, re.escape(path)))
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_log_file_that_refuses_lines_is_said_once_on_stderr(self):
+        # A full disk: every write to log.file fails (/dev/full answers ENOSPC).
+        # twiced works on, and each process says so once on stderr instead of
+        # losing its lines in silence, not once per line.
+        conf = self.conf("logfull", pid_file=None, workers=1).replace(
+            "log = { level = \"info\"", "log = { file = \"/dev/full\"; level = \"debug\"", 1)
+        self.assertIn("/dev/full", conf)
+        d = self.start_twiced(conf)
+        notice = r"log.file: writing failed \(No space left on device\): lines are lost"
+        d.wait_log(notice, timeout=30)
+        twicetest.wait_until(lambda: tc.http_status(self.port, "/readyz")[0] == 200,
+                             timeout=30, message="not ready")
+        before = len(re.findall(notice, d.log_text()))
+        for i in range(0, 20, 10):
+            self.sqs.send_batch(self.url, [json.dumps({"id": "full%d" % n})
+                                           for n in range(i, i + 10)])
+        twicetest.wait_until(lambda: self.pg.query(self.dsn, "SELECT count(*) FROM effects")
+                             [0][0] == 20, timeout=30, message="the jobs did not run")
+        self.assertEqual(len(re.findall(notice, d.log_text())), before,
+                         "said once per process, not once per line")
+        self.assertLessEqual(before, 3, "the master, the probe and the worker at most")
+        self.assertEqual(d.stop(), 0)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -67,6 +67,46 @@ class Faults(twicetest.TwiceTestCase):
         self.assertTrue(d.running())
         self.assertEqual(d.stop(timeout=30), 0)
 
+    def test_sigterm_with_sqs_unreachable_stops_within_the_drain(self):
+        # The endpoint goes away while four jobs run; SIGTERM. The jobs finish and
+        # their keys complete, but no delete can reach SQS: the worker must still
+        # leave on its own, shortly after drain_timeout (not be killed by the master
+        # at drain_timeout + 15 s), and the messages it could not delete come back
+        # after their visibility timeout as duplicates of completed keys.
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+        url, dlq = self.queue_pair("termsqs")
+        dsn = self.new_database("termsqs")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        port = tc.free_port()
+        conf = tc.config(self.env, dsn,
+                         [tc.queue("jobs", url, dlq, "effect-tx", concurrency=4,
+                                   visibility_timeout=5, wait_time=1)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         workers=1, metrics_port=port, endpoint=proxy.endpoint, drain_timeout=2)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send_batch(url, [json.dumps({"id": "t%d" % i, "sleep_ms": 1000})
+                                  for i in range(4)])
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight")
+                             == 4, timeout=15, message="the four jobs never ran together")
+        proxy.refuse()
+        began = time.monotonic()
+        self.assertEqual(d.stop(timeout=30), 0, "stopped on its own, not killed")
+        self.assertLess(time.monotonic() - began, 2 + 10 + 3, "left within the drain")
+        self.assertNotRegex(d.log_text(), r"did not stop in time")
+        self.assertRegex(d.log_text(), r"acknowledgements still failing; their messages come "
+                                       r"back after their visibility timeouts")
+        self.assertEqual(self.distinct_effects(dsn), (4, 4))
+        proxy.passthrough()
+        again = self.start_twiced(conf)
+        again.wait_log(r"ready: generation 1", timeout=20)
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=30,
+                             message="the undeleted messages were not deleted as duplicates")
+        self.assertEqual(self.distinct_effects(dsn), (4, 4), "no job ran twice")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(again.stop(timeout=30), 0)
+
     def test_sqs_unreachable_then_failing_then_throttling(self):
         proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
         self.addCleanup(proxy.close)

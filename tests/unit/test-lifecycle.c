@@ -469,6 +469,9 @@ static const struct failure_row failure_rows[] = {
       "connection); giving the message back"}, 0},
     {"store lost, no error",       F(COMMIT_LOST),        0, NULL, {RETURN, 5, NULL, WARN,
      "commit failed with the connection (); giving the message back"}, 0},
+    {"store lost in a tx run",     F(TX_LOST),            0, "insert: server closed the connection",
+     {RETURN, 5, NULL, WARN, "transaction lost with the connection (insert: server closed the "
+      "connection); giving the message back (not counted)"}, 0},
     {"draining",                   F(DRAINING),           0, NULL, {RETURN, 0, NULL, QUIET, NULL},
      0},
     {"drain in a FIFO wait",       F(DRAIN_IN_BACKOFF),   7, NULL, {RETURN, 7, NULL, QUIET, NULL},
