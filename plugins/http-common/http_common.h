@@ -113,6 +113,14 @@ CURLcode http_perform(CURL *c, const struct http_request *r, struct http_answer 
  * endpoint rather than a problem of one request. */
 int http_unreachable(CURLcode rc);
 
+/* Tell the host's circuit breaker when the endpoint, not the job, failed:
+ * the transfer could not reach it (rc, as http_unreachable says), or it
+ * answered a 503, or a 429 saying for how long (status; rc CURLE_OK). The
+ * answer's Retry-After (retry_after seconds, -1 when absent), at most cap,
+ * lengthens the breaker's cooldown. The one rule of http and sync. */
+void http_note_unavailable(const twice_api *api, twice_job *job, CURLcode rc, long status,
+                           long retry_after, long cap);
+
 /* Append the header line fmt (with one %s for value) to *l. 0, or -1 when
  * out of memory (the list is then freed and *l NULL). */
 int http_header_add(struct curl_slist **l, const char *fmt, const char *value);

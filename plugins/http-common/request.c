@@ -70,6 +70,18 @@ http_free_secret(char *s)
     }
 }
 
+void
+http_note_unavailable(const twice_api *api, twice_job *job, CURLcode rc, long status,
+                      long retry_after, long cap)
+{
+    int down = rc != CURLE_OK ? http_unreachable(rc)
+                              : status == 503 || (status == 429 && retry_after >= 0);
+    if (down && TWICE_API_HAS(api, downstream_unavailable)) {
+        long wait = retry_after < 0 ? 0 : retry_after > cap ? cap : retry_after;
+        api->downstream_unavailable(job, (unsigned) wait);
+    }
+}
+
 int
 http_unreachable(CURLcode rc)
 {

@@ -251,9 +251,7 @@ post(const struct http_plugin *h, twice_job *job, CURL *c, const char *url)
     curl_slist_free_all(headers);
     if (rc != CURLE_OK) {
         h->api->error(job, "POST failed: %s", errbuf);
-        if (http_unreachable(rc) && TWICE_API_HAS(h->api, downstream_unavailable)) {
-            h->api->downstream_unavailable(job, 0); /* the endpoint, not the job */
-        }
+        http_note_unavailable(h->api, job, rc, 0, -1, 0);
         return TWICE_RETRY;
     }
     blank_token(h, &ans);

@@ -118,12 +118,7 @@ http_verdict(const twice_api *api, twice_job *job, const struct http_mapping *m,
         if (a->retry_after >= 0) {
             api->retry_after(job, capped(a->retry_after));
         }
-        /* The endpoint is down (503) or limits everyone (429 saying for how
-         * long): a failure of the endpoint, not of this job, as sync says. */
-        if ((status == 503 || (status == 429 && a->retry_after >= 0)) &&
-            TWICE_API_HAS(api, downstream_unavailable)) {
-            api->downstream_unavailable(job, a->retry_after >= 0 ? capped(a->retry_after) : 0);
-        }
+        http_note_unavailable(api, job, CURLE_OK, status, a->retry_after, MAX_DELAY);
         return TWICE_RETRY;
     case HTTP_REJECT:
         api->error(job, "HTTP %ld: %s", status, body);

@@ -164,9 +164,7 @@ send_record(const struct sync *s, twice_job *job, CURL *c, const char *url, cons
     curl_slist_free_all(headers);
     if (rc != CURLE_OK) {
         s->api->error(job, "%s failed: %s", s->method, errbuf);
-        if (http_unreachable(rc) && TWICE_API_HAS(s->api, downstream_unavailable)) {
-            s->api->downstream_unavailable(job, 0); /* the endpoint, not the record */
-        }
+        http_note_unavailable(s->api, job, rc, 0, -1, 0);
         return TWICE_RETRY;
     }
     return sync_verdict(s->api, job, status, &ans);

@@ -27,12 +27,7 @@ sync_verdict(const twice_api *api, twice_job *job, long status, const struct htt
         if (a->retry_after >= 0) {
             api->retry_after(job, wait);
         }
-        /* The endpoint is down (503) or limits everyone (429 saying for how
-         * long): a failure of the endpoint, not of this record. */
-        if ((status == 503 || (status == 429 && a->retry_after >= 0)) &&
-            TWICE_API_HAS(api, downstream_unavailable)) {
-            api->downstream_unavailable(job, a->retry_after >= 0 ? wait : 0);
-        }
+        http_note_unavailable(api, job, CURLE_OK, status, a->retry_after, 43200);
         return TWICE_RETRY;
     }
     if (status >= 400 && status <= 499) {
