@@ -12,7 +12,7 @@ TcpProxy does the same for any TCP server, at the level of connections: up (byte
 forwarded as they are) or down (every connection cut, new ones refused), so one test
 can lose the run's shared PostgreSQL without taking it from the others.
 
-Used by: test_serial_faults.py, test_metrics.py, test_tracing.py, test_breaker.py,
+Used by: test_sqs_faults.py, test_metrics.py, test_tracing.py, test_breaker.py,
 test_outbox.py.
 """
 

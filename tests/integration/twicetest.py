@@ -786,6 +786,11 @@ class TwiceTestCase(unittest.TestCase):
         self.addCleanup(self.pg.drop_database, dsn)
         return dsn
 
+    def distinct_effects(self, dsn):
+        """(distinct keys, rows) in the effects table (tc.EFFECTS_TABLE) of dsn: equal
+        when no job had a second effect."""
+        return tuple(self.pg.query(dsn, "SELECT count(DISTINCT key), count(*) FROM effects")[0])
+
     def mailbox(self):
         return Mailbox(self.env)
 

@@ -1,0 +1,124 @@
+"""The SQS endpoint unreachable, failing or throttling: a worker stopped while its
+deletes cannot reach SQS, and receives that back off and recover. Real servers; a
+fault proxy of the tests' own stands between twiced and the emulator (PostgreSQL's
+faults, which restart the shared server, are in test_serial_faults.py)."""
+
+import json
+import re
+import time
+import unittest
+
+import faultproxy
+import twicetest
+import twiceconf as tc
+
+
+class SqsFaults(twicetest.TwiceTestCase):
+    def setup_tx(self, prefix, endpoint, **queue_options):
+        url, dlq = self.queue_pair(prefix)
+        dsn = self.new_database(prefix)
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        options = dict({"concurrency": 8, "visibility_timeout": 10, "max_attempts": 5},
+                       **queue_options)
+        conf = tc.config(self.env, dsn, [tc.queue("jobs", url, dlq, "effect-tx", **options)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         workers=1, endpoint=endpoint)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        return url, dlq, dsn, d
+
+    def test_sigterm_with_sqs_unreachable_stops_within_the_drain(self):
+        # The endpoint goes away while four jobs run; SIGTERM. The jobs finish and
+        # their keys complete, but no delete can reach SQS: the worker must still
+        # leave on its own, shortly after drain_timeout (not be killed by the master
+        # at drain_timeout + 15 s), and the messages it could not delete come back
+        # after their visibility timeout as duplicates of completed keys.
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+        url, dlq = self.queue_pair("termsqs")
+        dsn = self.new_database("termsqs")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        port = tc.free_port()
+        conf = tc.config(self.env, dsn,
+                         [tc.queue("jobs", url, dlq, "effect-tx", concurrency=4,
+                                   visibility_timeout=5, wait_time=1)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         workers=1, metrics_port=port, endpoint=proxy.endpoint, drain_timeout=2)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send_batch(url, [json.dumps({"id": "t%d" % i, "sleep_ms": 1000})
+                                  for i in range(4)])
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight")
+                             == 4, timeout=15, message="the four jobs never ran together")
+        proxy.refuse()
+        began = time.monotonic()
+        self.assertEqual(d.stop(timeout=30), 0, "stopped on its own, not killed")
+        self.assertLess(time.monotonic() - began, 2 + 10 + 4,
+                        "left before the master's kill at 2 + 15 s")
+        self.assertNotRegex(d.log_text(), r"did not stop in time")
+        self.assertRegex(d.log_text(), r"acknowledgements still failing; their messages come "
+                                       r"back after their visibility timeouts")
+        self.assertEqual(self.distinct_effects(dsn), (4, 4))
+        proxy.passthrough()
+        again = self.start_twiced(conf)
+        again.wait_log(r"ready: generation 1", timeout=20)
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=30,
+                             message="the undeleted messages were not deleted as duplicates")
+        self.assertEqual(self.distinct_effects(dsn), (4, 4), "no job ran twice")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(again.stop(timeout=30), 0)
+
+    def test_sqs_unreachable_then_failing_then_throttling(self):
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+        url, dlq, dsn, d = self.setup_tx("sqsfault", proxy.endpoint, wait_time=1)
+        # Each phase lasts at least its floor and until twiced has met the state
+        # (its one log line): after 30 s unreachable the receive backoff is near
+        # its 20 s cap, so a fixed 10 s window may hold no receive at all.
+        phases = [
+            ("unreachable", 30, r"CouldNotConnect", lambda: proxy.refuse()),
+            ("500", 10, r"InternalFailure",
+             lambda: proxy.answer(500, "InternalFailure", "injected")),
+            ("403 RequestThrottled", 8, r"RequestThrottled", lambda: proxy.answer(
+                403, "RequestThrottled", "Rate exceeded", "RequestThrottled;Sender")),
+            ("400 ThrottlingException", 8, r"ThrottlingException", lambda: proxy.answer(
+                400, "ThrottlingException", "Rate exceeded")),
+        ]
+        mark = d.mark()
+        sent = 0
+        rate = {}
+        for name, floor, code, start in phases:
+            before = dict(proxy.seen)
+            since = d.mark()
+            start()
+            began = time.monotonic()
+            line = re.compile(r"queue jobs: ReceiveMessage: %s.*backing off" % code)
+            while (time.monotonic() - began < floor
+                   or not line.search(d.log_text(), since)):
+                self.assertLess(time.monotonic() - began, 90,
+                                "no ReceiveMessage failure logged during %s" % name)
+                self.sqs.send(url, json.dumps({"id": "f%d" % sent}))
+                sent += 1
+                time.sleep(0.5)
+            rate[name] = (proxy.seen["status"] - before["status"]) / (time.monotonic() - began)
+            self.assertTrue(d.running(), "twiced exited during %s" % name)
+        proxy.passthrough()
+        twicetest.wait_until(lambda: self.distinct_effects(dsn)[0] == sent, timeout=120,
+                             message="the queue was not drained after the endpoint recovered")
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=30)
+        self.assertEqual(self.distinct_effects(dsn), (sent, sent))
+        log = d.log_text()[mark:]
+        failures = re.findall(r"queue jobs: ReceiveMessage: .*backing off", log)
+        # One line per state (unreachable, 500, throttled x2), not one per request.
+        self.assertLessEqual(len(failures), 6, "\n".join(failures))
+        self.assertRegex(log, r"receiving again after \d+ failed attempts")
+        # Backed off: well under one request per poll (~1/s with wait_time 1),
+        # counting heartbeats and acknowledgements that share the endpoint.
+        for name in ("500", "403 RequestThrottled", "400 ThrottlingException"):
+            self.assertLess(rate[name], 2.5, "requests/s during %s: %.2f" % (name, rate[name]))
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(timeout=30), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
