@@ -15,6 +15,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "dlq.h"
+#include "sendcheck.h"
 #include "sqs.h"
 #include "sqs_limits.h"
 #include "sqs_parse.h"
@@ -62,7 +63,8 @@ static const char redrive_help[] =
     "\n"
     "Send dead letters back to their source queue (attribute twice-source-queue;\n"
     "only a configured queue's url is accepted), with their body and user\n"
-    "attributes but without twice's twice-* attributes; FIFO letters keep their\n"
+    "attributes but without twice's twice-* attributes (twice-outbox-id, a\n"
+    "follow-up message's own, stays); FIFO letters keep their\n"
     "group and get a new deduplication id. Each letter is deleted from the DLQ\n"
     "only after its send was accepted. --id takes the message id `dlq list`\n"
     "shows (or the original message's id) and may be repeated. Prints how many\n"
@@ -387,12 +389,6 @@ dlq_list(struct ctl *c, int argc, char **argv)
 /* ---- redrive ---- */
 
 static int
-is_twice(const char *name)
-{
-    return strncmp(name, "twice-", 6) == 0;
-}
-
-static int
 add(struct ctl_redrive *r, const struct sqs_attr *a, char *err, size_t errlen)
 {
     if (r->nattrs == CTL_MAX_ATTRS) {
@@ -427,7 +423,7 @@ unpack(struct ctl_redrive *r, const char *packed, char *err, size_t errlen)
                      name);
             return -1;
         }
-        if (is_twice(name)) {
+        if (sendcheck_twice_attr(name)) {
             continue;
         }
         if (r->nattrs == CTL_MAX_ATTRS) {
@@ -456,7 +452,7 @@ ctl_redrive_build(const struct sqs_message *m, struct ctl_redrive *r, char *err,
         const struct sqs_attr *a = &m->attrs[i];
         if (strcmp(a->name, "twice-packed-attributes") == 0) {
             packed = a->string_value;
-        } else if (!is_twice(a->name) && add(r, a, err, errlen) != 0) {
+        } else if (!sendcheck_twice_attr(a->name) && add(r, a, err, errlen) != 0) {
             return -1;
         }
     }

@@ -8,6 +8,7 @@
 #include "ctl.h"
 #include "payload.h"
 #include "s3.h"
+#include "sendcheck.h"
 #include "sqs.h"
 #include "sqs_limits.h"
 #include "tracectx.h"
@@ -94,6 +95,13 @@ parse_args(struct ctl *c, int argc, char **argv, struct send_args *a)
             }
             if (a->attrs[a->nattrs - 1].string_value[0] == '\0') {
                 return ctl_usage_error("send", "--attr %s: SQS refuses an empty value",
+                                       a->attrs[a->nattrs - 1].name);
+            }
+            if (sendcheck_twice_attr(a->attrs[a->nattrs - 1].name)) {
+                return ctl_usage_error("send",
+                                       "--attr %s: twice-* attributes are twice's own (a dead "
+                                       "letter would replace it); twice-outbox-id is the one "
+                                       "allowed",
                                        a->attrs[a->nattrs - 1].name);
             }
         } else if (opt == 't') {

@@ -5,6 +5,7 @@
  */
 #include "dlq.h"
 
+#include "sendcheck.h"
 #include "sqs_parse.h"
 
 #include <jansson.h>
@@ -83,7 +84,7 @@ add_attr(struct dlq_letter *l, const char *name, const char *type, const char *v
 static int
 is_twice_attr(const struct sqs_attr *a)
 {
-    return strncmp(a->name, "twice-", 6) == 0;
+    return sendcheck_twice_attr(a->name);
 }
 
 /* An attribute's bytes as SQS counts them: name, data type and value; a

@@ -74,6 +74,12 @@ group_ok(const char *g)
     return n >= 1 && n <= 128;
 }
 
+int
+sendcheck_twice_attr(const char *name)
+{
+    return strncmp(name, "twice-", 6) == 0 && strcmp(name, SENDCHECK_ID_ATTR) != 0;
+}
+
 /* An attribute name SQS takes and twice does not reserve. */
 static int
 attr_name_ok(const char *name)
@@ -81,7 +87,7 @@ attr_name_ok(const char *name)
     size_t n = strlen(name);
     if (n == 0 || n > 256 || name[0] == '.' || name[n - 1] == '.' || strstr(name, "..") ||
         strncasecmp(name, "aws.", 4) == 0 || strncasecmp(name, "amazon.", 7) == 0 ||
-        strcmp(name, SENDCHECK_ID_ATTR) == 0) {
+        strncmp(name, "twice-", 6) == 0) {
         return 0;
     }
     return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == n;
@@ -102,7 +108,7 @@ copy_attrs(const char *const *attrs, char **json, size_t *bytes, char *why, size
         if (!attr_name_ok(name)) {
             return refuse(why, whylen,
                           "attribute name \"%.64s\" is not allowed (1-256 of A-Z a-z 0-9 _ - ., "
-                          "not AWS./Amazon., not %s)",
+                          "not AWS./Amazon., not twice-*: twice's own, %s is added for you)",
                           name, SENDCHECK_ID_ATTR);
         }
         if (value == NULL || *value == '\0' || !sqs_text(value, strlen(value))) {

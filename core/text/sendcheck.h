@@ -19,6 +19,16 @@
 #define SENDCHECK_MAX_DELAY SQS_DELAY_MAX
 #define SENDCHECK_ID_ATTR   "twice-outbox-id"
 
+/*
+ * 1 when an attribute name is one of twice's own, which a dead letter
+ * writes (twice-reason, twice-key, ...) and a redrive takes off again: any
+ * name starting with "twice-" but twice-outbox-id. That one is part of a
+ * follow-up message's identity (a receiving queue may key on it), so it
+ * travels with the message into the DLQ and back. send() refuses every
+ * "twice-" name: the relay adds twice-outbox-id itself.
+ */
+int sendcheck_twice_attr(const char *name);
+
 /* 1 when a queue URL names a FIFO queue (it ends in ".fifo"). */
 int sendcheck_is_fifo(const char *url);
 

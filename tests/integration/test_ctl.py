@@ -210,7 +210,16 @@ class Ctl(twicetest.TwiceTestCase):
                                                     code=2).stderr)
         self.assertIn("--attr n: SQS refuses an empty value",
                       self.ctl(d, "send", "send", "--attr", "n=", "x", code=2).stderr)
+        # twice's own attributes would be replaced in a dead letter: refused, but a
+        # follow-up's twice-outbox-id may be sent by hand (to try a queue keyed on it)
+        self.assertIn("--attr twice-reason: twice-* attributes are twice's own",
+                      self.ctl(d, "send", "send", "--attr", "twice-reason=x", "x",
+                               code=2).stderr)
         self.assertEqual(self.sqs.counts(url)[0], 0, "nothing new is visible")
+        self.ctl(d, "send", "send", "--attr", "twice-outbox-id=k#0", "x")
+        got = self.sqs.drain(url)
+        self.assertEqual([m["MessageAttributes"]["twice-outbox-id"]["StringValue"]
+                          for m in got], ["k#0"])
 
     def test_send_fifo_group_and_dedup(self):
         url, dlq, dsn, d = self.setup("sendf", fifo=True)
@@ -312,6 +321,32 @@ class Ctl(twicetest.TwiceTestCase):
         time.sleep(2)
         self.assertEqual([k for k, _ in self.effects(dsn, "effects_later")], ["effect:fixme"])
         self.assertEqual(self.dlq_count(dlq), 0, "the DLQ is empty")
+        self.assertEqual(d.stop(), 0)
+
+    def test_dlq_redrive_of_a_follow_up_keyed_on_its_outbox_id_runs_it_once(self):
+        # A follow-up message (the relay's twice-outbox-id on it) on a queue keyed
+        # {attr:twice-outbox-id}, dead-lettered while its plugin cannot work: the letter
+        # keeps that attribute and the redrive sends it back, so the job runs once under
+        # the same key (without it, the redriven message has no key and dies again).
+        url, dlq, dsn, d = self.setup("oid", table="effects_later", create_table=False,
+                                      max_attempts=2, backoff=(1, 1),
+                                      key="{attr:twice-outbox-id}")
+        d.start()
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "follow"}),
+                      attrs={"twice-outbox-id": "signup:42#0"})
+        self.wait_dlq(dlq, 1)
+        letters = json.loads(self.ctl(d, "--json", "dlq", "list", "oid").stdout)
+        self.assertEqual([(m["reason"], m["key"]) for m in letters],
+                         [("max-attempts", "signup:42#0")])
+        self.pg.query(dsn, tc.EFFECTS_TABLE.replace("effects", "effects_later", 1))
+        self.assertIn("redriven 1, failed 0, skipped 0",
+                      self.ctl(d, "dlq", "redrive", "oid", "--all").stdout)
+        twicetest.wait_until(lambda: len(self.effects(dsn, "effects_later")) == 1, timeout=30,
+                             message="the redriven follow-up did not run")
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20)
+        self.assertEqual([k for k, _ in self.effects(dsn, "effects_later")], ["signup:42#0"])
+        self.assertEqual(self.dlq_count(dlq), 0, "not dead-lettered again")
         self.assertEqual(d.stop(), 0)
 
     def test_dlq_redrive_of_a_key_completed_meanwhile_is_a_duplicate(self):

@@ -1,6 +1,7 @@
 /*
  * test-ctl.c - the pure pieces of twicectl: what `dlq redrive` sends back
- * (user attributes kept, packed ones unpacked, twice-* dropped, a stable
+ * (user attributes kept, packed ones unpacked, twice-* but twice-outbox-id
+ * dropped, a stable
  * deduplication id), round-tripped through the real dead-letter builder of
  * dlq.c; and the escaping of untrusted text for a terminal. Not a test of
  * the subcommands against servers (test_ctl.py does that).
@@ -197,10 +198,60 @@ test_duration(void)
     CHECK(ctl_parse_duration(NULL) == -1);
 }
 
+/* A follow-up message's twice-outbox-id is the user's, not twice's: a letter
+ * keeps it (and only its own twice-reason, not a stale one the message came
+ * with), and a redrive sends it back, packed or not, so a queue keyed on it
+ * derives the same key again. */
+static void
+test_outbox_id_round_trip(size_t users)
+{
+    char names[9][8];
+    struct sqs_attr in[11];
+    size_t n = 0;
+    in[n++] = str_attr("twice-outbox-id", "signup:42#0");
+    in[n++] = str_attr("twice-reason", "stale");
+    for (size_t i = 0; i < users; i++) {
+        snprintf(names[i], sizeof(names[i]), "u%zu", i);
+        in[n++] = str_attr(names[i], "v");
+    }
+    struct sqs_message src = {0};
+    src.message_id = (char *) "src-2";
+    src.body = (char *) "{}";
+    src.body_len = 2;
+    src.attrs = in;
+    src.nattrs = n;
+    struct dlq_reason why = {"max-attempts", "down", "p", 2, "http://q/jobs", "signup:42#0"};
+    struct dlq_letter l;
+    CHECK_INT(dlq_letter_build(&l, &src, &why, 0, 0), 0);
+    size_t reasons = 0;
+    for (size_t i = 0; i < l.nattrs; i++) {
+        reasons += strcmp(l.attrs[i].name, "twice-reason") == 0;
+    }
+    CHECK_INT(reasons, 1);
+    const struct sqs_attr *a = sqs_attr_find(l.attrs, l.nattrs, "twice-reason");
+    CHECK_STR(a != NULL ? a->string_value : NULL, "max-attempts");
+
+    struct sqs_message letter = {0};
+    letter.message_id = (char *) "dlq-8";
+    letter.attrs = (struct sqs_attr *) l.attrs;
+    letter.nattrs = l.nattrs;
+    struct ctl_redrive r;
+    char err[256];
+    CHECK_INT(ctl_redrive_build(&letter, &r, err, sizeof(err)), 0);
+    CHECK_INT(r.nattrs, users + 1);
+    a = find(&r, "twice-outbox-id");
+    CHECK_STR(a != NULL ? a->string_value : NULL, "signup:42#0");
+    CHECK(find(&r, "twice-reason") == NULL);
+    ctl_redrive_free(&r);
+    dlq_letter_free(&l);
+}
+
 int
 main(void)
 {
     test_redrive_build();
+    test_outbox_id_round_trip(0);
+    test_outbox_id_round_trip(9); /* the id among the packed ones */
     test_escape();
     test_duration();
     return check_done("test-ctl");

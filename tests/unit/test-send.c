@@ -52,6 +52,10 @@ test_checks(void)
     CHECK_STR(why_not(STD, "{}", 2, 0, NULL, ok), "");
     const char *const reserved[] = {"twice-outbox-id", "x", NULL};
     CHECK_CONTAINS(why_not(STD, "{}", 2, 0, NULL, reserved), "not allowed");
+    const char *const twices[] = {"twice-reason", "x", NULL};
+    CHECK_CONTAINS(why_not(STD, "{}", 2, 0, NULL, twices), "not allowed");
+    CHECK(sendcheck_twice_attr("twice-reason") && sendcheck_twice_attr("twice-"));
+    CHECK(!sendcheck_twice_attr("twice-outbox-id") && !sendcheck_twice_attr("twicex"));
     const char *const aws[] = {"AWS.x", "x", NULL};
     CHECK_CONTAINS(why_not(STD, "{}", 2, 0, NULL, aws), "not allowed");
     const char *const empty[] = {"a", "", NULL};

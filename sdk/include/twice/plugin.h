@@ -290,7 +290,8 @@ typedef struct twice_api {
      * group_id: the MessageGroupId, required on a FIFO queue (a URL ending
      *         in ".fifo"); NULL on a standard queue.
      * attrs:  NULL, or name, value, name, value, ..., NULL: at most 9
-     *         String attributes (SQS allows 10; twice adds one).
+     *         String attributes (SQS allows 10; twice adds one); names
+     *         starting with "twice-" are twice's own and refused.
      *
      * Every message gets the attribute twice-outbox-id, "<key>#<index>"
      * (the job's key and the number of this send() within the run, from
@@ -298,6 +299,8 @@ typedef struct twice_api {
      * FIFO queue a MessageDeduplicationId derived from it: use it as the
      * receiving queue's key ({attr:twice-outbox-id}) so a message the relay
      * sent twice (a crash between its send and its delete) has one effect.
+     * It stays on the message if it is dead-lettered, and a redrive sends
+     * it back with it, so a redriven follow-up keeps its key.
      *
      * Returns 0, or -1 when the message is refused at the call: a queue
      * name twice.conf does not have, a body or attributes that are too
