@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,6 +101,38 @@ log_open(const char *path)
     }
     errno = saved;
     return rc < 0 ? -1 : 0;
+}
+
+int
+log_can_open(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            errno = EISDIR;
+            return -1;
+        }
+        return access(path, W_OK);
+    }
+    if (errno != ENOENT) {
+        return -1;
+    }
+    /* Not there: open() would create it if its directory takes a new file. */
+    char *dir = strdup(path);
+    if (dir == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    char *slash = strrchr(dir, '/');
+    const char *parent = slash == NULL ? "." : slash == dir ? "/" : dir;
+    if (slash != NULL && slash != dir) {
+        *slash = '\0';
+    }
+    int rc = access(parent, W_OK | X_OK);
+    int saved = errno;
+    free(dir);
+    errno = saved;
+    return rc;
 }
 
 int

@@ -39,6 +39,10 @@ int log_open(const char *path);
  * (also when lines go to stderr), or -1 with errno set and the previous
  * destination still in use. */
 int log_reopen(void);
+/* Whether log_open(path) would succeed, asked without creating anything: an
+ * existing file must be writable, else its directory must let this user
+ * create it. 0, or -1 with errno set (what log_open would fail with). */
+int log_can_open(const char *path);
 /* The file log_open was last asked for, NULL for stderr. */
 const char *log_file(void);
 void log_set_level(twice_log_level level);

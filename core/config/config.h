@@ -165,6 +165,8 @@ struct config {
         twice_log_level level;  /* default info */
         enum log_format format; /* default text */
         char *file;             /* NULL: stderr */
+        char *file_src;         /* where file is set (NULL when not set) */
+        int file_line;          /* its line, 0 when not set */
     } log;
 
     struct {

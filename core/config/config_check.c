@@ -60,6 +60,17 @@ config_check_user(struct config_at *at)
     return 0;
 }
 
+/* log.file: absolute from the configuration's directory, and where it is
+ * set, so that twiced -t can point at the line if it cannot be written. */
+int
+config_check_log_file(struct config_at *at)
+{
+    free(at->c->log.file_src);
+    at->c->log.file_line = config_setting_source_line(at->s);
+    at->c->log.file_src = config_source_path(at->x, at->s);
+    return config_check_rel_path(at);
+}
+
 /* An http:// or https:// URL with something after the scheme. The value is
  * never quoted: webhook URLs often carry a token. */
 int

@@ -140,5 +140,6 @@ config_free(struct config *c)
     free(c->file);
     free(c->dir);
     free(c->user_file);
+    free(c->log.file_src);
     free(c);
 }

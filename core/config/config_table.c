@@ -109,9 +109,11 @@ const struct config_row config_rows[] = {
     {ROW("log", "format", CONFIG_ENUM, C(log.format)), .choices = formats, .noun = "format",
      .def = LOG_FORMAT_TEXT, .doc = "text for people, json for log shippers."},
     {ROW("log", "file", CONFIG_STR, C(log.file)), .flags = CONFIG_UNSET,
-     .check = config_check_rel_path, .doc_default = "standard error (under systemd, the journal)",
+     .check = config_check_log_file, .doc_default = "standard error (under systemd, the journal)",
      .doc = "Append to this file instead of standard error. A relative path is taken from the "
-            "configuration file's directory. twiced -s reopen (SIGUSR1) opens it again after "
+            "configuration file's directory. twiced does not start when it cannot open it (twiced "
+            "-t checks it); a reload that cannot logs to standard error. twiced -s reopen "
+            "(SIGUSR1) opens it again after "
             "logrotate moved it away (twiced(8), LOG ROTATION). When it refuses lines (a full "
             "disk), each process says so once on standard error, and counts the lost lines in "
             "it once it takes lines again."},

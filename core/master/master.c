@@ -718,12 +718,28 @@ print_problems(const struct diag *d)
     }
 }
 
+/* twiced -t: log.file must take lines, as twiced will not start without it;
+ * asked without creating the file. 1 when it added a problem to d. */
+static int
+check_log_file(const struct config *c, struct diag *d)
+{
+    if (c->log.file == NULL || log_can_open(c->log.file) == 0) {
+        return 0;
+    }
+    diag_add(d, c->log.file_src != NULL ? c->log.file_src : c->file, c->log.file_line,
+             "log.file %s: cannot be written: %s", c->log.file, strerror(errno));
+    return 1;
+}
+
 int
 master_check(const char *path, int connect)
 {
     struct diag d = DIAG_INIT;
     struct generation *g = gen_load(path, &d);
     int rc = g != NULL ? 0 : 1;
+    if (g != NULL && check_log_file(g->cfg, &d)) {
+        rc = 1;
+    }
     if (g != NULL && connect && preflight_connect(g->cfg, &d) > 0) {
         rc = 1;
     }
@@ -768,6 +784,13 @@ prepare(struct master *m)
     if ((given != NULL || set != NULL) &&
         (m->pid_path = given != NULL ? strdup(given) : pidfile_configured(m->path, set)) == NULL) {
         log_error("not starting: out of memory");
+        gen_free(g);
+        return NULL;
+    }
+    /* Before detaching: a daemon that cannot write its log would say nothing
+     * at all, not even why. */
+    if (g->cfg->log.file != NULL && log_open(g->cfg->log.file) != 0) {
+        log_error("not starting: log.file %s: %s", g->cfg->log.file, strerror(errno));
         gen_free(g);
         return NULL;
     }

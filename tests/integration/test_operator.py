@@ -250,6 +250,28 @@ class Operator(twicetest.TwiceTestCase):
         twicetest.wait_until(lambda: self.effects() == {"effect:after"}, timeout=30)
         self.assertEqual(d.stop(), 0)
 
+    def test_a_log_file_that_cannot_be_written_is_refused_before_the_start(self):
+        # log.file in a directory that does not exist, or naming a directory: twiced -t
+        # points at its line, and twiced does not start, in the foreground or detached
+        # (where, once detached, not one line would be seen), saying why on stderr.
+        missing = os.path.join(self.env.run_dir, twicetest.unique_name("nodir"), "twiced.log")
+        for path in (missing, self.env.run_dir):
+            conf = self.conf("logcheck", pid_file=None, workers=1).replace(
+                "log = { ", "log = {\n    file = %s; " % tc.quote(path), 1)
+            d = self.twiced(conf)
+            r = d.check_config()
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertRegex(r.stdout + r.stderr, r"^%s:4: log.file %s: cannot be written: "
+                             % (re.escape(d.config_path), re.escape(path)))
+            for mode in ("-f", "-d"):
+                r = subprocess.run([d.binary, mode, "-c", d.config_path], capture_output=True,
+                                   text=True, env=d.process_env, cwd=d.workdir, timeout=30,
+                                   stdin=subprocess.DEVNULL)
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertRegex(r.stderr, r"not starting: log.file %s: (No such file or "
+                                 r"directory|Is a directory)" % re.escape(path))
+            self.assertFalse(os.path.exists(missing))
+
     def test_a_log_file_gone_at_reload_is_reported_where_logging_goes_on(self):
         # The log file's directory is removed, then a reload: the master cannot
         # reopen log.file and logs to stderr from then on. The line that says so
