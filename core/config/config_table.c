@@ -310,7 +310,8 @@ const struct config_row config_rows[] = {
             "message attributes, and key templates may use {msg:sns_message_id}, {msg:topic} "
             "and {msg:subject}. eventbridge: an EventBridge event: the job is its detail, with "
             "{msg:detail_type}, {msg:source} and {msg:event_id}. auto: either, recognised by "
-            "their fields, and any other body as it is. A message that does not match goes to "
+            "their fields (Type Notification, TopicArn and Message; detail-type, source and "
+            "detail), and any other body as it is. A message that does not match goes to "
             "the dead-letter queue as bad-envelope; the dead-letter queue always gets the "
             "original body."},
     {ROW("queues", "delete_payload", CONFIG_BOOL, Q(delete_payload)), .def = 0,

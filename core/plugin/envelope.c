@@ -158,13 +158,23 @@ open_eventbridge(struct envelope *e, const struct jsondoc *d, char *err, size_t 
     return 0;
 }
 
+/* What auto unwraps: a notification or event with the member that holds
+ * its job (Message, detail), which SNS and EventBridge always send. A body
+ * that only shares their names (a job with "source" and "detail-type") is
+ * a job of its own, not a broken envelope. */
+static int
+has_payload(const struct jsondoc *d, int sns)
+{
+    return jsonpath_get(d, sns ? "Message" : "detail") != NULL;
+}
+
 int
 envelope_open(int want, const struct jsondoc *doc, const char *doc_error, struct envelope *e,
               char *err, size_t errlen)
 {
     memset(e, 0, sizeof(*e));
     int sns = doc != NULL && is_sns(doc), eb = doc != NULL && !sns && is_eventbridge(doc);
-    if (want == ENVELOPE_AUTO && !sns && !eb) {
+    if (want == ENVELOPE_AUTO && ((!sns && !eb) || !has_payload(doc, sns))) {
         return 0; /* not wrapped: the body as it is */
     }
     if (doc == NULL) {

@@ -136,6 +136,13 @@ test_envelopes(void)
     check_shape(CONFIG_ENVELOPE_AUTO, "{msg:event_id}", eb, "ev-7", NULL);
     /* auto leaves anything else as it is, JSON or not */
     check_shape(CONFIG_ENVELOPE_AUTO, "o:{orderId}", "{\"orderId\":5}", "o:5", "{\"orderId\":5}");
+    /* a job that only shares an envelope's names, without its Message or
+     * detail, is a job: SNS and EventBridge always send those */
+    check_shape(CONFIG_ENVELOPE_AUTO, "signup:{id}:{source}",
+                "{\"id\":7,\"source\":\"web\",\"detail-type\":\"signup\"}", "signup:7:web",
+                "{\"id\":7,\"source\":\"web\",\"detail-type\":\"signup\"}");
+    check_shape(CONFIG_ENVELOPE_AUTO, "{id}",
+                "{\"id\":8,\"Type\":\"Notification\",\"TopicArn\":\"t\"}", "8", NULL);
     check_shape(CONFIG_ENVELOPE_AUTO, "{attr:X}", "not json",
                 "missing-key-field: missing key "
                 "field attr:X",
