@@ -29,6 +29,21 @@ config_find_queue(const struct config *c, const char *name)
 }
 
 int
+config_reload_refused(const struct config *old, const struct config *new_, struct diag *d)
+{
+    if (strcmp(old->idempotency.table, new_->idempotency.table) == 0) {
+        return 0;
+    }
+    diag_add(d, new_->idempotency.table_src != NULL ? new_->idempotency.table_src : new_->file,
+             new_->idempotency.table_line,
+             "idempotency.table: a reload cannot move the keys from '%s' to '%s' (the running "
+             "jobs' keys stay in the old table, so a message already handled could run again); "
+             "restart twiced to change it",
+             old->idempotency.table, new_->idempotency.table);
+    return 1;
+}
+
+int
 config_restart_needed(const struct config *old, const struct config *new_, struct diag *d)
 {
     const char *was = old->user, *now = new_->user;

@@ -178,9 +178,11 @@ struct config {
     } aws;
 
     struct {
-        char *dsn;     /* required; a secret when it holds a password: never logged */
-        char *table;   /* default "twice_idempotency"; quoted as an identifier */
-        int retention; /* seconds completed keys are kept (default 7 days) */
+        char *dsn;       /* required; a secret when it holds a password: never logged */
+        char *table;     /* default "twice_idempotency"; quoted as an identifier */
+        char *table_src; /* where table is set (NULL when not set) */
+        int table_line;  /* its line, 0 when not set */
+        int retention;   /* seconds completed keys are kept (default 7 days) */
         enum config_on_conflict on_conflict;
         int lease_margin;     /* seconds added to the visibility timeout (default 5) */
         int janitor_interval; /* seconds between janitor passes (default 60) */
@@ -249,5 +251,14 @@ const struct config_queue *config_find_queue(const struct config *c, const char 
  * returns how many there were.
  */
 int config_restart_needed(const struct config *old, const struct config *new_, struct diag *d);
+
+/*
+ * Settings a reload must not change at all (today: idempotency.table): the
+ * old generation's jobs finish under the old table while the new one would
+ * claim in another, so neither would see the other's keys and a message
+ * already handled could run again. Adds one problem per difference to d
+ * and returns how many; a reload with any is refused.
+ */
+int config_reload_refused(const struct config *old, const struct config *new_, struct diag *d);
 
 #endif

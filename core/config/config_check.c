@@ -107,6 +107,9 @@ config_check_dsn(struct config_at *at)
 int
 config_check_table(struct config_at *at)
 {
+    free(at->c->idempotency.table_src);
+    at->c->idempotency.table_line = config_setting_source_line(at->s);
+    at->c->idempotency.table_src = config_source_path(at->x, at->s);
     size_t n = strlen(str_of(at));
     if (n >= (size_t) at->row->lo && n <= (size_t) at->row->hi) {
         return 0;

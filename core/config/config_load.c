@@ -141,5 +141,6 @@ config_free(struct config *c)
     free(c->dir);
     free(c->user_file);
     free(c->log.file_src);
+    free(c->idempotency.table_src);
     free(c);
 }

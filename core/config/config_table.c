@@ -148,7 +148,8 @@ const struct config_row config_rows[] = {
     {ROW("idempotency", "table", CONFIG_STR, C(idempotency.table)), .lo = 1,
      .hi = CONFIG_MAX_TABLE_LEN, .def_str = CONFIG_DEFAULT_TABLE, .check = config_check_table,
      .doc = "The table of keys, quoted as one identifier. twiced creates it, or migrates a "
-            "classic (idempotency_key, processed_at) table in place."},
+            "classic (idempotency_key, processed_at) table in place. A reload that changes it "
+            "is refused (the running jobs' keys are in the old table): restart twiced."},
     {ROW("idempotency", "retention", CONFIG_INT, C(idempotency.retention)), .lo = 60,
      .hi = CONFIG_NO_MAX, .def = 7 * 24 * 3600,
      .doc = "Seconds a completed key is kept (7 days by default); a duplicate arriving later "

@@ -457,6 +457,10 @@ reload(struct master *m)
     log_info("reloading %s", m->path);
     struct diag d = DIAG_INIT;
     struct generation *g = gen_load(m->path, &d);
+    if (g != NULL && config_reload_refused(m->cur->cfg, g->cfg, &d) > 0) {
+        gen_free(g);
+        g = NULL;
+    }
     for (size_t i = 0; i < d.n; i++) {
         log_error("reload: %s", d.lines[i]);
     }

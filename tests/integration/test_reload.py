@@ -169,6 +169,33 @@ class Reload(twicetest.TwiceTestCase):
         self.assertNotIn("generation 2", d.log_text())
         self.assertEqual(d.stop(), 0)
 
+    def test_a_reload_that_moves_the_keys_table_is_refused(self):
+        # A typo in idempotency.table at a reload would start a second generation on an
+        # empty table while the first finishes its jobs in the old one: a message
+        # already handled would run again. Refused with FILE:LINE; nothing created.
+        conf = self.setup("movetable", workers=1)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(self.url, json.dumps({"id": "before"}))
+        twicetest.wait_until(lambda: len(self.effects()) == 1, timeout=20)
+        self.write_config(d, conf.replace("idempotency = { ",
+                                          "idempotency = {\n  table = \"twice_idempotenci\"; ",
+                                          1))
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload: %s:\d+: idempotency.table: a reload cannot move the keys from "
+                   r"'twice_idempotency' to 'twice_idempotenci'" % re.escape(d.config_path),
+                   since=mark, timeout=20)
+        d.wait_log(r"reload refused .*generation 1 keeps running", since=mark, timeout=20)
+        # the same message again is still a duplicate, judged by the old table
+        self.sqs.send(self.url, json.dumps({"id": "before"}))
+        d.wait_log(r"duplicate: key completed", since=mark, timeout=20)
+        self.assertEqual([k for k, _ in self.effects()], ["effect:before"])
+        self.assertEqual(self.pg.query(self.dsn, "SELECT to_regclass('twice_idempotenci') "
+                                                 "IS NULL")[0][0], True)
+        self.assertNotIn("generation 2", d.log_text())
+        self.assertEqual(d.stop(), 0)
+
     def crash_and_respawn(self, d, since):
         """Crash the only worker with a message (which then runs at its next attempt);
         returns once the worker is back and ready."""
