@@ -32,6 +32,19 @@ find(const struct ctl_redrive *r, const char *name)
     return NULL;
 }
 
+/* What `dlq redrive` would send back for letter l, received with message
+ * id `id`; ctl_redrive_build's answer. */
+static int
+redrive_letter(const struct dlq_letter *l, const char *id, struct ctl_redrive *r)
+{
+    struct sqs_message letter = {0};
+    char err[256];
+    letter.message_id = (char *) id;
+    letter.attrs = (struct sqs_attr *) l->attrs;
+    letter.nattrs = l->nattrs;
+    return ctl_redrive_build(&letter, r, err, sizeof(err));
+}
+
 /* A source message with n user attributes (one Binary) goes to the DLQ
  * through dlq_letter_build; the letter comes back as it would be received. */
 static void
@@ -63,13 +76,8 @@ round_trip(size_t n)
     diag = sqs_attr_find(l.attrs, l.nattrs, "twice-key");
     CHECK_STR(diag != NULL ? diag->string_value : NULL, "k:1");
 
-    struct sqs_message letter = {0};
-    letter.message_id = (char *) "dlq-7";
-    letter.attrs = (struct sqs_attr *) l.attrs;
-    letter.nattrs = l.nattrs;
     struct ctl_redrive r;
-    char err[256];
-    CHECK_INT(ctl_redrive_build(&letter, &r, err, sizeof(err)), 0);
+    CHECK_INT(redrive_letter(&l, "dlq-7", &r), 0);
     CHECK_INT(r.nattrs, n);
     for (size_t i = 0; i + 1 < n; i++) {
         const struct sqs_attr *a = find(&r, names[i]);
@@ -231,13 +239,8 @@ test_outbox_id_round_trip(size_t users)
     const struct sqs_attr *a = sqs_attr_find(l.attrs, l.nattrs, "twice-reason");
     CHECK_STR(a != NULL ? a->string_value : NULL, "max-attempts");
 
-    struct sqs_message letter = {0};
-    letter.message_id = (char *) "dlq-8";
-    letter.attrs = (struct sqs_attr *) l.attrs;
-    letter.nattrs = l.nattrs;
     struct ctl_redrive r;
-    char err[256];
-    CHECK_INT(ctl_redrive_build(&letter, &r, err, sizeof(err)), 0);
+    CHECK_INT(redrive_letter(&l, "dlq-8", &r), 0);
     CHECK_INT(r.nattrs, users + 1);
     a = find(&r, "twice-outbox-id");
     CHECK_STR(a != NULL ? a->string_value : NULL, "signup:42#0");
