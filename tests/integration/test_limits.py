@@ -149,22 +149,27 @@ class RateLimit(twicetest.TwiceTestCase):
             for i in range(0, n, 10):
                 self.sqs.send_batch(url, entries[i:i + 10])
 
-        send("slow", 16)
-        twicetest.wait_until(lambda: self.sqs.counts(url)[1] == 16, timeout=10,
-                             message="the slow messages in flight")
-        time.sleep(2)
+        # The slow jobs alone first, long enough for a dozen of them to wait (for their
+        # plugin, or for both limits), then the fast ones.
+        send("slow", 24)
+        twicetest.wait_until(lambda: self.sqs.counts(url)[0] == 0, timeout=10,
+                             message="the slow messages received")
+        time.sleep(4)
         send("fast", 40)
         twicetest.wait_until(lambda: self.pg.query(dsn, "SELECT count(*) FROM effects")[0][0]
-                             >= 56, timeout=40, message="every job ran")
+                             >= 64, timeout=40, message="every job ran")
         rows = self.pg.query(dsn, "SELECT key, extract(epoch FROM at)::float8 FROM effects")
-        self.assertEqual(len(rows), 56, "each once")
-        self.assertEqual(len({k for k, _ in rows}), 56)
+        self.assertEqual(len(rows), 64, "each once")
+        self.assertEqual(len({k for k, _ in rows}), 64)
         everything = [t for _, t in rows]
         slow = [t for k, t in rows if "slow" in k]
+        # In any 4 s: the rate's worth (10 % for the clocks), the burst and one chunk a
+        # host may hold; a job holding its queue token while it waited made it about 28.
         most = busiest_window(everything, 4.0)
-        self.assertLessEqual(most, 4 * 5 + 1 + 1, "the queue's busiest 4 s: %d jobs" % most)
+        self.assertLessEqual(most, 4 * 5 * 1.1 + 1 + 1, "the queue's busiest 4 s: %d" % most)
         most = busiest_window(slow, 4.0)
-        self.assertLessEqual(most, 4 * 2 + 1 + 1, "the slow plugin's busiest 4 s: %d" % most)
+        self.assertLessEqual(most, 4 * 2 * 1.1 + 1 + 1, "the slow plugin's busiest 4 s: %d"
+                             % most)
         self.assertEqual(d.stop(), 0)
 
     def test_bad_rate_limits_are_refused_with_their_line(self):
