@@ -381,8 +381,12 @@ const struct config_row config_rows[] = {
      .def = 300, .doc = "Seconds, at least base."},
     {ROW("queues", "rate_limit", CONFIG_GROUP, Q(rate_per_second)), .flags = CONFIG_ABSENT,
      .check = config_check_queue_rate,
-     .doc = "A limit on the jobs this queue starts, as a plugin's rate_limit (both apply when "
-            "both are set): { per_second = 20; burst = 5; }."},
+     .doc = "A limit on the jobs this queue starts, as a plugin's rate_limit: "
+            "{ per_second = 20; burst = 5; }. When both are set, both apply: a job takes a "
+            "token of each at the same moment, when both have one, and holds neither while it "
+            "waits for the other, so no token is spent on a job that has not started and the "
+            "jobs that wait for the scarcer limit do not use up the other's: the queue's jobs "
+            "start at most at its rate, those of the plugin at most at the plugin's."},
     {ROW("queues.rate_limit", "per_second", CONFIG_INT, Q(rate_per_second)), .lo = 1,
      .hi = 1000000, .def = 1, .doc_default = "none: required in rate_limit",
      .doc = "Jobs started per second, at most, over all hosts."},

@@ -147,6 +147,88 @@ ctl_store(struct ctl *c)
     return c->store;
 }
 
+/* What the table of suffix holds, for a message about it. */
+static const char *
+table_noun(const char *suffix)
+{
+    return strcmp(suffix, "_outbox") == 0  ? "outbox table"
+           : strcmp(suffix, "_pause") == 0 ? "pause table"
+                                           : "key table";
+}
+
+/* "no key table T in schema S of database D", escaped for a terminal. */
+static void
+missing_table(struct buf *out, const struct ctl *c, const char *suffix,
+              const struct idem_place *at)
+{
+    struct buf table = BUF_INIT;
+    buf_printf(&table, "%s%s", c->cfg->idempotency.table, suffix);
+    buf_printf(out, "no %s ", table_noun(suffix));
+    ctl_escape(out, buf_str(&table), table.len, 0);
+    if (at->schema[0] != '\0') {
+        buf_puts(out, " in schema ");
+        ctl_escape(out, at->schema, strlen(at->schema), 0);
+        buf_puts(out, " of database ");
+        ctl_escape(out, at->database, strlen(at->database), 0);
+    } else {
+        buf_puts(out, " in database ");
+        ctl_escape(out, at->database, strlen(at->database), 0);
+        buf_puts(out, " (no schema of its search_path ");
+        ctl_escape(out, at->search_path, strlen(at->search_path), 0);
+        buf_puts(out, " exists)");
+    }
+    buf_free(&table);
+}
+
+/* Whether the table of suffix is there for cmd: 1, 0 (a missing table
+ * described in *missing), -1 after printing why it cannot be known. */
+static int
+table_there(struct ctl *c, struct idem_store *s, const char *cmd, const char *suffix,
+            struct buf *missing)
+{
+    struct idem_place at;
+    char err[1024];
+    int exists = idem_table_exists(s, suffix, &at, err, sizeof(err));
+    if (exists < 0) {
+        ctl_fail("%s: %s", cmd, err);
+    } else if (exists == 0) {
+        missing_table(missing, c, suffix, &at);
+    }
+    return exists;
+}
+
+struct idem_store *
+ctl_store_table(struct ctl *c, const char *cmd, const char *suffix)
+{
+    struct idem_store *s = ctl_store(c);
+    struct buf missing = BUF_INIT;
+    int there = s != NULL ? table_there(c, s, cmd, suffix, &missing) : -1;
+    if (there == 0) {
+        ctl_fail("%s: %s: twiced creates it when it first starts; if twiced has run, check "
+                 "idempotency.dsn (the database, and its search_path) and idempotency.table in %s",
+                 cmd, buf_str(&missing), c->cfg->file);
+    }
+    buf_free(&missing);
+    return there > 0 ? s : NULL;
+}
+
+struct idem_store *
+ctl_store_ahead(struct ctl *c, const char *cmd)
+{
+    struct idem_store *s = ctl_store(c);
+    struct buf missing = BUF_INIT;
+    int there = s != NULL ? table_there(c, s, cmd, "", &missing) : -1;
+    if (there == 0) {
+        fprintf(stderr,
+                "twicectl: %s: warning: %s: no twiced has run against this database yet; one "
+                "started with %s will honour this, but if twiced has run, it reads another "
+                "database (check idempotency.dsn and idempotency.table)\n",
+                cmd, buf_str(&missing), c->cfg->file);
+    }
+    buf_free(&missing);
+    return there >= 0 ? s : NULL;
+}
+
 const struct config_queue *
 ctl_queue(struct ctl *c, const char *name_or_url, int dlq)
 {

@@ -51,6 +51,17 @@ const struct config *ctl_config(struct ctl *c);
  * printing why. */
 struct sqs_client *ctl_sqs(struct ctl *c);
 struct idem_store *ctl_store(struct ctl *c);
+/* The store for subcommand cmd that reads one of twice's tables (suffix ""
+ * the keys, "_outbox" the outbox): NULL, after printing which table is
+ * missing, in which schema and database, and what to do, when it is not
+ * there (twiced never ran against it, or the configuration names another
+ * database), or after printing why the store cannot be opened. */
+struct idem_store *ctl_store_table(struct ctl *c, const char *cmd, const char *suffix);
+/* The store for subcommand cmd that writes what a twiced not started yet
+ * will read (pause, resume): a warning when the key table is missing, as
+ * that is a database no twiced has run against yet, or the wrong one. NULL
+ * after printing why the store cannot be used. */
+struct idem_store *ctl_store_ahead(struct ctl *c, const char *cmd);
 /* An S3 client (aws.s3_endpoint, the SQS region and credentials), or NULL
  * after printing why. */
 struct s3_client *ctl_s3(struct ctl *c);

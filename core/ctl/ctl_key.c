@@ -142,7 +142,7 @@ key_show(struct ctl *c, int argc, char **argv)
     if (rc >= 0) {
         return rc;
     }
-    struct idem_store *s = ctl_store(c);
+    struct idem_store *s = ctl_store_table(c, "key show", "");
     struct idem_record r;
     char err[1024];
     if (s == NULL) {
@@ -224,7 +224,7 @@ key_list(struct ctl *c, int argc, char **argv)
     if (argc != optind) {
         return ctl_usage_error("key list", "unexpected argument '%s'", argv[optind]);
     }
-    struct idem_store *s = ctl_store(c);
+    struct idem_store *s = ctl_store_table(c, "key list", "");
     struct idem_record *r = NULL;
     size_t n = 0;
     char err[1024];
@@ -279,7 +279,7 @@ key_forget(struct ctl *c, int argc, char **argv)
         buf_free(&b);
         return rc;
     }
-    struct idem_store *s = ctl_store(c);
+    struct idem_store *s = ctl_store_table(c, "key forget", "");
     struct idem_record r;
     char err[1024];
     if (s == NULL) {

@@ -133,7 +133,7 @@ outbox_list_cmd(struct ctl *c, int argc, char **argv)
     if (argc != optind) {
         return ctl_usage_error("outbox list", "unexpected argument '%s'", argv[optind]);
     }
-    struct idem_store *s = ctl_store(c);
+    struct idem_store *s = ctl_store_table(c, "outbox list", "_outbox");
     struct outbox_row *rows = NULL;
     size_t n = 0;
     char err[1024];
@@ -186,7 +186,7 @@ outbox_refused_cmd(struct ctl *c, const struct refused_cmd *cmd, int argc, char 
         }
         ids[i] = v;
     }
-    struct idem_store *s = ctl_store(c);
+    struct idem_store *s = ctl_store_table(c, cmd->name, "_outbox");
     long long *missing = calloc(n ? n : 1, sizeof(*missing));
     size_t nmissing = 0;
     long changed = 0;

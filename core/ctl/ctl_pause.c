@@ -68,12 +68,13 @@ ctl_parse_duration(const char *text)
     return total > 0 ? total : -1;
 }
 
-/* The store with its pause table, or NULL after printing why. */
+/* The store with its pause table, or NULL after printing why; warns when
+ * no twiced has run against the database (ctl_store_ahead). */
 static struct idem_store *
-pause_store(struct ctl *c)
+pause_store(struct ctl *c, const char *cmd)
 {
     char err[512];
-    struct idem_store *s = ctl_store(c);
+    struct idem_store *s = ctl_store_ahead(c, cmd);
     if (s != NULL && idem_pause_migrate(s, err, sizeof(err)) != 0) {
         ctl_fail("%s", err);
         return NULL;
@@ -139,7 +140,7 @@ ctl_pause(struct ctl *c, int argc, char **argv)
                                PAUSE_REASON_MAX - 1);
     }
     char err[512];
-    struct idem_store *s = pause_store(c);
+    struct idem_store *s = pause_store(c, "pause");
     if (s == NULL) {
         return CTL_FAIL;
     }
@@ -166,7 +167,7 @@ ctl_resume(struct ctl *c, int argc, char **argv)
         return rc;
     }
     char err[512];
-    struct idem_store *s = pause_store(c);
+    struct idem_store *s = pause_store(c, "resume");
     if (s == NULL) {
         return CTL_FAIL;
     }

@@ -240,7 +240,7 @@ sqlstate_hint(const char *state)
         return "";
     }
     if (strcmp(state, "42P01") == 0) {
-        return " (create the table: run the migration or apply etc/schema.sql)";
+        return " (twiced creates it when it starts; or apply etc/schema.sql)";
     }
     if (strcmp(state, "42501") == 0) {
         return " (grant the role SELECT, INSERT, UPDATE, DELETE on the table)";
@@ -530,6 +530,34 @@ idem_ping(struct idem_store *s, char *err, size_t errlen)
     }
     PQclear(res);
     return 0;
+}
+
+int
+idem_table_exists(struct idem_store *s, const char *suffix, struct idem_place *place, char *err,
+                  size_t errlen)
+{
+    char *name = idem_quote_table(s, suffix);
+    if (name == NULL) {
+        idem_set_err(err, errlen, "look for the table: out of memory");
+        return -1;
+    }
+    const char *params[] = {name};
+    PGresult *res = PQexecParams(s->conn,
+                                 "SELECT to_regclass($1) IS NOT NULL, current_database(),"
+                                 " coalesce(current_schema(), ''), current_setting('search_path')",
+                                 1, NULL, params, NULL, NULL, 0);
+    free(name);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        return idem_pg_fail(s, res, "look for the table", err, errlen);
+    }
+    int exists = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    if (place != NULL) {
+        snprintf(place->database, sizeof(place->database), "%s", PQgetvalue(res, 0, 1));
+        snprintf(place->schema, sizeof(place->schema), "%s", PQgetvalue(res, 0, 2));
+        snprintf(place->search_path, sizeof(place->search_path), "%s", PQgetvalue(res, 0, 3));
+    }
+    PQclear(res);
+    return exists;
 }
 
 /* PQreset reconnects with the parameters of the first connect; the server

@@ -81,6 +81,26 @@ int idem_connected(const struct idem_store *s);
 int idem_ping(struct idem_store *s, char *err, size_t errlen);
 int idem_reconnect(struct idem_store *s, char *err, size_t errlen);
 
+/* Where a connection looks for twice's tables: its database, the schema an
+ * unqualified name resolves to (its search_path's first existing schema;
+ * "" when none of them exists) and that search_path. */
+struct idem_place {
+    char database[128];
+    char schema[128];
+    char search_path[256];
+};
+
+/*
+ * Whether the key table (suffix "") or one twice keeps next to it
+ * ("_outbox", "_pause") is there for this connection, and where it looks
+ * (*place, may be NULL). A tool that only reads twice's tables asks first,
+ * so that a database where twiced never ran, or the wrong database or
+ * schema, is named instead of answered with "relation ... does not exist".
+ * 1 when it exists, 0 when it does not, -1 with err.
+ */
+int idem_table_exists(struct idem_store *s, const char *suffix, struct idem_place *place,
+                      char *err, size_t errlen);
+
 /* For a thread that keeps one connection: open *s on first use (it may stay
  * set after a failed open, for the next try), reconnect it when it dropped.
  * *fresh (may be NULL) is set when it had to (re)connect. 0, or -1 with err. */

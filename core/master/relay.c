@@ -3,7 +3,12 @@
  * connection that LISTENs for committed follow-ups, one SQS client. A cycle
  * is two statements whatever the number of rows (claim, then record what
  * SQS said) plus SendMessageBatch calls of up to ten messages; what could
- * not be sent is logged once per queue and reason. Not the outbox's SQL
+ * not be sent is logged once per queue and reason. A call that failed is
+ * refused for good only when its error does not pass (sqs_error_passes: the
+ * queue or the message is at fault); throttling, 5xx, credentials, clock
+ * skew and TLS keep the rows pending, tried again every RELAY_BACKOFF s. A
+ * message of a batch that SQS refused alone is refused for good when SQS
+ * says it is the sender's fault (its content). Not the outbox's SQL
  * (idem/outbox.c) nor the checks done at send() (plugin/send.c).
  */
 #include "relay.h"
@@ -361,7 +366,8 @@ send_chunk(struct relay *r, struct outbox_row **rows, size_t n, struct verdicts 
     for (size_t i = 0; i < n; i++) {
         if (rc != 0) {
             verdict(v, rows[i], 0,
-                    built && r->sqs != NULL && !err.retryable && !flag_is_up(&r->stop), what);
+                    built && r->sqs != NULL && !sqs_error_passes(&err) && !flag_is_up(&r->stop),
+                    what);
         } else {
             snprintf(what, sizeof(what), "%s: %s", res[i].code, res[i].message);
             verdict(v, rows[i], res[i].ok, res[i].sender_fault, what);

@@ -42,6 +42,18 @@ ratelimit_take(struct shm_limit *l)
 }
 
 int
+ratelimit_has(const struct shm_limit *l)
+{
+    return __atomic_load_n(&l->tokens, __ATOMIC_ACQUIRE) > 0;
+}
+
+void
+ratelimit_give(struct shm_limit *l)
+{
+    __atomic_add_fetch(&l->tokens, 1, __ATOMIC_ACQ_REL);
+}
+
+int
 ratelimit_lease_begin(struct shm_limit *l, long long now)
 {
     if (now < __atomic_load_n(&l->next_lease, __ATOMIC_ACQUIRE)) {

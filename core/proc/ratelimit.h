@@ -18,6 +18,11 @@ struct shm_limit *ratelimit_bucket(const char *name);
 
 /* Take one token: 1 when taken, 0 when the bucket is empty. */
 int ratelimit_take(struct shm_limit *l);
+/* Whether the bucket holds a token now (a look: another may take it first). */
+int ratelimit_has(const struct shm_limit *l);
+/* Put back a token just taken for a job that does not start after all
+ * (another of its limits was empty): it is the next taker's, never lost. */
+void ratelimit_give(struct shm_limit *l);
 
 /* Whether the caller is to fetch a chunk now (now: monotonic ms): 1 for one
  * caller on the machine at a time, and not before the bucket's next_lease. A

@@ -169,6 +169,30 @@ sqs_error_is(const struct sqs_error *e, const char *const *codes)
     return sqs_code_in(e->code, codes) || sqs_code_in(e->query_code, codes);
 }
 
+/* The sender's credentials and clock, not the request: what a refresh of
+ * the credentials, a fix of their source or of the clock ends. */
+static const char *const sender_codes[] = {
+    "ExpiredToken",
+    "ExpiredTokenException",
+    "InvalidClientTokenId",
+    "UnrecognizedClientException",
+    "MissingAuthenticationToken",
+    "MissingAuthenticationTokenException",
+    "InvalidSignatureException",
+    "SignatureDoesNotMatch",
+    "RequestExpired",
+    "RequestTimeTooSkewed",
+    NULL,
+};
+
+int
+sqs_error_passes(const struct sqs_error *e)
+{
+    return e->retryable || sqs_error_is(e, sender_codes) ||
+           (e->transport && strncmp(e->code, "TLS", 3) == 0) ||
+           strcmp(e->code, "OutOfMemory") == 0;
+}
+
 /* A hint for the errors operators meet, into out (empty when none). */
 static void
 sqs_error_hint(const struct sqs_error *e, const char *action, char *out, size_t len)
@@ -191,8 +215,10 @@ sqs_error_hint(const struct sqs_error *e, const char *action, char *out, size_t 
                                       NULL};
     static const char *const overlimit[] = {"OverLimit", NULL};
     static const char *const md5[] = {"BodyMD5Mismatch", "AttributesMD5Mismatch", NULL};
-    int expired =
-        strstr(e->message, "Signature expired") != NULL || strcmp(e->code, "RequestExpired") == 0;
+    static const char *const skew[] = {"RequestExpired", "RequestTimeTooSkewed", NULL};
+    static const char *const token[] = {"ExpiredToken", "ExpiredTokenException", NULL};
+    int expired = strstr(e->message, "Signature expired") != NULL ||
+                  strstr(e->message, "Signature not yet current") != NULL || sqs_error_is(e, skew);
     out[0] = '\0';
     if (e->throttled) {
         snprintf(out, len, "the queue is being throttled; twice backs off");
@@ -202,6 +228,9 @@ sqs_error_hint(const struct sqs_error *e, const char *action, char *out, size_t 
         snprintf(out, len, "check the queue url and region");
     } else if (sqs_error_is(e, creds)) {
         snprintf(out, len, "check the AWS credentials");
+    } else if (sqs_error_is(e, token)) {
+        snprintf(out, len,
+                 "the AWS credentials expired: twicectl whoami says where they come from");
     } else if (expired) {
         snprintf(out, len, "clock skew: check the system clock");
     } else if (strcmp(e->code, "SignatureDoesNotMatch") == 0) {

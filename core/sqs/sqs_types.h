@@ -29,6 +29,21 @@ struct sqs_error {
  */
 void sqs_error_describe(const struct sqs_error *e, const char *action, char *out, size_t len);
 
+/*
+ * Whether a request that failed with e could succeed later as it is: 1 for
+ * what is no fault of the request and passes with time or a fix on the
+ * sender's side: what is retryable (throttling, SQS's 5xx, an unreachable
+ * endpoint), the sender's credentials (expired, unknown, not valid yet:
+ * ExpiredToken, InvalidClientTokenId, UnrecognizedClientException, ...),
+ * its clock (a signature expired or not yet current, RequestTimeTooSkewed,
+ * RequestExpired), a TLS certificate that does not verify, running out of
+ * memory. 0 for what the request or its target is refused for until someone
+ * changes them: a queue that does not exist, access denied to it, its KMS
+ * key, a message SQS will not take (InvalidMessageContents, too long, an
+ * attribute), a malformed URL. Pure.
+ */
+int sqs_error_passes(const struct sqs_error *e);
+
 /* A message attribute (String, Number or Binary, and custom subtypes such
  * as "Number.float"). Received ones point into their batch's memory;
  * attributes to send point wherever their sender keeps them. */

@@ -147,33 +147,81 @@ lease(struct worker *w, struct throttle *t, long long now)
     ratelimit_lease_end(t->bucket, granted, next);
 }
 
-/* Wait for one token of t; -1 when draining first. */
+/* One step of waiting for t, whose bucket was empty: lease a chunk when this
+ * caller may, else nap until a lease is worth asking for (at most
+ * THROTTLE_NAP_MS). 1 when it napped. */
 static int
-take(struct worker *w, struct throttle *t)
+wait_step(struct worker *w, struct throttle *t)
 {
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = 0, waited = 0;
-    while (!ratelimit_take(t->bucket)) {
+    long long now = (long long) clock_mono_ms();
+    if (ratelimit_lease_begin(t->bucket, now)) {
+        lease(w, t, now);
+        return 0;
+    }
+    long long next = ratelimit_next_lease(t->bucket);
+    long long ms = next > now ? next - now : 1;
+    ms = ms > THROTTLE_NAP_MS ? THROTTLE_NAP_MS : ms;
+    struct timespec nap = {0, (long) ms * 1000000L};
+    nanosleep(&nap, NULL);
+    return 1;
+}
+
+/* Take one token of each of lim[0..n) or none: 1 when all were taken, 0
+ * when one was empty (those taken before it are given back at once). */
+static int
+take_each(struct throttle *const *lim, size_t n)
+{
+    size_t got = 0;
+    while (got < n && ratelimit_take(lim[got]->bucket)) {
+        got++;
+    }
+    if (got == n) {
+        return 1;
+    }
+    while (got > 0) {
+        ratelimit_give(lim[--got]->bucket);
+    }
+    return 0;
+}
+
+/*
+ * Wait until one token of each of lim[0..n) (n <= 2, the scarcer first) can
+ * be taken, and take them together. A job holds no token while it waits for
+ * another: a token taken and then held would be spent before its job starts,
+ * so the job would start later than its limit allowed (a queue's jobs would
+ * start at its own rate plus what its plugin let through late) or, drained
+ * meanwhile, never. While a limit is empty the job waits on that one,
+ * taking nothing; a token taken when the other was emptied meanwhile is put
+ * back. The time waited on each goes to its twice_rate_limited_seconds_total.
+ * 0, or -1 when draining first.
+ */
+static int
+take_all(struct worker *w, struct throttle *const *lim, size_t n)
+{
+    double waited[2] = {0, 0};
+    int napped[2] = {0, 0}, rc = 0;
+    while (!take_each(lim, n)) {
+        size_t empty = 0;
+        while (empty + 1 < n && ratelimit_has(lim[empty]->bucket)) {
+            empty++;
+        }
+        if (ratelimit_has(lim[empty]->bucket)) {
+            continue; /* refilled meanwhile: try again */
+        }
         if (flag_is_up(&w->draining)) {
             rc = -1;
             break;
         }
-        long long now = (long long) clock_mono_ms();
-        if (ratelimit_lease_begin(t->bucket, now)) {
-            lease(w, t, now);
-            continue;
-        }
-        long long next = ratelimit_next_lease(t->bucket);
-        long long ms = next > now ? next - now : 1;
-        ms = ms > THROTTLE_NAP_MS ? THROTTLE_NAP_MS : ms;
-        struct timespec nap = {0, (long) ms * 1000000L};
-        nanosleep(&nap, NULL);
-        waited = 1;
-    }
-    if (waited) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        napped[empty] |= wait_step(w, lim[empty]);
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        metrics_count_seconds(MET_RATE_LIMITED, t->name, job_elapsed(&t0, &t1));
+        waited[empty] += job_elapsed(&t0, &t1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (napped[i]) {
+            metrics_count_seconds(MET_RATE_LIMITED, lim[i]->name, waited[i]);
+        }
     }
     return rc;
 }
@@ -189,11 +237,17 @@ throttle_wait(struct twice_job *j)
     }
     struct throttle *ql = &ts->queue[q - w->queues];
     struct throttle *pl = j->plugin != NULL ? &ts->plugin[j->plugin->index] : NULL;
-    if (ql->per_second > 0 && take(w, ql) != 0) {
-        return -1;
+    struct throttle *lim[2];
+    size_t n = 0;
+    if (pl != NULL && pl->per_second > 0) {
+        lim[n++] = pl;
     }
-    if (pl != NULL && pl->per_second > 0 && take(w, pl) != 0) {
-        return -1;
+    if (ql->per_second > 0) {
+        lim[n++] = ql;
     }
-    return 0;
+    if (n == 2 && lim[1]->per_second < lim[0]->per_second) {
+        lim[0] = ql; /* the scarcer first */
+        lim[1] = pl;
+    }
+    return n > 0 ? take_all(w, lim, n) : 0;
 }

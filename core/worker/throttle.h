@@ -21,9 +21,11 @@ int throttle_setup(struct worker *w, char *err, size_t errlen);
 /* Free them (the process's clean exit). */
 void throttle_free(struct worker *w);
 
-/* Handler thread: wait until j may start (a token of its queue's limit, then of
- * its plugin's); the time waited goes to twice_rate_limited_seconds_total.
- * 0 when it may start, -1 when the worker started draining first. */
+/* Handler thread: wait until j may start: a token of its queue's limit and
+ * one of its plugin's, taken together once both are there (it holds neither
+ * while it waits for the other: throttle.c says why); the time waited goes to
+ * twice_rate_limited_seconds_total. 0 when it may start, -1 when the worker
+ * started draining first. */
 int throttle_wait(struct twice_job *j);
 
 #endif

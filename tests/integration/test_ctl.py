@@ -565,11 +565,59 @@ class Ctl(twicetest.TwiceTestCase):
         self.ctl(d, "key", "show", "effect:r1", code=1)
         self.assertEqual(d.stop(), 0)
 
+    def test_commands_on_a_database_twiced_never_ran_against_say_what_is_missing(self):
+        # Before twiced's first start (or with a DSN naming another database or
+        # search_path) the tables twicectl reads are not there: each command names the
+        # table, the schema and database it looked in, and what to do; never libpq's
+        # "relation ... does not exist".
+        url, dlq, dsn, d = self.setup("fresh")
+        db = dsn.rsplit("/", 1)[1]
+        todo = ("twiced creates it when it first starts; if twiced has run, check "
+                "idempotency.dsn (the database, and its search_path) and idempotency.table "
+                "in %s" % d.config_path)
+        for table, commands in (
+                ("outbox table twice_idempotency_outbox",
+                 [("outbox", "list"), ("outbox", "retry", "--all"), ("outbox", "delete", "7")]),
+                ("key table twice_idempotency",
+                 [("key", "show", "k"), ("key", "list"), ("key", "forget", "k", "--yes")])):
+            for args in commands:
+                r = self.ctl(d, *args, code=1)
+                self.assertEqual(r.stderr, "twicectl: %s %s: no %s in schema public of "
+                                 "database %s: %s\n" % (args[0], args[1], table, db, todo))
+        # A pause before the first start is recorded, with a word that no twiced has
+        # run against this database yet (or that it is the wrong one).
+        r = self.ctl(d, "pause", "fresh")
+        self.assertIn("twicectl: pause: warning: no key table twice_idempotency in schema "
+                      "public of database %s: no twiced has run against this database yet"
+                      % db, r.stderr)
+        self.ctl(d, "resume", "fresh")
+        # A search_path none of whose schemas exists.
+        self.pg.query(dsn, "CREATE SCHEMA ops")
+        for path, where in (("nosuch", "in database %s (no schema of its search_path nosuch "
+                                       "exists)" % db),
+                            ("ops", "in schema ops of database %s" % db)):
+            conf = tc.config(self.env, dsn + "?options=-csearch_path%%3D%s" % path,
+                             [tc.queue("fresh", url, dlq, EFFECT_TX)],
+                             [tc.plugin(EFFECT_TX, tc.test_plugin(self.env, "effect_tx"))])
+            other = self.twiced(conf)
+            r = self.ctl(other, "outbox", "list", code=1)
+            self.assertIn("outbox list: no outbox table twice_idempotency_outbox %s: "
+                          % where, r.stderr)
+        # Once twiced has run, the same commands answer.
+        d.start()
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.assertEqual(self.ctl(d, "outbox", "list", "--json").stdout.strip(), "[]")
+        self.assertEqual(self.ctl(d, "key", "list", "--json").stdout.strip(), "[]")
+        r = self.ctl(d, "pause", "fresh")
+        self.assertNotIn("warning", r.stderr)
+        self.ctl(d, "resume", "fresh")
+        self.assertEqual(d.stop(), 0)
+
     def test_key_errors_name_forget_and_escape_the_key_and_owner(self):
         url, dlq, dsn, d = self.setup("keyesc")
         # No idempotency table yet: the error names the command that was run.
         r = self.ctl(d, "key", "forget", "x", "--yes", code=1)
-        self.assertIn("forget key (table twice_idempotency)", r.stderr)
+        self.assertIn("key forget: no key table twice_idempotency", r.stderr)
         self.assertNotIn("show key", r.stderr)
         with open(os.path.join(self.env.source_dir, "etc", "schema.sql")) as f:
             self.pg.query(dsn, f.read())

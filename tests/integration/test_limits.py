@@ -123,6 +123,55 @@ class RateLimit(twicetest.TwiceTestCase):
         self.assertNotRegex(log, r"taking over|duplicate|live lease|lease lost")
         self.assertEqual(d.stop(), 0)
 
+    def test_a_job_under_a_queue_and_a_plugin_limit_holds_neither_token_while_waiting(self):
+        # A queue limited to 5/s routes "slow" messages to a plugin limited to 2/s and
+        # "fast" ones to a plugin without a limit. The slow jobs wait for their plugin;
+        # a job that took its queue token and then waited would start later on a token
+        # spent earlier, so the queue's jobs would start at the fast ones' 5/s plus the
+        # slow ones' 2/s once fast messages arrive. A job takes both tokens together:
+        # the queue's starts stay within 5/s (plus its burst and one leased chunk), the
+        # slow plugin's within 2/s, and all of them run once.
+        url, dlq = self.queue_pair("rl2")
+        dsn = self.new_database("rl2")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        path = tc.test_plugin(self.env, "effect_tx")
+        plugins = [with_rate_limit(tc.plugin("slow", path), 2, 1), tc.plugin("fast", path)]
+        queue = with_rate_limit(tc.queue("rl2", url, dlq, routes=[("slow", "slow"),
+                                                                   ("fast", "fast")],
+                                         route_by="type", concurrency=40,
+                                         visibility_timeout=30), 5, 1)
+        d = self.start_twiced(tc.config(self.env, dsn, [queue], plugins))
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+
+        def send(kind, n):
+            entries = [{"body": json.dumps({"id": "%s%d" % (kind, i), "type": kind})}
+                       for i in range(n)]
+            for i in range(0, n, 10):
+                self.sqs.send_batch(url, entries[i:i + 10])
+
+        # The slow jobs alone first, long enough for a dozen of them to wait (for their
+        # plugin, or for both limits), then the fast ones.
+        send("slow", 24)
+        twicetest.wait_until(lambda: self.sqs.counts(url)[0] == 0, timeout=10,
+                             message="the slow messages received")
+        time.sleep(4)
+        send("fast", 40)
+        twicetest.wait_until(lambda: self.pg.query(dsn, "SELECT count(*) FROM effects")[0][0]
+                             >= 64, timeout=40, message="every job ran")
+        rows = self.pg.query(dsn, "SELECT key, extract(epoch FROM at)::float8 FROM effects")
+        self.assertEqual(len(rows), 64, "each once")
+        self.assertEqual(len({k for k, _ in rows}), 64)
+        everything = [t for _, t in rows]
+        slow = [t for k, t in rows if "slow" in k]
+        # In any 4 s: the rate's worth (10 % for the clocks), the burst and one chunk a
+        # host may hold; a job holding its queue token while it waited made it about 28.
+        most = busiest_window(everything, 4.0)
+        self.assertLessEqual(most, 4 * 5 * 1.1 + 1 + 1, "the queue's busiest 4 s: %d" % most)
+        most = busiest_window(slow, 4.0)
+        self.assertLessEqual(most, 4 * 2 * 1.1 + 1 + 1, "the slow plugin's busiest 4 s: %d"
+                             % most)
+        self.assertEqual(d.stop(), 0)
+
     def test_bad_rate_limits_are_refused_with_their_line(self):
         # A rate of 0 or below, a burst of 0, a rate written as text, a group without
         # its rate: FILE:LINE: what is wrong, and twiced -t exits 1.

@@ -7,7 +7,8 @@ message are counted with pg_stat_statements; batches are packed by the size SQS 
 attributes included; a slow SQS does not let another host's relay send again what one
 relay claimed; bad input is refused at the call; a queue SQS refuses keeps its
 messages (counted, alerted, listed and retried by twicectl), and a queue refusing or
-failing is logged once per reason, not once per message or retry."""
+failing is logged once per reason, not once per message or retry; errors of the
+sender's credentials or clock keep messages pending and each is sent once after."""
 
 import hashlib
 import json
@@ -444,6 +445,54 @@ class Outbox(twicetest.TwiceTestCase):
         d.wait_log(r"outbox relay: queue %s takes messages again" % re.escape(sink), timeout=5)
         self.assertEqual(len(re.findall(r"not sent for now", d.log_text())), 1)
         twicetest.wait_until(lambda: self.outbox_rows() == [], timeout=10)
+        d.stop()
+
+    def test_credential_and_clock_errors_keep_messages_pending_and_send_each_once(self):
+        # SQS refuses SendMessageBatch for reasons that are the sender's and pass with
+        # time, not the message's: credentials expired or not known (yet), a signature
+        # SQS takes for clock skew. Each message stays pending (never refused for good),
+        # each reason is logged once, and once SQS takes messages again each is sent,
+        # once.
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+        src, src_dlq, sink, queues, plugins = self.sender_queues()
+        d = self.start(tc.config(self.env, self.dsn, queues, plugins, metrics_port=self.port,
+                                 endpoint=proxy.endpoint))
+        causes = [
+            (400, "ExpiredToken", "The security token included in the request is expired",
+             "ExpiredToken;Sender"),
+            (400, "InvalidSignatureException", "Signature expired: 20261205T060000Z is now "
+             "earlier than 20261205T061000Z (20261205T061500Z - 5 min.)", None),
+            (403, "SignatureDoesNotMatch", "Signature not yet current: 20261205T063000Z is "
+             "still later than 20261205T062000Z (20261205T061500Z + 5 min.)",
+             "SignatureDoesNotMatch;Sender"),
+            (403, "RequestTimeTooSkewed", "The difference between the request time and the "
+             "current time is too large.", None),
+            (403, "InvalidClientTokenId", "The security token included in the request is "
+             "invalid.", "InvalidClientTokenId;Sender"),
+        ]
+        for i, (status, code, message, query) in enumerate(causes):
+            proxy.answer(status, code, message, query_code=query, only="SendMessageBatch")
+            self.sqs.send(src, json.dumps({"id": "c%d" % i, "to": sink, "n": 1}))
+            twicetest.wait_until(lambda: any(
+                r[0] == "send:c%d" % i and (r[3] or "").startswith("SendMessageBatch: " + code)
+                for r in self.outbox_rows()), timeout=20, message="c%d tried: %s" % (i, code))
+            self.assertEqual([r[2] for r in self.outbox_rows()], ["pending"] * (i + 1),
+                             "%s keeps the messages pending: %s" % (code, self.outbox_rows()))
+        log = d.log_text()
+        self.assertNotIn("refused for good", log)
+        for _, code, _, _ in causes:
+            self.assertEqual(len(re.findall(r"outbox relay: .*not sent for now.*: "
+                                            r"SendMessageBatch: %s" % code, log)), 1, code)
+        proxy.passthrough()
+        want = ["send:c%d#0" % i for i in range(len(causes))]
+        got = self.receive_all(sink, len(causes), timeout=15)
+        self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got), want)
+        twicetest.wait_until(lambda: self.outbox_rows() == [], timeout=10)
+        self.assertEqual(self.receive_all(sink, 1, timeout=2), [], "each sent once")
+        samples = tc.scrape(self.port)
+        self.assertEqual(tc.metric_sum(samples, "twice_outbox_refused_total"), 0)
+        self.assertEqual(tc.metric_sum(samples, "twice_outbox_sent_total"), len(causes))
         d.stop()
 
     def test_refused_messages_can_be_dropped_and_pending_ones_cannot(self):

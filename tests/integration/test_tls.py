@@ -1,7 +1,8 @@
 """TLS to the SQS endpoint is always verified. A local HTTPS proxy in
 front of the SQS emulator, with a self-signed certificate made by `openssl req` here,
 is refused by twiced (certificate verify failed) until aws.ca_file names that
-certificate; then jobs run through it. And no switch to turn verification off exists:
+certificate; then jobs run through it. A certificate that does not verify keeps the
+outbox's follow-up messages pending, sent once it does again. And no switch to turn verification off exists:
 the source tree never sets CURLOPT_SSL_VERIFYPEER/VERIFYHOST to anything but on, and
 `insecure_skip_verify` is neither code nor a setting. Not for SMTP or webhook TLS
 (the alert tests own those sinks).
@@ -74,12 +75,17 @@ class TlsProxy:
 
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(cert, key)
+        self.ctx = ctx  # present() changes the certificate of later handshakes
         self.server = Server(("127.0.0.1", 0), Handler)
         self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True,
                                              do_handshake_on_connect=False)
         self.url = "https://127.0.0.1:%d" % self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+
+    def present(self, cert, key):
+        """Present this certificate from the next handshake on."""
+        self.ctx.load_cert_chain(cert, key)
 
     def close(self):
         self.server.shutdown()
@@ -154,6 +160,38 @@ class Tls(twicetest.TwiceTestCase):
                    r"https://127\.0\.0\.1:\d+: "
                    r"(SSL certificate problem|.*certificate verify failed)",
                    timeout=30)
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_follow_up_waits_out_a_certificate_that_does_not_verify(self):
+        # The endpoint presents a certificate aws.ca_file does not trust (a renewal gone
+        # wrong): no fault of the follow-up messages waiting in the outbox, so the relay
+        # keeps them pending rather than refused for good, and sends each once when the
+        # endpoint presents a trusted certificate again.
+        sink, _ = self.queue_pair("tlssink")
+        other_cert, other_key = make_certificate(tempfile.mkdtemp(prefix="other-", dir=self.dir))
+        self.proxy.present(other_cert, other_key)
+        d = self.start_twiced(self.config(ca_file=self.cert))
+        twicetest.wait_until(lambda: self.pg.query(
+            self.dsn, "SELECT to_regclass('twice_idempotency_outbox') IS NOT NULL")[0][0],
+            timeout=20, message="the relay made its table")
+        self.pg.query(self.dsn, "INSERT INTO twice_idempotency_outbox (source_key, idx, "
+                      "source_queue, plugin, queue, queue_url, body) VALUES ('effect:src', 0, "
+                      "'tls', %s, 'tlssink', %s, 'follow-up')", (PLUGIN, sink))
+        self.pg.query(self.dsn, "SELECT pg_notify('twice_outbox', '')")
+
+        def rows():
+            return self.pg.query(self.dsn, "SELECT state, error FROM twice_idempotency_outbox")
+
+        twicetest.wait_until(lambda: "TLSVerifyFailed" in (rows()[0][1] or ""), timeout=30,
+                             message="the relay tried: %s" % rows())
+        self.assertEqual(rows()[0][0], "pending", rows())
+        self.assertEqual(self.sqs.counts(sink)[0], 0)
+        self.proxy.present(self.cert, os.path.join(self.dir, "key.pem"))
+        twicetest.wait_until(lambda: rows() == [], timeout=20, message="sent: %s" % rows())
+        got = self.sqs.receive(sink, max=10, wait=2)
+        self.assertEqual([m["Body"] for m in got], ["follow-up"])
+        self.assertEqual(self.sqs.receive(sink, max=10, wait=1), [], "sent once")
+        self.assertNotIn("refused for good", d.log_text())
         self.assertEqual(d.stop(), 0)
 
 

@@ -152,6 +152,71 @@ test_describe_hints(void)
     CHECK_STR(small, "SendMessage");
 }
 
+/* What passes with time (the relay keeps a follow-up pending) and what is the
+ * request's or its queue's (kept as refused). */
+static void
+test_passes(void)
+{
+    static const char *const passes[] = {
+        "{\"__type\":\"com.amazon.coral.service#ExpiredTokenException\"}",
+        "{\"__type\":\"#ExpiredToken\"}",
+        "{\"__type\":\"#InvalidClientTokenId\"}",
+        "{\"__type\":\"#UnrecognizedClientException\"}",
+        "{\"__type\":\"#MissingAuthenticationToken\"}",
+        "{\"__type\":\"#InvalidSignatureException\",\"message\":\"Signature expired\"}",
+        "{\"__type\":\"#SignatureDoesNotMatch\"}",
+        "{\"__type\":\"#RequestExpired\"}",
+        "{\"__type\":\"#RequestTimeTooSkewed\"}",
+        "{\"__type\":\"#ThrottlingException\"}",
+        "{\"__type\":\"#InternalError\"}",
+    };
+    static const char *const refused[] = {
+        "{\"__type\":\"com.amazonaws.sqs#QueueDoesNotExist\"}",
+        "{\"__type\":\"#AccessDeniedException\"}",
+        "{\"__type\":\"#InvalidMessageContents\"}",
+        "{\"__type\":\"#InvalidParameterValue\"}",
+        "{\"__type\":\"#BatchRequestTooLong\"}",
+        "{\"__type\":\"#KmsAccessDenied\"}",
+        "{\"__type\":\"#IncompleteSignature\"}",
+    };
+    struct sqs_error e;
+    char text[1024];
+    for (size_t i = 0; i < sizeof(passes) / sizeof(passes[0]); i++) {
+        parse_err(i < 9 ? 403 : 400, passes[i], NULL, &e);
+        CHECK_INT(sqs_error_passes(&e), 1);
+    }
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        parse_err(400, refused[i], NULL, &e);
+        CHECK_INT(sqs_error_passes(&e), 0);
+    }
+    /* the query protocol's code alone */
+    parse_err(403, "{}", "ExpiredToken;Sender", &e);
+    CHECK_INT(sqs_error_passes(&e), 1);
+    parse_err(400, "{}", "AWS.SimpleQueueService.NonExistentQueue;Sender", &e);
+    CHECK_INT(sqs_error_passes(&e), 0);
+    sqs_error_transport(&e, "TLSVerifyFailed", "certificate has expired", 0);
+    CHECK_INT(sqs_error_passes(&e), 1);
+    sqs_error_transport(&e, "CouldNotConnect", "refused", 1);
+    CHECK_INT(sqs_error_passes(&e), 1);
+    sqs_error_transport(&e, "BadURL", "no scheme", 0);
+    CHECK_INT(sqs_error_passes(&e), 0);
+    sqs_error_set(&e, "OutOfMemory", 0, "out of memory while signing");
+    CHECK_INT(sqs_error_passes(&e), 1);
+    parse_err(400, "{\"__type\":\"#ExpiredToken\",\"message\":\"expired\"}", NULL, &e);
+    sqs_error_describe(&e, "SendMessageBatch", text, sizeof text);
+    CHECK_STR(text, "SendMessageBatch: ExpiredToken: expired (the AWS credentials expired: "
+                    "twicectl whoami says where they come from)");
+    parse_err(403,
+              "{\"__type\":\"#InvalidSignatureException\",\"message\":\"Signature not yet "
+              "current: 20261205T063000Z is still later than 20261205T062000Z\"}",
+              NULL, &e);
+    sqs_error_describe(&e, "SendMessageBatch", text, sizeof text);
+    CHECK_CONTAINS(text, "(clock skew: check the system clock)");
+    parse_err(403, "{\"__type\":\"#RequestTimeTooSkewed\"}", NULL, &e);
+    sqs_error_describe(&e, "SendMessageBatch", text, sizeof text);
+    CHECK_CONTAINS(text, "(clock skew: check the system clock)");
+}
+
 static void
 test_retry_delay(void)
 {
@@ -633,6 +698,7 @@ main(void)
     test_throttling();
     test_transient();
     test_describe_hints();
+    test_passes();
     test_retry_delay();
     test_receive();
     test_receive_empty();
