@@ -147,9 +147,14 @@ static const struct {
     [MET_QUEUE_OLDEST_AGE] = {"twice_queue_oldest_age_seconds",
                               GAUGE,
                               {"queue"},
-                              "Age of the oldest message received in the last "
-                              "queue_stats_interval."},
+                              "Age of the oldest message waiting, for autoscaling: the oldest "
+                              "received in the last queue_stats_interval; when none was, 0 if "
+                              "the queue is known empty (a long poll came back empty, or SQS "
+                              "counts no visible message), else the last value grown by the "
+                              "time since (messages wait unreceived: handler slots busy, the "
+                              "queue paused or its breaker open)."},
     [MET_AGE_WINDOW] = {"twice_internal_age_window", INTERNAL, {"queue"}, ""},
+    [MET_EMPTY_WINDOW] = {"twice_internal_empty_window", INTERNAL, {"queue"}, ""},
     [MET_OUTBOX_PENDING] = {"twice_outbox_pending",
                             GAUGE,
                             {NULL},

@@ -37,8 +37,9 @@ enum metric {
     MET_SPANS_DROPPED,       /* counter: reason buffer_full|export_failed|rejected|shutdown */
     MET_QUEUE_MESSAGES,      /* gauge (master): queue, state visible|in_flight|delayed */
     MET_MESSAGE_AGE,         /* histogram: queue; now - SentTimestamp at receive */
-    MET_QUEUE_OLDEST_AGE,    /* gauge (master): queue; largest age seen in the last interval */
+    MET_QUEUE_OLDEST_AGE,    /* gauge (master): queue; oldest waiting, as qstats.h estimates it */
     MET_AGE_WINDOW,          /* not rendered: queue; largest age since the master last took it */
+    MET_EMPTY_WINDOW,        /* not rendered: queue; 1 when a long poll came back empty since */
     MET_OUTBOX_PENDING,      /* gauge (master): outbox rows waiting to be sent */
     MET_OUTBOX_OLDEST,       /* gauge (master): age of the oldest pending row, seconds */
     MET_OUTBOX_REFUSED_ROWS, /* gauge (master): rows SQS refused for good, kept */

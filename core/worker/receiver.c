@@ -569,6 +569,9 @@ receive_once(struct receiver *r)
         r->recv_error[0] = '\0';
     }
     mark_healthy(r);
+    if (got == 0 && q->cfg->wait_time > 0 && !q->cfg->fifo) {
+        msgage_empty(q->cfg->name);
+    }
     struct twice_job *jobs[GATHER_MAX];
     size_t nj = 0;
     make_jobs(r, msgs, got, jobs, &nj);
