@@ -183,7 +183,9 @@ static const struct {
     [MET_QUEUE_PAUSED] = {"twice_queue_paused",
                           GAUGE,
                           {"queue", "reason"},
-                          "1 while the queue is paused (reason: the operator's, or breaker)."},
+                          "1 while the queue is paused (reason: the operator's, or breaker); "
+                          "reason \"\" at 0 while it runs. One series per queue: the current "
+                          "state only."},
 };
 
 void
@@ -288,6 +290,16 @@ find_series(int m, int proc, const char *l1, const char *l2, const char *l3, int
             st = shm_slot_state(&s->state);
         }
         if (st == 2 && same_series(s, m, proc, l)) {
+            return s;
+        }
+        if (st == SHM_SLOT_DROPPED && same_series(s, m, proc, l)) {
+            /* metrics_gauge_only dropped it: absent when read, back when set. */
+            if (!create) {
+                return NULL;
+            }
+            int expected = SHM_SLOT_DROPPED;
+            __atomic_compare_exchange_n(&s->state, &expected, 2, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE);
             return s;
         }
     }
@@ -467,6 +479,27 @@ metrics_forget_proc(int proc_slot)
         int slot = ready_slot(r, k);
         if (slot >= 0 && r->series[slot].proc == proc_slot) {
             __atomic_store_n(&r->series[slot].value, double_to_bits(0), __ATOMIC_RELAXED);
+        }
+    }
+}
+
+void
+metrics_gauge_only(enum metric m, const char *l1, const char *l2, double v)
+{
+    metrics_gauge_set(m, l1, l2, v);
+    struct shm_region *r = shm_region();
+    if (r == NULL) {
+        return;
+    }
+    const char *keep[3] = {l1, l2, NULL};
+    for (int k = 0, n = listed(r); k < n; k++) {
+        int slot = ready_slot(r, k);
+        struct shm_series *s = slot >= 0 ? &r->series[slot] : NULL;
+        if (s != NULL && s->metric == (int) m && s->proc == -1 &&
+            label_is(s->labels[0], l1 != NULL ? l1 : "") && !same_series(s, m, -1, keep)) {
+            int expected = 2;
+            __atomic_compare_exchange_n(&s->state, &expected, SHM_SLOT_DROPPED, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
         }
     }
 }

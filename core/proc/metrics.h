@@ -69,6 +69,12 @@ void metrics_observe(enum metric m, const char *l1, const char *l2, double secon
 /* The same for values[0..n) at once: a batch costs one update per bucket touched. */
 void metrics_observe_many(enum metric m, const char *l1, const char *l2, const double *values,
                           size_t n);
+/* Set the gauge (l1, l2) to v and drop every other series of m with that
+ * l1 from the exposition: a gauge that shows one state per l1 (a queue's
+ * pause reason), not every state it ever had. A dropped series is back
+ * when set again, and keeps its slot (the region frees none): for labels
+ * of few values. Only for the single writer of m's series. */
+void metrics_gauge_only(enum metric m, const char *l1, const char *l2, double v);
 /* Raise a gauge to v if it is below (any process; atomic). */
 void metrics_gauge_max(enum metric m, const char *l1, const char *l2, double v);
 /* A gauge's value, setting it to 0 in the same atomic step (0 when absent):

@@ -449,6 +449,56 @@ class Exposition(twicetest.TwiceTestCase):
         self.assertEqual(d.stop(), 0)
 
 
+    def paused_series(self, port):
+        """Every twice_queue_paused sample of the strictly read body, as sorted
+        (queue, reason, value)."""
+        samples, _ = self.scrape_strict(port)
+        return sorted((dict(k[1])["queue"], dict(k[1])["reason"], v)
+                      for k, v in samples.items() if k[0] == "twice_queue_paused")
+
+    def ctl(self, d, *args):
+        r = subprocess.run([self.env.binary("twicectl"), "-c", d.config_path, *args],
+                           capture_output=True, text=True, env=d.process_env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_the_paused_gauge_shows_only_the_current_pause(self):
+        """One series per queue, whatever pauses came before: the current reason at 1
+        while paused, reason "" at 0 while not. A reason once shown does not stay in
+        the exposition (at 0, or at 1 after a reload) once the pause ends or changes."""
+        url, dlq, dsn, port, d = self.start("pausegauge")
+
+        def shows(*want):
+            want, seen = sorted(want), []
+
+            def now():
+                seen[:] = self.paused_series(port)
+                return seen == want
+
+            try:
+                twicetest.wait_until(now, timeout=10)
+            except AssertionError:
+                self.fail("twice_queue_paused: %r, not %r" % (seen, want))
+
+        shows(("jobs", "", 0))
+        self.ctl(d, "pause", "jobs", "--reason", "first reason")
+        shows(("jobs", "first reason", 1))
+        self.ctl(d, "resume", "jobs")
+        shows(("jobs", "", 0))
+        self.ctl(d, "pause", "jobs", "--reason", "second reason")
+        shows(("jobs", "second reason", 1))
+        self.ctl(d, "pause", "jobs", "--reason", "third reason")  # a new reason, still paused
+        shows(("jobs", "third reason", 1))
+        # A reload starts a new pause watch: what the old one showed is still replaced.
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        self.ctl(d, "resume", "jobs")
+        d.wait_log(r"reload done", since=mark, timeout=30)
+        shows(("jobs", "", 0))
+        time.sleep(2.5)  # a pause watch round later, still one series
+        self.assertEqual(self.paused_series(port), [("jobs", "", 0)])
+        self.assertEqual(d.stop(), 0)
+
+
 class HostileClients(twicetest.TwiceTestCase):
     """Clients of the metrics listener that misbehave, on purpose or not."""
 
