@@ -158,9 +158,12 @@ serve(void *cls, struct MHD_Connection *conn, const char *url, const char *metho
     return reply(conn, status, type, body, len);
 }
 
-static int
-take_queues(struct httpd *h, const struct config *c)
+int
+httpd_set_queues(struct httpd *h, const struct config *c)
 {
+    if (h == NULL) {
+        return 0;
+    }
     char **names = calloc(c->nqueues ? c->nqueues : 1, sizeof(*names));
     int *waits = calloc(c->nqueues ? c->nqueues : 1, sizeof(*waits));
     if (names == NULL || waits == NULL) {
@@ -275,10 +278,6 @@ httpd_apply(struct httpd **hp, const struct config *c, char *err, size_t errlen)
             return -1;
         }
         *hp = h;
-    }
-    if (h != NULL && take_queues(h, c) != 0) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
     }
     return 0;
 }
