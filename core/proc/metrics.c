@@ -186,6 +186,7 @@ static const struct {
                           "1 while the queue is paused (reason: the operator's, or breaker); "
                           "reason \"\" at 0 while it runs. One series per queue: the current "
                           "state only."},
+    [MET_RECEIVE_FAILED] = {"twice_internal_receive_failed", INTERNAL, {"queue", "code"}, ""},
 };
 
 void
@@ -502,6 +503,28 @@ metrics_gauge_only(enum metric m, const char *l1, const char *l2, double v)
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
         }
     }
+}
+
+int
+metrics_gauge_latest(enum metric m, const char *l1, char *l2, size_t cap, double *value)
+{
+    struct shm_region *r = shm_region();
+    int found = 0;
+    for (int k = 0, n = r != NULL ? listed(r) : 0; k < n; k++) {
+        int slot = ready_slot(r, k);
+        const struct shm_series *s = slot >= 0 ? &r->series[slot] : NULL;
+        if (s == NULL || s->metric != (int) m || s->proc != -1 ||
+            !label_is(s->labels[0], l1 != NULL ? l1 : "")) {
+            continue;
+        }
+        double v = bits_to_double(__atomic_load_n(&s->value, __ATOMIC_RELAXED));
+        if (!found || v > *value) {
+            *value = v;
+            snprintf(l2, cap, "%s", s->labels[1]);
+            found = 1;
+        }
+    }
+    return found;
 }
 
 /* Prometheus label values escape backslash, double quote and newline, and

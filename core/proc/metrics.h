@@ -47,6 +47,7 @@ enum metric {
     MET_OUTBOX_REFUSED,      /* counter: queue; refused for good */
     MET_RATE_LIMITED,        /* counter of seconds: limit; jobs' waits for a rate-limit token */
     MET_QUEUE_PAUSED,        /* gauge (master): queue, reason; 1 while paused */
+    MET_RECEIVE_FAILED,      /* not rendered: queue, code; unix time of the last failed receive */
     MET_COUNT_
 };
 
@@ -80,6 +81,12 @@ void metrics_gauge_max(enum metric m, const char *l1, const char *l2, double v);
 /* A gauge's value, setting it to 0 in the same atomic step (0 when absent):
  * the master reads a window that workers fill with metrics_gauge_max. */
 double metrics_gauge_take(enum metric m, const char *l1, const char *l2);
+
+/* The second label of the series of m with first label l1 whose value is
+ * the largest (the latest, for a gauge of times), into l2 (cap bytes), and
+ * that value: 1, or 0 when there is none. For /readyz: why a queue's
+ * receives fail (MET_RECEIVE_FAILED). */
+int metrics_gauge_latest(enum metric m, const char *l1, char *l2, size_t cap, double *value);
 
 /* Master: forget a dead process's per-process gauges. */
 void metrics_forget_proc(int proc_slot);

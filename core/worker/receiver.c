@@ -436,6 +436,7 @@ receive_failed(struct receiver *r, const struct sqs_error *e)
     char desc[768];
     sqs_error_describe(e, "ReceiveMessage", desc, sizeof(desc));
     metrics_count(MET_SQS_ERRORS, "ReceiveMessage", e->code, NULL, 1);
+    metrics_gauge_max(MET_RECEIVE_FAILED, r->q->cfg->name, e->code, (double) time(NULL));
     if (r->recv_failures++ == 0) {
         r->recv_failing_since = time(NULL);
     }

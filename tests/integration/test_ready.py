@@ -178,8 +178,9 @@ class Ready(twicetest.TwiceTestCase):
     def test_readyz_names_the_running_generation_through_a_failed_reload(self):
         """SQS unreachable, then a reload that cannot get ready (a new queue listed first,
         a store that does not answer): /readyz keeps judging the generation that runs, so
-        it keeps naming the outage (queue jobs receives nothing), never the queue or the
-        store of a generation that is only starting and is then abandoned."""
+        it keeps naming the outage (queue jobs receives nothing, its receives fail with
+        CouldNotConnect), never the queue or the store of a generation that is only
+        starting and is then abandoned."""
         proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
         self.addCleanup(proxy.close)
         url, dlq = self.queue_pair("rdyreload")
@@ -197,7 +198,8 @@ class Ready(twicetest.TwiceTestCase):
         d.wait_log(r"ready: generation 1", timeout=20)
         twicetest.wait_until(lambda: tc.http_status(port, "/readyz")[0] == 200, timeout=10)
         proxy.refuse()
-        outage = r"^queue jobs: no successful receive for \d+s"
+        outage = (r"^queue jobs: no successful receive for \d+s \(limit \d+s\); "
+                  r"ReceiveMessage fails: CouldNotConnect\n")
         body = twicetest.wait_until(
             lambda: (lambda r: r[1] if r[0] == 503 else None)(tc.http_status(port, "/readyz")),
             timeout=20, message="/readyz stayed 200 with SQS unreachable")
