@@ -215,8 +215,9 @@ const struct config_row config_rows[] = {
     {ROW("metrics", "queue_stats_interval", CONFIG_INT, C(metrics.queue_stats_interval)), .lo = 0,
      .hi = 86400, .def = 15,
      .doc = "Seconds between readings of each queue's message counts (one GetQueueAttributes per "
-            "queue, by the master) for twice_queue_messages and twice_queue_oldest_age_seconds; "
-            "0 turns them off. Nothing is read without a listener."},
+            "queue, by the master) for twice_queue_messages and twice_queue_oldest_age_seconds "
+            "(when nothing was received in the interval, 0 if the queue is known empty, else the "
+            "last age grown); 0 turns them off. Nothing is read without a listener."},
 
     {ROW("tracing", "exporter", CONFIG_ENUM, C(tracing.exporter)), .choices = exporters,
      .noun = "exporter", .def = CONFIG_TRACING_NONE,

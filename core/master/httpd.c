@@ -10,6 +10,7 @@
 #include "listen.h"
 #include "log.h"
 #include "metrics.h"
+#include "shm.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -58,7 +59,7 @@ struct httpd {
 int
 httpd_readiness(int workers_ready, const char *workers_why, const char *store_why,
                 const char *const *queues, const int *wait_times, const double *last_receive,
-                size_t n, double now, char *reason, size_t cap)
+                const char *const *failing, size_t n, double now, char *reason, size_t cap)
 {
     if (!workers_ready && workers_why != NULL && workers_why[0] != '\0') {
         snprintf(reason, cap, "workers are not ready: %s", workers_why);
@@ -75,11 +76,15 @@ httpd_readiness(int workers_ready, const char *workers_why, const char *store_wh
     for (size_t i = 0; i < n; i++) {
         double window = 2.0 * (wait_times[i] + POLL_SLACK);
         if (now - last_receive[i] > window) {
-            if (last_receive[i] <= 0) {
-                snprintf(reason, cap, "queue %s has not received yet", queues[i]);
-            } else {
-                snprintf(reason, cap, "queue %s: no successful receive for %.0fs (limit %.0fs)",
-                         queues[i], now - last_receive[i], window);
+            int len = last_receive[i] <= 0
+                          ? snprintf(reason, cap, "queue %s has not received yet", queues[i])
+                          : snprintf(reason, cap,
+                                     "queue %s: no successful receive for %.0fs (limit %.0fs)",
+                                     queues[i], now - last_receive[i], window);
+            if (failing != NULL && failing[i] != NULL && failing[i][0] != '\0' && len >= 0 &&
+                (size_t) len < cap) { /* the cause: CouldNotConnect is SQS unreachable */
+                snprintf(reason + len, cap - (size_t) len, "; ReceiveMessage fails: %s",
+                         failing[i]);
             }
             return 0;
         }
@@ -88,23 +93,42 @@ httpd_readiness(int workers_ready, const char *workers_why, const char *store_wh
     return 1;
 }
 
+/* The code of queue's latest failed receive when it is not older than its
+ * last successful one (last), else "". */
+static void
+failing_code(const char *queue, double last, char code[SHM_LABEL])
+{
+    double at = 0;
+    if (!metrics_gauge_latest(MET_RECEIVE_FAILED, queue, code, SHM_LABEL, &at) || at < last) {
+        code[0] = '\0';
+    }
+}
+
 static int
 check_ready(struct httpd *h, char *reason, size_t cap)
 {
     pthread_mutex_lock(&h->mu);
-    double *last = calloc(h->nqueues ? h->nqueues : 1, sizeof(*last));
+    size_t n = h->nqueues ? h->nqueues : 1;
+    double *last = calloc(n, sizeof(*last));
+    char(*codes)[SHM_LABEL] = calloc(n, sizeof(*codes));
+    const char **failing = calloc(n, sizeof(*failing));
     int ok = 0;
-    if (last == NULL) {
+    if (last == NULL || codes == NULL || failing == NULL) {
         snprintf(reason, cap, "out of memory");
     } else {
         for (size_t i = 0; i < h->nqueues; i++) {
             last[i] = metrics_gauge_get(MET_LAST_RECEIVE, h->queues[i], NULL);
+            failing_code(h->queues[i], last[i], codes[i]);
+            failing[i] = codes[i];
         }
         ok = httpd_readiness(h->ready, h->why, h->store_why, (const char *const *) h->queues,
-                             h->wait_times, last, h->nqueues, (double) time(NULL), reason, cap);
+                             h->wait_times, last, failing, h->nqueues, (double) time(NULL), reason,
+                             cap);
     }
     pthread_mutex_unlock(&h->mu);
     free(last);
+    free(codes);
+    free(failing);
     return ok;
 }
 
@@ -158,9 +182,12 @@ serve(void *cls, struct MHD_Connection *conn, const char *url, const char *metho
     return reply(conn, status, type, body, len);
 }
 
-static int
-take_queues(struct httpd *h, const struct config *c)
+int
+httpd_set_queues(struct httpd *h, const struct config *c)
 {
+    if (h == NULL) {
+        return 0;
+    }
     char **names = calloc(c->nqueues ? c->nqueues : 1, sizeof(*names));
     int *waits = calloc(c->nqueues ? c->nqueues : 1, sizeof(*waits));
     if (names == NULL || waits == NULL) {
@@ -275,10 +302,6 @@ httpd_apply(struct httpd **hp, const struct config *c, char *err, size_t errlen)
             return -1;
         }
         *hp = h;
-    }
-    if (h != NULL && take_queues(h, c) != 0) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
     }
     return 0;
 }

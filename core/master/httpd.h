@@ -7,7 +7,7 @@
  *                 every queue received successfully within its last two
  *                 long polls; 503 with a one-line reason otherwise
  * It serves from its own thread and reads only the shared metrics region
- * and what httpd_apply / httpd_set_ready copied in.
+ * and what httpd_set_queues / httpd_set_ready / httpd_set_store copied in.
  */
 #ifndef TWICE_HTTPD_H
 #define TWICE_HTTPD_H
@@ -19,9 +19,14 @@ struct config;
 struct httpd;
 
 /* Start, restart (listen address changed) or stop (no address) the server
- * for configuration c, and take its queue list for /readyz. *h is NULL
- * when off. 0, or -1 with err (then *h is NULL). */
+ * for configuration c. *h is NULL when off. 0, or -1 with err (then *h is
+ * NULL). */
 int httpd_apply(struct httpd **h, const struct config *c, char *err, size_t errlen);
+
+/* The queues /readyz judges: those of the running generation's
+ * configuration c (copied), not of one a reload is still starting. 0, or
+ * -1 when out of memory (the list before stays). */
+int httpd_set_queues(struct httpd *h, const struct config *c);
 
 /* Whether the current generation has all its workers ready, and if not,
  * why ("" when nobody said; copied). */
@@ -32,9 +37,11 @@ void httpd_set_store(struct httpd *h, const char *why);
 
 void httpd_stop(struct httpd *h);
 
-/* The /readyz decision, exposed for tests: 1 ready, 0 not (reason set). */
+/* The /readyz decision, exposed for tests: 1 ready, 0 not (reason set).
+ * failing[i]: the error code of queue i's latest failed receive since its
+ * last successful one, or NULL / "" (none, or not known). */
 int httpd_readiness(int workers_ready, const char *workers_why, const char *store_why,
                     const char *const *queues, const int *wait_times, const double *last_receive,
-                    size_t n, double now, char *reason, size_t cap);
+                    const char *const *failing, size_t n, double now, char *reason, size_t cap);
 
 #endif

@@ -161,6 +161,23 @@ start_gen(struct master *m, struct generation *g)
     }
 }
 
+/* /readyz judges the generation that runs (c is its configuration): its
+ * queues and its idempotency store, not those of one a reload is still
+ * starting, which may be abandoned (a reload that fails while SQS is
+ * unreachable would otherwise name the new store or a queue that never
+ * ran, not the outage). Called on start, on every reload and at the switch. */
+static void
+follow_running(struct master *m, const struct config *c)
+{
+    if (!health_is_for(m->health, c->idempotency.dsn, c->idempotency.table)) {
+        health_stop(m->health);
+        m->health = health_start(c->idempotency.dsn, c->idempotency.table);
+    }
+    if (httpd_set_queues(m->httpd, c) != 0) {
+        log_error("metrics: out of memory for the queues of /readyz (it judges those before)");
+    }
+}
+
 /* Master-owned settings take effect on start and on every reload. */
 static void
 apply_master_settings(struct master *m, const struct config *c)
@@ -178,10 +195,6 @@ apply_master_settings(struct master *m, const struct config *c)
     m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table, c->idempotency.retention,
                                c->idempotency.janitor_interval, c->idempotency.janitor_batch);
     janitor_stop(old, m->janitor);
-    if (!health_is_for(m->health, c->idempotency.dsn, c->idempotency.table)) {
-        health_stop(m->health);
-        m->health = health_start(c->idempotency.dsn, c->idempotency.table);
-    }
     pausewatch_stop(m->pausewatch);        /* it posts through the monitor */
     dlqmon_stop(m->dlqmon, &m->dlq_carry); /* then start: its state carries over */
     m->dlqmon = dlqmon_start(c, &m->dlq_carry);
@@ -192,6 +205,7 @@ apply_master_settings(struct master *m, const struct config *c)
     if (httpd_apply(&m->httpd, c, err, sizeof(err)) != 0) {
         log_error("metrics: %s (metrics and health endpoints are off)", err);
     }
+    follow_running(m, m->cur != NULL ? m->cur->cfg : c);
 }
 
 /* "killed by signal 11 (Segmentation fault) while running plugin crashy on
@@ -418,6 +432,7 @@ check_generations(struct master *m)
             log_info("reload done: generation %d ready, generation %d draining", m->cur->id,
                      old->id);
             metrics_count(MET_RELOADS, "ok", NULL, NULL, 1);
+            follow_running(m, m->cur->cfg);
             gen_free(old);
             status_line(m, status, sizeof(status));
             notify_ready(status);

@@ -39,7 +39,8 @@ struct watched_queue {
     int result;        /* a probe outcome not yet recorded, 0 none */
     int64_t probe_end; /* monotonic ms: our probe's lease ends; 0: we hold none */
     enum flow_mode mode;
-    char gauge_reason[PAUSE_REASON_MAX]; /* the twice_queue_paused series set to 1, "" none */
+    char gauge_reason[PAUSE_REASON_MAX]; /* the twice_queue_paused series shown */
+    int gauge_shown; /* what this watch showed: 0 nothing yet, 1 running, 2 paused */
 };
 
 struct pausewatch {
@@ -90,19 +91,21 @@ announce(struct pausewatch *p, const struct watched_queue *q, enum alert_kind ki
     dlqmon_post(p->alerts, &n);
 }
 
-/* twice_queue_paused{queue,reason}: 1 for the current reason, 0 for the
- * one before. */
+/* twice_queue_paused{queue,reason}: one series per queue, the current
+ * reason at 1 while paused (reason NULL: "" at 0 while it runs). The
+ * reasons before leave the exposition, also those a pause watch before a
+ * reload showed: a series per reason ever seen would pile up on dashboards. */
 static void
 set_gauge(struct watched_queue *q, const char *reason)
 {
-    if (q->gauge_reason[0] != '\0' && (reason == NULL || strcmp(reason, q->gauge_reason) != 0)) {
-        metrics_gauge_set(MET_QUEUE_PAUSED, q->name, q->gauge_reason, 0);
-        q->gauge_reason[0] = '\0';
+    const char *label = reason != NULL ? reason : "";
+    int shown = reason != NULL ? 2 : 1;
+    if (q->gauge_shown == shown && strcmp(label, q->gauge_reason) == 0) {
+        return; /* as shown: no walk over the series every read */
     }
-    if (reason != NULL) {
-        metrics_gauge_set(MET_QUEUE_PAUSED, q->name, reason, 1);
-        snprintf(q->gauge_reason, sizeof(q->gauge_reason), "%s", reason);
-    }
+    metrics_gauge_only(MET_QUEUE_PAUSED, q->name, label, shown - 1);
+    snprintf(q->gauge_reason, sizeof(q->gauge_reason), "%s", label);
+    q->gauge_shown = shown;
 }
 
 /* Carry the workers' trips and probe outcomes to the table; 1 when

@@ -16,7 +16,9 @@
 
 struct qstats_queue {
     char *name, *url;
-    int failing; /* the last read failed (logged once) */
+    int failing;  /* the last read failed (logged once) */
+    long visible; /* the latest ApproximateNumberOfMessages read, -1 none */
+    int64_t set;  /* when its oldest age was last set (CLOCK_MONOTONIC ms) */
 };
 
 struct qstats {
@@ -44,6 +46,8 @@ qstats_new(const struct config *c)
     s->due = clock_mono_ms();
     for (; s->n < c->nqueues; s->n++) {
         struct qstats_queue *q = &s->q[s->n];
+        q->visible = -1;
+        q->set = s->due;
         q->name = strdup(c->queues[s->n].name);
         q->url = strdup(c->queues[s->n].url);
         if (q->name == NULL || q->url == NULL) {
@@ -93,11 +97,39 @@ read_counts(struct qstats_queue *q, struct sqs_client *sqs, const struct flag *s
         log_info("queue %s: queue gauges refreshed again", q->name);
     }
     q->failing = 0;
+    q->visible = counts[0];
     for (int i = 0; i < 3; i++) {
         if (counts[i] >= 0) {
             metrics_gauge_set(MET_QUEUE_MESSAGES, q->name, states[i], (double) counts[i]);
         }
     }
+}
+
+double
+qstats_oldest_age(double last, double elapsed, double received, int emptied, long visible)
+{
+    if (received > 0) {
+        return received;
+    }
+    if (emptied || visible == 0) {
+        return 0;
+    }
+    return visible > 0 ? last + (elapsed > 0 ? elapsed : 0) : last;
+}
+
+/* Set q's oldest age from what the workers saw since it was last set. The
+ * gauge itself is the last value, so a reload (a new qstats) keeps it. */
+static void
+set_oldest(struct qstats_queue *q)
+{
+    int64_t now = clock_mono_ms();
+    double last = metrics_gauge_get(MET_QUEUE_OLDEST_AGE, q->name, NULL);
+    double received = metrics_gauge_take(MET_AGE_WINDOW, q->name, NULL);
+    int emptied = metrics_gauge_take(MET_EMPTY_WINDOW, q->name, NULL) > 0;
+    double elapsed = (double) (now - q->set) / 1000.0;
+    metrics_gauge_set(MET_QUEUE_OLDEST_AGE, q->name, NULL,
+                      qstats_oldest_age(last, elapsed, received, emptied, q->visible));
+    q->set = now;
 }
 
 void
@@ -108,8 +140,7 @@ qstats_run(struct qstats *s, struct sqs_client *sqs, const struct flag *stop)
         if (sqs != NULL) {
             read_counts(q, sqs, stop);
         }
-        double oldest = metrics_gauge_take(MET_AGE_WINDOW, q->name, NULL);
-        metrics_gauge_set(MET_QUEUE_OLDEST_AGE, q->name, NULL, oldest);
+        set_oldest(q);
     }
     int64_t now = clock_mono_ms();
     s->due += s->interval_ms;

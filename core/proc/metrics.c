@@ -147,9 +147,14 @@ static const struct {
     [MET_QUEUE_OLDEST_AGE] = {"twice_queue_oldest_age_seconds",
                               GAUGE,
                               {"queue"},
-                              "Age of the oldest message received in the last "
-                              "queue_stats_interval."},
+                              "Age of the oldest message waiting, for autoscaling: the oldest "
+                              "received in the last queue_stats_interval; when none was, 0 if "
+                              "the queue is known empty (a long poll came back empty, or SQS "
+                              "counts no visible message), else the last value grown by the "
+                              "time since (messages wait unreceived: handler slots busy, the "
+                              "queue paused or its breaker open)."},
     [MET_AGE_WINDOW] = {"twice_internal_age_window", INTERNAL, {"queue"}, ""},
+    [MET_EMPTY_WINDOW] = {"twice_internal_empty_window", INTERNAL, {"queue"}, ""},
     [MET_OUTBOX_PENDING] = {"twice_outbox_pending",
                             GAUGE,
                             {NULL},
@@ -178,7 +183,10 @@ static const struct {
     [MET_QUEUE_PAUSED] = {"twice_queue_paused",
                           GAUGE,
                           {"queue", "reason"},
-                          "1 while the queue is paused (reason: the operator's, or breaker)."},
+                          "1 while the queue is paused (reason: the operator's, or breaker); "
+                          "reason \"\" at 0 while it runs. One series per queue: the current "
+                          "state only."},
+    [MET_RECEIVE_FAILED] = {"twice_internal_receive_failed", INTERNAL, {"queue", "code"}, ""},
 };
 
 void
@@ -283,6 +291,16 @@ find_series(int m, int proc, const char *l1, const char *l2, const char *l3, int
             st = shm_slot_state(&s->state);
         }
         if (st == 2 && same_series(s, m, proc, l)) {
+            return s;
+        }
+        if (st == SHM_SLOT_DROPPED && same_series(s, m, proc, l)) {
+            /* metrics_gauge_only dropped it: absent when read, back when set. */
+            if (!create) {
+                return NULL;
+            }
+            int expected = SHM_SLOT_DROPPED;
+            __atomic_compare_exchange_n(&s->state, &expected, 2, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE);
             return s;
         }
     }
@@ -464,6 +482,49 @@ metrics_forget_proc(int proc_slot)
             __atomic_store_n(&r->series[slot].value, double_to_bits(0), __ATOMIC_RELAXED);
         }
     }
+}
+
+void
+metrics_gauge_only(enum metric m, const char *l1, const char *l2, double v)
+{
+    metrics_gauge_set(m, l1, l2, v);
+    struct shm_region *r = shm_region();
+    if (r == NULL) {
+        return;
+    }
+    const char *keep[3] = {l1, l2, NULL};
+    for (int k = 0, n = listed(r); k < n; k++) {
+        int slot = ready_slot(r, k);
+        struct shm_series *s = slot >= 0 ? &r->series[slot] : NULL;
+        if (s != NULL && s->metric == (int) m && s->proc == -1 &&
+            label_is(s->labels[0], l1 != NULL ? l1 : "") && !same_series(s, m, -1, keep)) {
+            int expected = 2;
+            __atomic_compare_exchange_n(&s->state, &expected, SHM_SLOT_DROPPED, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        }
+    }
+}
+
+int
+metrics_gauge_latest(enum metric m, const char *l1, char *l2, size_t cap, double *value)
+{
+    struct shm_region *r = shm_region();
+    int found = 0;
+    for (int k = 0, n = r != NULL ? listed(r) : 0; k < n; k++) {
+        int slot = ready_slot(r, k);
+        const struct shm_series *s = slot >= 0 ? &r->series[slot] : NULL;
+        if (s == NULL || s->metric != (int) m || s->proc != -1 ||
+            !label_is(s->labels[0], l1 != NULL ? l1 : "")) {
+            continue;
+        }
+        double v = bits_to_double(__atomic_load_n(&s->value, __ATOMIC_RELAXED));
+        if (!found || v > *value) {
+            *value = v;
+            snprintf(l2, cap, "%s", s->labels[1]);
+            found = 1;
+        }
+    }
+    return found;
 }
 
 /* Prometheus label values escape backslash, double quote and newline, and

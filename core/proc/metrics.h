@@ -37,8 +37,9 @@ enum metric {
     MET_SPANS_DROPPED,       /* counter: reason buffer_full|export_failed|rejected|shutdown */
     MET_QUEUE_MESSAGES,      /* gauge (master): queue, state visible|in_flight|delayed */
     MET_MESSAGE_AGE,         /* histogram: queue; now - SentTimestamp at receive */
-    MET_QUEUE_OLDEST_AGE,    /* gauge (master): queue; largest age seen in the last interval */
+    MET_QUEUE_OLDEST_AGE,    /* gauge (master): queue; oldest waiting, as qstats.h estimates it */
     MET_AGE_WINDOW,          /* not rendered: queue; largest age since the master last took it */
+    MET_EMPTY_WINDOW,        /* not rendered: queue; 1 when a long poll came back empty since */
     MET_OUTBOX_PENDING,      /* gauge (master): outbox rows waiting to be sent */
     MET_OUTBOX_OLDEST,       /* gauge (master): age of the oldest pending row, seconds */
     MET_OUTBOX_REFUSED_ROWS, /* gauge (master): rows SQS refused for good, kept */
@@ -46,6 +47,7 @@ enum metric {
     MET_OUTBOX_REFUSED,      /* counter: queue; refused for good */
     MET_RATE_LIMITED,        /* counter of seconds: limit; jobs' waits for a rate-limit token */
     MET_QUEUE_PAUSED,        /* gauge (master): queue, reason; 1 while paused */
+    MET_RECEIVE_FAILED,      /* not rendered: queue, code; unix time of the last failed receive */
     MET_COUNT_
 };
 
@@ -68,11 +70,23 @@ void metrics_observe(enum metric m, const char *l1, const char *l2, double secon
 /* The same for values[0..n) at once: a batch costs one update per bucket touched. */
 void metrics_observe_many(enum metric m, const char *l1, const char *l2, const double *values,
                           size_t n);
+/* Set the gauge (l1, l2) to v and drop every other series of m with that
+ * l1 from the exposition: a gauge that shows one state per l1 (a queue's
+ * pause reason), not every state it ever had. A dropped series is back
+ * when set again, and keeps its slot (the region frees none): for labels
+ * of few values. Only for the single writer of m's series. */
+void metrics_gauge_only(enum metric m, const char *l1, const char *l2, double v);
 /* Raise a gauge to v if it is below (any process; atomic). */
 void metrics_gauge_max(enum metric m, const char *l1, const char *l2, double v);
 /* A gauge's value, setting it to 0 in the same atomic step (0 when absent):
  * the master reads a window that workers fill with metrics_gauge_max. */
 double metrics_gauge_take(enum metric m, const char *l1, const char *l2);
+
+/* The second label of the series of m with first label l1 whose value is
+ * the largest (the latest, for a gauge of times), into l2 (cap bytes), and
+ * that value: 1, or 0 when there is none. For /readyz: why a queue's
+ * receives fail (MET_RECEIVE_FAILED). */
+int metrics_gauge_latest(enum metric m, const char *l1, char *l2, size_t cap, double *value);
 
 /* Master: forget a dead process's per-process gauges. */
 void metrics_forget_proc(int proc_slot);

@@ -46,7 +46,7 @@ struct shm_proc_jobs {
 };
 
 struct shm_series {
-    int state; /* atomic: 0 free, 1 being written, 2 ready */
+    int state; /* atomic: 0 free, 1 being written, 2 ready, SHM_SLOT_DROPPED */
     int metric;
     int proc; /* per-process gauges: the process slot; -1 otherwise */
     char labels[3][SHM_LABEL];
@@ -133,6 +133,9 @@ struct shm_region {
  * crash in another thread) would leave 1 for good: after the spin the slot
  * is marked SHM_SLOT_ABANDONED, which callers skip instead of hanging. */
 #define SHM_SLOT_ABANDONED 3
+/* A series metrics_gauge_only dropped: neither rendered nor read, ready
+ * again (its slot is never reused for another) when it is set again. */
+#define SHM_SLOT_DROPPED   4
 int shm_slot_state(int *state);
 
 /* Master: create and map; returns the fd to pass to children, or -1. */

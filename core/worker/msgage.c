@@ -1,6 +1,7 @@
 /*
  * msgage.c - message ages at receive (see msgage.h): into the shared
- * histogram, and the batch's oldest into the window the master reads.
+ * histogram, and the batch's oldest into the window the master reads;
+ * an empty long poll into the window that says the queue was empty.
  */
 #include "msgage.h"
 
@@ -32,4 +33,10 @@ msgage_observe(const char *queue, const struct sqs_message *msgs, size_t n)
             k = 0;
         }
     }
+}
+
+void
+msgage_empty(const char *queue)
+{
+    metrics_gauge_set(MET_EMPTY_WINDOW, queue, NULL, 1);
 }

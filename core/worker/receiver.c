@@ -436,6 +436,7 @@ receive_failed(struct receiver *r, const struct sqs_error *e)
     char desc[768];
     sqs_error_describe(e, "ReceiveMessage", desc, sizeof(desc));
     metrics_count(MET_SQS_ERRORS, "ReceiveMessage", e->code, NULL, 1);
+    metrics_gauge_max(MET_RECEIVE_FAILED, r->q->cfg->name, e->code, (double) time(NULL));
     if (r->recv_failures++ == 0) {
         r->recv_failing_since = time(NULL);
     }
@@ -569,6 +570,9 @@ receive_once(struct receiver *r)
         r->recv_error[0] = '\0';
     }
     mark_healthy(r);
+    if (got == 0 && q->cfg->wait_time > 0 && !q->cfg->fifo) {
+        msgage_empty(q->cfg->name);
+    }
     struct twice_job *jobs[GATHER_MAX];
     size_t nj = 0;
     make_jobs(r, msgs, got, jobs, &nj);

@@ -316,6 +316,89 @@ class Metrics(twicetest.TwiceTestCase):
         self.assertEqual(d.stop(), 0)
 
 
+class OldestAge(twicetest.TwiceTestCase):
+    """twice_queue_oldest_age_seconds is what an autoscaler scales on: it reads 0 only
+    when the queue is known empty, and grows while messages wait unreceived (every
+    handler slot busy, the queue paused), rather than dropping to 0 exactly when more
+    workers are needed."""
+
+    def start(self, prefix, **queue_options):
+        url, dlq = self.queue_pair(prefix)
+        dsn = self.new_database(prefix)
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        port = tc.free_port()
+        conf = tc.config(self.env, dsn, [tc.queue("jobs", url, dlq, "effect-tx",
+                                                  **queue_options)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         metrics_port=port, drain_timeout=1, queue_stats_interval=1)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        return url, dsn, port, d
+
+    @staticmethod
+    def oldest(port):
+        return tc.metric_sum(tc.scrape(port), "twice_queue_oldest_age_seconds", queue="jobs")
+
+    def assert_tracks(self, port, sent_at, seconds, ahead=0.5):
+        """For `seconds`, every scrape shows the age of the messages sent at sent_at
+        (monotonic), at most an interval and a little behind (ahead: or this far
+        ahead): never 0, never going down."""
+        last = 0
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            age, true = self.oldest(port), time.monotonic() - sent_at
+            self.assertGreater(age, true - 2.5, "the gauge fell behind the waiting messages")
+            self.assertLess(age, true + ahead)
+            self.assertGreaterEqual(age, last)
+            last = age
+            time.sleep(0.25)
+
+    def test_grows_while_every_handler_slot_is_busy(self):
+        """One slot, held by a job that runs 30 s: the other messages wait, and the
+        gauge keeps counting their age, interval after interval."""
+        url, dsn, port, d = self.start("busy", concurrency=1, batch_size=1)
+        sent_at = time.monotonic()
+        self.sqs.send_batch(url, [json.dumps({"id": "b%d" % k, "sleep_ms": 30000})
+                                  for k in range(5)])
+        tc.wait_metric(port, "twice_messages_received_total", 1, queue="jobs")
+        twicetest.wait_until(lambda: self.oldest(port), timeout=5, interval=0.05,
+                             message="the received message's age never showed")
+        self.assert_tracks(port, sent_at, 5)
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_messages_received_total",
+                                       queue="jobs"), 1, "the slot stayed busy")
+        self.assertEqual(d.stop(), 0)
+
+    def test_grows_while_paused_and_reads_0_once_the_queue_is_empty(self):
+        """Paused, then messages sent (none ever received): the gauge grows from the
+        first reading that sees them waiting; resumed, they are received and done, and
+        it reads 0, the queue being empty."""
+        url, dsn, port, d = self.start("paused", wait_time=1)
+        r = subprocess.run([self.env.binary("twicectl"), "-c", d.config_path, "pause", "jobs",
+                            "--reason", "autoscaler test"], capture_output=True, text=True,
+                           env=d.process_env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        d.wait_log(r"queue jobs: paused: not receiving", timeout=10)
+        time.sleep(1.5)  # the long poll under way when it paused has ended
+        sent_at = time.monotonic()
+        self.sqs.send_batch(url, [json.dumps({"id": "p%d" % k}) for k in range(3)])
+        twicetest.wait_until(lambda: self.oldest(port) >= 2, timeout=6, interval=0.1,
+                             message="the gauge did not grow while paused")
+        # counted from the reading before the first that saw them: up to an interval ahead
+        self.assert_tracks(port, sent_at, 3, ahead=1.5)
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_messages_received_total",
+                                       queue="jobs"), 0, "nothing received while paused")
+        r = subprocess.run([self.env.binary("twicectl"), "-c", d.config_path, "resume", "jobs"],
+                           capture_output=True, text=True, env=d.process_env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        twicetest.wait_until(lambda: self.pg.query(dsn, "SELECT count(*) FROM effects")[0][0]
+                             == 3, timeout=20, message="the three jobs after the resume")
+        twicetest.wait_until(lambda: self.oldest(port) == 0, timeout=5, interval=0.1,
+                             message="the gauge of an empty queue is not 0")
+        time.sleep(2.5)  # and stays 0: an empty queue is known empty, not waiting
+        self.assertEqual(self.oldest(port), 0)
+        self.assertEqual(d.stop(), 0)
+
+
 class Exposition(twicetest.TwiceTestCase):
     """/metrics as a strict reader of the text format takes it (promcheck.py)."""
 
@@ -363,6 +446,56 @@ class Exposition(twicetest.TwiceTestCase):
         self.assertEqual(promcheck.went_down(before, after, types), {})
         for line in d.log_text().splitlines():  # the reason's newline starts no line
             self.assertRegex(line, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
+        self.assertEqual(d.stop(), 0)
+
+
+    def paused_series(self, port):
+        """Every twice_queue_paused sample of the strictly read body, as sorted
+        (queue, reason, value)."""
+        samples, _ = self.scrape_strict(port)
+        return sorted((dict(k[1])["queue"], dict(k[1])["reason"], v)
+                      for k, v in samples.items() if k[0] == "twice_queue_paused")
+
+    def ctl(self, d, *args):
+        r = subprocess.run([self.env.binary("twicectl"), "-c", d.config_path, *args],
+                           capture_output=True, text=True, env=d.process_env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_the_paused_gauge_shows_only_the_current_pause(self):
+        """One series per queue, whatever pauses came before: the current reason at 1
+        while paused, reason "" at 0 while not. A reason once shown does not stay in
+        the exposition (at 0, or at 1 after a reload) once the pause ends or changes."""
+        url, dlq, dsn, port, d = self.start("pausegauge")
+
+        def shows(*want):
+            want, seen = sorted(want), []
+
+            def now():
+                seen[:] = self.paused_series(port)
+                return seen == want
+
+            try:
+                twicetest.wait_until(now, timeout=10)
+            except AssertionError:
+                self.fail("twice_queue_paused: %r, not %r" % (seen, want))
+
+        shows(("jobs", "", 0))
+        self.ctl(d, "pause", "jobs", "--reason", "first reason")
+        shows(("jobs", "first reason", 1))
+        self.ctl(d, "resume", "jobs")
+        shows(("jobs", "", 0))
+        self.ctl(d, "pause", "jobs", "--reason", "second reason")
+        shows(("jobs", "second reason", 1))
+        self.ctl(d, "pause", "jobs", "--reason", "third reason")  # a new reason, still paused
+        shows(("jobs", "third reason", 1))
+        # A reload starts a new pause watch: what the old one showed is still replaced.
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        self.ctl(d, "resume", "jobs")
+        d.wait_log(r"reload done", since=mark, timeout=30)
+        shows(("jobs", "", 0))
+        time.sleep(2.5)  # a pause watch round later, still one series
+        self.assertEqual(self.paused_series(port), [("jobs", "", 0)])
         self.assertEqual(d.stop(), 0)
 
 

@@ -14,6 +14,7 @@ import time
 import unittest
 import urllib.parse
 
+import faultproxy
 import twicetest
 import twiceconf as tc
 
@@ -173,6 +174,56 @@ class Ready(twicetest.TwiceTestCase):
         self.assertRegex(r.stderr, r"%s:\d+: queue jobs: dlq_url %s-dlq: GetQueueAttributes: "
                          % (path, re.escape(missing)))
         self.assertNotIn(WRONG_PASSWORD, r.stdout + r.stderr)
+
+    def test_readyz_names_the_running_generation_through_a_failed_reload(self):
+        """SQS unreachable, then a reload that cannot get ready (a new queue listed first,
+        a store that does not answer): /readyz keeps judging the generation that runs, so
+        it keeps naming the outage (queue jobs receives nothing, its receives fail with
+        CouldNotConnect), never the queue or the store of a generation that is only
+        starting and is then abandoned."""
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+        url, dlq = self.queue_pair("rdyreload")
+        more_url, more_dlq = self.queue_pair("rdyreload-more")
+        dsn = self.new_database("rdyreload")
+        port = tc.free_port()
+
+        def conf(queues, dsn):
+            return tc.config(self.env, dsn, queues,
+                             [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                             metrics_port=port, endpoint=proxy.endpoint, drain_timeout=1,
+                             extra="ready_timeout = 4;")
+        jobs = tc.queue("jobs", url, dlq, "effect-tx", wait_time=1)
+        d = self.start_twiced(conf([jobs], dsn))
+        d.wait_log(r"ready: generation 1", timeout=20)
+        twicetest.wait_until(lambda: tc.http_status(port, "/readyz")[0] == 200, timeout=10)
+        proxy.refuse()
+        outage = (r"^queue jobs: no successful receive for \d+s \(limit \d+s\); "
+                  r"ReceiveMessage fails: CouldNotConnect\n")
+        body = twicetest.wait_until(
+            lambda: (lambda r: r[1] if r[0] == 503 else None)(tc.http_status(port, "/readyz")),
+            timeout=20, message="/readyz stayed 200 with SQS unreachable")
+        self.assertRegex(body, outage)
+
+        more = tc.queue("more", more_url, more_dlq, "effect-tx", wait_time=1)
+        missing_db = urllib.parse.urlsplit(dsn)._replace(path="/" + twicetest.unique_name("nodb"))
+        with open(d.config_path, "w") as f:
+            f.write(conf([more, jobs], urllib.parse.urlunsplit(missing_db)))
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        answers = []
+        while not re.search(r"reload failed", d.log_text()[mark:]):
+            answers.append(tc.http_status(port, "/readyz"))
+            self.assertLess(len(answers), 200, "the reload neither failed nor finished")
+            time.sleep(0.1)
+        for _ in range(10):  # and after it failed
+            answers.append(tc.http_status(port, "/readyz"))
+            time.sleep(0.1)
+        for status, body in answers:
+            self.assertEqual(status, 503)
+            self.assertRegex(body, outage)
+        self.assertRegex(d.log_text()[mark:], r"reload failed: generation 2 was not ready")
+        self.assertEqual(d.stop(), 0)
 
 
 if __name__ == "__main__":
