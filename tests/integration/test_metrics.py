@@ -440,6 +440,10 @@ class Exposition(twicetest.TwiceTestCase):
         mark = d.mark()
         d.signal(signal.SIGHUP)
         d.wait_log(r"reload done", since=mark, timeout=30)
+        # a worker of generation 2: one of generation 1 may still be draining, and
+        # gone by the time it is signalled
+        twicetest.wait_until(lambda: len(re.findall(r"\(generation 1\) drained and exited",
+                                                     d.log_text()[mark:])) == 2, timeout=30)
         os.kill(d.worker_pids()[0], signal.SIGKILL)
         d.wait_log(r"killed by signal 9", timeout=10)
         after, _ = self.scrape_strict(port)
