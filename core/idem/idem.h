@@ -123,7 +123,14 @@ struct idem_claim {
     char stored_message_id[128];     /* out: the message that completed / holds / held it */
 };
 
-/* Claim every key of the batch in one round trip (one statement). */
+/*
+ * Claim every key of the batch in one round trip (one statement). When the
+ * connection is lost on the way (not an SQL error on a live one), the claim
+ * reconnects and sends the same statement once more at once: it is
+ * idempotent, so keys the lost one claimed (it may have committed) are
+ * answered as claimed, not as held by a live lease of ours. -1 when that
+ * fails too (the store is then left to reconnect).
+ */
 int idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, char *err,
                      size_t errlen);
 

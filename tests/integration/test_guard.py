@@ -1,0 +1,122 @@
+"""The idempotency guard when PostgreSQL loses a connection: a statement whose answer
+never arrived may have committed, and what twice does next must follow what the key's
+row says, not the lost answer. Real PostgreSQL (behind faultproxy.TcpProxy, which can
+lose one answer after its statement committed) and the SQS emulator; effects are lines
+(effect_file) that the tests count."""
+
+import json
+import os
+import tempfile
+import threading
+import time
+
+import faultproxy
+import twicetest
+import twiceconf as tc
+
+PLUGIN = "effect-file"
+
+
+class Guard(twicetest.TwiceTestCase):
+    def setup_proxied(self, prefix, **queue_options):
+        """A queue pair, a database reached through a TcpProxy, and twiced running
+        effect_file on it. Returns (url, dlq, dsn, proxy, effects file, metrics port,
+        twiced)."""
+        url, dlq = self.queue_pair(prefix)
+        dsn = self.new_database(prefix)
+        proxy = faultproxy.TcpProxy(self.env.pg_host, self.env.pg_port)
+        self.addCleanup(proxy.close)
+        via = dsn.replace(":%d/" % self.env.pg_port, ":%d/" % proxy.port)
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        port = tc.free_port()
+        conf = tc.config(self.env, via, [tc.queue(prefix, url, dlq, PLUGIN, **queue_options)],
+                         [tc.plugin(PLUGIN, tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)], metrics_port=port)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        return url, dlq, dsn, proxy, effects, port, d
+
+    @staticmethod
+    def lines(path):
+        """(key, message id, attempt) of each effect line, in order."""
+        try:
+            with open(path) as f:
+                return [tuple(line.split()) for line in f.read().splitlines()]
+        except FileNotFoundError:
+            return []
+
+    def key_row(self, dsn, key):
+        rows = self.pg.query(dsn, "SELECT state, owner IS NULL, attempts FROM twice_idempotency"
+                                  " WHERE idempotency_key = %s", (key,))
+        return rows[0] if rows else None
+
+    def wait_empty(self, url, timeout=20):
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=timeout,
+                             message="queue %s did not end empty" % url)
+
+    def test_a_claim_whose_answer_was_lost_runs_at_once(self):
+        # The claim commits (the key is in progress under this worker), then the
+        # connection is cut before its answer arrives. A claim is idempotent, so the
+        # receiver claims again at once on a new connection and gets the key: the
+        # job runs now, once, as attempt 1 - not after its own lease lapses (the
+        # visibility timeout, 30 s here), nor twice.
+        url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
+            "lostclaim", visibility_timeout=30)
+        proxy.cut_answer(b"effect:lostclaim-1")
+        began = time.monotonic()
+        self.sqs.send(url, json.dumps({"id": "lostclaim-1"}))
+        twicetest.wait_until(lambda: self.lines(effects), timeout=10,
+                             message="the job did not run within 10 s of its lost claim")
+        self.assertLess(time.monotonic() - began, 10)
+        self.assertEqual(proxy.cuts, 1, "the claim's answer was lost")
+        self.wait_empty(url)
+        self.assertEqual([(k, a) for k, _, a in self.lines(effects)],
+                         [("effect:lostclaim-1", "1")])
+        self.assertEqual(self.key_row(dsn, "effect:lostclaim-1"), ("completed", True, 1))
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
+    def test_connections_cut_while_messages_flow_delay_nothing(self):
+        # PostgreSQL ends twiced's connections again and again (pg_terminate_backend,
+        # as an operator, a pooler or a failover does) while 60 messages flow: each
+        # statement that meets a dead connection is tried again on a new one, so
+        # every message is handled once, as attempt 1, within seconds - none waits
+        # out its visibility timeout (30 s).
+        url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
+            "flowcut", visibility_timeout=30, concurrency=8)
+        name = dsn.rsplit("/", 1)[1]
+        stop = threading.Event()
+        cuts = []
+
+        def cut():
+            while not stop.is_set():
+                cuts.append(self.pg.query(
+                    self.env.pg_dsn, "SELECT count(pg_terminate_backend(pid)) FROM "
+                                     "pg_stat_activity WHERE datname = %s AND "
+                                     "application_name = 'twice'", (name,))[0][0])
+                time.sleep(0.15)
+
+        cutter = threading.Thread(target=cut)
+        cutter.start()
+        self.addCleanup(stop.set)
+        total = 60
+        began = time.monotonic()
+        try:
+            for i in range(0, total, 10):
+                self.sqs.send_batch(url, [json.dumps({"id": "flow-%d" % n, "sleep_ms": 50})
+                                          for n in range(i, i + 10)])
+                time.sleep(0.3)
+            twicetest.wait_until(lambda: len(self.lines(effects)) >= total, timeout=20,
+                                 message="not every message ran within 20 s")
+        finally:
+            stop.set()
+            cutter.join()
+        self.assertLess(time.monotonic() - began, 20)
+        self.assertGreater(sum(cuts), 5, "connections were cut")
+        self.wait_empty(url)
+        done = self.lines(effects)
+        self.assertEqual(sorted(k for k, _, _ in done),
+                         sorted("effect:flow-%d" % n for n in range(total)), "each ran once")
+        self.assertEqual({a for _, _, a in done}, {"1"})
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
