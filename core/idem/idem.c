@@ -986,6 +986,47 @@ idem_complete_batch(struct idem_store *s, const char *const *keys, const int *at
                                 errlen);
 }
 
+/* The keys completed by the message each names: positions, 1-based. */
+static const char sql_completed_by[] =
+    "SELECT i.ord FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS i (k, m, ord)"
+    " JOIN @T t ON t.idempotency_key = i.k WHERE t.state = 'completed' AND t.message_id = i.m";
+
+int
+idem_completed_by(struct idem_store *s, const char *const *keys, const char *const *message_ids,
+                  size_t n, int *completed, char *err, size_t errlen)
+{
+    memset(completed, 0, n * sizeof(*completed));
+    if (n == 0) {
+        return 0;
+    }
+    struct buf k = BUF_INIT, m = BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        idem_array_elem(&m, message_ids[i]);
+    }
+    if (keys_array(&k, keys, n) != 0 || idem_array_end(&m) == NULL) {
+        buf_free(&k);
+        buf_free(&m);
+        idem_set_err(err, errlen, "completed check: out of memory");
+        return -1;
+    }
+    const char *params[] = {buf_str(&k), buf_str(&m)};
+    PGresult *res = idem_run_sql(s, sql_completed_by, 2, params, PGRES_TUPLES_OK,
+                                 "completed check", err, errlen);
+    buf_free(&k);
+    buf_free(&m);
+    if (res == NULL) {
+        return -1;
+    }
+    for (int r = 0; r < PQntuples(res); r++) {
+        long pos = strtol(PQgetvalue(res, r, 0), NULL, 10);
+        if (pos >= 1 && (size_t) pos <= n) {
+            completed[pos - 1] = 1;
+        }
+    }
+    PQclear(res);
+    return 0;
+}
+
 int
 idem_extend_batch(struct idem_store *s, const char *const *keys, size_t n, int lease_seconds,
                   int *extended, char *err, size_t errlen)

@@ -145,6 +145,16 @@ int idem_complete_batch(struct idem_store *s, const char *const *keys, const int
                         size_t n, int *done, char *err, size_t errlen);
 
 /*
+ * After a completion whose answer was lost with its connection (it may have
+ * committed): completed[i] = 1 when key i is completed by message
+ * message_ids[i], the message whose job completed it (the row no longer
+ * names its owner: a completion clears it), else 0. One round trip.
+ */
+int idem_completed_by(struct idem_store *s, const char *const *keys,
+                      const char *const *message_ids, size_t n, int *completed, char *err,
+                      size_t errlen);
+
+/*
  * Let go of keys we hold (RETRY, dead letter, a job given back), in one
  * round trip, recording attempts[i]: the key's runs counted so far (> 0:
  * the row stays, released, with that count), 0 (forget the key: its row is

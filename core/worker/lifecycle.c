@@ -370,6 +370,19 @@ lifecycle_on_leader(const struct lifecycle_leader *l, struct lifecycle_verdict *
 }
 
 enum job_action
+lifecycle_on_complete_missed(int answer_lost, int completed_by_it, struct lifecycle_verdict *out)
+{
+    if (!answer_lost || !completed_by_it) {
+        return lifecycle_on_failure(LIFECYCLE_COMPLETE_LOST, 0, NULL, out);
+    }
+    verdict_init(out);
+    out->action = JOB_ACT_COMPLETE;
+    say(out, TWICE_LOG_INFO)->arg = "the completion's answer was lost with the connection, and "
+                                    "the key reads completed by this message: done";
+    return out->action;
+}
+
+enum job_action
 lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
                      struct lifecycle_verdict *out)
 {

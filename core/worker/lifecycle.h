@@ -94,6 +94,12 @@
  * before a transactional handler started, or before a completion (another worker took
  * the key over), leaves the message alone for the key's new holder.
  *
+ * A completion that finds its key no longer ours (lifecycle_on_complete_missed) after an
+ * earlier completion of the job went out and lost its answer with the connection: when
+ * the key reads completed by this job's message, that completion committed: the job is
+ * done (its message deleted, counted done), logged at info; otherwise the lease was lost,
+ * as above.
+ *
  * A dead letter the DLQ refuses for good (LIFECYCLE_DLQ_REFUSED: larger than the DLQ
  * accepts even without twice's optional attributes, or an error that sending again will
  * not fix) is not sent again in place: logged as an error with why, the message is given
@@ -228,6 +234,11 @@ enum job_action lifecycle_on_leader(const struct lifecycle_leader *l,
  * jitter (backoff_random()). */
 enum job_action lifecycle_on_timeout(const struct lifecycle_queue *q, int attempt, uint64_t random,
                                      struct lifecycle_verdict *out);
+/* A DONE job's completion found its key no longer ours; answer_lost: an
+ * earlier completion of it lost its answer with the connection;
+ * completed_by_it: the key reads completed by this job's message. */
+enum job_action lifecycle_on_complete_missed(int answer_lost, int completed_by_it,
+                                             struct lifecycle_verdict *out);
 /* wait_left: LIFECYCLE_DRAIN_IN_BACKOFF's seconds still to wait (and the
  * cooldown left of LIFECYCLE_BREAKER_OPEN, the wait of LIFECYCLE_PAUSED); error:
  * LIFECYCLE_COMMIT_LOST's store error, LIFECYCLE_DLQ_REFUSED's refusal (may be NULL). */

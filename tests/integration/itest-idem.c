@@ -1111,6 +1111,30 @@ test_connect_errors(struct ctx *c)
     CHECK_CONTAINS(err, "not a valid");
 }
 
+/*
+ * After a completion whose answer was lost (it may have committed): a key
+ * reads completed by the message whose job completed it, and by no other;
+ * a key still in progress (the completion did not commit) or unknown reads
+ * as not completed.
+ */
+static void
+test_completed_by(struct ctx *c)
+{
+    struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
+    CHECK_INT(claim1(a, "cb-1", "m-1", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(claim1(a, "cb-2", "m-2", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(complete1(a, "cb-1"), 1);
+    const char *keys[] = {"cb-1", "cb-1", "cb-2", "cb-none", "cb-1"};
+    const char *ids[] = {"m-1", "m-2", "m-2", "m-1", NULL};
+    int got[5] = {-1, -1, -1, -1, -1};
+    CHECK_INT(idem_completed_by(a, keys, ids, 5, got, err, sizeof(err)), 0);
+    static const int want[5] = {1, 0, 0, 0, 0};
+    for (int i = 0; i < 5; i++) {
+        CHECK_INT(got[i], want[i]);
+    }
+    idem_close(a);
+}
+
 static char *prepared_named(PGconn *conn, const char *prefix, char **text);
 
 /* The first column (the answer's letter) of the claim statement text run
@@ -1469,6 +1493,7 @@ main(void)
     test_connect_errors(&c);
     test_reconnect(&c);
     test_claim_is_idempotent(&c);
+    test_completed_by(&c);
     test_statement_names(&c);
     test_claim_ignores_keys_in_flight(&c);
 

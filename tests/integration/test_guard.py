@@ -76,6 +76,35 @@ class Guard(twicetest.TwiceTestCase):
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)
 
+    def test_a_completion_whose_answer_was_lost_is_done(self):
+        # The acknowledger's completion commits, then the connection is cut before
+        # its answer arrives. Sent again on a new connection it finds the key no
+        # longer in progress under this worker; the key reads completed by this very
+        # message, so that completion was ours: the message is deleted now and the
+        # job counted done - not "lease lost", left to come back as a duplicate
+        # after its visibility timeout (30 s).
+        url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
+            "lostdone", visibility_timeout=30)
+        self.sqs.send(url, json.dumps({"id": "lostdone-1", "sleep_ms": 1500}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
+                             timeout=10, message="the job never started")
+        proxy.cut_answer(b"twice_complete_")
+        began = time.monotonic()
+        self.wait_empty(url, timeout=10)
+        self.assertLess(time.monotonic() - began, 10)
+        self.assertEqual(proxy.cuts, 1, "the completion's answer was lost")
+        d.wait_log(r"info .*key=effect:lostdone-1 .*the completion's answer was lost with the "
+                   r"connection, and the key reads completed by this message: done")
+        self.assertEqual([(k, a) for k, _, a in self.lines(effects)],
+                         [("effect:lostdone-1", "1")])
+        self.assertEqual(self.key_row(dsn, "effect:lostdone-1"), ("completed", True, 1))
+        tc.wait_metric(port, "twice_jobs_finished_total", 1, outcome="done")
+        log = d.log_text()
+        self.assertNotIn("lease lost", log)
+        self.assertNotIn("duplicate", log)
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
     def test_connections_cut_while_messages_flow_delay_nothing(self):
         # PostgreSQL ends twiced's connections again and again (pg_terminate_backend,
         # as an operator, a pooler or a failover does) while 60 messages flow: each

@@ -515,6 +515,45 @@ test_failure_table(void)
     }
 }
 
+/* A completion that found its key no longer ours: done only when an earlier
+ * completion of the job lost its answer and the key reads completed by its
+ * message (that completion committed); else the lease was lost. */
+static void
+test_complete_missed(void)
+{
+    static const struct {
+        const char *name;
+        int answer_lost, completed_by_it;
+        struct expect want;
+    } rows[] = {
+        {"answer lost, completed by it",
+         1,
+         1,
+         {JOB_ACT_COMPLETE, 0, NULL, INFO,
+          "the completion's answer was lost with the connection, and the key reads completed "
+          "by this message: done"}},
+        {"answer lost, not completed by it",
+         1,
+         0,
+         {RUN, 0, NULL, WARN,
+          "lease lost before completion: another worker took the key over; leaving the "
+          "message to it"}},
+        {"no answer lost, completed by it",
+         0,
+         1,
+         {RUN, 0, NULL, WARN,
+          "lease lost before completion: another worker took the key over; leaving the "
+          "message to it"}},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct lifecycle_verdict v;
+        enum job_action got =
+            lifecycle_on_complete_missed(rows[i].answer_lost, rows[i].completed_by_it, &v);
+        check_verdict(rows[i].name, got, &v, &rows[i].want);
+        CHECK(v.duplicate == NULL && !v.conflict && !v.in_place && !v.counted);
+    }
+}
+
 /* A claim that failed: given back, never counted; dead-lettered only past
  * max_receives, with the store's error. */
 static void
@@ -708,6 +747,7 @@ main(void)
     test_run_table();
     test_leader_table();
     test_failure_table();
+    test_complete_missed();
     test_breaker_open_runs();
     test_claim_failed();
     test_long_error_is_not_cut();
