@@ -196,7 +196,8 @@ class TcpProxy:
         """Lose the answer of the next request (client to server bytes) that holds
         marker: the request reaches PostgreSQL and runs to its end (ReadyForQuery,
         after the commit), and then both sides of that connection are cut instead of
-        the answer being forwarded. Once; self.cuts counts the cuts done."""
+        the answer being forwarded. Once; self.cuts counts the cuts done. None: no
+        more."""
         with self.lock:
             self._cut_marker = marker
 

@@ -105,47 +105,70 @@ class Guard(twicetest.TwiceTestCase):
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)
 
-    def test_connections_cut_while_messages_flow_delay_nothing(self):
-        # PostgreSQL ends twiced's connections again and again (pg_terminate_backend,
-        # as an operator, a pooler or a failover does) while 60 messages flow: each
-        # statement that meets a dead connection is tried again on a new one, so
-        # every message is handled once, as attempt 1, within seconds - none waits
-        # out its visibility timeout (30 s).
+    def flow(self, prefix, fault):
+        """60 messages sent over 2 s while fault(proxy, dsn, stop) runs again and
+        again on a thread until stop is set: each must be handled once, as attempt 1, within 20 s of the first -
+        none waits out its visibility timeout (30 s). Returns the proxy."""
         url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
-            "flowcut", visibility_timeout=30, concurrency=8)
-        name = dsn.rsplit("/", 1)[1]
+            prefix, visibility_timeout=30, concurrency=8)
         stop = threading.Event()
-        cuts = []
 
-        def cut():
+        def faults():
             while not stop.is_set():
-                cuts.append(self.pg.query(
-                    self.env.pg_dsn, "SELECT count(pg_terminate_backend(pid)) FROM "
-                                     "pg_stat_activity WHERE datname = %s AND "
-                                     "application_name = 'twice'", (name,))[0][0])
-                time.sleep(0.15)
+                fault(proxy, dsn, stop)
+            proxy.cut_answer(None)
 
-        cutter = threading.Thread(target=cut)
-        cutter.start()
+        thread = threading.Thread(target=faults)
+        thread.start()
         self.addCleanup(stop.set)
         total = 60
         began = time.monotonic()
         try:
             for i in range(0, total, 10):
-                self.sqs.send_batch(url, [json.dumps({"id": "flow-%d" % n, "sleep_ms": 50})
+                self.sqs.send_batch(url, [json.dumps({"id": "%s-%d" % (prefix, n),
+                                                      "sleep_ms": 50})
                                           for n in range(i, i + 10)])
                 time.sleep(0.3)
             twicetest.wait_until(lambda: len(self.lines(effects)) >= total, timeout=20,
                                  message="not every message ran within 20 s")
         finally:
             stop.set()
-            cutter.join()
+            thread.join()
         self.assertLess(time.monotonic() - began, 20)
-        self.assertGreater(sum(cuts), 5, "connections were cut")
         self.wait_empty(url)
         done = self.lines(effects)
         self.assertEqual(sorted(k for k, _, _ in done),
-                         sorted("effect:flow-%d" % n for n in range(total)), "each ran once")
+                         sorted("effect:%s-%d" % (prefix, n) for n in range(total)),
+                         "each ran once")
         self.assertEqual({a for _, _, a in done}, {"1"})
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)
+        return proxy
+
+    def test_connections_cut_while_messages_flow_delay_nothing(self):
+        # PostgreSQL ends twiced's connections again and again (pg_terminate_backend,
+        # as an operator, a pooler or a failover does) while messages flow.
+        cuts = []
+
+        def terminate(proxy, dsn, stop):
+            cuts.append(self.pg.query(
+                self.env.pg_dsn, "SELECT count(pg_terminate_backend(pid)) FROM "
+                                 "pg_stat_activity WHERE datname = %s AND "
+                                 "application_name = 'twice'", (dsn.rsplit("/", 1)[1],))[0][0])
+            time.sleep(0.15)
+
+        self.flow("flowcut", terminate)
+        self.assertGreater(sum(cuts), 5, "connections were cut")
+
+    def test_claims_losing_answers_while_messages_flow_delay_nothing(self):
+        # Claims commit and lose their answers with their connections again and
+        # again while messages flow (one every 0.3 s at most).
+        def lose_a_claim_answer(proxy, dsn, stop):
+            before = proxy.cuts
+            proxy.cut_answer(b"twice_claim_")
+            while proxy.cuts == before and not stop.is_set():
+                time.sleep(0.05)
+            time.sleep(0.3)
+
+        proxy = self.flow("flowlost", lose_a_claim_answer)
+        self.assertGreater(proxy.cuts, 2, "claims lost their answers")
