@@ -76,7 +76,8 @@ struct twice_job {
     int complete_unsure;       /* acker: a completion went out and its connection was lost
                                   before the answer: it may have committed */
     int dlq_sent;              /* the dead letter was accepted by the DLQ */
-    int dlq_refused; /* the DLQ refused it for good: given back, its key released with runs */
+    int dlq_refused;           /* the DLQ did not take it (refused it for good, or kept failing):
+                                  given back, its key released with runs */
 
     twice_status status;         /* handle()'s answer */
     char *error;                 /* owned: api->error() text, NULL if none */

@@ -274,17 +274,19 @@ send_letter(struct sqs_client *c, const struct twice_job *j, struct dlq_fit *fit
     return dlq_send(c, qc->dlq_url, qc->fifo, &j->msg, &why, fit, e);
 }
 
-/* The DLQ refused j's dead letter for good (too large for it, or an error
- * that sending again will not fix): say why once and give the message back
- * for long (lifecycle.h), its key released with the runs the letter counted
- * (runs_to_record), rather than trying again in place. */
+/* The DLQ did not take j's dead letter: refused it for good (too large for
+ * it, or an error that sending again will not fix), or kept failing it past
+ * the acker's tries (failure says which): say why once and give the message
+ * back for a while (lifecycle.h), its key released with the runs the letter
+ * counted (runs_to_record), rather than trying again in place or leaving
+ * the key in progress until its lease lapses. */
 static void
-give_back_refused(struct twice_job *j, const char *desc)
+give_back_unsent(struct twice_job *j, enum lifecycle_failure failure, const char *desc)
 {
     char why[1400];
     snprintf(why, sizeof(why), "(%s) %s", j->reason, desc);
     struct lifecycle_verdict v;
-    lifecycle_on_failure(LIFECYCLE_DLQ_REFUSED, 0, why, &v);
+    lifecycle_on_failure(failure, 0, why, &v);
     verdict_apply(j, &v);
     j->dlq_refused = 1;
 }
@@ -328,10 +330,12 @@ send_dead_letters(struct acker *a, struct twice_job *list)
             } else {
                 sqs_error_describe(&e, "SendMessage", desc, sizeof(desc));
             }
-            if (try_again(&e)) {
+            if (!try_again(&e)) {
+                give_back_unsent(j, LIFECYCLE_DLQ_REFUSED, desc);
+            } else if (j->act_tries + 1 < ACKER_MAX_TRIES || strcmp(e.code, "Cancelled") == 0) {
                 defer(a, j, "sending to the DLQ", desc);
             } else {
-                give_back_refused(j, desc);
+                give_back_unsent(j, LIFECYCLE_DLQ_UNAVAILABLE, desc);
             }
             continue;
         }

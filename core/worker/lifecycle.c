@@ -447,6 +447,16 @@ lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
              "; giving the message back for %ds instead of retrying now", out->delay);
         break;
     }
+    case LIFECYCLE_DLQ_UNAVAILABLE: {
+        out->delay = LIFECYCLE_DLQ_UNAVAILABLE_DELAY;
+        struct lifecycle_text *t = say(out, TWICE_LOG_ERROR);
+        part(t->before, sizeof(t->before),
+             "the dead-letter queue could not take the dead letter for now: ");
+        t->arg = error != NULL ? error : "";
+        part(t->after, sizeof(t->after),
+             "; giving the message back for %ds, its key released with its runs", out->delay);
+        break;
+    }
     }
     return out->action;
 }

@@ -106,6 +106,12 @@
  * back for an hour (it comes back then, is dead-lettered again and, once the DLQ takes
  * it, leaves the queue); its key is released keeping the runs the letter counted, so it
  * is neither left in progress nor run afresh.
+ * A dead letter the DLQ keeps failing with errors worth retrying (LIFECYCLE_DLQ_UNAVAILABLE:
+ * throttled, 5xx, unreachable, past the acknowledger's tries) is handled the same way, for
+ * five minutes: its key is released keeping those runs, so that the message, when it comes
+ * back, is claimed at once and met by the same decision (a spent max_attempts is
+ * dead-lettered at its claim without running again), instead of meeting its own lease
+ * and then being taken over, its last run uncounted and run once more.
  */
 #ifndef TWICE_LIFECYCLE_H
 #define TWICE_LIFECYCLE_H
@@ -210,11 +216,15 @@ enum lifecycle_failure {
     LIFECYCLE_DRAIN_IN_BACKOFF,  /* the drain began during a FIFO retry's wait */
     LIFECYCLE_DRAIN_DEADLINE,    /* still running at the drain deadline */
     LIFECYCLE_DRAIN_DEADLINE_TX, /* the same, a transactional job (holds its row lock) */
-    LIFECYCLE_DLQ_REFUSED        /* the DLQ refused its dead letter for good (error: why) */
+    LIFECYCLE_DLQ_REFUSED,       /* the DLQ refused its dead letter for good (error: why) */
+    LIFECYCLE_DLQ_UNAVAILABLE    /* the DLQ kept failing its dead letter with errors worth
+                                    retrying, past the acknowledger's tries (error: the last) */
 };
 
 /* How long a message whose dead letter the DLQ refused is given back, seconds. */
-#define LIFECYCLE_DLQ_REFUSED_DELAY 3600
+#define LIFECYCLE_DLQ_REFUSED_DELAY     3600
+/* ... and one whose DLQ kept failing for now. */
+#define LIFECYCLE_DLQ_UNAVAILABLE_DELAY 300
 
 /* Each fills *out and returns out->action. Borrowed strings in *out point into
  * the inputs (or are static): keep the inputs alive while *out is used. */
@@ -241,7 +251,8 @@ enum job_action lifecycle_on_complete_missed(int answer_lost, int completed_by_i
                                              struct lifecycle_verdict *out);
 /* wait_left: LIFECYCLE_DRAIN_IN_BACKOFF's seconds still to wait (and the
  * cooldown left of LIFECYCLE_BREAKER_OPEN, the wait of LIFECYCLE_PAUSED); error:
- * LIFECYCLE_COMMIT_LOST's store error, LIFECYCLE_DLQ_REFUSED's refusal (may be NULL). */
+ * LIFECYCLE_COMMIT_LOST's store error, LIFECYCLE_DLQ_REFUSED's refusal and
+ * LIFECYCLE_DLQ_UNAVAILABLE's last error (may be NULL). */
 enum job_action lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
                                      struct lifecycle_verdict *out);
 

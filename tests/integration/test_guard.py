@@ -172,3 +172,38 @@ class Guard(twicetest.TwiceTestCase):
 
         proxy = self.flow("flowlost", lose_a_claim_answer)
         self.assertGreater(proxy.cuts, 2, "claims lost their answers")
+
+    def test_a_dead_letter_the_dlq_keeps_failing_releases_its_key(self):
+        # max_attempts 1: the job's only run fails, so it is dead-lettered; the DLQ
+        # answers every SendMessage with a 500 (retryable) until the acknowledger
+        # gives up. The run is recorded and the key released at once, the message
+        # given back for a while: when it comes back it is dead-lettered at its
+        # claim, without running again - not left in progress until its lease
+        # lapses and then run once more as if its worker had hung.
+        sqs = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(sqs.close)
+        url, dlq = self.queue_pair("dlqdown")
+        dsn = self.new_database("dlqdown")
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        port = tc.free_port()
+        conf = tc.config(self.env, dsn, [tc.queue("dlqdown", url, dlq, PLUGIN, max_attempts=1,
+                                                  visibility_timeout=4)],
+                         [tc.plugin(PLUGIN, tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)], endpoint=sqs.endpoint, lease_margin=1,
+                         metrics_port=port)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        sqs.answer(500, "InternalFailure", only="SendMessage")
+        self.sqs.send(url, json.dumps({"id": "dlqdown-1", "fail_until": 9}))
+        d.wait_log(r"error .*attempt=1: the dead-letter queue could not take the dead letter "
+                   r"for now: \(max-attempts\) SendMessage: InternalFailure: .*; giving the "
+                   r"message back for 300s, its key released with its runs", timeout=60)
+        self.assertEqual(self.key_row(dsn, "effect:dlqdown-1"), ("released", True, 1))
+        time.sleep(7)  # past the visibility timeout and the lease
+        self.assertNotIn("taking over", d.log_text())
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_handler_duration_seconds_count"),
+                         1, "it ran once")
+        self.assertEqual(self.key_row(dsn, "effect:dlqdown-1"), ("released", True, 1))
+        self.assertEqual(self.sqs.counts(url)[1], 1, "given back, hidden")
+        self.assertEqual(self.lines(effects), [])
+        self.assertEqual(d.stop(), 0)

@@ -498,6 +498,10 @@ static const struct failure_row failure_rows[] = {
      "bytes", {RETURN, 3600, NULL, TWICE_LOG_ERROR, "the dead-letter queue refused the dead "
      "letter: (rejected) the dead letter is 9 bytes; giving the message back for 3600s instead "
      "of retrying now"}, 0},
+    {"DLQ kept failing the letter", F(DLQ_UNAVAILABLE),  0, "(rejected) SendMessage: "
+     "InternalFailure", {RETURN, 300, NULL, TWICE_LOG_ERROR, "the dead-letter queue could not "
+     "take the dead letter for now: (rejected) SendMessage: InternalFailure; giving the message "
+     "back for 300s, its key released with its runs"}, 0},
 };
 /* clang-format on */
 
