@@ -806,13 +806,18 @@ claim_peek(struct idem_store *s, struct idem_claim *claims, size_t n, const PGre
     PQclear(rows);
 }
 
-/* Whether the last failure was the connection's: it is gone (the server
- * ended it, a proxy cut it, a failover), not a statement that failed on a
- * live connection (an SQL error, a statement timeout). */
+/* Whether a failed statement (res, NULL when no answer came) failed with its
+ * connection: the connection is gone, or the server said it is ending it
+ * (57P01-03: terminated, crashed, shutting down; libpq may not have seen
+ * the socket close yet), or libpq could not tell (no SQLSTATE, class 08) -
+ * not a statement that failed on a live connection (an SQL error, a
+ * statement timeout: 57014). */
 static int
-connection_lost(const struct idem_store *s)
+connection_lost(const struct idem_store *s, const PGresult *res)
 {
-    return PQstatus(s->conn) != CONNECTION_OK;
+    const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    return PQstatus(s->conn) != CONNECTION_OK || state == NULL || strncmp(state, "08", 2) == 0 ||
+           strncmp(state, "57P", 3) == 0;
 }
 
 /*
@@ -825,9 +830,14 @@ static PGresult *
 claim_run(struct idem_store *s, const char *const *params, char *err, size_t errlen)
 {
     int idle = PQtransactionStatus(s->conn) == PQTRANS_IDLE;
-    PGresult *res = run_prepared(s, STMT_CLAIM, 6, params, PGRES_TUPLES_OK, "claim", err, errlen);
-    if (res != NULL || !idle || !connection_lost(s)) {
+    PGresult *res = idem_stmts_exec(s->stmts, s->conn, STMT_CLAIM, 6, params);
+    if (PQresultStatus(res) == PGRES_TUPLES_OK) {
         return res;
+    }
+    int lost = idle && connection_lost(s, res);
+    idem_pg_fail(s, res, "claim", err, errlen);
+    if (!lost) {
+        return NULL;
     }
     char first[256];
     snprintf(first, sizeof(first), "%s", err != NULL ? err : "");

@@ -440,8 +440,8 @@ completed_by_them(struct idem_store *s, struct twice_job **jobs, size_t n, int *
 }
 
 /* Settle the jobs whose completion just found their key no longer ours
- * (lifecycle_on_complete_missed): those whose earlier completion lost its
- * answer are looked up first, as that one may have committed; when the
+ * (lifecycle_on_complete_missed): those whose earlier completion failed are
+ * looked up first, as that one may have committed; when the
  * look-up fails they are deferred, still holding the key, to complete (and
  * look) again in a later pass. */
 static void
@@ -475,8 +475,8 @@ settle_missed(struct acker *a, struct idem_store *s, struct twice_job **jobs, si
 /* 2. Complete the keys of DONE jobs, in one statement per ACKER_BATCH. A key
  * another worker took over is not ours to complete: its job is not counted
  * done here, and its message is left to the key's new holder (lifecycle.c),
- * unless an earlier completion of it lost its answer and the key reads
- * completed by its message (settle_missed). */
+ * unless an earlier completion of it failed and the key reads completed by
+ * its message (settle_missed). */
 static void
 complete_keys(struct acker *a, struct twice_job *list)
 {
@@ -489,9 +489,10 @@ complete_keys(struct acker *a, struct twice_job *list)
         struct idem_store *s = acker_store(a);
         if (s == NULL || complete_batch(a, s, jobs, keys, runs, n, done, err, sizeof(err)) != 0) {
             metrics_count(MET_PG_ERRORS, "complete", NULL, NULL, 1);
-            int lost = s != NULL && !idem_connected(s); /* it may have committed */
             for (size_t i = 0; i < n; i++) {
-                jobs[i]->complete_unsure |= lost;
+                /* sent: it may have committed, its answer lost (a connection
+                 * ended after the commit can answer with an error too) */
+                jobs[i]->complete_unsure |= s != NULL;
                 defer(a, jobs[i], "completing the key", err);
             }
             continue;

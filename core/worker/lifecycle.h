@@ -95,7 +95,8 @@
  * the key over), leaves the message alone for the key's new holder.
  *
  * A completion that finds its key no longer ours (lifecycle_on_complete_missed) after an
- * earlier completion of the job went out and lost its answer with the connection: when
+ * earlier completion of the job went out and failed (it may have committed, its answer
+ * lost with the connection, or an error in its place when the server ended it): when
  * the key reads completed by this job's message, that completion committed: the job is
  * done (its message deleted, counted done), logged at info; otherwise the lease was lost,
  * as above.
@@ -245,7 +246,7 @@ enum job_action lifecycle_on_leader(const struct lifecycle_leader *l,
 enum job_action lifecycle_on_timeout(const struct lifecycle_queue *q, int attempt, uint64_t random,
                                      struct lifecycle_verdict *out);
 /* A DONE job's completion found its key no longer ours; answer_lost: an
- * earlier completion of it lost its answer with the connection;
+ * earlier completion of it failed, so may have committed;
  * completed_by_it: the key reads completed by this job's message. */
 enum job_action lifecycle_on_complete_missed(int answer_lost, int completed_by_it,
                                              struct lifecycle_verdict *out);
