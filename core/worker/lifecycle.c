@@ -383,6 +383,19 @@ lifecycle_on_complete_missed(int answer_lost, int completed_by_it, struct lifecy
 }
 
 enum job_action
+lifecycle_on_commit_unknown(int completed_by_it, const char *error, struct lifecycle_verdict *out)
+{
+    if (!completed_by_it) {
+        return lifecycle_on_failure(LIFECYCLE_COMMIT_LOST, 0, error, out);
+    }
+    verdict_init(out);
+    out->action = JOB_ACT_COMPLETE;
+    say(out, TWICE_LOG_INFO)->arg = "the commit's answer was lost with the connection, and the "
+                                    "key reads completed by this message: done";
+    return out->action;
+}
+
+enum job_action
 lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
                      struct lifecycle_verdict *out)
 {

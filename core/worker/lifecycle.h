@@ -99,7 +99,9 @@
  * lost with the connection, or an error in its place when the server ended it): when
  * the key reads completed by this job's message, that completion committed: the job is
  * done (its message deleted, counted done), logged at info; otherwise the lease was lost,
- * as above.
+ * as above. The same for a transactional job whose COMMIT lost its connection
+ * (lifecycle_on_commit_unknown): completed by its message, it is done; otherwise (or when
+ * the store cannot say) it is given back as "store lost at commit" above.
  *
  * A dead letter the DLQ refuses for good (LIFECYCLE_DLQ_REFUSED: larger than the DLQ
  * accepts even without twice's optional attributes, or an error that sending again will
@@ -250,6 +252,11 @@ enum job_action lifecycle_on_timeout(const struct lifecycle_queue *q, int attemp
  * completed_by_it: the key reads completed by this job's message. */
 enum job_action lifecycle_on_complete_missed(int answer_lost, int completed_by_it,
                                              struct lifecycle_verdict *out);
+/* A transactional job's COMMIT lost its connection (error: why);
+ * completed_by_it: on a new connection the key reads completed by the job's
+ * message. */
+enum job_action lifecycle_on_commit_unknown(int completed_by_it, const char *error,
+                                            struct lifecycle_verdict *out);
 /* wait_left: LIFECYCLE_DRAIN_IN_BACKOFF's seconds still to wait (and the
  * cooldown left of LIFECYCLE_BREAKER_OPEN, the wait of LIFECYCLE_PAUSED); error:
  * LIFECYCLE_COMMIT_LOST's store error, LIFECYCLE_DLQ_REFUSED's refusal and

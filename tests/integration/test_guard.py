@@ -1,8 +1,9 @@
 """The idempotency guard when PostgreSQL loses a connection: a statement whose answer
 never arrived may have committed, and what twice does next must follow what the key's
-row says, not the lost answer. Real PostgreSQL (behind faultproxy.TcpProxy, which can
-lose one answer after its statement committed) and the SQS emulator; effects are lines
-(effect_file) that the tests count."""
+row says, not the lost answer. And a dead letter the DLQ keeps failing must not leave its
+key in progress. Real PostgreSQL (behind faultproxy.TcpProxy, which can lose one answer
+after its statement committed) and the SQS emulator (behind faultproxy.FaultProxy, to fail
+SendMessage); effects are lines (effect_file) or rows (effect_tx) that the tests count."""
 
 import json
 import os
@@ -206,4 +207,38 @@ class Guard(twicetest.TwiceTestCase):
         self.assertEqual(self.key_row(dsn, "effect:dlqdown-1"), ("released", True, 1))
         self.assertEqual(self.sqs.counts(url)[1], 1, "given back, hidden")
         self.assertEqual(self.lines(effects), [])
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_transaction_whose_commit_answer_was_lost_is_done(self):
+        # A transactional job's COMMIT (its effect and its key's completion) commits,
+        # then the connection is cut before the answer arrives. On a new connection the
+        # key reads completed by this message: the job is done and its message
+        # deleted now - not given back to come back as a duplicate.
+        url, dlq = self.queue_pair("losttx")
+        dsn = self.new_database("losttx")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        proxy = faultproxy.TcpProxy(self.env.pg_host, self.env.pg_port)
+        self.addCleanup(proxy.close)
+        via = dsn.replace(":%d/" % self.env.pg_port, ":%d/" % proxy.port)
+        port = tc.free_port()
+        conf = tc.config(self.env, via, [tc.queue("losttx", url, dlq, "effect-tx",
+                                                  visibility_timeout=30)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         metrics_port=port)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "losttx-1", "sleep_ms": 1500}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
+                             timeout=10, message="the job never started")
+        proxy.cut_answer(b"COMMIT\x00")
+        d.wait_log(r"info .*key=effect:losttx-1 .*the commit's answer was lost with the "
+                   r"connection, and the key reads completed by this message: done", timeout=10)
+        self.assertEqual(proxy.cuts, 1, "the commit's answer was lost")
+        self.wait_empty(url, timeout=5)
+        self.assertEqual(self.pg.query(dsn, "SELECT key, attempt FROM effects"),
+                         [("effect:losttx-1", 1)])
+        self.assertEqual(self.key_row(dsn, "effect:losttx-1"), ("completed", True, 1))
+        tc.wait_metric(port, "twice_jobs_finished_total", 1, outcome="done")
+        self.assertNotIn("duplicate", d.log_text())
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)

@@ -558,6 +558,25 @@ test_complete_missed(void)
     }
 }
 
+/* A transactional COMMIT that lost its connection: done when the key reads
+ * completed by the job's message, else given back as the store's fault. */
+static void
+test_commit_unknown(void)
+{
+    struct lifecycle_verdict v;
+    enum job_action got = lifecycle_on_commit_unknown(1, "connection lost during COMMIT", &v);
+    struct expect done = {JOB_ACT_COMPLETE, 0, NULL, INFO,
+                          "the commit's answer was lost with the connection, and the key reads "
+                          "completed by this message: done"};
+    check_verdict("COMMIT landed", got, &v, &done);
+    got = lifecycle_on_commit_unknown(0, "connection lost during COMMIT", &v);
+    struct expect back = {JOB_ACT_RETURN, 5, NULL, WARN,
+                          "commit failed with the connection (connection lost during COMMIT); "
+                          "giving the message back"};
+    check_verdict("COMMIT not landed", got, &v, &back);
+    CHECK_INT(v.counted, 0);
+}
+
 /* A claim that failed: given back, never counted; dead-lettered only past
  * max_receives, with the store's error. */
 static void
@@ -752,6 +771,7 @@ main(void)
     test_leader_table();
     test_failure_table();
     test_complete_missed();
+    test_commit_unknown();
     test_breaker_open_runs();
     test_claim_failed();
     test_long_error_is_not_cut();
