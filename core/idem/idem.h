@@ -37,7 +37,9 @@
  * keys are free: the next claim takes them at once and keeps their count.
  * lease_until matters only while a key is in progress; a completion leaves
  * it as it was (so that it is a HOT update: idem.c, the lease layout), and
- * release and the master set it to when the lease ended.
+ * release and the master set it to when the lease ended. A claim writes
+ * processed_at up to a second early: the token that makes it idempotent
+ * (idem.c, sql_claim).
  *
  * One struct idem_store is one libpq connection: not thread-safe, so each
  * thread that needs the store has its own. Every operation on a batch is
