@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "buf.h"
 #include "config.h"
 #include "idem_internal.h"
@@ -49,6 +50,20 @@
  *   taken.
  * - upd claims exactly the rows free locked, keeping their count of runs,
  *   and answers the state each had.
+ * - The claim is idempotent, so that one whose answer was lost with its
+ *   connection can be sent again as it was (idem_claim_batch): each claim
+ *   statement carries a token ($6, a random number of microseconds from 1 to
+ *   999999) that it takes off the processed_at it writes (the lease stays
+ *   exact; an in-progress row's processed_at is only shown), so a row it
+ *   claimed has lease_until - processed_at (both from the same now()) = its
+ *   lease + the token. free also takes a row in progress under this owner, for this
+ *   message, with exactly that difference: this very statement claimed it
+ *   (and committed) before, so it is claimed again and answered as claimed.
+ *   Another claim of this worker (another receiver, another token) or an
+ *   extension changes the difference: a key that another job of this worker
+ *   holds stays BUSY. What the row was before the first run (released,
+ *   crashed...) is lost with its answer: it reads as claimed, its count of
+ *   runs kept.
  * - seen reads the rows of old from the snapshot: a key neither inserted
  *   nor claimed is COMPLETED if the snapshot says so (completed is final
  *   until the janitor deletes it), else BUSY, including a row that is newer
@@ -58,7 +73,19 @@
  */
 #define FREE_ROW                                                                                  \
     "(t.state IN ('released', 'crashed', 'interrupted')"                                          \
-    " OR (t.state = 'in_progress' AND t.lease_until < now()))"
+    " OR (t.state = 'in_progress' AND t.lease_until < now()) OR " OWN_ROW ")"
+
+/* A row this statement (its owner $5, its token $6) claimed before, for the
+ * same message o.m: the claim sent again after its answer was lost. */
+#define OWN_ROW                                                                                   \
+    "(t.state = 'in_progress' AND t.owner = $5 AND t.message_id = o.m"                            \
+    " AND t.lease_until - t.processed_at = " LEASE_EXPR ")"
+
+/* What lease_until - processed_at is in a row the claim with token $6 wrote
+ * for input o. */
+#define LEASE_EXPR "(o.l * interval '1 second' + $6::int * interval '1 microsecond')"
+/* The processed_at a claim writes: now() less its token. */
+#define CLAIMED_AT "now() - $6::int * interval '1 microsecond'"
 
 static const char sql_claim[] =
     "WITH input AS ("
@@ -68,19 +95,20 @@ static const char sql_claim[] =
     "), ins AS ("
     " INSERT INTO @T AS t (idempotency_key, state, owner, lease_until, payload_sha256,"
     " message_id, attempts, processed_at, created_at)"
-    " SELECT i.k, 'in_progress', $5, now() + i.l * interval '1 second', i.sha, i.m, 0,"
-    " now(), now() FROM input i ORDER BY i.k"
+    " SELECT o.k, 'in_progress', $5, now() + o.l * interval '1 second', o.sha, o.m, 0,"
+    " " CLAIMED_AT ", now() FROM input o ORDER BY o.k"
     " ON CONFLICT (idempotency_key) DO NOTHING RETURNING t.idempotency_key"
     "), old AS MATERIALIZED ("
     " SELECT i.* FROM input i WHERE NOT EXISTS"
     " (SELECT 1 FROM ins WHERE ins.idempotency_key = i.k)"
     "), free AS MATERIALIZED ("
-    " SELECT t.idempotency_key, t.state AS was FROM old o JOIN @T t ON t.idempotency_key = o.k"
+    " SELECT t.idempotency_key, CASE WHEN " OWN_ROW " THEN 'again' ELSE t.state END AS was"
+    " FROM old o JOIN @T t ON t.idempotency_key = o.k"
     " WHERE " FREE_ROW " ORDER BY t.idempotency_key FOR UPDATE OF t SKIP LOCKED"
     "), upd AS ("
     " UPDATE @T t SET state = 'in_progress', owner = $5,"
     " lease_until = now() + o.l * interval '1 second', payload_sha256 = o.sha,"
-    " message_id = o.m, processed_at = now()"
+    " message_id = o.m, processed_at = " CLAIMED_AT
     " FROM free f JOIN old o ON o.k = f.idempotency_key"
     " WHERE t.idempotency_key = f.idempotency_key AND " FREE_ROW
     " RETURNING t.idempotency_key, t.attempts, f.was"
@@ -88,7 +116,7 @@ static const char sql_claim[] =
     " SELECT o.k, t.state, t.attempts, t.lease_until, t.payload_sha256, t.message_id"
     " FROM old o JOIN @T t ON t.idempotency_key = o.k"
     ") SELECT CASE WHEN o.k IS NULL THEN 'C'"
-    " WHEN upd.was = 'released' THEN 'C' WHEN upd.was = 'crashed' THEN 'X'"
+    " WHEN upd.was IN ('released', 'again') THEN 'C' WHEN upd.was = 'crashed' THEN 'X'"
     " WHEN upd.was = 'interrupted' THEN 'S' WHEN upd.was IS NOT NULL THEN 'T'"
     " WHEN t.state = 'completed' THEN 'D' ELSE 'B' END,"
     " coalesce(upd.attempts, t.attempts, 0),"
@@ -806,6 +834,52 @@ claim_peek(struct idem_store *s, struct idem_claim *claims, size_t n, const PGre
     PQclear(rows);
 }
 
+/* Whether a failed statement (res, NULL when no answer came) failed with its
+ * connection: the connection is gone, or the server said it is ending it
+ * (57P01-03: terminated, crashed, shutting down; libpq may not have seen
+ * the socket close yet), or libpq could not tell (no SQLSTATE, class 08) -
+ * not a statement that failed on a live connection (an SQL error, a
+ * statement timeout: 57014). */
+static int
+connection_lost(const struct idem_store *s, const PGresult *res)
+{
+    const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    return PQstatus(s->conn) != CONNECTION_OK || state == NULL || strncmp(state, "08", 2) == 0 ||
+           strncmp(state, "57P", 3) == 0;
+}
+
+/*
+ * Run the claim statement; when the connection was lost on the way, once
+ * more at once on a new one: the statement is idempotent (sql_claim), so
+ * whether the lost one committed or not, the second answers what the keys
+ * are now, with the keys the first took ours. The result, or NULL with err.
+ */
+static PGresult *
+claim_run(struct idem_store *s, const char *const *params, char *err, size_t errlen)
+{
+    int idle = PQtransactionStatus(s->conn) == PQTRANS_IDLE;
+    PGresult *res = idem_stmts_exec(s->stmts, s->conn, STMT_CLAIM, 6, params);
+    if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+        return res;
+    }
+    int lost = idle && connection_lost(s, res);
+    idem_pg_fail(s, res, "claim", err, errlen);
+    if (!lost) {
+        return NULL;
+    }
+    char first[256];
+    snprintf(first, sizeof(first), "%s", err != NULL ? err : "");
+    if (idem_reconnect(s, err, errlen) != 0) {
+        return NULL;
+    }
+    res = run_prepared(s, STMT_CLAIM, 6, params, PGRES_TUPLES_OK, "claim", err, errlen);
+    if (res == NULL && err != NULL && errlen > 0) {
+        size_t used = strlen(err);
+        snprintf(err + used, errlen - used, " (on a new connection, after: %s)", first);
+    }
+    return res;
+}
+
 int
 idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, char *err,
                  size_t errlen)
@@ -830,9 +904,11 @@ idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, char
         idem_set_err(err, errlen, "claim: out of memory");
         goto out;
     }
-    const char *params[] = {buf_str(&arr[0]), buf_str(&arr[1]), buf_str(&arr[2]), buf_str(&arr[3]),
-                            s->owner};
-    PGresult *res = run_prepared(s, STMT_CLAIM, 5, params, PGRES_TUPLES_OK, "claim", err, errlen);
+    char token[16];
+    snprintf(token, sizeof(token), "%d", (int) (backoff_random() % 999999) + 1);
+    const char *params[] = {buf_str(&arr[0]), buf_str(&arr[1]), buf_str(&arr[2]),
+                            buf_str(&arr[3]), s->owner,         token};
+    PGresult *res = claim_run(s, params, err, errlen);
     if (res == NULL) {
         goto out;
     }
@@ -946,6 +1022,47 @@ idem_complete_batch(struct idem_store *s, const char *const *keys, const int *at
 {
     return keys_update_attempts(s, STMT_COMPLETE, "complete", keys, attempts, n, done, err,
                                 errlen);
+}
+
+/* The keys completed by the message each names: positions, 1-based. */
+static const char sql_completed_by[] =
+    "SELECT i.ord FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS i (k, m, ord)"
+    " JOIN @T t ON t.idempotency_key = i.k WHERE t.state = 'completed' AND t.message_id = i.m";
+
+int
+idem_completed_by(struct idem_store *s, const char *const *keys, const char *const *message_ids,
+                  size_t n, int *completed, char *err, size_t errlen)
+{
+    memset(completed, 0, n * sizeof(*completed));
+    if (n == 0) {
+        return 0;
+    }
+    struct buf k = BUF_INIT, m = BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        idem_array_elem(&m, message_ids[i]);
+    }
+    if (keys_array(&k, keys, n) != 0 || idem_array_end(&m) == NULL) {
+        buf_free(&k);
+        buf_free(&m);
+        idem_set_err(err, errlen, "completed check: out of memory");
+        return -1;
+    }
+    const char *params[] = {buf_str(&k), buf_str(&m)};
+    PGresult *res = idem_run_sql(s, sql_completed_by, 2, params, PGRES_TUPLES_OK,
+                                 "completed check", err, errlen);
+    buf_free(&k);
+    buf_free(&m);
+    if (res == NULL) {
+        return -1;
+    }
+    for (int r = 0; r < PQntuples(res); r++) {
+        long pos = strtol(PQgetvalue(res, r, 0), NULL, 10);
+        if (pos >= 1 && (size_t) pos <= n) {
+            completed[pos - 1] = 1;
+        }
+    }
+    PQclear(res);
+    return 0;
 }
 
 int

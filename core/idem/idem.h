@@ -37,7 +37,9 @@
  * keys are free: the next claim takes them at once and keeps their count.
  * lease_until matters only while a key is in progress; a completion leaves
  * it as it was (so that it is a HOT update: idem.c, the lease layout), and
- * release and the master set it to when the lease ended.
+ * release and the master set it to when the lease ended. A claim writes
+ * processed_at up to a second early: the token that makes it idempotent
+ * (idem.c, sql_claim).
  *
  * One struct idem_store is one libpq connection: not thread-safe, so each
  * thread that needs the store has its own. Every operation on a batch is
@@ -143,7 +145,14 @@ struct idem_claim {
     char stored_message_id[128];     /* out: the message that completed / holds / held it */
 };
 
-/* Claim every key of the batch in one round trip (one statement). */
+/*
+ * Claim every key of the batch in one round trip (one statement). When the
+ * connection is lost on the way (not an SQL error on a live one), the claim
+ * reconnects and sends the same statement once more at once: it is
+ * idempotent, so keys the lost one claimed (it may have committed) are
+ * answered as claimed, not as held by a live lease of ours. -1 when that
+ * fails too (the store is then left to reconnect).
+ */
 int idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, char *err,
                      size_t errlen);
 
@@ -156,6 +165,16 @@ int idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, 
  */
 int idem_complete_batch(struct idem_store *s, const char *const *keys, const int *attempts,
                         size_t n, int *done, char *err, size_t errlen);
+
+/*
+ * After a completion whose answer was lost with its connection (it may have
+ * committed): completed[i] = 1 when key i is completed by message
+ * message_ids[i], the message whose job completed it (the row no longer
+ * names its owner: a completion clears it), else 0. One round trip.
+ */
+int idem_completed_by(struct idem_store *s, const char *const *keys,
+                      const char *const *message_ids, size_t n, int *completed, char *err,
+                      size_t errlen);
 
 /*
  * Let go of keys we hold (RETRY, dead letter, a job given back), in one

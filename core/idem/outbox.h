@@ -72,7 +72,8 @@ int outbox_insert(struct idem_store *s, const char *table, const struct outbox_j
  * idem_complete_batch for keys some of whose jobs staged messages: in one
  * transaction, complete the keys and write the messages of the jobs whose
  * key was completed (done[i] = 1); a key no longer ours writes nothing.
- * jobs[i] belongs to keys[i]. On -1 nothing was committed.
+ * jobs[i] belongs to keys[i]. On -1 nothing was committed, unless the
+ * connection was lost during the COMMIT (idem_completed_by then tells).
  */
 int outbox_complete_batch(struct idem_store *s, const char *table, const char *const *keys,
                           const int *attempts, const struct outbox_job *jobs, size_t n, int *done,

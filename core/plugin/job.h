@@ -73,8 +73,11 @@ struct twice_job {
     struct shared_int claimed; /* we hold the key in the store (atomic: the heartbeat reads
                                   it while a transactional handler settles the key) */
     int key_completed;         /* the key is completed (by the acker or in the handler's tx) */
+    int complete_unsure;       /* acker: a completion went out and failed: it may have
+                                  committed, its answer lost with the connection */
     int dlq_sent;              /* the dead letter was accepted by the DLQ */
-    int dlq_refused; /* the DLQ refused it for good: given back, its key released with runs */
+    int dlq_refused;           /* the DLQ did not take it (refused it for good, or kept failing):
+                                  given back, its key released with runs */
 
     twice_status status;         /* handle()'s answer */
     char *error;                 /* owned: api->error() text, NULL if none */

@@ -274,17 +274,19 @@ send_letter(struct sqs_client *c, const struct twice_job *j, struct dlq_fit *fit
     return dlq_send(c, qc->dlq_url, qc->fifo, &j->msg, &why, fit, e);
 }
 
-/* The DLQ refused j's dead letter for good (too large for it, or an error
- * that sending again will not fix): say why once and give the message back
- * for long (lifecycle.h), its key released with the runs the letter counted
- * (runs_to_record), rather than trying again in place. */
+/* The DLQ did not take j's dead letter: refused it for good (too large for
+ * it, or an error that sending again will not fix), or kept failing it past
+ * the acker's tries (failure says which): say why once and give the message
+ * back for a while (lifecycle.h), its key released with the runs the letter
+ * counted (runs_to_record), rather than trying again in place or leaving
+ * the key in progress until its lease lapses. */
 static void
-give_back_refused(struct twice_job *j, const char *desc)
+give_back_unsent(struct twice_job *j, enum lifecycle_failure failure, const char *desc)
 {
     char why[1400];
     snprintf(why, sizeof(why), "(%s) %s", j->reason, desc);
     struct lifecycle_verdict v;
-    lifecycle_on_failure(LIFECYCLE_DLQ_REFUSED, 0, why, &v);
+    lifecycle_on_failure(failure, 0, why, &v);
     verdict_apply(j, &v);
     j->dlq_refused = 1;
 }
@@ -328,10 +330,12 @@ send_dead_letters(struct acker *a, struct twice_job *list)
             } else {
                 sqs_error_describe(&e, "SendMessage", desc, sizeof(desc));
             }
-            if (try_again(&e)) {
+            if (!try_again(&e)) {
+                give_back_unsent(j, LIFECYCLE_DLQ_REFUSED, desc);
+            } else if (j->act_tries + 1 < ACKER_MAX_TRIES || strcmp(e.code, "Cancelled") == 0) {
                 defer(a, j, "sending to the DLQ", desc);
             } else {
-                give_back_refused(j, desc);
+                give_back_unsent(j, LIFECYCLE_DLQ_UNAVAILABLE, desc);
             }
             continue;
         }
@@ -420,13 +424,63 @@ complete_batch(struct acker *a, struct idem_store *s, struct twice_job **jobs, c
                                  errlen);
 }
 
+/* Whether the key of each of jobs[0..n) is completed by its job's message
+ * (completed[i]), for jobs whose earlier completion lost its answer: -1 when
+ * the store could not say (err). */
+static int
+completed_by_them(struct idem_store *s, struct twice_job **jobs, size_t n, int *completed,
+                  char *err, size_t errlen)
+{
+    const char *keys[ACKER_BATCH], *ids[ACKER_BATCH];
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = jobs[i]->key;
+        ids[i] = jobs[i]->msg.message_id;
+    }
+    return idem_completed_by(s, keys, ids, n, completed, err, errlen);
+}
+
+/* Settle the jobs whose completion just found their key no longer ours
+ * (lifecycle_on_complete_missed): those whose earlier completion failed are
+ * looked up first, as that one may have committed; when the
+ * look-up fails they are deferred, still holding the key, to complete (and
+ * look) again in a later pass. */
+static void
+settle_missed(struct acker *a, struct idem_store *s, struct twice_job **jobs, size_t n)
+{
+    int completed[ACKER_BATCH] = {0};
+    char err[512] = "";
+    int unsure = 0, looked = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsure |= jobs[i]->complete_unsure;
+    }
+    if (unsure && (looked = completed_by_them(s, jobs, n, completed, err, sizeof(err))) != 0) {
+        metrics_count(MET_PG_ERRORS, "complete", NULL, NULL, 1);
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct twice_job *j = jobs[i];
+        if (looked != 0 && j->complete_unsure) {
+            defer(a, j, "looking up the key after a lost completion", err);
+            continue;
+        }
+        shared_int_set(&j->claimed, 0);
+        struct lifecycle_verdict v;
+        if (lifecycle_on_complete_missed(j->complete_unsure, completed[i], &v) ==
+            JOB_ACT_COMPLETE) {
+            j->key_completed = 1;
+        }
+        verdict_apply(j, &v);
+    }
+}
+
 /* 2. Complete the keys of DONE jobs, in one statement per ACKER_BATCH. A key
  * another worker took over is not ours to complete: its job is not counted
- * done here, and its message is left to the key's new holder (lifecycle.c). */
+ * done here, and its message is left to the key's new holder (lifecycle.c),
+ * unless an earlier completion of it failed and the key reads completed by
+ * its message (settle_missed). */
 static void
 complete_keys(struct acker *a, struct twice_job *list)
 {
-    struct twice_job *jobs[ACKER_BATCH];
+    struct twice_job *jobs[ACKER_BATCH], *missed[ACKER_BATCH];
     const char *keys[ACKER_BATCH];
     int runs[ACKER_BATCH], done[ACKER_BATCH];
     char err[512] = "idempotency store unreachable";
@@ -436,19 +490,24 @@ complete_keys(struct acker *a, struct twice_job *list)
         if (s == NULL || complete_batch(a, s, jobs, keys, runs, n, done, err, sizeof(err)) != 0) {
             metrics_count(MET_PG_ERRORS, "complete", NULL, NULL, 1);
             for (size_t i = 0; i < n; i++) {
+                /* sent: it may have committed, its answer lost (a connection
+                 * ended after the commit can answer with an error too) */
+                jobs[i]->complete_unsure |= s != NULL;
                 defer(a, jobs[i], "completing the key", err);
             }
             continue;
         }
+        size_t nm = 0;
         for (size_t i = 0; i < n; i++) {
-            shared_int_set(&jobs[i]->claimed, 0);
             if (done[i]) {
+                shared_int_set(&jobs[i]->claimed, 0);
                 jobs[i]->key_completed = 1;
             } else {
-                struct lifecycle_verdict v;
-                lifecycle_on_failure(LIFECYCLE_COMPLETE_LOST, 0, NULL, &v);
-                verdict_apply(jobs[i], &v);
+                missed[nm++] = jobs[i];
             }
+        }
+        if (nm > 0) {
+            settle_missed(a, s, missed, nm);
         }
     }
 }

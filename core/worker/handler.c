@@ -124,6 +124,22 @@ tx_lost(struct idem_store *s, struct twice_job *j, twice_status st, char *err, s
     return st != TWICE_REJECT && !idem_connected(s);
 }
 
+/* The connection went during j's COMMIT: whether that COMMIT landed, the key
+ * reading completed by j's message on a new connection (0 when it does not,
+ * or the store cannot say: the job is then given back, and its claim tells). */
+static int
+commit_landed(struct handler *h, struct twice_job *j)
+{
+    struct idem_store *s = handler_store(h);
+    const char *key = j->key, *id = j->msg.message_id;
+    int completed = 0;
+    char err[512];
+    if (s == NULL || idem_completed_by(s, &key, &id, 1, &completed, err, sizeof(err)) != 0) {
+        return 0;
+    }
+    return completed;
+}
+
 /* handle() inside the transaction that completes the key. Returns decide()'s
  * answer (0 when the job was given back or left alone). */
 static int
@@ -152,11 +168,18 @@ run_transactional(struct handler *h, struct twice_job *j)
             shared_int_set(&j->claimed, 0);
         } else if (!idem_connected(s)) {
             /* The database went away: not the job's fault, and not an attempt
-             * to count against it. It comes back when the store does. */
+             * to count against it. It comes back when the store does, unless
+             * its COMMIT landed before the connection went. */
             metrics_count(MET_PG_ERRORS, "tx_commit", NULL, NULL, 1);
-            give_back(j, LIFECYCLE_COMMIT_LOST, 0, err);
-            outbox_staged_clear(&j->outbox);
-            return 0;
+            struct lifecycle_verdict v;
+            if (lifecycle_on_commit_unknown(commit_landed(h, j), err, &v) != JOB_ACT_COMPLETE) {
+                verdict_apply(j, &v);
+                outbox_staged_clear(&j->outbox);
+                return 0;
+            }
+            verdict_apply(j, &v);
+            j->key_completed = 1;
+            shared_int_set(&j->claimed, 0);
         } else {
             metrics_count(MET_PG_ERRORS, "tx_commit", NULL, NULL, 1);
             free(j->error);

@@ -370,6 +370,32 @@ lifecycle_on_leader(const struct lifecycle_leader *l, struct lifecycle_verdict *
 }
 
 enum job_action
+lifecycle_on_complete_missed(int answer_lost, int completed_by_it, struct lifecycle_verdict *out)
+{
+    if (!answer_lost || !completed_by_it) {
+        return lifecycle_on_failure(LIFECYCLE_COMPLETE_LOST, 0, NULL, out);
+    }
+    verdict_init(out);
+    out->action = JOB_ACT_COMPLETE;
+    say(out, TWICE_LOG_INFO)->arg = "the completion's answer was lost with the connection, and "
+                                    "the key reads completed by this message: done";
+    return out->action;
+}
+
+enum job_action
+lifecycle_on_commit_unknown(int completed_by_it, const char *error, struct lifecycle_verdict *out)
+{
+    if (!completed_by_it) {
+        return lifecycle_on_failure(LIFECYCLE_COMMIT_LOST, 0, error, out);
+    }
+    verdict_init(out);
+    out->action = JOB_ACT_COMPLETE;
+    say(out, TWICE_LOG_INFO)->arg = "the commit's answer was lost with the connection, and the "
+                                    "key reads completed by this message: done";
+    return out->action;
+}
+
+enum job_action
 lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
                      struct lifecycle_verdict *out)
 {
@@ -432,6 +458,16 @@ lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
         t->arg = error != NULL ? error : "";
         part(t->after, sizeof(t->after),
              "; giving the message back for %ds instead of retrying now", out->delay);
+        break;
+    }
+    case LIFECYCLE_DLQ_UNAVAILABLE: {
+        out->delay = LIFECYCLE_DLQ_UNAVAILABLE_DELAY;
+        struct lifecycle_text *t = say(out, TWICE_LOG_ERROR);
+        part(t->before, sizeof(t->before),
+             "the dead-letter queue could not take the dead letter for now: ");
+        t->arg = error != NULL ? error : "";
+        part(t->after, sizeof(t->after),
+             "; giving the message back for %ds, its key released with its runs", out->delay);
         break;
     }
     }

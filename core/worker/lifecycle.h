@@ -94,12 +94,27 @@
  * before a transactional handler started, or before a completion (another worker took
  * the key over), leaves the message alone for the key's new holder.
  *
+ * A completion that finds its key no longer ours (lifecycle_on_complete_missed) after an
+ * earlier completion of the job went out and failed (it may have committed, its answer
+ * lost with the connection, or an error in its place when the server ended it): when
+ * the key reads completed by this job's message, that completion committed: the job is
+ * done (its message deleted, counted done), logged at info; otherwise the lease was lost,
+ * as above. The same for a transactional job whose COMMIT lost its connection
+ * (lifecycle_on_commit_unknown): completed by its message, it is done; otherwise (or when
+ * the store cannot say) it is given back as "store lost at commit" above.
+ *
  * A dead letter the DLQ refuses for good (LIFECYCLE_DLQ_REFUSED: larger than the DLQ
  * accepts even without twice's optional attributes, or an error that sending again will
  * not fix) is not sent again in place: logged as an error with why, the message is given
  * back for an hour (it comes back then, is dead-lettered again and, once the DLQ takes
  * it, leaves the queue); its key is released keeping the runs the letter counted, so it
  * is neither left in progress nor run afresh.
+ * A dead letter the DLQ keeps failing with errors worth retrying (LIFECYCLE_DLQ_UNAVAILABLE:
+ * throttled, 5xx, unreachable, past the acknowledger's tries) is handled the same way, for
+ * five minutes: its key is released keeping those runs, so that the message, when it comes
+ * back, is claimed at once and met by the same decision (a spent max_attempts is
+ * dead-lettered at its claim without running again), instead of meeting its own lease
+ * and then being taken over, its last run uncounted and run once more.
  */
 #ifndef TWICE_LIFECYCLE_H
 #define TWICE_LIFECYCLE_H
@@ -204,11 +219,15 @@ enum lifecycle_failure {
     LIFECYCLE_DRAIN_IN_BACKOFF,  /* the drain began during a FIFO retry's wait */
     LIFECYCLE_DRAIN_DEADLINE,    /* still running at the drain deadline */
     LIFECYCLE_DRAIN_DEADLINE_TX, /* the same, a transactional job (holds its row lock) */
-    LIFECYCLE_DLQ_REFUSED        /* the DLQ refused its dead letter for good (error: why) */
+    LIFECYCLE_DLQ_REFUSED,       /* the DLQ refused its dead letter for good (error: why) */
+    LIFECYCLE_DLQ_UNAVAILABLE    /* the DLQ kept failing its dead letter with errors worth
+                                    retrying, past the acknowledger's tries (error: the last) */
 };
 
 /* How long a message whose dead letter the DLQ refused is given back, seconds. */
-#define LIFECYCLE_DLQ_REFUSED_DELAY 3600
+#define LIFECYCLE_DLQ_REFUSED_DELAY     3600
+/* ... and one whose DLQ kept failing for now. */
+#define LIFECYCLE_DLQ_UNAVAILABLE_DELAY 300
 
 /* Each fills *out and returns out->action. Borrowed strings in *out point into
  * the inputs (or are static): keep the inputs alive while *out is used. */
@@ -228,9 +247,20 @@ enum job_action lifecycle_on_leader(const struct lifecycle_leader *l,
  * jitter (backoff_random()). */
 enum job_action lifecycle_on_timeout(const struct lifecycle_queue *q, int attempt, uint64_t random,
                                      struct lifecycle_verdict *out);
+/* A DONE job's completion found its key no longer ours; answer_lost: an
+ * earlier completion of it failed, so may have committed;
+ * completed_by_it: the key reads completed by this job's message. */
+enum job_action lifecycle_on_complete_missed(int answer_lost, int completed_by_it,
+                                             struct lifecycle_verdict *out);
+/* A transactional job's COMMIT lost its connection (error: why);
+ * completed_by_it: on a new connection the key reads completed by the job's
+ * message. */
+enum job_action lifecycle_on_commit_unknown(int completed_by_it, const char *error,
+                                            struct lifecycle_verdict *out);
 /* wait_left: LIFECYCLE_DRAIN_IN_BACKOFF's seconds still to wait (and the
  * cooldown left of LIFECYCLE_BREAKER_OPEN, the wait of LIFECYCLE_PAUSED); error:
- * LIFECYCLE_COMMIT_LOST's store error, LIFECYCLE_DLQ_REFUSED's refusal (may be NULL). */
+ * LIFECYCLE_COMMIT_LOST's store error, LIFECYCLE_DLQ_REFUSED's refusal and
+ * LIFECYCLE_DLQ_UNAVAILABLE's last error (may be NULL). */
 enum job_action lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
                                      struct lifecycle_verdict *out);
 

@@ -10,10 +10,12 @@ goes to the real emulator and its real answer comes back (unless the test sets
 `rewrite`, to add what the emulator lacks, such as a system attribute SQS has).
 TcpProxy does the same for any TCP server, at the level of connections: up (bytes
 forwarded as they are) or down (every connection cut, new ones refused), so one test
-can lose the run's shared PostgreSQL without taking it from the others.
+can lose the run's shared PostgreSQL without taking it from the others; and, for
+PostgreSQL, it can lose one answer: the statement runs and commits, the connection is
+cut before its answer reaches the client (cut_answer).
 
 Used by: test_sqs_faults.py, test_metrics.py, test_tracing.py, test_breaker.py,
-test_outbox.py.
+test_outbox.py, test_guard.py.
 """
 
 import http.client
@@ -171,6 +173,11 @@ class FaultProxy:
             self._server = None
 
 
+# PostgreSQL's ReadyForQuery message: the server sends it once a statement's
+# transaction has ended (an autocommit statement's commit comes before it).
+_READY_FOR_QUERY = b"Z\x00\x00\x00\x05"
+
+
 class TcpProxy:
     """Listen on 127.0.0.1:<port> and forward every connection to target, byte for byte,
     until down(); up() listens again on the same port."""
@@ -181,7 +188,18 @@ class TcpProxy:
         self.lock = threading.Lock()
         self.conns = []
         self._listener = None
+        self._cut_marker = None  # bytes: the request whose answer is to be lost
+        self.cuts = 0  # answers lost so far
         self.up()
+
+    def cut_answer(self, marker):
+        """Lose the answer of the next request (client to server bytes) that holds
+        marker: the request reaches PostgreSQL and runs to its end (ReadyForQuery,
+        after the commit), and then both sides of that connection are cut instead of
+        the answer being forwarded. Once; self.cuts counts the cuts done. None: no
+        more."""
+        with self.lock:
+            self._cut_marker = marker
 
     def up(self):
         deadline = time.monotonic() + 10
@@ -215,17 +233,46 @@ class TcpProxy:
             server.settimeout(None)
             with self.lock:
                 self.conns += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            armed = threading.Event()  # this connection's next answer is to be lost
+            threading.Thread(target=self._pipe, args=(client, server, self._arm, armed),
+                             daemon=True).start()
+            threading.Thread(target=self._pipe, args=(server, client, self._cut, armed),
+                             daemon=True).start()
+
+    def _arm(self, data, armed):
+        """Client to server: a request holding the marker arms its connection.
+        Forward data (True)."""
+        with self.lock:
+            if self._cut_marker is not None and self._cut_marker in data:
+                self._cut_marker = None
+                armed.set()
+        return True
+
+    def _cut(self, data, armed):
+        """Server to client: once armed, swallow the answer up to its ReadyForQuery,
+        then end the connection (False) without forwarding it."""
+        if not armed.is_set():
+            return True
+        swallowed = getattr(armed, "swallowed", b"") + data
+        armed.swallowed = swallowed
+        if _READY_FOR_QUERY not in swallowed:
+            return None  # swallowed, keep reading
+        with self.lock:
+            self.cuts += 1
+        return False
 
     @staticmethod
-    def _pipe(src, dst):
+    def _pipe(src, dst, look, armed):
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
-                dst.sendall(data)
+                verdict = look(data, armed)
+                if verdict is False:
+                    break
+                if verdict:
+                    dst.sendall(data)
         except OSError:
             pass
         for s in (src, dst):

@@ -462,7 +462,11 @@ test_claim_busy(struct ctx *c)
     CHECK(r.lease_left > 28.0 && r.lease_left <= 30.0);
     CHECK_STR(r.stored_message_id, "m-2");
     CHECK_INT(r.attempts, 0);
-    /* the same owner claiming again (a duplicate delivered to us) is BUSY too */
+    /* the same owner claiming again (a duplicate delivered to us) is BUSY too,
+     * for the same message as well: only the very claim that took a key may
+     * take it again (sent again after its answer was lost: test_guard.py) */
+    r = claim1(a, "k-1", "m-1", 1, 30);
+    CHECK_INT(r.state, IDEM_BUSY);
     r = claim1(a, "k-1", "m-1", 1, 30);
     CHECK_INT(r.state, IDEM_BUSY);
     /* a key twice in one batch is refused */
@@ -1107,24 +1111,125 @@ test_connect_errors(struct ctx *c)
     CHECK_CONTAINS(err, "not a valid");
 }
 
-/* After the server drops our connection: -1, not connected, reconnect, and
- * the prepared statements work again. */
+/*
+ * After a completion whose answer was lost (it may have committed): a key
+ * reads completed by the message whose job completed it, and by no other;
+ * a key still in progress (the completion did not commit) or unknown reads
+ * as not completed.
+ */
+static void
+test_completed_by(struct ctx *c)
+{
+    struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
+    CHECK_INT(claim1(a, "cb-1", "m-1", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(claim1(a, "cb-2", "m-2", 1, 30).state, IDEM_CLAIMED);
+    CHECK_INT(complete1(a, "cb-1"), 1);
+    const char *keys[] = {"cb-1", "cb-1", "cb-2", "cb-none", "cb-1"};
+    const char *ids[] = {"m-1", "m-2", "m-2", "m-1", NULL};
+    int got[5] = {-1, -1, -1, -1, -1};
+    CHECK_INT(idem_completed_by(a, keys, ids, 5, got, err, sizeof(err)), 0);
+    static const int want[5] = {1, 0, 0, 0, 0};
+    for (int i = 0; i < 5; i++) {
+        CHECK_INT(got[i], want[i]);
+    }
+    idem_close(a);
+}
+
+static char *prepared_named(PGconn *conn, const char *prefix, char **text);
+
+/* The first column (the answer's letter) of the claim statement text run
+ * on conn for one key of message m with owner-a's token; "" on error (caller
+ * frees). */
+static char *
+claim_letter(PGconn *conn, const char *text, const char *key, const char *m, const char *token)
+{
+    char keys[128], msgs[128];
+    snprintf(keys, sizeof(keys), "{%s}", key);
+    snprintf(msgs, sizeof(msgs), "{%s}", m);
+    const char *params[] = {keys, "{NULL}", msgs, "{30}", "owner-a", token};
+    PGresult *res = PQexecParams(conn, text, 6, NULL, params, NULL, NULL, 0);
+    int ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1;
+    CHECK(ok);
+    if (!ok) {
+        fprintf(stderr, "  claim: %s", PQerrorMessage(conn));
+    }
+    char *letter = strdup(ok ? PQgetvalue(res, 0, 0) : "");
+    PQclear(res);
+    return letter;
+}
+
+/*
+ * A claim is idempotent (idem.c, sql_claim): the same statement sent again
+ * - its answer lost with its connection, though it committed - answers
+ * claimed (C) for the keys it took, whatever their row was before, and keeps
+ * their count; any other claim of the same owner (another token), or of the
+ * same statement for another message, still finds the key busy (B).
+ */
+static void
+test_claim_is_idempotent(struct ctx *c)
+{
+    struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
+    CHECK_INT(claim1(a, "ip-0", "m", 1, 30).state, IDEM_CLAIMED);
+    char *text = NULL;
+    free(prepared_named(idem_pgconn(a), "twice_claim_", &text));
+    static const char *const want[][2] = {
+        /* token, message: answer */
+        {"4242", "m-1"}, {"4242", "m-1"}, {"4243", "m-1"}, {"4242", "m-2"}, {"4242", "m-1"},
+    };
+    static const char answers[] = "CCBBC";
+    for (size_t i = 0; i < sizeof(answers) - 1; i++) {
+        char *got = claim_letter(c->db, text, "ip-1", want[i][1], want[i][0]);
+        char exp[2] = {answers[i], '\0'};
+        CHECK_STR(got, exp);
+        free(got);
+    }
+    /* a released key with runs counted: claimed again, its count kept */
+    CHECK_INT(release1(a, "ip-1", 2), 1);
+    for (int i = 0; i < 2; i++) {
+        char *got = claim_letter(c->db, text, "ip-1", "m-3", "77");
+        CHECK_STR(got, "C");
+        free(got);
+    }
+    check_row(c->db, "ip-1", "in_progress 2 owner-a");
+    /* the lease is exact: the token is taken off processed_at */
+    CHECK_INT(sql_long(c->db, "SELECT (extract(epoch FROM lease_until - now()) <= 30)::int"
+                              " FROM twice_idempotency WHERE idempotency_key = 'ip-1'"),
+              1);
+    free(text);
+    idem_close(a);
+}
+
+/* Have the server end the store's connection (as an operator, a pooler or a
+ * failover does). */
+static void
+terminate(struct ctx *c, struct idem_store *s)
+{
+    char q[128];
+    snprintf(q, sizeof(q), "SELECT pg_terminate_backend(%d)", PQbackendPID(idem_pgconn(s)));
+    sql(c->admin, q);
+    sleep_ms(300);
+}
+
+/* After the server drops our connection: a claim reconnects and claims at
+ * once (idem_claim_batch); another statement fails (-1, not connected),
+ * reconnect, and the prepared statements work again. */
 static void
 test_reconnect(struct ctx *c)
 {
     struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
     CHECK_INT(claim1(a, "rc-1", "m", 1, 30).state, IDEM_CLAIMED);
-    char q[128];
-    snprintf(q, sizeof(q), "SELECT pg_terminate_backend(%d)", PQbackendPID(idem_pgconn(a)));
-    sql(c->admin, q);
-    sleep_ms(300);
+    terminate(c, a);
     struct idem_claim r = {.key = "rc-2", .message_id = "m", .lease_seconds = 30};
-    CHECK_INT(idem_claim_batch(a, &r, 1, err, sizeof(err)), -1);
+    CHECK_INT(idem_claim_batch(a, &r, 1, err, sizeof(err)), 0);
+    CHECK_INT(r.state, IDEM_CLAIMED);
+    CHECK_INT(idem_connected(a), 1);
+    terminate(c, a);
+    const char *keys[] = {"rc-2"};
+    CHECK_INT(idem_extend_batch(a, keys, 1, 30, NULL, err, sizeof(err)), -1);
     CHECK_INT(idem_connected(a), 0);
     CHECK_INT(idem_reconnect(a, err, sizeof(err)), 0);
     CHECK_INT(idem_connected(a), 1);
-    CHECK_INT(idem_claim_batch(a, &r, 1, err, sizeof(err)), 0);
-    CHECK_INT(r.state, IDEM_CLAIMED);
+    CHECK_INT(complete1(a, "rc-2"), 1);
     CHECK_INT(complete1(a, "rc-1"), 1);
     /* a plugin that drops every prepared statement on the shared connection */
     sql(idem_pgconn(a), "DEALLOCATE ALL");
@@ -1215,7 +1320,7 @@ claim_buffers(PGconn *conn, const char *name, int round)
     }
     snprintf(q + n, sizeof(q) - (size_t) n,
              "}', '{NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL}', '{m,m,m,m,m,m,m,m,m,m}',"
-             " '{30,30,30,30,30,30,30,30,30,30}', 'owner-a')");
+             " '{30,30,30,30,30,30,30,30,30,30}', 'owner-a', 1)");
     char *plan = sql_value(conn, q);
     const char *params[] = {plan};
     PGresult *res = PQexecParams(conn,
@@ -1387,6 +1492,8 @@ main(void)
     test_quoting(&c);
     test_connect_errors(&c);
     test_reconnect(&c);
+    test_claim_is_idempotent(&c);
+    test_completed_by(&c);
     test_statement_names(&c);
     test_claim_ignores_keys_in_flight(&c);
 

@@ -498,6 +498,10 @@ static const struct failure_row failure_rows[] = {
      "bytes", {RETURN, 3600, NULL, TWICE_LOG_ERROR, "the dead-letter queue refused the dead "
      "letter: (rejected) the dead letter is 9 bytes; giving the message back for 3600s instead "
      "of retrying now"}, 0},
+    {"DLQ kept failing the letter", F(DLQ_UNAVAILABLE),  0, "(rejected) SendMessage: "
+     "InternalFailure", {RETURN, 300, NULL, TWICE_LOG_ERROR, "the dead-letter queue could not "
+     "take the dead letter for now: (rejected) SendMessage: InternalFailure; giving the message "
+     "back for 300s, its key released with its runs"}, 0},
 };
 /* clang-format on */
 
@@ -513,6 +517,64 @@ test_failure_table(void)
         CHECK_INT(v.counted, r->counted);
         CHECK_INT(v.attempt + v.runs, 0);
     }
+}
+
+/* A completion that found its key no longer ours: done only when an earlier
+ * completion of the job lost its answer and the key reads completed by its
+ * message (that completion committed); else the lease was lost. */
+static void
+test_complete_missed(void)
+{
+    static const struct {
+        const char *name;
+        int answer_lost, completed_by_it;
+        struct expect want;
+    } rows[] = {
+        {"answer lost, completed by it",
+         1,
+         1,
+         {JOB_ACT_COMPLETE, 0, NULL, INFO,
+          "the completion's answer was lost with the connection, and the key reads completed "
+          "by this message: done"}},
+        {"answer lost, not completed by it",
+         1,
+         0,
+         {RUN, 0, NULL, WARN,
+          "lease lost before completion: another worker took the key over; leaving the "
+          "message to it"}},
+        {"no answer lost, completed by it",
+         0,
+         1,
+         {RUN, 0, NULL, WARN,
+          "lease lost before completion: another worker took the key over; leaving the "
+          "message to it"}},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct lifecycle_verdict v;
+        enum job_action got =
+            lifecycle_on_complete_missed(rows[i].answer_lost, rows[i].completed_by_it, &v);
+        check_verdict(rows[i].name, got, &v, &rows[i].want);
+        CHECK(v.duplicate == NULL && !v.conflict && !v.in_place && !v.counted);
+    }
+}
+
+/* A transactional COMMIT that lost its connection: done when the key reads
+ * completed by the job's message, else given back as the store's fault. */
+static void
+test_commit_unknown(void)
+{
+    struct lifecycle_verdict v;
+    enum job_action got = lifecycle_on_commit_unknown(1, "connection lost during COMMIT", &v);
+    struct expect done = {JOB_ACT_COMPLETE, 0, NULL, INFO,
+                          "the commit's answer was lost with the connection, and the key reads "
+                          "completed by this message: done"};
+    check_verdict("COMMIT landed", got, &v, &done);
+    got = lifecycle_on_commit_unknown(0, "connection lost during COMMIT", &v);
+    struct expect back = {JOB_ACT_RETURN, 5, NULL, WARN,
+                          "commit failed with the connection (connection lost during COMMIT); "
+                          "giving the message back"};
+    check_verdict("COMMIT not landed", got, &v, &back);
+    CHECK_INT(v.counted, 0);
 }
 
 /* A claim that failed: given back, never counted; dead-lettered only past
@@ -708,6 +770,8 @@ main(void)
     test_run_table();
     test_leader_table();
     test_failure_table();
+    test_complete_missed();
+    test_commit_unknown();
     test_breaker_open_runs();
     test_claim_failed();
     test_long_error_is_not_cut();

@@ -1,0 +1,244 @@
+"""The idempotency guard when PostgreSQL loses a connection: a statement whose answer
+never arrived may have committed, and what twice does next must follow what the key's
+row says, not the lost answer. And a dead letter the DLQ keeps failing must not leave its
+key in progress. Real PostgreSQL (behind faultproxy.TcpProxy, which can lose one answer
+after its statement committed) and the SQS emulator (behind faultproxy.FaultProxy, to fail
+SendMessage); effects are lines (effect_file) or rows (effect_tx) that the tests count."""
+
+import json
+import os
+import tempfile
+import threading
+import time
+
+import faultproxy
+import twicetest
+import twiceconf as tc
+
+PLUGIN = "effect-file"
+
+
+class Guard(twicetest.TwiceTestCase):
+    def setup_proxied(self, prefix, **queue_options):
+        """A queue pair, a database reached through a TcpProxy, and twiced running
+        effect_file on it. Returns (url, dlq, dsn, proxy, effects file, metrics port,
+        twiced)."""
+        url, dlq = self.queue_pair(prefix)
+        dsn = self.new_database(prefix)
+        proxy = faultproxy.TcpProxy(self.env.pg_host, self.env.pg_port)
+        self.addCleanup(proxy.close)
+        via = dsn.replace(":%d/" % self.env.pg_port, ":%d/" % proxy.port)
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        port = tc.free_port()
+        conf = tc.config(self.env, via, [tc.queue(prefix, url, dlq, PLUGIN, **queue_options)],
+                         [tc.plugin(PLUGIN, tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)], metrics_port=port)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        return url, dlq, dsn, proxy, effects, port, d
+
+    @staticmethod
+    def lines(path):
+        """(key, message id, attempt) of each effect line, in order."""
+        try:
+            with open(path) as f:
+                return [tuple(line.split()) for line in f.read().splitlines()]
+        except FileNotFoundError:
+            return []
+
+    def key_row(self, dsn, key):
+        rows = self.pg.query(dsn, "SELECT state, owner IS NULL, attempts FROM twice_idempotency"
+                                  " WHERE idempotency_key = %s", (key,))
+        return rows[0] if rows else None
+
+    def wait_empty(self, url, timeout=20):
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=timeout,
+                             message="queue %s did not end empty" % url)
+
+    def test_a_claim_whose_answer_was_lost_runs_at_once(self):
+        # The claim commits (the key is in progress under this worker), then the
+        # connection is cut before its answer arrives. A claim is idempotent, so the
+        # receiver claims again at once on a new connection and gets the key: the
+        # job runs now, once, as attempt 1 - not after its own lease lapses (the
+        # visibility timeout, 30 s here), nor twice.
+        url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
+            "lostclaim", visibility_timeout=30)
+        proxy.cut_answer(b"effect:lostclaim-1")
+        began = time.monotonic()
+        self.sqs.send(url, json.dumps({"id": "lostclaim-1"}))
+        twicetest.wait_until(lambda: self.lines(effects), timeout=10,
+                             message="the job did not run within 10 s of its lost claim")
+        self.assertLess(time.monotonic() - began, 10)
+        self.assertEqual(proxy.cuts, 1, "the claim's answer was lost")
+        self.wait_empty(url)
+        self.assertEqual([(k, a) for k, _, a in self.lines(effects)],
+                         [("effect:lostclaim-1", "1")])
+        self.assertEqual(self.key_row(dsn, "effect:lostclaim-1"), ("completed", True, 1))
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_completion_whose_answer_was_lost_is_done(self):
+        # The acknowledger's completion commits, then the connection is cut before
+        # its answer arrives. Sent again on a new connection it finds the key no
+        # longer in progress under this worker; the key reads completed by this very
+        # message, so that completion was ours: the message is deleted now and the
+        # job counted done - not "lease lost", left to come back as a duplicate
+        # after its visibility timeout (30 s).
+        url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
+            "lostdone", visibility_timeout=30)
+        self.sqs.send(url, json.dumps({"id": "lostdone-1", "sleep_ms": 1500}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
+                             timeout=10, message="the job never started")
+        proxy.cut_answer(b"twice_complete_")
+        began = time.monotonic()
+        self.wait_empty(url, timeout=10)
+        self.assertLess(time.monotonic() - began, 10)
+        self.assertEqual(proxy.cuts, 1, "the completion's answer was lost")
+        d.wait_log(r"info .*key=effect:lostdone-1 .*the completion's answer was lost with the "
+                   r"connection, and the key reads completed by this message: done")
+        self.assertEqual([(k, a) for k, _, a in self.lines(effects)],
+                         [("effect:lostdone-1", "1")])
+        self.assertEqual(self.key_row(dsn, "effect:lostdone-1"), ("completed", True, 1))
+        tc.wait_metric(port, "twice_jobs_finished_total", 1, outcome="done")
+        log = d.log_text()
+        self.assertNotIn("lease lost", log)
+        self.assertNotIn("duplicate", log)
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
+    def flow(self, prefix, fault):
+        """60 messages sent over 2 s while fault(proxy, dsn, stop) runs again and
+        again on a thread until stop is set: each must be handled once, as attempt 1, within 20 s of the first -
+        none waits out its visibility timeout (30 s). Returns the proxy."""
+        url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
+            prefix, visibility_timeout=30, concurrency=8)
+        stop = threading.Event()
+
+        def faults():
+            while not stop.is_set():
+                fault(proxy, dsn, stop)
+            proxy.cut_answer(None)
+
+        thread = threading.Thread(target=faults)
+        thread.start()
+        self.addCleanup(stop.set)
+        total = 60
+        began = time.monotonic()
+        try:
+            for i in range(0, total, 10):
+                self.sqs.send_batch(url, [json.dumps({"id": "%s-%d" % (prefix, n),
+                                                      "sleep_ms": 50})
+                                          for n in range(i, i + 10)])
+                time.sleep(0.3)
+            twicetest.wait_until(lambda: len(self.lines(effects)) >= total, timeout=20,
+                                 message="not every message ran within 20 s")
+        finally:
+            stop.set()
+            thread.join()
+        self.assertLess(time.monotonic() - began, 20)
+        self.wait_empty(url)
+        done = self.lines(effects)
+        self.assertEqual(sorted(k for k, _, _ in done),
+                         sorted("effect:%s-%d" % (prefix, n) for n in range(total)),
+                         "each ran once")
+        self.assertEqual({a for _, _, a in done}, {"1"})
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+        return proxy
+
+    def test_connections_cut_while_messages_flow_delay_nothing(self):
+        # PostgreSQL ends twiced's connections again and again (pg_terminate_backend,
+        # as an operator, a pooler or a failover does) while messages flow.
+        cuts = []
+
+        def terminate(proxy, dsn, stop):
+            cuts.append(self.pg.query(
+                self.env.pg_dsn, "SELECT count(pg_terminate_backend(pid)) FROM "
+                                 "pg_stat_activity WHERE datname = %s AND "
+                                 "application_name = 'twice'", (dsn.rsplit("/", 1)[1],))[0][0])
+            time.sleep(0.15)
+
+        self.flow("flowcut", terminate)
+        self.assertGreater(sum(cuts), 5, "connections were cut")
+
+    def test_claims_losing_answers_while_messages_flow_delay_nothing(self):
+        # Claims commit and lose their answers with their connections again and
+        # again while messages flow (one every 0.3 s at most).
+        def lose_a_claim_answer(proxy, dsn, stop):
+            before = proxy.cuts
+            proxy.cut_answer(b"twice_claim_")
+            while proxy.cuts == before and not stop.is_set():
+                time.sleep(0.05)
+            time.sleep(0.3)
+
+        proxy = self.flow("flowlost", lose_a_claim_answer)
+        self.assertGreater(proxy.cuts, 2, "claims lost their answers")
+
+    def test_a_dead_letter_the_dlq_keeps_failing_releases_its_key(self):
+        # max_attempts 1: the job's only run fails, so it is dead-lettered; the DLQ
+        # answers every SendMessage with a 500 (retryable) until the acknowledger
+        # gives up. The run is recorded and the key released at once, the message
+        # given back for a while: when it comes back it is dead-lettered at its
+        # claim, without running again - not left in progress until its lease
+        # lapses and then run once more as if its worker had hung.
+        sqs = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(sqs.close)
+        url, dlq = self.queue_pair("dlqdown")
+        dsn = self.new_database("dlqdown")
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        port = tc.free_port()
+        conf = tc.config(self.env, dsn, [tc.queue("dlqdown", url, dlq, PLUGIN, max_attempts=1,
+                                                  visibility_timeout=4)],
+                         [tc.plugin(PLUGIN, tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)], endpoint=sqs.endpoint, lease_margin=1,
+                         metrics_port=port)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        sqs.answer(500, "InternalFailure", only="SendMessage")
+        self.sqs.send(url, json.dumps({"id": "dlqdown-1", "fail_until": 9}))
+        d.wait_log(r"error .*attempt=1: the dead-letter queue could not take the dead letter "
+                   r"for now: \(max-attempts\) SendMessage: InternalFailure: .*; giving the "
+                   r"message back for 300s, its key released with its runs", timeout=60)
+        self.assertEqual(self.key_row(dsn, "effect:dlqdown-1"), ("released", True, 1))
+        time.sleep(7)  # past the visibility timeout and the lease
+        self.assertNotIn("taking over", d.log_text())
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_handler_duration_seconds_count"),
+                         1, "it ran once")
+        self.assertEqual(self.key_row(dsn, "effect:dlqdown-1"), ("released", True, 1))
+        self.assertEqual(self.sqs.counts(url)[1], 1, "given back, hidden")
+        self.assertEqual(self.lines(effects), [])
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_transaction_whose_commit_answer_was_lost_is_done(self):
+        # A transactional job's COMMIT (its effect and its key's completion) commits,
+        # then the connection is cut before the answer arrives. On a new connection the
+        # key reads completed by this message: the job is done and its message
+        # deleted now - not given back to come back as a duplicate.
+        url, dlq = self.queue_pair("losttx")
+        dsn = self.new_database("losttx")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        proxy = faultproxy.TcpProxy(self.env.pg_host, self.env.pg_port)
+        self.addCleanup(proxy.close)
+        via = dsn.replace(":%d/" % self.env.pg_port, ":%d/" % proxy.port)
+        port = tc.free_port()
+        conf = tc.config(self.env, via, [tc.queue("losttx", url, dlq, "effect-tx",
+                                                  visibility_timeout=30)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         metrics_port=port)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "losttx-1", "sleep_ms": 1500}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
+                             timeout=10, message="the job never started")
+        proxy.cut_answer(b"COMMIT\x00")
+        d.wait_log(r"info .*key=effect:losttx-1 .*the commit's answer was lost with the "
+                   r"connection, and the key reads completed by this message: done", timeout=10)
+        self.assertEqual(proxy.cuts, 1, "the commit's answer was lost")
+        self.wait_empty(url, timeout=5)
+        self.assertEqual(self.pg.query(dsn, "SELECT key, attempt FROM effects"),
+                         [("effect:losttx-1", 1)])
+        self.assertEqual(self.key_row(dsn, "effect:losttx-1"), ("completed", True, 1))
+        tc.wait_metric(port, "twice_jobs_finished_total", 1, outcome="done")
+        self.assertNotIn("duplicate", d.log_text())
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
