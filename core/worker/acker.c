@@ -248,12 +248,13 @@ defer(struct acker *a, struct twice_job *j, const char *what, const char *why)
 }
 
 /* Whether a failed SQS call is worth making again in a later pass: a
- * retryable error, or a call cancelled because a stop's time ran out (the
+ * failure that passes (sqs_error_passes: throttling, 5xx, the credentials or
+ * the clock, TLS), or a call cancelled because a stop's time ran out (the
  * pass is then the last one; its jobs are left, not failed for good). */
 static int
 try_again(const struct sqs_error *e)
 {
-    return e->retryable || strcmp(e->code, "Cancelled") == 0;
+    return sqs_error_passes(e) || strcmp(e->code, "Cancelled") == 0;
 }
 
 /* Send the job's dead letter to its queue's DLQ, built to fit its size

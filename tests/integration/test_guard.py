@@ -176,8 +176,8 @@ class Guard(twicetest.TwiceTestCase):
 
     def test_a_dead_letter_the_dlq_keeps_failing_releases_its_key(self):
         # max_attempts 1: the job's only run fails, so it is dead-lettered; the DLQ
-        # answers every SendMessage with a 500 (retryable) until the acknowledger
-        # gives up. The run is recorded and the key released at once, the message
+        # answers every SendMessage with ExpiredToken (credentials that a refresh
+        # fixes: worth trying again, like a 500) until the acknowledger gives up. The run is recorded and the key released at once, the message
         # given back for a while: when it comes back it is dead-lettered at its
         # claim, without running again - not left in progress until its lease
         # lapses and then run once more as if its worker had hung.
@@ -194,10 +194,11 @@ class Guard(twicetest.TwiceTestCase):
                          metrics_port=port)
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
-        sqs.answer(500, "InternalFailure", only="SendMessage")
+        sqs.answer(400, "ExpiredToken", "The security token included in the request is expired",
+                   query_code="ExpiredToken;Sender", only="SendMessage")
         self.sqs.send(url, json.dumps({"id": "dlqdown-1", "fail_until": 9}))
         d.wait_log(r"error .*attempt=1: the dead-letter queue could not take the dead letter "
-                   r"for now: \(max-attempts\) SendMessage: InternalFailure: .*; giving the "
+                   r"for now: \(max-attempts\) SendMessage: ExpiredToken: .*; giving the "
                    r"message back for 300s, its key released with its runs", timeout=60)
         self.assertEqual(self.key_row(dsn, "effect:dlqdown-1"), ("released", True, 1))
         time.sleep(7)  # past the visibility timeout and the lease
