@@ -82,7 +82,9 @@ drain_stderr(struct xjob *x)
 }
 
 /* Wait until the socket is ready for `events` (or stderr has something),
- * logging stderr. 1 ready, 0 at the deadline, -1 on a poll error. */
+ * logging stderr. 1 ready, 0 at the deadline, -1 on a poll error or when
+ * the process has ended with nothing more to read: a child it started may
+ * hold its stdout open, and no EOF would come before the deadline. */
 static int
 wait_io(struct xjob *x, short events)
 {
@@ -91,8 +93,10 @@ wait_io(struct xjob *x, short events)
         if (left <= 0) {
             return 0;
         }
-        struct pollfd fds[2] = {{x->p->io, events, 0}, {x->p->err, POLLIN, 0}};
-        int rc = poll(fds, x->err_open ? 2 : 1, (int) (left > 60000 ? 60000 : left));
+        struct pollfd fds[3] = {{x->p->io, events, 0},
+                                {x->err_open ? x->p->err : -1, POLLIN, 0},
+                                {x->p->pidfd, POLLIN, 0}};
+        int rc = poll(fds, 3, (int) (left > 60000 ? 60000 : left));
         if (rc < 0 && errno != EINTR) {
             return -1;
         }
@@ -101,6 +105,11 @@ wait_io(struct xjob *x, short events)
         }
         if (rc > 0 && fds[0].revents != 0) {
             return 1;
+        }
+        if (rc > 0 && fds[2].revents != 0) {
+            /* what it wrote before it ended is there now: read that first */
+            struct pollfd io = {x->p->io, events, 0};
+            return poll(&io, 1, 0) > 0 ? 1 : -1;
         }
     }
 }
@@ -256,6 +265,10 @@ exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const c
     struct xjob x = {api, job, p, now_ms() + seconds * 1000, NULL, 0, p->err >= 0};
     int extra = 0, rc;
     char limit[160];
+    if (exec_proc_ended(p)) {
+        failed(&x, "had ended before the request (restarted)", why, cap);
+        return -2;
+    }
     if (stale(p)) {
         failed(&x, "was out of step (output before the request; restarted)", why, cap);
         return -2;

@@ -90,6 +90,7 @@ struct exec_proc {
     pid_t pid;               /* 0: no process */
     int io;                  /* our end of its stdin/stdout socket, -1 */
     int err;                 /* the read end of its stderr pipe, -1 */
+    int pidfd;               /* readable once it has ended; -1 (a kernel without pidfds) */
     struct exec_lines lines; /* its stderr, being split */
     unsigned long answered;  /* jobs it answered; 0: a new process, still starting */
 };
@@ -100,6 +101,11 @@ struct exec_proc {
  * or -1 with err (exec errors included: "cannot run /x: Permission
  * denied"). */
 int exec_proc_start(struct exec_proc *p, const struct exec_cmd *c, char *err, size_t errlen);
+
+/* Whether the process has ended (not yet reaped): its pidfd is readable.
+ * Its stdout says so too, but only once every process holding that socket
+ * has closed it, and a child the handler started may hold it for good. */
+int exec_proc_ended(const struct exec_proc *p);
 
 /* Kill the process group (SIGKILL), reap the process and close our ends.
  * The wait status in *status when it is not NULL. */

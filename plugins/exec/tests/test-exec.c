@@ -6,6 +6,7 @@
  * line; done, retry and reject answers; a handler that dies, overruns,
  * answers garbage or two lines (killed, restarted, the job retried); a
  * late stray answer never taken as the next job's (message_id echoed); a
+ * handler that ends while a child of its holds its stdout seen at once; a
  * handler whose stderr is redirected kept; one process per running job; one
  * that starts slower than its timeout (start_timeout); a
  * megabyte of stderr that stalls nothing; processes reused, capped, and
@@ -373,11 +374,12 @@ job_log(twice_mock_job *j, const char *s)
     return NULL;
 }
 
+/* The pid a handler wrote to file name of dir ("pid", "child"), or 0. */
 static int
-read_pid(void)
+read_pid_file(const char *name)
 {
     char path[128], text[32] = "";
-    snprintf(path, sizeof(path), "%s/pid", dir);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
     FILE *f = fopen(path, "r");
     if (f != NULL) {
         if (fgets(text, sizeof(text), f) == NULL) {
@@ -395,7 +397,7 @@ run_pid(twice_mock *m, const char *what, int *pid, twice_mock_job **out)
     char body[256];
     snprintf(body, sizeof(body), "{\"id\":1,%s,\"pid_file\":\"%s/pid\"}", what, dir);
     twice_status st = plugin_run(m, body, out);
-    *pid = read_pid();
+    *pid = read_pid_file("pid");
     return st;
 }
 
@@ -404,6 +406,18 @@ static int
 gone(int pid)
 {
     return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Gone within 2 s: a handler's child, not ours, is reaped by init once
+ * killed. */
+static int
+gone_soon(int pid)
+{
+    for (int i = 0; i < 100 && !gone(pid); i++) {
+        struct timespec t = {0, 20 * 1000000L};
+        nanosleep(&t, NULL);
+    }
+    return gone(pid);
 }
 
 static void
@@ -493,6 +507,46 @@ test_failures(twice_mock *m)
     CHECK_INT(run_pid(m, "\"do\":\"ok\"", &before, &j), TWICE_DONE); /* restarted */
     CHECK(before != pid);
     twice_mock_job_free(j);
+}
+
+/* A handler that ends while a child it started (a helper) still holds
+ * its stdout: its end is seen at once, not at the timeout, whether it
+ * dies before answering (the job retried with its exit status) or while
+ * idle after an answer (the next job gets a new process and succeeds);
+ * the child, in its process group, is killed with it. */
+static void
+test_death_with_a_child(void)
+{
+    twice_mock *m = new_mock("python3 -u " BEHAVE);
+    twice_mock_set(m, "timeout", "30");
+    CHECK_INT(twice_mock_init(m), 0);
+    twice_mock_job *j;
+    char what[256];
+    int pid, again;
+    snprintf(what, sizeof(what),
+             "\"do\":\"die\",\"background\":60,\"child_pid_file\":\"%s/child\"", dir);
+    time_t t0 = time(NULL);
+    CHECK_INT(run_pid(m, what, &pid, &j), TWICE_RETRY);
+    CHECK_CONTAINS(twice_mock_job_error(j), "exited with status 3 before answering");
+    CHECK(time(NULL) - t0 < 20); /* not the 60 s of timeout and start_timeout */
+    CHECK(gone(pid));
+    CHECK(gone_soon(read_pid_file("child")));
+    twice_mock_job_free(j);
+
+    snprintf(what, sizeof(what),
+             "\"do\":\"ok\",\"exit_after\":1,\"background\":60,\"child_pid_file\":\"%s/child\"",
+             dir);
+    CHECK_INT(run_pid(m, what, &pid, &j), TWICE_DONE);
+    twice_mock_job_free(j);
+    struct timespec idle = {0, 500 * 1000000L}; /* the supervisor sees it end */
+    nanosleep(&idle, NULL);
+    t0 = time(NULL);
+    CHECK_INT(run_pid(m, "\"do\":\"ok\"", &again, &j), TWICE_DONE);
+    CHECK(time(NULL) - t0 < 20);
+    CHECK(again != pid && gone(pid));
+    CHECK(gone_soon(read_pid_file("child")));
+    twice_mock_job_free(j);
+    twice_mock_free(m);
 }
 
 /* A late second answer of one job, read when the next job waits for its
@@ -811,6 +865,7 @@ main(void)
     test_answers_through(m);
     test_failures(m);
     test_stray_answer(m);
+    test_death_with_a_child();
     test_stderr(m);
     test_overrun();
     test_slow_start();
