@@ -166,6 +166,22 @@ test_answers(void)
     CHECK_INT(a.echoed, 0);
     CHECK(exec_answer_for(&a, "m-2"));
 
+    /* An error longer than kept is cut between characters: it goes to the
+     * log and into twice-error, both UTF-8. */
+    char line[4096];
+    int at = snprintf(line, sizeof(line), "{\"status\":\"reject\",\"error\":\"");
+    for (int i = 0; i < 700; i++) {
+        at += snprintf(line + at, sizeof(line) - at, "\xc3\xa9"); /* e acute */
+    }
+    snprintf(line + at, sizeof(line) - at, "\"}");
+    CHECK_INT(exec_parse_answer(line, strlen(line), &a, why, sizeof(why)), 0);
+    CHECK_INT(strlen(a.error), 1022);
+    CHECK_INT((unsigned char) a.error[1021], 0xa9);
+    /* JSON but for its encoding (Latin-1, say): said so, not "not JSON" */
+    expect_garbage("{\"status\":\"reject\",\"error\":\"caf\xe9\"}",
+                   "handler answered JSON that is not valid UTF-8: "
+                   "'{\"status\":\"reject\",\"error\":\"caf?\"}'");
+
     char shown[EXEC_SHOWN * 2];
     exec_shown("a\x01\xc3\xa9", 4, shown, sizeof(shown));
     CHECK_STR(shown, "a???");
