@@ -251,8 +251,20 @@ supervise_round(struct exec_pool *p, struct pollfd *fds, struct exec_slot **who,
     }
 }
 
+/* Whether process pid has ended, left unreaped: its process group (a
+ * helper it started) cannot be taken by another process before
+ * exec_proc_kill kills what is left of it. */
+static int
+exited(pid_t pid)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    return waitid(P_PID, (id_t) pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
 /* fini: EOF on every stdin, SIGTERM after a grace, SIGKILL after another;
- * all reaped. */
+ * all reaped, and what is left of each one's process group killed (a
+ * helper it started, which would outlive the worker). */
 static void
 end_all(struct exec_pool *p)
 {
@@ -268,22 +280,19 @@ end_all(struct exec_pool *p)
             left = 0;
             for (size_t i = 0; i < p->nslots; i++) {
                 struct exec_proc *proc = &p->slots[i]->proc;
-                if (proc->pid > 0 && waitpid(proc->pid, NULL, WNOHANG) == proc->pid) {
-                    proc->pid = 0; /* reaped */
-                }
-                left |= proc->pid > 0;
+                left |= proc->pid > 0 && !exited(proc->pid);
             }
             struct timespec tick = {0, 20 * 1000000L};
             nanosleep(&tick, NULL);
         }
         for (size_t i = 0; phase == 0 && i < p->nslots; i++) {
-            if (p->slots[i]->proc.pid > 0) {
+            if (p->slots[i]->proc.pid > 0 && !exited(p->slots[i]->proc.pid)) {
                 kill(p->slots[i]->proc.pid, SIGTERM);
             }
         }
     }
     for (size_t i = 0; i < p->nslots; i++) {
-        exec_proc_kill(&p->slots[i]->proc, NULL); /* closes; kills and reaps what is left */
+        exec_proc_kill(&p->slots[i]->proc, NULL); /* its group killed, it reaped, all closed */
     }
 }
 

@@ -529,7 +529,8 @@ test_failures(twice_mock *m)
  * its stdout: its end is seen at once, not at the timeout, whether it
  * dies before answering (the job retried with its exit status) or while
  * idle after an answer (the next job gets a new process and succeeds);
- * the child, in its process group, is killed with it. */
+ * the child, in its process group, is killed with it, and at fini too
+ * when the handler itself ends at EOF. */
 static void
 test_death_with_a_child(void)
 {
@@ -562,7 +563,15 @@ test_death_with_a_child(void)
     CHECK(again != pid && gone(pid));
     CHECK(gone_soon(read_pid_file("child")));
     twice_mock_job_free(j);
+
+    /* fini: the handler ends at EOF, its helper would outlive the worker */
+    snprintf(what, sizeof(what), "\"do\":\"ok\",\"background\":60,\"child_pid_file\":\"%s/child\"",
+             dir);
+    CHECK_INT(run_pid(m, what, &pid, &j), TWICE_DONE);
+    twice_mock_job_free(j);
     twice_mock_free(m);
+    CHECK(gone(pid));
+    CHECK(gone_soon(read_pid_file("child")));
 }
 
 /* A late second answer of one job, read when the next job waits for its
