@@ -165,8 +165,10 @@ struct exec_limit {
  * line that echoed this job's message id: p->pid is then 0); -1 with why
  * (the process died, overran, answered garbage, answered for another
  * message id, or wrote more than one line without an echo, and is
- * killed); -2 when it had written output before the request (out of
- * step: killed, the request not sent). */
+ * killed); -2 when the job never reached it: it had written output
+ * before the request (out of step) or had ended, or it ended without
+ * reading the request (a handler that exits after each job, caught between
+ * its answer and its exit); killed, and the job may go to another. */
 int exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const char *req,
                   size_t len, struct exec_limit limit, struct exec_answer *a, char *why,
                   size_t cap);

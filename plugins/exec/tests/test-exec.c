@@ -6,7 +6,8 @@
  * line; done, retry and reject answers; a handler that dies, overruns,
  * answers garbage or two lines (killed, restarted, the job retried); a
  * late stray answer never taken as the next job's (message_id echoed); a
- * handler that ends while a child of its holds its stdout seen at once; a
+ * handler that ends while a child of its holds its stdout seen at once; one
+ * that exits after each job costing no job an attempt; a
  * handler whose stderr is redirected kept; one process per running job; one
  * that starts slower than its timeout (start_timeout); a
  * megabyte of stderr that stalls nothing; processes reused, capped, and
@@ -842,6 +843,27 @@ test_concurrency(void)
     twice_mock_free(m);
 }
 
+static void
+one_shot_job(char *buf, size_t cap, const void *ctx, int t, int i)
+{
+    (void) ctx;
+    snprintf(buf, cap, "{\"id\":%d,\"do\":\"ok\",\"exit_after\":1}", 100 * t + i);
+}
+
+/* A handler that exits after each job, on 3 threads at once with 2
+ * processes: a job given to a process between its answer and its exit
+ * never reaches it, and goes to another at no cost: every job DONE at
+ * once, none retried. */
+static void
+test_one_shot(void)
+{
+    twice_mock *m = new_mock("python3 -u " BEHAVE);
+    twice_mock_set(m, "processes", "2");
+    CHECK_INT(twice_mock_init(m), 0);
+    CHECK_INT(plugin_run_threads(m, 3, 5, one_shot_job, NULL), 0);
+    twice_mock_free(m);
+}
+
 /* The SDK's examples, as handler authors will start from them. */
 static void
 test_example(const char *command)
@@ -902,6 +924,7 @@ main(void)
     CHECK(gone(pid));
 
     test_concurrency();
+    test_one_shot();
     test_two_lines_without_echo();
     test_stderr_redirected();
     test_one_job_one_process();
