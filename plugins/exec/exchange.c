@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -82,7 +84,9 @@ drain_stderr(struct xjob *x)
 }
 
 /* Wait until the socket is ready for `events` (or stderr has something),
- * logging stderr. 1 ready, 0 at the deadline, -1 on a poll error. */
+ * logging stderr. 1 ready, 0 at the deadline, -1 on a poll error or when
+ * the process has ended with nothing more to read: a child it started may
+ * hold its stdout open, and no EOF would come before the deadline. */
 static int
 wait_io(struct xjob *x, short events)
 {
@@ -91,8 +95,10 @@ wait_io(struct xjob *x, short events)
         if (left <= 0) {
             return 0;
         }
-        struct pollfd fds[2] = {{x->p->io, events, 0}, {x->p->err, POLLIN, 0}};
-        int rc = poll(fds, x->err_open ? 2 : 1, (int) (left > 60000 ? 60000 : left));
+        struct pollfd fds[3] = {{x->p->io, events, 0},
+                                {x->err_open ? x->p->err : -1, POLLIN, 0},
+                                {x->p->pidfd, POLLIN, 0}};
+        int rc = poll(fds, 3, (int) (left > 60000 ? 60000 : left));
         if (rc < 0 && errno != EINTR) {
             return -1;
         }
@@ -102,13 +108,19 @@ wait_io(struct xjob *x, short events)
         if (rc > 0 && fds[0].revents != 0) {
             return 1;
         }
+        if (rc > 0 && fds[2].revents != 0) {
+            /* what it wrote before it ended is there now: read that first */
+            struct pollfd io = {x->p->io, events, 0};
+            return poll(&io, 1, 0) > 0 ? 1 : -1;
+        }
     }
 }
 
-/* Kill the process and say why the job failed ("handler 12 exited with
- * status 1 before answering"). Returns -1. */
+/* Kill the process and say why the job failed: what it did ("answered
+ * garbage: ..."), or, what being NULL, how it ended and when ("handler 12
+ * exited with status 1" and when, " before answering"). Returns -1. */
 static int
-failed(struct xjob *x, const char *what, char *why, size_t cap)
+failed_when(struct xjob *x, const char *what, const char *when, char *why, size_t cap)
 {
     pid_t pid = x->p->pid;
     int status = 0;
@@ -121,11 +133,27 @@ failed(struct xjob *x, const char *what, char *why, size_t cap)
     }
     if (what == NULL) {
         exec_proc_describe_exit(status, how, sizeof(how));
-        snprintf(why, cap, "handler %d %s before answering", (int) pid, how);
+        snprintf(why, cap, "handler %d %s%s", (int) pid, how, when);
     } else if (why != what) {
         snprintf(why, cap, "handler %d %s", (int) pid, what);
     }
     return -1;
+}
+
+static int
+failed(struct xjob *x, const char *what, char *why, size_t cap)
+{
+    return failed_when(x, what, " before answering", why, cap);
+}
+
+/* Whether the request is still unread by the process (its end, at least):
+ * bytes we sent wait in its socket. A process that ended with them there
+ * never saw the job: it did not handle it. */
+static int
+unread(const struct exec_proc *p)
+{
+    int queued = 0;
+    return ioctl(p->io, SIOCOUTQ, &queued) == 0 && queued > 0;
 }
 
 static int
@@ -139,7 +167,7 @@ send_request(struct xjob *x, const char *req, size_t len)
         }
         ssize_t n = send(x->p->io, req + sent, len - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0 && errno != EAGAIN && errno != EINTR) {
-            return -1; /* EPIPE, ECONNRESET: it is gone */
+            return -3; /* EPIPE, ECONNRESET: it is gone, the request not (all) sent */
         }
         sent += n > 0 ? (size_t) n : 0;
     }
@@ -147,8 +175,10 @@ send_request(struct xjob *x, const char *req, size_t len)
 }
 
 /* Read until the answer's newline: 1 with the line in x->answer (without
- * it), 0 at the deadline, -1 at EOF, -2 when it is too long; *extra set
- * when bytes follow the line. */
+ * it), 0 at the deadline, -1 at EOF (or the process's end), -2 when it is
+ * too long, -3 when the process ended without reading the request (its
+ * socket reset: it was closed with our bytes unread); *extra set when
+ * bytes follow the line. */
 static int
 read_answer(struct xjob *x, int *extra)
 {
@@ -167,6 +197,9 @@ read_answer(struct xjob *x, int *extra)
             return ready;
         }
         ssize_t n = recv(x->p->io, x->answer + x->alen, EXEC_ANSWER_MAX - x->alen, MSG_DONTWAIT);
+        if (n < 0 && errno == ECONNRESET) {
+            return -3;
+        }
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
             return -1;
         }
@@ -256,6 +289,10 @@ exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const c
     struct xjob x = {api, job, p, now_ms() + seconds * 1000, NULL, 0, p->err >= 0};
     int extra = 0, rc;
     char limit[160];
+    if (exec_proc_ended(p)) {
+        failed(&x, "had ended before the request (restarted)", why, cap);
+        return -2;
+    }
     if (stale(p)) {
         failed(&x, "was out of step (output before the request; restarted)", why, cap);
         return -2;
@@ -269,7 +306,11 @@ exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const c
     if (rc == 1) {
         rc = read_answer(&x, &extra);
     }
-    if (rc == 1 && exec_parse_answer(x.answer, x.alen, a, why, cap) != 0) {
+    if (rc == -3 || (rc == -1 && unread(p))) {
+        /* it never saw the job (a child of its may still hold the socket) */
+        failed_when(&x, NULL, " before reading the request (restarted)", why, cap);
+        rc = -2;
+    } else if (rc == 1 && exec_parse_answer(x.answer, x.alen, a, why, cap) != 0) {
         rc = failed(&x, why, why, cap);
     } else if (rc != 1) {
         rc = failed(&x,

@@ -114,13 +114,18 @@ exec_handle(void *state, twice_job *job)
     }
     struct exec_answer a;
     int rc = -2;
-    /* A process out of step is not this job's fault: one more, on another. */
-    for (int tries = 0; rc == -2 && tries < 2; tries++) {
+    /* A job that never reached its process (out of step, or ended without
+     * reading it) is not the job's fault: one more, on another. A process
+     * that had done jobs may have been caught between its answer and its
+     * exit (a handler that exits after each job: every idle one may be
+     * such); a new one that ends unread cannot start, and gets one more. */
+    for (int tries = 0, fresh = 0; rc == -2 && fresh < 2 && tries < 8; tries++) {
         struct exec_slot *slot = exec_pool_take(&x->pool, why, sizeof(why));
         if (slot == NULL) {
             rc = -1;
             break;
         }
+        fresh += exec_slot_proc(slot)->answered == 0;
         rc = exec_exchange(x->api, job, exec_slot_proc(slot), req, len, x->limit, &a, why,
                            sizeof(why));
         exec_pool_give(&x->pool, slot, rc != 0);

@@ -90,6 +90,7 @@ struct exec_proc {
     pid_t pid;               /* 0: no process */
     int io;                  /* our end of its stdin/stdout socket, -1 */
     int err;                 /* the read end of its stderr pipe, -1 */
+    int pidfd;               /* readable once it has ended; -1 (a kernel without pidfds) */
     struct exec_lines lines; /* its stderr, being split */
     unsigned long answered;  /* jobs it answered; 0: a new process, still starting */
 };
@@ -100,6 +101,11 @@ struct exec_proc {
  * or -1 with err (exec errors included: "cannot run /x: Permission
  * denied"). */
 int exec_proc_start(struct exec_proc *p, const struct exec_cmd *c, char *err, size_t errlen);
+
+/* Whether the process has ended (not yet reaped): its pidfd is readable.
+ * Its stdout says so too, but only once every process holding that socket
+ * has closed it, and a child the handler started may hold it for good. */
+int exec_proc_ended(const struct exec_proc *p);
 
 /* Kill the process group (SIGKILL), reap the process and close our ends.
  * The wait status in *status when it is not NULL. */
@@ -159,8 +165,10 @@ struct exec_limit {
  * line that echoed this job's message id: p->pid is then 0); -1 with why
  * (the process died, overran, answered garbage, answered for another
  * message id, or wrote more than one line without an echo, and is
- * killed); -2 when it had written output before the request (out of
- * step: killed, the request not sent). */
+ * killed); -2 when the job never reached it: it had written output
+ * before the request (out of step) or had ended, or it ended without
+ * reading the request (a handler that exits after each job, caught between
+ * its answer and its exit); killed, and the job may go to another. */
 int exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const char *req,
                   size_t len, struct exec_limit limit, struct exec_answer *a, char *why,
                   size_t cap);

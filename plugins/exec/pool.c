@@ -14,8 +14,9 @@
  * The supervisor thread starts every process (so PR_SET_PDEATHSIG ties
  * them to a thread that lives from init to fini), reads the stderr of
  * idle processes into the log (a handler logging between jobs never
- * blocks), notices an idle process that dies or writes to stdout out of
- * turn (killed and reaped), and at fini ends them all. A slot's owner is
+ * blocks), notices an idle process that dies (its pidfd: a child it
+ * started may keep its stdout open) or writes to stdout out of turn
+ * (killed and reaped), and at fini ends them all. A slot's owner is
  * its state: the supervisor for EMPTY, STARTING and READING, the taker for
  * STARTED, FAILED and BUSY; IDLE slots are shared and change hands under
  * the mutex. A failed process is restarted after a growing delay.
@@ -103,39 +104,55 @@ log_line(void *ctx, const char *line, size_t cut)
     exec_log_stderr(p->api, NULL, proc->pid, line, cut);
 }
 
-/* Read what an idle process wrote (the supervisor owns it: READING).
- * Returns 0 to keep it, or -1 after killing it: it ended (EOF on its
- * stdout socket), or wrote to stdout out of turn. EOF on stderr only
- * means the handler closed or redirected it (`2>>own.log`): the pipe is
- * closed and the process kept. */
+/* Log what an idle process has written to stderr, without waiting (at
+ * most READ_ROUND bytes a round). EOF only means the handler closed or
+ * redirected it (`2>>own.log`): no death; the pipe is closed and no
+ * longer watched. */
+static void
+idle_stderr(struct exec_pool *p, struct exec_proc *proc)
+{
+    char buf[4096];
+    void *ctx[2] = {p, proc};
+    size_t total = 0;
+    ssize_t n = -1;
+    while (proc->err >= 0 && total < READ_ROUND && (n = read(proc->err, buf, sizeof(buf))) > 0) {
+        exec_lines_feed(&proc->lines, buf, (size_t) n, log_line, ctx);
+        total += (size_t) n;
+    }
+    if (n == 0) {
+        exec_lines_flush(&proc->lines, log_line, ctx);
+        close(proc->err);
+        proc->err = -1;
+    }
+}
+
+/* Read what an idle process wrote on fd, one of its stderr, stdout and
+ * pidfd (the supervisor owns it: READING). Returns 0 to keep it, or -1
+ * after killing it: it ended (its pidfd, or EOF on its stdout socket), or
+ * wrote to stdout out of turn. Its last stderr lines (a traceback) are
+ * logged before it is killed. */
 static int
 read_idle(struct exec_pool *p, struct exec_proc *proc, int fd)
 {
     char buf[4096], shown[EXEC_SHOWN * 2], how[128];
     void *ctx[2] = {p, proc};
-    int is_io = fd == proc->io;
-    size_t total = 0;
-    ssize_t n = 0;
-    while (!is_io && total < READ_ROUND && (n = read(fd, buf, sizeof(buf))) > 0) {
-        exec_lines_feed(&proc->lines, buf, (size_t) n, log_line, ctx);
-        total += (size_t) n;
-    }
-    if (is_io) {
-        n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-    }
-    if (n > 0 ? !is_io : (n < 0 && (errno == EAGAIN || errno == EINTR))) {
-        return 0; /* stderr read for now; or nothing after all */
-    }
-    exec_lines_flush(&proc->lines, log_line, ctx);
-    if (n == 0 && !is_io) {
-        close(proc->err); /* stderr closed or redirected: no death, no longer watched */
-        proc->err = -1;
+    ssize_t n = 0; /* bytes out of turn on stdout; 0: it ended */
+    if (fd == proc->err) {
+        idle_stderr(p, proc);
         return 0;
     }
+    if (fd == proc->io) {
+        n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            return 0; /* nothing after all */
+        }
+    }
+    idle_stderr(p, proc);
+    exec_lines_flush(&proc->lines, log_line, ctx);
     pid_t pid = proc->pid;
     int status;
     exec_proc_kill(proc, &status);
-    if (is_io && n > 0) {
+    if (n > 0) {
         exec_shown(buf, (size_t) n, shown, sizeof(shown));
         p->api->log(NULL, TWICE_LOG_WARN,
                     "exec handler %d wrote to stdout between jobs (killed; answer one line per "
@@ -194,7 +211,7 @@ supervise_round(struct exec_pool *p, struct pollfd *fds, struct exec_slot **who,
     int timeout = start_due(p);
     size_t n = 1;
     fds[0] = (struct pollfd){p->wake[0], POLLIN, 0};
-    for (size_t i = 0; i < p->nslots && n + 2 <= cap; i++) {
+    for (size_t i = 0; i < p->nslots && n + 3 <= cap; i++) {
         struct exec_slot *s = p->slots[i];
         if (s->state == SLOT_IDLE && s->proc.err >= 0) {
             fds[n] = (struct pollfd){s->proc.err, POLLIN, 0};
@@ -202,6 +219,10 @@ supervise_round(struct exec_pool *p, struct pollfd *fds, struct exec_slot **who,
         }
         if (s->state == SLOT_IDLE) {
             fds[n] = (struct pollfd){s->proc.io, POLLIN, 0};
+            who[n++] = s;
+        }
+        if (s->state == SLOT_IDLE && s->proc.pidfd >= 0) {
+            fds[n] = (struct pollfd){s->proc.pidfd, POLLIN, 0};
             who[n++] = s;
         }
     }
@@ -214,7 +235,7 @@ supervise_round(struct exec_pool *p, struct pollfd *fds, struct exec_slot **who,
     for (size_t i = 1; rc > 0 && i < n; i++) {
         struct exec_slot *s = who[i];
         if (fds[i].revents == 0 || s->state != SLOT_IDLE || s->proc.pid == 0 ||
-            (fds[i].fd != s->proc.err && fds[i].fd != s->proc.io)) {
+            (fds[i].fd != s->proc.err && fds[i].fd != s->proc.io && fds[i].fd != s->proc.pidfd)) {
             continue; /* taken or gone since the poll began */
         }
         s->state = SLOT_READING;
@@ -230,8 +251,20 @@ supervise_round(struct exec_pool *p, struct pollfd *fds, struct exec_slot **who,
     }
 }
 
+/* Whether process pid has ended, left unreaped: its process group (a
+ * helper it started) cannot be taken by another process before
+ * exec_proc_kill kills what is left of it. */
+static int
+exited(pid_t pid)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    return waitid(P_PID, (id_t) pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
 /* fini: EOF on every stdin, SIGTERM after a grace, SIGKILL after another;
- * all reaped. */
+ * all reaped, and what is left of each one's process group killed (a
+ * helper it started, which would outlive the worker). */
 static void
 end_all(struct exec_pool *p)
 {
@@ -247,22 +280,19 @@ end_all(struct exec_pool *p)
             left = 0;
             for (size_t i = 0; i < p->nslots; i++) {
                 struct exec_proc *proc = &p->slots[i]->proc;
-                if (proc->pid > 0 && waitpid(proc->pid, NULL, WNOHANG) == proc->pid) {
-                    proc->pid = 0; /* reaped */
-                }
-                left |= proc->pid > 0;
+                left |= proc->pid > 0 && !exited(proc->pid);
             }
             struct timespec tick = {0, 20 * 1000000L};
             nanosleep(&tick, NULL);
         }
         for (size_t i = 0; phase == 0 && i < p->nslots; i++) {
-            if (p->slots[i]->proc.pid > 0) {
+            if (p->slots[i]->proc.pid > 0 && !exited(p->slots[i]->proc.pid)) {
                 kill(p->slots[i]->proc.pid, SIGTERM);
             }
         }
     }
     for (size_t i = 0; i < p->nslots; i++) {
-        exec_proc_kill(&p->slots[i]->proc, NULL); /* closes; kills and reaps what is left */
+        exec_proc_kill(&p->slots[i]->proc, NULL); /* its group killed, it reaped, all closed */
     }
 }
 
@@ -275,8 +305,8 @@ supervisor(void *arg)
     size_t cap = 0;
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
-        if (cap < 2 * p->nslots + 1) {
-            cap = 2 * p->nslots + 16;
+        if (cap < 3 * p->nslots + 1) {
+            cap = 3 * p->nslots + 16;
             struct pollfd *f = realloc(fds, cap * sizeof(*fds));
             struct exec_slot **w = f != NULL ? realloc(who, cap * sizeof(*who)) : NULL;
             fds = f != NULL ? f : fds;
@@ -371,7 +401,7 @@ empty_slot(struct exec_pool *p)
     if (s == NULL) {
         return NULL;
     }
-    s->proc.io = s->proc.err = -1;
+    s->proc.io = s->proc.err = s->proc.pidfd = -1;
     p->slots[p->nslots++] = s;
     return s;
 }

@@ -6,18 +6,22 @@
  * reaches the handler's own children); killed by the kernel when the
  * thread that started it ends (the pool's supervisor, which outlives every
  * job) or the worker dies. Killing and reaping are here too, so no zombie
- * is ever left. Not which process runs which job (pool.c).
+ * is ever left. Its end is watched through a pidfd too: a child it
+ * started may keep its stdout open after it died. Not which process runs
+ * which job (pool.c).
  */
 #include "exec.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -117,13 +121,34 @@ above_stdio(int fd)
     return moved;
 }
 
+/* A pidfd of pid, close-on-exec, readable once pid has ended; -1 on a
+ * kernel without them (before Linux 5.3), where only EOF on its stdout
+ * tells. */
+static int
+open_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    return (int) syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void) pid;
+    return -1;
+#endif
+}
+
+int
+exec_proc_ended(const struct exec_proc *p)
+{
+    struct pollfd fd = {p->pidfd, POLLIN, 0};
+    return p->pid > 0 && p->pidfd >= 0 && poll(&fd, 1, 0) > 0;
+}
+
 int
 exec_proc_start(struct exec_proc *p, const struct exec_cmd *c, char *err, size_t errlen)
 {
     int sv[2] = {-1, -1}, ep[2] = {-1, -1}, st[2] = {-1, -1};
     struct rlimit rl;
     memset(p, 0, sizeof(*p));
-    p->io = p->err = -1;
+    p->io = p->err = p->pidfd = -1;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 || pipe2(ep, O_CLOEXEC) != 0 ||
         pipe2(st, O_CLOEXEC) != 0) {
         snprintf(err, errlen, "cannot start the handler: %s", strerror(errno));
@@ -153,6 +178,7 @@ exec_proc_start(struct exec_proc *p, const struct exec_cmd *c, char *err, size_t
     p->pid = pid;
     p->io = sv[0];
     p->err = ep[0];
+    p->pidfd = open_pidfd(pid);
     fcntl(p->err, F_SETFL, O_NONBLOCK);
     int rc = await_exec(st[0], c, err, errlen);
     close(st[0]);
@@ -175,9 +201,9 @@ exec_proc_kill(struct exec_proc *p, int *status)
     if (status != NULL) {
         *status = st;
     }
-    int fds[] = {p->io, p->err};
-    close_all(fds, 2);
-    p->io = p->err = -1;
+    int fds[] = {p->io, p->err, p->pidfd};
+    close_all(fds, 3);
+    p->io = p->err = p->pidfd = -1;
     p->pid = 0;
     p->lines.len = p->lines.cut = 0;
 }

@@ -100,6 +100,22 @@ garbage(const char *line, size_t len, const char *what, char *why, size_t cap)
     return -1;
 }
 
+/* s (UTF-8) into out, cut between characters when it does not fit: the
+ * error goes to the log and into twice-error, never half a character. */
+static void
+utf8_copy(char *out, size_t cap, const char *s)
+{
+    size_t n = strlen(s);
+    if (n >= cap) {
+        n = cap - 1;
+        while (n > 0 && ((unsigned char) s[n] & 0xC0) == 0x80) {
+            n--; /* s[n], the first byte left out, continues a character */
+        }
+    }
+    memcpy(out, s, n);
+    out[n] = '\0';
+}
+
 static int
 parse_status(const json_t *s, twice_status *out)
 {
@@ -128,7 +144,8 @@ exec_parse_answer(const char *line, size_t len, struct exec_answer *a, char *why
                        code == json_error_duplicate_key ? "JSON with a member named twice"
                        : code == json_error_null_character || code == json_error_null_byte_in_key
                            ? "JSON with \\u0000 in a string"
-                           : "something that is not JSON",
+                       : code == json_error_invalid_utf8 ? "JSON that is not valid UTF-8"
+                                                         : "something that is not JSON",
                        why, cap);
     }
     const json_t *err = json_object_get(o, "error"), *ra = json_object_get(o, "retry_after");
@@ -152,7 +169,7 @@ exec_parse_answer(const char *line, size_t len, struct exec_answer *a, char *why
         return garbage(line, len, what, why, cap);
     }
     if (json_is_string(err)) {
-        snprintf(a->error, sizeof(a->error), "%s", json_string_value(err));
+        utf8_copy(a->error, sizeof(a->error), json_string_value(err));
     }
     if (json_is_number(ra)) {
         double v = json_number_value(ra);

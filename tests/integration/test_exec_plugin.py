@@ -3,7 +3,9 @@ example handles 200 messages with 50 duplicate intents with exactly 150 effects;
 handler killed mid-job is restarted and the job retried, with one effect; a handler
 printing non-JSON has its job retried, then dead-lettered after max_attempts with the
 reason; a late stray answer of one job never completes the next (message_id echoed); a
-handler whose stderr is redirected is kept; a megabyte on stderr stalls nothing and is
+handler that exits between jobs while a child of its holds its stdout is replaced before
+the next job, which it would have cost an attempt; a handler whose stderr is redirected
+is kept; a megabyte on stderr stalls nothing and is
 logged with the job's context;
 handler processes end with their worker (drained, reloaded or killed) and leave no
 zombie; a bad setting is refused by `twiced -t` at the FILE:LINE that sets it, in an
@@ -221,6 +223,30 @@ class ExecPlugin(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
                               r"\(message_id '[^']+', not this job's '[^']+'; restarted\)")
         self.drained(url)
         self.assertEqual(self.lines("effects"), ["k:1"])
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_handler_gone_while_its_child_holds_stdout_is_replaced(self):
+        """The handler answers job 1 and exits, leaving a helper process it started
+        (which inherited its stdout) running. Its end is seen while it is idle: job 2
+        goes to a new process and is done on its first attempt (it used to be sent to
+        the dead handler and wait out the timeout: "did not answer within 20 s"), and
+        the helper, of the handler's process group, is killed with it."""
+        url, dlq, dsn, d = self.start(self.plugin("python3 -u " + self.behave, key="k:{id}",
+                                                  timeout=20, start_timeout=0), concurrency=1)
+        effects, child = os.path.join(self.dir, "effects"), os.path.join(self.dir, "child")
+        self.sqs.send(url, json.dumps({"id": 1, "effect": effects, "exit_after": True,
+                                       "background": 60, "child_pid_file": child}))
+        d.wait_log(r"exec handler \d+ exited with status 0 while idle", timeout=30)
+        twicetest.wait_until(lambda: not alive(int(self.lines("child")[0])), timeout=10,
+                             message="the helper was killed with the handler")
+        t0 = time.monotonic()
+        self.sqs.send(url, json.dumps({"id": 2, "effect": effects}))
+        twicetest.wait_until(lambda: len(self.lines("effects")) == 2, timeout=30,
+                             message="job 2 done")
+        self.assertLess(time.monotonic() - t0, 15)
+        self.drained(url)
+        self.assertNotIn("did not answer", d.log_text())
+        self.assertNotIn("key=k:2 attempt=2", d.log_text())
         self.assertEqual(d.stop(), 0)
 
     def test_a_handler_with_its_stderr_redirected_is_kept(self):

@@ -6,6 +6,8 @@
  * line; done, retry and reject answers; a handler that dies, overruns,
  * answers garbage or two lines (killed, restarted, the job retried); a
  * late stray answer never taken as the next job's (message_id echoed); a
+ * handler that ends while a child of its holds its stdout seen at once; one
+ * that exits after each job costing no job an attempt; a
  * handler whose stderr is redirected kept; one process per running job; one
  * that starts slower than its timeout (start_timeout); a
  * megabyte of stderr that stalls nothing; processes reused, capped, and
@@ -164,6 +166,22 @@ test_answers(void)
     CHECK_INT(exec_parse_answer(echo, strlen(echo), &a, why, sizeof(why)), 0);
     CHECK_INT(a.echoed, 0);
     CHECK(exec_answer_for(&a, "m-2"));
+
+    /* An error longer than kept is cut between characters: it goes to the
+     * log and into twice-error, both UTF-8. */
+    char line[4096];
+    int at = snprintf(line, sizeof(line), "{\"status\":\"reject\",\"error\":\"");
+    for (int i = 0; i < 700; i++) {
+        at += snprintf(line + at, sizeof(line) - at, "\xc3\xa9"); /* e acute */
+    }
+    snprintf(line + at, sizeof(line) - at, "\"}");
+    CHECK_INT(exec_parse_answer(line, strlen(line), &a, why, sizeof(why)), 0);
+    CHECK_INT(strlen(a.error), 1022);
+    CHECK_INT((unsigned char) a.error[1021], 0xa9);
+    /* JSON but for its encoding (Latin-1, say): said so, not "not JSON" */
+    expect_garbage("{\"status\":\"reject\",\"error\":\"caf\xe9\"}",
+                   "handler answered JSON that is not valid UTF-8: "
+                   "'{\"status\":\"reject\",\"error\":\"caf?\"}'");
 
     char shown[EXEC_SHOWN * 2];
     exec_shown("a\x01\xc3\xa9", 4, shown, sizeof(shown));
@@ -373,11 +391,12 @@ job_log(twice_mock_job *j, const char *s)
     return NULL;
 }
 
+/* The pid a handler wrote to file name of dir ("pid", "child"), or 0. */
 static int
-read_pid(void)
+read_pid_file(const char *name)
 {
     char path[128], text[32] = "";
-    snprintf(path, sizeof(path), "%s/pid", dir);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
     FILE *f = fopen(path, "r");
     if (f != NULL) {
         if (fgets(text, sizeof(text), f) == NULL) {
@@ -395,7 +414,7 @@ run_pid(twice_mock *m, const char *what, int *pid, twice_mock_job **out)
     char body[256];
     snprintf(body, sizeof(body), "{\"id\":1,%s,\"pid_file\":\"%s/pid\"}", what, dir);
     twice_status st = plugin_run(m, body, out);
-    *pid = read_pid();
+    *pid = read_pid_file("pid");
     return st;
 }
 
@@ -404,6 +423,18 @@ static int
 gone(int pid)
 {
     return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Gone within 2 s: a handler's child, not ours, is reaped by init once
+ * killed. */
+static int
+gone_soon(int pid)
+{
+    for (int i = 0; i < 100 && !gone(pid); i++) {
+        struct timespec t = {0, 20 * 1000000L};
+        nanosleep(&t, NULL);
+    }
+    return gone(pid);
 }
 
 static void
@@ -493,6 +524,55 @@ test_failures(twice_mock *m)
     CHECK_INT(run_pid(m, "\"do\":\"ok\"", &before, &j), TWICE_DONE); /* restarted */
     CHECK(before != pid);
     twice_mock_job_free(j);
+}
+
+/* A handler that ends while a child it started (a helper) still holds
+ * its stdout: its end is seen at once, not at the timeout, whether it
+ * dies before answering (the job retried with its exit status) or while
+ * idle after an answer (the next job gets a new process and succeeds);
+ * the child, in its process group, is killed with it, and at fini too
+ * when the handler itself ends at EOF. */
+static void
+test_death_with_a_child(void)
+{
+    twice_mock *m = new_mock("python3 -u " BEHAVE);
+    twice_mock_set(m, "timeout", "30");
+    CHECK_INT(twice_mock_init(m), 0);
+    twice_mock_job *j;
+    char what[256];
+    int pid, again;
+    snprintf(what, sizeof(what),
+             "\"do\":\"die\",\"background\":60,\"child_pid_file\":\"%s/child\"", dir);
+    time_t t0 = time(NULL);
+    CHECK_INT(run_pid(m, what, &pid, &j), TWICE_RETRY);
+    CHECK_CONTAINS(twice_mock_job_error(j), "exited with status 3 before answering");
+    CHECK(time(NULL) - t0 < 20); /* not the 60 s of timeout and start_timeout */
+    CHECK(gone(pid));
+    CHECK(gone_soon(read_pid_file("child")));
+    twice_mock_job_free(j);
+
+    snprintf(what, sizeof(what),
+             "\"do\":\"ok\",\"exit_after\":1,\"background\":60,\"child_pid_file\":\"%s/child\"",
+             dir);
+    CHECK_INT(run_pid(m, what, &pid, &j), TWICE_DONE);
+    twice_mock_job_free(j);
+    struct timespec idle = {0, 500 * 1000000L}; /* the supervisor sees it end */
+    nanosleep(&idle, NULL);
+    t0 = time(NULL);
+    CHECK_INT(run_pid(m, "\"do\":\"ok\"", &again, &j), TWICE_DONE);
+    CHECK(time(NULL) - t0 < 20);
+    CHECK(again != pid && gone(pid));
+    CHECK(gone_soon(read_pid_file("child")));
+    twice_mock_job_free(j);
+
+    /* fini: the handler ends at EOF, its helper would outlive the worker */
+    snprintf(what, sizeof(what), "\"do\":\"ok\",\"background\":60,\"child_pid_file\":\"%s/child\"",
+             dir);
+    CHECK_INT(run_pid(m, what, &pid, &j), TWICE_DONE);
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+    CHECK(gone(pid));
+    CHECK(gone_soon(read_pid_file("child")));
 }
 
 /* A late second answer of one job, read when the next job waits for its
@@ -763,6 +843,27 @@ test_concurrency(void)
     twice_mock_free(m);
 }
 
+static void
+one_shot_job(char *buf, size_t cap, const void *ctx, int t, int i)
+{
+    (void) ctx;
+    snprintf(buf, cap, "{\"id\":%d,\"do\":\"ok\",\"exit_after\":1}", 100 * t + i);
+}
+
+/* A handler that exits after each job, on 3 threads at once with 2
+ * processes: a job given to a process between its answer and its exit
+ * never reaches it, and goes to another at no cost: every job DONE at
+ * once, none retried. */
+static void
+test_one_shot(void)
+{
+    twice_mock *m = new_mock("python3 -u " BEHAVE);
+    twice_mock_set(m, "processes", "2");
+    CHECK_INT(twice_mock_init(m), 0);
+    CHECK_INT(plugin_run_threads(m, 3, 5, one_shot_job, NULL), 0);
+    twice_mock_free(m);
+}
+
 /* The SDK's examples, as handler authors will start from them. */
 static void
 test_example(const char *command)
@@ -811,6 +912,7 @@ main(void)
     test_answers_through(m);
     test_failures(m);
     test_stray_answer(m);
+    test_death_with_a_child();
     test_stderr(m);
     test_overrun();
     test_slow_start();
@@ -822,6 +924,7 @@ main(void)
     CHECK(gone(pid));
 
     test_concurrency();
+    test_one_shot();
     test_two_lines_without_echo();
     test_stderr_redirected();
     test_one_job_one_process();

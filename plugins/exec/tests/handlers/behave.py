@@ -12,6 +12,9 @@ directory written to ECHO_FILE). With "pid_file", its pid is written there first
 with "effect", the key is appended to that file before answering done (an effect);
 with "stderr_after", that many bytes of stderr are written after the answer in 100-byte
 lines, each flushed, before the next job is read (a handler logging between jobs).
+With "background": SECONDS, it first starts a child (sleep SECONDS) that inherits its
+stdout and stderr and outlives it, its pid written to the file named by "child_pid_file"
+(a helper process left running); with "exit_after", it exits 0 right after its answer.
 Every answer echoes the request's message_id (as twice-exec(7) advises), unless
 ECHO_ID=0 is in the environment (a handler of the days before).
 START_DELAY in the environment: seconds it sleeps before reading its first job (a
@@ -20,6 +23,7 @@ Used by: plugins/exec/tests/test-exec.c, tests/integration/test_exec_plugin.py.
 """
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -34,7 +38,13 @@ def answer(job, obj, twice=False):
 
 def run(job, req):
     body = json.loads(job["body"])
+    if body.get("background"):
+        child = subprocess.Popen(["sleep", str(body["background"])])
+        with open(body["child_pid_file"], "w") as f:
+            f.write(str(child.pid))
     handle(job, req, body)
+    if body.get("exit_after"):
+        sys.exit(0)
     if body.get("do") == "stray":
         time.sleep(float(body.get("seconds", 0.3)))
         answer(job, {"status": "done"})
