@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "fileopen.h"
 
 #include <errno.h>
 #include <ctype.h>
@@ -99,34 +100,11 @@ config_text_read(int fd, const char *name, char **text, size_t *len, struct diag
     return -1;
 }
 
-/*
- * Open path for reading without waiting: a named pipe nobody writes to would
- * block open() for ever, and with it the master on a reload (no supervision,
- * no endpoints, SIGTERM unheard). O_NONBLOCK is cleared once it is open, so a
- * pipe that is written to is still read whole. -1 with errno.
- */
-static int
-open_now(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        return -1;
-    }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    return fd;
-}
-
 int
 config_text_read_file(const char *path, char **text, size_t *len, struct diag *d)
 {
     struct stat st;
-    int fd = open_now(path);
+    int fd = fileopen_read(path); /* a FIFO with no writer: never waited for */
     if (fd < 0) {
         diag_add(d, path, 0, "cannot read the configuration: %s", strerror(errno));
         return -1;

@@ -1,0 +1,18 @@
+/*
+ * fileopen.h - opening a file that someone else names (a configuration, an
+ * AWS credentials file, a token file) without waiting on it. Not a reader:
+ * each caller reads and bounds what it opened.
+ */
+#ifndef TWICE_FILEOPEN_H
+#define TWICE_FILEOPEN_H
+
+/*
+ * Open path read-only and close-on-exec, never waiting: a named pipe nobody
+ * writes to would block open() for ever (and the master or a worker with
+ * it). O_NONBLOCK is cleared once the file is open, so a pipe that is written
+ * to is still read whole, in order, and a pipe with no writer reads as empty.
+ * Returns the descriptor (the caller's), or -1 with errno.
+ */
+int fileopen_read(const char *path);
+
+#endif
