@@ -8,19 +8,30 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-int
-fileopen_read(const char *path)
+/* fd with O_NONBLOCK cleared: fd, or -1 (closed) with errno. */
+static int
+blocking(int fd)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        return -1;
-    }
-    int fl = fcntl(fd, F_GETFL);
+    int fl = fd < 0 ? -1 : fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
         int e = errno;
-        close(fd);
+        if (fd >= 0) {
+            close(fd);
+        }
         errno = e;
         return -1;
     }
     return fd;
+}
+
+int
+fileopen_read(const char *path)
+{
+    return blocking(open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+}
+
+int
+fileopen_append(const char *path, mode_t mode)
+{
+    return blocking(open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, mode));
 }
