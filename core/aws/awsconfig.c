@@ -6,6 +6,7 @@
 #include "awsconfig.h"
 
 #include "buf.h"
+#include "fileopen.h"
 
 #include <openssl/crypto.h>
 
@@ -289,7 +290,7 @@ awsconfig_read_file(const char *path, size_t max, size_t *len)
     struct stat st;
     char *text = NULL;
     size_t got = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = fileopen_read(path); /* a FIFO with no writer: never waited for */
 
     if (fd < 0) {
         return NULL;

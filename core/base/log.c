@@ -7,6 +7,7 @@
 #include "atomics.h"
 #include "buf.h"
 #include "escape.h"
+#include "fileopen.h"
 #include "utf8.h"
 
 #include <errno.h>
@@ -86,7 +87,8 @@ log_open(const char *path)
     free(log_path);
     log_path = copy; /* asked for, opened or not: log_reopen tries it again */
     int fd = 2;
-    if (want && (fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640)) < 0) {
+    /* never waits: a named pipe no process reads fails at once (ENXIO) */
+    if (want && (fd = fileopen_append(path, 0640)) < 0) {
         return -1;
     }
     int cur = shared_int_get(&log_fd);

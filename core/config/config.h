@@ -237,7 +237,8 @@ int config_load(const char *file, const char *text, struct config **out, struct 
  * with the problem added to d.
  */
 int config_text_read(int fd, const char *name, char **text, size_t *len, struct diag *d);
-/* The same for a file (opened here), named as path in problems. */
+/* The same for a file (opened here), named as path in problems; a named
+ * pipe nobody writes to is refused at once, never waited for. */
 int config_text_read_file(const char *path, char **text, size_t *len, struct diag *d);
 
 void config_free(struct config *c);

@@ -4,6 +4,10 @@
  */
 #include "config_ctx.h"
 
+#include "buf.h"
+#include "escape.h"
+#include "utf8.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,16 +89,29 @@ config_kind_name(int type)
 const char *
 config_shown(const char *s, char out[static 64])
 {
-    size_t i = 0;
-    for (; s[i] != '\0' && i < 56; i++) {
-        unsigned char ch = (unsigned char) s[i];
-        out[i] = (ch < 0x20 || ch == 0x7f) ? '?' : (char) ch;
+    struct buf b = BUF_INIT, one = BUF_INIT;
+    size_t n = strlen(s), off = 0;
+    while (off < n) {
+        size_t l = (unsigned char) s[off] >= 0x80
+                       ? utf8_seq_len((const unsigned char *) s + off, n - off)
+                       : 1;
+        l = l > 0 ? l : 1; /* a byte that is not UTF-8: escaped alone as \xNN */
+        buf_reset(&one);
+        escape_text(&one, s + off, l);
+        if (one.failed) {
+            b.failed = 1;
+            break;
+        }
+        if (b.len + one.len > CONFIG_SHOWN_MAX) {
+            buf_puts(&b, "...");
+            break;
+        }
+        buf_append(&b, one.data, one.len);
+        off += l;
     }
-    if (s[i] != '\0') {
-        memcpy(out + i, "...", 3);
-        i += 3;
-    }
-    out[i] = '\0';
+    snprintf(out, 64, "%s", b.failed ? "?" : buf_str(&b));
+    buf_free(&one);
+    buf_free(&b);
     return out;
 }
 

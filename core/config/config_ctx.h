@@ -60,8 +60,14 @@ void config_path_of(struct config_ctx *x, const char *sfile, struct buf *path);
  * on ENOMEM. */
 char *config_source_path(struct config_ctx *x, const config_setting_t *s);
 
-/* A user-written value made safe to quote in a one-line message: control
- * bytes become '?', and long values are cut. Returns out. */
+/* The most bytes of a value config_shown writes before "...". */
+#define CONFIG_SHOWN_MAX 56
+
+/* A user-written value made safe to quote in a one-line message: escaped as
+ * escape_text does (control bytes, C1 controls such as U+0085 NEL and U+009B
+ * CSI, U+2028/U+2029 and bytes that are not UTF-8: a name can neither break
+ * the FILE:LINE line nor drive a terminal), and cut whole characters after
+ * CONFIG_SHOWN_MAX bytes with "...". Returns out. */
 const char *config_shown(const char *s, char out[static 64]);
 /* "an integer", "a group"... for a libconfig type. */
 const char *config_kind_name(int type);

@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "fileopen.h"
 
 #include <errno.h>
 #include <ctype.h>
@@ -102,12 +103,20 @@ config_text_read(int fd, const char *name, char **text, size_t *len, struct diag
 int
 config_text_read_file(const char *path, char **text, size_t *len, struct diag *d)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    int fd = fileopen_read(path); /* a FIFO with no writer: never waited for */
     if (fd < 0) {
         diag_add(d, path, 0, "cannot read the configuration: %s", strerror(errno));
         return -1;
     }
     int rc = config_text_read(fd, path, text, len, d);
+    if (rc == 0 && *len == 0 && fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+        /* read() found no writer: say so rather than "missing dsn" */
+        diag_add(d, path, 0, "cannot read the configuration: a named pipe that nothing writes to");
+        free(*text); /* empty: nothing secret to wipe */
+        *text = NULL;
+        rc = -1;
+    }
     close(fd);
     return rc;
 }

@@ -247,7 +247,8 @@ ctl_queue(struct ctl *c, const char *name_or_url, int dlq)
     for (size_t i = 0; i < cfg->nqueues; i++) {
         buf_printf(&names, "%s%s", i > 0 ? ", " : "", cfg->queues[i].name);
     }
-    ctl_fail("no queue named '%s'%s in %s (configured: %s)", name_or_url,
+    char shown[CTL_ARG_SIZE];
+    ctl_fail("no queue named '%s'%s in %s (configured: %s)", ctl_arg(shown, name_or_url),
              dlq ? ", nor with that url or dlq_url," : " or with that url", cfg->file,
              names.len > 0 ? buf_str(&names) : "none");
     buf_free(&names);
@@ -295,14 +296,17 @@ ctl_option(struct ctl *c, const char *cmd, const char *help, int opt, int argc, 
         c->timeout_ms = s * 1000L;
         return -1;
     }
-    case ':':
-        return ctl_usage_error(cmd, "%s needs a value", argv[optind - 1]);
+    case ':': {
+        char shown[CTL_ARG_SIZE];
+        return ctl_usage_error(cmd, "%s needs a value", ctl_arg(shown, argv[optind - 1]));
+    }
     default:
         if (optopt != 0) {
             return ctl_usage_error(cmd, "unknown option -%c", optopt);
         }
+        char shown[CTL_ARG_SIZE];
         return ctl_usage_error(cmd, "unknown option %s",
-                               optind - 1 < argc ? argv[optind - 1] : "?");
+                               optind - 1 < argc ? ctl_arg(shown, argv[optind - 1]) : "?");
     }
 }
 
@@ -313,7 +317,9 @@ ctl_number(const char *cmd, const char *opt, const char *value, long max)
     errno = 0;
     long n = strtol(value, &end, 10);
     if (errno != 0 || end == value || *end != '\0' || n < 1 || n > max) {
-        ctl_usage_error(cmd, "%s: expected a number from 1 to %ld, got '%s'", opt, max, value);
+        char shown[CTL_ARG_SIZE];
+        ctl_usage_error(cmd, "%s: expected a number from 1 to %ld, got '%s'", opt, max,
+                        ctl_arg(shown, value));
         return -1;
     }
     return n;
@@ -371,6 +377,16 @@ ctl_escape(struct buf *b, const char *s, size_t len, size_t max)
     if (off < len) {
         buf_puts(b, "...");
     }
+}
+
+const char *
+ctl_arg(char out[CTL_ARG_SIZE], const char *s)
+{
+    struct buf b = BUF_INIT;
+    ctl_escape(&b, s, strlen(s), CTL_ARG_CHARS);
+    snprintf(out, CTL_ARG_SIZE, "%s", b.failed ? "?" : buf_str(&b));
+    buf_free(&b);
+    return out;
 }
 
 int

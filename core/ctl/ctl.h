@@ -111,6 +111,18 @@ long ctl_number(const char *cmd, const char *opt, const char *value, long max);
  * characters with "..." (max 0: no cut). */
 void ctl_escape(struct buf *b, const char *s, size_t len, size_t max);
 
+/* The most characters of an argument an error message repeats, and the room
+ * they take escaped (6 bytes for the widest escape, \u0085, and "..."). */
+#define CTL_ARG_CHARS 200
+#define CTL_ARG_SIZE  (6 * CTL_ARG_CHARS + 4)
+
+/* An argument the user gave (a queue name, a message id, an option value),
+ * escaped as ctl_escape does and cut after CTL_ARG_CHARS, for an error message
+ * that repeats it: a name holding a newline or a terminal escape cannot fake or
+ * drive the terminal, and a megabyte-long one is not printed whole. Written
+ * into out (CTL_ARG_SIZE bytes, the caller's); returns out. */
+const char *ctl_arg(char out[CTL_ARG_SIZE], const char *s);
+
 /* Print v as indented JSON and a newline to stdout; takes v. CTL_OK, or
  * CTL_FAIL when v is NULL (out of memory) or stdout fails. */
 int ctl_print_json(struct json_t *v);

@@ -68,6 +68,7 @@ parse_args(struct ctl *c, int argc, char **argv, struct derive_args *a)
         CTL_LONG_OPTIONS,
     };
     int opt, rc;
+    char shown[CTL_ARG_SIZE];
     memset(a, 0, sizeof(*a));
     while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
         if (opt == 'q') {
@@ -75,7 +76,8 @@ parse_args(struct ctl *c, int argc, char **argv, struct derive_args *a)
         } else if (opt == 'a' && a->nattrs == CTL_MAX_ATTRS) {
             return ctl_usage_error("key derive", "at most %d attributes", CTL_MAX_ATTRS);
         } else if (opt == 'a' && ctl_parse_attr(optarg, &a->attrs[a->nattrs++]) != 0) {
-            return ctl_usage_error("key derive", "--attr: expected NAME=VALUE, got '%s'", optarg);
+            return ctl_usage_error("key derive", "--attr: expected NAME=VALUE, got '%s'",
+                                   ctl_arg(shown, optarg));
         } else if (opt == 'g') {
             a->group = optarg;
         } else if (opt != 'a' &&

@@ -746,8 +746,9 @@ redrive_report(struct redrive *rd, int rc)
 {
     for (size_t i = 0; rd->ids != NULL && i < rd->nids; i++) {
         if (!rd->found[i]) {
+            char shown[CTL_ARG_SIZE];
             fprintf(stderr, "twicectl: dlq %s: message %s not found in the DLQ of %s\n",
-                    rd->del ? "delete" : "redrive", rd->ids[i], rd->q->name);
+                    rd->del ? "delete" : "redrive", ctl_arg(shown, rd->ids[i]), rd->q->name);
             rc = CTL_FAIL;
         }
     }
@@ -887,5 +888,7 @@ ctl_dlq(struct ctl *c, int argc, char **argv)
     if (strcmp(argv[1], "purge") == 0) {
         return dlq_purge(c, argc - 1, argv + 1);
     }
-    return ctl_usage_error("dlq", "no dlq command '%s' (list, redrive, delete, purge)", argv[1]);
+    char shown[CTL_ARG_SIZE];
+    return ctl_usage_error("dlq", "no dlq command '%s' (list, redrive, delete, purge)",
+                           ctl_arg(shown, argv[1]));
 }

@@ -202,6 +202,7 @@ key_list(struct ctl *c, int argc, char **argv)
     const char *prefix = NULL, *state = NULL;
     long max = LIST_DEFAULT_MAX;
     int opt, rc;
+    char shown[CTL_ARG_SIZE];
     while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
         if (opt == 'p') {
             prefix = optarg;
@@ -211,7 +212,7 @@ key_list(struct ctl *c, int argc, char **argv)
                 return ctl_usage_error("key list",
                                        "--state: in_progress, released, crashed, interrupted or "
                                        "completed, not '%s'",
-                                       state);
+                                       ctl_arg(shown, state));
             }
         } else if (opt == 'm') {
             if ((max = ctl_number("key list", "--max", optarg, LIST_MAX)) < 0) {
@@ -222,7 +223,8 @@ key_list(struct ctl *c, int argc, char **argv)
         }
     }
     if (argc != optind) {
-        return ctl_usage_error("key list", "unexpected argument '%s'", argv[optind]);
+        return ctl_usage_error("key list", "unexpected argument '%s'",
+                               ctl_arg(shown, argv[optind]));
     }
     struct idem_store *s = ctl_store_table(c, "key list", "");
     struct idem_record *r = NULL;
@@ -332,5 +334,7 @@ ctl_key(struct ctl *c, int argc, char **argv)
     if (strcmp(argv[1], "derive") == 0) {
         return ctl_key_derive(c, argc - 1, argv + 1);
     }
-    return ctl_usage_error("key", "no key command '%s' (show, list, forget, derive)", argv[1]);
+    char shown[CTL_ARG_SIZE];
+    return ctl_usage_error("key", "no key command '%s' (show, list, forget, derive)",
+                           ctl_arg(shown, argv[1]));
 }

@@ -115,12 +115,13 @@ outbox_list_cmd(struct ctl *c, int argc, char **argv)
     const char *state = NULL;
     long max = LIST_DEFAULT_MAX;
     int opt, rc;
+    char shown[CTL_ARG_SIZE];
     while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
         if (opt == 's') {
             state = optarg;
             if (strcmp(state, "pending") != 0 && strcmp(state, "refused") != 0) {
                 return ctl_usage_error("outbox list", "--state: pending or refused, not '%s'",
-                                       state);
+                                       ctl_arg(shown, state));
             }
         } else if (opt == 'm') {
             if ((max = ctl_number("outbox list", "--max", optarg, LIST_MAX)) < 0) {
@@ -131,7 +132,8 @@ outbox_list_cmd(struct ctl *c, int argc, char **argv)
         }
     }
     if (argc != optind) {
-        return ctl_usage_error("outbox list", "unexpected argument '%s'", argv[optind]);
+        return ctl_usage_error("outbox list", "unexpected argument '%s'",
+                               ctl_arg(shown, argv[optind]));
     }
     struct idem_store *s = ctl_store_table(c, "outbox list", "_outbox");
     struct outbox_row *rows = NULL;
@@ -228,5 +230,7 @@ ctl_outbox(struct ctl *c, int argc, char **argv)
     if (strcmp(argv[1], "delete") == 0) {
         return outbox_refused_cmd(c, &delete_cmd, argc - 1, argv + 1);
     }
-    return ctl_usage_error("outbox", "no outbox command '%s' (list, retry, delete)", argv[1]);
+    char shown[CTL_ARG_SIZE];
+    return ctl_usage_error("outbox", "no outbox command '%s' (list, retry, delete)",
+                           ctl_arg(shown, argv[1]));
 }

@@ -91,6 +91,7 @@ parse(struct ctl *c, const char *cmd, const char *help, int argc, char **argv, l
     static const struct option longopts[] = {
         {"for", 1, NULL, 'f'}, {"reason", 1, NULL, 'r'}, CTL_LONG_OPTIONS};
     int opt;
+    char shown[CTL_ARG_SIZE];
     *rc = CTL_OK;
     while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
         if (seconds != NULL && opt == 'f') {
@@ -98,7 +99,7 @@ parse(struct ctl *c, const char *cmd, const char *help, int argc, char **argv, l
                 *rc = ctl_usage_error(cmd,
                                       "--for: '%s' is not a duration (seconds, or numbers "
                                       "with s, m, h, d: 90s, 15m, 1h30m, 2d; at most 366d)",
-                                      optarg);
+                                      ctl_arg(shown, optarg));
                 return NULL;
             }
         } else if (reason != NULL && opt == 'r') {

@@ -406,12 +406,13 @@ parse_targets(struct ctl *c, int argc, char **argv, struct target *tg, char **kv
     static const struct option longopts[] = {{"settings", 1, NULL, 's'}, CTL_LONG_OPTIONS};
     size_t nkv = 0, lead = 0;
     int opt, rc = -1;
+    char shown[CTL_ARG_SIZE];
     *ntg = 0;
     while (rc < 0 && (opt = getopt_long(argc, argv, "-:c:h", longopts, NULL)) != -1) {
         if (opt == 's' || (opt == 1 && is_setting(optarg))) {
             if (!is_setting(optarg)) {
                 return ctl_usage_error("plugin check", "settings are NAME=VALUE, not '%s'",
-                                       optarg);
+                                       ctl_arg(shown, optarg));
             }
             kv[nkv++] = optarg;
             *(*ntg == 0 ? &lead : &tg[*ntg - 1].n) += 1;
@@ -468,7 +469,9 @@ ctl_plugin(struct ctl *c, int argc, char **argv)
         return argc < 2 ? CTL_USAGE : CTL_OK;
     }
     if (strcmp(argv[1], "check") != 0) {
-        return ctl_usage_error("plugin", "no plugin command '%s' (check)", argv[1]);
+        char shown[CTL_ARG_SIZE];
+        return ctl_usage_error("plugin", "no plugin command '%s' (check)",
+                               ctl_arg(shown, argv[1]));
     }
     optind = 0;
     return plugin_check(c, argc - 1, argv + 1);

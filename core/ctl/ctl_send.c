@@ -82,6 +82,7 @@ parse_args(struct ctl *c, int argc, char **argv, struct send_args *a)
         {"traceparent", 1, NULL, 't'}, {"delay", 1, NULL, 'D'}, CTL_LONG_OPTIONS,
     };
     int opt, rc;
+    char shown[CTL_ARG_SIZE];
     char *tp = NULL, *end;
     memset(a, 0, sizeof(*a));
     a->delay = -1;
@@ -91,18 +92,19 @@ parse_args(struct ctl *c, int argc, char **argv, struct send_args *a)
                 return ctl_usage_error("send", "at most %d attributes", CTL_MAX_ATTRS);
             }
             if (ctl_parse_attr(optarg, &a->attrs[a->nattrs++]) != 0) {
-                return ctl_usage_error("send", "--attr: expected NAME=VALUE, got '%s'", optarg);
+                return ctl_usage_error("send", "--attr: expected NAME=VALUE, got '%s'",
+                                       ctl_arg(shown, optarg));
             }
             if (a->attrs[a->nattrs - 1].string_value[0] == '\0') {
                 return ctl_usage_error("send", "--attr %s: SQS refuses an empty value",
-                                       a->attrs[a->nattrs - 1].name);
+                                       ctl_arg(shown, a->attrs[a->nattrs - 1].name));
             }
             if (sendcheck_twice_attr(a->attrs[a->nattrs - 1].name)) {
                 return ctl_usage_error("send",
                                        "--attr %s: twice-* attributes are twice's own (a dead "
                                        "letter would replace it); twice-outbox-id is the one "
                                        "allowed",
-                                       a->attrs[a->nattrs - 1].name);
+                                       ctl_arg(shown, a->attrs[a->nattrs - 1].name));
             }
         } else if (opt == 't') {
             tp = optarg; /* checked once every --attr is known */
@@ -114,7 +116,7 @@ parse_args(struct ctl *c, int argc, char **argv, struct send_args *a)
             long v = strtol(optarg, &end, 10);
             if (end == optarg || *end != '\0' || v < 0 || v > SQS_DELAY_MAX) {
                 return ctl_usage_error("send", "--delay: expected 0-%d seconds, got '%s'",
-                                       SQS_DELAY_MAX, optarg);
+                                       SQS_DELAY_MAX, ctl_arg(shown, optarg));
             }
             a->delay = (int) v;
         } else if ((rc = ctl_option(c, "send", send_help, opt, argc, argv)) >= 0) {

@@ -73,7 +73,8 @@ help(struct ctl *c, int argc, char **argv)
     }
     const struct command *cmd = find(argv[1]);
     if (cmd == NULL) {
-        fprintf(stderr, "twicectl: help: no command '%s'\n", argv[1]);
+        char shown[CTL_ARG_SIZE];
+        fprintf(stderr, "twicectl: help: no command '%s'\n", ctl_arg(shown, argv[1]));
         usage(stderr);
         return CTL_USAGE;
     }
@@ -111,8 +112,9 @@ main(int argc, char **argv)
             char *end = NULL;
             long s = strtol(optarg, &end, 10);
             if (end == optarg || *end != '\0' || s < 1 || s > CTL_MAX_TIMEOUT) {
+                char shown[CTL_ARG_SIZE];
                 fprintf(stderr, "twicectl: --timeout: expected seconds from 1 to %d, got '%s'\n",
-                        CTL_MAX_TIMEOUT, optarg);
+                        CTL_MAX_TIMEOUT, ctl_arg(shown, optarg));
                 return CTL_USAGE;
             }
             c.timeout_ms = s * 1000L;
@@ -145,7 +147,8 @@ main(int argc, char **argv)
     if (strcmp(sub_argv[0], "help") == 0) {
         rc = help(&c, sub_argc, sub_argv);
     } else if (cmd == NULL) {
-        fprintf(stderr, "twicectl: no command '%s'\n", sub_argv[0]);
+        char shown[CTL_ARG_SIZE];
+        fprintf(stderr, "twicectl: no command '%s'\n", ctl_arg(shown, sub_argv[0]));
         usage(stderr);
         rc = CTL_USAGE;
     } else {

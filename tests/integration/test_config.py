@@ -139,6 +139,39 @@ class ReloadRefused(twicetest.TwiceTestCase):
         self.assertNotIn("generation 2", d.log_text())
         self.assertEqual(d.stop(), 0)
 
+    def test_a_named_pipe_on_reload_is_refused_at_once(self):
+        # twice.conf replaced by a FIFO nobody writes to: open() waited for a
+        # writer for ever, and the master with it (no reload answer, SIGTERM unheard).
+        url, dlq = self.queue_pair("cfgfifo")
+        dsn = self.new_database("cfgfifo")
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        conf = tc.config(self.env, dsn, [tc.queue("q", url, dlq, "effect-file")],
+                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)])
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        workers = d.worker_pids()
+        os.unlink(d.config_path)
+        os.mkfifo(d.config_path)
+        r = subprocess.run([self.env.binary("twiced"), "-t", "-c", d.config_path],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=AT_ONCE)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr.strip(), "%s: cannot read the configuration: a named pipe "
+                         "that nothing writes to" % d.config_path)
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload: %s: cannot read the configuration: a named pipe"
+                   % re.escape(d.config_path), since=mark, timeout=AT_ONCE)
+        d.wait_log(r"reload refused \(1 problem\); generation 1 keeps running unchanged",
+                   since=mark, timeout=AT_ONCE)
+        self.sqs.send(url, json.dumps({"id": "after-fifo"}))
+        twicetest.wait_until(lambda: self._lines(effects) >= 1, timeout=20,
+                             message="the running workers stopped handling messages")
+        self.assertEqual(d.worker_pids(), workers, "the workers were replaced")
+        os.unlink(d.config_path)
+        self.assertEqual(d.stop(), 0)
+
     @staticmethod
     def _lines(path):
         if not os.path.exists(path):

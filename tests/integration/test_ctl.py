@@ -642,6 +642,47 @@ class Ctl(twicetest.TwiceTestCase):
         for out in (r.stdout, r.stderr):
             self.assertNotRegex(out, "[\x1b\x07\r\u2066]")
 
+    def test_arguments_repeated_in_errors_are_escaped_and_cut(self):
+        url, dlq, dsn, d = self.setup("argesc")
+        # A queue name, message id or option value pasted from a log or a message can
+        # hold a newline (a fake second line), terminal escapes or bidi controls.
+        bad = "q\x1b[31mX\nfake: line\u202e\x07"
+        shown = "q\\x1b[31mX\\nfake: line\\u202e\\x07"
+        cases = [
+            (("status", bad), 1, "no queue named '%s'" % shown),
+            (("dlq", "list", bad), 1, "no queue named '%s'" % shown),
+            (("send", bad, "body"), 1, "no queue named '%s'" % shown),
+            (("pause", bad), 1, "no queue named '%s'" % shown),
+            (("key", "derive", "--queue", bad, "{}"), 1, "no queue named '%s'" % shown),
+            (("dlq", "redrive", "argesc", "--id", bad), 1, "message %s not found" % shown),
+            (("dlq", "delete", "argesc", "--id", bad), 1, "message %s not found" % shown),
+            ((bad,), 2, "no command '%s'" % shown),
+            (("help", bad), 2, "no command '%s'" % shown),
+            (("--timeout", bad, "status"), 2, "got '%s'" % shown),
+            (("dlq", bad), 2, "no dlq command '%s'" % shown),
+            (("key", bad), 2, "no key command '%s'" % shown),
+            (("outbox", bad), 2, "no outbox command '%s'" % shown),
+            (("plugin", bad), 2, "no plugin command '%s'" % shown),
+            (("outbox", "retry", bad), 2, "got '%s'" % shown),
+            (("key", "list", "--state", bad), 2, "not '%s'" % shown),
+            (("key", "list", bad), 2, "unexpected argument '%s'" % shown),
+            (("outbox", "list", "--state", bad), 2, "not '%s'" % shown),
+            (("send", "argesc", "--attr", bad, "body"), 2, "got '%s'" % shown),
+            (("send", "argesc", "--attr", bad + "=", "body"), 2, "--attr %s: SQS" % shown),
+            (("send", "argesc", "--delay", bad, "body"), 2, "got '%s'" % shown),
+            (("pause", "argesc", "--for", bad), 2, "--for: '%s'" % shown),
+            (("plugin", "check", "--settings", bad), 2, "not '%s'" % shown),
+        ]
+        for args, code, want in cases:
+            r = self.ctl(d, *args, code=code)
+            self.assertIn(want, r.stderr, args)
+            self.assertNotRegex(r.stderr, "[\x1b\x07\u202e]", args)
+            self.assertNotIn("\nfake: line", r.stderr, args)
+        # A 100 kB name is repeated up to 200 characters, not whole.
+        r = self.ctl(d, "status", "Q" * 100000, code=1)
+        self.assertIn("no queue named '%s...'" % ("Q" * 200), r.stderr)
+        self.assertLess(len(r.stderr), 1000)
+
     # ------------------------------------------------------------------ plugins
 
     def test_whoami_says_where_the_credentials_came_from_and_nothing_secret(self):

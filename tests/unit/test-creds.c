@@ -718,6 +718,27 @@ test_assume_role_refusals(void)
     expect_creds("other", "AKIDENV", SECRET, NULL, "env");
 }
 
+/* A credentials or token file that is a named pipe nobody writes to: open()
+ * waited for a writer for ever, and the worker refreshing its credentials
+ * with it. It now reads as empty at once (alarm: a hang fails the test). */
+static void
+test_fifo_is_not_waited_for(void)
+{
+    char path[300];
+    snprintf(path, sizeof(path), "%s/fifo", tmpdir);
+    CHECK_INT(mkfifo(path, 0600), 0);
+    alarm(10);
+    struct awsconfig_section *sec = NULL;
+    CHECK_INT(awsconfig_read_profile(path, AWSCONFIG_CREDENTIALS, "default", &sec),
+              AWSCONFIG_NO_SECTION);
+    awsconfig_section_free(sec);
+    char *token = creds_read_token_file(path, 4096);
+    CHECK(token != NULL && token[0] == '\0');
+    free(token);
+    alarm(0);
+    unlink(path);
+}
+
 int
 main(void)
 {
@@ -745,6 +766,7 @@ main(void)
     test_assume_role_refusals();
     test_threads();
     test_copy_clear();
+    test_fifo_is_not_waited_for();
     restore_env();
     remove_tree(tmpdir);
     return check_done("test-creds");

@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "check.h"
 #include "config.h"
+#include "config_ctx.h"
 #include "escape.h"
 #include "jsondoc.h"
 #include "sqs.h"
@@ -56,8 +57,35 @@ test_config_suggestion_is_shown_safely(void)
         "plugins = ( { name = \"p\\n\"; path = \"/nonexistent-twice-test/p.so\"; } );\n"
         "queues = ( { name = \"q\"; url = \"http://h/a\"; dlq_url = \"http://h/d\"; "
         "plugin = \"p\"; } );\n");
-    CHECK_CONTAINS(out, CONF ":3: queue 'q': plugin 'p' is not configured (did you mean 'p?'?)");
+    CHECK_CONTAINS(out, CONF ":3: queue 'q': plugin 'p' is not configured (did you mean 'p\\n'?)");
     free(out);
+}
+
+/* A queue or plugin name in twiced -t's FILE:LINE lines: C1 controls (U+009B
+ * CSI drives a terminal, U+0085 NEL ends a line for Unicode-aware readers)
+ * and bytes that are not UTF-8 were quoted raw; only ASCII controls became
+ * '?'. A long name is cut on a whole character. */
+static void
+test_config_names_are_escaped(void)
+{
+    char *out = config_problems(
+        "idempotency = { dsn = \"x\"; };\n"
+        "plugins = ( { name = \"p\"; path = \"/nonexistent-twice-test/p.so\"; } );\n"
+        "queues = ( { name = \"q\xc2\x9b"
+        "2J\xff\"; url = \"http://h/a\"; "
+        "dlq_url = \"http://h/d\"; plugin = \"p\xc2\x85x\xe2\x80\xa8\"; } );\n");
+    CHECK_CONTAINS(out, CONF ":3: queue 1: name 'q\\u009b2J\\xff' may only use");
+    CHECK_CONTAINS(out, "plugin 'p\\u0085x\\u2028' is not configured");
+    free(out);
+
+    char shown[64];
+    char long_name[80];
+    memset(long_name, 'a', 54);
+    memcpy(long_name + 54, "\xc3\xa9\xc3\xa9", 4);
+    long_name[58] = '\0';
+    CHECK_STR(config_shown(long_name, shown),
+              "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\xc3\xa9...");
+    CHECK_STR(config_shown("tab\there \"q\"", shown), "tab\\there \\\"q\\\"");
 }
 
 /* fuzz-config: a plugin path that does not exist was quoted raw. */
@@ -157,6 +185,7 @@ main(void)
 {
     test_config_suggestion_is_shown_safely();
     test_config_plugin_path_is_escaped();
+    test_config_names_are_escaped();
     test_batch_failure_without_code();
     test_escape_line_breaking_unicode();
     test_hostile_bodies_are_refused();

@@ -1,0 +1,37 @@
+/*
+ * fileopen.c - open a named file without waiting on it (fileopen.h). Not a
+ * reader and not a permission check: the callers do those.
+ */
+#include "fileopen.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+/* fd with O_NONBLOCK cleared: fd, or -1 (closed) with errno. */
+static int
+blocking(int fd)
+{
+    int fl = fd < 0 ? -1 : fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        int e = errno;
+        if (fd >= 0) {
+            close(fd);
+        }
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+int
+fileopen_read(const char *path)
+{
+    return blocking(open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+}
+
+int
+fileopen_append(const char *path, mode_t mode)
+{
+    return blocking(open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, mode));
+}
