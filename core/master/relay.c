@@ -216,7 +216,8 @@ verdict(struct verdicts *v, const struct outbox_row *w, int ok, int permanent, c
         return;
     }
     size_t i = v->nrefused + v->nlater;
-    snprintf(v->why[i], sizeof(v->why[i]), "%s", why);
+    /* cut to the room kept per row: the reason is logged and stored, not parsed */
+    snprintf(v->why[i], sizeof(v->why[i]), "%.*s", (int) sizeof(v->why[i]) - 1, why);
     if (!permanent) {
         v->later_row[v->nlater] = w;
         v->later[v->nlater] = w->id;
