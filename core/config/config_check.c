@@ -622,6 +622,21 @@ check_key_fields(struct config_at *at)
     }
 }
 
+/* delete_payload deletes the object a message's pointer names: without
+ * payload_bucket, that would be any object in any bucket twice may delete,
+ * chosen by whoever can send to the queue. */
+static void
+check_delete_payload(struct config_at *at)
+{
+    const struct config_queue *q = at->base;
+    if (q->delete_payload && q->payload_bucket == NULL) {
+        config_problem(at->x, config_setting_get_member(at->s, "delete_payload"),
+                       "%sdelete_payload needs payload_bucket: the bucket whose objects it may "
+                       "delete (a message's pointer could name any other)",
+                       at->sc->pfx);
+    }
+}
+
 int
 config_queue_check(struct config_at *at)
 {
@@ -629,6 +644,7 @@ config_queue_check(struct config_at *at)
     check_urls(at);
     check_fifo_claims(at);
     check_key_fields(at);
+    check_delete_payload(at);
     return 0;
 }
 

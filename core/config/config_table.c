@@ -320,13 +320,18 @@ const struct config_row config_rows[] = {
             "original body."},
     {ROW("queues", "delete_payload", CONFIG_BOOL, Q(delete_payload)), .def = 0,
      .doc = "Delete a payload kept in S3 (the object a PayloadS3Pointer body names) once its "
-            "job is done and its message deleted, or its message deleted as a duplicate. A "
+            "job is done and its message deleted, or its message deleted as a duplicate. Needs "
+            "payload_bucket (pointers to other buckets are then refused), so that a message "
+            "cannot make twice delete an object elsewhere. A "
             "late redelivery of that message then goes to the dead-letter queue as "
             "payload-missing. Not for payloads that several queues share (an SNS topic "
             "fanning one pointer out): the first queue done would delete it for all."},
     {ROW("queues", "payload_bucket", CONFIG_STR, Q(payload_bucket)), .flags = CONFIG_UNSET,
-     .doc = "The S3 bucket twicectl send puts bodies larger than max_message_bytes in, sending "
-            "a PayloadS3Pointer instead (as the Extended Client libraries do)."},
+     .doc = "The S3 bucket of this queue's payloads: twicectl send puts bodies larger than "
+            "max_message_bytes there, sending a PayloadS3Pointer instead (as the Extended Client "
+            "libraries do), and a pointer to any other bucket goes to the dead-letter queue as "
+            "payload-denied without being read. Not set: a pointer may name any bucket the "
+            "credentials can read."},
     {ROW("queues", "concurrency", CONFIG_INT, Q(concurrency)), .lo = 1, .hi = 1024, .def = 8,
      .doc = "Handler threads per worker process; every queue's together at most 1024 (each "
             "worker runs every queue)."},

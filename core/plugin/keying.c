@@ -117,6 +117,14 @@ follow_pointer(struct twice_job *j, keying_s3_fn *get_s3, void *arg, long max)
         return rc < 0 ? KEYING_DEAD : KEYING_SHAPED;
     }
     j->pointer = p;
+    const char *own = j->qcfg->payload_bucket;
+    if (own != NULL && strcmp(p->bucket, own) != 0) {
+        job_deadletter(j, "payload-denied",
+                       "the pointer names bucket %s; this queue's payloads are in %s "
+                       "(payload_bucket): no other bucket is read",
+                       p->bucket, own);
+        return KEYING_DEAD;
+    }
     if (max <= 0) {
         job_deadletter(
             j, "bad-payload-pointer",

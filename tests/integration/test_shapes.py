@@ -166,7 +166,28 @@ class Shapes(twicetest.TwiceTestCase):
         self.assertEqual(reason(letter), "payload-missing")
         self.assertEqual(letter["Body"], pointer)
         self.assertEqual(self.keys(), ["big:B-1"])
+        # a pointer to another bucket the credentials reach: not read, not deleted,
+        # dead-lettered (whoever can send to the queue cannot aim delete_payload at it)
+        other = twicetest.unique_name("tw-other", limit=40).lower().replace("_", "-")
+        self.s3.create_bucket(other)
+        self.s3.put(other, "precious", b'{"id": "P"}')
+        elsewhere = json.dumps(["software.amazon.payloadoffloading.PayloadS3Pointer",
+                                {"s3BucketName": other, "s3Key": "precious"}])
+        self.sqs.send(url, elsewhere, attrs={"ExtendedPayloadSize": 11})
+        letter, = self.letters(dlq, 1)
+        self.assertEqual((reason(letter), letter["Body"]), ("payload-denied", elsewhere))
+        self.assertIn("this queue's payloads are in %s" % self.bucket,
+                      letter["MessageAttributes"]["twice-error"]["StringValue"])
+        self.assertTrue(self.s3.exists(other, "precious"))
+        self.assertEqual(self.keys(), ["big:B-1"])
         self.assertEqual(d.stop(), 0)
+        # and delete_payload without payload_bucket is refused with its line
+        loose = self.start([tc.queue("big", url, dlq, "effect", key="big:{id}",
+                                     delete_payload=True)], run=False)
+        r = loose.check_config()
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertRegex(r.stdout + r.stderr, r"%s:\d+: queue 'big': delete_payload needs "
+                         r"payload_bucket" % re.escape(loose.config_path))
 
     def test_bad_shapes_are_dead_lettered(self):
         url, dlq = self.queue_pair("bad")

@@ -709,7 +709,8 @@ test_queue_rules(void)
         "'plugin'?)");
     /* Envelopes, and keys that read their fields. */
     expect_ok(QUEUE_JOBS("plugin = \"welcome-email\"; envelope = \"sns\";\n"
-                         "  key = \"o:{msg:topic}:{id}\"; delete_payload = true;"));
+                         "  key = \"o:{msg:topic}:{id}\"; delete_payload = true;\n"
+                         "  payload_bucket = \"orders-payloads\";"));
     expect_ok(QUEUE_JOBS("plugin = \"welcome-email\"; envelope = \"auto\";\n"
                          "  key = \"o:{msg:source}:{msg:sns_message_id}\";"));
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; envelope = \"sqs\";"), "envelope",
@@ -726,6 +727,10 @@ test_queue_rules(void)
                "set envelope = \"sns\"");
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; delete_payload = 1;"), "delete_payload",
                "queue 'jobs': delete_payload: expected a boolean, got an integer");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\";\n  delete_payload = true;"),
+               "delete_payload",
+               "queue 'jobs': delete_payload needs payload_bucket: the bucket whose objects it "
+               "may delete (a message's pointer could name any other)");
 }
 
 static void
