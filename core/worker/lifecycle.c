@@ -369,17 +369,26 @@ lifecycle_on_leader(const struct lifecycle_leader *l, struct lifecycle_verdict *
     return out->action;
 }
 
+/* A statement that completes the key lost its answer with the connection,
+ * and the key reads completed by this job's message: it did commit. */
+static enum job_action
+done_after_lost_answer(const char *line, struct lifecycle_verdict *out)
+{
+    verdict_init(out);
+    out->action = JOB_ACT_COMPLETE;
+    say(out, TWICE_LOG_INFO)->arg = line;
+    return out->action;
+}
+
 enum job_action
 lifecycle_on_complete_missed(int answer_lost, int completed_by_it, struct lifecycle_verdict *out)
 {
     if (!answer_lost || !completed_by_it) {
         return lifecycle_on_failure(LIFECYCLE_COMPLETE_LOST, 0, NULL, out);
     }
-    verdict_init(out);
-    out->action = JOB_ACT_COMPLETE;
-    say(out, TWICE_LOG_INFO)->arg = "the completion's answer was lost with the connection, and "
-                                    "the key reads completed by this message: done";
-    return out->action;
+    return done_after_lost_answer("the completion's answer was lost with the connection, and "
+                                  "the key reads completed by this message: done",
+                                  out);
 }
 
 enum job_action
@@ -388,11 +397,9 @@ lifecycle_on_commit_unknown(int completed_by_it, const char *error, struct lifec
     if (!completed_by_it) {
         return lifecycle_on_failure(LIFECYCLE_COMMIT_LOST, 0, error, out);
     }
-    verdict_init(out);
-    out->action = JOB_ACT_COMPLETE;
-    say(out, TWICE_LOG_INFO)->arg = "the commit's answer was lost with the connection, and the "
-                                    "key reads completed by this message: done";
-    return out->action;
+    return done_after_lost_answer("the commit's answer was lost with the connection, and the "
+                                  "key reads completed by this message: done",
+                                  out);
 }
 
 enum job_action
