@@ -213,7 +213,7 @@ test_duration(void)
 static void
 test_outbox_id_round_trip(size_t users)
 {
-    char names[9][8];
+    char names[9][24];
     struct sqs_attr in[11];
     size_t n = 0;
     in[n++] = str_attr("twice-outbox-id", "signup:42#0");
