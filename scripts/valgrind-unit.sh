@@ -50,7 +50,7 @@ ctest --show-only=json-v1 -L unit ${regex:+-R "$regex"} >"$logs/tests.json"
 
 # ctest's JSON gives each test's command, environment and working directory exactly.
 exec /usr/bin/python3 - "$logs" "$root/tests/valgrind.supp" <<'PY'
-import json, os, subprocess, sys
+import json, os, re, subprocess, sys
 
 logs, supp = sys.argv[1], sys.argv[2]
 with open(os.path.join(logs, "tests.json")) as f:
@@ -74,7 +74,11 @@ for t in tests:
     cmd = vg + ["--log-file=" + log] + t["command"]
     out = subprocess.run(cmd, env=env, cwd=props.get("WORKING_DIRECTORY"),
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    report = open(log, errors="replace").read().strip()
+    # valgrind 3.19 does not know pidfd_open (434): it answers ENOSYS, which the
+    # exec plugin handles (it then watches handlers by EOF only), and warns on
+    # every call. That warning is about valgrind, not a defect of ours.
+    report = re.sub(r"--\d+-- WARNING: unhandled [\w-]+ syscall: 434\n(--\d+-- [^\n]*\n?){0,4}",
+                    "", open(log, errors="replace").read()).strip()
     verdict = ("valgrind errors" if out.returncode == 99 else
                "test failed (exit %d)" % out.returncode if out.returncode else
                "valgrind output" if report else "ok")

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <twice/mock.h>
 #include <unistd.h>
@@ -526,18 +527,26 @@ test_failures(twice_mock *m)
     twice_mock_job_free(j);
 }
 
-/* A handler that ends while a child it started (a helper) still holds
- * its stdout: its end is seen at once, not at the timeout, whether it
- * dies before answering (the job retried with its exit status) or while
- * idle after an answer (the next job gets a new process and succeeds);
- * the child, in its process group, is killed with it, and at fini too
- * when the handler itself ends at EOF. */
-static void
-test_death_with_a_child(void)
+/* Whether pidfds work here: the plugin watches a handler's end through one;
+ * without (before Linux 5.3, or under valgrind) it sees only EOF, as before. */
+static int
+have_pidfd(void)
 {
-    twice_mock *m = new_mock("python3 -u " BEHAVE);
-    twice_mock_set(m, "timeout", "30");
-    CHECK_INT(twice_mock_init(m), 0);
+#ifdef SYS_pidfd_open
+    int fd = (int) syscall(SYS_pidfd_open, getpid(), 0);
+    if (fd >= 0) {
+        close(fd);
+        return 1;
+    }
+#endif
+    return 0;
+}
+
+/* The pidfd part of test_death_with_a_child: dying before answering, and
+ * while idle after an answer. */
+static void
+handler_ends_with_a_child(twice_mock *m)
+{
     twice_mock_job *j;
     char what[256];
     int pid, again;
@@ -564,7 +573,29 @@ test_death_with_a_child(void)
     CHECK(again != pid && gone(pid));
     CHECK(gone_soon(read_pid_file("child")));
     twice_mock_job_free(j);
+}
 
+/* A handler that ends while a child it started (a helper) still holds
+ * its stdout: its end is seen at once, not at the timeout, whether it
+ * dies before answering (the job retried with its exit status) or while
+ * idle after an answer (the next job gets a new process and succeeds);
+ * the child, in its process group, is killed with it, and at fini too
+ * when the handler itself ends at EOF. */
+static void
+test_death_with_a_child(void)
+{
+    twice_mock *m = new_mock("python3 -u " BEHAVE);
+    twice_mock_set(m, "timeout", "30");
+    CHECK_INT(twice_mock_init(m), 0);
+    twice_mock_job *j;
+    char what[256];
+    int pid;
+    if (have_pidfd()) {
+        handler_ends_with_a_child(m);
+    } else {
+        fprintf(stderr, "test-exec: no pidfd here (valgrind does not know pidfd_open): a "
+                        "handler's end while its child holds stdout is not checked\n");
+    }
     /* fini: the handler ends at EOF, its helper would outlive the worker */
     snprintf(what, sizeof(what), "\"do\":\"ok\",\"background\":60,\"child_pid_file\":\"%s/child\"",
              dir);
