@@ -247,6 +247,13 @@ class Attempts(twicetest.TwiceTestCase):
                                   for i in range(4)])
         twicetest.wait_until(lambda: self.in_flight(port) == 4, timeout=15,
                              message="the four jobs never ran together")
+        # inside their transactions (a slow build may still be connecting the
+        # handlers' sessions when the jobs count as in flight)
+        name = dsn.rsplit("/", 1)[1]
+        twicetest.wait_until(lambda: self.pg.query(
+            self.env.pg_dsn, "SELECT count(*) FROM pg_stat_activity WHERE datname = %s"
+            " AND state = 'idle in transaction'", (name,))[0][0] >= 4, timeout=15,
+            message="the four jobs never were inside their transactions together")
         mark = d.mark()
         self.cut_database(dsn)
         d.wait_log(r"transaction lost with the connection", timeout=15, since=mark)
