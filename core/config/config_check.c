@@ -47,11 +47,20 @@ config_check_rel_path(struct config_at *at)
     return 0;
 }
 
+/* Where the setting at is written (its file, for @include, and line), kept
+ * for a problem found after loading: twiced -t, a reload. */
+static void
+note_where(struct config_at *at, char **file, int *line)
+{
+    free(*file);
+    *file = config_source_path(at->x, at->s);
+    *line = config_setting_source_line(at->s);
+}
+
 int
 config_check_user(struct config_at *at)
 {
-    at->c->user_line = config_setting_source_line(at->s);
-    at->c->user_file = config_source_path(at->x, at->s);
+    note_where(at, &at->c->user_file, &at->c->user_line);
     if (at->c->user[0] == '\0') {
         config_problem(at->x, at->s,
                        "user: must not be empty (leave it out to keep the invoking user)");
@@ -65,9 +74,7 @@ config_check_user(struct config_at *at)
 int
 config_check_log_file(struct config_at *at)
 {
-    free(at->c->log.file_src);
-    at->c->log.file_line = config_setting_source_line(at->s);
-    at->c->log.file_src = config_source_path(at->x, at->s);
+    note_where(at, &at->c->log.file_src, &at->c->log.file_line);
     return config_check_rel_path(at);
 }
 
@@ -107,9 +114,7 @@ config_check_dsn(struct config_at *at)
 int
 config_check_table(struct config_at *at)
 {
-    free(at->c->idempotency.table_src);
-    at->c->idempotency.table_line = config_setting_source_line(at->s);
-    at->c->idempotency.table_src = config_source_path(at->x, at->s);
+    note_where(at, &at->c->idempotency.table_src, &at->c->idempotency.table_line);
     size_t n = strlen(str_of(at));
     if (n >= (size_t) at->row->lo && n <= (size_t) at->row->hi) {
         return 0;

@@ -162,22 +162,23 @@ run_transactional(struct handler *h, struct twice_job *j)
     twice_status st = hostapi_handle(j->plugin, j);
     j->db = NULL;
     if (st == TWICE_DONE) {
-        if (stage_outbox(h, s, j, err, sizeof(err)) == 0 &&
-            idem_tx_complete(s, j->key, j->attempt, err, sizeof(err)) == 0) {
-            j->key_completed = 1;
-            shared_int_set(&j->claimed, 0);
-        } else if (!idem_connected(s)) {
+        int committed = stage_outbox(h, s, j, err, sizeof(err)) == 0 &&
+                        idem_tx_complete(s, j->key, j->attempt, err, sizeof(err)) == 0;
+        if (!committed && !idem_connected(s)) {
             /* The database went away: not the job's fault, and not an attempt
              * to count against it. It comes back when the store does, unless
              * its COMMIT landed before the connection went. */
             metrics_count(MET_PG_ERRORS, "tx_commit", NULL, NULL, 1);
             struct lifecycle_verdict v;
-            if (lifecycle_on_commit_unknown(commit_landed(h, j), err, &v) != JOB_ACT_COMPLETE) {
-                verdict_apply(j, &v);
+            committed =
+                lifecycle_on_commit_unknown(commit_landed(h, j), err, &v) == JOB_ACT_COMPLETE;
+            verdict_apply(j, &v);
+            if (!committed) {
                 outbox_staged_clear(&j->outbox);
                 return 0;
             }
-            verdict_apply(j, &v);
+        }
+        if (committed) {
             j->key_completed = 1;
             shared_int_set(&j->claimed, 0);
         } else {
