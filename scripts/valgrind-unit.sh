@@ -2,8 +2,8 @@
 # valgrind-unit.sh: runs every unit test program (ctest label "unit", the fuzz corpus
 # replays included; not the tests that run cc or cmake) under valgrind memcheck, with the
 # command, environment and working directory ctest would use, and exits 1 if any test fails
-# or valgrind reports an error or a definite leak. Builds BUILD_DIR (default build/, a
-# normal build: valgrind cannot run ASan binaries).
+# or valgrind reports an error or a definite leak; one test per core at a time. Builds
+# BUILD_DIR (default build/, a normal build: valgrind cannot run ASan binaries).
 # Not for: integration tests (they need the servers), or possible/indirect leaks.
 #
 #   scripts/valgrind-unit.sh [BUILD_DIR] [-R REGEX]
@@ -50,7 +50,7 @@ ctest --show-only=json-v1 -L unit ${regex:+-R "$regex"} >"$logs/tests.json"
 
 # ctest's JSON gives each test's command, environment and working directory exactly.
 exec /usr/bin/python3 - "$logs" "$root/tests/valgrind.supp" <<'PY'
-import json, os, re, subprocess, sys
+import concurrent.futures, json, os, re, subprocess, sys
 
 logs, supp = sys.argv[1], sys.argv[2]
 with open(os.path.join(logs, "tests.json")) as f:
@@ -59,14 +59,10 @@ vg = ["valgrind", "--quiet", "--error-exitcode=99", "--leak-check=full",
       "--errors-for-leak-kinds=definite", "--show-leak-kinds=definite",
       "--suppressions=" + supp, "--num-callers=30"]
 build = os.path.dirname(logs)
-failed, checked = [], 0
-for t in tests:
-    # Tests that run a tool (cc, cmake -P) check our files, not our code: no memcheck.
-    if not os.path.realpath(t["command"][0]).startswith(os.path.realpath(build) + os.sep):
-        print("valgrind-unit.sh: %-28s skipped (runs %s, not a twice program)"
-              % (t["name"], os.path.basename(t["command"][0])), flush=True)
-        continue
-    checked += 1
+
+
+def check(t):
+    """Runs one test under memcheck; returns (its line, what to show when it failed)."""
     props = {p["name"]: p["value"] for p in t.get("properties", [])}
     env = dict(os.environ)
     env.update(v.split("=", 1) for v in props.get("ENVIRONMENT", []))
@@ -82,10 +78,26 @@ for t in tests:
     verdict = ("valgrind errors" if out.returncode == 99 else
                "test failed (exit %d)" % out.returncode if out.returncode else
                "valgrind output" if report else "ok")
-    print("valgrind-unit.sh: %-28s %s" % (t["name"], verdict), flush=True)
-    if verdict != "ok":
-        failed.append(t["name"])
-        sys.stdout.write(out.stdout.decode(errors="replace")[-3000:] + report[-6000:] + "\n")
+    detail = out.stdout.decode(errors="replace")[-3000:] + report[-6000:] + "\n"
+    return verdict, detail
+
+
+# Tests that run a tool (cc, cmake -P) check our files, not our code: no memcheck.
+mine = []
+for t in tests:
+    if os.path.realpath(t["command"][0]).startswith(os.path.realpath(build) + os.sep):
+        mine.append(t)
+    else:
+        print("valgrind-unit.sh: %-28s skipped (runs %s, not a twice program)"
+              % (t["name"], os.path.basename(t["command"][0])), flush=True)
+# One test per core at a time (ctest runs them side by side too); lines in ctest's order.
+failed, checked = [], len(mine)
+with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    for t, (verdict, detail) in zip(mine, pool.map(check, mine)):
+        print("valgrind-unit.sh: %-28s %s" % (t["name"], verdict), flush=True)
+        if verdict != "ok":
+            failed.append(t["name"])
+            sys.stdout.write(detail)
 print("valgrind-unit.sh: %d of %d unit test programs clean under memcheck%s"
       % (checked - len(failed), checked, "; failed: " + ", ".join(failed) if failed else ""))
 sys.exit(1 if failed or not checked else 0)
