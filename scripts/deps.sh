@@ -15,6 +15,7 @@ PACKAGES=(
     postgresql pgbouncer
     python3 python3-psycopg2 python3-aiosmtpd python3-prometheus-client pyflakes3 python3-yaml
     valgrind libfuzzer-14-dev lintian rpm curl
+    locales  # localedef and de_DE: the tests build a decimal-comma locale without root
 )
 
 die() {
