@@ -80,19 +80,20 @@ keys_match_c_locale(void)
 }
 
 /* A thread with a comma locale of its own (uselocale), as a plugin's thread
- * may have: the keys it derives are the same. */
+ * may have, while the process is back in "C": the keys it derives are the
+ * same. arg: a copy of the comma locale (duplocale: newlocale would look
+ * it up in LOCPATH again, and glibc leaks that lookup's path). */
 static void *
 keys_in_thread_locale(void *arg)
 {
-    locale_t de = newlocale(LC_ALL_MASK, COMMA_LOCALE, (locale_t) 0);
-    CHECK(de != (locale_t) 0);
-    if (de != (locale_t) 0) {
-        uselocale(de);
-        keys_match_c_locale();
-        uselocale(LC_GLOBAL_LOCALE);
-        freelocale(de);
-    }
-    return arg;
+    locale_t de = arg;
+    uselocale(de);
+    char text[16];
+    snprintf(text, sizeof(text), "%.1f", 1.5);
+    CHECK_STR(text, "1,5"); /* the thread's locale is in force */
+    keys_match_c_locale();
+    uselocale(LC_GLOBAL_LOCALE);
+    return NULL;
 }
 
 static void
@@ -156,10 +157,18 @@ main(void)
         return 1;
     }
     test_metrics_text();
+    locale_t de = duplocale(LC_GLOBAL_LOCALE);
+    CHECK(de != (locale_t) 0);
     setlocale(LC_ALL, "C");
     pthread_t t;
-    CHECK_INT(pthread_create(&t, NULL, keys_in_thread_locale, NULL), 0);
-    pthread_join(t, NULL);
+    if (de != (locale_t) 0 && pthread_create(&t, NULL, keys_in_thread_locale, de) == 0) {
+        pthread_join(t, NULL);
+    } else {
+        CHECK(!"a thread with the comma locale");
+    }
+    if (de != (locale_t) 0) {
+        freelocale(de);
+    }
     for (size_t i = 0; i < NREALS; i++) {
         free(c_keys[i]);
     }
