@@ -7,6 +7,7 @@
 #include "config_doc.h"
 
 #include "buf.h"
+#include "cnum.h"
 #include "config.h"
 #include "config_table.h"
 #include "diag.h"
@@ -31,7 +32,7 @@ static int __attribute__((format(printf, 2, 3))) doc_fail(struct doc *doc, const
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(doc->err, doc->errlen, fmt, ap);
+    cnum_vsnprintf(doc->err, doc->errlen, fmt, ap);
     va_end(ap);
     return -1;
 }

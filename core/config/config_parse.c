@@ -6,6 +6,7 @@
  */
 #include "config_parse.h"
 
+#include "cnum.h"
 #include "config_table.h"
 
 #include <stdarg.h>
@@ -20,7 +21,7 @@ fmt_into(char *dst, size_t n, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(dst, n, fmt, ap);
+    cnum_vsnprintf(dst, n, fmt, ap);
     va_end(ap);
 }
 

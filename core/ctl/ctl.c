@@ -6,6 +6,7 @@
  */
 #include "ctl.h"
 
+#include "cnum.h"
 #include "sqs_setup.h"
 
 #include "buf.h"
@@ -32,7 +33,7 @@ ctl_fail(const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     fputs("twicectl: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    cnum_vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
     return CTL_FAIL;
@@ -44,7 +45,7 @@ ctl_usage_error(const char *cmd, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "twicectl: %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
+    cnum_vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\nsee 'twicectl %s --help'\n", cmd);
     va_end(ap);
     return CTL_USAGE;

@@ -17,6 +17,7 @@
 
 #include "backoff.h"
 #include "buf.h"
+#include "cnum.h"
 #include "config.h"
 #include "idem_internal.h"
 
@@ -224,7 +225,7 @@ idem_set_err(char *err, size_t errlen, const char *fmt, ...)
     }
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
+    cnum_vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
 }
 
@@ -779,7 +780,7 @@ claim_parse(const PGresult *res, int row, struct idem_claim *c)
         break;
     }
     c->attempts = atoi(PQgetvalue(res, row, 1));
-    c->lease_left = c->state == IDEM_BUSY ? strtod(PQgetvalue(res, row, 2), NULL) : 0.0;
+    c->lease_left = c->state == IDEM_BUSY ? cnum_strtod(PQgetvalue(res, row, 2), NULL) : 0.0;
     if (c->state == IDEM_CLAIMED) {
         return; /* the snapshot's row, if any, was deleted or released: no holder */
     }
@@ -827,7 +828,7 @@ claim_peek(struct idem_store *s, struct idem_claim *claims, size_t n, const PGre
             }
             int done = strcmp(PQgetvalue(rows, r, 1), "completed") == 0;
             c->state = done ? IDEM_COMPLETED : IDEM_BUSY;
-            c->lease_left = done ? 0.0 : strtod(PQgetvalue(rows, r, 2), NULL);
+            c->lease_left = done ? 0.0 : cnum_strtod(PQgetvalue(rows, r, 2), NULL);
             claim_stored(rows, r, 3, c);
         }
     }

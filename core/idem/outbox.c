@@ -8,6 +8,7 @@
 #include "outbox.h"
 
 #include "buf.h"
+#include "cnum.h"
 #include "idem.h"
 #include "idem_internal.h"
 #include "jsonwrite.h"
@@ -519,7 +520,7 @@ outbox_stats(struct idem_store *s, const char *table, long *pending, long *refus
     }
     *pending = strtol(PQgetvalue(res, 0, 0), NULL, 10);
     *refused = strtol(PQgetvalue(res, 0, 1), NULL, 10);
-    *oldest = strtod(PQgetvalue(res, 0, 2), NULL);
+    *oldest = cnum_strtod(PQgetvalue(res, 0, 2), NULL);
     PQclear(res);
     return 0;
 }

@@ -6,6 +6,7 @@
 #include "httpd.h"
 
 #include "buf.h"
+#include "cnum.h"
 #include "config.h"
 #include "listen.h"
 #include "log.h"
@@ -76,11 +77,12 @@ httpd_readiness(int workers_ready, const char *workers_why, const char *store_wh
     for (size_t i = 0; i < n; i++) {
         double window = 2.0 * (wait_times[i] + POLL_SLACK);
         if (now - last_receive[i] > window) {
-            int len = last_receive[i] <= 0
-                          ? snprintf(reason, cap, "queue %s has not received yet", queues[i])
-                          : snprintf(reason, cap,
-                                     "queue %s: no successful receive for %.0fs (limit %.0fs)",
-                                     queues[i], now - last_receive[i], window);
+            int len =
+                last_receive[i] <= 0
+                    ? snprintf(reason, cap, "queue %s has not received yet", queues[i])
+                    : cnum_snprintf(reason, cap,
+                                    "queue %s: no successful receive for %.0fs (limit %.0fs)",
+                                    queues[i], now - last_receive[i], window);
             if (failing != NULL && failing[i] != NULL && failing[i][0] != '\0' && len >= 0 &&
                 (size_t) len < cap) { /* the cause: CouldNotConnect is SQS unreachable */
                 snprintf(reason + len, cap - (size_t) len, "; ReceiveMessage fails: %s",
@@ -234,7 +236,7 @@ mhd_log(void *cls, const char *fmt, va_list ap)
         return;
     }
     char text[256];
-    vsnprintf(text, sizeof(text), fmt, ap);
+    cnum_vsnprintf(text, sizeof(text), fmt, ap);
     size_t n = strlen(text);
     while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' ')) {
         text[--n] = '\0';

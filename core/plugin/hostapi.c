@@ -6,6 +6,7 @@
 #include "hostapi.h"
 
 #include "buf.h"
+#include "cnum.h"
 #include "config.h"
 #include "envelope.h"
 #include "escape.h"
@@ -77,7 +78,7 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
         (int) level <= init_cause_level) {
         va_list copy;
         va_copy(copy, ap);
-        vsnprintf(init_cause, sizeof(init_cause), fmt, copy);
+        cnum_vsnprintf(init_cause, sizeof(init_cause), fmt, copy);
         va_end(copy);
         init_cause_level = level;
     }
@@ -219,7 +220,7 @@ api_setting_error(const twice_settings *s, const char *name, const char *fmt, ..
     char why[INIT_CAUSE_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
+    cnum_vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
     const twice_setting *d = declared(s, name);
     struct log_job ctx;

@@ -7,6 +7,7 @@
 #include "loader.h"
 
 #include "buf.h"
+#include "cnum.h"
 #include "config.h"
 #include "diag.h"
 #include "escape.h"
@@ -105,7 +106,7 @@ walk_error(struct walk *w, const char *fmt, ...)
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
+    cnum_vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
     snprintf(w->err, w->errlen, "plugin %s: %s", w->path, what);
     return -1;

@@ -7,6 +7,8 @@
  */
 #include "notify.h"
 
+#include "cnum.h"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -63,7 +65,7 @@ notify_printf(const char *fmt, ...)
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+    int n = cnum_vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (n < 0) {
         return;

@@ -6,6 +6,8 @@
  */
 #include "proctitle.h"
 
+#include "cnum.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +70,7 @@ proctitle_set(const char *fmt, ...)
     }
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(area, area_len, fmt, ap);
+    int n = cnum_vsnprintf(area, area_len, fmt, ap);
     va_end(ap);
     size_t used = n < 0 ? 0 : (size_t) n + 1 < area_len ? (size_t) n + 1 : area_len;
     memset(area + used, 0, area_len - used);

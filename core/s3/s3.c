@@ -7,6 +7,7 @@
 
 #include "awsconfig.h"
 #include "buf.h"
+#include "cnum.h"
 #include "creds.h"
 #include "digest.h"
 #include "http.h"
@@ -50,7 +51,7 @@ s3_error_set(struct s3_error *e, long status, int transient, const char *code, c
     snprintf(e->code, sizeof(e->code), "%s", code);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->message, sizeof(e->message), fmt, ap);
+    cnum_vsnprintf(e->message, sizeof(e->message), fmt, ap);
     va_end(ap);
 }
 

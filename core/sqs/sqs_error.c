@@ -6,6 +6,7 @@
 #include "sqs_parse.h"
 
 #include "backoff.h"
+#include "cnum.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -146,7 +147,7 @@ sqs_error_set(struct sqs_error *e, const char *code, int retryable, const char *
     snprintf(e->code, sizeof e->code, "%s", code);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    cnum_vsnprintf(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
 }
 

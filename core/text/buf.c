@@ -4,6 +4,8 @@
  */
 #include "buf.h"
 
+#include "cnum.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +59,9 @@ buf_puts(struct buf *b, const char *s)
 
 /* Formats straight into the free space when the text fits (one vsnprintf
  * instead of measuring first: most texts are short), else grows the buffer
- * to the size the first pass reported and formats again. */
+ * to the size the first pass reported and formats again. Always in the C
+ * locale (cnum.h): the log, /metrics and every text the host builds here
+ * write "1.5" even after a plugin called setlocale(). */
 int
 buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 {
@@ -67,14 +71,14 @@ buf_vprintf(struct buf *b, const char *fmt, va_list ap)
     }
     size_t room = b->cap - b->len;
     va_copy(copy, ap);
-    int n = vsnprintf(b->data + b->len, room, fmt, copy);
+    int n = cnum_vsnprintf(b->data + b->len, room, fmt, copy);
     va_end(copy);
     if (n >= 0 && (size_t) n >= room) {
         if (buf_reserve(b, (size_t) n) != 0) {
             b->data[b->len] = '\0';
             return -1;
         }
-        vsnprintf(b->data + b->len, (size_t) n + 1, fmt, ap);
+        cnum_vsnprintf(b->data + b->len, (size_t) n + 1, fmt, ap);
     }
     if (n < 0) {
         b->data[b->len] = '\0';

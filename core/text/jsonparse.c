@@ -6,6 +6,7 @@
  */
 #include "jsonparse.h"
 
+#include "cnum.h"
 #include "utf8.h"
 
 #include <stdarg.h>
@@ -28,7 +29,7 @@ jsonparse_fail(struct jsonparse *p, const char *fmt, ...)
     if (p->why[0] == '\0') {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(p->why, sizeof(p->why), fmt, ap);
+        cnum_vsnprintf(p->why, sizeof(p->why), fmt, ap);
         va_end(ap);
     }
     return -1;

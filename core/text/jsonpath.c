@@ -6,6 +6,7 @@
 #include "jsonpath.h"
 
 #include "buf.h"
+#include "cnum.h"
 
 #include <errno.h>
 #include <math.h>
@@ -98,7 +99,9 @@ jsonpath_get(const struct jsondoc *d, const char *path)
 }
 
 /*
- * The shortest %.*g form of d that strtod reads back as the same double.
+ * The shortest %.*g form of d that strtod reads back as the same double,
+ * in the C locale whatever locale a plugin set (cnum.h): a key is the same
+ * bytes in every process and thread.
  * %.17g always round-trips; shorter precisions are tried first so that 0.1
  * is "0.1", not "0.10000000000000001".
  */
@@ -108,8 +111,8 @@ append_real(double d, struct buf *out)
     char text[64];
 
     for (int prec = 1; prec <= 17; prec++) {
-        snprintf(text, sizeof(text), "%.*g", prec, d);
-        if (strtod(text, NULL) == d) {
+        cnum_snprintf(text, sizeof(text), "%.*g", prec, d);
+        if (cnum_strtod(text, NULL) == d) {
             break;
         }
     }
@@ -147,7 +150,7 @@ number_key_text(const char *s, size_t n, struct buf *out)
     }
     memcpy(text, s, n);
     text[n] = '\0';
-    double d = strtod(text, NULL);
+    double d = cnum_strtod(text, NULL);
     if (text != small) {
         free(text);
     }

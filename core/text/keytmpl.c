@@ -6,6 +6,7 @@
 #include "keytmpl.h"
 
 #include "buf.h"
+#include "cnum.h"
 #include "jsonpath.h"
 #include "utf8.h"
 
@@ -63,7 +64,7 @@ compile_error(char *err, size_t errlen, const char *text, size_t off, const char
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
+    cnum_vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
     snprintf(err, errlen, "column %zu: %s", column_of(text, off), what);
     return -1;

@@ -6,6 +6,7 @@
 #include "sendcheck.h"
 
 #include "buf.h"
+#include "cnum.h"
 #include "jsonwrite.h"
 #include "utf8.h"
 
@@ -23,7 +24,7 @@ refuse(char *why, size_t whylen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
+    cnum_vsnprintf(why, whylen, fmt, ap);
     va_end(ap);
     return -1;
 }

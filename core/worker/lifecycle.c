@@ -4,6 +4,7 @@
  * goes into the verdict; the callers log, count and act.
  */
 #include "lifecycle.h"
+#include "cnum.h"
 #include "plural.h"
 
 #include "backoff.h"
@@ -39,7 +40,7 @@ part(char *dst, size_t len, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(dst, len, fmt, ap);
+    cnum_vsnprintf(dst, len, fmt, ap);
     va_end(ap);
 }
 

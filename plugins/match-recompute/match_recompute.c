@@ -9,6 +9,7 @@
  * api->send() in the same transaction. Not a scheduler: one message, one role.
  */
 #include <libpq-fe.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,21 @@ recompute_fini(void *state)
     free(r);
 }
 
+/* t read as a decimal the C way ("0.75"), as twice.conf writes it, even
+ * when another plugin of the worker called setlocale() for a decimal comma
+ * (plain strtod would stop at the '.' and refuse the setting). */
+static double
+decimal(const char *t, char **end)
+{
+    locale_t c = newlocale(LC_ALL_MASK, "C", (locale_t) 0);
+    if (c == (locale_t) 0) {
+        return strtod(t, end);
+    }
+    double v = strtod_l(t, end, c);
+    freelocale(c);
+    return v;
+}
+
 /* notify_queue and notify_threshold (a decimal in (0, 1]). 0, or -1 after
  * saying why. */
 static int
@@ -67,7 +83,7 @@ notify_settings(const twice_api *api, const twice_settings *settings, struct rec
     const char *q = api->setting(settings, "notify_queue");
     const char *t = api->setting(settings, "notify_threshold");
     char *end = NULL;
-    double v = t != NULL ? strtod(t, &end) : 0;
+    double v = t != NULL ? decimal(t, &end) : 0;
     if (t == NULL || end == t || *end != '\0' || !(v > 0 && v <= 1) || strlen(t) >= 16 ||
         strspn(t, "0123456789.") != strlen(t)) {
         api->setting_error(settings, "notify_threshold",

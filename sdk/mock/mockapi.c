@@ -7,6 +7,7 @@
 #include "mockapi.h"
 
 #include "buf.h"
+#include "cnum.h"
 #include "jsonpath.h"
 #include "mock_internal.h"
 #include "tracectx.h"
@@ -38,15 +39,20 @@ mockapi_set_deriving(int on)
 
 static const char *level_names[] = {"error", "warn", "info", "debug"};
 
+/* A plugin's log line, captured (and echoed). Formatted in the C locale, as
+ * the daemon's log does (buf_printf): "%.1f" is "1.5" whatever setlocale()
+ * the plugin called. */
 static void
 api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
 {
-    char *text = NULL;
+    struct buf b = BUF_INIT;
     va_list ap;
     va_start(ap, fmt);
-    int n = vasprintf(&text, fmt, ap);
+    int n = buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    if (n < 0) {
+    char *text = n == 0 ? buf_steal(&b) : NULL;
+    buf_free(&b);
+    if (text == NULL) {
         return;
     }
     if ((int) level < TWICE_LOG_ERROR || level > TWICE_LOG_DEBUG) {
@@ -207,7 +213,7 @@ api_setting_error(const twice_settings *s, const char *name, const char *fmt, ..
     char why[400];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
+    cnum_vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
     const twice_setting *d = s != NULL && name != NULL ? s->mock->plugin->settings : NULL;
     while (d != NULL && d->name != NULL && strcmp(d->name, name) != 0) {
@@ -252,12 +258,13 @@ api_downstream_unavailable(twice_job *job, unsigned seconds)
 static void
 api_error(twice_job *job, const char *fmt, ...)
 {
-    char *text = NULL;
+    struct buf b = BUF_INIT;
     va_list ap;
     va_start(ap, fmt);
-    int n = vasprintf(&text, fmt, ap);
+    buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    if (n >= 0) {
+    char *text = buf_steal(&b);
+    if (text != NULL) {
         free(job->error);
         job->error = text;
     }

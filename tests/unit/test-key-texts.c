@@ -6,9 +6,12 @@
  * (jansson's reading: integers in decimal, reals in the shortest form that
  * reads back the same), whatever parser twice uses. Checked through the
  * SDK's mock host, which derives keys with the daemon's own code
- * (test-mock-keys checks that the two agree).
+ * (test-mock-keys checks that the two agree); and again after a plugin put
+ * a locale with a decimal comma in force (setlocale), which must not change
+ * a key (test-locale.c checks the daemon's side).
  */
 #include "check.h"
+#include "comma_locale.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -127,6 +130,11 @@ main(void)
     CHECK(m != NULL);
     if (m != NULL) {
         test_pinned_numbers(m);
+        if (comma_locale_set() == 0) {
+            test_pinned_numbers(m);
+        } else {
+            CHECK(!"a locale with a decimal comma");
+        }
         twice_mock_free(m);
     }
     return check_done("test-key-texts");

@@ -1,11 +1,13 @@
 /*
  * test-match-recompute.c - the match-recompute plugin through the SDK mock
- * host. `unit`: keys, settings and refusals without a database.
+ * host. `unit`: keys, settings and refusals without a database, settings
+ * read the same under a decimal-comma locale another plugin set.
  * `integration`: a real PostgreSQL (TWICE_TEST_PGDSN, required): the test
  * plays the host (BEGIN; handle; COMMIT on DONE, else ROLLBACK) in a
  * schema of its own made from etc/schema-matches.sql.
  */
 #include "check.h"
+#include "comma_locale.h"
 
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -72,6 +74,23 @@ test_unit(void)
     CHECK_STR(twice_mock_job_error(j), "missing key field roleVersion");
     twice_mock_job_free(j);
     twice_mock_free(m);
+}
+
+/* A threshold written the C way ("0.75") is still read after another plugin
+ * of the worker put a locale with a decimal comma in force (setlocale). */
+static void
+test_threshold_in_a_comma_locale(void)
+{
+    CHECK_INT(comma_locale_set(), 0);
+    twice_mock *m = new_mock(NULL);
+    twice_mock_set(m, "notify_threshold", "0.75");
+    int rc = twice_mock_init(m);
+    CHECK_INT(rc, 0);
+    if (rc != 0) {
+        fprintf(stderr, "init: %s\n", twice_mock_error(m));
+    }
+    twice_mock_free(m);
+    setlocale(LC_ALL, "C");
 }
 
 /* ---- integration ---- */
@@ -373,5 +392,6 @@ main(int argc, char **argv)
         return test_integration();
     }
     test_unit();
+    test_threshold_in_a_comma_locale();
     return check_done("test-match-recompute unit");
 }

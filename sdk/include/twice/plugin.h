@@ -48,6 +48,16 @@
  * thread-safe. init() and fini() are called once, on one thread, with no
  * handle() running.
  *
+ * Locale. twiced never calls setlocale(): every call runs in the "C"
+ * locale unless a plugin (or a library it uses) changes it. setlocale()
+ * changes the whole worker process, every thread and every other plugin in
+ * it; prefer uselocale() on your own thread. Whatever locale is in force,
+ * the host's numbers stay the C locale's ('.' as the decimal point): keys,
+ * the text log() and error() format ("%.1f" is "1.5"), /metrics, its
+ * reading of settings and of PostgreSQL's answers. A plugin's own
+ * snprintf and strtod follow the locale it set: settings are written the
+ * C way ("1.5"), so read them with strtod_l() and a "C" newlocale() then.
+ *
  * Changelog of ABI minors (newest last):
  *   1.0  2026-12-02  First stable ABI: descriptor (magic, major, minor,
  *                    size, flags, name, version, key_template, settings,
@@ -155,7 +165,8 @@ typedef struct twice_api {
 
     /* Write one log line. job may be NULL (in init/fini); the host prefixes
      * the plugin's name and, with a job, its queue, message id, key and
-     * attempt. The text is escaped by the host; any bytes are safe. */
+     * attempt. The text is escaped by the host; any bytes are safe. It is
+     * formatted in the C locale, whatever setlocale() a plugin called. */
     void (*log)(const twice_job *job, twice_log_level level, const char *fmt, ...)
         TWICE_PRINTF(3, 4);
 

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""check-locale.py - the host reads and writes numbers in the C locale only.
+
+A plugin may call setlocale(); from then on strtod and printf's %f, %g, %e and %a read and
+write the plugin's decimal point ("1,5") in every thread of the process. The host's own
+numbers (keys, /metrics, the log, the store's answers) must not follow: they go through
+core/text/cnum.h (cnum_strtod, cnum_snprintf) or buf_printf and the log, which use it.
+This refuses, in core/ and sdk/mock/, a call of strtod, strtof, strtold, atof or the scanf
+family, a call of the plain printf family whose format has a float conversion, and any
+call of the v*printf family (its format comes from a caller, who may pass "%.1f"). Exit 0
+when there is none, 1 with one FILE:LINE line per call. Run by ctest as unit/locale;
+--self-test shows that it finds each kind.
+"""
+import os
+import re
+import sys
+
+EXEMPT = {os.path.join("core", "text", "cnum.c")}
+READERS = re.compile(r"\b(strtod|strtof|strtold|atof|sscanf|vsscanf|fscanf|vfscanf|scanf)\s*\(")
+PRINTERS = re.compile(r"\b(printf|fprintf|dprintf|sprintf|snprintf|asprintf)\s*\(")
+VPRINTERS = re.compile(r"\b(vprintf|vfprintf|vsprintf|vsnprintf|vdprintf|vasprintf)\s*\(")
+FLOAT_CONV = re.compile(r"%[-+ #0']*(?:\d+|\*)?(?:\.(?:\d+|\*)?)?(?:hh|h|ll|l|L|q|j|z|t)?"
+                        r"[aAeEfFgG]")
+LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def strip_comments(text):
+    """text with comments blanked (newlines kept, so line numbers hold)."""
+    return COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def call_args(text, start):
+    """The text from the call's '(' at start to its matching ')' (strings skipped)."""
+    depth, i = 0, start
+    while i < len(text):
+        c = text[i]
+        if c == '"' or c == "'":
+            m = re.compile(r"%s(?:[^%s\\\n]|\\.)*%s" % (c, c, c)).match(text, i)
+            i = m.end() if m else i + 1
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return text[start:i + 1]
+        i += 1
+    return text[start:]
+
+
+def problems_in(rel, text):
+    text = strip_comments(text)
+    out = []
+    for m in READERS.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        out.append("%s:%d: %s() reads the locale's decimal point: use cnum_strtod (cnum.h)"
+                   % (rel, line, m.group(1)))
+    for m in VPRINTERS.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        out.append("%s:%d: %s() formats a caller's format in the process's locale: use "
+                   "cnum_vsnprintf, cnum_vfprintf (cnum.h) or buf_vprintf" % (rel, line, m.group(1)))
+    for m in PRINTERS.finditer(text):
+        if text[m.start() - 1:m.start()] in ("_", "."):
+            continue
+        fmt = "".join(LITERAL.findall(call_args(text, m.end() - 1))).replace("%%", "")
+        if FLOAT_CONV.search(fmt):
+            line = text.count("\n", 0, m.start()) + 1
+            out.append("%s:%d: %s() of a float writes the locale's decimal point: use "
+                       "cnum_snprintf (cnum.h) or buf_printf" % (rel, line, m.group(1)))
+    return out
+
+
+def check(root):
+    problems = []
+    for top in (os.path.join(root, "core"), os.path.join(root, "sdk", "mock")):
+        for folder, _dirs, files in os.walk(top):
+            for f in sorted(files):
+                if not f.endswith((".c", ".h")):
+                    continue
+                path = os.path.join(folder, f)
+                rel = os.path.relpath(path, root)
+                if rel in EXEMPT:
+                    continue
+                with open(path, encoding="utf-8") as fh:
+                    problems += problems_in(rel, fh.read())
+    return problems
+
+
+def self_test():
+    """Each kind of call is found, and the allowed ones are not."""
+    bad = ('double d = strtod(s, NULL);\n'
+           'snprintf(b, n, "%s took %.1fs", name,\n'
+           '         secs);\n'
+           'fprintf(stderr, "x=%" "g\\n", x);\n'
+           'int k = sscanf(s, "%d", &v);\n'
+           'vsnprintf(why, n, fmt, ap);\n')
+    good = ('/* strtod(s) and "%f" in a comment */\n'
+            'snprintf(b, n, "%s: 100%% of %d", s, i);\n'
+            'cnum_snprintf(b, n, "%.17g", d);\n'
+            'buf_printf(b, "%.3f", d);\n'
+            'double d = cnum_strtod(s, NULL);\n'
+            'cnum_vsnprintf(why, n, fmt, ap);\n')
+    found = problems_in("bad.c", bad)
+    lines = [p.split(":")[1] for p in found]
+    if lines != ["1", "5", "6", "2", "4"]:
+        print("self-test: expected problems at lines 1, 5, 6, 2, 4; got %s" % found)
+        return 1
+    if problems_in("good.c", good):
+        print("self-test: false alarm: %s" % problems_in("good.c", good))
+        return 1
+    print("self-test OK")
+    return 0
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    problems = check(root)
+    for p in problems:
+        print(p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
