@@ -272,6 +272,52 @@ class Operator(twicetest.TwiceTestCase):
                                  r"directory|Is a directory)" % re.escape(path))
             self.assertFalse(os.path.exists(missing))
 
+    def test_a_named_pipe_log_file_needs_its_reader(self):
+        """log.file naming a named pipe (a log shipper's) that no process reads: twiced -t
+        points at its line and says so, and twiced does not start, naming the line too,
+        rather than passing the check and failing at the start. With a reader, the
+        check passes and twiced logs through the pipe."""
+        fifo = os.path.join(self.env.run_dir, twicetest.unique_name("logpipe"))
+        os.mkfifo(fifo)
+        self.addCleanup(os.remove, fifo)
+        conf = self.conf("logpipe", pid_file=None, workers=1).replace(
+            "log = { ", "log = {\n    file = %s; " % tc.quote(fifo), 1)
+        d = self.twiced(conf)
+        where = r"%s:4: log.file %s: cannot be written: a named pipe that no process reads" % (
+            re.escape(d.config_path), re.escape(fifo))
+        r = d.check_config()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stdout + r.stderr, "^" + where)
+        r = subprocess.run([d.binary, "-f", "-c", d.config_path], capture_output=True,
+                           text=True, env=d.process_env, cwd=d.workdir, timeout=30,
+                           stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, where)
+        self.assertIn("not starting: log.file %s: a named pipe that no process reads" % fifo,
+                      r.stderr)
+        # A reader (non-blocking, so it never waits for a writer) drains the pipe.
+        rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        self.addCleanup(os.close, rfd)
+        got = bytearray()
+
+        def drained():
+            while True:
+                try:
+                    chunk = os.read(rfd, 65536)
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    break
+                got.extend(chunk)
+            return got.decode(errors="replace")
+
+        r = d.check_config()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        d = self.start_twiced(conf)
+        twicetest.wait_until(lambda: "ready: generation 1" in drained(), timeout=30,
+                             message="no ready line through the pipe")
+        self.assertEqual(d.stop(), 0)
+
     def test_a_log_file_gone_at_reload_is_reported_where_logging_goes_on(self):
         # The log file's directory is removed, then a reload: the master cannot
         # reopen log.file and logs to stderr from then on. The line that says so
