@@ -107,11 +107,12 @@ log_open(const char *path)
 
 /* Whether the named pipe at path has a reader: opened for writing without
  * waiting (ENXIO when no process reads it) and closed at once, writing
- * nothing. 0, or -1 with errno. */
+ * nothing; never created (no O_CREAT), should it be gone by now. 0, or -1
+ * with errno. */
 static int
 pipe_has_reader(const char *path)
 {
-    int fd = fileopen_append(path, 0640);
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         return -1;
     }
