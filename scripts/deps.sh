@@ -14,7 +14,7 @@ PACKAGES=(
     libmicrohttpd-dev
     postgresql pgbouncer
     python3 python3-psycopg2 python3-aiosmtpd python3-prometheus-client pyflakes3 python3-yaml
-    valgrind libfuzzer-14-dev lintian rpm curl
+    valgrind libfuzzer-14-dev lintian rpm curl logrotate
     locales  # localedef and de_DE: the tests build a decimal-comma locale without root
 )
 

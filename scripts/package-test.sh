@@ -65,7 +65,7 @@ start=$SECONDS
 need=()
 for tool in cmake:cmake cc:gcc lintian:lintian rpm:rpm rpmbuild:rpm dpkg-shlibdeps:dpkg-dev \
     dpkg-architecture:dpkg-dev systemd-analyze:systemd man:man-db pkg-config:pkg-config \
-    strip:binutils; do
+    strip:binutils logrotate:logrotate; do
     command -v "${tool%%:*}" >/dev/null || need+=("${tool#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -218,8 +218,9 @@ done
     fail "twice-dev.deb does not depend on twice (= $pkgversion)"
 [ "$(dpkg-deb -f "$deb_run" Version)" = "$pkgversion" ] ||
     fail "twice.deb version is not $pkgversion"
-[ "$(dpkg-deb --ctrl-tarfile "$deb_run" | tar -xOf - ./conffiles)" = /etc/twice/twice.conf ] ||
-    fail "twice.deb: /etc/twice/twice.conf is not its one conffile"
+[ "$(dpkg-deb --ctrl-tarfile "$deb_run" | tar -xOf - ./conffiles | sort)" = \
+    "$(printf '%s\n' /etc/logrotate.d/twice /etc/twice/twice.conf)" ] ||
+    fail "twice.deb: its conffiles are not /etc/twice/twice.conf and /etc/logrotate.d/twice"
 if dpkg-deb --ctrl-tarfile "$deb_run" | tar -xOf - ./postinst ./prerm ./postrm |
     grep -E '^[^#]*(systemctl|deb-systemd-invoke) .*[[:space:]](start|enable)([[:space:]]|$)' \
         >&2; then
@@ -228,6 +229,9 @@ fi
 rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$rpm_run" |
     grep -qx 'cn /etc/twice/twice.conf' ||
     fail "twice.rpm: /etc/twice/twice.conf is not %config(noreplace)"
+rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$rpm_run" |
+    grep -qx 'cn /etc/logrotate.d/twice' ||
+    fail "twice.rpm: /etc/logrotate.d/twice is not %config(noreplace)"
 rpm -qpR "$rpm_run" >"$work/rpm-requires"
 for lib in libcurl.so.4 libpq.so.5 libconfig.so.9 libjansson.so.4 libyajl.so.2 \
     libmicrohttpd.so.12; do
@@ -275,6 +279,20 @@ grep -qx "plugin_dir = \"$plugindir\";" /etc/twice/twice.conf ||
     fail "/etc/twice/twice.conf does not set plugin_dir = \"$plugindir\""
 perm=$(stat -c '%a %U:%G' /etc/twice/twice.conf)
 [ "$perm" = "640 root:twice" ] || fail "/etc/twice/twice.conf is $perm, not 640 root:twice"
+
+# logrotate reads the installed stanza (--debug: rotates nothing) for the documented log
+# path, and its postrotate names the installed twiced.
+lr=/etc/logrotate.d/twice
+if logrotate --debug "$lr" >"$work/logrotate.log" 2>&1 &&
+    ! grep -qi "error" "$work/logrotate.log"; then
+    ok "logrotate --debug $lr"
+else
+    cat "$work/logrotate.log" >&2
+    fail "logrotate --debug $lr"
+fi
+grep -q '^/var/log/twice/\*\.log {$' "$lr" || fail "$lr does not rotate /var/log/twice/*.log"
+grep -q '/usr/sbin/twiced -s reopen -p /run/twice/twiced.pid' "$lr" ||
+    fail "$lr does not run twiced -s reopen"
 
 # ---- the installed configuration ----
 step "twiced -t on the installed configuration"

@@ -162,6 +162,13 @@ error_reason(const char *xml, const char *end, char *why, size_t whylen)
     free(msg);
 }
 
+/* 1 when s has nothing but white space: an error answer without a body. */
+static int
+blank(const char *s)
+{
+    return s[strspn(s, " \t\r\n")] == '\0';
+}
+
 int
 creds_sts_parse(const char *xml, size_t len, const char *provider, struct creds *out, char *why,
                 size_t whylen)
@@ -318,6 +325,8 @@ creds_sts_call(struct http_client **http, const struct creds_ctx *ctx, const cha
     buf_reserve(&resp.body, 16384); /* the usual reply, without realloc copies */
     if (http_perform(*http, &req, &resp, &herr) != 0) {
         snprintf(why, whylen, "STS %s: %s: %s", url, herr.code, herr.message);
+    } else if (resp.status != 200 && blank(buf_str(&resp.body))) {
+        snprintf(why, whylen, "STS %s: %s: HTTP %ld (empty body)", url, action, resp.status);
     } else if (resp.status != 200) {
         error_reason(buf_str(&resp.body), buf_str(&resp.body) + resp.body.len, reason,
                      sizeof(reason));

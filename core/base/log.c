@@ -105,6 +105,21 @@ log_open(const char *path)
     return rc < 0 ? -1 : 0;
 }
 
+/* Whether the named pipe at path has a reader: opened for writing without
+ * waiting (ENXIO when no process reads it) and closed at once, writing
+ * nothing; never created (no O_CREAT), should it be gone by now. 0, or -1
+ * with errno. */
+static int
+pipe_has_reader(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
 int
 log_can_open(const char *path)
 {
@@ -114,7 +129,10 @@ log_can_open(const char *path)
             errno = EISDIR;
             return -1;
         }
-        return access(path, W_OK);
+        if (access(path, W_OK) != 0) {
+            return -1;
+        }
+        return S_ISFIFO(st.st_mode) ? pipe_has_reader(path) : 0;
     }
     if (errno != ENOENT) {
         return -1;
@@ -153,6 +171,16 @@ log_reopen(void)
     free(path);
     errno = saved;
     return rc;
+}
+
+const char *
+log_open_why(const char *path, int err)
+{
+    struct stat st;
+    if (err == ENXIO && path != NULL && stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) {
+        return "a named pipe that no process reads (start its reader first)";
+    }
+    return strerror(err);
 }
 
 const char *

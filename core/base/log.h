@@ -41,8 +41,14 @@ int log_open(const char *path);
 int log_reopen(void);
 /* Whether log_open(path) would succeed, asked without creating anything: an
  * existing file must be writable, else its directory must let this user
- * create it. 0, or -1 with errno set (what log_open would fail with). */
+ * create it; a named pipe must have a reader (it is opened for writing for
+ * a moment, writing nothing). 0, or -1 with errno set (what log_open would
+ * fail with). */
 int log_can_open(const char *path);
+/* Why log_open(path) or log_can_open(path) failed with err, for a person:
+ * strerror's text, but a named pipe without a reader (ENXIO, which reads
+ * "No such device or address") is called that. Static text. */
+const char *log_open_why(const char *path, int err);
 /* The file log_open was last asked for, NULL for stderr. */
 const char *log_file(void);
 void log_set_level(twice_log_level level);

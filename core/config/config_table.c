@@ -113,9 +113,10 @@ const struct config_row config_rows[] = {
      .doc = "Append to this file instead of standard error. A relative path is taken from the "
             "configuration file's directory. twiced does not start when it cannot open it (twiced "
             "-t checks it); a reload that cannot logs to standard error. A named pipe (a log "
-            "shipper's) needs its reader running: twiced never waits for one (No such device "
-            "or address). twiced -s reopen "
-            "(SIGUSR1) opens it again after "
+            "shipper's) needs its reader running: twiced never waits for one, and neither "
+            "twiced -t nor the start accept a pipe that no process reads (-t opens it for "
+            "writing for a moment, writing nothing). twiced -s reopen (SIGUSR1) opens it "
+            "again after "
             "logrotate moved it away (twiced(8), LOG ROTATION). When it refuses lines (a full "
             "disk), each process says so once on standard error, and counts the lost lines in "
             "it once it takes lines again."},

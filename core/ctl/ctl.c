@@ -13,6 +13,7 @@
 #include "config.h"
 #include "creds.h"
 #include "diag.h"
+#include "escape.h"
 #include "idem.h"
 #include "s3.h"
 #include "sqs.h"
@@ -326,22 +327,6 @@ ctl_number(const char *cmd, const char *opt, const char *value, long max)
     return n;
 }
 
-/* The code point of a bidirectional control (U+200E, U+200F, U+202A-U+202E,
- * U+2066-U+2069) whose 3-byte UTF-8 form starts at p, or 0: a terminal
- * lets them reorder what follows on the line. */
-static unsigned
-bidi_control(const unsigned char *p)
-{
-    if (p[0] != 0xe2 || (p[1] != 0x80 && p[1] != 0x81)) {
-        return 0;
-    }
-    unsigned cp = 0x2000u | ((unsigned) (p[1] & 0x3f) << 6) | (p[2] & 0x3f);
-    return cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
-                   (cp >= 0x2066 && cp <= 0x2069)
-               ? cp
-               : 0;
-}
-
 /* For a terminal: quotes stay as they are (unlike escape_text), control
  * bytes, bidirectional controls, backslashes and bytes that are not UTF-8
  * are escaped. */
@@ -352,7 +337,7 @@ ctl_escape(struct buf *b, const char *s, size_t len, size_t max)
     size_t off = 0, chars = 0;
     while (off < len && (max == 0 || chars < max)) {
         size_t l = p[off] >= 0x80 ? utf8_seq_len(p + off, len - off) : 1;
-        unsigned bidi = l == 3 ? bidi_control(p + off) : 0;
+        unsigned bidi = l > 1 ? escape_bidi_control(p + off, l) : 0;
         if (l == 2 && p[off] == 0xc2 && p[off + 1] < 0xa0) {
             buf_printf(b, "\\u%04x", p[off + 1]); /* C1 controls: a terminal acts on them */
         } else if (bidi != 0) {

@@ -189,7 +189,8 @@ apply_master_settings(struct master *m, const struct config *c)
          * the old file, which may be gone (its directory removed). */
         int why = errno;
         log_open(NULL);
-        log_error("log.file %s: %s (logging to stderr)", c->log.file, strerror(why));
+        log_error("log.file %s: %s (logging to stderr)", c->log.file,
+                  log_open_why(c->log.file, why));
     }
     struct janitor *old = m->janitor;
     m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table, c->idempotency.retention,
@@ -644,7 +645,7 @@ reopen_logs(struct master *m)
     const char *file = g != NULL ? g->cfg->log.file : NULL;
     if (file != NULL && log_open(file) != 0) {
         log_error("log.file %s: cannot open it again: %s (lines go where they went)", file,
-                  strerror(errno));
+                  log_open_why(file, errno));
     } else if (file != NULL) {
         log_info("log file reopened");
     }
@@ -737,6 +738,15 @@ print_problems(const struct diag *d)
     }
 }
 
+/* log.file cannot be opened (err): the problem at the setting's FILE:LINE,
+ * as twiced -t and a refused start print it. */
+static void
+log_file_problem(const struct config *c, int err, struct diag *d)
+{
+    diag_add(d, c->log.file_src != NULL ? c->log.file_src : c->file, c->log.file_line,
+             "log.file %s: cannot be written: %s", c->log.file, log_open_why(c->log.file, err));
+}
+
 /* twiced -t: log.file must take lines, as twiced will not start without it;
  * asked without creating the file. 1 when it added a problem to d. */
 static int
@@ -745,8 +755,7 @@ check_log_file(const struct config *c, struct diag *d)
     if (c->log.file == NULL || log_can_open(c->log.file) == 0) {
         return 0;
     }
-    diag_add(d, c->log.file_src != NULL ? c->log.file_src : c->file, c->log.file_line,
-             "log.file %s: cannot be written: %s", c->log.file, strerror(errno));
+    log_file_problem(c, errno, d);
     return 1;
 }
 
@@ -809,7 +818,12 @@ prepare(struct master *m)
     /* Before detaching: a daemon that cannot write its log would say nothing
      * at all, not even why. */
     if (g->cfg->log.file != NULL && log_open(g->cfg->log.file) != 0) {
-        log_error("not starting: log.file %s: %s", g->cfg->log.file, strerror(errno));
+        int why = errno;
+        log_file_problem(g->cfg, why, &d); /* its FILE:LINE, as twiced -t says it */
+        print_problems(&d);
+        diag_free(&d);
+        log_error("not starting: log.file %s: %s", g->cfg->log.file,
+                  log_open_why(g->cfg->log.file, why));
         gen_free(g);
         return NULL;
     }

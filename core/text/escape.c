@@ -8,14 +8,45 @@
 #include "buf.h"
 #include "utf8.h"
 
-/* C1 controls (U+0080-U+009F; U+009B is a terminal's CSI) and the Unicode
- * line and paragraph separators U+2028/U+2029: valid UTF-8 that still ends
- * a line for some readers, or drives a terminal. */
-static int
-breaks_line(const unsigned char *s, size_t len)
+/* The code point of a 2- or 3-byte UTF-8 sequence (len checked valid). */
+static unsigned
+code_point(const unsigned char *s, size_t len)
 {
-    return (len == 2 && s[0] == 0xc2 && s[1] <= 0x9f) ||
-           (len == 3 && s[0] == 0xe2 && s[1] == 0x80 && (s[2] == 0xa8 || s[2] == 0xa9));
+    if (len == 2) {
+        return ((unsigned) (s[0] & 0x1f) << 6) | (s[1] & 0x3f);
+    }
+    return ((unsigned) (s[0] & 0x0f) << 12) | ((unsigned) (s[1] & 0x3f) << 6) | (s[2] & 0x3f);
+}
+
+unsigned
+escape_bidi_control(const unsigned char *s, size_t len)
+{
+    if (len != 2 && len != 3) {
+        return 0;
+    }
+    unsigned cp = code_point(s, len);
+    return cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+                   (cp >= 0x2066 && cp <= 0x2069)
+               ? cp
+               : 0;
+}
+
+/* The code point to write as \uNNNN for the valid sequence s (len bytes),
+ * or 0 to keep it: C1 controls (U+0080-U+009F; U+009B is a terminal's CSI),
+ * the Unicode line and paragraph separators U+2028/U+2029 (valid UTF-8 that
+ * still ends a line for some readers) and the bidirectional controls, which
+ * reorder what a terminal shows after them (Trojan Source). */
+static unsigned
+escaped_code_point(const unsigned char *s, size_t len)
+{
+    if (len != 2 && len != 3) {
+        return 0;
+    }
+    unsigned cp = code_point(s, len);
+    if ((cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029) {
+        return cp;
+    }
+    return escape_bidi_control(s, len);
 }
 
 /* The length of the run of printable ASCII at p, which goes out as it is
@@ -58,9 +89,8 @@ escape(struct buf *b, const char *s, size_t n, int quoted)
         } else if (c < 0x20 || c == 0x7f || len == 0) {
             buf_printf(b, "\\x%02x", c);
             len = 1;
-        } else if (breaks_line(p + i, len)) {
-            buf_printf(b, "\\u%04x",
-                       len == 2 ? (unsigned) p[i + 1] : 0x2000u | (p[i + 2] & 0x3fu));
+        } else if (escaped_code_point(p + i, len) != 0) {
+            buf_printf(b, "\\u%04x", escaped_code_point(p + i, len));
         } else {
             buf_append(b, p + i, len);
         }

@@ -387,7 +387,7 @@ worker_main(int argc, char **argv)
     log_set_format(cfg->log.format);
     take_reopen_signal();
     if (cfg->log.file != NULL && log_open(cfg->log.file) != 0) {
-        log_error("log.file %s: %s", cfg->log.file, strerror(errno));
+        log_error("log.file %s: %s", cfg->log.file, log_open_why(cfg->log.file, errno));
     }
     if (a.shm_fd >= 0 && shm_attach(a.shm_fd) != 0) {
         log_error("cannot map the shared region: %s", strerror(errno));

@@ -62,7 +62,7 @@ worker_signal_judge(const siginfo_t *si, int slot, pid_t master)
     if (sig == SIGUSR1) { /* the master's after a log rotation, or anyone's: harmless */
         if (log_reopen() != 0) {
             log_error("log.file %s: cannot open it again: %s (lines go where they went)",
-                      log_file(), strerror(errno));
+                      log_file(), log_open_why(log_file(), errno));
         } else if (log_file() != NULL) {
             log_info("log file reopened");
         }

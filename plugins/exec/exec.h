@@ -91,15 +91,18 @@ struct exec_proc {
     int io;                  /* our end of its stdin/stdout socket, -1 */
     int err;                 /* the read end of its stderr pipe, -1 */
     int pidfd;               /* readable once it has ended; -1 (a kernel without pidfds) */
+    int guard;               /* the write end of its guard's pipe (EOF: kill the group); -1 */
+    pid_t guard_pid;         /* the guard, in the handler's group; 0: none */
     struct exec_lines lines; /* its stderr, being split */
     unsigned long answered;  /* jobs it answered; 0: a new process, still starting */
 };
 
 /* Start c's program with stdin and stdout a socket to us and stderr a
  * pipe, in its own process group, killed if the calling thread ends
- * (PR_SET_PDEATHSIG: call it from the thread that outlives every job). 0,
- * or -1 with err (exec errors included: "cannot run /x: Permission
- * denied"). */
+ * (PR_SET_PDEATHSIG: call it from the thread that outlives every job),
+ * and with a guard in that group that kills the whole group (the helpers
+ * the program started too) when the worker dies. 0, or -1 with err (exec
+ * errors included: "cannot run /x: Permission denied"). */
 int exec_proc_start(struct exec_proc *p, const struct exec_cmd *c, char *err, size_t errlen);
 
 /* Whether the process has ended (not yet reaped): its pidfd is readable.

@@ -401,7 +401,7 @@ empty_slot(struct exec_pool *p)
     if (s == NULL) {
         return NULL;
     }
-    s->proc.io = s->proc.err = s->proc.pidfd = -1;
+    s->proc.io = s->proc.err = s->proc.pidfd = s->proc.guard = -1;
     p->slots[p->nslots++] = s;
     return s;
 }

@@ -5,10 +5,11 @@
  * own process group (a terminal's Ctrl-C is twiced's to handle, and a kill
  * reaches the handler's own children); killed by the kernel when the
  * thread that started it ends (the pool's supervisor, which outlives every
- * job) or the worker dies. Killing and reaping are here too, so no zombie
- * is ever left. Its end is watched through a pidfd too: a child it
- * started may keep its stdout open after it died. Not which process runs
- * which job (pool.c).
+ * job) or the worker dies; and the helpers it started (its process group)
+ * killed by its guard when the worker dies, even by SIGKILL or the OOM
+ * killer, where PR_SET_PDEATHSIG reaches the handler alone. Killing and
+ * reaping are here too, so no zombie is ever left. Its end is watched through a pidfd too: a child
+ * it started may keep its stdout open after it died. Not which process runs which job (pool.c).
  */
 #include "exec.h"
 
@@ -74,6 +75,71 @@ child_run(const struct child_plan *cp)
     }
     execve(cp->cmd->program, cp->cmd->argv, cp->cmd->envp);
     child_fail(cp, 3);
+}
+
+/* The name the guard shows in ps -e and /proc/PID/stat (its command line
+ * is still the worker's). */
+#define GUARD_NAME "twice-guard"
+
+/* The guard of the process group `group`: joins it (so the group, and its
+ * id, live while the guard does), then waits for EOF on rfd, which comes
+ * when the worker closes the write end or dies however it dies, and kills
+ * the group. Killed with the group when the worker ends the handler
+ * itself. Async-signal-safe calls only (forked from a threaded process). */
+static void
+guard_run(pid_t group, int rfd, int max_fd)
+{
+    struct sigaction dfl;
+    sigset_t none;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++) {
+        sigaction(sig, &dfl, NULL);
+    }
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (setpgid(0, group) != 0) {
+        _exit(0); /* the group is gone already: nothing to guard, nothing to kill */
+    }
+    prctl(PR_SET_NAME, GUARD_NAME);
+    for (int fd = 0; fd <= max_fd; fd++) {
+        if (fd != rfd) {
+            close(fd); /* the worker's files, the pipe's write end among them */
+        }
+    }
+    char c;
+    ssize_t n;
+    do {
+        n = read(rfd, &c, 1); /* nobody writes: EOF is the worker's end */
+    } while (n > 0 || (n < 0 && errno == EINTR));
+    kill(-group, SIGKILL); /* itself included */
+    _exit(0);
+}
+
+/* Start the guard of pid's process group (guard_run): p->guard and
+ * p->guard_pid. 0, or -1 with err. */
+static int
+start_guard(struct exec_proc *p, int max_fd, char *err, size_t errlen)
+{
+    int gp[2];
+    if (pipe2(gp, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "cannot start the handler's guard: %s", strerror(errno));
+        return -1;
+    }
+    setpgid(p->pid, p->pid); /* as the child does: whichever runs first makes the group */
+    pid_t g = fork();
+    if (g == 0) {
+        guard_run(p->pid, gp[0], max_fd);
+    }
+    close(gp[0]);
+    if (g < 0) {
+        snprintf(err, errlen, "cannot start the handler's guard: fork: %s", strerror(errno));
+        close(gp[1]);
+        return -1;
+    }
+    p->guard = gp[1];
+    p->guard_pid = g;
+    return 0;
 }
 
 /* Wait for the child's exec: EOF on the status pipe means it happened. 0,
@@ -148,7 +214,7 @@ exec_proc_start(struct exec_proc *p, const struct exec_cmd *c, char *err, size_t
     int sv[2] = {-1, -1}, ep[2] = {-1, -1}, st[2] = {-1, -1};
     struct rlimit rl;
     memset(p, 0, sizeof(*p));
-    p->io = p->err = p->pidfd = -1;
+    p->io = p->err = p->pidfd = p->guard = -1;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 || pipe2(ep, O_CLOEXEC) != 0 ||
         pipe2(st, O_CLOEXEC) != 0) {
         snprintf(err, errlen, "cannot start the handler: %s", strerror(errno));
@@ -180,7 +246,10 @@ exec_proc_start(struct exec_proc *p, const struct exec_cmd *c, char *err, size_t
     p->err = ep[0];
     p->pidfd = open_pidfd(pid);
     fcntl(p->err, F_SETFL, O_NONBLOCK);
-    int rc = await_exec(st[0], c, err, errlen);
+    int rc = start_guard(p, cp.max_fd, err, errlen);
+    if (rc == 0) {
+        rc = await_exec(st[0], c, err, errlen);
+    }
     close(st[0]);
     if (rc != 0) {
         exec_proc_kill(p, NULL);
@@ -198,13 +267,18 @@ exec_proc_kill(struct exec_proc *p, int *status)
         while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR) {
         }
     }
+    if (p->guard_pid > 0) { /* killed with the group, unless it never joined it */
+        kill(p->guard_pid, SIGKILL);
+        while (waitpid(p->guard_pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+    }
     if (status != NULL) {
         *status = st;
     }
-    int fds[] = {p->io, p->err, p->pidfd};
-    close_all(fds, 3);
-    p->io = p->err = p->pidfd = -1;
-    p->pid = 0;
+    int fds[] = {p->io, p->err, p->pidfd, p->guard};
+    close_all(fds, 4);
+    p->io = p->err = p->pidfd = p->guard = -1;
+    p->pid = p->guard_pid = 0;
     p->lines.len = p->lines.cut = 0;
 }
 

@@ -136,3 +136,18 @@ http_sanitize(const char *in, size_t len, char *out, size_t cap)
     }
     out[o] = '\0';
 }
+
+void
+http_body_shown(const char *in, size_t len, char *out, size_t cap)
+{
+    size_t start = 0;
+    while (start < len && (in[start] == ' ' || (in[start] >= '\t' && in[start] <= '\r'))) {
+        start++;
+    }
+    if (start == len) {
+        snprintf(out, cap, " (empty body)");
+        return;
+    }
+    snprintf(out, cap, ": ");
+    http_sanitize(in, len, out + 2, cap - 2);
+}

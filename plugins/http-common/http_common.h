@@ -85,6 +85,12 @@ long http_retry_after(const char *value, time_t now);
  * cap - 1 bytes and a NUL; a cap of 0 leaves it untouched. */
 void http_sanitize(const char *in, size_t len, char *out, size_t cap);
 
+/* What follows "HTTP 429" in an error about an answer: ": " and its body
+ * (in[0..len), sanitized), or " (empty body)" when the body is empty or only
+ * white space, so no message ends in a dangling ": ". out gets at most
+ * cap - 1 bytes and a NUL (a body cut to fit); cap must be at least 16. */
+void http_body_shown(const char *in, size_t len, char *out, size_t cap);
+
 /* ---- request.c ---- */
 
 /* One request as the plugins make it. */

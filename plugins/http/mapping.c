@@ -101,10 +101,10 @@ twice_status
 http_verdict(const twice_api *api, twice_job *job, const struct http_mapping *m, long status,
              const struct http_answer *a)
 {
-    char body[HTTP_ANSWER_BODY_MAX + 1];
-    http_sanitize(a->body, a->len, body, sizeof(body));
+    char body[HTTP_ANSWER_BODY_MAX + 3]; /* ": " and the body, or " (empty body)" */
+    http_body_shown(a->body, a->len, body, sizeof(body));
     if (a->twice_retry_after >= 0) {
-        api->error(job, "HTTP %ld with Twice-Retry-After: %ld: %s", status, a->twice_retry_after,
+        api->error(job, "HTTP %ld with Twice-Retry-After: %ld%s", status, a->twice_retry_after,
                    body);
         api->retry_after(job, capped(a->twice_retry_after));
         return TWICE_RETRY;
@@ -114,21 +114,21 @@ http_verdict(const twice_api *api, twice_job *job, const struct http_mapping *m,
         api->log(job, TWICE_LOG_DEBUG, "HTTP %ld", status);
         return TWICE_DONE;
     case HTTP_RETRY:
-        api->error(job, "HTTP %ld: %s", status, body);
+        api->error(job, "HTTP %ld%s", status, body);
         if (a->retry_after >= 0) {
             api->retry_after(job, capped(a->retry_after));
         }
         http_note_unavailable(api, job, CURLE_OK, status, a->retry_after, MAX_DELAY);
         return TWICE_RETRY;
     case HTTP_REJECT:
-        api->error(job, "HTTP %ld: %s", status, body);
+        api->error(job, "HTTP %ld%s", status, body);
         return TWICE_REJECT;
     case HTTP_UNMAPPED:
         break;
     }
     api->error(job,
                "HTTP %ld: not in done_statuses, retry_statuses or reject_statuses (redirects "
-               "are not followed: check the url): %s",
+               "are not followed: check the url)%s",
                status, body);
     return TWICE_RETRY;
 }

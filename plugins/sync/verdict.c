@@ -10,9 +10,9 @@
 twice_status
 sync_verdict(const twice_api *api, twice_job *job, long status, const struct http_answer *a)
 {
-    char body[SYNC_ERROR_BODY + 1];
-    http_sanitize(a->body, a->len < SYNC_ERROR_BODY ? a->len : SYNC_ERROR_BODY, body,
-                  sizeof(body));
+    char body[SYNC_ERROR_BODY + 3]; /* ": " and the body, or " (empty body)" */
+    http_body_shown(a->body, a->len < SYNC_ERROR_BODY ? a->len : SYNC_ERROR_BODY, body,
+                    sizeof(body));
     if (status >= 200 && status <= 299) {
         api->log(job, TWICE_LOG_DEBUG, "HTTP %ld", status);
         return TWICE_DONE;
@@ -22,7 +22,7 @@ sync_verdict(const twice_api *api, twice_job *job, long status, const struct htt
         return TWICE_DONE;
     }
     if (status == 408 || status == 429 || (status >= 500 && status <= 599)) {
-        api->error(job, "HTTP %ld: %s", status, body);
+        api->error(job, "HTTP %ld%s", status, body);
         unsigned wait = (unsigned) (a->retry_after > 43200 ? 43200 : a->retry_after);
         if (a->retry_after >= 0) {
             api->retry_after(job, wait);
@@ -31,7 +31,7 @@ sync_verdict(const twice_api *api, twice_job *job, long status, const struct htt
         return TWICE_RETRY;
     }
     if (status >= 400 && status <= 499) {
-        api->error(job, "HTTP %ld: %s", status, body);
+        api->error(job, "HTTP %ld%s", status, body);
         return TWICE_REJECT;
     }
     api->error(job, "HTTP %ld: unexpected answer (redirects are not followed: check the url)",

@@ -233,6 +233,20 @@ class Sources(CredsTest):
         self.assertTrue(re.fullmatch(r"twice-session-\d+", form["RoleSessionName"]),
                         form["RoleSessionName"])
 
+    def test_sts_answer_without_a_body_says_so(self):
+        """An STS error with an empty body reads "HTTP 429 (empty body)", not a made-up
+        reason or a line ending in ": "."""
+        jwt = "eyJ." + fakeaws.random_token(60) + ".x"
+        role = "arn:aws:iam::123456789012:role/throttled"
+        sts = self.fake(fakeaws.Sts(self.ledger, role, jwt))
+        sts.fail_next(1000, status=429)
+        d = self.start_twiced(self.conf, extra_env=self.isolated_env(
+            AWS_WEB_IDENTITY_TOKEN_FILE=self.write("jwt", jwt), AWS_ROLE_ARN=role,
+            AWS_ENDPOINT_URL_STS=sts.url))
+        d.wait_log(r"AssumeRoleWithWebIdentity: HTTP 429 \(empty body\)", timeout=20)
+        self.assertEqual(d.stop(), 0)
+        self.assertNotRegex(d.log_text(), r"HTTP 429: ")
+
     def test_credential_process(self):
         creds = self.ledger.issue("process", 3600)
         runs = os.path.join(self.tmp, "runs")

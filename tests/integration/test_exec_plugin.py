@@ -7,7 +7,8 @@ handler that exits between jobs while a child of its holds its stdout is replace
 the next job, which it would have cost an attempt; a handler whose stderr is redirected
 is kept; a megabyte on stderr stalls nothing and is
 logged with the job's context;
-handler processes end with their worker (drained, reloaded or killed) and leave no
+handler processes, and the helpers they started, end with their worker (drained, reloaded
+or killed outright) and leave no
 zombie; a bad setting is refused by `twiced -t` at the FILE:LINE that sets it, in an
 @include file too.
 Handlers: sdk/examples/exec-handler.py and plugins/exec/tests/handlers/behave.py."""
@@ -37,19 +38,26 @@ def alive(pid):
         return False
 
 
-def handler_pids(parent):
-    """Pids of the running children of process parent (a worker's handlers)."""
+def children(parent):
+    """(pid, name) of the running children of process parent."""
     out = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open("/proc/%s/stat" % entry) as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
+                    name, fields = f.read().split("(", 1)[1].rsplit(")", 1)
+                    fields = fields.split()
+            except (OSError, ValueError):
                 continue
             if int(fields[1]) == parent and fields[0] not in ("Z", "X"):
-                out.append(int(entry))
-    return sorted(out)
+                out.append((int(entry), name))
+    return out
+
+
+def handler_pids(parent):
+    """Pids of the running children of process parent (a worker's handlers), without
+    each one's guard (twice-guard: it kills the handler's group when the worker dies)."""
+    return sorted(pid for pid, name in children(parent) if name != "twice-guard")
 
 
 class ExecPlugin(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
@@ -320,6 +328,47 @@ class ExecPlugin(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
         third = handler_pids(d.worker_pids()[0])
         self.assertEqual(d.stop(), 0)
         self.assertFalse(any(alive(p) for p in third), "stopped: every handler ended")
+
+    def test_a_killed_worker_takes_its_handlers_helpers_with_it(self):
+        """A worker killed outright mid-job (SIGKILL, as the OOM killer does): its handler
+        dies with it, and so does the helper process the handler started (it used to be
+        left running for ever, as the kernel's parent-death signal reaches the handler
+        alone), within two seconds; each handler has one guard beside it; the job is not
+        lost: it runs again on the new worker (attempt 2, as after any crash) and is done
+        once."""
+        url, dlq, dsn, d = self.start(self.plugin("python3 -u " + self.behave, key="k:{id}",
+                                                  timeout=60),
+                                      concurrency=1, visibility_timeout=3)
+        effects, child = os.path.join(self.dir, "effects"), os.path.join(self.dir, "child")
+        pid_file = os.path.join(self.dir, "pid")
+        self.sqs.send(url, json.dumps({"id": 1, "do": "sleep", "seconds": 3, "background": 60,
+                                       "child_pid_file": child, "pid_file": pid_file,
+                                       "effect": effects}))
+        twicetest.wait_until(lambda: self.lines("pid") and self.lines("child"), timeout=30,
+                             message="the handler started its helper")
+        handler, helper = int(self.lines("pid")[0]), int(self.lines("child")[0])
+        self.addCleanup(lambda: alive(helper) and os.kill(helper, signal.SIGKILL))
+        worker = d.worker_pids()[0]
+        self.assertEqual(sorted(name for _, name in children(worker)),
+                         ["python3", "twice-guard"], "the handler and its guard")
+        self.assertTrue(alive(helper))
+        os.remove(pid_file)
+        os.remove(child)
+        os.kill(worker, signal.SIGKILL)
+        twicetest.wait_until(lambda: not alive(handler) and not alive(helper), timeout=2,
+                             message="the killed worker's handler and its helper ended")
+        twicetest.wait_until(lambda: self.lines("effects") == ["k:1"], timeout=60,
+                             message="the job ran again and was done")
+        self.drained(url)
+        self.assertEqual(self.lines("effects"), ["k:1"])
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        # As for any crashed worker: the run it lost counts as an attempt.
+        self.assertRegex(d.log_text(), r"key=k:1 attempt=2: taking over: the previous run "
+                                       r"crashed its worker")
+        second = int(self.lines("child")[0])
+        self.assertEqual(d.stop(), 0)
+        twicetest.wait_until(lambda: not alive(second), timeout=5,
+                             message="stopped: the second helper ended too")
 
     def check_refused(self, settings, setting, want, include=None):
         """Plugin x with these settings (command first, directory added) is refused for

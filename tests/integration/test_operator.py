@@ -4,8 +4,10 @@ removed at exit), `twiced -s reload|stop|quit|reopen` (reopen: log.file after lo
 process titles that say which process is the master, and what a signal sent to a worker
 instead of the master does. Real servers."""
 
+import grp
 import json
 import os
+import pwd
 import re
 import signal
 import subprocess
@@ -140,6 +142,54 @@ class Operator(twicetest.TwiceTestCase):
             self.assertFalse(f.read().startswith(b"\0"), "no hole before the new lines")
         self.assertEqual(d.stop(), 0)
 
+    def test_the_packaged_logrotate_stanza_rotates_a_running_twiced_log(self):
+        """The packages' /etc/logrotate.d/twice (etc/twice.logrotate), pointed at this
+        test's directory, pid file and twiced: `logrotate -f` moves the log away and its
+        postrotate makes the master and every worker write to a new file of that name;
+        with twiced stopped, the rotation still succeeds (nothing to reopen)."""
+        logdir = os.path.join(self.env.run_dir, "twiced", twicetest.unique_name("rotate"))
+        os.makedirs(logdir, mode=0o755)
+        log, pid_file = os.path.join(logdir, "twice.log"), os.path.join(logdir, "twiced.pid")
+        conf = self.conf("lrotate", pid_file=pid_file, log_file=log)
+        d = self.start_twiced(conf)
+        twicetest.wait_until(lambda: "ready: generation 1: 2/2" in (read(log) or ""),
+                             timeout=30, message="the log file never said ready")
+        with open(os.path.join(self.env.source_dir, "etc", "twice.logrotate")) as f:
+            stanza = f.read()
+        owner = "%s %s" % (pwd.getpwuid(os.getuid()).pw_name, grp.getgrgid(os.getgid()).gr_name)
+        for packaged, here in (("/var/log/twice/", logdir + "/"),
+                               ("/run/twice/twiced.pid", pid_file),
+                               ("/usr/sbin/twiced", d.binary), ("twice twice", owner)):
+            self.assertIn(packaged, stanza)
+            stanza = stanza.replace(packaged, here)
+        lr_conf = os.path.join(logdir, "logrotate.conf")
+        with open(lr_conf, "w") as f:
+            f.write(stanza)
+        state = os.path.join(logdir, "logrotate.state")
+
+        def logrotate():
+            r = subprocess.run(["logrotate", "-f", "-s", state, lr_conf], capture_output=True,
+                               text=True, timeout=60, stdin=subprocess.DEVNULL)
+            self.assertEqual((r.returncode, r.stderr), (0, ""), r.stdout)
+
+        logrotate()
+        with open(log + ".1") as f:
+            self.assertIn("ready: generation 1", f.read())
+        twicetest.wait_until(lambda: len(re.findall(r"(master|worker)\[\d+\]: log file "
+                                                    r"reopened", read(log) or "")) == 3,
+                             timeout=10, message="the master and both workers reopen")
+        self.sqs.send(self.url, json.dumps({"id": "after"}))
+        twicetest.wait_until(lambda: self.effects() == {"effect:after"}, timeout=15)
+        for pid in d.worker_pids():  # a worker's own line lands in the new file
+            os.kill(pid, signal.SIGHUP)
+        twicetest.wait_until(lambda: (read(log) or "").count("ignoring SIGHUP") == 2,
+                             timeout=10, message="the workers' lines in the new file")
+        self.assertNotIn("ignoring SIGHUP", read(log + ".1"))
+        self.assertEqual(d.stop(), 0)
+        self.assertFalse(os.path.exists(pid_file))
+        logrotate()  # twiced is not running: postrotate must not fail
+        self.assertTrue(os.path.exists(log + ".2.gz"), os.listdir(logdir))
+
     def test_reopen_without_a_log_file_changes_nothing(self):
         """Lines go to standard error: `twiced -s reopen` (or a plain SIGUSR1) neither
         stops twiced nor a worker."""
@@ -271,6 +321,52 @@ class Operator(twicetest.TwiceTestCase):
                 self.assertRegex(r.stderr, r"not starting: log.file %s: (No such file or "
                                  r"directory|Is a directory)" % re.escape(path))
             self.assertFalse(os.path.exists(missing))
+
+    def test_a_named_pipe_log_file_needs_its_reader(self):
+        """log.file naming a named pipe (a log shipper's) that no process reads: twiced -t
+        points at its line and says so, and twiced does not start, naming the line too,
+        rather than passing the check and failing at the start. With a reader, the
+        check passes and twiced logs through the pipe."""
+        fifo = os.path.join(self.env.run_dir, twicetest.unique_name("logpipe"))
+        os.mkfifo(fifo)
+        self.addCleanup(os.remove, fifo)
+        conf = self.conf("logpipe", pid_file=None, workers=1).replace(
+            "log = { ", "log = {\n    file = %s; " % tc.quote(fifo), 1)
+        d = self.twiced(conf)
+        where = r"%s:4: log.file %s: cannot be written: a named pipe that no process reads" % (
+            re.escape(d.config_path), re.escape(fifo))
+        r = d.check_config()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stdout + r.stderr, "^" + where)
+        r = subprocess.run([d.binary, "-f", "-c", d.config_path], capture_output=True,
+                           text=True, env=d.process_env, cwd=d.workdir, timeout=30,
+                           stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, where)
+        self.assertIn("not starting: log.file %s: a named pipe that no process reads" % fifo,
+                      r.stderr)
+        # A reader (non-blocking, so it never waits for a writer) drains the pipe.
+        rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        self.addCleanup(os.close, rfd)
+        got = bytearray()
+
+        def drained():
+            while True:
+                try:
+                    chunk = os.read(rfd, 65536)
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    break
+                got.extend(chunk)
+            return got.decode(errors="replace")
+
+        r = d.check_config()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        d = self.start_twiced(conf)
+        twicetest.wait_until(lambda: "ready: generation 1" in drained(), timeout=30,
+                             message="no ready line through the pipe")
+        self.assertEqual(d.stop(), 0)
 
     def test_a_log_file_gone_at_reload_is_reported_where_logging_goes_on(self):
         # The log file's directory is removed, then a reload: the master cannot

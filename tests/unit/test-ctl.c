@@ -149,9 +149,9 @@ test_escape(void)
     /* bidirectional controls could reorder the line on a terminal */
     CHECK_STR(esc(&b,
                   "a\xe2\x80\xae"
-                  "b\xe2\x80\x8e\xe2\x80\x8f\xe2\x80\xaa\xe2\x81\xa6\xe2\x81\xa9",
+                  "b\xe2\x80\x8e\xe2\x80\x8f\xe2\x80\xaa\xe2\x81\xa6\xe2\x81\xa9\xd8\x9c",
                   0),
-              "a\\u202eb\\u200e\\u200f\\u202a\\u2066\\u2069");
+              "a\\u202eb\\u200e\\u200f\\u202a\\u2066\\u2069\\u061c");
     CHECK_STR(esc(&b, "\xe2\x80\x8d\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xaa", 0),
               "\xe2\x80\x8d\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xaa");
     CHECK_STR(esc(&b, "abcdef", 3), "abc...");

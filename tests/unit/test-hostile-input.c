@@ -137,12 +137,52 @@ test_escape_line_breaking_unicode(void)
     CHECK_STR(s, "a\\u2028b\\u2029c\\u0085d\\u009b[31me");
     free(s);
     /* their neighbours stay as they are */
-    s = escaped("\xc2\xa0\xc3\xa9\xe2\x80\xa7\xe2\x80\xaa\xf0\x9f\x98\x80");
-    CHECK_STR(s, "\xc2\xa0\xc3\xa9\xe2\x80\xa7\xe2\x80\xaa\xf0\x9f\x98\x80");
+    s = escaped("\xc2\xa0\xc3\xa9\xe2\x80\xa7\xf0\x9f\x98\x80");
+    CHECK_STR(s, "\xc2\xa0\xc3\xa9\xe2\x80\xa7\xf0\x9f\x98\x80");
     free(s);
     s = escaped("t\tn\nr\r\x01\x7f\"\\\xff\xc0\xaf\xed\xa0\x80");
     CHECK_STR(s, "t\\tn\\nr\\r\\x01\\x7f\\\"\\\\\\xff\\xc0\\xaf\\xed\\xa0\\x80");
     free(s);
+}
+
+/* Bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E,
+ * U+2066-U+2069) in a body, attribute or name reorder the rest of a log line
+ * on a terminal (Trojan Source): they are escaped like the C1 controls, in
+ * log text, quoted text and a configuration's names; their neighbours
+ * (U+061B, U+200D, U+202F, U+2065, U+206A) are kept. */
+static void
+test_escape_bidirectional_controls(void)
+{
+    const char *in = "a\xe2\x80\xae"
+                     "b\xe2\x80\x8e\xe2\x80\x8f\xe2\x80\xaa\xe2\x80\xab\xe2\x80\xac"
+                     "\xe2\x80\xad\xe2\x81\xa6\xe2\x81\xa7\xe2\x81\xa8\xe2\x81\xa9\xd8\x9c"
+                     "c";
+    const char *want = "a\\u202eb\\u200e\\u200f\\u202a\\u202b\\u202c\\u202d\\u2066\\u2067"
+                       "\\u2068\\u2069\\u061cc";
+    char *s = escaped(in);
+    CHECK_STR(s, want);
+    free(s);
+
+    struct buf b = BUF_INIT;
+    escape_unquoted(&b, in, strlen(in));
+    CHECK_STR(buf_str(&b), want);
+    buf_free(&b);
+
+    const char *kept = "\xd8\x9b\xe2\x80\x8d\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xaa";
+    s = escaped(kept);
+    CHECK_STR(s, kept);
+    free(s);
+
+    char shown[64];
+    CHECK_STR(config_shown("q\xe2\x80\xaegnp.exe\xd8\x9c", shown), "q\\u202egnp.exe\\u061c");
+
+    char *out = config_problems(
+        "idempotency = { dsn = \"x\"; };\n"
+        "plugins = ( { name = \"p\"; path = \"/nonexistent-twice-test/p.so\"; } );\n"
+        "queues = ( { name = \"q\"; url = \"http://h/a\"; "
+        "dlq_url = \"http://h/d\"; plugin = \"p\xe2\x81\xa6x\xe2\x80\x8f\"; } );\n");
+    CHECK_CONTAINS(out, "plugin 'p\\u2066x\\u200f' is not configured");
+    free(out);
 }
 
 /* Bodies that can reach a worker and that twice refuses as invalid-json:
@@ -188,6 +228,7 @@ main(void)
     test_config_names_are_escaped();
     test_batch_failure_without_code();
     test_escape_line_breaking_unicode();
+    test_escape_bidirectional_controls();
     test_hostile_bodies_are_refused();
     return check_done("test-hostile-input");
 }

@@ -65,6 +65,22 @@ test_sanitize(void)
     CHECK_STR(out, "");
 }
 
+/* An error about an answer quotes its body after ": ", or says the body
+ * was empty (or blank) instead of ending in "HTTP 429: ". */
+static void
+test_body_shown(void)
+{
+    char out[32];
+    http_body_shown("busy\r\n", 6, out, sizeof(out));
+    CHECK_STR(out, ": busy  ");
+    http_body_shown("", 0, out, sizeof(out));
+    CHECK_STR(out, " (empty body)");
+    http_body_shown(" \r\n\t", 4, out, sizeof(out));
+    CHECK_STR(out, " (empty body)");
+    http_body_shown("abcdefghijklmnopqrstuvwxyz0123456789", 36, out, sizeof(out));
+    CHECK_STR(out, ": abcdefghijklmnopqrstuvwxyz012");
+}
+
 /* The header callback as libcurl calls it, one line at a time; a new
  * status line (after a 1xx) forgets earlier delays. */
 static void
@@ -180,6 +196,7 @@ main(void)
 {
     test_retry_after();
     test_sanitize();
+    test_body_shown();
     test_answer_capture();
     test_url_check();
     test_url_shown();

@@ -328,6 +328,22 @@ test_retry(twice_mock *m)
     CHECK_CONTAINS(twice_mock_job_error(j), "HTTP 500: ");
     twice_mock_job_free(j);
 
+    /* An answer without a body says so, rather than ending in ": ". */
+    receiver_script("bare", "{\"status\":429,\"body\":\"\"}");
+    CHECK_INT(run_in(m, "bare", "{\"orderId\":1}", &j), TWICE_RETRY);
+    CHECK_STR(twice_mock_job_error(j), "HTTP 429 (empty body)");
+    twice_mock_job_free(j);
+    receiver_script("bare4", "{\"status\":400,\"body\":\"\\r\\n\"}");
+    CHECK_INT(run_in(m, "bare4", "{\"orderId\":1}", &j), TWICE_REJECT);
+    CHECK_STR(twice_mock_job_error(j), "HTTP 400 (empty body)");
+    twice_mock_job_free(j);
+    receiver_script(
+        "bare202",
+        "{\"status\":202,\"then_body\":\"\",\"headers\":{\"Twice-Retry-After\":\"3\"}}");
+    CHECK_INT(run_in(m, "bare202", "{\"orderId\":1}", &j), TWICE_RETRY);
+    CHECK_STR(twice_mock_job_error(j), "HTTP 202 with Twice-Retry-After: 3 (empty body)");
+    twice_mock_job_free(j);
+
     /* The service's own delay wins over any status. */
     receiver_script("later", "{\"status\":202,\"headers\":{\"Twice-Retry-After\":\"30\"}}");
     CHECK_INT(run_in(m, "later", "{\"orderId\":1}", &j), TWICE_RETRY);

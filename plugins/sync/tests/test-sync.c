@@ -196,6 +196,15 @@ test_conflict_and_reject(twice_mock *m)
               TWICE_REJECT);
     CHECK_INT(strlen(twice_mock_job_error(j)), strlen("HTTP 422: ") + 512);
     twice_mock_job_free(j);
+
+    /* An answer without a body says so, rather than ending in ": ". */
+    receiver_script("bare", "{\"status\":429,\"body\":\"\"}");
+    CHECK_INT(plugin_run(m,
+                         "{\"case\":\"bare\",\"entity\":\"c\",\"id\":1,\"version\":1,\"data\":{}}",
+                         &j),
+              TWICE_RETRY);
+    CHECK_STR(twice_mock_job_error(j), "HTTP 429 (empty body)");
+    twice_mock_job_free(j);
 }
 
 static void
