@@ -1,12 +1,15 @@
 """The idempotency guard when PostgreSQL loses a connection: a statement whose answer
 never arrived may have committed, and what twice does next must follow what the key's
-row says, not the lost answer. And a dead letter the DLQ keeps failing must not leave its
-key in progress. Real PostgreSQL (behind faultproxy.TcpProxy, which can lose one answer
+row says, not the lost answer. A dead letter the DLQ keeps failing must not leave its
+key in progress. And a job that finished while PostgreSQL was gone must not run again
+because its worker stopped (SIGTERM, a reload's drain) before the completion could be
+written. Real PostgreSQL (behind faultproxy.TcpProxy, which can lose one answer
 after its statement committed) and the SQS emulator (behind faultproxy.FaultProxy, to fail
 SendMessage); effects are lines (effect_file) or rows (effect_tx) that the tests count."""
 
 import json
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -19,10 +22,10 @@ PLUGIN = "effect-file"
 
 
 class Guard(twicetest.TwiceTestCase):
-    def setup_proxied(self, prefix, **queue_options):
+    def setup_proxied(self, prefix, drain_timeout=10, **queue_options):
         """A queue pair, a database reached through a TcpProxy, and twiced running
         effect_file on it. Returns (url, dlq, dsn, proxy, effects file, metrics port,
-        twiced)."""
+        twiced); the configuration is self.conf."""
         url, dlq = self.queue_pair(prefix)
         dsn = self.new_database(prefix)
         proxy = faultproxy.TcpProxy(self.env.pg_host, self.env.pg_port)
@@ -32,7 +35,9 @@ class Guard(twicetest.TwiceTestCase):
         port = tc.free_port()
         conf = tc.config(self.env, via, [tc.queue(prefix, url, dlq, PLUGIN, **queue_options)],
                          [tc.plugin(PLUGIN, tc.test_plugin(self.env, "effect_file"),
-                                    file=effects)], metrics_port=port)
+                                    file=effects)], metrics_port=port,
+                         drain_timeout=drain_timeout)
+        self.conf = conf
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
         return url, dlq, dsn, proxy, effects, port, d
@@ -243,3 +248,75 @@ class Guard(twicetest.TwiceTestCase):
         self.assertNotIn("duplicate", d.log_text())
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)
+
+    STOP_UNWRITTEN = (r"warn .*key=effect:%s .*stopping before its completion could be "
+                      r"written \(.*\): its effect happened, so its message is deleted; its "
+                      r"key stays in progress, not completed, until its lease lapses")
+
+    def finish_unwritten(self, prefix, sleep_ms, drain_timeout, before_done=None):
+        """twiced (visibility timeout 4 s, lease 6 s) runs one job of sleep_ms; once it
+        runs, before_done(twiced) (if any), then PostgreSQL goes away before the job
+        finishes. Returns (url, dlq, dsn, proxy, effects, twiced) once the job's effect
+        is there: DONE, its completion unwritable."""
+        url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
+            prefix, drain_timeout=drain_timeout, visibility_timeout=4)
+        self.sqs.send(url, json.dumps({"id": "%s-1" % prefix, "sleep_ms": sleep_ms}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
+                             timeout=10, message="the job never started")
+        if before_done is not None:
+            before_done(d)
+        proxy.down()
+        self.assertEqual(self.lines(effects), [], "PostgreSQL went away before the job ended")
+        twicetest.wait_until(lambda: self.lines(effects), timeout=10,
+                             message="the job did not finish")
+        return url, dlq, dsn, proxy, effects, d
+
+    def assert_ran_once_after_restart(self, prefix, url, dlq, dsn, proxy, effects, d):
+        """The stopped worker deleted the message of the job whose completion it could not
+        write; PostgreSQL comes back and twiced (d, or a new one) runs on: the job does not
+        run again - not even once its lease has lapsed (4 + 2 s) and its message would have
+        come back."""
+        at_stop = self.sqs.counts(url)
+        proxy.up()
+        if d is None:
+            d = self.start_twiced(self.conf)
+            d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        time.sleep(7)  # past the visibility timeout and the lease, had it been left
+        self.wait_empty(url, timeout=20)
+        self.assertEqual([(k, a) for k, _, a in self.lines(effects)],
+                         [("effect:%s-1" % prefix, "1")], "it ran once")
+        self.assertEqual(at_stop, (0, 0, 0), "the message of the job that finished was "
+                                             "deleted at the stop, not left to come back")
+        self.assertNotIn("taking over", d.log_text())
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_job_done_as_postgresql_went_away_does_not_run_again_after_a_stop(self):
+        # The handler finishes (its email is sent) while PostgreSQL is unreachable, and
+        # twiced is stopped: the completion cannot be written before the worker must
+        # exit. Left, the message would come back after its visibility timeout, meet
+        # its key still in progress with a lapsed lease, be taken over and run again:
+        # a second email. Its effect happened and it staged nothing, so its message is
+        # deleted, with a warning naming the key that stays in progress.
+        url, dlq, dsn, proxy, effects, d = self.finish_unwritten("stopdone", 1000, 1)
+        began = time.monotonic()
+        self.assertEqual(d.stop(timeout=30), 0)
+        self.assertLess(time.monotonic() - began, 20, "within drain_timeout + 10 s")
+        self.assertRegex(d.log_text(), self.STOP_UNWRITTEN % "stopdone-1")
+        self.assert_ran_once_after_restart("stopdone", url, dlq, dsn, proxy, effects, None)
+
+    def test_a_job_done_as_postgresql_went_away_does_not_run_again_after_a_reload(self):
+        # The same at a reload: the new generation is ready (PostgreSQL still there),
+        # the old one drains its running job (drain_timeout 8 s), which finishes once
+        # PostgreSQL has gone.
+        # The old worker exits without the completion; the new generation must not run
+        # the job again when PostgreSQL comes back.
+        def reload(d):
+            mark = d.mark()
+            d.signal(signal.SIGHUP)
+            d.wait_log(r"reload done: generation 2 ready", timeout=20, since=mark)
+
+        url, dlq, dsn, proxy, effects, d = self.finish_unwritten("reloaddone", 5000, 8, reload)
+        d.wait_log(r"worker \d+ \(generation 1\) drained and exited", timeout=30)
+        self.assertRegex(d.log_text(), self.STOP_UNWRITTEN % "reloaddone-1")
+        self.assert_ran_once_after_restart("reloaddone", url, dlq, dsn, proxy, effects, d)
