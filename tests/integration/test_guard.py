@@ -320,3 +320,33 @@ class Guard(twicetest.TwiceTestCase):
         d.wait_log(r"worker \d+ \(generation 1\) drained and exited", timeout=30)
         self.assertRegex(d.log_text(), self.STOP_UNWRITTEN % "reloaddone-1")
         self.assert_ran_once_after_restart("reloaddone", url, dlq, dsn, proxy, effects, d)
+
+    def test_a_job_done_as_postgresql_went_away_does_not_run_again_after_a_drain_deadline(self):
+        # The same when another job still runs at the drain deadline (drain_timeout 1 s):
+        # the drain gives that one back (unfinished, it is to run again) and the
+        # acknowledger leaves at once. The finished job is settled then: deleted, not
+        # left (nor given back with the unfinished one) to run again.
+        url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
+            "deadlinedone", drain_timeout=1, visibility_timeout=4, concurrency=2)
+        self.sqs.send(url, json.dumps({"id": "deadlinedone-1", "sleep_ms": 1500}))
+        self.sqs.send(url, json.dumps({"id": "deadlinedone-2", "sleep_ms": 30000}))
+        twicetest.wait_until(
+            lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight") == 2,
+            timeout=10, message="the jobs never started")
+        proxy.down()
+        self.assertEqual(self.lines(effects), [], "PostgreSQL went away before the job ended")
+        twicetest.wait_until(lambda: self.lines(effects), timeout=10,
+                             message="the short job did not finish")
+        self.assertEqual(d.stop(timeout=30), 0)
+        log = d.log_text()
+        self.assertIn("queue deadlinedone: drain deadline: gave back 1 unfinished job", log)
+        self.assertRegex(log, self.STOP_UNWRITTEN % "deadlinedone-1")
+        at_stop = self.sqs.counts(url)
+        proxy.up()
+        d = self.start_twiced(self.conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        time.sleep(8)  # past the visibility timeout and the lease, had it been left
+        self.assertEqual([(k, a) for k, _, a in self.lines(effects)],
+                         [("effect:deadlinedone-1", "1")], "the finished job ran once")
+        self.assertEqual(at_stop[0] + at_stop[1], 1, "only the unfinished job's message is left")
+        self.assertEqual(d.stop(), 0)  # the unfinished one, running again, is given back
