@@ -350,3 +350,49 @@ class Guard(twicetest.TwiceTestCase):
                          [("effect:deadlinedone-1", "1")], "the finished job ran once")
         self.assertEqual(at_stop[0] + at_stop[1], 1, "only the unfinished job's message is left")
         self.assertEqual(d.stop(), 0)  # the unfinished one, running again, is given back
+
+    def test_a_job_that_staged_follow_ups_keeps_them_when_its_completion_is_unwritten(self):
+        # A job that staged follow-up messages finishes as PostgreSQL goes away, and
+        # twiced stops. Its follow-ups are written only with its completion, so its
+        # message is not deleted: it comes back, runs again once its lease lapsed, and
+        # its follow-ups are sent then - once - rather than lost with the message.
+        url, dlq = self.queue_pair("stopsend")
+        sink, _ = self.queue_pair("stopsink")
+        dsn = self.new_database("stopsend")
+        proxy = faultproxy.TcpProxy(self.env.pg_host, self.env.pg_port)
+        self.addCleanup(proxy.close)
+        via = dsn.replace(":%d/" % self.env.pg_port, ":%d/" % proxy.port)
+        port = tc.free_port()
+        conf = tc.config(self.env, via, [tc.queue("stopsend", url, dlq, "outbox-sender",
+                                                  visibility_timeout=4)],
+                         [tc.plugin("outbox-sender", tc.test_plugin(self.env, "outbox_sender"))],
+                         metrics_port=port, drain_timeout=1)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "stopsend-1", "to": sink, "n": 2,
+                                       "sleep_ms": 1000}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
+                             timeout=10, message="the job never started")
+        proxy.down()
+        d.wait_log(r"completing the key", timeout=10)
+        self.assertEqual(d.stop(timeout=30), 0)
+        self.assertRegex(d.log_text(), r"warn .*key=send:stopsend-1 .*stopping before its "
+                         r"completion could be written \(.*\): it staged 2 follow-up messages, "
+                         r"written only with its completion, so its message is left")
+        self.assertEqual(sum(self.sqs.counts(url)), 1, "its message is left")
+        proxy.up()
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        self.wait_empty(url, timeout=30)
+        got = []
+        deadline = time.monotonic() + 20
+        while len(got) < 3 and time.monotonic() < deadline:
+            for m in self.sqs.receive(sink, max=10, wait=1):
+                got.append(json.loads(m["Body"])["i"])
+                self.sqs.delete(sink, m)
+            if len(got) == 2:
+                deadline = min(deadline, time.monotonic() + 2)  # and no more
+        self.assertEqual(sorted(got), [0, 1], "each follow-up sent once")
+        self.assertEqual(self.key_row(dsn, "send:stopsend-1"), ("completed", True, 1))
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
