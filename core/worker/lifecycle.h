@@ -118,6 +118,9 @@
  *                                   written only with the completion, so the job must run
  *                                   again (when its message comes back and its lease has
  *                                   lapsed) rather than lose them; its effect happens twice
+ *                                   (the remaining case: docs/architecture.md)
+ * Until that last call a stopping worker keeps trying such a completion; the drain
+ * deadline's give-back leaves a finished job alone (it is no running job).
  *
  * A dead letter the DLQ refuses for good (LIFECYCLE_DLQ_REFUSED: larger than the DLQ
  * accepts even without twice's optional attributes, or an error that sending again will
