@@ -232,6 +232,14 @@ heartbeat_store(void *arg)
     return acker_store(arg);
 }
 
+/* Whether j is a DONE job whose completion is not written yet: the last call
+ * settles it at once, without waiting for its turn (stop_unwritten). */
+static int
+unwritten(const struct twice_job *j)
+{
+    return j->action == JOB_ACT_COMPLETE && !j->key_completed;
+}
+
 /* Whether a failing step of j is tried again however often it failed: a
  * completion during a stop with a deadline (or once the drain gave up on the
  * running jobs, just before that stop) waits for the last call instead of
@@ -239,8 +247,7 @@ heartbeat_store(void *arg)
 static int
 keeps_trying(const struct acker *a, const struct twice_job *j)
 {
-    return ((a->stopping && a->deadline) || flag_is_up(&a->w->abandon)) &&
-           j->action == JOB_ACT_COMPLETE && !j->key_completed;
+    return ((a->stopping && a->deadline) || flag_is_up(&a->w->abandon)) && unwritten(j);
 }
 
 /* A step failed: try the job again in a later pass, or give it up after
@@ -797,14 +804,15 @@ pass(struct acker *a, struct twice_job *list)
     release_flush(&freed);
 }
 
-/* Deferred jobs whose time has come. */
+/* Deferred jobs whose time has come (or that the last call settles). */
 static struct twice_job *
 due_later(struct acker *a, struct twice_job *list, const struct timespec *now)
 {
     struct twice_job **pp = &a->later;
     while (*pp != NULL) {
         struct twice_job *j = *pp;
-        if (a->last_call || flag_is_up(&a->w->abandon) || job_elapsed(&j->not_before, now) >= 0) {
+        if (flag_is_up(&a->w->abandon) || job_elapsed(&j->not_before, now) >= 0 ||
+            (a->last_call && unwritten(j))) {
             *pp = j->next;
             j->held = 0;
             j->next = list;
