@@ -75,6 +75,8 @@ struct twice_job {
     int key_completed;         /* the key is completed (by the acker or in the handler's tx) */
     int complete_unsure;       /* acker: a completion went out and failed: it may have
                                   committed, its answer lost with the connection */
+    int done_unrecorded;       /* acker: DONE, its completion never written before a stop
+                                  (lifecycle_on_stop_unwritten): its message deleted anyway */
     int dlq_sent;              /* the dead letter was accepted by the DLQ */
     int dlq_refused;           /* the DLQ did not take it (refused it for good, or kept failing):
                                   given back, its key released with runs */
@@ -96,6 +98,8 @@ struct twice_job {
     int act_tries;   /* acknowledgement attempts so far */
     int given_up;    /* acker: too many tries; left for redelivery, nothing more is done */
     int deferred;    /* acker: a step failed, try again in a later pass */
+    int held;        /* acker thread: deferred, in its list of later jobs (the heartbeat,
+                        on the same thread, then knows the job is no longer running) */
 
     struct arena scratch; /* owned: strings handed to the plugin (api->field...) */
     struct span *span;    /* owned: its trace span (worker/jobspan.c), NULL with tracing off */

@@ -14,6 +14,12 @@
  * for what happened: done when its key was completed (even if its message
  * could not be deleted), a retry when it was released to run again. Between
  * passes the heartbeat (heartbeat.c) extends what is still in flight.
+ *
+ * A stop gives it until a deadline (acker_stop). While stopping, a completion
+ * that keeps failing is not given up but tried again until the last call, a
+ * few seconds before the deadline; then a DONE job whose completion is still
+ * not written is settled as lifecycle_on_stop_unwritten says (deleted when it
+ * staged no follow-ups), so that its message does not come back to run again.
  */
 #include "acker.h"
 
@@ -50,6 +56,9 @@
 #define ACKER_MAX_TRIES 8
 /* Keys per PostgreSQL statement. */
 #define ACKER_BATCH     256
+/* Seconds before a stop's deadline when the last pass settles what the store
+ * could not take: time enough for its deletes before SQS calls are cut. */
+#define ACKER_LAST_CALL 3
 
 struct acker {
     struct worker *w;
@@ -60,9 +69,11 @@ struct acker {
     size_t npending;
     struct registry reg; /* the jobs in flight, for the heartbeat */
     int stop;
-    int abandon;     /* give back the running jobs */
-    int exited;      /* the thread has left its loop (acker_stop waits for it) */
-    struct flag cut; /* a stop's time is up: SQS calls end now, deferred jobs are left */
+    int abandon;      /* give back the running jobs */
+    int exited;       /* the thread has left its loop (acker_stop waits for it) */
+    struct flag cut;  /* a stop's time is up: SQS calls end now, deferred jobs are left */
+    int has_deadline; /* a stop with a deadline: last_call_at is set */
+    struct timespec last_call_at; /* CLOCK_MONOTONIC: ACKER_LAST_CALL before it */
 
     /* Used by the thread only. */
     struct sqs_client *sqs;
@@ -73,6 +84,10 @@ struct acker {
     time_t defer_logged;     /* when deferrals were last reported */
     time_t release_logged;   /* when failed releases were last reported */
     int deferrals;           /* deferrals since then */
+    int stopping;            /* this pass runs during a stop ... */
+    int deadline;            /* ... that has a deadline (a copy of has_deadline) */
+    int last_call;           /* this pass is a stop's last call (or the drain gave up
+                                on running jobs): completions are not deferred again */
     struct heartbeat hb;     /* its state; it runs between passes */
 };
 
@@ -185,6 +200,9 @@ acker_store(struct acker *a)
     if (a->store != NULL && idem_connected(a->store)) {
         return a->store;
     }
+    if (a->last_call && a->store_down) {
+        return NULL; /* a connect could outlast the time left (connect_timeout) */
+    }
     int rc;
     if (a->store == NULL) {
         const struct config *c = a->w->cfg;
@@ -214,6 +232,24 @@ heartbeat_store(void *arg)
     return acker_store(arg);
 }
 
+/* Whether j is a DONE job whose completion is not written yet: the last call
+ * settles it at once, without waiting for its turn (stop_unwritten). */
+static int
+unwritten(const struct twice_job *j)
+{
+    return j->action == JOB_ACT_COMPLETE && !j->key_completed;
+}
+
+/* Whether a failing step of j is tried again however often it failed: a
+ * completion during a stop with a deadline (or once the drain gave up on the
+ * running jobs, just before that stop) waits for the last call instead of
+ * being given up (stop_unwritten then settles it). */
+static int
+keeps_trying(const struct acker *a, const struct twice_job *j)
+{
+    return ((a->stopping && a->deadline) || flag_is_up(&a->w->abandon)) && unwritten(j);
+}
+
 /* A step failed: try the job again in a later pass, or give it up after
  * too many tries (its message comes back after its visibility timeout and
  * meets its key's state then: nothing is lost). */
@@ -223,7 +259,7 @@ defer(struct acker *a, struct twice_job *j, const char *what, const char *why)
     struct log_job ctx;
     job_log_ctx(j, &ctx);
     j->act_tries++;
-    if (j->act_tries >= ACKER_MAX_TRIES) {
+    if (j->act_tries >= ACKER_MAX_TRIES && !keeps_trying(a, j)) {
         log_job(TWICE_LOG_ERROR, &ctx,
                 "%s failed %d times, giving up (the message will be redelivered after its "
                 "visibility timeout): %s",
@@ -245,6 +281,20 @@ defer(struct acker *a, struct twice_job *j, const char *what, const char *why)
     j->deferred = 1;
     now_mono(&j->not_before);
     j->not_before.tv_sec += j->act_tries < 4 ? j->act_tries : 4;
+}
+
+/* A stop's last call, and the DONE job j's completion failed again (err):
+ * settle it as lifecycle.c says - its message deleted when it staged no
+ * follow-ups (its effect happened: left, it would come back, meet its key in
+ * progress once the lease lapsed and run again), else left as it is. */
+static void
+stop_unwritten(struct twice_job *j, const char *err)
+{
+    struct lifecycle_verdict v;
+    if (lifecycle_on_stop_unwritten(j->outbox.n, err, &v) == JOB_ACT_DELETE) {
+        j->done_unrecorded = 1;
+    }
+    verdict_apply(j, &v);
 }
 
 /* Whether a failed SQS call is worth making again in a later pass: a
@@ -494,7 +544,11 @@ complete_keys(struct acker *a, struct twice_job *list)
                 /* sent: it may have committed, its answer lost (a connection
                  * ended after the commit can answer with an error too) */
                 jobs[i]->complete_unsure |= s != NULL;
-                defer(a, jobs[i], "completing the key", err);
+                if (a->last_call) {
+                    stop_unwritten(jobs[i], err);
+                } else {
+                    defer(a, jobs[i], "completing the key", err);
+                }
             }
             continue;
         }
@@ -645,7 +699,7 @@ settle_dups(struct acker *a, struct twice_job *j)
     }
     j->dups = NULL;
     struct lifecycle_leader leader = {
-        .key_completed = j->key_completed,
+        .key_completed = j->key_completed || j->done_unrecorded, /* its effect happened */
         .action = j->given_up ? JOB_ACT_NONE : j->action,
         .delay = j->delay,
         .message_id = j->msg.message_id,
@@ -667,7 +721,7 @@ settle_dups(struct acker *a, struct twice_job *j)
 static void
 count_finished(const struct twice_job *j)
 {
-    if (j->key_completed) {
+    if (j->key_completed || j->done_unrecorded) {
         if (log_enabled(TWICE_LOG_DEBUG)) {
             struct log_job ctx;
             struct timespec now;
@@ -737,6 +791,7 @@ pass(struct acker *a, struct twice_job *list)
         next = j->next;
         if (j->deferred) {
             j->deferred = 0;
+            j->held = 1;
             j->next = a->later;
             a->later = j;
             continue;
@@ -749,15 +804,17 @@ pass(struct acker *a, struct twice_job *list)
     release_flush(&freed);
 }
 
-/* Deferred jobs whose time has come. */
+/* Deferred jobs whose time has come (or that the last call settles). */
 static struct twice_job *
 due_later(struct acker *a, struct twice_job *list, const struct timespec *now)
 {
     struct twice_job **pp = &a->later;
     while (*pp != NULL) {
         struct twice_job *j = *pp;
-        if (flag_is_up(&a->w->abandon) || job_elapsed(&j->not_before, now) >= 0) {
+        if (flag_is_up(&a->w->abandon) || job_elapsed(&j->not_before, now) >= 0 ||
+            (a->last_call && unwritten(j))) {
             *pp = j->next;
+            j->held = 0;
             j->next = list;
             list = j;
         } else {
@@ -800,10 +857,15 @@ acker_main(void *arg)
         int stopping = a->stop;
         int abandon = a->abandon;
         a->abandon = 0;
+        a->deadline = a->has_deadline;
+        struct timespec last_call_at = a->last_call_at;
         pthread_mutex_unlock(&a->mu);
 
         struct timespec now;
         now_mono(&now);
+        a->stopping = stopping;
+        a->last_call = stopping && (flag_is_up(&a->w->abandon) ||
+                                    (a->deadline && job_elapsed(&last_call_at, &now) >= 0));
         list = due_later(a, list, &now);
         if (list != NULL) {
             pass(a, list);
@@ -893,6 +955,11 @@ acker_stop(struct acker *a, const struct timespec *deadline)
     }
     pthread_mutex_lock(&a->mu);
     a->stop = 1;
+    if (deadline != NULL) {
+        a->last_call_at = *deadline;
+        a->last_call_at.tv_sec -= ACKER_LAST_CALL;
+        a->has_deadline = 1;
+    }
     pthread_cond_signal(&a->cv);
     int exited = a->exited;
     pthread_mutex_unlock(&a->mu);

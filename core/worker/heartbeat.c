@@ -2,9 +2,10 @@
  * heartbeat.c - extending visibility and leases of jobs in flight, and
  * giving them back at the drain deadline (see heartbeat.h). Registry jobs
  * belong to their handler threads: only fields fixed at claim time
- * (queue, receipt handle, key) are read here, plus extended_at, which
- * only the acker's thread writes, and claimed, which is atomic (a
- * transactional handler settles the key while the job is registered).
+ * (queue, receipt handle, key) are read here, plus extended_at and held,
+ * which only the acker's thread writes, and claimed, which is atomic (a
+ * transactional handler settles the key while the job is registered). A held
+ * job is the acker's: its other fields are then the acker's thread's too.
  */
 #include "heartbeat.h"
 
@@ -363,6 +364,16 @@ give_back_queue(struct heartbeat *hb, struct wqueue *q, struct twice_job **jobs,
              plural_s((long long) n));
 }
 
+/* Whether j finished DONE and waits in the acker for its completion (held:
+ * the acker's, so its action may be read): no running job to give back. Made
+ * visible, its message would come back and, once its lease lapsed, run again;
+ * the acker settles it (lifecycle_on_stop_unwritten). */
+static int
+done_in_acker(const struct twice_job *j)
+{
+    return j->held && j->action == JOB_ACT_COMPLETE;
+}
+
 void
 heartbeat_give_back(struct heartbeat *hb)
 {
@@ -376,7 +387,8 @@ heartbeat_give_back(struct heartbeat *hb)
     for (size_t qi = 0; qi < w->nqueues; qi++) {
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
-            if (all[i]->queue == &w->queues[qi] && !timeout_overrun(all[i])) {
+            if (all[i]->queue == &w->queues[qi] && !timeout_overrun(all[i]) &&
+                !done_in_acker(all[i])) {
                 mine[m++] = all[i];
             }
         }

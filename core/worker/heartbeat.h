@@ -93,7 +93,8 @@ void heartbeat_plan(const struct worker *w, struct twice_job *const *all, size_t
 
 /* Extend what is due; called every hb->interval seconds. */
 void heartbeat_run(struct heartbeat *hb, const struct timespec *now);
-/* The drain deadline passed: give back every job still in flight. */
+/* The drain deadline passed: give back every job still running (not one that
+ * finished DONE and waits in the acker for its completion: acker.c settles it). */
 void heartbeat_give_back(struct heartbeat *hb);
 
 #endif

@@ -404,6 +404,29 @@ lifecycle_on_commit_unknown(int completed_by_it, const char *error, struct lifec
 }
 
 enum job_action
+lifecycle_on_stop_unwritten(size_t staged, const char *error, struct lifecycle_verdict *out)
+{
+    verdict_init(out);
+    struct lifecycle_text *t = say(out, TWICE_LOG_WARN);
+    part(t->before, sizeof(t->before), "stopping before its completion could be written (");
+    t->arg = error != NULL ? error : "";
+    if (staged == 0) {
+        out->action = JOB_ACT_DELETE;
+        part(t->after, sizeof(t->after),
+             "): its effect happened, so its message is deleted; its key stays in progress, "
+             "not completed, until its lease lapses (or the master frees it as interrupted): a "
+             "message sent again with this key after that would run again");
+    } else {
+        part(t->after, sizeof(t->after),
+             "): it staged %zu follow-up message%s, written only with its completion, so its "
+             "message is left: it comes back after its visibility timeout and, once its "
+             "lease lapses, runs again",
+             staged, plural_s(staged));
+    }
+    return out->action;
+}
+
+enum job_action
 lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
                      struct lifecycle_verdict *out)
 {

@@ -103,6 +103,25 @@
  * (lifecycle_on_commit_unknown): completed by its message, it is done; otherwise (or when
  * the store cannot say) it is given back as "store lost at commit" above.
  *
+ * A DONE job whose completion cannot be written before its worker must exit
+ * (lifecycle_on_stop_unwritten: a stop's or a reload's drain, the store unreachable
+ * until the acknowledger's last call, a few seconds before its deadline):
+ *   no follow-up messages staged  delete its message anyway, with a warning: its effect
+ *                                   happened and nothing is lost by deleting it, whereas
+ *                                   a message left would come back, meet its key still in
+ *                                   progress once the lease lapsed, and run the job again.
+ *                                   The key stays in progress, not completed, until its
+ *                                   lease lapses (or the master frees it as interrupted,
+ *                                   when it outlives the worker): a message sent again with
+ *                                   the same key after that runs again
+ *   follow-ups staged             leave the message, with a warning: the follow-ups are
+ *                                   written only with the completion, so the job must run
+ *                                   again (when its message comes back and its lease has
+ *                                   lapsed) rather than lose them; its effect happens twice
+ *                                   (the remaining case: docs/architecture.md)
+ * Until that last call a stopping worker keeps trying such a completion; the drain
+ * deadline's give-back leaves a finished job alone (it is no running job).
+ *
  * A dead letter the DLQ refuses for good (LIFECYCLE_DLQ_REFUSED: larger than the DLQ
  * accepts even without twice's optional attributes, or an error that sending again will
  * not fix) is not sent again in place: logged as an error with why, the message is given
@@ -119,6 +138,7 @@
 #ifndef TWICE_LIFECYCLE_H
 #define TWICE_LIFECYCLE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <twice/plugin.h>
@@ -256,6 +276,11 @@ enum job_action lifecycle_on_complete_missed(int answer_lost, int completed_by_i
  * completed_by_it: on a new connection the key reads completed by the job's
  * message. */
 enum job_action lifecycle_on_commit_unknown(int completed_by_it, const char *error,
+                                            struct lifecycle_verdict *out);
+/* A DONE job's completion could not be written before its worker must exit
+ * (error: the store's last error, may be NULL); staged: the follow-up messages
+ * its run staged with send(). */
+enum job_action lifecycle_on_stop_unwritten(size_t staged, const char *error,
                                             struct lifecycle_verdict *out);
 /* wait_left: LIFECYCLE_DRAIN_IN_BACKOFF's seconds still to wait (and the
  * cooldown left of LIFECYCLE_BREAKER_OPEN, the wait of LIFECYCLE_PAUSED); error:

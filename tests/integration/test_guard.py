@@ -1,12 +1,15 @@
 """The idempotency guard when PostgreSQL loses a connection: a statement whose answer
 never arrived may have committed, and what twice does next must follow what the key's
-row says, not the lost answer. And a dead letter the DLQ keeps failing must not leave its
-key in progress. Real PostgreSQL (behind faultproxy.TcpProxy, which can lose one answer
+row says, not the lost answer. A dead letter the DLQ keeps failing must not leave its
+key in progress. And a job that finished while PostgreSQL was gone must not run again
+because its worker stopped (SIGTERM, a reload's drain) before the completion could be
+written. Real PostgreSQL (behind faultproxy.TcpProxy, which can lose one answer
 after its statement committed) and the SQS emulator (behind faultproxy.FaultProxy, to fail
 SendMessage); effects are lines (effect_file) or rows (effect_tx) that the tests count."""
 
 import json
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -19,10 +22,10 @@ PLUGIN = "effect-file"
 
 
 class Guard(twicetest.TwiceTestCase):
-    def setup_proxied(self, prefix, **queue_options):
+    def setup_proxied(self, prefix, drain_timeout=10, **queue_options):
         """A queue pair, a database reached through a TcpProxy, and twiced running
         effect_file on it. Returns (url, dlq, dsn, proxy, effects file, metrics port,
-        twiced)."""
+        twiced); the configuration is self.conf."""
         url, dlq = self.queue_pair(prefix)
         dsn = self.new_database(prefix)
         proxy = faultproxy.TcpProxy(self.env.pg_host, self.env.pg_port)
@@ -32,7 +35,9 @@ class Guard(twicetest.TwiceTestCase):
         port = tc.free_port()
         conf = tc.config(self.env, via, [tc.queue(prefix, url, dlq, PLUGIN, **queue_options)],
                          [tc.plugin(PLUGIN, tc.test_plugin(self.env, "effect_file"),
-                                    file=effects)], metrics_port=port)
+                                    file=effects)], metrics_port=port,
+                         drain_timeout=drain_timeout)
+        self.conf = conf
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
         return url, dlq, dsn, proxy, effects, port, d
@@ -241,5 +246,153 @@ class Guard(twicetest.TwiceTestCase):
         self.assertEqual(self.key_row(dsn, "effect:losttx-1"), ("completed", True, 1))
         tc.wait_metric(port, "twice_jobs_finished_total", 1, outcome="done")
         self.assertNotIn("duplicate", d.log_text())
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
+    STOP_UNWRITTEN = (r"warn .*key=effect:%s .*stopping before its completion could be "
+                      r"written \(.*\): its effect happened, so its message is deleted; its "
+                      r"key stays in progress, not completed, until its lease lapses")
+
+    def finish_unwritten(self, prefix, sleep_ms, drain_timeout, before_done=None):
+        """twiced (visibility timeout 4 s, lease 6 s) runs one job of sleep_ms; once it
+        runs, before_done(twiced) (if any), then PostgreSQL goes away before the job
+        finishes. Returns (url, dlq, dsn, proxy, effects, twiced) once the job's effect
+        is there: DONE, its completion unwritable."""
+        url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
+            prefix, drain_timeout=drain_timeout, visibility_timeout=4)
+        self.sqs.send(url, json.dumps({"id": "%s-1" % prefix, "sleep_ms": sleep_ms}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
+                             timeout=10, message="the job never started")
+        if before_done is not None:
+            before_done(d)
+        proxy.down()
+        self.assertEqual(self.lines(effects), [], "PostgreSQL went away before the job ended")
+        twicetest.wait_until(lambda: self.lines(effects), timeout=10,
+                             message="the job did not finish")
+        return url, dlq, dsn, proxy, effects, d
+
+    def assert_ran_once_after_restart(self, prefix, url, dlq, dsn, proxy, effects, d):
+        """The stopped worker deleted the message of the job whose completion it could not
+        write; PostgreSQL comes back and twiced (d, or a new one) runs on: the job does not
+        run again - not even once its lease has lapsed (4 + 2 s) and its message would have
+        come back."""
+        at_stop = self.sqs.counts(url)
+        proxy.up()
+        if d is None:
+            d = self.start_twiced(self.conf)
+            d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        time.sleep(7)  # past the visibility timeout and the lease, had it been left
+        self.wait_empty(url, timeout=20)
+        self.assertEqual([(k, a) for k, _, a in self.lines(effects)],
+                         [("effect:%s-1" % prefix, "1")], "it ran once")
+        self.assertEqual(at_stop, (0, 0, 0), "the message of the job that finished was "
+                                             "deleted at the stop, not left to come back")
+        self.assertNotIn("taking over", d.log_text())
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_job_done_as_postgresql_went_away_does_not_run_again_after_a_stop(self):
+        # The handler finishes (its email is sent) while PostgreSQL is unreachable, and
+        # twiced is stopped: the completion cannot be written before the worker must
+        # exit. Left, the message would come back after its visibility timeout, meet
+        # its key still in progress with a lapsed lease, be taken over and run again:
+        # a second email. Its effect happened and it staged nothing, so its message is
+        # deleted, with a warning naming the key that stays in progress.
+        url, dlq, dsn, proxy, effects, d = self.finish_unwritten("stopdone", 1000, 1)
+        began = time.monotonic()
+        self.assertEqual(d.stop(timeout=30), 0)
+        self.assertLess(time.monotonic() - began, 20, "within drain_timeout + 10 s")
+        self.assertRegex(d.log_text(), self.STOP_UNWRITTEN % "stopdone-1")
+        self.assert_ran_once_after_restart("stopdone", url, dlq, dsn, proxy, effects, None)
+
+    def test_a_job_done_as_postgresql_went_away_does_not_run_again_after_a_reload(self):
+        # The same at a reload: the new generation is ready (PostgreSQL still there),
+        # the old one drains its running job (drain_timeout 8 s), which finishes once
+        # PostgreSQL has gone.
+        # The old worker exits without the completion; the new generation must not run
+        # the job again when PostgreSQL comes back.
+        def reload(d):
+            mark = d.mark()
+            d.signal(signal.SIGHUP)
+            d.wait_log(r"reload done: generation 2 ready", timeout=20, since=mark)
+
+        url, dlq, dsn, proxy, effects, d = self.finish_unwritten("reloaddone", 5000, 8, reload)
+        d.wait_log(r"worker \d+ \(generation 1\) drained and exited", timeout=30)
+        self.assertRegex(d.log_text(), self.STOP_UNWRITTEN % "reloaddone-1")
+        self.assert_ran_once_after_restart("reloaddone", url, dlq, dsn, proxy, effects, d)
+
+    def test_a_job_done_as_postgresql_went_away_does_not_run_again_after_a_drain_deadline(self):
+        # The same when another job still runs at the drain deadline (drain_timeout 1 s):
+        # the drain gives that one back (unfinished, it is to run again) and the
+        # acknowledger leaves at once. The finished job is settled then: deleted, not
+        # left (nor given back with the unfinished one) to run again.
+        url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
+            "deadlinedone", drain_timeout=1, visibility_timeout=4, concurrency=2)
+        self.sqs.send(url, json.dumps({"id": "deadlinedone-1", "sleep_ms": 1500}))
+        self.sqs.send(url, json.dumps({"id": "deadlinedone-2", "sleep_ms": 30000}))
+        twicetest.wait_until(
+            lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight") == 2,
+            timeout=10, message="the jobs never started")
+        proxy.down()
+        self.assertEqual(self.lines(effects), [], "PostgreSQL went away before the job ended")
+        twicetest.wait_until(lambda: self.lines(effects), timeout=10,
+                             message="the short job did not finish")
+        self.assertEqual(d.stop(timeout=30), 0)
+        log = d.log_text()
+        self.assertIn("queue deadlinedone: drain deadline: gave back 1 unfinished job", log)
+        self.assertRegex(log, self.STOP_UNWRITTEN % "deadlinedone-1")
+        at_stop = self.sqs.counts(url)
+        proxy.up()
+        d = self.start_twiced(self.conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        time.sleep(8)  # past the visibility timeout and the lease, had it been left
+        self.assertEqual([(k, a) for k, _, a in self.lines(effects)],
+                         [("effect:deadlinedone-1", "1")], "the finished job ran once")
+        self.assertEqual(at_stop[0] + at_stop[1], 1, "only the unfinished job's message is left")
+        self.assertEqual(d.stop(), 0)  # the unfinished one, running again, is given back
+
+    def test_a_job_that_staged_follow_ups_keeps_them_when_its_completion_is_unwritten(self):
+        # A job that staged follow-up messages finishes as PostgreSQL goes away, and
+        # twiced stops. Its follow-ups are written only with its completion, so its
+        # message is not deleted: it comes back, runs again once its lease lapsed, and
+        # its follow-ups are sent then - once - rather than lost with the message.
+        url, dlq = self.queue_pair("stopsend")
+        sink, _ = self.queue_pair("stopsink")
+        dsn = self.new_database("stopsend")
+        proxy = faultproxy.TcpProxy(self.env.pg_host, self.env.pg_port)
+        self.addCleanup(proxy.close)
+        via = dsn.replace(":%d/" % self.env.pg_port, ":%d/" % proxy.port)
+        port = tc.free_port()
+        conf = tc.config(self.env, via, [tc.queue("stopsend", url, dlq, "outbox-sender",
+                                                  visibility_timeout=4)],
+                         [tc.plugin("outbox-sender", tc.test_plugin(self.env, "outbox_sender"))],
+                         metrics_port=port, drain_timeout=1)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "stopsend-1", "to": sink, "n": 2,
+                                       "sleep_ms": 1000}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
+                             timeout=10, message="the job never started")
+        proxy.down()
+        d.wait_log(r"completing the key", timeout=10)
+        self.assertEqual(d.stop(timeout=30), 0)
+        self.assertRegex(d.log_text(), r"warn .*key=send:stopsend-1 .*stopping before its "
+                         r"completion could be written \(.*\): it staged 2 follow-up messages, "
+                         r"written only with its completion, so its message is left")
+        self.assertEqual(sum(self.sqs.counts(url)), 1, "its message is left")
+        proxy.up()
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        self.wait_empty(url, timeout=30)
+        got = []
+        deadline = time.monotonic() + 20
+        while len(got) < 3 and time.monotonic() < deadline:
+            for m in self.sqs.receive(sink, max=10, wait=1):
+                got.append(json.loads(m["Body"])["i"])
+                self.sqs.delete(sink, m)
+            if len(got) == 2:
+                deadline = min(deadline, time.monotonic() + 2)  # and no more
+        self.assertEqual(sorted(got), [0, 1], "each follow-up sent once")
+        self.assertEqual(self.key_row(dsn, "send:stopsend-1"), ("completed", True, 1))
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)

@@ -2,16 +2,17 @@
  * outbox_sender.c - fixture: a plugin (not transactional) that stages
  * follow-up messages with api->send() and then answers as its body says:
  * {"id":"k1", "to":"queue name or URL", "n":3, "then":"done|retry|reject",
- * "big":0, "group":"g", "pad":0}: n messages {"from":"<key>","i":<i>} to
+ * "big":0, "group":"g", "pad":0, "sleep_ms":0}: n messages {"from":"<key>","i":<i>} to
  * `to` (with group as the FIFO group, and an attribute "pad" of `pad` bytes
- * when pad > 0), one more of `big` bytes when big > 0, then DONE, RETRY or
- * REJECT. A refused send() is logged and the job goes on,
+ * when pad > 0), one more of `big` bytes when big > 0, then sleep_ms, then
+ * DONE, RETRY or REJECT. A refused send() is logged and the job goes on,
  * so tests see that the host still fails it.
- * Used by: test_outbox.py.
+ * Used by: test_guard.py, test_outbox.py.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <twice/plugin.h>
 
 static const twice_api *api;
@@ -65,6 +66,12 @@ handle(void *state, twice_job *job)
             }
             free(b);
         }
+    }
+    const char *sleep_ms = api->field(job, "sleep_ms", NULL);
+    long ms = sleep_ms != NULL ? atol(sleep_ms) : 0;
+    if (ms > 0) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
     }
     if (then != NULL && strcmp(then, "retry") == 0) {
         api->error(job, "retry on request of the message");

@@ -577,6 +577,61 @@ test_commit_unknown(void)
     CHECK_INT(v.counted, 0);
 }
 
+/* A DONE job whose completion could not be written before its worker must
+ * exit: deleted anyway when it staged nothing (its effect happened; left, it
+ * would come back and run again once its lease lapsed), left when it staged
+ * follow-ups (written only with the completion: they must not be lost). */
+static void
+test_stop_unwritten(void)
+{
+    static const struct {
+        const char *name;
+        size_t staged;
+        const char *error;
+        struct expect want;
+    } rows[] = {
+        {"nothing staged",
+         0,
+         "idempotency store unreachable",
+         {DEL, 0, NULL, WARN,
+          "stopping before its completion could be written (idempotency store unreachable): "
+          "its effect happened, so its message is deleted; its key stays in progress, not "
+          "completed, until its lease lapses (or the master frees it as interrupted): a "
+          "message sent again with this key after that would run again"}},
+        {"nothing staged, no error text",
+         0,
+         NULL,
+         {DEL, 0, NULL, WARN,
+          "stopping before its completion could be written (): its effect happened, so its "
+          "message is deleted; its key stays in progress, not completed, until its lease "
+          "lapses (or the master frees it as interrupted): a message sent again with this key "
+          "after that would run again"}},
+        {"one follow-up staged",
+         1,
+         "idempotency store unreachable",
+         {RUN, 0, NULL, WARN,
+          "stopping before its completion could be written (idempotency store unreachable): "
+          "it staged 1 follow-up message, written only with its completion, so its message "
+          "is left: it comes back after its visibility timeout and, once its lease lapses, "
+          "runs again"}},
+        {"follow-ups staged",
+         3,
+         "idempotency store unreachable",
+         {RUN, 0, NULL, WARN,
+          "stopping before its completion could be written (idempotency store unreachable): "
+          "it staged 3 follow-up messages, written only with its completion, so its message "
+          "is left: it comes back after its visibility timeout and, once its lease lapses, "
+          "runs again"}},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct lifecycle_verdict v;
+        enum job_action got = lifecycle_on_stop_unwritten(rows[i].staged, rows[i].error, &v);
+        check_verdict(rows[i].name, got, &v, &rows[i].want);
+        CHECK(v.duplicate == NULL && !v.conflict && !v.in_place && !v.counted);
+        CHECK_INT(v.attempt + v.runs, 0);
+    }
+}
+
 /* A claim that failed: given back, never counted; dead-lettered only past
  * max_receives, with the store's error. */
 static void
@@ -772,6 +827,7 @@ main(void)
     test_failure_table();
     test_complete_missed();
     test_commit_unknown();
+    test_stop_unwritten();
     test_breaker_open_runs();
     test_claim_failed();
     test_long_error_is_not_cut();
