@@ -26,6 +26,7 @@
 #include "notify.h"
 #include "pidfile.h"
 #include "preflight.h"
+#include "storecheck.h"
 #include "proctable.h"
 #include "proctitle.h"
 #include "shm.h"
@@ -472,7 +473,8 @@ reload(struct master *m)
     log_info("reloading %s", m->path);
     struct diag d = DIAG_INIT;
     struct generation *g = gen_load(m->path, &d);
-    if (g != NULL && config_reload_refused(m->cur->cfg, g->cfg, &d) > 0) {
+    if (g != NULL && (config_reload_refused(m->cur->cfg, g->cfg, &d) > 0 ||
+                      storecheck_reload(m->cur->cfg, g->cfg, m->health, m->cur->id, &d) > 0)) {
         gen_free(g);
         g = NULL;
     }
