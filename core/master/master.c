@@ -523,14 +523,17 @@ request_reload(struct master *m)
         log_info("reload requested while stopping; ignored");
         return;
     }
-    if (m->next == NULL) {
+    /* The first generation is starting too until it is ready: a reload then
+     * would start a second one beside it, twice the start's work. */
+    const struct generation *starting = m->next != NULL ? m->next : m->cur;
+    if (m->next == NULL && m->ready_announced) {
         reload(m);
         return;
     }
     if (!m->reload_pending) {
         log_info("reload requested while generation %d is still starting: queued, it runs "
                  "with the newest configuration once generation %d is ready or abandoned",
-                 m->next->id, m->next->id);
+                 starting->id, starting->id);
     }
     m->reload_pending = 1;
 }
@@ -698,11 +701,28 @@ loop_once(struct master *m, const sigset_t *wait_mask)
         check_generations(m);
         say_written(m);
     }
-    if (m->reload_pending && m->next == NULL && !m->stopping) {
+    if (m->reload_pending && m->next == NULL && m->ready_announced && !m->stopping) {
         m->reload_pending = 0;
         log_info("running the reload requested while generation %d was starting", m->cur->id);
         reload(m);
     }
+}
+
+/* SIGHUP and SIGUSR1 from the very start (reading the configuration, the
+ * probe of its plugins, detaching): held until the loop takes them, instead
+ * of their default action, which would kill twiced for a `kill -HUP` or a
+ * log rotation's USR1 sent while it starts. Blocked, not caught, so that no
+ * call of the start is interrupted; children get a clean mask (spawn.c).
+ * Stop signals keep their action until install_signals: stopping a twiced
+ * that runs nothing yet is dying. */
+static void
+hold_early(void)
+{
+    sigset_t early;
+    sigemptyset(&early);
+    sigaddset(&early, SIGHUP);
+    sigaddset(&early, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &early, NULL);
 }
 
 static void
@@ -849,6 +869,7 @@ master_run(const char *path, const struct master_opts *o)
     m.opts = o;
     childargs_instance(m.instance, sizeof(m.instance));
     log_set_role("master");
+    hold_early();
     struct generation *g = prepare(&m);
     if (g == NULL) {
         started(&m, 0, "configuration, plugins or pid file (see the log)");
