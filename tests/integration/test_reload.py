@@ -16,7 +16,10 @@ import twicetest
 import twiceconf as tc
 
 
-class Reload(twicetest.TwiceTestCase):
+class ReloadSetup:
+    """What the reload tests share (test_reload_load.py too): one queue of effect_tx in a
+    database of the test's own, a configuration to rewrite, a reload to wait for."""
+
     def plugin_dir(self):
         """A plugin directory of the test's own (safe permissions) holding a copy of
         effect_tx.so version 1."""
@@ -63,6 +66,8 @@ class Reload(twicetest.TwiceTestCase):
         d.signal(signal.SIGHUP)
         return d.wait_log(expect, timeout=60, since=mark)
 
+
+class Reload(ReloadSetup, twicetest.TwiceTestCase):
     def test_stream_of_2000_through_5_reloads_and_a_plugin_swap(self):
         conf = self.setup("reload")
         d = self.start_twiced(conf)
