@@ -35,40 +35,64 @@ refuse(const struct config *now, struct diag *d, const char *what)
     return 1;
 }
 
+/* Refuse a dsn that reaches other keys than the running store's (why says
+ * how); same: it is written as before, and what it names changed under it. */
+static int
+refuse_moved(const struct config *now, struct diag *d, int same, const char *why, int gen)
+{
+    char msg[1600];
+    if (same) {
+        snprintf(msg, sizeof(msg),
+                 "it now reaches other keys than generation %d uses: %s; it is written as "
+                 "before, so what it relies on changed under it (a service file, a host "
+                 "name, the environment), and the running workers reach them too once they "
+                 "reconnect: restore it, or restart twiced to move the keys",
+                 gen, why);
+    } else {
+        snprintf(msg, sizeof(msg),
+                 "a reload cannot move the keys to another database: %s (the running jobs' "
+                 "keys stay where generation %d keeps them, so a message already handled "
+                 "could run again); a dsn may change the host, port, password or sslmode of "
+                 "the same database; restart twiced to move it",
+                 why, gen);
+    }
+    return refuse(now, d, msg);
+}
+
 int
 storecheck_reload(const struct config *was, const struct config *now, struct health *running,
                   int gen, struct diag *d)
 {
-    if (strcmp(was->idempotency.dsn, now->idempotency.dsn) == 0) {
-        return 0;
-    }
+    int same = strcmp(was->idempotency.dsn, now->idempotency.dsn) == 0;
     struct idem_identity old_id, new_id;
     char err[768], why[512], msg[1600];
     if (identity_of(now->idempotency.dsn, now->idempotency.table, &new_id, err, sizeof(err)) !=
         0) {
+        if (same) {
+            return 0; /* the store is down: the new generation waits for it, as the old does */
+        }
         snprintf(msg, sizeof(msg),
                  "the new dsn does not connect (%s); a reload that changes the dsn must check "
                  "that it reaches the keys generation %d uses; reload again once it answers",
                  err, gen);
         return refuse(now, d, msg);
     }
-    if (health_identity(running, &old_id) != 0 &&
-        identity_of(was->idempotency.dsn, was->idempotency.table, &old_id, err, sizeof(err)) !=
+    if (health_identity(running, &old_id) != 0) {
+        if (same) {
+            return 0; /* nothing learned to compare with; asking again would say the same */
+        }
+        if (identity_of(was->idempotency.dsn, was->idempotency.table, &old_id, err, sizeof(err)) !=
             0) {
-        snprintf(msg, sizeof(msg),
-                 "cannot tell which database generation %d uses: its store never answered "
-                 "the master and does not now (%s); restart twiced to change the dsn",
-                 gen, err);
-        return refuse(now, d, msg);
+            snprintf(msg, sizeof(msg),
+                     "cannot tell which database generation %d uses: its store never "
+                     "answered the master and does not now (%s); restart twiced to change "
+                     "the dsn",
+                     gen, err);
+            return refuse(now, d, msg);
+        }
     }
     if (idem_identity_same(&old_id, &new_id, why, sizeof(why))) {
         return 0;
     }
-    snprintf(msg, sizeof(msg),
-             "a reload cannot move the keys to another database: %s (the running jobs' keys "
-             "stay where generation %d keeps them, so a message already handled could run "
-             "again); a dsn may change the host, port, password or sslmode of the same "
-             "database; restart twiced to move it",
-             why, gen);
-    return refuse(now, d, msg);
+    return refuse_moved(now, d, same, why, gen);
 }

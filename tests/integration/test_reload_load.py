@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import tempfile
 import threading
 import time
 
@@ -84,6 +85,40 @@ class ReloadLoad(test_reload.ReloadSetup, twicetest.TwiceTestCase):
         self.sqs.send(self.url, json.dumps({"id": "after"}))
         d.wait_log(r"duplicate: key completed", since=mark, timeout=20)
         twicetest.wait_until(lambda: self.distinct() == (2, 2), timeout=20)
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_service_file_that_moves_the_database_under_the_same_dsn(self):
+        # "service=twice" is written the same before and after, but the service
+        # file now names another database: the reload is refused all the same.
+        self.setup("service", workers=1)
+        other = self.new_database("service-other")
+        services = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "pg_service.conf")
+
+        def service(dsn):
+            with open(services, "w") as f:
+                f.write("[twice]\nhost=%s\nport=%d\nuser=%s\npassword=%s\ndbname=%s\n"
+                        % (self.env.pg_host, self.env.pg_port, self.env.pg_user,
+                           self.env.pg_password, dsn.rsplit("/", 1)[1]))
+        service(self.dsn)
+        conf = self.conf().replace(self.dsn, "service=twice")
+        d = self.start_twiced(conf, extra_env={"PGSERVICEFILE": services})
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(self.url, json.dumps({"id": "before"}))
+        twicetest.wait_until(lambda: self.distinct()[0] == 1, timeout=20)
+        service(other)
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload: %s:\d+: idempotency.dsn: it now reaches other keys than generation "
+                   r"1 uses: it reaches database '%s', not '%s'; it is written as before"
+                   % (re.escape(d.config_path), other.rsplit("/", 1)[1],
+                      self.dsn.rsplit("/", 1)[1]), since=mark, timeout=20)
+        d.wait_log(r"reload refused .*generation 1 keeps running", since=mark, timeout=20)
+        # put back, the same reload is taken
+        service(self.dsn)
+        self.reload(d)
+        self.sqs.send(self.url, json.dumps({"id": "before"}))
+        d.wait_log(r"duplicate: key completed", since=mark, timeout=20)
+        self.assertEqual(self.distinct(), (1, 1))
         self.assertEqual(d.stop(), 0)
 
     def test_a_reload_while_postgresql_is_down(self):
