@@ -86,7 +86,8 @@ check(struct health *h, char *why, size_t cap)
     }
     if (rc != 0) {
         snprintf(why, cap, "%s", err);
-    } else if (fresh || !h->id_known) {
+    } else if (fresh || !h->id_known || h->id.table_oid[0] == '\0') {
+        /* (no keys table yet: the first workers create it after this connect) */
         learn_identity(h);
     }
     return rc;

@@ -35,6 +35,27 @@ refuse(const struct config *now, struct diag *d, const char *what)
     return 1;
 }
 
+/* What the running store reaches, into *out: what the health check learned,
+ * or, when that is nothing or has no keys table yet (the workers create it
+ * after the master's first connect), asked of was's dsn now, unless it is
+ * the new one too. 1 when known, else 0 with err. */
+static int
+running_identity(const struct config *was, struct health *running, int same,
+                 struct idem_identity *out, char *err, size_t cap)
+{
+    int known = health_identity(running, out) == 0;
+    if ((known && out->table_oid[0] != '\0') || same) {
+        snprintf(err, cap, "%s", known ? "" : "not learned yet");
+        return known;
+    }
+    struct idem_identity asked;
+    if (identity_of(was->idempotency.dsn, was->idempotency.table, &asked, err, cap) == 0) {
+        *out = asked;
+        return 1;
+    }
+    return known;
+}
+
 /* Refuse a dsn that reaches other keys than the running store's (why says
  * how); same: it is written as before, and what it names changed under it. */
 static int
@@ -50,10 +71,10 @@ refuse_moved(const struct config *now, struct diag *d, int same, const char *why
                  gen, why);
     } else {
         snprintf(msg, sizeof(msg),
-                 "a reload cannot move the keys to another database: %s (the running jobs' "
-                 "keys stay where generation %d keeps them, so a message already handled "
-                 "could run again); a dsn may change the host, port, password or sslmode of "
-                 "the same database; restart twiced to move it",
+                 "a reload cannot move the keys: %s (the running jobs' keys stay where "
+                 "generation %d keeps them, so a message already handled could run again); "
+                 "a dsn may change the host, port, password or sslmode of the same "
+                 "database; restart twiced to move it",
                  why, gen);
     }
     return refuse(now, d, msg);
@@ -77,19 +98,15 @@ storecheck_reload(const struct config *was, const struct config *now, struct hea
                  err, gen);
         return refuse(now, d, msg);
     }
-    if (health_identity(running, &old_id) != 0) {
+    if (!running_identity(was, running, same, &old_id, err, sizeof(err))) {
         if (same) {
             return 0; /* nothing learned to compare with; asking again would say the same */
         }
-        if (identity_of(was->idempotency.dsn, was->idempotency.table, &old_id, err, sizeof(err)) !=
-            0) {
-            snprintf(msg, sizeof(msg),
-                     "cannot tell which database generation %d uses: its store never "
-                     "answered the master and does not now (%s); restart twiced to change "
-                     "the dsn",
-                     gen, err);
-            return refuse(now, d, msg);
-        }
+        snprintf(msg, sizeof(msg),
+                 "cannot tell which database generation %d uses: its store never answered "
+                 "the master and does not now (%s); restart twiced to change the dsn",
+                 gen, err);
+        return refuse(now, d, msg);
     }
     if (idem_identity_same(&old_id, &new_id, why, sizeof(why))) {
         return 0;

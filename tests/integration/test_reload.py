@@ -217,8 +217,8 @@ class Reload(ReloadSetup, twicetest.TwiceTestCase):
         self.write_config(d, conf.replace(self.dsn, other))
         mark = d.mark()
         d.signal(signal.SIGHUP)
-        d.wait_log(r"reload: %s:\d+: idempotency.dsn: a reload cannot move the keys to another "
-                   r"database: it reaches database '%s', not '%s'"
+        d.wait_log(r"reload: %s:\d+: idempotency.dsn: a reload cannot move the keys: it "
+                   r"reaches database '%s', not '%s'"
                    % (re.escape(d.config_path), other.rsplit("/", 1)[1], here),
                    since=mark, timeout=20)
         d.wait_log(r"reload refused .*generation 1 keeps running", since=mark, timeout=20)

@@ -121,6 +121,29 @@ class ReloadLoad(test_reload.ReloadSetup, twicetest.TwiceTestCase):
         self.assertEqual(self.distinct(), (1, 1))
         self.assertEqual(d.stop(), 0)
 
+    def test_a_dsn_whose_search_path_finds_no_keys_table_is_refused(self):
+        # Same database, but the new dsn's search_path finds another schema: its
+        # generation would create an empty keys table there. The running store's
+        # table did not exist yet when the master first connected (its workers
+        # create it), and the reload comes at once.
+        self.setup("schema", workers=1)
+        self.pg.query(self.dsn, "CREATE SCHEMA other")
+        conf = self.conf()
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(self.url, json.dumps({"id": "before"}))
+        twicetest.wait_until(lambda: self.distinct()[0] == 1, timeout=20)
+        self.write_config(d, conf.replace(self.dsn, self.dsn + "?options=-csearch_path%3Dother"))
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload: %s:\d+: idempotency.dsn: a reload cannot move the keys: the keys "
+                   r"table twice_idempotency is not there for it" % re.escape(d.config_path),
+                   since=mark, timeout=20)
+        d.wait_log(r"reload refused .*generation 1 keeps running", since=mark, timeout=20)
+        self.assertEqual(self.pg.query(self.dsn, "SELECT to_regclass('other.twice_idempotency') "
+                                                 "IS NULL"), [(True,)])
+        self.assertEqual(d.stop(), 0)
+
     def test_a_reload_while_postgresql_is_down(self):
         # The new generation cannot get ready: abandoned after ready_timeout, the old
         # one keeps its jobs; once PostgreSQL is back every job runs once.
