@@ -523,17 +523,14 @@ request_reload(struct master *m)
         log_info("reload requested while stopping; ignored");
         return;
     }
-    /* The first generation is starting too until it is ready: a reload then
-     * would start a second one beside it, twice the start's work. */
-    const struct generation *starting = m->next != NULL ? m->next : m->cur;
-    if (m->next == NULL && m->ready_announced) {
+    if (m->next == NULL) {
         reload(m);
         return;
     }
     if (!m->reload_pending) {
         log_info("reload requested while generation %d is still starting: queued, it runs "
                  "with the newest configuration once generation %d is ready or abandoned",
-                 starting->id, starting->id);
+                 m->next->id, m->next->id);
     }
     m->reload_pending = 1;
 }
@@ -701,7 +698,7 @@ loop_once(struct master *m, const sigset_t *wait_mask)
         check_generations(m);
         say_written(m);
     }
-    if (m->reload_pending && m->next == NULL && m->ready_announced && !m->stopping) {
+    if (m->reload_pending && m->next == NULL && !m->stopping) {
         m->reload_pending = 0;
         log_info("running the reload requested while generation %d was starting", m->cur->id);
         reload(m);
