@@ -4,7 +4,7 @@
  * check that hangs (a server that accepts but never answers) is caught too:
  * an answer older than HEALTH_STALE_MS counts as none. Changes of state are
  * logged once each. After each (re)connect it also learns which keys the
- * connection reaches (health_identity), for a reload that changes the dsn.
+ * connection reaches (health_identity), for a reload's check of its dsn.
  */
 #include "health.h"
 

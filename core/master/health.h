@@ -28,9 +28,9 @@ int health_store_ok(struct health *h, char *out, size_t cap);
 
 /* The keys the store's connection reached when it last answered (its
  * cluster, database and table; idem.h), learned on every (re)connect so
- * that a reload which changes the dsn can be checked against it even when
- * that store is down by then (a failover). 0 and *out, or -1 when it never
- * answered (h may be NULL: -1). Thread-safe. */
+ * that a reload's dsn can be checked against it even when that store is
+ * down by then (a failover). 0 and *out, or -1 when it never answered (h
+ * may be NULL: -1). Thread-safe. */
 int health_identity(struct health *h, struct idem_identity *out);
 
 #endif

@@ -14,17 +14,18 @@ struct diag;
 struct health;
 
 /*
- * 0 when now's dsn reaches the keys was's does; else 1 with one
- * "FILE:LINE: idempotency.dsn: ..." in d. The running store's identity is
- * the one running (the master's health check of was's store) learned, else
- * asked now; the new one is asked now (each connect is bounded by the
- * dsn's connect_timeout, 10 s by default). A changed dsn that does not
- * connect, or whose running store was never seen and is unreachable now, is
- * refused too: the reload cannot tell, and can be asked again once the
- * store answers. A dsn written as before is checked as well (a service
- * file or a host name may have changed what it reaches), but only when
- * both sides can be known: a store that is down does not refuse it. gen
- * is the running generation, for the message.
+ * 0 when now's dsn reaches the keys was's does; else 1 with one "FILE:LINE:
+ * idempotency.dsn: ..." in d. The running store's identity is the one
+ * running (the master's health check of was's store) learned, else asked
+ * now; the new one is asked now (each connect is bounded by the dsn's
+ * connect_timeout, 10 s by default, a server that stops answering by TCP
+ * keepalives; the master's loop waits, as it does for the probe). A changed
+ * dsn that does not connect, or whose running store was never seen and is
+ * unreachable now, is refused too: the reload cannot tell, and can be asked
+ * again once the store answers. A dsn written as before is checked as well
+ * (a service file or a host name may have changed what it reaches), but
+ * only when both sides can be known: a store that is down does not refuse
+ * it. gen is the running generation, for the message.
  */
 int storecheck_reload(const struct config *was, const struct config *now, struct health *running,
                       int gen, struct diag *d);
