@@ -179,6 +179,8 @@ struct config {
 
     struct {
         char *dsn;       /* required; a secret when it holds a password: never logged */
+        char *dsn_src;   /* where dsn is set */
+        int dsn_line;    /* its line */
         char *table;     /* default "twice_idempotency"; quoted as an identifier */
         char *table_src; /* where table is set (NULL when not set) */
         int table_line;  /* its line, 0 when not set */

@@ -99,6 +99,7 @@ config_check_http_url(struct config_at *at)
 int
 config_check_dsn(struct config_at *at)
 {
+    note_where(at, &at->c->idempotency.dsn_src, &at->c->idempotency.dsn_line);
     char *msg = NULL;
     PQconninfoOption *opts = PQconninfoParse(str_of(at), &msg);
     if (opts == NULL) {

@@ -142,5 +142,6 @@ config_free(struct config *c)
     free(c->user_file);
     free(c->log.file_src);
     free(c->idempotency.table_src);
+    free(c->idempotency.dsn_src);
     free(c);
 }

@@ -147,7 +147,12 @@ const struct config_row config_rows[] = {
      .doc = "A libpq connection string or URI. It may hold a password, so it is never logged; "
             "prefer ~/.pgpass or PGPASSWORD. Without Kerberos, gssencmode=disable saves each "
             "process the 0.6 MB that libpq's default (prefer) spends setting Kerberos up on "
-            "every TCP connection."},
+            "every TCP connection. A reload may change it to reach the same database another "
+            "way (another host or port of the cluster, a promoted replica, a new password or "
+            "sslmode); one that reaches another database, cluster or keys table, or does not "
+            "connect, is refused (the running jobs' keys stay where they are): restart twiced "
+            "to move the keys. Each reload checks what the dsn reaches, also when it is written "
+            "as before (a service file or a host name may have changed)."},
     {ROW("idempotency", "table", CONFIG_STR, C(idempotency.table)), .lo = 1,
      .hi = CONFIG_MAX_TABLE_LEN, .def_str = CONFIG_DEFAULT_TABLE, .check = config_check_table,
      .doc = "The table of keys, quoted as one identifier. twiced creates it, or migrates a "

@@ -103,6 +103,28 @@ struct idem_place {
 int idem_table_exists(struct idem_store *s, const char *suffix, struct idem_place *place,
                       char *err, size_t errlen);
 
+/*
+ * Which keys a connection reaches: its cluster's system identifier ("" when
+ * the role may not read it), its database, and the oid and name of the
+ * table the store's name resolves to ("" when there is none). A promoted
+ * replica keeps all three; another database, cluster or schema does not.
+ */
+struct idem_identity {
+    char cluster[32];
+    char database[128];
+    char table_oid[16];
+    char table[160];
+};
+
+/* Read s's identity into *out. 0, or -1 with err. */
+int idem_identity(struct idem_store *s, struct idem_identity *out, char *err, size_t errlen);
+
+/* Whether now reaches the keys was does: 1, or 0 with why (one clause, e.g.
+ * "it reaches database 'b', not 'a'"). A cluster either does not name
+ * is judged by the database and the table. */
+int idem_identity_same(const struct idem_identity *was, const struct idem_identity *now, char *why,
+                       size_t cap);
+
 /* For a thread that keeps one connection: open *s on first use (it may stay
  * set after a failed open, for the next try), reconnect it when it dropped.
  * *fresh (may be NULL) is set when it had to (re)connect. 0, or -1 with err. */

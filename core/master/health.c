@@ -3,7 +3,8 @@
  * connection (reopened when it breaks), SELECT 1 every HEALTH_EVERY_MS. A
  * check that hangs (a server that accepts but never answers) is caught too:
  * an answer older than HEALTH_STALE_MS counts as none. Changes of state are
- * logged once each.
+ * logged once each. After each (re)connect it also learns which keys the
+ * connection reaches (health_identity), for a reload's check of its dsn.
  */
 #include "health.h"
 
@@ -33,10 +34,28 @@ struct health {
     /* Under mu: the last check's outcome. */
     int ok;
     char why[512];
-    long long answered_ms; /* monotonic ms of the last answer; the start until then */
+    long long answered_ms;   /* monotonic ms of the last answer; the start until then */
+    struct idem_identity id; /* what the connection reached, once id_known */
+    int id_known;
     /* The thread's own. */
     struct idem_store *store;
 };
+
+/* Read what a new connection reaches and keep it for health_identity. A
+ * failure keeps what was known: the next reconnect asks again. */
+static void
+learn_identity(struct health *h)
+{
+    struct idem_identity id;
+    char err[512];
+    if (idem_identity(h->store, &id, err, sizeof(err)) != 0) {
+        return;
+    }
+    pthread_mutex_lock(&h->mu);
+    h->id = id;
+    h->id_known = 1;
+    pthread_mutex_unlock(&h->mu);
+}
 
 /* One check: 0 when the store answered, else -1 with why. A connection that
  * broke since the last check (a terminated backend, a pooler or proxy that
@@ -59,12 +78,17 @@ check(struct health *h, char *why, size_t cap)
     if (rc == 0) {
         rc = idem_ping(h->store, err, sizeof(err));
     }
+    int fresh = !reused; /* a new connection may reach another server (failover) */
     if (rc != 0 && reused && !idem_connected(h->store) &&
         idem_reconnect(h->store, err, sizeof(err)) == 0) {
         rc = idem_ping(h->store, err, sizeof(err));
+        fresh = 1;
     }
     if (rc != 0) {
         snprintf(why, cap, "%s", err);
+    } else if (fresh || !h->id_known || h->id.table_oid[0] == '\0') {
+        /* (no keys table yet: the first workers create it after this connect) */
+        learn_identity(h);
     }
     return rc;
 }
@@ -175,4 +199,19 @@ health_store_ok(struct health *h, char *out, size_t cap)
     }
     pthread_mutex_unlock(&h->mu);
     return ok;
+}
+
+int
+health_identity(struct health *h, struct idem_identity *out)
+{
+    if (h == NULL) {
+        return -1;
+    }
+    pthread_mutex_lock(&h->mu);
+    int known = h->id_known;
+    if (known) {
+        *out = h->id;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return known ? 0 : -1;
 }

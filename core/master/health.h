@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 struct health;
+struct idem_identity;
 
 /* Start checking the store at dsn (table: for messages); NULL when out of
  * memory or no thread (readiness then ignores the store). */
@@ -24,5 +25,12 @@ void health_stop(struct health *h);
 /* 1 when the store answered the last check, recently; else 0 and why in out
  * ("idempotency store does not answer: ..."). Thread-safe. */
 int health_store_ok(struct health *h, char *out, size_t cap);
+
+/* The keys the store's connection reached when it last answered (its
+ * cluster, database and table; idem.h), learned on every (re)connect so
+ * that a reload's dsn can be checked against it even when that store is
+ * down by then (a failover). 0 and *out, or -1 when it never answered (h
+ * may be NULL: -1). Thread-safe. */
+int health_identity(struct health *h, struct idem_identity *out);
 
 #endif

@@ -26,6 +26,7 @@
 #include "notify.h"
 #include "pidfile.h"
 #include "preflight.h"
+#include "storecheck.h"
 #include "proctable.h"
 #include "proctitle.h"
 #include "shm.h"
@@ -473,7 +474,8 @@ reload(struct master *m)
     log_info("reloading %s", m->path);
     struct diag d = DIAG_INIT;
     struct generation *g = gen_load(m->path, &d);
-    if (g != NULL && config_reload_refused(m->cur->cfg, g->cfg, &d) > 0) {
+    if (g != NULL && (config_reload_refused(m->cur->cfg, g->cfg, &d) > 0 ||
+                      storecheck_reload(m->cur->cfg, g->cfg, m->health, m->cur->id, &d) > 0)) {
         gen_free(g);
         g = NULL;
     }
@@ -704,6 +706,23 @@ loop_once(struct master *m, const sigset_t *wait_mask)
     }
 }
 
+/* SIGHUP and SIGUSR1 from the very start (reading the configuration, the
+ * probe of its plugins, detaching): held until the loop takes them, instead
+ * of their default action, which would kill twiced for a `kill -HUP` or a
+ * log rotation's USR1 sent while it starts. Blocked, not caught, so that no
+ * call of the start is interrupted; children get a clean mask (spawn.c).
+ * Stop signals keep their action until install_signals: stopping a twiced
+ * that runs nothing yet is dying. */
+static void
+hold_early(void)
+{
+    sigset_t early;
+    sigemptyset(&early);
+    sigaddset(&early, SIGHUP);
+    sigaddset(&early, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &early, NULL);
+}
+
 static void
 install_signals(sigset_t *wait_mask)
 {
@@ -861,6 +880,7 @@ master_run(const char *path, const struct master_opts *o)
     m.opts = o;
     childargs_instance(m.instance, sizeof(m.instance));
     log_set_role("master");
+    hold_early();
     struct generation *g = prepare(&m);
     if (g == NULL) {
         started(&m, 0, "configuration, plugins or pid file (see the log)");

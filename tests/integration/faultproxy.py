@@ -15,7 +15,7 @@ PostgreSQL, it can lose one answer: the statement runs and commits, the connecti
 cut before its answer reaches the client (cut_answer).
 
 Used by: test_sqs_faults.py, test_metrics.py, test_tracing.py, test_breaker.py,
-test_outbox.py, test_guard.py.
+test_outbox.py, test_guard.py, test_reload_load.py.
 """
 
 import http.client

@@ -176,11 +176,11 @@ class Ready(twicetest.TwiceTestCase):
         self.assertNotIn(WRONG_PASSWORD, r.stdout + r.stderr)
 
     def test_readyz_names_the_running_generation_through_a_failed_reload(self):
-        """SQS unreachable, then a reload that cannot get ready (a new queue listed first,
-        a store that does not answer): /readyz keeps judging the generation that runs, so
-        it keeps naming the outage (queue jobs receives nothing, its receives fail with
-        CouldNotConnect), never the queue or the store of a generation that is only
-        starting and is then abandoned."""
+        """SQS unreachable, then a reload that cannot get ready (a new queue listed first):
+        /readyz keeps judging the generation that runs, so it keeps naming the outage
+        (queue jobs receives nothing, its receives fail with CouldNotConnect), never the
+        queue of a generation that is only starting and is then abandoned. (A reload to a
+        store that does not answer is refused before it starts anything: test_reload.py.)"""
         proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
         self.addCleanup(proxy.close)
         url, dlq = self.queue_pair("rdyreload")
@@ -206,9 +206,8 @@ class Ready(twicetest.TwiceTestCase):
         self.assertRegex(body, outage)
 
         more = tc.queue("more", more_url, more_dlq, "effect-tx", wait_time=1)
-        missing_db = urllib.parse.urlsplit(dsn)._replace(path="/" + twicetest.unique_name("nodb"))
         with open(d.config_path, "w") as f:
-            f.write(conf([more, jobs], urllib.parse.urlunsplit(missing_db)))
+            f.write(conf([more, jobs], dsn))
         mark = d.mark()
         d.signal(signal.SIGHUP)
         answers = []

@@ -16,7 +16,10 @@ import twicetest
 import twiceconf as tc
 
 
-class Reload(twicetest.TwiceTestCase):
+class ReloadSetup:
+    """What the reload tests share (test_reload_load.py too): one queue of effect_tx in a
+    database of the test's own, a configuration to rewrite, a reload to wait for."""
+
     def plugin_dir(self):
         """A plugin directory of the test's own (safe permissions) holding a copy of
         effect_tx.so version 1."""
@@ -63,6 +66,8 @@ class Reload(twicetest.TwiceTestCase):
         d.signal(signal.SIGHUP)
         return d.wait_log(expect, timeout=60, since=mark)
 
+
+class Reload(ReloadSetup, twicetest.TwiceTestCase):
     def test_stream_of_2000_through_5_reloads_and_a_plugin_swap(self):
         conf = self.setup("reload")
         d = self.start_twiced(conf)
@@ -194,6 +199,50 @@ class Reload(twicetest.TwiceTestCase):
         self.assertEqual(self.pg.query(self.dsn, "SELECT to_regclass('twice_idempotenci') "
                                                  "IS NULL")[0][0], True)
         self.assertNotIn("generation 2", d.log_text())
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_reload_that_moves_the_keys_to_another_database_is_refused(self):
+        # A dsn that names another database at a reload would start a second
+        # generation on an empty store while the first drains: a message already
+        # handled would run again. Refused with FILE:LINE; another dsn string for
+        # the same database (host, port, password, options: a failover or a
+        # rotation) is taken; one that does not connect is refused, not tried.
+        conf = self.setup("movedb", workers=1)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(self.url, json.dumps({"id": "before"}))
+        twicetest.wait_until(lambda: len(self.effects()) == 1, timeout=20)
+        here = self.dsn.rsplit("/", 1)[1]
+        other = self.new_database("movedb-other")
+        self.write_config(d, conf.replace(self.dsn, other))
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload: %s:\d+: idempotency.dsn: a reload cannot move the keys: it "
+                   r"reaches database '%s', not '%s'"
+                   % (re.escape(d.config_path), other.rsplit("/", 1)[1], here),
+                   since=mark, timeout=20)
+        d.wait_log(r"reload refused .*generation 1 keeps running", since=mark, timeout=20)
+        self.sqs.send(self.url, json.dumps({"id": "before"}))
+        d.wait_log(r"duplicate: key completed", since=mark, timeout=20)
+        self.assertEqual(self.pg.query(other, "SELECT to_regclass('twice_idempotency') IS NULL"),
+                         [(True,)])
+        # a dsn that does not connect: refused at once, the running one untouched
+        closed = "postgresql://nobody:secret@127.0.0.1:%d/%s" % (tc.free_port(), here)
+        self.write_config(d, conf.replace(self.dsn, closed))
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload: %s:\d+: idempotency.dsn: the new dsn does not connect \(.*\); a "
+                   r"reload that changes the dsn must check that it reaches the keys generation "
+                   r"1 uses" % re.escape(d.config_path), since=mark, timeout=20)
+        d.wait_log(r"reload refused .*generation 1 keeps running", since=mark, timeout=20)
+        # the same database by another dsn: taken, and its keys still judge duplicates
+        self.write_config(d, conf.replace(self.dsn, self.dsn + "?application_name=rotated"))
+        mark = d.mark()
+        self.reload(d)
+        self.sqs.send(self.url, json.dumps({"id": "before"}))
+        d.wait_log(r"duplicate: key completed", since=mark, timeout=20)
+        self.assertEqual([k for k, _ in self.effects()], ["effect:before"])
+        self.assertNotIn("secret", d.log_text())
         self.assertEqual(d.stop(), 0)
 
     def crash_and_respawn(self, d, since):

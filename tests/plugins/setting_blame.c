@@ -4,7 +4,8 @@
  * error line that must not win over it. "limit" and "label" are there to be
  * blamed: written in twice.conf, or left at their declared defaults. A
  * name after '+' is blamed, yet init() succeeds.
- * Used by: test_plugins.py (where the host reports a bad setting).
+ * Used by: test_plugins.py (where the host reports a bad setting), test_reload_load.py (a
+ * reload refused by a plugin's init).
  */
 #include <twice/plugin.h>
 

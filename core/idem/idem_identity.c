@@ -1,0 +1,83 @@
+/*
+ * idem_identity.c - which keys a connection reaches (see idem.h): the
+ * cluster, the database and the table its name resolves to, so that a
+ * reload can tell a changed dsn that reaches the same keys (another host of
+ * the same cluster, a rotated password, a promoted replica) from one that
+ * reaches other keys (another database or cluster, another schema).
+ */
+#include "idem.h"
+
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "idem_internal.h"
+
+/* The cluster's system identifier into id->cluster; left "" when the role
+ * may not call pg_control_system() (some managed services revoke it) or the
+ * server has none: the other fields still tell databases apart. */
+static void
+read_cluster(struct idem_store *s, struct idem_identity *id)
+{
+    PGresult *res =
+        PQexec(s->conn, "SELECT system_identifier::text FROM pg_catalog.pg_control_system()");
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
+        snprintf(id->cluster, sizeof(id->cluster), "%s", PQgetvalue(res, 0, 0));
+    }
+    PQclear(res);
+}
+
+int
+idem_identity(struct idem_store *s, struct idem_identity *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    char *name = idem_quote_table(s, "");
+    if (name == NULL) {
+        idem_set_err(err, errlen, "identify the store: out of memory");
+        return -1;
+    }
+    const char *params[] = {name};
+    PGresult *res = PQexecParams(s->conn,
+                                 "SELECT current_database(), coalesce(to_regclass($1)::oid::text,"
+                                 " ''), coalesce(to_regclass($1)::text, '')",
+                                 1, NULL, params, NULL, NULL, 0);
+    free(name);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        return idem_pg_fail(s, res, "identify the store", err, errlen);
+    }
+    snprintf(out->database, sizeof(out->database), "%s", PQgetvalue(res, 0, 0));
+    snprintf(out->table_oid, sizeof(out->table_oid), "%s", PQgetvalue(res, 0, 1));
+    snprintf(out->table, sizeof(out->table), "%s", PQgetvalue(res, 0, 2));
+    PQclear(res);
+    read_cluster(s, out);
+    return 0;
+}
+
+int
+idem_identity_same(const struct idem_identity *was, const struct idem_identity *now, char *why,
+                   size_t cap)
+{
+    if (strcmp(was->database, now->database) != 0) {
+        snprintf(why, cap, "it reaches database '%s', not '%s'", now->database, was->database);
+        return 0;
+    }
+    if (was->cluster[0] != '\0' && now->cluster[0] != '\0' &&
+        strcmp(was->cluster, now->cluster) != 0) {
+        snprintf(why, cap,
+                 "it reaches database '%s' of another PostgreSQL cluster (system identifier %s, "
+                 "not %s)",
+                 now->database, now->cluster, was->cluster);
+        return 0;
+    }
+    if (was->table_oid[0] != '\0' && strcmp(was->table_oid, now->table_oid) != 0) {
+        if (now->table_oid[0] == '\0') {
+            snprintf(why, cap, "the keys table %s is not there for it", was->table);
+        } else {
+            snprintf(why, cap, "the keys table resolves to another table for it (%s, not %s)",
+                     now->table, was->table);
+        }
+        return 0;
+    }
+    return 1;
+}

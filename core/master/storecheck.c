@@ -1,0 +1,115 @@
+/*
+ * storecheck.c - a reload's check of a changed idempotency.dsn (see
+ * storecheck.h): the identity (idem.h) of what each dsn reaches, compared.
+ */
+#include "storecheck.h"
+
+#include "config.h"
+#include "diag.h"
+#include "health.h"
+#include "idem.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Connect to dsn just long enough to read what it reaches. 0, or -1 with
+ * err. */
+static int
+identity_of(const char *dsn, const char *table, struct idem_identity *out, char *err, size_t cap)
+{
+    struct idem_store *s = NULL;
+    int rc = idem_open(dsn, table, "twiced reload", &s, err, cap);
+    if (rc == 0) {
+        rc = idem_identity(s, out, err, cap);
+    }
+    idem_close(s);
+    return rc;
+}
+
+/* Add the problem at the dsn's line of now. */
+static int
+refuse(const struct config *now, struct diag *d, const char *what)
+{
+    const char *file = now->idempotency.dsn_src != NULL ? now->idempotency.dsn_src : now->file;
+    diag_add(d, file, now->idempotency.dsn_line, "idempotency.dsn: %s", what);
+    return 1;
+}
+
+/* What the running store reaches, into *out: what the health check learned,
+ * or, when that is nothing or has no keys table yet (the workers create it
+ * after the master's first connect), asked of was's dsn now, unless it is
+ * the new one too. 1 when known, else 0 with err. */
+static int
+running_identity(const struct config *was, struct health *running, int same,
+                 struct idem_identity *out, char *err, size_t cap)
+{
+    int known = health_identity(running, out) == 0;
+    if ((known && out->table_oid[0] != '\0') || same) {
+        snprintf(err, cap, "%s", known ? "" : "not learned yet");
+        return known;
+    }
+    struct idem_identity asked;
+    if (identity_of(was->idempotency.dsn, was->idempotency.table, &asked, err, cap) == 0) {
+        *out = asked;
+        return 1;
+    }
+    return known;
+}
+
+/* Refuse a dsn that reaches other keys than the running store's (why says
+ * how); same: it is written as before, and what it names changed under it. */
+static int
+refuse_moved(const struct config *now, struct diag *d, int same, const char *why, int gen)
+{
+    char msg[1600];
+    if (same) {
+        snprintf(msg, sizeof(msg),
+                 "it now reaches other keys than generation %d uses: %s; it is written as "
+                 "before, so what it relies on changed under it (a service file, a host "
+                 "name, the environment), and the running workers reach them too once they "
+                 "reconnect: restore it, or restart twiced to move the keys",
+                 gen, why);
+    } else {
+        snprintf(msg, sizeof(msg),
+                 "a reload cannot move the keys: %s (the running jobs' keys stay where "
+                 "generation %d keeps them, so a message already handled could run again); "
+                 "a dsn may change the host, port, password or sslmode of the same "
+                 "database; restart twiced to move it",
+                 why, gen);
+    }
+    return refuse(now, d, msg);
+}
+
+int
+storecheck_reload(const struct config *was, const struct config *now, struct health *running,
+                  int gen, struct diag *d)
+{
+    int same = strcmp(was->idempotency.dsn, now->idempotency.dsn) == 0;
+    struct idem_identity old_id, new_id;
+    char err[768], why[512], msg[1600];
+    if (identity_of(now->idempotency.dsn, now->idempotency.table, &new_id, err, sizeof(err)) !=
+        0) {
+        if (same) {
+            return 0; /* the store is down: the new generation waits for it, as the old does */
+        }
+        snprintf(msg, sizeof(msg),
+                 "the new dsn does not connect (%s); a reload that changes the dsn must check "
+                 "that it reaches the keys generation %d uses; reload again once it answers",
+                 err, gen);
+        return refuse(now, d, msg);
+    }
+    if (!running_identity(was, running, same, &old_id, err, sizeof(err))) {
+        if (same) {
+            return 0; /* nothing learned to compare with; asking again would say the same */
+        }
+        snprintf(msg, sizeof(msg),
+                 "cannot tell which database generation %d uses: its store never answered "
+                 "the master and does not now (%s); restart twiced to change the dsn",
+                 gen, err);
+        return refuse(now, d, msg);
+    }
+    if (idem_identity_same(&old_id, &new_id, why, sizeof(why))) {
+        return 0;
+    }
+    return refuse_moved(now, d, same, why, gen);
+}

@@ -1,0 +1,33 @@
+/*
+ * storecheck.h - whether a reload's idempotency.dsn still reaches the keys
+ * the running generation uses. Another host, port, password or sslmode of
+ * the same cluster is a failover or a rotation and is taken;
+ * another database, cluster or schema would start the new generation on
+ * other keys while the old one drains, so a message already handled could
+ * run again: refused, as a move of idempotency.table is.
+ */
+#ifndef TWICE_STORECHECK_H
+#define TWICE_STORECHECK_H
+
+struct config;
+struct diag;
+struct health;
+
+/*
+ * 0 when now's dsn reaches the keys was's does; else 1 with one "FILE:LINE:
+ * idempotency.dsn: ..." in d. The running store's identity is the one
+ * running (the master's health check of was's store) learned, else asked
+ * now; the new one is asked now (each connect is bounded by the dsn's
+ * connect_timeout, 10 s by default, a server that stops answering by TCP
+ * keepalives; the master's loop waits, as it does for the probe). A changed
+ * dsn that does not connect, or whose running store was never seen and is
+ * unreachable now, is refused too: the reload cannot tell, and can be asked
+ * again once the store answers. A dsn written as before is checked as well
+ * (a service file or a host name may have changed what it reaches), but
+ * only when both sides can be known: a store that is down does not refuse
+ * it. gen is the running generation, for the message.
+ */
+int storecheck_reload(const struct config *was, const struct config *now, struct health *running,
+                      int gen, struct diag *d);
+
+#endif
