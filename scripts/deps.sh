@@ -15,7 +15,7 @@ PACKAGES=(
     postgresql pgbouncer
     python3 python3-psycopg2 python3-aiosmtpd python3-prometheus-client pyflakes3 python3-yaml
     valgrind libfuzzer-14-dev lintian rpm curl logrotate
-    locales  # localedef and de_DE: the tests build a decimal-comma locale without root
+    locales  # localedef, de_DE and tr_TR: the locale tests build them without root
 )
 
 die() {
@@ -55,18 +55,21 @@ if [ ${#missing[@]} -gt 0 ]; then
         die "apt-get install ${missing[*]} failed"
 fi
 
-# de_DE.UTF-8, the decimal-comma locale the locale tests put in force (a plugin may call
-# setlocale). Without it the tests build one with localedef into a temporary LOCPATH,
-# which works without root but is slower.
-if ! locale -a 2>/dev/null | grep -qx 'de_DE.utf8'; then
-    if [ "$(id -u)" = 0 ]; then
-        localedef -i de_DE -f UTF-8 de_DE.UTF-8 || die "localedef de_DE.UTF-8 failed"
-    elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-        sudo localedef -i de_DE -f UTF-8 de_DE.UTF-8 || die "localedef de_DE.UTF-8 failed"
-    else
-        echo "deps: note: no de_DE.UTF-8 locale; the locale tests will build their own" >&2
+# de_DE.UTF-8, the decimal-comma locale, and tr_TR.UTF-8, where strcasecmp("ID", "id")
+# != 0: the locale tests put them in force (a plugin may call setlocale). Without them
+# the tests build their own with localedef into a temporary LOCPATH, which works without
+# root but is slower.
+for loc in de_DE tr_TR; do
+    if ! locale -a 2>/dev/null | grep -qx "$loc.utf8"; then
+        if [ "$(id -u)" = 0 ]; then
+            localedef -i "$loc" -f UTF-8 "$loc.UTF-8" || die "localedef $loc.UTF-8 failed"
+        elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+            sudo localedef -i "$loc" -f UTF-8 "$loc.UTF-8" || die "localedef $loc.UTF-8 failed"
+        else
+            echo "deps: note: no $loc.UTF-8 locale; the locale tests will build their own" >&2
+        fi
     fi
-fi
+done
 
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 if [ "$node_major" -lt 20 ]; then

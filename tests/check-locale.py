@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""check-locale.py - the host reads and writes numbers in the C locale only.
+"""check-locale.py - the host reads and writes numbers, and compares ASCII text, in the C
+locale only.
 
 A plugin may call setlocale(); from then on strtod and printf's %f, %g, %e and %a read and
 write the plugin's decimal point ("1,5") in every thread of the process. The host's own
@@ -7,8 +8,15 @@ numbers (keys, /metrics, the log, the store's answers) must not follow: they go 
 core/text/cnum.h (cnum_strtod, cnum_snprintf) or buf_printf and the log, which use it.
 This refuses, in core/ and sdk/mock/, a call of strtod, strtof, strtold, atof or the scanf
 family, a call of the plain printf family whose format has a float conversion, and any
-call of the v*printf family (its format comes from a caller, who may pass "%.1f"). Exit 0
-when there is none, 1 with one FILE:LINE line per call. Run by ctest as unit/locale;
+call of the v*printf family (its format comes from a caller, who may pass "%.1f").
+The same setlocale() changes case: under tr_TR.UTF-8 tolower('I') is 'I' and
+strcasecmp("ID", "id") != 0, and under a Latin-1 locale isalpha(0xE9) is true. So this also
+refuses strcasecmp, strncasecmp, tolower, toupper and the is*() classes that follow the
+locale (isalpha, isalnum, islower, isupper, isspace, isprint, isgraph, ispunct, iscntrl,
+isblank): the host's protocol and configuration text goes through core/text/ascii.h
+(ascii_strcasecmp, ascii_tolower, ascii_isalpha...). isdigit and isxdigit are the ASCII
+digits in every locale and stay allowed. Exit 0 when there is none, 1 with one FILE:LINE
+line per call. Run by ctest as unit/locale;
 --self-test shows that it finds each kind.
 """
 import os
@@ -22,12 +30,16 @@ VPRINTERS = re.compile(r"\b(vprintf|vfprintf|vsprintf|vsnprintf|vdprintf|vasprin
 FLOAT_CONV = re.compile(r"%[-+ #0']*(?:\d+|\*)?(?:\.(?:\d+|\*)?)?(?:hh|h|ll|l|L|q|j|z|t)?"
                         r"[aAeEfFgG]")
 LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
-COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+CASERS = re.compile(r"\b(strcasecmp|strncasecmp|tolower|toupper|isalpha|isalnum|islower|isupper"
+                    r"|isspace|isprint|isgraph|ispunct|iscntrl|isblank)\s*\(")
+COMMENT = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|/\*.*?\*/|//[^\n]*""", re.S)
 
 
 def strip_comments(text):
-    """text with comments blanked (newlines kept, so line numbers hold)."""
-    return COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    """text with comments blanked (newlines kept, so line numbers hold); string and
+    character literals are skipped whole, so "http://" starts no comment."""
+    return COMMENT.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'"
+                       else re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
 def call_args(text, start):
@@ -60,6 +72,12 @@ def problems_in(rel, text):
         line = text.count("\n", 0, m.start()) + 1
         out.append("%s:%d: %s() formats a caller's format in the process's locale: use "
                    "cnum_vsnprintf, cnum_vfprintf (cnum.h) or buf_vprintf" % (rel, line, m.group(1)))
+    for m in CASERS.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        why = ("tr_TR: 'I' is not 'i'" if m.group(1)[0] != "i"
+               else "Latin-1: isalpha(0xE9)")
+        out.append("%s:%d: %s() follows the locale a plugin set (%s): use ascii_%s (ascii.h)"
+                   % (rel, line, m.group(1), why, m.group(1)))
     for m in PRINTERS.finditer(text):
         if text[m.start() - 1:m.start()] in ("_", "."):
             continue
@@ -94,17 +112,24 @@ def self_test():
            '         secs);\n'
            'fprintf(stderr, "x=%" "g\\n", x);\n'
            'int k = sscanf(s, "%d", &v);\n'
-           'vsnprintf(why, n, fmt, ap);\n')
+           'vsnprintf(why, n, fmt, ap);\n'
+           'if (strcasecmp(h, "Content-Type") == 0 ||\n'
+           '    strncasecmp(u, "http://", 7) == 0) c = tolower(c);\n'
+           'if (isalnum(c) || isspace (c)) c = toupper(c);\n')
     good = ('/* strtod(s) and "%f" in a comment */\n'
             'snprintf(b, n, "%s: 100%% of %d", s, i);\n'
             'cnum_snprintf(b, n, "%.17g", d);\n'
             'buf_printf(b, "%.3f", d);\n'
             'double d = cnum_strtod(s, NULL);\n'
-            'cnum_vsnprintf(why, n, fmt, ap);\n')
+            'cnum_vsnprintf(why, n, fmt, ap);\n'
+            'if (ascii_strcasecmp(h, "Content-Type") == 0) c = ascii_tolower(c);\n'
+            'if (isdigit(c) || isxdigit(c) || ascii_isalnum(c)) c = ascii_toupper(c);\n'
+            '/* tolower(c) and strcasecmp() in a comment */\n')
     found = problems_in("bad.c", bad)
     lines = [p.split(":")[1] for p in found]
-    if lines != ["1", "5", "6", "2", "4"]:
-        print("self-test: expected problems at lines 1, 5, 6, 2, 4; got %s" % found)
+    want = ["1", "5", "6", "7", "8", "8", "9", "9", "9", "2", "4"]
+    if lines != want:
+        print("self-test: expected problems at lines %s; got %s" % (", ".join(want), found))
         return 1
     if problems_in("good.c", good):
         print("self-test: false alarm: %s" % problems_in("good.c", good))

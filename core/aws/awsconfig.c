@@ -5,12 +5,12 @@
  */
 #include "awsconfig.h"
 
+#include "ascii.h"
 #include "buf.h"
 #include "fileopen.h"
 
 #include <openssl/crypto.h>
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,7 +125,7 @@ const char *
 awsconfig_get(const struct awsconfig_section *s, const char *key)
 {
     for (size_t i = s != NULL ? s->n : 0; i-- > 0;) {
-        if (strcasecmp(s->entries[i].key, key) == 0) {
+        if (ascii_strcasecmp(s->entries[i].key, key) == 0) {
             return s->entries[i].value;
         }
     }
@@ -402,11 +401,11 @@ awsconfig_service_url(const char *service, const char *region)
     const char *url = NULL;
     char *out = NULL;
 
-    if (ignore == NULL || strcasecmp(ignore, "true") != 0) {
+    if (ignore == NULL || ascii_strcasecmp(ignore, "true") != 0) {
         char var[64];
         snprintf(var, sizeof(var), "AWS_ENDPOINT_URL_%s", service);
         for (char *p = var; *p != '\0'; p++) {
-            *p = (char) toupper((unsigned char) *p);
+            *p = (char) ascii_toupper((unsigned char) *p);
         }
         if ((url = awsconfig_env(var)) == NULL) {
             url = awsconfig_env("AWS_ENDPOINT_URL");

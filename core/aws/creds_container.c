@@ -7,6 +7,7 @@
  */
 #include "awsconfig.h"
 #include "buf.h"
+#include "ascii.h"
 #include "creds.h"
 #include "creds_provider.h"
 #include "http.h"
@@ -16,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define CONTAINER_HOST       "http://169.254.170.2"
 #define CONTAINER_TIMEOUT_MS 2000
@@ -41,7 +41,7 @@ plain_http_host(const char *host, size_t n)
     unsigned char v4[4];
 
     for (size_t i = 0; i < sizeof(agents) / sizeof(agents[0]); i++) {
-        if (n == strlen(agents[i]) && strncasecmp(host, agents[i], n) == 0) {
+        if (n == strlen(agents[i]) && ascii_strncasecmp(host, agents[i], n) == 0) {
             return 1;
         }
     }
@@ -56,9 +56,9 @@ plain_http_host(const char *host, size_t n)
 int
 creds_container_uri_allowed(const char *uri)
 {
-    int https = strncasecmp(uri, "https://", 8) == 0;
+    int https = ascii_strncasecmp(uri, "https://", 8) == 0;
 
-    if (!https && strncasecmp(uri, "http://", 7) != 0) {
+    if (!https && ascii_strncasecmp(uri, "http://", 7) != 0) {
         return 0;
     }
     const char *auth = uri + (https ? 8 : 7);

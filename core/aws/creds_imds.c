@@ -8,6 +8,7 @@
  */
 #include "awsconfig.h"
 #include "buf.h"
+#include "ascii.h"
 #include "creds.h"
 #include "creds_provider.h"
 #include "http.h"
@@ -15,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define IMDS_ENDPOINT     "http://169.254.169.254"
 #define IMDS_ENDPOINT_V6  "http://[fd00:ec2::254]"
@@ -76,7 +76,7 @@ static int
 session_token(struct imds_call *call, char *why, size_t whylen)
 {
     const char *v1 = awsconfig_env("AWS_EC2_METADATA_V1_DISABLED");
-    int v1_allowed = v1 != NULL && strcasecmp(v1, "false") == 0;
+    int v1_allowed = v1 != NULL && ascii_strcasecmp(v1, "false") == 0;
     long status;
 
     if (imds_request(call, "PUT", IMDS_TOKEN_PATH, IMDS_TTL_HEADER, why, whylen) != 0) {
@@ -165,7 +165,8 @@ endpoint(char *out, size_t len)
     const char *mode = awsconfig_env("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE");
 
     if (ep == NULL) {
-        ep = mode != NULL && strcasecmp(mode, "IPv6") == 0 ? IMDS_ENDPOINT_V6 : IMDS_ENDPOINT;
+        ep =
+            mode != NULL && ascii_strcasecmp(mode, "IPv6") == 0 ? IMDS_ENDPOINT_V6 : IMDS_ENDPOINT;
     }
     snprintf(out, len, "%s", ep);
     for (size_t n = strlen(out); n > 0 && out[n - 1] == '/'; n--) {

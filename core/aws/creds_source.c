@@ -6,6 +6,7 @@
  */
 #include "awsconfig.h"
 #include "creds.h"
+#include "ascii.h"
 #include "creds_provider.h"
 #include "http.h"
 
@@ -15,13 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 int
 creds_env_true(const char *name)
 {
     const char *v = awsconfig_env(name);
-    return v != NULL && strcasecmp(v, "true") == 0;
+    return v != NULL && ascii_strcasecmp(v, "true") == 0;
 }
 
 /* A member that must be a non-empty string, or NULL. */

@@ -3,9 +3,9 @@
  */
 #include "diag.h"
 
+#include "ascii.h"
 #include "buf.h"
 
-#include <ctype.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -87,7 +87,8 @@ diag_count(const struct diag *d)
 static int
 same_char(char a, char b, int fold_case)
 {
-    return fold_case ? tolower((unsigned char) a) == tolower((unsigned char) b) : a == b;
+    return fold_case ? ascii_tolower((unsigned char) a) == ascii_tolower((unsigned char) b)
+                     : a == b;
 }
 
 int

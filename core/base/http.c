@@ -5,6 +5,7 @@
  */
 #include "http.h"
 
+#include "ascii.h"
 #include "atomics.h"
 #include "version.h"
 
@@ -13,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* A response rarely has more; past this, headers are dropped (bounded memory). */
 #define HTTP_MAX_HEADERS 256
@@ -120,7 +120,7 @@ const char *
 http_response_header(const struct http_response *r, const char *name)
 {
     for (size_t i = 0; i < r->nheaders; i++) {
-        if (strcasecmp(r->headers[i].name, name) == 0) {
+        if (ascii_strcasecmp(r->headers[i].name, name) == 0) {
             return r->headers[i].value;
         }
     }

@@ -11,6 +11,7 @@
  */
 #include "config_text.h"
 
+#include "ascii.h"
 #include "buf.h"
 #include "config.h"
 #include "fileopen.h"
@@ -319,7 +320,7 @@ include_at(const char *t, size_t len, struct buf *name)
 static int
 continues_token(char ch)
 {
-    return isalnum((unsigned char) ch) || ch == '_' || ch == '*' || ch == '-' || ch == '.';
+    return ascii_isalnum((unsigned char) ch) || ch == '_' || ch == '*' || ch == '-' || ch == '.';
 }
 
 /* An integer literal at i (`[-+]?[0-9]+L?L?` or `[-+]?0x[0-9a-fA-F]+L?L?`),

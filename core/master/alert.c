@@ -5,6 +5,7 @@
  */
 #include "alert.h"
 
+#include "ascii.h"
 #include "backoff.h"
 #include "buf.h"
 #include "dlq.h"
@@ -15,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -471,7 +471,7 @@ alert_url_origin(const char *url, char *out, size_t cap)
 int
 alert_smtp_needs_tls(const char *url, int has_credentials)
 {
-    if (!has_credentials || strncasecmp(url, "smtp://", 7) != 0) {
+    if (!has_credentials || ascii_strncasecmp(url, "smtp://", 7) != 0) {
         return 0;
     }
     char *host = NULL;
@@ -480,7 +480,7 @@ alert_smtp_needs_tls(const char *url, int has_credentials)
     if (u != NULL && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
         curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
         loopback = strcmp(host, "127.0.0.1") == 0 || strcmp(host, "[::1]") == 0 ||
-                   strcasecmp(host, "localhost") == 0;
+                   ascii_strcasecmp(host, "localhost") == 0;
     }
     curl_free(host);
     curl_url_cleanup(u);

@@ -6,6 +6,7 @@
  */
 #include "loader.h"
 
+#include "ascii.h"
 #include "buf.h"
 #include "cnum.h"
 #include "config.h"
@@ -376,7 +377,7 @@ valid_name(const char *s, const char *extra)
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
-        if (!islower((unsigned char) s[i]) && !isdigit((unsigned char) s[i]) &&
+        if (!ascii_islower((unsigned char) s[i]) && !isdigit((unsigned char) s[i]) &&
             strchr(extra, s[i]) == NULL) {
             return 0;
         }
@@ -417,7 +418,7 @@ check_settings_decl(const char *path, const twice_setting *decl, struct buf *tmp
         const char *why = NULL;
         if (i >= 256) {
             why = "more than 256 settings (is the array's NULL-name terminator missing?)";
-        } else if (!isalpha((unsigned char) s->name[0]) || strlen(s->name) > NAME_MAX_LEN ||
+        } else if (!ascii_isalpha((unsigned char) s->name[0]) || strlen(s->name) > NAME_MAX_LEN ||
                    strspn(s->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                    "0123456789_-") != strlen(s->name)) {
             why = "is not a valid setting name";

@@ -5,6 +5,7 @@
  */
 #include "s3.h"
 
+#include "ascii.h"
 #include "awsconfig.h"
 #include "buf.h"
 #include "cnum.h"
@@ -127,12 +128,13 @@ s3_valid_bucket(const char *b)
 {
     size_t n = b != NULL ? strlen(b) : 0;
     int digits_and_dots = 1;
-    if (n < 3 || n > 63 || !isalnum((unsigned char) b[0]) || !isalnum((unsigned char) b[n - 1])) {
+    if (n < 3 || n > 63 || !ascii_isalnum((unsigned char) b[0]) ||
+        !ascii_isalnum((unsigned char) b[n - 1])) {
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char) b[i];
-        if (!(islower(ch) || isdigit(ch) || ch == '.' || ch == '-') ||
+        if (!(ascii_islower(ch) || isdigit(ch) || ch == '.' || ch == '-') ||
             (ch == '.' && b[i + 1] == '.')) {
             return 0;
         }
@@ -263,7 +265,7 @@ s3_error_code(const struct http_response *r, char *out, size_t cap)
     if (start != NULL && (end = strstr(start + 6, "</Code>")) != NULL && end - start - 6 < 60) {
         snprintf(out, cap, "%.*s", (int) (end - start - 6), start + 6);
         for (char *p = out; *p; p++) {
-            if (!isalnum((unsigned char) *p)) {
+            if (!ascii_isalnum((unsigned char) *p)) {
                 *p = '_';
             }
         }

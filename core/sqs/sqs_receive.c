@@ -11,6 +11,7 @@
 #include "sqs_parse.h"
 
 #include "arena.h"
+#include "ascii.h"
 #include "jsonparse.h"
 
 #include <stdatomic.h>
@@ -19,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* SQS allows 10 message attributes; more than this is a broken answer (and
  * a repeated name is looked up among them, so they stay few). */
@@ -507,7 +507,7 @@ finish_message(struct jsonparse *p)
         return malformed(p, "has no Body", m->message_id);
     }
     if (r->cur.has_md5_body && sqs_md5_hex(m->body, m->body_len, md5) == 0 &&
-        strcasecmp(md5, r->cur.md5_body) != 0) {
+        ascii_strcasecmp(md5, r->cur.md5_body) != 0) {
         sqs_error_set(r->e, "BodyMD5Mismatch", 1,
                       "message %.64s: MD5OfBody %.40s, body hashes to %s", m->message_id,
                       r->cur.md5_body, md5);
@@ -517,7 +517,7 @@ finish_message(struct jsonparse *p)
         return -1;
     }
     if (r->cur.has_md5_attrs && m->nattrs > 0 && sqs_md5_of_attrs(m->attrs, m->nattrs, md5) == 0 &&
-        strcasecmp(md5, r->cur.md5_attrs) != 0) {
+        ascii_strcasecmp(md5, r->cur.md5_attrs) != 0) {
         sqs_error_set(r->e, "AttributesMD5Mismatch", 1,
                       "message %.64s: MD5OfMessageAttributes %.40s, attributes hash to %s",
                       m->message_id, r->cur.md5_attrs, md5);

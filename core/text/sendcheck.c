@@ -5,6 +5,7 @@
  */
 #include "sendcheck.h"
 
+#include "ascii.h"
 #include "buf.h"
 #include "cnum.h"
 #include "jsonwrite.h"
@@ -14,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 static int refuse(char *why, size_t whylen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -87,7 +87,7 @@ attr_name_ok(const char *name)
 {
     size_t n = strlen(name);
     if (n == 0 || n > 256 || name[0] == '.' || name[n - 1] == '.' || strstr(name, "..") ||
-        strncasecmp(name, "aws.", 4) == 0 || strncasecmp(name, "amazon.", 7) == 0 ||
+        ascii_strncasecmp(name, "aws.", 4) == 0 || ascii_strncasecmp(name, "amazon.", 7) == 0 ||
         strncmp(name, "twice-", 6) == 0) {
         return 0;
     }

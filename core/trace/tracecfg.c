@@ -4,6 +4,7 @@
  */
 #include "tracecfg.h"
 
+#include "ascii.h"
 #include "buf.h"
 #include "config.h"
 #include "kvlist.h"
@@ -13,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 /* An environment variable, NULL when unset or empty. */
@@ -27,8 +27,8 @@ env(const char *name)
 static int
 http_url(const char *u)
 {
-    return (strncasecmp(u, "http://", 7) == 0 && u[7] != '\0') ||
-           (strncasecmp(u, "https://", 8) == 0 && u[8] != '\0');
+    return (ascii_strncasecmp(u, "http://", 7) == 0 && u[7] != '\0') ||
+           (ascii_strncasecmp(u, "https://", 8) == 0 && u[8] != '\0');
 }
 
 static char *

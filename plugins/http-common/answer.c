@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 void
 http_answer_init(struct http_answer *a)
@@ -36,7 +35,7 @@ static void
 delay_header(const char *buf, size_t n, const char *name, long *out)
 {
     size_t nl = strlen(name);
-    if (n > nl && strncasecmp(buf, name, nl) == 0) {
+    if (n > nl && plugin_ascii_strncasecmp(buf, name, nl) == 0) {
         char *value = strndup(buf + nl, n - nl); /* all of it: a cut value reads wrong */
         *out = value != NULL ? http_retry_after(value, time(NULL)) : -1;
         free(value);

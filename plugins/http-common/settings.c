@@ -9,7 +9,6 @@
 
 #include <curl/curl.h>
 #include <stdlib.h>
-#include <strings.h>
 
 int
 http_init_finish(const twice_api *api, const twice_settings *set, int rc,
@@ -43,7 +42,8 @@ http_check_url(const char *url, struct setting_refusal *r)
     const char *why = NULL;
     if (url == NULL) {
         why = "is not set (an http:// or https:// endpoint)";
-    } else if (strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0) {
+    } else if (plugin_ascii_strncasecmp(url, "http://", 7) != 0 &&
+               plugin_ascii_strncasecmp(url, "https://", 8) != 0) {
         why = "must start with http:// or https://";
     } else {
         why = http_url_check(url);

@@ -4,7 +4,8 @@
  * refusal that names the setting to blame, said once to the host
  * (api->setting_error, so twice.conf's line of that setting is shown) or
  * as describe()'s text. Not the checks themselves: they stay with each
- * plugin (and http-common). Not an SDK header.
+ * plugin (and http-common). Also the one case-insensitive comparison they
+ * use, which a locale another plugin set cannot change. Not an SDK header.
  */
 #ifndef TWICE_SETTINGS_COMMON_H
 #define TWICE_SETTINGS_COMMON_H
@@ -37,5 +38,11 @@ void setting_refusal_report(const twice_api *api, const twice_settings *set,
 
 /* r as one line for describe()'s text: "setting 'url': why", or why. */
 void setting_refusal_text(const struct setting_refusal *r, char *buf, size_t cap);
+
+/* strncasecmp with only ASCII 'A'..'Z' folded, whatever locale is in force:
+ * under tr_TR.UTF-8 (a plugin's setlocale() changes the whole worker) the
+ * libc one takes 'I' and 'i' for two letters. For URL schemes and header
+ * names, which are ASCII. */
+int plugin_ascii_strncasecmp(const char *a, const char *b, size_t n);
 
 #endif

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <twice/plugin.h>
 
 /* The plugin's state: read-only after init, so handle() may run on many
@@ -67,10 +66,10 @@ check_settings(struct welcome *w, struct setting_refusal *r)
 {
     /* Credentials over plain smtp:// only after STARTTLS: curl then refuses
      * a server that does not offer it instead of sending them in clear. */
-    w->starttls_required =
-        w->username != NULL && w->smtp_url != NULL && strncasecmp(w->smtp_url, "smtp://", 7) == 0;
-    if (w->smtp_url == NULL || (strncasecmp(w->smtp_url, "smtp://", 7) != 0 &&
-                                strncasecmp(w->smtp_url, "smtps://", 8) != 0)) {
+    w->starttls_required = w->username != NULL && w->smtp_url != NULL &&
+                           plugin_ascii_strncasecmp(w->smtp_url, "smtp://", 7) == 0;
+    if (w->smtp_url == NULL || (plugin_ascii_strncasecmp(w->smtp_url, "smtp://", 7) != 0 &&
+                                plugin_ascii_strncasecmp(w->smtp_url, "smtps://", 8) != 0)) {
         return setting_refuse(r, "smtp_url", "must start with smtp:// or smtps://");
     }
     if (w->from == NULL || !mime_valid_address(w->from)) {

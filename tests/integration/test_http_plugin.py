@@ -30,7 +30,8 @@ from test_tls import make_certificate
 class EffectService:
     """HTTP (or HTTPS) on 127.0.0.1. POST /ok/... answers 200; /flaky/... 503 with
     Retry-After: 1 to the first two requests of each key, then 200; /invalid/... 422 with
-    a text; /later/... 200 with Twice-Retry-After: 2 to the first request of each key.
+    a text; /later/... 200 with Twice-Retry-After: 2 to the first request of each key,
+    /shouted/... the same header in capitals (TWICE-RETRY-AFTER: 2).
     Every request is recorded (path, headers, body, its TCP connection, the status)."""
 
     def __init__(self, cert=None):
@@ -87,6 +88,8 @@ class EffectService:
                 status, text = 422, 'field "email" is not an address'
             elif kind == "later" and n == 1:
                 headers = {"Twice-Retry-After": "2"}
+            elif kind == "shouted" and n == 1:
+                headers = {"TWICE-RETRY-AFTER": "2"}
             elif kind == "echo":  # a careless service: quotes the credentials it refuses
                 status, text = 401, "unauthorized: got %s" % handler.headers.get("Authorization")
             elif kind == "echocut":  # the same, the token across the 1024 bytes kept
@@ -94,7 +97,8 @@ class EffectService:
                 status, text = 401, "u" * (1024 - len("Bearer ") - 10) + auth
             self.requests.append({"path": handler.path, "key": key, "conn": handler.conn,
                                   "headers": dict(handler.headers), "status": status,
-                                  "twice_retry": "Twice-Retry-After" in headers,
+                                  "twice_retry": any(h.lower() == "twice-retry-after"
+                                                     for h in headers),
                                   "body": body.decode("utf-8", "replace"), "at": time.time()})
         return status, headers, text
 

@@ -3,9 +3,10 @@ user's locale does) changes how the whole worker reads and writes numbers: "1,5"
 own numbers must not follow: the keys of {"amount": 1.5} and {"amount": 1.7} stay
 "amount:1.5" and "amount:1.7" (two jobs, not one and a false duplicate), a real duplicate
 is still recognized, the worker's log writes "0.012s", and /metrics stays a valid
-exposition. The plugin's own output keeps its locale ("1,50"). The locale is the system's,
-else built with localedef into a temporary LOCPATH (Debian's `locales`, scripts/deps.sh):
-no root needed."""
+exposition. The plugin's own output keeps its locale ("1,50"). Under tr_TR.UTF-8, where
+libc's strcasecmp("ID", "id") != 0, the http plugin beside it still reads a header sent in
+capitals. The locale is the system's, else built with localedef into a temporary LOCPATH
+(Debian's `locales`, scripts/deps.sh): no root needed."""
 
 import json
 import os
@@ -17,25 +18,26 @@ import urllib.request
 import promcheck
 import twicetest
 import twiceconf as tc
+from test_http_plugin import EffectService
 
 
-def comma_locale_env(run_dir):
-    """The environment twiced needs for its plugin's setlocale("de_DE.UTF-8"): none when
+def comma_locale_env(run_dir, name="de_DE"):
+    """The environment twiced needs for its plugin's setlocale("NAME.UTF-8"): none when
     the system has that locale (scripts/deps.sh makes it when run as root), else LOCPATH
     to one localedef builds here. With LOCPATH set, glibc's newlocale() keeps its copy of
     the path (44 bytes from __argz_add_sep; libp11-kit's constructor calls it in every
     process): that one leak of glibc's is suppressed for LeakSanitizer in a sanitizer
     build."""
     have = subprocess.run(["locale", "-a"], capture_output=True, text=True).stdout.split()
-    if "de_DE.utf8" in have:
+    if name + ".utf8" in have:
         return {}
     path = tempfile.mkdtemp(dir=run_dir)
-    r = subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8",
-                        os.path.join(path, "de_DE.UTF-8")],
+    r = subprocess.run(["localedef", "-i", name, "-f", "UTF-8",
+                        os.path.join(path, name + ".UTF-8")],
                        capture_output=True, text=True, timeout=120)
-    if not os.path.exists(os.path.join(path, "de_DE.UTF-8", "LC_NUMERIC")):
-        raise AssertionError("localedef could not build de_DE.UTF-8 (install Debian's "
-                             "`locales`, scripts/deps.sh): %s" % r.stderr)
+    if not os.path.exists(os.path.join(path, name + ".UTF-8", "LC_NUMERIC")):
+        raise AssertionError("localedef could not build %s.UTF-8 (install Debian's "
+                             "`locales`, scripts/deps.sh): %s" % (name, r.stderr))
     supp = os.path.join(path, "lsan.supp")
     with open(supp, "w") as f:
         f.write("leak:__argz_add_sep\n")  # the frame the fast unwinder reaches
@@ -88,6 +90,32 @@ class CommaLocale(twicetest.TwiceTestCase):
         self.assertEqual(types["twice_handler_duration_seconds"], "histogram")
         self.assertEqual(d.stop(), 0)
 
+
+class TurkishLocale(twicetest.TwiceTestCase):
+    def test_http_plugin_reads_a_header_in_capitals_beside_a_turkish_plugin(self):
+        """One plugin of the worker sets tr_TR.UTF-8; the bundled http plugin beside it
+        still takes a service's "TWICE-RETRY-AFTER: 2" for Twice-Retry-After and asks
+        again 2 s later. libc's strncasecmp there takes 'I' and 'i' for two letters:
+        the header was missed and the job taken as done after one request."""
+        service = EffectService()
+        self.addCleanup(service.close)
+        url, dlq = self.queue_pair("turkish")
+        dsn = self.new_database("turkish")
+        lines_path = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "jobs.txt")
+        plugins = [tc.plugin("turkish", tc.test_plugin(self.env, "setlocale_de"),
+                             file=lines_path, locale="tr_TR.UTF-8"),
+                   tc.plugin("h", os.path.join(self.env.plugin_build_dir, "http.so"),
+                             url=service.url + "/shouted", key="k:{id}")]
+        conf = tc.config(self.env, dsn, [tc.queue("jobs", url, dlq, "h")], plugins)
+        d = self.start_twiced(conf, extra_env=comma_locale_env(self.env.run_dir, "tr_TR"))
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": 1}))
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=30,
+                             message="the message was not handled")
+        reqs = service.of("shouted")
+        self.assertEqual(len(reqs), 2, "TWICE-RETRY-AFTER was not taken for a delay")
+        self.assertGreaterEqual(reqs[1]["at"] - reqs[0]["at"], 1.8)
+        self.assertEqual(d.stop(), 0)
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,7 +1,9 @@
 /*
  * setlocale_de.c - fixture: a plugin whose init() calls
  * setlocale(LC_ALL, "de_DE.UTF-8"), as a library using the user's locale
- * would, so that the whole worker writes and reads "1,5" from then on. Key
+ * would, so that the whole worker writes and reads "1,5" from then on
+ * (setting `locale` picks another comma locale: tr_TR.UTF-8, where libc's
+ * strcasecmp("ID", "id") != 0 in every thread of the worker too). Key
  * "amount:{amount}"; each job appends "key amount-as-the-plugin-reads-it" to
  * the file of setting `file`, the amount read with strtod and written with
  * %.2f in the plugin's locale: its own output keeps the locale it chose.
@@ -25,9 +27,9 @@ init(const twice_api *a, const twice_settings *s, void **state)
     api = a;
     snprintf(path, sizeof(path), "%s", a->setting(s, "file"));
     *state = NULL;
-    if (setlocale(LC_ALL, "de_DE.UTF-8") == NULL ||
-        strcmp(localeconv()->decimal_point, ",") != 0) {
-        a->log(NULL, TWICE_LOG_ERROR, "setlocale_de: no de_DE.UTF-8 locale (LOCPATH?)");
+    const char *locale = a->setting(s, "locale");
+    if (setlocale(LC_ALL, locale) == NULL || strcmp(localeconv()->decimal_point, ",") != 0) {
+        a->log(NULL, TWICE_LOG_ERROR, "setlocale_de: no %s locale (LOCPATH?)", locale);
         return -1;
     }
     return 0;
@@ -63,6 +65,7 @@ handle(void *state, twice_job *job)
 
 static const twice_setting settings[] = {
     {"file", TWICE_SETTING_STRING, 1, NULL, "file the job lines are appended to"},
+    {"locale", TWICE_SETTING_STRING, 0, "de_DE.UTF-8", "the locale init() puts in force"},
     {NULL, 0, 0, NULL, NULL},
 };
 

@@ -8,6 +8,7 @@
  */
 #include "check.h"
 #include "http_common.h"
+#include "turkish_locale.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +192,25 @@ test_url_shown(void)
     CHECK_STR(out, "http://bob:");
 }
 
+/* Under tr_TR.UTF-8 (another plugin's setlocale() in the same worker) a
+ * receiver's "TWICE-RETRY-AFTER" is still Twice-Retry-After: libc's
+ * strncasecmp there takes 'I' and 'i' for two letters. Run last: the
+ * locale stays in force. */
+static void
+test_turkish_locale(void)
+{
+    if (turkish_locale_set() != 0) {
+        CHECK(!"tr_TR.UTF-8 in force");
+        return;
+    }
+    struct http_answer a;
+    http_answer_init(&a);
+    char line[] = "TWICE-RETRY-AFTER: 45\r\n";
+    CHECK_INT(http_answer_header(line, 1, strlen(line), &a), strlen(line));
+    CHECK_INT(a.twice_retry_after, 45);
+    CHECK_INT(plugin_ascii_strncasecmp("ID", "id", 2), 0);
+}
+
 int
 main(void)
 {
@@ -201,5 +221,6 @@ main(void)
     test_url_check();
     test_url_shown();
     test_setting_checks();
+    test_turkish_locale();
     return check_done("test-http-common");
 }

@@ -57,6 +57,10 @@
  * reading of settings and of PostgreSQL's answers. A plugin's own
  * snprintf and strtod follow the locale it set: settings are written the
  * C way ("1.5"), so read them with strtod_l() and a "C" newlocale() then.
+ * The host's case-insensitive comparisons (header names, URL schemes, AWS
+ * keys, settings) fold ASCII only; libc's strcasecmp() does not under
+ * tr_TR.UTF-8 ('I' and 'i' differ), so a plugin comparing protocol text
+ * beside such a locale folds 'A'..'Z' itself or uses strcasecmp_l().
  *
  * Changelog of ABI minors (newest last):
  *   1.0  2026-12-02  First stable ABI: descriptor (magic, major, minor,
