@@ -9,6 +9,8 @@
 #ifndef TWICE_TEST_COMMA_LOCALE_H
 #define TWICE_TEST_COMMA_LOCALE_H
 
+#include "locale_put.h"
+
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,41 +27,12 @@ comma_locale_in_force(void)
     return strcmp(localeconv()->decimal_point, ",") == 0 && strcmp(text, "1,5") == 0;
 }
 
-/*
- * setlocale(LC_ALL, COMMA_LOCALE), building the locale first when the system
- * has none. 0 when the comma locale is in force; -1 with a message on stderr
- * (a failure, never a skip: CI installs `locales`).
- */
+/* setlocale(LC_ALL, COMMA_LOCALE), built first when the system has none
+ * (locale_put.h). 0 when it is in force; -1 with a message on stderr. */
 static int
 comma_locale_set(void)
 {
-    if (setlocale(LC_ALL, COMMA_LOCALE) != NULL && comma_locale_in_force()) {
-        return 0;
-    }
-    const char *tmp = getenv("TMPDIR");
-    char dir[512], cmd[1200];
-    snprintf(dir, sizeof(dir), "%s/twice-locale-XXXXXX", tmp != NULL && *tmp ? tmp : "/tmp");
-    if (mkdtemp(dir) == NULL) {
-        perror("comma_locale_set: mkdtemp");
-        return -1;
-    }
-    snprintf(cmd, sizeof(cmd), "localedef -i de_DE -f UTF-8 '%s/%s' >/dev/null 2>&1", dir,
-             COMMA_LOCALE);
-    int rc = system(cmd);
-    setenv("LOCPATH", dir, 1);
-    int ok = setlocale(LC_ALL, COMMA_LOCALE) != NULL && comma_locale_in_force();
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir); /* loaded: glibc keeps it mapped */
-    if (system(cmd) != 0) {
-        fprintf(stderr, "comma_locale_set: could not remove %s\n", dir);
-    }
-    if (!ok) {
-        fprintf(stderr,
-                "comma_locale_set: no %s, and localedef could not build one (exit %d): "
-                "install Debian's `locales` (scripts/deps.sh)\n",
-                COMMA_LOCALE, rc);
-        return -1;
-    }
-    return 0;
+    return locale_put("de_DE", COMMA_LOCALE, comma_locale_in_force);
 }
 
 #endif
