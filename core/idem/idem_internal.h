@@ -31,6 +31,8 @@ struct idem_store {
     char *pause_table;        /* quoted name of the queue pause table (pause.h) */
     char *owner;              /* this process in leases */
     struct idem_stmts *stmts; /* the hot-path statements (idem_stmt.c) */
+    char failed_state[6];     /* the SQLSTATE of the last failed statement ("" when it had
+                                 none: no answer came), for idem_unreachable */
 };
 
 struct buf;
