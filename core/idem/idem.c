@@ -280,6 +280,13 @@ sqlstate_hint(const char *state)
     return "";
 }
 
+void
+idem_note_failure(struct idem_store *s, const PGresult *res)
+{
+    const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    snprintf(s->failed_state, sizeof(s->failed_state), "%s", state != NULL ? state : "-");
+}
+
 int
 idem_pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, size_t errlen)
 {
@@ -291,7 +298,7 @@ idem_pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, s
     if (msg == NULL || *msg == '\0') {
         msg = res ? PQresStatus(PQresultStatus(res)) : "unknown error";
     }
-    snprintf(s->failed_state, sizeof(s->failed_state), "%s", state != NULL ? state : "");
+    idem_note_failure(s, res);
     if (err != NULL && errlen > 0) {
         idem_set_err(err, errlen, "%s (table %s): %s%s", what, s->name, msg, sqlstate_hint(state));
         idem_flatten(err);
@@ -552,10 +559,11 @@ idem_connected(const struct idem_store *s)
 }
 
 /* A store that cannot take statements now but may soon: no connection, or
- * the last failed statement lost it (class 08, or no SQLSTATE: no answer
- * came), the server was ending it (57P01-03: shut down or restarted, as in a
- * failover), or the server became read-only (25006: the old primary, now a
- * standby). Everything else is an SQL error the same statement meets again. */
+ * the last failed statement (idem_note_failure) lost it (class 08, or no
+ * SQLSTATE: no answer came), the server was ending it (57P01-03: shut down
+ * or restarted, as in a failover), or the server became read-only (25006:
+ * the old primary, now a standby). Everything else is an SQL error the same
+ * statement meets again. */
 int
 idem_unreachable(const struct idem_store *s)
 {
@@ -563,7 +571,7 @@ idem_unreachable(const struct idem_store *s)
         return 1;
     }
     const char *st = s->failed_state;
-    return st[0] == '\0' || strncmp(st, "08", 2) == 0 || strncmp(st, "57P", 3) == 0 ||
+    return st[0] == '-' || strncmp(st, "08", 2) == 0 || strncmp(st, "57P", 3) == 0 ||
            strcmp(st, "25006") == 0;
 }
 
