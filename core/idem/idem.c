@@ -558,21 +558,19 @@ idem_connected(const struct idem_store *s)
     return s != NULL && s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK;
 }
 
+int
+idem_state_passes(const char *state)
+{
+    return state[0] == '-' || strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0 ||
+           strcmp(state, "25006") == 0;
+}
+
 /* A store that cannot take statements now but may soon: no connection, or
- * the last failed statement (idem_note_failure) lost it (class 08, or no
- * SQLSTATE: no answer came), the server was ending it (57P01-03: shut down
- * or restarted, as in a failover), or the server became read-only (25006:
- * the old primary, now a standby). Everything else is an SQL error the same
- * statement meets again. */
+ * its last failed statement failed as idem_state_passes says. */
 int
 idem_unreachable(const struct idem_store *s)
 {
-    if (!idem_connected(s)) {
-        return 1;
-    }
-    const char *st = s->failed_state;
-    return st[0] == '-' || strncmp(st, "08", 2) == 0 || strncmp(st, "57P", 3) == 0 ||
-           strcmp(st, "25006") == 0;
+    return !idem_connected(s) || idem_state_passes(s->failed_state);
 }
 
 int

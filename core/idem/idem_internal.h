@@ -42,6 +42,14 @@ struct buf;
  * does). */
 void idem_note_failure(struct idem_store *s, const PGresult *res);
 
+/* Whether a statement that failed with SQLSTATE state ("-": no answer came,
+ * "": no failure recorded) failed with the store's being unreachable, so that
+ * it may pass when the store is back: the connection lost (class 08, or no
+ * answer), the server ending it (57P01-03: shut down or restarted, as in a
+ * failover) or gone read-only (25006: the old primary, now a standby). Not an
+ * SQL error the same statement meets again. Pure. */
+int idem_state_passes(const char *state);
+
 /* vsnprintf into err (nothing when err is NULL or errlen 0). */
 void idem_set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
