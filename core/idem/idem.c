@@ -280,6 +280,13 @@ sqlstate_hint(const char *state)
     return "";
 }
 
+void
+idem_note_failure(struct idem_store *s, const PGresult *res)
+{
+    const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    snprintf(s->failed_state, sizeof(s->failed_state), "%s", state != NULL ? state : "-");
+}
+
 int
 idem_pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, size_t errlen)
 {
@@ -291,6 +298,7 @@ idem_pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, s
     if (msg == NULL || *msg == '\0') {
         msg = res ? PQresStatus(PQresultStatus(res)) : "unknown error";
     }
+    idem_note_failure(s, res);
     if (err != NULL && errlen > 0) {
         idem_set_err(err, errlen, "%s (table %s): %s%s", what, s->name, msg, sqlstate_hint(state));
         idem_flatten(err);
@@ -548,6 +556,21 @@ int
 idem_connected(const struct idem_store *s)
 {
     return s != NULL && s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK;
+}
+
+int
+idem_state_passes(const char *state)
+{
+    return state[0] == '-' || strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0 ||
+           strcmp(state, "25006") == 0;
+}
+
+/* A store that cannot take statements now but may soon: no connection, or
+ * its last failed statement failed as idem_state_passes says. */
+int
+idem_unreachable(const struct idem_store *s)
+{
+    return !idem_connected(s) || idem_state_passes(s->failed_state);
 }
 
 int

@@ -78,6 +78,11 @@ void idem_close(struct idem_store *s);
 
 /* Whether the connection is usable; after any -1, check and reconnect. */
 int idem_connected(const struct idem_store *s);
+/* After a call on s failed (or s is NULL: never connected): 1 when the store
+ * could not be reached or was failing over (no connection, the connection
+ * lost or ended by the server, a server gone read-only), so the same call
+ * may succeed later; 0 for an SQL error that it would meet again. */
+int idem_unreachable(const struct idem_store *s);
 /* Ask the server something trivial (SELECT 1): whether it answers now, which
  * idem_connected cannot know of an idle connection. 0, or -1 with err. */
 int idem_ping(struct idem_store *s, char *err, size_t errlen);

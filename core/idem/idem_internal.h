@@ -31,9 +31,24 @@ struct idem_store {
     char *pause_table;        /* quoted name of the queue pause table (pause.h) */
     char *owner;              /* this process in leases */
     struct idem_stmts *stmts; /* the hot-path statements (idem_stmt.c) */
+    char failed_state[6];     /* the SQLSTATE of the last failed statement, "-" when it had
+                                 none (no answer came), "" before any: idem_unreachable */
 };
 
 struct buf;
+
+/* Note why a statement failed (res: its result, NULL when none came), for
+ * idem_unreachable; every failed statement's path calls it (idem_pg_fail
+ * does). */
+void idem_note_failure(struct idem_store *s, const PGresult *res);
+
+/* Whether a statement that failed with SQLSTATE state ("-": no answer came,
+ * "": no failure recorded) failed with the store's being unreachable, so that
+ * it may pass when the store is back: the connection lost (class 08, or no
+ * answer), the server ending it (57P01-03: shut down or restarted, as in a
+ * failover) or gone read-only (25006: the old primary, now a standby). Not an
+ * SQL error the same statement meets again. Pure. */
+int idem_state_passes(const char *state);
 
 /* vsnprintf into err (nothing when err is NULL or errlen 0). */
 void idem_set_err(char *err, size_t errlen, const char *fmt, ...)

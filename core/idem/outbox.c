@@ -134,6 +134,7 @@ fail(struct idem_store *s, PGresult *res, const char *table, const char *what, c
     if (msg == NULL) {
         msg = PQerrorMessage(idem_pgconn(s));
     }
+    idem_note_failure(s, res);
     idem_set_err(err, errlen, "outbox %s (table %s_outbox): %s", what, table, msg);
     if (err != NULL && errlen > 0) {
         idem_flatten(err);

@@ -98,6 +98,8 @@ struct twice_job {
     int act_tries;   /* acknowledgement attempts so far */
     int given_up;    /* acker: too many tries; left for redelivery, nothing more is done */
     int deferred;    /* acker: a step failed, try again in a later pass */
+    int store_down;  /* acker: its completion last failed as the store was unreachable
+                        (idem_unreachable): tried again while the worker runs */
     int held;        /* acker thread: deferred, in its list of later jobs (the heartbeat,
                         on the same thread, then knows the job is no longer running) */
 

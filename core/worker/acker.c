@@ -20,6 +20,10 @@
  * few seconds before the deadline; then a DONE job whose completion is still
  * not written is settled as lifecycle_on_stop_unwritten says (deleted when it
  * staged no follow-ups), so that its message does not come back to run again.
+ * While the worker runs, a completion that fails because the store cannot be
+ * reached (a failover) is not given up either: it is tried again every few
+ * seconds, its job still in flight (its message kept hidden by the heartbeat,
+ * its handler slot held), until the store answers (lifecycle_completion_waits).
  */
 #include "acker.h"
 
@@ -243,16 +247,28 @@ unwritten(const struct twice_job *j)
 /* Whether a failing step of j is tried again however often it failed: a
  * completion during a stop with a deadline (or once the drain gave up on the
  * running jobs, just before that stop) waits for the last call instead of
- * being given up (stop_unwritten then settles it). */
+ * being given up (stop_unwritten then settles it); while the worker runs, a
+ * completion the store was unreachable for waits for the store
+ * (lifecycle_completion_waits): given up, its message would come back, meet
+ * its key in progress once the lease lapsed, and run the job again. */
 static int
 keeps_trying(const struct acker *a, const struct twice_job *j)
 {
-    return ((a->stopping && a->deadline) || flag_is_up(&a->w->abandon)) && unwritten(j);
+    if (!unwritten(j)) {
+        return 0;
+    }
+    if ((a->stopping && a->deadline) || flag_is_up(&a->w->abandon)) {
+        return 1;
+    }
+    struct timespec now;
+    now_mono(&now);
+    return lifecycle_completion_waits(j->store_down, job_elapsed(&j->received_at, &now));
 }
 
-/* A step failed: try the job again in a later pass, or give it up after
- * too many tries (its message comes back after its visibility timeout and
- * meets its key's state then: nothing is lost). */
+/* A step failed: try the job again in a later pass (at most 4 s later), or
+ * give it up after too many tries unless keeps_trying (its message comes back
+ * after its visibility timeout and meets its key's state then: nothing is
+ * lost). */
 static void
 defer(struct acker *a, struct twice_job *j, const char *what, const char *why)
 {
@@ -281,6 +297,25 @@ defer(struct acker *a, struct twice_job *j, const char *what, const char *why)
     j->deferred = 1;
     now_mono(&j->not_before);
     j->not_before.tv_sec += j->act_tries < 4 ? j->act_tries : 4;
+}
+
+/* j's completion (or the look-up after one) failed on s (NULL: no
+ * connection): note whether the store was unreachable, then defer j. */
+static void
+defer_completion(struct acker *a, struct twice_job *j, const struct idem_store *s,
+                 const char *what, const char *err)
+{
+    j->store_down = idem_unreachable(s);
+    if (j->store_down && j->act_tries + 1 == ACKER_MAX_TRIES) {
+        struct log_job ctx;
+        job_log_ctx(j, &ctx);
+        log_job(TWICE_LOG_WARN, &ctx,
+                "%s failed %d times, the idempotency store unreachable: trying again every few "
+                "seconds while the worker runs (its message stays hidden, its handler slot "
+                "held): %s",
+                what, j->act_tries + 1, err);
+    }
+    defer(a, j, what, err);
 }
 
 /* A stop's last call, and the DONE job j's completion failed again (err):
@@ -510,7 +545,7 @@ settle_missed(struct acker *a, struct idem_store *s, struct twice_job **jobs, si
     for (size_t i = 0; i < n; i++) {
         struct twice_job *j = jobs[i];
         if (looked != 0 && j->complete_unsure) {
-            defer(a, j, "looking up the key after a lost completion", err);
+            defer_completion(a, j, s, "looking up the key after a lost completion", err);
             continue;
         }
         shared_int_set(&j->claimed, 0);
@@ -547,7 +582,7 @@ complete_keys(struct acker *a, struct twice_job *list)
                 if (a->last_call) {
                     stop_unwritten(jobs[i], err);
                 } else {
-                    defer(a, jobs[i], "completing the key", err);
+                    defer_completion(a, jobs[i], s, "completing the key", err);
                 }
             }
             continue;

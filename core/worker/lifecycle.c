@@ -426,6 +426,12 @@ lifecycle_on_stop_unwritten(size_t staged, const char *error, struct lifecycle_v
     return out->action;
 }
 
+int
+lifecycle_completion_waits(int unreachable, double received_ago)
+{
+    return unreachable && received_ago < LIFECYCLE_MAX_DELAY;
+}
+
 enum job_action
 lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
                      struct lifecycle_verdict *out)

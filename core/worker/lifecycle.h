@@ -122,6 +122,25 @@
  * Until that last call a stopping worker keeps trying such a completion; the drain
  * deadline's give-back leaves a finished job alone (it is no running job).
  *
+ * A DONE job whose completion fails while the worker runs on
+ * (lifecycle_completion_waits) is tried again in later passes, every few seconds:
+ *   the store unreachable (no        tried again for as long as the worker runs (a
+ *   connection, the connection        failover takes minutes): its message stays hidden
+ *   lost or ended by the server,      (the heartbeat extends its visibility, whatever the
+ *   a server gone read-only)          lease's extension answers) and its handler slot
+ *                                     stays held, so a full worker receives nothing more;
+ *                                     when the store answers, the key is completed (its
+ *                                     lease may have lapsed: a completion needs the key
+ *                                     still ours, not a live lease) and the message
+ *                                     deleted. Bounded by SQS: a message cannot stay
+ *                                     hidden past LIFECYCLE_MAX_DELAY (12 h) from its
+ *                                     receipt, so after that it is given up as below
+ *   any other error (an SQL error     given up after the acknowledger's tries (about 20 s):
+ *   that would fail again), or        the message comes back after its visibility timeout
+ *   past those 12 h                   and meets its key's state then; a key still in
+ *                                     progress is taken over once its lease lapsed, and
+ *                                     the job runs again
+ *
  * A dead letter the DLQ refuses for good (LIFECYCLE_DLQ_REFUSED: larger than the DLQ
  * accepts even without twice's optional attributes, or an error that sending again will
  * not fix) is not sent again in place: logged as an error with why, the message is given
@@ -282,6 +301,11 @@ enum job_action lifecycle_on_commit_unknown(int completed_by_it, const char *err
  * its run staged with send(). */
 enum job_action lifecycle_on_stop_unwritten(size_t staged, const char *error,
                                             struct lifecycle_verdict *out);
+/* Whether a DONE job's completion that failed while the worker runs is tried
+ * again however often it failed (1), or given up after the acknowledger's
+ * tries (0): unreachable, the store could not be reached (idem_unreachable);
+ * received_ago, seconds since its message was received. */
+int lifecycle_completion_waits(int unreachable, double received_ago);
 /* wait_left: LIFECYCLE_DRAIN_IN_BACKOFF's seconds still to wait (and the
  * cooldown left of LIFECYCLE_BREAKER_OPEN, the wait of LIFECYCLE_PAUSED); error:
  * LIFECYCLE_COMMIT_LOST's store error, LIFECYCLE_DLQ_REFUSED's refusal and

@@ -3,9 +3,11 @@ never arrived may have committed, and what twice does next must follow what the 
 row says, not the lost answer. A dead letter the DLQ keeps failing must not leave its
 key in progress. And a job that finished while PostgreSQL was gone must not run again
 because its worker stopped (SIGTERM, a reload's drain) before the completion could be
-written. Real PostgreSQL (behind faultproxy.TcpProxy, which can lose one answer
-after its statement committed) and the SQS emulator (behind faultproxy.FaultProxy, to fail
-SendMessage); effects are lines (effect_file) or rows (effect_tx) that the tests count."""
+written, nor because PostgreSQL stayed away longer than the acknowledger's tries (a
+failover) while its worker ran on. Real PostgreSQL (behind faultproxy.TcpProxy, which can
+lose one answer after its statement committed) and the SQS emulator (behind
+faultproxy.FaultProxy, to fail SendMessage); effects are lines (effect_file) or rows
+(effect_tx) that the tests count."""
 
 import json
 import os
@@ -350,6 +352,40 @@ class Guard(twicetest.TwiceTestCase):
                          [("effect:deadlinedone-1", "1")], "the finished job ran once")
         self.assertEqual(at_stop[0] + at_stop[1], 1, "only the unfinished job's message is left")
         self.assertEqual(d.stop(), 0)  # the unfinished one, running again, is given back
+
+    def test_a_job_done_as_postgresql_went_away_does_not_run_again_while_twiced_runs(self):
+        # A failover: PostgreSQL is unreachable for longer than the acknowledger's
+        # tries (about 22 s) while twiced keeps running. The finished job's completion
+        # is tried again until PostgreSQL is back, its message kept hidden (visibility
+        # timeout 2 s, extended by the heartbeat) - not given up to come back, be taken
+        # over once its lease (2 + 2 s) lapsed and run again: a second email after
+        # every failover. Once PostgreSQL answers, the key is completed (its lease
+        # lapsed, but nobody took it over) and the message deleted.
+        url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
+            "failover", visibility_timeout=2)
+        self.sqs.send(url, json.dumps({"id": "failover-1", "sleep_ms": 1000}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
+                             timeout=10, message="the job never started")
+        proxy.down()
+        twicetest.wait_until(lambda: self.lines(effects), timeout=10,
+                             message="the job did not finish")
+        d.wait_log(r"key=effect:failover-1 .*completing the key failed 8 times", timeout=40)
+        time.sleep(4)  # past the visibility timeout: given up, it would be back by now
+        self.assertEqual(self.sqs.counts(url), (0, 1, 0), "its message is kept hidden")
+        proxy.up()
+        self.wait_empty(url, timeout=30)
+        time.sleep(3)  # a message that came back would be received and claimed by now
+        self.assertEqual([(k, a) for k, _, a in self.lines(effects)],
+                         [("effect:failover-1", "1")], "it ran once")
+        self.assertEqual(self.key_row(dsn, "effect:failover-1"), ("completed", True, 1))
+        log = d.log_text()
+        self.assertRegex(log, r"warn .*key=effect:failover-1 .*completing the key failed 8 "
+                              r"times, the idempotency store unreachable: trying again every "
+                              r"few seconds while the worker runs")
+        self.assertNotIn("taking over", log)
+        self.assertNotIn("giving up", log)
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
 
     def test_a_job_that_staged_follow_ups_keeps_them_when_its_completion_is_unwritten(self):
         # A job that staged follow-up messages finishes as PostgreSQL goes away, and

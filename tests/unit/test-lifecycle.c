@@ -632,6 +632,21 @@ test_stop_unwritten(void)
     }
 }
 
+/* A DONE job's completion that failed while the worker runs: tried again for
+ * as long as the store is unreachable, within the 12 h SQS can keep its message
+ * hidden; given up (its message then comes back) after an SQL error. */
+static void
+test_completion_waits(void)
+{
+    CHECK_INT(lifecycle_completion_waits(1, 0.0), 1);
+    CHECK_INT(lifecycle_completion_waits(1, 25.0), 1);   /* past the acker's tries */
+    CHECK_INT(lifecycle_completion_waits(1, 3600.0), 1); /* a long outage */
+    CHECK_INT(lifecycle_completion_waits(1, 43199.0), 1);
+    CHECK_INT(lifecycle_completion_waits(1, 43200.0), 0); /* SQS shows it again anyway */
+    CHECK_INT(lifecycle_completion_waits(0, 0.0), 0);     /* an SQL error */
+    CHECK_INT(lifecycle_completion_waits(0, 25.0), 0);
+}
+
 /* A claim that failed: given back, never counted; dead-lettered only past
  * max_receives, with the store's error. */
 static void
@@ -828,6 +843,7 @@ main(void)
     test_complete_missed();
     test_commit_unknown();
     test_stop_unwritten();
+    test_completion_waits();
     test_breaker_open_runs();
     test_claim_failed();
     test_long_error_is_not_cut();
