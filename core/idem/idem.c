@@ -584,23 +584,36 @@ idem_ping(struct idem_store *s, char *err, size_t errlen)
     return 0;
 }
 
+PGresult *
+idem_ask_about_table(struct idem_store *s, const char *suffix, const char *sql, const char *what,
+                     char *err, size_t errlen)
+{
+    char *name = idem_quote_table(s, suffix);
+    if (name == NULL) {
+        idem_set_err(err, errlen, "%s: out of memory", what);
+        return NULL;
+    }
+    const char *params[] = {name};
+    PGresult *res = PQexecParams(s->conn, sql, 1, NULL, params, NULL, NULL, 0);
+    free(name);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        idem_pg_fail(s, res, what, err, errlen);
+        return NULL;
+    }
+    return res;
+}
+
 int
 idem_table_exists(struct idem_store *s, const char *suffix, struct idem_place *place, char *err,
                   size_t errlen)
 {
-    char *name = idem_quote_table(s, suffix);
-    if (name == NULL) {
-        idem_set_err(err, errlen, "look for the table: out of memory");
+    PGresult *res =
+        idem_ask_about_table(s, suffix,
+                             "SELECT to_regclass($1) IS NOT NULL, current_database(),"
+                             " coalesce(current_schema(), ''), current_setting('search_path')",
+                             "look for the table", err, errlen);
+    if (res == NULL) {
         return -1;
-    }
-    const char *params[] = {name};
-    PGresult *res = PQexecParams(s->conn,
-                                 "SELECT to_regclass($1) IS NOT NULL, current_database(),"
-                                 " coalesce(current_schema(), ''), current_setting('search_path')",
-                                 1, NULL, params, NULL, NULL, 0);
-    free(name);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-        return idem_pg_fail(s, res, "look for the table", err, errlen);
     }
     int exists = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
     if (place != NULL) {

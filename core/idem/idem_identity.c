@@ -9,7 +9,6 @@
 
 #include <libpq-fe.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "idem_internal.h"
@@ -32,19 +31,12 @@ int
 idem_identity(struct idem_store *s, struct idem_identity *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    char *name = idem_quote_table(s, "");
-    if (name == NULL) {
-        idem_set_err(err, errlen, "identify the store: out of memory");
+    PGresult *res = idem_ask_about_table(s, "",
+                                         "SELECT current_database(), coalesce(to_regclass($1)::oid"
+                                         "::text, ''), coalesce(to_regclass($1)::text, '')",
+                                         "identify the store", err, errlen);
+    if (res == NULL) {
         return -1;
-    }
-    const char *params[] = {name};
-    PGresult *res = PQexecParams(s->conn,
-                                 "SELECT current_database(), coalesce(to_regclass($1)::oid::text,"
-                                 " ''), coalesce(to_regclass($1)::text, '')",
-                                 1, NULL, params, NULL, NULL, 0);
-    free(name);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-        return idem_pg_fail(s, res, "identify the store", err, errlen);
     }
     snprintf(out->database, sizeof(out->database), "%s", PQgetvalue(res, 0, 0));
     snprintf(out->table_oid, sizeof(out->table_oid), "%s", PQgetvalue(res, 0, 1));

@@ -103,6 +103,12 @@ long long idem_lock_key(const char *kind, const char *table);
  * (tokens.c); NULL when out of memory. */
 char *idem_quote_table(struct idem_store *s, const char *suffix);
 
+/* One row about the configured table + suffix: sql, with the quoted name as
+ * $1, run and checked (what names it in err). The result (the caller clears
+ * it), or NULL with err. */
+PGresult *idem_ask_about_table(struct idem_store *s, const char *suffix, const char *sql,
+                               const char *what, char *err, size_t errlen);
+
 /* Room for a statement's name: "twice_", a tag, "_" and 24 hex digits. */
 #define IDEM_STMT_NAME_MAX 48
 
