@@ -273,25 +273,24 @@ http_fail(struct http_error *err, const char *code, const char *message)
     err->transient = 0;
 }
 
-/* The request's headers plus "Expect:" (no 100-continue round trip).
- * Returns NULL on ENOMEM; the caller frees the list. */
+/* The request's headers plus "Expect:" (no 100-continue round trip), as a
+ * curl_slist whose nodes are one array and whose strings are the request's
+ * own: curl only reads them during the transfer. One allocation instead of
+ * curl_slist_append's two per header. NULL on ENOMEM; the caller frees the
+ * array (free, not curl_slist_free_all). */
 static struct curl_slist *
 http_header_list(const struct http_request *req)
 {
-    struct curl_slist *list = NULL;
+    struct curl_slist *list = calloc(req->nheaders + 1, sizeof(*list));
+    if (list == NULL) {
+        return NULL;
+    }
     for (size_t i = 0; i < req->nheaders; i++) {
-        struct curl_slist *l = curl_slist_append(list, req->headers[i]);
-        if (l == NULL) {
-            curl_slist_free_all(list);
-            return NULL;
-        }
-        list = l;
+        list[i].data = (char *) req->headers[i];
+        list[i].next = &list[i + 1];
     }
-    struct curl_slist *l = curl_slist_append(list, "Expect:");
-    if (l == NULL) {
-        curl_slist_free_all(list);
-    }
-    return l;
+    list[req->nheaders].data = (char *) "Expect:";
+    return list;
 }
 
 /* Which options http_setup_all sets besides those every request sets:
@@ -419,7 +418,7 @@ http_perform(struct http_client *c, const struct http_request *req, struct http_
         c->connects += connects;
     }
     curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
-    curl_slist_free_all(headers);
+    free(headers);
     if (resp->body.failed) {
         rc = CURLE_OUT_OF_MEMORY;
     }
