@@ -334,31 +334,43 @@ same_name(const char *a, const char *b)
     return *a == '\0' && *b == '\0';
 }
 
+/* s in lower case: room made once, then a byte per character (every
+ * header name of every request, twice). */
 static void
 append_lower(struct buf *out, const char *s)
 {
-    for (; *s; s++) {
-        buf_putc(out, (char) ascii_lower((unsigned char) *s));
+    size_t n = strlen(s);
+
+    if (buf_reserve(out, n) != 0) {
+        return;
     }
+    for (size_t i = 0; i < n; i++) {
+        out->data[out->len + i] = (char) ascii_lower((unsigned char) s[i]);
+    }
+    out->len += n;
+    out->data[out->len] = '\0';
 }
 
 /* A header value trimmed, with every run of blanks (including the line
- * breaks of a folded multi-line value) collapsed to one space. */
+ * breaks of a folded multi-line value) collapsed to one space; the text
+ * between blanks is appended a run at a time. */
 static void
 append_trimmed(struct buf *out, const char *v)
 {
-    int space = 0, any = 0;
+    static const char blanks[] = " \t\r\n";
+    int any = 0;
 
-    for (; v != NULL && *v; v++) {
-        if (*v == ' ' || *v == '\t' || *v == '\r' || *v == '\n') {
-            space = 1;
-            continue;
+    while (v != NULL && *v) {
+        v += strspn(v, blanks);
+        size_t run = strcspn(v, blanks);
+        if (run == 0) {
+            break; /* only blanks were left */
         }
-        if (space && any) {
+        if (any) {
             buf_putc(out, ' ');
         }
-        buf_putc(out, *v);
-        space = 0;
+        buf_append(out, v, run);
+        v += run;
         any = 1;
     }
 }

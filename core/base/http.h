@@ -41,6 +41,7 @@ struct http_response {
     struct http_header *headers; /* of the final response (not of a 100 Continue) */
     size_t nheaders;
     size_t cap_headers;
+    struct buf header_text; /* "name\0value\0" per header: what headers point into */
 };
 
 /* A transport failure: no HTTP response arrived. */

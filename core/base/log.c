@@ -231,15 +231,31 @@ text_field(struct buf *b, const char *name, const char *value)
     }
 }
 
+/* The line's UTC time, "2026-12-05T14:03:07.123Z", into out[40]. The text up
+ * to the second is kept per thread and made again (gmtime_r, strftime) when
+ * the second changes: a worker logging a line per duplicate writes many
+ * lines a second. */
 static void
-timestamp(char *out, size_t len)
+timestamp(char out[40])
 {
+    static _Thread_local time_t second = -1;
+    static _Thread_local char text[32];
+    static _Thread_local size_t len;
     struct timeval tv;
-    struct tm tm;
     gettimeofday(&tv, NULL);
-    gmtime_r(&tv.tv_sec, &tm);
-    size_t n = strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, len - n, ".%03ldZ", (long) (tv.tv_usec / 1000));
+    if (tv.tv_sec != second) {
+        struct tm tm;
+        gmtime_r(&tv.tv_sec, &tm);
+        len = strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
+        second = len > 0 ? tv.tv_sec : -1;
+    }
+    int ms = (int) (tv.tv_usec / 1000);
+    memcpy(out, text, len);
+    out[len] = '.';
+    out[len + 1] = (char) ('0' + ms / 100);
+    out[len + 2] = (char) ('0' + ms / 10 % 10);
+    out[len + 3] = (char) ('0' + ms % 10);
+    memcpy(out + len + 4, "Z", 2);
 }
 
 /* JSON values go through escape_text first so jansson always gets valid UTF-8
@@ -301,7 +317,9 @@ static void
 format_text(struct buf *line, const char *ts, twice_log_level level, const struct log_job *job,
             const char *text)
 {
-    buf_printf(line, "%s %s %s[%d]", ts, log_level_name(level), log_role, (int) getpid());
+    buf_cat(line, ts, " ", log_level_name(level), " ", log_role, "[", NULL);
+    buf_put_int(line, getpid());
+    buf_putc(line, ']');
     if (job != NULL) {
         text_field(line, "queue", job->queue);
         text_field(line, "msg", job->message_id);
@@ -343,7 +361,7 @@ emit(int fd, twice_log_level level, const struct log_job *job, const char *text)
 {
     char ts[40];
     struct buf line = BUF_INIT;
-    timestamp(ts, sizeof(ts));
+    timestamp(ts);
     if (shared_int_get(&log_format) == LOG_FORMAT_JSON) {
         format_json(&line, ts, level, job, text);
     } else {

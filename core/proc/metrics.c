@@ -211,15 +211,32 @@ label_kept(const char *v)
     return n;
 }
 
+/* A series' three label values as they are stored: NULL as "", each cut
+ * as label_kept says. Measured once per look-up, for the hash and every
+ * comparison the probe makes. */
+struct labels {
+    const char *v[3];
+    size_t n[3];
+};
+
+static struct labels
+labels_of(const char *l1, const char *l2, const char *l3)
+{
+    struct labels ls = {{l1 != NULL ? l1 : "", l2 != NULL ? l2 : "", l3 != NULL ? l3 : ""}, {0}};
+    for (int i = 0; i < 3; i++) {
+        ls.n[i] = label_kept(ls.v[i]);
+    }
+    return ls;
+}
+
 static uint64_t
-hash_series(int m, int proc, const char *const l[3])
+hash_series(int m, int proc, const struct labels *ls)
 {
     uint64_t h = 1469598103934665603ull ^ (uint64_t) (m * 31 + proc + 7);
     for (int i = 0; i < 3; i++) {
         /* As stored: labels that differ only past what is kept are one series. */
-        const char *p = l[i] != NULL ? l[i] : "";
-        for (size_t k = 0, n = label_kept(p); k < n; k++) {
-            h = (h ^ (unsigned char) p[k]) * 1099511628211ull;
+        for (size_t k = 0; k < ls->n[i]; k++) {
+            h = (h ^ (unsigned char) ls->v[i][k]) * 1099511628211ull;
         }
         h = (h ^ 0xff) * 1099511628211ull;
     }
@@ -237,13 +254,13 @@ label_is(const char *stored, const char *want)
 }
 
 static int
-same_series(const struct shm_series *s, int m, int proc, const char *const l[3])
+same_series(const struct shm_series *s, int m, int proc, const struct labels *ls)
 {
     if (s->metric != m || s->proc != proc) {
         return 0;
     }
     for (int i = 0; i < 3; i++) {
-        if (!label_is(s->labels[i], l[i] != NULL ? l[i] : "")) {
+        if (memcmp(s->labels[i], ls->v[i], ls->n[i]) != 0 || s->labels[i][ls->n[i]] != '\0') {
             return 0;
         }
     }
@@ -259,8 +276,8 @@ find_series(int m, int proc, const char *l1, const char *l2, const char *l3, int
     if (r == NULL) {
         return NULL;
     }
-    const char *l[3] = {l1, l2, l3};
-    uint64_t h = hash_series(m, proc, l);
+    struct labels ls = labels_of(l1, l2, l3);
+    uint64_t h = hash_series(m, proc, &ls);
     for (size_t probe = 0; probe < SHM_SERIES; probe++) {
         size_t slot = (h + probe) % SHM_SERIES;
         struct shm_series *s = &r->series[slot];
@@ -275,8 +292,8 @@ find_series(int m, int proc, const char *l1, const char *l2, const char *l3, int
                 s->metric = m;
                 s->proc = proc;
                 for (int i = 0; i < 3; i++) {
-                    const char *v = l[i] != NULL ? l[i] : "";
-                    snprintf(s->labels[i], SHM_LABEL, "%.*s", (int) label_kept(v), v);
+                    memcpy(s->labels[i], ls.v[i], ls.n[i]);
+                    s->labels[i][ls.n[i]] = '\0';
                 }
                 /* Listed before it is ready: a writer dying in between leaves a
                  * listed slot that readers skip, never a ready one unlisted. */
@@ -290,10 +307,10 @@ find_series(int m, int proc, const char *l1, const char *l2, const char *l3, int
         if (st == 1) { /* another process is writing its labels */
             st = shm_slot_state(&s->state);
         }
-        if (st == 2 && same_series(s, m, proc, l)) {
+        if (st == 2 && same_series(s, m, proc, &ls)) {
             return s;
         }
-        if (st == SHM_SLOT_DROPPED && same_series(s, m, proc, l)) {
+        if (st == SHM_SLOT_DROPPED && same_series(s, m, proc, &ls)) {
             /* metrics_gauge_only dropped it: absent when read, back when set. */
             if (!create) {
                 return NULL;
@@ -492,12 +509,12 @@ metrics_gauge_only(enum metric m, const char *l1, const char *l2, double v)
     if (r == NULL) {
         return;
     }
-    const char *keep[3] = {l1, l2, NULL};
+    struct labels keep = labels_of(l1, l2, NULL);
     for (int k = 0, n = listed(r); k < n; k++) {
         int slot = ready_slot(r, k);
         struct shm_series *s = slot >= 0 ? &r->series[slot] : NULL;
         if (s != NULL && s->metric == (int) m && s->proc == -1 &&
-            label_is(s->labels[0], l1 != NULL ? l1 : "") && !same_series(s, m, -1, keep)) {
+            label_is(s->labels[0], l1 != NULL ? l1 : "") && !same_series(s, m, -1, &keep)) {
             int expected = 2;
             __atomic_compare_exchange_n(&s->state, &expected, SHM_SLOT_DROPPED, 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);

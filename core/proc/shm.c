@@ -47,10 +47,14 @@ shm_attach(int fd)
     return 0;
 }
 
+/* src cut to cap - 1 bytes and NUL-terminated into dst, as snprintf("%s")
+ * would: without printf, as run_handler does it for every job. */
 static void
 copy_field(char *dst, size_t cap, const char *src)
 {
-    snprintf(dst, cap, "%s", src != NULL ? src : "");
+    size_t n = src != NULL ? strnlen(src, cap - 1) : 0;
+    memcpy(dst, src != NULL ? src : "", n);
+    dst[n] = '\0';
 }
 
 int

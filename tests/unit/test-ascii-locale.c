@@ -35,6 +35,19 @@ test_ascii(void)
     CHECK(ascii_strcasecmp("id", "ID-x") < 0);
     CHECK(ascii_strcasecmp("\xc4\xb0", "i") > 0); /* U+0130 is not "i" */
     CHECK(ascii_strncasecmp("aws.x", "AWS.", 4) == 0);
+    /* equal bytes, then a difference of case or of letter further on */
+    CHECK_INT(
+        ascii_strcasecmp("9e107d9d372bb6826bd81d3542a419d6", "9e107d9d372bb6826bd81d3542a419d6"),
+        0);
+    CHECK_INT(
+        ascii_strcasecmp("9e107d9d372bb6826bd81d3542a419d6", "9E107D9D372BB6826BD81D3542A419D6"),
+        0);
+    CHECK(ascii_strcasecmp("9e107d9d372bb6826bd81d3542a419d6",
+                           "9e107d9d372bb6826bd81d3542a419d7") < 0);
+    CHECK(ascii_strcasecmp("abcD", "abc") > 0);
+    CHECK(ascii_strcasecmp("abc", "ABCd") < 0);
+    CHECK_INT(ascii_strncasecmp("abcX", "ABCy", 3), 0);
+    CHECK_INT(ascii_strcasecmp("", ""), 0);
     CHECK(ascii_isalpha('I') && ascii_isalnum('9') && !ascii_isalpha(0xE9));
     CHECK(ascii_islower('i') && ascii_isupper('I') && ascii_isspace('\t'));
 }
