@@ -115,14 +115,16 @@ class Attempts(twicetest.TwiceTestCase):
                              message="queue %s did not end empty" % url)
 
     def test_a_copy_hidden_behind_a_live_lease_runs_instead_of_dead_lettering(self):
-        # Issue 14.1, scaled down: a 14 s run on a queue with visibility_timeout 2
+        # Issue 14.1, scaled down: a 7 s run on a queue with visibility_timeout 2
         # and max_attempts 3, then RETRY (retry_after 60); the same body re-sent 1 s
-        # after the job started meets the live lease again and again. Its receives
-        # are no attempts: once the key is released it runs, as attempt 2.
+        # after the job started meets the live lease again and again (hidden 1, 2,
+        # then 4 s: met at about 1, 2 and 4 s, the run ending at 7 s). Its receives
+        # are no attempts: once the key is released it runs, as attempt 2. (A 14 s
+        # run met it the same three times and once more, 8 s later.)
         url, dlq, dsn, port, conf = self.setup_tx(
             "copy", lease_margin=1, concurrency=2, visibility_timeout=2, max_attempts=3)
         d = self.start(conf)
-        body = json.dumps({"id": "slow", "fail_until": 2, "fail_sleep_ms": 14000,
+        body = json.dumps({"id": "slow", "fail_until": 2, "fail_sleep_ms": 7000,
                            "retry_after": 60})
         first = self.sqs.send(url, body)
         twicetest.wait_until(lambda: self.in_flight(port) == 1, timeout=10,
@@ -215,8 +217,11 @@ class Attempts(twicetest.TwiceTestCase):
     def test_a_database_outage_burns_no_attempt(self):
         # Issue 14.3: messages received while the claim fails are given back by
         # each worker in turn; their next receive must still be their first run.
+        # visibility_timeout 4: a release the cut connection lost leaves its key
+        # claimed until its lease (visibility + margin) lapses; what is checked does
+        # not depend on how long that takes, only that its run is not counted.
         url, dlq, dsn, port, conf = self.setup_tx(
-            "pgout", workers=2, concurrency=4, visibility_timeout=10, max_attempts=1,
+            "pgout", workers=2, concurrency=4, visibility_timeout=4, max_attempts=1,
             wait_time=20)
         d = self.start(conf, workers=2)
         self.sqs.send(url, json.dumps({"id": "before"}))
@@ -240,8 +245,10 @@ class Attempts(twicetest.TwiceTestCase):
         # database terminates their connections; the plugin's statement fails and it
         # answers RETRY. That run is the store's fault, not the job's: each comes back
         # and runs as attempt 1, and nothing reaches the DLQ.
+        # visibility_timeout 4 (> the 2.5 s runs, which the heartbeat extends anyway):
+        # a release the cut connection lost waits out the key's lease, as above.
         url, dlq, dsn, port, conf = self.setup_tx(
-            "txcut", concurrency=4, visibility_timeout=10, max_attempts=1)
+            "txcut", concurrency=4, visibility_timeout=4, max_attempts=1)
         d = self.start(conf)
         self.sqs.send_batch(url, [json.dumps({"id": "cut%d" % i, "sleep_ms": 2500})
                                   for i in range(4)])

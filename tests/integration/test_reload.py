@@ -339,7 +339,9 @@ class Reload(ReloadSetup, twicetest.TwiceTestCase):
         twicetest.wait_until(lambda: os.path.exists(effects2) and "effect:f1" in
                              open(effects2).read(), timeout=20,
                              message="the added plugin's queue is not consumed")
-        self.assertRegex(d.log_text(), r"debug worker\[\d+\]")  # log level took effect
+        # log level took effect: the job's debug line, which its acknowledger writes
+        # a moment after the handler wrote the effect (so waited for, not read at once)
+        d.wait_log(r"debug worker\[\d+\]", timeout=10)
         # Remove the added plugin and queue again: its queue is no longer consumed.
         self.write_config(d, self.conf(workers=1))
         self.reload(d)

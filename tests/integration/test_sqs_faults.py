@@ -73,10 +73,12 @@ class SqsFaults(twicetest.TwiceTestCase):
         self.addCleanup(proxy.close)
         url, dlq, dsn, d = self.setup_tx("sqsfault", proxy.endpoint, wait_time=1)
         # Each phase lasts at least its floor and until twiced has met the state
-        # (its one log line): after 30 s unreachable the receive backoff is near
-        # its 20 s cap, so a fixed 10 s window may hold no receive at all.
+        # (its one log line): the receive backoff keeps growing through the phases
+        # (every one fails) towards its 20 s cap, so a fixed window may hold no
+        # receive at all. 12 s unreachable is several failed receives (1, 2, 4 s...
+        # apart), enough to show one line for them all and the backoff at work.
         phases = [
-            ("unreachable", 30, r"CouldNotConnect", lambda: proxy.refuse()),
+            ("unreachable", 12, r"CouldNotConnect", lambda: proxy.refuse()),
             ("500", 10, r"InternalFailure",
              lambda: proxy.answer(500, "InternalFailure", "injected")),
             ("403 RequestThrottled", 8, r"RequestThrottled", lambda: proxy.answer(
