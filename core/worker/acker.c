@@ -367,33 +367,19 @@ send_follow_up_batch(struct acker *a, const char *queue, const struct followup *
     return 0;
 }
 
-/*
- * Send the DONE job j's staged follow-ups straight to SQS, at a stop's last
- * call when the store cannot take them (lifecycle_stop_sends): the messages
- * the relay would send, a queue at a time in send() order, in batches as it
- * packs them. A batch SQS did not take whole ends it (what follows is not
- * sent: the job runs again and stages them anew, so anything sent here
- * goes again then). No retry beyond the SQS client's own in-call retries,
- * the relay's too. 0 when SQS accepted every message, else -1 with why.
- */
-static int
-send_follow_ups(struct acker *a, const struct twice_job *j, char *why, size_t whylen)
+/* j's staged follow-ups in the order they are sent, into f (n of them, as
+ * staged_followup gives them) and order, queue (each one's queue as named)
+ * and bytes (followup_bytes): by queue, in the order each was first named,
+ * each queue's in send() order, as the relay sends a claim's rows. */
+static void
+order_by_queue(const struct twice_job *j, struct followup *f, const struct followup **order,
+               const char **queue, size_t *bytes)
 {
-    size_t n = j->outbox.n;
-    struct followup *f = calloc(n, sizeof(*f));
-    const struct followup **order = calloc(n, sizeof(*order));
-    const char **queue = calloc(n, sizeof(*queue));
-    size_t *bytes = calloc(n, sizeof(*bytes));
-    int rc = f != NULL && order != NULL && queue != NULL && bytes != NULL ? 0 : -1;
-    if (rc != 0) {
-        snprintf(why, whylen, "out of memory");
-    }
-    size_t k = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
+    size_t n = j->outbox.n, k = 0;
+    for (size_t i = 0; i < n; i++) {
         f[i] = staged_followup(j, i);
     }
-    /* by queue, in the order each was first named, each queue's in send() order */
-    for (size_t i = 0; rc == 0 && i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         int seen = 0;
         for (size_t p = 0; p < i && !seen; p++) {
             seen = strcmp(f[p].url, f[i].url) == 0;
@@ -405,6 +391,32 @@ send_follow_ups(struct acker *a, const struct twice_job *j, char *why, size_t wh
                 order[k++] = &f[m];
             }
         }
+    }
+}
+
+/*
+ * Send the DONE job j's staged follow-ups straight to SQS, at a stop's last
+ * call when the store cannot take them (lifecycle_stop_sends): the messages
+ * the relay would send, in its order and batches. A batch SQS did not take
+ * whole ends it (what follows is not sent: the job runs again and stages
+ * them anew, so anything sent here goes again then, with the same
+ * twice-outbox-id). No retry beyond the SQS client's own in-call retries,
+ * as for the relay. 0 when SQS accepted every message, else -1 with why.
+ */
+static int
+send_follow_ups(struct acker *a, const struct twice_job *j, char *why, size_t whylen)
+{
+    size_t n = j->outbox.n;
+    struct followup *f = calloc(n, sizeof(*f));
+    const struct followup **order = calloc(n, sizeof(*order));
+    const char **queue = calloc(n, sizeof(*queue));
+    size_t *bytes = calloc(n, sizeof(*bytes));
+    int rc = 0;
+    if (f == NULL || order == NULL || queue == NULL || bytes == NULL) {
+        snprintf(why, whylen, "out of memory");
+        rc = -1;
+    } else {
+        order_by_queue(j, f, order, queue, bytes);
     }
     for (size_t start = 0; rc == 0 && start < n;) {
         size_t same = start;

@@ -3,8 +3,8 @@ never arrived may have committed, and what twice does next must follow what the 
 row says, not the lost answer. A dead letter the DLQ keeps failing must not leave its
 key in progress. And a job that finished while PostgreSQL was gone must not run again
 because its worker stopped (SIGTERM, a reload's drain) before the completion could be
-written, nor because PostgreSQL stayed away longer than the acknowledger's tries (a
-failover) while its worker ran on. Real PostgreSQL (behind faultproxy.TcpProxy, which can
+written (its follow-ups then sent straight to SQS, each once), nor because PostgreSQL
+stayed away longer than the acknowledger's tries (a failover) while its worker ran on. Real PostgreSQL (behind faultproxy.TcpProxy, which can
 lose one answer after its statement committed) and the SQS emulator (behind
 faultproxy.FaultProxy, to fail SendMessage); effects are lines (effect_file) or rows
 (effect_tx) that the tests count."""
@@ -435,12 +435,11 @@ class Guard(twicetest.TwiceTestCase):
         (its key would be completed) and nothing more arrives (the outbox never had
         them, so the relay sends nothing). Returns the follow-ups received."""
         at_stop = self.sqs.counts(url)
-        got = self.receive_for(sink, 3)
         proxy.up()
         if d is None:
             d = self.start_twiced(conf)
             d.wait_log(r"ready: generation 1: 1/1", timeout=20)
-        got += self.receive_for(sink, 8)  # past the visibility timeout and the lease
+        got = self.receive_for(sink, 8)  # past the visibility timeout and the lease
         self.assertEqual(at_stop, (0, 0, 0), "its message was deleted at the stop")
         self.assertEqual(self.sqs.counts(url), (0, 0, 0), "and it did not come back")
         self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
@@ -458,7 +457,7 @@ class Guard(twicetest.TwiceTestCase):
         self.assertEqual(d.stop(), 0)
         return got
 
-    def test_a_job_that_staged_follow_ups_sends_them_itself_when_its_completion_is_unwritten(
+    def test_a_job_that_staged_follow_ups_sends_them_to_sqs_when_its_completion_is_unwritten(
             self):
         # A job that staged follow-up messages finishes as PostgreSQL goes away, and
         # twiced stops (SIGTERM). The outbox cannot take its follow-ups, but SQS can:
@@ -480,7 +479,7 @@ class Guard(twicetest.TwiceTestCase):
         self.assert_sent_once_and_not_run_again("stopsend", url, dlq, sink, dsn, proxy, conf,
                                                 None)
 
-    def test_follow_ups_of_a_job_finished_in_a_reload_drain_are_sent_itself_to_a_fifo_queue(
+    def test_follow_ups_of_a_job_finished_in_a_reload_drain_go_straight_to_a_fifo_queue(
             self):
         # The same at a reload: the new generation is ready, the old one drains its
         # running job (drain_timeout 8 s), which finishes once PostgreSQL has gone. Its
