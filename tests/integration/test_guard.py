@@ -4,10 +4,10 @@ row says, not the lost answer. A dead letter the DLQ keeps failing must not leav
 key in progress. And a job that finished while PostgreSQL was gone must not run again
 because its worker stopped (SIGTERM, a reload's drain) before the completion could be
 written (its follow-ups then sent straight to SQS, each once), nor because PostgreSQL
-stayed away longer than the acknowledger's tries (a failover) while its worker ran on. Real PostgreSQL (behind faultproxy.TcpProxy, which can
-lose one answer after its statement committed) and the SQS emulator (behind
-faultproxy.FaultProxy, to fail SendMessage); effects are lines (effect_file) or rows
-(effect_tx) that the tests count."""
+stayed away longer than the acknowledger's tries (a failover) while its worker ran on.
+Real PostgreSQL (behind faultproxy.TcpProxy, which can lose one answer after its
+statement committed) and the SQS emulator (behind faultproxy.FaultProxy, to fail
+SendMessage); effects are lines (effect_file) or rows (effect_tx) that the tests count."""
 
 import hashlib
 import json
