@@ -537,3 +537,38 @@ class Guard(twicetest.TwiceTestCase):
         self.assertEqual(self.key_row(dsn, "send:stopgone-1"), ("completed", True, 1))
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)
+
+    def test_follow_ups_a_lost_commit_may_have_written_are_not_also_sent_at_a_stop(self):
+        # The completion's COMMIT commits (the follow-ups are in the outbox) but its
+        # answer is lost with the connection, and PostgreSQL stays away until twiced
+        # stops. The worker cannot tell whether the outbox has them, so it must not send
+        # them straight to SQS as well: its message is left, the relay sends them once
+        # PostgreSQL is back, and the message, back too, is a duplicate of its completed
+        # key. Each follow-up arrives once.
+        url, dlq, sink, dsn, proxy, port, conf, d = self.setup_sender("lostsend", 1)
+        self.sqs.send(url, json.dumps({"id": "lostsend-1", "to": sink, "n": 2,
+                                       "sleep_ms": 1000}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
+                             timeout=10, message="the job never started")
+        proxy.cut_answer(b"COMMIT\x00")
+        twicetest.wait_until(lambda: proxy.cuts == 1, timeout=10, interval=0.01,
+                             message="the COMMIT's answer was not lost")
+        proxy.down()
+        self.assertEqual(d.stop(timeout=30), 0)
+        self.assertRegex(d.log_text(), r"warn .*key=send:lostsend-1 .*stopping before its "
+                         r"completion could be written \(.*\): a COMMIT of it got no answer, "
+                         r"so its 2 follow-up messages may be in the outbox; its message is "
+                         r"left")
+        self.assertEqual(sum(self.sqs.counts(url)), 1, "its message is left")
+        self.assertEqual(self.pg.query(dsn, "SELECT count(*) FROM twice_idempotency_outbox"),
+                         [(2,)], "the COMMIT wrote them")
+        proxy.up()
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        got = self.receive_for(sink, 10)  # past the visibility timeout: the message is back
+        self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
+                         ["send:lostsend-1#0", "send:lostsend-1#1"], "each sent once")
+        self.wait_empty(url, timeout=20)
+        self.assertEqual(self.key_row(dsn, "send:lostsend-1"), ("completed", True, 1))
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
