@@ -352,7 +352,8 @@ outbox_complete_batch(struct idem_store *s, const char *table, const char *const
             PQresultStatus(res) == PGRES_COMMAND_OK && strcmp(PQcmdStatus(res), "COMMIT") == 0;
         if (!ok) {
             fail(s, res, table, "complete: COMMIT", err, errlen);
-            return -1;
+            memset(done, 0, n * sizeof(*done));
+            return -2; /* it may have committed, its answer lost */
         }
         PQclear(res);
         return 0;

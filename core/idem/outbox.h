@@ -72,8 +72,10 @@ int outbox_insert(struct idem_store *s, const char *table, const struct outbox_j
  * idem_complete_batch for keys some of whose jobs staged messages: in one
  * transaction, complete the keys and write the messages of the jobs whose
  * key was completed (done[i] = 1); a key no longer ours writes nothing.
- * jobs[i] belongs to keys[i]. On -1 nothing was committed, unless the
- * connection was lost during the COMMIT (idem_completed_by then tells).
+ * jobs[i] belongs to keys[i]. Returns 0; -1 when nothing was committed
+ * (the COMMIT was never sent); -2 when the COMMIT went out and failed: its
+ * answer may have been lost with the connection after it committed
+ * (idem_completed_by then tells), so the messages may be in the outbox.
  */
 int outbox_complete_batch(struct idem_store *s, const char *table, const char *const *keys,
                           const int *attempts, const struct outbox_job *jobs, size_t n, int *done,

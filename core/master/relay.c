@@ -19,19 +19,17 @@
 #include "buf.h"
 #include "clock.h"
 #include "dbdown.h"
+#include "followup.h"
 #include "config.h"
 #include "creds.h"
-#include "digest.h"
 #include "idem.h"
 #include "log.h"
 #include "metrics.h"
 #include "outbox.h"
-#include "sendcheck.h"
 #include "shm.h"
 #include "sqs.h"
 #include "sqs_limits.h"
 
-#include <jansson.h>
 #include <libpq-fe.h>
 #include <poll.h>
 #include <pthread.h>
@@ -41,9 +39,6 @@
 
 _Static_assert(RELAY_SEND_MS + RELAY_CALL_MS < RELAY_LEASE * 1000 - 5000,
                "a cycle records what SQS said before its claim lapses");
-
-/* SendMessageBatch's total payload limit is that of one message. */
-#define BATCH_BYTES SQS_MESSAGE_MAX_BYTES
 
 /* Queues whose sends failed for now, remembered so that each reason is
  * logged once (and the recovery once) rather than on every retry. */
@@ -80,15 +75,6 @@ struct verdicts {
         *later_row[RELAY_BATCH];
     size_t nsent, nrefused, nlater;
     char why[RELAY_BATCH][256];
-};
-
-/* A message to SQS built from a row: its attributes and FIFO dedup id. */
-struct outgoing {
-    struct sqs_attr attrs[SENDCHECK_MAX_ATTRS + 1];
-    size_t nattrs;
-    json_t *parsed; /* owns the user attributes' strings */
-    char id_value[TWICE_KEY_MAX + 32];
-    char dedup[65];
 };
 
 /* ---- the database side ---- */
@@ -174,35 +160,6 @@ wait_for_work(struct relay *r, struct idem_store *s)
 }
 
 /* ---- the SQS side ---- */
-
-/* The SQS attributes of row w: its own ones and twice-outbox-id. */
-static int
-outgoing_build(const struct outbox_row *w, struct outgoing *o)
-{
-    memset(o, 0, sizeof(*o));
-    snprintf(o->id_value, sizeof(o->id_value), "%s#%d", w->key, w->idx);
-    if (w->attrs != NULL) {
-        o->parsed = json_loads(w->attrs, 0, NULL);
-        size_t n = json_is_array(o->parsed) ? json_array_size(o->parsed) : 0;
-        for (size_t i = 0; i + 1 < n && o->nattrs < SENDCHECK_MAX_ATTRS; i += 2) {
-            o->attrs[o->nattrs++] = (struct sqs_attr){
-                .name = (char *) json_string_value(json_array_get(o->parsed, i)),
-                .data_type = "String",
-                .string_value = (char *) json_string_value(json_array_get(o->parsed, i + 1)),
-            };
-        }
-    }
-    o->attrs[o->nattrs++] = (struct sqs_attr){
-        .name = SENDCHECK_ID_ATTR, .data_type = "String", .string_value = o->id_value};
-    unsigned char sha[32];
-    if (digest_sha256(o->id_value, strlen(o->id_value), sha) != 0) {
-        return -1;
-    }
-    for (int i = 0; i < 32; i++) {
-        snprintf(o->dedup + 2 * i, 3, "%02x", sha[i]);
-    }
-    return 0;
-}
 
 /* Record a row's verdict: sent, refused for good, or to try again later.
  * Logging is report()'s, once per queue and reason. */
@@ -333,78 +290,52 @@ report(struct relay *r, const struct verdicts *v)
     }
 }
 
+/* Row w as the message SQS gets (followup.h): borrowed from w. */
+static struct followup
+followup_of(const struct outbox_row *w)
+{
+    return (struct followup){
+        .key = w->key,
+        .idx = w->idx,
+        .url = w->url,
+        .body = w->body,
+        .body_len = w->body_len,
+        .delay = w->delay,
+        .group_id = w->group_id,
+        .attrs = w->attrs,
+    };
+}
+
 /* One SendMessageBatch of rows[0..n) (all to one URL). */
 static void
 send_chunk(struct relay *r, struct outbox_row **rows, size_t n, struct verdicts *v)
 {
-    struct outgoing out[SQS_BATCH_MAX];
-    struct sqs_send_entry e[SQS_BATCH_MAX];
+    struct followup f[SQS_BATCH_MAX];
+    const struct followup *fp[SQS_BATCH_MAX];
     struct sqs_batch_result res[SQS_BATCH_MAX];
     struct sqs_error err;
-    int fifo = sendcheck_is_fifo(rows[0]->url), built = 1;
-    for (size_t i = 0; i < n; i++) {
-        built &= outgoing_build(rows[i], &out[i]) == 0;
-        e[i] = (struct sqs_send_entry){
-            .id = sqs_batch_id(i),
-            .body = rows[i]->body,
-            .body_len = rows[i]->body_len,
-            .attrs = out[i].attrs,
-            .nattrs = out[i].nattrs,
-            .delay_seconds = fifo || rows[i]->delay == 0 ? -1 : rows[i]->delay,
-            .group_id = rows[i]->group_id,
-            .dedup_id = fifo ? out[i].dedup : NULL,
-        };
-    }
     memset(&err, 0, sizeof(err));
-    int rc = built && r->sqs != NULL ? sqs_send_batch(r->sqs, rows[0]->url, e, n, res, &err) : -1;
+    for (size_t i = 0; i < n; i++) {
+        f[i] = followup_of(rows[i]);
+        fp[i] = &f[i];
+    }
+    int rc = r->sqs != NULL ? followup_send_batch(r->sqs, fp, n, res, &err) : -1;
     char what[600];
     if (rc != 0) {
         sqs_error_describe(&err, "SendMessageBatch", what, sizeof(what));
-        if (!built || r->sqs == NULL) {
-            snprintf(what, sizeof(what), "%s", built ? "no SQS endpoint" : "out of memory");
+        if (r->sqs == NULL) {
+            snprintf(what, sizeof(what), "no SQS endpoint");
         }
     }
     for (size_t i = 0; i < n; i++) {
         if (rc != 0) {
             verdict(v, rows[i], 0,
-                    built && r->sqs != NULL && !sqs_error_passes(&err) && !flag_is_up(&r->stop),
-                    what);
+                    r->sqs != NULL && !sqs_error_passes(&err) && !flag_is_up(&r->stop), what);
         } else {
             snprintf(what, sizeof(what), "%s: %s", res[i].code, res[i].message);
             verdict(v, rows[i], res[i].ok, res[i].sender_fault, what);
         }
-        json_decref(out[i].parsed);
     }
-}
-
-/*
- * The bytes SQS counts for row w's message: its body and each attribute's
- * name, data type and value, twice-outbox-id included. A SendMessageBatch
- * whose messages add up to more than 1 MiB is refused whole (and for good),
- * so a batch is packed by these, not by a guess at the attributes, which a
- * handler may have made most of a message. A row whose attributes cannot be
- * read counts as a whole batch: it is sent alone.
- */
-static size_t
-row_bytes(const struct outbox_row *w)
-{
-    char idx[16];
-    size_t n = w->body_len + strlen(SENDCHECK_ID_ATTR) + strlen("String") + strlen(w->key) +
-               (size_t) snprintf(idx, sizeof(idx), "#%d", w->idx);
-    if (w->attrs == NULL) {
-        return n;
-    }
-    json_t *a = json_loads(w->attrs, 0, NULL);
-    if (!json_is_array(a)) {
-        json_decref(a);
-        return BATCH_BYTES;
-    }
-    for (size_t i = 0; i < json_array_size(a); i++) {
-        const char *text = json_string_value(json_array_get(a, i));
-        n += (text != NULL ? strlen(text) : 0) + (i % 2 == 0 ? strlen("String") : 0);
-    }
-    json_decref(a);
-    return n;
 }
 
 static int
@@ -417,7 +348,7 @@ by_url(const void *a, const void *b)
 }
 
 /* Send the claimed rows, by queue, in batches of ten and of at most 1 MiB as
- * SQS counts it (row_bytes); past until (clock_mono_ms), the rows left wait
+ * SQS counts it (followup.h); past until (clock_mono_ms), the rows left wait
  * for a later cycle instead (RELAY_SEND_MS). */
 static void
 send_rows(struct relay *r, struct outbox_row *rows, size_t n, int64_t until, struct verdicts *v)
@@ -429,17 +360,16 @@ send_rows(struct relay *r, struct outbox_row *rows, size_t n, int64_t until, str
     }
     qsort(order, n, sizeof(order[0]), by_url);
     for (size_t i = 0; i < n; i++) {
-        size[i] = row_bytes(order[i]);
+        struct followup f = followup_of(order[i]);
+        size[i] = followup_bytes(&f);
     }
     size_t start = 0;
     while (start < n) {
-        size_t end = start, bytes = 0;
-        while (end < n && end - start < SQS_BATCH_MAX &&
-               strcmp(order[end]->url, order[start]->url) == 0 &&
-               (end == start || bytes + size[end] <= BATCH_BYTES)) {
-            bytes += size[end];
-            end++;
+        size_t same = start;
+        while (same < n && strcmp(order[same]->url, order[start]->url) == 0) {
+            same++;
         }
+        size_t end = start + followup_batch_len(&size[start], same - start);
         if (clock_mono_ms() < until) {
             send_chunk(r, &order[start], end - start, v);
         } else {

@@ -75,6 +75,8 @@ struct twice_job {
     int key_completed;         /* the key is completed (by the acker or in the handler's tx) */
     int complete_unsure;       /* acker: a completion went out and failed: it may have
                                   committed, its answer lost with the connection */
+    int outbox_unsure;         /* acker: such a completion's COMMIT went out: the follow-ups
+                                  it wrote may be in the outbox (never sent directly then) */
     int done_unrecorded;       /* acker: DONE, its completion never written before a stop
                                   (lifecycle_on_stop_unwritten): its message deleted anyway */
     int dlq_sent;              /* the dead letter was accepted by the DLQ */

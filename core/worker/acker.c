@@ -19,7 +19,9 @@
  * that keeps failing is not given up but tried again until the last call, a
  * few seconds before the deadline; then a DONE job whose completion is still
  * not written is settled as lifecycle_on_stop_unwritten says (deleted when it
- * staged no follow-ups), so that its message does not come back to run again.
+ * staged no follow-ups, or when SQS took every one it staged, sent straight
+ * to it as the relay would: send_follow_ups), so that its message does not
+ * come back to run again.
  * While the worker runs, a completion that fails because the store cannot be
  * reached (a failover) is not given up either: it is tried again every few
  * seconds, its job still in flight (its message kept hidden by the heartbeat,
@@ -30,6 +32,7 @@
 #include "clock.h"
 #include "config.h"
 #include "dlq.h"
+#include "followup.h"
 #include "heartbeat.h"
 #include "idem.h"
 #include "instance.h"
@@ -318,15 +321,141 @@ defer_completion(struct acker *a, struct twice_job *j, const struct idem_store *
     defer(a, j, what, err);
 }
 
+/* Message i of j's staged follow-ups as the relay would send it (followup.h):
+ * borrowed from j. Its index is its place in send() order, as the outbox
+ * writes it, so twice-outbox-id is the one a later run's relay would give. */
+static struct followup
+staged_followup(const struct twice_job *j, size_t i)
+{
+    const struct outbox_msg *m = &j->outbox.msgs[i];
+    return (struct followup){
+        .key = j->key,
+        .idx = (int) i,
+        .url = m->url,
+        .body = m->body,
+        .body_len = strlen(m->body),
+        .delay = m->delay,
+        .group_id = m->group_id,
+        .attrs = m->attrs,
+    };
+}
+
+/* One SendMessageBatch of f[0..n) for send_follow_ups, counted: 0 when SQS
+ * accepted every message, else -1 with why (naming queue). */
+static int
+send_follow_up_batch(struct acker *a, const char *queue, const struct followup *const *f, size_t n,
+                     char *why, size_t whylen)
+{
+    struct sqs_batch_result res[SQS_BATCH_MAX];
+    struct sqs_error e;
+    int rc = followup_send_batch(a->sqs, f, n, res, &e);
+    metrics_count(MET_SQS_REQUESTS, "SendMessageBatch", rc == 0 ? "ok" : "error", NULL, 1);
+    if (rc != 0) {
+        char desc[768];
+        sqs_error_describe(&e, "SendMessageBatch", desc, sizeof(desc));
+        metrics_count(MET_SQS_ERRORS, "SendMessageBatch", e.code, NULL, 1);
+        snprintf(why, whylen, "queue %s: %s", queue, desc);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!res[i].ok) {
+            snprintf(why, whylen, "queue %s: SendMessageBatch: message %d: %s: %s", queue,
+                     f[i]->idx, res[i].code, res[i].message);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* j's staged follow-ups in the order they are sent, into f (n of them, as
+ * staged_followup gives them) and order, queue (each one's queue as named)
+ * and bytes (followup_bytes): by queue, in the order each was first named,
+ * each queue's in send() order, as the relay sends a claim's rows. */
+static void
+order_by_queue(const struct twice_job *j, struct followup *f, const struct followup **order,
+               const char **queue, size_t *bytes)
+{
+    size_t n = j->outbox.n, k = 0;
+    for (size_t i = 0; i < n; i++) {
+        f[i] = staged_followup(j, i);
+    }
+    for (size_t i = 0; i < n; i++) {
+        int seen = 0;
+        for (size_t p = 0; p < i && !seen; p++) {
+            seen = strcmp(f[p].url, f[i].url) == 0;
+        }
+        for (size_t m = i; !seen && m < n; m++) {
+            if (strcmp(f[m].url, f[i].url) == 0) {
+                queue[k] = j->outbox.msgs[m].queue;
+                bytes[k] = followup_bytes(&f[m]);
+                order[k++] = &f[m];
+            }
+        }
+    }
+}
+
+/*
+ * Send the DONE job j's staged follow-ups straight to SQS, at a stop's last
+ * call when the store cannot take them (lifecycle_stop_sends): the messages
+ * the relay would send, in its order and batches. A batch SQS did not take
+ * whole ends it (what follows is not sent: the job runs again and stages
+ * them anew, so anything sent here goes again then, with the same
+ * twice-outbox-id). No retry beyond the SQS client's own in-call retries,
+ * as for the relay. 0 when SQS accepted every message, else -1 with why.
+ */
+static int
+send_follow_ups(struct acker *a, const struct twice_job *j, char *why, size_t whylen)
+{
+    size_t n = j->outbox.n;
+    struct followup *f = calloc(n, sizeof(*f));
+    const struct followup **order = calloc(n, sizeof(*order));
+    const char **queue = calloc(n, sizeof(*queue));
+    size_t *bytes = calloc(n, sizeof(*bytes));
+    int rc = 0;
+    if (f == NULL || order == NULL || queue == NULL || bytes == NULL) {
+        snprintf(why, whylen, "out of memory");
+        rc = -1;
+    } else {
+        order_by_queue(j, f, order, queue, bytes);
+    }
+    for (size_t start = 0; rc == 0 && start < n;) {
+        size_t same = start;
+        while (same < n && strcmp(order[same]->url, order[start]->url) == 0) {
+            same++;
+        }
+        size_t len = followup_batch_len(&bytes[start], same - start);
+        rc = send_follow_up_batch(a, queue[start], &order[start], len, why, whylen);
+        start += len;
+    }
+    free(bytes);
+    free(queue);
+    free(order);
+    free(f);
+    return rc;
+}
+
 /* A stop's last call, and the DONE job j's completion failed again (err):
  * settle it as lifecycle.c says - its message deleted when it staged no
  * follow-ups (its effect happened: left, it would come back, meet its key in
- * progress once the lease lapsed and run again), else left as it is. */
+ * progress once the lease lapsed and run again), or when it staged some,
+ * none of them can be in the outbox, and SQS took every one sent straight
+ * to it; else left as it is (the job runs again). */
 static void
-stop_unwritten(struct twice_job *j, const char *err)
+stop_unwritten(struct acker *a, struct twice_job *j, const char *err)
 {
+    struct lifecycle_unwritten u = {
+        .staged = j->outbox.n,
+        .outbox_unsure = j->outbox_unsure,
+        .error = err,
+    };
+    char why[1024] = "";
+    if (lifecycle_stop_sends(u.staged, u.outbox_unsure) &&
+        send_follow_ups(a, j, why, sizeof(why)) != 0) {
+        u.send_failed = 1;
+        u.send_error = why;
+    }
     struct lifecycle_verdict v;
-    if (lifecycle_on_stop_unwritten(j->outbox.n, err, &v) == JOB_ACT_DELETE) {
+    if (lifecycle_on_stop_unwritten(&u, &v) == JOB_ACT_DELETE) {
         j->done_unrecorded = 1;
     }
     verdict_apply(j, &v);
@@ -491,7 +620,8 @@ collect_keys(struct twice_job *list, int (*want)(const struct twice_job *),
 }
 
 /* Complete keys[0..n) of jobs; when any job staged messages, they are
- * written in the same transaction (outbox.h). */
+ * written in the same transaction (outbox.h). 0, or -1 (nothing committed),
+ * or -2 (a COMMIT went out unanswered: outbox_complete_batch). */
 static int
 complete_batch(struct acker *a, struct idem_store *s, struct twice_job **jobs, const char **keys,
                const int *runs, size_t n, int *done, char *err, size_t errlen)
@@ -573,14 +703,17 @@ complete_keys(struct acker *a, struct twice_job *list)
     size_t n;
     while ((n = collect_keys(list, needs_complete, jobs, keys, runs)) > 0) {
         struct idem_store *s = acker_store(a);
-        if (s == NULL || complete_batch(a, s, jobs, keys, runs, n, done, err, sizeof(err)) != 0) {
+        int rc =
+            s != NULL ? complete_batch(a, s, jobs, keys, runs, n, done, err, sizeof(err)) : -1;
+        if (rc != 0) {
             metrics_count(MET_PG_ERRORS, "complete", NULL, NULL, 1);
             for (size_t i = 0; i < n; i++) {
                 /* sent: it may have committed, its answer lost (a connection
                  * ended after the commit can answer with an error too) */
                 jobs[i]->complete_unsure |= s != NULL;
+                jobs[i]->outbox_unsure |= rc == -2; /* its COMMIT went out */
                 if (a->last_call) {
-                    stop_unwritten(jobs[i], err);
+                    stop_unwritten(a, jobs[i], err);
                 } else {
                     defer_completion(a, jobs[i], s, "completing the key", err);
                 }

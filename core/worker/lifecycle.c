@@ -403,25 +403,47 @@ lifecycle_on_commit_unknown(int completed_by_it, const char *error, struct lifec
                                   out);
 }
 
+int
+lifecycle_stop_sends(size_t staged, int outbox_unsure)
+{
+    return staged > 0 && !outbox_unsure;
+}
+
 enum job_action
-lifecycle_on_stop_unwritten(size_t staged, const char *error, struct lifecycle_verdict *out)
+lifecycle_on_stop_unwritten(const struct lifecycle_unwritten *u, struct lifecycle_verdict *out)
 {
     verdict_init(out);
     struct lifecycle_text *t = say(out, TWICE_LOG_WARN);
     part(t->before, sizeof(t->before), "stopping before its completion could be written (");
-    t->arg = error != NULL ? error : "";
-    if (staged == 0) {
+    t->arg = u->error != NULL ? u->error : "";
+    if (u->staged > 0 && u->outbox_unsure) {
+        part(t->after, sizeof(t->after),
+             "): a COMMIT of it got no answer, so its %zu follow-up message%s may be in the "
+             "outbox; its message is left: a duplicate when it comes back if that COMMIT took, "
+             "else it runs again once its lease lapses",
+             u->staged, plural_s(u->staged));
+    } else if (u->staged > 0 && u->send_failed) {
+        part(t->before, sizeof(t->before),
+             "stopping before its completion could be written, sending its %zu follow-up "
+             "message%s directly to SQS failed (",
+             u->staged, plural_s(u->staged));
+        t->arg = u->send_error != NULL ? u->send_error : "";
+        part(t->after, sizeof(t->after),
+             "), so its message is left: it comes back after its visibility timeout and, once "
+             "its lease lapses, runs again (its follow-ups then go through the outbox, with the "
+             "same twice-outbox-id)");
+    } else {
+        if (u->staged > 0) {
+            part(t->before, sizeof(t->before),
+                 "sent its %zu follow-up message%s directly to SQS (the outbox could not take "
+                 "them), stopping before its completion could be written (",
+                 u->staged, plural_s(u->staged));
+        }
         out->action = JOB_ACT_DELETE;
         part(t->after, sizeof(t->after),
              "): its effect happened, so its message is deleted; its key stays in progress, "
              "not completed, until its lease lapses (or the master frees it as interrupted): a "
              "message sent again with this key after that would run again");
-    } else {
-        part(t->after, sizeof(t->after),
-             "): it staged %zu follow-up message%s, written only with its completion, so its "
-             "message is left: it comes back after its visibility timeout and, once its "
-             "lease lapses, runs again",
-             staged, plural_s(staged));
     }
     return out->action;
 }

@@ -114,11 +114,24 @@
  *                                   lease lapses (or the master frees it as interrupted,
  *                                   when it outlives the worker): a message sent again with
  *                                   the same key after that runs again
- *   follow-ups staged             leave the message, with a warning: the follow-ups are
- *                                   written only with the completion, so the job must run
- *                                   again (when its message comes back and its lease has
- *                                   lapsed) rather than lose them; its effect happens twice
- *                                   (the remaining case: docs/architecture.md)
+ *   follow-ups staged, none of    the acknowledger first sends them straight to SQS
+ *     them in the outbox            (lifecycle_stop_sends: SQS may answer while the store
+ *     (no COMMIT of its             does not), as the relay would: the same attributes,
+ *     completion went out)          twice-outbox-id, delays, FIFO group and deduplication
+ *                                   id. Every one accepted: delete its message, as with
+ *                                   none staged, the warning saying how many were sent.
+ *                                   Any not accepted: leave the message, with a warning
+ *                                   and SQS's error: it comes back and, once its lease
+ *                                   lapses, runs again (its effect twice), staging them
+ *                                   again for the outbox; those SQS took are sent again
+ *                                   then with the same twice-outbox-id, which a receiver
+ *                                   keyed on it (and a FIFO queue, within its 5 minutes)
+ *                                   dedupes, as for the relay's own resends
+ *   follow-ups staged, and a      leave the message, with a warning: that COMMIT may have
+ *     COMMIT of its completion      written them to the outbox, where the relay sends
+ *     got no answer                 them; sent directly too they would go twice. When it
+ *                                   comes back it is a duplicate if the COMMIT took, else
+ *                                   it runs again once its lease lapsed
  * Until that last call a stopping worker keeps trying such a completion; the drain
  * deadline's give-back leaves a finished job alone (it is no running job).
  *
@@ -296,10 +309,22 @@ enum job_action lifecycle_on_complete_missed(int answer_lost, int completed_by_i
  * message. */
 enum job_action lifecycle_on_commit_unknown(int completed_by_it, const char *error,
                                             struct lifecycle_verdict *out);
-/* A DONE job's completion could not be written before its worker must exit
- * (error: the store's last error, may be NULL); staged: the follow-up messages
- * its run staged with send(). */
-enum job_action lifecycle_on_stop_unwritten(size_t staged, const char *error,
+/* A DONE job whose completion could not be written before its worker must
+ * exit, and what became of its follow-ups. */
+struct lifecycle_unwritten {
+    size_t staged;          /* the follow-up messages its run staged with send() */
+    int outbox_unsure;      /* a COMMIT of its completion went out and got no answer: they
+                               may be in the outbox */
+    int send_failed;        /* sent straight to SQS (lifecycle_stop_sends), not every one was
+                               accepted */
+    const char *error;      /* the store's last error, may be NULL */
+    const char *send_error; /* send_failed: SQS's error, may be NULL */
+};
+/* Whether the acknowledger sends such a job's staged follow-ups straight to
+ * SQS before asking lifecycle_on_stop_unwritten: when it staged some and
+ * none can be in the outbox (outbox_unsure 0). */
+int lifecycle_stop_sends(size_t staged, int outbox_unsure);
+enum job_action lifecycle_on_stop_unwritten(const struct lifecycle_unwritten *u,
                                             struct lifecycle_verdict *out);
 /* Whether a DONE job's completion that failed while the worker runs is tried
  * again however often it failed (1), or given up after the acknowledger's

@@ -3,14 +3,16 @@ never arrived may have committed, and what twice does next must follow what the 
 row says, not the lost answer. A dead letter the DLQ keeps failing must not leave its
 key in progress. And a job that finished while PostgreSQL was gone must not run again
 because its worker stopped (SIGTERM, a reload's drain) before the completion could be
-written, nor because PostgreSQL stayed away longer than the acknowledger's tries (a
-failover) while its worker ran on. Real PostgreSQL (behind faultproxy.TcpProxy, which can
-lose one answer after its statement committed) and the SQS emulator (behind
-faultproxy.FaultProxy, to fail SendMessage); effects are lines (effect_file) or rows
-(effect_tx) that the tests count."""
+written (its follow-ups then sent straight to SQS, each once), nor because PostgreSQL
+stayed away longer than the acknowledger's tries (a failover) while its worker ran on.
+Real PostgreSQL (behind faultproxy.TcpProxy, which can lose one answer after its
+statement committed) and the SQS emulator (behind faultproxy.FaultProxy, to fail
+SendMessage); effects are lines (effect_file) or rows (effect_tx) that the tests count."""
 
+import hashlib
 import json
 import os
+import re
 import signal
 import tempfile
 import threading
@@ -388,24 +390,82 @@ class Guard(twicetest.TwiceTestCase):
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)
 
-    def test_a_job_that_staged_follow_ups_keeps_them_when_its_completion_is_unwritten(self):
-        # A job that staged follow-up messages finishes as PostgreSQL goes away, and
-        # twiced stops. Its follow-ups are written only with its completion, so its
-        # message is not deleted: it comes back, runs again once its lease lapsed, and
-        # its follow-ups are sent then - once - rather than lost with the message.
-        url, dlq = self.queue_pair("stopsend")
-        sink, _ = self.queue_pair("stopsink")
-        dsn = self.new_database("stopsend")
+    def setup_sender(self, prefix, drain_timeout, fifo=False):
+        """A queue run by outbox_sender (visibility timeout 4 s, lease 6 s), a queue its
+        follow-ups go to (FIFO when fifo) that nobody consumes, a database reached
+        through a TcpProxy, and twiced. Returns (url, dlq, sink, dsn, proxy, port, conf,
+        twiced)."""
+        url, dlq = self.queue_pair(prefix)
+        sink, _ = self.queue_pair(prefix + "sink", fifo=fifo)
+        dsn = self.new_database(prefix)
         proxy = faultproxy.TcpProxy(self.env.pg_host, self.env.pg_port)
         self.addCleanup(proxy.close)
         via = dsn.replace(":%d/" % self.env.pg_port, ":%d/" % proxy.port)
         port = tc.free_port()
-        conf = tc.config(self.env, via, [tc.queue("stopsend", url, dlq, "outbox-sender",
+        conf = tc.config(self.env, via, [tc.queue(prefix, url, dlq, "outbox-sender",
                                                   visibility_timeout=4)],
                          [tc.plugin("outbox-sender", tc.test_plugin(self.env, "outbox_sender"))],
-                         metrics_port=port, drain_timeout=1)
+                         metrics_port=port, drain_timeout=drain_timeout)
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        return url, dlq, sink, dsn, proxy, port, conf, d
+
+    def receive_for(self, url, seconds):
+        """Every message that arrives on url within seconds (each deleted)."""
+        got = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            for m in self.sqs.receive(url, max=10, wait=1):
+                got.append(m)
+                self.sqs.delete(url, m)
+        return got
+
+    @staticmethod
+    def attr(message, name):
+        return message.get("MessageAttributes", {}).get(name, {}).get("StringValue")
+
+    SENT_DIRECTLY = (r"warn .*key=send:%s .*sent its 2 follow-up messages directly to SQS "
+                     r"\(the outbox could not take them\), stopping before its completion "
+                     r"could be written \(.*\): its effect happened, so its message is "
+                     r"deleted")
+
+    def assert_sent_once_and_not_run_again(self, prefix, url, dlq, sink, dsn, proxy, conf, d):
+        """At the stop the job's two follow-ups went straight to SQS, each once, and its
+        message was deleted; PostgreSQL comes back and twiced (d, or a new one) runs on
+        past the visibility timeout and the lease (4 + 2 s): the job does not run again
+        (its key would be completed) and nothing more arrives (the outbox never had
+        them, so the relay sends nothing). Returns the follow-ups received."""
+        at_stop = self.sqs.counts(url)
+        proxy.up()
+        if d is None:
+            d = self.start_twiced(conf)
+            d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        got = self.receive_for(sink, 8)  # past the visibility timeout and the lease
+        self.assertEqual(at_stop, (0, 0, 0), "its message was deleted at the stop")
+        self.assertEqual(self.sqs.counts(url), (0, 0, 0), "and it did not come back")
+        self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
+                         ["send:%s-1#0" % prefix, "send:%s-1#1" % prefix],
+                         "each follow-up arrived once, with its twice-outbox-id")
+        self.assertEqual(sorted(json.loads(m["Body"])["i"] for m in got), [0, 1])
+        self.assertTrue(all(self.attr(m, "origin") == "outbox-sender" for m in got),
+                        "with the attributes the handler gave")
+        self.assertNotEqual(self.key_row(dsn, "send:%s-1" % prefix)[0], "completed",
+                            "the job did not run again")
+        self.assertEqual(self.pg.query(dsn, "SELECT count(*) FROM twice_idempotency_outbox"),
+                         [(0,)], "nothing in the outbox for the relay to send again")
+        self.assertNotIn("taking over", d.log_text())
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+        return got
+
+    def test_a_job_that_staged_follow_ups_sends_them_to_sqs_when_its_completion_is_unwritten(
+            self):
+        # A job that staged follow-up messages finishes as PostgreSQL goes away, and
+        # twiced stops (SIGTERM). The outbox cannot take its follow-ups, but SQS can:
+        # they are sent straight to it as the relay would send them, and then its
+        # message is deleted like that of a job that staged nothing. Left, the message
+        # would come back and run the job again (a second email) to stage them anew.
+        url, dlq, sink, dsn, proxy, port, conf, d = self.setup_sender("stopsend", 1)
         self.sqs.send(url, json.dumps({"id": "stopsend-1", "to": sink, "n": 2,
                                        "sleep_ms": 1000}))
         twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
@@ -413,23 +473,103 @@ class Guard(twicetest.TwiceTestCase):
         proxy.down()
         d.wait_log(r"completing the key", timeout=10)
         self.assertEqual(d.stop(timeout=30), 0)
-        self.assertRegex(d.log_text(), r"warn .*key=send:stopsend-1 .*stopping before its "
-                         r"completion could be written \(.*\): it staged 2 follow-up messages, "
-                         r"written only with its completion, so its message is left")
+        log = d.log_text()
+        self.assertRegex(log, self.SENT_DIRECTLY % "stopsend-1")
+        self.assertEqual(len(re.findall(r"key=send:stopsend-1 .*stopping before", log)), 1,
+                         "one warning")
+        self.assert_sent_once_and_not_run_again("stopsend", url, dlq, sink, dsn, proxy, conf,
+                                                None)
+
+    def test_follow_ups_of_a_job_finished_in_a_reload_drain_go_straight_to_a_fifo_queue(
+            self):
+        # The same at a reload: the new generation is ready, the old one drains its
+        # running job (drain_timeout 8 s), which finishes once PostgreSQL has gone. Its
+        # follow-ups go to a FIFO queue: with their group, and the deduplication id the
+        # relay derives from twice-outbox-id, so a resend within SQS's 5 minutes is
+        # dropped by SQS itself.
+        url, dlq, sink, dsn, proxy, port, conf, d = self.setup_sender("reloadsend", 8,
+                                                                      fifo=True)
+        self.sqs.send(url, json.dumps({"id": "reloadsend-1", "to": sink, "n": 2,
+                                       "group": "g7", "sleep_ms": 5000}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
+                             timeout=10, message="the job never started")
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload done: generation 2 ready", timeout=20, since=mark)
+        proxy.down()
+        d.wait_log(r"worker \d+ \(generation 1\) drained and exited", timeout=30)
+        self.assertRegex(d.log_text(), self.SENT_DIRECTLY % "reloadsend-1")
+        got = self.assert_sent_once_and_not_run_again("reloadsend", url, dlq, sink, dsn, proxy,
+                                                      conf, d)
+        self.assertTrue(all(m["Attributes"]["MessageGroupId"] == "g7" for m in got))
+        self.assertEqual(sorted(m["Attributes"].get("MessageDeduplicationId") for m in got),
+                         sorted(hashlib.sha256(("send:reloadsend-1#%d" % i).encode())
+                                .hexdigest() for i in range(2)))
+
+    def test_a_job_whose_follow_ups_sqs_refuses_at_a_stop_keeps_its_message(self):
+        # The same stop, but SQS refuses the follow-ups (their queue does not exist):
+        # the message is left, as before, so the job runs again rather than lose them;
+        # once PostgreSQL is back, that run's follow-ups go to the outbox (where the
+        # relay keeps them as refused until the queue exists), its key completed.
+        url, dlq, sink, dsn, proxy, port, conf, d = self.setup_sender("stopgone", 1)
+        missing = sink.rsplit("/", 1)[0] + "/" + twicetest.unique_name("gone")
+        self.sqs.send(url, json.dumps({"id": "stopgone-1", "to": missing, "n": 2,
+                                       "sleep_ms": 1000}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
+                             timeout=10, message="the job never started")
+        proxy.down()
+        d.wait_log(r"completing the key", timeout=10)
+        self.assertEqual(d.stop(timeout=30), 0)
+        self.assertRegex(d.log_text(), r"warn .*key=send:stopgone-1 .*stopping before its "
+                         r"completion could be written, sending its 2 follow-up messages "
+                         r"directly to SQS failed \(queue \S+/%s: SendMessageBatch: "
+                         r"QueueDoesNotExist.*\), so its message is left"
+                         % re.escape(missing.rsplit("/", 1)[1]))
         self.assertEqual(sum(self.sqs.counts(url)), 1, "its message is left")
         proxy.up()
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
         self.wait_empty(url, timeout=30)
-        got = []
-        deadline = time.monotonic() + 20
-        while len(got) < 3 and time.monotonic() < deadline:
-            for m in self.sqs.receive(sink, max=10, wait=1):
-                got.append(json.loads(m["Body"])["i"])
-                self.sqs.delete(sink, m)
-            if len(got) == 2:
-                deadline = min(deadline, time.monotonic() + 2)  # and no more
-        self.assertEqual(sorted(got), [0, 1], "each follow-up sent once")
-        self.assertEqual(self.key_row(dsn, "send:stopsend-1"), ("completed", True, 1))
+        twicetest.wait_until(
+            lambda: self.pg.query(dsn, "SELECT source_key, idx, state FROM "
+                                       "twice_idempotency_outbox ORDER BY idx")
+            == [("send:stopgone-1", 0, "refused"), ("send:stopgone-1", 1, "refused")],
+            timeout=20, message="the run's follow-ups were not kept in the outbox")
+        self.assertEqual(self.key_row(dsn, "send:stopgone-1"), ("completed", True, 1))
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
+    def test_follow_ups_a_lost_commit_may_have_written_are_not_also_sent_at_a_stop(self):
+        # The completion's COMMIT commits (the follow-ups are in the outbox) but its
+        # answer is lost with the connection, and PostgreSQL stays away until twiced
+        # stops. The worker cannot tell whether the outbox has them, so it must not send
+        # them straight to SQS as well: its message is left, the relay sends them once
+        # PostgreSQL is back, and the message, back too, is a duplicate of its completed
+        # key. Each follow-up arrives once.
+        url, dlq, sink, dsn, proxy, port, conf, d = self.setup_sender("lostsend", 1)
+        self.sqs.send(url, json.dumps({"id": "lostsend-1", "to": sink, "n": 2,
+                                       "sleep_ms": 1000}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
+                             timeout=10, message="the job never started")
+        proxy.cut_answer(b"COMMIT\x00")
+        twicetest.wait_until(lambda: proxy.cuts == 1, timeout=10, interval=0.01,
+                             message="the COMMIT's answer was not lost")
+        proxy.down()
+        self.assertEqual(d.stop(timeout=30), 0)
+        self.assertRegex(d.log_text(), r"warn .*key=send:lostsend-1 .*stopping before its "
+                         r"completion could be written \(.*\): a COMMIT of it got no answer, "
+                         r"so its 2 follow-up messages may be in the outbox; its message is "
+                         r"left")
+        self.assertEqual(sum(self.sqs.counts(url)), 1, "its message is left")
+        self.assertEqual(self.pg.query(dsn, "SELECT count(*) FROM twice_idempotency_outbox"),
+                         [(2,)], "the COMMIT wrote them")
+        proxy.up()
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        got = self.receive_for(sink, 10)  # past the visibility timeout: the message is back
+        self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
+                         ["send:lostsend-1#0", "send:lostsend-1#1"], "each sent once")
+        self.wait_empty(url, timeout=20)
+        self.assertEqual(self.key_row(dsn, "send:lostsend-1"), ("completed", True, 1))
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)

@@ -579,56 +579,105 @@ test_commit_unknown(void)
 
 /* A DONE job whose completion could not be written before its worker must
  * exit: deleted anyway when it staged nothing (its effect happened; left, it
- * would come back and run again once its lease lapsed), left when it staged
- * follow-ups (written only with the completion: they must not be lost). */
+ * would come back and run again once its lease lapsed), and when it staged
+ * follow-ups that SQS took, sent straight to it (they cannot be in the
+ * outbox: no COMMIT of it went out); left when sending them failed (the job
+ * runs again and stages them anew), and, without sending them, when a COMMIT
+ * of its completion got no answer (they may be in the outbox: sent directly
+ * too, they would go twice). */
 static void
 test_stop_unwritten(void)
 {
+    static const char deleted[] =
+        "its effect happened, so its message is deleted; its key stays in progress, not "
+        "completed, until its lease lapses (or the master frees it as interrupted): a "
+        "message sent again with this key after that would run again";
     static const struct {
         const char *name;
-        size_t staged;
-        const char *error;
+        struct lifecycle_unwritten u;
+        int sends; /* lifecycle_stop_sends */
         struct expect want;
     } rows[] = {
         {"nothing staged",
+         {0, 0, 0, "idempotency store unreachable", NULL},
          0,
-         "idempotency store unreachable",
          {DEL, 0, NULL, WARN,
           "stopping before its completion could be written (idempotency store unreachable): "
           "its effect happened, so its message is deleted; its key stays in progress, not "
           "completed, until its lease lapses (or the master frees it as interrupted): a "
           "message sent again with this key after that would run again"}},
         {"nothing staged, no error text",
+         {0, 0, 0, NULL, NULL},
          0,
-         NULL,
          {DEL, 0, NULL, WARN,
           "stopping before its completion could be written (): its effect happened, so its "
           "message is deleted; its key stays in progress, not completed, until its lease "
           "lapses (or the master frees it as interrupted): a message sent again with this key "
           "after that would run again"}},
-        {"one follow-up staged",
+        {"nothing staged, a COMMIT unanswered",
+         {0, 1, 0, "server closed the connection unexpectedly", NULL},
+         0,
+         {DEL, 0, NULL, WARN,
+          "stopping before its completion could be written (server closed the connection "
+          "unexpectedly): its effect happened, so its message is deleted; its key stays in "
+          "progress, not completed, until its lease lapses (or the master frees it as "
+          "interrupted): a message sent again with this key after that would run again"}},
+        {"one follow-up staged, sent",
+         {1, 0, 0, "idempotency store unreachable", NULL},
          1,
-         "idempotency store unreachable",
-         {RUN, 0, NULL, WARN,
+         {DEL, 0, NULL, WARN,
+          "sent its 1 follow-up message directly to SQS (the outbox could not take them), "
           "stopping before its completion could be written (idempotency store unreachable): "
-          "it staged 1 follow-up message, written only with its completion, so its message "
-          "is left: it comes back after its visibility timeout and, once its lease lapses, "
-          "runs again"}},
-        {"follow-ups staged",
-         3,
-         "idempotency store unreachable",
-         {RUN, 0, NULL, WARN,
+          "its effect happened, so its message is deleted; its key stays in progress, not "
+          "completed, until its lease lapses (or the master frees it as interrupted): a "
+          "message sent again with this key after that would run again"}},
+        {"follow-ups staged, sent",
+         {3, 0, 0, "idempotency store unreachable", NULL},
+         1,
+         {DEL, 0, NULL, WARN,
+          "sent its 3 follow-up messages directly to SQS (the outbox could not take them), "
           "stopping before its completion could be written (idempotency store unreachable): "
-          "it staged 3 follow-up messages, written only with its completion, so its message "
-          "is left: it comes back after its visibility timeout and, once its lease lapses, "
-          "runs again"}},
+          "its effect happened, so its message is deleted; its key stays in progress, not "
+          "completed, until its lease lapses (or the master frees it as interrupted): a "
+          "message sent again with this key after that would run again"}},
+        {"follow-ups staged, a send failed",
+         {2, 0, 1, "idempotency store unreachable",
+          "queue https://sqs/1/gone: SendMessageBatch: QueueDoesNotExist: no such queue"},
+         1,
+         {RUN, 0, NULL, WARN,
+          "stopping before its completion could be written, sending its 2 follow-up messages "
+          "directly to SQS failed (queue https://sqs/1/gone: SendMessageBatch: "
+          "QueueDoesNotExist: no such queue), so its message is left: it comes back after its "
+          "visibility timeout and, once its lease lapses, runs again (its follow-ups then go "
+          "through the outbox, with the same twice-outbox-id)"}},
+        {"one follow-up staged, a send failed, no error text",
+         {1, 0, 1, NULL, NULL},
+         1,
+         {RUN, 0, NULL, WARN,
+          "stopping before its completion could be written, sending its 1 follow-up message "
+          "directly to SQS failed (), so its message is left: it comes back after its "
+          "visibility timeout and, once its lease lapses, runs again (its follow-ups then go "
+          "through the outbox, with the same twice-outbox-id)"}},
+        {"follow-ups staged, a COMMIT unanswered",
+         {2, 1, 0, "server closed the connection unexpectedly", NULL},
+         0,
+         {RUN, 0, NULL, WARN,
+          "stopping before its completion could be written (server closed the connection "
+          "unexpectedly): a COMMIT of it got no answer, so its 2 follow-up messages may be in "
+          "the outbox; its message is left: a duplicate when it comes back if that COMMIT "
+          "took, else it runs again once its lease lapses"}},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         struct lifecycle_verdict v;
-        enum job_action got = lifecycle_on_stop_unwritten(rows[i].staged, rows[i].error, &v);
+        const struct lifecycle_unwritten *u = &rows[i].u;
+        CHECK_INT(lifecycle_stop_sends(u->staged, u->outbox_unsure), rows[i].sends);
+        enum job_action got = lifecycle_on_stop_unwritten(u, &v);
         check_verdict(rows[i].name, got, &v, &rows[i].want);
         CHECK(v.duplicate == NULL && !v.conflict && !v.in_place && !v.counted);
         CHECK_INT(v.attempt + v.runs, 0);
+        if (got == DEL) {
+            CHECK_CONTAINS(v.log.after, deleted);
+        }
     }
 }
 

@@ -293,7 +293,12 @@ typedef struct twice_api {
      * the job's key (for TWICE_FLAG_TRANSACTIONAL plugins, the one api->db()
      * is in) and sent to SQS by the host's relay soon after the commit. If
      * the job returns TWICE_RETRY or TWICE_REJECT, or its completion fails,
-     * nothing staged is sent; the next run stages again.
+     * nothing staged is sent; the next run stages again. One exception: a
+     * job that returned TWICE_DONE but whose completion the database could
+     * not take before its worker had to stop (a stop or a reload while it
+     * is unreachable) has its staged messages sent straight to SQS by the
+     * worker, as the relay would send them, and its message deleted once
+     * SQS took them all (else it runs again and stages them again).
      *
      * queue:  a queue's `name` in twice.conf, or a queue URL
      *         ("https://sqs.REGION.amazonaws.com/ACCOUNT/NAME").
