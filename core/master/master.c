@@ -277,7 +277,8 @@ schedule_respawn(struct generation *g, struct proc *p, const char *cause)
     long long delay = (long long) backoff_ceiling(RESPAWN_BASE_MS, RESPAWN_CAP_MS, g->failures[i]);
     g->respawn_at[i] = clock_mono_ms() + delay;
     metrics_count(MET_RESTARTS, cause, NULL, NULL, 1);
-    log_info("restarting worker %d of generation %d in %.1fs", i, g->id, (double) delay / 1000);
+    log_info("worker %d (generation %d) exited; starting another in its place in %.1fs",
+             (int) p->pid, g->id, (double) delay / 1000);
 }
 
 /* A starting generation failed: its workers drain, the running one stays. */

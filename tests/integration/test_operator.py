@@ -293,7 +293,7 @@ class Operator(twicetest.TwiceTestCase):
                    timeout=30)
         [replacement] = twicetest.wait_until(
             lambda: [p for p in d.worker_pids() if p != worker], timeout=10)
-        self.assertNotRegex(d.log_text(), r"restarting worker \d of generation 1 in")
+        self.assertNotRegex(d.log_text(), r"exited; starting another in its place in")
         self.assertEqual(tc.metric_sum(tc.scrape(self.port), "twice_worker_restarts_total",
                                        cause="stopped"), 1)
         self.sqs.send(self.url, json.dumps({"id": "after"}))
