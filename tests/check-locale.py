@@ -15,15 +15,28 @@ refuses strcasecmp, strncasecmp, tolower, toupper and the is*() classes that fol
 locale (isalpha, isalnum, islower, isupper, isspace, isprint, isgraph, ispunct, iscntrl,
 isblank): the host's protocol and configuration text goes through core/text/ascii.h
 (ascii_strcasecmp, ascii_tolower, ascii_isalpha...). isdigit and isxdigit are the ASCII
-digits in every locale and stay allowed. Exit 0 when there is none, 1 with one FILE:LINE
-line per call. Run by ctest as unit/locale;
+digits in every locale and stay allowed.
+
+The bundled plugins (plugins/) are held to the same rules: they share a worker with any
+other plugin, whose setlocale() changes them too. There the ASCII helpers are
+plugins/settings-common's plugin_ascii_* and plugin_c_vsnprintf (settings_common.h), since
+plugins cannot use core/text/. Their tests (plugins/*/tests/) and the fixture plugins
+(tests/plugins/) are not checked: tests put locales in force on purpose, and fixtures stand
+for third-party plugins, which may write in the locale they chose (setlocale_de does, to show
+that the host's numbers do not follow).
+
+Exit 0 when there is none, 1 with one FILE:LINE line per call. Run by ctest as unit/locale;
 --self-test shows that it finds each kind.
 """
 import os
 import re
 import sys
+import tempfile
 
-EXEMPT = {os.path.join("core", "text", "cnum.c")}
+EXEMPT = {os.path.join("core", "text", "cnum.c"),
+          os.path.join("plugins", "settings-common", "c_format.c")}
+TOPS = (("core",), ("sdk", "mock"), ("plugins",))
+SKIPPED_DIRS = {"tests"}  # plugins/*/tests/: tests put locales in force on purpose
 READERS = re.compile(r"\b(strtod|strtof|strtold|atof|sscanf|vsscanf|fscanf|vfscanf|scanf)\s*\(")
 PRINTERS = re.compile(r"\b(printf|fprintf|dprintf|sprintf|snprintf|asprintf)\s*\(")
 VPRINTERS = re.compile(r"\b(vprintf|vfprintf|vsprintf|vsnprintf|vdprintf|vasprintf)\s*\(")
@@ -61,38 +74,55 @@ def call_args(text, start):
     return text[start:]
 
 
+# What to use instead, in the host (core/, sdk/mock/) and in the bundled plugins.
+ADVICE = {
+    "host": {"read": "use cnum_strtod (cnum.h)",
+             "vprint": "use cnum_vsnprintf, cnum_vfprintf (cnum.h) or buf_vprintf",
+             "case": "use ascii_%s (ascii.h)",
+             "print": "use cnum_snprintf (cnum.h) or buf_printf"},
+    "plugin": {"read": "use strtod_l with a C locale object (newlocale)",
+               "vprint": "use plugin_c_vsnprintf (settings_common.h)",
+               "case": "use plugin_ascii_%s, or add it beside the others (settings_common.h)",
+               "print": "use plugin_c_vsnprintf (settings_common.h)"},
+}
+
+
 def problems_in(rel, text):
     text = strip_comments(text)
+    advice = ADVICE["plugin" if rel.split(os.sep)[0] == "plugins" else "host"]
     out = []
     for m in READERS.finditer(text):
         line = text.count("\n", 0, m.start()) + 1
-        out.append("%s:%d: %s() reads the locale's decimal point: use cnum_strtod (cnum.h)"
-                   % (rel, line, m.group(1)))
+        out.append("%s:%d: %s() reads the locale's decimal point: %s"
+                   % (rel, line, m.group(1), advice["read"]))
     for m in VPRINTERS.finditer(text):
         line = text.count("\n", 0, m.start()) + 1
-        out.append("%s:%d: %s() formats a caller's format in the process's locale: use "
-                   "cnum_vsnprintf, cnum_vfprintf (cnum.h) or buf_vprintf" % (rel, line, m.group(1)))
+        out.append("%s:%d: %s() formats a caller's format in the process's locale: %s"
+                   % (rel, line, m.group(1), advice["vprint"]))
     for m in CASERS.finditer(text):
         line = text.count("\n", 0, m.start()) + 1
         why = ("tr_TR: 'I' is not 'i'" if m.group(1)[0] != "i"
                else "Latin-1: isalpha(0xE9)")
-        out.append("%s:%d: %s() follows the locale a plugin set (%s): use ascii_%s (ascii.h)"
-                   % (rel, line, m.group(1), why, m.group(1)))
+        out.append("%s:%d: %s() follows the locale a plugin set (%s): %s"
+                   % (rel, line, m.group(1), why, advice["case"] % m.group(1)))
     for m in PRINTERS.finditer(text):
         if text[m.start() - 1:m.start()] in ("_", "."):
             continue
         fmt = "".join(LITERAL.findall(call_args(text, m.end() - 1))).replace("%%", "")
         if FLOAT_CONV.search(fmt):
             line = text.count("\n", 0, m.start()) + 1
-            out.append("%s:%d: %s() of a float writes the locale's decimal point: use "
-                       "cnum_snprintf (cnum.h) or buf_printf" % (rel, line, m.group(1)))
+            out.append("%s:%d: %s() of a float writes the locale's decimal point: %s"
+                       % (rel, line, m.group(1), advice["print"]))
     return out
 
 
 def check(root):
     problems = []
-    for top in (os.path.join(root, "core"), os.path.join(root, "sdk", "mock")):
-        for folder, _dirs, files in os.walk(top):
+    for top in TOPS:
+        for folder, dirs, files in os.walk(os.path.join(root, *top)):
+            if top == ("plugins",):
+                dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS]
+            dirs.sort()
             for f in sorted(files):
                 if not f.endswith((".c", ".h")):
                     continue
@@ -134,6 +164,20 @@ def self_test():
     if problems_in("good.c", good):
         print("self-test: false alarm: %s" % problems_in("good.c", good))
         return 1
+    if "plugin_ascii_isspace" not in "".join(problems_in(os.path.join("plugins", "p", "a.c"),
+                                                         "if (isspace(c)) n++;\n")):
+        print("self-test: a plugin is not pointed at plugin_ascii_isspace")
+        return 1
+    with tempfile.TemporaryDirectory() as root:
+        for rel in (("plugins", "p", "a.c"), ("plugins", "p", "tests", "t.c"),
+                    ("tests", "plugins", "f.c")):
+            os.makedirs(os.path.join(root, *rel[:-1]), exist_ok=True)
+            with open(os.path.join(root, *rel), "w", encoding="utf-8") as fh:
+                fh.write("if (isspace(c)) n++;\n")
+        walked = [p.split(":")[0] for p in check(root)]
+        if walked != [os.path.join("plugins", "p", "a.c")]:
+            print("self-test: plugins/ walked wrong: %s" % walked)
+            return 1
     print("self-test OK")
     return 0
 
