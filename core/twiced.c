@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,15 @@ daemonize(void)
         return -1;
     }
     if (pid > 0) {
+        /* This process only waits for the daemon's start: a stop signal (a
+         * Ctrl-C) ends it as it always did, where the daemon holds its own
+         * (master.c, hold_early) to stop cleanly. */
+        sigset_t stop;
+        sigemptyset(&stop);
+        sigaddset(&stop, SIGTERM);
+        sigaddset(&stop, SIGINT);
+        sigaddset(&stop, SIGQUIT);
+        sigprocmask(SIG_UNBLOCK, &stop, NULL);
         close(p[1]);
         _exit(wait_started(p[0], pid));
     }

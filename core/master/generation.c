@@ -120,7 +120,7 @@ gen_open_plugins(struct generation *g, struct diag *d)
 /* Read and validate a configuration and open its plugin files (checked, with
  * their settings, init and fini, in a probe child). Problems are added to d. */
 struct generation *
-gen_load(const char *path, struct diag *d)
+gen_load(const char *path, const sigset_t *stop_on, struct diag *d)
 {
     struct generation *g = calloc(1, sizeof(*g));
     if (g == NULL) {
@@ -137,7 +137,8 @@ gen_load(const char *path, struct diag *d)
         return NULL;
     }
     int opened = gen_open_plugins(g, d);
-    if (probe_run(path, g->text, g->len, g->plugin_fds, g->nplugin_fds, PROBE_TIMEOUT, d) != 0 ||
+    if (probe_run(path, g->text, g->len, g->plugin_fds, g->nplugin_fds, PROBE_TIMEOUT, stop_on,
+                  d) != 0 ||
         opened != 0) {
         gen_free(g);
         return NULL;
