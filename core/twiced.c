@@ -3,6 +3,7 @@
  * (supervision), worker/process.c (jobs) and plugin/probe.c (plugin
  * checks); the last two are started by the master re-executing this binary.
  */
+#include "cnum.h"
 #include "log.h"
 #include "master.h"
 #include "pidfile.h"
@@ -111,7 +112,7 @@ enter_config_dir(const char *config, const char **pid_file, char **pid_abs)
         char *cwd = get_current_dir_name();
         size_t n = (cwd != NULL ? strlen(cwd) : 0) + strlen(*pid_file) + 2;
         if (cwd == NULL || (*pid_abs = malloc(n)) == NULL) {
-            fprintf(stderr, "twiced: -p %s: %s\n", *pid_file, strerror(errno));
+            fprintf(stderr, "twiced: -p %s: %s\n", *pid_file, cnum_strerror(errno));
             free(cwd);
             return -1;
         }
@@ -124,7 +125,7 @@ enter_config_dir(const char *config, const char **pid_file, char **pid_abs)
     snprintf(dir, sizeof(dir), "%.*s", slash > config ? (int) (slash - config) : 1, config);
     if (chdir(dir) != 0) {
         fprintf(stderr, "twiced: cannot enter %s, the configuration's directory: %s\n", dir,
-                strerror(errno));
+                cnum_strerror(errno));
         return -1;
     }
     return 0;
@@ -138,12 +139,12 @@ daemonize(void)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) != 0) {
-        perror("twiced: pipe");
+        fprintf(stderr, "twiced: pipe: %s\n", cnum_strerror(errno));
         return -1;
     }
     pid_t pid = fork();
     if (pid < 0) {
-        perror("twiced: fork");
+        fprintf(stderr, "twiced: fork: %s\n", cnum_strerror(errno));
         return -1;
     }
     if (pid > 0) {
@@ -163,7 +164,7 @@ daemonize(void)
     started_fd = p[1];
     /* It stays in the configuration's directory (main), as in front. */
     if (setsid() < 0) {
-        perror("twiced: setsid");
+        fprintf(stderr, "twiced: setsid: %s\n", cnum_strerror(errno));
         return -1;
     }
     int fd = open("/dev/null", O_RDWR);

@@ -15,7 +15,10 @@ refuses strcasecmp, strncasecmp, tolower, toupper and the is*() classes that fol
 locale (isalpha, isalnum, islower, isupper, isspace, isprint, isgraph, ispunct, iscntrl,
 isblank): the host's protocol and configuration text goes through core/text/ascii.h
 (ascii_strcasecmp, ascii_tolower, ascii_isalpha...). isdigit and isxdigit are the ASCII
-digits in every locale and stay allowed.
+digits in every locale and stay allowed. And it changes language: once a plugin called
+setlocale(LC_ALL, ""), glibc translates strerror, perror and strsignal, so the host's
+messages, which tests, docs and alerts quote, would too; core/ and sdk/mock/ use
+cnum_strerror and cnum_strsignal (cnum.h), the C locale's texts.
 
 The bundled plugins (plugins/) are held to the same rules: they share a worker with any
 other plugin, whose setlocale() changes them too. There the ASCII helpers are
@@ -43,6 +46,7 @@ VPRINTERS = re.compile(r"\b(vprintf|vfprintf|vsprintf|vsnprintf|vdprintf|vasprin
 FLOAT_CONV = re.compile(r"%[-+ #0']*(?:\d+|\*)?(?:\.(?:\d+|\*)?)?(?:hh|h|ll|l|L|q|j|z|t)?"
                         r"[aAeEfFgG]")
 LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+ERRTEXTS = re.compile(r"\b(strerror|perror|strsignal)\s*\(")
 CASERS = re.compile(r"\b(strcasecmp|strncasecmp|tolower|toupper|isalpha|isalnum|islower|isupper"
                     r"|isspace|isprint|isgraph|ispunct|iscntrl|isblank)\s*\(")
 COMMENT = re.compile(r""""(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|/\*.*?\*/|//[^\n]*""", re.S)
@@ -86,6 +90,10 @@ ADVICE = {
                "print": "use plugin_c_vsnprintf (settings_common.h)"},
 }
 
+HOST_ERRTEXT = {"strerror": "cnum_strerror (cnum.h)",
+                "perror": "fprintf with cnum_strerror(errno) (cnum.h)",
+                "strsignal": "cnum_strsignal (cnum.h)"}
+
 
 def problems_in(rel, text):
     text = strip_comments(text)
@@ -99,6 +107,11 @@ def problems_in(rel, text):
         line = text.count("\n", 0, m.start()) + 1
         out.append("%s:%d: %s() formats a caller's format in the process's locale: %s"
                    % (rel, line, m.group(1), advice["vprint"]))
+    if advice is ADVICE["host"]:
+        for m in ERRTEXTS.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            out.append("%s:%d: %s() says it in the language of the locale a plugin set (glibc "
+                       "translates it): use %s" % (rel, line, m.group(1), HOST_ERRTEXT[m.group(1)]))
     for m in CASERS.finditer(text):
         line = text.count("\n", 0, m.start()) + 1
         why = ("tr_TR: 'I' is not 'i'" if m.group(1)[0] != "i"
@@ -145,7 +158,9 @@ def self_test():
            'vsnprintf(why, n, fmt, ap);\n'
            'if (strcasecmp(h, "Content-Type") == 0 ||\n'
            '    strncasecmp(u, "http://", 7) == 0) c = tolower(c);\n'
-           'if (isalnum(c) || isspace (c)) c = toupper(c);\n')
+           'if (isalnum(c) || isspace (c)) c = toupper(c);\n'
+           'log_error("open %s: %s", p, strerror(errno)); perror("x");\n'
+           'snprintf(b, n, "%s", strsignal(s));\n')
     good = ('/* strtod(s) and "%f" in a comment */\n'
             'snprintf(b, n, "%s: 100%% of %d", s, i);\n'
             'cnum_snprintf(b, n, "%.17g", d);\n'
@@ -154,15 +169,20 @@ def self_test():
             'cnum_vsnprintf(why, n, fmt, ap);\n'
             'if (ascii_strcasecmp(h, "Content-Type") == 0) c = ascii_tolower(c);\n'
             'if (isdigit(c) || isxdigit(c) || ascii_isalnum(c)) c = ascii_toupper(c);\n'
-            '/* tolower(c) and strcasecmp() in a comment */\n')
+            '/* tolower(c) and strcasecmp() in a comment */\n'
+            'log_error("open %s: %s", p, cnum_strerror(errno)); x = strerror_l(e, c);\n'
+            'snprintf(b, n, "%s", cnum_strsignal(s));\n')
     found = problems_in("bad.c", bad)
     lines = [p.split(":")[1] for p in found]
-    want = ["1", "5", "6", "7", "8", "8", "9", "9", "9", "2", "4"]
+    want = ["1", "5", "6", "10", "10", "11", "7", "8", "8", "9", "9", "9", "2", "4"]
     if lines != want:
         print("self-test: expected problems at lines %s; got %s" % (", ".join(want), found))
         return 1
     if problems_in("good.c", good):
         print("self-test: false alarm: %s" % problems_in("good.c", good))
+        return 1
+    if problems_in(os.path.join("plugins", "p", "a.c"), 'x = strerror(errno);\n'):
+        print("self-test: a plugin's strerror is its own business")
         return 1
     if "plugin_ascii_isspace" not in "".join(problems_in(os.path.join("plugins", "p", "a.c"),
                                                          "if (isspace(c)) n++;\n")):

@@ -385,7 +385,7 @@ ctl_print_json(json_t *v)
                                                                                       : CTL_FAIL;
     json_decref(v);
     if (rc != CTL_OK || fflush(stdout) != 0) {
-        return ctl_fail("writing the output: %s", strerror(errno));
+        return ctl_fail("writing the output: %s", cnum_strerror(errno));
     }
     return CTL_OK;
 }
@@ -509,7 +509,7 @@ ctl_read_stdin(struct buf *b)
         }
     }
     if (ferror(stdin)) {
-        ctl_fail("reading the body from standard input: %s", strerror(errno));
+        ctl_fail("reading the body from standard input: %s", cnum_strerror(errno));
         return -1;
     }
     return 0;

@@ -6,6 +6,7 @@
 #include "generation.h"
 
 #include "childargs.h"
+#include "cnum.h"
 #include "config.h"
 #include "diag.h"
 #include "loader.h"
@@ -148,7 +149,7 @@ gen_load(const char *path, const sigset_t *stop_on, struct diag *d)
     g->respawn_at = calloc((size_t) g->nworkers, sizeof(*g->respawn_at));
     g->config_fd = childargs_memfd(g->text, g->len);
     if (g->failures == NULL || g->respawn_at == NULL || g->config_fd < 0) {
-        diag_add(d, path, 0, "cannot prepare the workers: %s", strerror(errno));
+        diag_add(d, path, 0, "cannot prepare the workers: %s", cnum_strerror(errno));
         gen_free(g);
         return NULL;
     }

@@ -12,6 +12,7 @@
 #include "childargs.h"
 #include "backoff.h"
 #include "clock.h"
+#include "cnum.h"
 #include "config.h"
 #include "dlqmon.h"
 #include "generation.h"
@@ -123,7 +124,7 @@ spawn_worker(struct master *m, struct generation *g, int index)
         return -1;
     }
     if (pipe2(ctl, O_CLOEXEC) != 0) {
-        log_error("cannot start a worker: pipe: %s", strerror(errno));
+        log_error("cannot start a worker: pipe: %s", cnum_strerror(errno));
         return -1;
     }
     struct childargs a = {CHILD_WORKER, g->config_fd,  m->path,       m->shm_fd,
@@ -223,7 +224,7 @@ describe_death(int slot, int status, char *out, size_t cap)
     size_t n;
     if (WIFSIGNALED(status)) {
         n = (size_t) snprintf(out, cap, "killed by signal %d (%s)", WTERMSIG(status),
-                              strsignal(WTERMSIG(status)));
+                              cnum_strsignal(WTERMSIG(status)));
     } else {
         n = (size_t) snprintf(out, cap, "exited with code %d", WEXITSTATUS(status));
     }
@@ -902,7 +903,7 @@ prepare(struct master *m)
     }
     m->shm_fd = shm_create();
     if (m->shm_fd < 0) {
-        log_error("not starting: shared memory: %s", strerror(errno));
+        log_error("not starting: shared memory: %s", cnum_strerror(errno));
         gen_free(g);
         return NULL;
     }

@@ -6,6 +6,7 @@
  */
 #include "pidfile.h"
 
+#include "cnum.h"
 #include "config.h"
 
 #include <errno.h>
@@ -58,7 +59,7 @@ take(int fd, const char *path, char *err, size_t errlen)
         return 0;
     }
     if (errno != EAGAIN && errno != EACCES) {
-        snprintf(err, errlen, "pid_file %s: lock: %s", path, strerror(errno));
+        snprintf(err, errlen, "pid_file %s: lock: %s", path, cnum_strerror(errno));
         return -1;
     }
     pid_t pid = read_pid(fd);
@@ -97,7 +98,7 @@ pidfile_acquire(const char *path, struct pidfile **out, char *err, size_t errlen
     for (int tries = 0; tries < 5; tries++) {
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0) {
-            snprintf(err, errlen, "pid_file %s: %s", path, strerror(errno));
+            snprintf(err, errlen, "pid_file %s: %s", path, cnum_strerror(errno));
             return -1;
         }
         struct stat held, now;
@@ -131,7 +132,7 @@ pidfile_write(struct pidfile *p, char *err, size_t errlen)
     char buf[32];
     int n = snprintf(buf, sizeof(buf), "%d\n", (int) getpid());
     if (ftruncate(p->fd, 0) != 0 || pwrite(p->fd, buf, (size_t) n, 0) != n) {
-        snprintf(err, errlen, "pid_file %s: %s", p->path, strerror(errno));
+        snprintf(err, errlen, "pid_file %s: %s", p->path, cnum_strerror(errno));
         return -1;
     }
     return 0;
@@ -154,13 +155,13 @@ pidfile_read_live(const char *path, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        snprintf(err, errlen, "pid file %s: %s (is twiced running?)", path, strerror(errno));
+        snprintf(err, errlen, "pid file %s: %s (is twiced running?)", path, cnum_strerror(errno));
         return -1;
     }
     struct flock fl;
     pid_t pid = -1;
     if (lock_op(fd, F_OFD_GETLK, F_WRLCK, &fl) != 0) {
-        snprintf(err, errlen, "pid file %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "pid file %s: %s", path, cnum_strerror(errno));
     } else if (fl.l_type == F_UNLCK) {
         snprintf(err, errlen, "pid file %s is stale: no twiced holds it (is twiced running?)",
                  path);
@@ -246,7 +247,7 @@ pidfile_signal(const char *config_path, const char *pid_path, const char *name)
         return 1;
     }
     if (kill(pid, sig) != 0) {
-        fprintf(stderr, "twiced: -s %s: pid %d: %s%s\n", name, (int) pid, strerror(errno),
+        fprintf(stderr, "twiced: -s %s: pid %d: %s%s\n", name, (int) pid, cnum_strerror(errno),
                 errno == EPERM ? " (run it as twiced's user or root)" : "");
         return 1;
     }

@@ -10,6 +10,7 @@
 #include "probe.h"
 
 #include "childargs.h"
+#include "cnum.h"
 #include "config.h"
 #include "hostapi.h"
 #include "instance.h"
@@ -203,7 +204,7 @@ probe_run(const char *path, const char *text, size_t len, const int *plugin_fds,
     int cfd = childargs_memfd(text, len);
     char err[256];
     if (cfd < 0 || pipe2(pipefd, O_CLOEXEC) != 0) {
-        diag_add(d, NULL, 0, "cannot start the plugin check: %s", strerror(errno));
+        diag_add(d, NULL, 0, "cannot start the plugin check: %s", cnum_strerror(errno));
         if (cfd >= 0) {
             close(cfd);
         }
@@ -241,7 +242,7 @@ probe_run(const char *path, const char *text, size_t len, const int *plugin_fds,
                  current, timeout);
     } else if (WIFSIGNALED(status)) {
         diag_add(d, path, 0, "plugin '%s': crashed the check with signal %d (%s)", current,
-                 WTERMSIG(status), strsignal(WTERMSIG(status)));
+                 WTERMSIG(status), cnum_strsignal(WTERMSIG(status)));
     } else if (WEXITSTATUS(status) != 0 && d->n == before) {
         diag_add(d, path, 0, "plugin check failed with exit code %d", WEXITSTATUS(status));
     }
