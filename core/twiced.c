@@ -4,6 +4,7 @@
  * checks); the last two are started by the master re-executing this binary.
  */
 #include "cnum.h"
+#include "diag.h"
 #include "log.h"
 #include "master.h"
 #include "pidfile.h"
@@ -92,7 +93,7 @@ wait_started(int fd, pid_t daemon)
         return 0;
     }
     if (n > 0 && buf[0] == 'F') {
-        fprintf(stderr, "twiced: not started: %s\n", buf + 1);
+        diag_print_line(stderr, "twiced: not started: %s", buf + 1);
     } else {
         fprintf(stderr, "twiced: the daemon (pid %d) exited before it was ready (see log.file)\n",
                 (int) daemon);
@@ -112,7 +113,7 @@ enter_config_dir(const char *config, const char **pid_file, char **pid_abs)
         char *cwd = get_current_dir_name();
         size_t n = (cwd != NULL ? strlen(cwd) : 0) + strlen(*pid_file) + 2;
         if (cwd == NULL || (*pid_abs = malloc(n)) == NULL) {
-            fprintf(stderr, "twiced: -p %s: %s\n", *pid_file, cnum_strerror(errno));
+            diag_print_line(stderr, "twiced: -p %s: %s", *pid_file, cnum_strerror(errno));
             free(cwd);
             return -1;
         }
@@ -124,8 +125,8 @@ enter_config_dir(const char *config, const char **pid_file, char **pid_abs)
     char dir[4096];
     snprintf(dir, sizeof(dir), "%.*s", slash > config ? (int) (slash - config) : 1, config);
     if (chdir(dir) != 0) {
-        fprintf(stderr, "twiced: cannot enter %s, the configuration's directory: %s\n", dir,
-                cnum_strerror(errno));
+        diag_print_line(stderr, "twiced: cannot enter %s, the configuration's directory: %s", dir,
+                        cnum_strerror(errno));
         return -1;
     }
     return 0;
@@ -247,7 +248,7 @@ main(int argc, char **argv)
         return 2;
     }
     if (optind < argc) {
-        fprintf(stderr, "twiced: unexpected argument %s\n", argv[optind]);
+        diag_print_line(stderr, "twiced: unexpected argument %s", argv[optind]);
         usage(stderr);
         return 2;
     }

@@ -821,8 +821,8 @@ master_check(const char *path, int connect)
     }
     print_problems(&d);
     if (g != NULL && rc == 0) {
-        printf("%s: configuration and %zu plugin%s OK\n", path, g->cfg->nplugins,
-               plural_s(g->cfg->nplugins));
+        diag_print_line(stdout, "%s: configuration and %zu plugin%s OK", path, g->cfg->nplugins,
+                        plural_s(g->cfg->nplugins));
         if (connect) {
             size_t buckets = 0;
             for (size_t i = 0; i < g->cfg->nqueues; i++) {

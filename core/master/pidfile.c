@@ -8,6 +8,7 @@
 
 #include "cnum.h"
 #include "config.h"
+#include "diag.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -199,11 +200,12 @@ configured_pid_file(const char *path, const char *name)
         for (size_t i = 0; i < d.n; i++) {
             fprintf(stderr, "%s\n", d.lines[i]);
         }
-        fprintf(stderr,
-                "twiced: -s %s: cannot read pid_file from %s (problems above); give -p FILE\n",
-                name, path);
+        diag_print_line(stderr,
+                        "twiced: -s %s: cannot read pid_file from %s (problems above); give -p "
+                        "FILE",
+                        name, path);
     } else if (c->pid_file == NULL) {
-        fprintf(stderr, "twiced: -s %s: %s sets no pid_file; give -p FILE\n", name, path);
+        diag_print_line(stderr, "twiced: -s %s: %s sets no pid_file; give -p FILE", name, path);
     } else if ((pid_file = pidfile_configured(path, c->pid_file)) == NULL) {
         fprintf(stderr, "twiced: out of memory\n");
     }
@@ -226,7 +228,8 @@ pidfile_signal(const char *config_path, const char *pid_path, const char *name)
         }
     }
     if (sig == 0) {
-        fprintf(stderr, "twiced: -s %s: the signals are reload, stop, quit and reopen\n", name);
+        diag_print_line(stderr, "twiced: -s %s: the signals are reload, stop, quit and reopen",
+                        name);
         return 2;
     }
     char err[512];
@@ -237,18 +240,20 @@ pidfile_signal(const char *config_path, const char *pid_path, const char *name)
     pid_t pid = pidfile_read_live(pid_path != NULL ? pid_path : configured, err, sizeof(err));
     free(configured);
     if (pid < 0) {
-        fprintf(stderr, "twiced: -s %s: %s\n", name, err);
+        diag_print_line(stderr, "twiced: -s %s: %s", name, err);
         if (pid_path == NULL) { /* a reload does not move the pid file: say so */
-            fprintf(stderr,
-                    "twiced: -s %s: pid_file as %s sets it now; a change since twiced started "
-                    "takes effect at its next start (give -p with the file it uses)\n",
-                    name, config_path);
+            diag_print_line(stderr,
+                            "twiced: -s %s: pid_file as %s sets it now; a change since twiced "
+                            "started takes effect at its next start (give -p with the file it "
+                            "uses)",
+                            name, config_path);
         }
         return 1;
     }
     if (kill(pid, sig) != 0) {
-        fprintf(stderr, "twiced: -s %s: pid %d: %s%s\n", name, (int) pid, cnum_strerror(errno),
-                errno == EPERM ? " (run it as twiced's user or root)" : "");
+        diag_print_line(stderr, "twiced: -s %s: pid %d: %s%s", name, (int) pid,
+                        cnum_strerror(errno),
+                        errno == EPERM ? " (run it as twiced's user or root)" : "");
         return 1;
     }
     return 0;
