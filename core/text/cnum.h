@@ -1,12 +1,14 @@
 /*
  * cnum.h - numbers read and written, and error texts said, in the "C"
- * locale whatever locale the process or the calling thread has. twiced never calls setlocale(),
- * but a plugin (or a library it uses) may call setlocale(LC_ALL, "") in its init, and then strtod
- * and printf's %f/%g read and write "1,5" in every thread that has no locale of its own: keys
- * would change or collide, /metrics would break its scrapers. So every number the host reads or
- * writes goes through here (buf_printf and the log do); tests/check-locale.py refuses strtod,
- * atof, sscanf, a float conversion in a plain printf and any v*printf
- * anywhere else in core/ and sdk/mock/.
+ * locale whatever locale the process or the calling thread has. twiced
+ * never calls setlocale(), but a plugin (or a library it uses) may call
+ * setlocale(LC_ALL, "") in its init, and then strtod and printf's %f/%g
+ * read and write "1,5" in every thread that has no locale of its own: keys
+ * would change or collide, /metrics would break its scrapers. So every
+ * number the host reads or writes goes through here (buf_printf and the log
+ * do); tests/check-locale.py refuses strtod, atof, sscanf, a float
+ * conversion in a plain printf and any v*printf anywhere else in core/ and
+ * sdk/mock/, and strerror, perror and strsignal there.
  *
  * Why a few locale-proof functions rather than uselocale() of a C locale at
  * the start of every thread: the host's threads run plugin code (init,
