@@ -3,6 +3,8 @@
  * (supervision), worker/process.c (jobs) and plugin/probe.c (plugin
  * checks); the last two are started by the master re-executing this binary.
  */
+#include "cnum.h"
+#include "diag.h"
 #include "log.h"
 #include "master.h"
 #include "pidfile.h"
@@ -14,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +93,7 @@ wait_started(int fd, pid_t daemon)
         return 0;
     }
     if (n > 0 && buf[0] == 'F') {
-        fprintf(stderr, "twiced: not started: %s\n", buf + 1);
+        diag_print_line(stderr, "twiced: not started: %s", buf + 1);
     } else {
         fprintf(stderr, "twiced: the daemon (pid %d) exited before it was ready (see log.file)\n",
                 (int) daemon);
@@ -110,7 +113,7 @@ enter_config_dir(const char *config, const char **pid_file, char **pid_abs)
         char *cwd = get_current_dir_name();
         size_t n = (cwd != NULL ? strlen(cwd) : 0) + strlen(*pid_file) + 2;
         if (cwd == NULL || (*pid_abs = malloc(n)) == NULL) {
-            fprintf(stderr, "twiced: -p %s: %s\n", *pid_file, strerror(errno));
+            diag_print_line(stderr, "twiced: -p %s: %s", *pid_file, cnum_strerror(errno));
             free(cwd);
             return -1;
         }
@@ -122,8 +125,8 @@ enter_config_dir(const char *config, const char **pid_file, char **pid_abs)
     char dir[4096];
     snprintf(dir, sizeof(dir), "%.*s", slash > config ? (int) (slash - config) : 1, config);
     if (chdir(dir) != 0) {
-        fprintf(stderr, "twiced: cannot enter %s, the configuration's directory: %s\n", dir,
-                strerror(errno));
+        diag_print_line(stderr, "twiced: cannot enter %s, the configuration's directory: %s", dir,
+                        cnum_strerror(errno));
         return -1;
     }
     return 0;
@@ -137,15 +140,24 @@ daemonize(void)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) != 0) {
-        perror("twiced: pipe");
+        fprintf(stderr, "twiced: pipe: %s\n", cnum_strerror(errno));
         return -1;
     }
     pid_t pid = fork();
     if (pid < 0) {
-        perror("twiced: fork");
+        fprintf(stderr, "twiced: fork: %s\n", cnum_strerror(errno));
         return -1;
     }
     if (pid > 0) {
+        /* This process only waits for the daemon's start: a stop signal (a
+         * Ctrl-C) ends it as it always did, where the daemon holds its own
+         * (master.c, hold_early) to stop cleanly. */
+        sigset_t stop;
+        sigemptyset(&stop);
+        sigaddset(&stop, SIGTERM);
+        sigaddset(&stop, SIGINT);
+        sigaddset(&stop, SIGQUIT);
+        sigprocmask(SIG_UNBLOCK, &stop, NULL);
         close(p[1]);
         _exit(wait_started(p[0], pid));
     }
@@ -153,7 +165,7 @@ daemonize(void)
     started_fd = p[1];
     /* It stays in the configuration's directory (main), as in front. */
     if (setsid() < 0) {
-        perror("twiced: setsid");
+        fprintf(stderr, "twiced: setsid: %s\n", cnum_strerror(errno));
         return -1;
     }
     int fd = open("/dev/null", O_RDWR);
@@ -236,7 +248,7 @@ main(int argc, char **argv)
         return 2;
     }
     if (optind < argc) {
-        fprintf(stderr, "twiced: unexpected argument %s\n", argv[optind]);
+        diag_print_line(stderr, "twiced: unexpected argument %s", argv[optind]);
         usage(stderr);
         return 2;
     }

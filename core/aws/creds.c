@@ -11,6 +11,7 @@
 #include "awsconfig.h"
 #include "backoff.h"
 #include "buf.h"
+#include "cnum.h"
 #include "creds_provider.h"
 
 #include <errno.h>
@@ -453,7 +454,7 @@ start_refresher(struct creds_chain *chain, char *err, size_t errlen)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         snprintf(err, errlen, "AWS credentials: cannot start the refresh thread: %s",
-                 strerror(rc));
+                 cnum_strerror(rc));
         return -1;
     }
     chain->started = 1;

@@ -8,6 +8,7 @@
  */
 #include "awsconfig.h"
 #include "buf.h"
+#include "cnum.h"
 #include "creds.h"
 #include "creds_provider.h"
 
@@ -88,7 +89,7 @@ load_sections(const char *profile, struct awsconfig_section **cred,
         if (path == NULL ||
             awsconfig_read_profile(path, kinds[i], profile, out[i]) == AWSCONFIG_ERROR) {
             snprintf(why, whylen, "%s: %s", path != NULL ? shown : "the shared files",
-                     strerror(errno));
+                     cnum_strerror(errno));
             free(path);
             awsconfig_section_free(*cred);
             awsconfig_section_free(*conf);

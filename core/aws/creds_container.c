@@ -8,6 +8,7 @@
 #include "awsconfig.h"
 #include "buf.h"
 #include "ascii.h"
+#include "cnum.h"
 #include "creds.h"
 #include "creds_provider.h"
 #include "http.h"
@@ -100,7 +101,7 @@ auth_header(int *failed, char *why, size_t whylen)
         from_file = creds_read_token_file(file, CONTAINER_MAX_TOKEN);
         if (from_file == NULL) {
             snprintf(why, whylen, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE %s: %s", file,
-                     strerror(errno));
+                     cnum_strerror(errno));
             *failed = 1;
             return NULL;
         }

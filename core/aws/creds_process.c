@@ -9,6 +9,7 @@
 #include "atomics.h"
 #include "buf.h"
 #include "clock.h"
+#include "cnum.h"
 #include "escape.h"
 #include "creds.h"
 #include "creds_provider.h"
@@ -245,12 +246,12 @@ creds_process_run(const char *command, long timeout_ms, const struct flag *cance
     *len = 0;
     out[0] = '\0';
     if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
-        snprintf(why, whylen, "cannot make a pipe: %s", strerror(errno));
+        snprintf(why, whylen, "cannot make a pipe: %s", cnum_strerror(errno));
         goto fail;
     }
     pid_t pid = spawn_shell(command, outp[1], errp[1]);
     if (pid < 0) {
-        snprintf(why, whylen, "cannot start /bin/sh: %s", strerror(errno));
+        snprintf(why, whylen, "cannot start /bin/sh: %s", cnum_strerror(errno));
         goto fail;
     }
     close(outp[1]);

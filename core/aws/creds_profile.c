@@ -10,6 +10,7 @@
  */
 #include "awsconfig.h"
 #include "buf.h"
+#include "cnum.h"
 #include "creds.h"
 #include "creds_provider.h"
 #include "http.h"
@@ -108,7 +109,7 @@ file_reason(const char *profile, const struct profile_file *f, struct buf *why)
     } else if (f->status == AWSCONFIG_NO_SECTION) {
         buf_printf(why, "%s: no [%s%s]", f->shown, pre, profile);
     } else if (f->status == AWSCONFIG_ERROR) {
-        buf_printf(why, "%s: %s", f->shown, strerror(f->error));
+        buf_printf(why, "%s: %s", f->shown, cnum_strerror(f->error));
     } else if (nonempty(awsconfig_get(f->s, "aws_access_key_id")) == NULL) {
         buf_printf(why, "%s: [%s%s] has no aws_access_key_id", f->shown, pre, profile);
         if (awsconfig_get(f->s, "role_arn") != NULL) {

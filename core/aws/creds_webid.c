@@ -8,6 +8,7 @@
  */
 #include "awsconfig.h"
 #include "buf.h"
+#include "cnum.h"
 #include "creds.h"
 #include "creds_provider.h"
 #include "http.h"
@@ -79,7 +80,8 @@ assume_role(struct webid_provider *wp, const struct creds_ctx *ctx, const struct
     int rc = -1;
 
     if (token == NULL) {
-        snprintf(why, whylen, "web identity token file %s: %s", c->token_file, strerror(errno));
+        snprintf(why, whylen, "web identity token file %s: %s", c->token_file,
+                 cnum_strerror(errno));
         return -1;
     }
     url = awsconfig_service_url("sts", c->region);

@@ -5,6 +5,7 @@
 
 #include "ascii.h"
 #include "buf.h"
+#include "escape.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -47,6 +48,24 @@ diag_more(struct diag *d)
     diag_push(d, line);
 }
 
+/* b's text escaped as escape_unquoted does, as a new string (NULL: out of
+ * memory); b is freed. */
+static char *
+escaped_line(struct buf *b)
+{
+    struct buf out = BUF_INIT;
+    if (!b->failed) {
+        escape_unquoted(&out, b->data != NULL ? b->data : "", b->len);
+    }
+    int failed = b->failed;
+    buf_free(b);
+    if (failed) {
+        buf_free(&out);
+        return NULL;
+    }
+    return buf_steal(&out);
+}
+
 void
 diag_add(struct diag *d, const char *file, int line, const char *fmt, ...)
 {
@@ -64,7 +83,20 @@ diag_add(struct diag *d, const char *file, int line, const char *fmt, ...)
     va_start(ap, fmt);
     buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    diag_push(d, buf_steal(&b));
+    diag_push(d, escaped_line(&b));
+}
+
+void
+diag_print_line(FILE *f, const char *fmt, ...)
+{
+    struct buf b = BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    char *line = escaped_line(&b);
+    fprintf(f, "%s\n", line != NULL ? line : "(out of memory)");
+    free(line);
 }
 
 void

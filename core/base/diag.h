@@ -8,6 +8,7 @@
 #define TWICE_DIAG_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 struct diag {
     char **lines;
@@ -27,10 +28,18 @@ struct diag {
 #define DIAG_MAX_LINES 50
 
 /* Add "FILE:LINE: message" ("FILE: message" when line is 0, the bare message
- * when file is NULL). Allocation failures drop the line silently: a
- * diagnostic list is best effort, the caller still fails. */
+ * when file is NULL), escaped as a log line's text is (escape_unquoted): a
+ * file or directory name, a value or a plugin's text holding a newline, a
+ * terminal escape or a bidirectional control cannot split the line or drive
+ * the terminal it is printed on. Allocation failures drop the line
+ * silently: a diagnostic list is best effort, the caller still fails. */
 void diag_add(struct diag *d, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Print one line to f (a terminal, most likely: twiced -t, twiced -s, a
+ * refused start) escaped as diag_add's lines are, and a newline: for the
+ * messages outside a diagnostic list that repeat a path or a name. */
+void diag_print_line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* How many problems were added, those not kept included. */
 size_t diag_count(const struct diag *d);

@@ -6,6 +6,7 @@
 
 #include "atomics.h"
 #include "buf.h"
+#include "cnum.h"
 #include "escape.h"
 #include "fileopen.h"
 #include "utf8.h"
@@ -180,7 +181,7 @@ log_open_why(const char *path, int err)
     if (err == ENXIO && path != NULL && stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) {
         return "a named pipe that no process reads (start its reader first)";
     }
-    return strerror(err);
+    return cnum_strerror(err);
 }
 
 const char *
@@ -384,7 +385,7 @@ file_outcome(int fd, int rc)
         if (atomic_fetch_add(&log_lost, 1) == 0) {
             snprintf(text, sizeof(text),
                      "log.file: writing failed (%s): lines are lost until it works again",
-                     strerror(rc));
+                     cnum_strerror(rc));
             emit(2, TWICE_LOG_ERROR, NULL, text);
         }
     } else if (rc == 0 && atomic_load(&log_lost) > 0) {

@@ -7,6 +7,7 @@
 #include "config_check.h"
 
 #include "buf.h"
+#include "cnum.h"
 #include "config.h"
 #include "config_ctx.h"
 #include "escape.h"
@@ -262,7 +263,7 @@ config_check_plugin_path(struct config_at *at)
     struct buf shown = BUF_INIT;
     escape_text(&shown, p->path, strlen(p->path));
     config_problem(at->x, at->s, "%s%s: %s", at->sc->pfx, buf_str(&shown),
-                   rc != 0 ? strerror(err) : "not a regular file");
+                   rc != 0 ? cnum_strerror(err) : "not a regular file");
     buf_free(&shown);
     return -1;
 }

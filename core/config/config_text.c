@@ -13,6 +13,7 @@
 
 #include "ascii.h"
 #include "buf.h"
+#include "cnum.h"
 #include "config.h"
 #include "fileopen.h"
 
@@ -87,7 +88,7 @@ config_text_read(int fd, const char *name, char **text, size_t *len, struct diag
     struct buf b = BUF_INIT;
     int rc = read_capped(fd, CONFIG_MAX_BYTES, &b);
     if (rc < 0) {
-        diag_add(d, name, 0, "cannot read the configuration: %s", strerror(errno));
+        diag_add(d, name, 0, "cannot read the configuration: %s", cnum_strerror(errno));
     } else if (rc > 0) {
         diag_add(d, name, 0, TOO_LARGE, CONFIG_MAX_BYTES / MIB);
     } else if (check_nul(d, name, b.data != NULL ? b.data : "", b.len) == 0) {
@@ -95,7 +96,7 @@ config_text_read(int fd, const char *name, char **text, size_t *len, struct diag
         if ((*text = buf_steal(&b)) != NULL) {
             return 0;
         }
-        diag_add(d, name, 0, "cannot read the configuration: %s", strerror(ENOMEM));
+        diag_add(d, name, 0, "cannot read the configuration: %s", cnum_strerror(ENOMEM));
     }
     buf_free_wipe(&b); /* it may hold the DSN, passwords, tokens */
     return -1;
@@ -107,7 +108,7 @@ config_text_read_file(const char *path, char **text, size_t *len, struct diag *d
     struct stat st;
     int fd = fileopen_read(path); /* a FIFO with no writer: never waited for */
     if (fd < 0) {
-        diag_add(d, path, 0, "cannot read the configuration: %s", strerror(errno));
+        diag_add(d, path, 0, "cannot read the configuration: %s", cnum_strerror(errno));
         return -1;
     }
     int rc = config_text_read(fd, path, text, len, d);
@@ -247,7 +248,8 @@ scan_include(struct scan *sc, const struct src *f, const char *name)
     buf_printf(&path, "%s/%s", sc->x->dir, name);
     int fd = open(buf_str(&path), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
-        scan_problem(sc, f, "@include \"%s\": %s (in %s)", shown, strerror(errno), sc->x->dir);
+        scan_problem(sc, f, "@include \"%s\": %s (in %s)", shown, cnum_strerror(errno),
+                     sc->x->dir);
         buf_free(&path);
         return;
     }
@@ -260,7 +262,7 @@ scan_include(struct scan *sc, const struct src *f, const char *name)
     }
     close(fd);
     if (rc < 0) {
-        scan_problem(sc, f, "@include \"%s\": %s", shown, strerror(errno));
+        scan_problem(sc, f, "@include \"%s\": %s", shown, cnum_strerror(errno));
     } else if (rc == 2) {
         scan_problem(sc, f, "@include \"%s\": not a regular file", shown);
     } else if (rc == 1) {

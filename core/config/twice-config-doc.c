@@ -5,6 +5,7 @@
  *
  *   twice-config-doc TEMPLATE OUTPUT
  */
+#include "cnum.h"
 #include "config_doc.h"
 
 #include <errno.h>
@@ -21,19 +22,19 @@ main(int argc, char **argv)
     }
     FILE *in = fopen(argv[1], "r");
     if (in == NULL) {
-        fprintf(stderr, "twice-config-doc: %s: %s\n", argv[1], strerror(errno));
+        fprintf(stderr, "twice-config-doc: %s: %s\n", argv[1], cnum_strerror(errno));
         return 1;
     }
     FILE *out = fopen(argv[2], "w");
     if (out == NULL) {
-        fprintf(stderr, "twice-config-doc: %s: %s\n", argv[2], strerror(errno));
+        fprintf(stderr, "twice-config-doc: %s: %s\n", argv[2], cnum_strerror(errno));
         fclose(in);
         return 1;
     }
     int rc = config_doc_man(in, out, err, sizeof(err));
     fclose(in);
     if (fclose(out) != 0 && rc == 0) {
-        snprintf(err, sizeof(err), "%s: %s", argv[2], strerror(errno));
+        snprintf(err, sizeof(err), "%s: %s", argv[2], cnum_strerror(errno));
         rc = -1;
     }
     if (rc != 0) {

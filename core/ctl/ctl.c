@@ -28,14 +28,24 @@
 #include <time.h>
 #include <unistd.h>
 
+/* "twicectl: " and the message, escaped as a diagnostic line is: a path
+ * (the -c FILE, the configuration's), a name or a server's text in it
+ * cannot split the line or drive the terminal. */
+static void
+say_escaped(const char *prefix, const char *fmt, va_list ap)
+{
+    struct buf b = BUF_INIT;
+    buf_vprintf(&b, fmt, ap);
+    diag_print_line(stderr, "twicectl: %s%s", prefix, b.failed ? "out of memory" : buf_str(&b));
+    buf_free(&b);
+}
+
 int
 ctl_fail(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("twicectl: ", stderr);
-    cnum_vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    say_escaped("", fmt, ap);
     va_end(ap);
     return CTL_FAIL;
 }
@@ -45,9 +55,10 @@ ctl_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "twicectl: %s: ", cmd);
-    cnum_vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nsee 'twicectl %s --help'\n", cmd);
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "%s: ", cmd);
+    say_escaped(prefix, fmt, ap);
+    fprintf(stderr, "see 'twicectl %s --help'\n", cmd);
     va_end(ap);
     return CTL_USAGE;
 }
@@ -385,7 +396,7 @@ ctl_print_json(json_t *v)
                                                                                       : CTL_FAIL;
     json_decref(v);
     if (rc != CTL_OK || fflush(stdout) != 0) {
-        return ctl_fail("writing the output: %s", strerror(errno));
+        return ctl_fail("writing the output: %s", cnum_strerror(errno));
     }
     return CTL_OK;
 }
@@ -509,7 +520,7 @@ ctl_read_stdin(struct buf *b)
         }
     }
     if (ferror(stdin)) {
-        ctl_fail("reading the body from standard input: %s", strerror(errno));
+        ctl_fail("reading the body from standard input: %s", cnum_strerror(errno));
         return -1;
     }
     return 0;

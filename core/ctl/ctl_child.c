@@ -7,6 +7,7 @@
  * twiced.
  */
 #include "buf.h"
+#include "cnum.h"
 #include "ctl.h"
 
 #include <errno.h>
@@ -52,14 +53,14 @@ ctl_child(void (*fn)(void *arg), void *arg, int timeout, struct buf *out, int *f
     *failed = 0;
     fflush(NULL);
     if (pipe(fds) != 0) {
-        *failed = ctl_fail("pipe: %s", strerror(errno));
+        *failed = ctl_fail("pipe: %s", cnum_strerror(errno));
         return -1;
     }
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
-        *failed = ctl_fail("fork: %s", strerror(errno));
+        *failed = ctl_fail("fork: %s", cnum_strerror(errno));
         return -1;
     }
     if (pid == 0) {

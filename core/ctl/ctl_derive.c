@@ -7,6 +7,7 @@
  * child (ctl_child.c). Nothing is sent and nothing is stored.
  */
 #include "buf.h"
+#include "cnum.h"
 #include "config.h"
 #include "ctl.h"
 #include "diag.h"
@@ -286,7 +287,7 @@ child_report(void *arg)
     const struct derive_run *dr = arg;
     if (dr->cfg->dir != NULL && chdir(dr->cfg->dir) != 0) {
         fprintf(stderr, "twicectl: key derive: cannot enter %s: %s\n", dr->cfg->dir,
-                strerror(errno));
+                cnum_strerror(errno));
         _exit(3);
     }
     json_t *r = report(arg);
@@ -309,7 +310,7 @@ report_in_child(struct derive_run *dr)
         ctl_fail("key derive: the plugin did not finish within %ds", DERIVE_TIMEOUT);
     } else if (WIFSIGNALED(status)) {
         ctl_fail("key derive: the plugin crashed with signal %d (%s)", WTERMSIG(status),
-                 strsignal(WTERMSIG(status)));
+                 cnum_strsignal(WTERMSIG(status)));
     } else if (WEXITSTATUS(status) != 0 || (r = json_loads(buf_str(&out), 0, NULL)) == NULL) {
         ctl_fail("key derive: the check failed with exit code %d", WEXITSTATUS(status));
     }

@@ -7,6 +7,7 @@
  * `twiced -t` does that with the configured settings.
  */
 #include "buf.h"
+#include "cnum.h"
 #include "config.h"
 #include "ctl.h"
 #include "diag.h"
@@ -355,7 +356,7 @@ run_check(const struct target *tg, int json, json_t *all)
                    CHECK_TIMEOUT);
     } else if (WIFSIGNALED(status)) {
         buf_printf(&why, "%s crashed the check with signal %d (%s)", path, WTERMSIG(status),
-                   strsignal(WTERMSIG(status)));
+                   cnum_strsignal(WTERMSIG(status)));
     } else if (WEXITSTATUS(status) == EXIT_REFUSED) {
         buf_puts(&why, buf_str(&out));
     } else if (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == EXIT_SETTINGS) {

@@ -6,6 +6,7 @@
 #include "generation.h"
 
 #include "childargs.h"
+#include "cnum.h"
 #include "config.h"
 #include "diag.h"
 #include "loader.h"
@@ -120,7 +121,7 @@ gen_open_plugins(struct generation *g, struct diag *d)
 /* Read and validate a configuration and open its plugin files (checked, with
  * their settings, init and fini, in a probe child). Problems are added to d. */
 struct generation *
-gen_load(const char *path, struct diag *d)
+gen_load(const char *path, const sigset_t *stop_on, struct diag *d)
 {
     struct generation *g = calloc(1, sizeof(*g));
     if (g == NULL) {
@@ -137,7 +138,8 @@ gen_load(const char *path, struct diag *d)
         return NULL;
     }
     int opened = gen_open_plugins(g, d);
-    if (probe_run(path, g->text, g->len, g->plugin_fds, g->nplugin_fds, PROBE_TIMEOUT, d) != 0 ||
+    if (probe_run(path, g->text, g->len, g->plugin_fds, g->nplugin_fds, PROBE_TIMEOUT, stop_on,
+                  d) != 0 ||
         opened != 0) {
         gen_free(g);
         return NULL;
@@ -147,7 +149,7 @@ gen_load(const char *path, struct diag *d)
     g->respawn_at = calloc((size_t) g->nworkers, sizeof(*g->respawn_at));
     g->config_fd = childargs_memfd(g->text, g->len);
     if (g->failures == NULL || g->respawn_at == NULL || g->config_fd < 0) {
-        diag_add(d, path, 0, "cannot prepare the workers: %s", strerror(errno));
+        diag_add(d, path, 0, "cannot prepare the workers: %s", cnum_strerror(errno));
         gen_free(g);
         return NULL;
     }

@@ -8,6 +8,7 @@
 #ifndef TWICE_GENERATION_H
 #define TWICE_GENERATION_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -41,9 +42,12 @@ struct generation {
  * Read and validate the configuration at path, check and open its plugin
  * files, and check the plugins (settings, init and fini) in a probe child
  * that loads them from those files. Every problem is added to d; NULL then.
- * The id and deadline are set when the generation starts.
+ * stop_on goes to the probe (probe_run): when one of those signals is
+ * pending the check is cut short and NULL is returned, maybe without a
+ * problem; the caller asks sigpending() why. The id and deadline are set
+ * when the generation starts.
  */
-struct generation *gen_load(const char *path, struct diag *d);
+struct generation *gen_load(const char *path, const sigset_t *stop_on, struct diag *d);
 
 /*
  * The next plugin file of g written in place since g checked it (a `cp`

@@ -279,7 +279,7 @@ start(const char *listen, char *err, size_t errlen)
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_END);
     if (h->daemon == NULL) {
         snprintf(err, errlen, "cannot listen on %s: %s", listen,
-                 h->start_errno != 0 ? strerror(h->start_errno) : "libmicrohttpd refused");
+                 h->start_errno != 0 ? cnum_strerror(h->start_errno) : "libmicrohttpd refused");
         free(h->listen);
         pthread_mutex_destroy(&h->mu);
         free(h);

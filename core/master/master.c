@@ -12,6 +12,7 @@
 #include "childargs.h"
 #include "backoff.h"
 #include "clock.h"
+#include "cnum.h"
 #include "config.h"
 #include "dlqmon.h"
 #include "generation.h"
@@ -62,6 +63,7 @@ struct master {
     time_t stop_deadline;
     int ready_announced;
     int start_failed; /* the first generation never got ready: exit 1 */
+    int early_stop;   /* the stop signal that came before the loop ran, or 0 */
     const struct master_opts *opts;
     struct pidfile *pidfile;
     char *pid_path; /* the pid file in use (owned), NULL: none */
@@ -122,7 +124,7 @@ spawn_worker(struct master *m, struct generation *g, int index)
         return -1;
     }
     if (pipe2(ctl, O_CLOEXEC) != 0) {
-        log_error("cannot start a worker: pipe: %s", strerror(errno));
+        log_error("cannot start a worker: pipe: %s", cnum_strerror(errno));
         return -1;
     }
     struct childargs a = {CHILD_WORKER, g->config_fd,  m->path,       m->shm_fd,
@@ -222,7 +224,7 @@ describe_death(int slot, int status, char *out, size_t cap)
     size_t n;
     if (WIFSIGNALED(status)) {
         n = (size_t) snprintf(out, cap, "killed by signal %d (%s)", WTERMSIG(status),
-                              strsignal(WTERMSIG(status)));
+                              cnum_strsignal(WTERMSIG(status)));
     } else {
         n = (size_t) snprintf(out, cap, "exited with code %d", WEXITSTATUS(status));
     }
@@ -277,7 +279,8 @@ schedule_respawn(struct generation *g, struct proc *p, const char *cause)
     long long delay = (long long) backoff_ceiling(RESPAWN_BASE_MS, RESPAWN_CAP_MS, g->failures[i]);
     g->respawn_at[i] = clock_mono_ms() + delay;
     metrics_count(MET_RESTARTS, cause, NULL, NULL, 1);
-    log_info("restarting worker %d of generation %d in %.1fs", i, g->id, (double) delay / 1000);
+    log_info("worker %d (generation %d) exited; starting another in its place in %.1fs",
+             (int) p->pid, g->id, (double) delay / 1000);
 }
 
 /* A starting generation failed: its workers drain, the running one stays. */
@@ -473,7 +476,7 @@ reload(struct master *m)
     notify_reloading();
     log_info("reloading %s", m->path);
     struct diag d = DIAG_INIT;
-    struct generation *g = gen_load(m->path, &d);
+    struct generation *g = gen_load(m->path, NULL, &d);
     if (g != NULL && (config_reload_refused(m->cur->cfg, g->cfg, &d) > 0 ||
                       storecheck_reload(m->cur->cfg, g->cfg, m->health, m->cur->id, &d) > 0)) {
         gen_free(g);
@@ -706,21 +709,47 @@ loop_once(struct master *m, const sigset_t *wait_mask)
     }
 }
 
-/* SIGHUP and SIGUSR1 from the very start (reading the configuration, the
- * probe of its plugins, detaching): held until the loop takes them, instead
- * of their default action, which would kill twiced for a `kill -HUP` or a
- * log rotation's USR1 sent while it starts. Blocked, not caught, so that no
- * call of the start is interrupted; children get a clean mask (spawn.c).
- * Stop signals keep their action until install_signals: stopping a twiced
- * that runs nothing yet is dying. */
+/* The stop signals (TERM, INT, QUIT) in *set. */
+static void
+stop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGQUIT);
+}
+
+/* SIGHUP, SIGUSR1 and the stop signals from the very start (reading the
+ * configuration, the probe of its plugins, detaching): held until the loop
+ * takes them, instead of their default action, which would kill twiced for
+ * a `kill -HUP` or a log rotation's USR1 sent while it starts, and for a
+ * stop leave the pid file and an orphaned probe behind with nothing in the
+ * log. Blocked, not caught, so that no call of the start is interrupted;
+ * children get a clean mask (spawn.c). A stop is looked for while the probe
+ * runs (it is cut short) and before anything more starts: stopped_early. */
 static void
 hold_early(void)
 {
     sigset_t early;
-    sigemptyset(&early);
+    stop_signals(&early);
     sigaddset(&early, SIGHUP);
     sigaddset(&early, SIGUSR1);
     sigprocmask(SIG_BLOCK, &early, NULL);
+}
+
+/* A stop signal held since the start (hold_early) is pending: remember
+ * which in m->early_stop (the loop never runs then) and return 1. */
+static int
+stopped_early(struct master *m)
+{
+    sigset_t pending;
+    if (m->early_stop == 0 && sigpending(&pending) == 0) {
+        m->early_stop = sigismember(&pending, SIGTERM)   ? SIGTERM
+                        : sigismember(&pending, SIGINT)  ? SIGINT
+                        : sigismember(&pending, SIGQUIT) ? SIGQUIT
+                                                         : 0;
+    }
+    return m->early_stop != 0;
 }
 
 static void
@@ -782,7 +811,7 @@ int
 master_check(const char *path, int connect)
 {
     struct diag d = DIAG_INIT;
-    struct generation *g = gen_load(path, &d);
+    struct generation *g = gen_load(path, NULL, &d);
     int rc = g != NULL ? 0 : 1;
     if (g != NULL && check_log_file(g->cfg, &d)) {
         rc = 1;
@@ -792,8 +821,8 @@ master_check(const char *path, int connect)
     }
     print_problems(&d);
     if (g != NULL && rc == 0) {
-        printf("%s: configuration and %zu plugin%s OK\n", path, g->cfg->nplugins,
-               plural_s(g->cfg->nplugins));
+        diag_print_line(stdout, "%s: configuration and %zu plugin%s OK", path, g->cfg->nplugins,
+                        plural_s(g->cfg->nplugins));
         if (connect) {
             size_t buckets = 0;
             for (size_t i = 0; i < g->cfg->nqueues; i++) {
@@ -814,15 +843,21 @@ master_check(const char *path, int connect)
 
 /* Everything before the first generation: the configuration and plugins,
  * the workers' user, the pid file, detaching, the shared region. Returns the
- * generation to start, or NULL (logged) when twiced must not start. */
+ * generation to start, or NULL (logged) when twiced must not start; NULL
+ * with m->early_stop set when a stop signal came first (not logged). */
 static struct generation *
 prepare(struct master *m)
 {
     char err[512];
     struct diag d = DIAG_INIT;
-    struct generation *g = gen_load(m->path, &d);
+    sigset_t stop_on;
+    stop_signals(&stop_on);
+    struct generation *g = gen_load(m->path, &stop_on, &d);
     print_problems(&d);
     diag_free(&d);
+    if (g == NULL && stopped_early(m)) {
+        return NULL; /* the probe was cut short, or its problems no longer matter */
+    }
     if (g == NULL) {
         log_error("not starting: %s has problems (listed above)", m->path);
         return NULL;
@@ -853,6 +888,10 @@ prepare(struct master *m)
         gen_free(g);
         return NULL;
     }
+    if (stopped_early(m)) { /* before detaching: a stop sent to this pid is not lost */
+        gen_free(g);
+        return NULL;
+    }
     if (m->opts->detach != NULL && m->opts->detach() != 0) {
         gen_free(g);
         return NULL;
@@ -864,11 +903,32 @@ prepare(struct master *m)
     }
     m->shm_fd = shm_create();
     if (m->shm_fd < 0) {
-        log_error("not starting: shared memory: %s", strerror(errno));
+        log_error("not starting: shared memory: %s", cnum_strerror(errno));
         gen_free(g);
         return NULL;
     }
     return g;
+}
+
+/* A stop signal came while twiced started (m->early_stop): no worker ran,
+ * the probe (if any) is gone, so the stop is done. Says so, tells whoever
+ * waits for the start (twiced -d's foreground process), removes the pid
+ * file; exit status 0, that of any stop asked for. */
+static int
+stop_while_starting(struct master *m)
+{
+    const char *name = m->early_stop == SIGINT    ? "SIGINT"
+                       : m->early_stop == SIGQUIT ? "SIGQUIT"
+                                                  : "SIGTERM";
+    char why[64];
+    snprintf(why, sizeof(why), "stopped by %s while starting", name);
+    log_info("%s while starting: stopping before any worker started", name);
+    signal(SIGPIPE, SIG_IGN); /* that process may have gone with the same Ctrl-C */
+    started(m, 0, why);
+    pidfile_release(m->pidfile);
+    free(m->pid_path);
+    log_info("stopped");
+    return 0;
 }
 
 int
@@ -882,6 +942,13 @@ master_run(const char *path, const struct master_opts *o)
     log_set_role("master");
     hold_early();
     struct generation *g = prepare(&m);
+    if (g != NULL && stopped_early(&m)) {
+        gen_free(g);
+        g = NULL;
+    }
+    if (g == NULL && m.early_stop != 0) {
+        return stop_while_starting(&m);
+    }
     if (g == NULL) {
         started(&m, 0, "configuration, plugins or pid file (see the log)");
         pidfile_release(m.pidfile);

@@ -6,7 +6,9 @@
  */
 #include "pidfile.h"
 
+#include "cnum.h"
 #include "config.h"
+#include "diag.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -58,7 +60,7 @@ take(int fd, const char *path, char *err, size_t errlen)
         return 0;
     }
     if (errno != EAGAIN && errno != EACCES) {
-        snprintf(err, errlen, "pid_file %s: lock: %s", path, strerror(errno));
+        snprintf(err, errlen, "pid_file %s: lock: %s", path, cnum_strerror(errno));
         return -1;
     }
     pid_t pid = read_pid(fd);
@@ -97,7 +99,7 @@ pidfile_acquire(const char *path, struct pidfile **out, char *err, size_t errlen
     for (int tries = 0; tries < 5; tries++) {
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0) {
-            snprintf(err, errlen, "pid_file %s: %s", path, strerror(errno));
+            snprintf(err, errlen, "pid_file %s: %s", path, cnum_strerror(errno));
             return -1;
         }
         struct stat held, now;
@@ -131,7 +133,7 @@ pidfile_write(struct pidfile *p, char *err, size_t errlen)
     char buf[32];
     int n = snprintf(buf, sizeof(buf), "%d\n", (int) getpid());
     if (ftruncate(p->fd, 0) != 0 || pwrite(p->fd, buf, (size_t) n, 0) != n) {
-        snprintf(err, errlen, "pid_file %s: %s", p->path, strerror(errno));
+        snprintf(err, errlen, "pid_file %s: %s", p->path, cnum_strerror(errno));
         return -1;
     }
     return 0;
@@ -154,13 +156,13 @@ pidfile_read_live(const char *path, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        snprintf(err, errlen, "pid file %s: %s (is twiced running?)", path, strerror(errno));
+        snprintf(err, errlen, "pid file %s: %s (is twiced running?)", path, cnum_strerror(errno));
         return -1;
     }
     struct flock fl;
     pid_t pid = -1;
     if (lock_op(fd, F_OFD_GETLK, F_WRLCK, &fl) != 0) {
-        snprintf(err, errlen, "pid file %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "pid file %s: %s", path, cnum_strerror(errno));
     } else if (fl.l_type == F_UNLCK) {
         snprintf(err, errlen, "pid file %s is stale: no twiced holds it (is twiced running?)",
                  path);
@@ -198,11 +200,12 @@ configured_pid_file(const char *path, const char *name)
         for (size_t i = 0; i < d.n; i++) {
             fprintf(stderr, "%s\n", d.lines[i]);
         }
-        fprintf(stderr,
-                "twiced: -s %s: cannot read pid_file from %s (problems above); give -p FILE\n",
-                name, path);
+        diag_print_line(stderr,
+                        "twiced: -s %s: cannot read pid_file from %s (problems above); give -p "
+                        "FILE",
+                        name, path);
     } else if (c->pid_file == NULL) {
-        fprintf(stderr, "twiced: -s %s: %s sets no pid_file; give -p FILE\n", name, path);
+        diag_print_line(stderr, "twiced: -s %s: %s sets no pid_file; give -p FILE", name, path);
     } else if ((pid_file = pidfile_configured(path, c->pid_file)) == NULL) {
         fprintf(stderr, "twiced: out of memory\n");
     }
@@ -225,7 +228,8 @@ pidfile_signal(const char *config_path, const char *pid_path, const char *name)
         }
     }
     if (sig == 0) {
-        fprintf(stderr, "twiced: -s %s: the signals are reload, stop, quit and reopen\n", name);
+        diag_print_line(stderr, "twiced: -s %s: the signals are reload, stop, quit and reopen",
+                        name);
         return 2;
     }
     char err[512];
@@ -236,18 +240,20 @@ pidfile_signal(const char *config_path, const char *pid_path, const char *name)
     pid_t pid = pidfile_read_live(pid_path != NULL ? pid_path : configured, err, sizeof(err));
     free(configured);
     if (pid < 0) {
-        fprintf(stderr, "twiced: -s %s: %s\n", name, err);
+        diag_print_line(stderr, "twiced: -s %s: %s", name, err);
         if (pid_path == NULL) { /* a reload does not move the pid file: say so */
-            fprintf(stderr,
-                    "twiced: -s %s: pid_file as %s sets it now; a change since twiced started "
-                    "takes effect at its next start (give -p with the file it uses)\n",
-                    name, config_path);
+            diag_print_line(stderr,
+                            "twiced: -s %s: pid_file as %s sets it now; a change since twiced "
+                            "started takes effect at its next start (give -p with the file it "
+                            "uses)",
+                            name, config_path);
         }
         return 1;
     }
     if (kill(pid, sig) != 0) {
-        fprintf(stderr, "twiced: -s %s: pid %d: %s%s\n", name, (int) pid, strerror(errno),
-                errno == EPERM ? " (run it as twiced's user or root)" : "");
+        diag_print_line(stderr, "twiced: -s %s: pid %d: %s%s", name, (int) pid,
+                        cnum_strerror(errno),
+                        errno == EPERM ? " (run it as twiced's user or root)" : "");
         return 1;
     }
     return 0;

@@ -157,7 +157,7 @@ judge_dir(struct walk *w, const char *dir, int strict)
     struct stat st;
 
     if (stat(dir, &st) != 0) {
-        return walk_error(w, "%s: %s", dir, strerror(errno));
+        return walk_error(w, "%s: %s", dir, cnum_strerror(errno));
     }
     return judge(w, "directory", dir, &st, strict);
 }
@@ -192,12 +192,12 @@ follow(struct walk *w, const char *link, const char *next, char *rest)
     ssize_t n = readlink(link, target, sizeof(target) - 1);
 
     if (n < 0) {
-        return walk_error(w, "%s: %s", link, strerror(errno));
+        return walk_error(w, "%s: %s", link, cnum_strerror(errno));
     }
     target[n] = '\0';
     int len = snprintf(spliced, sizeof(spliced), "%s%s%s", target, *next ? "/" : "", next);
     if (len < 0 || len >= PATH_MAX) {
-        return walk_error(w, "%s: %s", link, strerror(ENAMETOOLONG));
+        return walk_error(w, "%s: %s", link, cnum_strerror(ENAMETOOLONG));
     }
     memcpy(rest, spliced, (size_t) len + 1);
     return 0;
@@ -215,13 +215,13 @@ walk_start(struct walk *w, char *rest)
     }
     if (w->path[0] == '/') {
         if (strlen(w->path) >= PATH_MAX) {
-            return walk_error(w, "%s", strerror(ENAMETOOLONG));
+            return walk_error(w, "%s", cnum_strerror(ENAMETOOLONG));
         }
         strcpy(rest, w->path);
     } else if (getcwd(cwd, sizeof(cwd)) == NULL) {
-        return walk_error(w, "working directory: %s", strerror(errno));
+        return walk_error(w, "working directory: %s", cnum_strerror(errno));
     } else if (join(rest, cwd, w->path) != 0) {
-        return walk_error(w, "%s", strerror(ENAMETOOLONG));
+        return walk_error(w, "%s", cnum_strerror(ENAMETOOLONG));
     }
     return judge_dir(w, "/", 0);
 }
@@ -281,14 +281,14 @@ walk_path(struct walk *w, char *resolved)
             continue;
         }
         if (join(cand, cur, comp) != 0) {
-            return walk_error(w, "%s", strerror(ENAMETOOLONG));
+            return walk_error(w, "%s", cnum_strerror(ENAMETOOLONG));
         }
         if (lstat(cand, &st) != 0) {
-            return walk_error(w, "%s: %s", cand, strerror(errno));
+            return walk_error(w, "%s: %s", cand, cnum_strerror(errno));
         }
         if (S_ISLNK(st.st_mode)) {
             if (++hops > 40) {
-                return walk_error(w, "%s: %s", cand, strerror(ELOOP));
+                return walk_error(w, "%s: %s", cand, cnum_strerror(ELOOP));
             }
             if (through_symlink(w, cur, cand, &st, last, next, rest) != 0) {
                 return -1;
@@ -304,7 +304,7 @@ walk_path(struct walk *w, char *resolved)
             continue;
         }
         if (!last) {
-            return walk_error(w, "%s: %s", cand, strerror(ENOTDIR));
+            return walk_error(w, "%s: %s", cand, cnum_strerror(ENOTDIR));
         }
         if (!S_ISREG(st.st_mode)) {
             return walk_error(w, "%s is not a regular file", cand);
@@ -344,7 +344,7 @@ loader_file_open(const char *path, int *fd, char *err, size_t errlen)
     /* The walk resolved every symlink: the last component is the file itself. */
     int f = open(resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (f < 0) {
-        snprintf(err, errlen, "plugin %s: %s: %s", path, resolved, strerror(errno));
+        snprintf(err, errlen, "plugin %s: %s: %s", path, resolved, cnum_strerror(errno));
         return -1;
     }
     if (fstat(f, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -660,12 +660,12 @@ dlopen_kept(const char *path, int fd, int *replaced, char *err, size_t errlen)
 
     snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
     if (fstat(fd, &kept) != 0) {
-        snprintf(err, errlen, "%s: descriptor %d: %s", path, fd, strerror(errno));
+        snprintf(err, errlen, "%s: descriptor %d: %s", path, fd, cnum_strerror(errno));
         return NULL;
     }
     ssize_t n = readlink(self, real, sizeof(real) - 1);
     if (n < 0) {
-        snprintf(err, errlen, "%s: %s: %s (is /proc mounted?)", path, self, strerror(errno));
+        snprintf(err, errlen, "%s: %s: %s (is /proc mounted?)", path, self, cnum_strerror(errno));
         return NULL;
     }
     real[n] = '\0';

@@ -10,6 +10,7 @@
 #include "probe.h"
 
 #include "childargs.h"
+#include "cnum.h"
 #include "config.h"
 #include "hostapi.h"
 #include "instance.h"
@@ -102,10 +103,27 @@ probe_main(int argc, char **argv)
     return problems > 0 ? 1 : 0;
 }
 
-/* Read the child's lines until EOF or the deadline. Problems go to d; the
- * last "#plugin" progress line is remembered in current. */
+#define STOP_CHECK_MS 50 /* how often a wait looks for a pending stop signal */
+
+/* Is one of stop_on (blocked by the caller, NULL: none) pending? It stays
+ * pending: the caller takes it. */
 static int
-collect(int fd, time_t deadline, struct diag *d, char *current, size_t cap)
+stop_pending(const sigset_t *stop_on)
+{
+    sigset_t pending, both;
+    if (stop_on == NULL || sigpending(&pending) != 0) {
+        return 0;
+    }
+    sigandset(&both, &pending, stop_on);
+    return !sigisemptyset(&both);
+}
+
+/* Read the child's lines until EOF (0), the deadline (-1) or a pending
+ * signal of stop_on (1). Problems go to d; the last "#plugin" progress line
+ * is remembered in current. */
+static int
+collect(int fd, time_t deadline, const sigset_t *stop_on, struct diag *d, char *current,
+        size_t cap)
 {
     char buf[4096];
     size_t used = 0;
@@ -114,8 +132,14 @@ collect(int fd, time_t deadline, struct diag *d, char *current, size_t cap)
         if (left <= 0) {
             return -1;
         }
+        if (stop_pending(stop_on)) {
+            return 1;
+        }
         struct pollfd pfd = {fd, POLLIN, 0};
-        int rc = poll(&pfd, 1, left * 1000);
+        int rc = poll(&pfd, 1, stop_on != NULL ? STOP_CHECK_MS : left * 1000);
+        if (rc == 0 && stop_on != NULL) {
+            continue;
+        }
         if (rc < 0 && errno == EINTR) {
             continue;
         }
@@ -151,9 +175,10 @@ collect(int fd, time_t deadline, struct diag *d, char *current, size_t cap)
 }
 
 /* Wait for the child until the deadline (it may close its output and go on
- * running). 0 when it has exited (*status set), -1 at the deadline. */
+ * running). 0 when it has exited (*status set), -1 at the deadline, 1 once
+ * a signal of stop_on is pending. */
 static int
-reap_by(pid_t pid, time_t deadline, int *status)
+reap_by(pid_t pid, time_t deadline, const sigset_t *stop_on, int *status)
 {
     for (;;) {
         pid_t r = waitpid(pid, status, WNOHANG);
@@ -163,6 +188,9 @@ reap_by(pid_t pid, time_t deadline, int *status)
         if (time(NULL) >= deadline) {
             return -1;
         }
+        if (stop_pending(stop_on)) {
+            return 1;
+        }
         struct timespec tick = {0, 20 * 1000000L};
         nanosleep(&tick, NULL);
     }
@@ -170,13 +198,13 @@ reap_by(pid_t pid, time_t deadline, int *status)
 
 int
 probe_run(const char *path, const char *text, size_t len, const int *plugin_fds, size_t nfds,
-          int timeout, struct diag *d)
+          int timeout, const sigset_t *stop_on, struct diag *d)
 {
     int pipefd[2] = {-1, -1};
     int cfd = childargs_memfd(text, len);
     char err[256];
     if (cfd < 0 || pipe2(pipefd, O_CLOEXEC) != 0) {
-        diag_add(d, NULL, 0, "cannot start the plugin check: %s", strerror(errno));
+        diag_add(d, NULL, 0, "cannot start the plugin check: %s", cnum_strerror(errno));
         if (cfd >= 0) {
             close(cfd);
         }
@@ -196,20 +224,25 @@ probe_run(const char *path, const char *text, size_t len, const int *plugin_fds,
     size_t before = d->n;
     time_t deadline = time(NULL) + timeout;
     int status = 0;
-    int timed_out = collect(pipefd[0], deadline, d, current, sizeof(current)) != 0 ||
-                    reap_by(pid, deadline, &status) != 0;
+    int waited = collect(pipefd[0], deadline, stop_on, d, current, sizeof(current));
+    if (waited == 0) {
+        waited = reap_by(pid, deadline, stop_on, &status);
+    }
     close(pipefd[0]);
-    if (timed_out) {
+    if (waited != 0) { /* the deadline or a stop: the child goes, now */
         kill(pid, SIGKILL);
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
     }
-    if (timed_out) {
+    if (waited > 0) {
+        return 1;
+    }
+    if (waited < 0) {
         diag_add(d, path, 0, "plugin '%s': the check did not finish within %ds (init hangs?)",
                  current, timeout);
     } else if (WIFSIGNALED(status)) {
         diag_add(d, path, 0, "plugin '%s': crashed the check with signal %d (%s)", current,
-                 WTERMSIG(status), strsignal(WTERMSIG(status)));
+                 WTERMSIG(status), cnum_strsignal(WTERMSIG(status)));
     } else if (WEXITSTATUS(status) != 0 && d->n == before) {
         diag_add(d, path, 0, "plugin check failed with exit code %d", WEXITSTATUS(status));
     }

@@ -6,6 +6,7 @@
 #include "spawn.h"
 
 #include "childargs.h"
+#include "cnum.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +29,7 @@ spawn_resolve_user(const char *name, struct spawn_user *out, char *err, size_t e
     errno = 0;
     struct passwd *pw = getpwnam(name);
     if (pw == NULL) {
-        snprintf(err, errlen, "user %s: %s", name, errno ? strerror(errno) : "no such user");
+        snprintf(err, errlen, "user %s: %s", name, errno ? cnum_strerror(errno) : "no such user");
         return -1;
     }
     out->uid = pw->pw_uid;
@@ -93,7 +94,7 @@ spawn_child(const struct childargs *a, int stdout_fd, const struct spawn_user *u
     }
     pid_t pid = fork();
     if (pid < 0) {
-        snprintf(err, errlen, "fork: %s", strerror(errno));
+        snprintf(err, errlen, "fork: %s", cnum_strerror(errno));
     } else if (pid == 0) {
         child_exec(a, stdout_fd, user, args.argv);
     }

@@ -1,13 +1,14 @@
 /*
- * cnum.h - numbers read and written in the "C" locale whatever locale the
- * process or the calling thread has. twiced never calls setlocale(), but a
- * plugin (or a library it uses) may call setlocale(LC_ALL, "") in its init,
- * and then strtod and printf's %f/%g read and write "1,5" in every thread
- * that has no locale of its own: keys would change or collide, /metrics would
- * break its scrapers. So every number the host reads or writes goes through
- * here (buf_printf and the log do); tests/check-locale.py refuses strtod,
- * atof, sscanf, a float conversion in a plain printf and any v*printf
- * anywhere else in core/ and sdk/mock/.
+ * cnum.h - numbers read and written, and error texts said, in the "C"
+ * locale whatever locale the process or the calling thread has. twiced
+ * never calls setlocale(), but a plugin (or a library it uses) may call
+ * setlocale(LC_ALL, "") in its init, and then strtod and printf's %f/%g
+ * read and write "1,5" in every thread that has no locale of its own: keys
+ * would change or collide, /metrics would break its scrapers. So every
+ * number the host reads or writes goes through here (buf_printf and the log
+ * do); tests/check-locale.py refuses strtod, atof, sscanf, a float
+ * conversion in a plain printf and any v*printf anywhere else in core/ and
+ * sdk/mock/, and strerror, perror and strsignal there.
  *
  * Why a few locale-proof functions rather than uselocale() of a C locale at
  * the start of every thread: the host's threads run plugin code (init,
@@ -35,5 +36,18 @@ int cnum_snprintf(char *out, size_t cap, const char *fmt, ...)
 
 /* vfprintf with the C locale in force for the call only. */
 int cnum_vfprintf(FILE *f, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+/* strerror(err) as the C locale says it ("No such file or directory"),
+ * whatever LC_MESSAGES a plugin set: glibc translates strerror's text once
+ * a process called setlocale(LC_ALL, ""), and the host's messages, which
+ * tests, docs and operators' alerts quote, would change language with the
+ * plugins loaded. The text is static or per thread: use it before the next
+ * call on the same thread. tests/check-locale.py refuses plain strerror,
+ * perror and strsignal in core/. */
+const char *cnum_strerror(int err);
+
+/* strsignal(sig) the same way ("Segmentation fault"), as static or per
+ * thread as strsignal's own. */
+const char *cnum_strsignal(int sig);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "atomics.h"
 #include "clock.h"
+#include "cnum.h"
 #include "config.h"
 #include "http.h"
 #include "log.h"
@@ -292,7 +293,7 @@ exporter_start(const struct config *c, char *desc, size_t desclen, char *err, si
     }
     int rc = pthread_create(&e->thread, NULL, exporter_main, e);
     if (rc != 0) {
-        snprintf(err, errlen, "pthread_create: %s", strerror(rc));
+        snprintf(err, errlen, "pthread_create: %s", cnum_strerror(rc));
         exporter_free(e);
         return -1;
     }

@@ -30,6 +30,7 @@
 #include "acker.h"
 
 #include "clock.h"
+#include "cnum.h"
 #include "config.h"
 #include "dlq.h"
 #include "followup.h"
@@ -1101,7 +1102,7 @@ acker_start(struct worker *w, char *err, size_t errlen)
     acker_store(a); /* a failure is logged and retried on use */
     int rc = pthread_create(&a->thread, NULL, acker_main, a);
     if (rc != 0) {
-        snprintf(err, errlen, "acknowledger: pthread_create: %s", strerror(rc));
+        snprintf(err, errlen, "acknowledger: pthread_create: %s", cnum_strerror(rc));
         goto fail;
     }
     return a;

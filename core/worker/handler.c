@@ -11,6 +11,7 @@
 #include "advice.h"
 #include "backoff.h"
 #include "breaker.h"
+#include "cnum.h"
 #include "config.h"
 #include "hostapi.h"
 #include "idem.h"
@@ -371,7 +372,7 @@ handlers_start(struct wqueue *q, char *err, size_t errlen)
         int rc = pthread_create(&q->handlers[i], NULL, handler_main, h);
         if (rc != 0) {
             free(h);
-            snprintf(err, errlen, "queue %s: pthread_create: %s", q->cfg->name, strerror(rc));
+            snprintf(err, errlen, "queue %s: pthread_create: %s", q->cfg->name, cnum_strerror(rc));
             return -1;
         }
         q->nhandlers++;

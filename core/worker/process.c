@@ -10,6 +10,7 @@
 #include "acker.h"
 #include "advice.h"
 #include "childargs.h"
+#include "cnum.h"
 #include "config.h"
 #include "creds.h"
 #include "handler.h"
@@ -390,7 +391,7 @@ worker_main(int argc, char **argv)
         log_error("log.file %s: %s", cfg->log.file, log_open_why(cfg->log.file, errno));
     }
     if (a.shm_fd >= 0 && shm_attach(a.shm_fd) != 0) {
-        log_error("cannot map the shared region: %s", strerror(errno));
+        log_error("cannot map the shared region: %s", cnum_strerror(errno));
         return 3;
     }
     metrics_set_proc(a.slot);

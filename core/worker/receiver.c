@@ -12,6 +12,7 @@
 #include "backoff.h"
 #include "breaker.h"
 #include "buf.h"
+#include "cnum.h"
 #include "config.h"
 #include "digest.h"
 #include "hash.h"
@@ -635,7 +636,7 @@ start_one(struct wqueue *q, char *err, size_t errlen)
     r->s3 = payloads_client(q->w);
     int rc = pthread_create(&q->receivers[q->nreceivers], NULL, receiver_main, r);
     if (rc != 0) {
-        snprintf(err, errlen, "queue %s: pthread_create: %s", q->cfg->name, strerror(rc));
+        snprintf(err, errlen, "queue %s: pthread_create: %s", q->cfg->name, cnum_strerror(rc));
         sqs_client_free(r->sqs);
         s3_client_free(r->s3);
         free(r);

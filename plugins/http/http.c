@@ -9,7 +9,6 @@
  */
 #include "http.h"
 
-#include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
@@ -70,7 +69,7 @@ read_token(struct http_plugin *h, const char *path, struct setting_refusal *r)
     fclose(f);
     token[n] = '\0';
     size_t start = strspn(token, " \t\r\n"), len = strcspn(token + start, "\r\n");
-    while (len > 0 && isspace((unsigned char) token[start + len - 1])) {
+    while (len > 0 && plugin_ascii_isspace((unsigned char) token[start + len - 1])) {
         len--;
     }
     const char *problem = n > TOKEN_MAX ? "is larger than 8 KiB" : len == 0 ? "is empty" : NULL;

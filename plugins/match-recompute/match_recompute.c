@@ -62,13 +62,16 @@ recompute_fini(void *state)
 
 /* t read as a decimal the C way ("0.75"), as twice.conf writes it, even
  * when another plugin of the worker called setlocale() for a decimal comma
- * (plain strtod would stop at the '.' and refuse the setting). */
+ * (plain strtod would stop at the '.' and refuse the setting). Without a C
+ * locale object nothing is read (*end = t): refused, never read the
+ * locale's way. */
 static double
 decimal(const char *t, char **end)
 {
     locale_t c = newlocale(LC_ALL_MASK, "C", (locale_t) 0);
     if (c == (locale_t) 0) {
-        return strtod(t, end);
+        *end = (char *) t;
+        return 0;
     }
     double v = strtod_l(t, end, c);
     freelocale(c);

@@ -1,6 +1,7 @@
 /*
- * ascii_case.c - plugin_ascii_strncasecmp (settings_common.h): strncasecmp
- * of ASCII text that no setlocale() changes. The bundled plugins compare URL
+ * ascii_case.c - plugin_ascii_strncasecmp and plugin_ascii_isspace
+ * (settings_common.h): strncasecmp and isspace of ASCII text that no
+ * setlocale() changes. The bundled plugins compare URL
  * schemes and HTTP header names with it; under tr_TR.UTF-8, which any
  * plugin of the worker may set, glibc's strncasecmp("HTTPS://", "https://")
  * and ("TWICE-RETRY-AFTER:", "Twice-Retry-After:") are not 0. The host's
@@ -25,4 +26,10 @@ plugin_ascii_strncasecmp(const char *a, const char *b, size_t n)
         }
     }
     return 0;
+}
+
+int
+plugin_ascii_isspace(int c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
 }

@@ -13,7 +13,7 @@ setting_refuse(struct setting_refusal *r, const char *setting, const char *fmt, 
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->why, sizeof(r->why), fmt, ap);
+    plugin_c_vsnprintf(r->why, sizeof(r->why), fmt, ap); /* numbers as twice.conf writes them */
     va_end(ap);
     r->setting = setting;
     return -1;

@@ -4,12 +4,15 @@
  * refusal that names the setting to blame, said once to the host
  * (api->setting_error, so twice.conf's line of that setting is shown) or
  * as describe()'s text. Not the checks themselves: they stay with each
- * plugin (and http-common). Also the one case-insensitive comparison they
- * use, which a locale another plugin set cannot change. Not an SDK header.
+ * plugin (and http-common). Also the ASCII case comparison, character
+ * class and C-locale formatting they use, which a locale another plugin set
+ * cannot change (tests/check-locale.py refuses the libc ones in plugins/).
+ * Not an SDK header.
  */
 #ifndef TWICE_SETTINGS_COMMON_H
 #define TWICE_SETTINGS_COMMON_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <twice/plugin.h>
 
@@ -44,5 +47,14 @@ void setting_refusal_text(const struct setting_refusal *r, char *buf, size_t cap
  * libc one takes 'I' and 'i' for two letters. For URL schemes and header
  * names, which are ASCII. */
 int plugin_ascii_strncasecmp(const char *a, const char *b, size_t n);
+
+/* isspace of the C locale: ' ', '\t', '\n', '\v', '\f', '\r' and no other
+ * byte, whatever locale is in force (under a Latin-1 locale libc's isspace
+ * also takes 0x85 and 0xA0, bytes of UTF-8 text). c: a byte, as unsigned char. */
+int plugin_ascii_isspace(int c);
+
+/* vsnprintf in the C locale for this call only ("1.5", never "1,5"): the
+ * calling thread's locale is restored before it returns. */
+int plugin_c_vsnprintf(char *out, size_t cap, const char *fmt, va_list ap) TWICE_PRINTF(3, 0);
 
 #endif

@@ -245,6 +245,37 @@ class Operator(twicetest.TwiceTestCase):
         twicetest.wait_until(lambda: not alive(pid), timeout=30, message="the daemon did not stop")
         self.assertFalse(os.path.exists(pid_file), "removed at exit, by the daemon")
 
+    def test_a_stop_while_the_plugins_are_checked_is_a_clean_stop(self):
+        """SIGTERM while the probe runs a plugin's slow init (30 s): the check is cut short,
+        the master says why it stops, leaves no probe, no pid file, and exits 0 at once
+        instead of dying by the signal."""
+        d = self.start_twiced(self.conf("earlystop", init_sleep_ms=30000))
+        pid_file = os.path.join(d.workdir, "twiced.pid")
+        [probe] = twicetest.wait_until(
+            lambda: [p for p in d.worker_pids() if title(p) == "twiced: probe"], timeout=10,
+            message="the probe did not start")
+        d.signal(signal.SIGTERM)
+        self.assertEqual(d.proc.wait(timeout=15), 0, d.log_tail())
+        self.assertRegex(d.log_text(), r"master\[%d\]: SIGTERM while starting: stopping before "
+                         r"any worker started\n.*master\[%d\]: stopped\n" % (d.pid, d.pid))
+        self.assertFalse(alive(probe), "the probe was left running")
+        self.assertFalse(os.path.exists(pid_file))
+        self.assertNotIn("not starting", d.log_text())
+        self.assertEqual(d.stop(), 0, "no process of twiced's is left")
+
+    def test_a_stop_while_the_first_generation_starts_is_a_clean_stop(self):
+        """SIGINT once the master runs and its workers are still in init: they drain, the pid
+        file goes, exit 0."""
+        d = self.start_twiced(self.conf("startstop", workers=1, init_sleep_ms=1500))
+        pid_file = os.path.join(d.workdir, "twiced.pid")
+        d.wait_log(r"twiced starting: 1 worker", timeout=30)
+        self.assertEqual(read(pid_file), "%d\n" % d.pid)
+        d.signal(signal.SIGINT)
+        self.assertEqual(d.proc.wait(timeout=30), 0, d.log_tail())
+        self.assertIn("stopping: draining 1 worker", d.log_text())
+        self.assertFalse(os.path.exists(pid_file))
+        self.assertEqual(d.stop(), 0, "no process of twiced's is left")
+
     def test_quit_lets_running_jobs_finish_stop_hands_them_back(self):
         d = self.start_twiced(self.conf("quit", workers=1, drain_timeout=1))
         d.wait_log(r"ready: generation 1", timeout=30)
@@ -293,7 +324,7 @@ class Operator(twicetest.TwiceTestCase):
                    timeout=30)
         [replacement] = twicetest.wait_until(
             lambda: [p for p in d.worker_pids() if p != worker], timeout=10)
-        self.assertNotRegex(d.log_text(), r"restarting worker \d of generation 1 in")
+        self.assertNotRegex(d.log_text(), r"exited; starting another in its place in")
         self.assertEqual(tc.metric_sum(tc.scrape(self.port), "twice_worker_restarts_total",
                                        cause="stopped"), 1)
         self.sqs.send(self.url, json.dumps({"id": "after"}))

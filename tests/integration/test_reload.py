@@ -380,8 +380,10 @@ class Reload(ReloadSetup, twicetest.TwiceTestCase):
         self.assertTrue(d.running(), "the master never exits")
         crashes = re.findall(r"killed by signal 11", d.log_text())
         self.assertEqual(len(crashes), 3, "max_attempts deliveries, then the DLQ")
-        self.assertRegex(d.log_text(), r"restarting worker \d of generation 1 in 0\.5s")
-        self.assertRegex(d.log_text(), r"restarting worker \d of generation 1 in 1\.0s")
+        self.assertRegex(d.log_text(), r"worker \d+ \(generation 1\) exited; starting another "
+                         r"in its place in 0\.5s")
+        self.assertRegex(d.log_text(), r"worker \d+ \(generation 1\) exited; starting another "
+                         r"in its place in 1\.0s")
         samples = tc.scrape(self.port)
         self.assertEqual(tc.metric_sum(samples, "twice_worker_restarts_total", cause="signal"), 3)
         twicetest.wait_until(lambda: self.sqs.counts(self.url) == (0, 0, 0), timeout=20)

@@ -3,8 +3,9 @@
  * force for the whole process, as a plugin's setlocale(LC_ALL, "") would on a
  * German machine. The system's de_DE.UTF-8 when it is installed, else one built
  * with localedef (Debian's `locales`, in scripts/deps.sh) into a temporary
- * LOCPATH: no root needed. Used by test-locale.c, test-key-texts.c and
- * plugins/match-recompute/tests/test-match-recompute.c.
+ * LOCPATH: no root needed. Used by test-locale.c, test-key-texts.c,
+ * plugins/match-recompute/tests/test-match-recompute.c and
+ * plugins/settings-common/tests/test-settings-common.c.
  */
 #ifndef TWICE_TEST_COMMA_LOCALE_H
 #define TWICE_TEST_COMMA_LOCALE_H

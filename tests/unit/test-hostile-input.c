@@ -13,6 +13,7 @@
 #include "sqs.h"
 #include "sqs_parse.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +100,61 @@ test_config_plugin_path_is_escaped(void)
         "plugin = \"p\"; } );\n");
     CHECK_CONTAINS(out, "/missing.s\\x04o\\n: No such file or directory");
     free(out);
+}
+
+/* A configuration path (-c FILE) or its directory, where @include files are
+ * looked for, holding a newline, a terminal escape or a bidirectional
+ * control was printed raw in every FILE:LINE line of twiced -t, of a refused
+ * start and of twicectl, and in the messages beside them. */
+#define HOSTILE_DIR  "/nonexistent-twice-test/d\n\x1b[2J\xe2\x80\xae"
+#define SHOWN_DIR    "/nonexistent-twice-test/d\\n\\x1b[2J\\u202e"
+#define HOSTILE_CONF HOSTILE_DIR "/tw\x1b]0;x\x07.conf"
+#define SHOWN_CONF   SHOWN_DIR "/tw\\x1b]0;x\\x07.conf"
+
+static void
+test_config_paths_are_escaped(void)
+{
+    struct diag d = DIAG_INIT;
+    struct config *c = NULL;
+    struct buf all = BUF_INIT;
+    CHECK_INT(config_load(HOSTILE_CONF,
+                          "idempotency = { dsn = \"x\"; };\n"
+                          "@include \"/etc/abs.conf\"\n"
+                          "queues = ( { name = \"q\"; } );\n",
+                          &c, &d),
+              -1);
+    for (size_t i = 0; i < d.n; i++) {
+        CHECK(!has_control(d.lines[i]));
+        CHECK(strstr(d.lines[i], "\xe2\x80\xae") == NULL);
+        buf_printf(&all, "%s\n", d.lines[i]);
+    }
+    CHECK_CONTAINS(buf_str(&all), SHOWN_CONF ":2: @include \"/etc/abs.conf\": an absolute "
+                                             "path; write it relative to " SHOWN_DIR ", the "
+                                             "configuration's directory");
+    diag_free(&d);
+    config_free(c);
+    buf_free(&all);
+
+    char *text = NULL;
+    size_t len = 0;
+    CHECK_INT(config_text_read_file(HOSTILE_CONF, &text, &len, &d), -1);
+    CHECK_INT(d.n, 1);
+    CHECK_STR(d.n > 0 ? d.lines[0] : "",
+              SHOWN_CONF ": cannot read the configuration: No such file or directory");
+    diag_free(&d);
+    free(text);
+
+    /* twiced -t's "OK" line, twiced -s and twicectl's messages */
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    CHECK(f != NULL);
+    if (f != NULL) {
+        diag_print_line(f, "%s: configuration and %d plugins OK", HOSTILE_CONF, 3);
+        fclose(f);
+        CHECK_STR(out, SHOWN_CONF ": configuration and 3 plugins OK\n");
+        free(out);
+    }
 }
 
 /* fuzz-sqs-response: a failed batch entry with "Code": "" had no code. */
@@ -226,6 +282,7 @@ main(void)
     test_config_suggestion_is_shown_safely();
     test_config_plugin_path_is_escaped();
     test_config_names_are_escaped();
+    test_config_paths_are_escaped();
     test_batch_failure_without_code();
     test_escape_line_breaking_unicode();
     test_escape_bidirectional_controls();

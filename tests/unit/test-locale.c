@@ -3,8 +3,10 @@
  * ',' (de_DE.UTF-8), as after a plugin's setlocale(LC_ALL, ""): the key text
  * of a real is the C locale's, two different reals keep two keys, and
  * buf_printf (the log's and /metrics' formatting), /metrics itself and
- * cnum_strtod (the store's answers) read and write "1.5". The same keys
- * through the SDK's mock host are in test-key-texts.c.
+ * cnum_strtod (the store's answers) read and write "1.5", and error texts
+ * stay the C locale's (cnum_strerror, cnum_strsignal) where glibc translates
+ * strerror. The same keys through the SDK's mock host are in
+ * test-key-texts.c.
  */
 #include "check.h"
 #include "comma_locale.h"
@@ -16,7 +18,9 @@
 #include "metrics.h"
 #include "shm.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 
 static const char *const reals[] = {
@@ -143,6 +147,24 @@ test_metrics_text(void)
     buf_free(&out);
 }
 
+/* Under de_DE.UTF-8, with libc's German messages installed (Debian ships
+ * them in libc-l10n), strerror(ENOENT) is "Datei oder Verzeichnis nicht
+ * gefunden"; the host's messages must still say the C text. Without the
+ * translations the C text is what both give, and the check holds anyway. */
+static void
+test_error_texts(void)
+{
+    if (strcmp(strerror(ENOENT), "No such file or directory") == 0) {
+        printf("test-locale: no German libc messages here: error texts checked as they are\n");
+    }
+    CHECK_STR(cnum_strerror(ENOENT), "No such file or directory");
+    CHECK_STR(cnum_strerror(EACCES), "Permission denied");
+    CHECK_STR(cnum_strerror(123456), "Unknown error 123456");
+    CHECK_STR(cnum_strsignal(SIGSEGV), "Segmentation fault");
+    CHECK_STR(cnum_strsignal(SIGTERM), "Terminated");
+    CHECK(strcmp(setlocale(LC_MESSAGES, NULL), COMMA_LOCALE) == 0); /* not changed by them */
+}
+
 int
 main(void)
 {
@@ -152,6 +174,7 @@ main(void)
     }
     keys_match_c_locale();
     test_formatting();
+    test_error_texts();
     if (shm_create() < 0) {
         perror("shm_create");
         return 1;

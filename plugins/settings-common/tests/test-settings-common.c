@@ -6,6 +6,7 @@
  * records what it is told; no plugin, no mock.
  */
 #include "check.h"
+#include "comma_locale.h"
 #include "settings_common.h"
 
 #include <stdarg.h>
@@ -40,6 +41,33 @@ fake_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
     va_start(ap, fmt);
     record(level == TWICE_LOG_ERROR ? "log error: " : "log: ", fmt, ap);
     va_end(ap);
+}
+
+/* What another plugin's setlocale() must not change: ASCII spaces only, and a
+ * refusal's numbers written the C way (de_DE.UTF-8 writes 1.5 as "1,5"). Run
+ * last: the locale stays in force. */
+static void
+test_ascii_and_c_locale(void)
+{
+    if (comma_locale_set() != 0) {
+        CHECK(!"de_DE.UTF-8 in force");
+        return;
+    }
+    const char *spaces = " \t\n\v\f\r";
+    for (const char *p = spaces; *p != '\0'; p++) {
+        CHECK(plugin_ascii_isspace((unsigned char) *p));
+    }
+    CHECK(!plugin_ascii_isspace('x'));
+    CHECK(!plugin_ascii_isspace(0x85)); /* NEL, a space in Latin-1 locales */
+    CHECK(!plugin_ascii_isspace(0xa0)); /* NBSP, likewise */
+    CHECK(!plugin_ascii_isspace('\0'));
+
+    struct setting_refusal r = {NULL, ""};
+    setting_refuse(&r, "notify_threshold", "must be at most %.1f", 1.5);
+    CHECK_STR(r.why, "must be at most 1.5");
+    char text[16];
+    snprintf(text, sizeof(text), "%.1f", 1.5);
+    CHECK_STR(text, "1,5"); /* the locale is in force: the C text above was not luck */
 }
 
 int
@@ -77,5 +105,7 @@ main(void)
     big[sizeof(big) - 1] = '\0';
     setting_refuse(&r, "env", "%s", big);
     CHECK_INT(strlen(r.why), sizeof(r.why) - 1);
+
+    test_ascii_and_c_locale();
     return check_done("test-settings-common");
 }
