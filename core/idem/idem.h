@@ -130,6 +130,18 @@ int idem_identity(struct idem_store *s, struct idem_identity *out, char *err, si
 int idem_identity_same(const struct idem_identity *was, const struct idem_identity *now, char *why,
                        size_t cap);
 
+/* Why a dsn that reaches a standby is refused (a reload, twiced -t --connect)
+ * or waited on (a worker's readiness): one clause for "FILE:LINE:
+ * idempotency.dsn: ..." and for /readyz. */
+#define IDEM_STANDBY_WHY                                                                          \
+    "the server is a standby in recovery (read-only): twiced cannot write its keys there; "       \
+    "point the dsn at the primary"
+
+/* Whether s reaches a server in recovery (pg_is_in_recovery(): a hot standby,
+ * which takes no writes until it is promoted): 1 when it does, 0 when it
+ * takes writes, -1 with err. */
+int idem_standby(struct idem_store *s, char *err, size_t errlen);
+
 /* For a thread that keeps one connection: open *s on first use (it may stay
  * set after a failed open, for the next try), reconnect it when it dropped.
  * *fresh (may be NULL) is set when it had to (re)connect. 0, or -1 with err. */

@@ -821,6 +821,10 @@ prepare(struct master *m)
     char err[512];
     struct diag d = DIAG_INIT;
     struct generation *g = gen_load(m->path, &d);
+    if (g != NULL && storecheck_start(g->cfg, &d) > 0) {
+        gen_free(g);
+        g = NULL;
+    }
     print_problems(&d);
     diag_free(&d);
     if (g == NULL) {

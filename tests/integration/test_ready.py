@@ -167,7 +167,7 @@ class Ready(twicetest.TwiceTestCase):
                            capture_output=True, text=True, env=bad.process_env, timeout=60)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         path = re.escape(bad.config_path)
-        self.assertRegex(r.stderr, r"%s: idempotency.dsn: cannot connect to PostgreSQL: .*"
+        self.assertRegex(r.stderr, r"%s:\d+: idempotency.dsn: cannot connect to PostgreSQL: .*"
                                    r"password authentication failed" % path)
         self.assertRegex(r.stderr, r"%s:\d+: queue jobs: url %s: GetQueueAttributes: \S+"
                          % (path, re.escape(missing)))
