@@ -435,6 +435,7 @@ check_generations(struct master *m)
                      old->id);
             metrics_count(MET_RELOADS, "ok", NULL, NULL, 1);
             follow_running(m, m->cur->cfg);
+            health_relearn(m->health); /* a new table's workers created it */
             gen_free(old);
             status_line(m, status, sizeof(status));
             notify_ready(status);
@@ -460,6 +461,7 @@ check_generations(struct master *m)
     }
     if (!m->ready_announced && all_ready) {
         m->ready_announced = 1;
+        health_relearn(m->health); /* its workers created the keys table */
         status_line(m, status, sizeof(status));
         log_info("ready: %s", status);
         notify_ready(status);
