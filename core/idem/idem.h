@@ -87,6 +87,18 @@ int idem_unreachable(const struct idem_store *s);
  * idem_connected cannot know of an idle connection. 0, or -1 with err. */
 int idem_ping(struct idem_store *s, char *err, size_t errlen);
 int idem_reconnect(struct idem_store *s, char *err, size_t errlen);
+/*
+ * Reconnect s without being held up by a server that accepts and never
+ * answers: the first call begins a reconnect (as idem_reconnect, with the
+ * first connect's parameters), later calls carry it on; each call waits at
+ * most wait_ms for the server (0: only what is there already). 1 once
+ * connected, 0 while the reconnect is still on its way (s is not connected:
+ * run nothing on it), -1 with err when it failed, or took longer than the
+ * dsn's connect_timeout (10 s by default, for each host it names): the next
+ * call begins again. For a thread whose other work must not wait for the
+ * store (the acknowledger, whose heartbeat keeps messages hidden).
+ */
+int idem_reconnect_poll(struct idem_store *s, int wait_ms, char *err, size_t errlen);
 
 /* Where a connection looks for twice's tables: its database, the schema an
  * unqualified name resolves to (its search_path's first existing schema;
