@@ -1,8 +1,8 @@
 /*
  * preflight.c - `twiced -t --connect` (see preflight.h): one connection to
- * PostgreSQL (which must take writes: not a standby), one GetQueueAttributes per queue and
- * dead-letter queue, each bounded in time, and a GET of an absent object in each payload_bucket;
- * nothing is created or changed.
+ * PostgreSQL (which must take writes: not a standby), one GetQueueAttributes
+ * per queue and dead-letter queue, each bounded in time, and a GET of an
+ * absent object in each payload_bucket; nothing is created or changed.
  */
 #include "preflight.h"
 
