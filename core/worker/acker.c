@@ -63,8 +63,8 @@
 /* How long the first reconnect of an outage may hold the acker's thread (ms):
  * long enough for a server that is back (a restart, a failover's new primary)
  * to take the connection at once, well within the heartbeat's slack
- * (HEARTBEAT_SLACK_S). Later calls never wait: the reconnect goes on between
- * them. */
+ * (HEARTBEAT_SLACK_S). Later calls wait ACKER_CONNECT_STEP_MS at most: the
+ * reconnect goes on between them. */
 #define ACKER_CONNECT_WAIT_MS 250
 /* How long each later call may wait for the server (ms): a round trip of a
  * server that answers, so that a reconnect's few (TLS, authentication) are
@@ -209,10 +209,11 @@ pname(const struct twice_job *j)
  * holds the thread for longer than ACKER_CONNECT_WAIT_MS at the start of an
  * outage, and ACKER_CONNECT_STEP_MS a call while it lasts: it goes on
  * between the calls (idem_reconnect_poll; acker_main calls at every turn of
- * its loop while the store is down), so that the heartbeat keeps extending the running
- * jobs' visibility while a server that accepts and never answers makes
- * each connect last its connect_timeout. NULL while not connected. Outages
- * are logged when they begin and end, not on every failure. */
+ * its loop while the store is down), so that the heartbeat keeps extending
+ * the running jobs' visibility while a server that accepts and never
+ * answers makes each connect last its connect_timeout. NULL while not
+ * connected. Outages are logged when they begin and end, not on every
+ * failure. */
 static struct idem_store *
 acker_store(struct acker *a)
 {
