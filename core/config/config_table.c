@@ -152,7 +152,9 @@ const struct config_row config_rows[] = {
             "sslmode); one that reaches another database, cluster or keys table, or does not "
             "connect, is refused (the running jobs' keys stay where they are): restart twiced "
             "to move the keys. Each reload checks what the dsn reaches, also when it is written "
-            "as before (a service file or a host name may have changed)."},
+            "as before (a service file or a host name may have changed). A dsn that reaches a "
+            "standby in recovery (read-only) is refused at a reload and at the start: point it "
+            "at the primary."},
     {ROW("idempotency", "table", CONFIG_STR, C(idempotency.table)), .lo = 1,
      .hi = CONFIG_MAX_TABLE_LEN, .def_str = CONFIG_DEFAULT_TABLE, .check = config_check_table,
      .doc = "The table of keys, quoted as one identifier. twiced creates it, or migrates a "

@@ -388,8 +388,8 @@ idem_array_end(struct buf *b)
 
 /* The library never prints: notices ("relation already exists, skipping")
  * would otherwise go to stderr. */
-static void
-quiet_notices(void *arg, const char *message)
+void
+idem_quiet_notices(void *arg, const char *message)
 {
     (void) arg;
     (void) message;
@@ -450,8 +450,8 @@ connect_dsn(const char *dsn)
     return PQconnectdbParams(keys, vals, 1);
 }
 
-static int
-connect_error(struct idem_store *s, char *err, size_t errlen)
+int
+idem_connect_error(struct idem_store *s, char *err, size_t errlen)
 {
     if (err != NULL && errlen > 0) {
         idem_set_err(err, errlen, "cannot connect to PostgreSQL: %s", PQerrorMessage(s->conn));
@@ -507,10 +507,10 @@ idem_open(const char *dsn, const char *table, const char *owner, struct idem_sto
         (s->conn = connect_dsn(dsn)) == NULL) {
         goto oom;
     }
-    PQsetNoticeProcessor(s->conn, quiet_notices, NULL);
+    PQsetNoticeProcessor(s->conn, idem_quiet_notices, NULL);
     /* Describe a failed connect now: PQescapeIdentifier clears the message. */
     if (PQstatus(s->conn) != CONNECTION_OK) {
-        rc = connect_error(s, err, errlen);
+        rc = idem_connect_error(s, err, errlen);
     }
     if ((s->table = quote_ident(s->conn, table, "")) == NULL ||
         (s->index = quote_ident(s->conn, table, "_janitor_idx")) == NULL ||
@@ -630,11 +630,12 @@ idem_table_exists(struct idem_store *s, const char *suffix, struct idem_place *p
 int
 idem_reconnect(struct idem_store *s, char *err, size_t errlen)
 {
+    s->connecting = 0; /* PQreset starts over whatever idem_reconnect_poll began */
     idem_stmts_forget(s->stmts);
     PQreset(s->conn);
-    PQsetNoticeProcessor(s->conn, quiet_notices, NULL);
+    PQsetNoticeProcessor(s->conn, idem_quiet_notices, NULL);
     if (PQstatus(s->conn) != CONNECTION_OK) {
-        return connect_error(s, err, errlen);
+        return idem_connect_error(s, err, errlen);
     }
     return 0;
 }

@@ -87,6 +87,18 @@ int idem_unreachable(const struct idem_store *s);
  * idem_connected cannot know of an idle connection. 0, or -1 with err. */
 int idem_ping(struct idem_store *s, char *err, size_t errlen);
 int idem_reconnect(struct idem_store *s, char *err, size_t errlen);
+/*
+ * Reconnect s without being held up by a server that accepts and never
+ * answers: the first call begins a reconnect (as idem_reconnect, with the
+ * first connect's parameters), later calls carry it on; each call waits at
+ * most wait_ms for the server (0: only what is there already). 1 once
+ * connected, 0 while the reconnect is still on its way (s is not connected:
+ * run nothing on it), -1 with err when it failed, or took longer than the
+ * dsn's connect_timeout (10 s by default, for each host it names): the next
+ * call begins again. For a thread whose other work must not wait for the
+ * store (the acknowledger, whose heartbeat keeps messages hidden).
+ */
+int idem_reconnect_poll(struct idem_store *s, int wait_ms, char *err, size_t errlen);
 
 /* Where a connection looks for twice's tables: its database, the schema an
  * unqualified name resolves to (its search_path's first existing schema;
@@ -129,6 +141,18 @@ int idem_identity(struct idem_store *s, struct idem_identity *out, char *err, si
  * is judged by the database and the table. */
 int idem_identity_same(const struct idem_identity *was, const struct idem_identity *now, char *why,
                        size_t cap);
+
+/* Why a dsn that reaches a standby is refused (a reload, twiced -t --connect)
+ * or waited on (a worker's readiness): one clause for "FILE:LINE:
+ * idempotency.dsn: ..." and for /readyz. */
+#define IDEM_STANDBY_WHY                                                                          \
+    "the server is a standby in recovery (read-only): twiced cannot write its keys there; "       \
+    "point the dsn at the primary"
+
+/* Whether s reaches a server in recovery (pg_is_in_recovery(): a hot standby,
+ * which takes no writes until it is promoted): 1 when it does, 0 when it
+ * takes writes, -1 with err. */
+int idem_standby(struct idem_store *s, char *err, size_t errlen);
 
 /* For a thread that keeps one connection: open *s on first use (it may stay
  * set after a failed open, for the next try), reconnect it when it dropped.

@@ -1,9 +1,25 @@
 /*
  * idem_conn.c - keeping one idempotency store connection of a long-lived
  * thread usable (idem_ensure in idem.h): opened on first use, reset when it
- * dropped. Not the connection itself: idem.c.
+ * dropped; and a reset that never waits for the server (idem_reconnect_poll).
+ * Not the connection itself: idem.c.
  */
 #include "idem.h"
+
+#include "clock.h"
+
+#include <errno.h>
+#include <libpq-fe.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "idem_internal.h"
+
+/* Seconds one host may take, as libpq counts connect_timeout (values under 2
+ * are 2; 0 or none, which libpq waits on forever, is our default 10 here: a
+ * reconnect that never ends would leave the store down for good). */
+#define CONN_DEFAULT_TIMEOUT_S 10
 
 int
 idem_ensure(struct idem_store **s, const char *dsn, const char *table, const char *owner,
@@ -18,4 +34,86 @@ idem_ensure(struct idem_store **s, const char *dsn, const char *table, const cha
     }
     return *s == NULL ? idem_open(dsn, table, owner, s, err, errlen)
                       : idem_reconnect(*s, err, errlen);
+}
+
+/* How long one reconnect of conn may take (ms): its connect_timeout for each
+ * host it names, as a blocking connect would wait. */
+static long long
+attempt_ms(PGconn *conn)
+{
+    long long secs = 0;
+    int hosts = 1;
+    PQconninfoOption *opts = PQconninfo(conn);
+    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++) {
+        if (o->val == NULL) {
+            continue;
+        }
+        if (strcmp(o->keyword, "connect_timeout") == 0) {
+            secs = strtoll(o->val, NULL, 10);
+        } else if (strcmp(o->keyword, "host") == 0 || strcmp(o->keyword, "hostaddr") == 0) {
+            int n = 1;
+            for (const char *c = o->val; *c != '\0'; c++) {
+                n += *c == ',';
+            }
+            hosts = n > hosts ? n : hosts;
+        }
+    }
+    PQconninfoFree(opts);
+    if (secs <= 0) {
+        secs = CONN_DEFAULT_TIMEOUT_S;
+    }
+    return (secs < 2 ? 2 : secs) * 1000LL * hosts;
+}
+
+/* Begin a reconnect of s: 0, or -1 with err. */
+static int
+begin(struct idem_store *s, char *err, size_t errlen)
+{
+    idem_stmts_forget(s->stmts); /* the new server connection knows none of them */
+    if (!PQresetStart(s->conn)) {
+        return idem_connect_error(s, err, errlen);
+    }
+    s->connecting = 1;
+    s->connect_wants_read = 0; /* libpq: first wait until the socket is writable */
+    s->connect_deadline = clock_mono_ms() + attempt_ms(s->conn);
+    return 0;
+}
+
+int
+idem_reconnect_poll(struct idem_store *s, int wait_ms, char *err, size_t errlen)
+{
+    if (!s->connecting && begin(s, err, errlen) != 0) {
+        return -1;
+    }
+    long long until = clock_mono_ms() + (wait_ms > 0 ? wait_ms : 0);
+    for (;;) {
+        long long now = clock_mono_ms();
+        if (now >= s->connect_deadline) {
+            s->connecting = 0;
+            idem_set_err(err, errlen,
+                         "cannot connect to PostgreSQL: no answer within connect_timeout");
+            return -1;
+        }
+        long long left = (until < s->connect_deadline ? until : s->connect_deadline) - now;
+        struct pollfd p = {.fd = PQsocket(s->conn),
+                           .events = s->connect_wants_read ? POLLIN : POLLOUT};
+        int ready = p.fd < 0 ? 1 : poll(&p, 1, left > 0 ? (int) left : 0);
+        if (ready < 0 && errno == EINTR) {
+            continue;
+        }
+        if (ready == 0) {
+            return 0; /* the server has not answered yet */
+        }
+        PostgresPollingStatusType st = PQresetPoll(s->conn);
+        if (st == PGRES_POLLING_OK) {
+            s->connecting = 0;
+            PQsetNoticeProcessor(s->conn, idem_quiet_notices, NULL);
+            return 1;
+        }
+        if (st == PGRES_POLLING_FAILED) {
+            s->connecting = 0;
+            return idem_connect_error(s, err, errlen);
+        }
+        s->connect_wants_read = st == PGRES_POLLING_READING;
+    }
 }

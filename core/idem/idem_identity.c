@@ -3,7 +3,8 @@
  * cluster, the database and the table its name resolves to, so that a
  * reload can tell a changed dsn that reaches the same keys (another host of
  * the same cluster, a rotated password, a promoted replica) from one that
- * reaches other keys (another database or cluster, another schema).
+ * reaches other keys (another database or cluster, another schema); and
+ * whether it reaches a standby, where no key can be written.
  */
 #include "idem.h"
 
@@ -44,6 +45,18 @@ idem_identity(struct idem_store *s, struct idem_identity *out, char *err, size_t
     PQclear(res);
     read_cluster(s, out);
     return 0;
+}
+
+int
+idem_standby(struct idem_store *s, char *err, size_t errlen)
+{
+    PGresult *res = PQexec(s->conn, "SELECT pg_catalog.pg_is_in_recovery()");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        return idem_pg_fail(s, res, "ask whether the server is a standby", err, errlen);
+    }
+    int standby = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    return standby;
 }
 
 int

@@ -1,6 +1,6 @@
 /*
  * idem_internal.h - what idem.c shares with idem_schema.c, idem_janitor.c,
- * idem_keys.c, idem_stmt.c and outbox.c and nobody else: the store itself,
+ * idem_keys.c, idem_stmt.c, idem_conn.c and outbox.c and nobody else: the store itself,
  * running SQL written against its table, errors in its words, array
  * literals, the hot-path statements prepared on demand, and the outbox's
  * part of the migration. Not part of the store's contract (idem.h); never
@@ -33,9 +33,20 @@ struct idem_store {
     struct idem_stmts *stmts; /* the hot-path statements (idem_stmt.c) */
     char failed_state[6];     /* the SQLSTATE of the last failed statement, "-" when it had
                                  none (no answer came), "" before any: idem_unreachable */
+    /* A reconnect idem_reconnect_poll began and has not finished (idem_conn.c). */
+    int connecting;
+    int connect_wants_read;     /* what PQresetPoll last asked to wait for */
+    long long connect_deadline; /* monotonic ms: the attempt is given up then */
 };
 
 struct buf;
+
+/* Describe the connection's failed connect in err ("cannot connect to
+ * PostgreSQL: ...", one line, never the password); -1. */
+int idem_connect_error(struct idem_store *s, char *err, size_t errlen);
+
+/* The notice processor of every connection: notices are dropped. */
+void idem_quiet_notices(void *arg, const char *message);
 
 /* Note why a statement failed (res: its result, NULL when none came), for
  * idem_unreachable; every failed statement's path calls it (idem_pg_fail

@@ -3,8 +3,8 @@
  * connection (reopened when it breaks), SELECT 1 every HEALTH_EVERY_MS. A
  * check that hangs (a server that accepts but never answers) is caught too:
  * an answer older than HEALTH_STALE_MS counts as none. Changes of state are
- * logged once each. After each (re)connect it also learns which keys the
- * connection reaches (health_identity), for a reload's check of its dsn.
+ * logged once each. After each (re)connect it also learns, once, which keys
+ * the connection reaches (health_identity), for a reload's check of its dsn.
  */
 #include "health.h"
 
@@ -37,24 +37,28 @@ struct health {
     long long answered_ms;   /* monotonic ms of the last answer; the start until then */
     struct idem_identity id; /* what the connection reached, once id_known */
     int id_known;
+    int relearn; /* health_relearn asked */
     /* The thread's own. */
     struct idem_store *store;
+    int id_asked; /* the identity was read on this connection */
 };
 
-/* Read what a new connection reaches and keep it for health_identity. A
- * failure keeps what was known: the next reconnect asks again. */
-static void
+/* Read what a new connection reaches and keep it for health_identity. 0,
+ * or -1 when it could not be read: what was known is kept, and the next
+ * check asks again. */
+static int
 learn_identity(struct health *h)
 {
     struct idem_identity id;
     char err[512];
     if (idem_identity(h->store, &id, err, sizeof(err)) != 0) {
-        return;
+        return -1;
     }
     pthread_mutex_lock(&h->mu);
     h->id = id;
     h->id_known = 1;
     pthread_mutex_unlock(&h->mu);
+    return 0;
 }
 
 /* One check: 0 when the store answered, else -1 with why. A connection that
@@ -84,11 +88,20 @@ check(struct health *h, char *why, size_t cap)
         rc = idem_ping(h->store, err, sizeof(err));
         fresh = 1;
     }
+    pthread_mutex_lock(&h->mu);
+    if (fresh || (h->relearn && h->id.table_oid[0] == '\0')) {
+        h->id_asked = 0; /* a new connection may reach another server (failover) */
+    }
+    h->relearn = 0;
+    pthread_mutex_unlock(&h->mu);
     if (rc != 0) {
         snprintf(why, cap, "%s", err);
-    } else if (fresh || !h->id_known || h->id.table_oid[0] == '\0') {
-        /* (no keys table yet: the first workers create it after this connect) */
-        learn_identity(h);
+    } else if (!h->id_asked) {
+        /* Once per connection, not at every check until the keys table exists
+         * (the first workers create it after this connect, or never: a role
+         * without CREATE, a standby); once more when a generation got ready
+         * (health_relearn), so that a table they created is known. */
+        h->id_asked = learn_identity(h) == 0;
     }
     return rc;
 }
@@ -214,4 +227,15 @@ health_identity(struct health *h, struct idem_identity *out)
     }
     pthread_mutex_unlock(&h->mu);
     return known ? 0 : -1;
+}
+
+void
+health_relearn(struct health *h)
+{
+    if (h == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&h->mu);
+    h->relearn = 1;
+    pthread_mutex_unlock(&h->mu);
 }

@@ -27,10 +27,15 @@ void health_stop(struct health *h);
 int health_store_ok(struct health *h, char *out, size_t cap);
 
 /* The keys the store's connection reached when it last answered (its
- * cluster, database and table; idem.h), learned on every (re)connect so
+ * cluster, database and table; idem.h), learned once on every (re)connect so
  * that a reload's dsn can be checked against it even when that store is
  * down by then (a failover). 0 and *out, or -1 when it never answered (h
  * may be NULL: -1). Thread-safe. */
 int health_identity(struct health *h, struct idem_identity *out);
+
+/* A generation got ready, so its workers have created the keys table: when
+ * what was learned names none (the first connect came before them), the next
+ * check learns it again, once (h may be NULL). Thread-safe. */
+void health_relearn(struct health *h);
 
 #endif

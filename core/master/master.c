@@ -438,6 +438,7 @@ check_generations(struct master *m)
                      old->id);
             metrics_count(MET_RELOADS, "ok", NULL, NULL, 1);
             follow_running(m, m->cur->cfg);
+            health_relearn(m->health); /* a new table's workers created it */
             gen_free(old);
             status_line(m, status, sizeof(status));
             notify_ready(status);
@@ -463,6 +464,7 @@ check_generations(struct master *m)
     }
     if (!m->ready_announced && all_ready) {
         m->ready_announced = 1;
+        health_relearn(m->health); /* its workers created the keys table */
         status_line(m, status, sizeof(status));
         log_info("ready: %s", status);
         notify_ready(status);
@@ -853,6 +855,10 @@ prepare(struct master *m)
     sigset_t stop_on;
     stop_signals(&stop_on);
     struct generation *g = gen_load(m->path, &stop_on, &d);
+    if (g != NULL && storecheck_start(g->cfg, &d) > 0) {
+        gen_free(g);
+        g = NULL;
+    }
     print_problems(&d);
     diag_free(&d);
     if (g == NULL && stopped_early(m)) {

@@ -1,8 +1,8 @@
 /*
  * preflight.c - `twiced -t --connect` (see preflight.h): one connection to
- * PostgreSQL, one GetQueueAttributes per queue and dead-letter queue, each
- * bounded in time, and a GET of an absent object in each payload_bucket;
- * nothing is created or changed.
+ * PostgreSQL (which must take writes: not a standby), one GetQueueAttributes
+ * per queue and dead-letter queue, each bounded in time, and a GET of an
+ * absent object in each payload_bucket; nothing is created or changed.
  */
 #include "preflight.h"
 
@@ -37,9 +37,15 @@ check_store(const struct config *c, struct diag *d)
     char err[768];
     int rc =
         idem_open(c->idempotency.dsn, c->idempotency.table, "twiced -t", &s, err, sizeof(err));
+    int standby = rc == 0 ? idem_standby(s, err, sizeof(err)) : -1;
     idem_close(s);
-    if (rc != 0) {
-        diag_add(d, c->file, 0, "idempotency.dsn: %s", err);
+    const char *file = c->idempotency.dsn_src != NULL ? c->idempotency.dsn_src : c->file;
+    if (rc != 0 || standby < 0) {
+        diag_add(d, file, c->idempotency.dsn_line, "idempotency.dsn: %s", err);
+        return 1;
+    }
+    if (standby) {
+        diag_add(d, file, c->idempotency.dsn_line, "idempotency.dsn: %s", IDEM_STANDBY_WHY);
         return 1;
     }
     return 0;

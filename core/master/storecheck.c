@@ -12,15 +12,20 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Connect to dsn just long enough to read what it reaches. 0, or -1 with
- * err. */
+/* Connect to dsn just long enough to read what it reaches, and (standby not
+ * NULL) whether that is a standby in recovery. 0, or -1 with err. */
 static int
-identity_of(const char *dsn, const char *table, struct idem_identity *out, char *err, size_t cap)
+identity_of(const char *dsn, const char *table, struct idem_identity *out, int *standby, char *err,
+            size_t cap)
 {
     struct idem_store *s = NULL;
     int rc = idem_open(dsn, table, "twiced reload", &s, err, cap);
     if (rc == 0) {
         rc = idem_identity(s, out, err, cap);
+    }
+    if (rc == 0 && standby != NULL) {
+        *standby = idem_standby(s, err, cap);
+        rc = *standby < 0 ? -1 : 0;
     }
     idem_close(s);
     return rc;
@@ -49,7 +54,7 @@ running_identity(const struct config *was, struct health *running, int same,
         return known;
     }
     struct idem_identity asked;
-    if (identity_of(was->idempotency.dsn, was->idempotency.table, &asked, err, cap) == 0) {
+    if (identity_of(was->idempotency.dsn, was->idempotency.table, &asked, NULL, err, cap) == 0) {
         *out = asked;
         return 1;
     }
@@ -87,8 +92,9 @@ storecheck_reload(const struct config *was, const struct config *now, struct hea
     int same = strcmp(was->idempotency.dsn, now->idempotency.dsn) == 0;
     struct idem_identity old_id, new_id;
     char err[768], why[512], msg[1600];
-    if (identity_of(now->idempotency.dsn, now->idempotency.table, &new_id, err, sizeof(err)) !=
-        0) {
+    int standby = 0;
+    if (identity_of(now->idempotency.dsn, now->idempotency.table, &new_id, &standby, err,
+                    sizeof(err)) != 0) {
         if (same) {
             return 0; /* the store is down: the new generation waits for it, as the old does */
         }
@@ -96,6 +102,16 @@ storecheck_reload(const struct config *was, const struct config *now, struct hea
                  "the new dsn does not connect (%s); a reload that changes the dsn must check "
                  "that it reaches the keys generation %d uses; reload again once it answers",
                  err, gen);
+        return refuse(now, d, msg);
+    }
+    if (standby) {
+        /* Its workers could never migrate or claim: the generation would only
+         * fail at ready_timeout. Written as before too: the old workers wait for
+         * a promotion, as for an outage, and a reload can wait with them. */
+        snprintf(msg, sizeof(msg),
+                 "%s (a generation started on it could never be ready); generation %d keeps "
+                 "running; reload again once it is promoted",
+                 IDEM_STANDBY_WHY, gen);
         return refuse(now, d, msg);
     }
     if (!running_identity(was, running, same, &old_id, err, sizeof(err))) {
@@ -112,4 +128,21 @@ storecheck_reload(const struct config *was, const struct config *now, struct hea
         return 0;
     }
     return refuse_moved(now, d, same, why, gen);
+}
+
+int
+storecheck_start(const struct config *c, struct diag *d)
+{
+    struct idem_store *s = NULL;
+    char err[512];
+    int standby = 0;
+    if (idem_open(c->idempotency.dsn, c->idempotency.table, "twiced start", &s, err,
+                  sizeof(err)) == 0) {
+        standby = idem_standby(s, err, sizeof(err)) > 0;
+    }
+    idem_close(s);
+    if (standby) {
+        return refuse(c, d, IDEM_STANDBY_WHY);
+    }
+    return 0;
 }

@@ -25,9 +25,20 @@ struct health;
  * again once the store answers. A dsn written as before is checked as well
  * (a service file or a host name may have changed what it reaches), but
  * only when both sides can be known: a store that is down does not refuse
- * it. gen is the running generation, for the message.
+ * it. A dsn that reaches a standby in recovery (pg_is_in_recovery()) is
+ * refused at once, written as before or not: no generation could get ready
+ * on it. gen is the running generation, for the message.
  */
 int storecheck_reload(const struct config *was, const struct config *now, struct health *running,
                       int gen, struct diag *d);
+
+/*
+ * At the first start: 1 with one "FILE:LINE: idempotency.dsn: ..." in d when
+ * c's dsn reaches a standby in recovery, whose workers could never get
+ * ready (twiced does not start); else 0, also when the store does not
+ * answer (the workers wait for it, bounded by ready_timeout). One connect,
+ * bounded by the dsn's connect_timeout.
+ */
+int storecheck_start(const struct config *c, struct diag *d);
 
 #endif

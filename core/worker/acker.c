@@ -59,14 +59,24 @@
 #include <string.h>
 
 /* How long a pass waits to gather more jobs into its batches. */
-#define ACKER_GATHER_NS (5 * 1000000L)
+#define ACKER_GATHER_NS       (5 * 1000000L)
 /* Acknowledgement attempts before a job is given up (it is then redelivered). */
-#define ACKER_MAX_TRIES 8
+#define ACKER_MAX_TRIES       8
 /* Keys per PostgreSQL statement. */
-#define ACKER_BATCH     256
+#define ACKER_BATCH           256
+/* How long the first reconnect of an outage may hold the acker's thread (ms):
+ * long enough for a server that is back (a restart, a failover's new primary)
+ * to take the connection at once, well within the heartbeat's slack
+ * (HEARTBEAT_SLACK_S). Later calls wait ACKER_CONNECT_STEP_MS at most: the
+ * reconnect goes on between them. */
+#define ACKER_CONNECT_WAIT_MS 250
+/* How long each later call may wait for the server (ms): a round trip of a
+ * server that answers, so that a reconnect's few (TLS, authentication) are
+ * over within a call or two; a server that does not answer costs that. */
+#define ACKER_CONNECT_STEP_MS 20
 /* Seconds before a stop's deadline when the last pass settles what the store
  * could not take: time enough for its deletes before SQS calls are cut. */
-#define ACKER_LAST_CALL 3
+#define ACKER_LAST_CALL       3
 
 struct acker {
     struct worker *w;
@@ -199,8 +209,15 @@ pname(const struct twice_job *j)
     return j->plugin != NULL ? j->plugin->name : "";
 }
 
-/* The acker's store connection, (re)connected on demand. Outages are
- * logged when they begin and end, not on every failure. */
+/* The acker's store connection, (re)connected on demand. A reconnect never
+ * holds the thread for longer than ACKER_CONNECT_WAIT_MS at the start of an
+ * outage, and ACKER_CONNECT_STEP_MS a call while it lasts: it goes on
+ * between the calls (idem_reconnect_poll; acker_main calls at every turn of
+ * its loop while the store is down), so that the heartbeat keeps extending
+ * the running jobs' visibility while a server that accepts and never
+ * answers makes each connect last its connect_timeout. NULL while not
+ * connected. Outages are logged when they begin and end, not on every
+ * failure. */
 static struct idem_store *
 acker_store(struct acker *a)
 {
@@ -213,11 +230,19 @@ acker_store(struct acker *a)
     }
     int rc;
     if (a->store == NULL) {
+        /* only when even the first open could not make a store (no memory) */
         const struct config *c = a->w->cfg;
         rc = idem_open(c->idempotency.dsn, c->idempotency.table, a->w->owner, &a->store, err,
                        sizeof(err));
     } else {
-        rc = idem_reconnect(a->store, err, sizeof(err));
+        int wait_ms = a->store_down ? ACKER_CONNECT_STEP_MS : ACKER_CONNECT_WAIT_MS;
+        int got = idem_reconnect_poll(a->store, wait_ms, err, sizeof(err));
+        if (got == 0) {
+            snprintf(err, sizeof(err),
+                     "a new connection is not answered within %d ms (still trying)",
+                     ACKER_CONNECT_WAIT_MS);
+        }
+        rc = got == 1 ? 0 : -1;
     }
     if (rc != 0) {
         if (!a->store_down) {
@@ -1035,6 +1060,9 @@ acker_main(void *arg)
         a->stopping = stopping;
         a->last_call = stopping && (flag_is_up(&a->w->abandon) ||
                                     (a->deadline && job_elapsed(&last_call_at, &now) >= 0));
+        if (a->store_down) {
+            acker_store(a); /* the reconnect goes on, whether or not a step needs it now */
+        }
         list = due_later(a, list, &now);
         if (list != NULL) {
             pass(a, list);

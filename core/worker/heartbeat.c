@@ -85,16 +85,17 @@ claimed_keys(struct twice_job **jobs, size_t n, const char **keys)
     return k;
 }
 
-/* Extend one queue's due jobs: visibility first, then leases. */
+/* Extend the leases of one queue's due jobs, whose visibility was just
+ * extended (heartbeat_run: every queue's first, so that none waits for the
+ * store). */
 static void
-extend_queue(struct heartbeat *hb, struct twice_job **jobs, size_t n, const struct timespec *now)
+extend_leases(struct heartbeat *hb, struct twice_job **jobs, size_t n, const struct timespec *now)
 {
     const struct config *cfg = hb->w->cfg;
     const struct config_queue *qc = jobs[0]->queue->cfg;
     const char **keys = malloc(n * sizeof(*keys));
     int *extended = malloc(n * sizeof(*extended));
     char err[512];
-    set_visibility(hb, jobs, n, qc->visibility_timeout);
     size_t k = keys != NULL && extended != NULL ? claimed_keys(jobs, n, keys) : 0;
     struct idem_store *s = hb->store(hb->store_arg);
     if ((keys == NULL || extended == NULL) && report_now(hb)) {
@@ -304,9 +305,17 @@ heartbeat_run(struct heartbeat *hb, const struct timespec *now)
     size_t *due = first + w->nqueues + 1, *take = due + w->nqueues + 1;
     struct twice_job **chosen = all + n; /* the snapshot has room for n more */
     heartbeat_plan(w, all, n, hb->interval, now, chosen, first, due, take);
+    /* Visibility first, for every queue: what keeps the messages hidden never
+     * waits for the store (a lease lapses later, by lease_margin). */
     for (size_t qi = 0; qi < w->nqueues; qi++) {
         if (take[qi] > 0) {
-            extend_queue(hb, chosen + first[qi], take[qi], now);
+            set_visibility(hb, chosen + first[qi], take[qi],
+                           w->queues[qi].cfg->visibility_timeout);
+        }
+    }
+    for (size_t qi = 0; qi < w->nqueues; qi++) {
+        if (take[qi] > 0) {
+            extend_leases(hb, chosen + first[qi], take[qi], now);
         }
     }
     free(first);

@@ -5,7 +5,11 @@
  * lease extended together, so slowness is never mistaken for death; at the
  * drain deadline, what still runs is given back. One look makes at most
  * HEARTBEAT_PER_LOOK extensions unless more are pressing. It runs on the acker's
- * thread, between the acker's passes, with the acker's connections.
+ * thread, between the acker's passes, with the acker's connections: every
+ * queue's visibility first, then the leases, and a store that is down or
+ * does not answer a new connection never makes it wait for a reconnect
+ * (acker.c), so the messages of jobs that run on stay hidden through an
+ * outage.
  */
 #ifndef TWICE_HEARTBEAT_H
 #define TWICE_HEARTBEAT_H
@@ -29,7 +33,8 @@ struct heartbeat {
     struct worker *w;
     struct registry *reg;   /* the jobs in flight */
     struct sqs_client *sqs; /* the acker's SQS client */
-    /* The acker's store, connected on demand; NULL while unreachable. */
+    /* The acker's store, connected on demand; NULL while unreachable or still
+     * reconnecting (it does not wait for a reconnect). */
     struct idem_store *(*store)(void *arg);
     void *store_arg;
     /* Carry out a timeout's verdict on a running job's message (timeout.h), with

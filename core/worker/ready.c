@@ -1,8 +1,9 @@
 /*
  * ready.c - a worker's readiness checks before it tells the master "ready"
- * (see ready.h): the store, then every queue. The store check is the one a
- * worker needs anyway (idem_migrate), on a connection of its own that is
- * closed again; the receivers open theirs afterwards.
+ * (see ready.h): the store (one that takes writes: not a standby), then
+ * every queue. The store check is the one a worker needs anyway
+ * (idem_migrate), on a connection of its own that is closed again; the
+ * receivers open theirs afterwards.
  */
 #include "ready.h"
 
@@ -40,9 +41,13 @@ check_once(struct worker *w, struct sqs_client *sqs, char *why)
     const struct config *c = w->cfg;
     struct idem_store *s = NULL;
     char err[768];
+    int standby = 0;
     if (idem_open(c->idempotency.dsn, c->idempotency.table, w->owner, &s, err, sizeof(err)) != 0 ||
+        (standby = idem_standby(s, err, sizeof(err))) != 0 ||
         idem_migrate(s, err, sizeof(err)) != 0) {
-        snprintf(why, READY_WHY, "idempotency store: %s", err);
+        /* a standby: waited on like an outage (a failover promotes it), with
+         * the reason its migration's read-only error would not say as plainly */
+        snprintf(why, READY_WHY, "idempotency store: %s", standby > 0 ? IDEM_STANDBY_WHY : err);
         idem_close(s);
         return -1;
     }

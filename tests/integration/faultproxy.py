@@ -9,7 +9,8 @@ also counts what it saw, by operation. Not a mock: in "pass" mode every request
 goes to the real emulator and its real answer comes back (unless the test sets
 `rewrite`, to add what the emulator lacks, such as a system attribute SQS has).
 TcpProxy does the same for any TCP server, at the level of connections: up (bytes
-forwarded as they are) or down (every connection cut, new ones refused), so one test
+forwarded as they are), down (every connection cut, new ones refused) or hanging
+(every connection cut, new ones accepted and never answered), so one test
 can lose the run's shared PostgreSQL without taking it from the others; and, for
 PostgreSQL, it can lose one answer: the statement runs and commits, the connection is
 cut before its answer reaches the client (cut_answer).
@@ -190,6 +191,8 @@ class TcpProxy:
         self._listener = None
         self._cut_marker = None  # bytes: the request whose answer is to be lost
         self.cuts = 0  # answers lost so far
+        self.hanging = False  # hang(): new connections are held, never answered
+        self.held = []
         self.up()
 
     def cut_answer(self, marker):
@@ -225,6 +228,10 @@ class TcpProxy:
                 client, _ = listener.accept()
             except OSError:
                 return  # closed by down()
+            with self.lock:
+                if self.hanging:
+                    self.held.append(client)
+                    continue
             try:
                 server = socket.create_connection(self.target, timeout=5)
             except OSError:
@@ -299,8 +306,34 @@ class TcpProxy:
                 pass
             c.close()
 
+    def hang(self):
+        """A server that stops answering (a host gone without a word, a network that
+        drops packets): the open connections are cut, and new ones are accepted and
+        then never answered (a client waits its connect_timeout), until resume()."""
+        with self.lock:
+            self.hanging = True
+            conns, self.conns = self.conns, []
+        self._close_all(conns)
+
+    def resume(self):
+        """After hang(): the held connections are closed, new ones forwarded again."""
+        with self.lock:
+            self.hanging = False
+            held, self.held = self.held, []
+        self._close_all(held)
+
+    @staticmethod
+    def _close_all(conns):
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            c.close()
+
     def close(self):
         self.down()
+        self.resume()
 
 
 def split_endpoint(endpoint):

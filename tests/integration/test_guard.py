@@ -115,6 +115,34 @@ class Guard(twicetest.TwiceTestCase):
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)
 
+    def test_a_store_that_hangs_does_not_hold_up_the_heartbeat(self):
+        # PostgreSQL stops answering while a job runs longer than its visibility
+        # timeout (4 s): its connections are cut, a new one is accepted and never
+        # answered. The acknowledger's reconnect used to wait for it on the
+        # heartbeat's thread (connect_timeout, 10 s), so the message's visibility was
+        # not extended in time: it came back and was received again while its job
+        # still ran. Now the reconnect goes on beside the heartbeat: the message stays
+        # hidden, is received once and handled once, and the job completes once the
+        # store answers again.
+        url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
+            "hangstore", visibility_timeout=4)
+        self.sqs.send(url, json.dumps({"id": "hang-1", "sleep_ms": 13000}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
+                             timeout=10, message="the job never started")
+        proxy.hang()
+        hung = time.monotonic()
+        while time.monotonic() - hung < 10.5:  # past two visibility timeouts
+            self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_messages_received_total"),
+                             1, "the message came back while its job ran")
+            time.sleep(0.25)
+        proxy.resume()
+        self.wait_empty(url, timeout=20)
+        self.assertEqual([(k, a) for k, _, a in self.lines(effects)], [("effect:hang-1", "1")])
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_messages_received_total"), 1)
+        self.assertEqual(self.key_row(dsn, "effect:hang-1"), ("completed", True, 1))
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
     def flow(self, prefix, fault):
         """60 messages sent over 2 s while fault(proxy, dsn, stop) runs again and
         again on a thread until stop is set: each must be handled once, as attempt 1, within 20 s of the first -

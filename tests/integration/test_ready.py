@@ -151,6 +151,31 @@ class Ready(twicetest.TwiceTestCase):
         rel.setblocking(False)
         self.assertRaises(BlockingIOError, rel.recv, 4096)
 
+    def test_the_health_check_asks_the_store_identity_once_per_connection(self):
+        # The master's health check learns which keys its connection reaches, for a
+        # reload's check of the dsn. With no keys table (here the dsn's search_path
+        # names no schema, so the workers cannot create it and never get ready) it
+        # asked again at every check, every 3 s, for as long as twiced ran: once per
+        # connection is enough. Counted by the server (pg_stat_statements, which
+        # scripts/testenv.sh preloads), in the test's own database.
+        dsn = self.new_database("ready-ident")
+        self.pg.query(dsn, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        name = urllib.parse.urlsplit(dsn).path.lstrip("/")
+        nowhere = dsn + "?options=-csearch_path%3Dnowhere"
+        d = self.start_twiced(self.conf("ready-ident", dsn=nowhere, ready_timeout=60))
+        d.wait_log(r"not ready: idempotency store: ", timeout=20)
+
+        def asked():
+            return self.pg.query(dsn, "SELECT coalesce(sum(calls), 0)::int "
+                                      "FROM pg_stat_statements s JOIN pg_database d "
+                                      "ON d.oid = s.dbid WHERE d.datname = %s "
+                                      "AND s.query LIKE '%%pg_control_system%%'", (name,))[0][0]
+        twicetest.wait_until(lambda: asked() >= 1, timeout=15)
+        time.sleep(7.5)  # the health check asks SELECT 1 every 3 s: two or three more
+        self.assertTrue(d.running())
+        self.assertEqual(asked(), 1, "the identity once, on the one connection")
+        self.assertEqual(d.stop(), 0)
+
     def test_check_connect_says_what_does_not_answer(self):
         good = self.twiced(self.conf("connect"))
         r = subprocess.run([good.binary, "-t", "--connect", "-c", good.config_path],
@@ -167,7 +192,7 @@ class Ready(twicetest.TwiceTestCase):
                            capture_output=True, text=True, env=bad.process_env, timeout=60)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         path = re.escape(bad.config_path)
-        self.assertRegex(r.stderr, r"%s: idempotency.dsn: cannot connect to PostgreSQL: .*"
+        self.assertRegex(r.stderr, r"%s:\d+: idempotency.dsn: cannot connect to PostgreSQL: .*"
                                    r"password authentication failed" % path)
         self.assertRegex(r.stderr, r"%s:\d+: queue jobs: url %s: GetQueueAttributes: \S+"
                          % (path, re.escape(missing)))

@@ -245,6 +245,47 @@ class Reload(ReloadSetup, twicetest.TwiceTestCase):
         self.assertNotIn("secret", d.log_text())
         self.assertEqual(d.stop(), 0)
 
+    def test_a_dsn_that_reaches_a_standby_is_refused_at_once(self):
+        # A standby in recovery is the same database of the same cluster (its keys
+        # table too), so the identity check takes it; but nothing can be written
+        # there: a generation started on it would wait for ready_timeout and fail.
+        # The reload is refused at once with FILE:LINE, the workers stay; a first
+        # start and `twiced -t --connect` say the same and exit 1, without waiting.
+        conf = self.setup("standby", workers=1)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(self.url, json.dumps({"id": "before"}))
+        twicetest.wait_until(lambda: len(self.effects()) == 1, timeout=20)
+        port = self.pg_standby()  # after the keys table exists: it has it too
+        standby = self.dsn.replace(":%d/" % self.env.pg_port, ":%d/" % port)
+        self.assertEqual(self.pg.query(standby, "SELECT pg_is_in_recovery(), "
+                                                "to_regclass('twice_idempotency') IS NOT NULL"),
+                         [(True, True)])
+        on_standby = conf.replace(self.dsn, standby)
+        refusal = (r"%s:\d+: idempotency.dsn: the server is a standby in recovery "
+                   r"\(read-only\): twiced cannot write its keys there; point the dsn at the "
+                   r"primary")
+        self.write_config(d, on_standby)
+        mark = d.mark()
+        began = time.monotonic()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload: " + refusal % re.escape(d.config_path), since=mark, timeout=15)
+        d.wait_log(r"reload refused .*generation 1 keeps running", since=mark, timeout=5)
+        self.assertLess(time.monotonic() - began, 15, "not after ready_timeout (60 s)")
+        self.sqs.send(self.url, json.dumps({"id": "before"}))
+        d.wait_log(r"duplicate: key completed", since=mark, timeout=20)
+        self.assertNotIn("generation 2", d.log_text())
+        self.assertEqual(d.stop(), 0)
+        # twiced -t --connect, and a first start: the same, at once
+        first = self.twiced(on_standby)
+        for args in (["-t", "--connect"], ["-f"]):
+            r = subprocess.run([first.binary, *args, "-c", first.config_path],
+                               capture_output=True, text=True, env=first.process_env,
+                               cwd=first.workdir, timeout=30)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertRegex(r.stderr, refusal % re.escape(first.config_path))
+        self.assertEqual([k for k, _ in self.effects()], ["effect:before"])
+
     def crash_and_respawn(self, d, since):
         """Crash the only worker with a message (which then runs at its next attempt);
         returns once the worker is back and ready."""

@@ -23,12 +23,14 @@ import base64
 import datetime
 import email
 import email.policy
+import glob
 import hashlib
 import hmac
 import itertools
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import string
@@ -79,6 +81,13 @@ def unique_name(prefix, limit=63):
     clean = re.sub(r"[^A-Za-z0-9_-]", "-", prefix) or "t"
     tail = "-%d-%d-%s" % (os.getpid(), next(_counter), os.urandom(3).hex())
     return clean[: max(1, limit - len(tail))] + tail
+
+
+def _free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def wait_until(fn, timeout=10.0, interval=0.1, message=None):
@@ -785,6 +794,48 @@ class TwiceTestCase(unittest.TestCase):
         dsn = self.pg.new_database(prefix)
         self.addCleanup(self.pg.drop_database, dsn)
         return dsn
+
+    def pg_standby(self):
+        """A hot standby of the run's PostgreSQL cluster, still in recovery (it streams
+        from the run's server and is never promoted): pg_basebackup -R of the whole
+        cluster (the databases made so far included) and pg_ctl start on a free port, as
+        the cluster's owner (`postgres` when we are root). Stopped and removed after the
+        test; a few seconds. Returns its port: a dsn of the run's server with that port
+        reaches the same database of the same cluster, read-only."""
+        bindir = os.environ.get("TWICE_PG_BINDIR") or "/usr/lib/postgresql/15/bin"
+        if not os.path.exists(os.path.join(bindir, "pg_basebackup")):
+            found = sorted(d for d in glob.glob("/usr/lib/postgresql/*/bin")
+                           if os.path.exists(os.path.join(d, "pg_basebackup")))
+            if not found:
+                raise EnvError("no pg_basebackup in /usr/lib/postgresql: run scripts/deps.sh")
+            bindir = found[-1]
+        top = tempfile.mkdtemp(prefix="standby-", dir=self.env.run_dir)
+        self.addCleanup(shutil.rmtree, top, True)
+        as_owner = []
+        if os.getuid() == 0:
+            shutil.chown(top, "postgres")
+            as_owner = ["runuser", "-u", "postgres", "--"]
+        os.chmod(top, 0o700)
+        data, port = os.path.join(top, "data"), _free_port()
+        env = dict(os.environ, PGPASSWORD=self.env.pg_password)
+
+        def run(*args):
+            r = subprocess.run(as_owner + list(args), capture_output=True, text=True,
+                               env=env, cwd=top, timeout=60)
+            if r.returncode != 0:
+                raise AssertionError("%s failed: %s%s" % (args[0], r.stdout, r.stderr))
+
+        run(os.path.join(bindir, "pg_basebackup"), "-h", self.env.pg_host, "-p",
+            str(self.env.pg_port), "-U", self.env.pg_user, "-D", data, "-R", "-c", "fast",
+            "-X", "stream")
+        pg_ctl = os.path.join(bindir, "pg_ctl")
+        run(pg_ctl, "-D", data, "-l", os.path.join(top, "log"), "-w", "-t", "30", "-o",
+            "-p %d -c unix_socket_directories=%s -c shared_preload_libraries=" % (port, top),
+            "start")
+        self.addCleanup(subprocess.run, as_owner + [pg_ctl, "-D", data, "-m", "immediate",
+                                                    "-w", "stop"],
+                        capture_output=True, cwd=top, timeout=60)
+        return port
 
     def distinct_effects(self, dsn):
         """(distinct keys, rows) in the effects table (tc.EFFECTS_TABLE) of dsn: equal
