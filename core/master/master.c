@@ -472,13 +472,46 @@ check_generations(struct master *m)
     }
 }
 
+/* The stop signals (TERM, INT, QUIT) in *set. */
+static void
+stop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGQUIT);
+}
+
+/* Whether one of the stop signals is pending: held, as they are outside
+ * the loop's wait, until the loop takes them. */
+static int
+stop_pending(void)
+{
+    sigset_t pending;
+    return sigpending(&pending) == 0 &&
+           (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1 ||
+            sigismember(&pending, SIGQUIT) == 1);
+}
+
+/* A reload: the new configuration checked (its plugins in a probe, cut
+ * short by a stop signal, which the loop then takes: a stop does not wait
+ * for a plugin's slow init), then started beside the running generation. */
 static void
 reload(struct master *m)
 {
     notify_reloading();
     log_info("reloading %s", m->path);
     struct diag d = DIAG_INIT;
-    struct generation *g = gen_load(m->path, NULL, &d);
+    sigset_t stop_on;
+    stop_signals(&stop_on);
+    struct generation *g = gen_load(m->path, &stop_on, &d);
+    if (g == NULL && stop_pending()) {
+        log_warn("reload abandoned: a stop signal came while its plugins were checked; "
+                 "generation %d stops unchanged",
+                 m->cur->id);
+        diag_free(&d);
+        return;
+    }
     if (g != NULL && (config_reload_refused(m->cur->cfg, g->cfg, &d) > 0 ||
                       storecheck_reload(m->cur->cfg, g->cfg, m->health, m->cur->id, &d) > 0)) {
         gen_free(g);
@@ -709,16 +742,6 @@ loop_once(struct master *m, const sigset_t *wait_mask)
         log_info("running the reload requested while generation %d was starting", m->cur->id);
         reload(m);
     }
-}
-
-/* The stop signals (TERM, INT, QUIT) in *set. */
-static void
-stop_signals(sigset_t *set)
-{
-    sigemptyset(set);
-    sigaddset(set, SIGTERM);
-    sigaddset(set, SIGINT);
-    sigaddset(set, SIGQUIT);
 }
 
 /* SIGHUP, SIGUSR1 and the stop signals from the very start (reading the

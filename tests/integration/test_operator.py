@@ -276,6 +276,29 @@ class Operator(twicetest.TwiceTestCase):
         self.assertFalse(os.path.exists(pid_file))
         self.assertEqual(d.stop(), 0, "no process of twiced's is left")
 
+    def test_a_stop_during_a_reloads_plugin_check_does_not_wait_for_it(self):
+        """SIGTERM while a reload's probe runs a plugin's slow init (30 s): the check is
+        abandoned, the running generation drains and twiced exits 0 at once, instead of
+        a stop that waits out the init (up to the probe's 60 s) first."""
+        d = self.start_twiced(self.conf("reloadstop", workers=1, init_sleep_ms=1))
+        d.wait_log(r"ready: generation 1", timeout=30)
+        with open(d.config_path, "w", encoding="utf-8") as f:
+            f.write(d.config_text.replace("init_sleep_ms = 1;", "init_sleep_ms = 30000;"))
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        [probe] = twicetest.wait_until(
+            lambda: [p for p in d.worker_pids() if title(p) == "twiced: probe"], timeout=10,
+            message="the reload's probe did not start")
+        d.signal(signal.SIGTERM)
+        self.assertEqual(d.proc.wait(timeout=15), 0, d.log_tail())
+        log = d.log_text()
+        self.assertRegex(log[mark:], r"reload abandoned: a stop signal came while its plugins "
+                                     r"were checked; generation 1 stops unchanged\n")
+        self.assertIn("stopping: draining 1 worker", log)
+        self.assertNotIn("reload refused", log)
+        self.assertFalse(alive(probe), "the probe was left running")
+        self.assertEqual(d.stop(), 0, "no process of twiced's is left")
+
     def test_quit_lets_running_jobs_finish_stop_hands_them_back(self):
         d = self.start_twiced(self.conf("quit", workers=1, drain_timeout=1))
         d.wait_log(r"ready: generation 1", timeout=30)
