@@ -482,15 +482,20 @@ stop_signals(sigset_t *set)
     sigaddset(set, SIGQUIT);
 }
 
-/* Whether one of the stop signals is pending: held, as they are outside
- * the loop's wait, until the loop takes them. */
+/* The stop signal (TERM, INT or QUIT) held pending, or 0: they are blocked
+ * outside the loop's wait (and from the start: hold_early) until it takes
+ * them. */
 static int
-stop_pending(void)
+pending_stop(void)
 {
     sigset_t pending;
-    return sigpending(&pending) == 0 &&
-           (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1 ||
-            sigismember(&pending, SIGQUIT) == 1);
+    if (sigpending(&pending) != 0) {
+        return 0;
+    }
+    return sigismember(&pending, SIGTERM) == 1   ? SIGTERM
+           : sigismember(&pending, SIGINT) == 1  ? SIGINT
+           : sigismember(&pending, SIGQUIT) == 1 ? SIGQUIT
+                                                 : 0;
 }
 
 /* A reload: the new configuration checked (its plugins in a probe, cut
@@ -505,7 +510,7 @@ reload(struct master *m)
     sigset_t stop_on;
     stop_signals(&stop_on);
     struct generation *g = gen_load(m->path, &stop_on, &d);
-    if (g == NULL && stop_pending()) {
+    if (g == NULL && pending_stop() != 0) {
         log_warn("reload abandoned: a stop signal came while its plugins were checked; "
                  "generation %d stops unchanged",
                  m->cur->id);
@@ -767,12 +772,8 @@ hold_early(void)
 static int
 stopped_early(struct master *m)
 {
-    sigset_t pending;
-    if (m->early_stop == 0 && sigpending(&pending) == 0) {
-        m->early_stop = sigismember(&pending, SIGTERM)   ? SIGTERM
-                        : sigismember(&pending, SIGINT)  ? SIGINT
-                        : sigismember(&pending, SIGQUIT) ? SIGQUIT
-                                                         : 0;
+    if (m->early_stop == 0) {
+        m->early_stop = pending_stop();
     }
     return m->early_stop != 0;
 }

@@ -239,8 +239,7 @@ acker_store(struct acker *a)
         int got = idem_reconnect_poll(a->store, wait_ms, err, sizeof(err));
         if (got == 0) {
             snprintf(err, sizeof(err),
-                     "a new connection is not answered within %d ms (still trying)",
-                     ACKER_CONNECT_WAIT_MS);
+                     "a new connection is not answered within %d ms (still trying)", wait_ms);
         }
         rc = got == 1 ? 0 : -1;
     }
