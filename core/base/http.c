@@ -20,6 +20,7 @@
 
 struct http_client {
     CURL *curl;
+    CURLM *multi; /* drives curl (http_drive); holds the kept-alive connections */
     char *ca_file;
     long connects;
     int shape; /* http_shape of the last transfer that went well; 0: none */
@@ -57,10 +58,14 @@ http_client_new(const char *ca_file)
         return NULL;
     }
     c->curl = curl_easy_init();
-    if (c->curl == NULL || (ca_file != NULL && (c->ca_file = strdup(ca_file)) == NULL)) {
+    c->multi = curl_multi_init();
+    if (c->curl == NULL || c->multi == NULL ||
+        (ca_file != NULL && (c->ca_file = strdup(ca_file)) == NULL)) {
         http_client_free(c);
         return NULL;
     }
+    /* the connection cache curl_easy_perform's own multi handle would have */
+    curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 5L);
     return c;
 }
 
@@ -72,6 +77,9 @@ http_client_free(struct http_client *c)
     }
     if (c->curl != NULL) {
         curl_easy_cleanup(c->curl);
+    }
+    if (c->multi != NULL) {
+        curl_multi_cleanup(c->multi); /* closes the kept-alive connections */
     }
     free(c->ca_file);
     free(c);
@@ -409,6 +417,46 @@ http_setup(struct http_client *c, const struct http_request *req, struct curl_sl
     c->errbuf[0] = '\0';
 }
 
+/*
+ * One transfer, as curl_easy_perform does it but through the client's own
+ * multi handle, so that it starts with curl_multi_perform: curl_easy_perform
+ * waits first (curl_multi_poll with no socket yet, a poll(2) on its wake-up
+ * descriptor whatever the timeout), one system call per request of ~5. The
+ * wait between steps is curl_multi_poll's, as curl_easy_perform's is (it
+ * sleeps even when curl has no descriptor to offer, curl_multi_wait would
+ * spin). The handle leaves the multi handle again before this returns; its
+ * connection stays in the multi handle's cache for the next request.
+ */
+static CURLcode
+http_drive(struct http_client *c)
+{
+    if (curl_multi_add_handle(c->multi, c->curl) != CURLM_OK) {
+        return CURLE_FAILED_INIT;
+    }
+    CURLcode rc = CURLE_OK;
+    CURLMcode mc;
+    int running = 1;
+    for (;;) {
+        mc = curl_multi_perform(c->multi, &running);
+        if (mc != CURLM_OK || running == 0) {
+            break;
+        }
+        mc = curl_multi_poll(c->multi, NULL, 0, 1000, NULL);
+        if (mc != CURLM_OK) {
+            break;
+        }
+    }
+    if (mc != CURLM_OK) {
+        rc = mc == CURLM_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_FAILED_INIT;
+    } else {
+        int left = 0;
+        CURLMsg *msg = curl_multi_info_read(c->multi, &left);
+        rc = msg != NULL && msg->msg == CURLMSG_DONE ? msg->data.result : CURLE_FAILED_INIT;
+    }
+    curl_multi_remove_handle(c->multi, c->curl);
+    return rc;
+}
+
 int
 http_perform(struct http_client *c, const struct http_request *req, struct http_response *resp,
              struct http_error *err)
@@ -426,7 +474,7 @@ http_perform(struct http_client *c, const struct http_request *req, struct http_
     }
     struct http_transfer t = {resp, req->cancel, req->max_response, 0, 0, 0};
     http_setup(c, req, headers, &t);
-    CURLcode rc = curl_easy_perform(c->curl);
+    CURLcode rc = http_drive(c);
     long connects = 0;
     if (curl_easy_getinfo(c->curl, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK) {
         c->connects += connects;

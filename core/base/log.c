@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -39,6 +40,36 @@ static char *log_path;
  * one: the first refusal is said once on stderr, the count once the file
  * takes lines again. */
 static atomic_int log_lost;
+
+/* This process's pid for the lines, read once: getpid() is a system call,
+ * and the worker logs every duplicate at info. 0: not read yet; a forked
+ * child clears it (the fork handler), so a line of the child has its own. */
+static atomic_int log_pid_cache;
+static pthread_once_t log_pid_once = PTHREAD_ONCE_INIT;
+
+static void
+log_pid_forked(void)
+{
+    atomic_store_explicit(&log_pid_cache, 0, memory_order_relaxed);
+}
+
+static void
+log_pid_register(void)
+{
+    (void) pthread_atfork(NULL, NULL, log_pid_forked);
+}
+
+static int
+log_pid(void)
+{
+    int pid = atomic_load_explicit(&log_pid_cache, memory_order_relaxed);
+    if (pid == 0) {
+        pthread_once(&log_pid_once, log_pid_register);
+        pid = (int) getpid();
+        atomic_store_explicit(&log_pid_cache, pid, memory_order_relaxed);
+    }
+    return pid;
+}
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -295,7 +326,7 @@ format_json(struct buf *line, const char *ts, twice_log_level level, const struc
     json_object_set_new(obj, "ts", json_string(ts));
     json_object_set_new(obj, "level", json_string(log_level_name(level)));
     json_field(obj, "role", log_role);
-    json_object_set_new(obj, "pid", json_integer(getpid()));
+    json_object_set_new(obj, "pid", json_integer(log_pid()));
     if (job != NULL) {
         json_field(obj, "queue", job->queue);
         json_field(obj, "message_id", job->message_id);
@@ -319,7 +350,7 @@ format_text(struct buf *line, const char *ts, twice_log_level level, const struc
             const char *text)
 {
     buf_cat(line, ts, " ", log_level_name(level), " ", log_role, "[", NULL);
-    buf_put_int(line, getpid());
+    buf_put_int(line, log_pid());
     buf_putc(line, ']');
     if (job != NULL) {
         text_field(line, "queue", job->queue);

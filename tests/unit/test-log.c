@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char path[64];
@@ -88,6 +89,27 @@ test_json_message_is_the_text(void)
     log_set_format(LOG_FORMAT_TEXT);
 }
 
+/* The pid in a line: the process's own, in a child forked after the parent
+ * logged as well (log.c reads it once; twiced -d forks and goes on logging). */
+static void
+test_text_pid_is_the_process_own(void)
+{
+    char want[32];
+    log_set_format(LOG_FORMAT_TEXT);
+    log_info("parent");
+    snprintf(want, sizeof(want), "test[%d]: parent", (int) getpid());
+    CHECK(strstr(last_line(0), want) != NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        log_info("child");
+        _exit(0);
+    }
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && status == 0);
+    snprintf(want, sizeof(want), "test[%d]: child", (int) pid);
+    CHECK(strstr(last_line(0), want) != NULL);
+}
+
 int
 main(void)
 {
@@ -100,6 +122,7 @@ main(void)
     test_text_message_is_escaped_once();
     test_text_fields_stay_quoted();
     test_json_message_is_the_text();
+    test_text_pid_is_the_process_own();
     log_open(NULL);
     unlink(path);
     return check_done("test-log");
