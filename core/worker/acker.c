@@ -365,8 +365,10 @@ staged_followup(const struct twice_job *j, size_t i)
     };
 }
 
-/* One SendMessageBatch of f[0..n) for send_follow_ups, counted: 0 when SQS
- * accepted every message, else -1 with why (naming queue). */
+/* One SendMessageBatch of f[0..n) for send_follow_ups, counted as a request
+ * and, each message SQS took, as a follow-up sent (via direct: the relay's
+ * counter, so /metrics shows every follow-up delivered): 0 when SQS accepted
+ * every message, else -1 with why (naming queue). */
 static int
 send_follow_up_batch(struct acker *a, const char *queue, const struct followup *const *f, size_t n,
                      char *why, size_t whylen)
@@ -382,12 +384,21 @@ send_follow_up_batch(struct acker *a, const char *queue, const struct followup *
         snprintf(why, whylen, "queue %s: %s", queue, desc);
         return -1;
     }
+    size_t took = 0, refused = n;
     for (size_t i = 0; i < n; i++) {
-        if (!res[i].ok) {
-            snprintf(why, whylen, "queue %s: SendMessageBatch: message %d: %s: %s", queue,
-                     f[i]->idx, res[i].code, res[i].message);
-            return -1;
+        if (res[i].ok) {
+            took++;
+        } else if (refused == n) {
+            refused = i;
         }
+    }
+    if (took > 0) {
+        metrics_count(MET_OUTBOX_SENT, queue, "direct", NULL, took);
+    }
+    if (refused < n) {
+        snprintf(why, whylen, "queue %s: SendMessageBatch: message %d: %s: %s", queue,
+                 f[refused]->idx, res[refused].code, res[refused].message);
+        return -1;
     }
     return 0;
 }
