@@ -922,9 +922,19 @@ settle_dups(struct acker *a, struct twice_job *j)
     pthread_mutex_unlock(&a->mu);
 }
 
+/* Count j's one fate. A transactional job the drain deadline gave back
+ * (heartbeat.c) whose transaction then committed is done, not given back:
+ * said once, so that the deadline's "gave back N" is not the last word on it. */
 static void
 count_finished(const struct twice_job *j)
 {
+    if (j->given_back && j->key_completed && j->plugin != NULL && j->plugin->transactional) {
+        struct log_job ctx;
+        job_log_ctx(j, &ctx);
+        log_job(TWICE_LOG_WARN, &ctx,
+                "done after all: its transaction committed after the drain deadline gave it "
+                "back (its message, should it come back, is a duplicate of its completed key)");
+    }
     if (j->key_completed || j->done_unrecorded) {
         if (log_enabled(TWICE_LOG_DEBUG)) {
             struct log_job ctx;
