@@ -87,10 +87,12 @@ struct acker {
     size_t npending;
     struct registry reg; /* the jobs in flight, for the heartbeat */
     int stop;
-    int abandon;      /* give back the running jobs */
-    int exited;       /* the thread has left its loop (acker_stop waits for it) */
-    struct flag cut;  /* a stop's time is up: SQS calls end now, deferred jobs are left */
-    int has_deadline; /* a stop with a deadline: last_call_at is set */
+    int abandon;              /* give back the running jobs */
+    int exited;               /* the thread has left its loop (acker_stop waits for it) */
+    pthread_cond_t exited_cv; /* signalled when exited is set; CLOCK_MONOTONIC, so a
+                                 stop's deadline is waited for as it is given */
+    struct flag cut;          /* a stop's time is up: SQS calls end now, deferred jobs are left */
+    int has_deadline;         /* a stop with a deadline: last_call_at is set */
     struct timespec last_call_at; /* CLOCK_MONOTONIC: ACKER_LAST_CALL before it */
 
     /* Used by the thread only. */
@@ -1116,6 +1118,7 @@ acker_main(void *arg)
     a->later = NULL;
     pthread_mutex_lock(&a->mu);
     a->exited = 1;
+    pthread_cond_broadcast(&a->exited_cv);
     pthread_mutex_unlock(&a->mu);
     return NULL;
 }
@@ -1131,6 +1134,11 @@ acker_start(struct worker *w, char *err, size_t errlen)
     a->w = w;
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
+    pthread_condattr_t mono;
+    pthread_condattr_init(&mono);
+    pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
+    pthread_cond_init(&a->exited_cv, &mono);
+    pthread_condattr_destroy(&mono);
     registry_init(&a->reg);
     a->sqs = sqs_client_new(w->endpoint, w->creds);
     if (a->sqs == NULL) {
@@ -1158,6 +1166,7 @@ fail:
     sqs_client_free(a->sqs);
     idem_close(a->store);
     registry_destroy(&a->reg);
+    pthread_cond_destroy(&a->exited_cv);
     pthread_cond_destroy(&a->cv);
     pthread_mutex_destroy(&a->mu);
     free(a);
@@ -1178,21 +1187,16 @@ acker_stop(struct acker *a, const struct timespec *deadline)
         a->has_deadline = 1;
     }
     pthread_cond_signal(&a->cv);
+    /* Until the thread leaves its loop or the deadline passes, whichever comes
+     * first: a stop ends as soon as the acknowledgements are done. */
+    int rc = 0;
+    while (!a->exited && deadline != NULL && rc == 0) { /* ETIMEDOUT: the deadline */
+        rc = pthread_cond_timedwait(&a->exited_cv, &a->mu, deadline);
+    }
     int exited = a->exited;
     pthread_mutex_unlock(&a->mu);
-    /* Look every 100 ms: a->cv is the thread's own wakeup. */
-    while (!exited && deadline != NULL) {
-        struct timespec now;
-        now_mono(&now);
-        if (job_elapsed(deadline, &now) >= 0) {
-            flag_raise(&a->cut); /* ends a hung SQS call within about a second */
-            break;
-        }
-        struct timespec tick = {0, 100 * 1000000L};
-        nanosleep(&tick, NULL);
-        pthread_mutex_lock(&a->mu);
-        exited = a->exited;
-        pthread_mutex_unlock(&a->mu);
+    if (!exited && deadline != NULL) {
+        flag_raise(&a->cut); /* ends a hung SQS call within about a second */
     }
     pthread_join(a->thread, NULL);
     if (flag_is_up(&a->w->abandon)) {
@@ -1202,6 +1206,7 @@ acker_stop(struct acker *a, const struct timespec *deadline)
     s3_client_free(a->s3);
     idem_close(a->store);
     registry_destroy(&a->reg);
+    pthread_cond_destroy(&a->exited_cv);
     pthread_cond_destroy(&a->cv);
     pthread_mutex_destroy(&a->mu);
     free(a);
