@@ -109,17 +109,12 @@ wait_started(int fd, pid_t daemon)
 static int
 enter_config_dir(const char *config, const char **pid_file, char **pid_abs)
 {
-    if (*pid_file != NULL && (*pid_file)[0] != '/') {
-        char *cwd = get_current_dir_name();
-        size_t n = (cwd != NULL ? strlen(cwd) : 0) + strlen(*pid_file) + 2;
-        if (cwd == NULL || (*pid_abs = malloc(n)) == NULL) {
+    if (*pid_file != NULL) {
+        if ((*pid_abs = pidfile_absolute(*pid_file)) == NULL) {
             diag_print_line(stderr, "twiced: -p %s: %s", *pid_file, cnum_strerror(errno));
-            free(cwd);
             return -1;
         }
-        snprintf(*pid_abs, n, "%s/%s", cwd, *pid_file);
         *pid_file = *pid_abs;
-        free(cwd);
     }
     const char *slash = strrchr(config, '/');
     char dir[4096];

@@ -73,14 +73,15 @@ take(int fd, const char *path, char *err, size_t errlen)
     return 1;
 }
 
-/* path as an absolute path (malloc'd; NULL when out of memory): the master
- * removes the file at exit, when -d has changed the working directory. */
-static char *
-absolute(const char *path)
+char *
+pidfile_absolute(const char *path)
 {
     char cwd[PATH_MAX];
-    if (path[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL) {
+    if (path[0] == '/') {
         return strdup(path);
+    }
+    if (getcwd(cwd, sizeof(cwd)) == NULL) {
+        return NULL;
     }
     size_t n = strlen(cwd) + strlen(path) + 2;
     char *out = malloc(n);
@@ -111,10 +112,12 @@ pidfile_acquire(const char *path, struct pidfile **out, char *err, size_t errlen
         if (fstat(fd, &held) == 0 && stat(path, &now) == 0 && held.st_dev == now.st_dev &&
             held.st_ino == now.st_ino) {
             struct pidfile *p = calloc(1, sizeof(*p));
-            if (p == NULL || (p->path = absolute(path)) == NULL) {
+            /* Absolute: the master removes the file at exit, when -d has
+             * changed the working directory. */
+            if (p == NULL || (p->path = pidfile_absolute(path)) == NULL) {
+                snprintf(err, errlen, "pid_file %s: %s", path, cnum_strerror(errno));
                 free(p);
                 close(fd);
-                snprintf(err, errlen, "out of memory");
                 return -1;
             }
             p->fd = fd;

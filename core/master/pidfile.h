@@ -28,6 +28,12 @@ int pidfile_write(struct pidfile *p, char *err, size_t errlen);
 /* Remove the file and let go of it (NULL: nothing). At the master's exit. */
 void pidfile_release(struct pidfile *p);
 
+/* path as an absolute path, a relative one taken from the working directory
+ * now (twiced -p FILE, before twiced enters the configuration's directory).
+ * malloc'd; NULL with errno when out of memory or the working directory
+ * cannot be read. */
+char *pidfile_absolute(const char *path);
+
 /* The pid_file setting of the configuration at config_path as a path to
  * use: a relative one is taken from the configuration file's directory, as
  * plugin_dir is. malloc'd; NULL when out of memory. */

@@ -169,7 +169,7 @@ verdict(struct verdicts *v, const struct outbox_row *w, int ok, int permanent, c
     if (ok) {
         v->sent_row[v->nsent] = w;
         v->sent[v->nsent++] = w->id;
-        metrics_count(MET_OUTBOX_SENT, w->queue, NULL, NULL, 1);
+        metrics_count(MET_OUTBOX_SENT, w->queue, "relay", NULL, 1);
         return;
     }
     size_t i = v->nrefused + v->nlater;

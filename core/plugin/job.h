@@ -104,6 +104,8 @@ struct twice_job {
                         (idem_unreachable): tried again while the worker runs */
     int held;        /* acker thread: deferred, in its list of later jobs (the heartbeat,
                         on the same thread, then knows the job is no longer running) */
+    int given_back;  /* acker thread: the drain deadline gave it back while it ran
+                        (heartbeat.c); a transactional run may commit after that */
 
     struct arena scratch; /* owned: strings handed to the plugin (api->field...) */
     struct span *span;    /* owned: its trace span (worker/jobspan.c), NULL with tracing off */

@@ -169,8 +169,10 @@ static const struct {
                                  "Follow-up messages SQS refused for good, kept in the outbox."},
     [MET_OUTBOX_SENT] = {"twice_outbox_sent_total",
                          COUNTER,
-                         {"queue"},
-                         "Follow-up messages the relay sent, by target queue."},
+                         {"queue", "via"},
+                         "Follow-up messages SQS took, by target queue and sender: via relay "
+                         "(the outbox relay) or direct (a stopping worker whose completion "
+                         "could not be written, straight to SQS)."},
     [MET_OUTBOX_REFUSED] = {"twice_outbox_refused_total",
                             COUNTER,
                             {"queue"},

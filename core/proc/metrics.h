@@ -43,7 +43,7 @@ enum metric {
     MET_OUTBOX_PENDING,      /* gauge (master): outbox rows waiting to be sent */
     MET_OUTBOX_OLDEST,       /* gauge (master): age of the oldest pending row, seconds */
     MET_OUTBOX_REFUSED_ROWS, /* gauge (master): rows SQS refused for good, kept */
-    MET_OUTBOX_SENT,         /* counter: queue (the target as named) */
+    MET_OUTBOX_SENT,         /* counter: queue (the target as named), via relay|direct */
     MET_OUTBOX_REFUSED,      /* counter: queue; refused for good */
     MET_RATE_LIMITED,        /* counter of seconds: limit; jobs' waits for a rate-limit token */
     MET_QUEUE_PAUSED,        /* gauge (master): queue, reason; 1 while paused */

@@ -87,10 +87,12 @@ struct acker {
     size_t npending;
     struct registry reg; /* the jobs in flight, for the heartbeat */
     int stop;
-    int abandon;      /* give back the running jobs */
-    int exited;       /* the thread has left its loop (acker_stop waits for it) */
-    struct flag cut;  /* a stop's time is up: SQS calls end now, deferred jobs are left */
-    int has_deadline; /* a stop with a deadline: last_call_at is set */
+    int abandon;              /* give back the running jobs */
+    int exited;               /* the thread has left its loop (acker_stop waits for it) */
+    pthread_cond_t exited_cv; /* signalled when exited is set; CLOCK_MONOTONIC, so a
+                                 stop's deadline is waited for as it is given */
+    struct flag cut;          /* a stop's time is up: SQS calls end now, deferred jobs are left */
+    int has_deadline;         /* a stop with a deadline: last_call_at is set */
     struct timespec last_call_at; /* CLOCK_MONOTONIC: ACKER_LAST_CALL before it */
 
     /* Used by the thread only. */
@@ -365,8 +367,10 @@ staged_followup(const struct twice_job *j, size_t i)
     };
 }
 
-/* One SendMessageBatch of f[0..n) for send_follow_ups, counted: 0 when SQS
- * accepted every message, else -1 with why (naming queue). */
+/* One SendMessageBatch of f[0..n) for send_follow_ups, counted as a request
+ * and, each message SQS took, as a follow-up sent (via direct: the relay's
+ * counter, so /metrics shows every follow-up delivered): 0 when SQS accepted
+ * every message, else -1 with why (naming queue). */
 static int
 send_follow_up_batch(struct acker *a, const char *queue, const struct followup *const *f, size_t n,
                      char *why, size_t whylen)
@@ -382,12 +386,21 @@ send_follow_up_batch(struct acker *a, const char *queue, const struct followup *
         snprintf(why, whylen, "queue %s: %s", queue, desc);
         return -1;
     }
+    size_t took = 0, refused = n;
     for (size_t i = 0; i < n; i++) {
-        if (!res[i].ok) {
-            snprintf(why, whylen, "queue %s: SendMessageBatch: message %d: %s: %s", queue,
-                     f[i]->idx, res[i].code, res[i].message);
-            return -1;
+        if (res[i].ok) {
+            took++;
+        } else if (refused == n) {
+            refused = i;
         }
+    }
+    if (took > 0) {
+        metrics_count(MET_OUTBOX_SENT, queue, "direct", NULL, took);
+    }
+    if (refused < n) {
+        snprintf(why, whylen, "queue %s: SendMessageBatch: message %d: %s: %s", queue,
+                 f[refused]->idx, res[refused].code, res[refused].message);
+        return -1;
     }
     return 0;
 }
@@ -911,9 +924,19 @@ settle_dups(struct acker *a, struct twice_job *j)
     pthread_mutex_unlock(&a->mu);
 }
 
+/* Count j's one fate. A transactional job the drain deadline gave back
+ * (heartbeat.c) whose transaction then committed is done, not given back:
+ * said once, so that the deadline's "gave back N" is not the last word on it. */
 static void
 count_finished(const struct twice_job *j)
 {
+    if (j->given_back && j->key_completed && j->plugin != NULL && j->plugin->transactional) {
+        struct log_job ctx;
+        job_log_ctx(j, &ctx);
+        log_job(TWICE_LOG_WARN, &ctx,
+                "done after all: its transaction committed after the drain deadline gave it "
+                "back (its message, should it come back, is a duplicate of its completed key)");
+    }
     if (j->key_completed || j->done_unrecorded) {
         if (log_enabled(TWICE_LOG_DEBUG)) {
             struct log_job ctx;
@@ -1095,6 +1118,7 @@ acker_main(void *arg)
     a->later = NULL;
     pthread_mutex_lock(&a->mu);
     a->exited = 1;
+    pthread_cond_broadcast(&a->exited_cv);
     pthread_mutex_unlock(&a->mu);
     return NULL;
 }
@@ -1110,6 +1134,11 @@ acker_start(struct worker *w, char *err, size_t errlen)
     a->w = w;
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
+    pthread_condattr_t mono;
+    pthread_condattr_init(&mono);
+    pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
+    pthread_cond_init(&a->exited_cv, &mono);
+    pthread_condattr_destroy(&mono);
     registry_init(&a->reg);
     a->sqs = sqs_client_new(w->endpoint, w->creds);
     if (a->sqs == NULL) {
@@ -1137,6 +1166,7 @@ fail:
     sqs_client_free(a->sqs);
     idem_close(a->store);
     registry_destroy(&a->reg);
+    pthread_cond_destroy(&a->exited_cv);
     pthread_cond_destroy(&a->cv);
     pthread_mutex_destroy(&a->mu);
     free(a);
@@ -1157,21 +1187,16 @@ acker_stop(struct acker *a, const struct timespec *deadline)
         a->has_deadline = 1;
     }
     pthread_cond_signal(&a->cv);
+    /* Until the thread leaves its loop or the deadline passes, whichever comes
+     * first: a stop ends as soon as the acknowledgements are done. */
+    int rc = 0;
+    while (!a->exited && deadline != NULL && rc == 0) { /* ETIMEDOUT: the deadline */
+        rc = pthread_cond_timedwait(&a->exited_cv, &a->mu, deadline);
+    }
     int exited = a->exited;
     pthread_mutex_unlock(&a->mu);
-    /* Look every 100 ms: a->cv is the thread's own wakeup. */
-    while (!exited && deadline != NULL) {
-        struct timespec now;
-        now_mono(&now);
-        if (job_elapsed(deadline, &now) >= 0) {
-            flag_raise(&a->cut); /* ends a hung SQS call within about a second */
-            break;
-        }
-        struct timespec tick = {0, 100 * 1000000L};
-        nanosleep(&tick, NULL);
-        pthread_mutex_lock(&a->mu);
-        exited = a->exited;
-        pthread_mutex_unlock(&a->mu);
+    if (!exited && deadline != NULL) {
+        flag_raise(&a->cut); /* ends a hung SQS call within about a second */
     }
     pthread_join(a->thread, NULL);
     if (flag_is_up(&a->w->abandon)) {
@@ -1181,6 +1206,7 @@ acker_stop(struct acker *a, const struct timespec *deadline)
     s3_client_free(a->s3);
     idem_close(a->store);
     registry_destroy(&a->reg);
+    pthread_cond_destroy(&a->exited_cv);
     pthread_cond_destroy(&a->cv);
     pthread_mutex_destroy(&a->mu);
     free(a);

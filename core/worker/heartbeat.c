@@ -2,8 +2,8 @@
  * heartbeat.c - extending visibility and leases of jobs in flight, and
  * giving them back at the drain deadline (see heartbeat.h). Registry jobs
  * belong to their handler threads: only fields fixed at claim time
- * (queue, receipt handle, key) are read here, plus extended_at and held,
- * which only the acker's thread writes, and claimed, which is atomic (a
+ * (queue, receipt handle, key) are read here, plus extended_at, held and
+ * given_back, which only the acker's thread writes, and claimed, which is atomic (a
  * transactional handler settles the key while the job is registered). A held
  * job is the acker's: its other fields are then the acker's thread's too.
  */
@@ -368,6 +368,9 @@ give_back_queue(struct heartbeat *hb, struct wqueue *q, struct twice_job **jobs,
     }
     if (n > nn) {
         set_visibility(hb, jobs + nn, n - nn, deadline_delay(1));
+    }
+    for (size_t i = 0; i < n; i++) {
+        jobs[i]->given_back = 1; /* for the acker's count, should it finish after all */
     }
     log_warn("queue %s: drain deadline: gave back %zu unfinished job%s", q->cfg->name, n,
              plural_s((long long) n));

@@ -457,12 +457,14 @@ class Guard(twicetest.TwiceTestCase):
                      r"could be written \(.*\): its effect happened, so its message is "
                      r"deleted")
 
-    def assert_sent_once_and_not_run_again(self, prefix, url, dlq, sink, dsn, proxy, conf, d):
+    def assert_sent_once_and_not_run_again(self, prefix, url, dlq, sink, dsn, proxy, conf, d,
+                                           port=None):
         """At the stop the job's two follow-ups went straight to SQS, each once, and its
         message was deleted; PostgreSQL comes back and twiced (d, or a new one) runs on
         past the visibility timeout and the lease (4 + 2 s): the job does not run again
         (its key would be completed) and nothing more arrives (the outbox never had
-        them, so the relay sends nothing). Returns the follow-ups received."""
+        them, so the relay sends nothing: with d's metrics port, the follow-ups counted
+        sent are still the two sent directly). Returns the follow-ups received."""
         at_stop = self.sqs.counts(url)
         proxy.up()
         if d is None:
@@ -483,6 +485,10 @@ class Guard(twicetest.TwiceTestCase):
                          [(0,)], "nothing in the outbox for the relay to send again")
         self.assertNotIn("taking over", d.log_text())
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        if port is not None:
+            samples = tc.scrape(port)
+            self.assertEqual(tc.metric_sum(samples, "twice_outbox_sent_total"), 2)
+            self.assertEqual(tc.metric_sum(samples, "twice_outbox_sent_total", via="relay"), 0)
         self.assertEqual(d.stop(), 0)
         return got
 
@@ -527,8 +533,11 @@ class Guard(twicetest.TwiceTestCase):
         proxy.down()
         d.wait_log(r"worker \d+ \(generation 1\) drained and exited", timeout=30)
         self.assertRegex(d.log_text(), self.SENT_DIRECTLY % "reloadsend-1")
+        # Counted as follow-ups sent, as the relay's are, telling one from the other.
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_outbox_sent_total",
+                                       queue=sink, via="direct"), 2)
         got = self.assert_sent_once_and_not_run_again("reloadsend", url, dlq, sink, dsn, proxy,
-                                                      conf, d)
+                                                      conf, d, port)
         self.assertTrue(all(m["Attributes"]["MessageGroupId"] == "g7" for m in got))
         self.assertEqual(sorted(m["Attributes"].get("MessageDeduplicationId") for m in got),
                          sorted(hashlib.sha256(("send:reloadsend-1#%d" % i).encode())

@@ -224,7 +224,7 @@ class Outbox(twicetest.TwiceTestCase):
         self.assertTrue(all(self.attr(m, "origin") == "outbox-sender" for m in got))
         self.assertEqual(self.outbox_rows(), [])
         samples = tc.scrape(self.port)
-        self.assertEqual(tc.metric_sum(samples, "twice_outbox_sent_total"), 4)
+        self.assertEqual(tc.metric_sum(samples, "twice_outbox_sent_total", via="relay"), 4)
         d.stop()
 
     # ---- the relay's statements per message ----
