@@ -203,6 +203,26 @@ name_ok(const char *s)
     return 1;
 }
 
+/* A queue's or a plugin's name: its characters and its length. Longer names
+ * were cut where the processes share them (a dead letter then belonged to no
+ * queue, and its alert lost it). 0, or -1 with the problem reported. */
+static int
+name_check(struct config_at *at, const char *name)
+{
+    char tmp[64];
+    if (!name_ok(name)) {
+        config_problem(at->x, at->s, "%sname '%s' may only use letters, digits, '_', '.' and '-'",
+                       at->sc->pfx, config_shown(name, tmp));
+        return -1;
+    }
+    if (strlen(name) > CONFIG_MAX_NAME) {
+        config_problem(at->x, at->s, "%sname '%s' is %zu bytes long, at most %d", at->sc->pfx,
+                       config_shown(name, tmp), strlen(name), CONFIG_MAX_NAME);
+        return -1;
+    }
+    return 0;
+}
+
 void
 config_plugin_begin(struct config_at *at)
 {
@@ -226,11 +246,7 @@ config_check_plugin_name(struct config_at *at)
     struct config_plugin *p = at->base;
     const struct config *c = at->c;
     char tmp[64];
-    int ok = name_ok(p->name);
-    if (!ok) {
-        config_problem(at->x, at->s, "%sname '%s' may only use letters, digits, '_', '.' and '-'",
-                       at->sc->pfx, config_shown(p->name, tmp));
-    }
+    int ok = name_check(at, p->name) == 0;
     for (const struct config_plugin *o = c->plugins; o < p; o++) {
         if (o->name != NULL && strcmp(o->name, p->name) == 0) {
             config_problem(at->x, at->s, "duplicate plugin name '%s' (first at line %d)",
@@ -385,10 +401,7 @@ int
 config_check_queue_name(struct config_at *at)
 {
     struct config_queue *q = at->base;
-    char tmp[64];
-    if (!name_ok(q->name)) {
-        config_problem(at->x, at->s, "%sname '%s' may only use letters, digits, '_', '.' and '-'",
-                       at->sc->pfx, config_shown(q->name, tmp));
+    if (name_check(at, q->name) != 0) {
         return -1;
     }
     for (const struct config_queue *o = at->c->queues; o < q; o++) {
