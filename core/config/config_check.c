@@ -13,6 +13,7 @@
 #include "escape.h"
 #include "keytmpl.h"
 #include "listen.h"
+#include "s3name.h"
 
 #include <errno.h>
 #include <libpq-fe.h>
@@ -657,12 +658,29 @@ check_delete_payload(struct config_at *at)
     }
 }
 
+/* payload_bucket is compared with each pointer's bucket and is where twicectl
+ * send puts large bodies: a name S3 refuses (capitals, '_') would send every
+ * large message to the dead-letter queue as payload-denied. */
+static void
+check_payload_bucket(struct config_at *at)
+{
+    const struct config_queue *q = at->base;
+    char tmp[64];
+    if (q->payload_bucket != NULL && !s3_valid_bucket(q->payload_bucket)) {
+        config_problem(at->x, config_setting_get_member(at->s, "payload_bucket"),
+                       "%spayload_bucket '%s' is not a name S3 takes (3-63 characters of "
+                       "a-z 0-9 . -, starting and ending with a letter or digit)",
+                       at->sc->pfx, config_shown(q->payload_bucket, tmp));
+    }
+}
+
 int
 config_queue_check(struct config_at *at)
 {
     check_handler(at);
     check_urls(at);
     check_fifo_claims(at);
+    check_payload_bucket(at);
     check_key_fields(at);
     check_delete_payload(at);
     return 0;

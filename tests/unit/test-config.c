@@ -794,6 +794,19 @@ test_name_lengths(void)
     diag_free(&d);
 }
 
+/* A payload_bucket S3 would refuse (capitals, '_') never matches a pointer's
+ * bucket: every large message went to the dead-letter queue as
+ * payload-denied, and twicectl send failed, while twiced -t said OK. */
+static void
+test_payload_bucket_name(void)
+{
+    expect_ok(QUEUE_JOBS("plugin = \"welcome-email\"; payload_bucket = \"my-payloads.2026\";"));
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; payload_bucket = \"My_Payloads\";"),
+               "payload_bucket",
+               "queue 'jobs': payload_bucket 'My_Payloads' is not a name S3 takes (3-63 "
+               "characters of a-z 0-9 . -, starting and ending with a letter or digit)");
+}
+
 /* Paths twiced opens later (log.file, aws.ca_file) mean the same whatever the
  * working directory: -d and systemd run twiced from /, twicectl from anywhere. */
 static void
@@ -1151,6 +1164,7 @@ main(void)
     test_queue_rules();
     test_plugin_rules();
     test_name_lengths();
+    test_payload_bucket_name();
     test_relative_paths();
     test_syntax_errors();
     test_include();
