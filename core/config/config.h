@@ -38,6 +38,11 @@
 #define CONFIG_MAX_INCLUDES 100               /* @include directives followed in all */
 /* Handler threads of one worker: every queue's concurrency, added up. */
 #define CONFIG_MAX_HANDLERS 1024
+/* Bytes of a queue's or a plugin's name: SQS's own limit for a queue name, so
+ * a queue can be named after its SQS queue. Names are kept whole where the
+ * processes share them (dead letters for alerts, metric labels, rate-limit
+ * buckets), which have room for this many. */
+#define CONFIG_MAX_NAME     80
 
 enum config_on_conflict {
     CONFIG_CONFLICT_SKIP = 0,  /* completed key, other payload: delete as a duplicate */

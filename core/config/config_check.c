@@ -13,6 +13,7 @@
 #include "escape.h"
 #include "keytmpl.h"
 #include "listen.h"
+#include "s3name.h"
 
 #include <errno.h>
 #include <libpq-fe.h>
@@ -203,6 +204,26 @@ name_ok(const char *s)
     return 1;
 }
 
+/* A queue's or a plugin's name: its characters and its length. Longer names
+ * were cut where the processes share them (a dead letter then belonged to no
+ * queue, and its alert lost it). 0, or -1 with the problem reported. */
+static int
+name_check(struct config_at *at, const char *name)
+{
+    char tmp[64];
+    if (!name_ok(name)) {
+        config_problem(at->x, at->s, "%sname '%s' may only use letters, digits, '_', '.' and '-'",
+                       at->sc->pfx, config_shown(name, tmp));
+        return -1;
+    }
+    if (strlen(name) > CONFIG_MAX_NAME) {
+        config_problem(at->x, at->s, "%sname '%s' is %zu bytes long, at most %d", at->sc->pfx,
+                       config_shown(name, tmp), strlen(name), CONFIG_MAX_NAME);
+        return -1;
+    }
+    return 0;
+}
+
 void
 config_plugin_begin(struct config_at *at)
 {
@@ -226,11 +247,7 @@ config_check_plugin_name(struct config_at *at)
     struct config_plugin *p = at->base;
     const struct config *c = at->c;
     char tmp[64];
-    int ok = name_ok(p->name);
-    if (!ok) {
-        config_problem(at->x, at->s, "%sname '%s' may only use letters, digits, '_', '.' and '-'",
-                       at->sc->pfx, config_shown(p->name, tmp));
-    }
+    int ok = name_check(at, p->name) == 0;
     for (const struct config_plugin *o = c->plugins; o < p; o++) {
         if (o->name != NULL && strcmp(o->name, p->name) == 0) {
             config_problem(at->x, at->s, "duplicate plugin name '%s' (first at line %d)",
@@ -385,10 +402,7 @@ int
 config_check_queue_name(struct config_at *at)
 {
     struct config_queue *q = at->base;
-    char tmp[64];
-    if (!name_ok(q->name)) {
-        config_problem(at->x, at->s, "%sname '%s' may only use letters, digits, '_', '.' and '-'",
-                       at->sc->pfx, config_shown(q->name, tmp));
+    if (name_check(at, q->name) != 0) {
         return -1;
     }
     for (const struct config_queue *o = at->c->queues; o < q; o++) {
@@ -644,12 +658,29 @@ check_delete_payload(struct config_at *at)
     }
 }
 
+/* payload_bucket is compared with each pointer's bucket and is where twicectl
+ * send puts large bodies: a name S3 refuses (capitals, '_') would send every
+ * large message to the dead-letter queue as payload-denied. */
+static void
+check_payload_bucket(struct config_at *at)
+{
+    const struct config_queue *q = at->base;
+    char tmp[64];
+    if (q->payload_bucket != NULL && !s3_valid_bucket(q->payload_bucket)) {
+        config_problem(at->x, config_setting_get_member(at->s, "payload_bucket"),
+                       "%spayload_bucket '%s' is not a name S3 takes (3-63 characters of "
+                       "a-z 0-9 . -, starting and ending with a letter or digit)",
+                       at->sc->pfx, config_shown(q->payload_bucket, tmp));
+    }
+}
+
 int
 config_queue_check(struct config_at *at)
 {
     check_handler(at);
     check_urls(at);
     check_fifo_claims(at);
+    check_payload_bucket(at);
     check_key_fields(at);
     check_delete_payload(at);
     return 0;

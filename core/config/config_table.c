@@ -258,7 +258,7 @@ const struct config_row config_rows[] = {
     /* An entry of plugins. */
     {ROW("plugins", "name", CONFIG_STR, P(name)), .flags = CONFIG_REQUIRED | CONFIG_NAME,
      .check = config_check_plugin_name,
-     .doc = "What queues and routes refer to: letters, digits, _ . and -."},
+     .doc = "What queues and routes refer to: letters, digits, _ . and -; at most 80 bytes."},
     {ROW("plugins", "path", CONFIG_STR, P(path)), .flags = CONFIG_REQUIRED,
      .check = config_check_plugin_path,
      .doc = "A file name in plugin_dir, or an absolute path. The file and its directory must "
@@ -288,7 +288,8 @@ const struct config_row config_rows[] = {
     /* An entry of queues. */
     {ROW("queues", "name", CONFIG_STR, Q(name)), .flags = CONFIG_REQUIRED | CONFIG_NAME,
      .check = config_check_queue_name,
-     .doc = "Short name for logs and metrics: letters, digits, _ . and -."},
+     .doc = "Short name for logs and metrics: letters, digits, _ . and -; at most 80 bytes "
+            "(as an SQS queue name)."},
     {ROW("queues", "url", CONFIG_STR, Q(url)), .flags = CONFIG_REQUIRED,
      .check = config_check_queue_url,
      .doc = "The SQS queue URL. A URL ending in .fifo is a FIFO queue. One entry per queue: "

@@ -104,8 +104,10 @@ parse(struct ctl *c, const char *cmd, const char *help, int argc, char **argv, l
             }
         } else if (reason != NULL && opt == 'r') {
             *reason = optarg;
-        } else if ((*rc = ctl_option(c, cmd, help, (opt == 'f' || opt == 'r') ? '?' : opt, argc,
-                                     argv)) >= 0) {
+        } else if (opt == 'f' || opt == 'r') { /* pause's, given to resume: named, not its value */
+            *rc = ctl_usage_error(cmd, "unknown option %s", opt == 'f' ? "--for" : "--reason");
+            return NULL;
+        } else if ((*rc = ctl_option(c, cmd, help, opt, argc, argv)) >= 0) {
             return NULL;
         }
     }

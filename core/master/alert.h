@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct config;
+#include "config.h"
 
 enum alert_kind {
     ALERT_NONE = 0,
@@ -40,13 +40,13 @@ struct alert_letter {
     char message_id[128];
     char key[192];
     char reason[32];
-    char plugin[64];
+    char plugin[CONFIG_MAX_NAME + 1];
     int64_t at; /* unix time */
 };
 
 struct alert_count {
     char reason[32];
-    char plugin[64];
+    char plugin[CONFIG_MAX_NAME + 1];
     long n;
 };
 
@@ -54,7 +54,7 @@ struct alert_count {
  * be copied into a delivery queue and outlive the configuration. */
 struct alert_notice {
     enum alert_kind kind;
-    char queue[64];
+    char queue[CONFIG_MAX_NAME + 1];
     char dlq_url[512];
     long depth;    /* messages in the DLQ now; -1: unknown (the check failed) */
     long previous; /* at the previous check; -1: unknown */

@@ -833,6 +833,21 @@ check_log_file(const struct config *c, struct diag *d)
     return 1;
 }
 
+/* twiced -t: the user the workers run as must exist, as twiced will not
+ * start without it (master_start resolves it the same way). 1 when it added
+ * a problem to d. */
+static int
+check_user(const struct config *c, struct diag *d)
+{
+    struct spawn_user u;
+    char err[256];
+    if (spawn_resolve_user(c->user, &u, err, sizeof(err)) == 0) {
+        return 0;
+    }
+    diag_add(d, c->user_file != NULL ? c->user_file : c->file, c->user_line, "%s", err);
+    return 1;
+}
+
 int
 master_check(const char *path, int connect)
 {
@@ -840,6 +855,9 @@ master_check(const char *path, int connect)
     struct generation *g = gen_load(path, NULL, &d);
     int rc = g != NULL ? 0 : 1;
     if (g != NULL && check_log_file(g->cfg, &d)) {
+        rc = 1;
+    }
+    if (g != NULL && check_user(g->cfg, &d)) {
         rc = 1;
     }
     if (g != NULL && connect && preflight_connect(g->cfg, &d) > 0) {

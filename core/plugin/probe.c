@@ -31,9 +31,10 @@
 #include <unistd.h>
 
 /* Progress lines start with '#': the parent uses them to name a plugin that
- * crashed the probe; every other line is a problem. */
+ * crashed the probe; every other line is a problem. The report goes to out,
+ * never to stdout, which the plugin's own output may use. */
 static int
-check_plugin(const struct config *c, const struct config_plugin *cp, int fd)
+check_plugin(const struct config *c, const struct config_plugin *cp, int fd, FILE *out)
 {
     struct plugin_instance p;
     char err[1024];
@@ -44,10 +45,10 @@ check_plugin(const struct config *c, const struct config_plugin *cp, int fd)
     if (fd < 0) {
         return 0; /* the master could not open it and has said why */
     }
-    printf("#plugin %s\n", cp->name);
-    fflush(stdout);
+    fprintf(out, "#plugin %s\n", cp->name);
+    fflush(out);
     if (loader_open_fd(cp->path, fd, &p.lp, NULL, err, sizeof(err)) != 0) {
-        printf("%s:%d: plugin '%s': %s\n", file, cp->line, cp->name, err);
+        fprintf(out, "%s:%d: plugin '%s': %s\n", file, cp->line, cp->name, err);
         return 1;
     }
     struct diag d = DIAG_INIT;
@@ -56,12 +57,12 @@ check_plugin(const struct config *c, const struct config_plugin *cp, int fd)
         problems = keying_check_queues(c, cp->name, &p.lp, &d);
     }
     for (size_t i = 0; i < d.n; i++) {
-        printf("%s\n", d.lines[i]);
+        fprintf(out, "%s\n", d.lines[i]);
     }
     diag_free(&d);
     if (problems == 0) {
         if (hostapi_init(&p, c->file, err, sizeof(err)) != 0) {
-            printf("%s\n", err);
+            fprintf(out, "%s\n", err);
             problems = 1;
         } else {
             hostapi_fini(&p);
@@ -71,32 +72,63 @@ check_plugin(const struct config *c, const struct config_plugin *cp, int fd)
     return problems;
 }
 
+/* The stream of the report: the pipe the parent reads, moved off stdout,
+ * whose descriptor becomes stderr. A plugin that prints (a banner, a debug
+ * printf, a library's chatter) then writes beside its log lines instead of
+ * into the report, where each line would be a problem; and a process its
+ * init() starts does not inherit the pipe and hold the parent's read open.
+ * NULL when the descriptors cannot be moved (stdout is kept then). */
+static FILE *
+report_stream(void)
+{
+    fflush(stdout);
+    int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) {
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (f == NULL) {
+        close(fd);
+        return NULL;
+    }
+    if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        fclose(f);
+        return NULL;
+    }
+    return f;
+}
+
 int
 probe_main(int argc, char **argv)
 {
     struct childargs a;
     char err[1024];
     log_set_role("probe");
+    FILE *report = report_stream();
+    FILE *out = report != NULL ? report : stdout;
     if (childargs_parse(argc, argv, &a, err, sizeof(err)) != 0) {
-        printf("probe: %s\n", err);
+        fprintf(out, "probe: %s\n", err);
+        fflush(out);
         return 2;
     }
     proctitle_set("twiced: probe");
     struct config *c = NULL;
     if (childargs_load_config(&a, &c, err, sizeof(err)) != 0) {
-        printf("%s\n", err);
+        fprintf(out, "%s\n", err);
+        fflush(out);
         childargs_release(&a);
         return 1;
     }
     int problems = 0;
     if (a.nplugin_fds != c->nplugins) {
-        printf("probe: %zu plugin files for %zu plugins\n", a.nplugin_fds, c->nplugins);
+        fprintf(out, "probe: %zu plugin files for %zu plugins\n", a.nplugin_fds, c->nplugins);
         problems = 1;
     } else {
         for (size_t i = 0; i < c->nplugins; i++) {
-            problems += check_plugin(c, &c->plugins[i], a.plugin_fds[i]);
+            problems += check_plugin(c, &c->plugins[i], a.plugin_fds[i], out);
         }
     }
+    fflush(out);
     fflush(stdout);
     config_free(c);
     childargs_release(&a);
@@ -243,6 +275,9 @@ probe_run(const char *path, const char *text, size_t len, const int *plugin_fds,
     } else if (WIFSIGNALED(status)) {
         diag_add(d, path, 0, "plugin '%s': crashed the check with signal %d (%s)", current,
                  WTERMSIG(status), cnum_strsignal(WTERMSIG(status)));
+    } else if (WEXITSTATUS(status) != 0 && d->n == before && current[0] != '\0') {
+        diag_add(d, path, 0, "plugin '%s': exited the check with code %d (exit() in its init?)",
+                 current, WEXITSTATUS(status));
     } else if (WEXITSTATUS(status) != 0 && d->n == before) {
         diag_add(d, path, 0, "plugin check failed with exit code %d", WEXITSTATUS(status));
     }

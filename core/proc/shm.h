@@ -59,10 +59,10 @@ struct shm_series {
  * entry whose seq is not the one a reader expects was overwritten or is
  * being written. */
 struct shm_dlq_event {
-    uint64_t seq; /* atomic; 0: never written */
-    int64_t at;   /* unix time */
-    char queue[64];
-    char plugin[64];
+    uint64_t seq;                    /* atomic; 0: never written */
+    int64_t at;                      /* unix time */
+    char queue[CONFIG_MAX_NAME + 1]; /* whole: the master finds the queue by it */
+    char plugin[CONFIG_MAX_NAME + 1];
     char reason[32];
     char message_id[128];
     char key[192];

@@ -15,7 +15,6 @@
 #include "sigv4.h"
 #include "utf8.h"
 
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,26 +120,6 @@ s3_client_free(struct s3_client *c)
     free(c->host);
     free(c->region);
     free(c);
-}
-
-int
-s3_valid_bucket(const char *b)
-{
-    size_t n = b != NULL ? strlen(b) : 0;
-    int digits_and_dots = 1;
-    if (n < 3 || n > 63 || !ascii_isalnum((unsigned char) b[0]) ||
-        !ascii_isalnum((unsigned char) b[n - 1])) {
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char) b[i];
-        if (!(ascii_islower(ch) || isdigit(ch) || ch == '.' || ch == '-') ||
-            (ch == '.' && b[i + 1] == '.')) {
-            return 0;
-        }
-        digits_and_dots &= isdigit(ch) || ch == '.';
-    }
-    return !digits_and_dots; /* 192.168.5.4 is an address, not a bucket */
 }
 
 int

@@ -9,6 +9,8 @@
 #ifndef TWICE_S3_H
 #define TWICE_S3_H
 
+#include "s3name.h" /* s3_valid_bucket */
+
 #include <stddef.h>
 
 struct creds_chain;
@@ -37,9 +39,6 @@ int s3_client_new(const char *endpoint, const char *region, const char *ca_file,
                   struct creds_chain *creds, struct s3_client **out, char *err, size_t errlen);
 void s3_client_free(struct s3_client *c);
 
-/* S3's rules for a bucket name: 3-63 of a-z 0-9 . -, starting and ending
- * with a letter or digit, no "..", not an IPv4 address. */
-int s3_valid_bucket(const char *name);
 /* A key twice will address: 1-1024 bytes of UTF-8 without control
  * characters, and no "." or ".." path segment (URLs would fold them). */
 int s3_valid_key(const char *key);

@@ -61,6 +61,18 @@ queues = ( { name = "q"; url = "http://127.0.0.1:1/0/q"; dlq_url = "http://127.0
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertRegex(r.stderr, r"(?m)^%s:2: %s" % (re.escape(inc), NUL))
 
+    def test_a_user_that_does_not_exist_fails_the_check_at_its_line(self):
+        """`twiced -t` said OK to `user = "twcie"`, and then twiced refused to start
+        ("not starting: user twcie: no such user"): systemctl start failed after the
+        check the README has people run first."""
+        path = self.write((self.base() + 'workers = 1;\nuser = "twice-no-such-user";\n')
+                          .encode())
+        r = self.check(path)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stderr, r"(?m)^%s:6: user twice-no-such-user: no such user$"
+                         % re.escape(path))
+        self.assertNotIn("OK", r.stdout)
+
     def test_dev_zero_ends_at_once(self):
         r = self.check("/dev/zero")
         self.assertEqual(r.returncode, 1)

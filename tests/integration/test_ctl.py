@@ -80,6 +80,9 @@ class Ctl(twicetest.TwiceTestCase):
         self.ctl(d, "dlq", "redrive", "usage", code=2)  # neither --id nor --all
         self.ctl(d, "dlq", "redrive", "usage", "--all", "--id", "x", code=2)
         self.ctl(d, "key", "list", "--state", "weird", code=2)
+        # pause's options are no resume options: named as given, not by their value
+        r = self.ctl(d, "resume", "usage", "--for", "1h", code=2)
+        self.assertIn("resume: unknown option --for", r.stderr)
         r = self.ctl(d, "status", "ghost", code=1)
         self.assertIn("twicectl: no queue named 'ghost'", r.stderr)
         self.assertIn("(configured: usage)", r.stderr)

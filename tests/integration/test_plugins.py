@@ -315,6 +315,23 @@ class BundledPlugins(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
         self.assertRegex(r.stderr, r"warn .*plugin 'blamer': setting 'label': blamed, yet "
                          r"init went on")
 
+    def test_check_survives_a_plugin_that_prints_or_exits_in_init(self):
+        """The probe reported on its standard output, so a line a plugin's init()
+        printed there (a banner, a debug printf) was taken for a problem: `twiced -t`
+        and every reload refused a good plugin, saying only that line. It goes to
+        stderr now, and an exit() in init() names the plugin, as a crash does."""
+        d, _, _ = self.blame_config('    stdout = "hello from init";')
+        r = d.check_config()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("hello from init", r.stderr)
+        self.assertNotIn("hello from init", r.stdout)
+
+        d, _, _ = self.blame_config('    exit = 3;')
+        r = d.check_config()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("%s: plugin 'blamer': exited the check with code 3" % d.config_path,
+                      r.stdout + r.stderr)
+
     def check_sync_refused(self, settings, setting, want):
         """sync with these settings is refused for setting SETTING with WANT at the line
         that sets it (settingcheck)."""

@@ -757,6 +757,56 @@ test_plugin_rules(void)
     diag_free(&d);
 }
 
+/* Names up to SQS's 80 bytes for a queue name are taken whole; longer ones are
+ * refused at their line. They were taken before and cut to 63 bytes where the
+ * processes share them, so the dead letters of such a queue were lost to its
+ * alerts ("no longer configured"). */
+static void
+test_name_lengths(void)
+{
+    char name[CONFIG_MAX_NAME + 2], extra[1024], msg[256];
+    memset(name, 'q', CONFIG_MAX_NAME);
+    name[CONFIG_MAX_NAME] = '\0';
+    snprintf(extra, sizeof(extra),
+             "queues = ( { name = \"%s\"; url = \"http://127.0.0.1:9/0/jobs\";\n"
+             "  dlq_url = \"http://127.0.0.1:9/0/jobs-dlq\"; plugin = \"welcome-email\"; } );\n",
+             name);
+    expect_ok(extra);
+    strcat(name, "q");
+    snprintf(extra, sizeof(extra),
+             "queues = ( { name = \"%s\"; url = \"http://127.0.0.1:9/0/jobs\";\n"
+             "  dlq_url = \"http://127.0.0.1:9/0/jobs-dlq\"; plugin = \"welcome-email\"; } );\n",
+             name);
+    snprintf(msg, sizeof(msg), "queue 1: name '%.56s...' is 81 bytes long, at most 80", name);
+    expect_one(extra, "queues", msg);
+    struct diag d = DIAG_INIT;
+    struct config *c = NULL;
+    snprintf(extra, sizeof(extra),
+             "idempotency = { dsn = \"dbname=x\"; };\nplugin_dir = \"plugins\";\n"
+             "plugins = ( { name = \"%s\"; path = \"welcome_email.so\"; } );\n"
+             "queues = ( { name = \"jobs\"; url = \"http://127.0.0.1:9/0/jobs\";\n"
+             "  dlq_url = \"http://127.0.0.1:9/0/jobs-dlq\"; plugin = \"%s\"; } );\n",
+             name, name);
+    CHECK_INT(load(extra, 0, &c, &d), -1);
+    snprintf(msg, sizeof(msg), "plugin 1: name '%.56s...' is 81 bytes long, at most 80", name);
+    CHECK(has(&d, path_in(tmpdir, "t.conf"), 3, msg));
+    CHECK_INT(d.n, 1);
+    diag_free(&d);
+}
+
+/* A payload_bucket S3 would refuse (capitals, '_') never matches a pointer's
+ * bucket: every large message went to the dead-letter queue as
+ * payload-denied, and twicectl send failed, while twiced -t said OK. */
+static void
+test_payload_bucket_name(void)
+{
+    expect_ok(QUEUE_JOBS("plugin = \"welcome-email\"; payload_bucket = \"my-payloads.2026\";"));
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; payload_bucket = \"My_Payloads\";"),
+               "payload_bucket",
+               "queue 'jobs': payload_bucket 'My_Payloads' is not a name S3 takes (3-63 "
+               "characters of a-z 0-9 . -, starting and ending with a letter or digit)");
+}
+
 /* Paths twiced opens later (log.file, aws.ca_file) mean the same whatever the
  * working directory: -d and systemd run twiced from /, twicectl from anywhere. */
 static void
@@ -1113,6 +1163,8 @@ main(void)
     test_single_errors();
     test_queue_rules();
     test_plugin_rules();
+    test_name_lengths();
+    test_payload_bucket_name();
     test_relative_paths();
     test_syntax_errors();
     test_include();
