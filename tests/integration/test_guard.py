@@ -214,7 +214,8 @@ class Guard(twicetest.TwiceTestCase):
     def test_a_dead_letter_the_dlq_keeps_failing_releases_its_key(self):
         # max_attempts 1: the job's only run fails, so it is dead-lettered; the DLQ
         # answers every SendMessage with ExpiredToken (credentials that a refresh
-        # fixes: worth trying again, like a 500) until the acknowledger gives up. The run is recorded and the key released at once, the message
+        # fixes: worth trying again, like a 500) until the acknowledger gives up
+        # (ack_tries 3: after about 3 s). The run is recorded and the key released at once, the message
         # given back for a while: when it comes back it is dead-lettered at its
         # claim, without running again - not left in progress until its lease
         # lapses and then run once more as if its worker had hung.
@@ -225,7 +226,7 @@ class Guard(twicetest.TwiceTestCase):
         effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
         port = tc.free_port()
         conf = tc.config(self.env, dsn, [tc.queue("dlqdown", url, dlq, PLUGIN, max_attempts=1,
-                                                  visibility_timeout=4)],
+                                                  visibility_timeout=4, ack_tries=3)],
                          [tc.plugin(PLUGIN, tc.test_plugin(self.env, "effect_file"),
                                     file=effects)], endpoint=sqs.endpoint, lease_margin=1,
                          metrics_port=port)
@@ -385,21 +386,22 @@ class Guard(twicetest.TwiceTestCase):
 
     def test_a_job_done_as_postgresql_went_away_does_not_run_again_while_twiced_runs(self):
         # A failover: PostgreSQL is unreachable for longer than the acknowledger's
-        # tries (about 22 s) while twiced keeps running. The finished job's completion
+        # tries (ack_tries 3 here, about 3 s; 8 by default, about 22 s) while twiced
+        # keeps running. The finished job's completion
         # is tried again until PostgreSQL is back, its message kept hidden (visibility
         # timeout 2 s, extended by the heartbeat) - not given up to come back, be taken
         # over once its lease (2 + 2 s) lapsed and run again: a second email after
         # every failover. Once PostgreSQL answers, the key is completed (its lease
         # lapsed, but nobody took it over) and the message deleted.
         url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
-            "failover", visibility_timeout=2)
+            "failover", visibility_timeout=2, ack_tries=3)
         self.sqs.send(url, json.dumps({"id": "failover-1", "sleep_ms": 1000}))
         twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
                              timeout=10, message="the job never started")
         proxy.down()
         twicetest.wait_until(lambda: self.lines(effects), timeout=10,
                              message="the job did not finish")
-        d.wait_log(r"key=effect:failover-1 .*completing the key failed 8 times", timeout=40)
+        d.wait_log(r"key=effect:failover-1 .*completing the key failed 3 times", timeout=40)
         time.sleep(4)  # past the visibility timeout: given up, it would be back by now
         self.assertEqual(self.sqs.counts(url), (0, 1, 0), "its message is kept hidden")
         proxy.up()
@@ -410,7 +412,7 @@ class Guard(twicetest.TwiceTestCase):
                          [("effect:failover-1", "1")], "it ran once")
         self.assertEqual(self.key_row(dsn, "effect:failover-1"), ("completed", True, 1))
         log = d.log_text()
-        self.assertRegex(log, r"warn .*key=effect:failover-1 .*completing the key failed 8 "
+        self.assertRegex(log, r"warn .*key=effect:failover-1 .*completing the key failed 3 "
                               r"times, the idempotency store unreachable: trying again every "
                               r"few seconds while the worker runs")
         self.assertNotIn("taking over", log)
