@@ -450,6 +450,14 @@ class Guard(twicetest.TwiceTestCase):
                 self.sqs.delete(url, m)
         return got
 
+    def receive_at_least(self, url, count, timeout=10):
+        """Every message on url (each deleted) once count have arrived, and any arriving
+        within a second after them."""
+        got = []
+        twicetest.wait_until(lambda: got.extend(self.receive_for(url, 1)) or len(got) >= count,
+                             timeout=timeout, message="fewer than %d messages arrived" % count)
+        return got + self.receive_for(url, 1)
+
     @staticmethod
     def attr(message, name):
         return message.get("MessageAttributes", {}).get(name, {}).get("StringValue")
@@ -461,17 +469,22 @@ class Guard(twicetest.TwiceTestCase):
 
     def assert_sent_once_and_not_run_again(self, prefix, url, dlq, sink, dsn, proxy, conf, d):
         """At the stop the job's two follow-ups went straight to SQS, each once, and its
-        message was deleted; PostgreSQL comes back and twiced (d, or a new one) runs on
-        past the visibility timeout and the lease (4 + 2 s): the job does not run again
-        (its key would be completed) and nothing more arrives (the outbox never had
-        them, so the relay sends nothing). Returns the follow-ups received."""
+        message was deleted; PostgreSQL comes back and twiced (d, or a new one) runs on:
+        the job does not run again (its key would be completed) and nothing more arrives
+        (the outbox never had them, so the relay sends nothing). Both follow from what is
+        counted before PostgreSQL is back, with no wait for a lapse: the message was the
+        job's only way back, counted gone at the stop (visible, in flight and delayed alike,
+        and the emulator counts exactly), and the outbox, read while no relay can reach it,
+        holds nothing to send again. Returns the follow-ups received."""
         at_stop = self.sqs.counts(url)
+        in_outbox = self.pg.query(dsn, "SELECT count(*) FROM twice_idempotency_outbox")
         proxy.up()
         if d is None:
             d = self.start_twiced(conf)
             d.wait_log(r"ready: generation 1: 1/1", timeout=20)
-        got = self.receive_for(sink, 8)  # past the visibility timeout and the lease
+        got = self.receive_at_least(sink, 2)
         self.assertEqual(at_stop, (0, 0, 0), "its message was deleted at the stop")
+        self.assertEqual(in_outbox, [(0,)], "nothing in the outbox for the relay to send")
         self.assertEqual(self.sqs.counts(url), (0, 0, 0), "and it did not come back")
         self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
                          ["send:%s-1#0" % prefix, "send:%s-1#1" % prefix],
@@ -596,7 +609,15 @@ class Guard(twicetest.TwiceTestCase):
         proxy.up()
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
-        got = self.receive_for(sink, 10)  # past the visibility timeout: the message is back
+        # The message back (a duplicate of its completed key, deleted) and the outbox sent:
+        # nothing is left that could send them again.
+        got = []
+        twicetest.wait_until(
+            lambda: got.extend(self.receive_for(sink, 1)) or (
+                self.sqs.counts(url) == (0, 0, 0) and self.pg.query(
+                    dsn, "SELECT count(*) FROM twice_idempotency_outbox") == [(0,)]),
+            timeout=30, message="the message did not come back, or the outbox was not sent")
+        got += self.receive_for(sink, 1)
         self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
                          ["send:lostsend-1#0", "send:lostsend-1#1"], "each sent once")
         self.wait_empty(url, timeout=20)
