@@ -12,7 +12,7 @@
 #     --quick    normal build and ctest only (no sanitizers, fuzzing, valgrind, packages)
 #     -R REGEX   only the ctest tests matching REGEX (also under TSan, instead of its set)
 #     --keep     keep RUN_DIR (logs, mail, twiced work dirs) after the run
-#   TWICE_CTEST_JOBS=N  tests ctest runs at once in build/ and build-asan/ (default 3)
+#   TWICE_CTEST_JOBS=N  tests ctest runs at once in build/ and build-asan/ (default 4)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,9 +21,11 @@ quick=0
 keep=0
 # The integration tests mostly wait (visibility timeouts, backoffs, drains):
 # three at once on two cores took the normal and ASan stages from ~630 and
-# ~730 s to ~485 and ~530 s here with no test slower to pass. TSan stays at
+# ~730 s to ~485 and ~530 s with no test slower to pass. Four: six of the
+# longest files at -j4 took 230 s and ~170 s of CPU in all (their python and
+# twiced 58 s, the servers ~114 s), two cores under half busy. TSan stays at
 # two (its processes are CPU-bound).
-ctest_args=(--output-on-failure "-j${TWICE_CTEST_JOBS:-3}")
+ctest_args=(--output-on-failure "-j${TWICE_CTEST_JOBS:-4}")
 regex=
 
 while [ $# -gt 0 ]; do

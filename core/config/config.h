@@ -115,6 +115,7 @@ struct config_queue {
     int backoff_cap;        /* RETRY delay cap, seconds (default 300) */
     int timeout;            /* a run's time limit, seconds; 0: none (default) */
     int timeout_grace;      /* seconds past timeout before the worker is replaced (default 10) */
+    int ack_tries;          /* tries of an acknowledging step before it is given up (8) */
     int rate_per_second;    /* rate_limit: jobs started per second, all hosts; 0: none */
     int rate_burst;         /* rate_limit: the bucket's size (default per_second) */
     int fifo;               /* the url ends in ".fifo" */

@@ -424,6 +424,14 @@ const struct config_row config_rows[] = {
             "counts as one that crashed its worker."},
     {ROW("queues", "timeout_grace", CONFIG_INT, Q(timeout_grace)), .lo = 0, .hi = 3600, .def = 10,
      .doc = "Seconds a handler may still run past timeout before its worker is replaced."},
+    {ROW("queues", "ack_tries", CONFIG_INT, Q(ack_tries)), .lo = 2, .hi = 30, .def = 8,
+     .doc = "Tries of each step that acknowledges a finished job (its dead letter, its key's "
+            "completion or release, its delete or visibility change) before the worker gives it "
+            "up and leaves the message to come back after its visibility timeout, where its "
+            "key's state decides what happens to it. The tries are 1, 2, 3, then 4 s apart: the "
+            "default spans about 22 s of an SQS or PostgreSQL outage. A finished job whose "
+            "completion cannot be written because PostgreSQL is unreachable is tried for as long "
+            "as the worker runs, whatever this says."},
 
     {ROW("queues", "breaker", CONFIG_GROUP, Q(breaker_failures)),
      .doc = "A circuit breaker (off unless this group is given): when `failures` transient "

@@ -60,8 +60,6 @@
 
 /* How long a pass waits to gather more jobs into its batches. */
 #define ACKER_GATHER_NS       (5 * 1000000L)
-/* Acknowledgement attempts before a job is given up (it is then redelivered). */
-#define ACKER_MAX_TRIES       8
 /* Keys per PostgreSQL statement. */
 #define ACKER_BATCH           256
 /* How long the first reconnect of an outage may hold the acker's thread (ms):
@@ -305,7 +303,7 @@ defer(struct acker *a, struct twice_job *j, const char *what, const char *why)
     struct log_job ctx;
     job_log_ctx(j, &ctx);
     j->act_tries++;
-    if (j->act_tries >= ACKER_MAX_TRIES && !keeps_trying(a, j)) {
+    if (j->act_tries >= j->queue->cfg->ack_tries && !keeps_trying(a, j)) {
         log_job(TWICE_LOG_ERROR, &ctx,
                 "%s failed %d times, giving up (the message will be redelivered after its "
                 "visibility timeout): %s",
@@ -336,7 +334,7 @@ defer_completion(struct acker *a, struct twice_job *j, const struct idem_store *
                  const char *what, const char *err)
 {
     j->store_down = idem_unreachable(s);
-    if (j->store_down && j->act_tries + 1 == ACKER_MAX_TRIES) {
+    if (j->store_down && j->act_tries + 1 == j->queue->cfg->ack_tries) {
         struct log_job ctx;
         job_log_ctx(j, &ctx);
         log_job(TWICE_LOG_WARN, &ctx,
@@ -585,7 +583,8 @@ send_dead_letters(struct acker *a, struct twice_job *list)
             }
             if (!try_again(&e)) {
                 give_back_unsent(j, LIFECYCLE_DLQ_REFUSED, desc);
-            } else if (j->act_tries + 1 < ACKER_MAX_TRIES || strcmp(e.code, "Cancelled") == 0) {
+            } else if (j->act_tries + 1 < j->queue->cfg->ack_tries ||
+                       strcmp(e.code, "Cancelled") == 0) {
                 defer(a, j, "sending to the DLQ", desc);
             } else {
                 give_back_unsent(j, LIFECYCLE_DLQ_UNAVAILABLE, desc);

@@ -315,16 +315,17 @@ class Attempts(twicetest.TwiceTestCase):
 
     def test_acker_giving_up_on_a_completed_job_counts_it_done_once(self):
         # Gap (a): the key completed, but DeleteMessage keeps failing until the
-        # acknowledger gives up. The job is done (counted once); its redelivery is
-        # a duplicate, deleted without a second effect.
+        # acknowledger gives up (ack_tries 3: after about 3 s, not the default 22).
+        # The job is done (counted once); its redelivery is a duplicate, deleted
+        # without a second effect.
         proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
         self.addCleanup(proxy.close)
         url, dlq, dsn, port, conf = self.setup_tx("giveup", endpoint=proxy.endpoint,
-                                                  visibility_timeout=3)
+                                                  visibility_timeout=3, ack_tries=3)
         d = self.start(conf)
         proxy.answer(500, "InternalFailure", only="DeleteMessageBatch")
         self.sqs.send(url, json.dumps({"id": "kept"}))
-        d.wait_log(r"DeleteMessageBatch failed \d+ times, giving up", timeout=60)
+        d.wait_log(r"DeleteMessageBatch failed 3 times, giving up", timeout=60)
         proxy.passthrough()
         d.wait_log(r"duplicate: key completed by message", timeout=30)
         self.wait_empty(url)

@@ -214,7 +214,8 @@ class Guard(twicetest.TwiceTestCase):
     def test_a_dead_letter_the_dlq_keeps_failing_releases_its_key(self):
         # max_attempts 1: the job's only run fails, so it is dead-lettered; the DLQ
         # answers every SendMessage with ExpiredToken (credentials that a refresh
-        # fixes: worth trying again, like a 500) until the acknowledger gives up. The run is recorded and the key released at once, the message
+        # fixes: worth trying again, like a 500) until the acknowledger gives up
+        # (ack_tries 3: after about 3 s). The run is recorded and the key released at once, the message
         # given back for a while: when it comes back it is dead-lettered at its
         # claim, without running again - not left in progress until its lease
         # lapses and then run once more as if its worker had hung.
@@ -225,7 +226,7 @@ class Guard(twicetest.TwiceTestCase):
         effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
         port = tc.free_port()
         conf = tc.config(self.env, dsn, [tc.queue("dlqdown", url, dlq, PLUGIN, max_attempts=1,
-                                                  visibility_timeout=4)],
+                                                  visibility_timeout=4, ack_tries=3)],
                          [tc.plugin(PLUGIN, tc.test_plugin(self.env, "effect_file"),
                                     file=effects)], endpoint=sqs.endpoint, lease_margin=1,
                          metrics_port=port)
@@ -385,21 +386,22 @@ class Guard(twicetest.TwiceTestCase):
 
     def test_a_job_done_as_postgresql_went_away_does_not_run_again_while_twiced_runs(self):
         # A failover: PostgreSQL is unreachable for longer than the acknowledger's
-        # tries (about 22 s) while twiced keeps running. The finished job's completion
+        # tries (ack_tries 3 here, about 3 s; 8 by default, about 22 s) while twiced
+        # keeps running. The finished job's completion
         # is tried again until PostgreSQL is back, its message kept hidden (visibility
         # timeout 2 s, extended by the heartbeat) - not given up to come back, be taken
         # over once its lease (2 + 2 s) lapsed and run again: a second email after
         # every failover. Once PostgreSQL answers, the key is completed (its lease
         # lapsed, but nobody took it over) and the message deleted.
         url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
-            "failover", visibility_timeout=2)
+            "failover", visibility_timeout=2, ack_tries=3)
         self.sqs.send(url, json.dumps({"id": "failover-1", "sleep_ms": 1000}))
         twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
                              timeout=10, message="the job never started")
         proxy.down()
         twicetest.wait_until(lambda: self.lines(effects), timeout=10,
                              message="the job did not finish")
-        d.wait_log(r"key=effect:failover-1 .*completing the key failed 8 times", timeout=40)
+        d.wait_log(r"key=effect:failover-1 .*completing the key failed 3 times", timeout=40)
         time.sleep(4)  # past the visibility timeout: given up, it would be back by now
         self.assertEqual(self.sqs.counts(url), (0, 1, 0), "its message is kept hidden")
         proxy.up()
@@ -410,7 +412,7 @@ class Guard(twicetest.TwiceTestCase):
                          [("effect:failover-1", "1")], "it ran once")
         self.assertEqual(self.key_row(dsn, "effect:failover-1"), ("completed", True, 1))
         log = d.log_text()
-        self.assertRegex(log, r"warn .*key=effect:failover-1 .*completing the key failed 8 "
+        self.assertRegex(log, r"warn .*key=effect:failover-1 .*completing the key failed 3 "
                               r"times, the idempotency store unreachable: trying again every "
                               r"few seconds while the worker runs")
         self.assertNotIn("taking over", log)
@@ -448,6 +450,14 @@ class Guard(twicetest.TwiceTestCase):
                 self.sqs.delete(url, m)
         return got
 
+    def receive_at_least(self, url, count, timeout=10):
+        """Every message on url (each deleted) once count have arrived, and any arriving
+        within a second after them."""
+        got = []
+        twicetest.wait_until(lambda: got.extend(self.receive_for(url, 1)) or len(got) >= count,
+                             timeout=timeout, message="fewer than %d messages arrived" % count)
+        return got + self.receive_for(url, 1)
+
     @staticmethod
     def attr(message, name):
         return message.get("MessageAttributes", {}).get(name, {}).get("StringValue")
@@ -460,18 +470,23 @@ class Guard(twicetest.TwiceTestCase):
     def assert_sent_once_and_not_run_again(self, prefix, url, dlq, sink, dsn, proxy, conf, d,
                                            port=None):
         """At the stop the job's two follow-ups went straight to SQS, each once, and its
-        message was deleted; PostgreSQL comes back and twiced (d, or a new one) runs on
-        past the visibility timeout and the lease (4 + 2 s): the job does not run again
-        (its key would be completed) and nothing more arrives (the outbox never had
-        them, so the relay sends nothing: with d's metrics port, the follow-ups counted
-        sent are still the two sent directly). Returns the follow-ups received."""
+        message was deleted; PostgreSQL comes back and twiced (d, or a new one) runs on:
+        the job does not run again (its key would be completed) and nothing more arrives
+        (the outbox never had them, so the relay sends nothing: with d's metrics port, the
+        follow-ups counted sent are still the two sent directly). Both follow from what is
+        counted before PostgreSQL is back, with no wait for a lapse: the message was the
+        job's only way back, counted gone at the stop (visible, in flight and delayed alike,
+        and the emulator counts exactly), and the outbox, read while no relay can reach it,
+        holds nothing to send again. Returns the follow-ups received."""
         at_stop = self.sqs.counts(url)
+        in_outbox = self.pg.query(dsn, "SELECT count(*) FROM twice_idempotency_outbox")
         proxy.up()
         if d is None:
             d = self.start_twiced(conf)
             d.wait_log(r"ready: generation 1: 1/1", timeout=20)
-        got = self.receive_for(sink, 8)  # past the visibility timeout and the lease
+        got = self.receive_at_least(sink, 2)
         self.assertEqual(at_stop, (0, 0, 0), "its message was deleted at the stop")
+        self.assertEqual(in_outbox, [(0,)], "nothing in the outbox for the relay to send")
         self.assertEqual(self.sqs.counts(url), (0, 0, 0), "and it did not come back")
         self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
                          ["send:%s-1#0" % prefix, "send:%s-1#1" % prefix],
@@ -603,7 +618,15 @@ class Guard(twicetest.TwiceTestCase):
         proxy.up()
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
-        got = self.receive_for(sink, 10)  # past the visibility timeout: the message is back
+        # The message back (a duplicate of its completed key, deleted) and the outbox sent:
+        # nothing is left that could send them again.
+        got = []
+        twicetest.wait_until(
+            lambda: got.extend(self.receive_for(sink, 1)) or (
+                self.sqs.counts(url) == (0, 0, 0) and self.pg.query(
+                    dsn, "SELECT count(*) FROM twice_idempotency_outbox") == [(0,)]),
+            timeout=30, message="the message did not come back, or the outbox was not sent")
+        got += self.receive_for(sink, 1)
         self.assertEqual(sorted(self.attr(m, "twice-outbox-id") for m in got),
                          ["send:lostsend-1#0", "send:lostsend-1#1"], "each sent once")
         self.wait_empty(url, timeout=20)

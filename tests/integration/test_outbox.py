@@ -307,13 +307,14 @@ class Outbox(twicetest.TwiceTestCase):
                     self.dsn, "SELECT count(*) FROM twice_idempotency_outbox"
                     " WHERE error LIKE 'not sent yet%'")[0][0] > 0:
                 proxy.rewrite = None  # A's first cycle ended in time
-        time.sleep(4)  # what a relay still had in hand
+        twicetest.wait_until(lambda: self.outbox_rows() == [], timeout=10)
+        # What a relay still had in hand is sent by the time its twiced has stopped (or
+        # never): stopped, neither can send anything more, so what is in the sink is all.
+        for d in (a, b):
+            d.stop()
         ids += [self.attr(m, "twice-outbox-id") for m in self.receive_all(sink, 1, timeout=2)]
         self.assertEqual(len(set(ids)), 500)
         self.assertEqual(len(ids), 500, "sent twice: %d" % (len(ids) - len(set(ids))))
-        twicetest.wait_until(lambda: self.outbox_rows() == [], timeout=10)
-        for d in (a, b):
-            d.stop()
 
     def test_fifo_targets_get_the_group_and_a_deduplication_id_from_the_outbox_id(self):
         src, src_dlq, sink, queues, plugins = self.sender_queues()

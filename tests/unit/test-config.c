@@ -369,6 +369,7 @@ test_defaults(void)
     CHECK_INT(q->backoff_cap, 300);
     CHECK_INT(q->timeout, 0); /* no time limit */
     CHECK_INT(q->timeout_grace, 10);
+    CHECK_INT(q->ack_tries, 8);
     CHECK_INT(q->rate_per_second, 0); /* no rate limits */
     CHECK_INT(c->plugins[0].rate_per_second, 0);
     config_free(c);
@@ -592,6 +593,8 @@ test_single_errors(void)
                "max_receives", "queue 'jobs': max_receives (2) must be at least max_attempts (3)");
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; max_receives = 0;"), "max_receives",
                "queue 'jobs': max_receives: 0 is out of range (1-1000000)");
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; ack_tries = 1;"), "ack_tries",
+               "queue 'jobs': ack_tries: 1 is out of range (2-30)");
     expect_one(QUEUE_JOBS("plugin = \"welcome-email\"; max_receives = \"9\";"), "max_receives",
                "queue 'jobs': max_receives: expected an integer, got a string");
     struct config *c = NULL;
