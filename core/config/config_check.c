@@ -14,6 +14,7 @@
 #include "keytmpl.h"
 #include "listen.h"
 #include "s3name.h"
+#include "sqsname.h"
 
 #include <errno.h>
 #include <libpq-fe.h>
@@ -462,16 +463,25 @@ config_check_queue_plugin(struct config_at *at)
     return plugin_ref(at, at->sc, str_of(at));
 }
 
-/* route_by: a dotted JSON body path ("user.id") or "attr:Name". */
+/* route_by: a dotted JSON body path ("user.id") or "attr:Name", Name one SQS
+ * could deliver: with any other, every message would lack it and go to the
+ * dead-letter queue. */
 int
 config_check_route_by(struct config_at *at)
 {
     const char *s = str_of(at);
     char tmp[64];
-    int ok = config_has_prefix(s, "attr:")
-                 ? s[5] != '\0'
-                 : !(s[0] == '\0' || s[0] == '.' || config_has_suffix(s, ".") || strstr(s, ".."));
-    if (ok) {
+    if (config_has_prefix(s, "attr:") && s[5] != '\0') {
+        if (sqs_attr_name_ok(s + 5, strlen(s + 5))) {
+            return 0;
+        }
+        config_problem(at->x, at->s,
+                       "%sroute_by: \"%s\" is not a possible SQS message attribute name (%s)",
+                       at->sc->pfx, config_shown(s + 5, tmp), SQS_ATTR_NAME_RULE);
+        return -1;
+    }
+    if (!(s[0] == '\0' || config_has_prefix(s, "attr:") || s[0] == '.' ||
+          config_has_suffix(s, ".") || strstr(s, ".."))) {
         return 0;
     }
     config_problem(at->x, at->s,

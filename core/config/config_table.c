@@ -304,7 +304,8 @@ const struct config_row config_rows[] = {
     {ROW("queues", "route_by", CONFIG_STR, Q(route_by)), .check = config_check_route_by,
      .doc_default = "none: plugin instead",
      .doc = "Pick the plugin per message by a JSON body path (\"type\", \"meta.kind\") or a "
-            "message attribute (\"attr:Type\")."},
+            "message attribute (\"attr:Type\": a name SQS takes, 1-256 of A-Z a-z 0-9 _ - "
+            "., no leading, trailing or doubled period, not starting with AWS. or Amazon.)."},
     {ROW("queues", "routes", CONFIG_LIST, Q(routes)), COUNT(struct config_queue, nroutes),
      .entry_size = sizeof(struct config_route), .noun = "route", .lo = 1,
      .check = config_check_routes, .entry_begin = config_route_begin,
