@@ -96,6 +96,25 @@ config_check_http_url(struct config_at *at)
     return -1;
 }
 
+/* aws.region: the shape of AWS's region names (us-east-1, us-gov-west-1,
+ * cn-north-1): lowercase letters, digits and '-'. No stricter: with an
+ * emulator's endpoint, "local" or "elasticmq" sign as well. A space or a
+ * capital would only fail at the first signed request. */
+int
+config_check_region(struct config_at *at)
+{
+    const char *r = str_of(at);
+    char tmp[64];
+    if (r[strspn(r, "abcdefghijklmnopqrstuvwxyz0123456789-")] == '\0') {
+        return 0;
+    }
+    config_problem(at->x, at->s,
+                   "aws.region: '%s' is not a region name (lowercase letters, digits and '-', "
+                   "like us-east-1)",
+                   config_shown(r, tmp));
+    return -1;
+}
+
 /* libpq's own parser, so a malformed DSN is caught by `twiced -t`, not by the
  * first worker. Its message is not shown: it can quote the DSN, password
  * included. */
@@ -416,6 +435,24 @@ config_check_queue_name(struct config_at *at)
     return 0;
 }
 
+/* A queue's url or dlq_url: one SQS could answer (sqsname.c). A space or
+ * a character that is not ASCII passed as http(s) before, and failed at the
+ * first request (or the first dead letter). */
+int
+config_check_queue_dlq_url(struct config_at *at)
+{
+    if (config_check_http_url(at) != 0) {
+        return -1;
+    }
+    const char *why = sqs_queue_url_problem(str_of(at));
+    if (why == NULL) {
+        return 0;
+    }
+    config_problem(at->x, at->s, "%s%s: not a possible SQS queue URL: %s", at->sc->pfx,
+                   at->row->name, why);
+    return -1;
+}
+
 /* A queue's url: http(s), and not one an earlier entry polls already (its
  * messages would go to either entry's plugin at random, and pausing one
  * entry would leave the other polling). */
@@ -424,7 +461,7 @@ config_check_queue_url(struct config_at *at)
 {
     struct config_queue *q = at->base;
     q->fifo = config_has_suffix(q->url, ".fifo");
-    if (config_check_http_url(at) != 0) {
+    if (config_check_queue_dlq_url(at) != 0) {
         return -1;
     }
     for (const struct config_queue *o = at->c->queues; o < q; o++) {

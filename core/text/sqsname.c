@@ -1,6 +1,6 @@
 /*
- * sqsname.c - SQS's rule for a message attribute name (sqsname.h).
- * Locale-free: ASCII classes only.
+ * sqsname.c - SQS's rules for a message attribute name and a queue URL's
+ * shape (sqsname.h). Locale-free: ASCII classes only.
  */
 #include "sqsname.h"
 
@@ -35,4 +35,34 @@ sqs_attr_name_ok(const char *name, size_t n)
         }
     }
     return 1;
+}
+
+const char *
+sqs_queue_url_problem(const char *url)
+{
+    size_t skip = strncmp(url, "https://", 8) == 0 ? 8 : strncmp(url, "http://", 7) == 0 ? 7 : 0;
+    if (skip == 0) {
+        return "must start with http:// or https://";
+    }
+    for (const char *p = url; *p != '\0'; p++) {
+        unsigned char c = (unsigned char) *p;
+        if (c == ' ' || c == '\t') {
+            return "contains a space";
+        }
+        if (c < 0x20 || c == 0x7f) {
+            return "contains a control character";
+        }
+        if (c >= 0x80) {
+            return "contains a character that is not ASCII";
+        }
+    }
+    /* The authority: [user@]host[:port]; its host must not be empty. */
+    const char *host = url + skip;
+    size_t alen = strcspn(host, "/?#");
+    const char *at = memchr(host, '@', alen);
+    if (at != NULL) {
+        alen -= (size_t) (at + 1 - host);
+        host = at + 1;
+    }
+    return alen > 0 && host[0] != ':' ? NULL : "has no host";
 }

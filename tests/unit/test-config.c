@@ -856,6 +856,44 @@ test_attr_names(void)
 }
 #undef ROUTE_BY
 
+/* A queue URL with a space or a character that is not ASCII, and a region
+ * that is no region's name, passed twiced -t and failed at the first
+ * request. Emulators' regions ("elasticmq", "local") stay valid. */
+static void
+test_urls_and_region(void)
+{
+    expect_ok(
+        "aws = { region = \"us-gov-west-1\"; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"));
+    expect_ok("aws = { region = \"elasticmq\"; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"));
+    expect_ok("aws = { region = \"\"; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"));
+    expect_one("aws = { region = \"us east 1\"; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
+               "region",
+               "aws.region: 'us east 1' is not a region name (lowercase letters, digits and '-', "
+               "like us-east-1)");
+    expect_one("aws = { region = \"US-EAST-1\"; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
+               "region",
+               "aws.region: 'US-EAST-1' is not a region name (lowercase letters, digits and '-', "
+               "like us-east-1)");
+#define URLS(url, dlq)                                                                            \
+    "queues = ( { name = \"q\"; url = \"" url "\";\n"                                             \
+    "  dlq_url = \"" dlq "\"; plugin = \"welcome-email\"; } );\n"
+    expect_ok(URLS("https://sqs.eu-central-2.amazonaws.com/123456789012/q",
+                   "http://[::1]:9324/000000000000/q-dlq"));
+    expect_ok(URLS("http://user@localhost:4566/000000000000/q", "http://localhost/0/q-dlq"));
+    expect_one(URLS("http://localhost:4566/000000000000/my queue", "http://h/0/d"),
+               "url =", "queue 'q': url: not a possible SQS queue URL: contains a space");
+    expect_one(URLS("http://h/0/q", "http://h/0/d\xc3\xa9"), "dlq_url",
+               "queue 'q': dlq_url: not a possible SQS queue URL: contains a character that is "
+               "not ASCII");
+    expect_one(URLS("http:///0/q", "http://h/0/d"),
+               "url =", "queue 'q': url: not a possible SQS queue URL: has no host");
+    expect_one(URLS("http://h/0/q", "https://:443/0/d"), "dlq_url",
+               "queue 'q': dlq_url: not a possible SQS queue URL: has no host");
+    expect_one(URLS("sqs://h/0/q", "http://h/0/d"),
+               "url =", "queue 'q': url: must start with http:// or https://");
+#undef URLS
+}
+
 /* Paths twiced opens later (log.file, aws.ca_file) mean the same whatever the
  * working directory: -d and systemd run twiced from /, twicectl from anywhere. */
 static void
@@ -1215,6 +1253,7 @@ main(void)
     test_name_lengths();
     test_payload_bucket_name();
     test_attr_names();
+    test_urls_and_region();
     test_relative_paths();
     test_syntax_errors();
     test_include();
