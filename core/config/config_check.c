@@ -14,6 +14,7 @@
 #include "keytmpl.h"
 #include "listen.h"
 #include "s3name.h"
+#include "sqsname.h"
 
 #include <errno.h>
 #include <libpq-fe.h>
@@ -92,6 +93,25 @@ config_check_http_url(struct config_at *at)
     }
     config_problem(at->x, at->s, "%s%s: must start with http:// or https://", at->sc->pfx,
                    at->row->name);
+    return -1;
+}
+
+/* aws.region: the shape of AWS's region names (us-east-1, us-gov-west-1,
+ * cn-north-1): lowercase letters, digits and '-'. No stricter: with an
+ * emulator's endpoint, "local" or "elasticmq" sign as well. A space or a
+ * capital would only fail at the first signed request. */
+int
+config_check_region(struct config_at *at)
+{
+    const char *r = str_of(at);
+    char tmp[64];
+    if (r[strspn(r, "abcdefghijklmnopqrstuvwxyz0123456789-")] == '\0') {
+        return 0;
+    }
+    config_problem(at->x, at->s,
+                   "aws.region: '%s' is not a region name (lowercase letters, digits and '-', "
+                   "like us-east-1)",
+                   config_shown(r, tmp));
     return -1;
 }
 
@@ -415,6 +435,24 @@ config_check_queue_name(struct config_at *at)
     return 0;
 }
 
+/* A queue's url or dlq_url: one SQS could answer (sqsname.c). A space or
+ * a character that is not ASCII passed as http(s) before, and failed at the
+ * first request (or the first dead letter). */
+int
+config_check_queue_dlq_url(struct config_at *at)
+{
+    if (config_check_http_url(at) != 0) {
+        return -1;
+    }
+    const char *why = sqs_queue_url_problem(str_of(at));
+    if (why == NULL) {
+        return 0;
+    }
+    config_problem(at->x, at->s, "%s%s: not a possible SQS queue URL: %s", at->sc->pfx,
+                   at->row->name, why);
+    return -1;
+}
+
 /* A queue's url: http(s), and not one an earlier entry polls already (its
  * messages would go to either entry's plugin at random, and pausing one
  * entry would leave the other polling). */
@@ -423,7 +461,7 @@ config_check_queue_url(struct config_at *at)
 {
     struct config_queue *q = at->base;
     q->fifo = config_has_suffix(q->url, ".fifo");
-    if (config_check_http_url(at) != 0) {
+    if (config_check_queue_dlq_url(at) != 0) {
         return -1;
     }
     for (const struct config_queue *o = at->c->queues; o < q; o++) {
@@ -462,16 +500,25 @@ config_check_queue_plugin(struct config_at *at)
     return plugin_ref(at, at->sc, str_of(at));
 }
 
-/* route_by: a dotted JSON body path ("user.id") or "attr:Name". */
+/* route_by: a dotted JSON body path ("user.id") or "attr:Name", Name one SQS
+ * could deliver: with any other, every message would lack it and go to the
+ * dead-letter queue. */
 int
 config_check_route_by(struct config_at *at)
 {
     const char *s = str_of(at);
     char tmp[64];
-    int ok = config_has_prefix(s, "attr:")
-                 ? s[5] != '\0'
-                 : !(s[0] == '\0' || s[0] == '.' || config_has_suffix(s, ".") || strstr(s, ".."));
-    if (ok) {
+    if (config_has_prefix(s, "attr:") && s[5] != '\0') {
+        if (sqs_attr_name_ok(s + 5, strlen(s + 5))) {
+            return 0;
+        }
+        config_problem(at->x, at->s,
+                       "%sroute_by: \"%s\" is not a possible SQS message attribute name (%s)",
+                       at->sc->pfx, config_shown(s + 5, tmp), SQS_ATTR_NAME_RULE);
+        return -1;
+    }
+    if (!(s[0] == '\0' || config_has_prefix(s, "attr:") || s[0] == '.' ||
+          config_has_suffix(s, ".") || strstr(s, ".."))) {
         return 0;
     }
     config_problem(at->x, at->s,

@@ -122,8 +122,11 @@ const struct config_row config_rows[] = {
             "it once it takes lines again."},
 
     {ROW("aws", "region", CONFIG_STR, C(aws.region)), .flags = CONFIG_UNSET,
+     .check = config_check_region,
      .doc_default = "AWS_REGION, then AWS_DEFAULT_REGION, then the profile's region",
-     .doc = "The AWS region of the queues."},
+     .doc = "The AWS region of the queues: lowercase letters, digits and -, as us-east-1 or "
+            "us-gov-west-1 (with an emulator's endpoint, the name it answers to, such as "
+            "local)."},
     {ROW("aws", "endpoint", CONFIG_STR, C(aws.endpoint)), .flags = CONFIG_UNSET,
      .check = config_check_http_url,
      .doc_default = "AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, then AWS's regional endpoint",
@@ -292,10 +295,11 @@ const struct config_row config_rows[] = {
             "(as an SQS queue name)."},
     {ROW("queues", "url", CONFIG_STR, Q(url)), .flags = CONFIG_REQUIRED,
      .check = config_check_queue_url,
-     .doc = "The SQS queue URL. A URL ending in .fifo is a FIFO queue. One entry per queue: "
+     .doc = "The SQS queue URL: http:// or https://, a host, and printable ASCII without "
+            "spaces. A URL ending in .fifo is a FIFO queue. One entry per queue: "
             "route_by sends its messages to several plugins."},
     {ROW("queues", "dlq_url", CONFIG_STR, Q(dlq_url)), .flags = CONFIG_REQUIRED,
-     .check = config_check_http_url,
+     .check = config_check_queue_dlq_url,
      .doc = "Where rejected and exhausted messages go, with the reason as message attributes. "
             "A FIFO queue needs a FIFO dead-letter queue."},
     {ROW("queues", "plugin", CONFIG_STR, Q(plugin)), .check = config_check_queue_plugin,
@@ -304,7 +308,8 @@ const struct config_row config_rows[] = {
     {ROW("queues", "route_by", CONFIG_STR, Q(route_by)), .check = config_check_route_by,
      .doc_default = "none: plugin instead",
      .doc = "Pick the plugin per message by a JSON body path (\"type\", \"meta.kind\") or a "
-            "message attribute (\"attr:Type\")."},
+            "message attribute (\"attr:Type\": a name SQS takes, 1-256 of A-Z a-z 0-9 _ - "
+            "., no leading, trailing or doubled period, not starting with AWS. or Amazon.)."},
     {ROW("queues", "routes", CONFIG_LIST, Q(routes)), COUNT(struct config_queue, nroutes),
      .entry_size = sizeof(struct config_route), .noun = "route", .lo = 1,
      .check = config_check_routes, .entry_begin = config_route_begin,

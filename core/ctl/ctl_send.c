@@ -197,14 +197,15 @@ ctl_send(struct ctl *c, int argc, char **argv)
     if (q == NULL) {
         return CTL_FAIL;
     }
-    if (q->fifo && a.group == NULL) {
-        return ctl_usage_error("send", "queue %s is a FIFO queue: --group is required", q->name);
-    }
+    /* The delay first: --group would not make it work. */
     if (q->fifo && a.delay >= 0) {
         return ctl_usage_error("send",
                                "queue %s is a FIFO queue: SQS takes no --delay per "
                                "message there (set the queue's DelaySeconds)",
                                q->name);
+    }
+    if (q->fifo && a.group == NULL) {
+        return ctl_usage_error("send", "queue %s is a FIFO queue: --group is required", q->name);
     }
     struct sqs_client *sqs = ctl_sqs(c);
     if (sqs == NULL) {

@@ -8,6 +8,7 @@
 #include "buf.h"
 #include "cnum.h"
 #include "jsonpath.h"
+#include "sqsname.h"
 #include "utf8.h"
 
 #include <stdarg.h>
@@ -153,6 +154,13 @@ compile_field(struct keytmpl *t, const char *text, size_t open, size_t close, ch
     if (n >= plen && memcmp(f, ATTR_PREFIX, plen) == 0) {
         if (n == plen) {
             return compile_error(err, errlen, text, open, "empty attribute name in {attr:}");
+        }
+        /* A name SQS refuses is on no message: every one would lack it. */
+        if (!sqs_attr_name_ok(f + plen, n - plen)) {
+            return compile_error(err, errlen, text, open,
+                                 "\"%.*s\" is not a possible SQS message attribute name (%s)",
+                                 (int) (n - plen > 64 ? 64 : n - plen), f + plen,
+                                 SQS_ATTR_NAME_RULE);
         }
         return add_part(t, PART_ATTR, f + plen, n - plen) == 0 ? 0 : -2;
     }

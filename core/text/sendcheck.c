@@ -5,10 +5,10 @@
  */
 #include "sendcheck.h"
 
-#include "ascii.h"
 #include "buf.h"
 #include "cnum.h"
 #include "jsonwrite.h"
+#include "sqsname.h"
 #include "utf8.h"
 
 #include <stdarg.h>
@@ -81,17 +81,11 @@ sendcheck_twice_attr(const char *name)
     return strncmp(name, "twice-", 6) == 0 && strcmp(name, SENDCHECK_ID_ATTR) != 0;
 }
 
-/* An attribute name SQS takes and twice does not reserve. */
+/* An attribute name SQS takes (sqsname.c) and twice does not reserve. */
 static int
 attr_name_ok(const char *name)
 {
-    size_t n = strlen(name);
-    if (n == 0 || n > 256 || name[0] == '.' || name[n - 1] == '.' || strstr(name, "..") ||
-        ascii_strncasecmp(name, "aws.", 4) == 0 || ascii_strncasecmp(name, "amazon.", 7) == 0 ||
-        strncmp(name, "twice-", 6) == 0) {
-        return 0;
-    }
-    return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == n;
+    return sqs_attr_name_ok(name, strlen(name)) && strncmp(name, "twice-", 6) != 0;
 }
 
 /* The attributes as a JSON array into *json (malloc'd); *bytes grows by what SQS

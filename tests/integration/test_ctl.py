@@ -227,6 +227,9 @@ class Ctl(twicetest.TwiceTestCase):
     def test_send_fifo_group_and_dedup(self):
         url, dlq, dsn, d = self.setup("sendf", fifo=True)
         self.assertIn("--group is required", self.ctl(d, "send", url, "x", code=2).stderr)
+        # The delay is named first: --group would not make it work.
+        self.assertIn("SQS takes no --delay per message there",
+                      self.ctl(d, "send", url, "--delay", "5", "x", code=2).stderr)
         first = self.ctl(d, "send", url, "--group", "g1", "--dedup-id", "d1", "a").stdout
         self.ctl(d, "send", url, "--group", "g1", "--dedup-id", "d1", "a again")
         self.ctl(d, "send", url, "--group", "g2", "--dedup-id", "d2", "b")

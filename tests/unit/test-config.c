@@ -810,6 +810,93 @@ test_payload_bucket_name(void)
                "characters of a-z 0-9 . -, starting and ending with a letter or digit)");
 }
 
+/* An attribute name SQS refuses is on no message: route_by or a key reading
+ * it dead-lettered every message, while twiced -t said OK. */
+#define ATTR_RULE                                                                                 \
+    "1-256 of A-Z a-z 0-9 _ - ., no leading, trailing or doubled '.', not starting with AWS. or " \
+    "Amazon."
+#define SHOWN_A                                                                                   \
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" /* CONFIG_SHOWN_MAX of them */
+#define ROUTE_BY(by)                                                                              \
+    QUEUE_JOBS("route_by = \"" by "\";\n"                                                         \
+               "  routes = ( { value = \"a\"; plugin = \"welcome-email\"; } );")
+static void
+test_attr_names(void)
+{
+    expect_ok(ROUTE_BY("attr:Type"));
+    expect_ok(ROUTE_BY("attr:my_type-v1.kind"));
+    expect_ok(ROUTE_BY("attr:Amazonia.kind")); /* only "Amazon." is reserved */
+    expect_one(ROUTE_BY("attr:bad name"), "route_by",
+               "queue 'jobs': route_by: \"bad name\" is not a possible SQS message attribute "
+               "name (" ATTR_RULE ")");
+    const char *bad[] = {"attr:aws.type", "attr:AMAZON.type", "attr:.type", "attr:type.",
+                         "attr:a..b",     "attr:t\xc3\xa9",   "attr:a/b"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char extra[512], msg[512];
+        snprintf(extra, sizeof(extra), ROUTE_BY("%s"), bad[i]);
+        snprintf(msg, sizeof(msg),
+                 "queue 'jobs': route_by: \"%s\" is not a possible SQS message attribute "
+                 "name (" ATTR_RULE ")",
+                 bad[i] + 5);
+        expect_one(extra, "route_by", msg);
+    }
+    char longest[300] = "attr:";
+    memset(longest + 5, 'a', 256);
+    char extra[1024];
+    snprintf(extra, sizeof(extra), ROUTE_BY("%s"), longest);
+    expect_ok(extra);
+    strcat(longest, "a"); /* 257 */
+    snprintf(extra, sizeof(extra), ROUTE_BY("%s"), longest);
+    expect_one(extra, "route_by",
+               "queue 'jobs': route_by: \"" SHOWN_A "...\" is not a possible SQS message "
+               "attribute name (" ATTR_RULE ")");
+    /* A key template: the queue's (a plugin's is refused by the loader, and
+     * by the SDK's mock host, with the same keytmpl.c). */
+    expect_ok(QUEUE_JOBS("plugin = \"welcome-email\";\n  key = \"k:{attr:twice-outbox-id}\";"));
+    expect_one(QUEUE_JOBS("plugin = \"welcome-email\";\n  key = \"k:{attr:bad name}\";"), "key =",
+               "queue 'jobs': key \"k:{attr:bad name}\": column 3: \"bad name\" is not a "
+               "possible SQS message attribute name (" ATTR_RULE ")");
+}
+#undef ROUTE_BY
+
+/* A queue URL with a space or a character that is not ASCII, and a region
+ * that is no region's name, passed twiced -t and failed at the first
+ * request. Emulators' regions ("elasticmq", "local") stay valid. */
+static void
+test_urls_and_region(void)
+{
+    expect_ok(
+        "aws = { region = \"us-gov-west-1\"; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"));
+    expect_ok("aws = { region = \"elasticmq\"; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"));
+    expect_ok("aws = { region = \"\"; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"));
+    expect_one("aws = { region = \"us east 1\"; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
+               "region",
+               "aws.region: 'us east 1' is not a region name (lowercase letters, digits and '-', "
+               "like us-east-1)");
+    expect_one("aws = { region = \"US-EAST-1\"; };\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
+               "region",
+               "aws.region: 'US-EAST-1' is not a region name (lowercase letters, digits and '-', "
+               "like us-east-1)");
+#define URLS(url, dlq)                                                                            \
+    "queues = ( { name = \"q\"; url = \"" url "\";\n"                                             \
+    "  dlq_url = \"" dlq "\"; plugin = \"welcome-email\"; } );\n"
+    expect_ok(URLS("https://sqs.eu-central-2.amazonaws.com/123456789012/q",
+                   "http://[::1]:9324/000000000000/q-dlq"));
+    expect_ok(URLS("http://user@localhost:4566/000000000000/q", "http://localhost/0/q-dlq"));
+    expect_one(URLS("http://localhost:4566/000000000000/my queue", "http://h/0/d"),
+               "url =", "queue 'q': url: not a possible SQS queue URL: contains a space");
+    expect_one(URLS("http://h/0/q", "http://h/0/d\xc3\xa9"), "dlq_url",
+               "queue 'q': dlq_url: not a possible SQS queue URL: contains a character that is "
+               "not ASCII");
+    expect_one(URLS("http:///0/q", "http://h/0/d"),
+               "url =", "queue 'q': url: not a possible SQS queue URL: has no host");
+    expect_one(URLS("http://h/0/q", "https://:443/0/d"), "dlq_url",
+               "queue 'q': dlq_url: not a possible SQS queue URL: has no host");
+    expect_one(URLS("sqs://h/0/q", "http://h/0/d"),
+               "url =", "queue 'q': url: must start with http:// or https://");
+#undef URLS
+}
+
 /* Paths twiced opens later (log.file, aws.ca_file) mean the same whatever the
  * working directory: -d and systemd run twiced from /, twicectl from anywhere. */
 static void
@@ -1168,6 +1255,8 @@ main(void)
     test_plugin_rules();
     test_name_lengths();
     test_payload_bucket_name();
+    test_attr_names();
+    test_urls_and_region();
     test_relative_paths();
     test_syntax_errors();
     test_include();

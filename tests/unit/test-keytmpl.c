@@ -54,6 +54,18 @@ test_compile_errors(void)
                         "(known: {msg:group}, {msg:sns_message_id}, {msg:topic}, {msg:subject}, "
                         "{msg:detail_type}, {msg:source}, {msg:event_id})");
     check_compile_error("k:{attr:}", "column 3: empty attribute name in {attr:}");
+    /* A name SQS refuses is on no message: every one would be dead-lettered. */
+#define ATTR_RULE                                                                                 \
+    " is not a possible SQS message attribute name (1-256 of A-Z a-z 0-9 _ - ., no leading, "     \
+    "trailing or doubled '.', not starting with AWS. or Amazon.)"
+    check_compile_error("k:{attr:bad name}", "column 3: \"bad name\"" ATTR_RULE);
+    check_compile_error("{id}{attr:Aws.Trace}", "column 5: \"Aws.Trace\"" ATTR_RULE);
+    check_compile_error("{attr:amazon.x}", "column 1: \"amazon.x\"" ATTR_RULE);
+    check_compile_error("{attr:a..b}", "column 1: \"a..b\"" ATTR_RULE);
+    check_compile_error("{attr:.a}", "column 1: \".a\"" ATTR_RULE);
+    check_compile_error("{attr:a.}", "column 1: \"a.\"" ATTR_RULE);
+    check_compile_error("{attr:a:b}", "column 1: \"a:b\"" ATTR_RULE);
+#undef ATTR_RULE
     check_compile_error("a}b{id}", "column 2: stray '}' (write '}}' for a literal brace)");
     check_compile_error("{id}}", "column 5: stray '}' (write '}}' for a literal brace)");
     check_compile_error("{a{b}", "column 3: '{' inside a field (write '{{' outside fields)");

@@ -344,6 +344,10 @@ test_templates(void)
     expect_key(j, "{t}", NULL, "bad key field t: a boolean (need a string or number)");
     expect_key(j, "{nl}", NULL, "bad key field nl: contains a control character");
     expect_key(j, "ab{}", NULL, "column 3: empty field {}");
+    expect_key(j, "{attr:bad name}", NULL,
+               "column 1: \"bad name\" is not a possible SQS message attribute name (1-256 of "
+               "A-Z a-z 0-9 _ - ., no leading, trailing or doubled '.', not starting with AWS. "
+               "or Amazon.)");
     expect_key(j, "a}b", NULL, "column 2: stray '}' (write '}}' for a literal brace)");
     expect_key(j, "a{b", NULL, "column 2: unterminated field");
     expect_key(j, "{msg:id}", NULL,

@@ -1,0 +1,27 @@
+/*
+ * sqsname.h - SQS's rules for the names a configuration or a plugin writes,
+ * pure text: a message attribute name (what route_by = "attr:Name" and a key
+ * template's {attr:Name} read, and what send() stages) and a queue URL's
+ * shape, so that a name SQS could never deliver is caught by twiced -t at
+ * its line instead of dead-lettering every message. Not the client (sqs/).
+ */
+#ifndef TWICE_SQSNAME_H
+#define TWICE_SQSNAME_H
+
+#include <stddef.h>
+
+/* What sqs_attr_name_ok() wants, for a message. */
+#define SQS_ATTR_NAME_RULE                                                                        \
+    "1-256 of A-Z a-z 0-9 _ - ., no leading, trailing or doubled '.', not starting with AWS. "    \
+    "or Amazon."
+
+/* 1 when SQS takes name[0..n) as a message attribute name (SQS_ATTR_NAME_RULE). */
+int sqs_attr_name_ok(const char *name, size_t n);
+
+/* Why url cannot be a queue URL ("has no host"), or NULL when it could be:
+ * http:// or https://, a host, and only printable ASCII without spaces
+ * (SQS's queue URLs are ASCII: an account id and a queue name of
+ * A-Z a-z 0-9 _ -). */
+const char *sqs_queue_url_problem(const char *url);
+
+#endif
