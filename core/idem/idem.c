@@ -438,15 +438,22 @@ check_dsn(const char *dsn, char *err, size_t errlen)
 }
 
 /* Our connection defaults come before the DSN, so that the DSN can override
- * any of them (libpq: later entries win, an expanded dbname included). */
+ * any of them (libpq: later entries win, an expanded dbname included). The
+ * keepalives end an idle connection to a peer gone silent after 25 s (10 +
+ * 3 x 5); tcp_user_timeout (ms) does the same for a connection whose sent
+ * bytes go unacknowledged that long (a host gone while a statement was on
+ * its way), where keepalives do not fire and TCP would retransmit for about
+ * 15 minutes. A server that is up but does not answer (frozen) keeps both
+ * alive. The dsn setting's documentation (config_table.c) lists these. */
 static PGconn *
 connect_dsn(const char *dsn)
 {
     static const char *const keys[] = {
-        "connect_timeout",  "keepalives",       "keepalives_idle", "keepalives_interval",
-        "keepalives_count", "application_name", "dbname",          NULL,
+        "connect_timeout",     "keepalives",       "keepalives_idle",
+        "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+        "application_name",    "dbname",           NULL,
     };
-    const char *vals[] = {"10", "1", "10", "5", "3", "twice", dsn, NULL};
+    const char *vals[] = {"10", "1", "10", "5", "3", "25000", "twice", dsn, NULL};
     return PQconnectdbParams(keys, vals, 1);
 }
 

@@ -68,7 +68,8 @@ struct idem_store;
 /*
  * Connect. owner identifies this process in leases (unique per worker
  * process and start, e.g. "host:pid:random"). The connection uses TCP
- * keepalives and a connect timeout. Returns 0 and *out, or -1 with err;
+ * keepalives, a TCP user timeout and a connect timeout (defaults the dsn
+ * may override: connect_dsn in idem.c). Returns 0 and *out, or -1 with err;
  * on -1 *out is still set when the store object exists but could not
  * connect (so idem_reconnect can be retried), else NULL.
  */

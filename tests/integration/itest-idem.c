@@ -1243,6 +1243,44 @@ test_reconnect(struct ctx *c)
     idem_close(a);
 }
 
+/* The value of a connection's option keyword ("" when unset; caller frees). */
+static char *
+conn_option(PGconn *conn, const char *keyword)
+{
+    char *v = NULL;
+    PQconninfoOption *opts = PQconninfo(conn);
+    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++) {
+        if (strcmp(o->keyword, keyword) == 0) {
+            v = strdup(o->val != NULL ? o->val : "");
+        }
+    }
+    PQconninfoFree(opts);
+    return v != NULL ? v : strdup("");
+}
+
+/* The store's connection defaults (idem.c: connect_dsn), which the dsn overrides:
+ * a connection whose bytes go unacknowledged 25 s (a host gone) is ended. */
+static void
+test_connection_defaults(struct ctx *c)
+{
+    struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
+    char *v = conn_option(idem_pgconn(a), "tcp_user_timeout");
+    CHECK_STR(v, "25000");
+    free(v);
+    v = conn_option(idem_pgconn(a), "keepalives_idle");
+    CHECK_STR(v, "10");
+    free(v);
+    idem_close(a);
+    char *dsn = malloc(strlen(c->dsn) + 32);
+    sprintf(dsn, "%s tcp_user_timeout=7000", c->dsn);
+    a = open_store(dsn, NULL, "owner-a");
+    v = conn_option(idem_pgconn(a), "tcp_user_timeout");
+    CHECK_STR(v, "7000");
+    free(v);
+    idem_close(a);
+    free(dsn);
+}
+
 /* The name of the one prepared statement on conn whose name starts with
  * prefix ("" when none; caller frees); *text gets its SQL (caller frees). */
 static char *
@@ -1492,6 +1530,7 @@ main(void)
     test_quoting(&c);
     test_connect_errors(&c);
     test_reconnect(&c);
+    test_connection_defaults(&c);
     test_claim_is_idempotent(&c);
     test_completed_by(&c);
     test_statement_names(&c);
