@@ -1392,7 +1392,7 @@ test_statement_given_up(struct ctx *c)
     CHECK_INT(done, 0);
     CHECK(strstr(err, "COMMIT") != NULL && strstr(err, "given up") != NULL);
     CHECK_INT(idem_unreachable(a), 1);
-    sleep_ms(1500); /* the server went on: it committed */
+    sleep_ms(2500); /* the server went on: it committed (1.5 s after the COMMIT) */
     check_row(c->db, "w-1", "completed 1 -");
     sql(c->db, "DROP TRIGGER slow_commit ON twice_idempotency");
     sql(c->db, "DROP FUNCTION slow_commit()");
