@@ -157,7 +157,13 @@ const struct config_row config_rows[] = {
             "to move the keys. Each reload checks what the dsn reaches, also when it is written "
             "as before (a service file or a host name may have changed). A dsn that reaches a "
             "standby in recovery (read-only) is refused at a reload and at the start: point it "
-            "at the primary."},
+            "at the primary. Unless the dsn sets them, twice connects with connect_timeout=10, "
+            "keepalives=1, keepalives_idle=10, keepalives_interval=5, keepalives_count=3 and "
+            "tcp_user_timeout=25000 (milliseconds): a connection to a host that has gone is "
+            "ended within about 25 s, whether it is idle or a statement's bytes go "
+            "unacknowledged. A server that keeps its connections open and stops answering "
+            "(frozen) is not detected so: the acknowledger of each worker gives a statement "
+            "up after 30 s without an answer."},
     {ROW("idempotency", "table", CONFIG_STR, C(idempotency.table)), .lo = 1,
      .hi = CONFIG_MAX_TABLE_LEN, .def_str = CONFIG_DEFAULT_TABLE, .check = config_check_table,
      .doc = "The table of keys, quoted as one identifier. twiced creates it, or migrates a "

@@ -290,14 +290,8 @@ idem_note_failure(struct idem_store *s, const PGresult *res)
 int
 idem_pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, size_t errlen)
 {
-    const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    const char *msg = idem_failure_text(s, res);
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    if (msg == NULL) {
-        msg = PQerrorMessage(s->conn);
-    }
-    if (msg == NULL || *msg == '\0') {
-        msg = res ? PQresStatus(PQresultStatus(res)) : "unknown error";
-    }
     idem_note_failure(s, res);
     if (err != NULL && errlen > 0) {
         idem_set_err(err, errlen, "%s (table %s): %s%s", what, s->name, msg, sqlstate_hint(state));
@@ -438,15 +432,23 @@ check_dsn(const char *dsn, char *err, size_t errlen)
 }
 
 /* Our connection defaults come before the DSN, so that the DSN can override
- * any of them (libpq: later entries win, an expanded dbname included). */
+ * any of them (libpq: later entries win, an expanded dbname included). The
+ * keepalives end an idle connection to a peer gone silent after 25 s (10 +
+ * 3 x 5); tcp_user_timeout (ms) does the same for a connection whose sent
+ * bytes go unacknowledged that long (a host gone while a statement was on
+ * its way), where keepalives do not fire and TCP would retransmit for about
+ * 15 minutes. A server that is up but does not answer (frozen) keeps both
+ * alive: the acker gives its statements up itself (idem_set_wait). The dsn
+ * setting's documentation (config_table.c) lists these. */
 static PGconn *
 connect_dsn(const char *dsn)
 {
     static const char *const keys[] = {
-        "connect_timeout",  "keepalives",       "keepalives_idle", "keepalives_interval",
-        "keepalives_count", "application_name", "dbname",          NULL,
+        "connect_timeout",     "keepalives",       "keepalives_idle",
+        "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+        "application_name",    "dbname",           NULL,
     };
-    const char *vals[] = {"10", "1", "10", "5", "3", "twice", dsn, NULL};
+    const char *vals[] = {"10", "1", "10", "5", "3", "25000", "twice", dsn, NULL};
     return PQconnectdbParams(keys, vals, 1);
 }
 
@@ -576,7 +578,7 @@ idem_unreachable(const struct idem_store *s)
 int
 idem_ping(struct idem_store *s, char *err, size_t errlen)
 {
-    PGresult *res = PQexec(s->conn, "SELECT 1");
+    PGresult *res = idem_exec(s, "SELECT 1", 0, NULL);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         return idem_pg_fail(s, res, "health check", err, errlen);
     }
@@ -594,7 +596,7 @@ idem_ask_about_table(struct idem_store *s, const char *suffix, const char *sql, 
         return NULL;
     }
     const char *params[] = {name};
-    PGresult *res = PQexecParams(s->conn, sql, 1, NULL, params, NULL, NULL, 0);
+    PGresult *res = idem_exec(s, sql, 1, params);
     free(name);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
         idem_pg_fail(s, res, what, err, errlen);
@@ -655,7 +657,7 @@ static PGresult *
 run_prepared(struct idem_store *s, int stmt, int nparams, const char *const *params,
              ExecStatusType want, const char *what, char *err, size_t errlen)
 {
-    PGresult *res = idem_stmts_exec(s->stmts, s->conn, (size_t) stmt, nparams, params);
+    PGresult *res = idem_stmts_exec(s, (size_t) stmt, nparams, params);
     if (PQresultStatus(res) != want) {
         idem_pg_fail(s, res, what, err, errlen);
         return NULL;
@@ -694,7 +696,7 @@ idem_run_sql_with(struct idem_store *s, const char *tmpl, const char *const *ext
         idem_set_err(err, errlen, "%s: out of memory", what);
         return NULL;
     }
-    PGresult *res = PQexecParams(s->conn, buf_str(&sql), nparams, NULL, params, NULL, NULL, 0);
+    PGresult *res = idem_exec(s, buf_str(&sql), nparams, params);
     buf_free(&sql);
     if (PQresultStatus(res) != want) {
         idem_pg_fail(s, res, what, err, errlen);
@@ -896,7 +898,7 @@ static PGresult *
 claim_run(struct idem_store *s, const char *const *params, char *err, size_t errlen)
 {
     int idle = PQtransactionStatus(s->conn) == PQTRANS_IDLE;
-    PGresult *res = idem_stmts_exec(s->stmts, s->conn, STMT_CLAIM, 6, params);
+    PGresult *res = idem_stmts_exec(s, STMT_CLAIM, 6, params);
     if (PQresultStatus(res) == PGRES_TUPLES_OK) {
         return res;
     }
@@ -1129,7 +1131,7 @@ idem_release_batch(struct idem_store *s, const char *const *keys, const int *att
 static void
 rollback_quietly(struct idem_store *s)
 {
-    PQclear(PQexec(s->conn, "ROLLBACK"));
+    PQclear(idem_exec(s, "ROLLBACK", 0, NULL));
 }
 
 int
@@ -1142,7 +1144,7 @@ idem_tx_begin(struct idem_store *s, const char *key, char *err, size_t errlen)
                      key);
         return -1;
     }
-    PGresult *res = PQexec(s->conn, "BEGIN");
+    PGresult *res = idem_exec(s, "BEGIN", 0, NULL);
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         return idem_pg_fail(s, res, "tx begin", err, errlen);
     }
@@ -1211,7 +1213,7 @@ idem_tx_complete(struct idem_store *s, const char *key, int attempts, char *err,
                      key);
         return -1;
     }
-    res = PQexec(s->conn, "COMMIT");
+    res = idem_exec(s, "COMMIT", 0, NULL);
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         if (PQstatus(s->conn) != CONNECTION_OK) {
             PQclear(res);
@@ -1235,7 +1237,7 @@ idem_tx_complete(struct idem_store *s, const char *key, int attempts, char *err,
 int
 idem_tx_rollback(struct idem_store *s, char *err, size_t errlen)
 {
-    PGresult *res = PQexec(s->conn, "ROLLBACK");
+    PGresult *res = idem_exec(s, "ROLLBACK", 0, NULL);
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         return idem_pg_fail(s, res, "tx rollback", err, errlen);
     }

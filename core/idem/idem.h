@@ -68,7 +68,8 @@ struct idem_store;
 /*
  * Connect. owner identifies this process in leases (unique per worker
  * process and start, e.g. "host:pid:random"). The connection uses TCP
- * keepalives and a connect timeout. Returns 0 and *out, or -1 with err;
+ * keepalives, a TCP user timeout and a connect timeout (defaults the dsn
+ * may override: connect_dsn in idem.c). Returns 0 and *out, or -1 with err;
  * on -1 *out is still set when the store object exists but could not
  * connect (so idem_reconnect can be retried), else NULL.
  */
@@ -99,6 +100,23 @@ int idem_reconnect(struct idem_store *s, char *err, size_t errlen);
  * store (the acknowledger, whose heartbeat keeps messages hidden).
  */
 int idem_reconnect_poll(struct idem_store *s, int wait_ms, char *err, size_t errlen);
+
+/*
+ * For a thread that must not be held by a statement whose server stopped
+ * answering on an established connection (a frozen server or pooler, a host
+ * gone while the statement's bytes are unacknowledged): from now on every
+ * statement on s is sent without blocking and its answer waited for with
+ * poll, calling tick(arg) about every tick_ms meanwhile (on the caller's
+ * thread; it must not use s). When no answer came within answer_ms (0: no
+ * limit), or when tick returns nonzero, the statement is given up: the
+ * connection is ended, and the call fails as for a connection that dropped
+ * (idem_unreachable is 1, what the statement did is unknown: a COMMIT's
+ * outcome as outbox_complete_batch's -2 says), its error saying it was given
+ * up; idem_connected is 0 until a reconnect. Without this call, statements
+ * wait as libpq does. arg is borrowed.
+ */
+void idem_set_wait(struct idem_store *s, long answer_ms, int tick_ms, int (*tick)(void *arg),
+                   void *arg);
 
 /* Where a connection looks for twice's tables: its database, the schema an
  * unqualified name resolves to (its search_path's first existing schema;

@@ -1,16 +1,22 @@
 /*
  * idem_internal.h - what idem.c shares with idem_schema.c, idem_janitor.c,
- * idem_keys.c, idem_stmt.c, idem_conn.c and outbox.c and nobody else: the store itself,
- * running SQL written against its table, errors in its words, array
- * literals, the hot-path statements prepared on demand, and the outbox's
- * part of the migration. Not part of the store's contract (idem.h); never
- * include it outside idem*.c and outbox.c.
+ * idem_keys.c, idem_stmt.c, idem_conn.c, idem_wait.c and outbox.c and nobody else: the store
+ * itself, running SQL written against its table, errors in its words, array literals, the hot-path
+ * statements prepared on demand, and the outbox's part of the migration. Not part of the store's
+ * contract (idem.h); never include it outside idem*.c and outbox.c.
  */
 #ifndef TWICE_IDEM_INTERNAL_H
 #define TWICE_IDEM_INTERNAL_H
 
 #include <libpq-fe.h>
 #include <stddef.h>
+
+/* Why a statement's answer was not waited for (idem_wait.c). */
+enum idem_gave_up {
+    IDEM_ANSWERED = 0,     /* it was, or no statement was given up */
+    IDEM_GAVE_UP_DEADLINE, /* no answer within the store's answer_ms */
+    IDEM_GAVE_UP_TICK      /* its tick said to stop waiting */
+};
 
 /* The two sets of indexes a table may have (idem_schema.c says why). */
 enum idem_layout {
@@ -37,9 +43,39 @@ struct idem_store {
     int connecting;
     int connect_wants_read;     /* what PQresetPoll last asked to wait for */
     long long connect_deadline; /* monotonic ms: the attempt is given up then */
+    /* How statements wait for their answers (idem_set_wait; all 0: as libpq does). */
+    long answer_ms;            /* a statement unanswered this long is given up */
+    int tick_ms;               /* tick is called about this often while one waits */
+    int (*tick)(void *arg);    /* nonzero: give the statement up now */
+    void *tick_arg;            /* tick's argument, borrowed */
+    enum idem_gave_up gave_up; /* the last statement's: its failure is told so */
+    char gave_up_text[160];    /* ... in these words */
 };
 
 struct buf;
+
+/* Whether statements on s wait as idem_set_wait said (else as libpq does). */
+int idem_waits(const struct idem_store *s);
+/* A statement is about to go out on s: the monotonic ms its answer is given
+ * up at (0: never), and, for a store that waits, the connection put in
+ * nonblocking mode. */
+long long idem_answer_deadline(struct idem_store *s);
+/* Before each PQgetResult of a statement sent since idem_answer_deadline:
+ * wait until a result can be read without blocking, flushing what is left to
+ * send and calling the store's tick meanwhile; past deadline (0: none), or
+ * when the tick says so, end the connection (the result read next is then
+ * an error, as for a dropped connection). 0, or -1 when it gave up. Returns
+ * at once for a store that does not wait. */
+int idem_await(struct idem_store *s, long long deadline);
+/* PQexecParams (PQexec when nparams is 0) and PQexecPrepared, waiting as
+ * idem_set_wait said: the result is the caller's, NULL when none came. */
+PGresult *idem_exec(struct idem_store *s, const char *sql, int nparams, const char *const *params);
+PGresult *idem_exec_prepared(struct idem_store *s, const char *name, int nparams,
+                             const char *const *params);
+/* What a failed statement's error says (res may be NULL): that it was given
+ * up, when it was, else its primary message, else the connection's. Borrowed
+ * from s or res. */
+const char *idem_failure_text(const struct idem_store *s, const PGresult *res);
 
 /* Describe the connection's failed connect in err ("cannot connect to
  * PostgreSQL: ...", one line, never the password); -1. */
@@ -142,8 +178,7 @@ void idem_stmts_forget(struct idem_stmts *st);
  * inside a transaction (a missing name there would abort the caller's
  * work). The result is the caller's (NULL: connection lost or no memory).
  */
-PGresult *idem_stmts_exec(struct idem_stmts *st, PGconn *conn, size_t i, int nparams,
-                          const char *const *params);
+PGresult *idem_stmts_exec(struct idem_store *s, size_t i, int nparams, const char *const *params);
 
 /* The pause table's name, quoted (for to_regclass). Borrowed from s. */
 const char *idem_pause_table(const struct idem_store *s);

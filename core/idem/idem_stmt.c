@@ -114,10 +114,13 @@ has_state(const PGresult *res, const char *sqlstate)
  * memory ran out) before an answer.
  */
 static PGresult *
-prepare_and_run(struct idem_stmts *st, PGconn *conn, size_t i, int nparams,
-                const char *const *params, int *parsed)
+prepare_and_run(struct idem_store *s, size_t i, int nparams, const char *const *params,
+                int *parsed)
 {
+    struct idem_stmts *st = s->stmts;
+    PGconn *conn = s->conn;
     *parsed = 0;
+    long long deadline = idem_answer_deadline(s);
     if (PQenterPipelineMode(conn) != 1) {
         return NULL;
     }
@@ -129,6 +132,7 @@ prepare_and_run(struct idem_stmts *st, PGconn *conn, size_t i, int nparams,
         /* Each query's results end in a NULL; the Sync's result ends the pipeline. */
         int query = 0;
         while (PQstatus(conn) == CONNECTION_OK && query < 8) {
+            idem_await(s, deadline);
             PGresult *r = PQgetResult(conn);
             if (r == NULL) {
                 query++;
@@ -158,17 +162,17 @@ prepare_and_run(struct idem_stmts *st, PGconn *conn, size_t i, int nparams,
 }
 
 PGresult *
-idem_stmts_exec(struct idem_stmts *st, PGconn *conn, size_t i, int nparams,
-                const char *const *params)
+idem_stmts_exec(struct idem_store *s, size_t i, int nparams, const char *const *params)
 {
-    if (PQtransactionStatus(conn) != PQTRANS_IDLE) {
-        return PQexecParams(conn, st->sql[i], nparams, NULL, params, NULL, NULL, 0);
+    struct idem_stmts *st = s->stmts;
+    if (PQtransactionStatus(s->conn) != PQTRANS_IDLE) {
+        return idem_exec(s, st->sql[i], nparams, params);
     }
     PGresult *res = NULL;
     for (int try = 0; try < STMT_TRIES; try++) {
         PQclear(res);
         if (st->known[i]) {
-            res = PQexecPrepared(conn, st->name[i], nparams, params, NULL, NULL, 0);
+            res = idem_exec_prepared(s, st->name[i], nparams, params);
             if (!has_state(res, "26000")) {
                 return res; /* done, or a failure that is not about the name */
             }
@@ -176,7 +180,7 @@ idem_stmts_exec(struct idem_stmts *st, PGconn *conn, size_t i, int nparams,
             continue;
         }
         int parsed;
-        res = prepare_and_run(st, conn, i, nparams, params, &parsed);
+        res = prepare_and_run(s, i, nparams, params, &parsed);
         if (!has_state(res, "42P05")) {
             st->known[i] = (unsigned char) parsed;
             return res;
@@ -185,5 +189,5 @@ idem_stmts_exec(struct idem_stmts *st, PGconn *conn, size_t i, int nparams,
     }
     /* A pooler kept us moving between server connections: run it unnamed. */
     PQclear(res);
-    return PQexecParams(conn, st->sql[i], nparams, NULL, params, NULL, NULL, 0);
+    return idem_exec(s, st->sql[i], nparams, params);
 }

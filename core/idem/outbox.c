@@ -130,10 +130,7 @@ static int
 fail(struct idem_store *s, PGresult *res, const char *table, const char *what, char *err,
      size_t errlen)
 {
-    const char *msg = res != NULL ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    if (msg == NULL) {
-        msg = PQerrorMessage(idem_pgconn(s));
-    }
+    const char *msg = idem_failure_text(s, res);
     idem_note_failure(s, res);
     idem_set_err(err, errlen, "outbox %s (table %s_outbox): %s", what, table, msg);
     if (err != NULL && errlen > 0) {
@@ -190,8 +187,7 @@ run(struct idem_store *s, const char *table, const char *tmpl, int nparams,
         idem_set_err(err, errlen, "outbox %s: out of memory", what);
         return NULL;
     }
-    PGresult *res =
-        PQexecParams(idem_pgconn(s), buf_str(&sql), nparams, NULL, params, NULL, NULL, 0);
+    PGresult *res = idem_exec(s, buf_str(&sql), nparams, params);
     buf_free(&sql);
     if (PQresultStatus(res) != want) {
         fail(s, res, table, what, err, errlen);
@@ -314,7 +310,7 @@ outbox_insert(struct idem_store *s, const char *table, const struct outbox_job *
 static int
 exec_simple(struct idem_store *s, const char *sql, const char *table, char *err, size_t errlen)
 {
-    PGresult *res = PQexec(idem_pgconn(s), sql);
+    PGresult *res = idem_exec(s, sql, 0, NULL);
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         return fail(s, res, table, sql, err, errlen);
     }
@@ -347,7 +343,7 @@ outbox_complete_batch(struct idem_store *s, const char *table, const char *const
     }
     free(mine);
     if (rc == 0) {
-        PGresult *res = PQexec(idem_pgconn(s), "COMMIT");
+        PGresult *res = idem_exec(s, "COMMIT", 0, NULL);
         int ok =
             PQresultStatus(res) == PGRES_COMMAND_OK && strcmp(PQcmdStatus(res), "COMMIT") == 0;
         if (!ok) {
@@ -359,7 +355,7 @@ outbox_complete_batch(struct idem_store *s, const char *table, const char *const
         return 0;
     }
     if (PQtransactionStatus(idem_pgconn(s)) != PQTRANS_IDLE) {
-        PQclear(PQexec(idem_pgconn(s), "ROLLBACK"));
+        PQclear(idem_exec(s, "ROLLBACK", 0, NULL));
     }
     memset(done, 0, n * sizeof(*done));
     return -1;

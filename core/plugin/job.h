@@ -111,8 +111,10 @@ struct twice_job {
     struct span *span;    /* owned: its trace span (worker/jobspan.c), NULL with tracing off */
 
     struct timespec received_at; /* monotonic */
-    struct timespec extended_at; /* monotonic: visibility and lease last set */
-    struct timespec started_at;  /* monotonic: handle() began */
+    struct timespec extended_at; /* monotonic: visibility last set (acker thread) */
+    int lease_owed; /* acker thread: its visibility was extended, its lease not yet: the
+                       heartbeat extends it at its next look between the acker's passes */
+    struct timespec started_at; /* monotonic: handle() began */
 
     /* A run's time limit (worker/timeout.c). run_ms: atomic, the handler's thread
      * and the acker's compare-and-swap it: the monotonic ms this run began, 0 while

@@ -13,7 +13,10 @@
  * its key is completed or its dead letter accepted. A job is counted once,
  * for what happened: done when its key was completed (even if its message
  * could not be deleted), a retry when it was released to run again. Between
- * passes the heartbeat (heartbeat.c) extends what is still in flight.
+ * passes the heartbeat (heartbeat.c) extends what is still in flight, and
+ * while a statement waits for PostgreSQL its visibility step goes on from
+ * inside the wait (acker_wait_tick), which gives the statement up after
+ * ACKER_ANSWER_MS or when a stop's time says so.
  *
  * A stop gives it until a deadline (acker_stop). While stopping, a completion
  * that keeps failing is not given up but tried again until the last call, a
@@ -75,6 +78,18 @@
 /* Seconds before a stop's deadline when the last pass settles what the store
  * could not take: time enough for its deletes before SQS calls are cut. */
 #define ACKER_LAST_CALL       3
+/* How long a statement of the acker's may go unanswered before its connection
+ * is given up (ms): a server that froze on an established connection, or a
+ * host gone while the statement's bytes are unacknowledged (TCP retries them
+ * for about 15 minutes; keepalives do not fire meanwhile). Meanwhile the
+ * heartbeat keeps the running jobs' messages hidden (acker_wait_tick), so this
+ * bounds only how long acknowledgements wait before a reconnect: far above
+ * what a statement of the acker's takes on a server that works (milliseconds;
+ * one that is loaded, or waits for a row lock, a second or two), as a
+ * statement given up leaves its outcome unknown. */
+#define ACKER_ANSWER_MS       30000
+/* How often a statement's wait looks at the heartbeat and the stop (ms). */
+#define ACKER_TICK_MS         100
 
 struct acker {
     struct worker *w;
@@ -209,6 +224,8 @@ pname(const struct twice_job *j)
     return j->plugin != NULL ? j->plugin->name : "";
 }
 
+static int acker_wait_tick(void *arg);
+
 /* The acker's store connection, (re)connected on demand. A reconnect never
  * holds the thread for longer than ACKER_CONNECT_WAIT_MS at the start of an
  * outage, and ACKER_CONNECT_STEP_MS a call while it lasts: it goes on
@@ -234,6 +251,9 @@ acker_store(struct acker *a)
         const struct config *c = a->w->cfg;
         rc = idem_open(c->idempotency.dsn, c->idempotency.table, a->w->owner, &a->store, err,
                        sizeof(err));
+        if (a->store != NULL) {
+            idem_set_wait(a->store, ACKER_ANSWER_MS, ACKER_TICK_MS, acker_wait_tick, a);
+        }
     } else {
         int wait_ms = a->store_down ? ACKER_CONNECT_STEP_MS : ACKER_CONNECT_WAIT_MS;
         int got = idem_reconnect_poll(a->store, wait_ms, err, sizeof(err));
@@ -255,6 +275,44 @@ acker_store(struct acker *a)
     }
     a->store_down = 0;
     return a->store;
+}
+
+/* Whether the statement the acker waits for is to be given up: the stop's
+ * time is up (cut), the drain gave up on the running jobs (the worker exits
+ * after its last call), or a stop with a deadline reached its last call,
+ * which must find the acker free to settle what the store could not take (a
+ * statement of the last call itself gets a second, leaving two for its SQS
+ * calls). */
+static int
+stop_gives_up(struct acker *a, const struct timespec *now)
+{
+    if (flag_is_up(&a->cut) || flag_is_up(&a->w->abandon)) {
+        return 1;
+    }
+    pthread_mutex_lock(&a->mu);
+    int timed = a->stop && a->has_deadline;
+    struct timespec at = a->last_call_at;
+    pthread_mutex_unlock(&a->mu);
+    at.tv_sec += a->last_call;
+    return timed && job_elapsed(&at, now) >= 0;
+}
+
+/* Called every ACKER_TICK_MS while the acker waits for PostgreSQL to answer
+ * (idem_set_wait), on its thread: the heartbeat's visibility extensions go on
+ * (their leases wait for the store), so that a server that stopped answering
+ * on an established connection does not let the running jobs' messages come
+ * back. Nonzero: give the statement up (stop_gives_up). */
+static int
+acker_wait_tick(void *arg)
+{
+    struct acker *a = arg;
+    struct timespec now;
+    now_mono(&now);
+    if (job_elapsed(&a->hb.last_look, &now) >= a->hb.interval) {
+        heartbeat_keep_hidden(&a->hb, &now);
+        now_mono(&now);
+    }
+    return stop_gives_up(a, &now);
 }
 
 /* The heartbeat's way to the same connection. */
@@ -1064,8 +1122,6 @@ static void *
 acker_main(void *arg)
 {
     struct acker *a = arg;
-    struct timespec last_beat;
-    now_mono(&last_beat);
     pthread_mutex_lock(&a->mu);
     for (;;) {
         struct twice_job *list = take_pending(a);
@@ -1091,9 +1147,8 @@ acker_main(void *arg)
         if (abandon) {
             heartbeat_give_back(&a->hb);
         }
-        if (job_elapsed(&last_beat, &now) >= a->hb.interval) {
+        if (job_elapsed(&a->hb.last_look, &now) >= a->hb.interval) {
             heartbeat_run(&a->hb, &now);
-            last_beat = now;
         }
         pthread_mutex_lock(&a->mu);
         if (stopping && a->pending == NULL &&
@@ -1154,6 +1209,7 @@ acker_start(struct worker *w, char *err, size_t errlen)
         .act_overrun = act_overrun,
         .interval = heartbeat_interval(w),
     };
+    now_mono(&a->hb.last_look);
     acker_store(a); /* a failure is logged and retried on use */
     int rc = pthread_create(&a->thread, NULL, acker_main, a);
     if (rc != 0) {

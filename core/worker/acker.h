@@ -37,7 +37,10 @@ void acker_abandon_running(struct acker *a);
  * a deadline (CLOCK_MONOTONIC), what is not acknowledged by then is left: its
  * SQS call is cancelled and its messages come back after their visibility
  * timeouts (a completed key makes them duplicates), so that a worker whose
- * SQS endpoint hangs or refuses still leaves within its drain. NULL: no limit. */
+ * SQS endpoint hangs or refuses still leaves within its drain. A statement
+ * PostgreSQL does not answer is given up by the last call, a few seconds
+ * before the deadline, which then settles what the store did not take.
+ * NULL: no limit. */
 void acker_stop(struct acker *a, const struct timespec *deadline);
 
 #endif

@@ -2,9 +2,10 @@
  * heartbeat.c - extending visibility and leases of jobs in flight, and
  * giving them back at the drain deadline (see heartbeat.h). Registry jobs
  * belong to their handler threads: only fields fixed at claim time
- * (queue, receipt handle, key) are read here, plus extended_at, held and
- * given_back, which only the acker's thread writes, and claimed, which is atomic (a
- * transactional handler settles the key while the job is registered). A held
+ * (queue, receipt handle, key) are read here, plus extended_at, lease_owed,
+ * held and given_back, which only the acker's thread writes (heartbeat_keep_hidden
+ * runs on it too, inside the acker's waits for PostgreSQL), and claimed, which is
+ * atomic (a transactional handler settles the key while the job is registered). A held
  * job is the acker's: its other fields are then the acker's thread's too.
  */
 #include "heartbeat.h"
@@ -85,23 +86,30 @@ claimed_keys(struct twice_job **jobs, size_t n, const char **keys)
     return k;
 }
 
-/* Extend the leases of one queue's due jobs, whose visibility was just
- * extended (heartbeat_run: every queue's first, so that none waits for the
- * store). */
+/* Extend the leases of one queue's jobs[0..n), whose visibility was extended
+ * (at this look or, while the acker waited for the store, since the last
+ * one): they owe no lease once the store has answered for them. A store that
+ * is down, or a statement that fails, leaves them owing, for the next look. */
 static void
-extend_leases(struct heartbeat *hb, struct twice_job **jobs, size_t n, const struct timespec *now)
+extend_leases(struct heartbeat *hb, struct twice_job **jobs, size_t n)
 {
     const struct config *cfg = hb->w->cfg;
     const struct config_queue *qc = jobs[0]->queue->cfg;
     const char **keys = malloc(n * sizeof(*keys));
     int *extended = malloc(n * sizeof(*extended));
     char err[512];
-    size_t k = keys != NULL && extended != NULL ? claimed_keys(jobs, n, keys) : 0;
-    struct idem_store *s = hb->store(hb->store_arg);
-    if ((keys == NULL || extended == NULL) && report_now(hb)) {
-        log_error("queue %s: out of memory extending %zu leases", qc->name, n);
+    if (keys == NULL || extended == NULL) {
+        if (report_now(hb)) {
+            log_error("queue %s: out of memory extending %zu leases", qc->name, n);
+        }
+        free(keys);
+        free(extended);
+        return;
     }
-    if (k > 0 && s != NULL) {
+    size_t k = claimed_keys(jobs, n, keys);
+    int answered = k == 0;
+    struct idem_store *s = k > 0 ? hb->store(hb->store_arg) : NULL;
+    if (s != NULL) {
         int lease = qc->visibility_timeout + cfg->idempotency.lease_margin;
         if (idem_extend_batch(s, keys, k, lease, extended, err, sizeof(err)) != 0) {
             metrics_count(MET_PG_ERRORS, "extend", NULL, NULL, 1);
@@ -109,6 +117,7 @@ extend_leases(struct heartbeat *hb, struct twice_job **jobs, size_t n, const str
                 log_warn("queue %s: extending %zu leases failed: %s", qc->name, k, err);
             }
         } else {
+            answered = 1;
             for (size_t i = 0; i < k; i++) {
                 if (!extended[i]) {
                     log_warn("queue %s: key %s: lease lost while running", qc->name, keys[i]);
@@ -116,12 +125,25 @@ extend_leases(struct heartbeat *hb, struct twice_job **jobs, size_t n, const str
             }
         }
     }
+    for (size_t i = 0; answered && i < n; i++) {
+        jobs[i]->lease_owed = 0;
+    }
     free(keys);
     free(extended);
+}
+
+/* Extend the visibility of one queue's jobs[0..n) chosen at this look: their
+ * leases are owed from now (extend_leases). */
+static void
+extend_visibility(struct heartbeat *hb, struct twice_job **jobs, size_t n,
+                  const struct timespec *now)
+{
+    set_visibility(hb, jobs, n, jobs[0]->queue->cfg->visibility_timeout);
     for (size_t i = 0; i < n; i++) {
         jobs[i]->extended_at = *now;
+        jobs[i]->lease_owed = 1;
     }
-    metrics_count(MET_EXTENSIONS, qc->name, NULL, NULL, n);
+    metrics_count(MET_EXTENSIONS, jobs[0]->queue->cfg->name, NULL, NULL, n);
 }
 
 /* The jobs in flight (see registry_snapshot); -1, reported, without memory. */
@@ -279,10 +301,72 @@ heartbeat_plan(const struct worker *w, struct twice_job *const *all, size_t n, d
     }
 }
 
-/* Each queue extends what heartbeat_plan chose for it. */
+/* Extend the visibility of what heartbeat_plan chooses among all[0..n) (the
+ * snapshot, with room for n more after it). 0, or -1 (reported) without
+ * memory. */
+static int
+look(struct heartbeat *hb, struct twice_job **all, size_t n, const struct timespec *now)
+{
+    struct worker *w = hb->w;
+    size_t *first = calloc(3 * (w->nqueues + 1), sizeof(*first));
+    if (first == NULL) {
+        if (report_now(hb)) {
+            log_error("heartbeat: out of memory planning the extensions");
+        }
+        return -1;
+    }
+    size_t *due = first + w->nqueues + 1, *take = due + w->nqueues + 1;
+    struct twice_job **chosen = all + n;
+    heartbeat_plan(w, all, n, hb->interval, now, chosen, first, due, take);
+    for (size_t qi = 0; qi < w->nqueues; qi++) {
+        if (take[qi] > 0) {
+            extend_visibility(hb, chosen + first[qi], take[qi], now);
+        }
+    }
+    free(first);
+    return 0;
+}
+
+/* Each queue's jobs that owe a lease among all[0..n) get it, a statement per
+ * queue (the snapshot's room for n more holds them). */
+static void
+pay_leases(struct heartbeat *hb, struct twice_job **all, size_t n)
+{
+    struct worker *w = hb->w;
+    struct twice_job **owing = all + n;
+    for (size_t qi = 0; qi < w->nqueues; qi++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (all[i]->queue == &w->queues[qi] && all[i]->lease_owed) {
+                owing[m++] = all[i];
+            }
+        }
+        if (m > 0) {
+            extend_leases(hb, owing, m);
+        }
+    }
+}
+
+void
+heartbeat_keep_hidden(struct heartbeat *hb, const struct timespec *now)
+{
+    hb->last_look = *now;
+    struct twice_job **all;
+    size_t n;
+    if (snapshot(hb, &all, &n) != 0 || n == 0) {
+        return; /* nothing in flight: all is NULL */
+    }
+    look(hb, all, n, now);
+    free(all);
+}
+
+/* Visibility first, for every queue: what keeps the messages hidden never
+ * waits for the store (a lease lapses later, by lease_margin); then the
+ * leases. */
 void
 heartbeat_run(struct heartbeat *hb, const struct timespec *now)
 {
+    hb->last_look = *now;
     if (now->tv_sec - hb->last_advice >= 10) {
         hb->last_advice = now->tv_sec;
         advice_tick(hb->w);
@@ -292,33 +376,10 @@ heartbeat_run(struct heartbeat *hb, const struct timespec *now)
     if (snapshot(hb, &all, &n) != 0 || n == 0) {
         return; /* nothing in flight: all is NULL */
     }
-    struct worker *w = hb->w;
-    timeout_check(w, all, n, hb->act_overrun, hb->store_arg);
-    size_t *first = calloc(3 * (w->nqueues + 1), sizeof(*first));
-    if (first == NULL) {
-        if (report_now(hb)) {
-            log_error("heartbeat: out of memory planning the extensions");
-        }
-        free(all);
-        return;
+    timeout_check(hb->w, all, n, hb->act_overrun, hb->store_arg);
+    if (look(hb, all, n, now) == 0) {
+        pay_leases(hb, all, n);
     }
-    size_t *due = first + w->nqueues + 1, *take = due + w->nqueues + 1;
-    struct twice_job **chosen = all + n; /* the snapshot has room for n more */
-    heartbeat_plan(w, all, n, hb->interval, now, chosen, first, due, take);
-    /* Visibility first, for every queue: what keeps the messages hidden never
-     * waits for the store (a lease lapses later, by lease_margin). */
-    for (size_t qi = 0; qi < w->nqueues; qi++) {
-        if (take[qi] > 0) {
-            set_visibility(hb, chosen + first[qi], take[qi],
-                           w->queues[qi].cfg->visibility_timeout);
-        }
-    }
-    for (size_t qi = 0; qi < w->nqueues; qi++) {
-        if (take[qi] > 0) {
-            extend_leases(hb, chosen + first[qi], take[qi], now);
-        }
-    }
-    free(first);
     free(all);
 }
 

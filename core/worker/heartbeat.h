@@ -9,7 +9,11 @@
  * queue's visibility first, then the leases, and a store that is down or
  * does not answer a new connection never makes it wait for a reconnect
  * (acker.c), so the messages of jobs that run on stay hidden through an
- * outage.
+ * outage. While the acker waits for PostgreSQL to answer a statement (a
+ * server that froze on an established connection answers late or never),
+ * heartbeat_keep_hidden goes on looking from inside that wait
+ * (idem_set_wait): visibility only, the leases it leaves owed are extended
+ * at the next look between passes, once the store answers.
  */
 #ifndef TWICE_HEARTBEAT_H
 #define TWICE_HEARTBEAT_H
@@ -40,9 +44,10 @@ struct heartbeat {
     /* Carry out a timeout's verdict on a running job's message (timeout.h), with
      * store_arg. */
     void (*act_overrun)(void *arg, struct twice_job *j, const struct lifecycle_verdict *v);
-    double interval;       /* seconds between looks: heartbeat_interval(w) */
-    time_t failure_logged; /* failures are reported every 10 s, not every tick */
-    time_t last_advice;    /* when the p99s were last published */
+    double interval;           /* seconds between looks: heartbeat_interval(w) */
+    struct timespec last_look; /* monotonic: when the last look began */
+    time_t failure_logged;     /* failures are reported every 10 s, not every tick */
+    time_t last_advice;        /* when the p99s were last published */
 };
 
 /* How often the heartbeat looks (seconds): a quarter of the shortest
@@ -96,8 +101,13 @@ void heartbeat_plan(const struct worker *w, struct twice_job *const *all, size_t
                     double interval, const struct timespec *now, struct twice_job **out,
                     size_t *first, size_t *due, size_t *take);
 
-/* Extend what is due; called every hb->interval seconds. */
+/* Extend what is due, and the leases owed; called every hb->interval
+ * seconds between the acker's passes. */
 void heartbeat_run(struct heartbeat *hb, const struct timespec *now);
+/* Extend the visibility of what is due, without the store (its leases are
+ * then owed): called every hb->interval seconds while the acker waits for
+ * PostgreSQL (acker.c), on the acker's thread. */
+void heartbeat_keep_hidden(struct heartbeat *hb, const struct timespec *now);
 /* The drain deadline passed: give back every job still running (not one that
  * finished DONE and waits in the acker for its completion: acker.c settles it). */
 void heartbeat_give_back(struct heartbeat *hb);

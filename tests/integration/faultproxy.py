@@ -9,8 +9,10 @@ also counts what it saw, by operation. Not a mock: in "pass" mode every request
 goes to the real emulator and its real answer comes back (unless the test sets
 `rewrite`, to add what the emulator lacks, such as a system attribute SQS has).
 TcpProxy does the same for any TCP server, at the level of connections: up (bytes
-forwarded as they are), down (every connection cut, new ones refused) or hanging
-(every connection cut, new ones accepted and never answered), so one test
+forwarded as they are), down (every connection cut, new ones refused), hanging
+(every connection cut, new ones accepted and never answered) or frozen (a server
+stopped, SIGSTOP: the open connections stay open and carry nothing until thawed, new
+ones are accepted and wait), so one test
 can lose the run's shared PostgreSQL without taking it from the others; and, for
 PostgreSQL, it can lose one answer: the statement runs and commits, the connection is
 cut before its answer reaches the client (cut_answer).
@@ -193,6 +195,9 @@ class TcpProxy:
         self.cuts = 0  # answers lost so far
         self.hanging = False  # hang(): new connections are held, never answered
         self.held = []
+        self.frozen = False  # freeze(): nothing moves on any connection until thaw()
+        self.thawed = threading.Condition(self.lock)
+        self.frozen_requests = b""  # client to server bytes that arrived while frozen
         self.up()
 
     def cut_answer(self, marker):
@@ -205,6 +210,9 @@ class TcpProxy:
             self._cut_marker = marker
 
     def up(self):
+        """Listen (again, on the same port); nothing to do when listening."""
+        if self._listener is not None:
+            return
         deadline = time.monotonic() + 10
         while True:
             try:
@@ -229,22 +237,26 @@ class TcpProxy:
             except OSError:
                 return  # closed by down()
             with self.lock:
-                if self.hanging:
+                if self.hanging or self.frozen:
                     self.held.append(client)
                     continue
-            try:
-                server = socket.create_connection(self.target, timeout=5)
-            except OSError:
-                client.close()
-                continue
-            server.settimeout(None)
-            with self.lock:
-                self.conns += [client, server]
-            armed = threading.Event()  # this connection's next answer is to be lost
-            threading.Thread(target=self._pipe, args=(client, server, self._arm, armed),
-                             daemon=True).start()
-            threading.Thread(target=self._pipe, args=(server, client, self._cut, armed),
-                             daemon=True).start()
+            self._forward(client)
+
+    def _forward(self, client):
+        """Connect client to the target and pipe both ways."""
+        try:
+            server = socket.create_connection(self.target, timeout=5)
+        except OSError:
+            client.close()
+            return
+        server.settimeout(None)
+        with self.lock:
+            self.conns += [client, server]
+        armed = threading.Event()  # this connection's next answer is to be lost
+        threading.Thread(target=self._pipe, args=(client, server, self._arm, armed, True),
+                         daemon=True).start()
+        threading.Thread(target=self._pipe, args=(server, client, self._cut, armed, False),
+                         daemon=True).start()
 
     def _arm(self, data, armed):
         """Client to server: a request holding the marker arms its connection.
@@ -268,13 +280,22 @@ class TcpProxy:
             self.cuts += 1
         return False
 
-    @staticmethod
-    def _pipe(src, dst, look, armed):
+    def _hold_while_frozen(self, data, request):
+        """While frozen, keep data (and, by not reading, what follows it in the
+        kernel's buffers) until thaw(); requests are noted in frozen_requests."""
+        with self.lock:
+            if self.frozen and request:
+                self.frozen_requests += data
+            while self.frozen:
+                self.thawed.wait()
+
+    def _pipe(self, src, dst, look, armed, request):
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
+                self._hold_while_frozen(data, request)
                 verdict = look(data, armed)
                 if verdict is False:
                     break
@@ -322,6 +343,25 @@ class TcpProxy:
             held, self.held = self.held, []
         self._close_all(held)
 
+    def freeze(self):
+        """A server that stops without a word (SIGSTOP, a stalled host or pooler) on
+        established connections: they stay open, and nothing is forwarded on them
+        either way (a statement sent now waits, unanswered, in the buffers); new
+        connections are accepted and wait too. Until thaw()."""
+        with self.lock:
+            self.frozen = True
+            self.frozen_requests = b""
+
+    def thaw(self):
+        """After freeze(): what waited is forwarded, as a server that goes on does
+        (a statement sent while frozen runs now), and so are the new connections."""
+        with self.lock:
+            self.frozen = False
+            held, self.held = self.held, []
+            self.thawed.notify_all()
+        for c in held:
+            self._forward(c)
+
     @staticmethod
     def _close_all(conns):
         for c in conns:
@@ -332,6 +372,9 @@ class TcpProxy:
             c.close()
 
     def close(self):
+        with self.lock:
+            self.frozen = False
+            self.thawed.notify_all()
         self.down()
         self.resume()
 

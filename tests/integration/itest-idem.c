@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "check.h"
 #include "idem.h"
+#include "outbox.h"
 
 struct ctx {
     PGconn *admin; /* to TWICE_TEST_PGDSN, for CREATE/DROP DATABASE and kills */
@@ -1243,6 +1244,162 @@ test_reconnect(struct ctx *c)
     idem_close(a);
 }
 
+/* The value of a connection's option keyword ("" when unset; caller frees). */
+static char *
+conn_option(PGconn *conn, const char *keyword)
+{
+    char *v = NULL;
+    PQconninfoOption *opts = PQconninfo(conn);
+    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++) {
+        if (strcmp(o->keyword, keyword) == 0) {
+            v = strdup(o->val != NULL ? o->val : "");
+        }
+    }
+    PQconninfoFree(opts);
+    return v != NULL ? v : strdup("");
+}
+
+/* The store's connection defaults (idem.c: connect_dsn), which the dsn overrides:
+ * a connection whose bytes go unacknowledged 25 s (a host gone) is ended. */
+static void
+test_connection_defaults(struct ctx *c)
+{
+    struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
+    char *v = conn_option(idem_pgconn(a), "tcp_user_timeout");
+    CHECK_STR(v, "25000");
+    free(v);
+    v = conn_option(idem_pgconn(a), "keepalives_idle");
+    CHECK_STR(v, "10");
+    free(v);
+    idem_close(a);
+    char *dsn = malloc(strlen(c->dsn) + 32);
+    sprintf(dsn, "%s tcp_user_timeout=7000", c->dsn);
+    a = open_store(dsn, NULL, "owner-a");
+    v = conn_option(idem_pgconn(a), "tcp_user_timeout");
+    CHECK_STR(v, "7000");
+    free(v);
+    idem_close(a);
+    free(dsn);
+}
+
+/* A store's wait (idem_set_wait): how often it ticked, and from which tick on
+ * it says to give the statement up (0: never). */
+struct ticks {
+    int n;
+    int stop_at;
+};
+
+static int
+count_tick(void *arg)
+{
+    struct ticks *t = arg;
+    t->n++;
+    return t->stop_at > 0 && t->n >= t->stop_at;
+}
+
+/* A second connection that holds the row of key FOR UPDATE until released:
+ * a statement of the store on that row waits, unanswered, as on a server
+ * that stopped answering. */
+static PGconn *
+lock_row(struct ctx *c, const char *key)
+{
+    PGconn *l = PQconnectdb(c->dsn);
+    CHECK_INT(PQstatus(l), CONNECTION_OK);
+    sql(l, "BEGIN");
+    const char *params[] = {key};
+    PGresult *res = PQexecParams(l,
+                                 "SELECT 1 FROM twice_idempotency WHERE idempotency_key = $1"
+                                 " FOR UPDATE",
+                                 1, NULL, params, NULL, NULL, 0);
+    CHECK_INT(PQntuples(res), 1);
+    PQclear(res);
+    return l;
+}
+
+/* Reconnect a store whose statement was given up (as the acker does). */
+static void
+reconnect_poll(struct idem_store *s)
+{
+    int got = 0;
+    for (int i = 0; i < 100 && got == 0; i++) {
+        got = idem_reconnect_poll(s, 100, err, sizeof(err));
+    }
+    CHECK_INT(got, 1);
+}
+
+/*
+ * A statement that goes unanswered on an established connection (here it
+ * waits for a row lock; a frozen server or pooler looks the same to the
+ * client) does not hold a store that waits (idem_set_wait): its tick is
+ * called while it waits, and past answer_ms, or when the tick says so, it is
+ * given up, the connection ended, and the call fails as for a dropped
+ * connection (unreachable: tried again later). A COMMIT given up so is
+ * outbox_complete_batch's -2: it may commit after all (here it does).
+ */
+static void
+test_statement_given_up(struct ctx *c)
+{
+    struct idem_store *a = open_store(c->dsn, NULL, "owner-a");
+    struct ticks t = {0, 0};
+    idem_set_wait(a, 600, 50, count_tick, &t);
+    CHECK_INT(claim1(a, "w-1", "m", 1, 30).state, IDEM_CLAIMED);
+    const char *keys[] = {"w-1"};
+    int ext = -1;
+    CHECK_INT(idem_extend_batch(a, keys, 1, 30, &ext, err, sizeof(err)), 0);
+    CHECK_INT(ext, 1);
+
+    PGconn *l = lock_row(c, "w-1");
+    t.n = 0;
+    double t0 = now_mono();
+    CHECK_INT(idem_extend_batch(a, keys, 1, 30, &ext, err, sizeof(err)), -1);
+    double took = now_mono() - t0;
+    CHECK(took >= 0.55 && took < 3.0);
+    CHECK(t.n >= 5);
+    CHECK(strstr(err, "no answer from PostgreSQL within 1 s: the connection is given up") != NULL);
+    CHECK_INT(idem_unreachable(a), 1);
+    CHECK_INT(idem_connected(a), 0);
+    reconnect_poll(a);
+    /* the tick gives it up, long before answer_ms */
+    t.n = 0;
+    t.stop_at = 2;
+    t0 = now_mono();
+    CHECK_INT(idem_extend_batch(a, keys, 1, 30, &ext, err, sizeof(err)), -1);
+    CHECK(now_mono() - t0 < 0.5);
+    CHECK_INT(t.n, 2);
+    CHECK(strstr(err, "given up unanswered") != NULL);
+    CHECK_INT(idem_unreachable(a), 1);
+    sql(l, "ROLLBACK");
+    PQfinish(l);
+    reconnect_poll(a);
+    t.stop_at = 0;
+    CHECK_INT(idem_extend_batch(a, keys, 1, 30, &ext, err, sizeof(err)), 0);
+    CHECK_INT(ext, 1);
+
+    /* a COMMIT that goes unanswered: a deferred trigger sleeps in it */
+    sql(c->db, "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS"
+               " $$BEGIN PERFORM pg_sleep(1.5); RETURN NULL; END$$");
+    sql(c->db, "CREATE CONSTRAINT TRIGGER slow_commit AFTER UPDATE ON twice_idempotency"
+               " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW"
+               " WHEN (NEW.idempotency_key = 'w-1') EXECUTE FUNCTION slow_commit()");
+    struct outbox_staged st = {0};
+    struct outbox_msg m = {.queue = strdup("q"), .url = strdup("http://q"), .body = strdup("{}")};
+    CHECK_INT(outbox_stage(&st, &m), 0);
+    struct outbox_job job = {.key = "w-1", .source_queue = "q", .plugin = "p", .staged = &st};
+    int runs = 1, done = -1;
+    CHECK_INT(outbox_complete_batch(a, "twice_idempotency", keys, &runs, &job, 1, &done, err,
+                                    sizeof(err)),
+              -2);
+    CHECK_INT(done, 0);
+    CHECK(strstr(err, "COMMIT") != NULL && strstr(err, "given up") != NULL);
+    CHECK_INT(idem_unreachable(a), 1);
+    sleep_ms(2500); /* the server went on: it committed (1.5 s after the COMMIT) */
+    check_row(c->db, "w-1", "completed 1 -");
+    sql(c->db, "DROP TRIGGER slow_commit ON twice_idempotency");
+    sql(c->db, "DROP FUNCTION slow_commit()");
+    outbox_staged_clear(&st);
+    idem_close(a);
+}
+
 /* The name of the one prepared statement on conn whose name starts with
  * prefix ("" when none; caller frees); *text gets its SQL (caller frees). */
 static char *
@@ -1492,6 +1649,8 @@ main(void)
     test_quoting(&c);
     test_connect_errors(&c);
     test_reconnect(&c);
+    test_connection_defaults(&c);
+    test_statement_given_up(&c);
     test_claim_is_idempotent(&c);
     test_completed_by(&c);
     test_statement_names(&c);

@@ -117,25 +117,41 @@ class Guard(twicetest.TwiceTestCase):
 
     def test_a_store_that_hangs_does_not_hold_up_the_heartbeat(self):
         # PostgreSQL stops answering while a job runs longer than its visibility
-        # timeout (4 s): its connections are cut, a new one is accepted and never
-        # answered. The acknowledger's reconnect used to wait for it on the
-        # heartbeat's thread (connect_timeout, 10 s), so the message's visibility was
-        # not extended in time: it came back and was received again while its job
-        # still ran. Now the reconnect goes on beside the heartbeat: the message stays
-        # hidden, is received once and handled once, and the job completes once the
-        # store answers again.
+        # timeout (4 s), twice over. First its connections are cut, and a new one is
+        # accepted and never answered: the acknowledger's reconnect used to wait for
+        # it on the heartbeat's thread (connect_timeout, 10 s). Then, once it has
+        # connected again, the server freezes on that established connection (a
+        # stopped backend, a stalled pooler: the socket stays open, nothing comes
+        # back) while the heartbeat's lease extension is on it: the statement used to
+        # hold the heartbeat for as long as the server stayed frozen. Either way the
+        # message's visibility was not extended in time: it came back and was
+        # received again while its job still ran. Now the visibility is extended
+        # while the acknowledger waits on PostgreSQL: the message stays hidden, is
+        # received once and handled once, and the job completes once the store
+        # answers again.
         url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
             "hangstore", visibility_timeout=4)
-        self.sqs.send(url, json.dumps({"id": "hang-1", "sleep_ms": 13000}))
+        self.sqs.send(url, json.dumps({"id": "hang-1", "sleep_ms": 14000}))
         twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight"),
                              timeout=10, message="the job never started")
+
+        def received_once_for(seconds):
+            began = time.monotonic()
+            while time.monotonic() - began < seconds:
+                self.assertEqual(
+                    tc.metric_sum(tc.scrape(port), "twice_messages_received_total"), 1,
+                    "the message came back while its job ran")
+                time.sleep(0.25)
+
         proxy.hang()
-        hung = time.monotonic()
-        while time.monotonic() - hung < 10.5:  # past two visibility timeouts
-            self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_messages_received_total"),
-                             1, "the message came back while its job ran")
-            time.sleep(0.25)
+        received_once_for(5.5)  # past a visibility timeout
         proxy.resume()
+        d.wait_log(r"idempotency store reachable again", timeout=10)
+        proxy.freeze()
+        received_once_for(6)  # past a visibility timeout, the extension stuck
+        self.assertIn(b"twice_extend_", proxy.frozen_requests,
+                      "the lease extension was sent to the frozen server")
+        proxy.thaw()
         self.wait_empty(url, timeout=20)
         self.assertEqual([(k, a) for k, _, a in self.lines(effects)], [("effect:hang-1", "1")])
         self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_messages_received_total"), 1)
@@ -286,11 +302,13 @@ class Guard(twicetest.TwiceTestCase):
                       r"written \(.*\): its effect happened, so its message is deleted; its "
                       r"key stays in progress, not completed, until its lease lapses")
 
-    def finish_unwritten(self, prefix, sleep_ms, drain_timeout, before_done=None):
+    def finish_unwritten(self, prefix, sleep_ms, drain_timeout, before_done=None,
+                         fault="down"):
         """twiced (visibility timeout 4 s, lease 6 s) runs one job of sleep_ms; once it
-        runs, before_done(twiced) (if any), then PostgreSQL goes away before the job
-        finishes. Returns (url, dlq, dsn, proxy, effects, twiced) once the job's effect
-        is there: DONE, its completion unwritable."""
+        runs, before_done(twiced) (if any), then PostgreSQL goes away (fault: the
+        proxy's down, or freeze: its connections stay open and answer nothing) before
+        the job finishes. Returns (url, dlq, dsn, proxy, effects, twiced) once the job's
+        effect is there: DONE, its completion unwritable."""
         url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
             prefix, drain_timeout=drain_timeout, visibility_timeout=4)
         self.sqs.send(url, json.dumps({"id": "%s-1" % prefix, "sleep_ms": sleep_ms}))
@@ -298,7 +316,7 @@ class Guard(twicetest.TwiceTestCase):
                              timeout=10, message="the job never started")
         if before_done is not None:
             before_done(d)
-        proxy.down()
+        getattr(proxy, fault)()
         self.assertEqual(self.lines(effects), [], "PostgreSQL went away before the job ended")
         twicetest.wait_until(lambda: self.lines(effects), timeout=10,
                              message="the job did not finish")
@@ -325,17 +343,26 @@ class Guard(twicetest.TwiceTestCase):
         self.assertEqual(d.stop(), 0)
 
     def test_a_job_done_as_postgresql_went_away_does_not_run_again_after_a_stop(self):
-        # The handler finishes (its email is sent) while PostgreSQL is unreachable, and
-        # twiced is stopped: the completion cannot be written before the worker must
-        # exit. Left, the message would come back after its visibility timeout, meet
-        # its key still in progress with a lapsed lease, be taken over and run again:
-        # a second email. Its effect happened and it staged nothing, so its message is
-        # deleted, with a warning naming the key that stays in progress.
-        url, dlq, dsn, proxy, effects, d = self.finish_unwritten("stopdone", 1000, 1)
+        # The handler finishes (its email is sent) while PostgreSQL does not answer,
+        # and twiced is stopped: the completion cannot be written before the worker
+        # must exit. Left, the message would come back after its visibility timeout,
+        # meet its key still in progress with a lapsed lease, be taken over and run
+        # again: a second email. Its effect happened and it staged nothing, so its
+        # message is deleted, with a warning naming the key that stays in progress.
+        # PostgreSQL froze here: its connections stay open and the completion, sent on
+        # one, is never answered. The acknowledger gives it up once the drain gives up
+        # on the job (drain_timeout, 1 s); it used to wait for the answer for ever, and
+        # the worker never exited.
+        url, dlq, dsn, proxy, effects, d = self.finish_unwritten("stopdone", 1000, 1,
+                                                                 fault="freeze")
         began = time.monotonic()
-        self.assertEqual(d.stop(timeout=30), 0)
+        mark = d.mark()
+        d.signal(signal.SIGTERM)
+        d.wait_log(r"worker \d+ \(generation 1\) drained and exited", timeout=25, since=mark)
         self.assertLess(time.monotonic() - began, 20, "within drain_timeout + 10 s")
         self.assertRegex(d.log_text(), self.STOP_UNWRITTEN % "stopdone-1")
+        proxy.thaw()  # the master's own statements wait for their answers
+        self.assertEqual(d.stop(timeout=30), 0)
         self.assert_ran_once_after_restart("stopdone", url, dlq, dsn, proxy, effects, None)
 
     def test_a_job_done_as_postgresql_went_away_does_not_run_again_after_a_reload(self):
