@@ -207,6 +207,7 @@ struct config {
     struct {
         char *listen;             /* "127.0.0.1:9464"-style; NULL or "" disables */
         int queue_stats_interval; /* seconds between queue gauge refreshes, 0: off (15) */
+        int p99_interval;         /* seconds between p99s and the advice (10) */
     } metrics;
 
     struct {

@@ -237,6 +237,13 @@ const struct config_row config_rows[] = {
             "queue, by the master) for twice_queue_messages and twice_queue_oldest_age_seconds "
             "(when nothing was received in the interval, 0 if the queue is known empty, else the "
             "last age grown); 0 turns them off. Nothing is read without a listener."},
+    {ROW("metrics", "p99_interval", CONFIG_INT, C(metrics.p99_interval)), .lo = 1, .hi = 3600,
+     .def = 10,
+     .doc = "Seconds between the worker's readings of each queue and plugin's p99 handler "
+            "duration (over its last 1024 runs, once it has 20): published as "
+            "twice_handler_p99_seconds and compared with the queue's visibility_timeout, "
+            "whose advice is logged at most once an hour per queue and plugin. Read whether "
+            "or not there is a listener."},
 
     {ROW("tracing", "exporter", CONFIG_ENUM, C(tracing.exporter)), .choices = exporters,
      .noun = "exporter", .def = CONFIG_TRACING_NONE,

@@ -23,7 +23,10 @@ struct relay;
 /* A cycle starts no SendMessageBatch after RELAY_SEND_MS, and each call (its
  * retries included) ends within RELAY_CALL_MS: the cycle records what SQS
  * said before its claim lapses, so another host's relay never claims and
- * sends again rows this one is still sending (a slow SQS). */
+ * sends again rows this one is still sending (a slow SQS). Not settings:
+ * they are margins inside the claim, not an operator's trade-off (a shorter
+ * window only splits a slow SQS's sends over more cycles), and they only
+ * matter while SQS answers slowly. */
 #define RELAY_SEND_MS   20000
 #define RELAY_CALL_MS   20000
 

@@ -367,7 +367,7 @@ void
 heartbeat_run(struct heartbeat *hb, const struct timespec *now)
 {
     hb->last_look = *now;
-    if (now->tv_sec - hb->last_advice >= 10) {
+    if (now->tv_sec - hb->last_advice >= hb->w->cfg->metrics.p99_interval) {
         hb->last_advice = now->tv_sec;
         advice_tick(hb->w);
     }

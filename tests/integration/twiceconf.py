@@ -87,12 +87,14 @@ def queue(name, url, dlq_url, plugin_name=None, routes=None, route_by=None, **op
 
 def config(env, dsn, queues, plugins, workers=1, drain_timeout=10, metrics_port=None,
            log_level="info", on_conflict="skip", lease_margin=2, extra="", endpoint=None,
-           log_format="text", queue_stats_interval=None, s3_endpoint=None, log_file=None):
+           log_format="text", queue_stats_interval=None, s3_endpoint=None, log_file=None,
+           p99_interval=None):
     """A whole twice.conf for the test servers of env (endpoint: another way to the
     emulator, such as a fault proxy; s3_endpoint: aws.s3_endpoint, for payloads in S3;
-    log_file: log.file)."""
-    stats = ("" if queue_stats_interval is None
-             else " " + setting("queue_stats_interval", queue_stats_interval))
+    log_file: log.file; queue_stats_interval, p99_interval: metrics.*, default if None)."""
+    stats = "".join(" " + setting(k, v) for k, v in (("queue_stats_interval", queue_stats_interval),
+                                                     ("p99_interval", p99_interval))
+                    if v is not None)
     lines = [
         setting("workers", workers),
         setting("drain_timeout", drain_timeout),

@@ -349,6 +349,7 @@ test_defaults(void)
     CHECK_INT(c->alerts.smtp.timeout, 30);
     CHECK(c->metrics.listen == NULL);
     CHECK_INT(c->metrics.queue_stats_interval, 15);
+    CHECK_INT(c->metrics.p99_interval, 10);
     CHECK_INT(c->tracing.exporter, CONFIG_TRACING_NONE); /* off unless asked for */
     CHECK(c->tracing.endpoint == NULL && c->tracing.service_name == NULL);
     CHECK_INT(c->tracing.buffer_spans, 2048);
@@ -1133,6 +1134,8 @@ test_tracing(void)
     expect_one(extra, "sample_rate", "unknown setting 'sample_rate' in tracing");
     snprintf(extra, sizeof(extra), "metrics = { queue_stats_interval = -1; };\n%s", q);
     expect_one(extra, "queue_stats", "metrics.queue_stats_interval: -1 is out of range (0-86400)");
+    snprintf(extra, sizeof(extra), "metrics = { p99_interval = 0; };\n%s", q);
+    expect_one(extra, "p99_interval", "metrics.p99_interval: 0 is out of range (1-3600)");
     snprintf(extra, sizeof(extra),
              "tracing = { exporter = \"otlp\"; endpoint = \"\"; };\n"
              "metrics = { queue_stats_interval = 0; };\n%s",
