@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "idem.h"
 #include "log.h"
+#include "stopwait.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -41,7 +42,27 @@ struct health {
     /* The thread's own. */
     struct idem_store *store;
     int id_asked; /* the identity was read on this connection */
+    struct stopwait wait;
 };
+
+static int
+stopping(struct health *h)
+{
+    pthread_mutex_lock(&h->mu);
+    int stop = h->stop;
+    pthread_mutex_unlock(&h->mu);
+    return stop;
+}
+
+/* The store's tick (stopwait.h): a check in flight at a stop is given up at
+ * once (it only reads), so that the stop's join is not held by a frozen
+ * server. */
+static int
+health_wait_tick(void *arg)
+{
+    struct health *h = arg;
+    return stopwait_over(&h->wait, stopping(h), 0);
+}
 
 /* Read what a new connection reaches and keep it for health_identity. 0,
  * or -1 when it could not be read: what was known is kept, and the next
@@ -65,7 +86,8 @@ learn_identity(struct health *h)
  * broke since the last check (a terminated backend, a pooler or proxy that
  * dropped it, a restart already over) says nothing about the store now: the
  * check is asked again once on a new connection, so that only a store that
- * does not answer a new connection either counts as down. */
+ * does not answer a new connection either counts as down (not while
+ * stopping: the check given up by the stop is not asked again). */
 static int
 check(struct health *h, char *why, size_t cap)
 {
@@ -74,8 +96,9 @@ check(struct health *h, char *why, size_t cap)
     int reused = idem_connected(h->store); /* connected before this check */
     if (h->store == NULL) {
         rc = idem_open(h->dsn, h->table, "health", &h->store, err, sizeof(err));
+        stopwait_apply(h->store, health_wait_tick, h);
     } else if (!idem_connected(h->store)) {
-        rc = idem_reconnect(h->store, err, sizeof(err));
+        rc = stopwait_reconnect(h->store, health_wait_tick, h, err, sizeof(err));
     } else {
         rc = 0;
     }
@@ -83,8 +106,8 @@ check(struct health *h, char *why, size_t cap)
         rc = idem_ping(h->store, err, sizeof(err));
     }
     int fresh = !reused; /* a new connection may reach another server (failover) */
-    if (rc != 0 && reused && !idem_connected(h->store) &&
-        idem_reconnect(h->store, err, sizeof(err)) == 0) {
+    if (rc != 0 && reused && !idem_connected(h->store) && !stopping(h) &&
+        stopwait_reconnect(h->store, health_wait_tick, h, err, sizeof(err)) == 0) {
         rc = idem_ping(h->store, err, sizeof(err));
         fresh = 1;
     }

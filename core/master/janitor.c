@@ -16,6 +16,7 @@
 #include "plural.h"
 #include "metrics.h"
 #include "shm.h"
+#include "stopwait.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -23,8 +24,12 @@
 #include <string.h>
 #include <time.h>
 
-#define JANITOR_OWNERS   256      /* gone workers waiting for their leases to end */
-#define JANITOR_CULPRITS SHM_JOBS /* jobs of one worker counted for its crash */
+#define JANITOR_OWNERS        256      /* gone workers waiting for their leases to end */
+#define JANITOR_CULPRITS      SHM_JOBS /* jobs of one worker counted for its crash */
+/* A statement in flight at a stop, such as the last pass's expiries of gone
+ * workers (their keys are freed now rather than when their leases lapse),
+ * gets this long (ms) before it is given up. */
+#define JANITOR_STOP_GRACE_MS 2000
 
 struct janitor {
     pthread_t thread;
@@ -47,14 +52,40 @@ struct janitor {
     /* The thread's own. */
     struct idem_store *store;
     int down;
+    struct stopwait wait;
 };
 
-/* The connection, or NULL while the database is unreachable. */
+static int
+stopping(struct janitor *j)
+{
+    pthread_mutex_lock(&j->mu);
+    int stop = j->stop;
+    pthread_mutex_unlock(&j->mu);
+    return stop;
+}
+
+/* The store's tick (stopwait.h): a statement in flight at a stop is given up
+ * after JANITOR_STOP_GRACE_MS, so that the stop's join is not held by a
+ * frozen server. */
+static int
+janitor_wait_tick(void *arg)
+{
+    return stopwait_over(&((struct janitor *) arg)->wait, stopping(arg), JANITOR_STOP_GRACE_MS);
+}
+
+/* The connection, or NULL while the database is unreachable. The stop's last
+ * pass does not try again to connect to a database that was unreachable: a
+ * server that accepts and never answers would hold it for its
+ * connect_timeout. */
 static struct idem_store *
 store(struct janitor *j)
 {
     char err[512];
-    int rc = idem_ensure(&j->store, j->dsn, j->table, "janitor", NULL, err, sizeof(err));
+    if (j->down && !idem_connected(j->store) && stopping(j)) {
+        return NULL;
+    }
+    int rc = stopwait_ensure(&j->store, j->dsn, j->table, "janitor", NULL, janitor_wait_tick, j,
+                             err, sizeof(err));
     if (dbdown_note(&j->down, rc, "janitor", "janitor", err, "will retry") != 0) {
         return NULL;
     }

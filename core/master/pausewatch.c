@@ -19,6 +19,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "pause.h"
+#include "stopwait.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -58,14 +59,29 @@ struct pausewatch {
 
     struct idem_store *store; /* the thread's own */
     int down;
+    struct stopwait wait;
 };
+
+/* The store's tick (stopwait.h): a statement in flight at a stop is given up
+ * after half a second (a breaker's trip or probe being recorded), so that
+ * the stop's join is not held by a frozen server. */
+static int
+pausewatch_wait_tick(void *arg)
+{
+    struct pausewatch *p = arg;
+    pthread_mutex_lock(&p->mu);
+    int stop = p->stop;
+    pthread_mutex_unlock(&p->mu);
+    return stopwait_over(&p->wait, stop, 500);
+}
 
 static struct idem_store *
 store(struct pausewatch *p)
 {
     char err[512];
     int fresh = 0;
-    int rc = idem_ensure(&p->store, p->dsn, p->table, "pausewatch", &fresh, err, sizeof(err));
+    int rc = stopwait_ensure(&p->store, p->dsn, p->table, "pausewatch", &fresh,
+                             pausewatch_wait_tick, p, err, sizeof(err));
     if (rc == 0 && fresh) {
         rc = idem_pause_migrate(p->store, err, sizeof(err));
     }

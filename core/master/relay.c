@@ -29,6 +29,7 @@
 #include "shm.h"
 #include "sqs.h"
 #include "sqs_limits.h"
+#include "stopwait.h"
 
 #include <libpq-fe.h>
 #include <poll.h>
@@ -61,6 +62,7 @@ struct relay {
     struct idem_store *store;
     int listening;
     int down; /* the database is unreachable (logged once) */
+    struct stopwait wait;
     int64_t stats_at;
     struct trouble trouble[TROUBLE_MAX]; /* the first ntrouble are in use, oldest first */
     size_t ntrouble;
@@ -79,6 +81,17 @@ struct verdicts {
 
 /* ---- the database side ---- */
 
+/* The store's tick (stopwait.h): a statement in flight at a stop is given up
+ * after half a second (a batch's completion then as one whose answer was
+ * lost: its rows are sent again), so that the stop's join is not held by a
+ * frozen server. */
+static int
+relay_wait_tick(void *arg)
+{
+    struct relay *r = arg;
+    return stopwait_over(&r->wait, flag_is_up(&r->stop), 500);
+}
+
 /* The relay's connection, LISTENing; NULL while the database is down. */
 static struct idem_store *
 relay_store(struct relay *r)
@@ -90,7 +103,10 @@ relay_store(struct relay *r)
     r->listening = 0;
     int rc = r->store == NULL
                  ? idem_open(r->dsn, r->table, "relay", &r->store, err, sizeof(err))
-                 : (idem_connected(r->store) ? 0 : idem_reconnect(r->store, err, sizeof(err)));
+                 : (idem_connected(r->store)
+                        ? 0
+                        : stopwait_reconnect(r->store, relay_wait_tick, r, err, sizeof(err)));
+    stopwait_apply(r->store, relay_wait_tick, r);
     if (rc == 0) {
         rc = outbox_migrate(r->store, r->table, err, sizeof(err));
     }

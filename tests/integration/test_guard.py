@@ -36,11 +36,13 @@ class Guard(twicetest.TwiceTestCase):
         self.addCleanup(proxy.close)
         via = dsn.replace(":%d/" % self.env.pg_port, ":%d/" % proxy.port)
         effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        self.pid_file = os.path.join(os.path.dirname(effects), "twiced.pid")
         port = tc.free_port()
         conf = tc.config(self.env, via, [tc.queue(prefix, url, dlq, PLUGIN, **queue_options)],
                          [tc.plugin(PLUGIN, tc.test_plugin(self.env, "effect_file"),
                                     file=effects)], metrics_port=port,
-                         drain_timeout=drain_timeout)
+                         drain_timeout=drain_timeout,
+                         extra=tc.setting("pid_file", self.pid_file))
         self.conf = conf
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
@@ -352,7 +354,11 @@ class Guard(twicetest.TwiceTestCase):
         # PostgreSQL froze here: its connections stay open and the completion, sent on
         # one, is never answered. The acknowledger gives it up once the drain gives up
         # on the job (drain_timeout, 1 s); it used to wait for the answer for ever, and
-        # the worker never exited.
+        # the worker never exited. The master's own threads on PostgreSQL (janitor,
+        # pause watch, health check, outbox relay) give theirs up too, within a grace
+        # after the stop (at most 2 s, the janitor's): the master used to wait for the
+        # thaw, with its pid file left and no "stopped" line (systemd would have killed
+        # it at its stop timeout).
         url, dlq, dsn, proxy, effects, d = self.finish_unwritten("stopdone", 1000, 1,
                                                                  fault="freeze")
         began = time.monotonic()
@@ -361,8 +367,13 @@ class Guard(twicetest.TwiceTestCase):
         d.wait_log(r"worker \d+ \(generation 1\) drained and exited", timeout=25, since=mark)
         self.assertLess(time.monotonic() - began, 20, "within drain_timeout + 10 s")
         self.assertRegex(d.log_text(), self.STOP_UNWRITTEN % "stopdone-1")
-        proxy.thaw()  # the master's own statements wait for their answers
-        self.assertEqual(d.stop(timeout=30), 0)
+        self.assertTrue(os.path.exists(self.pid_file))
+        twicetest.wait_until(lambda: d.proc.poll() is not None, timeout=8,
+                             message="the master did not exit while PostgreSQL was frozen")
+        self.assertEqual(d.stop(), 0)
+        d.wait_log(r"master\[%d\]: stopped$" % d.proc.pid, timeout=1, since=mark)
+        self.assertFalse(os.path.exists(self.pid_file), "the pid file is removed")
+        proxy.thaw()
         self.assert_ran_once_after_restart("stopdone", url, dlq, dsn, proxy, effects, None)
 
     def test_a_job_done_as_postgresql_went_away_does_not_run_again_after_a_reload(self):

@@ -1,0 +1,59 @@
+/*
+ * stopwait.h - how the master's threads that keep a PostgreSQL connection
+ * (janitor, pause watch, store health check, outbox relay) wait for their
+ * statements' answers: never held past a stop by a server that stopped
+ * answering on an established connection (a frozen backend or pooler), so
+ * that the master, which joins them when it stops, exits in time.
+ *
+ * No deadline while the master runs: a slow statement of these threads
+ * harms nobody but themselves (a purge of many keys, a relay batch behind a
+ * row lock), a given-up one leaves its outcome unknown, and /readyz already
+ * counts a check that hangs as none (health.c). Only a stop gives a
+ * statement up, a grace after the thread first saw it: long enough for what
+ * a working server answers late (the janitor's last expiries of gone
+ * workers, a relay batch's completion, whose loss sends its rows again),
+ * short because the master stops these threads one after the other, each
+ * grace adding to its exit.
+ */
+#ifndef TWICE_STOPWAIT_H
+#define TWICE_STOPWAIT_H
+
+#include "idem.h"
+
+#include <stdint.h>
+
+/* A thread's wait: when it first saw its stop (monotonic ms, 0: not yet). */
+struct stopwait {
+    int64_t stop_seen_ms;
+};
+
+/*
+ * Make the statements on s wait as above: tick(arg) is called about every
+ * 100 ms while one waits, on the thread; it returns stopwait_over's answer
+ * for the thread's stop. Call whenever s was just opened (a reconnect keeps
+ * it). s may be NULL (nothing done).
+ */
+void stopwait_apply(struct idem_store *s, int (*tick)(void *arg), void *arg);
+
+/* For a tick: nonzero once stopping has been seen for grace_ms (0: at once). */
+int stopwait_over(struct stopwait *w, int stopping, int grace_ms);
+
+/*
+ * Reconnect s as idem_reconnect does, but without being held past a stop by
+ * a server that accepts and never answers (each attempt may otherwise last
+ * its connect_timeout): tick(arg) is asked about every 100 ms, and a nonzero
+ * answer gives the reconnect up. 0, or -1 with err.
+ */
+int stopwait_reconnect(struct idem_store *s, int (*tick)(void *arg), void *arg, char *err,
+                       size_t errlen);
+
+/*
+ * idem_ensure for these threads: the first open blocks as idem_open does (a
+ * thread's start), a reconnect is stopwait_reconnect, and the store's
+ * statements wait as stopwait_apply says. 0, or -1 with err; *fresh (may be
+ * NULL) as idem_ensure's.
+ */
+int stopwait_ensure(struct idem_store **s, const char *dsn, const char *table, const char *owner,
+                    int *fresh, int (*tick)(void *arg), void *arg, char *err, size_t errlen);
+
+#endif
