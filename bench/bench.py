@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 
-from common import (HERE, PREFILL_PREFIX, ROOT, BenchError, Pg, Sqs, clean_env, log,
+from common import (HERE, PREFILL_PREFIX, ROOT, BenchError, Pg, Sqs, clean_env, end_run, log,
                     message_plan, preload, quote, twicetest)
 import cgrind
 import dbwork
@@ -609,12 +609,7 @@ def run_once(ctx, cls, settings, n, hosts=1):
             raise BenchError("%s (%s): %s" % (cls.kind, c.label(), "; ".join(problems)))
     finally:
         c.kill()
-        for u in (url, dlq_url):
-            try:
-                ctx.sqs.delete_queue(u)
-            except (BenchError, twicetest.SqsError):
-                pass
-        ctx.pg.drop_database(dsn)
+        end_run(ctx, None, (url, dlq_url), dsn)
     fig = figures(c, n, d, t1 - t0, (peak, peak_pss), (clk0, clk1), (db0, db1), proxy)
     log_run(fig)
     return fig

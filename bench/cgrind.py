@@ -11,7 +11,8 @@ import signal
 import subprocess
 import time
 
-from common import BenchError, clean_env, message_plan, preload_unchecked, twicetest
+from common import (BenchError, clean_env, end_run, message_plan, preload_unchecked,
+                    twicetest)
 
 CALLGRIND_MESSAGES = 2000
 CALLGRIND_CONCURRENCY = 32  # fixed, so that the figure compares across runs
@@ -95,12 +96,7 @@ def callgrind(ctx, concurrency=CALLGRIND_CONCURRENCY, n=CALLGRIND_MESSAGES):
             raise BenchError("callgrind: %d handler calls, %d rows, %d completed; want %d"
                              % (calls, rows, completed, d))
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        for u in (url, dlq_url):
-            ctx.sqs.delete_queue(u)
-        ctx.pg.drop_database(dsn)
+        end_run(ctx, p, (url, dlq_url), dsn)
     ir, funcs, total = annotate(out, n)
     return {"settings": "concurrency=%d" % concurrency, "n": n, "ir_per_msg": ir,
             "total_ir": total, "functions": funcs, "objects": by_object(out, n),

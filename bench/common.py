@@ -108,6 +108,20 @@ def preload(sqs, url, bodies):
                          % (visible, inflight, delayed, len(bodies)))
 
 
+def end_run(ctx, proc, urls, dsn):
+    """After a run, whatever happened: kill proc (a Popen, or None) if it still runs,
+    delete the run's queues (one already gone is no error) and its database."""
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    for u in urls:
+        try:
+            ctx.sqs.delete_queue(u)
+        except (BenchError, twicetest.SqsError):
+            pass
+    ctx.pg.drop_database(dsn)
+
+
 def clean_env(extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env["AWS_ACCESS_KEY_ID"] = twicetest.TEST_ACCESS_KEY_ID

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from common import BenchError, clean_env, log, message_plan, preload, twicetest
+from common import BenchError, clean_env, end_run, log, message_plan, preload, twicetest
 import bench
 from sysstat import HZ, descendants
 
@@ -94,12 +94,7 @@ def drain(ctx, settings, n, trace, work):
         if (rows, completed) != (d, d):
             raise BenchError("%d rows, %d completed, want %d" % (rows, completed, d))
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        for u in (url, dlq_url):
-            ctx.sqs.delete_queue(u)
-        ctx.pg.drop_database(dsn)
+        end_run(ctx, p, (url, dlq_url), dsn)
     text = None
     if trace:
         with open(out) as f:
