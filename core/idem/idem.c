@@ -628,10 +628,15 @@ idem_table_exists(struct idem_store *s, const char *suffix, struct idem_place *p
 }
 
 /* PQreset reconnects with the parameters of the first connect; the server
- * forgot our prepared statements (and any open transaction). */
+ * forgot our prepared statements (and any open transaction). A store with a
+ * tick (idem_set_wait) reconnects as its statements wait: polled, the tick
+ * asked meanwhile (idem_reconnect_ticking). */
 int
 idem_reconnect(struct idem_store *s, char *err, size_t errlen)
 {
+    if (s->tick != NULL) {
+        return idem_reconnect_ticking(s, err, errlen);
+    }
     s->connecting = 0; /* PQreset starts over whatever idem_reconnect_poll began */
     idem_stmts_forget(s->stmts);
     PQreset(s->conn);

@@ -87,6 +87,9 @@ int idem_unreachable(const struct idem_store *s);
 /* Ask the server something trivial (SELECT 1): whether it answers now, which
  * idem_connected cannot know of an idle connection. 0, or -1 with err. */
 int idem_ping(struct idem_store *s, char *err, size_t errlen);
+/* Reconnect s with its first connect's parameters, blocking; a store with a
+ * tick (idem_set_wait) polls instead, asking its tick, and gives up when the
+ * tick says so. 0, or -1 with err. */
 int idem_reconnect(struct idem_store *s, char *err, size_t errlen);
 /*
  * Reconnect s without being held up by a server that accepts and never
@@ -112,8 +115,9 @@ int idem_reconnect_poll(struct idem_store *s, int wait_ms, char *err, size_t err
  * connection is ended, and the call fails as for a connection that dropped
  * (idem_unreachable is 1, what the statement did is unknown: a COMMIT's
  * outcome as outbox_complete_batch's -2 says), its error saying it was given
- * up; idem_connected is 0 until a reconnect. Without this call, statements
- * wait as libpq does. arg is borrowed.
+ * up; idem_connected is 0 until a reconnect. With a tick, idem_reconnect
+ * waits the same way (tick asked, given up at its word). Without this call,
+ * statements and reconnects wait as libpq does. arg is borrowed.
  */
 void idem_set_wait(struct idem_store *s, long answer_ms, int tick_ms, int (*tick)(void *arg),
                    void *arg);

@@ -80,6 +80,23 @@ begin(struct idem_store *s, char *err, size_t errlen)
 }
 
 int
+idem_reconnect_ticking(struct idem_store *s, char *err, size_t errlen)
+{
+    for (;;) {
+        int got = idem_reconnect_poll(s, s->tick_ms, err, errlen);
+        if (got != 0) {
+            return got == 1 ? 0 : -1;
+        }
+        if (s->tick(s->tick_arg) != 0) {
+            idem_set_err(err, errlen,
+                         "cannot connect to PostgreSQL: the reconnect was given up "
+                         "unanswered (no more time to wait for it)");
+            return -1;
+        }
+    }
+}
+
+int
 idem_reconnect_poll(struct idem_store *s, int wait_ms, char *err, size_t errlen)
 {
     if (!s->connecting && begin(s, err, errlen) != 0) {

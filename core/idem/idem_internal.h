@@ -72,6 +72,10 @@ int idem_await(struct idem_store *s, long long deadline);
 PGresult *idem_exec(struct idem_store *s, const char *sql, int nparams, const char *const *params);
 PGresult *idem_exec_prepared(struct idem_store *s, const char *name, int nparams,
                              const char *const *params);
+/* idem_reconnect for a store with a tick: idem_reconnect_poll, the tick asked
+ * about every tick_ms; given up (-1 with err) when the tick says so, the
+ * reconnect carried on by the next call. 0 once connected. */
+int idem_reconnect_ticking(struct idem_store *s, char *err, size_t errlen);
 /* What a failed statement's error says (res may be NULL): that it was given
  * up, when it was, else its primary message, else the connection's. Borrowed
  * from s or res. */

@@ -98,7 +98,7 @@ check(struct health *h, char *why, size_t cap)
         rc = idem_open(h->dsn, h->table, "health", &h->store, err, sizeof(err));
         stopwait_apply(h->store, health_wait_tick, h);
     } else if (!idem_connected(h->store)) {
-        rc = stopwait_reconnect(h->store, health_wait_tick, h, err, sizeof(err));
+        rc = idem_reconnect(h->store, err, sizeof(err));
     } else {
         rc = 0;
     }
@@ -107,7 +107,7 @@ check(struct health *h, char *why, size_t cap)
     }
     int fresh = !reused; /* a new connection may reach another server (failover) */
     if (rc != 0 && reused && !idem_connected(h->store) && !stopping(h) &&
-        stopwait_reconnect(h->store, health_wait_tick, h, err, sizeof(err)) == 0) {
+        idem_reconnect(h->store, err, sizeof(err)) == 0) {
         rc = idem_ping(h->store, err, sizeof(err));
         fresh = 1;
     }

@@ -6,8 +6,6 @@
 
 #include "clock.h"
 
-#include <stdio.h>
-
 /* How often a waiting statement looks at its thread's stop (ms). */
 #define STOPWAIT_TICK_MS 100
 
@@ -33,34 +31,10 @@ stopwait_over(struct stopwait *w, int stopping, int grace_ms)
 }
 
 int
-stopwait_reconnect(struct idem_store *s, int (*tick)(void *arg), void *arg, char *err,
-                   size_t errlen)
-{
-    for (;;) {
-        int got = idem_reconnect_poll(s, STOPWAIT_TICK_MS, err, errlen);
-        if (got != 0) {
-            return got == 1 ? 0 : -1;
-        }
-        if (tick(arg) != 0) {
-            snprintf(err, errlen, "cannot connect to PostgreSQL: no answer before the stop");
-            return -1;
-        }
-    }
-}
-
-int
 stopwait_ensure(struct idem_store **s, const char *dsn, const char *table, const char *owner,
                 int *fresh, int (*tick)(void *arg), void *arg, char *err, size_t errlen)
 {
-    int renew = !idem_connected(*s);
-    if (fresh != NULL) {
-        *fresh = renew;
-    }
-    if (!renew) {
-        return 0;
-    }
-    int rc = *s == NULL ? idem_open(dsn, table, owner, s, err, errlen)
-                        : stopwait_reconnect(*s, tick, arg, err, errlen);
-    stopwait_apply(*s, tick, arg);
+    int rc = idem_ensure(s, dsn, table, owner, fresh, err, errlen);
+    stopwait_apply(*s, tick, arg); /* a first open's store; a reconnect keeps it */
     return rc;
 }

@@ -29,9 +29,10 @@ struct stopwait {
 
 /*
  * Make the statements on s wait as above: tick(arg) is called about every
- * 100 ms while one waits, on the thread; it returns stopwait_over's answer
- * for the thread's stop. Call whenever s was just opened (a reconnect keeps
- * it). s may be NULL (nothing done).
+ * 100 ms while one waits, and while s reconnects (idem_reconnect), on the
+ * thread; it returns stopwait_over's answer for the thread's stop. Call
+ * whenever s was just opened (a reconnect keeps it). s may be NULL (nothing
+ * done).
  */
 void stopwait_apply(struct idem_store *s, int (*tick)(void *arg), void *arg);
 
@@ -39,19 +40,10 @@ void stopwait_apply(struct idem_store *s, int (*tick)(void *arg), void *arg);
 int stopwait_over(struct stopwait *w, int stopping, int grace_ms);
 
 /*
- * Reconnect s as idem_reconnect does, but without being held past a stop by
- * a server that accepts and never answers (each attempt may otherwise last
- * its connect_timeout): tick(arg) is asked about every 100 ms, and a nonzero
- * answer gives the reconnect up. 0, or -1 with err.
- */
-int stopwait_reconnect(struct idem_store *s, int (*tick)(void *arg), void *arg, char *err,
-                       size_t errlen);
-
-/*
  * idem_ensure for these threads: the first open blocks as idem_open does (a
- * thread's start), a reconnect is stopwait_reconnect, and the store's
- * statements wait as stopwait_apply says. 0, or -1 with err; *fresh (may be
- * NULL) as idem_ensure's.
+ * thread's start); then the store's statements, and its reconnects
+ * (idem_reconnect polls a store with a tick), wait as stopwait_apply says.
+ * 0, or -1 with err; *fresh (may be NULL) as idem_ensure's.
  */
 int stopwait_ensure(struct idem_store **s, const char *dsn, const char *table, const char *owner,
                     int *fresh, int (*tick)(void *arg), void *arg, char *err, size_t errlen);
