@@ -94,14 +94,8 @@ check(struct health *h, char *why, size_t cap)
     char err[512];
     int rc;
     int reused = idem_connected(h->store); /* connected before this check */
-    if (h->store == NULL) {
-        rc = idem_open(h->dsn, h->table, "health", &h->store, err, sizeof(err));
-        stopwait_apply(h->store, health_wait_tick, h);
-    } else if (!idem_connected(h->store)) {
-        rc = idem_reconnect(h->store, err, sizeof(err));
-    } else {
-        rc = 0;
-    }
+    rc = stopwait_ensure(&h->store, h->dsn, h->table, "health", NULL, health_wait_tick, h, err,
+                         sizeof(err));
     if (rc == 0) {
         rc = idem_ping(h->store, err, sizeof(err));
     }
