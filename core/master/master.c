@@ -498,6 +498,13 @@ pending_stop(void)
                                                  : 0;
 }
 
+/* pending_stop as a check's stop_asked (storecheck.h). */
+static int
+stop_pending(void)
+{
+    return pending_stop() != 0;
+}
+
 /* A reload: the new configuration checked (its plugins in a probe, cut
  * short by a stop signal, which the loop then takes: a stop does not wait
  * for a plugin's slow init), then started beside the running generation. */
@@ -517,10 +524,19 @@ reload(struct master *m)
         diag_free(&d);
         return;
     }
-    if (g != NULL && (config_reload_refused(m->cur->cfg, g->cfg, &d) > 0 ||
-                      storecheck_reload(m->cur->cfg, g->cfg, m->health, m->cur->id, &d) > 0)) {
+    if (g != NULL &&
+        (config_reload_refused(m->cur->cfg, g->cfg, &d) > 0 ||
+         storecheck_reload(m->cur->cfg, g->cfg, m->health, m->cur->id, stop_pending, &d) > 0)) {
         gen_free(g);
         g = NULL;
+    }
+    if (pending_stop() != 0) {
+        log_warn("reload abandoned: a stop signal came while it was checked; generation %d "
+                 "stops unchanged",
+                 m->cur->id);
+        gen_free(g);
+        diag_free(&d);
+        return;
     }
     for (size_t i = 0; i < d.n; i++) {
         log_error("reload: %s", d.lines[i]);
@@ -897,7 +913,7 @@ prepare(struct master *m)
     sigset_t stop_on;
     stop_signals(&stop_on);
     struct generation *g = gen_load(m->path, &stop_on, &d);
-    if (g != NULL && storecheck_start(g->cfg, &d) > 0) {
+    if (g != NULL && storecheck_start(g->cfg, stop_pending, &d) > 0) {
         gen_free(g);
         g = NULL;
     }
