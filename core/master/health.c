@@ -196,7 +196,7 @@ health_is_for(const struct health *h, const char *dsn, const char *table)
 }
 
 void
-health_stop(struct health *h)
+health_ask_stop(struct health *h)
 {
     if (h == NULL) {
         return;
@@ -205,6 +205,15 @@ health_stop(struct health *h)
     h->stop = 1;
     pthread_cond_signal(&h->cv);
     pthread_mutex_unlock(&h->mu);
+}
+
+void
+health_stop(struct health *h)
+{
+    if (h == NULL) {
+        return;
+    }
+    health_ask_stop(h);
     pthread_join(h->thread, NULL);
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);

@@ -499,12 +499,20 @@ relay_start(const struct config *c)
 }
 
 void
+relay_ask_stop(struct relay *r)
+{
+    if (r != NULL) {
+        flag_raise(&r->stop);
+    }
+}
+
+void
 relay_stop(struct relay *r)
 {
     if (r == NULL) {
         return;
     }
-    flag_raise(&r->stop);
+    relay_ask_stop(r);
     pthread_join(r->thread, NULL);
     relay_free(r);
 }

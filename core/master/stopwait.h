@@ -13,8 +13,9 @@
  * statement up, a grace after the thread first saw it: long enough for what
  * a working server answers late (the janitor's last expiries of gone
  * workers, a relay batch's completion, whose loss sends its rows again),
- * short because the master stops these threads one after the other, each
- * grace adding to its exit.
+ * short because the master waits for them: it tells all of them to stop
+ * before it joins any (relay_ask_stop), so their graces overlap, and the
+ * longest (the janitor's, 2 s) is what a stop or a reload waits at most.
  */
 #ifndef TWICE_STOPWAIT_H
 #define TWICE_STOPWAIT_H
