@@ -441,7 +441,7 @@ check_dsn(const char *dsn, char *err, size_t errlen)
  * alive: the acker gives its statements up itself (idem_set_wait). The dsn
  * setting's documentation (config_table.c) lists these. */
 static PGconn *
-connect_dsn(const char *dsn)
+connect_dsn(const char *dsn, int start_only)
 {
     static const char *const keys[] = {
         "connect_timeout",     "keepalives",       "keepalives_idle",
@@ -449,7 +449,7 @@ connect_dsn(const char *dsn)
         "application_name",    "dbname",           NULL,
     };
     const char *vals[] = {"10", "1", "10", "5", "3", "25000", "twice", dsn, NULL};
-    return PQconnectdbParams(keys, vals, 1);
+    return start_only ? PQconnectStartParams(keys, vals, 1) : PQconnectdbParams(keys, vals, 1);
 }
 
 int
@@ -483,9 +483,12 @@ new_stmts(const struct idem_store *s)
     return idem_stmts_new(stmt_tags, sql, STMT_COUNT);
 }
 
-int
-idem_open(const char *dsn, const char *table, const char *owner, struct idem_store **out,
-          char *err, size_t errlen)
+/* idem_open's store; its connect only begun (PQconnectStartParams, which
+ * waits for nothing but a host name's lookup) when start_only, to be carried
+ * on polled (idem_connect_begun). */
+static int
+open_store(const char *dsn, const char *table, const char *owner, int start_only,
+           struct idem_store **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (table == NULL || *table == '\0') {
@@ -506,12 +509,13 @@ idem_open(const char *dsn, const char *table, const char *owner, struct idem_sto
     struct idem_store *s = calloc(1, sizeof(*s));
     int rc = 0;
     if (s == NULL || (s->name = strdup(table)) == NULL || (s->owner = strdup(owner)) == NULL ||
-        (s->conn = connect_dsn(dsn)) == NULL) {
+        (s->conn = connect_dsn(dsn, start_only)) == NULL) {
         goto oom;
     }
     PQsetNoticeProcessor(s->conn, idem_quiet_notices, NULL);
     /* Describe a failed connect now: PQescapeIdentifier clears the message. */
-    if (PQstatus(s->conn) != CONNECTION_OK) {
+    if (PQstatus(s->conn) == CONNECTION_BAD ||
+        (!start_only && PQstatus(s->conn) != CONNECTION_OK)) {
         rc = idem_connect_error(s, err, errlen);
     }
     if ((s->table = quote_ident(s->conn, table, "")) == NULL ||
@@ -531,6 +535,45 @@ oom:
                  "idempotency store: out of memory (or a table name that is "
                  "not valid in the client encoding)");
     return -1;
+}
+
+int
+idem_open(const char *dsn, const char *table, const char *owner, struct idem_store **out,
+          char *err, size_t errlen)
+{
+    return open_store(dsn, table, owner, 0, out, err, errlen);
+}
+
+int
+idem_open_polled(const char *dsn, const char *table, const char *owner, const struct idem_wait *w,
+                 struct idem_store **out, char *err, size_t errlen)
+{
+    int rc = open_store(dsn, table, owner, 1, out, err, errlen);
+    if (*out == NULL) {
+        return rc;
+    }
+    if (w != NULL) {
+        idem_set_wait(*out, w->answer_ms, w->tick_ms, w->tick, w->arg);
+    }
+    if (rc == 0) {
+        idem_connect_begun(*out); /* else the next idem_reconnect_poll begins again */
+    }
+    return rc;
+}
+
+int
+idem_open_waiting(const char *dsn, const char *table, const char *owner, const struct idem_wait *w,
+                  struct idem_store **out, char *err, size_t errlen)
+{
+    if (w == NULL || w->tick == NULL) {
+        int rc = open_store(dsn, table, owner, 0, out, err, errlen);
+        if (*out != NULL && w != NULL) {
+            idem_set_wait(*out, w->answer_ms, w->tick_ms, w->tick, w->arg);
+        }
+        return rc;
+    }
+    int rc = idem_open_polled(dsn, table, owner, w, out, err, errlen);
+    return rc != 0 ? rc : idem_reconnect_ticking(*out, err, errlen);
 }
 
 void

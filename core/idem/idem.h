@@ -122,6 +122,33 @@ int idem_reconnect_poll(struct idem_store *s, int wait_ms, char *err, size_t err
 void idem_set_wait(struct idem_store *s, long answer_ms, int tick_ms, int (*tick)(void *arg),
                    void *arg);
 
+/* How a store's statements wait for their answers, as idem_set_wait's
+ * arguments say. */
+struct idem_wait {
+    long answer_ms;
+    int tick_ms;
+    int (*tick)(void *arg);
+    void *arg; /* borrowed */
+};
+
+/*
+ * idem_open for a thread that must not be held by its very first connect
+ * and statements either (a server or pooler that accepts the connection and
+ * answers nothing): the store waits as idem_set_wait(w) says from the start,
+ * and, with a tick, its connect is polled, the tick asked about every
+ * tick_ms, given up when the tick says so or past the dsn's connect_timeout
+ * (-1 with err, *out kept for idem_reconnect). w NULL: idem_open. 0, or -1.
+ */
+int idem_open_waiting(const char *dsn, const char *table, const char *owner,
+                      const struct idem_wait *w, struct idem_store **out, char *err,
+                      size_t errlen);
+/* The same without waiting at all: the store is made (w, may be NULL, set
+ * as idem_set_wait says) and its connect begun, to be carried on by
+ * idem_reconnect_poll (or idem_reconnect); not connected until then. 0, or
+ * -1 with err (*out kept when it exists, for a reconnect). */
+int idem_open_polled(const char *dsn, const char *table, const char *owner,
+                     const struct idem_wait *w, struct idem_store **out, char *err, size_t errlen);
+
 /* Where a connection looks for twice's tables: its database, the schema an
  * unqualified name resolves to (its search_path's first existing schema;
  * "" when none of them exists) and that search_path. */
@@ -175,12 +202,6 @@ int idem_identity_same(const struct idem_identity *was, const struct idem_identi
  * which takes no writes until it is promoted): 1 when it does, 0 when it
  * takes writes, -1 with err. */
 int idem_standby(struct idem_store *s, char *err, size_t errlen);
-
-/* For a thread that keeps one connection: open *s on first use (it may stay
- * set after a failed open, for the next try), reconnect it when it dropped.
- * *fresh (may be NULL) is set when it had to (re)connect. 0, or -1 with err. */
-int idem_ensure(struct idem_store **s, const char *dsn, const char *table, const char *owner,
-                int *fresh, char *err, size_t errlen);
 
 /*
  * Create the table or migrate a classic two-column one (or one of an older

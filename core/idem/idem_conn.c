@@ -1,7 +1,8 @@
 /*
- * idem_conn.c - keeping one idempotency store connection of a long-lived
- * thread usable (idem_ensure in idem.h): opened on first use, reset when it
- * dropped; and a reset that never waits for the server (idem_reconnect_poll).
+ * idem_conn.c - connecting a store again when its connection dropped
+ * without waiting as libpq does for the server: a reset (or a first connect:
+ * idem_open_waiting, idem_open_polled) carried on by polls
+ * (idem_reconnect_poll), the store's tick asked meanwhile.
  * Not the connection itself: idem.c.
  */
 #include "idem.h"
@@ -20,21 +21,6 @@
  * are 2; 0 or none, which libpq waits on forever, is our default 10 here: a
  * reconnect that never ends would leave the store down for good). */
 #define CONN_DEFAULT_TIMEOUT_S 10
-
-int
-idem_ensure(struct idem_store **s, const char *dsn, const char *table, const char *owner,
-            int *fresh, char *err, size_t errlen)
-{
-    int renew = *s == NULL || !idem_connected(*s);
-    if (fresh != NULL) {
-        *fresh = renew;
-    }
-    if (!renew) {
-        return 0;
-    }
-    return *s == NULL ? idem_open(dsn, table, owner, s, err, errlen)
-                      : idem_reconnect(*s, err, errlen);
-}
 
 /* How long one reconnect of conn may take (ms): its connect_timeout for each
  * host it names, as a blocking connect would wait. */
@@ -65,6 +51,14 @@ attempt_ms(PGconn *conn)
     return (secs < 2 ? 2 : secs) * 1000LL * hosts;
 }
 
+void
+idem_connect_begun(struct idem_store *s)
+{
+    s->connecting = 1;
+    s->connect_wants_read = 0; /* libpq: first wait until the socket is writable */
+    s->connect_deadline = clock_mono_ms() + attempt_ms(s->conn);
+}
+
 /* Begin a reconnect of s: 0, or -1 with err. */
 static int
 begin(struct idem_store *s, char *err, size_t errlen)
@@ -73,9 +67,7 @@ begin(struct idem_store *s, char *err, size_t errlen)
     if (!PQresetStart(s->conn)) {
         return idem_connect_error(s, err, errlen);
     }
-    s->connecting = 1;
-    s->connect_wants_read = 0; /* libpq: first wait until the socket is writable */
-    s->connect_deadline = clock_mono_ms() + attempt_ms(s->conn);
+    idem_connect_begun(s);
     return 0;
 }
 
@@ -89,7 +81,7 @@ idem_reconnect_ticking(struct idem_store *s, char *err, size_t errlen)
         }
         if (s->tick(s->tick_arg) != 0) {
             idem_set_err(err, errlen,
-                         "cannot connect to PostgreSQL: the reconnect was given up "
+                         "cannot connect to PostgreSQL: the connect was given up "
                          "unanswered (no more time to wait for it)");
             return -1;
         }

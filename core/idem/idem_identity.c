@@ -16,16 +16,21 @@
 
 /* The cluster's system identifier into id->cluster; left "" when the role
  * may not call pg_control_system() (some managed services revoke it) or the
- * server has none: the other fields still tell databases apart. */
-static void
-read_cluster(struct idem_store *s, struct idem_identity *id)
+ * server has none: the other fields still tell databases apart. -1 with err
+ * when the connection was lost on the way (or the answer given up: a store
+ * that waits), so that a half-read identity is never compared. */
+static int
+read_cluster(struct idem_store *s, struct idem_identity *id, char *err, size_t errlen)
 {
-    PGresult *res =
-        PQexec(s->conn, "SELECT system_identifier::text FROM pg_catalog.pg_control_system()");
+    PGresult *res = idem_exec(
+        s, "SELECT system_identifier::text FROM pg_catalog.pg_control_system()", 0, NULL);
     if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
         snprintf(id->cluster, sizeof(id->cluster), "%s", PQgetvalue(res, 0, 0));
+    } else if (!idem_connected(s)) {
+        return idem_pg_fail(s, res, "identify the store's cluster", err, errlen);
     }
     PQclear(res);
+    return 0;
 }
 
 int
@@ -43,14 +48,13 @@ idem_identity(struct idem_store *s, struct idem_identity *out, char *err, size_t
     snprintf(out->table_oid, sizeof(out->table_oid), "%s", PQgetvalue(res, 0, 1));
     snprintf(out->table, sizeof(out->table), "%s", PQgetvalue(res, 0, 2));
     PQclear(res);
-    read_cluster(s, out);
-    return 0;
+    return read_cluster(s, out, err, errlen);
 }
 
 int
 idem_standby(struct idem_store *s, char *err, size_t errlen)
 {
-    PGresult *res = PQexec(s->conn, "SELECT pg_catalog.pg_is_in_recovery()");
+    PGresult *res = idem_exec(s, "SELECT pg_catalog.pg_is_in_recovery()", 0, NULL);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
         return idem_pg_fail(s, res, "ask whether the server is a standby", err, errlen);
     }

@@ -72,6 +72,10 @@ int idem_await(struct idem_store *s, long long deadline);
 PGresult *idem_exec(struct idem_store *s, const char *sql, int nparams, const char *const *params);
 PGresult *idem_exec_prepared(struct idem_store *s, const char *name, int nparams,
                              const char *const *params);
+/* A connect of s was just started (PQconnectStartParams, PQresetStart): it is
+ * carried on by idem_reconnect_poll, and given up past the dsn's
+ * connect_timeout from now. */
+void idem_connect_begun(struct idem_store *s);
 /* idem_reconnect for a store with a tick: idem_reconnect_poll, the tick asked
  * about every tick_ms; given up (-1 with err) when the tick says so, the
  * reconnect carried on by the next call. 0 once connected. */

@@ -124,7 +124,7 @@ idem_migrate(struct idem_store *s, char *err, size_t errlen)
         return -1;
     }
     const char *params[] = {s->table, s->index, s->owner_index, s->free_index, s->lease_index};
-    PGresult *res = PQexecParams(s->conn, sql_migrate_check, 5, NULL, params, NULL, NULL, 0);
+    PGresult *res = idem_exec(s, sql_migrate_check, 5, params);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
         return idem_pg_fail(s, res, "migrate: inspect the table", err, errlen);
     }
@@ -156,7 +156,7 @@ idem_migrate(struct idem_store *s, char *err, size_t errlen)
         idem_set_err(err, errlen, "migrate: out of memory");
         return -1;
     }
-    res = PQexec(s->conn, buf_str(&sql));
+    res = idem_exec(s, buf_str(&sql), 0, NULL);
     buf_free(&sql);
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         return idem_pg_fail(s, res, "migrate", err, errlen);

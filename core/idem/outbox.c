@@ -201,9 +201,7 @@ outbox_migrate(struct idem_store *s, const char *table, char *err, size_t errlen
 {
     char *x = quoted(s, table, "_outbox"), *p = quoted(s, table, "_outbox_pending");
     const char *params[] = {x, p};
-    PGresult *res = x != NULL && p != NULL
-                        ? PQexecParams(idem_pgconn(s), sql_check, 2, NULL, params, NULL, NULL, 0)
-                        : NULL;
+    PGresult *res = x != NULL && p != NULL ? idem_exec(s, sql_check, 2, params) : NULL;
     PQfreemem(x);
     PQfreemem(p);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
@@ -222,7 +220,7 @@ outbox_migrate(struct idem_store *s, const char *table, char *err, size_t errlen
         idem_set_err(err, errlen, "outbox migrate: out of memory");
         return -1;
     }
-    res = PQexec(idem_pgconn(s), buf_str(&sql));
+    res = idem_exec(s, buf_str(&sql), 0, NULL);
     buf_free(&sql);
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         return fail(s, res, table, "migrate", err, errlen);
@@ -431,7 +429,7 @@ read_rows(PGresult *res, struct outbox_row **rows, size_t *n, char *err, size_t 
 int
 outbox_listen(struct idem_store *s, char *err, size_t errlen)
 {
-    PGresult *res = PQexec(idem_pgconn(s), "LISTEN " OUTBOX_CHANNEL);
+    PGresult *res = idem_exec(s, "LISTEN " OUTBOX_CHANNEL, 0, NULL);
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         return fail(s, res, "(any)", "LISTEN", err, errlen);
     }

@@ -405,7 +405,7 @@ dlqmon_start(const struct config *c, struct dlqmon_carry *carry)
 }
 
 void
-dlqmon_stop(struct dlqmon *m, struct dlqmon_carry *carry)
+dlqmon_ask_stop(struct dlqmon *m)
 {
     if (m == NULL) {
         return;
@@ -414,6 +414,15 @@ dlqmon_stop(struct dlqmon *m, struct dlqmon_carry *carry)
     flag_raise(&m->stop);
     pthread_cond_signal(&m->cv);
     pthread_mutex_unlock(&m->mu);
+}
+
+void
+dlqmon_stop(struct dlqmon *m, struct dlqmon_carry *carry)
+{
+    if (m == NULL) {
+        return;
+    }
+    dlqmon_ask_stop(m);
     pthread_join(m->thread, NULL);
     save(m, carry);
     alert_pending_free(carry->pending);

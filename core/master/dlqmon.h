@@ -48,6 +48,10 @@ struct dlqmon *dlqmon_start(const struct config *c, struct dlqmon_carry *carry);
  * what the next monitor needs in carry, and free. Only the thread that
  * starts and stops monitors calls these. */
 void dlqmon_stop(struct dlqmon *m, struct dlqmon_carry *carry);
+/* Tell its thread to stop, without waiting (relay_ask_stop says why): its
+ * alert sender runs on, so notices posted until dlqmon_stop (the pause
+ * watch's, stopped first) are still carried. */
+void dlqmon_ask_stop(struct dlqmon *m);
 
 /* Free what carry holds and zero it. */
 void dlqmon_carry_clear(struct dlqmon_carry *carry);

@@ -94,14 +94,8 @@ check(struct health *h, char *why, size_t cap)
     char err[512];
     int rc;
     int reused = idem_connected(h->store); /* connected before this check */
-    if (h->store == NULL) {
-        rc = idem_open(h->dsn, h->table, "health", &h->store, err, sizeof(err));
-        stopwait_apply(h->store, health_wait_tick, h);
-    } else if (!idem_connected(h->store)) {
-        rc = idem_reconnect(h->store, err, sizeof(err));
-    } else {
-        rc = 0;
-    }
+    rc = stopwait_ensure(&h->store, h->dsn, h->table, "health", NULL, health_wait_tick, h, err,
+                         sizeof(err));
     if (rc == 0) {
         rc = idem_ping(h->store, err, sizeof(err));
     }
@@ -202,7 +196,7 @@ health_is_for(const struct health *h, const char *dsn, const char *table)
 }
 
 void
-health_stop(struct health *h)
+health_ask_stop(struct health *h)
 {
     if (h == NULL) {
         return;
@@ -211,6 +205,15 @@ health_stop(struct health *h)
     h->stop = 1;
     pthread_cond_signal(&h->cv);
     pthread_mutex_unlock(&h->mu);
+}
+
+void
+health_stop(struct health *h)
+{
+    if (h == NULL) {
+        return;
+    }
+    health_ask_stop(h);
     pthread_join(h->thread, NULL);
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);

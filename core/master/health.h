@@ -21,6 +21,8 @@ int health_is_for(const struct health *h, const char *dsn, const char *table);
 
 /* Stop and free (NULL: nothing). */
 void health_stop(struct health *h);
+/* Tell it to stop, without waiting (health_stop waits): relay_ask_stop says why. */
+void health_ask_stop(struct health *h);
 
 /* 1 when the store answered the last check, recently; else 0 and why in out
  * ("idempotency store does not answer: ..."). Thread-safe. */

@@ -311,7 +311,7 @@ hand_over(struct janitor *from, struct janitor *to)
 }
 
 void
-janitor_stop(struct janitor *j, struct janitor *successor)
+janitor_ask_stop(struct janitor *j)
 {
     if (j == NULL) {
         return;
@@ -320,6 +320,15 @@ janitor_stop(struct janitor *j, struct janitor *successor)
     j->stop = 1;
     pthread_cond_signal(&j->cv);
     pthread_mutex_unlock(&j->mu);
+}
+
+void
+janitor_stop(struct janitor *j, struct janitor *successor)
+{
+    if (j == NULL) {
+        return;
+    }
+    janitor_ask_stop(j);
     pthread_join(j->thread, NULL);
     hand_over(j, successor);
     pthread_cond_destroy(&j->cv);

@@ -30,5 +30,9 @@ void janitor_expire_owner(struct janitor *j, const char *owner,
 /* Stop (after one last try at the queued owners) and free; owners still
  * queued move to successor when given (a reload's new janitor). */
 void janitor_stop(struct janitor *j, struct janitor *successor);
+/* Tell it to begin its last try and stop, without waiting (janitor_stop
+ * waits): relay_ask_stop says why. Owners queued after it may miss the last
+ * try; janitor_stop still hands them over. */
+void janitor_ask_stop(struct janitor *j);
 
 #endif

@@ -173,12 +173,49 @@ static void
 follow_running(struct master *m, const struct config *c)
 {
     if (!health_is_for(m->health, c->idempotency.dsn, c->idempotency.table)) {
-        health_stop(m->health);
+        health_stop(m->health); /* asked already when it was going (restart_threads) */
         m->health = health_start(c->idempotency.dsn, c->idempotency.table);
     }
     if (httpd_set_queues(m->httpd, c) != 0) {
         log_error("metrics: out of memory for the queues of /readyz (it judges those before)");
     }
+}
+
+/* Tell the master's threads on PostgreSQL and SQS to stop, all of them
+ * before any is waited for: each gives a statement a frozen server never
+ * answers a grace after it sees its stop (stopwait.h), and told together
+ * their graces overlap instead of adding up. health_going: the health check
+ * is going too (follow_running replaces it). */
+static void
+ask_threads_to_stop(struct master *m, int health_going)
+{
+    relay_ask_stop(m->relay);
+    pausewatch_ask_stop(m->pausewatch);
+    dlqmon_ask_stop(m->dlqmon);
+    janitor_ask_stop(m->janitor);
+    if (health_going) {
+        health_ask_stop(m->health);
+    }
+}
+
+/* A start's or reload's threads from c: the old ones told to stop together
+ * (ask_threads_to_stop), then each waited for and replaced. */
+static void
+restart_threads(struct master *m, const struct config *c)
+{
+    const struct config *runs = m->cur != NULL ? m->cur->cfg : c;
+    ask_threads_to_stop(m,
+                        !health_is_for(m->health, runs->idempotency.dsn, runs->idempotency.table));
+    struct janitor *old = m->janitor;
+    m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table, c->idempotency.retention,
+                               c->idempotency.janitor_interval, c->idempotency.janitor_batch);
+    janitor_stop(old, m->janitor);
+    pausewatch_stop(m->pausewatch);        /* it posts through the monitor */
+    dlqmon_stop(m->dlqmon, &m->dlq_carry); /* then start: its state carries over */
+    m->dlqmon = dlqmon_start(c, &m->dlq_carry);
+    m->pausewatch = pausewatch_start(c, m->dlqmon);
+    relay_stop(m->relay); /* rows it had claimed are sent again once their claim lapses */
+    m->relay = relay_start(c);
 }
 
 /* Master-owned settings take effect on start and on every reload. */
@@ -195,16 +232,7 @@ apply_master_settings(struct master *m, const struct config *c)
         log_error("log.file %s: %s (logging to stderr)", c->log.file,
                   log_open_why(c->log.file, why));
     }
-    struct janitor *old = m->janitor;
-    m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table, c->idempotency.retention,
-                               c->idempotency.janitor_interval, c->idempotency.janitor_batch);
-    janitor_stop(old, m->janitor);
-    pausewatch_stop(m->pausewatch);        /* it posts through the monitor */
-    dlqmon_stop(m->dlqmon, &m->dlq_carry); /* then start: its state carries over */
-    m->dlqmon = dlqmon_start(c, &m->dlq_carry);
-    m->pausewatch = pausewatch_start(c, m->dlqmon);
-    relay_stop(m->relay); /* rows it had claimed are sent again once their claim lapses */
-    m->relay = relay_start(c);
+    restart_threads(m, c);
     char err[256];
     if (httpd_apply(&m->httpd, c, err, sizeof(err)) != 0) {
         log_error("metrics: %s (metrics and health endpoints are off)", err);
@@ -498,6 +526,13 @@ pending_stop(void)
                                                  : 0;
 }
 
+/* pending_stop as a check's stop_asked (storecheck.h). */
+static int
+stop_pending(void)
+{
+    return pending_stop() != 0;
+}
+
 /* A reload: the new configuration checked (its plugins in a probe, cut
  * short by a stop signal, which the loop then takes: a stop does not wait
  * for a plugin's slow init), then started beside the running generation. */
@@ -517,10 +552,19 @@ reload(struct master *m)
         diag_free(&d);
         return;
     }
-    if (g != NULL && (config_reload_refused(m->cur->cfg, g->cfg, &d) > 0 ||
-                      storecheck_reload(m->cur->cfg, g->cfg, m->health, m->cur->id, &d) > 0)) {
+    if (g != NULL &&
+        (config_reload_refused(m->cur->cfg, g->cfg, &d) > 0 ||
+         storecheck_reload(m->cur->cfg, g->cfg, m->health, m->cur->id, stop_pending, &d) > 0)) {
         gen_free(g);
         g = NULL;
+    }
+    if (pending_stop() != 0) {
+        log_warn("reload abandoned: a stop signal came while it was checked; generation %d "
+                 "stops unchanged",
+                 m->cur->id);
+        gen_free(g);
+        diag_free(&d);
+        return;
     }
     for (size_t i = 0; i < d.n; i++) {
         log_error("reload: %s", d.lines[i]);
@@ -897,7 +941,7 @@ prepare(struct master *m)
     sigset_t stop_on;
     stop_signals(&stop_on);
     struct generation *g = gen_load(m->path, &stop_on, &d);
-    if (g != NULL && storecheck_start(g->cfg, &d) > 0) {
+    if (g != NULL && storecheck_start(g->cfg, stop_pending, &d) > 0) {
         gen_free(g);
         g = NULL;
     }
@@ -1017,6 +1061,7 @@ master_run(const char *path, const struct master_opts *o)
         loop_once(&m, &wait_mask);
     }
     httpd_stop(m.httpd);
+    ask_threads_to_stop(&m, 1);
     relay_stop(m.relay);
     health_stop(m.health);
     pausewatch_stop(m.pausewatch);

@@ -353,7 +353,7 @@ pausewatch_start(const struct config *c, struct dlqmon *alerts)
 }
 
 void
-pausewatch_stop(struct pausewatch *p)
+pausewatch_ask_stop(struct pausewatch *p)
 {
     if (p == NULL) {
         return;
@@ -362,6 +362,15 @@ pausewatch_stop(struct pausewatch *p)
     p->stop = 1;
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
+}
+
+void
+pausewatch_stop(struct pausewatch *p)
+{
+    if (p == NULL) {
+        return;
+    }
+    pausewatch_ask_stop(p);
     pthread_join(p->thread, NULL);
     pausewatch_free(p);
 }

@@ -26,5 +26,8 @@ struct pausewatch *pausewatch_start(const struct config *c, struct dlqmon *alert
 
 /* Stop promptly and free; NULL is a no-op. */
 void pausewatch_stop(struct pausewatch *p);
+/* Tell it to stop, without waiting (pausewatch_stop waits): relay_ask_stop
+ * says why. Its alerts may still post until it is joined. */
+void pausewatch_ask_stop(struct pausewatch *p);
 
 #endif

@@ -101,10 +101,8 @@ relay_store(struct relay *r)
         return r->store;
     }
     r->listening = 0;
-    int rc = r->store == NULL
-                 ? idem_open(r->dsn, r->table, "relay", &r->store, err, sizeof(err))
-                 : (idem_connected(r->store) ? 0 : idem_reconnect(r->store, err, sizeof(err)));
-    stopwait_apply(r->store, relay_wait_tick, r);
+    int rc = stopwait_ensure(&r->store, r->dsn, r->table, "relay", NULL, relay_wait_tick, r, err,
+                             sizeof(err));
     if (rc == 0) {
         rc = outbox_migrate(r->store, r->table, err, sizeof(err));
     }
@@ -501,12 +499,20 @@ relay_start(const struct config *c)
 }
 
 void
+relay_ask_stop(struct relay *r)
+{
+    if (r != NULL) {
+        flag_raise(&r->stop);
+    }
+}
+
+void
 relay_stop(struct relay *r)
 {
     if (r == NULL) {
         return;
     }
-    flag_raise(&r->stop);
+    relay_ask_stop(r);
     pthread_join(r->thread, NULL);
     relay_free(r);
 }

@@ -37,5 +37,11 @@ struct relay *relay_start(const struct config *c);
 /* Stop (an SQS call in progress is abandoned: its rows are sent again
  * after their claim lapses) and free. */
 void relay_stop(struct relay *r);
+/* Tell the relay to stop without waiting for it (relay_stop then waits): the
+ * master tells all its threads first, so that the graces they give a
+ * statement of a server that stopped answering overlap (stopwait.h). NULL:
+ * nothing. The same for health_ask_stop, pausewatch_ask_stop,
+ * dlqmon_ask_stop and janitor_ask_stop. */
+void relay_ask_stop(struct relay *r);
 
 #endif

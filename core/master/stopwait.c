@@ -9,12 +9,12 @@
 /* How often a waiting statement looks at its thread's stop (ms). */
 #define STOPWAIT_TICK_MS 100
 
-void
-stopwait_apply(struct idem_store *s, int (*tick)(void *arg), void *arg)
+/* The wait of these threads' stores. */
+static struct idem_wait
+wait_of(int (*tick)(void *arg), void *arg)
 {
-    if (s != NULL) {
-        idem_set_wait(s, 0, STOPWAIT_TICK_MS, tick, arg);
-    }
+    return (struct idem_wait){
+        .answer_ms = 0, .tick_ms = STOPWAIT_TICK_MS, .tick = tick, .arg = arg};
 }
 
 int
@@ -34,7 +34,16 @@ int
 stopwait_ensure(struct idem_store **s, const char *dsn, const char *table, const char *owner,
                 int *fresh, int (*tick)(void *arg), void *arg, char *err, size_t errlen)
 {
-    int rc = idem_ensure(s, dsn, table, owner, fresh, err, errlen);
-    stopwait_apply(*s, tick, arg); /* a first open's store; a reconnect keeps it */
-    return rc;
+    int renew = *s == NULL || !idem_connected(*s);
+    if (fresh != NULL) {
+        *fresh = renew;
+    }
+    if (!renew) {
+        return 0;
+    }
+    if (*s != NULL) {
+        return idem_reconnect(*s, err, errlen); /* polled: the store has its tick */
+    }
+    struct idem_wait w = wait_of(tick, arg);
+    return idem_open_waiting(dsn, table, owner, &w, s, err, errlen);
 }

@@ -2,8 +2,9 @@
  * stopwait.h - how the master's threads that keep a PostgreSQL connection
  * (janitor, pause watch, store health check, outbox relay) wait for their
  * statements' answers: never held past a stop by a server that stopped
- * answering on an established connection (a frozen backend or pooler), so
- * that the master, which joins them when it stops, exits in time.
+ * answering on an established connection (a frozen backend or pooler), from
+ * their first connect on (the migration, LISTEN), so that the master, which
+ * joins them when it stops or reloads, exits in time.
  *
  * No deadline while the master runs: a slow statement of these threads
  * harms nobody but themselves (a purge of many keys, a relay batch behind a
@@ -12,8 +13,9 @@
  * statement up, a grace after the thread first saw it: long enough for what
  * a working server answers late (the janitor's last expiries of gone
  * workers, a relay batch's completion, whose loss sends its rows again),
- * short because the master stops these threads one after the other, each
- * grace adding to its exit.
+ * short because the master waits for them: it tells all of them to stop
+ * before it joins any (relay_ask_stop), so their graces overlap, and the
+ * longest (the janitor's, 2 s) is what a stop or a reload waits at most.
  */
 #ifndef TWICE_STOPWAIT_H
 #define TWICE_STOPWAIT_H
@@ -27,23 +29,16 @@ struct stopwait {
     int64_t stop_seen_ms;
 };
 
-/*
- * Make the statements on s wait as above: tick(arg) is called about every
- * 100 ms while one waits, and while s reconnects (idem_reconnect), on the
- * thread; it returns stopwait_over's answer for the thread's stop. Call
- * whenever s was just opened (a reconnect keeps it). s may be NULL (nothing
- * done).
- */
-void stopwait_apply(struct idem_store *s, int (*tick)(void *arg), void *arg);
-
 /* For a tick: nonzero once stopping has been seen for grace_ms (0: at once). */
 int stopwait_over(struct stopwait *w, int stopping, int grace_ms);
 
 /*
- * idem_ensure for these threads: the first open blocks as idem_open does (a
- * thread's start); then the store's statements, and its reconnects
- * (idem_reconnect polls a store with a tick), wait as stopwait_apply says.
- * 0, or -1 with err; *fresh (may be NULL) as idem_ensure's.
+ * The store of these threads: *s opened on first use, reconnected when
+ * it dropped, and from its first connect on, its connects and statements
+ * wait as above: tick(arg) is called about every 100 ms meanwhile, on the
+ * thread, and returns stopwait_over's answer for the thread's stop (arg is
+ * borrowed for as long as *s lives). 0, or -1 with err; *fresh (may be NULL)
+ * is set when it had to (re)connect.
  */
 int stopwait_ensure(struct idem_store **s, const char *dsn, const char *table, const char *owner,
                     int *fresh, int (*tick)(void *arg), void *arg, char *err, size_t errlen);

@@ -9,17 +9,45 @@
 #include "health.h"
 #include "idem.h"
 
+#include "clock.h"
+
 #include <stdio.h>
 #include <string.h>
 
-/* Connect to dsn just long enough to read what it reaches, and (standby not
- * NULL) whether that is a standby in recovery. 0, or -1 with err. */
+/* How long one store's check may take, its connect included (ms): a check,
+ * not a wait; a server that does not answer in that time is judged as one
+ * that cannot be reached. */
+#define STORECHECK_MS 5000
+
+/* One check's wait (the tick of its store's statements and connect): the
+ * tick alone bounds the whole check, connect and statements together. */
+struct check_wait {
+    long long until;         /* monotonic ms: given up then */
+    int (*stop_asked)(void); /* may be NULL */
+};
+
+/* Give the check up past its time or at a stop. */
 static int
-identity_of(const char *dsn, const char *table, struct idem_identity *out, int *standby, char *err,
-            size_t cap)
+check_tick(void *arg)
 {
+    struct check_wait *w = arg;
+    if (w->stop_asked != NULL && w->stop_asked()) {
+        return 1;
+    }
+    return clock_mono_ms() >= w->until;
+}
+
+/* Connect to dsn just long enough to read what it reaches, and (standby not
+ * NULL) whether that is a standby in recovery, within STORECHECK_MS, given
+ * up at once when stop_asked (may be NULL) says so. 0, or -1 with err. */
+static int
+identity_of(const char *dsn, const char *table, int (*stop_asked)(void), struct idem_identity *out,
+            int *standby, char *err, size_t cap)
+{
+    struct check_wait cw = {clock_mono_ms() + STORECHECK_MS, stop_asked};
+    struct idem_wait w = {.answer_ms = 0, .tick_ms = 100, .tick = check_tick, .arg = &cw};
     struct idem_store *s = NULL;
-    int rc = idem_open(dsn, table, "twiced reload", &s, err, cap);
+    int rc = idem_open_waiting(dsn, table, "twiced check", &w, &s, err, cap);
     if (rc == 0) {
         rc = idem_identity(s, out, err, cap);
     }
@@ -28,6 +56,12 @@ identity_of(const char *dsn, const char *table, struct idem_identity *out, int *
         rc = *standby < 0 ? -1 : 0;
     }
     idem_close(s);
+    if (rc != 0 && clock_mono_ms() >= cw.until) {
+        snprintf(err, cap,
+                 "its server does not answer within %d s: it may take the connection and say "
+                 "nothing (a stopped server or pooler)",
+                 STORECHECK_MS / 1000);
+    }
     return rc;
 }
 
@@ -46,7 +80,7 @@ refuse(const struct config *now, struct diag *d, const char *what)
  * the new one too. 1 when known, else 0 with err. */
 static int
 running_identity(const struct config *was, struct health *running, int same,
-                 struct idem_identity *out, char *err, size_t cap)
+                 int (*stop_asked)(void), struct idem_identity *out, char *err, size_t cap)
 {
     int known = health_identity(running, out) == 0;
     if ((known && out->table_oid[0] != '\0') || same) {
@@ -54,7 +88,8 @@ running_identity(const struct config *was, struct health *running, int same,
         return known;
     }
     struct idem_identity asked;
-    if (identity_of(was->idempotency.dsn, was->idempotency.table, &asked, NULL, err, cap) == 0) {
+    if (identity_of(was->idempotency.dsn, was->idempotency.table, stop_asked, &asked, NULL, err,
+                    cap) == 0) {
         *out = asked;
         return 1;
     }
@@ -87,14 +122,14 @@ refuse_moved(const struct config *now, struct diag *d, int same, const char *why
 
 int
 storecheck_reload(const struct config *was, const struct config *now, struct health *running,
-                  int gen, struct diag *d)
+                  int gen, int (*stop_asked)(void), struct diag *d)
 {
     int same = strcmp(was->idempotency.dsn, now->idempotency.dsn) == 0;
     struct idem_identity old_id, new_id;
     char err[768], why[512], msg[1600];
     int standby = 0;
-    if (identity_of(now->idempotency.dsn, now->idempotency.table, &new_id, &standby, err,
-                    sizeof(err)) != 0) {
+    if (identity_of(now->idempotency.dsn, now->idempotency.table, stop_asked, &new_id, &standby,
+                    err, sizeof(err)) != 0) {
         if (same) {
             return 0; /* the store is down: the new generation waits for it, as the old does */
         }
@@ -114,7 +149,7 @@ storecheck_reload(const struct config *was, const struct config *now, struct hea
                  IDEM_STANDBY_WHY, gen);
         return refuse(now, d, msg);
     }
-    if (!running_identity(was, running, same, &old_id, err, sizeof(err))) {
+    if (!running_identity(was, running, same, stop_asked, &old_id, err, sizeof(err))) {
         if (same) {
             return 0; /* nothing learned to compare with; asking again would say the same */
         }
@@ -131,13 +166,15 @@ storecheck_reload(const struct config *was, const struct config *now, struct hea
 }
 
 int
-storecheck_start(const struct config *c, struct diag *d)
+storecheck_start(const struct config *c, int (*stop_asked)(void), struct diag *d)
 {
+    struct check_wait cw = {clock_mono_ms() + STORECHECK_MS, stop_asked};
+    struct idem_wait w = {.answer_ms = 0, .tick_ms = 100, .tick = check_tick, .arg = &cw};
     struct idem_store *s = NULL;
     char err[512];
     int standby = 0;
-    if (idem_open(c->idempotency.dsn, c->idempotency.table, "twiced start", &s, err,
-                  sizeof(err)) == 0) {
+    if (idem_open_waiting(c->idempotency.dsn, c->idempotency.table, "twiced start", &w, &s, err,
+                          sizeof(err)) == 0) {
         standby = idem_standby(s, err, sizeof(err)) > 0;
     }
     idem_close(s);

@@ -17,12 +17,13 @@ struct health;
  * 0 when now's dsn reaches the keys was's does; else 1 with one "FILE:LINE:
  * idempotency.dsn: ..." in d. The running store's identity is the one
  * running (the master's health check of was's store) learned, else asked
- * now; the new one is asked now (each connect is bounded by the dsn's
- * connect_timeout, 10 s by default, a server that stops answering by TCP
- * keepalives; the master's loop waits, as it does for the probe). A changed
- * dsn that does not connect, or whose running store was never seen and is
- * unreachable now, is refused too: the reload cannot tell, and can be asked
- * again once the store answers. A dsn written as before is checked as well
+ * now; each store's check, its connect included, is given up after 5 s
+ * (the master's loop waits for it, as it does for the probe), and at once
+ * when stop_asked (may be NULL) says a stop signal came. A changed dsn that
+ * does not connect or answer in that time (a server or pooler that takes
+ * the connection and says nothing), or whose running store was never seen
+ * and is unreachable now, is refused too: the reload cannot tell, and can be
+ * asked again once the store answers. A dsn written as before is checked as well
  * (a service file or a host name may have changed what it reaches), but
  * only when both sides can be known: a store that is down does not refuse
  * it. A dsn that reaches a standby in recovery (pg_is_in_recovery()) is
@@ -30,15 +31,16 @@ struct health;
  * on it. gen is the running generation, for the message.
  */
 int storecheck_reload(const struct config *was, const struct config *now, struct health *running,
-                      int gen, struct diag *d);
+                      int gen, int (*stop_asked)(void), struct diag *d);
 
 /*
  * At the first start: 1 with one "FILE:LINE: idempotency.dsn: ..." in d when
  * c's dsn reaches a standby in recovery, whose workers could never get
  * ready (twiced does not start); else 0, also when the store does not
- * answer (the workers wait for it, bounded by ready_timeout). One connect,
- * bounded by the dsn's connect_timeout.
+ * answer within 5 s, its connect included (the workers wait for it,
+ * bounded by ready_timeout), or a stop signal came (stop_asked, may be NULL:
+ * the check is given up at once).
  */
-int storecheck_start(const struct config *c, struct diag *d);
+int storecheck_start(const struct config *c, int (*stop_asked)(void), struct diag *d);
 
 #endif

@@ -62,22 +62,28 @@
 #include <string.h>
 
 /* How long a pass waits to gather more jobs into its batches. */
-#define ACKER_GATHER_NS       (5 * 1000000L)
+#define ACKER_GATHER_NS        (5 * 1000000L)
 /* Keys per PostgreSQL statement. */
-#define ACKER_BATCH           256
+#define ACKER_BATCH            256
 /* How long the first reconnect of an outage may hold the acker's thread (ms):
  * long enough for a server that is back (a restart, a failover's new primary)
  * to take the connection at once, well within the heartbeat's slack
  * (HEARTBEAT_SLACK_S). Later calls wait ACKER_CONNECT_STEP_MS at most: the
  * reconnect goes on between them. */
-#define ACKER_CONNECT_WAIT_MS 250
+#define ACKER_CONNECT_WAIT_MS  250
 /* How long each later call may wait for the server (ms): a round trip of a
  * server that answers, so that a reconnect's few (TLS, authentication) are
  * over within a call or two; a server that does not answer costs that. */
-#define ACKER_CONNECT_STEP_MS 20
+#define ACKER_CONNECT_STEP_MS  20
+/* How long the first connect (at the worker's start, on its main thread,
+ * just after the ready check reached the store) may wait (ms): a server that
+ * took the ready check's connection answers a new one well within it; one
+ * that does not is left to the acker's thread, so that the start, and the
+ * stop signals it leaves pending, are not held for a connect_timeout. */
+#define ACKER_FIRST_CONNECT_MS 2000
 /* Seconds before a stop's deadline when the last pass settles what the store
  * could not take: time enough for its deletes before SQS calls are cut. */
-#define ACKER_LAST_CALL       3
+#define ACKER_LAST_CALL        3
 /* How long a statement of the acker's may go unanswered before its connection
  * is given up (ms): a server that froze on an established connection, or a
  * host gone while the statement's bytes are unacknowledged (TCP retries them
@@ -87,9 +93,9 @@
  * what a statement of the acker's takes on a server that works (milliseconds;
  * one that is loaded, or waits for a row lock, a second or two), as a
  * statement given up leaves its outcome unknown. */
-#define ACKER_ANSWER_MS       30000
+#define ACKER_ANSWER_MS        30000
 /* How often a statement's wait looks at the heartbeat and the stop (ms). */
-#define ACKER_TICK_MS         100
+#define ACKER_TICK_MS          100
 
 struct acker {
     struct worker *w;
@@ -245,17 +251,16 @@ acker_store(struct acker *a)
     if (a->last_call && a->store_down) {
         return NULL; /* a connect could outlast the time left (connect_timeout) */
     }
-    int rc;
+    int rc = 0, wait_ms = a->store_down ? ACKER_CONNECT_STEP_MS : ACKER_CONNECT_WAIT_MS;
     if (a->store == NULL) {
-        /* only when even the first open could not make a store (no memory) */
+        /* the first open (acker_start's), its connect polled as a reconnect's */
         const struct config *c = a->w->cfg;
-        rc = idem_open(c->idempotency.dsn, c->idempotency.table, a->w->owner, &a->store, err,
-                       sizeof(err));
-        if (a->store != NULL) {
-            idem_set_wait(a->store, ACKER_ANSWER_MS, ACKER_TICK_MS, acker_wait_tick, a);
-        }
-    } else {
-        int wait_ms = a->store_down ? ACKER_CONNECT_STEP_MS : ACKER_CONNECT_WAIT_MS;
+        struct idem_wait wait = {ACKER_ANSWER_MS, ACKER_TICK_MS, acker_wait_tick, a};
+        rc = idem_open_polled(c->idempotency.dsn, c->idempotency.table, a->w->owner, &wait,
+                              &a->store, err, sizeof(err));
+        wait_ms = ACKER_FIRST_CONNECT_MS;
+    }
+    if (a->store != NULL && rc == 0) {
         int got = idem_reconnect_poll(a->store, wait_ms, err, sizeof(err));
         if (got == 0) {
             snprintf(err, sizeof(err),

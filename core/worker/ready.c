@@ -3,7 +3,9 @@
  * (see ready.h): the store (one that takes writes: not a standby), then
  * every queue. The store check is the one a worker needs anyway
  * (idem_migrate), on a connection of its own that is closed again; the
- * receivers open theirs afterwards.
+ * receivers open theirs afterwards. A stop signal gives the check up at
+ * once, whatever PostgreSQL does (it may take the connection and say
+ * nothing).
  */
 #include "ready.h"
 
@@ -24,6 +26,18 @@
 #define READY_CALL_MS 10000 /* one check's SQS budget */
 #define READY_WHY     1024  /* bytes of a reason */
 
+/* The tick of the store check's connect and statements (idem_open_waiting):
+ * nonzero, to give them up, when a stop signal is pending (blocked, it waits
+ * for ready_wait to take it). */
+static int
+stop_pending(void *arg)
+{
+    (void) arg;
+    sigset_t p;
+    return sigpending(&p) == 0 && (sigismember(&p, SIGTERM) == 1 || sigismember(&p, SIGINT) == 1 ||
+                                   sigismember(&p, SIGQUIT) == 1);
+}
+
 /* The first queue problem, kept by the callback of sqs_check_queues. */
 static void
 first_problem(void *arg, const struct config_queue *q, const char *what)
@@ -42,7 +56,9 @@ check_once(struct worker *w, struct sqs_client *sqs, char *why)
     struct idem_store *s = NULL;
     char err[768];
     int standby = 0;
-    if (idem_open(c->idempotency.dsn, c->idempotency.table, w->owner, &s, err, sizeof(err)) != 0 ||
+    struct idem_wait wait = {.answer_ms = 0, .tick_ms = 100, .tick = stop_pending, .arg = NULL};
+    if (idem_open_waiting(c->idempotency.dsn, c->idempotency.table, w->owner, &wait, &s, err,
+                          sizeof(err)) != 0 ||
         (standby = idem_standby(s, err, sizeof(err))) != 0 ||
         idem_migrate(s, err, sizeof(err)) != 0) {
         /* a standby: waited on like an outage (a failover promotes it), with
@@ -101,7 +117,7 @@ ready_wait(struct worker *w, int ctl_fd, const sigset_t *set, pid_t master)
     }
     sqs_client_set_timeout(sqs, READY_CALL_MS);
     for (int failures = 1; check_once(w, sqs, why) != 0; failures++) {
-        if (strcmp(why, said) != 0) {
+        if (!stop_pending(NULL) && strcmp(why, said) != 0) {
             log_error("not ready: %s (retrying)", why);
             tell_master(ctl_fd, why);
             snprintf(said, sizeof(said), "%s", why);

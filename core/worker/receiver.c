@@ -12,6 +12,7 @@
 #include "backoff.h"
 #include "breaker.h"
 #include "buf.h"
+#include "clock.h"
 #include "cnum.h"
 #include "config.h"
 #include "digest.h"
@@ -51,6 +52,10 @@
 /* The most messages one claim gathers (receives_per_claim full batches). */
 #define GATHER_MAX (RECEIVES_PER_CLAIM_MAX * SQS_RECEIVE_MAX)
 
+/* How long a claim in flight when the drain begins may still wait for its
+ * answer (ms): what a working server answers in time. */
+#define RECEIVER_DRAIN_GRACE_MS 1000
+
 /* The receive thread's own state. */
 struct receiver {
     struct wqueue *q;
@@ -60,9 +65,10 @@ struct receiver {
     int recv_failures;    /* consecutive failed receives */
     char recv_error[128]; /* the code of the last failure: a new one is logged */
     time_t recv_failing_since;
-    int store_failures; /* consecutive failed connection attempts */
-    int claim_failures; /* consecutive failed claims (with the store connected) */
-    struct buf key;     /* keys are expanded here (room for the longest, reserved once) */
+    int store_failures;      /* consecutive failed connection attempts */
+    int claim_failures;      /* consecutive failed claims (with the store connected) */
+    struct buf key;          /* keys are expanded here (room for the longest, reserved once) */
+    long long drain_seen_ms; /* when its store's tick first saw the drain (0: not yet) */
 };
 
 /* The queue is healthy (for /readyz): its last receive succeeded and it
@@ -401,6 +407,26 @@ process_jobs(struct receiver *r, struct twice_job **jobs, size_t nj, int *probe)
     return rc;
 }
 
+/* The tick of the receiver's store (idem_set_wait): a claim, or a connect,
+ * still unanswered RECEIVER_DRAIN_GRACE_MS after the drain began is given up
+ * (the claim as one whose answer was lost: its messages are given back, and
+ * keys it may have claimed are freed by the master once the worker is gone),
+ * so that a server that takes the connection and says nothing does not hold
+ * the drain, which joins the receivers. */
+static int
+receiver_wait_tick(void *arg)
+{
+    struct receiver *r = arg;
+    if (!flag_is_up(&r->q->w->draining)) {
+        return 0;
+    }
+    long long now = clock_mono_ms();
+    if (r->drain_seen_ms == 0) {
+        r->drain_seen_ms = now;
+    }
+    return now - r->drain_seen_ms >= RECEIVER_DRAIN_GRACE_MS;
+}
+
 /* Keep the store connected; 1 when usable. Outages are logged once. */
 static int
 store_ok(struct receiver *r)
@@ -410,9 +436,11 @@ store_ok(struct receiver *r)
     if (r->store != NULL && idem_connected(r->store)) {
         return 1;
     }
-    int rc = r->store == NULL ? idem_open(w->cfg->idempotency.dsn, w->cfg->idempotency.table,
-                                          w->owner, &r->store, err, sizeof(err))
-                              : idem_reconnect(r->store, err, sizeof(err));
+    struct idem_wait wait = {.answer_ms = 0, .tick_ms = 100, .tick = receiver_wait_tick, .arg = r};
+    int rc = r->store == NULL
+                 ? idem_open_waiting(w->cfg->idempotency.dsn, w->cfg->idempotency.table, w->owner,
+                                     &wait, &r->store, err, sizeof(err))
+                 : idem_reconnect(r->store, err, sizeof(err));
     if (rc == 0) {
         if (r->store_failures > 0) {
             log_info("queue %s: idempotency store reachable again; receiving", r->q->cfg->name);

@@ -18,7 +18,7 @@ PostgreSQL, it can lose one answer: the statement runs and commits, the connecti
 cut before its answer reaches the client (cut_answer).
 
 Used by: test_sqs_faults.py, test_metrics.py, test_tracing.py, test_breaker.py,
-test_outbox.py, test_guard.py, test_reload_load.py.
+test_outbox.py, test_guard.py, test_reload.py, test_reload_load.py.
 """
 
 import http.client
@@ -198,6 +198,8 @@ class TcpProxy:
         self.frozen = False  # freeze(): nothing moves on any connection until thaw()
         self.thawed = threading.Condition(self.lock)
         self.frozen_requests = b""  # client to server bytes that arrived while frozen
+        self._freeze_marker = None  # freeze_on(): the request that freezes the server
+        self._freeze_skip = 0  # ... after this many more requests holding it
         self.up()
 
     def cut_answer(self, marker):
@@ -282,8 +284,16 @@ class TcpProxy:
 
     def _hold_while_frozen(self, data, request):
         """While frozen, keep data (and, by not reading, what follows it in the
-        kernel's buffers) until thaw(); requests are noted in frozen_requests."""
+        kernel's buffers) until thaw(); requests are noted in frozen_requests. A
+        request that freeze_on() waits for freezes the server first."""
         with self.lock:
+            if request and self._freeze_marker is not None and self._freeze_marker in data:
+                if self._freeze_skip > 0:
+                    self._freeze_skip -= 1
+                else:
+                    self._freeze_marker = None
+                    self.frozen = True
+                    self.frozen_requests = b""
             if self.frozen and request:
                 self.frozen_requests += data
             while self.frozen:
@@ -351,6 +361,14 @@ class TcpProxy:
         with self.lock:
             self.frozen = True
             self.frozen_requests = b""
+
+    def freeze_on(self, marker, nth=1):
+        """Freeze (as freeze()) the moment the nth request from now holding marker
+        (client to server bytes, e.g. a statement's text) arrives, before it is
+        forwarded: the server stops just as that statement reaches it. Once."""
+        with self.lock:
+            self._freeze_marker = marker
+            self._freeze_skip = nth - 1
 
     def thaw(self):
         """After freeze(): what waited is forwarded, as a server that goes on does

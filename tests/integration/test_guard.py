@@ -30,6 +30,16 @@ class Guard(twicetest.TwiceTestCase):
         """A queue pair, a database reached through a TcpProxy, and twiced running
         effect_file on it. Returns (url, dlq, dsn, proxy, effects file, metrics port,
         twiced); the configuration is self.conf."""
+        url, dlq, dsn, proxy, effects, port = self.conf_proxied(prefix, drain_timeout,
+                                                               **queue_options)
+        d = self.start_twiced(self.conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        return url, dlq, dsn, proxy, effects, port, d
+
+    def conf_proxied(self, prefix, drain_timeout=10, **queue_options):
+        """setup_proxied's queues, database, proxy and configuration (self.conf; its
+        pid file self.pid_file), twiced not started. Returns (url, dlq, dsn, proxy,
+        effects file, metrics port)."""
         url, dlq = self.queue_pair(prefix)
         dsn = self.new_database(prefix)
         proxy = faultproxy.TcpProxy(self.env.pg_host, self.env.pg_port)
@@ -44,9 +54,7 @@ class Guard(twicetest.TwiceTestCase):
                          drain_timeout=drain_timeout,
                          extra=tc.setting("pid_file", self.pid_file))
         self.conf = conf
-        d = self.start_twiced(conf)
-        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
-        return url, dlq, dsn, proxy, effects, port, d
+        return url, dlq, dsn, proxy, effects, port
 
     @staticmethod
     def lines(path):
@@ -378,6 +386,48 @@ class Guard(twicetest.TwiceTestCase):
         self.assertFalse(os.path.exists(self.pid_file), "the pid file is removed")
         proxy.thaw()
         self.assert_ran_once_after_restart("stopdone", url, dlq, dsn, proxy, effects, None)
+
+    def test_a_store_that_freezes_as_twiced_starts_does_not_hold_its_stop(self):
+        # PostgreSQL freezes just as the first statement on a new connection reaches
+        # it, at three moments of a start: the master's check of the store (is it a
+        # standby?), the worker's readiness check (the same question, then the
+        # migration) and the outbox relay's LISTEN; and, once twiced is ready, as a
+        # receiver claims a message's key. The other connections of twiced freeze
+        # with it. These statements (and the connects) used to wait as libpq does,
+        # for ever on an open connection: the master did not take the SIGTERM (its
+        # start check), or the worker never exited (its readiness check, or its drain
+        # joining the receiver), or the master never joined its relay. Now each gives
+        # up at the stop: twiced exits within a few seconds of the SIGTERM (the
+        # janitor's 2 s grace the longest), says "stopped" and removes its pid file.
+        url, dlq, dsn, first, effects, port = self.conf_proxied("startfrozen")
+        via = self.conf
+        for moment, marker, nth in (("start check", b"pg_is_in_recovery", 1),
+                                    ("ready check", b"pg_is_in_recovery", 2),
+                                    ("relay LISTEN", b"LISTEN", 1),
+                                    ("claim", b"twice_claim_", 1)):
+            with self.subTest(moment=moment):
+                proxy = faultproxy.TcpProxy(self.env.pg_host, self.env.pg_port)
+                self.addCleanup(proxy.close)
+                self.conf = via.replace(":%d/" % first.port, ":%d/" % proxy.port)
+                proxy.freeze_on(marker, nth)
+                d = self.start_twiced(self.conf)
+                try:
+                    if moment == "claim":
+                        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+                        self.sqs.send(url, json.dumps({"id": "startfrozen-1"}))
+                    twicetest.wait_until(lambda: proxy.frozen, timeout=20,
+                                         message="%s: PostgreSQL was never asked" % moment)
+                    time.sleep(0.5)  # the others meet the frozen server too
+                    d.signal(signal.SIGTERM)
+                    twicetest.wait_until(lambda: d.proc.poll() is not None, timeout=8,
+                                         message="%s: twiced did not exit within 8 s of its "
+                                                 "SIGTERM while PostgreSQL was frozen" % moment)
+                    self.assertEqual(d.stop(), 0)
+                    d.wait_log(r"master\[%d\]: stopped$" % d.proc.pid, timeout=1)
+                    self.assertFalse(os.path.exists(self.pid_file), "the pid file is removed")
+                finally:
+                    d.kill()  # a twiced still held holds its pid file too
+                    proxy.close()
 
     def test_a_job_done_as_postgresql_went_away_does_not_run_again_after_a_reload(self):
         # The same at a reload: the new generation is ready (PostgreSQL still there),

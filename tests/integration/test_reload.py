@@ -12,6 +12,7 @@ import threading
 import time
 import unittest
 
+import faultproxy
 import twicetest
 import twiceconf as tc
 
@@ -206,7 +207,9 @@ class Reload(ReloadSetup, twicetest.TwiceTestCase):
         # generation on an empty store while the first drains: a message already
         # handled would run again. Refused with FILE:LINE; another dsn string for
         # the same database (host, port, password, options: a failover or a
-        # rotation) is taken; one that does not connect is refused, not tried.
+        # rotation) is taken; one that does not connect is refused, not tried, and so
+        # is one whose server takes the connection and then answers nothing: the
+        # check used to wait for it for ever, the master's loop with it.
         conf = self.setup("movedb", workers=1)
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1", timeout=20)
@@ -235,6 +238,19 @@ class Reload(ReloadSetup, twicetest.TwiceTestCase):
                    r"reload that changes the dsn must check that it reaches the keys generation "
                    r"1 uses" % re.escape(d.config_path), since=mark, timeout=20)
         d.wait_log(r"reload refused .*generation 1 keeps running", since=mark, timeout=20)
+        # the same database through a server that freezes at the check's first
+        # statement: refused after 5 s, as one that does not connect
+        proxy = faultproxy.TcpProxy(self.env.pg_host, self.env.pg_port)
+        self.addCleanup(proxy.close)
+        proxy.freeze_on(b"current_database()")
+        self.write_config(d, conf.replace(":%d/" % self.env.pg_port, ":%d/" % proxy.port))
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload: %s:\d+: idempotency.dsn: the new dsn does not connect \(its server "
+                   r"does not answer within 5 s: .*\); a reload that changes the dsn must check"
+                   % re.escape(d.config_path), since=mark, timeout=15)
+        d.wait_log(r"reload refused .*generation 1 keeps running", since=mark, timeout=5)
+        self.assertTrue(proxy.frozen, "the check's statement reached the frozen server")
         # the same database by another dsn: taken, and its keys still judge duplicates
         self.write_config(d, conf.replace(self.dsn, self.dsn + "?application_name=rotated"))
         mark = d.mark()
