@@ -18,11 +18,22 @@
 #define SHM_SERIES 8192                /* metric series */
 #define SHM_LABEL  96                  /* bytes per label value, NUL included */
 
+/* A running job. Its queue and plugin are indices into the configuration
+ * of the worker's generation, which the master resolves from its own copy
+ * of that configuration's names (master/jobnames.h): names whole (up to
+ * CONFIG_MAX_NAME) for 12 bytes, where two 81-byte copies in each of the
+ * SHM_PROCS * SHM_JOBS records would cost 22 MB more of the region. names
+ * is shm_job_names(queue name, plugin name): the master names the job only
+ * when its names at those indices give the same (a respawned worker read
+ * its @include files again, and they may have changed). Every field is
+ * written before used turns 2, so a crash mid-write leaves a record the
+ * master skips. */
 struct shm_job {
-    int used;    /* atomic */
-    int attempt; /* the run's number (a FIFO retry in place counts on) */
-    char queue[64];
-    char plugin[64];
+    int used;       /* atomic: 0 free, 1 being written, 2 running */
+    int attempt;    /* the run's number (a FIFO retry in place counts on) */
+    int queue;      /* index in the configuration's queues */
+    int plugin;     /* index in the configuration's plugins */
+    uint32_t names; /* shm_job_names of the two names */
     char message_id[128];
 };
 
@@ -150,12 +161,20 @@ struct shm_region *shm_region(void);
 int shm_jobs_grow(int proc_slot, int n);
 /* Master: how many job records of the slot its worker had (at most SHM_JOBS). */
 int shm_jobs_count(int proc_slot);
+/* The check value of a job's (queue, plugin) names (struct shm_job). */
+uint32_t shm_job_names(const char *queue, const char *plugin);
+/* A job's queue and plugin: their indices in the worker's configuration and
+ * their names (for the check value). */
+struct shm_job_of {
+    int queue, plugin;
+    const char *queue_name, *plugin_name;
+};
 /* Worker: note a job running on handler thread idx (< the shm_jobs_grow
  * count) as run number attempt, and its end. Returns idx, or -1 without a
  * region. The index is kept per thread so a fatal signal handler can name
  * the job (shm_mark_crash). */
-int shm_job_begin(int proc_slot, int idx, const char *queue, const char *plugin,
-                  const char *message_id, int attempt);
+int shm_job_begin(int proc_slot, int idx, const struct shm_job_of *of, const char *message_id,
+                  int attempt);
 void shm_job_end(int proc_slot, int idx);
 /* Async-signal-safe: record that this thread's job crashed the process. */
 void shm_mark_crash(int proc_slot);

@@ -60,15 +60,16 @@ test_jobs_of_one_slot(const struct shm_region *r)
     CHECK_INT(shm_jobs_count(7), 3);
     CHECK_INT(shm_jobs_grow(7, SHM_JOBS + 1), -1);
     CHECK_INT(shm_jobs_count(7), 3);
-    int idx = shm_job_begin(7, 2, "q", "p", "m-1", 1);
+    struct shm_job_of of = {0, 0, "q", "p"};
+    int idx = shm_job_begin(7, 2, &of, "m-1", 1);
     CHECK_INT(idx, 2);
     CHECK_STR(r->jobs[7].job[2].message_id, "m-1");
     CHECK_INT(r->jobs[7].job[2].used, 2);
     CHECK_INT(r->jobs[7].job[0].used, 0);
     shm_job_end(7, idx);
     CHECK_INT(r->jobs[7].job[2].used, 0);
-    CHECK_INT(shm_job_begin(7, SHM_JOBS, "q", "p", "m-2", 1), -1);
-    CHECK_INT(shm_job_begin(7, SHM_JOBS - 1, "q", "p", "m-3", 1), SHM_JOBS - 1);
+    CHECK_INT(shm_job_begin(7, SHM_JOBS, &of, "m-2", 1), -1);
+    CHECK_INT(shm_job_begin(7, SHM_JOBS - 1, &of, "m-3", 1), SHM_JOBS - 1);
     shm_job_end(7, SHM_JOBS - 1);
     /* Only the pages of slot 7's two records (the last may straddle two), and
      * the one the jobs share with the flags. */
