@@ -59,7 +59,8 @@ struct shm_proc_jobs {
 struct shm_series {
     int state; /* atomic: 0 free, 1 being written, 2 ready, SHM_SLOT_DROPPED */
     int metric;
-    int proc; /* per-process gauges: the process slot; -1 otherwise */
+    int proc;     /* per-process gauges: the process slot; -1 otherwise */
+    int relabels; /* atomic: odd while a dropped slot takes new labels (metrics.c) */
     char labels[3][SHM_LABEL];
     uint64_t value; /* atomic: a counter, or a double's bits for gauges/sums */
 };
@@ -145,7 +146,8 @@ struct shm_region {
  * is marked SHM_SLOT_ABANDONED, which callers skip instead of hanging. */
 #define SHM_SLOT_ABANDONED 3
 /* A series metrics_gauge_only dropped: neither rendered nor read, ready
- * again (its slot is never reused for another) when it is set again. */
+ * again when it is set again, or given to the next new series of its
+ * metric and first label (metrics.c), never to another's. */
 #define SHM_SLOT_DROPPED   4
 int shm_slot_state(int *state);
 
