@@ -13,6 +13,10 @@
 
 #include "config.h"
 
+/* The job table, SHM_PROCS * SHM_JOBS records for the largest configuration
+ * allowed, is most of the region (91 of 94 MB): virtual only. A memfd's
+ * shared mapping is not charged to the commit limit, and only the pages of
+ * the records of handler threads that exist become resident. */
 #define SHM_PROCS  600                 /* worker slots: 2 generations of up to 256, reused */
 #define SHM_JOBS   CONFIG_MAX_HANDLERS /* a record per handler thread of a worker */
 #define SHM_SERIES 8192                /* metric series */

@@ -2,7 +2,7 @@
  * test-shm-pages.c - what the shared region costs in memory: a fresh region,
  * the master's walks over its worker slots and a scrape or a worker's exit
  * (which walk every metric series) keep resident only the pages of what
- * exists, not the whole 170 MB table; what those walks return is right; and
+ * exists, not the whole 94 MB region; what those walks return is right; and
  * labels longer than what is kept name one series, cut at a whole UTF-8
  * character, and render as UTF-8 whatever their bytes.
  * One process, a real shared region (shm_create), residency from mincore.
@@ -41,7 +41,7 @@ resident_pages(const void *p, size_t len)
 static void
 test_fresh_region(const struct shm_region *r)
 {
-    /* 600 slots of 270 KB of jobs each: none resident before a worker runs
+    /* 600 slots of 148 KB of jobs each: none resident before a worker runs
      * (but the page the jobs share with the end of the slots' flags). */
     CHECK(resident_pages(r->jobs, sizeof(r->jobs)) <= 1);
     CHECK(resident_pages(r->series, sizeof(r->series)) == 0);
