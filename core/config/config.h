@@ -41,7 +41,8 @@
 /* Bytes of a queue's or a plugin's name: SQS's own limit for a queue name, so
  * a queue can be named after its SQS queue. Names are kept whole where the
  * processes share them (dead letters for alerts, metric labels, rate-limit
- * buckets), which have room for this many. */
+ * buckets), which have room for this many, and in the master's line for a
+ * crashed worker's job (a job record keeps indices: proc/shm.h). */
 #define CONFIG_MAX_NAME     80
 
 enum config_on_conflict {

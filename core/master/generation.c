@@ -9,6 +9,7 @@
 #include "cnum.h"
 #include "config.h"
 #include "diag.h"
+#include "jobnames.h"
 #include "loader.h"
 #include "probe.h"
 
@@ -26,6 +27,7 @@ gen_free(struct generation *g)
     if (g == NULL) {
         return;
     }
+    jobnames_drop(g->names);
     config_free(g->cfg);
     if (g->text != NULL) {
         explicit_bzero(g->text, g->len);
@@ -148,6 +150,7 @@ gen_load(const char *path, const sigset_t *stop_on, struct diag *d)
     g->failures = calloc((size_t) g->nworkers, sizeof(*g->failures));
     g->respawn_at = calloc((size_t) g->nworkers, sizeof(*g->respawn_at));
     g->config_fd = childargs_memfd(g->text, g->len);
+    g->names = jobnames_new(g->cfg); /* NULL: deaths are named without them */
     if (g->failures == NULL || g->respawn_at == NULL || g->config_fd < 0) {
         diag_add(d, path, 0, "cannot prepare the workers: %s", cnum_strerror(errno));
         gen_free(g);

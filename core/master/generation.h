@@ -14,6 +14,7 @@
 
 struct config;
 struct diag;
+struct jobnames;
 
 /* A plugin file as the generation checked it. */
 struct gen_stamp {
@@ -33,9 +34,10 @@ struct generation {
     size_t nplugin_fds;
     struct gen_stamp *stamps; /* per plugin file: its size and mtime when checked */
     int nworkers;
-    int *failures;         /* per index: consecutive early deaths */
-    long long *respawn_at; /* per index: monotonic ms to start one, 0: none due */
-    time_t deadline;       /* a starting generation must be ready by then */
+    int *failures;          /* per index: consecutive early deaths */
+    long long *respawn_at;  /* per index: monotonic ms to start one, 0: none due */
+    time_t deadline;        /* a starting generation must be ready by then */
+    struct jobnames *names; /* its queue and plugin names (held by each worker too), or NULL */
 };
 
 /*

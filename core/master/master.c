@@ -17,6 +17,7 @@
 #include "dlqmon.h"
 #include "generation.h"
 #include "health.h"
+#include "jobnames.h"
 #include "relay.h"
 #include "httpd.h"
 #include "janitor.h"
@@ -147,6 +148,7 @@ spawn_worker(struct master *m, struct generation *g, int index)
     p->index = index;
     p->ctl = ctl[0];
     p->started = time(NULL);
+    p->names = jobnames_hold(g->names);
     g->respawn_at[index] = 0;
     log_debug("started worker %d (generation %d, slot %d)", (int) pid, g->id, slot);
     return 0;
@@ -243,9 +245,10 @@ apply_master_settings(struct master *m, const struct config *c)
 /* "killed by signal 11 (Segmentation fault) while running plugin crashy on
  * message 123 (queue jobs)" - what a dead worker was doing, from the
  * shared process table: the job whose thread faulted when the worker could
- * say, else every job it had inside handle(). */
+ * say, else every job it had inside handle(). names: the worker's
+ * generation's, which its job records index. */
 static void
-describe_death(int slot, int status, char *out, size_t cap)
+describe_death(int slot, const struct jobnames *names, int status, char *out, size_t cap)
 {
     struct shm_proc *p = &shm_region()->procs[slot];
     struct shm_job *jobs = shm_region()->jobs[slot].job;
@@ -264,8 +267,10 @@ describe_death(int slot, int status, char *out, size_t cap)
             continue;
         }
         const char *lead = crashed >= 0 ? " while running" : listed ? "," : " with in flight:";
+        const char *queue, *plugin;
+        jobnames_get(names, j->queue, j->plugin, j->names, &queue, &plugin);
         n += (size_t) snprintf(out + n, cap - n, "%s plugin %s on message %s (queue %s)", lead,
-                               j->plugin, j->message_id, j->queue);
+                               plugin, j->message_id, queue);
         listed++;
     }
 }
@@ -362,7 +367,7 @@ reap(struct master *m)
             continue;
         }
         char what[1024];
-        describe_death(slot, status, what, sizeof(what));
+        describe_death(slot, p->names, status, what, sizeof(what));
         int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         int stopped_by = __atomic_load_n(&shm_region()->procs[slot].stopped_by, __ATOMIC_ACQUIRE);
         struct generation *g = m->cur != NULL && p->gen == m->cur->id     ? m->cur
@@ -396,6 +401,7 @@ reap(struct master *m)
         size_t nculprits = crash_culprits(slot, status, p->draining || m->stopping, culprits);
         janitor_expire_owner(m->janitor, owner, culprits, nculprits);
         metrics_forget_proc(slot);
+        jobnames_drop(p->names);
         int was_ready = p->ready, draining = p->draining;
         struct proc dead = *p;
         memset(p, 0, sizeof(*p));

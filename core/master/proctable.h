@@ -11,6 +11,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+struct jobnames;
+
 struct proc {
     pid_t pid; /* 0: free */
     int gen;
@@ -20,6 +22,7 @@ struct proc {
     char *waiting; /* what it last said it waits for (malloc'd), NULL */
     int draining;  /* told to stop */
     time_t started;
+    struct jobnames *names; /* its generation's names, held while it lives (jobnames.h) */
 };
 
 /* A slot free both here and in the shared region, or -1. */

@@ -52,11 +52,16 @@ static const struct {
  * are counters of (fractional) seconds. */
 enum kind { COUNTER, GAUGE, PROC_GAUGE, HISTOGRAM, INTERNAL, SECONDS };
 
+/* one: a gauge of one series per first label (metrics_gauge_only), whose
+ * other labels change (a queue's pause reason, free text): its series hash
+ * on the first label alone, so that each new value takes over the slot of
+ * one dropped before rather than take a new slot for good. */
 static const struct {
     const char *name;
     enum kind kind;
     const char *labels[3];
     const char *help;
+    int one;
 } defs[MET_COUNT_] = {
     [MET_RECEIVED] = {"twice_messages_received_total",
                       COUNTER,
@@ -187,7 +192,8 @@ static const struct {
                           {"queue", "reason"},
                           "1 while the queue is paused (reason: the operator's, or breaker); "
                           "reason \"\" at 0 while it runs. One series per queue: the current "
-                          "state only."},
+                          "state only.",
+                          1},
     [MET_RECEIVE_FAILED] = {"twice_internal_receive_failed", INTERNAL, {"queue", "code"}, ""},
 };
 
@@ -235,7 +241,7 @@ static uint64_t
 hash_series(int m, int proc, const struct labels *ls)
 {
     uint64_t h = 1469598103934665603ull ^ (uint64_t) (m * 31 + proc + 7);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < (defs[m].one ? 1 : 3); i++) {
         /* As stored: labels that differ only past what is kept are one series. */
         for (size_t k = 0; k < ls->n[i]; k++) {
             h = (h ^ (unsigned char) ls->v[i][k]) * 1099511628211ull;
@@ -269,8 +275,50 @@ same_series(const struct shm_series *s, int m, int proc, const struct labels *ls
     return 1;
 }
 
+/* A series' labels written into its slot (state 1, its writer's alone). */
+static void
+put_labels(struct shm_series *s, const struct labels *ls)
+{
+    for (int i = 0; i < 3; i++) {
+        memcpy(s->labels[i], ls->v[i], ls->n[i]);
+        s->labels[i][ls->n[i]] = '\0';
+    }
+}
+
+/* Whether s is a dropped series of m (a defs[m].one gauge) for proc and l1,
+ * whatever its other labels: a slot the series of ls may take over. */
+static int
+dropped_sibling(const struct shm_series *s, int st, int m, int proc, const struct labels *ls)
+{
+    return defs[m].one && st == SHM_SLOT_DROPPED && s->metric == m && s->proc == proc &&
+           memcmp(s->labels[0], ls->v[0], ls->n[0]) == 0 && s->labels[0][ls->n[0]] == '\0';
+}
+
+/* Give the dropped slot s (dropped_sibling) the labels ls, at 0: 1, or 0
+ * when it is no longer dropped. Only m's single writer calls this (the
+ * contract of metrics_gauge_only); relabels is odd meanwhile, so that a
+ * render that found the slot ready before it was dropped can tell. */
+static int
+take_over(struct shm_series *s, const struct labels *ls)
+{
+    int expected = SHM_SLOT_DROPPED;
+    if (!__atomic_compare_exchange_n(&s->state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        return 0;
+    }
+    __atomic_add_fetch(&s->relabels, 1, __ATOMIC_ACQ_REL);
+    put_labels(s, ls);
+    __atomic_store_n(&s->value, 0, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&s->relabels, 1, __ATOMIC_ACQ_REL);
+    __atomic_store_n(&s->state, 2, __ATOMIC_RELEASE);
+    return 1;
+}
+
 /* The series for (m, labels, proc), created when absent if create; NULL
- * when absent (and not created), the table is full or not mapped. */
+ * when absent (and not created), the table is full or not mapped. A new
+ * series of a defs[m].one gauge takes over a dropped one of its first label
+ * met on the way, so each of those holds at most two slots (the value shown
+ * and the one before, dropped), however many values it shows over time. */
 static struct shm_series *
 find_series(int m, int proc, const char *l1, const char *l2, const char *l3, int create)
 {
@@ -280,6 +328,7 @@ find_series(int m, int proc, const char *l1, const char *l2, const char *l3, int
     }
     struct labels ls = labels_of(l1, l2, l3);
     uint64_t h = hash_series(m, proc, &ls);
+    struct shm_series *sibling = NULL;
     for (size_t probe = 0; probe < SHM_SERIES; probe++) {
         size_t slot = (h + probe) % SHM_SERIES;
         struct shm_series *s = &r->series[slot];
@@ -287,16 +336,16 @@ find_series(int m, int proc, const char *l1, const char *l2, const char *l3, int
         if (st == 0 && !create) {
             return NULL; /* probing stops at the first free slot: absent */
         }
+        if (st == 0 && sibling != NULL && take_over(sibling, &ls)) {
+            return sibling; /* absent: it takes the dropped sibling's slot */
+        }
         if (st == 0) {
             int expected = 0;
             if (__atomic_compare_exchange_n(&s->state, &expected, 1, 0, __ATOMIC_ACQ_REL,
                                             __ATOMIC_ACQUIRE)) {
                 s->metric = m;
                 s->proc = proc;
-                for (int i = 0; i < 3; i++) {
-                    memcpy(s->labels[i], ls.v[i], ls.n[i]);
-                    s->labels[i][ls.n[i]] = '\0';
-                }
+                put_labels(s, &ls);
                 /* Listed before it is ready: a writer dying in between leaves a
                  * listed slot that readers skip, never a ready one unlisted. */
                 int k = __atomic_fetch_add(&r->series_listed, 1, __ATOMIC_ACQ_REL);
@@ -322,8 +371,11 @@ find_series(int m, int proc, const char *l1, const char *l2, const char *l3, int
                                         __ATOMIC_ACQUIRE);
             return s;
         }
+        if (sibling == NULL && create && dropped_sibling(s, st, m, proc, &ls)) {
+            sibling = s; /* taken over if the series turns out absent */
+        }
     }
-    return NULL;
+    return sibling != NULL && take_over(sibling, &ls) ? sibling : NULL; /* a full table */
 }
 
 static struct shm_series *
@@ -683,6 +735,9 @@ render_histogram(struct buf *out, const struct shm_region *r, int m)
     }
 }
 
+/* Counters and gauges, a line per series. A defs[m].one gauge's slot may
+ * be given other labels (take_over) while its line is written: the line is
+ * taken back then, as the series was dropped. */
 static void
 render_plain(struct buf *out, const struct shm_region *r, int m)
 {
@@ -691,12 +746,21 @@ render_plain(struct buf *out, const struct shm_region *r, int m)
         if (s == NULL || s->proc != -1) {
             continue;
         }
+        size_t at = out->len;
+        int seq = __atomic_load_n(&s->relabels, __ATOMIC_ACQUIRE);
         uint64_t v = __atomic_load_n(&s->value, __ATOMIC_RELAXED);
         put_series_name(out, defs[m].name, m, s->labels, NULL);
         if (defs[m].kind == COUNTER) {
             buf_printf(out, " %llu\n", (unsigned long long) v);
         } else {
             buf_printf(out, " %.17g\n", bits_to_double(v));
+        }
+        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the labels were read before */
+        if ((seq & 1) != 0 || __atomic_load_n(&s->relabels, __ATOMIC_ACQUIRE) != seq) {
+            if (!out->failed && out->data != NULL) {
+                out->len = at;
+                out->data[at] = '\0';
+            }
         }
     }
 }

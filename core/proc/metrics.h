@@ -73,8 +73,10 @@ void metrics_observe_many(enum metric m, const char *l1, const char *l2, const d
 /* Set the gauge (l1, l2) to v and drop every other series of m with that
  * l1 from the exposition: a gauge that shows one state per l1 (a queue's
  * pause reason), not every state it ever had. A dropped series is back
- * when set again, and keeps its slot (the region frees none): for labels
- * of few values. Only for the single writer of m's series. */
+ * when set again; a new l2 takes over a dropped series' slot, so an l1
+ * holds at most two slots whatever l2 values it shows over time (free
+ * text, such as an operator's pause reason, included). Only for metrics
+ * declared as such in metrics.c, and for the single writer of m's series. */
 void metrics_gauge_only(enum metric m, const char *l1, const char *l2, double v);
 /* Raise a gauge to v if it is below (any process; atomic). */
 void metrics_gauge_max(enum metric m, const char *l1, const char *l2, double v);

@@ -4,6 +4,8 @@
  */
 #include "shm.h"
 
+#include "hash.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -83,17 +85,26 @@ shm_jobs_count(int proc_slot)
     return n < 0 ? 0 : n > SHM_JOBS ? SHM_JOBS : n;
 }
 
+uint32_t
+shm_job_names(const char *queue, const char *plugin)
+{
+    uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, queue != NULL ? queue : "");
+    h = hash_fnv1a(hash_fnv1a(h, "\t"), plugin != NULL ? plugin : "");
+    return (uint32_t) (h ^ (h >> 32));
+}
+
 int
-shm_job_begin(int proc_slot, int idx, const char *queue, const char *plugin,
-              const char *message_id, int attempt)
+shm_job_begin(int proc_slot, int idx, const struct shm_job_of *of, const char *message_id,
+              int attempt)
 {
     if (region == NULL || proc_slot < 0 || proc_slot >= SHM_PROCS || idx < 0 || idx >= SHM_JOBS) {
         return -1;
     }
     struct shm_job *j = &region->jobs[proc_slot].job[idx]; /* this thread's alone */
     __atomic_store_n(&j->used, 1, __ATOMIC_RELEASE);
-    copy_field(j->queue, sizeof(j->queue), queue);
-    copy_field(j->plugin, sizeof(j->plugin), plugin);
+    j->queue = of->queue;
+    j->plugin = of->plugin;
+    j->names = shm_job_names(of->queue_name, of->plugin_name);
     copy_field(j->message_id, sizeof(j->message_id), message_id);
     j->attempt = attempt;
     __atomic_store_n(&j->used, 2, __ATOMIC_RELEASE);

@@ -13,16 +13,31 @@
 
 #include "config.h"
 
+/* The job table, SHM_PROCS * SHM_JOBS records for the largest configuration
+ * allowed, is most of the region (91 of 94 MB): virtual only. A memfd's
+ * shared mapping is not charged to the commit limit, and only the pages of
+ * the records of handler threads that exist become resident. */
 #define SHM_PROCS  600                 /* worker slots: 2 generations of up to 256, reused */
 #define SHM_JOBS   CONFIG_MAX_HANDLERS /* a record per handler thread of a worker */
 #define SHM_SERIES 8192                /* metric series */
 #define SHM_LABEL  96                  /* bytes per label value, NUL included */
 
+/* A running job. Its queue and plugin are indices into the configuration
+ * of the worker's generation, which the master resolves from its own copy
+ * of that configuration's names (master/jobnames.h): names whole (up to
+ * CONFIG_MAX_NAME) for 12 bytes, where two 81-byte copies in each of the
+ * SHM_PROCS * SHM_JOBS records would cost 22 MB more of the region. names
+ * is shm_job_names(queue name, plugin name): the master names the job only
+ * when its names at those indices give the same (a respawned worker read
+ * its @include files again, and they may have changed). Every field is
+ * written before used turns 2, so a crash mid-write leaves a record the
+ * master skips. */
 struct shm_job {
-    int used;    /* atomic */
-    int attempt; /* the run's number (a FIFO retry in place counts on) */
-    char queue[64];
-    char plugin[64];
+    int used;       /* atomic: 0 free, 1 being written, 2 running */
+    int attempt;    /* the run's number (a FIFO retry in place counts on) */
+    int queue;      /* index in the configuration's queues */
+    int plugin;     /* index in the configuration's plugins */
+    uint32_t names; /* shm_job_names of the two names */
     char message_id[128];
 };
 
@@ -48,7 +63,8 @@ struct shm_proc_jobs {
 struct shm_series {
     int state; /* atomic: 0 free, 1 being written, 2 ready, SHM_SLOT_DROPPED */
     int metric;
-    int proc; /* per-process gauges: the process slot; -1 otherwise */
+    int proc;     /* per-process gauges: the process slot; -1 otherwise */
+    int relabels; /* atomic: odd while a dropped slot takes new labels (metrics.c) */
     char labels[3][SHM_LABEL];
     uint64_t value; /* atomic: a counter, or a double's bits for gauges/sums */
 };
@@ -134,7 +150,8 @@ struct shm_region {
  * is marked SHM_SLOT_ABANDONED, which callers skip instead of hanging. */
 #define SHM_SLOT_ABANDONED 3
 /* A series metrics_gauge_only dropped: neither rendered nor read, ready
- * again (its slot is never reused for another) when it is set again. */
+ * again when it is set again, or given to the next new series of its
+ * metric and first label (metrics.c), never to another's. */
 #define SHM_SLOT_DROPPED   4
 int shm_slot_state(int *state);
 
@@ -150,12 +167,20 @@ struct shm_region *shm_region(void);
 int shm_jobs_grow(int proc_slot, int n);
 /* Master: how many job records of the slot its worker had (at most SHM_JOBS). */
 int shm_jobs_count(int proc_slot);
+/* The check value of a job's (queue, plugin) names (struct shm_job). */
+uint32_t shm_job_names(const char *queue, const char *plugin);
+/* A job's queue and plugin: their indices in the worker's configuration and
+ * their names (for the check value). */
+struct shm_job_of {
+    int queue, plugin;
+    const char *queue_name, *plugin_name;
+};
 /* Worker: note a job running on handler thread idx (< the shm_jobs_grow
  * count) as run number attempt, and its end. Returns idx, or -1 without a
  * region. The index is kept per thread so a fatal signal handler can name
  * the job (shm_mark_crash). */
-int shm_job_begin(int proc_slot, int idx, const char *queue, const char *plugin,
-                  const char *message_id, int attempt);
+int shm_job_begin(int proc_slot, int idx, const struct shm_job_of *of, const char *message_id,
+                  int attempt);
 void shm_job_end(int proc_slot, int idx);
 /* Async-signal-safe: record that this thread's job crashed the process. */
 void shm_mark_crash(int proc_slot);

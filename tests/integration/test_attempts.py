@@ -37,16 +37,17 @@ class Attempts(twicetest.TwiceTestCase):
                          lease_margin=lease_margin, drain_timeout=drain_timeout)
         return url, dlq, dsn, port, conf
 
-    def setup_file(self, prefix, **queue_options):
+    def setup_file(self, prefix, queue_name=None, plugin_name="effect-file", **queue_options):
         """A queue pair, a database and a config running effect_file, whose effects are
-        lines in a file. Returns (url, dlq, dsn, metrics_port, effects file, config)."""
+        lines in a file; the queue is named queue_name (default: prefix), the plugin
+        plugin_name. Returns (url, dlq, dsn, metrics_port, effects file, config)."""
         url, dlq = self.queue_pair(prefix)
         dsn = self.new_database(prefix)
         effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
         port = tc.free_port()
-        conf = tc.config(self.env, dsn, [tc.queue(prefix, url, dlq, "effect-file",
+        conf = tc.config(self.env, dsn, [tc.queue(queue_name or prefix, url, dlq, plugin_name,
                                                   **queue_options)],
-                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
+                         [tc.plugin(plugin_name, tc.test_plugin(self.env, "effect_file"),
                                     file=effects)], metrics_port=port)
         return url, dlq, dsn, port, effects, conf
 
@@ -59,10 +60,12 @@ class Attempts(twicetest.TwiceTestCase):
         except FileNotFoundError:
             return []
 
-    def check_only_culprit_counted(self, d, url, dlq, effects, culprit, bystanders, death):
+    def check_only_culprit_counted(self, d, url, dlq, effects, culprit, bystanders, death,
+                                   queue=None, plugin="effect-file"):
         """The culprit ended its worker on each of its two runs (max_attempts 2; the log
-        says death, then which message): it is dead-lettered as worker-crashed, and each
-        bystander (key of an effect_file job) is done once, as attempt 1."""
+        says death, then which message, plugin and queue (when given), names whole): it is
+        dead-lettered as worker-crashed, and each bystander (key of an effect_file job) is
+        done once, as attempt 1."""
         twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 1, timeout=90,
                              message="the culprit never reached the DLQ")
         twicetest.wait_until(lambda: len(self.file_effects(effects)) == len(bystanders),
@@ -75,7 +78,8 @@ class Attempts(twicetest.TwiceTestCase):
         [letter] = self.letters(dlq)
         self.assertEqual(self.attr(letter, "twice-reason"), "worker-crashed")
         self.assertEqual(self.attr(letter, "twice-source-message-id"), culprit)
-        deaths = re.findall(death + r" while running plugin effect-file on message (\S+)",
+        deaths = re.findall(death + r" while running plugin %s on message (\S+) \(queue %s\)"
+                            % (re.escape(plugin), re.escape(queue) if queue else r"\S+"),
                             d.log_text())
         self.assertEqual(deaths, [culprit, culprit], "its two runs, both laid at it")
         self.assertEqual(d.stop(), 0)
@@ -379,16 +383,20 @@ class Attempts(twicetest.TwiceTestCase):
 
     def test_a_plugin_calling_exit_is_laid_at_its_own_job(self):
         # exit() inside handle() ends the worker as a crash does: only the run of the
-        # job that called it counts (it once counted against every job running).
+        # job that called it counts (it once counted against every job running). The
+        # master's line names the queue and plugin whole at 80 bytes, the longest a
+        # name may be (the shared job record once kept 63 bytes of each).
+        queue, plugin = "quit-" + "q" * 75, "effect-file-" + "p" * 68
         url, dlq, _, port, effects, conf = self.setup_file(
-            "quit", concurrency=4, visibility_timeout=3, max_attempts=2)
+            "quit", queue_name=queue, plugin_name=plugin, concurrency=4, visibility_timeout=3,
+            max_attempts=2)
         d = self.start(conf)
         self.sqs.send(url, json.dumps({"id": "bystander", "sleep_ms": 3000}))
         twicetest.wait_until(lambda: self.in_flight(port) == 1, timeout=20,
                              message="the bystander never started")
         quitter = self.sqs.send(url, json.dumps({"id": "quitter", "exit": True}))
         self.check_only_culprit_counted(d, url, dlq, effects, quitter, ["effect:bystander"],
-                                        r"exited with code 3")
+                                        r"exited with code 3", queue=queue, plugin=plugin)
 
     def test_a_host_dying_mid_run_costs_no_attempt_but_the_backstop_ends_it(self):
         # The whole host dies with the job (master and workers at once: no crash is

@@ -2,7 +2,8 @@
  * test-metrics-only.c - a gauge that shows one state per first label
  * (metrics_gauge_only, as twice_queue_paused{queue,reason}): setting one
  * reason drops the queue's other reasons from /metrics and from reads,
- * leaves other queues alone, and a dropped series comes back when set.
+ * leaves other queues alone, and a dropped series comes back when set;
+ * however many reasons a queue shows over time, it holds two series slots.
  * One process, a real shared region (shm_create).
  */
 #include "buf.h"
@@ -24,6 +25,35 @@ paused_lines(struct buf *out)
         n++;
     }
     return n;
+}
+
+/* A long-lived instance whose operators pause and resume a queue with a
+ * new free-text reason each time: the queue keeps at most two series slots
+ * of the 8192 (each reason once took a slot for good, and when they were
+ * spent no new series, of any metric, could be made), and /metrics still
+ * shows its one series. */
+static void
+test_reasons_bounded(struct buf *out)
+{
+    const struct shm_region *r = shm_region();
+    int before = __atomic_load_n(&r->series_listed, __ATOMIC_ACQUIRE);
+    char reason[64];
+    for (int i = 0; i < SHM_SERIES + 100; i++) {
+        snprintf(reason, sizeof(reason), "deploy %d", i);
+        metrics_gauge_only(MET_QUEUE_PAUSED, "jobs", reason, 1);
+        metrics_gauge_only(MET_QUEUE_PAUSED, "jobs", "", 0);
+    }
+    CHECK(__atomic_load_n(&r->series_listed, __ATOMIC_ACQUIRE) <= before + 2);
+    metrics_gauge_only(MET_QUEUE_PAUSED, "jobs", "the last", 1);
+    CHECK_INT(paused_lines(out), 2);
+    CHECK_CONTAINS(buf_str(out), "twice_queue_paused{queue=\"jobs\",reason=\"the last\"} 1\n");
+    CHECK_INT(metrics_gauge_get(MET_QUEUE_PAUSED, "jobs", "the last"), 1);
+    CHECK_INT(metrics_gauge_get(MET_QUEUE_PAUSED, "jobs", "deploy 7"), 0);
+    /* Room is left for the series of everything else. */
+    metrics_count(MET_RECEIVED, "jobs", NULL, NULL, 3);
+    buf_reset(out);
+    CHECK_INT(metrics_render(out), 0);
+    CHECK_CONTAINS(buf_str(out), "twice_messages_received_total{queue=\"jobs\"} 3\n");
 }
 
 int
@@ -60,6 +90,7 @@ main(void)
     metrics_gauge_only(MET_QUEUE_PAUSED, "jobs", "first", 1);
     CHECK_INT(metrics_gauge_get(MET_QUEUE_PAUSED, "jobs", "first"), 1);
     CHECK_INT(paused_lines(&out), 2);
+    test_reasons_bounded(&out);
     buf_free(&out);
     return check_done("test-metrics-only");
 }

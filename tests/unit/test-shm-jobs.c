@@ -1,10 +1,13 @@
 /*
  * test-shm-jobs.c - what a worker writes into the shared region's job table
  * and DLQ events for the master to read: each text field cut to its slot
- * (one byte kept for the NUL), NULL written as "", and the record's state.
+ * (one byte kept for the NUL), NULL written as "", and the record's state;
+ * a job's queue and plugin named whole from the master's names (jobnames.h).
  * One process, a real shared region (shm_create).
  */
 #include "check.h"
+#include "config.h"
+#include "jobnames.h"
 #include "shm.h"
 
 #include <string.h>
@@ -17,23 +20,65 @@ test_job_fields(void)
     memset(id, 'm', sizeof(id) - 1);
     id[sizeof(id) - 1] = '\0';
     CHECK_INT(shm_jobs_grow(3, 2), 0);
-    CHECK_INT(shm_job_begin(3, 1, "orders", "noop", id, 2), 1);
+    struct shm_job_of of = {1, 0, "orders", "noop"};
+    CHECK_INT(shm_job_begin(3, 1, &of, id, 2), 1);
     const struct shm_job *j = &shm_region()->jobs[3].job[1];
     CHECK_INT(j->used, 2);
     CHECK_INT(j->attempt, 2);
-    CHECK_STR(j->queue, "orders");
-    CHECK_STR(j->plugin, "noop");
+    CHECK_INT(j->queue, 1);
+    CHECK_INT(j->plugin, 0);
+    CHECK_INT(j->names, shm_job_names("orders", "noop"));
     CHECK_INT(strlen(j->message_id), sizeof(j->message_id) - 1);
     CHECK(strncmp(j->message_id, id, sizeof(j->message_id) - 1) == 0);
     CHECK_INT(shm_thread_job(), 1);
 
     /* the next job on that thread leaves nothing of the longer one behind */
-    CHECK_INT(shm_job_begin(3, 1, "q", "p", NULL, 1), 1);
-    CHECK_STR(j->queue, "q");
+    of = (struct shm_job_of){0, 0, "q", "p"};
+    CHECK_INT(shm_job_begin(3, 1, &of, NULL, 1), 1);
+    CHECK_INT(j->queue, 0);
     CHECK_STR(j->message_id, "");
     shm_job_end(3, 1);
     CHECK_INT(j->used, 0);
     CHECK_INT(shm_thread_job(), -1);
+}
+
+/* The master names a job record from its generation's configuration: names
+ * of CONFIG_MAX_NAME bytes whole (the record once kept 63 of them); a record
+ * whose indices are out of range or whose names differ from the master's at
+ * those indices (a worker that read changed @include files) is named "?". */
+static void
+test_job_names(void)
+{
+    char q0[CONFIG_MAX_NAME + 1], q1[CONFIG_MAX_NAME + 1], pl[CONFIG_MAX_NAME + 1];
+    memset(q0, 'a', CONFIG_MAX_NAME);
+    memset(q1, 'b', CONFIG_MAX_NAME);
+    memset(pl, 'p', CONFIG_MAX_NAME);
+    q0[CONFIG_MAX_NAME] = q1[CONFIG_MAX_NAME] = pl[CONFIG_MAX_NAME] = '\0';
+    struct config_queue queues[2] = {{.name = q0}, {.name = q1}};
+    struct config_plugin plugins[1] = {{.name = pl}};
+    struct config c = {.queues = queues, .nqueues = 2, .plugins = plugins, .nplugins = 1};
+    struct jobnames *n = jobnames_new(&c);
+    CHECK(n != NULL);
+    CHECK(jobnames_hold(n) == n);
+    jobnames_drop(n); /* the worker's hold; the generation's remains */
+
+    CHECK_INT(shm_jobs_grow(4, 1), 0);
+    struct shm_job_of of = {1, 0, q1, pl};
+    CHECK_INT(shm_job_begin(4, 0, &of, "m-1", 1), 0);
+    const struct shm_job *j = &shm_region()->jobs[4].job[0];
+    const char *queue, *plugin;
+    CHECK_INT(jobnames_get(n, j->queue, j->plugin, j->names, &queue, &plugin), 1);
+    CHECK_STR(queue, q1);
+    CHECK_STR(plugin, pl);
+
+    CHECK_INT(jobnames_get(n, 0, 0, j->names, &queue, &plugin), 0); /* other names */
+    CHECK_STR(queue, "?");
+    CHECK_STR(plugin, "?");
+    CHECK_INT(jobnames_get(n, 2, 0, j->names, &queue, &plugin), 0);
+    CHECK_INT(jobnames_get(n, 1, -1, j->names, &queue, &plugin), 0);
+    CHECK_INT(jobnames_get(NULL, 1, 0, j->names, &queue, &plugin), 0);
+    shm_job_end(4, 0);
+    jobnames_drop(n);
 }
 
 /* A DLQ event's fields, each cut to its slot. */
@@ -62,6 +107,7 @@ main(void)
         return check_done("test-shm-jobs");
     }
     test_job_fields();
+    test_job_names();
     test_dlq_event_fields();
     return check_done("test-shm-jobs");
 }

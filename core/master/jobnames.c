@@ -1,0 +1,75 @@
+/*
+ * jobnames.c - a generation's queue and plugin names for naming its workers'
+ * jobs (see jobnames.h): one allocation, reference counted by the master's
+ * main thread alone.
+ */
+#include "jobnames.h"
+
+#include "config.h"
+#include "shm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+struct jobnames {
+    int holds;
+    size_t nqueues, nplugins;
+    char (*name)[CONFIG_MAX_NAME + 1]; /* the queues' names, then the plugins' */
+};
+
+struct jobnames *
+jobnames_new(const struct config *c)
+{
+    struct jobnames *n = calloc(1, sizeof(*n));
+    size_t total = c->nqueues + c->nplugins;
+    if (n == NULL || (n->name = calloc(total ? total : 1, sizeof(*n->name))) == NULL) {
+        free(n);
+        return NULL;
+    }
+    n->holds = 1;
+    n->nqueues = c->nqueues;
+    n->nplugins = c->nplugins;
+    for (size_t i = 0; i < c->nqueues; i++) {
+        snprintf(n->name[i], sizeof(n->name[i]), "%s", c->queues[i].name);
+    }
+    for (size_t i = 0; i < c->nplugins; i++) {
+        snprintf(n->name[c->nqueues + i], sizeof(n->name[0]), "%s", c->plugins[i].name);
+    }
+    return n;
+}
+
+struct jobnames *
+jobnames_hold(struct jobnames *n)
+{
+    if (n != NULL) {
+        n->holds++;
+    }
+    return n;
+}
+
+void
+jobnames_drop(struct jobnames *n)
+{
+    if (n != NULL && --n->holds == 0) {
+        free(n->name);
+        free(n);
+    }
+}
+
+int
+jobnames_get(const struct jobnames *n, int queue, int plugin, uint32_t check,
+             const char **queue_name, const char **plugin_name)
+{
+    *queue_name = *plugin_name = "?";
+    if (n == NULL || queue < 0 || (size_t) queue >= n->nqueues || plugin < 0 ||
+        (size_t) plugin >= n->nplugins) {
+        return 0;
+    }
+    const char *q = n->name[queue], *p = n->name[n->nqueues + (size_t) plugin];
+    if (shm_job_names(q, p) != check) {
+        return 0;
+    }
+    *queue_name = q;
+    *plugin_name = p;
+    return 1;
+}
