@@ -92,7 +92,8 @@ url_report(struct config_at *at, const char *why, const char *what)
     if (why == NULL) {
         return 0;
     }
-    if (strcmp(why, URL_SCHEME_PROBLEM) == 0) { /* said alone, as before */
+    if (strcmp(why, URL_SCHEME_PROBLEM) == 0 || strcmp(why, URL_SMTP_SCHEME_PROBLEM) == 0) {
+        /* said alone, as before */
         config_problem(at->x, at->s, "%s%s: %s", at->sc->pfx, at->row->name, why);
     } else {
         config_problem(at->x, at->s, "%s%s: not %s: %s", at->sc->pfx, at->row->name, what, why);
@@ -185,15 +186,11 @@ config_check_header(struct config_at *at)
     return -1;
 }
 
+/* alerts.smtp.url: smtp:// or smtps://, and the shape of any URL (url.h). */
 int
 config_check_smtp_url(struct config_at *at)
 {
-    const char *url = str_of(at);
-    if (config_has_prefix(url, "smtp://") || config_has_prefix(url, "smtps://")) {
-        return 0;
-    }
-    config_problem(at->x, at->s, "alerts.smtp.url: must start with smtp:// or smtps://");
-    return -1;
+    return url_report(at, url_problem(str_of(at), URL_SMTP), "a usable SMTP URL");
 }
 
 int

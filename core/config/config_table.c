@@ -215,7 +215,8 @@ const struct config_row config_rows[] = {
     {ROW("alerts.smtp", "url", CONFIG_STR, C(alerts.smtp.url)),
      .flags = CONFIG_REQUIRED | CONFIG_SECRET, .check = config_check_smtp_url,
      .doc = "smtp:// (upgraded with STARTTLS when the server offers it) or smtps:// (TLS from "
-            "the start)."},
+            "the start), a host and an optional port (1-65535), in printable ASCII without "
+            "spaces."},
     {ROW("alerts.smtp", "from", CONFIG_STR, C(alerts.smtp.from)), .flags = CONFIG_REQUIRED,
      .doc = "The sender's address."},
     {ROW("alerts.smtp", "to", CONFIG_STRLIST, C(alerts.smtp.to)), .flags = CONFIG_REQUIRED,

@@ -82,11 +82,13 @@ const char *
 url_problem(const char *url, unsigned flags)
 {
     /* the scheme in any case, as RFC 3986 and curl take it */
-    size_t skip = ascii_strncasecmp(url, "https://", 8) == 0  ? 8
-                  : ascii_strncasecmp(url, "http://", 7) == 0 ? 7
-                                                              : 0;
+    const char *s = (flags & URL_SMTP) ? "smtp" : "http";
+    size_t skip = ascii_strncasecmp(url, s, 4) != 0            ? 0
+                  : ascii_strncasecmp(url + 4, "s://", 4) == 0 ? 8
+                  : ascii_strncasecmp(url + 4, "://", 3) == 0  ? 7
+                                                               : 0;
     if (skip == 0) {
-        return URL_SCHEME_PROBLEM;
+        return (flags & URL_SMTP) ? URL_SMTP_SCHEME_PROBLEM : URL_SCHEME_PROBLEM;
     }
     const char *why = url_char_problem(url);
     if (why != NULL) {

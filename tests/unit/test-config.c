@@ -950,6 +950,12 @@ test_url_settings(void)
          "alerts.webhook.url: not a usable URL: has an IPv6 host without its closing ']'"},
         {"tracing = { endpoint = \"%s\"; };", "http://collector:4318\\x01/v1/traces", "endpoint",
          "tracing.endpoint: not a usable URL: contains a control character"},
+        {"alerts = { smtp = { url = \"%s\"; from = \"a@b\"; to = \"c@d\"; }; };",
+         "smtp://mail.example.com:2525 ", "smtp",
+         "alerts.smtp.url: not a usable SMTP URL: "
+         "contains a space"},
+        {"alerts = { smtp = { url = \"%s\"; from = \"a@b\"; to = \"c@d\"; }; };", "smtps://:465",
+         "smtp", "alerts.smtp.url: not a usable SMTP URL: has no host"},
         {"tracing = { endpoint = \"%s\"; };", "https:///v1/traces", "endpoint",
          "tracing.endpoint: not a usable URL: has no host"},
     };
@@ -990,6 +996,10 @@ test_url_problem(void)
     CHECK_STR(url_problem("http://h/\x7f", 0), "contains a control character");
     CHECK_STR(url_problem("http://h/a#b", URL_NO_QUERY), "has a query or fragment ('?' or '#')");
     CHECK_STR(url_problem("http://h/a", URL_NO_PATH), "has a path after host[:port]");
+    CHECK(url_problem("SMTPS://u:p@m:465", URL_SMTP) == NULL);
+    CHECK_STR(url_problem("http://m", URL_SMTP), URL_SMTP_SCHEME_PROBLEM);
+    CHECK_STR(url_problem("smtp://m", 0), URL_SCHEME_PROBLEM);
+    CHECK_STR(url_problem("httpx://m", 0), URL_SCHEME_PROBLEM);
     CHECK(sqs_queue_url_problem("http://h/0/q.fifo") == NULL);
     CHECK(sqs_queue_url_problem("http://h/0/.fifo") != NULL);
     CHECK(sqs_queue_url_problem("http://h/0/q.fifo/") != NULL);
