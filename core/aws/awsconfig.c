@@ -394,23 +394,32 @@ awsconfig_profile_value(const char *profile, const char *key, char **out)
     return rc;
 }
 
-char *
-awsconfig_service_url(const char *service, const char *region)
+const char *
+awsconfig_endpoint_env(const char *service, const char **name)
 {
+    static __thread char var[64];
     const char *ignore = awsconfig_env("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS");
     const char *url = NULL;
-    char *out = NULL;
-
+    *name = NULL;
     if (ignore == NULL || ascii_strcasecmp(ignore, "true") != 0) {
-        char var[64];
         snprintf(var, sizeof(var), "AWS_ENDPOINT_URL_%s", service);
         for (char *p = var; *p != '\0'; p++) {
             *p = (char) ascii_toupper((unsigned char) *p);
         }
+        *name = var;
         if ((url = awsconfig_env(var)) == NULL) {
-            url = awsconfig_env("AWS_ENDPOINT_URL");
+            url = awsconfig_env(*name = "AWS_ENDPOINT_URL");
         }
     }
+    return url;
+}
+
+char *
+awsconfig_service_url(const char *service, const char *region)
+{
+    const char *name, *url = awsconfig_endpoint_env(service, &name);
+    char *out = NULL;
+
     if (url != NULL) {
         out = strdup(url);
     } else if (region == NULL) {

@@ -80,6 +80,15 @@ char *awsconfig_read_file(const char *path, size_t max, size_t *len);
 const char *awsconfig_env(const char *name);
 
 /*
+ * The endpoint the environment sets for an AWS service ("sqs", "s3"):
+ * AWS_ENDPOINT_URL_<SERVICE> (upper case), else AWS_ENDPOINT_URL, neither
+ * when AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true; NULL when none is. *name
+ * gets the variable's name, for messages (valid until the thread's next
+ * call). Borrowed from the environment; not checked.
+ */
+const char *awsconfig_endpoint_env(const char *service, const char **name);
+
+/*
  * The endpoint of an AWS service ("sqs", "sts"), chosen as the AWS SDKs do:
  * AWS_ENDPOINT_URL_<SERVICE> (upper case), else AWS_ENDPOINT_URL (neither
  * when AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true), else the regional

@@ -7,6 +7,7 @@
  * identity (creds_webid.c) and not a profile's own keys (creds_profile.c).
  */
 #include "awsconfig.h"
+#include "awsregion.h"
 #include "buf.h"
 #include "cnum.h"
 #include "creds.h"
@@ -324,10 +325,19 @@ creds_assume_resolve(const char *profile, const struct creds_ctx *ctx, struct ht
     memset(out, 0, sizeof(*out));
     if (walk(profile, &ch, why, whylen) == 0 &&
         base_creds(&ch, profile, ctx, &cur, why, whylen) == 1) {
-        const char *region = ctx->region != NULL ? ctx->region : awsconfig_env("AWS_REGION");
-        region = region != NULL ? region : awsconfig_env("AWS_DEFAULT_REGION");
-        region = region != NULL ? region : ch.region;
-        rc = 1;
+        /* STS's region: the chain's (checked where it was read), else the
+         * environment's or the first profile's, checked here */
+        const char *src = NULL, *region = ctx->region;
+        char own[200];
+        if (region == NULL && (region = awsregion_env(&src)) == NULL &&
+            (region = ch.region) != NULL) {
+            snprintf(own, sizeof(own), "profile %.150s's region", awsconfig_profile_name(profile));
+            src = own;
+        }
+        rc =
+            ctx->region == NULL && region != NULL && awsregion_check(src, region, why, whylen) != 0
+                ? -1
+                : 1;
         for (size_t i = ch.n; rc == 1 && i-- > 0;) {
             struct creds next;
             rc = assume(&ch.roles[i], region, ctx, http, &cur, &next, why, whylen);

@@ -7,6 +7,7 @@
  * on every refresh (it rotates).
  */
 #include "awsconfig.h"
+#include "awsregion.h"
 #include "buf.h"
 #include "cnum.h"
 #include "creds.h"
@@ -33,7 +34,7 @@ struct webid_provider {
  * environment or from section. */
 struct webid_conf {
     struct awsconfig_section *section; /* the config file's profile, or NULL */
-    const char *token_file, *role_arn, *session, *region;
+    const char *token_file, *role_arn, *session;
     char session_buf[48];
 };
 
@@ -46,7 +47,7 @@ either(const char *var, const struct awsconfig_section *s, const char *key)
 }
 
 static void
-webid_conf_load(const struct webid_provider *wp, const struct creds_ctx *ctx, struct webid_conf *c)
+webid_conf_load(const struct webid_provider *wp, struct webid_conf *c)
 {
     char *path = awsconfig_path(AWSCONFIG_CONFIG, NULL);
 
@@ -64,10 +65,6 @@ webid_conf_load(const struct webid_provider *wp, const struct creds_ctx *ctx, st
                  (long long) time(NULL));
         c->session = c->session_buf;
     }
-    c->region = ctx->region != NULL ? ctx->region : awsconfig_env("AWS_REGION");
-    if (c->region == NULL) {
-        c->region = either("AWS_DEFAULT_REGION", c->section, "region");
-    }
 }
 
 /* Exchange the token for credentials: 1, or -1 with why. */
@@ -84,7 +81,15 @@ assume_role(struct webid_provider *wp, const struct creds_ctx *ctx, const struct
                  cnum_strerror(errno));
         return -1;
     }
-    url = awsconfig_service_url("sts", c->region);
+    /* STS's region: the chain's (checked where it was read), else the
+     * environment's or the profile's, checked here */
+    char *own_region = NULL;
+    if (ctx->region == NULL && awsregion_resolve(wp->profile, &own_region, why, whylen) < 0) {
+        buf_free_secret(token);
+        return -1;
+    }
+    url = awsconfig_service_url("sts", ctx->region != NULL ? ctx->region : own_region);
+    free(own_region);
     buf_reserve(&form, 3 * (strlen(token) + strlen(c->role_arn) + strlen(c->session)) + 128);
     creds_form_put(&form, "Action", "AssumeRoleWithWebIdentity");
     creds_form_put(&form, "Version", "2011-06-15");
@@ -111,7 +116,7 @@ webid_resolve(struct creds_provider *p, const struct creds_ctx *ctx, struct cred
     struct webid_conf c;
     int rc = 0;
 
-    webid_conf_load(wp, ctx, &c);
+    webid_conf_load(wp, &c);
     if (c.token_file == NULL) {
         snprintf(why, whylen, "AWS_WEB_IDENTITY_TOKEN_FILE not set");
     } else if (c.role_arn == NULL) {

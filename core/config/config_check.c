@@ -13,8 +13,10 @@
 #include "escape.h"
 #include "keytmpl.h"
 #include "listen.h"
+#include "regionname.h"
 #include "s3name.h"
 #include "sqsname.h"
+#include "url.h"
 
 #include <errno.h>
 #include <libpq-fe.h>
@@ -81,36 +83,60 @@ config_check_log_file(struct config_at *at)
     return config_check_rel_path(at);
 }
 
-/* An http:// or https:// URL with something after the scheme. The value is
- * never quoted: webhook URLs often carry a token. */
-int
-config_check_http_url(struct config_at *at)
+/* Report why (url_problem's or sqs_queue_url_problem's) at the setting, a
+ * URL that is not `what`. The value is never quoted: webhook URLs often
+ * carry a token. -1 when there was a problem. */
+static int
+url_report(struct config_at *at, const char *why, const char *what)
 {
-    const char *url = str_of(at);
-    if ((config_has_prefix(url, "http://") && url[7] != '\0') ||
-        (config_has_prefix(url, "https://") && url[8] != '\0')) {
+    if (why == NULL) {
         return 0;
     }
-    config_problem(at->x, at->s, "%s%s: must start with http:// or https://", at->sc->pfx,
-                   at->row->name);
+    if (strcmp(why, URL_SCHEME_PROBLEM) == 0 || strcmp(why, URL_SMTP_SCHEME_PROBLEM) == 0) {
+        /* said alone, as before */
+        config_problem(at->x, at->s, "%s%s: %s", at->sc->pfx, at->row->name, why);
+    } else {
+        config_problem(at->x, at->s, "%s%s: not %s: %s", at->sc->pfx, at->row->name, what, why);
+    }
     return -1;
 }
 
-/* aws.region: the shape of AWS's region names (us-east-1, us-gov-west-1,
- * cn-north-1): lowercase letters, digits and '-'. No stricter: with an
- * emulator's endpoint, "local" or "elasticmq" sign as well. A space or a
- * capital would only fail at the first signed request. */
+/* An http(s) URL of the shape url.h says: the alert webhook and the
+ * tracing endpoint (queries allowed, they are used as they are). */
+int
+config_check_http_url(struct config_at *at)
+{
+    return url_report(at, url_problem(str_of(at), 0), "a usable URL");
+}
+
+/* aws.endpoint: paths are kept, but the client appends to it, so no query. */
+int
+config_check_sqs_endpoint(struct config_at *at)
+{
+    return url_report(at, url_problem(str_of(at), URL_NO_QUERY), "a usable endpoint URL");
+}
+
+/* aws.s3_endpoint: http[s]://host[:port] only, as the S3 client addresses
+ * ENDPOINT/bucket/key and signs that path. */
+int
+config_check_s3_endpoint(struct config_at *at)
+{
+    return url_report(at, url_problem(str_of(at), URL_NO_QUERY | URL_NO_PATH),
+                      "a usable S3 endpoint URL (http[s]://host[:port])");
+}
+
+/* aws.region: the shape of AWS's region names (regionname.h); "" leaves it
+ * to the environment. A space or a capital would only fail at the first
+ * signed request. */
 int
 config_check_region(struct config_at *at)
 {
     const char *r = str_of(at);
     char tmp[64];
-    if (r[strspn(r, "abcdefghijklmnopqrstuvwxyz0123456789-")] == '\0') {
+    if (r[0] == '\0' || regionname_ok(r)) {
         return 0;
     }
-    config_problem(at->x, at->s,
-                   "aws.region: '%s' is not a region name (lowercase letters, digits and '-', "
-                   "like us-east-1)",
+    config_problem(at->x, at->s, "aws.region: '%s' is not a region name (" REGIONNAME_RULE ")",
                    config_shown(r, tmp));
     return -1;
 }
@@ -160,15 +186,11 @@ config_check_header(struct config_at *at)
     return -1;
 }
 
+/* alerts.smtp.url: smtp:// or smtps://, and the shape of any URL (url.h). */
 int
 config_check_smtp_url(struct config_at *at)
 {
-    const char *url = str_of(at);
-    if (config_has_prefix(url, "smtp://") || config_has_prefix(url, "smtps://")) {
-        return 0;
-    }
-    config_problem(at->x, at->s, "alerts.smtp.url: must start with smtp:// or smtps://");
-    return -1;
+    return url_report(at, url_problem(str_of(at), URL_SMTP), "a usable SMTP URL");
 }
 
 int
@@ -441,16 +463,7 @@ config_check_queue_name(struct config_at *at)
 int
 config_check_queue_dlq_url(struct config_at *at)
 {
-    if (config_check_http_url(at) != 0) {
-        return -1;
-    }
-    const char *why = sqs_queue_url_problem(str_of(at));
-    if (why == NULL) {
-        return 0;
-    }
-    config_problem(at->x, at->s, "%s%s: not a possible SQS queue URL: %s", at->sc->pfx,
-                   at->row->name, why);
-    return -1;
+    return url_report(at, sqs_queue_url_problem(str_of(at)), "a possible SQS queue URL");
 }
 
 /* A queue's url: http(s), and not one an earlier entry polls already (its

@@ -126,17 +126,20 @@ const struct config_row config_rows[] = {
      .doc_default = "AWS_REGION, then AWS_DEFAULT_REGION, then the profile's region",
      .doc = "The AWS region of the queues: lowercase letters, digits and -, as us-east-1 or "
             "us-gov-west-1 (with an emulator's endpoint, the name it answers to, such as "
-            "local)."},
+            "local). A region from the environment or the profile is held to the same rule "
+            "(twiced -t names the variable, or the file and section)."},
     {ROW("aws", "endpoint", CONFIG_STR, C(aws.endpoint)), .flags = CONFIG_UNSET,
-     .check = config_check_http_url,
+     .check = config_check_sqs_endpoint,
      .doc_default = "AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, then AWS's regional endpoint",
-     .doc = "SQS endpoint URL (http:// or https://), for an emulator or a VPC endpoint."},
+     .doc = "SQS endpoint URL, for an emulator or a VPC endpoint: http:// or https://, a host "
+            "and an optional port (1-65535), in printable ASCII without spaces; a path but no "
+            "query."},
     {ROW("aws", "s3_endpoint", CONFIG_STR, C(aws.s3_endpoint)), .flags = CONFIG_UNSET,
-     .check = config_check_http_url,
+     .check = config_check_s3_endpoint,
      .doc_default = "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, then AWS's regional endpoint",
-     .doc = "S3 endpoint URL (http:// or https://) for payloads kept in S3, addressed "
-            "path-style (ENDPOINT/bucket/key); AWS's own endpoint is addressed "
-            "virtual-hosted."},
+     .doc = "S3 endpoint URL for payloads kept in S3: http[s]://host[:port] only (no path or "
+            "query), addressed path-style (ENDPOINT/bucket/key); AWS's own endpoint is "
+            "addressed virtual-hosted."},
     {ROW("aws", "profile", CONFIG_STR, C(aws.profile)), .flags = CONFIG_UNSET,
      .doc_default = "AWS_PROFILE, then \"default\"",
      .doc = "Profile of the shared config and credentials files."},
@@ -201,7 +204,8 @@ const struct config_row config_rows[] = {
 
     {ROW("alerts.webhook", "url", CONFIG_STR, C(alerts.webhook.url)),
      .flags = CONFIG_REQUIRED | CONFIG_SECRET, .check = config_check_http_url,
-     .doc = "Where notices go (http:// or https://). Logs name only its scheme, host and port."},
+     .doc = "Where notices go: http:// or https://, a host and an optional port (1-65535), in "
+            "printable ASCII without spaces. Logs name only its scheme, host and port."},
     {ROW("alerts.webhook", "header", CONFIG_STR, C(alerts.webhook.header)),
      .flags = CONFIG_UNSET | CONFIG_SECRET, .check = config_check_header, .doc_default = "none",
      .doc = "One extra header, \"Name: value\"; a secret, never logged."},
@@ -211,7 +215,8 @@ const struct config_row config_rows[] = {
     {ROW("alerts.smtp", "url", CONFIG_STR, C(alerts.smtp.url)),
      .flags = CONFIG_REQUIRED | CONFIG_SECRET, .check = config_check_smtp_url,
      .doc = "smtp:// (upgraded with STARTTLS when the server offers it) or smtps:// (TLS from "
-            "the start)."},
+            "the start), a host and an optional port (1-65535), in printable ASCII without "
+            "spaces."},
     {ROW("alerts.smtp", "from", CONFIG_STR, C(alerts.smtp.from)), .flags = CONFIG_REQUIRED,
      .doc = "The sender's address."},
     {ROW("alerts.smtp", "to", CONFIG_STRLIST, C(alerts.smtp.to)), .flags = CONFIG_REQUIRED,
@@ -253,7 +258,8 @@ const struct config_row config_rows[] = {
      .check = config_check_http_url,
      .doc_default = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then OTEL_EXPORTER_OTLP_ENDPOINT with "
                     "/v1/traces, then http://localhost:4318/v1/traces",
-     .doc = "The collector's OTLP/HTTP traces URL (http:// or https://), used as it is."},
+     .doc = "The collector's OTLP/HTTP traces URL, used as it is: http:// or https://, a "
+            "host and an optional port (1-65535), in printable ASCII without spaces."},
     {ROW("tracing", "service_name", CONFIG_STR, C(tracing.service_name)), .flags = CONFIG_UNSET,
      .doc_default = "OTEL_SERVICE_NAME, then service.name in OTEL_RESOURCE_ATTRIBUTES, then "
                     "\"twiced\"",
@@ -308,13 +314,15 @@ const struct config_row config_rows[] = {
             "(as an SQS queue name)."},
     {ROW("queues", "url", CONFIG_STR, Q(url)), .flags = CONFIG_REQUIRED,
      .check = config_check_queue_url,
-     .doc = "The SQS queue URL: http:// or https://, a host, and printable ASCII without "
-            "spaces. A URL ending in .fifo is a FIFO queue. One entry per queue: "
-            "route_by sends its messages to several plugins."},
+     .doc =
+         "The SQS queue URL: http:// or https://, a host and an optional port (1-65535), "
+         "in printable ASCII without spaces, no query, and a path ending in the queue's name "
+         "(1-80 of A-Z a-z 0-9 _ -). A URL ending in .fifo is a FIFO queue. One entry per queue: "
+         "route_by sends its messages to several plugins."},
     {ROW("queues", "dlq_url", CONFIG_STR, Q(dlq_url)), .flags = CONFIG_REQUIRED,
      .check = config_check_queue_dlq_url,
-     .doc = "Where rejected and exhausted messages go, with the reason as message attributes. "
-            "A FIFO queue needs a FIFO dead-letter queue."},
+     .doc = "Where rejected and exhausted messages go, with the reason as message attributes: "
+            "a queue URL as url. A FIFO queue needs a FIFO dead-letter queue."},
     {ROW("queues", "plugin", CONFIG_STR, Q(plugin)), .check = config_check_queue_plugin,
      .doc_default = "none: route_by and routes instead",
      .doc = "The plugin that handles every message of the queue."},

@@ -36,7 +36,7 @@ static const char send_help[] =
     "  --group G          the MessageGroupId (required on FIFO queues; on a standard\n"
     "                     queue, the group of fair queues)\n"
     "  --delay SECONDS    hide the message this long first (0-900; standard queues)\n"
-    "  --dedup-id D       the MessageDeduplicationId (FIFO queues without\n"
+    "  --dedup-id D       the MessageDeduplicationId (FIFO queues only; those without\n"
     "                     content-based deduplication need one)\n"
     "  --json             print {\"message_id\": ...}\n"
     "  -c FILE            the configuration (default: twiced's)\n";
@@ -206,6 +206,14 @@ ctl_send(struct ctl *c, int argc, char **argv)
     }
     if (q->fifo && a.group == NULL) {
         return ctl_usage_error("send", "queue %s is a FIFO queue: --group is required", q->name);
+    }
+    /* SQS refuses MessageDeduplicationId on a standard queue
+     * (InvalidParameterValue); the emulator takes it. */
+    if (!q->fifo && a.dedup != NULL) {
+        return ctl_usage_error("send",
+                               "queue %s is a standard queue: --dedup-id is for FIFO queues "
+                               "(SQS refuses a deduplication id here)",
+                               q->name);
     }
     struct sqs_client *sqs = ctl_sqs(c);
     if (sqs == NULL) {

@@ -15,6 +15,7 @@
 #include "cnum.h"
 #include "config.h"
 #include "dlqmon.h"
+#include "envcheck.h"
 #include "generation.h"
 #include "health.h"
 #include "jobnames.h"
@@ -910,6 +911,9 @@ master_check(const char *path, int connect)
     if (g != NULL && check_user(g->cfg, &d)) {
         rc = 1;
     }
+    if (g != NULL && envcheck_aws(g->cfg, &d) > 0) {
+        rc = 1;
+    }
     if (g != NULL && connect && preflight_connect(g->cfg, &d) > 0) {
         rc = 1;
     }
@@ -947,7 +951,8 @@ prepare(struct master *m)
     sigset_t stop_on;
     stop_signals(&stop_on);
     struct generation *g = gen_load(m->path, &stop_on, &d);
-    if (g != NULL && storecheck_start(g->cfg, stop_pending, &d) > 0) {
+    if (g != NULL &&
+        (envcheck_aws(g->cfg, &d) > 0 || storecheck_start(g->cfg, stop_pending, &d) > 0)) {
         gen_free(g);
         g = NULL;
     }

@@ -13,6 +13,7 @@
 #include "digest.h"
 #include "http.h"
 #include "sigv4.h"
+#include "url.h"
 #include "utf8.h"
 
 #include <stdarg.h>
@@ -76,8 +77,12 @@ s3_client_new(const char *endpoint, const char *region, const char *ca_file,
         return -1;
     }
     c->creds = creds;
-    c->base = endpoint != NULL && endpoint[0] != '\0' ? strdup(endpoint)
-                                                      : awsconfig_service_url("s3", region);
+    const char *src = "aws.s3_endpoint", *why;
+    if (endpoint == NULL || endpoint[0] == '\0') {
+        endpoint = awsconfig_endpoint_env("s3", &src);
+        src = endpoint != NULL ? src : "the region's endpoint";
+    }
+    c->base = endpoint != NULL ? strdup(endpoint) : awsconfig_service_url("s3", region);
     c->region = strdup(region);
     c->http = http_client_new(ca_file);
     http_response_init(&c->resp);
@@ -88,13 +93,12 @@ s3_client_new(const char *endpoint, const char *region, const char *ca_file,
     for (size_t n = strlen(c->base); n > 0 && c->base[n - 1] == '/'; n--) {
         c->base[n - 1] = '\0';
     }
-    const char *auth = strstr(c->base, "://");
-    if ((strncmp(c->base, "https://", 8) != 0 && strncmp(c->base, "http://", 7) != 0) ||
-        auth == NULL || strcspn(auth + 3, "/?#") == 0 || strpbrk(auth + 3, "/?# \t") != NULL) {
-        snprintf(err, errlen, "bad S3 endpoint \"%.200s\" (expected http[s]://host[:port])",
-                 c->base);
+    if ((why = url_problem(c->base, URL_NO_QUERY | URL_NO_PATH)) != NULL) {
+        snprintf(err, errlen, "bad S3 endpoint %s=%.200s: %s (expected http[s]://host[:port])",
+                 src, c->base, why);
         goto fail;
     }
+    const char *auth = strstr(c->base, "://");
     if ((c->host = strdup(auth + 3)) == NULL) {
         snprintf(err, errlen, "out of memory");
         goto fail;

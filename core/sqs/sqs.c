@@ -8,6 +8,7 @@
 
 #include "atomics.h"
 #include "awsconfig.h"
+#include "awsregion.h"
 #include "backoff.h"
 #include "buf.h"
 #include "clock.h"
@@ -17,6 +18,7 @@
 #include "sigv4.h"
 #include "sqs_limits.h"
 #include "sqs_parse.h"
+#include "url.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -794,53 +796,45 @@ sqs_purge(struct sqs_client *c, const char *queue_url, struct sqs_error *err)
     return sqs_call_json(c, "PurgeQueue", req, &co, err);
 }
 
-/* Region names are short lower-case words: "eu-west-1", "cn-north-1". */
-static int
-sqs_valid_region(const char *r)
-{
-    size_t n = strlen(r);
-    return n > 0 && n < 64 && strspn(r, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
-}
-
 /*
- * The region, in the order of sqs.h; *src says where it came from. NULL
- * when none is configured, with *unreadable set when the shared config
- * file exists but could not be read (or on ENOMEM).
+ * The region, in the order of sqs.h: aws.region, else the environment's or
+ * the profile's (awsregion.c), each checked where it is read. NULL with err
+ * saying why: none set, a bad one with its source, an unreadable file.
  */
 static char *
-sqs_resolve_region(const char *cfg_region, const char *profile, const char **src, int *unreadable)
+sqs_resolve_region(const char *cfg_region, const char *profile, char *err, size_t errlen)
 {
-    const char *v = NULL;
-    *unreadable = 0;
-    if (cfg_region != NULL && cfg_region[0] != '\0') {
-        v = cfg_region, *src = "aws.region";
-    } else if ((v = awsconfig_env("AWS_REGION")) != NULL) {
-        *src = "AWS_REGION";
-    } else if ((v = awsconfig_env("AWS_DEFAULT_REGION")) != NULL) {
-        *src = "AWS_DEFAULT_REGION";
-    }
-    if (v != NULL) {
-        return strdup(v);
-    }
     char *region = NULL;
-    *src = "the shared config file";
-    int rc = awsconfig_profile_value(profile, "region", &region);
-    if (rc != 1 || region == NULL || region[0] == '\0') {
-        *unreadable = rc < 0;
-        free(region);
-        return NULL;
+    if (cfg_region != NULL && cfg_region[0] != '\0') {
+        if (awsregion_check("aws.region", cfg_region, err, errlen) != 0) {
+            return NULL;
+        }
+        if ((region = strdup(cfg_region)) == NULL) {
+            snprintf(err, errlen, "out of memory");
+        }
+        return region;
+    }
+    if (awsregion_resolve(profile, &region, err, errlen) == 0) {
+        snprintf(err, errlen, "no AWS region: set aws.region in the configuration or AWS_REGION");
     }
     return region;
 }
 
 /* The endpoint URL (malloc'd, no trailing '/'): the configuration's, else
- * the environment's or the regional one. NULL on ENOMEM. */
+ * the environment's or the regional one; *src names the setting or the
+ * variable it came from, for messages. NULL on ENOMEM. */
 static char *
-sqs_resolve_url(const char *cfg_endpoint, const char *region)
+sqs_resolve_url(const char *cfg_endpoint, const char *region, const char **src)
 {
-    char *url = cfg_endpoint != NULL && cfg_endpoint[0] != '\0'
-                    ? strdup(cfg_endpoint)
-                    : awsconfig_service_url("sqs", region);
+    const char *v = cfg_endpoint;
+    *src = "aws.endpoint";
+    if (v == NULL || v[0] == '\0') {
+        v = awsconfig_endpoint_env("sqs", src);
+    }
+    if (v == NULL) {
+        *src = "the region's endpoint";
+    }
+    char *url = v != NULL ? strdup(v) : awsconfig_service_url("sqs", region);
     for (size_t n = url ? strlen(url) : 0; n > 0 && url[n - 1] == '/'; n--) {
         url[n - 1] = '\0';
     }
@@ -851,30 +845,18 @@ int
 sqs_endpoint_resolve(const char *cfg_region, const char *cfg_endpoint, const char *profile,
                      const char *ca_file, struct sqs_endpoint *out, char *err, size_t errlen)
 {
-    const char *src = "";
-    int unreadable = 0;
     memset(out, 0, sizeof *out);
-    out->region = sqs_resolve_region(cfg_region, profile, &src, &unreadable);
-    if (out->region == NULL) {
-        snprintf(err, errlen, "no AWS region: set aws.region in the configuration or AWS_REGION%s",
-                 unreadable ? " (the AWS config file could not be read)" : "");
+    if ((out->region = sqs_resolve_region(cfg_region, profile, err, errlen)) == NULL) {
         return -1;
     }
-    if (!sqs_valid_region(out->region)) {
-        snprintf(err, errlen, "bad AWS region \"%.64s\" from %s (expected e.g. eu-west-1)",
-                 out->region, src);
-        goto fail;
-    }
-    if ((out->url = sqs_resolve_url(cfg_endpoint, out->region)) == NULL ||
+    const char *src = NULL, *why;
+    if ((out->url = sqs_resolve_url(cfg_endpoint, out->region, &src)) == NULL ||
         (ca_file != NULL && (out->ca_file = strdup(ca_file)) == NULL)) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    const char *host = strstr(out->url, "://");
-    if ((strncmp(out->url, "https://", 8) != 0 && strncmp(out->url, "http://", 7) != 0) ||
-        host == NULL || strcspn(host + 3, "/?#") == 0 || strpbrk(out->url, "?# \t") != NULL) {
-        snprintf(err, errlen, "bad SQS endpoint \"%.200s\" (expected http[s]://host[:port])",
-                 out->url);
+    if ((why = url_problem(out->url, URL_NO_QUERY)) != NULL) {
+        snprintf(err, errlen, "bad SQS endpoint %s=%.200s: %s", src, out->url, why);
         goto fail;
     }
     return 0;

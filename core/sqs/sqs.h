@@ -39,8 +39,11 @@ struct sqs_endpoint {
  * AWS_DEFAULT_REGION, else the shared config file's profile (profile NULL:
  * AWS_PROFILE or "default"); endpoint from cfg_endpoint, else
  * AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL, else
- * https://sqs.<region>.amazonaws.com. Returns 0, or -1 with err ("no AWS
- * region: set aws.region in the configuration or AWS_REGION").
+ * https://sqs.<region>.amazonaws.com. Each is checked where it is read
+ * (text/regionname.h, text/url.h). Returns 0, or -1 with err ("no AWS
+ * region: set aws.region in the configuration or AWS_REGION", or what is
+ * wrong with a value and where it came from: "AWS_REGION=us east 1: not a
+ * region name (...)").
  */
 int sqs_endpoint_resolve(const char *cfg_region, const char *cfg_endpoint, const char *profile,
                          const char *ca_file, struct sqs_endpoint *out, char *err, size_t errlen);

@@ -5,6 +5,7 @@
 #include "sqsname.h"
 
 #include "ascii.h"
+#include "url.h"
 
 #include <string.h>
 
@@ -37,32 +38,26 @@ sqs_attr_name_ok(const char *name, size_t n)
     return 1;
 }
 
+/* A queue URL ends in the queue's name (ACCOUNT/NAME on AWS, and on the
+ * emulators): 1-80 of A-Z a-z 0-9 _ -, a FIFO queue's with .fifo. */
 const char *
 sqs_queue_url_problem(const char *url)
 {
-    size_t skip = strncmp(url, "https://", 8) == 0 ? 8 : strncmp(url, "http://", 7) == 0 ? 7 : 0;
-    if (skip == 0) {
-        return "must start with http:// or https://";
+    const char *why = url_problem(url, URL_NO_QUERY);
+    if (why != NULL) {
+        return why;
     }
-    for (const char *p = url; *p != '\0'; p++) {
-        unsigned char c = (unsigned char) *p;
-        if (c == ' ' || c == '\t') {
-            return "contains a space";
-        }
-        if (c < 0x20 || c == 0x7f) {
-            return "contains a control character";
-        }
-        if (c >= 0x80) {
-            return "contains a character that is not ASCII";
-        }
+    const char *host = strstr(url, "://") + 3;
+    const char *path = host + strcspn(host, "/");
+    const char *name = strrchr(path, '/');
+    size_t n = name != NULL ? strlen(++name) : 0;
+    if (n >= 5 && strcmp(name + n - 5, ".fifo") == 0) {
+        n -= 5;
     }
-    /* The authority: [user@]host[:port]; its host must not be empty. */
-    const char *host = url + skip;
-    size_t alen = strcspn(host, "/?#");
-    const char *at = memchr(host, '@', alen);
-    if (at != NULL) {
-        alen -= (size_t) (at + 1 - host);
-        host = at + 1;
+    if (n == 0 || n > 80 ||
+        strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n) {
+        return "does not end in a queue name (/NAME: 1-80 of A-Z a-z 0-9 _ -, and .fifo for "
+               "a FIFO queue)";
     }
-    return alen > 0 && host[0] != ':' ? NULL : "has no host";
+    return NULL;
 }

@@ -19,9 +19,9 @@
 int sqs_attr_name_ok(const char *name, size_t n);
 
 /* Why url cannot be a queue URL ("has no host"), or NULL when it could be:
- * http:// or https://, a host, and only printable ASCII without spaces
- * (SQS's queue URLs are ASCII: an account id and a queue name of
- * A-Z a-z 0-9 _ -). */
+ * an http(s) URL (url.h's url_problem) without a query, whose path ends in
+ * a queue name (SQS's queue URLs are ASCII: an account id and a queue name
+ * of A-Z a-z 0-9 _ -, with .fifo for a FIFO queue). */
 const char *sqs_queue_url_problem(const char *url);
 
 #endif

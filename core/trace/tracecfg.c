@@ -4,11 +4,11 @@
  */
 #include "tracecfg.h"
 
-#include "ascii.h"
 #include "buf.h"
 #include "config.h"
 #include "kvlist.h"
 #include "otlp.h"
+#include "url.h"
 #include "version.h"
 
 #include <stdio.h>
@@ -24,13 +24,6 @@ env(const char *name)
     return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
-static int
-http_url(const char *u)
-{
-    return (ascii_strncasecmp(u, "http://", 7) == 0 && u[7] != '\0') ||
-           (ascii_strncasecmp(u, "https://", 8) == 0 && u[8] != '\0');
-}
-
 static char *
 resolve_endpoint(const struct config *c, char *err, size_t errlen)
 {
@@ -43,8 +36,9 @@ resolve_endpoint(const struct config *c, char *err, size_t errlen)
     if (v == NULL && (v = env(name = "OTEL_EXPORTER_OTLP_ENDPOINT")) == NULL) {
         return strdup(TRACECFG_DEFAULT_ENDPOINT);
     }
-    if (!http_url(v) || strpbrk(v, " \t\r\n") != NULL) {
-        snprintf(err, errlen, "%s: not an http:// or https:// URL", name);
+    const char *why = url_problem(v, 0); /* not quoted: as tracing.endpoint */
+    if (why != NULL) {
+        snprintf(err, errlen, "%s: not a usable URL: %s", name, why);
         return NULL;
     }
     if (strcmp(name, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == 0) {

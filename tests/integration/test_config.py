@@ -36,11 +36,16 @@ queues = ( { name = "q"; url = "http://127.0.0.1:1/0/q"; dlq_url = "http://127.0
             f.write(data)
         return path
 
-    def check(self, path):
+    def check(self, path, aws_env=None):
+        """twiced -t; with aws_env, in an environment of those AWS_* variables only."""
         twiced = self.env.binary("twiced")
+        penv = None
+        if aws_env is not None:
+            penv = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+            penv.update(aws_env)
         return subprocess.run([twiced, "-t", "-c", path], stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=AT_ONCE,
-                              errors="replace")
+                              errors="replace", env=penv)
 
     def test_nul_between_settings_is_refused_at_its_line(self):
         # As reported: a valid file, a NUL, then a setting that was ignored.
@@ -72,6 +77,73 @@ queues = ( { name = "q"; url = "http://127.0.0.1:1/0/q"; dlq_url = "http://127.0
         self.assertRegex(r.stderr, r"(?m)^%s:6: user twice-no-such-user: no such user$"
                          % re.escape(path))
         self.assertNotIn("OK", r.stdout)
+
+    def test_the_region_and_endpoints_of_the_environment_are_checked(self):
+        """A region from AWS_REGION or the profile, and an endpoint from AWS_ENDPOINT_URL*,
+        passed `twiced -t` unread and failed every worker's first request as a signing or
+        endpoint error; the daemon now refuses them too, before it starts anything."""
+        path = self.write(self.base().encode())
+        nofile = os.path.join(os.path.dirname(path), "no-aws-config")
+        rule = "not a region name (lowercase letters, digits and '-', like us-east-1)"
+        r = self.check(path, {"AWS_REGION": "us east 1", "AWS_CONFIG_FILE": nofile})
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(r.stderr.strip(), "AWS_REGION=us east 1: " + rule)
+        self.assertNotIn("OK", r.stdout)
+        # the profile's region, named by its file and section
+        conf = os.path.join(os.path.dirname(path), "aws-config")
+        with open(conf, "w") as f:
+            f.write("[default]\nregion = eu-west-1\n\n[profile ops]\nregion = Frankfurt\n")
+        r = self.check(path, {"AWS_CONFIG_FILE": conf, "AWS_PROFILE": "ops"})
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(r.stderr.strip(), "%s, [profile ops] region=Frankfurt: %s"
+                         % (conf, rule))
+        self.assertEqual(self.check(path, {"AWS_CONFIG_FILE": conf}).returncode, 0)
+        # an endpoint; S3's only matters to a queue that keeps payloads there
+        bad = {"AWS_REGION": "eu-west-1", "AWS_CONFIG_FILE": nofile,
+               "AWS_ENDPOINT_URL": "http://127.0.0.1:1/base",
+               "AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:99999"}
+        r = self.check(path, bad)
+        self.assertEqual(r.stderr.strip(), "AWS_ENDPOINT_URL_SQS: not a usable SQS endpoint "
+                         "URL: has a port that is not a number from 1 to 65535")
+        del bad["AWS_ENDPOINT_URL_SQS"]
+        self.assertEqual(self.check(path, bad).returncode, 0)
+        s3 = self.write(self.base().replace('plugin = "p";',
+                                            'plugin = "p"; payload_bucket = "payloads";').encode())
+        r = self.check(s3, bad)
+        self.assertEqual(r.stderr.strip(), "AWS_ENDPOINT_URL: not a usable S3 endpoint URL: "
+                         "has a path after host[:port]")
+        # aws.region wins: the environment's is not read, so it is not refused
+        good = self.write((self.base() + 'aws = { region = "local"; };\n').encode())
+        self.assertEqual(self.check(good, {"AWS_REGION": "us east 1"}).returncode, 0)
+        # the daemon refuses to start with what -t refuses, and says why
+        d = twicetest.Twiced(self.env, self.base(), extra_env={"AWS_REGION": "us east 1",
+                                                                "AWS_CONFIG_FILE": nofile})
+        d.start()
+        self.assertNotEqual(d.proc.wait(timeout=AT_ONCE), 0)
+        with open(d.log_path) as f:
+            self.assertIn("AWS_REGION=us east 1: " + rule, f.read())
+
+    def test_url_settings_are_checked_at_their_line(self):
+        """Every URL setting has the queue URL's shape check: a space, a port past
+        65535 or an S3 endpoint with a path passed as http(s) and failed later."""
+        text = self.base() + """aws = {
+  endpoint = "http://127.0.0.1:4566/ x";
+  s3_endpoint = "http://127.0.0.1:4566/bucket";
+};
+tracing = { endpoint = "http://collector:431800/v1/traces"; };
+alerts = { webhook = { url = "https:///hook?token=secret"; }; };
+"""
+        path = self.write(text.encode())
+        r = self.check(path)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(r.stderr.strip().split("\n"), [
+            "%s:6: aws.endpoint: not a usable endpoint URL: contains a space" % path,
+            "%s:7: aws.s3_endpoint: not a usable S3 endpoint URL (http[s]://host[:port]): has "
+            "a path after host[:port]" % path,
+            "%s:10: alerts.webhook.url: not a usable URL: has no host" % path,
+            "%s:9: tracing.endpoint: not a usable URL: has a port that is not a number from 1 "
+            "to 65535" % path])
+        self.assertNotIn("secret", r.stderr)
 
     def test_dev_zero_ends_at_once(self):
         r = self.check("/dev/zero")

@@ -213,6 +213,9 @@ class Ctl(twicetest.TwiceTestCase):
                                                     code=2).stderr)
         self.assertIn("--attr n: SQS refuses an empty value",
                       self.ctl(d, "send", "send", "--attr", "n=", "x", code=2).stderr)
+        # SQS refuses MessageDeduplicationId on a standard queue (the emulator takes it)
+        self.assertIn("queue send is a standard queue: --dedup-id is for FIFO queues",
+                      self.ctl(d, "send", "send", "--dedup-id", "d1", "x", code=2).stderr)
         # twice's own attributes would be replaced in a dead letter: refused, but a
         # follow-up's twice-outbox-id may be sent by hand (to try a queue keyed on it)
         self.assertIn("--attr twice-reason: twice-* attributes are twice's own",

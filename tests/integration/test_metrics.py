@@ -237,9 +237,25 @@ class Metrics(twicetest.TwiceTestCase):
     def test_slow_plugin_gets_the_visibility_timeout_advice(self):
         url, dlq, dsn, port, d = self.start("advice", workers=1, visibility_timeout=4,
                                             concurrency=10, p99_interval=1)
+
+        def p99s():
+            return [v for (n, ls), v in tc.scrape(port).items()
+                    if n == "twice_handler_p99_seconds" and ("queue", "jobs") in set(ls)]
+        # p99_interval = 1 is read: 20 fast jobs make the gauge appear (at a reading),
+        # and the slow ones below move it at a reading ~3 s later. Ignored, the next
+        # reading (every 10 s by default) would come 10 s after the first: the 7 s
+        # below cannot pass (checked with heartbeat.c reading the default).
+        self.assertEqual(p99s(), [], "no p99 before 20 runs")
+        for i in range(0, 20, 10):
+            self.sqs.send_batch(url, [json.dumps({"id": "f%d" % n}) for n in range(i, i + 10)])
+        fast = twicetest.wait_until(p99s, timeout=30, interval=0.05)
+        self.assertLess(fast[0], 1.0)
+        seen = time.monotonic()
         for i in range(0, 30, 10):
             self.sqs.send_batch(url, [json.dumps({"id": "s%d" % n, "sleep_ms": 2500})
                                       for n in range(i, i + 10)])
+        twicetest.wait_until(lambda: [v for v in p99s() if v >= 2.5], timeout=30, interval=0.05)
+        self.assertLess(time.monotonic() - seen, 7.0, "the p99 moved at the next readings")
         m = d.wait_log(r"queue jobs: plugin effect-tx: p99 handler duration is ([\d.]+)s, "
                        r"more than half the visibility timeout \(4s\).* at least (\d+) ",
                        timeout=60)

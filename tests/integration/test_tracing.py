@@ -303,8 +303,8 @@ class Tracing(twicetest.TwiceTestCase):
         url, d = self.start("badep", 'tracing = { exporter = "otlp"; };',
                             env={"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "localhost:4318",
                                  "OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20secret"})
-        d.wait_log(r"tracing is off in this worker: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: not an "
-                   r"http:// or https:// URL")
+        d.wait_log(r"tracing is off in this worker: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: not a "
+                   r"usable URL: must start with http:// or https://")
         self.sqs.send(url, {"id": "f"})  # jobs run all the same
         twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=15)
         self.assertNotIn("secret", d.log_text())

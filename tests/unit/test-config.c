@@ -5,6 +5,9 @@
  */
 #include "check.h"
 #include "config.h"
+#include "regionname.h"
+#include "sqsname.h"
+#include "url.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -562,7 +565,11 @@ expect_one(const char *extra, const char *marker, const char *msg)
     for (size_t i = 0; d.n != 1 && i < d.n; i++) {
         fprintf(stderr, "  got: %s\n", d.lines[i]);
     }
-    CHECK(has(&d, path_in(tmpdir, "t.conf"), line_of(text, marker), msg));
+    int ok = has(&d, path_in(tmpdir, "t.conf"), line_of(text, marker), msg);
+    CHECK(ok);
+    if (!ok && d.n == 1) {
+        fprintf(stderr, "  got: %s\n", d.lines[0]);
+    }
     diag_free(&d);
 }
 
@@ -895,7 +902,109 @@ test_urls_and_region(void)
                "queue 'q': dlq_url: not a possible SQS queue URL: has no host");
     expect_one(URLS("sqs://h/0/q", "http://h/0/d"),
                "url =", "queue 'q': url: must start with http:// or https://");
+    /* a queue URL ends in the queue's name, and has no port past 65535 */
+    expect_ok(URLS("HTTPS://sqs.eu-west-1.amazonaws.com/1/q", "http://h:1/0/d"));
+    expect_one(URLS("https://sqs.eu-west-1.amazonaws.com/123456789012/", "http://h/0/d"), "url =",
+               "queue 'q': url: not a possible SQS queue URL: does not end in a queue name "
+               "(/NAME: 1-80 of A-Z a-z 0-9 _ -, and .fifo for a FIFO queue)");
+    expect_one(URLS("http://h/0/q", "http://localhost:4566"), "dlq_url",
+               "queue 'q': dlq_url: not a possible SQS queue URL: does not end in a queue name "
+               "(/NAME: 1-80 of A-Z a-z 0-9 _ -, and .fifo for a FIFO queue)");
+    expect_one(URLS("http://h:0/0/q", "http://h/0/d"), "url =",
+               "queue 'q': url: not a possible SQS queue URL: has a port that is not a number "
+               "from 1 to 65535");
+    expect_one(URLS("http://h/0/q?x=1", "http://h/0/d"), "url =",
+               "queue 'q': url: not a possible SQS queue URL: has a query or fragment ('?' or "
+               "'#')");
 #undef URLS
+}
+
+/* Every URL setting has the queue URL's shape check (text/url.c), at its
+ * line: a space, a character that is not ASCII, no host or a bad port passed
+ * as http(s) before, and failed at the first request, alert or export. */
+static void
+test_url_settings(void)
+{
+    const char *q = QUEUE_JOBS("plugin = \"welcome-email\";");
+    char extra[2048];
+    static const struct {
+        const char *setting, *value, *marker, *msg;
+    } bad[] = {
+        {"aws = { endpoint = \"%s\"; };", "http://localhost:4566 ", "endpoint",
+         "aws.endpoint: not a usable endpoint URL: contains a space"},
+        {"aws = { endpoint = \"%s\"; };", "http://:4566", "endpoint",
+         "aws.endpoint: not a usable endpoint URL: has no host"},
+        {"aws = { endpoint = \"%s\"; };", "http://h/?a=b", "endpoint",
+         "aws.endpoint: not a usable endpoint URL: has a query or fragment ('?' or '#')"},
+        {"aws = { s3_endpoint = \"%s\"; };", "http://h:9000/bucket", "s3_endpoint",
+         "aws.s3_endpoint: not a usable S3 endpoint URL (http[s]://host[:port]): has a path "
+         "after host[:port]"},
+        {"aws = { s3_endpoint = \"%s\"; };", "http://h:port", "s3_endpoint",
+         "aws.s3_endpoint: not a usable S3 endpoint URL (http[s]://host[:port]): has a port "
+         "that is not a number from 1 to 65535"},
+        {"alerts = { webhook = { url = \"%s\"; }; };", "https://hooks.example.com/t\xc3\xa9",
+         "webhook",
+         "alerts.webhook.url: not a usable URL: contains a character that is not "
+         "ASCII"},
+        {"alerts = { webhook = { url = \"%s\"; }; };", "https://[::1/hook", "webhook",
+         "alerts.webhook.url: not a usable URL: has an IPv6 host without its closing ']'"},
+        {"tracing = { endpoint = \"%s\"; };", "http://collector:4318\\x01/v1/traces", "endpoint",
+         "tracing.endpoint: not a usable URL: contains a control character"},
+        {"alerts = { smtp = { url = \"%s\"; from = \"a@b\"; to = \"c@d\"; }; };",
+         "smtp://mail.example.com:2525 ", "smtp",
+         "alerts.smtp.url: not a usable SMTP URL: "
+         "contains a space"},
+        {"alerts = { smtp = { url = \"%s\"; from = \"a@b\"; to = \"c@d\"; }; };", "smtps://:465",
+         "smtp", "alerts.smtp.url: not a usable SMTP URL: has no host"},
+        {"tracing = { endpoint = \"%s\"; };", "https:///v1/traces", "endpoint",
+         "tracing.endpoint: not a usable URL: has no host"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char line[512];
+        snprintf(line, sizeof(line), bad[i].setting, bad[i].value);
+        snprintf(extra, sizeof(extra), "%s\n%s", line, q);
+        expect_one(extra, bad[i].marker, bad[i].msg);
+    }
+    /* what the clients take stays taken */
+    snprintf(extra, sizeof(extra),
+             "aws = { endpoint = \"http://[::1]:4566/sqs/\"; s3_endpoint = \"https://s3.local/\"; "
+             "};\nalerts = { webhook = { url = \"https://u:p@hooks.example.com/x?token=a#b\"; "
+             "}; };\ntracing = { endpoint = \"http://127.0.0.1:4318/v1/traces?x=1\"; };\n%s",
+             q);
+    expect_ok(extra);
+}
+
+/* The pure URL shape check, case by case (text/url.c). */
+static void
+test_url_problem(void)
+{
+    CHECK(url_problem("http://h", 0) == NULL);
+    CHECK(url_problem("https://user:p@ss@h:443/a?b#c", 0) == NULL);
+    CHECK(url_problem("http://[2001:db8::1]:65535/", URL_NO_QUERY | URL_NO_PATH) == NULL);
+    CHECK(url_problem("hTTp://h//", URL_NO_PATH) == NULL);
+    CHECK_STR(url_problem("h", 0), URL_SCHEME_PROBLEM);
+    CHECK_STR(url_problem("http://", 0), "has no host");
+    CHECK_STR(url_problem("http://u@", 0), "has no host");
+    CHECK_STR(url_problem("http://u@:80/", 0), "has no host");
+    CHECK_STR(url_problem("http://h:", 0), "has a port that is not a number from 1 to 65535");
+    CHECK_STR(url_problem("http://h:65536", 0), "has a port that is not a number from 1 to 65535");
+    CHECK_STR(url_problem("http://h:-1", 0), "has a port that is not a number from 1 to 65535");
+    CHECK_STR(url_problem("http://h:80:80", 0), "has a port that is not a number from 1 to 65535");
+    CHECK_STR(url_problem("http://[::1]x", 0),
+              "has something other than :port after its IPv6 host");
+    CHECK_STR(url_problem("http://[]:1", 0), "has an IPv6 host without its closing ']'");
+    CHECK_STR(url_problem("http://h/\x7f", 0), "contains a control character");
+    CHECK_STR(url_problem("http://h/a#b", URL_NO_QUERY), "has a query or fragment ('?' or '#')");
+    CHECK_STR(url_problem("http://h/a", URL_NO_PATH), "has a path after host[:port]");
+    CHECK(url_problem("SMTPS://u:p@m:465", URL_SMTP) == NULL);
+    CHECK_STR(url_problem("http://m", URL_SMTP), URL_SMTP_SCHEME_PROBLEM);
+    CHECK_STR(url_problem("smtp://m", 0), URL_SCHEME_PROBLEM);
+    CHECK_STR(url_problem("httpx://m", 0), URL_SCHEME_PROBLEM);
+    CHECK(sqs_queue_url_problem("http://h/0/q.fifo") == NULL);
+    CHECK(sqs_queue_url_problem("http://h/0/.fifo") != NULL);
+    CHECK(sqs_queue_url_problem("http://h/0/q.fifo/") != NULL);
+    CHECK(regionname_ok("us-gov-west-1") && regionname_ok("local"));
+    CHECK(!regionname_ok("") && !regionname_ok("eu_west_1") && !regionname_ok("Eu-west-1"));
 }
 
 /* Paths twiced opens later (log.file, aws.ca_file) mean the same whatever the
@@ -1260,6 +1369,8 @@ main(void)
     test_payload_bucket_name();
     test_attr_names();
     test_urls_and_region();
+    test_url_settings();
+    test_url_problem();
     test_relative_paths();
     test_syntax_errors();
     test_include();

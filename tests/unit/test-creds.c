@@ -513,6 +513,13 @@ test_configured_source_fails(void)
     expect_none(NULL, err, sizeof(err));
     CHECK_STR(err, "AWS credentials: web-identity: web identity token file /nonexistent/token: "
                    "No such file or directory");
+    /* STS's region, when the chain has none, is checked where it is read */
+    setenv("AWS_WEB_IDENTITY_TOKEN_FILE", write_file("token7", "a-token"), 1);
+    setenv("AWS_DEFAULT_REGION", "EU", 1);
+    expect_none(NULL, err, sizeof(err));
+    CHECK_STR(err, "AWS credentials: web-identity: AWS_DEFAULT_REGION=EU: not a region name "
+                   "(lowercase letters, digits and '-', like us-east-1)");
+    unsetenv("AWS_DEFAULT_REGION");
     /* Only half configured: a reason, and the next source answers. */
     unsetenv("AWS_ROLE_ARN");
     expect_creds(NULL, "AKIDFALLBACK", "fb", NULL, "profile:default");
@@ -716,6 +723,20 @@ test_assume_role_refusals(void)
                         "role/r: STS http://127.0.0.1:9: CouldNotConnect");
     CHECK(strstr(err, SECRET) == NULL);
     expect_creds("other", "AKIDENV", SECRET, NULL, "env");
+    /* STS's region, when the chain has none, is checked where it is read and
+     * named by its source: it went into the STS URL and the signature as it
+     * was, an opaque failure */
+    setenv("AWS_REGION", "us east 1", 1);
+    expect_none("a", err, sizeof(err));
+    CHECK_CONTAINS(err, "AWS credentials: profile a: AWS_REGION=us east 1: not a region name "
+                        "(lowercase letters, digits and '-', like us-east-1)");
+    unsetenv("AWS_REGION");
+    snprintf(conf, sizeof(conf),
+             "[profile a]\n%scredential_source = Environment\nregion = Frankfurt\n", arn);
+    write_file("assume", conf);
+    expect_none("a", err, sizeof(err));
+    CHECK_CONTAINS(err, "AWS credentials: profile a: profile a's region=Frankfurt: not a region "
+                        "name (lowercase letters, digits and '-', like us-east-1)");
 }
 
 /* A credentials or token file that is a named pipe nobody writes to: open()

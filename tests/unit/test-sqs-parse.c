@@ -9,8 +9,10 @@
 #include "sqs.h"
 #include "sqs_parse.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void
 parse_err(long status, const char *body, const char *query, struct sqs_error *e)
@@ -683,11 +685,68 @@ test_endpoint(void)
     sqs_endpoint_free(&ep);
 
     CHECK_INT(sqs_endpoint_resolve("Eu West", NULL, NULL, NULL, &ep, err, sizeof err), -1);
-    CHECK_CONTAINS(err, "bad AWS region \"Eu West\" from aws.region");
+    CHECK_STR(err, "aws.region=Eu West: not a region name (lowercase letters, digits and '-', "
+                   "like us-east-1)");
     CHECK(ep.url == NULL && ep.region == NULL);
     CHECK_INT(sqs_endpoint_resolve("us-east-1", "ftp://x", NULL, NULL, &ep, err, sizeof err), -1);
-    CHECK_CONTAINS(err, "bad SQS endpoint \"ftp://x\"");
+    CHECK_STR(err, "bad SQS endpoint aws.endpoint=ftp://x: must start with http:// or https://");
     CHECK_INT(sqs_endpoint_resolve("us-east-1", "http://", NULL, NULL, &ep, err, sizeof err), -1);
+    clear_env();
+}
+
+/* A region or endpoint from the environment or the profile is checked where
+ * it is read, and named by its source: it used to reach the signer and the
+ * URL as it was, and fail as an opaque signing or endpoint error. */
+static void
+test_endpoint_sources(void)
+{
+    struct sqs_endpoint ep;
+    char err[512];
+    clear_env();
+    setenv("AWS_REGION", "us east 1", 1);
+    CHECK_INT(sqs_endpoint_resolve(NULL, NULL, NULL, NULL, &ep, err, sizeof err), -1);
+    CHECK_STR(err, "AWS_REGION=us east 1: not a region name (lowercase letters, digits and '-', "
+                   "like us-east-1)");
+    CHECK(ep.url == NULL && ep.region == NULL);
+    clear_env();
+    setenv("AWS_DEFAULT_REGION", "EU-WEST-1\n", 1); /* shown escaped */
+    CHECK_INT(sqs_endpoint_resolve(NULL, NULL, NULL, NULL, &ep, err, sizeof err), -1);
+    CHECK_STR(err, "AWS_DEFAULT_REGION=EU-WEST-1\\n: not a region name (lowercase letters, "
+                   "digits and '-', like us-east-1)");
+    /* aws.region wins: the environment's is not read, so not refused */
+    CHECK_INT(sqs_endpoint_resolve("eu-west-1", NULL, NULL, NULL, &ep, err, sizeof err), 0);
+    sqs_endpoint_free(&ep);
+
+    char path[] = "/tmp/twice-test-awsconfig-XXXXXX";
+    int fd = mkstemp(path);
+    const char text[] = "[default]\nregion = eu-west-1\n[profile bad]\nregion = Frankfurt\n";
+    CHECK(fd >= 0 && write(fd, text, sizeof(text) - 1) == (ssize_t) (sizeof(text) - 1));
+    close(fd);
+    clear_env();
+    setenv("AWS_CONFIG_FILE", path, 1);
+    CHECK_INT(sqs_endpoint_resolve(NULL, NULL, NULL, NULL, &ep, err, sizeof err), 0);
+    CHECK_STR(ep.region, "eu-west-1");
+    sqs_endpoint_free(&ep);
+    CHECK_INT(sqs_endpoint_resolve(NULL, NULL, "bad", NULL, &ep, err, sizeof err), -1);
+    char want[512];
+    snprintf(want, sizeof(want),
+             "%s, [profile bad] region=Frankfurt: not a region name (lowercase letters, digits "
+             "and '-', like us-east-1)",
+             path);
+    CHECK_STR(err, want);
+    unlink(path);
+
+    clear_env();
+    setenv("AWS_REGION", "eu-west-1", 1);
+    setenv("AWS_ENDPOINT_URL_SQS", "http://localhost:4566 ", 1);
+    CHECK_INT(sqs_endpoint_resolve(NULL, NULL, NULL, NULL, &ep, err, sizeof err), -1);
+    CHECK_STR(err, "bad SQS endpoint AWS_ENDPOINT_URL_SQS=http://localhost:4566 : contains a "
+                   "space");
+    unsetenv("AWS_ENDPOINT_URL_SQS");
+    setenv("AWS_ENDPOINT_URL", "http://localhost:65536", 1);
+    CHECK_INT(sqs_endpoint_resolve(NULL, NULL, NULL, NULL, &ep, err, sizeof err), -1);
+    CHECK_STR(err, "bad SQS endpoint AWS_ENDPOINT_URL=http://localhost:65536: has a port that is "
+                   "not a number from 1 to 65535");
     clear_env();
 }
 
@@ -710,5 +769,6 @@ main(void)
     test_batch();
     test_attributes();
     test_endpoint();
+    test_endpoint_sources();
     return check_done("test-sqs-parse");
 }

@@ -156,7 +156,8 @@ test_settings_refused(void)
     tracing_on(&c);
     setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318", 1);
     CHECK_INT(resolve(&c, &t, err, sizeof(err)), -1);
-    CHECK_STR(err, "OTEL_EXPORTER_OTLP_ENDPOINT: not an http:// or https:// URL");
+    CHECK_STR(err, "OTEL_EXPORTER_OTLP_ENDPOINT: not a usable URL: must start with http:// or "
+                   "https://");
     clear_env();
     setenv("OTEL_RESOURCE_ATTRIBUTES", "a=1,broken", 1);
     CHECK_INT(resolve(&c, &t, err, sizeof(err)), -1);

@@ -1,0 +1,54 @@
+/*
+ * envcheck.c - the region and endpoints the environment or the AWS profile
+ * give a configuration that leaves them out, checked as the clients will
+ * read them (envcheck.h).
+ */
+#include "envcheck.h"
+
+#include "awsconfig.h"
+#include "awsregion.h"
+#include "config.h"
+#include "diag.h"
+#include "url.h"
+
+#include <stdlib.h>
+
+/* An endpoint of service (label in messages) the environment sets when setting (aws.endpoint,
+ * aws.s3_endpoint) does not: 1 with a problem in d when flags (url.h) refuse
+ * it. The value is not shown: it is the user's own, named by its variable. */
+static int
+check_endpoint(const char *setting, const char *service, const char *label, unsigned flags,
+               struct diag *d)
+{
+    const char *name = NULL, *v = NULL, *why;
+    if ((setting != NULL && setting[0] != '\0') ||
+        (v = awsconfig_endpoint_env(service, &name)) == NULL ||
+        (why = url_problem(v, flags)) == NULL) {
+        return 0;
+    }
+    diag_add(d, NULL, 0, "%s: not a usable %s endpoint URL: %s", name, label, why);
+    return 1;
+}
+
+int
+envcheck_aws(const struct config *c, struct diag *d)
+{
+    int n = 0;
+    if (c->aws.region == NULL || c->aws.region[0] == '\0') {
+        char *region = NULL, why[768];
+        if (awsregion_resolve(c->aws.profile, &region, why, sizeof(why)) < 0) {
+            diag_add(d, NULL, 0, "%s", why);
+            n++;
+        }
+        free(region);
+    }
+    n += check_endpoint(c->aws.endpoint, "sqs", "SQS", URL_NO_QUERY, d);
+    int s3 = 0; /* S3 is used for the payloads of queues that keep them there only */
+    for (size_t i = 0; i < c->nqueues; i++) {
+        s3 |= c->queues[i].payload_bucket != NULL;
+    }
+    if (s3) {
+        n += check_endpoint(c->aws.s3_endpoint, "s3", "S3", URL_NO_QUERY | URL_NO_PATH, d);
+    }
+    return n;
+}

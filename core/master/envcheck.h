@@ -1,0 +1,21 @@
+/*
+ * envcheck.h - what the environment and the AWS profile add to a
+ * configuration that leaves them out, checked by twiced -t and before the
+ * start: the region (AWS_REGION, AWS_DEFAULT_REGION, the profile's) and the
+ * SQS and S3 endpoints (AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_S3,
+ * AWS_ENDPOINT_URL; S3's when a queue keeps payloads there). A bad value would otherwise stop
+ * every worker at its first request, as a signing or endpoint error. Not the configuration's own
+ * settings (config_check.c), not whether AWS answers (preflight.c).
+ */
+#ifndef TWICE_ENVCHECK_H
+#define TWICE_ENVCHECK_H
+
+struct config;
+struct diag;
+
+/* The number of problems added to d, each naming where the value came from
+ * ("AWS_REGION=us east 1: not a region name (...)"). A region or endpoint
+ * that is not set at all is not one: the configuration may not need it. */
+int envcheck_aws(const struct config *c, struct diag *d);
+
+#endif
