@@ -205,9 +205,9 @@ apply_master_settings(struct master *m, const struct config *c)
     m->pausewatch = pausewatch_start(c, m->dlqmon);
     relay_stop(m->relay); /* rows it had claimed are sent again once their claim lapses */
     m->relay = relay_start(c);
-    char err[256];
+    char err[512];
     if (httpd_apply(&m->httpd, c, err, sizeof(err)) != 0) {
-        log_error("metrics: %s (metrics and health endpoints are off)", err);
+        log_error("metrics: %s", err);
     }
     follow_running(m, m->cur != NULL ? m->cur->cfg : c);
 }
