@@ -940,6 +940,12 @@ prepare(struct master *m)
         gen_free(g);
         return NULL;
     }
+    if (m->opts->detach != NULL && g->cfg->log.file == NULL) {
+        /* said while stderr is still the terminal: after it, nothing is */
+        log_warn("log.file is not set: the daemon's log lines (-d) are discarded; set "
+                 "log.file in %s, or run twiced in the foreground under a supervisor",
+                 m->path);
+    }
     if (m->opts->detach != NULL && m->opts->detach() != 0) {
         gen_free(g);
         return NULL;

@@ -236,6 +236,10 @@ class Operator(twicetest.TwiceTestCase):
                            capture_output=True, text=True, env=d.process_env,
                            cwd=self.env.run_dir, timeout=90)
         self.assertEqual(r.returncode, 0, r.stderr)
+        # no log.file: said before detaching, not discarded with the rest
+        self.assertRegex(r.stderr, r"warn master\[\d+\]: log.file is not set: the daemon's log "
+                         r"lines \(-d\) are discarded; set log.file in %s"
+                         % re.escape(d.config_path))
         pid = int(twicetest.wait_until(lambda: read(pid_file), timeout=10))
         self.addCleanup(lambda: alive(pid) and os.kill(pid, signal.SIGKILL))
         self.assertTrue(alive(pid))
