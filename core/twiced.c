@@ -5,6 +5,7 @@
  */
 #include "cnum.h"
 #include "diag.h"
+#include "fileopen.h"
 #include "log.h"
 #include "master.h"
 #include "pidfile.h"
@@ -185,6 +186,7 @@ main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--probe") == 0) {
         return probe_main(argc, argv);
     }
+    fileopen_std_fds(); /* the master's children get theirs from spawn.c */
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'}, {"pid-file", required_argument, NULL, 'p'},
         {"connect", no_argument, NULL, 'C'},      {"signal", required_argument, NULL, 's'},

@@ -1,6 +1,7 @@
 /*
- * fileopen.c - open a named file without waiting on it (fileopen.h). Not a
- * reader and not a permission check: the callers do those.
+ * fileopen.c - open a named file without waiting on it, and /dev/null on
+ * closed standard descriptors (fileopen.h). Not a reader and not a
+ * permission check: the callers do those.
  */
 #include "fileopen.h"
 
@@ -34,4 +35,18 @@ int
 fileopen_append(const char *path, mode_t mode)
 {
     return blocking(open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, mode));
+}
+
+void
+fileopen_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int null = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+            if (null >= 0 && null != fd) { /* the lowest free number: fd itself */
+                dup2(null, fd);
+                close(null);
+            }
+        }
+    }
 }

@@ -25,4 +25,14 @@ int fileopen_read(const char *path);
  */
 int fileopen_append(const char *path, mode_t mode);
 
+/*
+ * Open /dev/null on standard input, output or error where whoever started
+ * this process closed them (`twiced -d >&-`, a supervisor that closes them),
+ * before anything else is opened: otherwise the next file opened takes the
+ * number, and what is printed or logged goes into it (a configuration
+ * snapshot, a PostgreSQL or SQS connection). Called first by twiced's
+ * master (and -t, -s).
+ */
+void fileopen_std_fds(void);
+
 #endif

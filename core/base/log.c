@@ -386,6 +386,57 @@ write_all(int fd, const char *p, size_t left)
     return 0;
 }
 
+static void
+format_line(struct buf *line, const char *ts, twice_log_level level, const struct log_job *job,
+            const char *text)
+{
+    buf_reset(line);
+    if (shared_int_get(&log_format) == LOG_FORMAT_JSON) {
+        format_json(line, ts, level, job, text);
+    } else {
+        format_text(line, ts, level, job, text);
+    }
+    buf_putc(line, '\n');
+}
+
+/* The line again with text cut to its longest start (whole characters)
+ * that fits LOG_LINE_MAX with a note of how many bytes were cut. Escapes
+ * lengthen characters by different factors (\x01 4 times, in JSON \u0001
+ * 6), so the start is found by bisection: at most a dozen formats of a few
+ * KB, for a line that is rare. A line whose fields alone are too long is
+ * left with none of the text. */
+static void
+cut_line(struct buf *line, const char *ts, twice_log_level level, const struct log_job *job,
+         const char *text)
+{
+    size_t total = strlen(text);
+    size_t lo = 0, hi = total < LOG_LINE_MAX ? total : LOG_LINE_MAX; /* escaped >= raw */
+    struct buf cut = BUF_INIT;
+    while (lo < hi) { /* the longest keep in [lo, hi] that fits */
+        size_t keep = lo + (hi - lo + 1) / 2;
+        while (keep > lo && ((unsigned char) text[keep] & 0xc0) == 0x80) {
+            keep--; /* not inside a UTF-8 sequence */
+        }
+        if (keep == lo) {
+            break;
+        }
+        buf_reset(&cut);
+        buf_append(&cut, text, keep);
+        buf_printf(&cut, " [... %zu bytes cut]", total - keep);
+        format_line(line, ts, level, job, buf_str(&cut));
+        if (!line->failed && line->len <= LOG_LINE_MAX) {
+            lo = keep;
+        } else {
+            hi = keep - 1;
+        }
+    }
+    buf_reset(&cut);
+    buf_append(&cut, text, lo);
+    buf_printf(&cut, " [... %zu bytes cut]", total - lo);
+    format_line(line, ts, level, job, cut.failed ? "" : buf_str(&cut));
+    buf_free(&cut);
+}
+
 /* Format one line and write it to fd; 0, or the errno of the failure (ENOMEM
  * when the line could not be built). */
 static int
@@ -394,12 +445,10 @@ emit(int fd, twice_log_level level, const struct log_job *job, const char *text)
     char ts[40];
     struct buf line = BUF_INIT;
     timestamp(ts);
-    if (shared_int_get(&log_format) == LOG_FORMAT_JSON) {
-        format_json(&line, ts, level, job, text);
-    } else {
-        format_text(&line, ts, level, job, text);
+    format_line(&line, ts, level, job, text);
+    if (line.len > LOG_LINE_MAX) {
+        cut_line(&line, ts, level, job, text);
     }
-    buf_putc(&line, '\n');
     int rc = line.failed ? ENOMEM : write_all(fd, line.data, line.len);
     buf_free(&line);
     return rc;

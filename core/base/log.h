@@ -1,8 +1,10 @@
 /*
  * log.h - one line per event, as text or JSON, filtered by level.
  *
- * Every line is written with a single write(2), so lines from the master,
- * workers and threads never interleave. Any bytes in messages and fields
+ * Every line is written with a single write(2) of at most LOG_LINE_MAX
+ * bytes (a longer message is cut, saying how much), so lines from the
+ * master, workers and threads never interleave, also on a pipe or the
+ * journal's socket. Any bytes in messages and fields
  * are escaped (escape.h): control characters and invalid UTF-8 can never
  * break a line.
  * This module never sees secrets: callers must not pass them.
@@ -15,6 +17,13 @@
 #include <twice/plugin.h> /* twice_log_level: one set of levels for host and plugins */
 
 enum log_format { LOG_FORMAT_TEXT = 0, LOG_FORMAT_JSON = 1 };
+
+/* The longest line, its newline included: PIPE_BUF, what a pipe takes in one
+ * piece. A longer write may be split while the pipe is full and another
+ * process's line land in its middle, leaving the rest of a message (a body a
+ * plugin logs) at the start of a line of its own, where it could pass for a
+ * line of twiced's. */
+#define LOG_LINE_MAX 4096
 
 /* The context a job's lines carry. Any field may be NULL (attempt 0: none). */
 struct log_job {

@@ -113,6 +113,14 @@ config_load(const char *file, const char *text, struct config **out, struct diag
         goto done;
     }
     config_setting_t *root = config_root_setting(&cf);
+    if (config_setting_length(root) == 0) {
+        /* Not "missing dsn" and "no queue": most often a file caught while
+         * an editor or a deployment wrote it, at a reload. */
+        config_problem_at(&x, NULL, 0,
+                          "no settings: the file is empty or holds only comments (was it being "
+                          "written?)");
+        goto done;
+    }
     struct config_scope top = {"", "", 0, NULL};
     struct config_at at = {&x, c, NULL, root, root, &top, NULL, c, NULL};
     config_parse_members(&at, "");

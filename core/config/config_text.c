@@ -1,13 +1,13 @@
 /*
  * config_text.c - a configuration as text, before libconfig sees it: the
- * one reader (at most CONFIG_MAX_BYTES, no NUL byte), and a scan of the text
- * that follows libconfig's scanner far enough to count the settings of each
- * group and the entries of each list and to find the @include files it will
- * read, which are checked the same way. libconfig stops silently at a NUL,
- * reads a file of any size, takes time quadratic in a group's size and, in
- * version 1.5 (Debian 12), keeps only the low 32 bits of an integer written
- * without the L suffix: these checks make such files fail at once with
- * FILE:LINE.
+ * one reader (at most CONFIG_MAX_BYTES, no NUL byte, no byte order mark),
+ * and a scan of the text that follows libconfig's scanner far enough to
+ * count the settings of each group and the entries of each list and to find
+ * the @include files it will read, which are checked the same way.
+ * libconfig stops silently at a NUL, reads a file of any size, takes time
+ * quadratic in a group's size and, in version 1.5 (Debian 12), keeps only
+ * the low 32 bits of an integer written without the L suffix: these checks
+ * make such files fail at once with FILE:LINE.
  */
 #include "config_text.h"
 
@@ -64,10 +64,38 @@ read_capped(int fd, size_t cap, struct buf *b)
     }
 }
 
-/* "NAME:LINE: a NUL byte ..." for the first NUL of text, if any: -1. */
+/* "NAME:1: ..." for a text that starts with a byte order mark, which
+ * libconfig takes for code ("syntax error" at line 1, on a line that looks
+ * right): a UTF-8 one (Windows editors write it), or UTF-16's, whose NUL
+ * bytes would otherwise be blamed on a damaged disk. -1 when so. */
+static int
+check_bom(struct diag *d, const char *name, const char *text, size_t len)
+{
+    const unsigned char *t = (const unsigned char *) text;
+    if (len >= 3 && t[0] == 0xef && t[1] == 0xbb && t[2] == 0xbf) {
+        diag_add(d, name, 1,
+                 "a byte order mark (the bytes EF BB BF) starts the file, which twice does "
+                 "not read: save it as UTF-8 without a BOM");
+        return -1;
+    }
+    if (len >= 2 && ((t[0] == 0xff && t[1] == 0xfe) || (t[0] == 0xfe && t[1] == 0xff))) {
+        diag_add(d, name, 1,
+                 "UTF-16 text (it starts with the byte order mark %02X %02X): a configuration "
+                 "is UTF-8 or ASCII; save it as UTF-8 without a BOM",
+                 t[0], t[1]);
+        return -1;
+    }
+    return 0;
+}
+
+/* "NAME:LINE: a NUL byte ..." for the first NUL of text, if any, after
+ * check_bom: -1. */
 static int
 check_nul(struct diag *d, const char *name, const char *text, size_t len)
 {
+    if (check_bom(d, name, text, len) != 0) {
+        return -1;
+    }
     const char *nul = memchr(text, '\0', len);
     if (nul == NULL) {
         return 0;

@@ -289,23 +289,48 @@ start(const char *listen, char *err, size_t errlen)
     return h;
 }
 
+/* The new address of a reload cannot be listened on (a port another
+ * service holds): listen where the endpoints were (was, or nowhere when
+ * NULL) rather than leave them off, as the probes watching the running
+ * workers would then fail (and Kubernetes restart the pod). err, which says
+ * why the new address failed, gets where they are now. 1 when they are
+ * back, -1 when off. The old server was stopped first, as the new address
+ * may be the same port on another interface. */
+static int
+fall_back(struct httpd **hp, const char *was, char *err, size_t errlen)
+{
+    char ignored[256];
+    size_t n = strlen(err);
+    *hp = was != NULL ? start(was, ignored, sizeof(ignored)) : NULL;
+    if (*hp == NULL) {
+        snprintf(err + n, errlen - n, " (metrics and health endpoints are off)");
+        return -1;
+    }
+    snprintf(err + n, errlen - n, " (the endpoints stay on %s)", was);
+    return 1;
+}
+
 int
 httpd_apply(struct httpd **hp, const struct config *c, char *err, size_t errlen)
 {
     const char *listen = c->metrics.listen;
+    int want = listen != NULL && listen[0] != '\0';
     struct httpd *h = *hp;
-    if (h != NULL && (listen == NULL || strcmp(listen, h->listen) != 0)) {
+    if (h != NULL && want && strcmp(listen, h->listen) == 0) {
+        return 0;
+    }
+    char *was = NULL;
+    if (h != NULL) {
+        was = strdup(h->listen); /* NULL (out of memory): not started again */
         httpd_stop(h);
-        *hp = h = NULL;
+        *hp = NULL;
     }
-    if (h == NULL && listen != NULL && listen[0] != '\0') {
-        h = start(listen, err, errlen);
-        if (h == NULL) {
-            return -1;
-        }
-        *hp = h;
+    int rc = 0;
+    if (want && (*hp = start(listen, err, errlen)) == NULL) {
+        rc = fall_back(hp, was, err, errlen);
     }
-    return 0;
+    free(was);
+    return rc;
 }
 
 void

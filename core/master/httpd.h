@@ -19,8 +19,9 @@ struct config;
 struct httpd;
 
 /* Start, restart (listen address changed) or stop (no address) the server
- * for configuration c. *h is NULL when off. 0, or -1 with err (then *h is
- * NULL). */
+ * for configuration c. *h is NULL when off. 0; or, when the address cannot
+ * be listened on, err (saying where the endpoints are now) and -1 when they
+ * are off (*h NULL), 1 when they stay on the address they had. */
 int httpd_apply(struct httpd **h, const struct config *c, char *err, size_t errlen);
 
 /* The queues /readyz judges: those of the running generation's

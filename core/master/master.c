@@ -236,9 +236,9 @@ apply_master_settings(struct master *m, const struct config *c)
                   log_open_why(c->log.file, why));
     }
     restart_threads(m, c);
-    char err[256];
+    char err[512];
     if (httpd_apply(&m->httpd, c, err, sizeof(err)) != 0) {
-        log_error("metrics: %s (metrics and health endpoints are off)", err);
+        log_error("metrics: %s", err);
     }
     follow_running(m, m->cur != NULL ? m->cur->cfg : c);
 }
@@ -994,6 +994,12 @@ prepare(struct master *m)
     if (stopped_early(m)) { /* before detaching: a stop sent to this pid is not lost */
         gen_free(g);
         return NULL;
+    }
+    if (m->opts->detach != NULL && g->cfg->log.file == NULL) {
+        /* said while stderr is still the terminal: after it, nothing is */
+        log_warn("log.file is not set: the daemon's log lines (-d) are discarded; set "
+                 "log.file in %s, or run twiced in the foreground under a supervisor",
+                 m->path);
     }
     if (m->opts->detach != NULL && m->opts->detach() != 0) {
         gen_free(g);

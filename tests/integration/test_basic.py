@@ -4,6 +4,7 @@ its command line checks configurations and plugins the way operators rely on."""
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -112,6 +113,16 @@ queues = ( { name = "q"; dlq_url = "http://h/1/q-dlq"; plugin = "p"; } );
         r = subprocess.run([twiced, "--help"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0)
         self.assertIn("-t, --test", r.stdout)
+        # twiced(8)'s synopsis names every signal of -s that the usage line names
+        signals = re.search(r"-s ([a-z|]+)\]", r.stdout).group(1).split("|")
+        self.assertEqual(len(signals), 4, r.stdout)
+        with open(os.path.join(self.env.source_dir, "packaging", "man", "twiced.8")) as f:
+            man = f.read()
+        synopsis = man[man.index(".SH SYNOPSIS"):man.index(".SH DESCRIPTION")]
+        line = synopsis[synopsis.index(".B twiced \\-s"):]
+        line = line[:line.index(".RB")]
+        for name in signals:
+            self.assertRegex(line, r"\b%s\b" % name, "twiced(8) SYNOPSIS: -s %s" % name)
         r = subprocess.run([twiced, "--bogus"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 2)
 

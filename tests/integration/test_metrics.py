@@ -135,7 +135,9 @@ class Metrics(twicetest.TwiceTestCase):
     def test_a_busy_metrics_port_is_reported_with_its_reason_and_jobs_still_run(self):
         """metrics.listen on a port another process holds: one log line with the system's
         reason (not libmicrohttpd's own "Failed to bind to port 0" on stderr), and the
-        workers run without the endpoints."""
+        workers run without the endpoints. A reload that moves working endpoints onto that
+        port keeps them where they were: it closed them, and the probes watching the
+        running workers failed."""
         holder = socket.socket()
         self.addCleanup(holder.close)
         holder.bind(("127.0.0.1", 0))
@@ -155,6 +157,18 @@ class Metrics(twicetest.TwiceTestCase):
         twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20,
                              message="the message was not handled")
         self.assertNotIn("Failed to bind", d.log_text())
+        free = tc.free_port()
+        for listen, expect in ((free, r"reload done"),
+                               (port, r"metrics: cannot listen on 127\.0\.0\.1:%d: Address "
+                                r"already in use \(the endpoints stay on 127\.0\.0\.1:%d\)"
+                                % (port, free))):
+            with open(d.config_path, "w") as f:
+                f.write(d.config_text.replace("127.0.0.1:%d" % port, "127.0.0.1:%d" % listen))
+            mark = d.mark()
+            d.signal(signal.SIGHUP)
+            d.wait_log(expect, since=mark, timeout=20)
+            d.wait_log(r"reload done", since=mark, timeout=20)
+            self.assertEqual(tc.http_status(free, "/healthz"), (200, "ok\n"))
         self.assertEqual(d.stop(), 0)
 
     def test_readyz_follows_the_sqs_endpoint(self):

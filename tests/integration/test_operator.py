@@ -1,8 +1,9 @@
 """The operator's handles on a running twiced, the nginx way: the pid file
 (pid_file, -p; written by the master, also under -d, refused while a live twiced holds it,
 removed at exit), `twiced -s reload|stop|quit|reopen` (reopen: log.file after logrotate),
-process titles that say which process is the master, and what a signal sent to a worker
-instead of the master does. Real servers."""
+process titles that say which process is the master, what a signal sent to a worker
+instead of the master does, and a start with the standard descriptors closed. Real
+servers."""
 
 import grp
 import json
@@ -235,6 +236,10 @@ class Operator(twicetest.TwiceTestCase):
                            capture_output=True, text=True, env=d.process_env,
                            cwd=self.env.run_dir, timeout=90)
         self.assertEqual(r.returncode, 0, r.stderr)
+        # no log.file: said before detaching, not discarded with the rest
+        self.assertRegex(r.stderr, r"warn master\[\d+\]: log.file is not set: the daemon's log "
+                         r"lines \(-d\) are discarded; set log.file in %s"
+                         % re.escape(d.config_path))
         pid = int(twicetest.wait_until(lambda: read(pid_file), timeout=10))
         self.addCleanup(lambda: alive(pid) and os.kill(pid, signal.SIGKILL))
         self.assertTrue(alive(pid))
@@ -464,6 +469,27 @@ class Operator(twicetest.TwiceTestCase):
         self.assertEqual(len(re.findall(notice, d.log_text())), before,
                          "said once per process, not once per line")
         self.assertLessEqual(before, 3, "the master, the probe and the worker at most")
+        self.assertEqual(d.stop(), 0)
+
+    def test_closed_standard_descriptors_at_start(self):
+        """`twiced -f >&- <&- 2>&-` (a supervisor or a script that closes them): the
+        configuration's snapshot took descriptor 1, which the probe child points at its
+        stderr, and twiced exited 1 ("cannot read the configuration: Bad file
+        descriptor"), said nowhere. It runs, logging to log.file."""
+        conf = self.conf("closedfds", pid_file=None, workers=1).replace(
+            "log = { level", "log = { file = \"$WORKDIR/twiced.log\"; level", 1)
+        d = self.twiced(conf)
+        self.assertIn(d.log_path, d.config_text)
+
+        def close_std():
+            for fd in (0, 1, 2):
+                os.close(fd)
+        d.proc = subprocess.Popen([d.binary, "-f", "-c", d.config_path], env=d.process_env,
+                                  cwd=d.workdir, start_new_session=True, preexec_fn=close_std)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=30)
+        self.sqs.send(self.url, json.dumps({"id": "closed-fds"}))
+        twicetest.wait_until(lambda: self.effects() == {"effect:closed-fds"}, timeout=30,
+                             message="the job did not run")
         self.assertEqual(d.stop(), 0)
 
 

@@ -4,7 +4,8 @@
  * only fails here), the table's rows are consistent (defaults in range,
  * fields inside their structs), and twiced --help, twicectl --help, the man
  * pages and the systemd unit print one default configuration path, this
- * build's. Not for what the settings do (test-config.c).
+ * build's; the unit provides the log.file's directory twice.conf suggests.
+ * Not for what the settings do (test-config.c).
  */
 #include "check.h"
 #include "config.h"
@@ -371,6 +372,35 @@ test_default_path(void)
     }
 }
 
+/* The log.file etc/twice.conf suggests works under the packaged unit: its
+ * directory is the unit's LogsDirectory (created for User=twice, writable
+ * under ProtectSystem=strict; without it twiced did not start: "No such
+ * file or directory", then "Read-only file system"), and the logrotate
+ * stanza the packages install rotates it. */
+static void
+test_suggested_log_file(void)
+{
+    char *conf = slurp("TWICE_SOURCE_DIR", "../..", "etc/twice.conf");
+    char *unit = slurp("TWICE_SOURCE_DIR", "../..", "etc/twice.service");
+    char *rotate = slurp("TWICE_SOURCE_DIR", "../..", "etc/twice.logrotate");
+    const char *file = conf != NULL ? strstr(conf, "#file = \"/var/log/") : NULL;
+    CHECK(file != NULL && unit != NULL && rotate != NULL);
+    if (file != NULL && unit != NULL && rotate != NULL) {
+        char dir[128], want[160];
+        const char *start = file + strlen("#file = \"/var/log/");
+        const char *slash = strchr(start, '/');
+        CHECK(slash != NULL && slash - start < 64);
+        snprintf(dir, sizeof(dir), "%.*s", slash != NULL ? (int) (slash - start) : 0, start);
+        snprintf(want, sizeof(want), "\nLogsDirectory=%s\n", dir);
+        CHECK_CONTAINS(unit, want);
+        snprintf(want, sizeof(want), "/var/log/%s/*.log {", dir);
+        CHECK_CONTAINS(rotate, want);
+    }
+    free(conf);
+    free(unit);
+    free(rotate);
+}
+
 int
 main(void)
 {
@@ -378,5 +408,6 @@ main(void)
     test_reference_conf();
     test_man_page();
     test_default_path();
+    test_suggested_log_file();
     return check_done("test-config-docs");
 }

@@ -1,6 +1,7 @@
 /*
  * test-config-limits.c - a configuration as text, before its settings: a
  * NUL byte anywhere (the file or an @include'd one) is refused at its line,
+ * a byte order mark (UTF-8's, UTF-16's) at line 1,
  * and so is a file past CONFIG_MAX_BYTES (/dev/zero included), a group or a
  * list past CONFIG_MAX_ENTRIES, an @include that could block, an integer
  * libconfig would truncate; past
@@ -180,6 +181,49 @@ test_nul_include(void)
         CHECK_STR(d.lines[0], want);
     }
     diag_free(&d);
+    unlink(inc);
+    unlink(file);
+}
+
+#define BOM_MSG                                                                                   \
+    "a byte order mark (the bytes EF BB BF) starts the file, which twice does not read: save it " \
+    "as UTF-8 without a BOM"
+#define UTF16_MSG                                                                                 \
+    "UTF-16 text (it starts with the byte order mark %s): a configuration is UTF-8 or ASCII; "    \
+    "save it as UTF-8 without a BOM"
+
+/* A file a Windows editor saved: UTF-8 with a byte order mark was a bare
+ * "syntax error" at line 1, UTF-16 "a NUL byte ... damaged". Either is
+ * refused at line 1 saying what it is, in the file and in an @include. */
+static void
+test_bom(void)
+{
+    char text[4096], want[1024], u16[8192];
+    const char *file = path_in("bom.conf");
+    text[0] = '\xef', text[1] = '\xbb', text[2] = '\xbf';
+    size_t n = 3 + valid_plus(text + 3, sizeof(text) - 3, "", 0);
+    write_bytes(file, text, n);
+    snprintf(want, sizeof(want), "%s:1: " BOM_MSG, file);
+    expect_refused(file, want);
+    write_bytes(file, text + 3, n - 3); /* without it: fine */
+    expect_loads(file);
+    /* the same text as UTF-16, little and big endian, each with its mark */
+    for (int be = 0; be <= 1; be++) {
+        u16[0] = be ? '\xfe' : '\xff', u16[1] = be ? '\xff' : '\xfe';
+        for (size_t i = 3; i < n; i++) {
+            u16[2 * (i - 2) + (size_t) be] = text[i], u16[2 * (i - 2) + (size_t) !be] = '\0';
+        }
+        write_bytes(file, u16, 2 * (n - 2));
+        snprintf(want, sizeof(want), "%s:1: " UTF16_MSG, file, be ? "FE FF" : "FF FE");
+        expect_refused(file, want);
+    }
+    /* in an @include'd file: named at its own line 1 */
+    const char *inc = path_in("bom.inc");
+    write_bytes(inc, "\xef\xbb\xbfworkers = 3;\n", 16);
+    n = valid_plus(text, sizeof(text), "@include \"bom.inc\"\n", 19);
+    write_bytes(file, text, n);
+    snprintf(want, sizeof(want), "%s:1: " BOM_MSG, inc);
+    expect_refused(file, want);
     unlink(inc);
     unlink(file);
 }
@@ -606,6 +650,7 @@ main(void)
     test_nul();
     test_nul_fd();
     test_nul_include();
+    test_bom();
     test_integers();
     test_escapes();
     test_size();

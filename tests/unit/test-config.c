@@ -1153,6 +1153,19 @@ test_required(void)
     struct config *c = NULL;
     const char *file = path_in(tmpdir, "t.conf");
     char msg[512];
+    /* An empty file (one caught while it was written, at a reload) or only
+     * comments: said so, rather than "missing dsn" and "no queue". */
+    static const char *const empty[] = {"", "\n\n  \t\n", "# all commented out\n/* x */\n"};
+    for (size_t i = 0; i < sizeof(empty) / sizeof(empty[0]); i++) {
+        CHECK_INT(load(empty[i], (int) i % 2, &c, &d), -1);
+        CHECK_INT(d.n, 1);
+        snprintf(msg, sizeof(msg),
+                 "%s: no settings: the file is empty or holds only comments (was it being "
+                 "written?)",
+                 file);
+        CHECK(has_bare(&d, msg));
+        diag_free(&d);
+    }
     CHECK_INT(load("workers = 2;\n", 0, &c, &d), -1);
     CHECK_INT(d.n, 2);
     snprintf(msg, sizeof(msg), "%s: idempotency: missing required setting 'dsn'", file);

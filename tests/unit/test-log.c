@@ -89,6 +89,68 @@ test_json_message_is_the_text(void)
     log_set_format(LOG_FORMAT_TEXT);
 }
 
+/* The whole file as written (one line expected), emptied for the next one;
+ * caller frees. */
+static char *
+whole_line(size_t *len)
+{
+    FILE *f = fopen(path, "r");
+    char *data = calloc(1, 1 << 20);
+    *len = f != NULL && data != NULL ? fread(data, 1, (1 << 20) - 1, f) : 0;
+    if (f != NULL) {
+        fclose(f);
+    }
+    CHECK(*len > 0 && data[*len - 1] == '\n' && strchr(data, '\n') == data + *len - 1);
+    CHECK_INT(truncate(path, 0), 0);
+    return data;
+}
+
+/* A message of 100 KB (a body a plugin logs) is cut to one line of at most
+ * LOG_LINE_MAX bytes, which a pipe takes in one piece: a longer one could be
+ * split by another process's line, and its rest start a line of its own. */
+static void
+test_long_lines_fit_a_pipe_write(void)
+{
+    static const char *const fills[] = {"a", "\x01", "\xc3\xa9"}; /* escaped x4; UTF-8 */
+    size_t n = 100000, len;
+    char *text = malloc(n + 1), note[64];
+    for (int fmt = 0; fmt <= 1; fmt++) {
+        log_set_format(fmt ? LOG_FORMAT_JSON : LOG_FORMAT_TEXT);
+        for (size_t f = 0; f < sizeof(fills) / sizeof(fills[0]); f++) {
+            size_t step = strlen(fills[f]);
+            for (size_t i = 0; i + step <= n; i += step) {
+                memcpy(text + i, fills[f], step);
+            }
+            text[n - n % step] = '\0';
+            log_info("%s", text);
+            char *line = whole_line(&len);
+            CHECK(len <= LOG_LINE_MAX);
+            CHECK(len > LOG_LINE_MAX - 200); /* cut to fit, not much more */
+            line[len - 1] = '\0';
+            const char *msg = line;
+            json_t *o = NULL;
+            if (fmt) {
+                json_error_t jerr;
+                o = json_loads(line, 0, &jerr); /* whole JSON, valid UTF-8 */
+                CHECK(o != NULL);
+                msg = o != NULL ? json_string_value(json_object_get(o, "msg")) : "";
+            }
+            const char *cut = msg != NULL ? strstr(msg, " [... ") : NULL;
+            CHECK(cut != NULL);
+            if (cut != NULL) {
+                size_t kept = strlen(text) - strtoul(cut + 6, NULL, 10);
+                snprintf(note, sizeof(note), " [... %zu bytes cut]", strlen(text) - kept);
+                CHECK_STR(cut, note);
+                CHECK(kept % step == 0); /* whole characters */
+            }
+            json_decref(o);
+            free(line);
+        }
+    }
+    free(text);
+    log_set_format(LOG_FORMAT_TEXT);
+}
+
 /* The pid in a line: the process's own, in a child forked after the parent
  * logged as well (log.c reads it once; twiced -d forks and goes on logging). */
 static void
@@ -123,6 +185,7 @@ main(void)
     test_text_fields_stay_quoted();
     test_json_message_is_the_text();
     test_text_pid_is_the_process_own();
+    test_long_lines_fit_a_pipe_write();
     log_open(NULL);
     unlink(path);
     return check_done("test-log");
