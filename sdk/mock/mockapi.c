@@ -183,10 +183,27 @@ api_group_id(const twice_job *job)
     return job->group_id;
 }
 
+/* Whether s may be read now: inside its mock's init(), as twiced hands a
+ * plugin its settings only for init() and describe() (they live on its
+ * stack); else an error line, as twiced logs it, and the caller gets
+ * nothing. */
+static int
+live(const twice_settings *s, const char *fn, const char *name)
+{
+    if (current_mock != NULL && current_mock == s->mock && !current_mock->initialized) {
+        return 1;
+    }
+    api_log(NULL, TWICE_LOG_ERROR,
+            "api->%s(\"%s\") outside init() and describe(): a plugin's settings are only "
+            "valid there (copy what you keep)",
+            fn, name != NULL ? name : "(null)");
+    return 0;
+}
+
 static const char *
 api_setting(const twice_settings *s, const char *name)
 {
-    if (s == NULL || name == NULL) {
+    if (s == NULL || name == NULL || !live(s, "setting", name)) {
         return NULL;
     }
     const struct twice_mock *m = s->mock;
@@ -215,6 +232,9 @@ api_setting_error(const twice_settings *s, const char *name, const char *fmt, ..
     va_start(ap, fmt);
     cnum_vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
+    if (s != NULL && !live(s, "setting_error", name)) {
+        return;
+    }
     const twice_setting *d = s != NULL && name != NULL ? s->mock->plugin->settings : NULL;
     while (d != NULL && d->name != NULL && strcmp(d->name, name) != 0) {
         d++;

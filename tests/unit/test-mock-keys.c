@@ -7,6 +7,7 @@
  */
 #include "buf.h"
 #include "check.h"
+#include "config.h"
 #include "hostapi.h"
 #include "instance.h"
 #include "job.h"
@@ -493,6 +494,47 @@ test_derive_key(void)
     }
 }
 
+/* A plugin that keeps its settings pointer past init() (plugin.h: valid
+ * only during init and describe). The daemon's lives on hostapi_init's
+ * stack: read later, it was a dead frame. Both hosts answer NULL then. */
+static const twice_settings *kept_settings;
+static const twice_api *kept_api;
+
+static int
+keeper_init(const twice_api *api, const twice_settings *settings, void **state)
+{
+    kept_settings = settings;
+    kept_api = api;
+    *state = NULL;
+    const char *v = api->setting(settings, "greeting");
+    return v != NULL && strcmp(v, "hi") == 0 ? 0 : -1;
+}
+
+static void
+test_settings_after_init(void)
+{
+    static const twice_setting decl[] = {{"greeting", TWICE_SETTING_STRING, 0, NULL, "x"},
+                                         {NULL, 0, 0, NULL, NULL}};
+    twice_plugin d = descriptor("{id}");
+    d.init = keeper_init;
+    d.settings = decl;
+    struct config_kv kv = {"greeting", "hi", TWICE_SETTING_STRING, 3, NULL};
+    struct config_plugin cp = {.name = "agree", .settings = &kv, .nsettings = 1};
+    struct plugin_instance p = {.name = "agree", .cfg = &cp};
+    char err[512];
+    p.lp.desc = &d;
+    CHECK_INT(hostapi_init(&p, "twice.conf", err, sizeof(err)), 0);
+    CHECK(kept_api->setting(kept_settings, "greeting") == NULL);
+    kept_api->setting_error(kept_settings, "greeting", "too late"); /* said, not read */
+
+    twice_mock *m = twice_mock_new(&d);
+    CHECK(m != NULL);
+    CHECK_INT(twice_mock_set(m, "greeting", "hi"), 0);
+    CHECK_INT(twice_mock_init(m), 0);
+    CHECK(kept_api->setting(kept_settings, "greeting") == NULL);
+    twice_mock_free(m);
+}
+
 int
 main(void)
 {
@@ -521,6 +563,7 @@ main(void)
         free(got);
     }
     test_derive_key();
+    test_settings_after_init();
     twice_mock_free(any);
     return check_done("test-mock-keys");
 }

@@ -25,6 +25,10 @@
  * the host's own code (compiled into the mock's library): the same key, or
  * the same refusal and reason, as twiced.
  *
+ * Settings are readable (api->setting) only inside init(), as in twiced,
+ * where a plugin's settings live only for init() and describe(): read
+ * later, the mock answers NULL and logs an error, as twiced does.
+ *
  * Ownership: every string the mock returns is owned by the mock or the job
  * and lives until the object is freed (or, for a job's results, until the
  * next twice_mock_run of that job). Strings passed in are copied.
@@ -48,10 +52,11 @@ typedef struct twice_mock twice_mock;
 typedef struct twice_mock_job twice_mock_job;
 
 /* A mock host for a descriptor linked into the test (pass
- * twice_plugin_entry()). The descriptor is checked with the host's load
- * rule, key template included; NULL when it fails (the reason is not kept:
- * use twice_mock_open for a .so, whose errors are reported, or
- * twice_mock_expand_key for a template's) or out of memory. */
+ * twice_plugin_entry()). The descriptor is checked as twiced's loader
+ * checks it (the same code): the load rule, its name, flags, settings
+ * declaration and key source; NULL when it fails (the reason is written
+ * on stderr, "twice-mock: twice_mock_new: ..."; twice_mock_open returns
+ * it for a .so) or out of memory. */
 twice_mock *twice_mock_new(const twice_plugin *plugin);
 
 /* A mock host for a plugin file: dlopen(path), the entry point, the load
