@@ -165,10 +165,12 @@ api_key(const twice_job *job)
     return job->key != NULL ? job->key : "";
 }
 
+/* 0 in derive_key(), as in twiced: the key is not claimed yet, so the
+ * run has no number (twice_mock_job_attempt sets handle()'s). */
 static int
 api_attempt(const twice_job *job)
 {
-    return job->attempt;
+    return deriving_key ? 0 : job->attempt;
 }
 
 static const char *

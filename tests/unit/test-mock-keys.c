@@ -150,6 +150,7 @@ static struct {
     int n;
     const char *error; /* given with api->error when n < 0 */
     const char *field; /* not NULL: answer api->field of this path instead */
+    int attempt;       /* nonzero: answer "attempt=<api->attempt>" instead */
 } answer;
 
 /* The state is the host's API table, so derive_key can call api->error. */
@@ -165,6 +166,9 @@ static int
 fake_derive(void *state, const twice_job *job, char *out, size_t cap)
 {
     const twice_api *api = state;
+    if (answer.attempt) {
+        return snprintf(out, cap, "attempt=%d", api->attempt(job));
+    }
     if (answer.field != NULL) {
         size_t len = 0;
         const char *v = api->field(job, answer.field, &len);
@@ -481,6 +485,15 @@ test_derive_key(void)
         free(m);
     }
     answer.field = NULL;
+    /* attempt() is 0 in derive_key: the key is not claimed yet (plugin.h) */
+    answer.attempt = 1;
+    char *da = daemon_key(NULL, &messages[0]);
+    char *ma = mock_key(NULL, &messages[0]);
+    CHECK_STR(da, "key attempt=0");
+    CHECK_STR(ma, "key attempt=0");
+    free(da);
+    free(ma);
+    answer.attempt = 0;
     for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
         answer.bytes = answers[i].bytes;
         answer.n = answers[i].n;

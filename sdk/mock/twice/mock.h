@@ -124,6 +124,8 @@ int twice_mock_job_message_id(twice_mock_job *j, const char *message_id);
 int twice_mock_job_queue(twice_mock_job *j, const char *queue);
 /* The FIFO MessageGroupId; NULL for a standard queue. */
 int twice_mock_job_group(twice_mock_job *j, const char *group_id);
+/* What api->attempt() says in handle() (in derive_key() it is 0, as in
+ * twiced: the key is not claimed yet). */
 void twice_mock_job_attempt(twice_mock_job *j, int attempt);
 /* What api->traceparent() returns, as twiced with tracing on would: the
  * job's span context, a W3C traceparent value (checked as twiced checks
