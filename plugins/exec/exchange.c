@@ -123,16 +123,24 @@ static int
 failed_when(struct xjob *x, const char *what, const char *when, char *why, size_t cap)
 {
     pid_t pid = x->p->pid;
-    int status = 0;
+    int status = 0, alive = 0;
     char how[128];
     drain_stderr(x);
     exec_lines_flush(&x->p->lines, job_line, x);
+    if (what == NULL) {
+        /* its stdout is closed: ended, or closed it and went on (then the
+         * SIGKILL below is ours, not what it died of) */
+        alive = !exec_proc_ends_within(x->p, EXEC_END_GRACE_MS);
+    }
     exec_proc_kill(x->p, &status);
     if (why == NULL || cap == 0) {
         return -1;
     }
     if (what == NULL) {
         exec_proc_describe_exit(status, how, sizeof(how));
+        if (alive) {
+            snprintf(how, sizeof(how), "closed its stdout and went on running (killed)");
+        }
         snprintf(why, cap, "handler %d %s%s", (int) pid, how, when);
     } else if (why != what) {
         snprintf(why, cap, "handler %d %s", (int) pid, what);

@@ -526,6 +526,13 @@ test_failures(twice_mock *m)
     CHECK(before != pid);
     twice_mock_job_free(j);
 
+    /* It closed its stdout and went on: the SIGKILL is ours, not its end. */
+    CHECK_INT(run_pid(m, "\"do\":\"close_stdout\"", &pid, &j), TWICE_RETRY);
+    CHECK_CONTAINS(twice_mock_job_error(j),
+                   "closed its stdout and went on running (killed) before answering");
+    CHECK(gone(pid));
+    twice_mock_job_free(j);
+
     /* It wrote its answer without the newline and exited: told so. */
     CHECK_INT(run_pid(m, "\"do\":\"no_newline\",\"exit_after\":1", &pid, &j), TWICE_RETRY);
     CHECK_CONTAINS(twice_mock_job_error(j), "exited with status 0 before answering; it wrote "

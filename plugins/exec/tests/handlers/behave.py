@@ -6,7 +6,7 @@ that is not JSON), "die" (exit 3 before answering), "sleep" (SECONDS, then done;
 "on_attempt": [N...] only on those attempts),
 "stderr" (BYTES of stderr in 100-byte lines, then done), "long_line" (BYTES of stderr
 without a newline), "two_lines" (done twice), "no_newline" (done without the
-line's newline), "stray" (done, then SECONDS later, 0.3 by
+line's newline), "close_stdout" (closes its stdin and stdout, then sleeps 30 s), "stray" (done, then SECONDS later, 0.3 by
 default, done again: a late stray line), "echo" (done, the request line written
 to the file named by ECHO_FILE), "env" (done, the environment and the working
 directory written to ECHO_FILE). With "pid_file", its pid is written there first;
@@ -61,6 +61,10 @@ def handle(job, req, body):
             f.write(str(os.getpid()))
     if do == "die":
         sys.exit(3)
+    if do == "close_stdout":
+        os.close(0)
+        os.close(1)
+        time.sleep(30)
     if do == "sleep" and job["attempt"] in body.get("on_attempt", [job["attempt"]]):
         time.sleep(float(body.get("seconds", 5)))
     if do == "stderr":
