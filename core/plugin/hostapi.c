@@ -56,22 +56,6 @@ struct twice_settings {
     const twice_setting *decl;
 };
 
-/* A cause formatted into s (cap bytes) that needed n: when cut, cut
- * between characters and marked "...", so twiced -t's problem line ends
- * neither mid-character (shown as \xNN) nor as if it were whole. */
-static void
-cause_cut(char *s, size_t cap, int n)
-{
-    if (n < 0 || (size_t) n < cap || cap < 4) {
-        return;
-    }
-    size_t len = cap - 4;
-    while (len > 0 && ((unsigned char) s[len] & 0xC0) == 0x80) {
-        len--; /* s[len], the first byte left out, continues a character */
-    }
-    memcpy(s + len, "...", 4);
-}
-
 /* A plugin's log line carries its job's context, or at least the name of
  * the plugin being called. */
 static void
@@ -100,8 +84,8 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
         (int) level <= init_cause_level) {
         va_list copy;
         va_copy(copy, ap);
-        cause_cut(init_cause, sizeof(init_cause),
-                  cnum_vsnprintf(init_cause, sizeof(init_cause), fmt, copy));
+        utf8_mark_cut(init_cause, sizeof(init_cause),
+                      cnum_vsnprintf(init_cause, sizeof(init_cause), fmt, copy));
         va_end(copy);
         init_cause_level = level;
     }
@@ -259,7 +243,7 @@ api_setting_error(const twice_settings *s, const char *name, const char *fmt, ..
     char why[INIT_CAUSE_MAX];
     va_list ap;
     va_start(ap, fmt);
-    cause_cut(why, sizeof(why), cnum_vsnprintf(why, sizeof(why), fmt, ap));
+    utf8_mark_cut(why, sizeof(why), cnum_vsnprintf(why, sizeof(why), fmt, ap));
     va_end(ap);
     if (s != live_settings) {
         dead_settings("setting_error", name);

@@ -4,6 +4,8 @@
  * and fini, and the captured log. Jobs are in mockjob.c, the API table in
  * mockapi.c, keys in mockkey.c; nothing here talks to a server.
  */
+#include "buf.h"
+#include "escape.h"
 #include "keytmpl.h"
 #include "mock_internal.h"
 #include "mockapi.h"
@@ -242,6 +244,24 @@ check_settings(twice_mock *m)
     return 0;
 }
 
+/* Why init() failed, in twiced's words (less its FILE:LINE): its last
+ * error (else warning) line, escaped for one line, or that it gave none. */
+static void
+init_failed(twice_mock *m, int rc)
+{
+    struct buf cause = BUF_INIT;
+    escape_unquoted(&cause, m->init_cause, strlen(m->init_cause));
+    if (m->init_cause[0] != '\0' && !cause.failed) {
+        snprintf(m->error, sizeof(m->error), "plugin '%s': init failed: %s", m->plugin->name,
+                 buf_str(&cause));
+    } else {
+        snprintf(m->error, sizeof(m->error),
+                 "plugin '%s': init failed (returned %d and logged no reason)", m->plugin->name,
+                 rc);
+    }
+    buf_free(&cause);
+}
+
 int
 twice_mock_init(twice_mock *m)
 {
@@ -255,6 +275,8 @@ twice_mock_init(twice_mock *m)
     }
     int rc = 0;
     m->setting_error[0] = '\0';
+    m->init_cause[0] = '\0';
+    m->init_cause_level = TWICE_LOG_WARN;
     if (m->plugin->init != NULL) {
         mockapi_set_current(m);
         rc = m->plugin->init(mockapi_table(), &m->settings_view, &m->state);
@@ -265,8 +287,7 @@ twice_mock_init(twice_mock *m)
         return rc;
     }
     if (rc != 0) {
-        snprintf(m->error, sizeof(m->error),
-                 "plugin '%s': init failed (returned %d; see its log lines)", m->plugin->name, rc);
+        init_failed(m, rc);
         return rc;
     }
     if (m->setting_error[0] != '\0') {

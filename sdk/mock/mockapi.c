@@ -11,6 +11,7 @@
 #include "jsonpath.h"
 #include "mock_internal.h"
 #include "tracectx.h"
+#include "utf8.h"
 
 #include "sqs_limits.h"
 #include "sendcheck.h"
@@ -68,6 +69,13 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
         pthread_mutex_lock(&m->lock);
         mocklog_add(&m->log, level, text);
         pthread_mutex_unlock(&m->lock);
+    }
+    if (m != NULL && job == NULL && m == current_mock && !m->initialized &&
+        level <= TWICE_LOG_WARN && (int) level <= m->init_cause_level) {
+        /* in init(): what its failure is reported with, as twiced does */
+        utf8_mark_cut(m->init_cause, sizeof(m->init_cause),
+                      snprintf(m->init_cause, sizeof(m->init_cause), "%s", text));
+        m->init_cause_level = level;
     }
     if (m != NULL && m->echo) {
         fprintf(stderr, "[%s] %s: %s\n", level_names[level], m->plugin->name, text);
@@ -242,8 +250,17 @@ api_setting_error(const twice_settings *s, const char *name, const char *fmt, ..
         d++;
     }
     if (d == NULL || d->name == NULL) {
+        /* logged, but not init()'s cause: twiced logs it beside the plugin's lines */
+        struct twice_mock *m = current_mock;
+        char cause[sizeof(m->init_cause)];
+        int level = m != NULL ? m->init_cause_level : 0;
+        memcpy(cause, m != NULL ? m->init_cause : "", m != NULL ? sizeof(cause) : 1);
         api_log(NULL, TWICE_LOG_ERROR, "setting error for an undeclared setting '%s': %s",
                 name != NULL ? name : "(null)", why);
+        if (m != NULL) {
+            memcpy(m->init_cause, cause, sizeof(cause));
+            m->init_cause_level = level;
+        }
         return;
     }
     if (current_mock == NULL || current_mock != s->mock || current_mock->initialized) {

@@ -548,6 +548,49 @@ test_settings_after_init(void)
     twice_mock_free(m);
 }
 
+/* An init() that fails with a long error line (the euro sign, with a 'x'
+ * before: a byte cut falls mid-character), or with none. */
+static int
+failing_init(const twice_api *api, const twice_settings *settings, void **state)
+{
+    (void) settings;
+    (void) state;
+    char text[1501];
+    for (int i = 0; i < 500; i++) {
+        memcpy(text + 3 * i, "\xe2\x82\xac", 3);
+    }
+    text[1500] = '\0';
+    if (answer.n == 0) {
+        api->log(NULL, TWICE_LOG_WARN, "a warning");
+        api->log(NULL, TWICE_LOG_ERROR, "x%s", text);
+        api->log(NULL, TWICE_LOG_INFO, "an info line, not the cause");
+    }
+    return -1;
+}
+
+/* The mock reports a failed init() in twiced's words (less FILE:LINE). */
+static void
+test_init_failure(void)
+{
+    twice_plugin d = descriptor("{id}");
+    d.init = failing_init;
+    struct config_plugin cp = {.name = "agree", .line = 3};
+    struct plugin_instance p = {.name = "agree", .cfg = &cp};
+    char err[2048];
+    p.lp.desc = &d;
+    for (answer.n = 0; answer.n < 2; answer.n++) {
+        CHECK_INT(hostapi_init(&p, "twice.conf", err, sizeof(err)), -1);
+        twice_mock *m = twice_mock_new(&d);
+        CHECK(m != NULL);
+        CHECK(twice_mock_init(m) != 0);
+        CHECK(strncmp(err, "twice.conf:3: ", 14) == 0);
+        CHECK_STR(twice_mock_error(m), err + 14);
+        CHECK_CONTAINS(err, answer.n == 0 ? "init failed: x\xe2\x82\xac" : "logged no reason");
+        twice_mock_free(m);
+    }
+    answer.n = 0;
+}
+
 int
 main(void)
 {
@@ -577,6 +620,7 @@ main(void)
     }
     test_derive_key();
     test_settings_after_init();
+    test_init_failure();
     twice_mock_free(any);
     return check_done("test-mock-keys");
 }

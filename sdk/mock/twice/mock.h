@@ -95,9 +95,12 @@ int twice_mock_queue_key(twice_mock *m, const char *tmpl);
  * Strings copied. 0, or -1 when out of memory. */
 int twice_mock_queue(twice_mock *m, const char *name, const char *url);
 
-/* Why the last twice_mock_init failed ("" when it did not): with the
- * plugin's api->setting_error(), "plugin 'x': setting 'y': why", as the
- * host says it after the line of twice.conf that sets y. */
+/* Why the last twice_mock_init failed ("" when it did not), in twiced's
+ * words less its FILE:LINE: with the plugin's api->setting_error(),
+ * "plugin 'x': setting 'y': why" (the host says it after the line of
+ * twice.conf that sets y); else "plugin 'x': init failed: " and the last
+ * error (else warning) line init() logged, or "... (returned N and logged
+ * no reason)". */
 const char *twice_mock_error(const twice_mock *m);
 
 /* Log lines written without a job (in init, fini, or with job NULL).
