@@ -63,7 +63,7 @@ done
 # single-threaded logic (CLI, hostile input, TLS, secrets, permissions).
 tsan_tests='^(unit/|integration/(itest-|plugin-|'
 tsan_tests+='test_(basic|lifecycle|fifo|plugins|alerts|metrics|reload|claims)$))'
-tsan_skip='^unit/(clang-format|layers|exports-|sdk-example|sdk-cxx)'
+tsan_skip='^unit/(clang-format|layers|exports-|sdk-example|sdk-cxx|sdk-installed)'
 
 cd "$root"
 start=$SECONDS

@@ -41,6 +41,12 @@ static _Thread_local int init_cause_level;
  * declaration's own name), else NULL: the cause then stays its words. */
 static _Thread_local const char *init_setting;
 
+/* The settings init() or describe() is being handed on this thread: the
+ * only ones api->setting and api->setting_error read. They live on the
+ * caller's stack, so a plugin that kept the pointer and reads it later
+ * (in handle) would read a dead frame: it gets NULL and an error line. */
+static _Thread_local const struct twice_settings *live_settings;
+
 /* derive_key() runs on this thread: api->field hands numbers in the form a
  * key template spells them, so keys made by plugins never change either. */
 static _Thread_local int deriving_key;
@@ -78,7 +84,8 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
         (int) level <= init_cause_level) {
         va_list copy;
         va_copy(copy, ap);
-        cnum_vsnprintf(init_cause, sizeof(init_cause), fmt, copy);
+        utf8_mark_cut(init_cause, sizeof(init_cause),
+                      cnum_vsnprintf(init_cause, sizeof(init_cause), fmt, copy));
         va_end(copy);
         init_cause_level = level;
     }
@@ -195,10 +202,26 @@ declared(const twice_settings *s, const char *name)
     return NULL;
 }
 
+/* A plugin read settings outside init() or describe(): said, never read. */
+static void
+dead_settings(const char *fn, const char *name)
+{
+    struct log_job ctx;
+    api_log_ctx(NULL, &ctx);
+    log_job(TWICE_LOG_ERROR, &ctx,
+            "api->%s(\"%s\") outside init() and describe(): a plugin's settings are only "
+            "valid there (copy what you keep)",
+            fn, name != NULL ? name : "(null)");
+}
+
 static const char *
 api_setting(const twice_settings *s, const char *name)
 {
     if (s == NULL || name == NULL) {
+        return NULL;
+    }
+    if (s != live_settings) {
+        dead_settings("setting", name);
         return NULL;
     }
     for (size_t i = 0; i < s->cfg->nsettings; i++) {
@@ -220,8 +243,12 @@ api_setting_error(const twice_settings *s, const char *name, const char *fmt, ..
     char why[INIT_CAUSE_MAX];
     va_list ap;
     va_start(ap, fmt);
-    cnum_vsnprintf(why, sizeof(why), fmt, ap);
+    utf8_mark_cut(why, sizeof(why), cnum_vsnprintf(why, sizeof(why), fmt, ap));
     va_end(ap);
+    if (s != live_settings) {
+        dead_settings("setting_error", name);
+        return;
+    }
     const twice_setting *d = declared(s, name);
     struct log_job ctx;
     api_log_ctx(NULL, &ctx);
@@ -391,7 +418,9 @@ hostapi_init(struct plugin_instance *p, const char *conf_file, char *err, size_t
         init_cause[0] = '\0';
         init_cause_level = TWICE_LOG_WARN;
         init_setting = NULL;
+        live_settings = &settings;
         rc = d->init(&host_api, &settings, &p->lp.state);
+        live_settings = NULL;
         init_capture = 0;
         current_plugin = NULL;
     }
@@ -520,7 +549,9 @@ hostapi_describe(const struct loaded_plugin *lp, const struct config_plugin *cp,
     }
     buf[0] = '\0';
     current_plugin = cp->name;
+    live_settings = &settings;
     int rc = describe(&host_api, &settings, buf, cap);
+    live_settings = NULL;
     current_plugin = NULL;
     buf[cap - 1] = '\0';
     return rc == 0 ? 1 : -1;

@@ -6,15 +6,14 @@
  */
 #include "loader.h"
 
-#include "ascii.h"
 #include "buf.h"
 #include "cnum.h"
 #include "config.h"
 #include "diag.h"
 #include "escape.h"
 #include "keytmpl.h"
+#include "plugdecl.h"
 
-#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -49,7 +48,7 @@ _Static_assert(MIN_SIZE_1_1 == sizeof(twice_plugin), "the 1.1 descriptor ends wi
 const char *
 loader_key_setting(const twice_plugin *d)
 {
-    return HAS_1_1(d) ? d->key_setting : NULL;
+    return plugdecl_key_setting(d);
 }
 
 loader_describe_fn
@@ -358,199 +357,35 @@ loader_file_open(const char *path, int *fd, char *err, size_t errlen)
 
 /* ---- the descriptor's contents ---- */
 
-#define NAME_MAX_LEN 64
-
-/* Plugin-supplied text, escaped and cut short, for an error message. */
-static const char *
-shown(struct buf *b, const char *s)
-{
-    buf_reset(b);
-    escape_text(b, s, strnlen(s, NAME_MAX_LEN));
-    return b->failed ? "?" : buf_str(b);
-}
-
-static int
-valid_name(const char *s, const char *extra)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > NAME_MAX_LEN) {
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!ascii_islower((unsigned char) s[i]) && !isdigit((unsigned char) s[i]) &&
-            strchr(extra, s[i]) == NULL) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* Does a declared default read as its type? */
-static int
-valid_default(const twice_setting *s)
-{
-    char *end;
-
-    if (s->default_value == NULL || s->type == TWICE_SETTING_STRING) {
-        return 1;
-    }
-    if (s->type == TWICE_SETTING_BOOL) {
-        return strcmp(s->default_value, "true") == 0 || strcmp(s->default_value, "false") == 0;
-    }
-    errno = 0;
-    (void) strtoll(s->default_value, &end, 10);
-    return errno == 0 && end != s->default_value && *end == '\0';
-}
-
 /*
- * The settings declaration: names a configuration can spell (libconfig
- * names: a letter, then letters, digits, '_' or '-'), known types, no
- * duplicates, defaults of the declared type, no default on a required one
- * (it could never apply). Capped at 256 entries, so a missing terminator
- * fails instead of wandering through memory for long.
- */
-static int
-check_settings_decl(const char *path, const twice_setting *decl, struct buf *tmp, char *err,
-                    size_t errlen)
-{
-    for (size_t i = 0; decl != NULL && decl[i].name != NULL; i++) {
-        const twice_setting *s = &decl[i];
-        const char *why = NULL;
-        if (i >= 256) {
-            why = "more than 256 settings (is the array's NULL-name terminator missing?)";
-        } else if (!ascii_isalpha((unsigned char) s->name[0]) || strlen(s->name) > NAME_MAX_LEN ||
-                   strspn(s->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                   "0123456789_-") != strlen(s->name)) {
-            why = "is not a valid setting name";
-        } else if (s->type != TWICE_SETTING_STRING && s->type != TWICE_SETTING_INT &&
-                   s->type != TWICE_SETTING_BOOL) {
-            why = "has an unknown type";
-        } else if (!valid_default(s)) {
-            why = "has a default that is not of its type";
-        } else if (s->required && s->default_value != NULL) {
-            why = "is required and has a default (the default could never apply)";
-        }
-        for (size_t j = 0; why == NULL && j < i; j++) {
-            if (strcmp(decl[j].name, s->name) == 0) {
-                why = "is declared twice";
-            }
-        }
-        if (why != NULL) {
-            snprintf(err, errlen, "%s: setting '%s' %s", path, shown(tmp, s->name), why);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* A template of the plugin's (its key_template, or its key setting's
- * default) compiled, or err "PATH: WHAT \"TEXT\": why". */
-static int
-compile_plugin_template(const char *path, const char *what, const char *text,
-                        struct keytmpl **tmpl, struct buf *tmp, char *err, size_t errlen)
-{
-    char why[256];
-    if (keytmpl_compile(text, tmpl, why, sizeof(why)) == 0) {
-        return 0;
-    }
-    buf_reset(tmp);
-    escape_text(tmp, text, strnlen(text, 2 * TWICE_KEY_MAX));
-    snprintf(err, errlen, "%s: %s \"%s\": %s", path, what, buf_str(tmp), why);
-    return -1;
-}
-
-/* key_setting names a declared string setting; its default, if any, is a
- * template that compiles (a bad default is the plugin's bug, not the
- * configuration's). */
-static int
-check_key_setting(const char *path, const twice_plugin *d, const char *name, struct buf *tmp,
-                  char *err, size_t errlen)
-{
-    const twice_setting *s = NULL;
-    for (size_t i = 0; d->settings != NULL && d->settings[i].name != NULL && s == NULL; i++) {
-        s = strcmp(d->settings[i].name, name) == 0 ? &d->settings[i] : NULL;
-    }
-    if (s == NULL || s->type != TWICE_SETTING_STRING) {
-        snprintf(err, errlen, "%s: key_setting '%s' is not one of its declared string settings",
-                 path, shown(tmp, name));
-        return -1;
-    }
-    struct keytmpl *t = NULL;
-    char what[128];
-    snprintf(what, sizeof(what), "the default of key setting '%s'", s->name);
-    if (s->default_value != NULL &&
-        compile_plugin_template(path, what, s->default_value, &t, tmp, err, errlen) != 0) {
-        return -1;
-    }
-    keytmpl_free(t);
-    return 0;
-}
-
-/* The key: exactly one of a template that compiles, derive_key and a
- * key_setting naming a string setting. */
-static int
-check_key(const char *path, const twice_plugin *d, struct loaded_plugin *out, struct buf *tmp,
-          char *err, size_t errlen)
-{
-    const char *setting = loader_key_setting(d);
-    int n = (d->key_template != NULL) + (d->derive_key != NULL) + (setting != NULL);
-
-    if (n > 1) {
-        snprintf(err, errlen, "%s: set exactly one of key_template, derive_key and key_setting",
-                 path);
-        return -1;
-    }
-    if (n == 0) {
-        snprintf(err, errlen,
-                 "%s: descriptor sets none of key_template, derive_key and key_setting", path);
-        return -1;
-    }
-    if (setting != NULL) {
-        out->key = LOADER_KEY_NONE; /* until the configuration's settings are known */
-        return check_key_setting(path, d, setting, tmp, err, errlen);
-    }
-    if (d->derive_key != NULL) {
-        out->key = LOADER_KEY_DERIVE;
-        return 0;
-    }
-    out->key = LOADER_KEY_TEMPLATE;
-    out->key_text = d->key_template;
-    return compile_plugin_template(path, "key_template", d->key_template, &out->tmpl, tmp, err,
-                                   errlen);
-}
-
-/*
- * Everything after the load rule. Fields up to derive_key are all inside
- * the 1.0 minimum size, which loader_check_descriptor has checked; a field
- * of a later minor is read only through HAS_1_1 and its kind. out's key
- * fields are set (the template owned by out) only when 0 is returned.
+ * Everything after the load rule (text/plugdecl.c, shared with the SDK's
+ * mock host): fields up to derive_key are all inside the 1.0 minimum size,
+ * which loader_check_descriptor has checked; a field of a later minor is
+ * read only for a descriptor of that minor. out's key fields are set (the
+ * template owned by out) only when 0 is returned.
  */
 static int
 check_fields(const char *path, const twice_plugin *d, struct loaded_plugin *out, char *err,
              size_t errlen)
 {
-    struct buf tmp = BUF_INIT;
-    int rc = -1;
+    char why[2048];
+    struct keytmpl *tmpl = NULL;
 
-    if (d->name == NULL || !valid_name(d->name, "_-")) {
-        snprintf(err, errlen, "%s: plugin name \"%s\" is not 1-%d characters of [a-z0-9_-]", path,
-                 d->name != NULL ? shown(&tmp, d->name) : "", NAME_MAX_LEN);
-    } else if ((d->flags & ~(uint32_t) TWICE_FLAG_TRANSACTIONAL) != 0) {
-        snprintf(err, errlen, "%s: unknown flags 0x%x in the descriptor", path,
-                 (unsigned) (d->flags & ~(uint32_t) TWICE_FLAG_TRANSACTIONAL));
-    } else if (d->handle == NULL) {
-        snprintf(err, errlen, "%s: descriptor has no handle function", path);
-    } else if (check_settings_decl(path, d->settings, &tmp, err, errlen) == 0 &&
-               check_key(path, d, out, &tmp, err, errlen) == 0) {
-        rc = 0;
+    if (plugdecl_check(d, &tmpl, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        return -1;
     }
-    if (rc != 0) {
-        keytmpl_free(out->tmpl);
-        out->tmpl = NULL;
-        out->key_text = NULL;
+    out->tmpl = tmpl;
+    out->key_text = NULL;
+    if (loader_key_setting(d) != NULL) {
+        out->key = LOADER_KEY_NONE; /* until the configuration's settings are known */
+    } else if (d->derive_key != NULL) {
+        out->key = LOADER_KEY_DERIVE;
+    } else {
+        out->key = LOADER_KEY_TEMPLATE;
+        out->key_text = d->key_template;
     }
-    buf_free(&tmp);
-    return rc;
+    return 0;
 }
 
 /* Find the entry point and make sure it is a function of the library (a

@@ -3,6 +3,8 @@
  */
 #include "utf8.h"
 
+#include <string.h>
+
 size_t
 utf8_seq_len(const unsigned char *s, size_t n)
 {
@@ -47,4 +49,17 @@ utf8_valid(const char *s, size_t n)
         i += len;
     }
     return 1;
+}
+
+void
+utf8_mark_cut(char *s, size_t cap, int n)
+{
+    if (n < 0 || (size_t) n < cap || cap < 4) {
+        return;
+    }
+    size_t len = cap - 4;
+    while (len > 0 && ((unsigned char) s[len] & 0xC0) == 0x80) {
+        len--; /* s[len], the first byte left out, continues a character */
+    }
+    memcpy(s + len, "...", 4);
 }

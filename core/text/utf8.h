@@ -15,4 +15,9 @@ size_t utf8_seq_len(const unsigned char *s, size_t n);
 /* 1 when all n bytes of s are valid UTF-8, else 0. */
 int utf8_valid(const char *s, size_t n);
 
+/* Text formatted into s (cap bytes) that needed n bytes (an snprintf's
+ * answer): when it was cut, cut it again between characters and end it
+ * with "...", so it neither ends mid-character nor reads as whole. */
+void utf8_mark_cut(char *s, size_t cap, int n);
+
 #endif

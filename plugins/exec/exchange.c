@@ -123,16 +123,24 @@ static int
 failed_when(struct xjob *x, const char *what, const char *when, char *why, size_t cap)
 {
     pid_t pid = x->p->pid;
-    int status = 0;
+    int status = 0, alive = 0;
     char how[128];
     drain_stderr(x);
     exec_lines_flush(&x->p->lines, job_line, x);
+    if (what == NULL) {
+        /* its stdout is closed: ended, or closed it and went on (then the
+         * SIGKILL below is ours, not what it died of) */
+        alive = !exec_proc_ends_within(x->p, EXEC_END_GRACE_MS);
+    }
     exec_proc_kill(x->p, &status);
     if (why == NULL || cap == 0) {
         return -1;
     }
     if (what == NULL) {
         exec_proc_describe_exit(status, how, sizeof(how));
+        if (alive) {
+            snprintf(how, sizeof(how), "closed its stdout and went on running (killed)");
+        }
         snprintf(why, cap, "handler %d %s%s", (int) pid, how, when);
     } else if (why != what) {
         snprintf(why, cap, "handler %d %s", (int) pid, what);
@@ -241,6 +249,25 @@ describe_limit(struct exec_limit l, char *out, size_t cap)
     }
 }
 
+/* Why a job failed that got no answer line, in what: the overrun (limit)
+ * or NULL (how it ended, said by failed_when), and what it wrote without
+ * the newline that ends an answer, when it wrote something: a handler
+ * that answers with write(json) and no "\n" is told so, not only that it
+ * never answered. */
+static int
+no_answer(struct xjob *x, const char *limit, char *why, size_t cap)
+{
+    char shown[EXEC_SHOWN * 2], what[EXEC_SHOWN * 2 + 256], when[EXEC_SHOWN * 2 + 300];
+    if (x->alen == 0) {
+        return failed(x, limit, why, cap);
+    }
+    exec_shown(x->answer, x->alen, shown, sizeof(shown));
+    snprintf(what, sizeof(what), "%s; it wrote '%s' without the newline that ends an answer",
+             limit != NULL ? limit : "", shown);
+    snprintf(when, sizeof(when), " before answering%s", what);
+    return limit != NULL ? failed(x, what, why, cap) : failed_when(x, NULL, when, why, cap);
+}
+
 /* The answer line read is this job's, or the process is out of step:
  * killed and the job failed (-1 with why). It echoed another message id:
  * a stray line of an earlier job. More output follows the line (extra)
@@ -312,12 +339,10 @@ exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const c
         rc = -2;
     } else if (rc == 1 && exec_parse_answer(x.answer, x.alen, a, why, cap) != 0) {
         rc = failed(&x, why, why, cap);
+    } else if (rc == -2) {
+        rc = failed(&x, "answered a line longer than 64 KiB", why, cap);
     } else if (rc != 1) {
-        rc = failed(&x,
-                    rc == 0    ? limit
-                    : rc == -2 ? "answered a line longer than 64 KiB"
-                               : NULL,
-                    why, cap);
+        rc = no_answer(&x, rc == 0 ? limit : NULL, why, cap);
     } else {
         rc = accept_answer(&x, a, extra || pending(p), why, cap);
     }

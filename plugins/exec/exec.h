@@ -19,9 +19,10 @@
 #include <time.h>
 #include <twice/plugin.h>
 
-#define EXEC_LINE_MAX   4096        /* bytes of a stderr line logged; the rest is cut */
-#define EXEC_ANSWER_MAX (64 * 1024) /* bytes of an answer line */
-#define EXEC_SHOWN      120         /* bytes of a bad answer quoted in an error */
+#define EXEC_LINE_MAX     4096        /* bytes of a stderr line logged; the rest is cut */
+#define EXEC_ANSWER_MAX   (64 * 1024) /* bytes of an answer line */
+#define EXEC_SHOWN        120         /* bytes of a bad answer quoted in an error */
+#define EXEC_END_GRACE_MS 1000        /* its stdout closed: how long it has to end */
 
 /* ---- command.c: what to run ---- */
 
@@ -109,6 +110,11 @@ int exec_proc_start(struct exec_proc *p, const struct exec_cmd *c, char *err, si
  * Its stdout says so too, but only once every process holding that socket
  * has closed it, and a child the handler started may hold it for good. */
 int exec_proc_ended(const struct exec_proc *p);
+
+/* Whether the process ends within ms milliseconds, left unreaped (for
+ * exec_proc_kill's status): at EOF on its stdout, a handler that exited
+ * is told from one that closed its stdout and went on running. */
+int exec_proc_ends_within(const struct exec_proc *p, int ms);
 
 /* Kill the process group (SIGKILL), reap the process and close our ends.
  * The wait status in *status when it is not NULL. */

@@ -209,6 +209,25 @@ exec_proc_ended(const struct exec_proc *p)
 }
 
 int
+exec_proc_ends_within(const struct exec_proc *p, int ms)
+{
+    for (int waited = 0; p->pid > 0; waited += 10) {
+        siginfo_t si;
+        memset(&si, 0, sizeof(si));
+        int rc = waitid(P_PID, p->pid, &si, WEXITED | WNOHANG | WNOWAIT);
+        if ((rc == 0 && si.si_pid == p->pid) || (rc < 0 && errno != EINTR)) {
+            return 1; /* ended (or not ours to wait for: said as before) */
+        }
+        if (waited >= ms) {
+            return 0;
+        }
+        struct timespec t = {0, 10 * 1000 * 1000};
+        nanosleep(&t, NULL);
+    }
+    return 1;
+}
+
+int
 exec_proc_start(struct exec_proc *p, const struct exec_cmd *c, char *err, size_t errlen)
 {
     int sv[2] = {-1, -1}, ep[2] = {-1, -1}, st[2] = {-1, -1};

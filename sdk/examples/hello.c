@@ -12,7 +12,12 @@
  *
  *     plugins = ( { name = "hello"; path = "/opt/hello/hello.so";
  *                   settings = { greeting = "Hi"; }; } );
+ *
+ * It builds as strict C too (-std=c11 -pedantic -Wall -Wextra -Werror):
+ * strdup() is POSIX, not ISO C, hence the feature macro before any header.
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include <stdlib.h>
 #include <string.h>
 

@@ -39,8 +39,10 @@ struct twice_mock {
     int echo;
     char error[512];
     char setting_error[480]; /* init()'s api->setting_error(): "setting 'x': why" */
-    pthread_mutex_t lock;    /* guards log and next_id (jobs run on many threads) */
-    struct mock_log log;     /* lines without a job */
+    char init_cause[400];    /* init()'s last error (else warning) line, as twiced keeps it */
+    int init_cause_level;
+    pthread_mutex_t lock; /* guards log and next_id (jobs run on many threads) */
+    struct mock_log log;  /* lines without a job */
     unsigned long next_id;
     struct mock_kv *queues; /* twice_mock_queue's: name -> URL (owned) */
     size_t nqueues;

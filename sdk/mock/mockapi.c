@@ -11,6 +11,7 @@
 #include "jsonpath.h"
 #include "mock_internal.h"
 #include "tracectx.h"
+#include "utf8.h"
 
 #include "sqs_limits.h"
 #include "sendcheck.h"
@@ -68,6 +69,13 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
         pthread_mutex_lock(&m->lock);
         mocklog_add(&m->log, level, text);
         pthread_mutex_unlock(&m->lock);
+    }
+    if (m != NULL && job == NULL && m == current_mock && !m->initialized &&
+        level <= TWICE_LOG_WARN && (int) level <= m->init_cause_level) {
+        /* in init(): what its failure is reported with, as twiced does */
+        utf8_mark_cut(m->init_cause, sizeof(m->init_cause),
+                      snprintf(m->init_cause, sizeof(m->init_cause), "%s", text));
+        m->init_cause_level = level;
     }
     if (m != NULL && m->echo) {
         fprintf(stderr, "[%s] %s: %s\n", level_names[level], m->plugin->name, text);
@@ -165,10 +173,12 @@ api_key(const twice_job *job)
     return job->key != NULL ? job->key : "";
 }
 
+/* 0 in derive_key(), as in twiced: the key is not claimed yet, so the
+ * run has no number (twice_mock_job_attempt sets handle()'s). */
 static int
 api_attempt(const twice_job *job)
 {
-    return job->attempt;
+    return deriving_key ? 0 : job->attempt;
 }
 
 static const char *
@@ -183,10 +193,27 @@ api_group_id(const twice_job *job)
     return job->group_id;
 }
 
+/* Whether s may be read now: inside its mock's init(), as twiced hands a
+ * plugin its settings only for init() and describe() (they live on its
+ * stack); else an error line, as twiced logs it, and the caller gets
+ * nothing. */
+static int
+live(const twice_settings *s, const char *fn, const char *name)
+{
+    if (current_mock != NULL && current_mock == s->mock && !current_mock->initialized) {
+        return 1;
+    }
+    api_log(NULL, TWICE_LOG_ERROR,
+            "api->%s(\"%s\") outside init() and describe(): a plugin's settings are only "
+            "valid there (copy what you keep)",
+            fn, name != NULL ? name : "(null)");
+    return 0;
+}
+
 static const char *
 api_setting(const twice_settings *s, const char *name)
 {
-    if (s == NULL || name == NULL) {
+    if (s == NULL || name == NULL || !live(s, "setting", name)) {
         return NULL;
     }
     const struct twice_mock *m = s->mock;
@@ -215,13 +242,25 @@ api_setting_error(const twice_settings *s, const char *name, const char *fmt, ..
     va_start(ap, fmt);
     cnum_vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
+    if (s != NULL && !live(s, "setting_error", name)) {
+        return;
+    }
     const twice_setting *d = s != NULL && name != NULL ? s->mock->plugin->settings : NULL;
     while (d != NULL && d->name != NULL && strcmp(d->name, name) != 0) {
         d++;
     }
     if (d == NULL || d->name == NULL) {
+        /* logged, but not init()'s cause: twiced logs it beside the plugin's lines */
+        struct twice_mock *m = current_mock;
+        char cause[sizeof(m->init_cause)];
+        int level = m != NULL ? m->init_cause_level : 0;
+        memcpy(cause, m != NULL ? m->init_cause : "", m != NULL ? sizeof(cause) : 1);
         api_log(NULL, TWICE_LOG_ERROR, "setting error for an undeclared setting '%s': %s",
                 name != NULL ? name : "(null)", why);
+        if (m != NULL) {
+            memcpy(m->init_cause, cause, sizeof(cause));
+            m->init_cause_level = level;
+        }
         return;
     }
     if (current_mock == NULL || current_mock != s->mock || current_mock->initialized) {

@@ -8,10 +8,10 @@
 #include "mockkey.h"
 
 #include "buf.h"
-#include "escape.h"
 #include "keytmpl.h"
 #include "mock_internal.h"
 #include "mockapi.h"
+#include "plugdecl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +20,7 @@
 const char *
 mockkey_setting(const twice_plugin *d)
 {
-    return d->abi_minor >= 1 ? d->key_setting : NULL;
+    return plugdecl_key_setting(d);
 }
 
 /* The declaration of the setting name, or NULL. */
@@ -33,32 +33,6 @@ declared(const twice_plugin *d, const char *name)
         }
     }
     return NULL;
-}
-
-int
-mockkey_compile(const twice_plugin *d, struct keytmpl **out, char *err, size_t errlen)
-{
-    char why[256];
-    const char *setting = mockkey_setting(d);
-    *out = NULL;
-    if (setting != NULL) {
-        const twice_setting *s = declared(d, setting);
-        if (s == NULL || s->type != TWICE_SETTING_STRING) {
-            snprintf(err, errlen, "key_setting '%s' is not one of its declared string settings",
-                     setting);
-            return -1;
-        }
-        return 0;
-    }
-    if (d->key_template == NULL || keytmpl_compile(d->key_template, out, why, sizeof(why)) == 0) {
-        return 0;
-    }
-    /* The template is the plugin's text: quoted escaped, as the loader does. */
-    struct buf shown = BUF_INIT;
-    escape_text(&shown, d->key_template, strnlen(d->key_template, 2 * TWICE_KEY_MAX));
-    snprintf(err, errlen, "key_template \"%s\": %s", buf_str(&shown), why);
-    buf_free(&shown);
-    return -1;
 }
 
 /* keytmpl's view of a fake job's attributes (ctx is the job). Binary ones

@@ -13,11 +13,6 @@ struct keytmpl;
 struct twice_job;
 struct twice_mock;
 
-/* Compile the descriptor's key_template as the host's loader does: 0 and
- * *out (NULL for a derive_key plugin; keytmpl_free), or -1 with err
- * ("key_template \"x{\": column 2: unterminated field"). */
-int mockkey_compile(const twice_plugin *d, struct keytmpl **out, char *err, size_t errlen);
-
 /* The descriptor's key_setting, NULL before ABI 1.1 (as the loader reads
  * it). */
 const char *mockkey_setting(const twice_plugin *d);

@@ -4,7 +4,8 @@
  * anything else dead-letters that one message as bad-key-field or
  * key-too-long, with the reason, instead of failing the batch it came in.
  * And which key source wins: a queue's key over the plugin's template or
- * derive_key().
+ * derive_key(). And what a failed init() is reported with: its last
+ * error line, cut between characters and marked when long.
  */
 #include "buf.h"
 #include "check.h"
@@ -117,10 +118,57 @@ test_sources(void)
     CHECK_STR(keying_source_name(KEYING_QUEUE), "queue key");
 }
 
+static int
+long_init(const twice_api *api, const twice_settings *settings, void **state)
+{
+    (void) settings;
+    (void) state;
+    char text[3001];
+    for (int i = 0; i < 1000; i++) {
+        memcpy(text + 3 * i, "\xe2\x82\xac", 3); /* the euro sign */
+    }
+    text[3000] = '\0';
+    api->log(NULL, TWICE_LOG_ERROR, "x%s", text); /* 'x': the cut falls mid-character */
+    return -1;
+}
+
+static twice_status
+long_handle(void *state, twice_job *job)
+{
+    (void) state;
+    (void) job;
+    return TWICE_DONE;
+}
+
+/* A 3 KB reason of init(): twiced -t's line has its start, whole
+ * characters, and says it is cut. */
+static void
+test_long_init_cause(void)
+{
+    twice_plugin d = {.magic = TWICE_ABI_MAGIC,
+                      .abi_major = TWICE_ABI_MAJOR,
+                      .abi_minor = TWICE_ABI_MINOR,
+                      .size = (uint32_t) sizeof(twice_plugin),
+                      .name = "long",
+                      .key_template = "k:{id}",
+                      .init = long_init,
+                      .handle = long_handle};
+    struct config_plugin cp = {.name = "long", .line = 7};
+    struct plugin_instance p = {.name = "long", .cfg = &cp};
+    char err[2048];
+    p.lp.desc = &d;
+    CHECK_INT(hostapi_init(&p, "twice.conf", err, sizeof(err)), -1);
+    CHECK_CONTAINS(err, "twice.conf:7: plugin 'long': init failed: x\xe2\x82\xac");
+    CHECK(strstr(err, "\\x") == NULL); /* no byte of a cut character shown escaped */
+    size_t n = strlen(err);
+    CHECK(n > 3 && strcmp(err + n - 6, "\xe2\x82\xac...") == 0);
+}
+
 int
 main(void)
 {
     test_sources();
+    test_long_init_cause();
     char reason[256];
     char *k = derive("welcome:42", 10, reason, sizeof(reason));
     CHECK_STR(k, "welcome:42");

@@ -7,6 +7,7 @@
  */
 #include "buf.h"
 #include "check.h"
+#include "config.h"
 #include "hostapi.h"
 #include "instance.h"
 #include "job.h"
@@ -149,6 +150,7 @@ static struct {
     int n;
     const char *error; /* given with api->error when n < 0 */
     const char *field; /* not NULL: answer api->field of this path instead */
+    int attempt;       /* nonzero: answer "attempt=<api->attempt>" instead */
 } answer;
 
 /* The state is the host's API table, so derive_key can call api->error. */
@@ -164,6 +166,9 @@ static int
 fake_derive(void *state, const twice_job *job, char *out, size_t cap)
 {
     const twice_api *api = state;
+    if (answer.attempt) {
+        return snprintf(out, cap, "attempt=%d", api->attempt(job));
+    }
     if (answer.field != NULL) {
         size_t len = 0;
         const char *v = api->field(job, answer.field, &len);
@@ -480,6 +485,15 @@ test_derive_key(void)
         free(m);
     }
     answer.field = NULL;
+    /* attempt() is 0 in derive_key: the key is not claimed yet (plugin.h) */
+    answer.attempt = 1;
+    char *da = daemon_key(NULL, &messages[0]);
+    char *ma = mock_key(NULL, &messages[0]);
+    CHECK_STR(da, "key attempt=0");
+    CHECK_STR(ma, "key attempt=0");
+    free(da);
+    free(ma);
+    answer.attempt = 0;
     for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
         answer.bytes = answers[i].bytes;
         answer.n = answers[i].n;
@@ -491,6 +505,90 @@ test_derive_key(void)
         free(d);
         free(m);
     }
+}
+
+/* A plugin that keeps its settings pointer past init() (plugin.h: valid
+ * only during init and describe). The daemon's lives on hostapi_init's
+ * stack: read later, it was a dead frame. Both hosts answer NULL then. */
+static const twice_settings *kept_settings;
+static const twice_api *kept_api;
+
+static int
+keeper_init(const twice_api *api, const twice_settings *settings, void **state)
+{
+    kept_settings = settings;
+    kept_api = api;
+    *state = NULL;
+    const char *v = api->setting(settings, "greeting");
+    return v != NULL && strcmp(v, "hi") == 0 ? 0 : -1;
+}
+
+static void
+test_settings_after_init(void)
+{
+    static const twice_setting decl[] = {{"greeting", TWICE_SETTING_STRING, 0, NULL, "x"},
+                                         {NULL, 0, 0, NULL, NULL}};
+    twice_plugin d = descriptor("{id}");
+    d.init = keeper_init;
+    d.settings = decl;
+    struct config_kv kv = {"greeting", "hi", TWICE_SETTING_STRING, 3, NULL};
+    struct config_plugin cp = {.name = "agree", .settings = &kv, .nsettings = 1};
+    struct plugin_instance p = {.name = "agree", .cfg = &cp};
+    char err[512];
+    p.lp.desc = &d;
+    CHECK_INT(hostapi_init(&p, "twice.conf", err, sizeof(err)), 0);
+    CHECK(kept_api->setting(kept_settings, "greeting") == NULL);
+    kept_api->setting_error(kept_settings, "greeting", "too late"); /* said, not read */
+
+    twice_mock *m = twice_mock_new(&d);
+    CHECK(m != NULL);
+    CHECK_INT(twice_mock_set(m, "greeting", "hi"), 0);
+    CHECK_INT(twice_mock_init(m), 0);
+    CHECK(kept_api->setting(kept_settings, "greeting") == NULL);
+    twice_mock_free(m);
+}
+
+/* An init() that fails with a long error line (the euro sign, with a 'x'
+ * before: a byte cut falls mid-character), or with none. */
+static int
+failing_init(const twice_api *api, const twice_settings *settings, void **state)
+{
+    (void) settings;
+    (void) state;
+    char text[1501];
+    for (int i = 0; i < 500; i++) {
+        memcpy(text + 3 * i, "\xe2\x82\xac", 3);
+    }
+    text[1500] = '\0';
+    if (answer.n == 0) {
+        api->log(NULL, TWICE_LOG_WARN, "a warning");
+        api->log(NULL, TWICE_LOG_ERROR, "x%s", text);
+        api->log(NULL, TWICE_LOG_INFO, "an info line, not the cause");
+    }
+    return -1;
+}
+
+/* The mock reports a failed init() in twiced's words (less FILE:LINE). */
+static void
+test_init_failure(void)
+{
+    twice_plugin d = descriptor("{id}");
+    d.init = failing_init;
+    struct config_plugin cp = {.name = "agree", .line = 3};
+    struct plugin_instance p = {.name = "agree", .cfg = &cp};
+    char err[2048];
+    p.lp.desc = &d;
+    for (answer.n = 0; answer.n < 2; answer.n++) {
+        CHECK_INT(hostapi_init(&p, "twice.conf", err, sizeof(err)), -1);
+        twice_mock *m = twice_mock_new(&d);
+        CHECK(m != NULL);
+        CHECK(twice_mock_init(m) != 0);
+        CHECK(strncmp(err, "twice.conf:3: ", 14) == 0);
+        CHECK_STR(twice_mock_error(m), err + 14);
+        CHECK_CONTAINS(err, answer.n == 0 ? "init failed: x\xe2\x82\xac" : "logged no reason");
+        twice_mock_free(m);
+    }
+    answer.n = 0;
 }
 
 int
@@ -521,6 +619,8 @@ main(void)
         free(got);
     }
     test_derive_key();
+    test_settings_after_init();
+    test_init_failure();
     twice_mock_free(any);
     return check_done("test-mock-keys");
 }

@@ -525,6 +525,21 @@ test_failures(twice_mock *m)
     CHECK_INT(run_pid(m, "\"do\":\"ok\"", &before, &j), TWICE_DONE); /* restarted */
     CHECK(before != pid);
     twice_mock_job_free(j);
+
+    /* It closed its stdout and went on: the SIGKILL is ours, not its end. */
+    CHECK_INT(run_pid(m, "\"do\":\"close_stdout\"", &pid, &j), TWICE_RETRY);
+    CHECK_CONTAINS(twice_mock_job_error(j),
+                   "closed its stdout and went on running (killed) before answering");
+    CHECK(gone(pid));
+    twice_mock_job_free(j);
+
+    /* It wrote its answer without the newline and exited: told so. */
+    CHECK_INT(run_pid(m, "\"do\":\"no_newline\",\"exit_after\":1", &pid, &j), TWICE_RETRY);
+    CHECK_CONTAINS(twice_mock_job_error(j), "exited with status 0 before answering; it wrote "
+                                            "'{\"status\": \"done\"");
+    CHECK_CONTAINS(twice_mock_job_error(j), "' without the newline that ends an answer");
+    CHECK(gone(pid));
+    twice_mock_job_free(j);
 }
 
 /* Whether pidfds work here: the plugin watches a handler's end through one;
@@ -775,6 +790,16 @@ test_overrun(void)
     CHECK_INT(run_pid(m, "\"do\":\"sleep\",\"seconds\":30", &pid, &j), TWICE_RETRY);
     CHECK_CONTAINS(twice_mock_job_error(j), "did not answer within 1 s (killed)");
     CHECK(gone(pid));
+    twice_mock_job_free(j);
+    /* an answer written without its newline is named, not only the overrun
+     * (on a process that answered once: no start_timeout to wait for) */
+    CHECK_INT(plugin_run(m, "{\"id\":1,\"do\":\"ok\"}", &j), TWICE_DONE);
+    twice_mock_job_free(j);
+    CHECK_INT(plugin_run(m, "{\"id\":1,\"do\":\"no_newline\"}", &j), TWICE_RETRY);
+    CHECK_CONTAINS(twice_mock_job_error(j),
+                   "did not answer within 1 s (killed); it wrote '{\"status\": \"done\", "
+                   "\"message_id\": ");
+    CHECK_CONTAINS(twice_mock_job_error(j), "' without the newline that ends an answer");
     twice_mock_job_free(j);
     twice_mock_free(m);
 }

@@ -229,7 +229,9 @@ typedef struct twice_api {
 
     /* A setting's value as text (ints in decimal, bools "true"/"false"), the
      * declared default when not given, or NULL. Only valid during init()
-     * and describe(); copy what you keep. */
+     * and describe(); copy what you keep: later (in handle, fini) the
+     * settings pointer is stale, and the host answers NULL with an error
+     * line (setting_error too). */
     const char *(*setting)(const twice_settings *settings, const char *name);
 
     /* The worker's PostgreSQL connection (a libpq PGconn *) for plugins

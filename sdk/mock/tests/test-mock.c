@@ -547,6 +547,45 @@ test_key_setting(void)
     CHECK(twice_mock_new(&undeclared) == NULL);
 }
 
+/* Descriptors twiced refuses, the mock refuses too (text/plugdecl.c is
+ * both's): a plugin whose tests pass against the mock must load. */
+static void
+test_descriptor_fields(void)
+{
+    static const twice_setting bad_default[] = {{"timeout", TWICE_SETTING_INT, 0, "30s", "x"},
+                                                {NULL, 0, 0, NULL, NULL}};
+    static const twice_setting bad_name[] = {{"my setting", TWICE_SETTING_STRING, 0, NULL, "x"},
+                                             {NULL, 0, 0, NULL, NULL}};
+    static const twice_setting required_default[] = {
+        {"url", TWICE_SETTING_STRING, 1, "http://x", "x"}, {NULL, 0, 0, NULL, NULL}};
+    static const twice_setting twice_declared[] = {{"a", TWICE_SETTING_STRING, 0, NULL, "x"},
+                                                   {"a", TWICE_SETTING_INT, 0, NULL, "x"},
+                                                   {NULL, 0, 0, NULL, NULL}};
+    static const twice_setting bad_key_default[] = {{"key", TWICE_SETTING_STRING, 0, "k:{a", "x"},
+                                                    {NULL, 0, 0, NULL, NULL}};
+    twice_plugin d = *twice_plugin_entry();
+    d.name = "Probe";
+    CHECK(twice_mock_new(&d) == NULL);
+    d.name = NULL;
+    CHECK(twice_mock_new(&d) == NULL);
+    d = *twice_plugin_entry();
+    d.flags = 0x10;
+    CHECK(twice_mock_new(&d) == NULL);
+    const twice_setting *const bad[] = {bad_default, bad_name, required_default, twice_declared};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        d = *twice_plugin_entry();
+        d.settings = bad[i];
+        CHECK(twice_mock_new(&d) == NULL);
+    }
+    twice_plugin b = bridge;
+    b.settings = bad_key_default;
+    CHECK(twice_mock_new(&b) == NULL);
+    d = *twice_plugin_entry(); /* and the plugin as it is loads */
+    twice_mock *m = twice_mock_new(&d);
+    CHECK(m != NULL);
+    twice_mock_free(m);
+}
+
 int
 main(void)
 {
@@ -558,5 +597,6 @@ main(void)
     test_dlopen();
     test_threads();
     test_key_setting();
+    test_descriptor_fields();
     return check_done("test-mock");
 }

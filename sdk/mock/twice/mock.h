@@ -25,6 +25,10 @@
  * the host's own code (compiled into the mock's library): the same key, or
  * the same refusal and reason, as twiced.
  *
+ * Settings are readable (api->setting) only inside init(), as in twiced,
+ * where a plugin's settings live only for init() and describe(): read
+ * later, the mock answers NULL and logs an error, as twiced does.
+ *
  * Ownership: every string the mock returns is owned by the mock or the job
  * and lives until the object is freed (or, for a job's results, until the
  * next twice_mock_run of that job). Strings passed in are copied.
@@ -48,10 +52,11 @@ typedef struct twice_mock twice_mock;
 typedef struct twice_mock_job twice_mock_job;
 
 /* A mock host for a descriptor linked into the test (pass
- * twice_plugin_entry()). The descriptor is checked with the host's load
- * rule, key template included; NULL when it fails (the reason is not kept:
- * use twice_mock_open for a .so, whose errors are reported, or
- * twice_mock_expand_key for a template's) or out of memory. */
+ * twice_plugin_entry()). The descriptor is checked as twiced's loader
+ * checks it (the same code): the load rule, its name, flags, settings
+ * declaration and key source; NULL when it fails (the reason is written
+ * on stderr, "twice-mock: twice_mock_new: ..."; twice_mock_open returns
+ * it for a .so) or out of memory. */
 twice_mock *twice_mock_new(const twice_plugin *plugin);
 
 /* A mock host for a plugin file: dlopen(path), the entry point, the load
@@ -90,9 +95,12 @@ int twice_mock_queue_key(twice_mock *m, const char *tmpl);
  * Strings copied. 0, or -1 when out of memory. */
 int twice_mock_queue(twice_mock *m, const char *name, const char *url);
 
-/* Why the last twice_mock_init failed ("" when it did not): with the
- * plugin's api->setting_error(), "plugin 'x': setting 'y': why", as the
- * host says it after the line of twice.conf that sets y. */
+/* Why the last twice_mock_init failed ("" when it did not), in twiced's
+ * words less its FILE:LINE: with the plugin's api->setting_error(),
+ * "plugin 'x': setting 'y': why" (the host says it after the line of
+ * twice.conf that sets y); else "plugin 'x': init failed: " and the last
+ * error (else warning) line init() logged, or "... (returned N and logged
+ * no reason)". */
 const char *twice_mock_error(const twice_mock *m);
 
 /* Log lines written without a job (in init, fini, or with job NULL).
@@ -119,6 +127,8 @@ int twice_mock_job_message_id(twice_mock_job *j, const char *message_id);
 int twice_mock_job_queue(twice_mock_job *j, const char *queue);
 /* The FIFO MessageGroupId; NULL for a standard queue. */
 int twice_mock_job_group(twice_mock_job *j, const char *group_id);
+/* What api->attempt() says in handle() (in derive_key() it is 0, as in
+ * twiced: the key is not claimed yet). */
 void twice_mock_job_attempt(twice_mock_job *j, int attempt);
 /* What api->traceparent() returns, as twiced with tracing on would: the
  * job's span context, a W3C traceparent value (checked as twiced checks

@@ -5,7 +5,8 @@ Body {"do": ...}: "ok" (done), "reject", "retry" (retry_after 7), "garbage" (a l
 that is not JSON), "die" (exit 3 before answering), "sleep" (SECONDS, then done; with
 "on_attempt": [N...] only on those attempts),
 "stderr" (BYTES of stderr in 100-byte lines, then done), "long_line" (BYTES of stderr
-without a newline), "two_lines" (done twice), "stray" (done, then SECONDS later, 0.3 by
+without a newline), "two_lines" (done twice), "no_newline" (done without the
+line's newline), "close_stdout" (closes its stdin and stdout, then sleeps 30 s), "stray" (done, then SECONDS later, 0.3 by
 default, done again: a late stray line), "echo" (done, the request line written
 to the file named by ECHO_FILE), "env" (done, the environment and the working
 directory written to ECHO_FILE). With "pid_file", its pid is written there first;
@@ -28,11 +29,11 @@ import sys
 import time
 
 
-def answer(job, obj, twice=False):
+def answer(job, obj, twice=False, newline="\n"):
     """One line (two in one write with twice: a handler out of protocol)."""
     if os.environ.get("ECHO_ID", "1") != "0":
         obj["message_id"] = job["message_id"]
-    sys.stdout.write((json.dumps(obj) + "\n") * (2 if twice else 1))
+    sys.stdout.write((json.dumps(obj) + newline) * (2 if twice else 1))
     sys.stdout.flush()
 
 
@@ -60,6 +61,10 @@ def handle(job, req, body):
             f.write(str(os.getpid()))
     if do == "die":
         sys.exit(3)
+    if do == "close_stdout":
+        os.close(0)
+        os.close(1)
+        time.sleep(30)
     if do == "sleep" and job["attempt"] in body.get("on_attempt", [job["attempt"]]):
         time.sleep(float(body.get("seconds", 5)))
     if do == "stderr":
@@ -85,7 +90,8 @@ def handle(job, req, body):
     if body.get("effect"):
         with open(body["effect"], "a") as f:
             f.write(job["key"] + "\n")
-    answer(job, {"status": "done"}, twice=do == "two_lines")
+    answer(job, {"status": "done"}, twice=do == "two_lines",
+           newline="" if do == "no_newline" else "\n")
 
 
 time.sleep(float(os.environ.get("START_DELAY", "0")))
