@@ -275,14 +275,40 @@ same_series(const struct shm_series *s, int m, int proc, const struct labels *ls
     return 1;
 }
 
-/* A series' labels written into its slot (state 1, its writer's alone). */
+/* A series' labels written into its slot (state 1, its writer's alone).
+ * Byte by byte as atomics: a render may read a defs[m].one gauge's labels
+ * while take_over rewrites them (copy_labels), and both sides are then
+ * atomic accesses, which the thread sanitizer can check. A series is made
+ * once, so the cost does not matter. */
 static void
 put_labels(struct shm_series *s, const struct labels *ls)
 {
     for (int i = 0; i < 3; i++) {
-        memcpy(s->labels[i], ls->v[i], ls->n[i]);
-        s->labels[i][ls->n[i]] = '\0';
+        for (size_t k = 0; k < ls->n[i]; k++) {
+            __atomic_store_n(&s->labels[i][k], ls->v[i][k], __ATOMIC_RELAXED);
+        }
+        __atomic_store_n(&s->labels[i][ls->n[i]], '\0', __ATOMIC_RELAXED);
     }
+}
+
+/* The labels and value of a defs[m].one gauge's slot copied into out and
+ * *v as a render reads them, while take_over may be rewriting them: 0 when
+ * the copy is of one series (relabels even and unchanged around it), else -1. Acquire
+ * loads keep the second read of relabels after every byte's (seqlock
+ * readers usually take a fence there, which the thread sanitizer does not
+ * model). */
+static int
+copy_labels(const struct shm_series *s, char out[3][SHM_LABEL], uint64_t *v)
+{
+    int seq = __atomic_load_n(&s->relabels, __ATOMIC_ACQUIRE);
+    *v = __atomic_load_n(&s->value, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < 3; i++) {
+        for (size_t k = 0; k < SHM_LABEL; k++) {
+            out[i][k] = __atomic_load_n(&s->labels[i][k], __ATOMIC_ACQUIRE);
+        }
+        out[i][SHM_LABEL - 1] = '\0';
+    }
+    return (seq & 1) == 0 && __atomic_load_n(&s->relabels, __ATOMIC_ACQUIRE) == seq ? 0 : -1;
 }
 
 /* Whether s is a dropped series of m (a defs[m].one gauge) for proc and l1,
@@ -736,31 +762,27 @@ render_histogram(struct buf *out, const struct shm_region *r, int m)
 }
 
 /* Counters and gauges, a line per series. A defs[m].one gauge's slot may
- * be given other labels (take_over) while its line is written: the line is
- * taken back then, as the series was dropped. */
+ * be given other labels (take_over) while its line is written: its labels
+ * are copied first (copy_labels), and the line is left out when the copy
+ * was torn, as the series was being dropped. */
 static void
 render_plain(struct buf *out, const struct shm_region *r, int m)
 {
+    char copy[3][SHM_LABEL];
     for (int i = 0, n = listed(r); i < n; i++) {
         const struct shm_series *s = ready_at(r, i, m);
-        if (s == NULL || s->proc != -1) {
+        uint64_t v = 0;
+        if (s == NULL || s->proc != -1 || (defs[m].one && copy_labels(s, copy, &v) != 0)) {
             continue;
         }
-        size_t at = out->len;
-        int seq = __atomic_load_n(&s->relabels, __ATOMIC_ACQUIRE);
-        uint64_t v = __atomic_load_n(&s->value, __ATOMIC_RELAXED);
-        put_series_name(out, defs[m].name, m, s->labels, NULL);
+        if (!defs[m].one) {
+            v = __atomic_load_n(&s->value, __ATOMIC_RELAXED);
+        }
+        put_series_name(out, defs[m].name, m, defs[m].one ? copy : s->labels, NULL);
         if (defs[m].kind == COUNTER) {
             buf_printf(out, " %llu\n", (unsigned long long) v);
         } else {
             buf_printf(out, " %.17g\n", bits_to_double(v));
-        }
-        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the labels were read before */
-        if ((seq & 1) != 0 || __atomic_load_n(&s->relabels, __ATOMIC_ACQUIRE) != seq) {
-            if (!out->failed && out->data != NULL) {
-                out->len = at;
-                out->data[at] = '\0';
-            }
         }
     }
 }
