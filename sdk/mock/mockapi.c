@@ -8,6 +8,7 @@
 
 #include "buf.h"
 #include "cnum.h"
+#include "escape.h"
 #include "jsonpath.h"
 #include "mock_internal.h"
 #include "tracectx.h"
@@ -42,18 +43,25 @@ static const char *level_names[] = {"error", "warn", "info", "debug"};
 
 /* A plugin's log line, captured (and echoed). Formatted in the C locale, as
  * the daemon's log does (buf_printf): "%.1f" is "1.5" whatever setlocale()
- * the plugin called. */
+ * the plugin called. Captured as twiced writes its message (base/log.c):
+ * control bytes and invalid UTF-8 escaped by text/escape.c, so a test
+ * matches the line production shows. init()'s cause keeps the raw text:
+ * twiced escapes it when it reports it (mock.c does the same). */
 static void
 api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
 {
-    struct buf b = BUF_INIT;
+    struct buf b = BUF_INIT, shown = BUF_INIT;
     va_list ap;
     va_start(ap, fmt);
     int n = buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    char *text = n == 0 ? buf_steal(&b) : NULL;
-    buf_free(&b);
+    if (n == 0) {
+        escape_unquoted(&shown, buf_str(&b), b.len);
+    }
+    char *text = n == 0 && !shown.failed ? buf_steal(&shown) : NULL;
     if (text == NULL) {
+        buf_free(&b);
+        buf_free(&shown);
         return;
     }
     if ((int) level < TWICE_LOG_ERROR || level > TWICE_LOG_DEBUG) {
@@ -74,13 +82,14 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
         level <= TWICE_LOG_WARN && (int) level <= m->init_cause_level) {
         /* in init(): what its failure is reported with, as twiced does */
         utf8_mark_cut(m->init_cause, sizeof(m->init_cause),
-                      snprintf(m->init_cause, sizeof(m->init_cause), "%s", text));
+                      snprintf(m->init_cause, sizeof(m->init_cause), "%s", buf_str(&b)));
         m->init_cause_level = level;
     }
     if (m != NULL && m->echo) {
         fprintf(stderr, "[%s] %s: %s\n", level_names[level], m->plugin->name, text);
     }
     free(text);
+    buf_free(&b);
 }
 
 static const char *

@@ -86,6 +86,11 @@ handle(void *state, twice_job *job)
         api->retry_after(job, 99999);
         return TWICE_RETRY;
     }
+    if (strcmp(action, "control") == 0) {
+        api->log(job, TWICE_LOG_WARN, "tab\there\x01 bad\xff quote\" back\\ \xc3\xa9");
+        api->log(NULL, TWICE_LOG_INFO, "line\nbreak\r");
+        return TWICE_DONE;
+    }
     if (strcmp(action, "reject") == 0) {
         api->error(job, "no such thing");
         return TWICE_REJECT;
@@ -264,6 +269,25 @@ run_body(twice_mock *m, const char *body, twice_mock_job **out)
 {
     *out = twice_mock_job_new(m, body);
     return twice_mock_run(*out);
+}
+
+/* Log text is captured as twiced writes it (base/log.c, text/escape.c):
+ * control bytes and invalid UTF-8 escaped, quotes, backslashes and valid
+ * UTF-8 kept; so a test that matches a line matches production's. */
+static void
+test_log_escaped(void)
+{
+    twice_mock *m = ready_probe();
+    size_t before = twice_mock_log_count(m);
+    twice_mock_job *j;
+    CHECK_INT(run_body(m, "{\"id\":\"a\",\"action\":\"control\"}", &j), TWICE_DONE);
+    CHECK_INT(twice_mock_job_log_count(j), 1);
+    CHECK_STR(twice_mock_job_log_text(j, 0, NULL),
+              "tab\\there\\x01 bad\\xff quote\" back\\ \xc3\xa9");
+    CHECK_INT(twice_mock_log_count(m), before + 1);
+    CHECK_STR(twice_mock_log_text(m, before, NULL), "line\\nbreak\\r");
+    twice_mock_job_free(j);
+    twice_mock_free(m);
 }
 
 static void
@@ -592,6 +616,7 @@ main(void)
     test_settings();
     test_fields();
     test_traceparent();
+    test_log_escaped();
     test_statuses();
     test_templates();
     test_dlopen();
