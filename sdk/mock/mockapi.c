@@ -209,7 +209,8 @@ api_group_id(const twice_job *job)
 static int
 live(const twice_settings *s, const char *fn, const char *name)
 {
-    if (current_mock != NULL && current_mock == s->mock && !current_mock->initialized) {
+    if (s != NULL && current_mock != NULL && current_mock == s->mock &&
+        !current_mock->initialized) {
         return 1;
     }
     api_log(NULL, TWICE_LOG_ERROR,
@@ -241,43 +242,43 @@ api_setting(const twice_settings *s, const char *name)
 
 /* A setting's value init() cannot use: inside init(), what
  * twice_mock_error() says (the host reports it once, at the line of
- * twice.conf that sets it); elsewhere an error log line. A name the plugin does not declare is a
- * bug in the plugin: logged, not kept. */
+ * twice.conf that sets it); elsewhere (settings NULL too) an error log
+ * line. A name the plugin does not declare is a bug in the plugin: logged,
+ * not kept. As twiced: why cut between characters and marked "...", and
+ * escaped for one line where it is reported. */
 static void
 api_setting_error(const twice_settings *s, const char *name, const char *fmt, ...)
 {
     char why[400];
     va_list ap;
     va_start(ap, fmt);
-    cnum_vsnprintf(why, sizeof(why), fmt, ap);
+    utf8_mark_cut(why, sizeof(why), cnum_vsnprintf(why, sizeof(why), fmt, ap));
     va_end(ap);
-    if (s != NULL && !live(s, "setting_error", name)) {
+    if (!live(s, "setting_error", name)) {
         return;
     }
-    const twice_setting *d = s != NULL && name != NULL ? s->mock->plugin->settings : NULL;
+    const twice_setting *d = name != NULL ? s->mock->plugin->settings : NULL;
     while (d != NULL && d->name != NULL && strcmp(d->name, name) != 0) {
         d++;
     }
     if (d == NULL || d->name == NULL) {
         /* logged, but not init()'s cause: twiced logs it beside the plugin's lines */
-        struct twice_mock *m = current_mock;
+        struct twice_mock *m = current_mock; /* live: in its init() */
         char cause[sizeof(m->init_cause)];
-        int level = m != NULL ? m->init_cause_level : 0;
-        memcpy(cause, m != NULL ? m->init_cause : "", m != NULL ? sizeof(cause) : 1);
+        int level = m->init_cause_level;
+        memcpy(cause, m->init_cause, sizeof(cause));
         api_log(NULL, TWICE_LOG_ERROR, "setting error for an undeclared setting '%s': %s",
                 name != NULL ? name : "(null)", why);
-        if (m != NULL) {
-            memcpy(m->init_cause, cause, sizeof(cause));
-            m->init_cause_level = level;
-        }
+        memcpy(m->init_cause, cause, sizeof(cause));
+        m->init_cause_level = level;
         return;
     }
-    if (current_mock == NULL || current_mock != s->mock || current_mock->initialized) {
-        api_log(NULL, TWICE_LOG_ERROR, "setting '%s': %s", d->name, why);
-        return;
-    }
-    snprintf(current_mock->setting_error, sizeof(current_mock->setting_error), "setting '%s': %s",
-             d->name, why);
+    struct buf shown = BUF_INIT;
+    escape_unquoted(&shown, why, strlen(why));
+    utf8_mark_cut(current_mock->setting_error, sizeof(current_mock->setting_error),
+                  snprintf(current_mock->setting_error, sizeof(current_mock->setting_error),
+                           "setting '%s': %s", d->name, shown.failed ? "" : buf_str(&shown)));
+    buf_free(&shown);
 }
 
 static void *
