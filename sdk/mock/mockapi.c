@@ -351,45 +351,41 @@ api_attr_name(const twice_job *job, size_t i)
     return i < job->nattrs ? job->attrs[i].name : NULL;
 }
 
-/* A queue twice_mock_queue named, else a URL given as such; NULL. */
+/* The URL twice_mock_queue gave the queue name, or NULL
+ * (sendcheck_resolve's lookup; ctx is the mock). */
 static const char *
-mock_resolve(const struct twice_mock *m, const char *queue)
+mock_queue_url(const void *ctx, const char *name)
 {
+    const struct twice_mock *m = ctx;
     for (size_t i = 0; i < m->nqueues; i++) {
-        if (strcmp(m->queues[i].name, queue) == 0) {
+        if (strcmp(m->queues[i].name, name) == 0) {
             return m->queues[i].value;
         }
-    }
-    if (strncmp(queue, "https://", 8) == 0 || strncmp(queue, "http://", 7) == 0) {
-        return queue;
     }
     return NULL;
 }
 
-/* The host's checks (text/sendcheck.c), the message kept on the job. */
+/* The host's resolution and checks (text/sendcheck.c), the message kept
+ * on the job. */
 static int
 api_send(twice_job *job, const char *queue, const char *body, size_t len, int delay_seconds,
          const char *group_id, const char *const *attrs)
 {
-    const char *url = queue != NULL && *queue != '\0' ? mock_resolve(job->mock, queue) : NULL;
     char why[400];
-    struct mock_sent s = {0};
-    int rc = -1;
-    if (url == NULL || body == NULL) {
-        snprintf(why, sizeof(why),
-                 url == NULL ? "queue \"%.200s\" is not a queue of twice.conf "
-                               "(twice_mock_queue names them)"
-                             : "no body",
-                 queue != NULL ? queue : "");
-    } else {
-        size_t n = len == (size_t) -1 ? strlen(body) : len;
-        rc = sendcheck_message(url, job->key != NULL ? job->key : "", job->nsent, body, n,
-                               delay_seconds, group_id, attrs, &s.attrs_json, why, sizeof(why));
-        s.url = rc == 0 ? strdup(url) : NULL;
-        s.body = rc == 0 ? strndup(body, n) : NULL;
-        s.group_id = rc == 0 && group_id != NULL ? strdup(group_id) : NULL;
-        s.delay = delay_seconds;
+    const char *url = sendcheck_resolve(queue, body, mock_queue_url, job->mock, why, sizeof(why));
+    if (url == NULL) {
+        job->send_refused = 1;
+        api_error(job, "%s", why); /* twiced's words: twice_mock_queue names the queues */
+        return -1;
     }
+    struct mock_sent s = {0};
+    size_t n = len == (size_t) -1 ? strlen(body) : len;
+    int rc = sendcheck_message(url, job->key != NULL ? job->key : "", job->nsent, body, n,
+                               delay_seconds, group_id, attrs, &s.attrs_json, why, sizeof(why));
+    s.url = rc == 0 ? strdup(url) : NULL;
+    s.body = rc == 0 ? strndup(body, n) : NULL;
+    s.group_id = rc == 0 && group_id != NULL ? strdup(group_id) : NULL;
+    s.delay = delay_seconds;
     if (rc == 0 && job->nsent == job->capsent) {
         size_t cap = job->capsent ? 2 * job->capsent : 4;
         struct mock_sent *grown = realloc(job->sent, cap * sizeof(*grown));

@@ -97,7 +97,8 @@ int twice_mock_init(twice_mock *m);
 int twice_mock_queue_key(twice_mock *m, const char *tmpl);
 
 /* A queue api->send() may name, as a queue `name` and `url` of twice.conf.
- * Without it only URLs are accepted, as the host refuses unknown names.
+ * Without it only URLs are accepted, as the host refuses unknown names
+ * (in the host's words: "send: queue \"x\" is not a queue of twice.conf ...").
  * Strings copied. 0, or -1 when out of memory. */
 int twice_mock_queue(twice_mock *m, const char *name, const char *url);
 
