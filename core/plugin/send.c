@@ -13,18 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The URL for queue: a configured queue's, or queue itself when it is a
- * URL; NULL when it is neither. Borrowed. */
+/* The URL of the queue twice.conf names name, or NULL (sendcheck_resolve's
+ * lookup; ctx is the config). Borrowed. */
 static const char *
-resolve(const struct config *c, const char *queue)
+configured_url(const void *ctx, const char *name)
 {
+    const struct config *c = ctx;
     for (size_t i = 0; c != NULL && i < c->nqueues; i++) {
-        if (strcmp(c->queues[i].name, queue) == 0) {
+        if (strcmp(c->queues[i].name, name) == 0) {
             return c->queues[i].url;
         }
-    }
-    if (strncmp(queue, "https://", 8) == 0 || strncmp(queue, "http://", 7) == 0) {
-        return queue;
     }
     return NULL;
 }
@@ -35,13 +33,8 @@ send_prepare(const struct config *c, const char *key, size_t idx, const char *qu
              const char *const *attrs, struct outbox_msg *out, char *why, size_t whylen)
 {
     memset(out, 0, sizeof(*out));
-    const char *url = queue != NULL && *queue != '\0' ? resolve(c, queue) : NULL;
-    if (url == NULL || body == NULL) {
-        snprintf(why, whylen,
-                 url == NULL ? "send: queue \"%.200s\" is not a queue of twice.conf (name one "
-                               "of its queues, or give a queue URL)"
-                             : "send to queue %.200s: no body",
-                 queue != NULL ? queue : "");
+    const char *url = sendcheck_resolve(queue, body, configured_url, c, why, whylen);
+    if (url == NULL) {
         return -1;
     }
     size_t n = len == (size_t) -1 ? strlen(body) : len;

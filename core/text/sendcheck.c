@@ -29,6 +29,31 @@ refuse(char *why, size_t whylen, const char *fmt, ...)
     return -1;
 }
 
+const char *
+sendcheck_resolve(const char *queue, const char *body,
+                  const char *(*url_of)(const void *ctx, const char *name), const void *ctx,
+                  char *why, size_t whylen)
+{
+    const char *url = NULL;
+    if (queue != NULL && *queue != '\0') {
+        url = url_of(ctx, queue);
+        if (url == NULL &&
+            (strncmp(queue, "https://", 8) == 0 || strncmp(queue, "http://", 7) == 0)) {
+            url = queue;
+        }
+    }
+    if (url == NULL) {
+        refuse(why, whylen,
+               "send: queue \"%.200s\" is not a queue of twice.conf (name one of its queues, "
+               "or give a queue URL)",
+               queue != NULL ? queue : "");
+    } else if (body == NULL) {
+        refuse(why, whylen, "send to queue %.200s: no body", queue);
+        url = NULL;
+    }
+    return url;
+}
+
 int
 sendcheck_is_fifo(const char *url)
 {

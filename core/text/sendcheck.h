@@ -29,6 +29,18 @@
  */
 int sendcheck_twice_attr(const char *name);
 
+/*
+ * The URL api->send() sends queue's message to: url_of(ctx, queue) (the
+ * host's lookup of a queue of twice.conf by name, NULL when none), else
+ * queue itself when it is an http:// or https:// URL. NULL, with why in
+ * the host's words, when it is neither (queue NULL or empty too) or body
+ * is NULL. Borrowed from url_of or queue. Both hosts' (plugin/send.c,
+ * the SDK's mock), so a plugin's test meets twiced's rule and words.
+ */
+const char *sendcheck_resolve(const char *queue, const char *body,
+                              const char *(*url_of)(const void *ctx, const char *name),
+                              const void *ctx, char *why, size_t whylen);
+
 /* 1 when a queue URL names a FIFO queue (it ends in ".fifo"). */
 int sendcheck_is_fifo(const char *url);
 

@@ -142,7 +142,7 @@ failed_when(struct xjob *x, const char *what, const char *when, char *why, size_
             snprintf(how, sizeof(how), "closed its stdout and went on running (killed)");
         }
         snprintf(why, cap, "handler %d %s%s", (int) pid, how, when);
-    } else if (why != what) {
+    } else {
         snprintf(why, cap, "handler %d %s", (int) pid, what);
     }
     return -1;
@@ -315,7 +315,7 @@ exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const c
     long long seconds = (long long) l.timeout + l.start;
     struct xjob x = {api, job, p, now_ms() + seconds * 1000, NULL, 0, p->err >= 0};
     int extra = 0, rc;
-    char limit[160];
+    char limit[160], what[EXEC_SHOWN * 2 + 160];
     if (exec_proc_ended(p)) {
         failed(&x, "had ended before the request (restarted)", why, cap);
         return -2;
@@ -337,8 +337,8 @@ exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const c
         /* it never saw the job (a child of its may still hold the socket) */
         failed_when(&x, NULL, " before reading the request (restarted)", why, cap);
         rc = -2;
-    } else if (rc == 1 && exec_parse_answer(x.answer, x.alen, a, why, cap) != 0) {
-        rc = failed(&x, why, why, cap);
+    } else if (rc == 1 && exec_parse_answer(x.answer, x.alen, a, what, sizeof(what)) != 0) {
+        rc = failed(&x, what, why, cap); /* "handler PID answered ...", as every other */
     } else if (rc == -2) {
         rc = failed(&x, "answered a line longer than 64 KiB", why, cap);
     } else if (rc != 1) {

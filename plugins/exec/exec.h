@@ -71,9 +71,10 @@ struct exec_answer {
     char message_id[256]; /* echoed: that message id */
 };
 
-/* Parse an answer line (without its newline). 0, or -1 with why: not
- * JSON, not an object, no valid status, a member of the wrong type (a
- * message_id too: a string of at most 255 bytes). */
+/* Parse an answer line (without its newline). 0, or -1 with why
+ * ("answered ...: 'the line'", for the caller to put after "handler PID"):
+ * not UTF-8, not JSON, not an object, no valid status, a member of the
+ * wrong type (a message_id too: a string of at most 255 bytes). */
 int exec_parse_answer(const char *line, size_t len, struct exec_answer *a, char *why, size_t cap);
 
 /* Whether a can be the answer to the request of message message_id: it

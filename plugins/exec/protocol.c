@@ -96,7 +96,7 @@ garbage(const char *line, size_t len, const char *what, char *why, size_t cap)
 {
     char shown[EXEC_SHOWN * 2];
     exec_shown(line, len, shown, sizeof(shown));
-    snprintf(why, cap, "handler answered %s: '%s'", what, shown);
+    snprintf(why, cap, "answered %s: '%s'", what, shown);
     return -1;
 }
 
@@ -144,7 +144,7 @@ exec_parse_answer(const char *line, size_t len, struct exec_answer *a, char *why
                        code == json_error_duplicate_key ? "JSON with a member named twice"
                        : code == json_error_null_character || code == json_error_null_byte_in_key
                            ? "JSON with \\u0000 in a string"
-                       : code == json_error_invalid_utf8 ? "JSON that is not valid UTF-8"
+                       : code == json_error_invalid_utf8 ? "bytes that are not UTF-8"
                                                          : "something that is not JSON",
                        why, cap);
     }

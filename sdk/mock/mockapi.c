@@ -8,6 +8,7 @@
 
 #include "buf.h"
 #include "cnum.h"
+#include "escape.h"
 #include "jsonpath.h"
 #include "mock_internal.h"
 #include "tracectx.h"
@@ -42,18 +43,25 @@ static const char *level_names[] = {"error", "warn", "info", "debug"};
 
 /* A plugin's log line, captured (and echoed). Formatted in the C locale, as
  * the daemon's log does (buf_printf): "%.1f" is "1.5" whatever setlocale()
- * the plugin called. */
+ * the plugin called. Captured as twiced writes its message (base/log.c):
+ * control bytes and invalid UTF-8 escaped by text/escape.c, so a test
+ * matches the line production shows. init()'s cause keeps the raw text:
+ * twiced escapes it when it reports it (mock.c does the same). */
 static void
 api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
 {
-    struct buf b = BUF_INIT;
+    struct buf b = BUF_INIT, shown = BUF_INIT;
     va_list ap;
     va_start(ap, fmt);
     int n = buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    char *text = n == 0 ? buf_steal(&b) : NULL;
-    buf_free(&b);
+    if (n == 0) {
+        escape_unquoted(&shown, buf_str(&b), b.len);
+    }
+    char *text = n == 0 && !shown.failed ? buf_steal(&shown) : NULL;
     if (text == NULL) {
+        buf_free(&b);
+        buf_free(&shown);
         return;
     }
     if ((int) level < TWICE_LOG_ERROR || level > TWICE_LOG_DEBUG) {
@@ -74,13 +82,14 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
         level <= TWICE_LOG_WARN && (int) level <= m->init_cause_level) {
         /* in init(): what its failure is reported with, as twiced does */
         utf8_mark_cut(m->init_cause, sizeof(m->init_cause),
-                      snprintf(m->init_cause, sizeof(m->init_cause), "%s", text));
+                      snprintf(m->init_cause, sizeof(m->init_cause), "%s", buf_str(&b)));
         m->init_cause_level = level;
     }
     if (m != NULL && m->echo) {
         fprintf(stderr, "[%s] %s: %s\n", level_names[level], m->plugin->name, text);
     }
     free(text);
+    buf_free(&b);
 }
 
 static const char *
@@ -200,7 +209,8 @@ api_group_id(const twice_job *job)
 static int
 live(const twice_settings *s, const char *fn, const char *name)
 {
-    if (current_mock != NULL && current_mock == s->mock && !current_mock->initialized) {
+    if (s != NULL && current_mock != NULL && current_mock == s->mock &&
+        !current_mock->initialized) {
         return 1;
     }
     api_log(NULL, TWICE_LOG_ERROR,
@@ -232,43 +242,43 @@ api_setting(const twice_settings *s, const char *name)
 
 /* A setting's value init() cannot use: inside init(), what
  * twice_mock_error() says (the host reports it once, at the line of
- * twice.conf that sets it); elsewhere an error log line. A name the plugin does not declare is a
- * bug in the plugin: logged, not kept. */
+ * twice.conf that sets it); elsewhere (settings NULL too) an error log
+ * line. A name the plugin does not declare is a bug in the plugin: logged,
+ * not kept. As twiced: why cut between characters and marked "...", and
+ * escaped for one line where it is reported. */
 static void
 api_setting_error(const twice_settings *s, const char *name, const char *fmt, ...)
 {
     char why[400];
     va_list ap;
     va_start(ap, fmt);
-    cnum_vsnprintf(why, sizeof(why), fmt, ap);
+    utf8_mark_cut(why, sizeof(why), cnum_vsnprintf(why, sizeof(why), fmt, ap));
     va_end(ap);
-    if (s != NULL && !live(s, "setting_error", name)) {
+    if (!live(s, "setting_error", name)) {
         return;
     }
-    const twice_setting *d = s != NULL && name != NULL ? s->mock->plugin->settings : NULL;
+    const twice_setting *d = name != NULL ? s->mock->plugin->settings : NULL;
     while (d != NULL && d->name != NULL && strcmp(d->name, name) != 0) {
         d++;
     }
     if (d == NULL || d->name == NULL) {
         /* logged, but not init()'s cause: twiced logs it beside the plugin's lines */
-        struct twice_mock *m = current_mock;
+        struct twice_mock *m = current_mock; /* live: in its init() */
         char cause[sizeof(m->init_cause)];
-        int level = m != NULL ? m->init_cause_level : 0;
-        memcpy(cause, m != NULL ? m->init_cause : "", m != NULL ? sizeof(cause) : 1);
+        int level = m->init_cause_level;
+        memcpy(cause, m->init_cause, sizeof(cause));
         api_log(NULL, TWICE_LOG_ERROR, "setting error for an undeclared setting '%s': %s",
                 name != NULL ? name : "(null)", why);
-        if (m != NULL) {
-            memcpy(m->init_cause, cause, sizeof(cause));
-            m->init_cause_level = level;
-        }
+        memcpy(m->init_cause, cause, sizeof(cause));
+        m->init_cause_level = level;
         return;
     }
-    if (current_mock == NULL || current_mock != s->mock || current_mock->initialized) {
-        api_log(NULL, TWICE_LOG_ERROR, "setting '%s': %s", d->name, why);
-        return;
-    }
-    snprintf(current_mock->setting_error, sizeof(current_mock->setting_error), "setting '%s': %s",
-             d->name, why);
+    struct buf shown = BUF_INIT;
+    escape_unquoted(&shown, why, strlen(why));
+    utf8_mark_cut(current_mock->setting_error, sizeof(current_mock->setting_error),
+                  snprintf(current_mock->setting_error, sizeof(current_mock->setting_error),
+                           "setting '%s': %s", d->name, shown.failed ? "" : buf_str(&shown)));
+    buf_free(&shown);
 }
 
 static void *
@@ -341,45 +351,41 @@ api_attr_name(const twice_job *job, size_t i)
     return i < job->nattrs ? job->attrs[i].name : NULL;
 }
 
-/* A queue twice_mock_queue named, else a URL given as such; NULL. */
+/* The URL twice_mock_queue gave the queue name, or NULL
+ * (sendcheck_resolve's lookup; ctx is the mock). */
 static const char *
-mock_resolve(const struct twice_mock *m, const char *queue)
+mock_queue_url(const void *ctx, const char *name)
 {
+    const struct twice_mock *m = ctx;
     for (size_t i = 0; i < m->nqueues; i++) {
-        if (strcmp(m->queues[i].name, queue) == 0) {
+        if (strcmp(m->queues[i].name, name) == 0) {
             return m->queues[i].value;
         }
-    }
-    if (strncmp(queue, "https://", 8) == 0 || strncmp(queue, "http://", 7) == 0) {
-        return queue;
     }
     return NULL;
 }
 
-/* The host's checks (text/sendcheck.c), the message kept on the job. */
+/* The host's resolution and checks (text/sendcheck.c), the message kept
+ * on the job. */
 static int
 api_send(twice_job *job, const char *queue, const char *body, size_t len, int delay_seconds,
          const char *group_id, const char *const *attrs)
 {
-    const char *url = queue != NULL && *queue != '\0' ? mock_resolve(job->mock, queue) : NULL;
     char why[400];
-    struct mock_sent s = {0};
-    int rc = -1;
-    if (url == NULL || body == NULL) {
-        snprintf(why, sizeof(why),
-                 url == NULL ? "queue \"%.200s\" is not a queue of twice.conf "
-                               "(twice_mock_queue names them)"
-                             : "no body",
-                 queue != NULL ? queue : "");
-    } else {
-        size_t n = len == (size_t) -1 ? strlen(body) : len;
-        rc = sendcheck_message(url, job->key != NULL ? job->key : "", job->nsent, body, n,
-                               delay_seconds, group_id, attrs, &s.attrs_json, why, sizeof(why));
-        s.url = rc == 0 ? strdup(url) : NULL;
-        s.body = rc == 0 ? strndup(body, n) : NULL;
-        s.group_id = rc == 0 && group_id != NULL ? strdup(group_id) : NULL;
-        s.delay = delay_seconds;
+    const char *url = sendcheck_resolve(queue, body, mock_queue_url, job->mock, why, sizeof(why));
+    if (url == NULL) {
+        job->send_refused = 1;
+        api_error(job, "%s", why); /* twiced's words: twice_mock_queue names the queues */
+        return -1;
     }
+    struct mock_sent s = {0};
+    size_t n = len == (size_t) -1 ? strlen(body) : len;
+    int rc = sendcheck_message(url, job->key != NULL ? job->key : "", job->nsent, body, n,
+                               delay_seconds, group_id, attrs, &s.attrs_json, why, sizeof(why));
+    s.url = rc == 0 ? strdup(url) : NULL;
+    s.body = rc == 0 ? strndup(body, n) : NULL;
+    s.group_id = rc == 0 && group_id != NULL ? strdup(group_id) : NULL;
+    s.delay = delay_seconds;
     if (rc == 0 && job->nsent == job->capsent) {
         size_t cap = job->capsent ? 2 * job->capsent : 4;
         struct mock_sent *grown = realloc(job->sent, cap * sizeof(*grown));

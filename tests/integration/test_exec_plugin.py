@@ -186,8 +186,8 @@ class ExecPlugin(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
                              letters, timeout=60, message="a dead letter")
         attrs = letters[0]["MessageAttributes"]
         self.assertEqual(attrs["twice-reason"]["StringValue"], "max-attempts")
-        self.assertIn("handler answered something that is not JSON: 'this is not JSON'",
-                      attrs["twice-error"]["StringValue"])
+        self.assertRegex(attrs["twice-error"]["StringValue"],
+                         r"handler \d+ answered something that is not JSON: 'this is not JSON'")
         # the last attempt's line may follow its dead letter by a moment
         twicetest.wait_until(lambda: set(re.findall(r" attempt=(\d): .*not JSON",
                                                     d.log_text())) == {"1", "2", "3"},

@@ -131,26 +131,25 @@ test_answers(void)
     expect_answer("{\"status\":\"retry\",\"retry_after\":2.9,\"later\":[1]}", TWICE_RETRY, "", 2);
     expect_answer("{\"status\":\"retry\",\"retry_after\":99999999}", TWICE_RETRY, "", 43200);
     expect_answer("{\"status\":\"reject\",\"error\":null}", TWICE_REJECT, "", -1);
-    expect_garbage("hello world", "handler answered something that is not JSON: 'hello world'");
-    expect_garbage("[1,2]", "handler answered JSON that is not an object: '[1,2]'");
-    expect_garbage("{\"status\":\"DONE\"}", "handler answered without a status of \"done\", "
+    expect_garbage("hello world", "answered something that is not JSON: 'hello world'");
+    expect_garbage("[1,2]", "answered JSON that is not an object: '[1,2]'");
+    expect_garbage("{\"status\":\"DONE\"}", "answered without a status of \"done\", "
                                             "\"retry\" or \"reject\": '{\"status\":\"DONE\"}'");
-    expect_garbage("{}", "handler answered without a status of \"done\", \"retry\" or "
+    expect_garbage("{}", "answered without a status of \"done\", \"retry\" or "
                          "\"reject\": '{}'");
-    expect_garbage("{\"status\":\"done\",\"error\":5}",
-                   "handler answered an error that is not a string: "
-                   "'{\"status\":\"done\",\"error\":5}'");
+    expect_garbage("{\"status\":\"done\",\"error\":5}", "answered an error that is not a string: "
+                                                        "'{\"status\":\"done\",\"error\":5}'");
     expect_garbage("{\"status\":\"retry\",\"retry_after\":-1}",
-                   "handler answered a retry_after that is not a number of seconds: "
+                   "answered a retry_after that is not a number of seconds: "
                    "'{\"status\":\"retry\",\"retry_after\":-1}'");
     expect_garbage("{\"status\":\"done\",\"status\":\"reject\"}",
-                   "handler answered JSON with a member named twice: "
+                   "answered JSON with a member named twice: "
                    "'{\"status\":\"done\",\"status\":\"reject\"}'");
     expect_garbage("{\"status\":\"retry\",\"error\":\"a\\u0000b\"}",
-                   "handler answered JSON with \\u0000 in a string: "
+                   "answered JSON with \\u0000 in a string: "
                    "'{\"status\":\"retry\",\"error\":\"a\\u0000b\"}'");
     expect_garbage("{\"status\":\"done\",\"message_id\":5}",
-                   "handler answered a message_id that is not a string of at most 255 bytes: "
+                   "answered a message_id that is not a string of at most 255 bytes: "
                    "'{\"status\":\"done\",\"message_id\":5}'");
 
     /* An echoed message_id names the job answered; without one, any. */
@@ -179,10 +178,11 @@ test_answers(void)
     CHECK_INT(exec_parse_answer(line, strlen(line), &a, why, sizeof(why)), 0);
     CHECK_INT(strlen(a.error), 1022);
     CHECK_INT((unsigned char) a.error[1021], 0xa9);
-    /* JSON but for its encoding (Latin-1, say): said so, not "not JSON" */
+    /* not UTF-8 (Latin-1, say, or binary output): said so, not "not JSON" */
     expect_garbage("{\"status\":\"reject\",\"error\":\"caf\xe9\"}",
-                   "handler answered JSON that is not valid UTF-8: "
+                   "answered bytes that are not UTF-8: "
                    "'{\"status\":\"reject\",\"error\":\"caf?\"}'");
+    expect_garbage("\x89PNG\x1a\x0a", "answered bytes that are not UTF-8: '?PNG?\?'");
 
     char shown[EXEC_SHOWN * 2];
     exec_shown("a\x01\xc3\xa9", 4, shown, sizeof(shown));
@@ -510,8 +510,12 @@ test_failures(twice_mock *m)
     twice_mock_job_free(j);
 
     CHECK_INT(run_pid(m, "\"do\":\"garbage\"", &before, &j), TWICE_RETRY);
-    CHECK_STR(twice_mock_job_error(j),
-              "handler answered something that is not JSON: 'this is not JSON'");
+    char want[160]; /* named by its pid, as every other failure of a handler */
+    snprintf(want, sizeof(want),
+             "handler %d answered something that is not JSON: "
+             "'this is not JSON'",
+             before);
+    CHECK_STR(twice_mock_job_error(j), want);
     CHECK(before != pid && gone(before));
     twice_mock_job_free(j);
 

@@ -29,6 +29,19 @@ init(const twice_api *a, const twice_settings *s, void **state)
     if (strcmp(count, "7") == 0) {
         a->setting_error(s, "loud", "ignored at %s", count); /* and init goes on */
     }
+    if (strcmp(count, "8") == 0) {
+        a->setting_error(s, "count", "bad\tvalue %s", "\xff"); /* escaped, as twiced says it */
+        return -1;
+    }
+    if (strcmp(count, "9") == 0) { /* 500 e-acutes: cut between characters, marked */
+        char long_why[1001];
+        for (int i = 0; i < 500; i++) {
+            memcpy(long_why + 2 * i, "\xc3\xa9", 2);
+        }
+        long_why[1000] = '\0';
+        a->setting_error(s, "count", "%s", long_why);
+        return -1;
+    }
     if (strcmp(count, "-1") == 0) {
         a->setting_error(s, "counts", "a name the plugin does not declare");
         return -1;
@@ -86,6 +99,12 @@ handle(void *state, twice_job *job)
         api->retry_after(job, 99999);
         return TWICE_RETRY;
     }
+    if (strcmp(action, "control") == 0) {
+        api->log(job, TWICE_LOG_WARN, "tab\there\x01 bad\xff quote\" back\\ \xc3\xa9");
+        api->log(NULL, TWICE_LOG_INFO, "line\nbreak\r");
+        api->setting_error(NULL, "count", "too late"); /* no settings: as twiced says it */
+        return TWICE_DONE;
+    }
     if (strcmp(action, "reject") == 0) {
         api->error(job, "no such thing");
         return TWICE_REJECT;
@@ -139,6 +158,18 @@ test_settings(void)
     CHECK(twice_mock_init(m) != 0);
     CHECK_STR(twice_mock_error(m), "plugin 'probe': setting 'count': must be at least 1");
     CHECK_INT(twice_mock_log_count(m), 0); /* said once, as the host does */
+    twice_mock_free(m);
+    m = twice_mock_new(twice_plugin_entry());
+    twice_mock_set(m, "count", "8");
+    CHECK(twice_mock_init(m) != 0);
+    CHECK_STR(twice_mock_error(m), "plugin 'probe': setting 'count': bad\\tvalue \\xff");
+    twice_mock_free(m);
+    m = twice_mock_new(twice_plugin_entry());
+    twice_mock_set(m, "count", "9");
+    CHECK(twice_mock_init(m) != 0);
+    const char *e = twice_mock_error(m);
+    CHECK(strlen(e) > 3 && strcmp(e + strlen(e) - 3, "...") == 0);
+    CHECK(strstr(e, "\\x") == NULL); /* no half character shown as bytes */
     twice_mock_free(m);
     m = twice_mock_new(twice_plugin_entry());
     twice_mock_set(m, "count", "7");
@@ -264,6 +295,28 @@ run_body(twice_mock *m, const char *body, twice_mock_job **out)
 {
     *out = twice_mock_job_new(m, body);
     return twice_mock_run(*out);
+}
+
+/* Log text is captured as twiced writes it (base/log.c, text/escape.c):
+ * control bytes and invalid UTF-8 escaped, quotes, backslashes and valid
+ * UTF-8 kept; so a test that matches a line matches production's. */
+static void
+test_log_escaped(void)
+{
+    twice_mock *m = ready_probe();
+    size_t before = twice_mock_log_count(m);
+    twice_mock_job *j;
+    CHECK_INT(run_body(m, "{\"id\":\"a\",\"action\":\"control\"}", &j), TWICE_DONE);
+    CHECK_INT(twice_mock_job_log_count(j), 1);
+    CHECK_STR(twice_mock_job_log_text(j, 0, NULL),
+              "tab\\there\\x01 bad\\xff quote\" back\\ \xc3\xa9");
+    CHECK_INT(twice_mock_log_count(m), before + 2);
+    CHECK_STR(twice_mock_log_text(m, before, NULL), "line\\nbreak\\r");
+    CHECK_STR(twice_mock_log_text(m, before + 1, NULL),
+              "api->setting_error(\"count\") outside init() and describe(): a plugin's settings "
+              "are only valid there (copy what you keep)");
+    twice_mock_job_free(j);
+    twice_mock_free(m);
 }
 
 static void
@@ -592,6 +645,7 @@ main(void)
     test_settings();
     test_fields();
     test_traceparent();
+    test_log_escaped();
     test_statuses();
     test_templates();
     test_dlopen();

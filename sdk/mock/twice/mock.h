@@ -25,6 +25,12 @@
  * the host's own code (compiled into the mock's library): the same key, or
  * the same refusal and reason, as twiced.
  *
+ * Log lines are captured as twiced writes a plugin's message: control
+ * bytes as \n, \t, \r or \xNN, invalid UTF-8 as \xNN, C1 and
+ * bidirectional controls as \uNNNN; quotes, backslashes and valid UTF-8
+ * kept. So a line a test matches is the line the log shows. (twiced cuts
+ * a line past 4 KB, with its prefix; the mock keeps the text whole.)
+ *
  * Settings are readable (api->setting) only inside init(), as in twiced,
  * where a plugin's settings live only for init() and describe(): read
  * later, the mock answers NULL and logs an error, as twiced does.
@@ -91,7 +97,8 @@ int twice_mock_init(twice_mock *m);
 int twice_mock_queue_key(twice_mock *m, const char *tmpl);
 
 /* A queue api->send() may name, as a queue `name` and `url` of twice.conf.
- * Without it only URLs are accepted, as the host refuses unknown names.
+ * Without it only URLs are accepted, as the host refuses unknown names
+ * (in the host's words: "send: queue \"x\" is not a queue of twice.conf ...").
  * Strings copied. 0, or -1 when out of memory. */
 int twice_mock_queue(twice_mock *m, const char *name, const char *url);
 
