@@ -1,16 +1,16 @@
-"""Real message shapes (issue 17), against fauxqs's SNS, S3 and SQS: a queue subscribed to
-an SNS topic (raw delivery off) keys its jobs from inside the notification and its
+"""Real message shapes (issue 17), against fauxqs's SNS, S3 and SQS: a queue subscribed to an
+SNS topic (raw delivery off) keys its jobs from inside the notification and its
 MessageAttributes, never by the SNS MessageId; EventBridge events and S3 event
-notifications are keyed from inside; a 2 MB body sent with `twicectl send` travels
-through S3 and is processed once, its object deleted after DONE with delete_payload;
-`twicectl key derive` unwraps the envelope as twiced does; and bad shapes (a Message
-that is not a string or is a job encoded twice, pointers to a bad bucket, a missing or
-too large object, a pointer that is not JSON) are dead-lettered with their reason and
-original body while twiced stays up. What fauxqs's S3 cannot answer (403, an object bigger than the limit
-seen from its requests) comes from the test environment's HTTP receiver standing in for
-S3. Also an S3 that is down (messages given back), a fair queue's group is in the unit
-test (fauxqs drops MessageGroupId on standard queues), `twicectl send --delay` and
-`twicectl dlq delete --id`."""
+notifications are keyed from inside; a 2 MB body sent with `twicectl send` travels through
+S3 and is processed once, its object deleted after DONE with delete_payload; `twicectl key
+derive` unwraps the envelope as twiced does; and bad shapes (a Message that is not a
+string or is a job encoded twice, pointers to a bad bucket, a missing or too large object,
+a pointer that is not JSON) are dead-lettered with their reason and original body while
+twiced stays up. What fauxqs's S3 cannot answer (403, an object bigger than the limit seen
+from its requests) comes from the test environment's HTTP receiver standing in for S3.
+Also an S3 that is down (messages given back), a fair queue's group is in the unit test
+(fauxqs drops MessageGroupId on standard queues), `twicectl send --delay` and `twicectl
+dlq delete --id`."""
 
 import json
 import os
