@@ -159,6 +159,21 @@ keying_shape(struct twice_job *j, keying_s3_fn *get_s3, void *arg, long max_payl
     return follow_pointer(j, get_s3, arg, max_payload);
 }
 
+/* Why a route_by value that is there names no route (a Binary attribute,
+ * a body value with no text), for the dead letter: "(missing)" would send
+ * the producer looking for a field it did send. */
+static const char *
+no_text_why(const struct jsondoc_value *v)
+{
+    static const char *const types[] = {"(null)",     "(false)",    "(true)",     "(a number)",
+                                        "(a string)", "(an array)", "(an object)"};
+    _Static_assert(JSONDOC_OBJECT == 6, "types[] follows enum jsondoc_type");
+    if (v == NULL) {
+        return "(missing)";
+    }
+    return v->type == JSONDOC_STRING ? "(a string holding a NUL character)" : types[v->type];
+}
+
 int
 keying_route(struct twice_job *j)
 {
@@ -166,11 +181,12 @@ keying_route(struct twice_job *j)
     if (qc->plugin != NULL) {
         return KEYING_QUEUE_PLUGIN;
     }
-    const char *value = NULL;
+    const char *value = NULL, *why = "(missing)";
     struct buf text = BUF_INIT;
     if (strncmp(qc->route_by, "attr:", 5) == 0) {
         const struct sqs_attr *a = job_attr(j, qc->route_by + 5);
         value = a != NULL ? a->string_value : NULL;
+        why = a != NULL && value == NULL ? "(a Binary attribute)" : why;
     } else {
         struct jsondoc *body = job_body(j);
         if (body == NULL) {
@@ -181,6 +197,8 @@ keying_route(struct twice_job *j)
         const struct jsondoc_value *v = jsonpath_get(body, qc->route_by);
         if (v != NULL && jsonpath_key_text(v, &text) == 0 && strlen(buf_str(&text)) == text.len) {
             value = buf_str(&text);
+        } else {
+            why = no_text_why(v);
         }
     }
     int route = KEYING_NO_ROUTE;
@@ -191,7 +209,7 @@ keying_route(struct twice_job *j)
     }
     if (route == KEYING_NO_ROUTE) {
         job_deadletter(j, "unknown-route", "no route for %s = %s", qc->route_by,
-                       value != NULL ? value : "(missing)");
+                       value != NULL ? value : why);
     }
     buf_free(&text);
     return route;

@@ -386,6 +386,23 @@ append_value(struct expansion *x, const struct part *p, const char *s, size_t n)
     return append_checked(x, p, s, n);
 }
 
+/* Why no path can be found in body, when its root is a scalar: a JSON
+ * string is most often a job encoded twice (an SNS Message or a body
+ * serialised once more by its producer). "" for objects and arrays. */
+static const char *
+root_hint(const struct jsondoc *body)
+{
+    switch (body->v[0].type) {
+    case JSONDOC_OBJECT:
+    case JSONDOC_ARRAY:
+        return "";
+    case JSONDOC_STRING:
+        return " (the body is a JSON string, not an object: encoded twice?)";
+    default:
+        return " (the body is not a JSON object)";
+    }
+}
+
 static enum keytmpl_result
 expand_path(struct expansion *x, const struct part *p, const struct keytmpl_input *in)
 {
@@ -397,7 +414,7 @@ expand_path(struct expansion *x, const struct part *p, const struct keytmpl_inpu
     const struct jsondoc_value *v = jsonpath_get(in->body, p->text);
     switch (v != NULL ? v->type : JSONDOC_NULL) {
     case JSONDOC_NULL:
-        return field_error(x, KEYTMPL_MISSING, p, v != NULL ? " (null)" : "", "");
+        return field_error(x, KEYTMPL_MISSING, p, v != NULL ? " (null)" : root_hint(in->body), "");
     case JSONDOC_OBJECT:
         return field_error(x, KEYTMPL_BAD_VALUE, p, ": an object", " (need a string or number)");
     case JSONDOC_ARRAY:

@@ -135,6 +135,9 @@ class KeyDerive(twicetest.TwiceTestCase):
         self.assertEqual(r.returncode, 1)
         self.assertEqual(json.loads(r.stdout)["dead_letter"],
                          {"reason": "unknown-route", "detail": "no route for kind = c"})
+        r = self.derive(d, "routed", {"kind": {"name": "b"}}, "--json")
+        self.assertEqual(json.loads(r.stdout)["dead_letter"]["detail"],
+                         "no route for kind = (an object)", "there, but no text: not (missing)")
         r = self.derive(d, "derived", {"name": "x"})
         self.assertEqual(r.returncode, 1)
         self.assertIn("dead letter: bad-key-field: derive_key: no email", r.stdout)

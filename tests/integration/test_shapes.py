@@ -1,16 +1,17 @@
-"""Real message shapes (issue 17), against fauxqs's SNS, S3 and SQS: a queue subscribed to
-an SNS topic (raw delivery off) keys its jobs from inside the notification and its
-MessageAttributes, never by the SNS MessageId; EventBridge events and S3 event
-notifications are keyed from inside; a 2 MB body sent with `twicectl send` travels
-through S3 and is processed once, its object deleted after DONE with delete_payload;
-`twicectl key derive` unwraps the envelope as twiced does; and bad shapes (a Message
-that is not a string, pointers to a bad bucket, a missing or too large object, a
-pointer that is not JSON) are dead-lettered with their reason and original body while
-twiced stays up. What fauxqs's S3 cannot answer (403, an object bigger than the limit
-seen from its requests) comes from the test environment's HTTP receiver standing in for
-S3. Also an S3 that is down (messages given back), a fair queue's group is in the unit
-test (fauxqs drops MessageGroupId on standard queues), `twicectl send --delay` and
-`twicectl dlq delete --id`."""
+"""Real message shapes (issue 17), against fauxqs's SNS, S3 and SQS: a queue subscribed to an
+SNS topic (raw delivery off) keys its jobs from inside the notification and its
+MessageAttributes, never by the SNS MessageId, and follows a Message that is an S3 pointer
+(the SNS extended client); EventBridge events and S3 event notifications are keyed from
+inside; a 2 MB body sent with `twicectl send` travels through S3 and is processed once,
+its object deleted after DONE with delete_payload; `twicectl key derive` unwraps the
+envelope as twiced does; and bad shapes (a Message that is not a string or is a job
+encoded twice, pointers to a bad bucket, a missing or too large object, a pointer that is
+not JSON) are dead-lettered with their reason and original body while twiced stays up.
+What fauxqs's S3 cannot answer (403, an object bigger than the limit seen from its
+requests) comes from the test environment's HTTP receiver standing in for S3. Also an S3
+that is down (messages given back), a fair queue's group is in the unit test (fauxqs drops
+MessageGroupId on standard queues), `twicectl send --delay` and `twicectl dlq delete
+--id`."""
 
 import json
 import os
@@ -96,6 +97,14 @@ class Shapes(twicetest.TwiceTestCase):
         self.assertEqual(set(keys), want)
         self.assertFalse(set(sns_ids) & {k.rsplit(":", 1)[-1] for k in keys})
         self.assertEqual(self.sqs.drain(dlq), [])
+        # the SNS extended client: the Message is an S3 pointer, its size an SNS attribute
+        self.s3.put(self.bucket, "order-999", b'{"orderId": 999}')
+        pointer = json.dumps(["software.amazon.payloadoffloading.PayloadS3Pointer",
+                              {"s3BucketName": self.bucket, "s3Key": "order-999"}])
+        self.sns.publish(topic, pointer, attrs={"Tenant": "acme", "ExtendedPayloadSize": "16"})
+        twicetest.wait_until(lambda: "order:acme:999" in self.keys(), timeout=20,
+                             message="the pointer in the notification followed")
+        self.assertEqual(len(self.keys()), 41)
 
         # twicectl key derive unwraps the notification the same way
         note = {"Type": "Notification", "MessageId": "m-1", "TopicArn": topic,
@@ -213,14 +222,23 @@ class Shapes(twicetest.TwiceTestCase):
                 "Message": {"id": "not-a-string"}}
         self.sqs.send(env_url, json.dumps(note))
         self.sqs.send(env_url, json.dumps({"id": "plain"}))  # no envelope at all
+        # a producer that serialised its job twice: the Message is a JSON string
+        twice = dict(note, Message=json.dumps(json.dumps({"id": "twice"})))
+        self.sqs.send(env_url, json.dumps(twice))
         letters = self.letters(dlq, 3)
         got = {letter["Body"]: reason(letter) for letter in letters}
         self.assertEqual(got, {bad["bad-payload-pointer"]: "bad-payload-pointer",
                                bad["payload-too-large"]: "payload-too-large",
                                not_json: "bad-payload-pointer"})
-        env_letters = self.letters(env_dlq, 2)
-        self.assertEqual({reason(x) for x in env_letters}, {"bad-envelope"})
-        self.assertIn(json.dumps(note), [x["Body"] for x in env_letters])
+        env_letters = self.letters(env_dlq, 3)
+        self.assertEqual({x["Body"]: reason(x) for x in env_letters},
+                         {json.dumps(note): "bad-envelope",
+                          json.dumps({"id": "plain"}): "bad-envelope",
+                          json.dumps(twice): "missing-key-field"})
+        self.assertIn("missing key field id (the body is a JSON string, not an object: "
+                      "encoded twice?)",
+                      [x["MessageAttributes"]["twice-error"]["StringValue"]
+                       for x in env_letters])
         # twiced is up, and a good pointer still works
         self.assertTrue(d.running())
         self.sqs.send(url, json.dumps([cls, {"s3BucketName": self.bucket, "s3Key": "small"}]))

@@ -266,6 +266,23 @@ test_expand_failures(void)
     check_expand("k:{msg:group}", &m, KEYTMPL_BAD_VALUE, "bad key field msg:group: empty");
     jsondoc_free(m.body);
 
+    /* A body that is a JSON string is most often a job encoded twice (an
+     * SNS Message serialised once more): said, as is a scalar root. */
+    msg_init(&m, "\"{\\\"id\\\":\\\"x\\\"}\"");
+    CHECK(m.body != NULL);
+    check_expand("k:{id}", &m, KEYTMPL_MISSING,
+                 "missing key field id (the body is a JSON string, not an object: encoded "
+                 "twice?)");
+    jsondoc_free(m.body);
+    msg_init(&m, "42");
+    check_expand("k:{id}", &m, KEYTMPL_MISSING,
+                 "missing key field id (the body is not a JSON object)");
+    jsondoc_free(m.body);
+    msg_init(&m, "[{\"id\":\"x\"}]");
+    check_expand("k:{id}", &m, KEYTMPL_MISSING, "missing key field id");
+    check_expand("k:{0.id}", &m, KEYTMPL_OK, "k:x");
+    jsondoc_free(m.body);
+
     /* Body fields on a body that is not JSON: the parser's reason is kept. */
     msg_init(&m, "{oops");
     CHECK(m.body == NULL);

@@ -414,7 +414,8 @@ static const struct {
     {"{attr:Tenant}/{id}", "not JSON",
      "refused invalid-json: key field id needs a JSON body: line 1 column 2: lexical error: "
      "invalid string in json text"},
-    {"{id}", "bare number", "refused missing-key-field: missing key field id"},
+    {"{id}", "bare number",
+     "refused missing-key-field: missing key field id (the body is not a JSON object)"},
     /* RFC 8259 allows these three: a repeated name (the last wins), an
      * integer past 64 bits (its digits), "\u0000" (fine in a body, not in a key) */
     {"{id}", "duplicate names", "key 2"},

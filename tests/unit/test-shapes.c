@@ -5,7 +5,8 @@
  * bad-envelope for a mismatch), S3 payload pointers told apart from
  * ordinary bodies and checked before anything is fetched
  * (bad-payload-pointer), S3's bucket name rules, and keys that read all of
- * it the same way the daemon does (keying_shape, hostapi_derive_key).
+ * it the same way the daemon does (keying_shape, hostapi_derive_key), and
+ * what a route_by value that names no route is said to be.
  */
 #include "buf.h"
 #include "check.h"
@@ -111,6 +112,57 @@ test_error_cap(void)
     CHECK_INT((long long) strlen(j->error), 20 + 40); /* short: kept whole */
     free(value);
     job_free(j);
+}
+
+/* The dead letter of a route_by value that names no route: the value, or
+ * why there is none. An attribute or body member that is there but has no
+ * text (Binary, an object, null) is not "(missing)": that would send the
+ * producer looking for a field it did send. */
+static char *
+route(const char *route_by, const char *body, const struct sqs_attr *attr)
+{
+    struct config_route r = {.value = "a", .plugin = "p"};
+    struct config_queue qc = {
+        .name = "q", .route_by = (char *) route_by, .routes = &r, .nroutes = 1};
+    struct sqs_message m = {.receive_count = 1, .body = (char *) body, .body_len = strlen(body)};
+    m.attrs = (struct sqs_attr *) attr; /* borrowed, as the body: no batch, nothing freed */
+    m.nattrs = attr != NULL;
+    struct twice_job *j = job_new(NULL, &qc, &m);
+    struct buf out = BUF_INIT;
+    int rc = keying_route(j);
+    buf_printf(&out, "%d %s", rc, rc == KEYING_NO_ROUTE ? j->error : "");
+    job_free(j);
+    return buf_steal(&out);
+}
+
+static void
+check_route(const char *route_by, const char *body, const struct sqs_attr *attr, const char *want)
+{
+    char *got = route(route_by, body, attr);
+    CHECK_STR(got, want);
+    free(got);
+}
+
+static void
+test_route_values(void)
+{
+    check_route("kind", "{\"kind\":\"a\"}", NULL, "0 ");
+    check_route("kind", "{\"kind\":\"b\"}", NULL, "-2 no route for kind = b");
+    check_route("kind", "{}", NULL, "-2 no route for kind = (missing)");
+    check_route("kind", "{\"kind\":{\"a\":1}}", NULL, "-2 no route for kind = (an object)");
+    check_route("kind", "{\"kind\":[\"a\"]}", NULL, "-2 no route for kind = (an array)");
+    check_route("kind", "{\"kind\":null}", NULL, "-2 no route for kind = (null)");
+    check_route("kind", "{\"kind\":\"a\\u0000\"}", NULL,
+                "-2 no route for kind = (a string holding a NUL character)");
+    struct sqs_attr bin = {
+        .name = "Kind", .data_type = "Binary", .binary = (unsigned char *) "a", .binary_len = 1};
+    check_route("attr:Kind", "{}", &bin, "-2 no route for attr:Kind = (a Binary attribute)");
+    struct sqs_attr str = {.name = "Kind", .data_type = "String", .string_value = "a"};
+    check_route("attr:Kind", "{}", &str, "0 ");
+    check_route("attr:Other", "{}", &str, "-2 no route for attr:Other = (missing)");
+    /* a Number attribute's value is its text as sent: 1e3 is not route 1000 */
+    struct sqs_attr num = {.name = "Kind", .data_type = "Number", .string_value = "1e3"};
+    check_route("attr:Kind", "{}", &num, "-2 no route for attr:Kind = 1e3");
 }
 
 static const char sns[] =
@@ -350,6 +402,7 @@ main(void)
     test_handler_view();
     test_envelopes();
     test_error_cap();
+    test_route_values();
     test_bad_envelopes();
     test_pointers();
     test_bucket_names();
