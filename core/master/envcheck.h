@@ -3,7 +3,8 @@
  * configuration that leaves them out, checked by twiced -t and before the
  * start: the region (AWS_REGION, AWS_DEFAULT_REGION, the profile's) and the
  * SQS and S3 endpoints (AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_S3,
- * AWS_ENDPOINT_URL; S3's when a queue keeps payloads there). A bad value would otherwise stop
+ * AWS_ENDPOINT_URL; S3's when a queue keeps payloads there), and STS's
+ * (AWS_ENDPOINT_URL_STS, when set). A bad value would otherwise stop
  * every worker at its first request, as a signing or endpoint error. Not the configuration's own
  * settings (config_check.c), not whether AWS answers (preflight.c).
  */
