@@ -9,6 +9,7 @@
 #include "awsregion.h"
 #include "config.h"
 #include "diag.h"
+#include "tracecfg.h"
 #include "url.h"
 
 #include <stdlib.h>
@@ -69,4 +70,20 @@ envcheck_aws(const struct config *c, struct diag *d)
         n += check_endpoint(c->aws.s3_endpoint, "s3", "S3", URL_NO_QUERY | URL_NO_PATH, d);
     }
     return n;
+}
+
+int
+envcheck_tracing(const struct config *c, struct diag *warnings)
+{
+    struct tracecfg t;
+    char why[600];
+    if (c->tracing.exporter != CONFIG_TRACING_OTLP) {
+        return 0;
+    }
+    if (tracecfg_resolve(c, &t, why, sizeof(why)) != 0) {
+        diag_add(warnings, NULL, 0, "%s (tracing will be off in every worker; jobs run)", why);
+        return 1;
+    }
+    tracecfg_free(&t);
+    return 0;
 }

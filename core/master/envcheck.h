@@ -19,4 +19,12 @@ struct diag;
  * that is not set at all is not one: the configuration may not need it. */
 int envcheck_aws(const struct config *c, struct diag *d);
 
+/* tracing.exporter otlp completed from the OTEL_* environment as every worker
+ * will (tracecfg_resolve): a bad OTEL_EXPORTER_OTLP_*ENDPOINT, header list or
+ * OTEL_RESOURCE_ATTRIBUTES turns tracing off in each worker at its start. A
+ * warning, not a problem: tracing never stops jobs, so neither twiced -t nor
+ * the start fail for it, but they say it. The number of warnings added to
+ * warnings (0 or 1); a header's value is never in them. */
+int envcheck_tracing(const struct config *c, struct diag *warnings);
+
 #endif
