@@ -8,6 +8,7 @@
 #include "ascii.h"
 #include "buf.h"
 #include "fileopen.h"
+#include "url.h"
 
 #include <openssl/crypto.h>
 
@@ -431,4 +432,19 @@ awsconfig_service_url(const char *service, const char *region)
         out = NULL;
     }
     return out;
+}
+
+char *
+awsconfig_sts_url(const char *region, char *why, size_t whylen)
+{
+    const char *name, *v = awsconfig_endpoint_env("sts", &name), *bad;
+    if (v != NULL && (bad = url_problem(v, URL_NO_QUERY)) != NULL) {
+        snprintf(why, whylen, "%s: not a usable STS endpoint URL: %s", name, bad);
+        return NULL;
+    }
+    char *url = awsconfig_service_url("sts", region);
+    if (url == NULL) {
+        snprintf(why, whylen, "out of memory");
+    }
+    return url;
 }

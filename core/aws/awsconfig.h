@@ -98,4 +98,14 @@ const char *awsconfig_endpoint_env(const char *service, const char **name);
  */
 char *awsconfig_service_url(const char *service, const char *region);
 
+/*
+ * STS's endpoint for region, as awsconfig_service_url("sts") chooses it,
+ * with a URL from the environment checked first (url_problem: a bad
+ * AWS_ENDPOINT_URL_STS would fail only as an opaque HTTP error). A new
+ * string, or NULL with why naming the variable ("AWS_ENDPOINT_URL_STS: not
+ * a usable STS endpoint URL: has no host"; the value is not shown) or
+ * saying out of memory.
+ */
+char *awsconfig_sts_url(const char *region, char *why, size_t whylen);
+
 #endif

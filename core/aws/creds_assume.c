@@ -282,7 +282,7 @@ assume(const struct assume_role *r, const char *region, const struct creds_ctx *
 {
     char session[64], provider[sizeof(out->provider)], duration[24], reason[512];
     struct buf form = BUF_INIT;
-    char *url = awsconfig_service_url("sts", region);
+    char *url = awsconfig_sts_url(region, reason, sizeof(reason)); /* reason: why not */
     int rc = -1;
 
     memset(out, 0, sizeof(*out));
@@ -300,7 +300,9 @@ assume(const struct assume_role *r, const char *region, const struct creds_ctx *
     if (r->duration > 0) {
         creds_form_put(&form, "DurationSeconds", duration);
     }
-    if (url == NULL || form.failed) {
+    if (url == NULL) {
+        snprintf(why, whylen, "%s", reason);
+    } else if (form.failed) {
         snprintf(why, whylen, "out of memory");
     } else if ((rc = creds_sts_call(http, ctx, url, "AssumeRole", &form, signer,
                                     region != NULL ? region : "us-east-1", provider, out, reason,

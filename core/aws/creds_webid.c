@@ -88,7 +88,7 @@ assume_role(struct webid_provider *wp, const struct creds_ctx *ctx, const struct
         buf_free_secret(token);
         return -1;
     }
-    url = awsconfig_service_url("sts", ctx->region != NULL ? ctx->region : own_region);
+    url = awsconfig_sts_url(ctx->region != NULL ? ctx->region : own_region, why, whylen);
     free(own_region);
     buf_reserve(&form, 3 * (strlen(token) + strlen(c->role_arn) + strlen(c->session)) + 128);
     creds_form_put(&form, "Action", "AssumeRoleWithWebIdentity");
@@ -96,7 +96,9 @@ assume_role(struct webid_provider *wp, const struct creds_ctx *ctx, const struct
     creds_form_put(&form, "RoleArn", c->role_arn);
     creds_form_put(&form, "RoleSessionName", c->session);
     creds_form_put(&form, "WebIdentityToken", token);
-    if (url == NULL || form.failed) {
+    if (url == NULL) {
+        /* why says it: a bad endpoint variable, or out of memory */
+    } else if (form.failed) {
         snprintf(why, whylen, "out of memory");
     } else {
         rc = creds_sts_call(&wp->http, ctx, url, "AssumeRoleWithWebIdentity", &form, NULL, NULL,

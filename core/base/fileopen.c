@@ -32,9 +32,10 @@ fileopen_read(const char *path)
 }
 
 int
-fileopen_append(const char *path, mode_t mode)
+fileopen_append(const char *path, mode_t mode, int nofollow)
 {
-    return blocking(open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, mode));
+    int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK;
+    return blocking(open(path, flags | (nofollow ? O_NOFOLLOW : 0), mode));
 }
 
 void

@@ -21,9 +21,11 @@ int fileopen_read(const char *path);
  * Open path for appending (created with mode), close-on-exec, never waiting:
  * a named pipe no process reads would block open() for ever, so it fails at
  * once with ENXIO instead. Once open, writes block as usual (O_NONBLOCK is
- * cleared). Returns the descriptor (the caller's), or -1 with errno.
+ * cleared). With nofollow, a symbolic link at path fails with ELOOP
+ * (O_NOFOLLOW: checked and opened in one step, no race). Returns the
+ * descriptor (the caller's), or -1 with errno.
  */
-int fileopen_append(const char *path, mode_t mode);
+int fileopen_append(const char *path, mode_t mode, int nofollow);
 
 /*
  * Open /dev/null on standard input, output or error where whoever started

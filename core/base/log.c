@@ -107,6 +107,42 @@ log_parse_format(const char *s, enum log_format *out)
     return 0;
 }
 
+/* The directory of path, as a new string (the caller frees): "." for a
+ * bare name, "/" for a file at the root. NULL when out of memory. */
+static char *
+parent_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/'); /* at path: "/" stays, for a file at the root */
+    char *dir =
+        slash == NULL ? strdup(".") : strndup(path, (size_t) (slash - path) + (slash == path));
+    if (dir == NULL) {
+        errno = ENOMEM;
+    }
+    return dir;
+}
+
+int
+log_dir_trusted(const struct stat *st)
+{
+    return st->st_uid == 0 && (st->st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+/* Whether log_open must not follow a symbolic link at path: run as root,
+ * with path's directory one others can write (or one that cannot be
+ * looked at: refused rather than guessed). */
+static int
+log_nofollow(const char *path)
+{
+    if (geteuid() != 0) {
+        return 0; /* a link leads only where this user could write anyway */
+    }
+    char *dir = parent_dir(path);
+    struct stat st;
+    int trusted = dir != NULL && stat(dir, &st) == 0 && log_dir_trusted(&st);
+    free(dir);
+    return !trusted;
+}
+
 int
 log_open(const char *path)
 {
@@ -120,7 +156,7 @@ log_open(const char *path)
     log_path = copy; /* asked for, opened or not: log_reopen tries it again */
     int fd = 2;
     /* never waits: a named pipe no process reads fails at once (ENXIO) */
-    if (want && (fd = fileopen_append(path, 0640)) < 0) {
+    if (want && (fd = fileopen_append(path, 0640, log_nofollow(path))) < 0) {
         return -1;
     }
     int cur = shared_int_get(&log_fd);
@@ -156,6 +192,10 @@ int
 log_can_open(const char *path)
 {
     struct stat st;
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && log_nofollow(path)) {
+        errno = ELOOP; /* what log_open's O_NOFOLLOW answers */
+        return -1;
+    }
     if (stat(path, &st) == 0) {
         if (S_ISDIR(st.st_mode)) {
             errno = EISDIR;
@@ -170,17 +210,11 @@ log_can_open(const char *path)
         return -1;
     }
     /* Not there: open() would create it if its directory takes a new file. */
-    char *dir = strdup(path);
+    char *dir = parent_dir(path);
     if (dir == NULL) {
-        errno = ENOMEM;
         return -1;
     }
-    char *slash = strrchr(dir, '/');
-    const char *parent = slash == NULL ? "." : slash == dir ? "/" : dir;
-    if (slash != NULL && slash != dir) {
-        *slash = '\0';
-    }
-    int rc = access(parent, W_OK | X_OK);
+    int rc = access(dir, W_OK | X_OK);
     int saved = errno;
     free(dir);
     errno = saved;
@@ -211,6 +245,11 @@ log_open_why(const char *path, int err)
     struct stat st;
     if (err == ENXIO && path != NULL && stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) {
         return "a named pipe that no process reads (start its reader first)";
+    }
+    if (err == ELOOP && path != NULL && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        return "a symbolic link in a directory users other than root can write, which root "
+               "does not follow (set log.file to the link's target, or make the directory "
+               "root's alone)";
     }
     return cnum_strerror(err);
 }

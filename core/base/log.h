@@ -13,6 +13,7 @@
 #define TWICE_LOG_H
 
 #include <stdarg.h>
+#include <sys/stat.h>
 
 #include <twice/plugin.h> /* twice_log_level: one set of levels for host and plugins */
 
@@ -40,8 +41,17 @@ int log_parse_format(const char *s, enum log_format *out);
 const char *log_level_name(twice_log_level level);
 
 /* Send lines to `path` (opened for append; NULL or "" for stderr). Returns 0,
- * or -1 with errno set; the previous destination stays in use on failure. */
+ * or -1 with errno set; the previous destination stays in use on failure.
+ * Run as root, a symbolic link at path is not followed (ELOOP) when its
+ * directory is one others can write (log_dir_trusted): whoever can write
+ * there, the workers' user included, could otherwise plant a link and have
+ * root append to, or create, any file. */
 int log_open(const char *path);
+/* Whether root may follow a symbolic link in the directory st describes:
+ * owned by root and writable by no group or others (the rule of the
+ * kernel's protected_symlinks, for the one file root opens by a name
+ * others could plant). 1 or 0; pure, for the tests. */
+int log_dir_trusted(const struct stat *st);
 /* Open again, by its path, the file log_open was last asked for: after
  * logrotate moved it away (its `create` mode), lines go to a new file of
  * that name; a file that could not be opened before is tried again. 0
@@ -56,7 +66,8 @@ int log_reopen(void);
 int log_can_open(const char *path);
 /* Why log_open(path) or log_can_open(path) failed with err, for a person:
  * strerror's text, but a named pipe without a reader (ENXIO, which reads
- * "No such device or address") is called that. Static text. */
+ * "No such device or address") and a symbolic link root does not follow
+ * (ELOOP, see log_open) are called that. Static text. */
 const char *log_open_why(const char *path, int err);
 /* The file log_open was last asked for, NULL for stderr. */
 const char *log_file(void);

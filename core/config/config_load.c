@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "buf.h"
+#include "config_dupname.h"
 #include "config_parse.h"
 #include "config_text.h"
 
@@ -42,18 +43,50 @@ config_dir(const char *file)
     return buf_steal(&b);
 }
 
-/* libconfig's own error: a syntax error, a duplicate setting, a missing
- * @include file. Its "file" is NULL for the main text. */
+/* The setting libconfig's "duplicate setting name" at sfile (NULL: text, the
+ * main file's) and line means, into name: 1, or 0 when its line does not
+ * tell (config_dupname.c). An @include file is read again for its line. */
+static int
+duplicate_name(struct config_ctx *x, const char *text, const char *sfile, int line, char *name,
+               size_t size)
+{
+    if (sfile == NULL) {
+        return config_dupname_at(text, line, name, size);
+    }
+    struct buf path = BUF_INIT;
+    struct diag ignored = DIAG_INIT; /* the file was read a moment ago */
+    char *inc = NULL;
+    size_t len = 0;
+    config_path_of(x, sfile, &path);
+    int found = config_text_read_file(buf_str(&path), &inc, &len, &ignored) == 0 &&
+                config_dupname_at(inc, line, name, size);
+    buf_free(&path);
+    diag_free(&ignored);
+    buf_free_secret(inc); /* it may hold passwords, as the main text */
+    return found;
+}
+
+/* libconfig's own error: a syntax error, a duplicate setting (named from
+ * its line: libconfig does not), a missing @include file. Its "file" is
+ * NULL for the main text. */
 static void
-report_parse_error(struct config_ctx *x, const config_t *cf)
+report_parse_error(struct config_ctx *x, const config_t *cf, const char *main_text)
 {
     const char *text = config_error_text(cf) ? config_error_text(cf) : "unknown error";
+    const char *sfile = config_error_file(cf);
+    int line = config_error_line(cf);
+    char name[128];
     struct buf b = BUF_INIT;
-    buf_puts(&b, "syntax error");
-    if (strcmp(text, "syntax error") != 0) {
-        buf_printf(&b, ": %s", text);
+    if (strcmp(text, "duplicate setting name") == 0 &&
+        duplicate_name(x, main_text, sfile, line, name, sizeof(name))) {
+        buf_printf(&b, "setting '%s' appears twice in its group (remove or rename one)", name);
+    } else {
+        buf_puts(&b, "syntax error");
+        if (strcmp(text, "syntax error") != 0) {
+            buf_printf(&b, ": %s", text);
+        }
     }
-    config_problem_at(x, config_error_file(cf), config_error_line(cf), buf_str(&b));
+    config_problem_at(x, sfile, line, buf_str(&b));
     buf_free(&b);
 }
 
@@ -67,7 +100,7 @@ parse_text(struct config_ctx *x, config_t *cf, const char *text)
         return -1;
     }
     if (config_read_string(cf, text) != CONFIG_TRUE) {
-        report_parse_error(x, cf);
+        report_parse_error(x, cf, text);
         return -1;
     }
     return 0;

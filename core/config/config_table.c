@@ -119,7 +119,12 @@ const struct config_row config_rows[] = {
             "again after "
             "logrotate moved it away (twiced(8), LOG ROTATION). When it refuses lines (a full "
             "disk), each process says so once on standard error, and counts the lost lines in "
-            "it once it takes lines again."},
+            "it once it takes lines again. The master runs as root when user is set: it does not "
+            "follow a symbolic link at this name when the file's directory is one users other "
+            "than root can write (not owned by root, or group or world writable), as the "
+            "workers' user could plant one there and have root append to any file; twiced -t "
+            "and the start refuse such a link, naming it. A link in a directory of root's "
+            "alone is followed."},
 
     {ROW("aws", "region", CONFIG_STR, C(aws.region)), .flags = CONFIG_UNSET,
      .check = config_check_region,

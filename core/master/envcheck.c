@@ -9,9 +9,11 @@
 #include "awsregion.h"
 #include "config.h"
 #include "diag.h"
+#include "tracecfg.h"
 #include "url.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* An endpoint of service (label in messages) the environment sets when setting (aws.endpoint,
  * aws.s3_endpoint) does not: 1 with a problem in d when flags (url.h) refuse
@@ -30,6 +32,22 @@ check_endpoint(const char *setting, const char *service, const char *label, unsi
     return 1;
 }
 
+/* AWS_ENDPOINT_URL_STS, whenever it is set: the credential chain's
+ * web-identity and assume-role sources call STS, and whether one will run is
+ * known only when it does (AWS_ENDPOINT_URL is checked with SQS's). 1 with a
+ * problem in d when it is not a usable URL. */
+static int
+check_sts(struct diag *d)
+{
+    const char *name = NULL, *v = awsconfig_endpoint_env("sts", &name), *why;
+    if (v == NULL || strcmp(name, "AWS_ENDPOINT_URL_STS") != 0 ||
+        (why = url_problem(v, URL_NO_QUERY)) == NULL) {
+        return 0;
+    }
+    diag_add(d, NULL, 0, "%s: not a usable STS endpoint URL: %s", name, why);
+    return 1;
+}
+
 int
 envcheck_aws(const struct config *c, struct diag *d)
 {
@@ -43,6 +61,7 @@ envcheck_aws(const struct config *c, struct diag *d)
         free(region);
     }
     n += check_endpoint(c->aws.endpoint, "sqs", "SQS", URL_NO_QUERY, d);
+    n += check_sts(d);
     int s3 = 0; /* S3 is used for the payloads of queues that keep them there only */
     for (size_t i = 0; i < c->nqueues; i++) {
         s3 |= c->queues[i].payload_bucket != NULL;
@@ -51,4 +70,20 @@ envcheck_aws(const struct config *c, struct diag *d)
         n += check_endpoint(c->aws.s3_endpoint, "s3", "S3", URL_NO_QUERY | URL_NO_PATH, d);
     }
     return n;
+}
+
+int
+envcheck_tracing(const struct config *c, struct diag *warnings)
+{
+    struct tracecfg t;
+    char why[600];
+    if (c->tracing.exporter != CONFIG_TRACING_OTLP) {
+        return 0;
+    }
+    if (tracecfg_resolve(c, &t, why, sizeof(why)) != 0) {
+        diag_add(warnings, NULL, 0, "%s (tracing will be off in every worker; jobs run)", why);
+        return 1;
+    }
+    tracecfg_free(&t);
+    return 0;
 }

@@ -3,7 +3,8 @@
  * configuration that leaves them out, checked by twiced -t and before the
  * start: the region (AWS_REGION, AWS_DEFAULT_REGION, the profile's) and the
  * SQS and S3 endpoints (AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_S3,
- * AWS_ENDPOINT_URL; S3's when a queue keeps payloads there). A bad value would otherwise stop
+ * AWS_ENDPOINT_URL; S3's when a queue keeps payloads there), and STS's
+ * (AWS_ENDPOINT_URL_STS, when set). A bad value would otherwise stop
  * every worker at its first request, as a signing or endpoint error. Not the configuration's own
  * settings (config_check.c), not whether AWS answers (preflight.c).
  */
@@ -17,5 +18,13 @@ struct diag;
  * ("AWS_REGION=us east 1: not a region name (...)"). A region or endpoint
  * that is not set at all is not one: the configuration may not need it. */
 int envcheck_aws(const struct config *c, struct diag *d);
+
+/* tracing.exporter otlp completed from the OTEL_* environment as every worker
+ * will (tracecfg_resolve): a bad OTEL_EXPORTER_OTLP_*ENDPOINT, header list or
+ * OTEL_RESOURCE_ATTRIBUTES turns tracing off in each worker at its start. A
+ * warning, not a problem: tracing never stops jobs, so neither twiced -t nor
+ * the start fail for it, but they say it. The number of warnings added to
+ * warnings (0 or 1); a header's value is never in them. */
+int envcheck_tracing(const struct config *c, struct diag *warnings);
 
 #endif

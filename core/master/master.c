@@ -899,6 +899,19 @@ check_user(const struct config *c, struct diag *d)
     return 1;
 }
 
+/* twiced -t: what does not fail the check but would surprise the operator
+ * (tracing off in every worker), on stderr as "warning: ...". */
+static void
+print_warnings(const struct config *c)
+{
+    struct diag warn = DIAG_INIT;
+    envcheck_tracing(c, &warn);
+    for (size_t i = 0; i < warn.n; i++) {
+        fprintf(stderr, "warning: %s\n", warn.lines[i]); /* escaped by diag_add */
+    }
+    diag_free(&warn);
+}
+
 int
 master_check(const char *path, int connect)
 {
@@ -918,6 +931,9 @@ master_check(const char *path, int connect)
         rc = 1;
     }
     print_problems(&d);
+    if (g != NULL) {
+        print_warnings(g->cfg);
+    }
     if (g != NULL && rc == 0) {
         diag_print_line(stdout, "%s: configuration and %zu plugin%s OK", path, g->cfg->nplugins,
                         plural_s(g->cfg->nplugins));
@@ -995,6 +1011,12 @@ prepare(struct master *m)
         gen_free(g);
         return NULL;
     }
+    struct diag warn = DIAG_INIT; /* in log.file, and on the terminal before -d */
+    envcheck_tracing(g->cfg, &warn);
+    for (size_t i = 0; i < warn.n; i++) {
+        log_warn("%s", warn.lines[i]);
+    }
+    diag_free(&warn);
     if (m->opts->detach != NULL && g->cfg->log.file == NULL) {
         /* said while stderr is still the terminal: after it, nothing is */
         log_warn("log.file is not set: the daemon's log lines (-d) are discarded; set "

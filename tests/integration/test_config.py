@@ -107,6 +107,10 @@ queues = ( { name = "q"; url = "http://127.0.0.1:1/0/q"; dlq_url = "http://127.0
                          "URL: has a port that is not a number from 1 to 65535")
         del bad["AWS_ENDPOINT_URL_SQS"]
         self.assertEqual(self.check(path, bad).returncode, 0)
+        # STS's own, whenever it is set: the credential chain may call STS
+        r = self.check(path, dict(bad, AWS_ENDPOINT_URL_STS="sts.local:4566"))
+        self.assertEqual(r.stderr.strip(), "AWS_ENDPOINT_URL_STS: not a usable STS endpoint "
+                         "URL: must start with http:// or https://")
         s3 = self.write(self.base().replace('plugin = "p";',
                                             'plugin = "p"; payload_bucket = "payloads";').encode())
         r = self.check(s3, bad)

@@ -305,9 +305,17 @@ class Tracing(twicetest.TwiceTestCase):
                                  "OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20secret"})
         d.wait_log(r"tracing is off in this worker: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: not a "
                    r"usable URL: must start with http:// or https://")
+        # said once at the start too, and by twiced -t, which passes: tracing never stops jobs
+        bad = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: not a usable URL: must start with http:// "
+               "or https:// (tracing will be off in every worker; jobs run)")
+        self.assertIn(bad, d.log_text())
+        r = subprocess.run([self.env.binary("twiced"), "-t", "-c", d.config_path],
+                           capture_output=True, text=True, env=d.process_env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "warning: %s\n" % bad)
         self.sqs.send(url, {"id": "f"})  # jobs run all the same
         twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=15)
-        self.assertNotIn("secret", d.log_text())
+        self.assertNotIn("secret", d.log_text() + r.stderr)
         self.assertEqual(d.stop(), 0)
 
     def test_twicectl_send_traceparent(self):

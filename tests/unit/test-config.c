@@ -1069,9 +1069,31 @@ test_syntax_errors(void)
         diag_free(&d);
     }
     free(text);
-    /* libconfig's other parse errors keep its words. */
+    /* A duplicate setting is named (libconfig does not): at its line, alone
+     * on it, twice on it, or inside a group. */
     expect_one("workers = 2;\nworkers = 3;\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
-               "workers = 3", "syntax error: duplicate setting name");
+               "workers = 3",
+               "setting 'workers' appears twice in its group (remove or rename one)");
+    expect_one(
+        "workers = 2; workers : 3; # workers = 4\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
+        "workers = 2; workers",
+        "setting 'workers' appears twice in its group (remove or rename one)");
+    expect_one("aws = { region = \"eu-west-1\"; /* x = */ endpoint = \"a=b\"; region = \"x\"; "
+               "};\n" QUEUE_JOBS("plugin = \"welcome-email\";"),
+               "aws = {", "setting 'region' appears twice in its group (remove or rename one)");
+    /* A line that does not tell (two different names) keeps libconfig's words. */
+    expect_one("workers = 2;\nlog = { level = \"info\"; }; workers = 3;\n" QUEUE_JOBS(
+                   "plugin = \"welcome-email\";"),
+               "log = {", "syntax error: duplicate setting name");
+    /* In an @include file, named from that file's line. */
+    const char *inc = path_in(tmpdir, "dup.inc");
+    write_file(inc, "# tuning\nworkers = 2;\nworkers = 4;\n");
+    struct diag di = DIAG_INIT;
+    CHECK_INT(load_extra("@include \"dup.inc\"\n" QUEUE_JOBS(""), &di, NULL), -1);
+    CHECK_INT(di.n, 1);
+    CHECK(has(&di, inc, 3, "setting 'workers' appears twice in its group (remove or rename one)"));
+    diag_free(&di);
+    unlink(inc);
     /* An unreadable file is one line, without a line number. */
     struct diag d = DIAG_INIT;
     struct config *c = NULL;

@@ -520,6 +520,15 @@ test_configured_source_fails(void)
     CHECK_STR(err, "AWS credentials: web-identity: AWS_DEFAULT_REGION=EU: not a region name "
                    "(lowercase letters, digits and '-', like us-east-1)");
     unsetenv("AWS_DEFAULT_REGION");
+    /* STS's endpoint is checked where it is read, and named: it failed as an
+     * opaque HTTP error (or went where curl guessed) */
+    setenv("AWS_REGION", "eu-west-1", 1);
+    setenv("AWS_ENDPOINT_URL_STS", "sts.local:4566", 1);
+    expect_none(NULL, err, sizeof(err));
+    CHECK_STR(err, "AWS credentials: web-identity: AWS_ENDPOINT_URL_STS: not a usable STS "
+                   "endpoint URL: must start with http:// or https://");
+    unsetenv("AWS_ENDPOINT_URL_STS");
+    unsetenv("AWS_REGION");
     /* Only half configured: a reason, and the next source answers. */
     unsetenv("AWS_ROLE_ARN");
     expect_creds(NULL, "AKIDFALLBACK", "fb", NULL, "profile:default");
@@ -723,6 +732,11 @@ test_assume_role_refusals(void)
                         "role/r: STS http://127.0.0.1:9: CouldNotConnect");
     CHECK(strstr(err, SECRET) == NULL);
     expect_creds("other", "AKIDENV", SECRET, NULL, "env");
+    setenv("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:9/?Action=x", 1); /* never reached */
+    expect_none("a", err, sizeof(err));
+    CHECK_CONTAINS(err, "AWS credentials: profile a: AWS_ENDPOINT_URL_STS: not a usable STS "
+                        "endpoint URL: ");
+    setenv("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:9", 1);
     /* STS's region, when the chain has none, is checked where it is read and
      * named by its source: it went into the STS URL and the signature as it
      * was, an opaque failure */

@@ -2,7 +2,8 @@
  * test-log-reopen.c - where log lines go: log.file, log_reopen after a log
  * rotation moved the file away, and a reopen on reload while
  * other threads keep logging (the master's HTTP, janitor and alert threads
- * do): every line lands whole in the old file or the new one, none is lost.
+ * do): every line lands whole in the old file or the new one, none is lost;
+ * and root not following a link others could plant at log.file.
  */
 #include "check.h"
 
@@ -179,6 +180,65 @@ test_pipe_without_reader(void)
     unlink(fifo);
 }
 
+/* The directory rule alone: root follows a link only where root alone can
+ * write (owner root, no group or other write bit). */
+static void
+test_dir_trusted(void)
+{
+    struct stat st = {.st_uid = 0, .st_mode = S_IFDIR | 0755};
+    CHECK_INT(log_dir_trusted(&st), 1);
+    st.st_mode = S_IFDIR | 0775; /* a group (adm, the workers') may plant links */
+    CHECK_INT(log_dir_trusted(&st), 0);
+    st.st_mode = S_IFDIR | 01777; /* /tmp */
+    CHECK_INT(log_dir_trusted(&st), 0);
+    st.st_mode = S_IFDIR | 0700;
+    st.st_uid = 1000; /* the workers' own directory */
+    CHECK_INT(log_dir_trusted(&st), 0);
+}
+
+/* Run as root with the workers' user allowed to write log.file's directory:
+ * a link planted there (to a file root alone may write) is refused, by
+ * log_open, log_reopen and log_can_open alike, and its target is neither
+ * created nor written; the same link in a directory of root's alone (an
+ * admin's deliberate one) is followed. Needs root: skipped otherwise. */
+static void
+test_symlink_in_open_dir(void)
+{
+    if (geteuid() != 0) {
+        printf("test_symlink_in_open_dir: skipped, not root\n");
+        return;
+    }
+    char open_dir[128], planted[160], target[160], admin[160];
+    snprintf(open_dir, sizeof(open_dir), "%s/logs", tmpdir);
+    snprintf(planted, sizeof(planted), "%s/twice.log", open_dir);
+    snprintf(target, sizeof(target), "%s/root-only", tmpdir);
+    snprintf(admin, sizeof(admin), "%s/admin.log", tmpdir);
+    CHECK_INT(mkdir(open_dir, 0755), 0);
+    CHECK_INT(chown(open_dir, 65534, 65534), 0); /* the workers' user owns it */
+    CHECK_INT(symlink(target, planted), 0);
+    errno = 0;
+    CHECK_INT(log_open(planted), -1);
+    CHECK_INT(errno, ELOOP);
+    CHECK_CONTAINS(log_open_why(planted, ELOOP), "symbolic link");
+    CHECK_INT(log_reopen(), -1);
+    CHECK_INT(log_can_open(planted), -1);
+    CHECK_INT(errno, ELOOP);
+    CHECK(access(target, F_OK) != 0); /* not created */
+    CHECK_INT(chown(open_dir, 0, 0), 0);
+    CHECK_INT(chmod(open_dir, 0775), 0); /* root's, but a group may write */
+    CHECK_INT(log_open(planted), -1);
+    CHECK_INT(symlink(target, admin), 0); /* the mkdtemp directory: root's, 0700 */
+    CHECK_INT(log_can_open(admin), 0);
+    CHECK_INT(log_open(admin), 0);
+    log_info("through the admin's link");
+    CHECK_INT(log_open(NULL), 0);
+    CHECK_INT(count_lines(target, "through the admin's link"), 1);
+    unlink(admin);
+    unlink(target);
+    unlink(planted);
+    rmdir(open_dir);
+}
+
 int
 main(void)
 {
@@ -192,6 +252,8 @@ main(void)
     test_reopen_by_name();
     test_reopen_while_logging();
     test_pipe_without_reader();
+    test_dir_trusted();
+    test_symlink_in_open_dir();
     rmdir(tmpdir);
     return check_done("test-log");
 }
