@@ -52,16 +52,11 @@ static const struct {
  * are counters of (fractional) seconds. */
 enum kind { COUNTER, GAUGE, PROC_GAUGE, HISTOGRAM, INTERNAL, SECONDS };
 
-/* one: a gauge of one series per first label (metrics_gauge_only), whose
- * other labels change (a queue's pause reason, free text): its series hash
- * on the first label alone, so that each new value takes over the slot of
- * one dropped before rather than take a new slot for good. */
 static const struct {
     const char *name;
     enum kind kind;
     const char *labels[3];
     const char *help;
-    int one;
 } defs[MET_COUNT_] = {
     [MET_RECEIVED] = {"twice_messages_received_total",
                       COUNTER,
@@ -192,10 +187,16 @@ static const struct {
                           {"queue", "reason"},
                           "1 while the queue is paused (reason: the operator's, or breaker); "
                           "reason \"\" at 0 while it runs. One series per queue: the current "
-                          "state only.",
-                          1},
+                          "state only."},
     [MET_RECEIVE_FAILED] = {"twice_internal_receive_failed", INTERNAL, {"queue", "code"}, ""},
 };
+
+/* Gauges of one series per first label (metrics_gauge_only), whose other
+ * labels change (a queue's pause reason, free text): their series hash on
+ * the first label alone, so that each new value takes over the slot of one
+ * dropped before rather than take a new slot for good. A table of its own,
+ * designated, so that defs' rows need not each say 0. */
+static const int one[MET_COUNT_] = {[MET_QUEUE_PAUSED] = 1};
 
 void
 metrics_set_proc(int proc_slot)
@@ -241,7 +242,7 @@ static uint64_t
 hash_series(int m, int proc, const struct labels *ls)
 {
     uint64_t h = 1469598103934665603ull ^ (uint64_t) (m * 31 + proc + 7);
-    for (int i = 0; i < (defs[m].one ? 1 : 3); i++) {
+    for (int i = 0; i < (one[m] ? 1 : 3); i++) {
         /* As stored: labels that differ only past what is kept are one series. */
         for (size_t k = 0; k < ls->n[i]; k++) {
             h = (h ^ (unsigned char) ls->v[i][k]) * 1099511628211ull;
@@ -276,7 +277,7 @@ same_series(const struct shm_series *s, int m, int proc, const struct labels *ls
 }
 
 /* A series' labels written into its slot (state 1, its writer's alone).
- * Byte by byte as atomics: a render may read a defs[m].one gauge's labels
+ * Byte by byte as atomics: a render may read a one[m] gauge's labels
  * while take_over rewrites them (copy_labels), and both sides are then
  * atomic accesses, which the thread sanitizer can check. A series is made
  * once, so the cost does not matter. */
@@ -291,7 +292,7 @@ put_labels(struct shm_series *s, const struct labels *ls)
     }
 }
 
-/* The labels and value of a defs[m].one gauge's slot copied into out and
+/* The labels and value of a one[m] gauge's slot copied into out and
  * *v as a render reads them, while take_over may be rewriting them: 0 when
  * the copy is of one series (relabels even and unchanged around it), else -1. Acquire
  * loads keep the second read of relabels after every byte's (seqlock
@@ -311,12 +312,12 @@ copy_labels(const struct shm_series *s, char out[3][SHM_LABEL], uint64_t *v)
     return (seq & 1) == 0 && __atomic_load_n(&s->relabels, __ATOMIC_ACQUIRE) == seq ? 0 : -1;
 }
 
-/* Whether s is a dropped series of m (a defs[m].one gauge) for proc and l1,
+/* Whether s is a dropped series of m (a one[m] gauge) for proc and l1,
  * whatever its other labels: a slot the series of ls may take over. */
 static int
 dropped_sibling(const struct shm_series *s, int st, int m, int proc, const struct labels *ls)
 {
-    return defs[m].one && st == SHM_SLOT_DROPPED && s->metric == m && s->proc == proc &&
+    return one[m] && st == SHM_SLOT_DROPPED && s->metric == m && s->proc == proc &&
            memcmp(s->labels[0], ls->v[0], ls->n[0]) == 0 && s->labels[0][ls->n[0]] == '\0';
 }
 
@@ -342,7 +343,7 @@ take_over(struct shm_series *s, const struct labels *ls)
 
 /* The series for (m, labels, proc), created when absent if create; NULL
  * when absent (and not created), the table is full or not mapped. A new
- * series of a defs[m].one gauge takes over a dropped one of its first label
+ * series of a one[m] gauge takes over a dropped one of its first label
  * met on the way, so each of those holds at most two slots (the value shown
  * and the one before, dropped), however many values it shows over time. */
 static struct shm_series *
@@ -761,7 +762,7 @@ render_histogram(struct buf *out, const struct shm_region *r, int m)
     }
 }
 
-/* Counters and gauges, a line per series. A defs[m].one gauge's slot may
+/* Counters and gauges, a line per series. A one[m] gauge's slot may
  * be given other labels (take_over) while its line is written: its labels
  * are copied first (copy_labels), and the line is left out when the copy
  * was torn, as the series was being dropped. */
@@ -772,13 +773,13 @@ render_plain(struct buf *out, const struct shm_region *r, int m)
     for (int i = 0, n = listed(r); i < n; i++) {
         const struct shm_series *s = ready_at(r, i, m);
         uint64_t v = 0;
-        if (s == NULL || s->proc != -1 || (defs[m].one && copy_labels(s, copy, &v) != 0)) {
+        if (s == NULL || s->proc != -1 || (one[m] && copy_labels(s, copy, &v) != 0)) {
             continue;
         }
-        if (!defs[m].one) {
+        if (!one[m]) {
             v = __atomic_load_n(&s->value, __ATOMIC_RELAXED);
         }
-        put_series_name(out, defs[m].name, m, defs[m].one ? copy : s->labels, NULL);
+        put_series_name(out, defs[m].name, m, one[m] ? copy : s->labels, NULL);
         if (defs[m].kind == COUNTER) {
             buf_printf(out, " %llu\n", (unsigned long long) v);
         } else {
