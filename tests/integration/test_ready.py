@@ -108,7 +108,9 @@ class Ready(twicetest.TwiceTestCase):
                            capture_output=True, text=True, env=d.process_env, cwd=d.workdir,
                            timeout=60)
         self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertRegex(r.stderr, r"^twiced: not started: generation 1 was not ready within "
+        # without log.file, -d first says that the daemon's lines are discarded
+        self.assertRegex(r.stderr, r"^\S+ warn master\[\d+\]: log.file is not set: ")
+        self.assertRegex(r.stderr, r"(?m)^twiced: not started: generation 1 was not ready within "
                                    r"ready_timeout \(4s\): worker \d+: idempotency store: .*"
                                    r"password authentication failed")
         self.assertNotIn(WRONG_PASSWORD, r.stderr)
