@@ -112,6 +112,7 @@ shm_reset_slot(int slot, pid_t pid)
     __atomic_store_n(&p->crashed_job, -1, __ATOMIC_RELEASE);
     __atomic_store_n(&p->stopped_by, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&p->replace, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&p->names, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&p->pid, pid, __ATOMIC_RELEASE);
 }
 
@@ -269,7 +270,8 @@ describe_death(int slot, const struct jobnames *names, int status, char *out, si
         }
         const char *lead = crashed >= 0 ? " while running" : listed ? "," : " with in flight:";
         const char *queue, *plugin;
-        jobnames_get(names, j->queue, j->plugin, j->names, &queue, &plugin);
+        jobnames_get(names, j->queue, j->plugin, __atomic_load_n(&p->names, __ATOMIC_ACQUIRE),
+                     &queue, &plugin);
         n += (size_t) snprintf(out + n, cap - n, "%s plugin %s on message %s (queue %s)", lead,
                                plugin, j->message_id, queue);
         listed++;
