@@ -452,11 +452,8 @@ cut_line(struct buf *line, const char *ts, twice_log_level level, const struct l
     size_t lo = 0, hi = total < LOG_LINE_MAX ? total : LOG_LINE_MAX; /* escaped >= raw */
     struct buf cut = BUF_INIT;
     while (lo < hi) { /* the longest keep in [lo, hi] that fits */
-        size_t keep = lo + (hi - lo + 1) / 2;
-        while (keep > lo && ((unsigned char) text[keep] & 0xc0) == 0x80) {
-            keep--; /* not inside a UTF-8 sequence */
-        }
-        if (keep == lo) {
+        size_t keep = utf8_cut(text, lo + (hi - lo + 1) / 2);
+        if (keep <= lo) {
             break;
         }
         buf_reset(&cut);

@@ -12,6 +12,7 @@
 #include "tracecfg.h"
 #include "url.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,15 +74,15 @@ envcheck_aws(const struct config *c, struct diag *d)
 }
 
 int
-envcheck_tracing(const struct config *c, struct diag *warnings)
+envcheck_tracing(const struct config *c, char *why, size_t cap)
 {
     struct tracecfg t;
-    char why[600];
+    char bad[600];
     if (c->tracing.exporter != CONFIG_TRACING_OTLP) {
         return 0;
     }
-    if (tracecfg_resolve(c, &t, why, sizeof(why)) != 0) {
-        diag_add(warnings, NULL, 0, "%s (tracing will be off in every worker; jobs run)", why);
+    if (tracecfg_resolve(c, &t, bad, sizeof(bad)) != 0) {
+        snprintf(why, cap, "%s (tracing will be off in every worker; jobs run)", bad);
         return 1;
     }
     tracecfg_free(&t);

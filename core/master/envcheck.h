@@ -11,6 +11,8 @@
 #ifndef TWICE_ENVCHECK_H
 #define TWICE_ENVCHECK_H
 
+#include <stddef.h>
+
 struct config;
 struct diag;
 
@@ -23,8 +25,9 @@ int envcheck_aws(const struct config *c, struct diag *d);
  * will (tracecfg_resolve): a bad OTEL_EXPORTER_OTLP_*ENDPOINT, header list or
  * OTEL_RESOURCE_ATTRIBUTES turns tracing off in each worker at its start. A
  * warning, not a problem: tracing never stops jobs, so neither twiced -t nor
- * the start fail for it, but they say it. The number of warnings added to
- * warnings (0 or 1); a header's value is never in them. */
-int envcheck_tracing(const struct config *c, struct diag *warnings);
+ * the start fail for it, but they say it. 1 with the warning in why (raw
+ * text: the caller escapes it as its output needs), else 0; a header's
+ * value is never in it. */
+int envcheck_tracing(const struct config *c, char *why, size_t cap);
 
 #endif

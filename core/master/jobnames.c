@@ -13,6 +13,7 @@
 
 struct jobnames {
     int holds;
+    uint32_t check; /* shm_names_of the configuration */
     size_t nqueues, nplugins;
     char (*name)[CONFIG_MAX_NAME + 1]; /* the queues' names, then the plugins' */
 };
@@ -27,6 +28,7 @@ jobnames_new(const struct config *c)
         return NULL;
     }
     n->holds = 1;
+    n->check = shm_names_of(c);
     n->nqueues = c->nqueues;
     n->nplugins = c->nplugins;
     for (size_t i = 0; i < c->nqueues; i++) {
@@ -61,15 +63,11 @@ jobnames_get(const struct jobnames *n, int queue, int plugin, uint32_t check,
              const char **queue_name, const char **plugin_name)
 {
     *queue_name = *plugin_name = "?";
-    if (n == NULL || queue < 0 || (size_t) queue >= n->nqueues || plugin < 0 ||
-        (size_t) plugin >= n->nplugins) {
+    if (n == NULL || check != n->check || queue < 0 || (size_t) queue >= n->nqueues ||
+        plugin < 0 || (size_t) plugin >= n->nplugins) {
         return 0;
     }
-    const char *q = n->name[queue], *p = n->name[n->nqueues + (size_t) plugin];
-    if (shm_job_names(q, p) != check) {
-        return 0;
-    }
-    *queue_name = q;
-    *plugin_name = p;
+    *queue_name = n->name[queue];
+    *plugin_name = n->name[n->nqueues + (size_t) plugin];
     return 1;
 }

@@ -23,9 +23,10 @@ struct jobnames *jobnames_hold(struct jobnames *n);
 void jobnames_drop(struct jobnames *n);
 
 /* The names of a job record's queue and plugin indices into *queue and
- * *plugin (pointing into n): 1 when both exist and give the record's check
- * value (shm_job_names), else 0 with both "?": a record is the worker's
- * word, never trusted to index the master's memory. */
+ * *plugin (pointing into n): 1 when both exist and check, the worker's
+ * word for its configuration's names (struct shm_proc's names), is n's
+ * own, else 0 with both "?": a record is the worker's word, never trusted
+ * to index the master's memory. */
 int jobnames_get(const struct jobnames *n, int queue, int plugin, uint32_t check,
                  const char **queue_name, const char **plugin_name);
 

@@ -112,6 +112,7 @@ shm_reset_slot(int slot, pid_t pid)
     __atomic_store_n(&p->crashed_job, -1, __ATOMIC_RELEASE);
     __atomic_store_n(&p->stopped_by, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&p->replace, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&p->names, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&p->pid, pid, __ATOMIC_RELEASE);
 }
 
@@ -269,7 +270,8 @@ describe_death(int slot, const struct jobnames *names, int status, char *out, si
         }
         const char *lead = crashed >= 0 ? " while running" : listed ? "," : " with in flight:";
         const char *queue, *plugin;
-        jobnames_get(names, j->queue, j->plugin, j->names, &queue, &plugin);
+        jobnames_get(names, j->queue, j->plugin, __atomic_load_n(&p->names, __ATOMIC_ACQUIRE),
+                     &queue, &plugin);
         n += (size_t) snprintf(out + n, cap - n, "%s plugin %s on message %s (queue %s)", lead,
                                plugin, j->message_id, queue);
         listed++;
@@ -904,12 +906,15 @@ check_user(const struct config *c, struct diag *d)
 static void
 print_warnings(const struct config *c)
 {
-    struct diag warn = DIAG_INIT;
-    envcheck_tracing(c, &warn);
-    for (size_t i = 0; i < warn.n; i++) {
-        fprintf(stderr, "warning: %s\n", warn.lines[i]); /* escaped by diag_add */
+    char why[768];
+    if (envcheck_tracing(c, why, sizeof(why)) != 0) {
+        struct diag warn = DIAG_INIT; /* escaped for the terminal by diag_add */
+        diag_add(&warn, NULL, 0, "%s", why);
+        for (size_t i = 0; i < warn.n; i++) {
+            fprintf(stderr, "warning: %s\n", warn.lines[i]);
+        }
+        diag_free(&warn);
     }
-    diag_free(&warn);
 }
 
 int
@@ -1011,12 +1016,10 @@ prepare(struct master *m)
         gen_free(g);
         return NULL;
     }
-    struct diag warn = DIAG_INIT; /* in log.file, and on the terminal before -d */
-    envcheck_tracing(g->cfg, &warn);
-    for (size_t i = 0; i < warn.n; i++) {
-        log_warn("%s", warn.lines[i]);
+    char why[768]; /* in log.file, and on the terminal before -d; the log escapes it */
+    if (envcheck_tracing(g->cfg, why, sizeof(why)) != 0) {
+        log_warn("%s", why);
     }
-    diag_free(&warn);
     if (m->opts->detach != NULL && g->cfg->log.file == NULL) {
         /* said while stderr is still the terminal: after it, nothing is */
         log_warn("log.file is not set: the daemon's log lines (-d) are discarded; set "

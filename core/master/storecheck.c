@@ -37,6 +37,18 @@ check_tick(void *arg)
     return clock_mono_ms() >= w->until;
 }
 
+/* Open a store on dsn for one check: its connect and statements given up
+ * at cw's time or stop (check_tick), which cw is set up for here. 0, or -1
+ * with err; *s to idem_close either way. */
+static int
+open_checked(const char *dsn, const char *table, const char *owner, int (*stop_asked)(void),
+             struct check_wait *cw, struct idem_store **s, char *err, size_t cap)
+{
+    *cw = (struct check_wait){clock_mono_ms() + STORECHECK_MS, stop_asked};
+    struct idem_wait w = {.answer_ms = 0, .tick_ms = 100, .tick = check_tick, .arg = cw};
+    return idem_open_waiting(dsn, table, owner, &w, s, err, cap);
+}
+
 /* Connect to dsn just long enough to read what it reaches, and (standby not
  * NULL) whether that is a standby in recovery, within STORECHECK_MS, given
  * up at once when stop_asked (may be NULL) says so. 0, or -1 with err. */
@@ -44,10 +56,9 @@ static int
 identity_of(const char *dsn, const char *table, int (*stop_asked)(void), struct idem_identity *out,
             int *standby, char *err, size_t cap)
 {
-    struct check_wait cw = {clock_mono_ms() + STORECHECK_MS, stop_asked};
-    struct idem_wait w = {.answer_ms = 0, .tick_ms = 100, .tick = check_tick, .arg = &cw};
+    struct check_wait cw;
     struct idem_store *s = NULL;
-    int rc = idem_open_waiting(dsn, table, "twiced check", &w, &s, err, cap);
+    int rc = open_checked(dsn, table, "twiced check", stop_asked, &cw, &s, err, cap);
     if (rc == 0) {
         rc = idem_identity(s, out, err, cap);
     }
@@ -168,13 +179,12 @@ storecheck_reload(const struct config *was, const struct config *now, struct hea
 int
 storecheck_start(const struct config *c, int (*stop_asked)(void), struct diag *d)
 {
-    struct check_wait cw = {clock_mono_ms() + STORECHECK_MS, stop_asked};
-    struct idem_wait w = {.answer_ms = 0, .tick_ms = 100, .tick = check_tick, .arg = &cw};
+    struct check_wait cw;
     struct idem_store *s = NULL;
     char err[512];
     int standby = 0;
-    if (idem_open_waiting(c->idempotency.dsn, c->idempotency.table, "twiced start", &w, &s, err,
-                          sizeof(err)) == 0) {
+    if (open_checked(c->idempotency.dsn, c->idempotency.table, "twiced start", stop_asked, &cw, &s,
+                     err, sizeof(err)) == 0) {
         standby = idem_standby(s, err, sizeof(err)) > 0;
     }
     idem_close(s);

@@ -13,6 +13,7 @@
 #include "jsonpath.h"
 #include "log.h"
 #include "span.h"
+#include "utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -147,10 +148,7 @@ job_deadletter(struct twice_job *j, const char *reason, const char *fmt, ...)
         /* text from a message (a route's value) can be as long as the body;
          * the log line and twice-error get its start, cut between
          * characters */
-        size_t cut = JOB_ERROR_MAX;
-        while (cut > 0 && ((unsigned char) b.data[cut] & 0xC0) == 0x80) {
-            cut--;
-        }
+        size_t cut = utf8_cut(b.data, JOB_ERROR_MAX);
         b.len = cut;
         b.data[cut] = '\0';
         buf_puts(&b, "...");

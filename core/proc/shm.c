@@ -86,25 +86,38 @@ shm_jobs_count(int proc_slot)
 }
 
 uint32_t
-shm_job_names(const char *queue, const char *plugin)
+shm_names_of(const struct config *c)
 {
-    uint64_t h = hash_fnv1a(HASH_FNV1A_INIT, queue != NULL ? queue : "");
-    h = hash_fnv1a(hash_fnv1a(h, "\t"), plugin != NULL ? plugin : "");
-    return (uint32_t) (h ^ (h >> 32));
+    uint64_t h = HASH_FNV1A_INIT;
+    for (size_t i = 0; i < c->nqueues; i++) {
+        h = hash_fnv1a(hash_fnv1a(h, c->queues[i].name), "\t");
+    }
+    h = hash_fnv1a(h, "\n"); /* queues, then plugins */
+    for (size_t i = 0; i < c->nplugins; i++) {
+        h = hash_fnv1a(hash_fnv1a(h, c->plugins[i].name), "\t");
+    }
+    uint32_t v = (uint32_t) (h ^ (h >> 32));
+    return v != 0 ? v : 1; /* 0: not said */
+}
+
+void
+shm_proc_names(int proc_slot, uint32_t names)
+{
+    if (region != NULL && proc_slot >= 0 && proc_slot < SHM_PROCS) {
+        __atomic_store_n(&region->procs[proc_slot].names, names, __ATOMIC_RELEASE);
+    }
 }
 
 int
-shm_job_begin(int proc_slot, int idx, const struct shm_job_of *of, const char *message_id,
-              int attempt)
+shm_job_begin(int proc_slot, int idx, int queue, int plugin, const char *message_id, int attempt)
 {
     if (region == NULL || proc_slot < 0 || proc_slot >= SHM_PROCS || idx < 0 || idx >= SHM_JOBS) {
         return -1;
     }
     struct shm_job *j = &region->jobs[proc_slot].job[idx]; /* this thread's alone */
     __atomic_store_n(&j->used, 1, __ATOMIC_RELEASE);
-    j->queue = of->queue;
-    j->plugin = of->plugin;
-    j->names = shm_job_names(of->queue_name, of->plugin_name);
+    j->queue = queue;
+    j->plugin = plugin;
     copy_field(j->message_id, sizeof(j->message_id), message_id);
     j->attempt = attempt;
     __atomic_store_n(&j->used, 2, __ATOMIC_RELEASE);

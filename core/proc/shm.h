@@ -14,7 +14,7 @@
 #include "config.h"
 
 /* The job table, SHM_PROCS * SHM_JOBS records for the largest configuration
- * allowed, is most of the region (91 of 94 MB): virtual only. A memfd's
+ * allowed, is most of the region (88 of 92 MB): virtual only. A memfd's
  * shared mapping is not charged to the commit limit, and only the pages of
  * the records of handler threads that exist become resident. */
 #define SHM_PROCS  600                 /* worker slots: 2 generations of up to 256, reused */
@@ -25,23 +25,20 @@
 /* A running job. Its queue and plugin are indices into the configuration
  * of the worker's generation, which the master resolves from its own copy
  * of that configuration's names (master/jobnames.h): names whole (up to
- * CONFIG_MAX_NAME) for 12 bytes, where two 81-byte copies in each of the
- * SHM_PROCS * SHM_JOBS records would cost 22 MB more of the region. names
- * is shm_job_names(queue name, plugin name): the master names the job only
- * when its names at those indices give the same (a respawned worker read
- * its @include files again, and they may have changed). Every field is
- * written before used turns 2, so a crash mid-write leaves a record the
- * master skips. */
+ * CONFIG_MAX_NAME) for 8 bytes, where two 81-byte copies in each of the
+ * SHM_PROCS * SHM_JOBS records would cost 22 MB more of the region. The
+ * master uses them only when the worker's configuration has its names
+ * (struct shm_proc's names). Every field is written before used turns 2,
+ * so a crash mid-write leaves a record the master skips. */
 struct shm_job {
-    int used;       /* atomic: 0 free, 1 being written, 2 running */
-    int attempt;    /* the run's number (a FIFO retry in place counts on) */
-    int queue;      /* index in the configuration's queues */
-    int plugin;     /* index in the configuration's plugins */
-    uint32_t names; /* shm_job_names of the two names */
+    int used;    /* atomic: 0 free, 1 being written, 2 running */
+    int attempt; /* the run's number (a FIFO retry in place counts on) */
+    int queue;   /* index in the configuration's queues */
+    int plugin;  /* index in the configuration's plugins */
     char message_id[128];
 };
 
-/* A worker process slot's flags. Dense (20 bytes a slot), apart from its
+/* A worker process slot's flags. Dense (24 bytes a slot), apart from its
  * jobs: the master scans every slot, and with the jobs inline (then 17 KB a slot)
  * that scan made it touch, and keep resident, a page per slot (2.4 MB). */
 struct shm_proc {
@@ -50,6 +47,9 @@ struct shm_proc {
     int crashed_job; /* atomic: index of the job whose thread faulted, -1 */
     int replace;     /* atomic: 1 when the worker asks the master to replace it */
     int stopped_by;  /* atomic: pid that sent the worker a stop signal, not the master; 0 */
+    uint32_t names;  /* atomic: shm_names_of the worker's configuration, 0 until it says: a
+                        respawned worker read its @include files again, and they may have
+                        changed, so the master names its jobs only when this is its own */
 };
 
 /* The jobs running in a worker slot, one record per handler thread (the
@@ -167,19 +167,17 @@ struct shm_region *shm_region(void);
 int shm_jobs_grow(int proc_slot, int n);
 /* Master: how many job records of the slot its worker had (at most SHM_JOBS). */
 int shm_jobs_count(int proc_slot);
-/* The check value of a job's (queue, plugin) names (struct shm_job). */
-uint32_t shm_job_names(const char *queue, const char *plugin);
-/* A job's queue and plugin: their indices in the worker's configuration and
- * their names (for the check value). */
-struct shm_job_of {
-    int queue, plugin;
-    const char *queue_name, *plugin_name;
-};
-/* Worker: note a job running on handler thread idx (< the shm_jobs_grow
- * count) as run number attempt, and its end. Returns idx, or -1 without a
- * region. The index is kept per thread so a fatal signal handler can name
- * the job (shm_mark_crash). */
-int shm_job_begin(int proc_slot, int idx, const struct shm_job_of *of, const char *message_id,
+/* The check value of a configuration's queue and plugin names, in order
+ * (struct shm_proc's names): what job records' indices point at. */
+uint32_t shm_names_of(const struct config *c);
+/* Worker, at its start: its configuration's shm_names_of. */
+void shm_proc_names(int proc_slot, uint32_t names);
+/* Worker: note a job of the configuration's queue and plugin (their
+ * indices) running on handler thread idx (< the shm_jobs_grow count) as run
+ * number attempt, and its end. Returns idx, or -1 without a region. The
+ * index is kept per thread so a fatal signal handler can name the job
+ * (shm_mark_crash). */
+int shm_job_begin(int proc_slot, int idx, int queue, int plugin, const char *message_id,
                   int attempt);
 void shm_job_end(int proc_slot, int idx);
 /* Async-signal-safe: record that this thread's job crashed the process. */

@@ -51,15 +51,20 @@ utf8_valid(const char *s, size_t n)
     return 1;
 }
 
+size_t
+utf8_cut(const char *s, size_t n)
+{
+    while (n > 0 && ((unsigned char) s[n] & 0xC0) == 0x80) {
+        n--;
+    }
+    return n;
+}
+
 void
 utf8_mark_cut(char *s, size_t cap, int n)
 {
     if (n < 0 || (size_t) n < cap || cap < 4) {
         return;
     }
-    size_t len = cap - 4;
-    while (len > 0 && ((unsigned char) s[len] & 0xC0) == 0x80) {
-        len--; /* s[len], the first byte left out, continues a character */
-    }
-    memcpy(s + len, "...", 4);
+    memcpy(s + utf8_cut(s, cap - 4), "...", 4);
 }

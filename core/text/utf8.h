@@ -15,6 +15,11 @@ size_t utf8_seq_len(const unsigned char *s, size_t n);
 /* 1 when all n bytes of s are valid UTF-8, else 0. */
 int utf8_valid(const char *s, size_t n);
 
+/* Where to cut s (at least n + 1 bytes) to keep at most n bytes without
+ * splitting a character: n, or less when s[n], the first byte left out,
+ * continues a character. */
+size_t utf8_cut(const char *s, size_t n);
+
 /* Text formatted into s (cap bytes) that needed n bytes (an snprintf's
  * answer): when it was cut, cut it again between characters and end it
  * with "...", so it neither ends mid-character nor reads as whole. */

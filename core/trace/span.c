@@ -5,6 +5,8 @@
  */
 #include "span.h"
 
+#include "utf8.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,10 +91,7 @@ span_copy(char *dst, size_t cap, const char *text)
 {
     size_t n = text != NULL ? strlen(text) : 0;
     if (n >= cap) {
-        n = cap - 1;
-        while (n > 0 && ((unsigned char) text[n] & 0xc0) == 0x80) {
-            n--; /* do not cut a UTF-8 character in two */
-        }
+        n = utf8_cut(text, cap - 1);
     }
     if (n > 0) {
         memcpy(dst, text, n);

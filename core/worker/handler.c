@@ -207,9 +207,8 @@ run_handler(struct handler *h, struct twice_job *j)
     struct wqueue *q = h->q;
     clock_gettime(CLOCK_MONOTONIC, &j->started_at);
     metrics_gauge_add(MET_INFLIGHT, q->cfg->name, j->plugin->name, 1);
-    struct shm_job_of of = {(int) (q->cfg - q->w->cfg->queues), (int) j->plugin->index,
-                            q->cfg->name, j->plugin->name};
-    int shm_idx = shm_job_begin(q->w->slot, h->index, &of, j->msg.message_id, j->attempt);
+    int shm_idx = shm_job_begin(q->w->slot, h->index, (int) (q->cfg - q->w->cfg->queues),
+                                (int) j->plugin->index, j->msg.message_id, j->attempt);
     timeout_run_begin(j, shm_idx);
 
     int again = 0;

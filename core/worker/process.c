@@ -396,6 +396,7 @@ worker_main(int argc, char **argv)
     }
     metrics_set_proc(a.slot);
     install_fatal_handlers(a.slot);
+    shm_proc_names(a.slot, shm_names_of(cfg)); /* before any job: how the master names them */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
 
     sigset_t set;

@@ -20,21 +20,18 @@ test_job_fields(void)
     memset(id, 'm', sizeof(id) - 1);
     id[sizeof(id) - 1] = '\0';
     CHECK_INT(shm_jobs_grow(3, 2), 0);
-    struct shm_job_of of = {1, 0, "orders", "noop"};
-    CHECK_INT(shm_job_begin(3, 1, &of, id, 2), 1);
+    CHECK_INT(shm_job_begin(3, 1, 1, 0, id, 2), 1);
     const struct shm_job *j = &shm_region()->jobs[3].job[1];
     CHECK_INT(j->used, 2);
     CHECK_INT(j->attempt, 2);
     CHECK_INT(j->queue, 1);
     CHECK_INT(j->plugin, 0);
-    CHECK_INT(j->names, shm_job_names("orders", "noop"));
     CHECK_INT(strlen(j->message_id), sizeof(j->message_id) - 1);
     CHECK(strncmp(j->message_id, id, sizeof(j->message_id) - 1) == 0);
     CHECK_INT(shm_thread_job(), 1);
 
     /* the next job on that thread leaves nothing of the longer one behind */
-    of = (struct shm_job_of){0, 0, "q", "p"};
-    CHECK_INT(shm_job_begin(3, 1, &of, NULL, 1), 1);
+    CHECK_INT(shm_job_begin(3, 1, 0, 0, NULL, 1), 1);
     CHECK_INT(j->queue, 0);
     CHECK_STR(j->message_id, "");
     shm_job_end(3, 1);
@@ -44,8 +41,9 @@ test_job_fields(void)
 
 /* The master names a job record from its generation's configuration: names
  * of CONFIG_MAX_NAME bytes whole (the record once kept 63 of them); a record
- * whose indices are out of range or whose names differ from the master's at
- * those indices (a worker that read changed @include files) is named "?". */
+ * whose indices are out of range, or whose worker's configuration has other
+ * names than the master's (it read changed @include files) or has not said
+ * yet, is named "?". */
 static void
 test_job_names(void)
 {
@@ -63,20 +61,26 @@ test_job_names(void)
     jobnames_drop(n); /* the worker's hold; the generation's remains */
 
     CHECK_INT(shm_jobs_grow(4, 1), 0);
-    struct shm_job_of of = {1, 0, q1, pl};
-    CHECK_INT(shm_job_begin(4, 0, &of, "m-1", 1), 0);
+    shm_proc_names(4, shm_names_of(&c));
+    CHECK_INT(shm_job_begin(4, 0, 1, 0, "m-1", 1), 0);
     const struct shm_job *j = &shm_region()->jobs[4].job[0];
+    uint32_t said = shm_region()->procs[4].names;
     const char *queue, *plugin;
-    CHECK_INT(jobnames_get(n, j->queue, j->plugin, j->names, &queue, &plugin), 1);
+    CHECK_INT(jobnames_get(n, j->queue, j->plugin, said, &queue, &plugin), 1);
     CHECK_STR(queue, q1);
     CHECK_STR(plugin, pl);
 
-    CHECK_INT(jobnames_get(n, 0, 0, j->names, &queue, &plugin), 0); /* other names */
+    /* a worker whose configuration has other names (the queues swapped) */
+    struct config_queue swapped[2] = {{.name = q1}, {.name = q0}};
+    struct config other = {.queues = swapped, .nqueues = 2, .plugins = plugins, .nplugins = 1};
+    CHECK(shm_names_of(&other) != said);
+    CHECK_INT(jobnames_get(n, j->queue, j->plugin, shm_names_of(&other), &queue, &plugin), 0);
     CHECK_STR(queue, "?");
     CHECK_STR(plugin, "?");
-    CHECK_INT(jobnames_get(n, 2, 0, j->names, &queue, &plugin), 0);
-    CHECK_INT(jobnames_get(n, 1, -1, j->names, &queue, &plugin), 0);
-    CHECK_INT(jobnames_get(NULL, 1, 0, j->names, &queue, &plugin), 0);
+    CHECK_INT(jobnames_get(n, j->queue, j->plugin, 0, &queue, &plugin), 0); /* not said yet */
+    CHECK_INT(jobnames_get(n, 2, 0, said, &queue, &plugin), 0);
+    CHECK_INT(jobnames_get(n, 1, -1, said, &queue, &plugin), 0);
+    CHECK_INT(jobnames_get(NULL, 1, 0, said, &queue, &plugin), 0);
     shm_job_end(4, 0);
     jobnames_drop(n);
 }

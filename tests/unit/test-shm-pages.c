@@ -2,7 +2,7 @@
  * test-shm-pages.c - what the shared region costs in memory: a fresh region,
  * the master's walks over its worker slots and a scrape or a worker's exit
  * (which walk every metric series) keep resident only the pages of what
- * exists, not the whole 94 MB region; what those walks return is right; and
+ * exists, not the whole 92 MB region; what those walks return is right; and
  * labels longer than what is kept name one series, cut at a whole UTF-8
  * character, and render as UTF-8 whatever their bytes.
  * One process, a real shared region (shm_create), residency from mincore.
@@ -60,16 +60,15 @@ test_jobs_of_one_slot(const struct shm_region *r)
     CHECK_INT(shm_jobs_count(7), 3);
     CHECK_INT(shm_jobs_grow(7, SHM_JOBS + 1), -1);
     CHECK_INT(shm_jobs_count(7), 3);
-    struct shm_job_of of = {0, 0, "q", "p"};
-    int idx = shm_job_begin(7, 2, &of, "m-1", 1);
+    int idx = shm_job_begin(7, 2, 0, 0, "m-1", 1);
     CHECK_INT(idx, 2);
     CHECK_STR(r->jobs[7].job[2].message_id, "m-1");
     CHECK_INT(r->jobs[7].job[2].used, 2);
     CHECK_INT(r->jobs[7].job[0].used, 0);
     shm_job_end(7, idx);
     CHECK_INT(r->jobs[7].job[2].used, 0);
-    CHECK_INT(shm_job_begin(7, SHM_JOBS, &of, "m-2", 1), -1);
-    CHECK_INT(shm_job_begin(7, SHM_JOBS - 1, &of, "m-3", 1), SHM_JOBS - 1);
+    CHECK_INT(shm_job_begin(7, SHM_JOBS, 0, 0, "m-2", 1), -1);
+    CHECK_INT(shm_job_begin(7, SHM_JOBS - 1, 0, 0, "m-3", 1), SHM_JOBS - 1);
     shm_job_end(7, SHM_JOBS - 1);
     /* Only the pages of slot 7's two records (the last may straddle two), and
      * the one the jobs share with the flags. */
