@@ -9,6 +9,7 @@ hangs) is such a failure too. Real SQS emulator, PostgreSQL, SMTP sink
 
 import json
 import os
+import re
 import tempfile
 import time
 import unittest
@@ -196,6 +197,33 @@ class Breaker(twicetest.TwiceTestCase):
                              [0][0], 1, "only the runs before it opened count")
         self.assertRegex(d.log_text(), r"key=effect:h\d .*ran past its timeout \(1s\) on "
                                        r"attempt \d+: the queue's breaker is open")
+        self.assertEqual(d.stop(), 0)
+
+    def test_several_probes_failing_one_after_another_double_the_cooldown_once(self):
+        # probes = 3: the first outcome decides the round. The three probe jobs end
+        # 0.6 s apart (their sleeps), over several of the pause watch's ticks: the
+        # later failures are of a round already decided. (They were each recorded as
+        # a failed probe of their own: the cooldown doubled three times, 2 -> 16 s.)
+        url, dlq = self.queue_pair("probes")
+        dsn = self.new_database("probes")
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        q = tc.queue("probes", url, dlq, "effect-file", concurrency=3, visibility_timeout=10,
+                     max_attempts=5, backoff=(1, 1))
+        q = q.replace("backoff = {", "breaker = { failures = 3; window = 30; cooldown = 2; "
+                      "cooldown_max = 32; probes = 3; }; backoff = {")
+        plugin = tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"), file=effects)
+        d = self.start_twiced(tc.config(self.env, dsn, [q], [plugin]))
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send_batch(url, [json.dumps({"id": "p%d" % n, "fail_until": 99,
+                                              "sleep_ms": 600 * (n % 3)}) for n in range(6)])
+        d.wait_log(r"queue probes: breaker cooldown over: running 3 probe jobs", timeout=20)
+        d.wait_log(r"queue probes: breaker probe failed: the breaker opens again", timeout=10)
+        time.sleep(2.5)  # the last probe's sleep is 1.2 s; the next round is 4 s on
+        self.assertEqual(self.pg.query(dsn, "SELECT cooldown FROM twice_idempotency_pause"),
+                         [(4,)], "one round, one doubling")
+        self.assertEqual(len(re.findall(r"breaker probe failed: the breaker opens again",
+                                        d.log_text())), 1, "one outcome recorded per round")
+        self.assertEqual(sum(self.sqs.counts(dlq)), 0)
         self.assertEqual(d.stop(), 0)
 
 
