@@ -12,6 +12,10 @@ Behaviour by recipient local part (case-insensitive prefix):
     unavailable...    421 at RCPT  ("421 4.3.2 twice-test-sink: service not available ...")
     reject...         550 at RCPT  ("550 5.1.1 twice-test-sink: mailbox ... rejected ...")
     anything else     accepted
+and by sender (MAIL FROM) local part:
+    auth-required...  530 at MAIL FROM, whether the client authenticated or not, as
+                      a relay that wants a login the client has not given
+                      ("530 5.7.0 twice-test-sink: authentication required ...")
 AUTH PLAIN and LOGIN are offered without TLS and are optional: a client that does not
 authenticate is served too; one that authenticates with a wrong password gets 535.
 """
@@ -30,6 +34,8 @@ from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
 TEMPFAIL = "451 4.3.0 twice-test-sink: temporary failure for <%s> (tempfail address)"
 UNAVAILABLE = "421 4.3.2 twice-test-sink: service not available for <%s> (unavailable address)"
 REJECT = "550 5.1.1 twice-test-sink: mailbox <%s> rejected (reject address)"
+AUTH_REQUIRED = ("530 5.7.0 twice-test-sink: authentication required to send as <%s> "
+                 "(auth-required sender)")
 
 
 def local_part(address):
@@ -53,6 +59,13 @@ class Sink:
               and auth_data.password.decode("utf-8", "replace") == self.password)
         return AuthResult(success=ok, handled=False,
                           auth_data=auth_data.login.decode("utf-8", "replace") if ok else None)
+
+    async def handle_MAIL(self, server, session, envelope, address, mail_options):
+        if local_part(address).startswith("auth-required"):
+            return AUTH_REQUIRED % address
+        envelope.mail_from = address
+        envelope.mail_options.extend(mail_options)
+        return "250 OK"
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         local = local_part(address)

@@ -446,8 +446,9 @@ const struct config_row config_rows[] = {
      .doc = "Seconds a handler run may take. A run past it is logged with its key and plugin and "
             "counts as a failed attempt: its key is released and the message retried after the "
             "backoff (at least timeout_grace + 2 s), or dead-lettered as timeout when it was the "
-            "last "
-            "attempt. The heartbeat stops extending it. A thread cannot be stopped safely, so a "
+            "last attempt. It is a transient failure for the queue's breaker: while the breaker "
+            "is open it is given back without counting an attempt. The heartbeat stops extending "
+            "it. A thread cannot be stopped safely, so a "
             "handler still running timeout_grace seconds later has its worker replaced: a new "
             "worker starts at once and the old one drains (its other jobs finish or are given "
             "back, not counted). A transactional handler is not cut short at timeout, its "
@@ -466,10 +467,12 @@ const struct config_row config_rows[] = {
 
     {ROW("queues", "breaker", CONFIG_GROUP, Q(breaker_failures)),
      .doc = "A circuit breaker (off unless this group is given): when `failures` transient "
-            "failures (RETRY, or the plugin saying its downstream is unavailable) happen within "
+            "failures (RETRY, the plugin saying its downstream is unavailable, or a run past the "
+            "queue's timeout) happen within "
             "`window` seconds on one host, the queue is paused on every host (reason breaker) "
             "for `cooldown` seconds; jobs received but not started are given back uncounted, "
-            "and a RETRY while it is open is given back without counting an attempt, so an "
+            "and a RETRY or a run past the timeout while it is open is given back without "
+            "counting an attempt, so an "
             "outage sends nothing to the dead-letter queue. After the cooldown `probes` jobs "
             "run: a success resumes the queue, a failure opens it again for twice the cooldown, "
             "at most `cooldown_max` seconds."},

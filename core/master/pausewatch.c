@@ -38,6 +38,7 @@ struct watched_queue {
     int probe_lease;   /* seconds a probe may take before another host may try */
     int trip;          /* a trip not yet recorded (its cooldown), 0 none */
     int result;        /* a probe outcome not yet recorded, 0 none */
+    int decided;       /* this round of probes has its outcome recorded */
     int64_t probe_end; /* monotonic ms: our probe's lease ends; 0: we hold none */
     enum flow_mode mode;
     char gauge_reason[PAUSE_REASON_MAX]; /* the twice_queue_paused series shown */
@@ -125,7 +126,9 @@ set_gauge(struct watched_queue *q, const char *reason)
 }
 
 /* Carry the workers' trips and probe outcomes to the table; 1 when
- * something changed there. */
+ * something changed there. A round's first probe outcome decides it: with
+ * several probes, those that end after it was recorded are not another
+ * failure (each would double the cooldown again) nor a late success. */
 static int
 record_requests(struct pausewatch *p, struct idem_store *s)
 {
@@ -136,7 +139,9 @@ record_requests(struct pausewatch *p, struct idem_store *s)
         int t = flow_take_trip(q->name);
         q->trip = t > 0 ? t : q->trip;
         int res = flow_take_probe_result(q->name);
-        q->result = res > 0 ? res : q->result;
+        if (res > 0 && !q->decided && q->result == 0) {
+            q->result = res; /* the round's first: a later probe's is of a decided round */
+        }
         if (q->trip > 0) {
             int rc = idem_pause_trip(s, q->name, q->trip, err, sizeof(err));
             if (rc < 0) {
@@ -159,6 +164,7 @@ record_requests(struct pausewatch *p, struct idem_store *s)
                         : "failed: the breaker opens again, its cooldown doubled");
             q->result = 0;
             q->probe_end = 0;
+            q->decided = 1;
             changed = 1;
         }
     }
@@ -179,6 +185,7 @@ claim_probe(struct pausewatch *p, struct idem_store *s, struct watched_queue *q)
         log_warn("queue %s: claiming the breaker's probe: %s", q->name, err);
     } else if (rc == 1) {
         q->probe_end = clock_mono_ms() + (int64_t) q->probe_lease * 1000;
+        q->decided = 0;
         flow_grant_probes(q->name, q->probes);
         log_info("queue %s: breaker cooldown over: running %d probe job%s", q->name, q->probes,
                  q->probes == 1 ? "" : "s");

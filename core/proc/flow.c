@@ -101,6 +101,16 @@ flow_failure(const char *queue, int window, int64_t now)
     return total;
 }
 
+/* Forget the failures counted: the breaker opened, here or on another host,
+ * so that once it closes counting starts afresh. */
+static void
+clear_window(struct flow_queue *f)
+{
+    for (int b = 0; b < FLOW_BUCKETS; b++) {
+        __atomic_store_n(&f->bucket_n[b], 0, __ATOMIC_RELEASE);
+    }
+}
+
 int
 flow_trip(const char *queue, int cooldown, int64_t now)
 {
@@ -113,9 +123,7 @@ flow_trip(const char *queue, int cooldown, int64_t now)
                                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         return 0;
     }
-    for (int b = 0; b < FLOW_BUCKETS; b++) { /* a closed breaker starts counting afresh */
-        __atomic_store_n(&f->bucket_n[b], 0, __ATOMIC_RELEASE);
-    }
+    clear_window(f);
     __atomic_store_n(&f->trip, cooldown > 0 ? cooldown : 1, __ATOMIC_RELEASE);
     return 1;
 }
@@ -167,6 +175,12 @@ flow_publish(const char *queue, enum flow_mode mode, int64_t until)
     }
     __atomic_store_n(&f->until, until, __ATOMIC_RELEASE);
     __atomic_store_n(&f->mode, (int) mode, __ATOMIC_RELEASE);
+    if (mode == FLOW_OPEN || mode == FLOW_PROBING) {
+        /* Opened by another host, maybe: the failures counted here are of
+         * the same outage. Kept, they would open it again on the first
+         * failure after a cooldown shorter than the window: a flap. */
+        clear_window(f);
+    }
     if ((mode == FLOW_RUN || mode == FLOW_PAUSED) &&
         __atomic_load_n(&f->trip, __ATOMIC_ACQUIRE) == 0) {
         /* Closed, or an operator's pause: a local trip is over (unless one

@@ -43,9 +43,10 @@ void flow_probe_give_back(const char *queue);
 /* The probe's outcome (worker). */
 void flow_probe_done(const char *queue, int ok);
 
-/* Master: publish a queue's mode; take a worker's trip request (its
- * cooldown, 0 none) and probe outcome (0 none, 1 ok, 2 failed); grant
- * probes; say the table has been read. */
+/* Master: publish a queue's mode (an open or probing breaker, opened here
+ * or on another host, clears this host's failure window); take a worker's
+ * trip request (its cooldown, 0 none) and probe outcome (0 none, 1 ok, 2
+ * failed); grant probes; say the table has been read. */
 void flow_publish(const char *queue, enum flow_mode mode, int64_t until);
 int flow_take_trip(const char *queue);
 int flow_take_probe_result(const char *queue);

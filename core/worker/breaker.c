@@ -77,9 +77,11 @@ breaker_before_run(struct twice_job *j)
     return 1;
 }
 
-/* Open the breaker of the job's queue at its threshold; 1 when it is open. */
+/* Open the breaker of the job's queue at its threshold; 1 when it is open.
+ * hint: the seconds the plugin said its downstream is out (0 unknown), a
+ * longer cooldown than the queue's. */
 static int
-count_failure(struct twice_job *j)
+count_failure(struct twice_job *j, int hint)
 {
     const struct config_queue *qc = j->qcfg;
     int64_t now = now_s();
@@ -95,8 +97,8 @@ count_failure(struct twice_job *j)
         return 0;
     }
     int cooldown = qc->breaker_cooldown;
-    if (j->downstream_secs > cooldown) {
-        cooldown = j->downstream_secs;
+    if (hint > cooldown) {
+        cooldown = hint;
     }
     if (flow_trip(qc->name, cooldown, now)) {
         job_log(TWICE_LOG_WARN, j,
@@ -107,8 +109,11 @@ count_failure(struct twice_job *j)
     return 0; /* the failure that opens it counts, as the ones before it did */
 }
 
-void
-breaker_after_run(struct twice_job *j, twice_status st, int *open, int *delay)
+/* After a run: a transient one counts toward the threshold, a probe's
+ * outcome is reported (how is its name in the log: "failed", "ran past its
+ * timeout"). */
+static void
+after(struct twice_job *j, int transient, int hint, const char *how, int *open, int *delay)
 {
     const struct config_queue *qc = j->qcfg;
     *open = 0;
@@ -116,10 +121,9 @@ breaker_after_run(struct twice_job *j, twice_status st, int *open, int *delay)
     if (qc->breaker_failures <= 0) {
         return;
     }
-    int transient = st != TWICE_DONE && st != TWICE_REJECT;
     if (j->probe) {
         flow_probe_done(qc->name, !transient);
-        job_log(TWICE_LOG_INFO, j, "breaker probe %s", transient ? "failed" : "succeeded");
+        job_log(TWICE_LOG_INFO, j, "breaker probe %s", transient ? how : "succeeded");
         j->probe = 0; /* a FIFO retry in place is no second probe */
         if (transient) {
             *open = 1;
@@ -127,8 +131,20 @@ breaker_after_run(struct twice_job *j, twice_status st, int *open, int *delay)
         }
         return;
     }
-    if (transient && count_failure(j)) {
+    if (transient && count_failure(j, hint)) {
         *open = 1;
         *delay = cooldown_left(qc);
     }
+}
+
+void
+breaker_after_run(struct twice_job *j, twice_status st, int *open, int *delay)
+{
+    after(j, st != TWICE_DONE && st != TWICE_REJECT, j->downstream_secs, "failed", open, delay);
+}
+
+void
+breaker_after_timeout(struct twice_job *j, int *open, int *delay)
+{
+    after(j, 1, 0, "ran past its timeout", open, delay);
 }

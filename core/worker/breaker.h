@@ -1,9 +1,10 @@
 /*
  * breaker.h - a queue's circuit breaker as a worker sees it: before a job
  * runs (a job received but not started while the breaker is open goes back
- * uncounted), after it ran (count a transient failure, open the breaker at
- * the threshold, report a probe's outcome), and what the receiver may take
- * (nothing while paused or open, one probe job after a cooldown). The state
+ * uncounted), after it ran or ran past its timeout (count a transient
+ * failure, open the breaker at the threshold, report a probe's outcome), and
+ * what the receiver may take (nothing while paused or open, one probe job
+ * after a cooldown). The state
  * is shared by the host's workers through proc/flow.h; the master records it
  * in PostgreSQL (master/pausewatch.c) so every host follows.
  */
@@ -32,5 +33,11 @@ int breaker_before_run(struct twice_job *j);
  * breaker at the threshold), report a probe. *open is set when the breaker
  * is open (the run is not to be counted), *delay to the cooldown left. */
 void breaker_after_run(struct twice_job *j, twice_status st, int *open, int *delay);
+
+/* The heartbeat took over a run past its queue's timeout (timeout.c): a
+ * transient failure, as breaker_after_run's RETRY (a downstream that hangs is
+ * down); a probe's run past it is a failed probe. Reads nothing the running
+ * handler writes. */
+void breaker_after_timeout(struct twice_job *j, int *open, int *delay);
 
 #endif

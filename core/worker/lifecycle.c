@@ -327,11 +327,21 @@ lifecycle_on_handled(const struct lifecycle_queue *q, const struct lifecycle_run
 }
 
 enum job_action
-lifecycle_on_timeout(const struct lifecycle_queue *q, int attempt, uint64_t random,
+lifecycle_on_timeout(const struct lifecycle_queue *q, int attempt, int open_delay, uint64_t random,
                      struct lifecycle_verdict *out)
 {
     verdict_init(out);
     struct lifecycle_text *l = say(out, TWICE_LOG_WARN);
+    long long least = (long long) q->timeout_grace + LIFECYCLE_TIMEOUT_MARGIN;
+    if (open_delay > 0) {
+        out->action = JOB_ACT_RETURN;
+        out->delay = open_delay > least ? open_delay : clamp_delay(least, 1);
+        part(l->before, sizeof(l->before),
+             "ran past its timeout (%ds) on attempt %d: the queue's breaker is open: given "
+             "back for %ds, attempt %d not counted",
+             q->timeout, attempt, out->delay, attempt);
+        return out->action;
+    }
     if (attempt >= q->max_attempts) {
         part(dead_letter(out, "timeout", attempt)->before, LIFECYCLE_TEXT_MAX,
              "attempt %d of %d ran past its timeout (%ds)", attempt, q->max_attempts, q->timeout);
@@ -344,7 +354,6 @@ lifecycle_on_timeout(const struct lifecycle_queue *q, int attempt, uint64_t rand
     int delay = retry_delay(q, &run);
     out->action = JOB_ACT_RETRY;
     out->counted = 1;
-    long long least = (long long) q->timeout_grace + LIFECYCLE_TIMEOUT_MARGIN;
     out->delay = delay > least ? delay : clamp_delay(least, 1);
     part(l->before, sizeof(l->before),
          "ran past its timeout (%ds) on attempt %d of %d: retry in %ds", q->timeout, attempt,

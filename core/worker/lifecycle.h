@@ -67,7 +67,11 @@
  * message runs again from attempt 1.
  *
  * A run that outlives the queue's timeout (lifecycle_on_timeout), while its handler
- * still runs (its answer, if it ever comes, is then ignored):
+ * still runs (its answer, if it ever comes, is then ignored), a transient failure
+ * that the queue's breaker counts (breaker.c: a downstream that hangs is down):
+ *   the queue's breaker open     give it back for the cooldown left, at least
+ *                                  timeout_grace + 2 s, the run not counted, whatever
+ *                                  its attempt (as a RETRY while it is open)
  *   attempt >= max               dead-letter "timeout" ("attempt A of M ran past its
  *                                  timeout (Ts)")
  *   attempt < max                release the key with the run counted and hide the message
@@ -76,7 +80,7 @@
  *                                  received after the hung one's worker stopped receiving
  *                                  and asked to be replaced. Never in place, FIFO queues
  *                                  too (the handler thread is not free)
- *   both are logged as a warning naming the timeout
+ *   all three are logged as a warning naming the timeout
  *
  * A duplicate within one batch follows its leader (lifecycle_on_leader): deleted
  * when the leader's key was completed, else hidden for the leader's delay when the
@@ -295,10 +299,11 @@ enum job_action lifecycle_on_handled(const struct lifecycle_queue *q,
                                      const struct lifecycle_run *r, struct lifecycle_verdict *out);
 enum job_action lifecycle_on_leader(const struct lifecycle_leader *l,
                                     struct lifecycle_verdict *out);
-/* Run number attempt ran past q->timeout; random: a draw for the backoff's
- * jitter (backoff_random()). */
-enum job_action lifecycle_on_timeout(const struct lifecycle_queue *q, int attempt, uint64_t random,
-                                     struct lifecycle_verdict *out);
+/* Run number attempt ran past q->timeout; open_delay: the cooldown left when
+ * the queue's breaker is open (breaker_after_timeout), 0 when it is closed;
+ * random: a draw for the backoff's jitter (backoff_random()). */
+enum job_action lifecycle_on_timeout(const struct lifecycle_queue *q, int attempt, int open_delay,
+                                     uint64_t random, struct lifecycle_verdict *out);
 /* A DONE job's completion found its key no longer ours; answer_lost: an
  * earlier completion of it failed, so may have committed;
  * completed_by_it: the key reads completed by this job's message. */

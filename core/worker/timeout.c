@@ -7,6 +7,7 @@
 #include "timeout.h"
 
 #include "backoff.h"
+#include "breaker.h"
 #include "clock.h"
 #include "config.h"
 #include "instance.h"
@@ -60,7 +61,8 @@ timeout_overrun(const struct twice_job *j)
 }
 
 /* A (non-transactional) run past its limit: take the decision from its handler,
- * then retry or dead-letter its message now. */
+ * count it for the queue's breaker (a failed probe, or an outage that opens it),
+ * then retry, give back or dead-letter its message now. */
 static void
 act_on_overrun(struct twice_job *j, long long started, long long now, timeout_act_fn *act,
                void *arg)
@@ -74,8 +76,10 @@ act_on_overrun(struct twice_job *j, long long started, long long now, timeout_ac
     q->overruns++;
     pthread_mutex_unlock(&q->mu);
     j->overrun_ms = now;
+    int open = 0, open_delay = 0;
+    breaker_after_timeout(j, &open, &open_delay);
     struct lifecycle_verdict v;
-    lifecycle_on_timeout(&q->policy, j->attempt, backoff_random(), &v);
+    lifecycle_on_timeout(&q->policy, j->attempt, open ? open_delay : 0, backoff_random(), &v);
     act(arg, j, &v);
 }
 

@@ -2,7 +2,8 @@
  * timeout.h - a queue's time limit on a handler run (queues.timeout). The
  * handler's thread marks when a run begins and ends; the heartbeat, on the
  * acker's thread, notices a run past the limit and acts on its message at once
- * (lifecycle_on_timeout: retried or dead-lettered as "timeout"), and asks the
+ * (lifecycle_on_timeout: retried or dead-lettered as "timeout", given back while
+ * the queue's breaker is open, which counts it: breaker.h), and asks the
  * master to replace the worker when the run is still going a grace period later:
  * a C thread cannot be cancelled safely. Whichever of the two threads wins the
  * run's state (job.h, run_ms) decides the message; the other leaves it alone.

@@ -202,13 +202,39 @@ unreachable(CURLcode rc)
 }
 
 /*
+ * A 5xx reply before any recipient was named: to the greeting, EHLO,
+ * STARTTLS or MAIL FROM (whose address is the `from` setting, the same for
+ * every message), so the relay refuses the session, not this message:
+ * "530 Authentication required", "550 sender rejected", "554 no service".
+ * Except 552 to MAIL FROM (the message's SIZE is too big). curl names the
+ * failed step only in its error text ("MAIL failed: 530"); were that text
+ * ever to change, such a reply reads as the message's fault again, as before.
+ */
+static int
+session_refused(CURLcode rc, long code, const char *errbuf)
+{
+    if (code < 500 || code > 599) {
+        return 0;
+    }
+    if (rc == CURLE_REMOTE_ACCESS_DENIED || rc == CURLE_USE_SSL_FAILED) {
+        return 1; /* EHLO and HELO, STARTTLS */
+    }
+    if (strncmp(errbuf, "MAIL failed", 11) == 0) {
+        return code != 552;
+    }
+    return rc == CURLE_WEIRD_SERVER_REPLY &&
+           strncmp(errbuf, "Got unexpected smtp-server response", 35) == 0; /* the greeting */
+}
+
+/*
  * What a failed exchange means. A 4xx reply is the server's "try later"; a
- * 5xx reply to our envelope or message is final (the server's words become
- * the DLQ reason), except a refused login, which is our configuration, not
- * the message. No reply at all (connection, TLS, timeout) is transient. A
- * relay that cannot be reached or says 421 (service not available) is down
- * for every message, not only this one: the host hears of it
- * (downstream_unavailable), so a breaker can pause the queue.
+ * 5xx reply to our recipient or message is final (the server's words become
+ * the DLQ reason), except a refused login or session, which is our
+ * configuration or the relay's, not the message. No reply at all
+ * (connection, TLS, timeout) is transient. A relay that cannot be reached,
+ * says 421 (service not available) or refuses the session is down for every
+ * message, not only this one: the host hears of it (downstream_unavailable),
+ * so a breaker can pause the queue.
  */
 static twice_status
 classify(const struct welcome *w, twice_job *job, CURLcode rc, long code, const char *reply,
@@ -217,12 +243,20 @@ classify(const struct welcome *w, twice_job *job, CURLcode rc, long code, const 
     const char *detail = *reply != '\0'    ? reply
                          : *errbuf != '\0' ? errbuf
                                            : curl_easy_strerror(rc);
-    if ((code == 421 || (code == 0 && unreachable(rc))) &&
+    int refused = session_refused(rc, code, errbuf);
+    if ((code == 421 || refused || (code == 0 && unreachable(rc))) &&
         TWICE_API_HAS(w->api, downstream_unavailable)) {
         w->api->downstream_unavailable(job, 0);
     }
     if (rc == CURLE_LOGIN_DENIED) {
         w->api->error(job, "SMTP login refused: %s (check username/password)", detail);
+        return TWICE_RETRY;
+    }
+    if (refused) {
+        w->api->error(job,
+                      "SMTP relay refused the session before any recipient: %s (%s; check "
+                      "smtp_url, username/password and from)",
+                      *reply != '\0' ? reply : detail, errbuf);
         return TWICE_RETRY;
     }
     if (code >= 500 && code < 600) {

@@ -3,11 +3,14 @@ failures open the breaker: the queue pauses on every host (reason breaker), jobs
 received but not started go back uncounted, a RETRY while it is open costs no attempt,
 and after the cooldown one probe job runs; a failed probe opens it again for twice the
 cooldown (up to cooldown_max), a successful one resumes the queue. Nothing reaches the
-dead-letter queue because of the outage. Real SQS emulator, PostgreSQL, SMTP sink
+dead-letter queue because of the outage; a run past the queue's timeout (a downstream that
+hangs) is such a failure too. Real SQS emulator, PostgreSQL, SMTP sink
 (behind faultproxy's TCP relay, which the test takes down) and HTTP receiver (the alert webhook)."""
 
 import json
 import os
+import re
+import tempfile
 import time
 import unittest
 
@@ -163,6 +166,65 @@ class Breaker(twicetest.TwiceTestCase):
         for h in hosts:
             h.wait_log(r"queue sync: receiving", timeout=5)
             self.assertEqual(h.stop(), 0)
+
+    def test_runs_past_their_timeout_open_the_breaker_and_spend_no_last_attempt(self):
+        # A downstream that never answers: each run goes past the queue's timeout.
+        # Such a run is a transient failure as a RETRY is: they open the breaker, a
+        # probe that times out opens it again, and while it is open a run past its
+        # timeout costs no attempt. Each message's second run would be its last
+        # (max_attempts 2), at least timeout_grace + 2 s after its first: with the
+        # breaker blind to timeouts all three were dead-lettered as `timeout` by then.
+        url, dlq = self.queue_pair("hang")
+        dsn = self.new_database("hang")
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        q = tc.queue("hang", url, dlq, "effect-file", concurrency=2, visibility_timeout=5,
+                     max_attempts=2, backoff=(1, 1), timeout=1, timeout_grace=3)
+        q = q.replace("backoff = {", "breaker = { failures = 2; window = 30; cooldown = 2; "
+                      "cooldown_max = 4; }; backoff = {")
+        plugin = tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"), file=effects)
+        d = self.start_twiced(tc.config(self.env, dsn, [q], [plugin]))
+        d.wait_log(r"ready: generation 1", timeout=20)
+        sent = time.monotonic()
+        self.sqs.send_batch(url, [json.dumps({"id": "h%d" % n, "sleep_ms": 3000})
+                                  for n in range(3)])
+        d.wait_log(r"circuit breaker opened: \d+ transient failures", timeout=15)
+        d.wait_log(r"queue hang: breaker probe failed: the breaker opens again", timeout=20)
+        self.assertEqual(self.pg.query(dsn, "SELECT cooldown FROM twice_idempotency_pause"),
+                         [(4,)], "a probe past its timeout doubles the cooldown")
+        time.sleep(max(0.0, sent + 10 - time.monotonic()))
+        self.assertEqual(sum(self.sqs.counts(dlq)), 0, "nothing dead-lettered for the outage")
+        self.assertLessEqual(self.pg.query(dsn, "SELECT max(attempts) FROM twice_idempotency")
+                             [0][0], 1, "only the runs before it opened count")
+        self.assertRegex(d.log_text(), r"key=effect:h\d .*ran past its timeout \(1s\) on "
+                                       r"attempt \d+: the queue's breaker is open")
+        self.assertEqual(d.stop(), 0)
+
+    def test_several_probes_failing_one_after_another_double_the_cooldown_once(self):
+        # probes = 3: the first outcome decides the round. The three probe jobs end
+        # 0.6 s apart (their sleeps), over several of the pause watch's ticks: the
+        # later failures are of a round already decided. (They were each recorded as
+        # a failed probe of their own: the cooldown doubled three times, 2 -> 16 s.)
+        url, dlq = self.queue_pair("probes")
+        dsn = self.new_database("probes")
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        q = tc.queue("probes", url, dlq, "effect-file", concurrency=3, visibility_timeout=10,
+                     max_attempts=5, backoff=(1, 1))
+        q = q.replace("backoff = {", "breaker = { failures = 3; window = 30; cooldown = 2; "
+                      "cooldown_max = 32; probes = 3; }; backoff = {")
+        plugin = tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"), file=effects)
+        d = self.start_twiced(tc.config(self.env, dsn, [q], [plugin]))
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send_batch(url, [json.dumps({"id": "p%d" % n, "fail_until": 99,
+                                              "sleep_ms": 600 * (n % 3)}) for n in range(6)])
+        d.wait_log(r"queue probes: breaker cooldown over: running 3 probe jobs", timeout=20)
+        d.wait_log(r"queue probes: breaker probe failed: the breaker opens again", timeout=10)
+        time.sleep(2.5)  # the last probe's sleep is 1.2 s; the next round is 4 s on
+        self.assertEqual(self.pg.query(dsn, "SELECT cooldown FROM twice_idempotency_pause"),
+                         [(4,)], "one round, one doubling")
+        self.assertEqual(len(re.findall(r"breaker probe failed: the breaker opens again",
+                                        d.log_text())), 1, "one outcome recorded per round")
+        self.assertEqual(sum(self.sqs.counts(dlq)), 0)
+        self.assertEqual(d.stop(), 0)
 
 
 if __name__ == "__main__":

@@ -86,6 +86,27 @@ class BundledPlugins(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
             self.assertEqual(m["MessageAttributes"]["twice-reason"]["StringValue"], "rejected")
         self.assertEqual(d.stop(), 0)
 
+    def test_welcome_email_relay_refusing_the_session_is_retried_not_dead_lettered(self):
+        # A relay that answers 530 (authentication required) to MAIL FROM refuses every
+        # message, whatever its recipient: the message waits (retried; a breaker counts
+        # it), with what to check, instead of being dead-lettered as a bad mailbox is.
+        # (It was dead-lettered at once as rejected, with the relay's words.)
+        url, dlq, dsn, port, d = self.run_one(
+            "welcome-auth", "welcome-email", "welcome_email",
+            {"smtp_url": "smtp://127.0.0.1:%d" % self.env.smtp_port,
+             "from": "auth-required@twice.test",
+             "template_text": os.path.join(self.templates(), "welcome.txt"),
+             "template_html": os.path.join(self.templates(), "welcome.html")},
+            max_attempts=5, backoff=(1, 1))
+        self.sqs.send(url, json.dumps({"type": "welcome-email", "candidateId": 1, "name": "A",
+                                       "email": "ana-%s@example.com" % os.urandom(3).hex()}))
+        d.wait_log(r"retry in \d+s \(attempt 1 of 5.*\): SMTP relay refused the session before "
+                   r"any recipient: 530 5\.7\.0 twice-test-sink: authentication required .*"
+                   r"check smtp_url, username/password and from", timeout=20)
+        self.assertEqual(sum(self.sqs.counts(dlq)), 0, "nothing dead-lettered")
+        self.assertNotIn("dead-lettered", d.log_text())
+        self.assertEqual(d.stop(), 0)
+
     def matches_db(self, dsn):
         with open(os.path.join(self.env.source_dir, "etc", "schema-matches.sql")) as f:
             self.pg.query(dsn, f.read())

@@ -1,9 +1,9 @@
 /*
  * test-flow.c - the per-queue flow state in shared memory (proc/flow.h):
  * nothing is received before the master has read the pause table, the
- * breaker's failure window, one trip per opening, probes taken and given
- * back, and what the master's publishing clears. One process, a real
- * shared region (shm_create).
+ * breaker's failure window, one trip per opening (here or on another host),
+ * probes taken and given back, and what the master's publishing clears. One
+ * process, a real shared region (shm_create).
  */
 #include "check.h"
 #include "flow.h"
@@ -85,6 +85,28 @@ test_trip_and_probes(void)
     CHECK_INT(flow_mode("b", t + 100), FLOW_PAUSED);
 }
 
+/* Another host opened the breaker (the master publishes it open): the failures
+ * counted here before it are of the outage that opened it. Once it closes, this
+ * host counts afresh, as the host that tripped does, rather than opening it again
+ * on its first failure when the cooldown was shorter than the window. */
+static void
+test_an_opening_elsewhere_clears_the_window(void)
+{
+    int64_t t = 3000000;
+    flow_publish("c", FLOW_RUN, 0);
+    CHECK_INT(flow_failure("c", 30, t), 1);
+    CHECK_INT(flow_failure("c", 30, t + 1), 2);
+    flow_publish("c", FLOW_OPEN, t + 10);
+    flow_publish("c", FLOW_PROBING, t + 10);
+    flow_publish("c", FLOW_RUN, 0);
+    CHECK_INT(flow_failure("c", 30, t + 12), 1);
+    /* An operator's pause is no outage: the window runs on through it. */
+    CHECK_INT(flow_failure("c", 30, t + 13), 2);
+    flow_publish("c", FLOW_PAUSED, 0);
+    flow_publish("c", FLOW_RUN, 0);
+    CHECK_INT(flow_failure("c", 30, t + 14), 3);
+}
+
 /* Names share a long prefix: each keeps its own state. */
 static void
 test_long_names(void)
@@ -109,6 +131,7 @@ main(void)
     CHECK_INT(flow_mode("q", 1000), FLOW_RUN);
     test_window();
     test_trip_and_probes();
+    test_an_opening_elsewhere_clears_the_window();
     test_long_names();
     return check_done("test-flow");
 }

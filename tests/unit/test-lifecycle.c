@@ -749,49 +749,82 @@ test_timeout(void)
         const char *name;
         const struct lifecycle_queue *q;
         int attempt;
+        int open; /* the breaker's cooldown left, 0: closed */
         uint64_t random;
         struct expect want;
     } rows[] = {
         {"first attempt: at least the grace + 2",
          &TMO,
          1,
+         0,
          2,
          {RETRY, 12, NULL, WARN, "ran past its timeout (5s) on attempt 1 of 3: retry in 12s"}},
         {"FIFO: through SQS, not in place",
          &TMO_FIFO,
          2,
          0,
+         0,
          {RETRY, 12, NULL, WARN, "ran past its timeout (5s) on attempt 2 of 3: retry in 12s"}},
         {"backoff longer than the grace",
          &TMO_SLOW,
          2,
+         0,
          150,
          {RETRY, 150, NULL, WARN, "ran past its timeout (5s) on attempt 2 of 3: retry in 150s"}},
         {"no grace: 2 s",
          &TMO_NOGRACE,
          1,
          0,
+         0,
          {RETRY, 2, NULL, WARN, "ran past its timeout (5s) on attempt 1 of 3: retry in 2s"}},
         {"last attempt",
          &TMO,
          3,
+         0,
          7,
          {DLQ, 0, "timeout", WARN, "ran past its timeout (5s) on attempt 3 of 3: dead-lettering"}},
         {"past the last attempt",
          &TMO,
          4,
+         0,
          7,
          {DLQ, 0, "timeout", WARN, "ran past its timeout (5s) on attempt 4 of 3: dead-lettering"}},
         {"max_attempts 1",
          &TMO_ONE,
          1,
+         0,
          7,
          {DLQ, 0, "timeout", WARN,
           "ran past its timeout (60s) on attempt 1 of 1: dead-lettering"}},
+        {"breaker open: given back for the cooldown left, not counted",
+         &TMO,
+         1,
+         30,
+         2,
+         {RETURN, 30, NULL, WARN,
+          "ran past its timeout (5s) on attempt 1: the queue's breaker is open: given back for "
+          "30s, attempt 1 not counted"}},
+        {"breaker open on the last attempt: not dead-lettered",
+         &TMO,
+         3,
+         30,
+         7,
+         {RETURN, 30, NULL, WARN,
+          "ran past its timeout (5s) on attempt 3: the queue's breaker is open: given back for "
+          "30s, attempt 3 not counted"}},
+        {"breaker open, a cooldown shorter than the grace: the grace + 2",
+         &TMO,
+         2,
+         3,
+         7,
+         {RETURN, 12, NULL, WARN,
+          "ran past its timeout (5s) on attempt 2: the queue's breaker is open: given back for "
+          "12s, attempt 2 not counted"}},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         struct lifecycle_verdict v;
-        enum job_action got = lifecycle_on_timeout(rows[i].q, rows[i].attempt, rows[i].random, &v);
+        enum job_action got =
+            lifecycle_on_timeout(rows[i].q, rows[i].attempt, rows[i].open, rows[i].random, &v);
         check_verdict(rows[i].name, got, &v, &rows[i].want);
         int before = check_failures;
         CHECK_INT(v.in_place, 0);
