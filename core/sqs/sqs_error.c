@@ -187,6 +187,19 @@ static const char *const sender_codes[] = {
 };
 
 int
+sqs_error_refuses_creds(const struct sqs_error *e)
+{
+    static const char *const refused[] = {
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        NULL,
+    };
+    return sqs_error_is(e, refused);
+}
+
+int
 sqs_error_passes(const struct sqs_error *e)
 {
     return e->retryable || sqs_error_is(e, sender_codes) ||
