@@ -179,6 +179,28 @@ heartbeat_due_after(int visibility_timeout, double interval)
     return due > 0 ? due : 0;
 }
 
+long
+heartbeat_budget_ms(int visibility_timeout, int lease_margin, double interval)
+{
+    double left = visibility_timeout + lease_margin -
+                  heartbeat_due_after(visibility_timeout, interval) - interval;
+    long ms = (long) (left * 1000.0 / 2);
+    return ms > 1000 ? ms : 1000;
+}
+
+long
+heartbeat_call_budget_ms(const struct worker *w)
+{
+    double interval = heartbeat_interval(w);
+    long least = 0;
+    for (size_t qi = 0; qi < w->nqueues; qi++) {
+        long ms = heartbeat_budget_ms(w->queues[qi].cfg->visibility_timeout,
+                                      w->cfg->idempotency.lease_margin, interval);
+        least = least == 0 || ms < least ? ms : least;
+    }
+    return least;
+}
+
 double
 heartbeat_must_after(int visibility_timeout, double interval)
 {
