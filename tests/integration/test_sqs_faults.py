@@ -79,7 +79,9 @@ class SqsFaults(twicetest.TwiceTestCase):
         # running job's visibility and its key's lease (4 + 5 s) were not extended, its
         # message was received again and, the lease lapsed, ran a second time beside
         # the first. Now the acknowledger's calls end within what the heartbeat can
-        # spare; the delete is tried again after the heartbeat has run.
+        # spare; the delete is tried again after the heartbeat has run. Then SQS
+        # refuses the heartbeat's extensions entry by entry (HTTP 200, Failed), as past
+        # a message's 12 hours: that used to go unsaid.
         proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
         self.addCleanup(proxy.close)
         url, dlq = self.queue_pair("hangdel")
@@ -102,13 +104,35 @@ class SqsFaults(twicetest.TwiceTestCase):
                              message="the short job's delete never came")
         time.sleep(10)  # past the lease of the long job (4 + lease_margin s), twice
         self.assertEqual(len(self.lines(effects)), 1, "only the short job ran")
+        # The long job runs on; SQS now refuses its heartbeat's extensions (4 s) entry
+        # by entry, HTTP 200, as it does past the 12 hours a message can stay hidden.
+        mark = d.mark()
+        proxy.rewrite = self.past_twelve_hours
         proxy.passthrough()
+        d.wait_log(r"queue jobs: heartbeat: SQS refused to change the visibility of 1 of 1 "
+                   r"messages \(InvalidParameterValue: .*43200 seconds.*\): they may be "
+                   r"received again", timeout=10, since=mark)
+        proxy.rewrite = None
         twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=30,
                              message="the queue did not end empty")
         self.assertEqual(sorted(self.lines(effects)), ["effect:long", "effect:short"],
                          "each ran once")
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(timeout=30), 0)
+
+    @staticmethod
+    def past_twelve_hours(target, request, data):
+        """A FaultProxy rewrite: a ChangeMessageVisibilityBatch of 4 s visibility (the
+        heartbeat's) answered as SQS answers past a message's 12 hours."""
+        entries = (request or {}).get("Entries", [])
+        if not target.endswith(".ChangeMessageVisibilityBatch") or \
+                any(e.get("VisibilityTimeout") != 4 for e in entries):
+            return data
+        return json.dumps({"Successful": [], "Failed": [
+            {"Id": e["Id"], "SenderFault": True, "Code": "InvalidParameterValue",
+             "Message": "Value 4 for parameter VisibilityTimeout is invalid. Reason: Total "
+                        "VisibilityTimeout for the message is beyond the limit [43200 seconds]"}
+            for e in entries]}).encode()
 
     @staticmethod
     def lines(path):
