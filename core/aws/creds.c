@@ -23,18 +23,21 @@
 
 /* Cached credentials closer than this to their expiration count as
  * expired: a request signed now must still be valid when AWS reads it. */
-#define CREDS_EXPIRY_SKEW    10
+#define CREDS_EXPIRY_SKEW     10
 /* Refresh at most this long before the expiration (botocore's advisory
  * window); shorter lifetimes are refreshed at half-life. */
-#define CREDS_REFRESH_WINDOW (15 * 60)
+#define CREDS_REFRESH_WINDOW  (15 * 60)
 /* Retries of a failed refresh: full-jitter backoff between these. */
-#define CREDS_RETRY_BASE_MS  1000
-#define CREDS_RETRY_CAP_MS   60000
+#define CREDS_RETRY_BASE_MS   1000
+#define CREDS_RETRY_CAP_MS    60000
 /* The longest creds_get waits for the refresh thread's first answer (the
  * sources' own timeouts add up to less). */
-#define CREDS_WAIT_LIMIT     120
+#define CREDS_WAIT_LIMIT      120
+/* Credentials AWS refused are read again from their source no sooner
+ * than this long after they were obtained (creds_refused). */
+#define CREDS_REFUSED_MIN_AGE 10
 /* The refresh thread looks at the wall clock at least this often. */
-#define CREDS_MAX_SLEEP      60
+#define CREDS_MAX_SLEEP       60
 
 #define CREDS_MAX_PROVIDERS 8
 
@@ -182,6 +185,7 @@ struct creds_chain {
     char error[512];     /* why it failed */
     struct creds cached; /* access_key_id NULL until the first success */
     size_t source;       /* the provider that supplied cached */
+    time_t obtained_at;  /* when cached was obtained */
     time_t refresh_at;   /* the next attempt; 0: none planned */
     int failures;        /* attempts failed in a row */
     char *region;
@@ -354,6 +358,7 @@ adopt(struct creds_chain *chain, struct creds *fresh, size_t source, time_t now)
     chain->cached = *fresh;
     memset(fresh, 0, sizeof(*fresh));
     chain->source = source;
+    chain->obtained_at = now;
     chain->failures = 0;
     chain->error[0] = '\0';
     chain->refresh_at = creds_refresh_time(now, chain->cached.expiration);
@@ -489,6 +494,21 @@ wait_for_attempt(struct creds_chain *chain, char *err, size_t errlen)
              : chain->cached.access_key_id != NULL ? "AWS credentials: expired"
                                                    : "no AWS credentials");
     return -1;
+}
+
+void
+creds_refused(struct creds_chain *chain, const char *access_key_id)
+{
+    pthread_mutex_lock(&chain->lock);
+    const char *cached = chain->cached.access_key_id;
+    if (chain->started && access_key_id != NULL && cached != NULL &&
+        strcmp(cached, access_key_id) == 0 &&
+        time(NULL) - chain->obtained_at >= CREDS_REFUSED_MIN_AGE) {
+        chain->obtained_at = time(NULL); /* one read per refused set, not per refusal */
+        chain->wanted = 1;
+        pthread_cond_signal(&chain->wake);
+    }
+    pthread_mutex_unlock(&chain->lock);
 }
 
 int

@@ -82,6 +82,20 @@ int creds_chain_set_region(struct creds_chain *chain, const char *region);
  */
 int creds_get(struct creds_chain *chain, struct creds *out, char *err, size_t errlen);
 
+/*
+ * AWS refused credentials the chain handed out (ExpiredToken,
+ * InvalidClientTokenId: revoked, rotated or expired before their time).
+ * Credentials without an expiration (the shared files, the environment, a
+ * credential_process that names none) are otherwise never read again, so
+ * a credentials file rotated on disk would only be seen after a restart:
+ * ask the refresh thread to read the same source again now. Nothing
+ * happens unless access_key_id is the cached set's, or when that set was
+ * obtained less than 10 s ago (a refusal per request must not become a
+ * fetch per request: STS, IMDS). The caller's own backoff does the rest.
+ * Thread-safe; never waits for a source.
+ */
+void creds_refused(struct creds_chain *chain, const char *access_key_id);
+
 /* When cached credentials expiring at `expiration`, obtained at
  * `obtained`, are refreshed: min(15 min, half the lifetime) before they
  * expire, but at least 20 s before (they count as expired 10 s before).

@@ -487,6 +487,12 @@ http_perform(struct http_client *c, const struct http_request *req, struct http_
     if (rc != CURLE_OK) {
         c->shape = 0; /* the next transfer starts from scratch */
         http_name_error(rc, &t, err);
+        long proxy_status = 0;
+        if (curl_easy_getinfo(c->curl, CURLINFO_HTTP_CONNECTCODE, &proxy_status) == CURLE_OK &&
+            proxy_status == 407) {
+            /* an https request's CONNECT refused by an HTTP(S)_PROXY: not the endpoint */
+            http_fail(err, "ProxyAuthRequired", "");
+        }
         if (t.too_large) {
             snprintf(err->message, sizeof err->message, "response too large (more than %zu bytes)",
                      req->max_response);

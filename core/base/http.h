@@ -46,7 +46,9 @@ struct http_response {
 
 /* A transport failure: no HTTP response arrived. */
 struct http_error {
-    char code[32];     /* "CouldNotConnect", "Timeout", "Cancelled", "TooLarge", ... */
+    char code[32];     /* "CouldNotConnect", "Timeout", "Cancelled", "TooLarge",
+                          "ProxyAuthRequired" (the proxy of the environment answered
+                          CONNECT with 407), ... */
     char message[256]; /* curl's message, with the URL's host where curl gave it */
     int transient;     /* a later retry may succeed (not for Cancelled, TooLarge, TLS) */
 };

@@ -290,6 +290,10 @@ sqs_attempt(struct sqs_client *c, const char *op, const char *body, size_t len,
                     http_response_header(&c->resp, "x-amzn-query-error"),
                     http_response_header(&c->resp, "x-amzn-ErrorType"), err);
     *retry_after = sqs_retry_after(&c->resp);
+    if (sqs_error_refuses_creds(err)) {
+        /* a file rotated on disk, a set revoked early: read the source again */
+        creds_refused(c->creds, cr.access_key_id);
+    }
 done:
     sqs_signed_free(&s);
     creds_clear(&cr);

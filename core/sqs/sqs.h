@@ -68,8 +68,10 @@ void sqs_client_set_cancel(struct sqs_client *c, const struct flag *flag);
  * gets its wait time on top); 0: only the built-in per-attempt limits
  * (30 s, 5 s to connect, up to 3 attempts). A call that runs out of time
  * fails with code "Timeout" and a message naming the endpoint. For
- * twicectl's --timeout and the outbox relay (whose claims must not lapse
- * mid-call); the daemon's workers do not set it.
+ * twicectl's --timeout, the outbox relay (whose claims must not lapse
+ * mid-call) and a worker's acknowledger (whose heartbeat, on the same
+ * thread, must not miss the leases: heartbeat_call_budget_ms); the
+ * receivers do not set it.
  */
 void sqs_client_set_timeout(struct sqs_client *c, long ms);
 

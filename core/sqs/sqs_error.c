@@ -114,6 +114,11 @@ sqs_parse_error(long status, const char *body, size_t len, const char *query_err
     if (type != NULL && type[0] != '\0') {
         sqs_error_code_from_type(type, e->code, sizeof e->code);
     }
+    if (e->code[0] == '\0' && status == 407) {
+        /* not SQS's answer: an HTTP proxy of the environment's (http_proxy) */
+        snprintf(e->code, sizeof e->code, "ProxyAuthRequired");
+        snprintf(e->message, sizeof e->message, "the HTTP proxy answered 407");
+    }
     if (e->code[0] == '\0') {
         snprintf(e->code, sizeof e->code, "HTTP %ld", status);
     }
@@ -187,9 +192,23 @@ static const char *const sender_codes[] = {
 };
 
 int
+sqs_error_refuses_creds(const struct sqs_error *e)
+{
+    static const char *const refused[] = {
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        NULL,
+    };
+    return sqs_error_is(e, refused);
+}
+
+int
 sqs_error_passes(const struct sqs_error *e)
 {
     return e->retryable || sqs_error_is(e, sender_codes) ||
+           strcmp(e->code, "ProxyAuthRequired") == 0 ||
            (e->transport && strncmp(e->code, "TLS", 3) == 0) ||
            strcmp(e->code, "OutOfMemory") == 0;
 }
@@ -242,6 +261,10 @@ sqs_error_hint(const struct sqs_error *e, const char *action, char *out, size_t 
         snprintf(out, len, "too many messages in flight on this queue");
     } else if (sqs_error_is(e, md5)) {
         snprintf(out, len, "corrupted in transit; the messages will be received again");
+    } else if (strcmp(e->code, "ProxyAuthRequired") == 0) {
+        snprintf(out, len,
+                 "the HTTP proxy of the environment wants credentials: put them in "
+                 "HTTPS_PROXY or http_proxy, or name the endpoint's host in NO_PROXY");
     } else if (strncmp(e->code, "TLS", 3) == 0) {
         snprintf(out, len,
                  "the endpoint's certificate is not trusted: check aws.ca_file, or "

@@ -57,6 +57,12 @@ void sqs_error_transport(struct sqs_error *e, const char *code, const char *mess
 void sqs_error_set(struct sqs_error *e, const char *code, int retryable, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* 1 when e says AWS refused the credentials themselves (expired, revoked,
+ * unknown: ExpiredToken, InvalidClientTokenId, UnrecognizedClientException),
+ * which reading them again from their source may end (creds_refused); not
+ * a signature or clock error, which a new set would not fix. Pure. */
+int sqs_error_refuses_creds(const struct sqs_error *e);
+
 /*
  * The delay before retry number `retry` (1 for the first retry): full
  * jitter over the base for throttling or transient errors, drawn with r;

@@ -36,10 +36,11 @@ void sqs_error_describe(const struct sqs_error *e, const char *action, char *out
  * endpoint), the sender's credentials (expired, unknown, not valid yet:
  * ExpiredToken, InvalidClientTokenId, UnrecognizedClientException, ...),
  * its clock (a signature expired or not yet current, RequestTimeTooSkewed,
- * RequestExpired), a TLS certificate that does not verify, running out of
- * memory. 0 for what the request or its target is refused for until someone
- * changes them: a queue that does not exist, access denied to it, its KMS
- * key, a message SQS will not take (InvalidMessageContents, too long, an
+ * RequestExpired), a TLS certificate that does not verify, an HTTP proxy
+ * that wants credentials (ProxyAuthRequired), running out of memory. 0
+ * for what the request or its target is refused for until someone changes
+ * them: a queue that does not exist, access denied to it, its KMS key, a
+ * message SQS will not take (InvalidMessageContents, too long, an
  * attribute), a malformed URL. Pure.
  */
 int sqs_error_passes(const struct sqs_error *e);

@@ -1205,6 +1205,8 @@ acker_start(struct worker *w, char *err, size_t errlen)
         goto fail;
     }
     sqs_client_set_cancel(a->sqs, &a->cut);
+    /* a call that hangs must not hold up the heartbeat past the leases */
+    sqs_client_set_timeout(a->sqs, heartbeat_call_budget_ms(w));
     a->hb = (struct heartbeat){
         .w = w,
         .reg = &a->reg,

@@ -44,6 +44,30 @@ report_now(struct heartbeat *hb)
     return 1;
 }
 
+/* Report the entries of a batch SQS refused (HTTP 200 with Failed entries:
+ * a job past SQS's 12 hours of visibility gets InvalidParameterValue, a
+ * handle received again elsewhere or purged ReceiptHandleIsInvalid), which
+ * went unsaid: their messages may be received again meanwhile, and only the
+ * keys' leases keep them from running twice. Once per report period. */
+static void
+refused_entries(struct heartbeat *hb, struct twice_job **jobs, size_t m,
+                const struct sqs_batch_result *r)
+{
+    size_t refused = 0, first = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (!r[i].ok) {
+            metrics_count(MET_SQS_ERRORS, "ChangeMessageVisibilityBatch", r[i].code, NULL, 1);
+            first = refused++ == 0 ? i : first;
+        }
+    }
+    if (refused > 0 && report_now(hb)) {
+        log_warn("queue %s: heartbeat: SQS refused to change the visibility of %zu of %zu "
+                 "messages (%s: %s): they may be received again while their jobs run; the keys' "
+                 "leases keep them from running twice",
+                 jobs[0]->queue->cfg->name, refused, m, r[first].code, r[first].message);
+    }
+}
+
 /* Set visibility for up to n jobs of one queue, a batch per call. Returns how
  * many calls failed as a whole. */
 static int
@@ -68,6 +92,8 @@ set_visibility(struct heartbeat *hb, struct twice_job **jobs, size_t n, int vis)
                 log_warn("queue %s: heartbeat: %s", jobs[0]->queue->cfg->name, desc);
             }
             failures++;
+        } else {
+            refused_entries(hb, jobs + at, m, r);
         }
     }
     return failures;
@@ -177,6 +203,28 @@ heartbeat_due_after(int visibility_timeout, double interval)
     double latest = visibility_timeout - interval - HEARTBEAT_SLACK_S;
     double due = latest < half ? latest : half;
     return due > 0 ? due : 0;
+}
+
+long
+heartbeat_budget_ms(int visibility_timeout, int lease_margin, double interval)
+{
+    double left = visibility_timeout + lease_margin -
+                  heartbeat_due_after(visibility_timeout, interval) - interval;
+    long ms = (long) (left * 1000.0 / 2);
+    return ms > 1000 ? ms : 1000;
+}
+
+long
+heartbeat_call_budget_ms(const struct worker *w)
+{
+    double interval = heartbeat_interval(w);
+    long least = 0;
+    for (size_t qi = 0; qi < w->nqueues; qi++) {
+        long ms = heartbeat_budget_ms(w->queues[qi].cfg->visibility_timeout,
+                                      w->cfg->idempotency.lease_margin, interval);
+        least = least == 0 || ms < least ? ms : least;
+    }
+    return least;
 }
 
 double

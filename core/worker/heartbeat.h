@@ -61,6 +61,19 @@ double heartbeat_interval(const struct worker *w);
  * every look) for a timeout too short for that. Pure. */
 double heartbeat_due_after(int visibility_timeout, double interval);
 
+/* How long one SQS call on the acknowledger's thread may take, retries
+ * included (ms). The heartbeat runs on that thread between passes, so a
+ * call that hangs (a black-holed connection, an answer that never comes)
+ * held the leases' extensions for as long as its attempts lasted (30 s
+ * each): a job's lease lapsed while it ran, and its message, back, ran a
+ * second time beside it. A call must end while the lease extended last
+ * still holds: half of what a lease has left when its extension is due
+ * (visibility + lease_margin - due after - one interval), at least 1 s. A
+ * call cut short is tried again in a later pass, after the heartbeat.
+ * Pure; heartbeat_call_budget_ms takes the least over a worker's queues. */
+long heartbeat_budget_ms(int visibility_timeout, int lease_margin, double interval);
+long heartbeat_call_budget_ms(const struct worker *w);
+
 /* The extensions one look makes when none is pressing: five batch calls.
  * More due jobs than that (hundreds received together, all slow) are spread
  * over the following looks, oldest first, so that one look does not hold

@@ -40,7 +40,9 @@ class FaultProxy:
 
     modes: "pass" (forward), "refuse" (the listening socket is closed: connect
     fails), "status" (answer with self.status, self.body and self.headers; only
-    the requests of self.only, an SQS action, when it is set: the others pass).
+    the requests of self.only, an SQS action, when it is set: the others pass),
+    "hang" (read the request and never answer, until passthrough(): then the
+    connection is cut; also only self.only's when it is set).
     """
 
     def __init__(self, target_host, target_port):
@@ -48,7 +50,8 @@ class FaultProxy:
         self.mode = "pass"
         self.status, self.body, self.headers = 500, b"", {}
         self.only = None
-        self.seen = {"pass": 0, "status": 0}
+        self.seen = {"pass": 0, "status": 0, "hang": 0}
+        self.released = threading.Event()  # ends the hangs of "hang" mode
         self.operations = []  # (X-Amz-Target, request body as JSON) of each request
         self.rewrite = None  # fn(target, request JSON, response bytes) -> response bytes
         self.lock = threading.Lock()
@@ -80,7 +83,7 @@ class FaultProxy:
                     request = None
                 with proxy.lock:
                     mode = proxy.mode
-                    if mode == "status" and proxy.only and \
+                    if mode in ("status", "hang") and proxy.only and \
                             not target.endswith("." + proxy.only):
                         mode = "pass"
                     if mode in proxy.seen:
@@ -96,6 +99,10 @@ class FaultProxy:
                     return
                 if mode == "status":
                     self._answer(proxy.status, proxy.body, proxy.headers)
+                    return
+                if mode == "hang":
+                    proxy.released.wait(300)
+                    self.close_connection = True
                     return
                 conn = http.client.HTTPConnection(*proxy.target, timeout=60)
                 headers = {k: v for k, v in self.headers.items()
@@ -162,14 +169,27 @@ class FaultProxy:
             self.only = only
             self.mode = "status"
 
+    def hang(self, only=None):
+        """Take every request (of the action `only`, when given) and never answer it:
+        an SQS call that stalls (a black-holed connection, an answer that never comes).
+        Until passthrough(), which cuts the hung connections."""
+        if self._server is None:
+            self.start()
+        with self.lock:
+            self.released.clear()
+            self.only = only
+            self.mode = "hang"
+
     def passthrough(self):
         """Forward to the real emulator again."""
         if self._server is None:
             self.start()
         with self.lock:
             self.mode = "pass"
+        self.released.set()
 
     def close(self):
+        self.released.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

@@ -288,13 +288,44 @@ class Sources(CredsTest):
         self.assert_no_secrets(d)
         self.assertEqual(self.proxy.requests(), [], "nothing was signed")
 
-    def test_shared_credentials_file(self):
-        creds = self.ledger.add("AKIDFILE0123456789AB", "file/secret+key")
-        path = self.write("credentials", "[default]\naws_access_key_id = %s\n"
-                                         "aws_secret_access_key = %s\n"
-                          % (creds.access_key_id, creds.secret_access_key))
-        self.run_jobs(self.isolated_env(AWS_SHARED_CREDENTIALS_FILE=path))
-        self.assert_signed_with([creds])
+    def test_shared_credentials_file_rotated_on_disk(self):
+        # A session set in the credentials file, as a rotating helper writes it: the
+        # file says nothing of its expiry. The helper writes a new set and the old one
+        # expires (AWS answers ExpiredToken): twiced must read the file again, not
+        # fail every request until someone restarts it.
+        creds = self.ledger.add("ASIAFILE0123456789AB", "file/secret+key", token="tok/1+=")
+        text = ("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n"
+                "aws_session_token = %s\n")
+        path = self.write("credentials", text % (creds.access_key_id,
+                                                 creds.secret_access_key, creds.token))
+        d = self.start_twiced(self.conf, extra_env=self.isolated_env(
+            AWS_SHARED_CREDENTIALS_FILE=path))
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(self.url, json.dumps({"id": "before"}))
+        twicetest.wait_until(lambda: len(self.effects()) == 1, timeout=30,
+                             message="twiced did not process the first message")
+        rotated = self.ledger.add("ASIAFILE1ROTATED9ABC", "rotated/secret+key", token="tok/2")
+        self.write("credentials", text % (rotated.access_key_id,
+                                          rotated.secret_access_key, rotated.token))
+        creds.expiration = time.time()  # AWS refuses the old set from now on
+        mark = d.mark()
+        for i in range(3):
+            self.sqs.send(self.url, json.dumps({"id": "after-%d" % i}))
+        # The refusal asks for a new read of the file no sooner than 10 s after the
+        # set was read; receives back off 1, 2, 4, 8 s: well within 40 s.
+        twicetest.wait_until(lambda: len(self.effects()) == 4, timeout=40,
+                             message="twiced kept the refused credentials")
+        twicetest.wait_until(lambda: self.sqs.counts(self.url) == (0, 0, 0), timeout=30)
+        self.assertEqual(d.stop(), 0)
+        self.assert_no_secrets(d)
+        self.assertRegex(d.log_text()[mark:], r"ExpiredToken.*the AWS credentials expired")
+        reqs = [r for r in self.proxy.passed() if r.access_key_id == rotated.access_key_id]
+        self.assertTrue({"ReceiveMessage", "DeleteMessageBatch"} <= {r.target for r in reqs},
+                        "the rotated set was not used: %s" % {r.target for r in reqs})
+        refused = self.proxy.refused()
+        self.assertTrue(refused, "the old set was never refused")
+        self.assertEqual({r.access_key_id for r in refused}, {creds.access_key_id})
+        self.assertLess(len(refused), 20, "twiced hammered SQS with refused credentials")
 
 
 class Chain(CredsTest):

@@ -4,6 +4,7 @@ reads the same file twiced does. Effects are rows of the effect_tx fixture: one 
 per key means the job ran once."""
 
 import base64
+import http.server
 import json
 import os
 import re
@@ -122,6 +123,48 @@ class Ctl(twicetest.TwiceTestCase):
                                    r"QueueDoesNotExist: .*\(check the queue url")
         r = self.ctl(d, "send", "ghost", "x", code=1)
         self.assertIn("twicectl: queue ghost: SendMessage: QueueDoesNotExist", r.stderr)
+        # The environment's HTTP proxy (libcurl reads http_proxy) wants credentials:
+        # its 407 is not SQS's "HTTP 407"; the hint names the variables.
+        proxy = self.proxy_asking_for_credentials()
+        d.process_env = dict(d.process_env, http_proxy=proxy, NO_PROXY="", no_proxy="")
+        r = self.ctl(d, "send", "ghost", "x", code=1)
+        self.assertIn("twicectl: queue ghost: SendMessage: ProxyAuthRequired: the HTTP proxy "
+                      "answered 407 (the HTTP proxy of the environment wants credentials: "
+                      "put them in HTTPS_PROXY or http_proxy, or name the endpoint's host in "
+                      "NO_PROXY)", r.stderr)
+        # An https endpoint: curl asks the proxy (https_proxy) for a tunnel, refused.
+        conf = tc.config(self.env, dsn, [tc.queue("ghost", url, dlq, EFFECT_TX)],
+                         [tc.plugin(EFFECT_TX, tc.test_plugin(self.env, "effect_tx"))],
+                         endpoint="https://sqs.eu-west-1.amazonaws.com")
+        tunnel = self.twiced(conf)
+        tunnel.process_env = dict(tunnel.process_env, https_proxy=proxy, HTTPS_PROXY=proxy,
+                                  NO_PROXY="", no_proxy="")
+        r = self.ctl(tunnel, "send", "ghost", "x", code=1)
+        self.assertIn("twicectl: queue ghost: SendMessage: ProxyAuthRequired: ", r.stderr)
+        self.assertIn("response 407 (the HTTP proxy of the environment wants", r.stderr)
+
+    def proxy_asking_for_credentials(self):
+        """http://127.0.0.1:PORT of an HTTP proxy that answers every request 407."""
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_CONNECT(self):
+                self.do_POST()
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                body = b"<html>407 Proxy Authentication Required</html>"
+                self.send_response(407)
+                self.send_header("Proxy-Authenticate", 'Basic realm="corp"')
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        return "http://127.0.0.1:%d" % srv.server_address[1]
 
     def silent_endpoint(self):
         """http://127.0.0.1:PORT of a server that accepts every connection and never

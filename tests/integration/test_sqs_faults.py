@@ -1,10 +1,13 @@
-"""The SQS endpoint unreachable, failing or throttling: a worker stopped while its
-deletes cannot reach SQS, and receives that back off and recover. Real servers; a
+"""The SQS endpoint unreachable, failing, throttling or hanging: a worker stopped while
+its deletes cannot reach SQS, receives that back off and recover, and a delete that is
+never answered while another job runs past its lease. Real servers; a
 fault proxy of the tests' own stands between twiced and the emulator (PostgreSQL's
 faults, which restart the shared server, are in test_serial_faults.py)."""
 
 import json
+import os
 import re
+import tempfile
 import time
 import unittest
 
@@ -67,6 +70,78 @@ class SqsFaults(twicetest.TwiceTestCase):
         self.assertEqual(self.distinct_effects(dsn), (4, 4), "no job ran twice")
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(again.stop(timeout=30), 0)
+
+    def test_a_delete_that_hangs_does_not_hold_up_the_heartbeat(self):
+        # A job runs longer than its visibility timeout (4 s) when SQS stops answering
+        # the acknowledger's DeleteMessageBatch of another job (a black-holed
+        # connection, an answer that never comes). Each attempt of that call used to
+        # hold the acknowledger's thread, and with it the heartbeat, for 30 s: the
+        # running job's visibility and its key's lease (4 + 5 s) were not extended, its
+        # message was received again and, the lease lapsed, ran a second time beside
+        # the first. Now the acknowledger's calls end within what the heartbeat can
+        # spare; the delete is tried again after the heartbeat has run. Then SQS
+        # refuses the heartbeat's extensions entry by entry (HTTP 200, Failed), as past
+        # a message's 12 hours: that used to go unsaid.
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+        url, dlq = self.queue_pair("hangdel")
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        port = tc.free_port()
+        conf = tc.config(self.env, self.new_database("hangdel"),
+                         [tc.queue("jobs", url, dlq, "effect-file", concurrency=3,
+                                   visibility_timeout=4, wait_time=1)],
+                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)], workers=1, metrics_port=port,
+                         endpoint=proxy.endpoint)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "long", "sleep_ms": 20000}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight")
+                             == 1, timeout=15, message="the long job never started")
+        proxy.hang(only="DeleteMessageBatch")
+        self.sqs.send(url, json.dumps({"id": "short"}))
+        twicetest.wait_until(lambda: proxy.seen["hang"] > 0, timeout=15,
+                             message="the short job's delete never came")
+        time.sleep(10)  # past the lease of the long job (4 + lease_margin s), twice
+        self.assertEqual(len(self.lines(effects)), 1, "only the short job ran")
+        # The long job runs on; SQS now refuses its heartbeat's extensions (4 s) entry
+        # by entry, HTTP 200, as it does past the 12 hours a message can stay hidden.
+        mark = d.mark()
+        proxy.rewrite = self.past_twelve_hours
+        proxy.passthrough()
+        d.wait_log(r"queue jobs: heartbeat: SQS refused to change the visibility of 1 of 1 "
+                   r"messages \(InvalidParameterValue: .*43200 seconds.*\): they may be "
+                   r"received again", timeout=10, since=mark)
+        proxy.rewrite = None
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=30,
+                             message="the queue did not end empty")
+        self.assertEqual(sorted(self.lines(effects)), ["effect:long", "effect:short"],
+                         "each ran once")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(timeout=30), 0)
+
+    @staticmethod
+    def past_twelve_hours(target, request, data):
+        """A FaultProxy rewrite: a ChangeMessageVisibilityBatch of 4 s visibility (the
+        heartbeat's) answered as SQS answers past a message's 12 hours."""
+        entries = (request or {}).get("Entries", [])
+        if not target.endswith(".ChangeMessageVisibilityBatch") or \
+                any(e.get("VisibilityTimeout") != 4 for e in entries):
+            return data
+        return json.dumps({"Successful": [], "Failed": [
+            {"Id": e["Id"], "SenderFault": True, "Code": "InvalidParameterValue",
+             "Message": "Value 4 for parameter VisibilityTimeout is invalid. Reason: Total "
+                        "VisibilityTimeout for the message is beyond the limit [43200 seconds]"}
+            for e in entries]}).encode()
+
+    @staticmethod
+    def lines(path):
+        """The keys of effect_file's lines, in order."""
+        try:
+            with open(path) as f:
+                return [line.split()[0] for line in f.read().splitlines()]
+        except FileNotFoundError:
+            return []
 
     def test_sqs_unreachable_then_failing_then_throttling(self):
         proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))

@@ -341,6 +341,26 @@ test_plan_shares_the_look_between_queues(void)
     CHECK(c.out[0] == &c.jobs[0] && c.out[1] == &c.jobs[2]);
 }
 
+static void
+test_call_budget_ends_before_the_lease(void)
+{
+    /* An acknowledger's SQS call cut at the budget, then a look one interval
+     * later, still extends a lease the last look extended: due + interval +
+     * budget stays under visibility + lease_margin (twice over, but 1 s at
+     * the least: a lease_margin of 0 on a 1 s queue leaves no room at all). */
+    for (int vis = 1; vis <= 600; vis++) {
+        for (int margin = 0; margin <= 10; margin += 2) {
+            double interval = vis / 4.0 < 0.25 ? 0.25 : vis / 4.0 > 1.0 ? 1.0 : vis / 4.0;
+            long ms = heartbeat_budget_ms(vis, margin, interval);
+            double spare = vis + margin - heartbeat_due_after(vis, interval) - interval;
+            CHECK(ms >= 1000);
+            CHECK(ms == 1000 || ms / 1000.0 <= spare / 2 + 0.001);
+        }
+    }
+    CHECK(heartbeat_budget_ms(30, 5, 1.0) == 9500); /* the defaults */
+    CHECK(heartbeat_budget_ms(4, 2, 1.0) == 1500);
+}
+
 int
 main(void)
 {
@@ -351,5 +371,6 @@ main(void)
     test_usual_timeouts_at_half();
     test_short_timeouts_land_in_time();
     test_interval_follows_the_shortest_queue();
+    test_call_budget_ends_before_the_lease();
     return check_done("test-heartbeat");
 }

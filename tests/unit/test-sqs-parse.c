@@ -194,8 +194,23 @@ test_passes(void)
     /* the query protocol's code alone */
     parse_err(403, "{}", "ExpiredToken;Sender", &e);
     CHECK_INT(sqs_error_passes(&e), 1);
+    CHECK_INT(sqs_error_refuses_creds(&e), 1); /* read the source again */
     parse_err(400, "{}", "AWS.SimpleQueueService.NonExistentQueue;Sender", &e);
     CHECK_INT(sqs_error_passes(&e), 0);
+    CHECK_INT(sqs_error_refuses_creds(&e), 0);
+    parse_err(403, "{\"__type\":\"#InvalidClientTokenId\"}", NULL, &e);
+    CHECK_INT(sqs_error_refuses_creds(&e), 1);
+    parse_err(403, "{\"__type\":\"#SignatureDoesNotMatch\"}", NULL, &e);
+    CHECK_INT(sqs_error_refuses_creds(&e), 0); /* a clock or a secret: a new set is no fix */
+    /* http_proxy's 407: the environment's proxy, not SQS; fixed on the sender's side */
+    parse_err(407, "<html>Proxy Authentication Required</html>", NULL, &e);
+    CHECK_STR(e.code, "ProxyAuthRequired");
+    CHECK_INT(sqs_error_passes(&e), 1);
+    sqs_error_describe(&e, "SendMessageBatch", text, sizeof text);
+    CHECK_CONTAINS(text, "SendMessageBatch: ProxyAuthRequired: the HTTP proxy answered 407 (");
+    CHECK_CONTAINS(text, "NO_PROXY");
+    sqs_error_transport(&e, "ProxyAuthRequired", "CONNECT tunnel failed, response 407", 0);
+    CHECK_INT(sqs_error_passes(&e), 1);
     sqs_error_transport(&e, "TLSVerifyFailed", "certificate has expired", 0);
     CHECK_INT(sqs_error_passes(&e), 1);
     sqs_error_transport(&e, "CouldNotConnect", "refused", 1);
