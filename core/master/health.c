@@ -21,9 +21,12 @@
 #include <time.h>
 
 #define HEALTH_EVERY_MS 3000 /* between checks */
-#define HEALTH_STALE_MS                                                                           \
-    30000 /* no answer for this long: not healthy (connect timeout is 10 s)                       \
-           */
+/* No answer for this long, three checks' time: not healthy, so that a store
+ * frozen mid-run shows on /readyz before a receiver's claim (a third of a
+ * visibility timeout, lifecycle_answer_ms) gives the default queue's messages
+ * back. A connect that takes this long (connect_timeout is 10 s) to a server
+ * that works is not one a worker can do its job with either. */
+#define HEALTH_STALE_MS 9000
 
 struct health {
     pthread_t thread;
