@@ -21,11 +21,10 @@
 #include <time.h>
 
 #define HEALTH_EVERY_MS 3000 /* between checks */
-/* No answer for this long, three checks' time: not healthy, so that a store
- * frozen mid-run shows on /readyz before a receiver's claim (a third of a
- * visibility timeout, lifecycle_answer_ms) gives the default queue's messages
- * back. A connect that takes this long (connect_timeout is 10 s) to a server
- * that works is not one a worker can do its job with either. */
+/* No answer for this long, three checks' time: not healthy. A store that froze
+ * mid-run shows within it, about when the workers' claims on the default queue
+ * (10 s: lifecycle_answer_ms) give up; a SELECT 1 or a connect (connect_timeout
+ * is 10 s) that takes this long is not a server a worker can do its job with. */
 #define HEALTH_STALE_MS 9000
 
 struct health {
