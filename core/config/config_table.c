@@ -170,8 +170,10 @@ const struct config_row config_rows[] = {
             "tcp_user_timeout=25000 (milliseconds): a connection to a host that has gone is "
             "ended within about 25 s, whether it is idle or a statement's bytes go "
             "unacknowledged. A server that keeps its connections open and stops answering "
-            "(frozen) is not detected so: the acknowledger of each worker gives a statement "
-            "up after 30 s without an answer."},
+            "(frozen) is not detected so: a worker gives a statement up unanswered, a "
+            "receiver's claim after a third of the queue's visibility_timeout (2 to 30 s; its "
+            "messages go back to the queue), the others after 30 s; twicectl and twiced -t "
+            "--connect give up after connect_timeout."},
     {ROW("idempotency", "table", CONFIG_STR, C(idempotency.table)), .lo = 1,
      .hi = CONFIG_MAX_TABLE_LEN, .def_str = CONFIG_DEFAULT_TABLE, .check = config_check_table,
      .doc = "The table of keys, quoted as one identifier. twiced creates it, or migrates a "

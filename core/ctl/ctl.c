@@ -151,8 +151,9 @@ ctl_store(struct ctl *c)
     gethostname(host, sizeof(host) - 1);
     host[sizeof(host) - 1] = '\0';
     snprintf(owner, sizeof(owner), "twicectl:%s:%d", host, (int) getpid());
-    if (idem_open(cfg->idempotency.dsn, cfg->idempotency.table, owner, &c->store, err,
-                  sizeof(err)) != 0) {
+    long limit = c->timeout_ms > 0 ? c->timeout_ms : CTL_DEFAULT_TIMEOUT * 1000L;
+    if (idem_open_bounded(cfg->idempotency.dsn, cfg->idempotency.table, owner, limit, &c->store,
+                          err, sizeof(err)) != 0) {
         ctl_fail("%s", err);
         idem_close(c->store);
         c->store = NULL;

@@ -35,7 +35,7 @@ struct s3_client;
 struct ctl {
     const char *config_path; /* -c FILE, else the default */
     int json;                /* --json: machine-readable output where offered */
-    long timeout_ms;         /* --timeout: the limit of each SQS call */
+    long timeout_ms;         /* --timeout: the limit of each SQS call and PostgreSQL answer */
     struct config *cfg;      /* NULL until ctl_config() */
     struct sqs_endpoint *endpoint;
     struct creds_chain *creds;
@@ -48,7 +48,9 @@ struct ctl {
  * returns NULL. */
 const struct config *ctl_config(struct ctl *c);
 /* An SQS client / idempotency store for the configuration, or NULL after
- * printing why. */
+ * printing why. The store's connect and each of its statements are given up
+ * when PostgreSQL does not answer within --timeout (idem_open_bounded): the
+ * command fails saying so. */
 struct sqs_client *ctl_sqs(struct ctl *c);
 struct idem_store *ctl_store(struct ctl *c);
 /* The store for subcommand cmd that reads one of twice's tables (suffix ""

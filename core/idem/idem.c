@@ -693,6 +693,11 @@ idem_reconnect(struct idem_store *s, char *err, size_t errlen)
 void *
 idem_pgconn(struct idem_store *s)
 {
+    /* A store that waits (idem_set_wait) leaves its connection nonblocking;
+     * its other users (a plugin's libpq calls) expect libpq's default. */
+    if (PQisnonblocking(s->conn)) {
+        PQsetnonblocking(s->conn, 0);
+    }
     return s->conn;
 }
 
@@ -940,7 +945,8 @@ connection_lost(const struct idem_store *s, const PGresult *res)
  * Run the claim statement; when the connection was lost on the way, once
  * more at once on a new one: the statement is idempotent (sql_claim), so
  * whether the lost one committed or not, the second answers what the keys
- * are now, with the keys the first took ours. The result, or NULL with err.
+ * are now, with the keys the first took ours (not when the first was given
+ * up unanswered). The result, or NULL with err.
  */
 static PGresult *
 claim_run(struct idem_store *s, const char *const *params, char *err, size_t errlen)
@@ -950,7 +956,9 @@ claim_run(struct idem_store *s, const char *const *params, char *err, size_t err
     if (PQresultStatus(res) == PGRES_TUPLES_OK) {
         return res;
     }
-    int lost = idle && connection_lost(s, res);
+    /* Given up unanswered (idem_set_wait): the server did not answer the
+     * connection it had, and a new one would wait as long again. */
+    int lost = idle && connection_lost(s, res) && s->gave_up == IDEM_ANSWERED;
     idem_pg_fail(s, res, "claim", err, errlen);
     if (!lost) {
         return NULL;

@@ -149,6 +149,18 @@ int idem_open_waiting(const char *dsn, const char *table, const char *owner,
 int idem_open_polled(const char *dsn, const char *table, const char *owner,
                      const struct idem_wait *w, struct idem_store **out, char *err, size_t errlen);
 
+/*
+ * idem_open for a command a person waits on (twicectl, `twiced -t
+ * --connect`): its connect, and from then on every statement, given up when
+ * PostgreSQL does not answer within limit_ms (0: the dsn's connect_timeout,
+ * 10 s by default, for each host it names), so that a server that takes the
+ * connection and says nothing fails the command with an error that says so
+ * and after how long, instead of holding it until Ctrl-C. 0, or -1 with err
+ * (*out may be set: idem_close it).
+ */
+int idem_open_bounded(const char *dsn, const char *table, const char *owner, long limit_ms,
+                      struct idem_store **out, char *err, size_t errlen);
+
 /* Where a connection looks for twice's tables: its database, the schema an
  * unqualified name resolves to (its search_path's first existing schema;
  * "" when none of them exists) and that search_path. */
@@ -301,7 +313,9 @@ int idem_tx_begin(struct idem_store *s, const char *key, char *err, size_t errle
 int idem_tx_complete(struct idem_store *s, const char *key, int attempts, char *err,
                      size_t errlen);
 int idem_tx_rollback(struct idem_store *s, char *err, size_t errlen);
-/* The PGconn * for a transactional plugin. Borrowed. */
+/* The PGconn * for a transactional plugin, in blocking mode (as libpq's
+ * callers expect, whatever idem_set_wait did). Its statements are the
+ * plugin's: no answer limit applies to them. Borrowed. */
 void *idem_pgconn(struct idem_store *s);
 
 /* Janitor: delete at most `limit` completed keys (idem_purge_completed) or

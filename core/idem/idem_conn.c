@@ -22,10 +22,8 @@
  * reconnect that never ends would leave the store down for good). */
 #define CONN_DEFAULT_TIMEOUT_S 10
 
-/* How long one reconnect of conn may take (ms): its connect_timeout for each
- * host it names, as a blocking connect would wait. */
-static long long
-attempt_ms(PGconn *conn)
+long long
+idem_attempt_ms(PGconn *conn)
 {
     long long secs = 0;
     int hosts = 1;
@@ -56,7 +54,8 @@ idem_connect_begun(struct idem_store *s)
 {
     s->connecting = 1;
     s->connect_wants_read = 0; /* libpq: first wait until the socket is writable */
-    s->connect_deadline = clock_mono_ms() + attempt_ms(s->conn);
+    s->connect_ms = idem_attempt_ms(s->conn);
+    s->connect_deadline = clock_mono_ms() + s->connect_ms;
 }
 
 /* Begin a reconnect of s: 0, or -1 with err. */
@@ -99,8 +98,8 @@ idem_reconnect_poll(struct idem_store *s, int wait_ms, char *err, size_t errlen)
         long long now = clock_mono_ms();
         if (now >= s->connect_deadline) {
             s->connecting = 0;
-            idem_set_err(err, errlen,
-                         "cannot connect to PostgreSQL: no answer within connect_timeout");
+            idem_set_err(err, errlen, "cannot connect to PostgreSQL: no answer within %lld s",
+                         (s->connect_ms + 999) / 1000);
             return -1;
         }
         long long left = (until < s->connect_deadline ? until : s->connect_deadline) - now;
@@ -124,5 +123,27 @@ idem_reconnect_poll(struct idem_store *s, int wait_ms, char *err, size_t errlen)
             return idem_connect_error(s, err, errlen);
         }
         s->connect_wants_read = st == PGRES_POLLING_READING;
+    }
+}
+
+int
+idem_open_bounded(const char *dsn, const char *table, const char *owner, long limit_ms,
+                  struct idem_store **out, char *err, size_t errlen)
+{
+    int rc = idem_open_polled(dsn, table, owner, NULL, out, err, errlen);
+    if (rc != 0) {
+        return rc;
+    }
+    struct idem_store *s = *out;
+    if (limit_ms > 0) {
+        s->connect_ms = limit_ms;
+        s->connect_deadline = clock_mono_ms() + limit_ms;
+    }
+    idem_set_wait(s, (long) s->connect_ms, 0, NULL, NULL);
+    for (;;) {
+        int got = idem_reconnect_poll(s, (int) s->connect_ms, err, errlen);
+        if (got != 0) {
+            return got == 1 ? 0 : -1;
+        }
     }
 }

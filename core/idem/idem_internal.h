@@ -43,6 +43,7 @@ struct idem_store {
     int connecting;
     int connect_wants_read;     /* what PQresetPoll last asked to wait for */
     long long connect_deadline; /* monotonic ms: the attempt is given up then */
+    long long connect_ms;       /* ... that long after it began */
     /* How statements wait for their answers (idem_set_wait; all 0: as libpq does). */
     long answer_ms;            /* a statement unanswered this long is given up */
     int tick_ms;               /* tick is called about this often while one waits */
@@ -72,6 +73,9 @@ int idem_await(struct idem_store *s, long long deadline);
 PGresult *idem_exec(struct idem_store *s, const char *sql, int nparams, const char *const *params);
 PGresult *idem_exec_prepared(struct idem_store *s, const char *name, int nparams,
                              const char *const *params);
+/* How long one connect of conn may take (ms): its connect_timeout (10 s
+ * when none) for each host it names, as a blocking connect would wait. */
+long long idem_attempt_ms(PGconn *conn);
 /* A connect of s was just started (PQconnectStartParams, PQresetStart): it is
  * carried on by idem_reconnect_poll, and given up past the dsn's
  * connect_timeout from now. */

@@ -542,6 +542,16 @@ stop_pending(void)
     return pending_stop() != 0;
 }
 
+/* What a reload's check found wrong (FILE:LINE: ...), one error line each:
+ * logged whether the reload is refused or abandoned for a stop. */
+static void
+log_reload_problems(const struct diag *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        log_error("reload: %s", d->lines[i]);
+    }
+}
+
 /* A reload: the new configuration checked (its plugins in a probe, cut
  * short by a stop signal, which the loop then takes: a stop does not wait
  * for a plugin's slow init), then started beside the running generation. */
@@ -555,6 +565,7 @@ reload(struct master *m)
     stop_signals(&stop_on);
     struct generation *g = gen_load(m->path, &stop_on, &d);
     if (g == NULL && pending_stop() != 0) {
+        log_reload_problems(&d); /* a stop does not hide what was wrong */
         log_warn("reload abandoned: a stop signal came while its plugins were checked; "
                  "generation %d stops unchanged",
                  m->cur->id);
@@ -568,6 +579,7 @@ reload(struct master *m)
         g = NULL;
     }
     if (pending_stop() != 0) {
+        log_reload_problems(&d);
         log_warn("reload abandoned: a stop signal came while it was checked; generation %d "
                  "stops unchanged",
                  m->cur->id);
@@ -575,9 +587,7 @@ reload(struct master *m)
         diag_free(&d);
         return;
     }
-    for (size_t i = 0; i < d.n; i++) {
-        log_error("reload: %s", d.lines[i]);
-    }
+    log_reload_problems(&d);
     if (g == NULL) {
         size_t n = diag_count(&d);
         log_error("reload refused (%zu problem%s); generation %d keeps running unchanged", n,

@@ -35,8 +35,8 @@ check_store(const struct config *c, struct diag *d)
 {
     struct idem_store *s = NULL;
     char err[768];
-    int rc =
-        idem_open(c->idempotency.dsn, c->idempotency.table, "twiced -t", &s, err, sizeof(err));
+    int rc = idem_open_bounded(c->idempotency.dsn, c->idempotency.table, "twiced -t", 0, &s, err,
+                               sizeof(err));
     int standby = rc == 0 ? idem_standby(s, err, sizeof(err)) : -1;
     idem_close(s);
     const char *file = c->idempotency.dsn_src != NULL ? c->idempotency.dsn_src : c->file;

@@ -89,11 +89,9 @@
  * host gone while the statement's bytes are unacknowledged (TCP retries them
  * for about 15 minutes; keepalives do not fire meanwhile). Meanwhile the
  * heartbeat keeps the running jobs' messages hidden (acker_wait_tick), so this
- * bounds only how long acknowledgements wait before a reconnect: far above
- * what a statement of the acker's takes on a server that works (milliseconds;
- * one that is loaded, or waits for a row lock, a second or two), as a
- * statement given up leaves its outcome unknown. */
-#define ACKER_ANSWER_MS        30000
+ * bounds only how long acknowledgements wait before a reconnect: the worker's
+ * longest (lifecycle.h says why). */
+#define ACKER_ANSWER_MS        LIFECYCLE_ANSWER_MAX_MS
 /* How often a statement's wait looks at the heartbeat and the stop (ms). */
 #define ACKER_TICK_MS          100
 

@@ -68,7 +68,10 @@ give_back(struct twice_job *j, enum lifecycle_failure why, int wait_left, const 
     verdict_apply(j, &v);
 }
 
-/* The thread's connection for transactional plugins; NULL while down. */
+/* The thread's connection for transactional plugins; NULL while down. A
+ * statement of ours on it that PostgreSQL does not answer within
+ * LIFECYCLE_ANSWER_MAX_MS fails as one whose connection dropped (the run's
+ * job is given back, or its COMMIT looked up: commit_landed). */
 static struct idem_store *
 handler_store(struct handler *h)
 {
@@ -80,6 +83,11 @@ handler_store(struct handler *h)
     int rc = h->store == NULL ? idem_open(c->idempotency.dsn, c->idempotency.table, h->q->w->owner,
                                           &h->store, err, sizeof(err))
                               : idem_reconnect(h->store, err, sizeof(err));
+    if (h->store != NULL) {
+        /* idem_open's store waits as libpq does: bound our own statements (the
+         * plugin's, on idem_pgconn, are its own); a reconnect resets nothing. */
+        idem_set_wait(h->store, LIFECYCLE_ANSWER_MAX_MS, 0, NULL, NULL);
+    }
     if (rc != 0) {
         if (!h->store_down) {
             log_error("queue %s: transactional handler: database unreachable: %s", h->q->cfg->name,

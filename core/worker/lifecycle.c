@@ -228,6 +228,15 @@ lifecycle_on_claim(const struct lifecycle_queue *q, const struct lifecycle_claim
     return out->action;
 }
 
+long
+lifecycle_answer_ms(int visibility_timeout)
+{
+    long ms = (long) visibility_timeout * 1000 / 3;
+    return ms < LIFECYCLE_ANSWER_MIN_MS   ? LIFECYCLE_ANSWER_MIN_MS
+           : ms > LIFECYCLE_ANSWER_MAX_MS ? LIFECYCLE_ANSWER_MAX_MS
+                                          : ms;
+}
+
 enum job_action
 lifecycle_on_claim_failed(const struct lifecycle_queue *q, int receives, const char *error,
                           struct lifecycle_verdict *out)

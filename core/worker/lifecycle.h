@@ -42,6 +42,9 @@
  *                                  costs a receive per lease at most
  * A claim that failed (lifecycle_on_claim_failed) gives the message back at once
  * (not counted); past max receives it is dead-lettered "max-receives" with the error.
+ * A claim PostgreSQL does not answer within lifecycle_answer_ms (a third of the
+ * visibility timeout, 2..30 s) has failed: its connection is given up, so that the
+ * message goes back well before SQS would show it again by itself.
  * A payload that S3 could not give for now (lifecycle_on_payload_failed, before any
  * claim) gives the message back for 2^(receives-1) s (at most 300), with a warning;
  * past max receives it is dead-lettered "max-receives" with the error.
@@ -325,6 +328,20 @@ struct lifecycle_unwritten {
     const char *error;      /* the store's last error, may be NULL */
     const char *send_error; /* send_failed: SQS's error, may be NULL */
 };
+/* The longest any statement of a running worker waits for PostgreSQL's answer
+ * (ms): the acknowledger's, the handlers' and the rate limits' (their jobs' messages
+ * are kept hidden meanwhile by the heartbeat). Far above what a statement takes on a
+ * server that works, even a loaded one behind a row lock (a second or two), as a
+ * statement given up leaves its outcome unknown. */
+#define LIFECYCLE_ANSWER_MAX_MS 30000
+/* ... and the least a claim waits: a claim of a queue whose visibility timeout is
+ * a few seconds still gets two. */
+#define LIFECYCLE_ANSWER_MIN_MS 2000
+/* How long a receiver's claim may go unanswered before it is given up as a
+ * failed claim (ms): a third of the queue's visibility timeout (seconds), its
+ * messages received and hidden meanwhile with no heartbeat to keep them so,
+ * within LIFECYCLE_ANSWER_MIN_MS..LIFECYCLE_ANSWER_MAX_MS. Pure. */
+long lifecycle_answer_ms(int visibility_timeout);
 /* Whether the acknowledger sends such a job's staged follow-ups straight to
  * SQS before asking lifecycle_on_stop_unwritten: when it staged some and
  * none can be in the outbox (outbox_unsure 0). */

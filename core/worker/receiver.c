@@ -427,7 +427,9 @@ receiver_wait_tick(void *arg)
     return now - r->drain_seen_ms >= RECEIVER_DRAIN_GRACE_MS;
 }
 
-/* Keep the store connected; 1 when usable. Outages are logged once. */
+/* Keep the store connected; 1 when usable. Outages are logged once. Its
+ * claims wait for PostgreSQL's answer as lifecycle_answer_ms says: one given
+ * up is a failed claim (claim), its connection ended and made again here. */
 static int
 store_ok(struct receiver *r)
 {
@@ -436,7 +438,10 @@ store_ok(struct receiver *r)
     if (r->store != NULL && idem_connected(r->store)) {
         return 1;
     }
-    struct idem_wait wait = {.answer_ms = 0, .tick_ms = 100, .tick = receiver_wait_tick, .arg = r};
+    struct idem_wait wait = {.answer_ms = lifecycle_answer_ms(r->q->cfg->visibility_timeout),
+                             .tick_ms = 100,
+                             .tick = receiver_wait_tick,
+                             .arg = r};
     int rc = r->store == NULL
                  ? idem_open_waiting(w->cfg->idempotency.dsn, w->cfg->idempotency.table, w->owner,
                                      &wait, &r->store, err, sizeof(err))

@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "config.h"
 #include "idem.h"
+#include "lifecycle.h"
 #include "instance.h"
 #include "job.h"
 #include "log.h"
@@ -125,6 +126,10 @@ lease(struct worker *w, struct throttle *t, long long now)
     } else if (ts->store == NULL) {
         rc = idem_open(c->idempotency.dsn, c->idempotency.table, w->owner, &ts->store, err,
                        sizeof(err));
+        if (ts->store != NULL) {
+            /* a lease unanswered fails as a lost connection: its jobs wait, not for ever */
+            idem_set_wait(ts->store, LIFECYCLE_ANSWER_MAX_MS, 0, NULL, NULL);
+        }
     } else {
         rc = 0;
     }

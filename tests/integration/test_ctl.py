@@ -14,6 +14,7 @@ import threading
 import time
 import unittest
 
+import faultproxy
 import twicetest
 import twiceconf as tc
 
@@ -233,6 +234,50 @@ class Ctl(twicetest.TwiceTestCase):
                          .split(), ["live", "0", "0", "0", "0", "-"])
 
     # ------------------------------------------------------------------ send, status
+
+    def test_a_store_that_does_not_answer_fails_the_commands_within_their_bound(self):
+        """PostgreSQL takes the connection and says nothing (a frozen server or pooler):
+        twicectl and `twiced -t --connect` used to wait until Ctrl-C. twicectl gives the
+        connect, and each statement, --timeout; twiced -t --connect the dsn's
+        connect_timeout. Each fails (exit 1) saying PostgreSQL did not answer and within
+        how long, without the password."""
+        dsn = self.new_database("frozenctl")
+        url, dlq = self.queue_pair("frozenctl")
+        plugin = tc.plugin(EFFECT_TX, tc.test_plugin(self.env, "effect_tx"))
+        for moment, marker in (("connect", None), ("statement", b"SELECT")):
+            with self.subTest(moment=moment):
+                proxy = faultproxy.TcpProxy(self.env.pg_host, self.env.pg_port)
+                self.addCleanup(proxy.close)
+                via = dsn.replace(":%d/" % self.env.pg_port, ":%d/" % proxy.port)
+                d = self.twiced(tc.config(self.env, via + "?connect_timeout=2",
+                                          [tc.queue("frozenctl", url, dlq, EFFECT_TX)],
+                                          [plugin]))
+                if marker is None:
+                    proxy.freeze()
+                    said = r"cannot connect to PostgreSQL: no answer within 2 s"
+                else:
+                    proxy.freeze_on(marker)
+                    said = r"no answer from PostgreSQL within 2 s: the connection is given up"
+                r, took = self.timed(d, "--timeout", "2", "key", "show", "effect:x")
+                self.assertRegex(r.stderr, "twicectl: .*" + said)
+                self.assertLess(took, 6, "bounded by --timeout 2: took %.1f s" % took)
+                self.assertTrue(proxy.frozen, "PostgreSQL was asked")
+                proxy.thaw()
+                if marker is not None:
+                    proxy.freeze_on(b"pg_is_in_recovery")
+                else:
+                    proxy.freeze()
+                start = time.monotonic()
+                r = subprocess.run([d.binary, "-t", "--connect", "-c", d.config_path],
+                                   capture_output=True, text=True, env=d.process_env,
+                                   timeout=30)
+                took = time.monotonic() - start
+                self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+                self.assertRegex(r.stderr, r"%s:\d+: idempotency.dsn: .*%s"
+                                 % (re.escape(d.config_path), said))
+                self.assertNotIn(self.env.pg_password, r.stdout + r.stderr)
+                self.assertLess(took, 8, "bounded by connect_timeout 2: took %.1f s" % took)
+                proxy.close()
 
     def test_send_with_attributes_and_stdin(self):
         url, dlq, dsn, d = self.setup("send")

@@ -96,6 +96,49 @@ class Guard(twicetest.TwiceTestCase):
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)
 
+    def test_a_store_that_freezes_mid_run_gives_the_claimed_messages_back(self):
+        # Three jobs run, then PostgreSQL freezes as the next batch's claim reaches it:
+        # the connection stays open and nothing answers. The claim used to wait for
+        # ever: its messages came back only at their visibility timeout, to a receiver
+        # that blocked on the next claim as well. Now it is given up as a claim that
+        # failed after a third of the visibility timeout (4 s: the least, 2 s): its
+        # messages are given back at once, the receiver reconnects with a backoff, the
+        # worker stays up and /readyz says the store does not answer. Once it thaws,
+        # the given-up claim reaches the server and commits (the proxy forwards what
+        # waited): a lease of this worker's that nothing runs under, so its key is
+        # hidden until that lease lapses (4 + 2 s) and then taken over. Every key runs
+        # exactly once.
+        url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
+            "frozenclaim", visibility_timeout=4)
+        for i in range(1, 4):
+            self.sqs.send(url, json.dumps({"id": "frozenclaim-%d" % i}))
+        twicetest.wait_until(lambda: len(self.lines(effects)) == 3, timeout=10,
+                             message="the first jobs did not run")
+        self.assertEqual(tc.http_status(port, "/readyz")[0], 200)
+        proxy.freeze_on(b"twice_claim_")
+        for i in range(4, 7):
+            self.sqs.send(url, json.dumps({"id": "frozenclaim-%d" % i}))
+        twicetest.wait_until(lambda: proxy.frozen, timeout=5, message="no claim froze")
+        d.wait_log(r"error .*queue frozenclaim: claiming \d keys? failed, giving the messages "
+                   r"back: claim \(table twice_idempotency\): no answer from PostgreSQL within "
+                   r"2 s", timeout=5)
+        twicetest.wait_until(lambda: self.sqs.counts(url)[0] >= 1, timeout=3,
+                             message="the messages were not given back before their "
+                                     "visibility timeout")
+        twicetest.wait_until(lambda: (lambda r: r[0] == 503 and r[1].startswith(
+            "idempotency store "))(tc.http_status(port, "/readyz")), timeout=12,
+            message="/readyz did not say that PostgreSQL does not answer")
+        self.assertGreaterEqual(tc.metric_sum(tc.scrape(port), "twice_pg_errors_total",
+                                              operation="claim"), 1)
+        self.assertTrue(d.running())
+        self.assertNotIn("exited", d.log_text())
+        proxy.thaw()
+        self.wait_empty(url, timeout=20)
+        self.assertEqual(sorted(k for k, _, _ in self.lines(effects)),
+                         ["effect:frozenclaim-%d" % i for i in range(1, 7)], "each once")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
     def test_a_completion_whose_answer_was_lost_is_done(self):
         # The acknowledger's completion commits, then the connection is cut before
         # its answer arrives. Sent again on a new connection it finds the key no

@@ -284,11 +284,15 @@ class Operator(twicetest.TwiceTestCase):
     def test_a_stop_during_a_reloads_plugin_check_does_not_wait_for_it(self):
         """SIGTERM while a reload's probe runs a plugin's slow init (30 s): the check is
         abandoned, the running generation drains and twiced exits 0 at once, instead of
-        a stop that waits out the init (up to the probe's 60 s) first."""
+        a stop that waits out the init (up to the probe's 60 s) first. What the check had
+        found wrong by then (another plugin lacks a setting it requires) is logged with
+        its FILE:LINE all the same: the abandon used to hide it."""
         d = self.start_twiced(self.conf("reloadstop", workers=1, init_sleep_ms=1))
         d.wait_log(r"ready: generation 1", timeout=30)
+        ghost = tc.plugin("ghost", tc.test_plugin(self.env, "effect_file")) + ",\n  "
         with open(d.config_path, "w", encoding="utf-8") as f:
-            f.write(d.config_text.replace("init_sleep_ms = 1;", "init_sleep_ms = 30000;"))
+            f.write(d.config_text.replace("init_sleep_ms = 1;", "init_sleep_ms = 30000;")
+                    .replace("plugins = ( ", "plugins = ( " + ghost))
         mark = d.mark()
         d.signal(signal.SIGHUP)
         [probe] = twicetest.wait_until(
@@ -297,8 +301,10 @@ class Operator(twicetest.TwiceTestCase):
         d.signal(signal.SIGTERM)
         self.assertEqual(d.proc.wait(timeout=15), 0, d.log_tail())
         log = d.log_text()
-        self.assertRegex(log[mark:], r"reload abandoned: a stop signal came while its plugins "
-                                     r"were checked; generation 1 stops unchanged\n")
+        self.assertRegex(log[mark:], r"reload: %s:\d+: plugin 'ghost': .*\n(.*\n)*.*"
+                                     r"reload abandoned: a stop signal came while its plugins "
+                                     r"were checked; generation 1 stops unchanged\n"
+                         % re.escape(d.config_path))
         self.assertIn("stopping: draining 1 worker", log)
         self.assertNotIn("reload refused", log)
         self.assertFalse(alive(probe), "the probe was left running")

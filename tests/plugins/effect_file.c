@@ -4,8 +4,8 @@
  * outside effect such as an email would be. Body as for effect_tx, plus
  * "exit": true (exit(3) inside handle()).
  * Used by: test_attempts.py, test_basic.py, test_breaker.py, test_config.py, test_guard.py,
- * test_lifecycle.py, test_limits.py, test_reload.py, test_shapes.py, test_sqs_faults.py,
- * test_tracing.py.
+ * test_lifecycle.py, test_limits.py, test_operator.py, test_reload.py, test_shapes.py,
+ * test_sqs_faults.py, test_tracing.py.
  */
 #include <fcntl.h>
 #include <signal.h>

@@ -734,6 +734,18 @@ test_claim_failed(void)
     }
 }
 
+/* A claim's answer limit: a third of the visibility timeout, at least 2 s (a
+ * queue of a few seconds), at most the acker's 30 s (the default queue's is 10 s). */
+static void
+test_answer_ms(void)
+{
+    CHECK_INT(lifecycle_answer_ms(1), LIFECYCLE_ANSWER_MIN_MS);
+    CHECK_INT(lifecycle_answer_ms(6), 2000);
+    CHECK_INT(lifecycle_answer_ms(30), 10000);
+    CHECK_INT(lifecycle_answer_ms(90), 30000);
+    CHECK_INT(lifecycle_answer_ms(43200), LIFECYCLE_ANSWER_MAX_MS);
+}
+
 /* A run past the queue's timeout (timeout 5 s, grace 10 s unless said): retried
  * after the backoff but never before the grace + 2 s have passed, counted, never in
  * place; dead-lettered as "timeout" on the last attempt. */
@@ -928,6 +940,7 @@ main(void)
     test_completion_waits();
     test_breaker_open_runs();
     test_claim_failed();
+    test_answer_ms();
     test_long_error_is_not_cut();
     test_timeout();
     return check_done("test-lifecycle");
