@@ -35,21 +35,29 @@ declared(const twice_plugin *d, const char *name)
     return NULL;
 }
 
+const struct mock_attr *
+mockkey_attr(const struct twice_job *j, const char *name)
+{
+    for (size_t i = j->nattrs; name != NULL && i > 0; i--) {
+        if (strcmp(j->attrs[i - 1].name, name) == 0) {
+            return &j->attrs[i - 1];
+        }
+    }
+    return NULL;
+}
+
 /* keytmpl's view of a fake job's attributes (ctx is the job). Binary ones
  * have no text, as SQS gives none. */
 static int
 job_attr(const void *ctx, const char *name, struct keytmpl_attr *out)
 {
-    const struct twice_job *j = ctx;
-    for (size_t i = 0; i < j->nattrs; i++) {
-        const struct mock_attr *a = &j->attrs[i];
-        if (strcmp(a->name, name) == 0) {
-            int binary = strncmp(a->type, "Binary", 6) == 0;
-            *out = (struct keytmpl_attr){a->type, binary ? NULL : a->value};
-            return 0;
-        }
+    const struct mock_attr *a = mockkey_attr(ctx, name);
+    if (a == NULL) {
+        return -1;
     }
-    return -1;
+    int binary = strncmp(a->type, "Binary", 6) == 0;
+    *out = (struct keytmpl_attr){a->type, binary ? NULL : a->value};
+    return 0;
 }
 
 /* Expand t for j into out, as hostapi_derive_key does. */
