@@ -12,7 +12,6 @@
 #include "escape.h"
 #include "jsonpath.h"
 #include "mock_internal.h"
-#include "mockkey.h"
 #include "tracectx.h"
 #include "utf8.h"
 
@@ -227,13 +226,24 @@ api_field_json(const twice_job *job, const char *path, size_t *len)
     return keep(job, copy, n, len);
 }
 
+const struct mock_attr *
+mockapi_attr(const struct twice_job *j, const char *name)
+{
+    for (size_t i = j->nattrs; name != NULL && i > 0; i--) {
+        if (strcmp(j->attrs[i - 1].name, name) == 0) {
+            return &j->attrs[i - 1];
+        }
+    }
+    return NULL;
+}
+
 /* A name given twice answers its last, as twiced (sqs_attr_find) and as a
  * body's repeated member: SQS never delivers a repeat, an SNS envelope's
  * JSON may hold one. A Binary one has no text, whatever came before it. */
 static const char *
 api_attr(const twice_job *job, const char *name, size_t *len)
 {
-    const struct mock_attr *a = mockkey_attr(job, name);
+    const struct mock_attr *a = mockapi_attr(job, name);
     if (a == NULL || strncmp(a->type, "Binary", 6) == 0) {
         return NULL;
     }

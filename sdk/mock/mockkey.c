@@ -35,23 +35,12 @@ declared(const twice_plugin *d, const char *name)
     return NULL;
 }
 
-const struct mock_attr *
-mockkey_attr(const struct twice_job *j, const char *name)
-{
-    for (size_t i = j->nattrs; name != NULL && i > 0; i--) {
-        if (strcmp(j->attrs[i - 1].name, name) == 0) {
-            return &j->attrs[i - 1];
-        }
-    }
-    return NULL;
-}
-
 /* keytmpl's view of a fake job's attributes (ctx is the job). Binary ones
  * have no text, as SQS gives none. */
 static int
 job_attr(const void *ctx, const char *name, struct keytmpl_attr *out)
 {
-    const struct mock_attr *a = mockkey_attr(ctx, name);
+    const struct mock_attr *a = mockapi_attr(ctx, name);
     if (a == NULL) {
         return -1;
     }

@@ -10,7 +10,6 @@
 #include <twice/plugin.h>
 
 struct keytmpl;
-struct mock_attr;
 struct twice_job;
 struct twice_mock;
 
@@ -22,10 +21,6 @@ const char *mockkey_setting(const twice_plugin *d);
  * its declared default) into m->tmpl, as the host's loader does. 0 (also
  * when neither is there), or -1 with m->error. */
 int mockkey_compile_setting(struct twice_mock *m);
-
-/* The attribute name of j that api->attr() and {attr:Name} read: a name
- * given twice is its last, as in twiced; NULL when there is none. */
-const struct mock_attr *mockkey_attr(const struct twice_job *j, const char *name);
 
 /* Derive j's key with its mock's queue key, else the plugin's template,
  * else its derive_key(), as the host does: 0 and j->key, or -1 with
