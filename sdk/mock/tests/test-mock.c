@@ -619,6 +619,7 @@ static void
 test_as_twiced(void)
 {
     twice_mock *m = ready_probe();
+    CHECK_STR(api->queue(NULL), ""); /* outside a job: "", not a crash */
     twice_mock_job *j = twice_mock_job_new(m, "{\"id\":\"r\",\"action\":\"long\"}");
     twice_mock_job_attr(j, "Tenant", NULL, "first");
     twice_mock_job_attr(j, "Tenant", NULL, "last");
