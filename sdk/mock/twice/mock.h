@@ -171,8 +171,10 @@ const char *twice_mock_job_key(const twice_mock_job *j);
  * the mock does not count). A static string. */
 const char *twice_mock_job_reason(const twice_mock_job *j);
 /* The last api->error() text, or NULL when none was given. When the job
- * is dead-lettered (TWICE_REJECT), what the host's twice-error keeps of
- * it: the first 1024 bytes, cut between characters, then "...". */
+ * is dead-lettered (TWICE_REJECT), what the host keeps of it as the dead
+ * letter's detail (its log line): the first 1024 bytes, cut between
+ * characters, then "..."; the twice-error attribute carries the first 999
+ * bytes of that. */
 const char *twice_mock_job_error(const twice_mock_job *j);
 /* What api->retry_after() asked for (capped at 43200), or -1. */
 int twice_mock_job_retry_after(const twice_mock_job *j);
