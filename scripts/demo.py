@@ -103,8 +103,9 @@ def main():
     conf = CONFIG.format(region=env.region, endpoint=env.sqs_endpoint, dsn=dsn, build=args.build,
                          root=root, smtp_port=env.smtp_port, http=env.http_url + "/demo",
                          url=url, dlq=dlq, metrics_port=port)
-    d = twicetest.Twiced(env, conf.replace("$", "$$"), workdir=os.path.join(args.run_dir, "twiced"))
-    os.makedirs(d.workdir, exist_ok=True)
+    workdir = os.path.join(args.run_dir, "twiced")
+    os.makedirs(workdir, exist_ok=True)  # before Twiced writes its twice.conf there
+    d = twicetest.Twiced(env, conf.replace("$", "$$"), workdir=workdir)
     print("demo: starting twiced (config %s)" % d.config_path)
     d.start()
     d.wait_log(r'"msg":"ready: generation 1', timeout=30)

@@ -24,7 +24,13 @@ chmod 755 "$run_dir"
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
     bash "$here/testenv.sh" down "$run_dir" >/dev/null 2>&1 || true
-    if [ "$keep" = 1 ]; then echo "demo: kept $run_dir"; else rm -rf "$run_dir"; fi
+    if [ "$keep" = 1 ]; then
+        echo "demo: kept $run_dir"
+    else
+        # the report names twiced's log in it: say that it is gone, and how to keep it
+        rm -rf "$run_dir"
+        echo "demo: removed $run_dir and its logs (scripts/demo.sh --keep keeps them)"
+    fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT

@@ -7,6 +7,7 @@
 #include "atomics.h"
 #include "buf.h"
 #include "cnum.h"
+#include "cut.h"
 #include "escape.h"
 #include "fileopen.h"
 #include "utf8.h"
@@ -284,24 +285,6 @@ log_enabled(twice_log_level level)
     return (int) level <= shared_int_get(&log_level);
 }
 
-/* Text fields are key=value; values with spaces, quotes or '=' are quoted. */
-static void
-text_field(struct buf *b, const char *name, const char *value)
-{
-    if (value == NULL) {
-        return;
-    }
-    int quote = value[0] == '\0' || strpbrk(value, " \"=\\") != NULL;
-    buf_cat(b, " ", name, "=", NULL);
-    if (quote) {
-        buf_putc(b, '"');
-    }
-    escape_text(b, value, strlen(value));
-    if (quote) {
-        buf_putc(b, '"');
-    }
-}
-
 /* The line's UTC time, "2026-12-05T14:03:07.123Z", into out[40]. The text up
  * to the second is kept per thread and made again (gmtime_r, strftime) when
  * the second changes: a worker logging a line per duplicate writes many
@@ -392,10 +375,10 @@ format_text(struct buf *line, const char *ts, twice_log_level level, const struc
     buf_put_int(line, log_pid());
     buf_putc(line, ']');
     if (job != NULL) {
-        text_field(line, "queue", job->queue);
-        text_field(line, "msg", job->message_id);
-        text_field(line, "plugin", job->plugin);
-        text_field(line, "key", job->key);
+        escape_field(line, "queue", job->queue);
+        escape_field(line, "msg", job->message_id);
+        escape_field(line, "plugin", job->plugin);
+        escape_field(line, "key", job->key);
         if (job->attempt > 0) {
             buf_printf(line, " attempt=%d", job->attempt);
         }
@@ -438,38 +421,33 @@ format_line(struct buf *line, const char *ts, twice_log_level level, const struc
     buf_putc(line, '\n');
 }
 
-/* The line again with text cut to its longest start (whole characters)
- * that fits LOG_LINE_MAX with a note of how many bytes were cut. Escapes
- * lengthen characters by different factors (\x01 4 times, in JSON \u0001
- * 6), so the start is found by bisection: at most a dozen formats of a few
- * KB, for a line that is rare. A line whose fields alone are too long is
- * left with none of the text. */
+/* What cut_message asks: does the line with this message fit? */
+struct fit_ctx {
+    struct buf *line;
+    const char *ts;
+    twice_log_level level;
+    const struct log_job *job;
+};
+
+static int
+line_fits(const char *message, void *ctx)
+{
+    struct fit_ctx *f = ctx;
+    format_line(f->line, f->ts, f->level, f->job, message);
+    return !f->line->failed && f->line->len <= LOG_LINE_MAX;
+}
+
+/* The line again with text cut to fit LOG_LINE_MAX (cut.c's rule, which the
+ * mock host follows too). A line whose fields alone are too long is left
+ * with none of the text. */
 static void
 cut_line(struct buf *line, const char *ts, twice_log_level level, const struct log_job *job,
          const char *text)
 {
-    size_t total = strlen(text);
-    size_t lo = 0, hi = total < LOG_LINE_MAX ? total : LOG_LINE_MAX; /* escaped >= raw */
     struct buf cut = BUF_INIT;
-    while (lo < hi) { /* the longest keep in [lo, hi] that fits */
-        size_t keep = utf8_cut(text, lo + (hi - lo + 1) / 2);
-        if (keep <= lo) {
-            break;
-        }
-        buf_reset(&cut);
-        buf_append(&cut, text, keep);
-        buf_printf(&cut, " [... %zu bytes cut]", total - keep);
-        format_line(line, ts, level, job, buf_str(&cut));
-        if (!line->failed && line->len <= LOG_LINE_MAX) {
-            lo = keep;
-        } else {
-            hi = keep - 1;
-        }
-    }
-    buf_reset(&cut);
-    buf_append(&cut, text, lo);
-    buf_printf(&cut, " [... %zu bytes cut]", total - lo);
-    format_line(line, ts, level, job, cut.failed ? "" : buf_str(&cut));
+    struct fit_ctx f = {line, ts, level, job};
+    int rc = cut_message(text, line_fits, &f, &cut);
+    format_line(line, ts, level, job, rc != 0 ? "" : buf_str(&cut));
     buf_free(&cut);
 }
 

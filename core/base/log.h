@@ -15,16 +15,13 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 
+#include "cut.h"
+
 #include <twice/plugin.h> /* twice_log_level: one set of levels for host and plugins */
 
 enum log_format { LOG_FORMAT_TEXT = 0, LOG_FORMAT_JSON = 1 };
 
-/* The longest line, its newline included: PIPE_BUF, what a pipe takes in one
- * piece. A longer write may be split while the pipe is full and another
- * process's line land in its middle, leaving the rest of a message (a body a
- * plugin logs) at the start of a line of its own, where it could pass for a
- * line of twiced's. */
-#define LOG_LINE_MAX 4096
+/* LOG_LINE_MAX, the longest line: cut.h, shared with the mock host. */
 
 /* The context a job's lines carry. Any field may be NULL (attempt 0: none). */
 struct log_job {

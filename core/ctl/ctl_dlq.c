@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "config.h"
 #include "ctl.h"
+#include "plural.h"
 #include "dlq.h"
 #include "sendcheck.h"
 #include "sqs.h"
@@ -727,17 +728,20 @@ static void
 report_left(const struct redrive *rd)
 {
     if (rd->late > 0) {
+        const char *were = rd->late == 1 ? "was" : "were";
         fprintf(stderr,
-                "twicectl: dlq redrive: %ld letters reached the dead-letter queue of %s after "
-                "the command started (or were redriven by it and dead-lettered again) and were "
+                "twicectl: dlq redrive: %ld letter%s reached the dead-letter queue of %s after "
+                "the command started (or %s redriven by it and dead-lettered again) and %s "
                 "left for the next run\n",
-                rd->late, rd->q->name);
+                rd->late, plural_s(rd->late), rd->q->name, were, were);
     }
     if (rd->over > 0) {
         fprintf(stderr,
-                "twicectl: dlq redrive: stopped after %ld letters, the depth of the dead-letter "
-                "queue of %s when the command started; %ld more were left for the next run\n",
-                rd->taken, rd->q->name, rd->over);
+                "twicectl: dlq redrive: stopped after %ld letter%s, the depth of the "
+                "dead-letter queue of %s when the command started; %ld more %s left for the "
+                "next run\n",
+                rd->taken, plural_s(rd->taken), rd->q->name, rd->over,
+                rd->over == 1 ? "was" : "were");
     }
 }
 

@@ -322,10 +322,12 @@ api_traceparent(const twice_job *job)
     return job_keep(mutable_job(job), text, TRACECTX_TRACEPARENT_LEN);
 }
 
+/* "" outside a job (job NULL, as in init()) rather than a crash; the mock
+ * host answers the same. */
 static const char *
 api_queue(const twice_job *job)
 {
-    return job->qcfg != NULL && job->qcfg->name != NULL ? job->qcfg->name : "";
+    return job != NULL && job->qcfg != NULL && job->qcfg->name != NULL ? job->qcfg->name : "";
 }
 
 static const char *

@@ -13,7 +13,6 @@
 #include "jsonpath.h"
 #include "log.h"
 #include "span.h"
-#include "utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -144,15 +143,7 @@ job_deadletter(struct twice_job *j, const char *reason, const char *fmt, ...)
     va_start(ap, fmt);
     buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    if (b.data != NULL && b.len > JOB_ERROR_MAX) {
-        /* text from a message (a route's value) can be as long as the body;
-         * the log line and twice-error get its start, cut between
-         * characters */
-        size_t cut = utf8_cut(b.data, JOB_ERROR_MAX);
-        b.len = cut;
-        b.data[cut] = '\0';
-        buf_puts(&b, "...");
-    }
+    cut_error(&b); /* JOB_ERROR_MAX: the rule the mock host follows too */
     free(j->error);
     j->error = buf_steal(&b);
     snprintf(j->reason, sizeof(j->reason), "%s", reason);

@@ -16,6 +16,7 @@
 #include <twice/plugin.h>
 
 #include "arena.h"
+#include "cut.h"
 #include "atomics.h"
 #include "jsonpath.h"
 #include "outbox.h"
@@ -161,7 +162,7 @@ const struct sqs_attr *job_attr(const struct twice_job *j, const char *name);
  * or NULL past the last. */
 const struct sqs_attr *job_attr_at(const struct twice_job *j, size_t i);
 
-#define JOB_ERROR_MAX 1024 /* bytes of a dead letter's detail kept (then "...") */
+/* JOB_ERROR_MAX, a dead letter's detail kept: cut.h (shared with the mock host) */
 
 /* Set the job's outcome to dead-letter with a reason code and detail. */
 void job_deadletter(struct twice_job *j, const char *reason, const char *fmt, ...)

@@ -8,6 +8,8 @@
 #include "buf.h"
 #include "utf8.h"
 
+#include <string.h>
+
 /* The code point of a 2- or 3-byte UTF-8 sequence (len checked valid). */
 static unsigned
 code_point(const unsigned char *s, size_t len)
@@ -108,4 +110,21 @@ void
 escape_unquoted(struct buf *b, const char *s, size_t n)
 {
     escape(b, s, n, 0);
+}
+
+void
+escape_field(struct buf *b, const char *name, const char *value)
+{
+    if (value == NULL) {
+        return;
+    }
+    int quote = value[0] == '\0' || strpbrk(value, " \"=\\") != NULL;
+    buf_cat(b, " ", name, "=", NULL);
+    if (quote) {
+        buf_putc(b, '"');
+    }
+    escape_text(b, value, strlen(value));
+    if (quote) {
+        buf_putc(b, '"');
+    }
 }

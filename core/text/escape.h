@@ -23,6 +23,12 @@ void escape_text(struct buf *b, const char *s, size_t n);
  * so text is never escaped twice. */
 void escape_unquoted(struct buf *b, const char *s, size_t n);
 
+/* " name=value" for a text log line's field, escaped as escape_text does;
+ * a value that is empty or holds a space, quote, '=' or backslash is
+ * quoted. Nothing for a NULL value. log.c's fields, and the mock host's
+ * idea of how long twiced's line is. */
+void escape_field(struct buf *b, const char *name, const char *value);
+
 /* The code point of the bidirectional control (U+061C, U+200E, U+200F,
  * U+202A-U+202E, U+2066-U+2069) whose valid UTF-8 sequence of len bytes
  * starts at s, or 0: a terminal lets them reorder what follows on the line,

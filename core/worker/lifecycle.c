@@ -324,12 +324,20 @@ lifecycle_on_handled(const struct lifecycle_queue *q, const struct lifecycle_run
         out->counted = 1;
         out->delay = retry_delay(q, r);
         out->in_place = q->fifo;
-        uint64_t ceiling =
-            backoff_ceiling((uint64_t) q->backoff_base, (uint64_t) q->backoff_cap, r->attempt);
         struct lifecycle_text *l = say(out, TWICE_LOG_INFO);
-        part(l->before, sizeof(l->before),
-             "retry in %ds (attempt %d of %d, backoff ceiling %llus): ", out->delay, r->attempt,
-             q->max_attempts, (unsigned long long) ceiling);
+        if (r->retry_after >= 0) {
+            /* the plugin's delay, not the backoff: naming the ceiling would
+             * leave a reader asking why 60 s when the ceiling says 2 */
+            part(l->before, sizeof(l->before),
+                 "retry in %ds (attempt %d of %d, the plugin's retry_after): ", out->delay,
+                 r->attempt, q->max_attempts);
+        } else {
+            uint64_t ceiling =
+                backoff_ceiling((uint64_t) q->backoff_base, (uint64_t) q->backoff_cap, r->attempt);
+            part(l->before, sizeof(l->before),
+                 "retry in %ds (attempt %d of %d, backoff ceiling %llus): ", out->delay,
+                 r->attempt, q->max_attempts, (unsigned long long) ceiling);
+        }
         l->arg = why;
     }
     return out->action;

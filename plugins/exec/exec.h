@@ -19,7 +19,11 @@
 #include <time.h>
 #include <twice/plugin.h>
 
-#define EXEC_LINE_MAX     4096        /* bytes of a stderr line logged; the rest is cut */
+/* Bytes of a stderr line logged; the rest is cut and counted. Under the
+ * host's 4096-byte log line, so the line with twiced's time and the job's
+ * fields (a key of up to 512 bytes) still carries the count of what was
+ * cut: at 4096 twiced cut the count off and said less than was dropped. */
+#define EXEC_LINE_MAX     3072
 #define EXEC_ANSWER_MAX   (64 * 1024) /* bytes of an answer line */
 #define EXEC_SHOWN        120         /* bytes of a bad answer quoted in an error */
 #define EXEC_END_GRACE_MS 1000        /* its stdout closed: how long it has to end */

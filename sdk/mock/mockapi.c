@@ -8,6 +8,7 @@
 
 #include "buf.h"
 #include "cnum.h"
+#include "cut.h"
 #include "escape.h"
 #include "jsonpath.h"
 #include "mock_internal.h"
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static _Thread_local struct twice_mock *current_mock;
 static _Thread_local int deriving_key;
@@ -41,33 +43,96 @@ mockapi_set_deriving(int on)
 
 static const char *level_names[] = {"error", "warn", "info", "debug"};
 
+static const char *api_queue(const twice_job *job);
+
+/* The bytes twiced's text line puts around a message of this call (time,
+ * level, "worker[PID]", the job's fields, ": " and the newline), so the
+ * mock cuts a message where twiced would (text/cut.c). The pid and time
+ * are the test's: a real line differs by a digit or so. */
+static size_t
+line_around(const twice_job *job, const struct twice_mock *m, twice_log_level level)
+{
+    struct buf b = BUF_INIT;
+    buf_cat(&b, "2026-12-05T14:03:07.123Z ", level_names[level], " worker[", NULL);
+    buf_put_int(&b, (long long) getpid());
+    buf_putc(&b, ']');
+    if (job != NULL) {
+        escape_field(&b, "queue", api_queue(job));
+        escape_field(&b, "msg", job->message_id);
+    }
+    escape_field(&b, "plugin", m != NULL ? m->plugin->name : NULL);
+    if (job != NULL) {
+        escape_field(&b, "key", job->key);
+        int attempt = deriving_key ? 0 : job->attempt;
+        if (attempt > 0) {
+            buf_printf(&b, " attempt=%d", attempt);
+        }
+    }
+    buf_puts(&b, ": \n");
+    size_t n = b.failed ? 0 : b.len;
+    buf_free(&b);
+    return n;
+}
+
+/* cut_message's question: does the line with this message fit? (ctx: the
+ * bytes around it) */
+static int
+line_fits(const char *message, void *ctx)
+{
+    struct buf shown = BUF_INIT;
+    escape_unquoted(&shown, message, strlen(message));
+    int fits = !shown.failed && *(const size_t *) ctx + shown.len <= LOG_LINE_MAX;
+    buf_free(&shown);
+    return fits;
+}
+
+/* text (raw) as twiced's line carries it: escaped, and cut to fit the line
+ * with " [... N bytes cut]". Returns an owned string, or NULL. */
+static char *
+shown_text(const twice_job *job, const struct twice_mock *m, twice_log_level level,
+           const char *text)
+{
+    struct buf shown = BUF_INIT, cut = BUF_INIT;
+    escape_unquoted(&shown, text, strlen(text));
+    size_t around = line_around(job, m, level);
+    if (!shown.failed && around + shown.len > LOG_LINE_MAX) {
+        buf_reset(&shown);
+        if (cut_message(text, line_fits, &around, &cut) == 0) {
+            escape_unquoted(&shown, buf_str(&cut), cut.len);
+        } else {
+            shown.failed = 1;
+        }
+    }
+    buf_free(&cut);
+    char *out = shown.failed ? NULL : buf_steal(&shown);
+    buf_free(&shown);
+    return out;
+}
+
 /* A plugin's log line, captured (and echoed). Formatted in the C locale, as
  * the daemon's log does (buf_printf): "%.1f" is "1.5" whatever setlocale()
  * the plugin called. Captured as twiced writes its message (base/log.c):
- * control bytes and invalid UTF-8 escaped by text/escape.c, so a test
+ * control bytes and invalid UTF-8 escaped by text/escape.c, a message too
+ * long for a line cut as text/cut.c cuts it, so a test
  * matches the line production shows. init()'s cause keeps the raw text:
  * twiced escapes it when it reports it (mock.c does the same). */
 static void
 api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
 {
-    struct buf b = BUF_INIT, shown = BUF_INIT;
+    struct buf b = BUF_INIT;
     va_list ap;
     va_start(ap, fmt);
     int n = buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    if (n == 0) {
-        escape_unquoted(&shown, buf_str(&b), b.len);
-    }
-    char *text = n == 0 && !shown.failed ? buf_steal(&shown) : NULL;
-    if (text == NULL) {
-        buf_free(&b);
-        buf_free(&shown);
-        return;
-    }
     if ((int) level < TWICE_LOG_ERROR || level > TWICE_LOG_DEBUG) {
         level = TWICE_LOG_INFO;
     }
     struct twice_mock *m = job != NULL ? job->mock : current_mock;
+    char *text = n == 0 ? shown_text(job, m, level, buf_str(&b)) : NULL;
+    if (text == NULL) {
+        buf_free(&b);
+        return;
+    }
     if (m == NULL) {
         fprintf(stderr, "twice-mock: log line outside any plugin call: %s\n", text);
     } else if (job != NULL) {
@@ -161,19 +226,31 @@ api_field_json(const twice_job *job, const char *path, size_t *len)
     return keep(job, copy, n, len);
 }
 
-static const char *
-api_attr(const twice_job *job, const char *name, size_t *len)
+const struct mock_attr *
+mockapi_attr(const struct twice_job *j, const char *name)
 {
-    for (size_t i = 0; name != NULL && i < job->nattrs; i++) {
-        const struct mock_attr *a = &job->attrs[i];
-        if (strcmp(a->name, name) == 0 && strncmp(a->type, "Binary", 6) != 0) {
-            if (len != NULL) {
-                *len = strlen(a->value);
-            }
-            return a->value;
+    for (size_t i = j->nattrs; name != NULL && i > 0; i--) {
+        if (strcmp(j->attrs[i - 1].name, name) == 0) {
+            return &j->attrs[i - 1];
         }
     }
     return NULL;
+}
+
+/* A name given twice answers its last, as twiced (sqs_attr_find) and as a
+ * body's repeated member: SQS never delivers a repeat, an SNS envelope's
+ * JSON may hold one. A Binary one has no text, whatever came before it. */
+static const char *
+api_attr(const twice_job *job, const char *name, size_t *len)
+{
+    const struct mock_attr *a = mockapi_attr(job, name);
+    if (a == NULL || strncmp(a->type, "Binary", 6) == 0) {
+        return NULL;
+    }
+    if (len != NULL) {
+        *len = strlen(a->value);
+    }
+    return a->value;
 }
 
 static const char *
@@ -339,10 +416,12 @@ api_traceparent(const twice_job *job)
     return keep(job, text, TRACECTX_TRACEPARENT_LEN, NULL);
 }
 
+/* The queue the test named, else "" as twiced answers for a job without a
+ * configured queue name (and, in both, outside a job: job NULL). */
 static const char *
 api_queue(const twice_job *job)
 {
-    return job->queue != NULL ? job->queue : "mock-queue";
+    return job != NULL && job->queue != NULL ? job->queue : "";
 }
 
 static const char *

@@ -7,6 +7,8 @@
 
 #include <twice/plugin.h>
 
+struct mock_attr;
+struct twice_job;
 struct twice_mock;
 
 /* The API table handed to init() (static, lives forever). */
@@ -19,5 +21,9 @@ void mockapi_set_current(struct twice_mock *m);
 /* derive_key() runs on this thread (1) or not (0): api->field then hands
  * numbers in the form keys spell them, as the daemon does. */
 void mockapi_set_deriving(int on);
+
+/* The attribute name of j that api->attr() and {attr:Name} read: a name
+ * given twice is its last, as in twiced; NULL when there is none. */
+const struct mock_attr *mockapi_attr(const struct twice_job *j, const char *name);
 
 #endif

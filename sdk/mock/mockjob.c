@@ -4,6 +4,8 @@
  * host runs them, with what came back kept for the test. Not a simulation
  * of the job lifecycle: no claim, retry, DLQ or transaction happens here.
  */
+#include "buf.h"
+#include "cut.h"
 #include "jsonpath.h"
 #include "mock_internal.h"
 #include "mockapi.h"
@@ -181,6 +183,26 @@ twice_mock_job_db(twice_mock_job *mj, void *pgconn)
 
 /* ---- running a job ---- */
 
+/* A dead-lettered job's error as its twice-error keeps it: the first
+ * JOB_ERROR_MAX bytes, cut between characters, then "..." (text/cut.c,
+ * twiced's job_deadletter). Returns st. */
+static twice_status
+dead_letter_error(struct twice_job *j, twice_status st)
+{
+    if (j->error == NULL || strlen(j->error) <= JOB_ERROR_MAX) {
+        return st;
+    }
+    struct buf b = BUF_INIT;
+    buf_puts(&b, j->error);
+    cut_error(&b);
+    char *cut = buf_steal(&b);
+    if (cut != NULL) {
+        free(j->error);
+        j->error = cut;
+    }
+    return st;
+}
+
 twice_status
 twice_mock_run(twice_mock_job *mj)
 {
@@ -192,7 +214,7 @@ twice_mock_run(twice_mock_job *mj)
         return TWICE_RETRY;
     }
     if (mockkey_derive(j) != 0) {
-        return TWICE_REJECT;
+        return dead_letter_error(j, TWICE_REJECT);
     }
     j->handled = 1;
     mockapi_set_current(m);
@@ -210,7 +232,7 @@ twice_mock_run(twice_mock_job *mj)
         clear_sent(j); /* the host sends nothing of a RETRY or REJECT */
     }
     j->reason = st == TWICE_REJECT ? "rejected" : NULL;
-    return st;
+    return st == TWICE_REJECT ? dead_letter_error(j, st) : st;
 }
 
 size_t

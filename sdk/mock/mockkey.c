@@ -40,16 +40,13 @@ declared(const twice_plugin *d, const char *name)
 static int
 job_attr(const void *ctx, const char *name, struct keytmpl_attr *out)
 {
-    const struct twice_job *j = ctx;
-    for (size_t i = 0; i < j->nattrs; i++) {
-        const struct mock_attr *a = &j->attrs[i];
-        if (strcmp(a->name, name) == 0) {
-            int binary = strncmp(a->type, "Binary", 6) == 0;
-            *out = (struct keytmpl_attr){a->type, binary ? NULL : a->value};
-            return 0;
-        }
+    const struct mock_attr *a = mockapi_attr(ctx, name);
+    if (a == NULL) {
+        return -1;
     }
-    return -1;
+    int binary = strncmp(a->type, "Binary", 6) == 0;
+    *out = (struct keytmpl_attr){a->type, binary ? NULL : a->value};
+    return 0;
 }
 
 /* Expand t for j into out, as hostapi_derive_key does. */

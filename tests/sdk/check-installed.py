@@ -6,8 +6,11 @@ DIR --component dev`, as a developer without root does), then, with PKG_CONFIG_P
 prefix only: pkg-config names the prefix (the .pc files are written at install time, not
 with the configured /usr/local), the installed example hello.c builds with strict ISO C
 flags and `pkg-config --cflags twice-plugin`, and a unit test of it against the installed
-mock host builds with `pkg-config --cflags --libs twice-mock` and passes. Exit 0, or 1 with
-one line per problem. Run by ctest as unit/sdk-installed.
+mock host builds with `pkg-config --cflags --libs twice-mock` and passes. Then the `runtime`
+component into the same prefix (under a DESTDIR, which keeps the configured /usr/local/etc
+paths of twice.conf and logrotate off the machine): the bundled plugins land under the prefix,
+where pkg-config's plugindir says they are. Exit 0, or 1 with one line per problem. Run by
+ctest as unit/sdk-installed.
 
     check-installed.py --build DIR --libdir LIBDIR [--link-flag FLAG]...
 """
@@ -79,6 +82,25 @@ def check(args, prefix, tmp):
     said = run([exe, so], "the mock host test")
     if said is not None and said != "ok":
         problems.append("the mock host test said %r" % said)
+    check_plugins(args, prefix, tmp, env)
+
+
+def check_plugins(args, prefix, tmp, env):
+    """The bundled plugins follow --prefix, and pkg-config says where they are."""
+    plugindir = os.path.join(prefix, args.libdir, "twice", "plugins")
+    said = run(["pkg-config", "--variable=plugindir", "twice-plugin"], "pkg-config plugindir",
+               env)
+    if said is not None and said != plugindir:
+        problems.append("pkg-config says the plugins are in %r, not %r" % (said, plugindir))
+    destdir = os.path.join(tmp, "destdir")
+    if run(["cmake", "--install", args.build, "--prefix", prefix, "--component", "runtime"],
+           "cmake --install --component runtime", dict(os.environ, DESTDIR=destdir)) is None:
+        return
+    where = destdir + plugindir
+    found = sorted(os.listdir(where)) if os.path.isdir(where) else []
+    if "exec.so" not in found:
+        problems.append("cmake --install --prefix %s put no plugins in %s (found %s)" %
+                        (prefix, plugindir, found))
 
 
 def main():

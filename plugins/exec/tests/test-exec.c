@@ -880,7 +880,7 @@ test_stderr(twice_mock *m)
     CHECK(line != NULL);
     twice_mock_job_free(j);
     CHECK_INT(plugin_run(m, "{\"id\":6,\"do\":\"long_line\",\"bytes\":100000}", &j), TWICE_DONE);
-    CHECK(job_log(j, "[95904 more bytes of this line cut]") != NULL);
+    CHECK(job_log(j, "[96928 more bytes of this line cut]") != NULL);
     twice_mock_job_free(j);
 }
 

@@ -202,7 +202,9 @@ typedef struct twice_api {
     /* A message attribute's string value (String and Number types). NULL
      * when absent or binary. On a queue with an SNS envelope, the
      * notification's MessageAttributes too (they win over the SQS
-     * message's own). Borrowed. */
+     * message's own). A name given twice (SQS refuses that; an SNS
+     * envelope's JSON may hold it): the last, as for a body's members.
+     * Borrowed. */
     const char *(*attr)(const twice_job *job, const char *name, size_t *len);
 
     /* The job's idempotency key (at most TWICE_KEY_MAX bytes). Pass it on to
@@ -265,7 +267,8 @@ typedef struct twice_api {
     const char *(*traceparent)(const twice_job *job);
 
     /* The name of the queue the job came from, as configured (`name` in
-     * its queue group). Borrowed until handle() returns. */
+     * its queue group); "" outside a job (job NULL). Borrowed until
+     * handle() returns. */
     const char *(*queue)(const twice_job *job);
 
     /* The name of the job's i-th message attribute (0-based, in the order

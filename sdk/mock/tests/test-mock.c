@@ -109,6 +109,16 @@ handle(void *state, twice_job *job)
         api->error(job, "no such thing");
         return TWICE_REJECT;
     }
+    if (strcmp(action, "long") == 0) { /* a body logged whole, an error quoting it */
+        static char text[6001];
+        memset(text, 'x', sizeof(text) - 1);
+        memcpy(text + 1023, "\xc3\xa9", 2); /* spans JOB_ERROR_MAX's last byte */
+        api->log(job, TWICE_LOG_INFO, "body %s", text);
+        api->error(job, "%.2000s", text);
+        const char *tenant = api->attr(job, "Tenant", NULL);
+        api->log(job, TWICE_LOG_INFO, "tenant=%s", tenant != NULL ? tenant : "(null)");
+        return strcmp(api->field(job, "id", NULL), "r") == 0 ? TWICE_REJECT : TWICE_RETRY;
+    }
     return (twice_status) 7;
 }
 
@@ -571,7 +581,7 @@ test_key_setting(void)
     twice_mock_job_attr(j, "B", "Binary", "zz");
     CHECK_INT(twice_mock_run(j), TWICE_DONE);
     CHECK_STR(twice_mock_job_key(j), "inv:7");
-    CHECK_STR(job_line(j, "queue="), "queue=mock-queue first=A second=B third=(null) trace=yes");
+    CHECK_STR(job_line(j, "queue="), "queue= first=A second=B third=(null) trace=yes");
     twice_mock_job_queue(j, "orders");
     CHECK(twice_mock_queue_key(m, "q:{d.n") != 0);
     CHECK_CONTAINS(twice_mock_error(m), "column 3: unterminated field");
@@ -598,6 +608,51 @@ test_key_setting(void)
     twice_plugin undeclared = bridge;
     undeclared.key_setting = "nope";
     CHECK(twice_mock_new(&undeclared) == NULL);
+}
+
+/* Where the mock and twiced differed, a plugin's test passed on the mock
+ * and not in production: a repeated attribute is its last (api->attr and
+ * {attr:Name}), a dead letter's error keeps JOB_ERROR_MAX bytes then
+ * "...", a log line is cut to twiced's 4096 bytes, and a job the test gave
+ * no queue has the queue "" (the probe's queue= line: test_key_setting). */
+static void
+test_as_twiced(void)
+{
+    twice_mock *m = ready_probe();
+    CHECK_STR(api->queue(NULL), ""); /* outside a job: "", not a crash */
+    twice_mock_job *j = twice_mock_job_new(m, "{\"id\":\"r\",\"action\":\"long\"}");
+    twice_mock_job_attr(j, "Tenant", NULL, "first");
+    twice_mock_job_attr(j, "Tenant", NULL, "last");
+    CHECK_INT(twice_mock_run(j), TWICE_REJECT);
+    const char *err = twice_mock_job_error(j);
+    CHECK_INT((long long) strlen(err), 1023 + 3); /* the e-acute is not split */
+    CHECK_STR(err + 1019, "xxxx...");
+    const char *line = job_line(j, "body ");
+    CHECK(strlen(line) < 4096 - 60); /* room for twiced's time, pid and fields */
+    CHECK(strlen(line) > 4096 - 200);
+    CHECK_CONTAINS(line, "x [... ");
+    CHECK_CONTAINS(line, " bytes cut]");
+    CHECK_STR(job_line(j, "tenant="), "tenant=last");
+    twice_mock_job_free(j);
+
+    /* a retried job's error is the plugin's whole text: twiced logs it */
+    j = twice_mock_job_new(m, "{\"id\":\"q\",\"action\":\"long\"}");
+    CHECK_INT(twice_mock_run(j), TWICE_RETRY);
+    CHECK_INT((long long) strlen(twice_mock_job_error(j)), 2000);
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+
+    /* a key from a repeated attribute: the last, as twiced's */
+    m = twice_mock_new(&bridge);
+    twice_mock_set(m, "key", "t:{attr:Tenant}");
+    CHECK_INT(twice_mock_init(m), 0);
+    j = twice_mock_job_new(m, "{}");
+    twice_mock_job_attr(j, "Tenant", NULL, "first");
+    twice_mock_job_attr(j, "Tenant", NULL, "last");
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    CHECK_STR(twice_mock_job_key(j), "t:last");
+    twice_mock_job_free(j);
+    twice_mock_free(m);
 }
 
 /* Descriptors twiced refuses, the mock refuses too (text/plugdecl.c is
@@ -652,5 +707,6 @@ main(void)
     test_threads();
     test_key_setting();
     test_descriptor_fields();
+    test_as_twiced();
     return check_done("test-mock");
 }

@@ -127,10 +127,13 @@ void twice_mock_job_free(twice_mock_job *j);
 
 /* A message attribute. type is "String", "Number" (or a custom subtype
  * such as "Number.int") or "Binary"; NULL means "String". Binary ones are
- * invisible to attr() and refused in keys, as in the host. 0 or -1. */
+ * invisible to attr() and refused in keys, as in the host. A name given
+ * again is read as its last, by attr() and {attr:Name}, as in the host.
+ * 0 or -1. */
 int twice_mock_job_attr(twice_mock_job *j, const char *name, const char *type, const char *value);
 int twice_mock_job_message_id(twice_mock_job *j, const char *message_id);
-/* The queue name api->queue() returns (default "mock-queue"). */
+/* The queue name api->queue() returns (default "", as the host answers
+ * without a configured name). */
 int twice_mock_job_queue(twice_mock_job *j, const char *queue);
 /* The FIFO MessageGroupId; NULL for a standard queue. */
 int twice_mock_job_group(twice_mock_job *j, const char *group_id);
@@ -167,7 +170,11 @@ const char *twice_mock_job_key(const twice_mock_job *j);
  * otherwise (a TWICE_RETRY is dead-lettered only past max_attempts, which
  * the mock does not count). A static string. */
 const char *twice_mock_job_reason(const twice_mock_job *j);
-/* The last api->error() text, or NULL when none was given. */
+/* The last api->error() text, or NULL when none was given. When the job
+ * is dead-lettered (TWICE_REJECT), what the host keeps of it as the dead
+ * letter's detail (its log line): the first 1024 bytes, cut between
+ * characters, then "..."; the twice-error attribute carries the first 999
+ * bytes of that. */
 const char *twice_mock_job_error(const twice_mock_job *j);
 /* What api->retry_after() asked for (capped at 43200), or -1. */
 int twice_mock_job_retry_after(const twice_mock_job *j);
@@ -188,7 +195,9 @@ size_t twice_mock_job_sent_count(const twice_mock_job *j);
 const char *twice_mock_job_sent(const twice_mock_job *j, size_t i, const char **url,
                                 const char **group_id, int *delay, const char **attrs_json);
 
-/* Log lines written with this job. */
+/* Log lines written with this job: the message as the host's line carries
+ * it, escaped, and a message too long for a 4096-byte line with its fields
+ * cut to fit, ending " [... N bytes cut]". */
 size_t twice_mock_job_log_count(const twice_mock_job *j);
 const char *twice_mock_job_log_text(const twice_mock_job *j, size_t i, twice_log_level *level);
 
