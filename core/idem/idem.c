@@ -274,6 +274,10 @@ sqlstate_hint(const char *state)
     if (strcmp(state, "42501") == 0) {
         return " (grant the role SELECT, INSERT, UPDATE, DELETE on the table)";
     }
+    if (strcmp(state, "25006") == 0) {
+        return " (the server takes no writes: a standby, or default_transaction_read_only is "
+               "on; point the dsn at the primary)";
+    }
     if (strcmp(state, "55P03") == 0) {
         return " (the table is locked by another session; try again)";
     }
