@@ -272,7 +272,9 @@ sqlstate_hint(const char *state)
         return " (twiced creates it when it starts; or apply etc/schema.sql)";
     }
     if (strcmp(state, "42501") == 0) {
-        return " (grant the role SELECT, INSERT, UPDATE, DELETE on the table)";
+        return " (grant the role SELECT, INSERT, UPDATE, DELETE on the tables; to create or "
+               "migrate them twiced needs CREATE on their schema, else apply etc/schema.sql as "
+               "their owner)";
     }
     if (strcmp(state, "25006") == 0) {
         return " (the server takes no writes: a standby, or default_transaction_read_only is "
