@@ -6,7 +6,8 @@ because its worker stopped (SIGTERM, a reload's drain) before the completion cou
 written (its follow-ups then sent straight to SQS, each once), nor because PostgreSQL
 stayed away longer than the acknowledger's tries (a failover) while its worker ran on.
 A server that takes no writes after a failover is waited for, not a reason to
-dead-letter the messages that arrive meanwhile.
+dead-letter the messages that arrive meanwhile; connections the server ended while
+idle are connected again before a job needs them.
 Real PostgreSQL (behind faultproxy.TcpProxy, which can lose one answer after its
 statement committed) and the SQS emulator (behind faultproxy.FaultProxy, to fail
 SendMessage); effects are lines (effect_file) or rows (effect_tx) that the tests count."""
@@ -561,6 +562,37 @@ class Guard(twicetest.TwiceTestCase):
         for said in (r"not receiving until it is back", r"outbox relay: outbox claim .*"
                      r"read-only transaction", r"janitor: purge keys .*read-only transaction"):
             self.assertEqual(len(re.findall(said, log)), 1, "said once: " + said)
+        self.assertEqual(d.stop(), 0)
+
+    def test_connections_the_server_ended_while_idle_delay_nothing(self):
+        # A DBA's idle_session_timeout (here 1 s) ends twiced's connections while no
+        # job uses them: the handlers' (transactional plugins), the acknowledger's. The
+        # next job must not be the one that finds out: its transaction failing, its
+        # release failing in turn, its key held until its lease ends (12 s here) before
+        # it could run. Each connection is checked (the server's FATAL and close read)
+        # before a statement goes out, and connected again.
+        url, dlq = self.queue_pair("idle")
+        dsn = self.new_database("idle")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        self.pg.query(self.env.pg_dsn, 'ALTER DATABASE "%s" SET idle_session_timeout = 1000'
+                      % dsn.rsplit("/", 1)[1])
+        conf = tc.config(self.env, dsn, [tc.queue("idle", url, dlq, "effect-tx",
+                                                  max_attempts=1)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))])
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        for rnd in range(3):
+            time.sleep(1.5)  # every connection idle past the timeout: ended by the server
+            self.sqs.send_batch(url, [json.dumps({"id": "idle-%d-%d" % (rnd, i)})
+                                      for i in range(3)])
+            twicetest.wait_until(lambda: self.distinct_effects(dsn)[0] == 3 * (rnd + 1),
+                                 timeout=6, message="a job waited for a lease (round %d)" % rnd)
+        self.wait_empty(url)
+        self.assertEqual(self.distinct_effects(dsn), (9, 9), "each ran once")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        log = d.log_text()
+        for unwanted in ("releasing", "taking over", "held by a live lease", "unreachable"):
+            self.assertNotIn(unwanted, log)
         self.assertEqual(d.stop(), 0)
 
     def setup_sender(self, prefix, drain_timeout, fifo=False):
