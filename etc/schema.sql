@@ -6,6 +6,11 @@
 -- Safe to run again, on an existing "classic" two-column table
 -- (idempotency_key, processed_at): its rows become completed keys, and on a
 -- table of an older twice, whose check knew only in_progress and completed.
+--
+-- Run it as the tables' owner, and twiced's role needs no CREATE on the schema:
+--   GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO twice;
+--   GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO twice;  -- the outbox's ids
+-- (twiced looks before it creates anything; tests/integration/test_ready.py runs so).
 
 BEGIN;
 

@@ -10,6 +10,7 @@
 
 #include <libpq-fe.h>
 
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,7 +273,13 @@ sqlstate_hint(const char *state)
         return " (twiced creates it when it starts; or apply etc/schema.sql)";
     }
     if (strcmp(state, "42501") == 0) {
-        return " (grant the role SELECT, INSERT, UPDATE, DELETE on the table)";
+        return " (grant the role SELECT, INSERT, UPDATE, DELETE on the tables; to create or "
+               "migrate them twiced needs CREATE on their schema, else apply etc/schema.sql as "
+               "their owner)";
+    }
+    if (strcmp(state, "25006") == 0) {
+        return " (the server takes no writes: a standby, or default_transaction_read_only is "
+               "on; point the dsn at the primary)";
     }
     if (strcmp(state, "55P03") == 0) {
         return " (the table is locked by another session; try again)";
@@ -597,10 +604,36 @@ idem_close(struct idem_store *s)
     free(s);
 }
 
+/* Between statements (no transaction open), read what the server sent on
+ * its own: a server that ended the connection meanwhile (its
+ * idle_session_timeout, pg_terminate_backend, a restart) has sent its FATAL
+ * and closed, which libpq notices only when a read meets the end; until
+ * then the next statement would go out on it and fail (a transactional run
+ * given back, a release lost: its keys held until their leases end). A few
+ * reads at most: each stops at what is there (libpq's socket does not
+ * block); a NOTIFY read so waits in PQnotifies. */
+static void
+notice_server_gone(PGconn *conn)
+{
+    if (PQtransactionStatus(conn) != PQTRANS_IDLE) {
+        return;
+    }
+    for (int i = 0; i < 4 && PQstatus(conn) == CONNECTION_OK; i++) {
+        struct pollfd p = {.fd = PQsocket(conn), .events = POLLIN};
+        if (p.fd < 0 || poll(&p, 1, 0) <= 0 || PQconsumeInput(conn) == 0) {
+            return;
+        }
+    }
+}
+
 int
 idem_connected(const struct idem_store *s)
 {
-    return s != NULL && s->conn != NULL && PQstatus(s->conn) == CONNECTION_OK;
+    if (s == NULL || s->conn == NULL || PQstatus(s->conn) != CONNECTION_OK) {
+        return 0;
+    }
+    notice_server_gone(s->conn);
+    return PQstatus(s->conn) == CONNECTION_OK;
 }
 
 int

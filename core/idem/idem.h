@@ -215,6 +215,20 @@ int idem_identity_same(const struct idem_identity *was, const struct idem_identi
  * takes writes, -1 with err. */
 int idem_standby(struct idem_store *s, char *err, size_t errlen);
 
+/* Why a store that takes no writes is waited for (a worker's receiver): one
+ * clause, as IDEM_STANDBY_WHY. */
+#define IDEM_READ_ONLY_WHY                                                                        \
+    "the server takes no writes (transaction_read_only is on: a standby in recovery, or "         \
+    "default_transaction_read_only set for the server, database or role): twiced cannot write "   \
+    "its keys there; point the dsn at the primary, or reset the setting"
+
+/* Whether a transaction s begins now takes writes (transaction_read_only:
+ * off on a primary, on in a standby and where default_transaction_read_only
+ * is on): 0 when it does; 1 when it does not, err then IDEM_READ_ONLY_WHY
+ * and the store noted as failed as a read-only statement is (SQLSTATE
+ * 25006: idem_unreachable); -1 with err when it was not answered. */
+int idem_read_only(struct idem_store *s, char *err, size_t errlen);
+
 /*
  * Create the table or migrate a classic two-column one (or one of an older
  * twice, whose state check knew only in_progress and completed) in place,

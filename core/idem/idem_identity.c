@@ -4,7 +4,8 @@
  * reload can tell a changed dsn that reaches the same keys (another host of
  * the same cluster, a rotated password, a promoted replica) from one that
  * reaches other keys (another database or cluster, another schema); and
- * whether it reaches a standby, where no key can be written.
+ * whether it reaches a standby, or any server that takes no writes, where no
+ * key can be written.
  */
 #include "idem.h"
 
@@ -61,6 +62,23 @@ idem_standby(struct idem_store *s, char *err, size_t errlen)
     int standby = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
     PQclear(res);
     return standby;
+}
+
+int
+idem_read_only(struct idem_store *s, char *err, size_t errlen)
+{
+    PGresult *res =
+        idem_exec(s, "SELECT pg_catalog.current_setting('transaction_read_only')", 0, NULL);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        return idem_pg_fail(s, res, "ask whether the server takes writes", err, errlen);
+    }
+    int read_only = strcmp(PQgetvalue(res, 0, 0), "on") == 0;
+    PQclear(res);
+    if (read_only) {
+        snprintf(s->failed_state, sizeof(s->failed_state), "25006");
+        idem_set_err(err, errlen, "%s", IDEM_READ_ONLY_WHY);
+    }
+    return read_only;
 }
 
 int

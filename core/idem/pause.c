@@ -20,9 +20,30 @@ static const char sql_create[] =
     " until TIMESTAMPTZ, cooldown INTEGER, probe_owner TEXT, probe_until TIMESTAMPTZ,"
     " resumed BOOLEAN NOT NULL DEFAULT false, announced BOOLEAN NOT NULL DEFAULT false)";
 
+/* Look first: CREATE TABLE IF NOT EXISTS needs CREATE on the schema even
+ * when the table is there, and a DBA may give twiced's role none once the
+ * tables exist (etc/schema.sql applied by their owner). 1 when the table is
+ * there, 0 when not, -1 with err. */
+static int
+pause_table_exists(struct idem_store *s, char *err, size_t errlen)
+{
+    const char *params[] = {idem_pause_table(s)};
+    PGresult *res = idem_exec(s, "SELECT to_regclass($1) IS NOT NULL", 1, params);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        return idem_pg_fail(s, res, "look for the pause table", err, errlen);
+    }
+    int exists = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    return exists;
+}
+
 int
 idem_pause_migrate(struct idem_store *s, char *err, size_t errlen)
 {
+    int exists = pause_table_exists(s, err, errlen);
+    if (exists != 0) {
+        return exists > 0 ? 0 : -1;
+    }
     /* Two first creators at once: one fails on the catalog's unique index;
      * the second try sees the table. */
     for (int tries = 0; tries < 2; tries++) {

@@ -1,7 +1,8 @@
 /*
  * dbdown.h - how the master's threads that keep a PostgreSQL connection
- * (janitor, pause watch, outbox relay) report it failing: one line when it
- * goes down and one when it works again, not a line per retry.
+ * (janitor, pause watch, outbox relay) report it failing, or refusing the
+ * statement they retry (a server that takes no writes, a missing grant): one
+ * line when it goes down and one when it works again, not a line per retry.
  */
 #ifndef TWICE_DBDOWN_H
 #define TWICE_DBDOWN_H

@@ -52,6 +52,7 @@ struct janitor {
     /* The thread's own. */
     struct idem_store *store;
     int down;
+    int refused; /* its purges are refused (read-only, a grant): logged once */
     struct stopwait wait;
 };
 
@@ -87,6 +88,7 @@ store(struct janitor *j)
     int rc = stopwait_ensure(&j->store, j->dsn, j->table, "janitor", NULL, janitor_wait_tick, j,
                              err, sizeof(err));
     if (dbdown_note(&j->down, rc, "janitor", "janitor", err, "will retry") != 0) {
+        j->refused = 0; /* the outage's line says it; its end is said once */
         return NULL;
     }
     return j->store;
@@ -106,10 +108,9 @@ sweep(struct janitor *j)
     for (int free_keys = 0; free_keys <= 1; free_keys++) {
         total = 0;
         do {
-            if ((free_keys ? idem_purge_free : idem_purge_completed)(
-                    s, j->retention, j->batch, &deleted, err, sizeof(err)) != 0) {
-                metrics_count(MET_PG_ERRORS, "janitor", NULL, NULL, 1);
-                log_warn("janitor: %s", err);
+            int rc = (free_keys ? idem_purge_free : idem_purge_completed)(
+                s, j->retention, j->batch, &deleted, err, sizeof(err));
+            if (dbdown_note(&j->refused, rc, "janitor", "janitor", err, "will retry") != 0) {
                 return;
             }
             total += deleted;

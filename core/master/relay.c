@@ -61,7 +61,8 @@ struct relay {
     struct sqs_client *sqs; /* NULL when no endpoint could be resolved */
     struct idem_store *store;
     int listening;
-    int down; /* the database is unreachable (logged once) */
+    int down;    /* the database is unreachable (logged once) */
+    int refused; /* it answers but refuses the claims (read-only, a grant): logged once */
     struct stopwait wait;
     int64_t stats_at;
     struct trouble trouble[TROUBLE_MAX]; /* the first ntrouble are in use, oldest first */
@@ -110,6 +111,7 @@ relay_store(struct relay *r)
         rc = outbox_listen(r->store, err, sizeof(err));
     }
     if (dbdown_note(&r->down, rc, "outbox relay", "relay", err, "will retry") != 0) {
+        r->refused = 0; /* the outage's line says it; its end is said once */
         return NULL;
     }
     r->listening = 1;
@@ -403,9 +405,9 @@ cycle(struct relay *r, struct idem_store *s, struct verdicts *v)
     size_t n = 0;
     char err[512];
     int64_t until = clock_mono_ms() + RELAY_SEND_MS;
-    if (outbox_claim(s, r->table, RELAY_BATCH, RELAY_LEASE, &rows, &n, err, sizeof(err)) != 0) {
-        metrics_count(MET_PG_ERRORS, "outbox_claim", NULL, NULL, 1);
-        log_warn("outbox relay: %s", err);
+    int rc = outbox_claim(s, r->table, RELAY_BATCH, RELAY_LEASE, &rows, &n, err, sizeof(err));
+    if (dbdown_note(&r->refused, rc, "outbox relay", "outbox_claim", err,
+                    "will retry; follow-up messages wait in the outbox") != 0) {
         return -1;
     }
     if (n > 0) {

@@ -67,6 +67,8 @@ struct receiver {
     time_t recv_failing_since;
     int store_failures;      /* consecutive failed connection attempts */
     int claim_failures;      /* consecutive failed claims (with the store connected) */
+    int read_only;           /* a claim met a server that takes no writes: store_ok
+                                connects again and asks before the next receive */
     struct buf key;          /* keys are expanded here (room for the longest, reserved once) */
     long long drain_seen_ms; /* when its store's tick first saw the drain (0: not yet) */
 };
@@ -427,15 +429,21 @@ receiver_wait_tick(void *arg)
     return now - r->drain_seen_ms >= RECEIVER_DRAIN_GRACE_MS;
 }
 
-/* Keep the store connected; 1 when usable. Outages are logged once. Its
- * claims wait for PostgreSQL's answer as lifecycle_answer_ms says: one given
- * up is a failed claim (claim), its connection ended and made again here. */
+/* Keep the store connected to a server that takes writes; 1 when usable.
+ * Outages are logged once. A server that takes no writes (a standby after a
+ * failover, default_transaction_read_only) is waited for as an unreachable
+ * one: every message received meanwhile would only be given back, a
+ * receive nearer its max_receives each time. Each try connects again, which
+ * reaches the new primary where the dsn can (target_session_attrs, a moved
+ * name). Its claims wait for PostgreSQL's answer as lifecycle_answer_ms
+ * says: one given up is a failed claim (claim), its connection ended and
+ * made again here. */
 static int
 store_ok(struct receiver *r)
 {
     struct worker *w = r->q->w;
     char err[512];
-    if (r->store != NULL && idem_connected(r->store)) {
+    if (r->store != NULL && idem_connected(r->store) && !r->read_only) {
         return 1;
     }
     struct idem_wait wait = {.answer_ms = lifecycle_answer_ms(r->q->cfg->visibility_timeout),
@@ -446,6 +454,10 @@ store_ok(struct receiver *r)
                  ? idem_open_waiting(w->cfg->idempotency.dsn, w->cfg->idempotency.table, w->owner,
                                      &wait, &r->store, err, sizeof(err))
                  : idem_reconnect(r->store, err, sizeof(err));
+    if (rc == 0) {
+        rc = idem_read_only(r->store, err, sizeof(err)) != 0 ? -1 : 0;
+        r->read_only = rc != 0;
+    }
     if (rc == 0) {
         if (r->store_failures > 0) {
             log_info("queue %s: idempotency store reachable again; receiving", r->q->cfg->name);
@@ -620,9 +632,12 @@ receive_once(struct receiver *r)
     }
     /* A store that refuses claims while connected (a missing grant, a lock
      * timeout) is not hammered: each try costs every message of the batch a
-     * receive. A lost connection is store_ok's to wait for (and to log). */
+     * receive. A lost connection, and a server that takes no writes (its
+     * refusal is one that passes: idem_unreachable), are store_ok's to wait
+     * for (and to log). */
     r->claim_failures = claimed == 0 ? 0 : r->claim_failures + 1;
-    if (r->claim_failures > 0 && idem_connected(r->store)) {
+    r->read_only = claimed != 0 && idem_connected(r->store) && idem_unreachable(r->store);
+    if (r->claim_failures > 0 && idem_connected(r->store) && !r->read_only) {
         nap(q->w, backoff_delay(500, 15000, r->claim_failures));
     }
     if (got == 0 && q->cfg->wait_time == 0) {

@@ -5,6 +5,9 @@ key in progress. And a job that finished while PostgreSQL was gone must not run 
 because its worker stopped (SIGTERM, a reload's drain) before the completion could be
 written (its follow-ups then sent straight to SQS, each once), nor because PostgreSQL
 stayed away longer than the acknowledger's tries (a failover) while its worker ran on.
+A server that takes no writes after a failover is waited for, not a reason to
+dead-letter the messages that arrive meanwhile; connections the server ended while
+idle are connected again before a job needs them.
 Real PostgreSQL (behind faultproxy.TcpProxy, which can lose one answer after its
 statement committed) and the SQS emulator (behind faultproxy.FaultProxy, to fail
 SendMessage); effects are lines (effect_file) or rows (effect_tx) that the tests count."""
@@ -552,6 +555,90 @@ class Guard(twicetest.TwiceTestCase):
         self.assertNotIn("taking over", log)
         self.assertNotIn("giving up", log)
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_server_that_takes_no_writes_is_waited_for_not_dead_lettered(self):
+        # A failover that leaves the dsn on a server that takes no writes: a standby, or
+        # (here) default_transaction_read_only set by a DBA, every connection cut as a
+        # failover cuts them. Each claim is refused ("cannot execute ... in a read-only
+        # transaction"); a receiver that went on receiving would give every message back
+        # after each refusal, a receive nearer max_receives each time, and dead-letter good
+        # messages within minutes (within seconds here: max_receives 2). The receiver waits
+        # for it as for a store that is down: it connects again and asks before it
+        # receives, says once what to do, and runs the messages once writes are taken.
+        url, dlq = self.queue_pair("readonly")
+        dsn = self.new_database("readonly")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        db = dsn.rsplit("/", 1)[1]
+        conf = tc.config(self.env, dsn, [tc.queue("readonly", url, dlq, "effect-tx",
+                                                  max_attempts=1, max_receives=2)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))])
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+
+        def failover(read_only):
+            self.pg.query(self.env.pg_dsn, 'ALTER DATABASE "%s" %s' % (
+                db, "SET default_transaction_read_only = on" if read_only
+                else "RESET default_transaction_read_only"))
+            self.pg.query(self.env.pg_dsn, "SELECT count(pg_terminate_backend(pid)) FROM "
+                                           "pg_stat_activity WHERE datname = %s", (db,))
+
+        failover(True)
+        mark = d.mark()
+        self.sqs.send_batch(url, [json.dumps({"id": "ro-%d" % i}) for i in range(3)])
+        # A receiver may meet it at a claim, or (its connection ended while it waited on
+        # SQS) at its reconnect, before it receives.
+        d.wait_log(r"queue readonly: (claiming \d keys? failed, giving the messages back: "
+                   r"claim .*read-only transaction|idempotency store unreachable)", since=mark,
+                   timeout=20)
+        time.sleep(4)  # a receiver still receiving would have dead-lettered them by now
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0), "nothing dead-lettered")
+        self.assertEqual(self.distinct_effects(dsn), (0, 0))
+        d.wait_log(r"error .*queue readonly: idempotency store unreachable, not receiving "
+                   r"until it is back: the server takes no writes \(transaction_read_only is "
+                   r"on: .*point the dsn at the primary, or reset the setting", since=mark)
+        failover(False)
+        twicetest.wait_until(lambda: self.distinct_effects(dsn)[0] == 3, timeout=30,
+                             message="the messages did not run once writes were taken")
+        d.wait_log(r"queue readonly: idempotency store reachable again; receiving", since=mark)
+        self.wait_empty(url)
+        self.assertEqual(self.distinct_effects(dsn), (3, 3), "each ran once")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        log = d.log_text()
+        for said in (r"not receiving until it is back", r"outbox relay: outbox claim .*"
+                     r"read-only transaction", r"janitor: purge keys .*read-only transaction"):
+            self.assertEqual(len(re.findall(said, log)), 1, "said once: " + said)
+        self.assertEqual(d.stop(), 0)
+
+    def test_connections_the_server_ended_while_idle_delay_nothing(self):
+        # A DBA's idle_session_timeout (here 1 s) ends twiced's connections while no
+        # job uses them: the handlers' (transactional plugins), the acknowledger's. The
+        # next job must not be the one that finds out: its transaction failing, its
+        # release failing in turn, its key held until its lease ends (12 s here; a round
+        # may take 8) before it could run. Each connection is checked (the server's FATAL
+        # and close read) before a statement goes out, and connected again.
+        url, dlq = self.queue_pair("idle")
+        dsn = self.new_database("idle")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        self.pg.query(self.env.pg_dsn, 'ALTER DATABASE "%s" SET idle_session_timeout = 1000'
+                      % dsn.rsplit("/", 1)[1])
+        conf = tc.config(self.env, dsn, [tc.queue("idle", url, dlq, "effect-tx",
+                                                  max_attempts=1)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))])
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        for rnd in range(3):
+            time.sleep(1.5)  # every connection idle past the timeout: ended by the server
+            self.sqs.send_batch(url, [json.dumps({"id": "idle-%d-%d" % (rnd, i)})
+                                      for i in range(3)])
+            twicetest.wait_until(lambda: self.distinct_effects(dsn)[0] == 3 * (rnd + 1),
+                                 timeout=8, message="a job waited for a lease (round %d)" % rnd)
+        self.wait_empty(url)
+        self.assertEqual(self.distinct_effects(dsn), (9, 9), "each ran once")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        log = d.log_text()
+        for unwanted in ("releasing", "taking over", "held by a live lease", "unreachable"):
+            self.assertNotIn(unwanted, log)
         self.assertEqual(d.stop(), 0)
 
     def setup_sender(self, prefix, drain_timeout, fifo=False):

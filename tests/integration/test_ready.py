@@ -3,8 +3,10 @@ worker is connected to PostgreSQL (the table created) and every queue and dead-l
 queue answered a GetQueueAttributes; a start that does not get there within
 ready_timeout fails with the reason (exit 1, also under -d and systemd).
 `twiced -t --connect` asks the same servers on demand. Real servers; the failures are
-real ones: a wrong password, a database that does not exist yet, queues that do not."""
+real ones: a wrong password, a database that does not exist yet, queues that do not, a
+role without CREATE on the schema (enough once the tables exist)."""
 
+import json
 import os
 import re
 import signal
@@ -58,6 +60,40 @@ class Ready(twicetest.TwiceTestCase):
                               r"failed")
         self.assertNotIn(WRONG_PASSWORD, log)
         self.assertEqual(d.group_pids(), [], "the workers went with it")
+
+    def test_a_role_without_create_works_on_tables_their_owner_made(self):
+        # A DBA's set-up: the tables made by their owner from etc/schema.sql, twiced's
+        # role with only SELECT, INSERT, UPDATE, DELETE on them and no CREATE on the
+        # schema. That is enough to work: no CREATE ... IF NOT EXISTS is run for a table
+        # that is there (it needs CREATE on the schema even then). Before the tables
+        # exist, the refusal says what to grant or apply.
+        role = twicetest.unique_name("app", limit=40).lower().replace("-", "_")
+        password = "Nc-7f3e9a2b"
+        self.pg.query(self.env.pg_dsn, "CREATE ROLE %s LOGIN PASSWORD '%s'" % (role, password))
+        self.addCleanup(self.pg.query, self.env.pg_dsn, "DROP ROLE IF EXISTS %s" % role)
+        dsn = self.new_database("nocreate")
+        self.pg.query(dsn, "REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        parts = urllib.parse.urlsplit(dsn)
+        as_role = parts._replace(netloc="%s:%s@%s:%d" % (role, password, self.env.pg_host,
+                                                         self.env.pg_port)).geturl()
+        conf = self.conf("nocreate", dsn=as_role, ready_timeout=30)
+        d = self.start_twiced(conf)
+        d.wait_log(r"not ready: idempotency store: .*permission denied for schema public "
+                   r"\(.*twiced needs CREATE on their schema, else apply etc/schema.sql as "
+                   r"their owner\)", timeout=20)
+        self.assertEqual(d.stop(), 0)
+        with open(os.path.join(self.env.source_dir, "etc", "schema.sql")) as f:
+            self.pg.query(dsn, f.read())
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        self.pg.query(dsn, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
+                           "public TO %s; GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO %s"
+                           % (role, role))
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        self.sqs.send_batch(self.url, [json.dumps({"id": "nc-%d" % i}) for i in range(3)])
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (3, 3), timeout=20)
+        self.assertNotIn("permission denied", d.log_text())
+        self.assertEqual(d.stop(), 0)
 
     def test_queues_that_do_not_exist_are_named(self):
         self.conf("ready-q")  # for a real DLQ and database
