@@ -130,6 +130,19 @@ pack_rest(struct dlq_letter *l, const struct sqs_message *m, size_t from)
     return 0;
 }
 
+/* twice-error: the job's detail, sanitised, as its log line has it (job.c
+ * cut it to JOB_ERROR_MAX bytes and "..."); a longer one is cut the same
+ * way, so that a reader of the letter can tell it was cut. */
+static void
+error_attr(const char *error, char *out)
+{
+    dlq_sanitize(error, out, DLQ_ERROR_MAX + 1);
+    if (strlen(out) < strlen(error != NULL ? error : "")) { /* '?' replaces byte for byte */
+        dlq_sanitize(error, out, JOB_ERROR_MAX + 1);
+        strcat(out, "...");
+    }
+}
+
 /* A sanitised copy of s (dlq_sanitize never makes a text longer), or NULL
  * on ENOMEM. */
 static char *
@@ -245,7 +258,7 @@ dlq_letter_build(struct dlq_letter *l, const struct sqs_message *m, const struct
 {
     memset(l, 0, sizeof(*l));
     snprintf(l->attempts, sizeof(l->attempts), "%d", why->attempts);
-    dlq_sanitize(why->error, l->error, DLQ_ERROR_MAX);
+    error_attr(why->error, l->error);
     l->key = sanitized_dup(why->key);
     l->plugin = sanitized_dup(why->plugin);
     l->source_id = sanitized_dup(m->message_id);

@@ -36,11 +36,14 @@
 
 #include <stddef.h>
 
+#include "cut.h"
 #include "sqs.h"
 #include "sqs_limits.h"
 
 #define DLQ_MAX_ATTRS SQS_ATTRS_MAX
-#define DLQ_ERROR_MAX 1000
+/* twice-error's longest text: a job's detail as its log line has it
+ * (JOB_ERROR_MAX bytes, then "..."), whole. */
+#define DLQ_ERROR_MAX (JOB_ERROR_MAX + 3)
 
 /* The error code of a letter larger than the DLQ accepts even without
  * twice's optional attributes: nothing was sent, and sending it again will

@@ -188,6 +188,35 @@ test_sanitized(void)
     dlq_letter_free(&l);
 }
 
+/* twice-error carries a job's detail as its log line has it: JOB_ERROR_MAX
+ * bytes and "..." whole (it kept 999 bytes, the mark lost); a longer detail
+ * is cut the same way, between characters. */
+static void
+test_long_error(void)
+{
+    static char cut[JOB_ERROR_MAX + 4], longer[3000];
+    memset(cut, 'x', JOB_ERROR_MAX);
+    memcpy(cut + JOB_ERROR_MAX, "...", 4);
+    struct dlq_reason w = why;
+    w.error = cut;
+    struct sqs_message m = message("{}", NULL, 0);
+    struct dlq_letter l;
+    CHECK_INT(dlq_letter_build(&l, &m, &w, 0, 0), 0);
+    CHECK_STR(value(&l, "twice-error"), cut);
+    dlq_letter_free(&l);
+
+    /* 1023 bytes, then a two-byte character across the cut */
+    memset(longer, 'y', sizeof(longer) - 1);
+    memcpy(longer + JOB_ERROR_MAX - 1, "\xc3\xa9", 2);
+    w.error = longer;
+    CHECK_INT(dlq_letter_build(&l, &m, &w, 0, 0), 0);
+    const char *e = value(&l, "twice-error");
+    CHECK(e != NULL && strlen(e) == JOB_ERROR_MAX - 1 + 3);
+    CHECK(e != NULL && strcmp(e + JOB_ERROR_MAX - 1, "...") == 0);
+    CHECK(e != NULL && strncmp(e, longer, JOB_ERROR_MAX - 1) == 0);
+    dlq_letter_free(&l);
+}
+
 /* The limit SQS states when it refuses a message for its size. */
 static void
 test_refused_size(void)
@@ -212,6 +241,7 @@ main(void)
     test_too_large();
     test_ten_user_attributes();
     test_sanitized();
+    test_long_error();
     test_refused_size();
     return check_done("test-dlq");
 }

@@ -173,8 +173,7 @@ const char *twice_mock_job_reason(const twice_mock_job *j);
 /* The last api->error() text, or NULL when none was given. When the job
  * is dead-lettered (TWICE_REJECT), what the host keeps of it as the dead
  * letter's detail (its log line): the first 1024 bytes, cut between
- * characters, then "..."; the twice-error attribute carries the first 999
- * bytes of that. */
+ * characters, then "..."; its twice-error attribute carries the same. */
 const char *twice_mock_job_error(const twice_mock_job *j);
 /* What api->retry_after() asked for (capped at 43200), or -1. */
 int twice_mock_job_retry_after(const twice_mock_job *j);
