@@ -111,7 +111,11 @@ has_state(const PGresult *res, const char *sqlstate)
  * Sync). Returns the Parse's result when it failed (42P05: the name exists
  * on this server connection, with our text), else the Execute's; *parsed
  * says whether the Parse succeeded. NULL when the connection was lost (or
- * memory ran out) before an answer.
+ * memory ran out) before an answer. The implicit transaction commits at the
+ * Sync, not at the Execute: an Execute that answered is not done until the
+ * Sync's answer came, so an error after it (the server ending the connection
+ * before the commit: it then sends the Execute's rows too) is the answer, and
+ * a connection lost before the Sync's answer is NULL.
  */
 static PGresult *
 prepare_and_run(struct idem_store *s, size_t i, int nparams, const char *const *params,
@@ -124,9 +128,10 @@ prepare_and_run(struct idem_store *s, size_t i, int nparams, const char *const *
     if (PQenterPipelineMode(conn) != 1) {
         return NULL;
     }
-    PGresult *parse = NULL, *exec = NULL;
+    PGresult *parse = NULL, *exec = NULL, *late = NULL;
     int sent = PQsendPrepare(conn, st->name[i], st->sql[i], 0, NULL) == 1 &&
                PQsendQueryPrepared(conn, st->name[i], nparams, params, NULL, NULL, 0) == 1;
+    int synced = 0;
     /* Whatever went out ends in a Sync, so that the pipeline can be left. */
     if (PQpipelineSync(conn) == 1) {
         /* Each query's results end in a NULL; the Sync's result ends the pipeline. */
@@ -140,18 +145,27 @@ prepare_and_run(struct idem_store *s, size_t i, int nparams, const char *const *
             }
             if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
                 PQclear(r);
+                synced = 1;
                 break;
             }
             if (sent && query == 0 && parse == NULL) {
                 parse = r;
             } else if (sent && query == 1 && exec == NULL) {
                 exec = r;
+            } else if (late == NULL && PQresultStatus(r) == PGRES_FATAL_ERROR) {
+                late = r; /* after the Execute's: its commit (at the Sync) failed */
             } else {
                 PQclear(r);
             }
         }
     }
     PQexitPipelineMode(conn);
+    if ((!synced || late != NULL) && exec != NULL && PQresultStatus(exec) != PGRES_FATAL_ERROR) {
+        PQclear(exec); /* answered, but not committed (or not known to be) */
+        exec = late;
+        late = NULL;
+    }
+    PQclear(late);
     if (parse != NULL && PQresultStatus(parse) != PGRES_COMMAND_OK) {
         PQclear(exec);
         return parse;

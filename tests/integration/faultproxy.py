@@ -199,6 +199,9 @@ class FaultProxy:
 # PostgreSQL's ReadyForQuery message: the server sends it once a statement's
 # transaction has ended (an autocommit statement's commit comes before it).
 _READY_FOR_QUERY = b"Z\x00\x00\x00\x05"
+# A Sync message (client to server): the implicit transaction of the extended
+# protocol's statements before it commits there.
+_SYNC = b"S\x00\x00\x00\x04"
 
 
 class TcpProxy:
@@ -220,7 +223,18 @@ class TcpProxy:
         self.frozen_requests = b""  # client to server bytes that arrived while frozen
         self._freeze_marker = None  # freeze_on(): the request that freezes the server
         self._freeze_skip = 0  # ... after this many more requests holding it
+        self._hold_marker = None  # hold_sync(): the request whose Sync is held back
+        self.sync_held = threading.Event()  # set once hold_sync() held a Sync back
         self.up()
+
+    def hold_sync(self, marker):
+        """Forward the next request (client to server bytes) that holds marker
+        without its closing Sync, and drop that Sync: PostgreSQL runs the request's
+        statements but, waiting for the Sync, neither commits nor answers (until it
+        ends the connection: then it sends what it had, uncommitted, and its
+        goodbye). sync_held is set once it is held. Once."""
+        with self.lock:
+            self._hold_marker = marker
 
     def cut_answer(self, marker):
         """Lose the answer of the next request (client to server bytes) that holds
@@ -282,8 +296,13 @@ class TcpProxy:
 
     def _arm(self, data, armed):
         """Client to server: a request holding the marker arms its connection.
-        Forward data (True)."""
+        Forward data (True), or what hold_sync() lets through of it (bytes)."""
         with self.lock:
+            if (self._hold_marker is not None and self._hold_marker in data
+                    and data.endswith(_SYNC)):
+                self._hold_marker = None
+                self.sync_held.set()
+                return data[:-len(_SYNC)]
             if self._cut_marker is not None and self._cut_marker in data:
                 self._cut_marker = None
                 armed.set()
@@ -329,7 +348,9 @@ class TcpProxy:
                 verdict = look(data, armed)
                 if verdict is False:
                     break
-                if verdict:
+                if isinstance(verdict, bytes):
+                    dst.sendall(verdict)
+                elif verdict:
                     dst.sendall(data)
         except OSError:
             pass

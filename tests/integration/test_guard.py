@@ -99,6 +99,34 @@ class Guard(twicetest.TwiceTestCase):
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)
 
+    def test_a_claim_answered_but_not_committed_is_not_taken(self):
+        # The claim runs on PostgreSQL and its rows are on their way, but its
+        # implicit transaction commits only at the Sync that follows it, and the
+        # server ends the connection before then (pg_terminate_backend): it sends the
+        # claim's rows, then its goodbye, and rolls the claim back. The claim failed
+        # with its connection: the receiver claims again at once on a new one and the
+        # job runs once, as attempt 1, its key completed. It used to take the rows for
+        # a claim: the job ran on a key nobody held, its completion found no row
+        # ("another worker took the key over") and its message came back after its
+        # visibility timeout to run a second time.
+        url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
+            "uncommitted", visibility_timeout=30)
+        proxy.hold_sync(b"effect:uncommitted-1")
+        self.sqs.send(url, json.dumps({"id": "uncommitted-1"}))
+        self.assertTrue(proxy.sync_held.wait(10), "the claim's Sync was held back")
+        time.sleep(0.3)  # the claim has run and waits for its Sync
+        self.pg.query(self.env.pg_dsn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                                       " WHERE datname = %s AND application_name = 'twice'",
+                      (dsn.rsplit("/", 1)[1],))
+        twicetest.wait_until(lambda: self.lines(effects), timeout=10,
+                             message="the job did not run within 10 s of its claim")
+        self.wait_empty(url, timeout=10)
+        self.assertNotIn("took the key over", d.log_text())
+        self.assertEqual([(k, a) for k, _, a in self.lines(effects)],
+                         [("effect:uncommitted-1", "1")])
+        self.assertEqual(self.key_row(dsn, "effect:uncommitted-1"), ("completed", True, 1))
+        self.assertEqual(d.stop(), 0)
+
     def test_a_store_that_freezes_mid_run_gives_the_claimed_messages_back(self):
         # Three jobs run, then PostgreSQL freezes as the next batch's claim reaches it:
         # the connection stays open and nothing answers. The claim used to wait for
