@@ -234,7 +234,13 @@ class Guard(twicetest.TwiceTestCase):
         # reachable again" and may come first: frozen then, the acknowledger's new
         # connection would wait unsent, and no lease extension would reach the server).
         d.wait_log(r"\]: idempotency store reachable again", timeout=10)
-        proxy.freeze()
+        # The server freezes as the next lease extension reaches it. (A freeze() right
+        # after the line raced the extension the reconnect sends at once: when the
+        # freeze held that one's answer, no later extension was sent, and the test
+        # saw none reach the frozen server.)
+        proxy.freeze_on(b"twice_extend_")
+        twicetest.wait_until(lambda: proxy.frozen, timeout=8,
+                             message="no lease extension reached the server")
         received_once_for(6)  # past a visibility timeout, the extension stuck
         self.assertIn(b"twice_extend_", proxy.frozen_requests,
                       "the lease extension was sent to the frozen server")
