@@ -295,7 +295,12 @@ test_reject(twice_mock *m)
     strcat(spec, "\"}");
     receiver_script("long", spec);
     CHECK_INT(run_in(m, "long", "{\"orderId\":1}", &j), TWICE_REJECT);
-    CHECK_INT(strlen(twice_mock_job_error(j)), strlen("HTTP 400: ") + 1024);
+    /* The plugin keeps 1024 bytes of the body ("HTTP 400: " and 1024 x's); the host,
+     * twiced and the mock alike, keeps a dead letter's first 1024 bytes and "...". */
+    const char *e = twice_mock_job_error(j);
+    CHECK_INT(strlen(e), 1024 + strlen("..."));
+    CHECK(strncmp(e, "HTTP 400: xxxxxxxx", 18) == 0);
+    CHECK_STR(e + 1024, "...");
     twice_mock_job_free(j);
 }
 
