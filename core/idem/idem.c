@@ -309,6 +309,19 @@ idem_pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, s
     return -1;
 }
 
+int
+idem_ask(struct idem_store *s, const char *sql, int nparams, const char *const *params,
+         const char *what, char *err, size_t errlen)
+{
+    PGresult *res = idem_exec(s, sql, nparams, params);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        return idem_pg_fail(s, res, what, err, errlen);
+    }
+    int yes = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    return yes;
+}
+
 /* The text for marker @c: the quoted table and index names, else extra's
  * (NULL, or pairs of a marker letter and its text ending in a NUL letter);
  * NULL when c is no marker. */

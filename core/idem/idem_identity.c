@@ -55,26 +55,17 @@ idem_identity(struct idem_store *s, struct idem_identity *out, char *err, size_t
 int
 idem_standby(struct idem_store *s, char *err, size_t errlen)
 {
-    PGresult *res = idem_exec(s, "SELECT pg_catalog.pg_is_in_recovery()", 0, NULL);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-        return idem_pg_fail(s, res, "ask whether the server is a standby", err, errlen);
-    }
-    int standby = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-    PQclear(res);
-    return standby;
+    return idem_ask(s, "SELECT pg_catalog.pg_is_in_recovery()", 0, NULL,
+                    "ask whether the server is a standby", err, errlen);
 }
 
 int
 idem_read_only(struct idem_store *s, char *err, size_t errlen)
 {
-    PGresult *res =
-        idem_exec(s, "SELECT pg_catalog.current_setting('transaction_read_only')", 0, NULL);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-        return idem_pg_fail(s, res, "ask whether the server takes writes", err, errlen);
-    }
-    int read_only = strcmp(PQgetvalue(res, 0, 0), "on") == 0;
-    PQclear(res);
-    if (read_only) {
+    int read_only =
+        idem_ask(s, "SELECT pg_catalog.current_setting('transaction_read_only') = 'on'", 0, NULL,
+                 "ask whether the server takes writes", err, errlen);
+    if (read_only > 0) {
         snprintf(s->failed_state, sizeof(s->failed_state), "25006");
         idem_set_err(err, errlen, "%s", IDEM_READ_ONLY_WHY);
     }

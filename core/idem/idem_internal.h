@@ -123,6 +123,12 @@ void idem_flatten(char *s);
  * is then the connection's) and return -1. */
 int idem_pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, size_t errlen);
 
+/* A question whose answer is one boolean (one row, one column: whether the
+ * server is a standby, a table exists...): 1 true, 0 false, -1 with err
+ * (as idem_pg_fail says it) when it was not answered. */
+int idem_ask(struct idem_store *s, const char *sql, int nparams, const char *const *params,
+             const char *what, char *err, size_t errlen);
+
 /* Append tmpl to out with its markers replaced: @T the quoted table, @I, @O,
  * @F and @E its indexes, @P the pause table, and extra's (NULL, or pairs of
  * a marker letter and its text ending in NULL). 0, or -1 out of memory. */

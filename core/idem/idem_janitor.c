@@ -24,13 +24,12 @@ layout(struct idem_store *s, char *err, size_t errlen)
         return s->layout;
     }
     const char *params[] = {s->lease_index};
-    PGresult *res = idem_run_sql(s, "SELECT to_regclass($1) IS NOT NULL", 1, params,
-                                 PGRES_TUPLES_OK, "inspect the table's indexes", err, errlen);
-    if (res == NULL) {
+    int lease = idem_ask(s, "SELECT to_regclass($1) IS NOT NULL", 1, params,
+                         "inspect the table's indexes", err, errlen);
+    if (lease < 0) {
         return LAYOUT_UNKNOWN;
     }
-    s->layout = strcmp(PQgetvalue(res, 0, 0), "t") == 0 ? LAYOUT_LEASE : LAYOUT_PARTIAL;
-    PQclear(res);
+    s->layout = lease ? LAYOUT_LEASE : LAYOUT_PARTIAL;
     return s->layout;
 }
 

@@ -28,13 +28,8 @@ static int
 pause_table_exists(struct idem_store *s, char *err, size_t errlen)
 {
     const char *params[] = {idem_pause_table(s)};
-    PGresult *res = idem_exec(s, "SELECT to_regclass($1) IS NOT NULL", 1, params);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-        return idem_pg_fail(s, res, "look for the pause table", err, errlen);
-    }
-    int exists = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-    PQclear(res);
-    return exists;
+    return idem_ask(s, "SELECT to_regclass($1) IS NOT NULL", 1, params, "look for the pause table",
+                    err, errlen);
 }
 
 int

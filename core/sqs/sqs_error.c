@@ -175,13 +175,17 @@ sqs_error_is(const struct sqs_error *e, const char *const *codes)
     return sqs_code_in(e->code, codes) || sqs_code_in(e->query_code, codes);
 }
 
-/* The sender's credentials and clock, not the request: what a refresh of
- * the credentials, a fix of their source or of the clock ends. */
+/* AWS refused the credentials themselves (expired, revoked, unknown): what
+ * reading them again from their source may end. */
+static const char *const refused_creds_codes[] = {
+    "ExpiredToken", "ExpiredTokenException", "InvalidClientTokenId", "UnrecognizedClientException",
+    NULL,
+};
+
+/* The rest of the sender's side, not the request: no credentials, a
+ * signature or the clock; what a fix of the credentials' source or of the
+ * clock ends. */
 static const char *const sender_codes[] = {
-    "ExpiredToken",
-    "ExpiredTokenException",
-    "InvalidClientTokenId",
-    "UnrecognizedClientException",
     "MissingAuthenticationToken",
     "MissingAuthenticationTokenException",
     "InvalidSignatureException",
@@ -194,20 +198,13 @@ static const char *const sender_codes[] = {
 int
 sqs_error_refuses_creds(const struct sqs_error *e)
 {
-    static const char *const refused[] = {
-        "ExpiredToken",
-        "ExpiredTokenException",
-        "InvalidClientTokenId",
-        "UnrecognizedClientException",
-        NULL,
-    };
-    return sqs_error_is(e, refused);
+    return sqs_error_is(e, refused_creds_codes);
 }
 
 int
 sqs_error_passes(const struct sqs_error *e)
 {
-    return e->retryable || sqs_error_is(e, sender_codes) ||
+    return e->retryable || sqs_error_refuses_creds(e) || sqs_error_is(e, sender_codes) ||
            strcmp(e->code, "ProxyAuthRequired") == 0 ||
            (e->transport && strncmp(e->code, "TLS", 3) == 0) ||
            strcmp(e->code, "OutOfMemory") == 0;

@@ -80,14 +80,12 @@ handler_store(struct handler *h)
     if (h->store != NULL && idem_connected(h->store)) {
         return h->store;
     }
-    int rc = h->store == NULL ? idem_open(c->idempotency.dsn, c->idempotency.table, h->q->w->owner,
-                                          &h->store, err, sizeof(err))
-                              : idem_reconnect(h->store, err, sizeof(err));
-    if (h->store != NULL) {
-        /* idem_open's store waits as libpq does: bound our own statements (the
-         * plugin's, on idem_pgconn, are its own); a reconnect resets nothing. */
-        idem_set_wait(h->store, LIFECYCLE_ANSWER_MAX_MS, 0, NULL, NULL);
-    }
+    /* our own statements bounded (the plugin's, on idem_pgconn, are its own) */
+    const struct idem_wait bounded = {.answer_ms = LIFECYCLE_ANSWER_MAX_MS};
+    int rc = h->store == NULL
+                 ? idem_open_waiting(c->idempotency.dsn, c->idempotency.table, h->q->w->owner,
+                                     &bounded, &h->store, err, sizeof(err))
+                 : idem_reconnect(h->store, err, sizeof(err));
     if (rc != 0) {
         if (!h->store_down) {
             log_error("queue %s: transactional handler: database unreachable: %s", h->q->cfg->name,

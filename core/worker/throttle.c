@@ -124,12 +124,10 @@ lease(struct worker *w, struct throttle *t, long long now)
     if (ts->store != NULL && !idem_connected(ts->store)) {
         rc = idem_reconnect(ts->store, err, sizeof(err));
     } else if (ts->store == NULL) {
-        rc = idem_open(c->idempotency.dsn, c->idempotency.table, w->owner, &ts->store, err,
-                       sizeof(err));
-        if (ts->store != NULL) {
-            /* a lease unanswered fails as a lost connection: its jobs wait, not for ever */
-            idem_set_wait(ts->store, LIFECYCLE_ANSWER_MAX_MS, 0, NULL, NULL);
-        }
+        /* a lease unanswered fails as a lost connection: its jobs wait, not for ever */
+        const struct idem_wait bounded = {.answer_ms = LIFECYCLE_ANSWER_MAX_MS};
+        rc = idem_open_waiting(c->idempotency.dsn, c->idempotency.table, w->owner, &bounded,
+                               &ts->store, err, sizeof(err));
     } else {
         rc = 0;
     }
