@@ -147,13 +147,13 @@ commit_landed(struct handler *h, struct twice_job *j)
     return completed;
 }
 
-/* handle() inside the transaction that completes the key. Returns decide()'s
- * answer (0 when the job was given back or left alone). */
+/* handle() inside the transaction that completes the key, on the thread's
+ * connection s (NULL while down). Returns decide()'s answer (0 when the job
+ * was given back or left alone). */
 static int
-run_transactional(struct handler *h, struct twice_job *j)
+run_transactional(struct handler *h, struct twice_job *j, struct idem_store *s)
 {
     char err[512];
-    struct idem_store *s = handler_store(h);
     int rc = s != NULL ? idem_tx_begin(s, j->key, err, sizeof(err)) : -1;
     if (rc == 0) {
         give_back(j, LIFECYCLE_LEASE_LOST, 0, NULL);
@@ -211,6 +211,9 @@ static int
 run_handler(struct handler *h, struct twice_job *j)
 {
     struct wqueue *q = h->q;
+    /* A transactional plugin's connection first: connecting is twiced's time,
+     * not the handler's (its duration, its p99 advice, its timeout). */
+    struct idem_store *s = j->plugin->transactional ? handler_store(h) : NULL;
     clock_gettime(CLOCK_MONOTONIC, &j->started_at);
     metrics_gauge_add(MET_INFLIGHT, q->cfg->name, j->plugin->name, 1);
     int shm_idx = shm_job_begin(q->w->slot, h->index, (int) (q->cfg - q->w->cfg->queues),
@@ -219,7 +222,7 @@ run_handler(struct handler *h, struct twice_job *j)
 
     int again = 0;
     if (j->plugin->transactional) {
-        again = run_transactional(h, j);
+        again = run_transactional(h, j, s);
         timeout_run_end(j); /* never taken over: a transaction holds its key (timeout.h) */
     } else {
         twice_status st = hostapi_handle(j->plugin, j);

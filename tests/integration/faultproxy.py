@@ -217,6 +217,7 @@ class TcpProxy:
         self._cut_marker = None  # bytes: the request whose answer is to be lost
         self.cuts = 0  # answers lost so far
         self.hanging = False  # hang(): new connections are held, never answered
+        self.connect_delay = 0  # slow_connects(): seconds before a new one is forwarded
         self.held = []
         self.frozen = False  # freeze(): nothing moves on any connection until thaw()
         self.thawed = threading.Condition(self.lock)
@@ -276,7 +277,18 @@ class TcpProxy:
                 if self.hanging or self.frozen:
                     self.held.append(client)
                     continue
-            self._forward(client)
+                delay = self.connect_delay
+            if delay > 0:
+                threading.Timer(delay, self._forward, (client,)).start()
+            else:
+                self._forward(client)
+
+    def slow_connects(self, seconds):
+        """New connections wait this long before they are forwarded (a server far
+        away, TLS and authentication that take their time); open ones are not
+        touched. 0: at once again."""
+        with self.lock:
+            self.connect_delay = seconds
 
     def _forward(self, client):
         """Connect client to the target and pipe both ways."""
