@@ -5,7 +5,8 @@ and after the cooldown one probe job runs; a failed probe opens it again for twi
 cooldown (up to cooldown_max), a successful one resumes the queue. Nothing reaches the
 dead-letter queue because of the outage; a run past the queue's timeout (a downstream that
 hangs) is such a failure too. Real SQS emulator, PostgreSQL, SMTP sink
-(behind faultproxy's TCP relay, which the test takes down) and HTTP receiver (the alert webhook)."""
+(behind faultproxy's TCP relay, which the test takes down or has refuse service at its
+greeting: down, not a bad address) and HTTP receiver (the alert webhook)."""
 
 import json
 import os
@@ -67,7 +68,15 @@ class Breaker(twicetest.TwiceTestCase):
         twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_queue_paused",
                                                    queue="welcome", reason="breaker") == 1,
                              timeout=5, message="twice_queue_paused{reason=breaker}")
+        # The probe finds the relay up but refusing service at its greeting (554, RFC
+        # 5321 3.1): the relay is down for every message, not this one's address. (Were
+        # it read as a final refusal, the probe "succeeded" with a dead letter and the
+        # rest followed it into the DLQ.)
+        relay.greet("554 5.3.2 twice-test: no service")
+        relay.up()
         d.wait_log(r"queue welcome: breaker probe failed: the breaker opens again", timeout=30)
+        self.assertRegex(d.log_text(), r"SMTP relay refused the session before any recipient: "
+                                       r"554 5\.3\.2 twice-test: no service")
         self.assertEqual(self.pg.query(dsn, "SELECT cooldown FROM twice_idempotency_pause"),
                          [(20,)], "a failed probe doubles the cooldown, up to cooldown_max")
 
@@ -75,7 +84,7 @@ class Breaker(twicetest.TwiceTestCase):
         # through the opening, a cooldown and a failed probe, and the next probe (20 s
         # on) finds it up. (It stayed down a fixed 60 s, through two more failed
         # probes that showed nothing new and cost 40 s.)
-        relay.up()
+        relay.greet(None)
         twicetest.wait_until(lambda: self.pg.query(
             dsn, "SELECT count(*) FROM twice_idempotency WHERE state = 'completed'")[0][0]
             == total, timeout=90, interval=1, message="all 300 jobs completed")
