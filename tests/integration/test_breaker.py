@@ -4,9 +4,10 @@ received but not started go back uncounted, a RETRY while it is open costs no at
 and after the cooldown one probe job runs; a failed probe opens it again for twice the
 cooldown (up to cooldown_max), a successful one resumes the queue. Nothing reaches the
 dead-letter queue because of the outage; a run past the queue's timeout (a downstream that
-hangs) is such a failure too. Real SQS emulator, PostgreSQL, SMTP sink
-(behind faultproxy's TCP relay, which the test takes down or has refuse service at its
-greeting: down, not a bad address) and HTTP receiver (the alert webhook)."""
+hangs) is such a failure too, also a transactional run's. A host without a breaker of its
+own follows another's and probes it. A relay refusing service at its greeting is down, not
+a bad address. Real SQS emulator, PostgreSQL, SMTP sink (behind faultproxy's TCP relay,
+which the test takes down or has refuse service) and HTTP receiver (the alert webhook)."""
 
 import json
 import os
@@ -116,28 +117,33 @@ class Breaker(twicetest.TwiceTestCase):
         plugin = tc.plugin("sync", os.path.join(self.env.plugin_build_dir, "sync.so"),
                            url=rx.url + "/api/{entity}/{id}")
         q = tc.queue("sync", url, dlq, "sync", **qopts)
-        q = q.replace("backoff = {", "breaker = { failures = %d; window = 30; cooldown = 3; "
-                      "cooldown_max = 6; }; backoff = {" % failures)
+        if failures:  # else no breaker group
+            q = q.replace("backoff = {", "breaker = { failures = %d; window = 30; cooldown = 3; "
+                          "cooldown_max = 6; }; backoff = {" % failures)
         return tc.config(self.env, dsn, [q], [plugin], metrics_port=port)
 
-    def test_a_breaker_opened_on_one_host_pauses_the_other_and_spends_no_last_attempt(self):
+    def test_a_breaker_opened_on_one_host_pauses_the_other_which_probes_it_alone(self):
         # Two hosts (own configs and work directories, same database and queue); the
         # endpoint answers 503 with no end in sight. max_attempts 2 and a long backoff:
         # the runs before the breaker opened count, and a message whose next run would
         # be its last may fail again while the breaker is open without being
-        # dead-lettered. Then the endpoint comes back: the probe closes the breaker.
+        # dead-lettered. The second host has no breaker of its own: it pauses with the
+        # first's, and once the first is gone it probes alone (it never did: the queue
+        # stayed paused until `twicectl resume`). Then the endpoint comes back: its
+        # probe closes the breaker.
         url, dlq = self.queue_pair("sync2")
         dsn = self.new_database("sync2")
         rx = self.http_receiver()
-        # 503 with Retry-After: 8 (the cooldown is at least that long): a message that
-        # failed comes back only after its host has heard of the breaker (within 2 s).
+        # 503 with Retry-After: 8: a message that failed comes back only after its host
+        # has heard of the breaker (within 2 s). The cooldown it asks for is capped by
+        # cooldown_max (6).
         rx.script(status=503, retry_after="8")
         ports = [tc.free_port(), tc.free_port()]
-        # The second host's own threshold is never reached: it stops because the
-        # first one's breaker paused the queue in PostgreSQL.
+        # The second host has no breaker: it stops because the first one's breaker
+        # paused the queue in PostgreSQL.
         confs = [self.sync_conf(url, dlq, dsn, p, rx, failures, concurrency=2, max_attempts=2,
                                 visibility_timeout=10, backoff=(4, 4))
-                 for p, failures in zip(ports, (3, 1000))]
+                 for p, failures in zip(ports, (3, 0))]
         hosts = [self.start_twiced(c) for c in confs]
         for h in hosts:
             h.wait_log(r"ready: generation 1", timeout=20)
@@ -155,9 +161,14 @@ class Breaker(twicetest.TwiceTestCase):
         for h in hosts:
             h.wait_log(r"queue sync: breaker open: not receiving", timeout=15)
         self.assertNotIn("circuit breaker opened", hosts[1].log_text())
+        self.assertEqual(self.pg.query(dsn, "SELECT cooldown FROM twice_idempotency_pause"),
+                         [(6,)], "Retry-After 8 is capped by cooldown_max 6 (it set 8)")
+        self.assertEqual(hosts[0].stop(), 0)
         # A failed probe opens it again: nothing is dead-lettered.
-        twicetest.wait_until(lambda: "probe failed" in hosts[0].log_text() + hosts[1].log_text(),
-                             timeout=25, message="a failed probe")
+        hosts[1].wait_log(r"queue sync: breaker probe failed: the breaker opens again, its "
+                          r"cooldown kept", timeout=25)
+        self.assertEqual(self.pg.query(dsn, "SELECT cooldown FROM twice_idempotency_pause"),
+                         [(6,)], "a host without a breaker doubles no cooldown")
         self.assertEqual(sum(self.sqs.counts(dlq)), 0, "nothing dead-lettered while open")
         rx.script(status=200)
         twicetest.wait_until(lambda: self.pg.query(
@@ -172,9 +183,9 @@ class Breaker(twicetest.TwiceTestCase):
                 done[r["path"]] = done.get(r["path"], 0) + 1
         self.assertEqual(len(done), total)
         self.assertEqual(set(done.values()), {1}, "each record synced once")
-        for h in hosts:
-            h.wait_log(r"queue sync: receiving", timeout=5)
-            self.assertEqual(h.stop(), 0)
+        hosts[1].wait_log(r"queue sync: breaker probe succeeded: closing the breaker", timeout=5)
+        hosts[1].wait_log(r"queue sync: receiving", timeout=5)
+        self.assertEqual(hosts[1].stop(), 0)
 
     def test_runs_past_their_timeout_open_the_breaker_and_spend_no_last_attempt(self):
         # A downstream that never answers: each run goes past the queue's timeout.
@@ -206,6 +217,35 @@ class Breaker(twicetest.TwiceTestCase):
                              [0][0], 1, "only the runs before it opened count")
         self.assertRegex(d.log_text(), r"key=effect:h\d .*ran past its timeout \(1s\) on "
                                        r"attempt \d+: the queue's breaker is open")
+        self.assertEqual(d.stop(), 0)
+
+    def test_transactional_runs_past_their_timeout_open_the_breaker(self):
+        # A transactional run is not cut short at its timeout (its transaction holds
+        # its key) but its downstream hangs all the same: the breaker counts it when it
+        # passes the timeout, and not again when it ends. (It was never counted: these
+        # two runs past it, then DONE, left the breaker shut.)
+        url, dlq = self.queue_pair("hangtx")
+        dsn = self.new_database("hangtx")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        q = tc.queue("hangtx", url, dlq, "effect-tx", concurrency=2, visibility_timeout=10,
+                     max_attempts=2, backoff=(1, 1), timeout=1, timeout_grace=30)
+        q = q.replace("backoff = {", "breaker = { failures = 2; window = 30; cooldown = 30; "
+                      "}; backoff = {")
+        plugin = tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))
+        d = self.start_twiced(tc.config(self.env, dsn, [q], [plugin]))
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send_batch(url, [json.dumps({"id": "x%d" % n, "sleep_ms": 2500})
+                                  for n in range(2)])
+        d.wait_log(r"circuit breaker opened: 2 transient failures", timeout=10)
+        d.wait_log(r"queue hangtx: breaker open: not receiving", timeout=5)
+        twicetest.wait_until(lambda: self.pg.query(
+            dsn, "SELECT count(*) FROM twice_idempotency WHERE state = 'completed'")[0][0] == 2,
+            timeout=10, message="both runs committed when they ended")
+        self.assertEqual(self.pg.query(dsn, "SELECT key, count(*) FROM effects GROUP BY key "
+                                            "ORDER BY key"),
+                         [("effect:x0", 1), ("effect:x1", 1)])
+        self.assertEqual(self.pg.query(dsn, "SELECT kind FROM twice_idempotency_pause"),
+                         [("breaker",)])
         self.assertEqual(d.stop(), 0)
 
     def test_several_probes_failing_one_after_another_double_the_cooldown_once(self):
