@@ -248,6 +248,53 @@ class Breaker(twicetest.TwiceTestCase):
                          [("breaker",)])
         self.assertEqual(d.stop(), 0)
 
+    def test_an_opening_on_another_host_clears_this_hosts_failures(self):
+        # Two hosts share queue "flap"'s breaker (the pause table's row is by queue
+        # name) but receive from queues of their own, so the test says which host runs
+        # what. B counts 2 failures of its 3; A's breaker opens (1 of 1) and closes
+        # after a probe. B's one failure after that is its first: the outage A's
+        # breaker stood for took B's count with it. (Kept, 2 + 1 opened it again at
+        # once: a flap.)
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        dsn = self.new_database("flap")
+        plugin = tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"), file=effects)
+        urls, hosts = [], []
+        for failures in (1, 3):
+            url, dlq = self.queue_pair("flap")
+            # max_attempts 1: a failed message is dead-lettered, never run again
+            q = tc.queue("flap", url, dlq, "effect-file", concurrency=2, visibility_timeout=10,
+                         max_attempts=1)
+            q = q.replace("backoff = {", "breaker = { failures = %d; window = 60; cooldown = 3; "
+                          "cooldown_max = 3; }; backoff = {" % failures)
+            urls.append(url)
+            hosts.append(self.start_twiced(tc.config(self.env, dsn, [q], [plugin])))
+        for h in hosts:
+            h.wait_log(r"ready: generation 1", timeout=20)
+        a, b = hosts
+
+        def fail(url, name):
+            self.sqs.send(url, json.dumps({"id": name, "fail_until": 99}))
+
+        fail(urls[1], "b1")
+        fail(urls[1], "b2")
+        twicetest.wait_until(lambda: len(re.findall(r"key=effect:b[12] attempt=1: ",
+                                                    b.log_text())) == 2,
+                             timeout=10, message="B's two failures")
+        fail(urls[0], "a1")
+        a.wait_log(r"circuit breaker opened: 1 transient failures", timeout=10)
+        b.wait_log(r"queue flap: breaker (open: not receiving|probing)", timeout=5)
+        for url, name in zip(urls, ("oka", "okb")):  # the probe's job, on either host
+            self.sqs.send(url, json.dumps({"id": name}))
+        for h in hosts:
+            h.wait_log(r"queue flap: receiving", timeout=15)
+        fail(urls[1], "b3")
+        b.wait_log(r"key=effect:b3 attempt=1: ", timeout=10)
+        time.sleep(0.5)
+        self.assertNotIn("circuit breaker opened", b.log_text(),
+                         "B's first failure after A's opening does not open it again")
+        for h in hosts:
+            self.assertEqual(h.stop(), 0)
+
     def test_several_probes_failing_one_after_another_double_the_cooldown_once(self):
         # probes = 3: the first outcome decides the round. The three probe jobs end
         # 0.6 s apart (their sleeps), over several of the pause watch's ticks: the
