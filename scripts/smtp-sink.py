@@ -12,6 +12,9 @@ Behaviour by recipient local part (case-insensitive prefix):
     unavailable...    421 at RCPT  ("421 4.3.2 twice-test-sink: service not available ...")
     reject...         550 at RCPT  ("550 5.1.1 twice-test-sink: mailbox ... rejected ...")
     anything else     accepted
+and by the client's EHLO/HELO name (curl's is the smtp:// URL's path), prefix:
+    refuse-ehlo...    554 to EHLO and to HELO, as a relay that refuses this client
+                      ("554 5.7.1 twice-test-sink: no service for <name> ...")
 and by sender (MAIL FROM) local part:
     auth-required...  530 at MAIL FROM, whether the client authenticated or not, as
                       a relay that wants a login the client has not given
@@ -34,6 +37,7 @@ from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
 TEMPFAIL = "451 4.3.0 twice-test-sink: temporary failure for <%s> (tempfail address)"
 UNAVAILABLE = "421 4.3.2 twice-test-sink: service not available for <%s> (unavailable address)"
 REJECT = "550 5.1.1 twice-test-sink: mailbox <%s> rejected (reject address)"
+REFUSE_EHLO = "554 5.7.1 twice-test-sink: no service for <%s> (refuse-ehlo client name)"
 AUTH_REQUIRED = ("530 5.7.0 twice-test-sink: authentication required to send as <%s> "
                  "(auth-required sender)")
 
@@ -59,6 +63,18 @@ class Sink:
               and auth_data.password.decode("utf-8", "replace") == self.password)
         return AuthResult(success=ok, handled=False,
                           auth_data=auth_data.login.decode("utf-8", "replace") if ok else None)
+
+    async def handle_EHLO(self, server, session, envelope, hostname, responses):
+        if hostname.lower().startswith("refuse-ehlo"):
+            return [REFUSE_EHLO % hostname]
+        session.host_name = hostname
+        return responses
+
+    async def handle_HELO(self, server, session, envelope, hostname):
+        if hostname.lower().startswith("refuse-ehlo"):
+            return REFUSE_EHLO % hostname
+        session.host_name = hostname
+        return "250 twice-test-sink"
 
     async def handle_MAIL(self, server, session, envelope, address, mail_options):
         if local_part(address).startswith("auth-required"):

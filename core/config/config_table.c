@@ -477,7 +477,8 @@ const struct config_row config_rows[] = {
             "counting an attempt, so an "
             "outage sends nothing to the dead-letter queue. After the cooldown `probes` jobs "
             "run: a success resumes the queue, a failure opens it again for twice the cooldown, "
-            "at most `cooldown_max` seconds."},
+            "at most `cooldown_max` seconds. A host without this group still pauses when another "
+            "host's breaker opens the queue, and may run the probe (one job)."},
     {ROW("queues.breaker", "failures", CONFIG_INT, Q(breaker_failures)), .lo = 0, .hi = 1000000,
      .def = 0, .flags = CONFIG_REQUIRED, .check = config_check_breaker,
      .doc = "Transient failures that open the breaker, at least 1; required in the group."},
@@ -487,7 +488,9 @@ const struct config_row config_rows[] = {
      .def = 60, .doc = "Seconds the breaker stays open before a probe."},
     {ROW("queues.breaker", "cooldown_max", CONFIG_INT, Q(breaker_cap)), .lo = 1, .hi = 43200,
      .def = 600,
-     .doc = "The longest cooldown after failed probes, seconds (never below cooldown)."},
+     .doc = "The longest cooldown, seconds (never below cooldown): after failed probes, and "
+            "when a downstream's Retry-After asks for a longer one than cooldown (the cap "
+            "wins; a probe then finds out whether it is back)."},
     {ROW("queues.breaker", "probes", CONFIG_INT, Q(breaker_probes)), .lo = 1, .hi = 100, .def = 1,
      .doc = "Jobs run as probes after a cooldown; the first outcome decides."},
 

@@ -68,7 +68,7 @@ int idem_pause_probe_claim(struct idem_store *s, const char *queue, const char *
 
 /* The probe's outcome: ok resumes the queue; else the breaker opens again
  * for its cooldown doubled, at most cap seconds (never shorter than it was:
- * a plugin's Retry-After may have made it longer than cap). */
+ * the host that opened it may have a longer cap). */
 int idem_pause_probe_end(struct idem_store *s, const char *queue, int ok, int cap, char *err,
                          size_t errlen);
 

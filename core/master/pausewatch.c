@@ -33,7 +33,7 @@ struct watched_queue {
     char name[PAUSE_QUEUE_MAX];
     char dlq_url[512];
     int breaker;       /* its breaker is configured here */
-    int cooldown_max;  /* seconds */
+    int cooldown_max;  /* seconds; 0 without a breaker here: a failed probe keeps it */
     int probes;        /* granted per cooldown */
     int probe_lease;   /* seconds a probe may take before another host may try */
     int trip;          /* a trip not yet recorded (its cooldown), 0 none */
@@ -160,8 +160,10 @@ record_requests(struct pausewatch *p, struct idem_store *s)
                 return changed;
             }
             log_info("queue %s: breaker probe %s", q->name,
-                     ok ? "succeeded: closing the breaker"
-                        : "failed: the breaker opens again, its cooldown doubled");
+                     ok           ? "succeeded: closing the breaker"
+                     : q->breaker ? "failed: the breaker opens again, its cooldown doubled"
+                                  : "failed: the breaker opens again, its cooldown kept (no "
+                                    "breaker configured here)");
             q->result = 0;
             q->probe_end = 0;
             q->decided = 1;
@@ -172,12 +174,15 @@ record_requests(struct pausewatch *p, struct idem_store *s)
 }
 
 /* A breaker's cooldown is over: take the probe (one host wins) and grant
- * this host's workers its probe jobs. */
+ * this host's workers its probe jobs. A host without the queue's breaker
+ * (another host's opened it) takes part too, with one probe job, and keeps
+ * the cooldown on a failure (copy_queues): were only the hosts with it to
+ * probe, the queue would stay paused for good once they are gone. */
 static void
 claim_probe(struct pausewatch *p, struct idem_store *s, struct watched_queue *q)
 {
     char err[512];
-    if (!q->breaker || (q->probe_end != 0 && clock_mono_ms() < q->probe_end)) {
+    if (q->probe_end != 0 && clock_mono_ms() < q->probe_end) {
         return;
     }
     int rc = idem_pause_probe_claim(s, q->name, p->owner, q->probe_lease, err, sizeof(err));
@@ -322,6 +327,7 @@ copy_queues(struct pausewatch *p, const struct config *c)
         q->breaker = cq->breaker_failures > 0;
         q->cooldown_max =
             cq->breaker_cap > cq->breaker_cooldown ? cq->breaker_cap : cq->breaker_cooldown;
+        q->cooldown_max = q->breaker ? q->cooldown_max : 0;
         q->probes = cq->breaker_probes;
         q->probe_lease = cq->visibility_timeout + 30;
         q->mode = FLOW_RUN;

@@ -90,6 +90,8 @@ struct twice_job {
     int downstream;              /* api->downstream_unavailable() was called */
     int downstream_secs;         /* its seconds, 0 when unknown */
     int probe;                   /* the breaker's probe job (worker/breaker.c) */
+    int breaker_told;            /* atomic: this run's outcome went to the breaker (its
+                                    handler's, or the heartbeat's past its timeout) */
     struct idem_store *db;       /* borrowed, transactional handle() only */
     const struct config *cfg;    /* borrowed: the worker's configuration (send() names) */
     struct outbox_staged outbox; /* owned: what api->send() staged in this run */

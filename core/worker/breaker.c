@@ -42,7 +42,9 @@ breaker_receivable(struct wqueue *q)
     case FLOW_RUN:
         return -1;
     case FLOW_PROBING:
-        return q->cfg->breaker_failures > 0 && flow_probe_take(q->cfg->name) ? 1 : 0;
+        /* probes are granted by the master, also on a host without this
+         * queue's breaker (pausewatch.c): someone must find out it is back */
+        return flow_probe_take(q->cfg->name) ? 1 : 0;
     default:
         return 0;
     }
@@ -96,9 +98,12 @@ count_failure(struct twice_job *j, int hint)
     if (n < qc->breaker_failures) {
         return 0;
     }
+    /* A downstream's Retry-After lengthens the cooldown up to cooldown_max,
+     * not past it: past the cap a probe finds out whether it came back. */
     int cooldown = qc->breaker_cooldown;
+    int cap = qc->breaker_cap > cooldown ? qc->breaker_cap : cooldown;
     if (hint > cooldown) {
-        cooldown = hint;
+        cooldown = hint < cap ? hint : cap;
     }
     if (flow_trip(qc->name, cooldown, now)) {
         job_log(TWICE_LOG_WARN, j,
@@ -109,26 +114,57 @@ count_failure(struct twice_job *j, int hint)
     return 0; /* the failure that opens it counts, as the ones before it did */
 }
 
+/* The first to tell the breaker a run's outcome: its handler, or the
+ * heartbeat when the run passed its timeout. A transactional run goes on
+ * past it (its transaction holds its key): its later answer is not counted
+ * again, nor reported as a second probe outcome. */
+static int
+first_to_tell(struct twice_job *j)
+{
+    int none = 0;
+    return __atomic_compare_exchange_n(&j->breaker_told, &none, 1, 0, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_ACQUIRE);
+}
+
+/* A probe's outcome, reported (how is its name in the log: "failed", "ran
+ * past its timeout"). A host without the queue's breaker runs probes too. */
+static void
+probe_done(struct twice_job *j, int transient, const char *how, int *open, int *delay)
+{
+    const struct config_queue *qc = j->qcfg;
+    flow_probe_done(qc->name, !transient);
+    job_log(TWICE_LOG_INFO, j, "breaker probe %s", transient ? how : "succeeded");
+    __atomic_store_n(&j->probe, 0, __ATOMIC_RELEASE); /* a FIFO retry in place is no probe */
+    if (transient) {
+        /* Hidden for the cooldown; a host without the breaker knows none: its
+         * message waits in the queue, which no host receives from while open. */
+        *open = 1;
+        *delay = qc->breaker_failures > 0 && qc->breaker_cooldown > 0 ? qc->breaker_cooldown : 1;
+    }
+}
+
 /* After a run: a transient one counts toward the threshold, a probe's
- * outcome is reported (how is its name in the log: "failed", "ran past its
- * timeout"). */
+ * outcome is reported; a run told already is only not counted while open. */
 static void
 after(struct twice_job *j, int transient, int hint, const char *how, int *open, int *delay)
 {
     const struct config_queue *qc = j->qcfg;
     *open = 0;
     *delay = 0;
-    if (qc->breaker_failures <= 0) {
+    int probe = __atomic_load_n(&j->probe, __ATOMIC_ACQUIRE);
+    if (qc->breaker_failures <= 0 && !probe) {
         return;
     }
-    if (j->probe) {
-        flow_probe_done(qc->name, !transient);
-        job_log(TWICE_LOG_INFO, j, "breaker probe %s", transient ? how : "succeeded");
-        j->probe = 0; /* a FIFO retry in place is no second probe */
-        if (transient) {
+    if (!first_to_tell(j)) {
+        enum flow_mode m = flow_mode(qc->name, now_s());
+        if (transient && (m == FLOW_OPEN || m == FLOW_PROBING)) {
             *open = 1;
-            *delay = qc->breaker_cooldown;
+            *delay = cooldown_left(qc);
         }
+        return;
+    }
+    if (probe) {
+        probe_done(j, transient, how, open, delay);
         return;
     }
     if (transient && count_failure(j, hint)) {

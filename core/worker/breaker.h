@@ -34,10 +34,12 @@ int breaker_before_run(struct twice_job *j);
  * is open (the run is not to be counted), *delay to the cooldown left. */
 void breaker_after_run(struct twice_job *j, twice_status st, int *open, int *delay);
 
-/* The heartbeat took over a run past its queue's timeout (timeout.c): a
+/* A run went past its queue's timeout (timeout.c, the heartbeat's thread): a
  * transient failure, as breaker_after_run's RETRY (a downstream that hangs is
- * down); a probe's run past it is a failed probe. Reads nothing the running
- * handler writes. */
+ * down); a probe's run past it is a failed probe. Also for a transactional
+ * run, which goes on: its answer, when it comes, is not counted again (while
+ * the breaker is open its RETRY is still given back uncounted). Safe while
+ * the handler runs: what both touch is atomic. */
 void breaker_after_timeout(struct twice_job *j, int *open, int *delay);
 
 #endif

@@ -218,6 +218,7 @@ run_handler(struct handler *h, struct twice_job *j)
     metrics_gauge_add(MET_INFLIGHT, q->cfg->name, j->plugin->name, 1);
     int shm_idx = shm_job_begin(q->w->slot, h->index, (int) (q->cfg - q->w->cfg->queues),
                                 (int) j->plugin->index, j->msg.message_id, j->attempt);
+    __atomic_store_n(&j->breaker_told, 0, __ATOMIC_RELAXED); /* published by run_begin */
     timeout_run_begin(j, shm_idx);
 
     int again = 0;

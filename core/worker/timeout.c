@@ -84,7 +84,8 @@ act_on_overrun(struct twice_job *j, long long started, long long now, timeout_ac
 }
 
 /* A transactional run past its limit: its transaction holds the key's row, so it
- * is not cut short; its worker is replaced after the grace unless it ends. */
+ * is not cut short; its worker is replaced after the grace unless it ends. The
+ * queue's breaker counts it now, as a run cut short (a downstream that hangs). */
 static void
 note_tx_overrun(struct twice_job *j, long long started, long long now)
 {
@@ -94,6 +95,8 @@ note_tx_overrun(struct twice_job *j, long long started, long long now)
             "ran past its timeout (%ds); a transactional run holds its key: its worker is "
             "replaced if it still runs in %ds",
             j->qcfg->timeout, j->qcfg->timeout_grace);
+    int open = 0, open_delay = 0;
+    breaker_after_timeout(j, &open, &open_delay); /* its message waits for the run's end */
 }
 
 /* Still running past the grace: stop extending it, and have the worker replaced

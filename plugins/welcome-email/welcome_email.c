@@ -160,9 +160,13 @@ welcome_fini(void *state)
 
 /* The server's first error reply line ("550 5.1.1 ..."), printable ASCII
  * only: curl hands SMTP response lines to the header callback, and after a
- * failure it still says QUIT, whose "221 Bye" must not hide the reason. */
+ * failure it still says QUIT, whose "221 Bye" must not hide the reason. With
+ * it, the command that reply answered: the verb of the last command curl
+ * sent ("" before any: the greeting), from its debug callback. */
 struct reply {
     char line[256];
+    char sent[12]; /* the last command's verb ("EHLO", "MAIL", ...) */
+    char step[12]; /* sent when line was kept */
 };
 
 static size_t
@@ -179,8 +183,33 @@ keep_reply(char *buf, size_t size, size_t nitems, void *arg)
             r->line[k++] = c >= 0x20 && c < 0x7f ? (char) c : '?';
         }
         r->line[k] = '\0';
+        memcpy(r->step, r->sent, sizeof(r->step));
     }
     return n;
+}
+
+/* curl's debug callback (CURLOPT_VERBOSE is on for it; nothing is printed):
+ * the SMTP commands curl sends, so that a refusal is placed by the command
+ * it answers, in the protocol's words, not by curl's error text. Only the
+ * verb is kept: an AUTH line carries credentials. */
+static int
+note_command(CURL *c, curl_infotype type, char *data, size_t size, void *arg)
+{
+    (void) c;
+    struct reply *r = arg;
+    if (type != CURLINFO_HEADER_OUT) {
+        return 0;
+    }
+    size_t k = 0;
+    for (; k < size && k < sizeof(r->sent) - 1; k++) {
+        char ch = data[k];
+        if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z'))) {
+            break;
+        }
+        r->sent[k] = (char) (ch >= 'a' ? ch - ('a' - 'A') : ch);
+    }
+    r->sent[k] = '\0';
+    return 0;
 }
 
 /* The relay cannot be reached at all: the queue's circuit breaker counts it. */
@@ -202,28 +231,26 @@ unreachable(CURLcode rc)
 }
 
 /*
- * A 5xx reply before any recipient was named: to the greeting, EHLO,
- * STARTTLS or MAIL FROM (whose address is the `from` setting, the same for
- * every message), so the relay refuses the session, not this message:
- * "530 Authentication required", "550 sender rejected", "554 no service".
- * Except 552 to MAIL FROM (the message's SIZE is too big). curl names the
- * failed step only in its error text ("MAIL failed: 530"); were that text
- * ever to change, such a reply reads as the message's fault again, as before.
+ * A 5xx reply before any recipient was named: to the greeting, EHLO (and
+ * curl's HELO after it), STARTTLS or MAIL FROM (whose address is the `from`
+ * setting, the same for every message), so the relay refuses the session,
+ * not this message: "554 no service", "530 Authentication required", "550
+ * sender rejected". Except 552 to MAIL FROM (the message's SIZE is too
+ * big). Which command the reply answered is the last one curl sent (r->step,
+ * from its debug callback), not its error text, whose wording may change.
  */
 static int
-session_refused(CURLcode rc, long code, const char *errbuf)
+session_refused(long code, const struct reply *r)
 {
-    if (code < 500 || code > 599) {
+    if (code < 500 || code > 599 || r->line[0] == '\0') {
         return 0;
     }
-    if (rc == CURLE_REMOTE_ACCESS_DENIED || rc == CURLE_USE_SSL_FAILED) {
-        return 1; /* EHLO and HELO, STARTTLS */
+    const char *s = r->step;
+    if (*s == '\0' || strcmp(s, "EHLO") == 0 || strcmp(s, "HELO") == 0 ||
+        strcmp(s, "STARTTLS") == 0) {
+        return 1;
     }
-    if (strncmp(errbuf, "MAIL failed", 11) == 0) {
-        return code != 552;
-    }
-    return rc == CURLE_WEIRD_SERVER_REPLY &&
-           strncmp(errbuf, "Got unexpected smtp-server response", 35) == 0; /* the greeting */
+    return strcmp(s, "MAIL") == 0 && code != 552;
 }
 
 /*
@@ -237,13 +264,14 @@ session_refused(CURLcode rc, long code, const char *errbuf)
  * so a breaker can pause the queue.
  */
 static twice_status
-classify(const struct welcome *w, twice_job *job, CURLcode rc, long code, const char *reply,
+classify(const struct welcome *w, twice_job *job, CURLcode rc, long code, const struct reply *r,
          const char *errbuf)
 {
+    const char *reply = r->line;
     const char *detail = *reply != '\0'    ? reply
                          : *errbuf != '\0' ? errbuf
                                            : curl_easy_strerror(rc);
-    int refused = session_refused(rc, code, errbuf);
+    int refused = session_refused(code, r);
     if ((code == 421 || refused || (code == 0 && unreachable(rc))) &&
         TWICE_API_HAS(w->api, downstream_unavailable)) {
         w->api->downstream_unavailable(job, 0);
@@ -295,7 +323,7 @@ static twice_status
 send_mail(const struct welcome *w, twice_job *job, const struct mime_mail *m)
 {
     char errbuf[CURL_ERROR_SIZE] = "", rcpt_addr[300];
-    struct reply reply = {""};
+    struct reply reply = {.line = ""};
     struct curl_slist *headers = NULL;
     curl_mime *mime = NULL;
     twice_status st = TWICE_RETRY;
@@ -312,10 +340,13 @@ send_mail(const struct welcome *w, twice_job *job, const struct mime_mail *m)
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, keep_reply);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &reply);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_DEBUGFUNCTION, note_command);
+    curl_easy_setopt(c, CURLOPT_DEBUGDATA, &reply);
+    curl_easy_setopt(c, CURLOPT_VERBOSE, 1L);
     CURLcode rc = curl_easy_perform(c);
     long code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-    st = rc == CURLE_OK ? TWICE_DONE : classify(w, job, rc, code, reply.line, errbuf);
+    st = rc == CURLE_OK ? TWICE_DONE : classify(w, job, rc, code, &reply, errbuf);
 out:
     curl_easy_cleanup(c);
     curl_mime_free(mime);

@@ -218,6 +218,7 @@ class TcpProxy:
         self.cuts = 0  # answers lost so far
         self.hanging = False  # hang(): new connections are held, never answered
         self.connect_delay = 0  # slow_connects(): seconds before a new one is forwarded
+        self.greeting = None  # greet(): bytes every new connection gets instead of the server
         self.held = []
         self.frozen = False  # freeze(): nothing moves on any connection until thaw()
         self.thawed = threading.Condition(self.lock)
@@ -278,10 +279,39 @@ class TcpProxy:
                     self.held.append(client)
                     continue
                 delay = self.connect_delay
+                greeting = self.greeting
+            if greeting is not None:
+                threading.Thread(target=self._refuse, args=(client, greeting),
+                                 daemon=True).start()
+                continue
             if delay > 0:
                 threading.Timer(delay, self._forward, (client,)).start()
             else:
                 self._forward(client)
+
+    def greet(self, line):
+        """A server that answers but refuses service from its first word (an SMTP
+        relay's "554 no service" greeting, RFC 5321 3.1): each new connection gets
+        line, then 503 to every command but QUIT (221), and is closed. Open ones are
+        not touched. None: forwarded again."""
+        with self.lock:
+            self.greeting = line.encode() + b"\r\n" if line is not None else None
+
+    @staticmethod
+    def _refuse(client, greeting):
+        try:
+            client.settimeout(10)
+            client.sendall(greeting)
+            f = client.makefile("rb")
+            for command in f:
+                if command[:4].upper() == b"QUIT":
+                    client.sendall(b"221 closing\r\n")
+                    break
+                client.sendall(b"503 5.5.1 no service\r\n")
+        except OSError:
+            pass
+        finally:
+            client.close()
 
     def slow_connects(self, seconds):
         """New connections wait this long before they are forwarded (a server far

@@ -87,23 +87,41 @@ class BundledPlugins(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
         self.assertEqual(d.stop(), 0)
 
     def test_welcome_email_relay_refusing_the_session_is_retried_not_dead_lettered(self):
-        # A relay that answers 530 (authentication required) to MAIL FROM refuses every
-        # message, whatever its recipient: the message waits (retried; a breaker counts
-        # it), with what to check, instead of being dead-lettered as a bad mailbox is.
-        # (It was dead-lettered at once as rejected, with the relay's words.)
-        url, dlq, dsn, port, d = self.run_one(
-            "welcome-auth", "welcome-email", "welcome_email",
-            {"smtp_url": "smtp://127.0.0.1:%d" % self.env.smtp_port,
-             "from": "auth-required@twice.test",
-             "template_text": os.path.join(self.templates(), "welcome.txt"),
-             "template_html": os.path.join(self.templates(), "welcome.html")},
-            max_attempts=5, backoff=(1, 1))
-        self.sqs.send(url, json.dumps({"type": "welcome-email", "candidateId": 1, "name": "A",
-                                       "email": "ana-%s@example.com" % os.urandom(3).hex()}))
+        # A relay that answers 530 (authentication required) to MAIL FROM, or 554 to
+        # EHLO and HELO (it serves not this client), refuses every message, whatever its
+        # recipient: the message waits (retried; a breaker counts it), with what to
+        # check, instead of being dead-lettered as a bad mailbox is. (The 530 was
+        # dead-lettered at once as rejected, with the relay's words.) Two queues, one
+        # twiced: the sink refuses EHLO by the client's name, curl's smtp:// URL path.
+        templates = {"template_text": os.path.join(self.templates(), "welcome.txt"),
+                     "template_html": os.path.join(self.templates(), "welcome.html")}
+        relays = {"welcome-auth": ("smtp://127.0.0.1:%d" % self.env.smtp_port,
+                                   "auth-required@twice.test"),
+                  "welcome-ehlo": ("smtp://127.0.0.1:%d/refuse-ehlo.twice.test"
+                                   % self.env.smtp_port, "welcome@twice.test")}
+        dsn = self.new_database("welcome-auth")
+        queues, plugins, urls, dlqs = [], [], [], []
+        for name, (smtp_url, sender) in relays.items():
+            url, dlq = self.queue_pair(name)
+            urls.append(url)
+            dlqs.append(dlq)
+            queues.append(tc.queue(name, url, dlq, name, max_attempts=5, backoff=(1, 1)))
+            plugins.append(tc.plugin(name, self.plugin_path("welcome_email"),
+                                     smtp_url=smtp_url, **dict(templates, **{"from": sender})))
+        d = self.start_twiced(tc.config(self.env, dsn, queues, plugins))
+        d.wait_log(r"ready: generation 1", timeout=20)
+        for n, url in enumerate(urls):  # keys of their own: welcome-email:{candidateId}
+            self.sqs.send(url, json.dumps({"type": "welcome-email", "candidateId": n,
+                                           "name": "A", "email": "ana-%s@example.com"
+                                           % os.urandom(3).hex()}))
         d.wait_log(r"retry in \d+s \(attempt 1 of 5.*\): SMTP relay refused the session before "
                    r"any recipient: 530 5\.7\.0 twice-test-sink: authentication required .*"
                    r"check smtp_url, username/password and from", timeout=20)
-        self.assertEqual(sum(self.sqs.counts(dlq)), 0, "nothing dead-lettered")
+        d.wait_log(r"retry in \d+s \(attempt 1 of 5.*\): SMTP relay refused the session before "
+                   r"any recipient: 554 5\.7\.1 twice-test-sink: no service for "
+                   r"<refuse-ehlo\.twice\.test>", timeout=20)
+        self.assertEqual(sum(sum(self.sqs.counts(dlq)) for dlq in dlqs), 0,
+                         "nothing dead-lettered")
         self.assertNotIn("dead-lettered", d.log_text())
         self.assertEqual(d.stop(), 0)
 

@@ -11,8 +11,8 @@
  * on crash (when given); crash_until crashes the worker while the attempt
  * is below it. Integration tests count rows per key: exactly one per
  * distinct key proves exactly-once.
- * Used by: test_alerts.py, test_attempts.py, test_claims.py, test_creds.py, test_ctl.py,
- *  test_fifo.py, test_guard.py, test_hostile.py, test_limits.py, test_lifecycle.py,
+ * Used by: test_alerts.py, test_attempts.py, test_breaker.py, test_claims.py, test_creds.py,
+ * test_ctl.py, test_fifo.py, test_guard.py, test_hostile.py, test_limits.py, test_lifecycle.py,
  * test_metrics.py, test_operator.py, test_outbox.py, test_pause.py, test_pgbouncer.py,
  * test_plugin_perms.py, test_ready.py, test_reload.py, test_reload_load.py, test_secrets.py,
  * test_serial_chaos.py, test_serial_faults.py, test_sqs_faults.py, test_tls.py.

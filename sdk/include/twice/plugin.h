@@ -286,8 +286,9 @@ typedef struct twice_api {
      * attempts of every message on the outage; while the breaker is open a
      * RETRY is given back without counting an attempt. seconds: how long
      * the plugin expects the outage to last (a Retry-After), 0 when unknown;
-     * the breaker's cooldown is at least that long, and without a breaker it
-     * is the job's retry_after (when the plugin set none). Thread-safe like
+     * the breaker's cooldown is at least that long (up to its cooldown_max),
+     * and without a breaker it is the job's retry_after (when the plugin set
+     * none). Thread-safe like
      * every function taking a job; only valid inside handle(). */
     void (*downstream_unavailable)(twice_job *job, unsigned seconds);
 
