@@ -338,6 +338,10 @@ for k in Type=notify "ExecStart=/usr/sbin/twiced -f -c /etc/twice/twice.conf" Us
     KillMode=mixed NoNewPrivileges=yes ProtectSystem=strict; do
     grep -qx "$k" "$unit" || fail "$unit lacks $k"
 done
+# The exec plugin's handlers inherit the unit's sandbox: under MemoryDenyWriteExecute=yes a
+# JIT runtime (node, the example of twice-exec(7)) aborts at its first compiled function.
+! grep -q '^MemoryDenyWriteExecute=yes' "$unit" ||
+    fail "$unit sets MemoryDenyWriteExecute=yes: node handlers of the exec plugin abort"
 stop=$(sed -n 's/^TimeoutStopSec=//p' "$unit")
 drain=$(sed -n 's/^drain_timeout = \([0-9]*\);/\1/p' /etc/twice/twice.conf)
 [ "${stop:-0}" -gt "${drain:-0}" ] ||
