@@ -242,6 +242,10 @@ rpm -qpR "$rpm_dev" | grep -qx "twice = $pkgversion" ||
     fail "twice-devel.rpm does not require twice = $pkgversion"
 rpm -qp --scripts "$rpm_run" | grep -q systemd-sysusers ||
     fail "twice.rpm does not create its user"
+# %pre feeds systemd-sysusers the line of the sysusers.d file it installs: the same user.
+sysusers_line=$(grep -v '^#' "$root/packaging/sysusers.d/twice.conf")
+rpm -qp --scripts "$rpm_run" | grep -qF "echo '$sysusers_line' | systemd-sysusers -" ||
+    fail "twice.rpm's %pre does not create the user of sysusers.d/twice.conf ($sysusers_line)"
 ok "dependencies, conffile, %config(noreplace), scripts"
 
 # ---- lintian ----
