@@ -526,7 +526,7 @@ fi
 # must keep all of it.
 step "upgrade from a previous package"
 prev=$work/prev
-# man-db's trigger (~10 s) runs once, at the upgrade: the steps before it leave it pending.
+# man-db's trigger (~10 s a run) waits until the removal below: these steps leave it pending.
 dpkg --no-triggers --purge twice-dev twice >"$work/upgrade.log" 2>&1 || true
 dpkg-deb -R "$deb_run" "$prev"
 sed -i "s/^Version: .*/Version: $version-0/" "$prev/DEBIAN/control"
@@ -542,8 +542,8 @@ if DEBIAN_FRONTEND=noninteractive dpkg --no-triggers -i "$work/prev.deb" </dev/n
         { mkdir -p "${wants%/*}" && ln -sf /usr/lib/systemd/system/twice.service "$wants"; }
     install -d -o twice -g twice -m 750 /var/log/twice # what LogsDirectory= makes
     echo 'a line' >/var/log/twice/twice.log
-    DEBIAN_FRONTEND=noninteractive dpkg -i --force-confdef --force-confold "$deb_run" \
-        "$deb_dev" </dev/null >>"$work/upgrade.log" 2>&1 ||
+    DEBIAN_FRONTEND=noninteractive dpkg --no-triggers -i --force-confdef --force-confold \
+        "$deb_run" "$deb_dev" </dev/null >>"$work/upgrade.log" 2>&1 ||
         { cat "$work/upgrade.log" >&2; fail "the noninteractive upgrade from $version-0"; }
 else
     cat "$work/upgrade.log" >&2
