@@ -5,8 +5,9 @@
 # on this machine and checks what a user gets: twiced --version, twiced -t on the installed
 # configuration with a DSN and queue URLs filled in, the system user, the systemd unit
 # (systemd-analyze verify), the man pages, pkg-config, the example plugin built out of tree
-# and loaded with twicectl plugin check, a unit test against the mock host; at last it
-# removes and purges the packages and checks that nothing is left. The README's commands
+# and loaded with twicectl plugin check, a unit test against the mock host, an upgrade from
+# a previous package (an edited conffile, an admin's plugin, the enablement and logs kept);
+# at last it removes and purges the packages and checks that nothing is left. The README's commands
 # for building the packages, installing them and writing a plugin are read from README.md
 # and run as written (sudo is the user's own: the script runs as root), so the README
 # cannot go stale. Needs root (apt-get, dpkg) and Debian; idempotent (a leftover install is
@@ -241,6 +242,10 @@ rpm -qpR "$rpm_dev" | grep -qx "twice = $pkgversion" ||
     fail "twice-devel.rpm does not require twice = $pkgversion"
 rpm -qp --scripts "$rpm_run" | grep -q systemd-sysusers ||
     fail "twice.rpm does not create its user"
+# %pre feeds systemd-sysusers the line of the sysusers.d file it installs: the same user.
+sysusers_line=$(grep -v '^#' "$root/packaging/sysusers.d/twice.conf")
+rpm -qp --scripts "$rpm_run" | grep -qF "echo '$sysusers_line' | systemd-sysusers -" ||
+    fail "twice.rpm's %pre does not create the user of sysusers.d/twice.conf ($sysusers_line)"
 ok "dependencies, conffile, %config(noreplace), scripts"
 
 # ---- lintian ----
@@ -337,6 +342,10 @@ for k in Type=notify "ExecStart=/usr/sbin/twiced -f -c /etc/twice/twice.conf" Us
     KillMode=mixed NoNewPrivileges=yes ProtectSystem=strict; do
     grep -qx "$k" "$unit" || fail "$unit lacks $k"
 done
+# The exec plugin's handlers inherit the unit's sandbox: under MemoryDenyWriteExecute=yes a
+# JIT runtime (node, the example of twice-exec(7)) aborts at its first compiled function.
+! grep -q '^MemoryDenyWriteExecute=yes' "$unit" ||
+    fail "$unit sets MemoryDenyWriteExecute=yes: node handlers of the exec plugin abort"
 stop=$(sed -n 's/^TimeoutStopSec=//p' "$unit")
 drain=$(sed -n 's/^drain_timeout = \([0-9]*\);/\1/p' /etc/twice/twice.conf)
 [ "${stop:-0}" -gt "${drain:-0}" ] ||
@@ -509,6 +518,52 @@ else
     fail "unit test of hello.so with pkg-config twice-mock"
 fi
 
+# ---- upgrade ----
+# From a previous package (this one repacked as $version-0 with another conffile, as a
+# release that changed twice.conf ships it), in what an admin does in between: edit
+# twice.conf, add a plugin of theirs, enable the service, let it log. The noninteractive
+# upgrade Debian documents (--force-confdef --force-confold; without them dpkg asks)
+# must keep all of it.
+step "upgrade from a previous package"
+prev=$work/prev
+# man-db's trigger (~10 s a run) waits until the removal below: these steps leave it pending.
+dpkg --no-triggers --purge twice-dev twice >"$work/upgrade.log" 2>&1 || true
+dpkg-deb -R "$deb_run" "$prev"
+sed -i "s/^Version: .*/Version: $version-0/" "$prev/DEBIAN/control"
+echo '# as a previous release shipped it' >>"$prev/etc/twice/twice.conf"
+sed -i '/^ *[a-f0-9]\{32\} *etc\/twice\/twice.conf$/d' "$prev/DEBIAN/md5sums"
+dpkg-deb --root-owner-group -Zgzip -z1 -b "$prev" "$work/prev.deb" >>"$work/upgrade.log"
+wants=/etc/systemd/system/multi-user.target.wants/twice.service
+if DEBIAN_FRONTEND=noninteractive dpkg --no-triggers -i "$work/prev.deb" </dev/null \
+    >>"$work/upgrade.log" 2>&1; then
+    sed -i 's/^workers = .*/workers = 3; # the admin'"'"'s/' /etc/twice/twice.conf
+    cp "$plugindir/sync.so" "$plugindir/mine.so"
+    systemctl enable twice >>"$work/upgrade.log" 2>&1 ||
+        { mkdir -p "${wants%/*}" && ln -sf /usr/lib/systemd/system/twice.service "$wants"; }
+    install -d -o twice -g twice -m 750 /var/log/twice # what LogsDirectory= makes
+    echo 'a line' >/var/log/twice/twice.log
+    DEBIAN_FRONTEND=noninteractive dpkg --no-triggers -i --force-confdef --force-confold \
+        "$deb_run" "$deb_dev" </dev/null >>"$work/upgrade.log" 2>&1 ||
+        { cat "$work/upgrade.log" >&2; fail "the noninteractive upgrade from $version-0"; }
+else
+    cat "$work/upgrade.log" >&2
+    fail "installing the previous package ($version-0)"
+fi
+[ "$(dpkg-query -W -f='${Version}' twice)" = "$pkgversion" ] || fail "twice is not upgraded"
+grep -q "^workers = 3; # the admin's$" /etc/twice/twice.conf ||
+    fail "the upgrade did not keep the admin's /etc/twice/twice.conf"
+for f in /etc/twice/twice.conf /etc/twice/twice.conf.dpkg-dist; do
+    perm=$(stat -c '%a %U:%G' "$f" 2>&1)
+    [ "$perm" = "640 root:twice" ] || fail "after the upgrade $f is $perm, not 640 root:twice"
+done
+[ -f "$plugindir/mine.so" ] || fail "the upgrade removed a plugin the admin added"
+[ -L "$wants" ] || fail "the upgrade disabled twice.service"
+[ -f /var/log/twice/twice.log ] || fail "the upgrade removed /var/log/twice/twice.log"
+runuser -u twice -- twiced -t -c /etc/twice/twice.conf >"$work/t-upgrade.out" 2>&1 ||
+    { cat "$work/t-upgrade.out" >&2; fail "twiced -t as twice on the kept configuration"; }
+rm -f "$plugindir/mine.so"
+ok "upgraded from $version-0: configuration, its mode, plugins, enablement and logs kept"
+
 # ---- remove and purge ----
 if [ "$keep" = 1 ]; then
     echo "package-test: --keep: not removing the packages"
@@ -517,15 +572,19 @@ else
     dpkg --remove twice-dev twice >"$work/remove.log" 2>&1 ||
         { cat "$work/remove.log" >&2; fail "dpkg --remove"; }
     [ -f /etc/twice/twice.conf ] || fail "removing (not purging) twice deleted its conffile"
+    [ -f /var/log/twice/twice.log ] || fail "removing (not purging) twice deleted its logs"
     [ ! -e /usr/sbin/twiced ] || fail "/usr/sbin/twiced is still there after removing twice"
     dpkg --purge twice-dev twice >"$work/purge.log" 2>&1 ||
         { cat "$work/purge.log" >&2; fail "dpkg --purge"; }
     for p in /etc/twice /usr/sbin/twiced /usr/bin/twicectl "/usr/lib/$multiarch/twice" \
         /usr/share/twice /usr/include/twice /usr/share/doc/twice /usr/share/doc/twice-dev \
         /usr/lib/systemd/system/twice.service /usr/lib/sysusers.d/twice.conf \
-        "/usr/lib/$multiarch/pkgconfig/twice-plugin.pc" "/usr/lib/$multiarch/libtwice-mock.a"; do
+        "/usr/lib/$multiarch/pkgconfig/twice-plugin.pc" "/usr/lib/$multiarch/libtwice-mock.a" \
+        /var/log/twice; do
         [ ! -e "$p" ] || fail "$p is left after the purge"
     done
+    # systemctl enable's link (made in the upgrade step), dangling once the unit is gone.
+    [ ! -L "$wants" ] || fail "$wants is left after the purge"
     for p in twice twice-dev; do
         st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
         [ -z "$st" ] || [ "$st" = not-installed ] || fail "$p is $st after the purge"
