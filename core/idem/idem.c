@@ -282,7 +282,18 @@ sqlstate_hint(const char *state)
                "on; point the dsn at the primary)";
     }
     if (strcmp(state, "55P03") == 0) {
-        return " (the table is locked by another session; try again)";
+        return " (another session holds a lock on the table or its rows, and lock_timeout gave "
+               "up waiting: look for a long transaction or a schema change in pg_locks, and at "
+               "the lock_timeout set for twiced's role or database)";
+    }
+    if (strcmp(state, "57014") == 0) {
+        return " (cut short by a statement_timeout, or cancelled by an administrator: check "
+               "the statement_timeout set for twiced's role or database (ALTER ROLE ... RESET "
+               "statement_timeout); its statements take milliseconds on a server that works)";
+    }
+    if (strncmp(state, "53", 2) == 0) {
+        return " (the server lacks a resource: disk space, memory or connections; free it on "
+               "the server)";
     }
     return "";
 }
