@@ -238,6 +238,22 @@ class Ready(twicetest.TwiceTestCase):
                          % (path, re.escape(missing)))
         self.assertNotIn(WRONG_PASSWORD, r.stdout + r.stderr)
 
+    def test_a_database_that_takes_no_writes_is_refused_at_once(self):
+        # default_transaction_read_only set by a DBA for the database (or the role, the
+        # server): no standby, but no key can be written there either. `twiced -t
+        # --connect` and a first start say so with FILE:LINE and exit 1, as for a standby.
+        conf = self.conf("ro-start")
+        self.pg.query(self.env.pg_dsn, 'ALTER DATABASE "%s" SET default_transaction_read_only '
+                                       "= on" % urllib.parse.urlsplit(self.dsn).path.lstrip("/"))
+        d = self.twiced(conf)
+        for args in (["-t", "--connect"], ["-f"]):
+            r = subprocess.run([d.binary, *args, "-c", d.config_path], capture_output=True,
+                               text=True, env=d.process_env, cwd=d.workdir, timeout=30)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertRegex(r.stderr, r"%s:\d+: idempotency.dsn: the server takes no writes "
+                                       r"\(transaction_read_only is on: .*or reset the setting"
+                             % re.escape(d.config_path))
+
     def test_readyz_names_the_running_generation_through_a_failed_reload(self):
         """SQS unreachable, then a reload that cannot get ready (a new queue listed first):
         /readyz keeps judging the generation that runs, so it keeps naming the outage
