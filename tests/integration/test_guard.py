@@ -729,6 +729,39 @@ class Guard(twicetest.TwiceTestCase):
                              "said once: " + state)
         self.assertEqual(d.stop(), 0)
 
+    def test_a_message_whose_own_claim_fails_is_dead_lettered_and_the_others_run(self):
+        # The other side of waiting for a store that refuses claims: a claim that fails
+        # because of a message's own data, here a key a LATIN1 database cannot hold (the
+        # dsn's client_encoding is UTF8). The claim check passes, so the store is not
+        # waited for: the batch's keys are claimed one by one, the good messages run, and
+        # the bad one goes back until max_receives dead-letters it, not blocking the queue.
+        url, dlq = self.queue_pair("latin1")
+        name = twicetest.unique_name("latin1").lower().replace("-", "_")
+        self.pg.query(self.env.pg_dsn, "CREATE DATABASE \"%s\" ENCODING 'LATIN1' LC_COLLATE 'C' "
+                                       "LC_CTYPE 'C' TEMPLATE template0" % name)
+        dsn = self.pg.dsn(name)
+        self.addCleanup(self.pg.drop_database, dsn)
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        bodies = [json.dumps({"id": i}) for i in ("ok-1", "\u65e5\u672c", "ok-2")]
+        self.sqs.send_batch(url, bodies)
+        conf = tc.config(self.env, dsn + "?client_encoding=UTF8",
+                         [tc.queue("latin1", url, dlq, "effect-tx", max_attempts=1,
+                                   max_receives=2)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))])
+        d = self.start_twiced(conf)
+        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 1, timeout=30,
+                             message="the message whose claim fails was not dead-lettered")
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (2, 2), timeout=20)
+        self.wait_empty(url)
+        self.assertEqual(self.pg.query(dsn, "SELECT key FROM effects ORDER BY key"),
+                         [("effect:ok-1",), ("effect:ok-2",)])
+        log = d.log_text()
+        self.assertRegex(log, r"dead-lettered \(max-receives\): received 3 times "
+                              r"\(max_receives 2\) and its claim failed: claim .*has no "
+                              r"equivalent in encoding")
+        self.assertNotIn("refuses claims", log)
+        self.assertEqual(d.stop(), 0)
+
     def test_connections_the_server_ended_while_idle_delay_nothing(self):
         # A DBA's idle_session_timeout (here 1 s) ends twiced's connections while no
         # job uses them: the handlers' (transactional plugins), the acknowledger's. The
