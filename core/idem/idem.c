@@ -308,11 +308,19 @@ idem_note_failure(struct idem_store *s, const PGresult *res)
 int
 idem_pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, size_t errlen)
 {
+    return idem_pg_fail_on(s, "", res, what, err, errlen);
+}
+
+int
+idem_pg_fail_on(struct idem_store *s, const char *suffix, PGresult *res, const char *what,
+                char *err, size_t errlen)
+{
     const char *msg = idem_failure_text(s, res);
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     idem_note_failure(s, res);
     if (err != NULL && errlen > 0) {
-        idem_set_err(err, errlen, "%s (table %s): %s%s", what, s->name, msg, sqlstate_hint(state));
+        idem_set_err(err, errlen, "%s (table %s%s): %s%s", what, s->name, suffix, msg,
+                     sqlstate_hint(state));
         idem_flatten(err);
         redact(err, PQpass(s->conn));
     }
@@ -786,7 +794,7 @@ PGresult *
 idem_run_sql(struct idem_store *s, const char *tmpl, int nparams, const char *const *params,
              ExecStatusType want, const char *what, char *err, size_t errlen)
 {
-    return idem_run_sql_with(s, tmpl, NULL, nparams, params, want, what, err, errlen);
+    return idem_run_sql_with(s, "", tmpl, NULL, nparams, params, want, what, err, errlen);
 }
 
 char *
@@ -796,9 +804,9 @@ idem_quote_table(struct idem_store *s, const char *suffix)
 }
 
 PGresult *
-idem_run_sql_with(struct idem_store *s, const char *tmpl, const char *const *extra, int nparams,
-                  const char *const *params, ExecStatusType want, const char *what, char *err,
-                  size_t errlen)
+idem_run_sql_with(struct idem_store *s, const char *suffix, const char *tmpl,
+                  const char *const *extra, int nparams, const char *const *params,
+                  ExecStatusType want, const char *what, char *err, size_t errlen)
 {
     struct buf sql = BUF_INIT;
     if (idem_sql_expand(&sql, tmpl, s, extra) != 0) {
@@ -809,7 +817,7 @@ idem_run_sql_with(struct idem_store *s, const char *tmpl, const char *const *ext
     PGresult *res = idem_exec(s, buf_str(&sql), nparams, params);
     buf_free(&sql);
     if (PQresultStatus(res) != want) {
-        idem_pg_fail(s, res, what, err, errlen);
+        idem_pg_fail_on(s, suffix, res, what, err, errlen);
         return NULL;
     }
     return res;
