@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ascii.h"
 #include "backoff.h"
 #include "buf.h"
 #include "cnum.h"
@@ -230,8 +231,18 @@ idem_set_err(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Overwrite every occurrence of secret in s with '*': defence in depth, as
- * libpq's own messages do not quote the password. */
+/* Whether c may continue a word (ASCII letters, digits, '_'). */
+static int
+word_char(char c)
+{
+    return ascii_isalnum((unsigned char) c) || c == '_';
+}
+
+/* Overwrite each occurrence of secret in s that stands as a whole value, as
+ * a password would be quoted (":pw@", "password=pw ", "\"pw\""), with '*':
+ * defence in depth, as libpq's own messages do not quote the password (a
+ * malformed dsn's are withheld: check_dsn). Not inside a longer word: a
+ * short password ("app") must not turn a message's "apply" into "***ly". */
 static void
 redact(char *s, const char *secret)
 {
@@ -239,8 +250,11 @@ redact(char *s, const char *secret)
     if (n == 0) {
         return;
     }
-    for (char *p = strstr(s, secret); p != NULL; p = strstr(p + n, secret)) {
-        memset(p, '*', n);
+    for (char *p = strstr(s, secret); p != NULL; p = strstr(p + 1, secret)) {
+        if ((p == s || !word_char(p[-1])) && !word_char(p[n])) {
+            memset(p, '*', n);
+            p += n - 1;
+        }
     }
 }
 

@@ -66,9 +66,11 @@ class Ready(twicetest.TwiceTestCase):
         # role with only SELECT, INSERT, UPDATE, DELETE on them and no CREATE on the
         # schema. That is enough to work: no CREATE ... IF NOT EXISTS is run for a table
         # that is there (it needs CREATE on the schema even then). Before the tables
-        # exist, the refusal says what to grant or apply.
-        role = twicetest.unique_name("app", limit=40).lower().replace("-", "_")
-        password = "Nc-7f3e9a2b"
+        # exist, the refusal says what to grant or apply. (The password is short and
+        # part of a word of that refusal, "apply": the password is masked where it stands
+        # whole, not inside other words.)
+        role = twicetest.unique_name("nocreate", limit=40).lower().replace("-", "_")
+        password = "app"
         self.pg.query(self.env.pg_dsn, "CREATE ROLE %s LOGIN PASSWORD '%s'" % (role, password))
         self.addCleanup(self.pg.query, self.env.pg_dsn, "DROP ROLE IF EXISTS %s" % role)
         dsn = self.new_database("nocreate")
