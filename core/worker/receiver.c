@@ -550,6 +550,10 @@ store_ok(struct receiver *r)
         r->store_failures = 0;
         return 1;
     }
+    if (r->refused) { /* for /readyz: why the queue does not receive */
+        metrics_gauge_max(MET_CLAIMS_REFUSED, r->q->cfg->name, idem_failed_state(r->store),
+                          (double) time(NULL));
+    }
     if (!flag_is_up(&w->draining)) {
         store_say(r, err);
     }

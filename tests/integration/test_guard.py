@@ -656,8 +656,9 @@ class Guard(twicetest.TwiceTestCase):
         # would give every message back after each refusal, a receive nearer max_receives
         # each time, and dead-letter good messages within minutes (within seconds here:
         # max_receives 2). It checks that a claim can be written (a claim check, rolled
-        # back) before it receives again, says once what is wrong and what to check, and
-        # runs the messages once a check passes.
+        # back) before it receives again, says once what is wrong and what to check (and
+        # /readyz says why the queue does not receive), and runs the messages once a check
+        # passes.
         role = twicetest.unique_name("refused", limit=40).lower().replace("-", "_")
         password = "Rf-5c1d0e7b"
         self.pg.query(self.env.pg_dsn, "CREATE ROLE %s LOGIN PASSWORD '%s'" % (role, password))
@@ -681,7 +682,7 @@ class Guard(twicetest.TwiceTestCase):
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
 
-        def refused(state, batch, until_fixed, fix):
+        def refused(state, batch, until_fixed, fix, readyz=False):
             mark = d.mark()
             self.sqs.send_batch(url, [json.dumps({"id": "%s-%d" % (state, i)})
                                       for i in range(3)])
@@ -692,17 +693,26 @@ class Guard(twicetest.TwiceTestCase):
             time.sleep(4)  # a receiver still receiving would have dead-lettered them by now
             self.assertEqual(self.sqs.counts(dlq), (0, 0, 0), "nothing dead-lettered")
             self.assertEqual(self.distinct_effects(dsn), (batch, batch))
+            if readyz:  # once no receive is recent (2 x (wait_time + 3 s)), it says why
+                why = (r"queue refused: no successful receive for \d+s \(limit 8s\); the "
+                       r"idempotency store refuses its claims \(SQLSTATE %s\)\n" % state)
+                twicetest.wait_until(lambda: (lambda r: r[0] == 503 and re.fullmatch(
+                    why, r[1]))(tc.http_status(port, "/readyz")), timeout=15,
+                    message="/readyz did not say why")
             fix()
             twicetest.wait_until(lambda: self.distinct_effects(dsn)[0] == batch + 3, timeout=30,
                                  message="the messages did not run once claims were taken")
             d.wait_log(r"queue refused: the idempotency store takes claims again; receiving",
                        since=mark)
+            if readyz:
+                twicetest.wait_until(lambda: tc.http_status(port, "/readyz")[0] == 200,
+                                     timeout=10, message="/readyz did not say ready again")
 
         self.pg.query(dsn, "REVOKE INSERT, UPDATE ON twice_idempotency FROM %s" % role)
         refused("42501", 0, r"permission denied for table twice_idempotency \(grant the role "
                             r"SELECT, INSERT, UPDATE, DELETE on the tables",
                 lambda: self.pg.query(dsn, "GRANT INSERT, UPDATE ON twice_idempotency TO %s"
-                                      % role))
+                                      % role), readyz=True)
 
         # A setting for the role reaches new connections: the DBA's, and the fix alike.
         self.pg.query(self.env.pg_dsn, "ALTER ROLE %s SET statement_timeout = 300" % role)
