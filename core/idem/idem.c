@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ascii.h"
 #include "backoff.h"
 #include "buf.h"
 #include "cnum.h"
@@ -230,8 +231,18 @@ idem_set_err(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Overwrite every occurrence of secret in s with '*': defence in depth, as
- * libpq's own messages do not quote the password. */
+/* Whether c may continue a word (ASCII letters, digits, '_'). */
+static int
+word_char(char c)
+{
+    return ascii_isalnum((unsigned char) c) || c == '_';
+}
+
+/* Overwrite each occurrence of secret in s that stands as a whole value, as
+ * a password would be quoted (":pw@", "password=pw ", "\"pw\""), with '*':
+ * defence in depth, as libpq's own messages do not quote the password (a
+ * malformed dsn's are withheld: check_dsn). Not inside a longer word: a
+ * short password ("app") must not turn a message's "apply" into "***ly". */
 static void
 redact(char *s, const char *secret)
 {
@@ -239,8 +250,11 @@ redact(char *s, const char *secret)
     if (n == 0) {
         return;
     }
-    for (char *p = strstr(s, secret); p != NULL; p = strstr(p + n, secret)) {
-        memset(p, '*', n);
+    for (char *p = strstr(s, secret); p != NULL; p = strstr(p + 1, secret)) {
+        if ((p == s || !word_char(p[-1])) && !word_char(p[n])) {
+            memset(p, '*', n);
+            p += n - 1;
+        }
     }
 }
 
@@ -282,7 +296,18 @@ sqlstate_hint(const char *state)
                "on; point the dsn at the primary)";
     }
     if (strcmp(state, "55P03") == 0) {
-        return " (the table is locked by another session; try again)";
+        return " (another session holds a lock on the table or its rows, and lock_timeout gave "
+               "up waiting: look for a long transaction or a schema change in pg_locks, and at "
+               "the lock_timeout set for twiced's role or database)";
+    }
+    if (strcmp(state, "57014") == 0) {
+        return " (cut short by a statement_timeout, or cancelled by an administrator: check "
+               "the statement_timeout set for twiced's role or database (ALTER ROLE ... RESET "
+               "statement_timeout); its statements take milliseconds on a server that works)";
+    }
+    if (strncmp(state, "53", 2) == 0) {
+        return " (the server lacks a resource: disk space, memory or connections; free it on "
+               "the server)";
     }
     return "";
 }
@@ -297,11 +322,19 @@ idem_note_failure(struct idem_store *s, const PGresult *res)
 int
 idem_pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, size_t errlen)
 {
+    return idem_pg_fail_on(s, "", res, what, err, errlen);
+}
+
+int
+idem_pg_fail_on(struct idem_store *s, const char *suffix, PGresult *res, const char *what,
+                char *err, size_t errlen)
+{
     const char *msg = idem_failure_text(s, res);
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     idem_note_failure(s, res);
     if (err != NULL && errlen > 0) {
-        idem_set_err(err, errlen, "%s (table %s): %s%s", what, s->name, msg, sqlstate_hint(state));
+        idem_set_err(err, errlen, "%s (table %s%s): %s%s", what, s->name, suffix, msg,
+                     sqlstate_hint(state));
         idem_flatten(err);
         redact(err, PQpass(s->conn));
     }
@@ -775,7 +808,7 @@ PGresult *
 idem_run_sql(struct idem_store *s, const char *tmpl, int nparams, const char *const *params,
              ExecStatusType want, const char *what, char *err, size_t errlen)
 {
-    return idem_run_sql_with(s, tmpl, NULL, nparams, params, want, what, err, errlen);
+    return idem_run_sql_with(s, "", tmpl, NULL, nparams, params, want, what, err, errlen);
 }
 
 char *
@@ -785,9 +818,9 @@ idem_quote_table(struct idem_store *s, const char *suffix)
 }
 
 PGresult *
-idem_run_sql_with(struct idem_store *s, const char *tmpl, const char *const *extra, int nparams,
-                  const char *const *params, ExecStatusType want, const char *what, char *err,
-                  size_t errlen)
+idem_run_sql_with(struct idem_store *s, const char *suffix, const char *tmpl,
+                  const char *const *extra, int nparams, const char *const *params,
+                  ExecStatusType want, const char *what, char *err, size_t errlen)
 {
     struct buf sql = BUF_INIT;
     if (idem_sql_expand(&sql, tmpl, s, extra) != 0) {
@@ -798,7 +831,7 @@ idem_run_sql_with(struct idem_store *s, const char *tmpl, const char *const *ext
     PGresult *res = idem_exec(s, buf_str(&sql), nparams, params);
     buf_free(&sql);
     if (PQresultStatus(res) != want) {
-        idem_pg_fail(s, res, what, err, errlen);
+        idem_pg_fail_on(s, suffix, res, what, err, errlen);
         return NULL;
     }
     return res;

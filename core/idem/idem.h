@@ -230,6 +230,24 @@ int idem_standby(struct idem_store *s, char *err, size_t errlen);
 int idem_read_only(struct idem_store *s, char *err, size_t errlen);
 
 /*
+ * Whether a claim can be written now (a claim check): the claim statement
+ * run for a key no message has, inside a transaction that is rolled back,
+ * so that everything a claim needs is asked at once (the role's grants, a
+ * server or role that takes no writes, a statement_timeout or lock_timeout
+ * it runs into, a full disk) and nothing is left behind. Three round trips:
+ * for a receiver whose claim failed (was it the store, or the batch?) and
+ * before it receives on a new connection, never per message. 0, or -1
+ * with err (IDEM_READ_ONLY_WHY for a server that takes no writes) and the
+ * store noted as failed as the claim failed (idem_failed_state).
+ */
+int idem_claim_check(struct idem_store *s, char *err, size_t errlen);
+
+/* The SQLSTATE of the last failed statement on s: "-" when none came (the
+ * connection lost, the answer given up), "" before any failure or for s
+ * NULL. Borrowed from s. */
+const char *idem_failed_state(const struct idem_store *s);
+
+/*
  * Create the table or migrate a classic two-column one (or one of an older
  * twice, whose state check knew only in_progress and completed) in place,
  * and its indexes. Idempotent and safe when several processes run it at

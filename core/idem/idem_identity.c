@@ -5,7 +5,8 @@
  * the same cluster, a rotated password, a promoted replica) from one that
  * reaches other keys (another database or cluster, another schema); and
  * whether it reaches a standby, or any server that takes no writes, where no
- * key can be written.
+ * key can be written; and whether a claim can be written at all (a claim
+ * check), whatever the reason it cannot.
  */
 #include "idem.h"
 
@@ -70,6 +71,49 @@ idem_read_only(struct idem_store *s, char *err, size_t errlen)
         idem_set_err(err, errlen, "%s", IDEM_READ_ONLY_WHY);
     }
     return read_only;
+}
+
+/* The key of a claim check: it begins with a control character, which no
+ * key may hold (keytmpl_check_derived), so no message's key is ever it. */
+#define CLAIM_CHECK_KEY "\001twice claim check"
+
+/* End a claim check's transaction. When the check failed (rc -1, err set)
+ * a failed ROLLBACK (the connection gone) adds nothing: the claim's error
+ * and SQLSTATE are the ones that matter. */
+static int
+check_rollback(struct idem_store *s, int rc, char *err, size_t errlen)
+{
+    PGresult *res = idem_exec(s, "ROLLBACK", 0, NULL);
+    if (PQresultStatus(res) == PGRES_COMMAND_OK || rc != 0) {
+        PQclear(res);
+        return rc;
+    }
+    return idem_pg_fail(s, res, "claim check", err, errlen);
+}
+
+int
+idem_claim_check(struct idem_store *s, char *err, size_t errlen)
+{
+    PGresult *res = idem_exec(s, "BEGIN", 0, NULL);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        return idem_pg_fail(s, res, "claim check", err, errlen);
+    }
+    PQclear(res);
+    static const unsigned char zero[32];
+    struct idem_claim c = {
+        .key = CLAIM_CHECK_KEY, .sha256 = zero, .message_id = "", .lease_seconds = 1};
+    int rc = idem_claim_batch(s, &c, 1, err, errlen);
+    rc = check_rollback(s, rc, err, errlen);
+    if (rc != 0 && strcmp(s->failed_state, "25006") == 0) {
+        idem_set_err(err, errlen, "%s", IDEM_READ_ONLY_WHY);
+    }
+    return rc;
+}
+
+const char *
+idem_failed_state(const struct idem_store *s)
+{
+    return s != NULL ? s->failed_state : "";
 }
 
 int

@@ -122,6 +122,10 @@ void idem_flatten(char *s);
  * err (one line, never the password), clear res (may be NULL: the message
  * is then the connection's) and return -1. */
 int idem_pg_fail(struct idem_store *s, PGresult *res, const char *what, char *err, size_t errlen);
+/* The same for a table twice keeps next to the key table: T is the key
+ * table's name + suffix ("_pause", "_rate_limits"), the table that failed. */
+int idem_pg_fail_on(struct idem_store *s, const char *suffix, PGresult *res, const char *what,
+                    char *err, size_t errlen);
 
 /* A question whose answer is one boolean (one row, one column: whether the
  * server is a standby, a table exists...): 1 true, 0 false, -1 with err
@@ -152,11 +156,13 @@ PGresult *idem_run_sql(struct idem_store *s, const char *tmpl, int nparams,
                        const char *const *params, ExecStatusType want, const char *what, char *err,
                        size_t errlen);
 
-/* The same with more markers: extra is NULL or pairs of a marker letter and its
- * text, ending in NULL (as the migration's @L). */
-PGresult *idem_run_sql_with(struct idem_store *s, const char *tmpl, const char *const *extra,
-                            int nparams, const char *const *params, ExecStatusType want,
-                            const char *what, char *err, size_t errlen);
+/* The same with more markers, for a statement on the key table's name +
+ * suffix ("" the key table itself; errors name that table): extra is NULL or
+ * pairs of a marker letter and its text, ending in NULL (as the migration's
+ * @L). */
+PGresult *idem_run_sql_with(struct idem_store *s, const char *suffix, const char *tmpl,
+                            const char *const *extra, int nparams, const char *const *params,
+                            ExecStatusType want, const char *what, char *err, size_t errlen);
 
 /* The advisory lock of a migration: FNV-1a 64 of kind ("twice:idem:") and
  * the table's name, the same in every process and PostgreSQL version (unlike

@@ -20,6 +20,14 @@ static const char sql_create[] =
     " until TIMESTAMPTZ, cooldown INTEGER, probe_owner TEXT, probe_until TIMESTAMPTZ,"
     " resumed BOOLEAN NOT NULL DEFAULT false, announced BOOLEAN NOT NULL DEFAULT false)";
 
+/* idem_run_sql for a statement on the pause table: its errors name it. */
+static PGresult *
+pause_sql(struct idem_store *s, const char *tmpl, int nparams, const char *const *params,
+          ExecStatusType want, const char *what, char *err, size_t errlen)
+{
+    return idem_run_sql_with(s, "_pause", tmpl, NULL, nparams, params, want, what, err, errlen);
+}
+
 /* Look first: CREATE TABLE IF NOT EXISTS needs CREATE on the schema even
  * when the table is there, and a DBA may give twiced's role none once the
  * tables exist (etc/schema.sql applied by their owner). 1 when the table is
@@ -42,8 +50,8 @@ idem_pause_migrate(struct idem_store *s, char *err, size_t errlen)
     /* Two first creators at once: one fails on the catalog's unique index;
      * the second try sees the table. */
     for (int tries = 0; tries < 2; tries++) {
-        PGresult *res = idem_run_sql(s, sql_create, 0, NULL, PGRES_COMMAND_OK,
-                                     "create pause table", err, errlen);
+        PGresult *res =
+            pause_sql(s, sql_create, 0, NULL, PGRES_COMMAND_OK, "create pause table", err, errlen);
         if (res != NULL) {
             PQclear(res);
             return 0;
@@ -57,7 +65,7 @@ static int
 run_count(struct idem_store *s, const char *sql, int n, const char *const *params,
           const char *what, char *err, size_t errlen)
 {
-    PGresult *res = idem_run_sql(s, sql, n, params, PGRES_TUPLES_OK, what, err, errlen);
+    PGresult *res = pause_sql(s, sql, n, params, PGRES_TUPLES_OK, what, err, errlen);
     if (res == NULL) {
         return -1;
     }
@@ -90,13 +98,13 @@ idem_pause_list(struct idem_store *s, struct pause_row **out, size_t *n, char *e
     if (exists <= 0) {
         return exists; /* *out stays NULL: nothing to free */
     }
-    PGresult *res = idem_run_sql(
-        s,
-        "SELECT queue, kind = 'breaker', reason, extract(epoch FROM paused_at)::bigint,"
-        " extract(epoch FROM until)::bigint, coalesce(cooldown, 0),"
-        " probe_owner IS NOT NULL AND probe_until > now(), resumed, announced,"
-        " extract(epoch FROM now())::bigint FROM @P ORDER BY queue",
-        0, NULL, PGRES_TUPLES_OK, "list paused queues", err, errlen);
+    PGresult *res =
+        pause_sql(s,
+                  "SELECT queue, kind = 'breaker', reason, extract(epoch FROM paused_at)::bigint,"
+                  " extract(epoch FROM until)::bigint, coalesce(cooldown, 0),"
+                  " probe_owner IS NOT NULL AND probe_until > now(), resumed, announced,"
+                  " extract(epoch FROM now())::bigint FROM @P ORDER BY queue",
+                  0, NULL, PGRES_TUPLES_OK, "list paused queues", err, errlen);
     if (res == NULL) {
         return -1;
     }
@@ -231,11 +239,10 @@ idem_pause_finish(struct idem_store *s, const char *queue, int *announced, char 
 {
     const char *params[] = {queue};
     *announced = 0;
-    PGresult *res =
-        idem_run_sql(s,
-                     "DELETE FROM @P WHERE queue = $1 AND (resumed OR (kind = 'operator'"
-                     " AND until <= now())) RETURNING announced",
-                     1, params, PGRES_TUPLES_OK, "end a pause", err, errlen);
+    PGresult *res = pause_sql(s,
+                              "DELETE FROM @P WHERE queue = $1 AND (resumed OR (kind = 'operator'"
+                              " AND until <= now())) RETURNING announced",
+                              1, params, PGRES_TUPLES_OK, "end a pause", err, errlen);
     if (res == NULL) {
         return -1;
     }

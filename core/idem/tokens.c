@@ -44,7 +44,8 @@ run(struct idem_store *s, const char *tmpl, const char *const *params, int npara
         return -1;
     }
     const char *extra[] = {"R", table, NULL};
-    PGresult *res = idem_run_sql_with(s, tmpl, extra, nparams, params, want, what, err, errlen);
+    PGresult *res = idem_run_sql_with(s, "_rate_limits", tmpl, extra, nparams, params, want, what,
+                                      err, errlen);
     free(table);
     if (res == NULL) {
         return -1;

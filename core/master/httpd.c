@@ -85,8 +85,7 @@ httpd_readiness(int workers_ready, const char *workers_why, const char *store_wh
                                     queues[i], now - last_receive[i], window);
             if (failing != NULL && failing[i] != NULL && failing[i][0] != '\0' && len >= 0 &&
                 (size_t) len < cap) { /* the cause: CouldNotConnect is SQS unreachable */
-                snprintf(reason + len, cap - (size_t) len, "; ReceiveMessage fails: %s",
-                         failing[i]);
+                snprintf(reason + len, cap - (size_t) len, "; %s", failing[i]);
             }
             return 0;
         }
@@ -95,14 +94,24 @@ httpd_readiness(int workers_ready, const char *workers_why, const char *store_wh
     return 1;
 }
 
-/* The code of queue's latest failed receive when it is not older than its
- * last successful one (last), else "". */
+/* Room for one queue's clause of why it does not receive. */
+#define FAILING_MAX (SHM_LABEL + 64)
+
+/* Why queue has not received since its last successful receive (last), as
+ * its workers recorded: the store refusing its claims (the receiver waits),
+ * else its latest failed receive's code; "" when neither is that recent. */
 static void
-failing_code(const char *queue, double last, char code[SHM_LABEL])
+failing_clause(const char *queue, double last, char out[FAILING_MAX])
 {
+    char label[SHM_LABEL];
     double at = 0;
-    if (!metrics_gauge_latest(MET_RECEIVE_FAILED, queue, code, SHM_LABEL, &at) || at < last) {
-        code[0] = '\0';
+    out[0] = '\0';
+    if (metrics_gauge_latest(MET_CLAIMS_REFUSED, queue, label, sizeof(label), &at) && at >= last) {
+        snprintf(out, FAILING_MAX, "the idempotency store refuses its claims (SQLSTATE %s)",
+                 label);
+    } else if (metrics_gauge_latest(MET_RECEIVE_FAILED, queue, label, sizeof(label), &at) &&
+               at >= last) {
+        snprintf(out, FAILING_MAX, "ReceiveMessage fails: %s", label);
     }
 }
 
@@ -112,7 +121,7 @@ check_ready(struct httpd *h, char *reason, size_t cap)
     pthread_mutex_lock(&h->mu);
     size_t n = h->nqueues ? h->nqueues : 1;
     double *last = calloc(n, sizeof(*last));
-    char(*codes)[SHM_LABEL] = calloc(n, sizeof(*codes));
+    char(*codes)[FAILING_MAX] = calloc(n, sizeof(*codes));
     const char **failing = calloc(n, sizeof(*failing));
     int ok = 0;
     if (last == NULL || codes == NULL || failing == NULL) {
@@ -120,7 +129,7 @@ check_ready(struct httpd *h, char *reason, size_t cap)
     } else {
         for (size_t i = 0; i < h->nqueues; i++) {
             last[i] = metrics_gauge_get(MET_LAST_RECEIVE, h->queues[i], NULL);
-            failing_code(h->queues[i], last[i], codes[i]);
+            failing_clause(h->queues[i], last[i], codes[i]);
             failing[i] = codes[i];
         }
         ok = httpd_readiness(h->ready, h->why, h->store_why, (const char *const *) h->queues,

@@ -39,8 +39,9 @@ void httpd_set_store(struct httpd *h, const char *why);
 void httpd_stop(struct httpd *h);
 
 /* The /readyz decision, exposed for tests: 1 ready, 0 not (reason set).
- * failing[i]: the error code of queue i's latest failed receive since its
- * last successful one, or NULL / "" (none, or not known). */
+ * failing[i]: why queue i has not received since its last successful
+ * receive, one clause ("ReceiveMessage fails: CODE", "the idempotency store
+ * refuses its claims (SQLSTATE S)"), or NULL / "" (none, or not known). */
 int httpd_readiness(int workers_ready, const char *workers_why, const char *store_why,
                     const char *const *queues, const int *wait_times, const double *last_receive,
                     const char *const *failing, size_t n, double now, char *reason, size_t cap);

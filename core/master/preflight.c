@@ -1,6 +1,7 @@
 /*
  * preflight.c - `twiced -t --connect` (see preflight.h): one connection to
- * PostgreSQL (which must take writes: not a standby), one GetQueueAttributes
+ * PostgreSQL (which must take writes: not a standby, nor a server, database
+ * or role with default_transaction_read_only on), one GetQueueAttributes
  * per queue and dead-letter queue, each bounded in time, and a GET of an
  * absent object in each payload_bucket; nothing is created or changed.
  */
@@ -38,9 +39,11 @@ check_store(const struct config *c, struct diag *d)
     int rc = idem_open_bounded(c->idempotency.dsn, c->idempotency.table, "twiced -t", 0, &s, err,
                                sizeof(err));
     int standby = rc == 0 ? idem_standby(s, err, sizeof(err)) : -1;
+    /* 1 with err IDEM_READ_ONLY_WHY: takes no writes, though no standby */
+    int read_only = standby == 0 ? idem_read_only(s, err, sizeof(err)) : 0;
     idem_close(s);
     const char *file = c->idempotency.dsn_src != NULL ? c->idempotency.dsn_src : c->file;
-    if (rc != 0 || standby < 0) {
+    if (rc != 0 || standby < 0 || read_only != 0) {
         diag_add(d, file, c->idempotency.dsn_line, "idempotency.dsn: %s", err);
         return 1;
     }

@@ -182,14 +182,19 @@ storecheck_start(const struct config *c, int (*stop_asked)(void), struct diag *d
     struct check_wait cw;
     struct idem_store *s = NULL;
     char err[512];
-    int standby = 0;
+    int standby = 0, read_only = 0;
     if (open_checked(c->idempotency.dsn, c->idempotency.table, "twiced start", stop_asked, &cw, &s,
                      err, sizeof(err)) == 0) {
-        standby = idem_standby(s, err, sizeof(err)) > 0;
+        standby = idem_standby(s, err, sizeof(err));
+        /* default_transaction_read_only: no standby, and as unable to take keys */
+        read_only = standby == 0 && idem_read_only(s, err, sizeof(err)) > 0;
     }
     idem_close(s);
-    if (standby) {
+    if (standby > 0) {
         return refuse(c, d, IDEM_STANDBY_WHY);
+    }
+    if (read_only) {
+        return refuse(c, d, IDEM_READ_ONLY_WHY);
     }
     return 0;
 }

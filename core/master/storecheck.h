@@ -35,11 +35,11 @@ int storecheck_reload(const struct config *was, const struct config *now, struct
 
 /*
  * At the first start: 1 with one "FILE:LINE: idempotency.dsn: ..." in d when
- * c's dsn reaches a standby in recovery, whose workers could never get
- * ready (twiced does not start); else 0, also when the store does not
- * answer within 5 s, its connect included (the workers wait for it,
- * bounded by ready_timeout), or a stop signal came (stop_asked, may be NULL:
- * the check is given up at once).
+ * c's dsn reaches a standby in recovery, or a server whose transactions take
+ * no writes (default_transaction_read_only on for it, the database or the
+ * role), whose workers could never claim (twiced does not start); else 0, also when the store does
+ * not answer within 5 s, its connect included (the workers wait for it, bounded by ready_timeout),
+ * or a stop signal came (stop_asked, may be NULL: the check is given up at once).
  */
 int storecheck_start(const struct config *c, int (*stop_asked)(void), struct diag *d);
 

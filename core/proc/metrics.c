@@ -189,6 +189,7 @@ static const struct {
                           "reason \"\" at 0 while it runs. One series per queue: the current "
                           "state only."},
     [MET_RECEIVE_FAILED] = {"twice_internal_receive_failed", INTERNAL, {"queue", "code"}, ""},
+    [MET_CLAIMS_REFUSED] = {"twice_internal_claims_refused", INTERNAL, {"queue", "sqlstate"}, ""},
 };
 
 /* Gauges of one series per first label (metrics_gauge_only), whose other

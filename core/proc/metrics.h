@@ -48,6 +48,8 @@ enum metric {
     MET_RATE_LIMITED,        /* counter of seconds: limit; jobs' waits for a rate-limit token */
     MET_QUEUE_PAUSED,        /* gauge (master): queue, reason; 1 while paused */
     MET_RECEIVE_FAILED,      /* not rendered: queue, code; unix time of the last failed receive */
+    MET_CLAIMS_REFUSED,      /* not rendered: queue, SQLSTATE; unix time of the last claim check
+                                the store refused (the receiver waits) */
     MET_COUNT_
 };
 
@@ -87,7 +89,8 @@ double metrics_gauge_take(enum metric m, const char *l1, const char *l2);
 /* The second label of the series of m with first label l1 whose value is
  * the largest (the latest, for a gauge of times), into l2 (cap bytes), and
  * that value: 1, or 0 when there is none. For /readyz: why a queue's
- * receives fail (MET_RECEIVE_FAILED). */
+ * receives fail (MET_RECEIVE_FAILED), or why it does not receive
+ * (MET_CLAIMS_REFUSED). */
 int metrics_gauge_latest(enum metric m, const char *l1, char *l2, size_t cap, double *value);
 
 /* Master: forget a dead process's per-process gauges. */

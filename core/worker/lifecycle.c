@@ -488,6 +488,7 @@ lifecycle_on_failure(enum lifecycle_failure f, int wait_left, const char *error,
     out->action = JOB_ACT_RETURN;
     switch (f) {
     case LIFECYCLE_GROUP_BLOCKED:
+    case LIFECYCLE_CLAIM_STORE:
     case LIFECYCLE_DRAINING:
     case LIFECYCLE_DRAIN_DEADLINE:
         break;

@@ -42,6 +42,11 @@
  *                                  costs a receive per lease at most
  * A claim that failed (lifecycle_on_claim_failed) gives the message back at once
  * (not counted); past max receives it is dead-lettered "max-receives" with the error.
+ * When the store was at fault (LIFECYCLE_CLAIM_STORE: it could not be reached, or a
+ * claim check failed as well: a revoked grant, a server or role that takes no
+ * writes, a timeout, a full disk) it is given back at once whatever its receives:
+ * the receiver stops receiving until claims can be written again, so an outage
+ * costs each message one receive at most, and none is dead-lettered for it.
  * A claim PostgreSQL does not answer within lifecycle_answer_ms (a third of the
  * visibility timeout, 2..30 s) has failed: its connection is given up, so that the
  * message goes back well before SQS would show it again by itself.
@@ -274,6 +279,8 @@ enum lifecycle_failure {
                                     not end DONE (error: the plugin's) */
     LIFECYCLE_BREAKER_OPEN,      /* the queue's breaker opened: not started */
     LIFECYCLE_PAUSED,            /* received as its queue was paused: not claimed */
+    LIFECYCLE_CLAIM_STORE,       /* its claim failed through the store's fault (unreachable,
+                                    or refusing claims: its claim check failed too) */
     LIFECYCLE_DRAINING,          /* the worker drains: not started */
     LIFECYCLE_DRAIN_IN_BACKOFF,  /* the drain began during a FIFO retry's wait */
     LIFECYCLE_DRAIN_DEADLINE,    /* still running at the drain deadline */

@@ -4,7 +4,8 @@
  * claim the whole batch in one round trip, and send each job where its
  * claim says: to a handler, or straight to the acker (duplicates, dead
  * letters, keys held elsewhere). It never receives while the idempotency
- * store is unreachable: a message that cannot be claimed is not taken.
+ * store is unreachable or refuses claims: a message that cannot be claimed
+ * is not taken.
  */
 #include "receiver.h"
 
@@ -65,10 +66,12 @@ struct receiver {
     int recv_failures;    /* consecutive failed receives */
     char recv_error[128]; /* the code of the last failure: a new one is logged */
     time_t recv_failing_since;
-    int store_failures;      /* consecutive failed connection attempts */
-    int claim_failures;      /* consecutive failed claims (with the store connected) */
-    int read_only;           /* a claim met a server that takes no writes: store_ok
-                                connects again and asks before the next receive */
+    int store_failures;      /* consecutive failed connections or claim checks */
+    int refused;             /* the store refused a claim and its claim check while
+                                connected: store_ok connects again and checks before the
+                                next receive */
+    char said[8];            /* what store_ok said keeps it from receiving: "" nothing,
+                                "-" unreachable, else the refusal's SQLSTATE */
     struct buf key;          /* keys are expanded here (room for the longest, reserved once) */
     long long drain_seen_ms; /* when its store's tick first saw the drain (0: not yet) */
 };
@@ -230,9 +233,53 @@ split_dups(struct wqueue *q, struct twice_job **jobs, size_t n, struct twice_job
     return nl;
 }
 
-/* One round trip for the batch's keys. A failure gives every job back (or
- * dead-letters those received too often: lifecycle.c); returns -1 then. */
+/* Whether a failed claim was the store's fault rather than its batch's: the
+ * store unreachable (store_ok connects again), or refusing claims while
+ * connected, as a claim check of a key no message has says (a revoked grant,
+ * a server or role that takes no writes, a statement_timeout or lock_timeout,
+ * a full disk: r->refused, and store_ok waits until a check passes). A check
+ * that passes leaves the batch at fault: a message whose own data the claim
+ * cannot take (a key the database's encoding cannot hold). Only after a
+ * failed claim: the hot path asks nothing more. */
 static int
+claim_store_fault(struct receiver *r)
+{
+    char err[512];
+    if (!idem_unreachable(r->store) && idem_claim_check(r->store, err, sizeof(err)) == 0) {
+        return 0;
+    }
+    r->refused = idem_connected(r->store);
+    return 1;
+}
+
+/* The batch's claim failed while the store takes claims (its check passed):
+ * claim each key alone, so that only a message whose own claim fails is
+ * given back (and dead-lettered past max_receives: lifecycle.c), not the
+ * good ones received with it. One round trip per key, on this path only. */
+static void
+claim_singly(struct receiver *r, struct twice_job **leaders, struct idem_claim *claims, size_t nl)
+{
+    for (size_t i = 0; i < nl; i++) {
+        char err[512];
+        if (idem_claim_batch(r->store, &claims[i], 1, err, sizeof(err)) == 0) {
+            on_claim(r->q, leaders[i], &claims[i]);
+            continue;
+        }
+        metrics_count(MET_PG_ERRORS, "claim", NULL, NULL, 1);
+        job_log(TWICE_LOG_ERROR, leaders[i], "its claim failed alone, giving it back: %s", err);
+        struct lifecycle_verdict v;
+        if (idem_unreachable(r->store)) {
+            lifecycle_on_failure(LIFECYCLE_CLAIM_STORE, 0, err, &v);
+        } else {
+            lifecycle_on_claim_failed(&r->q->policy, leaders[i]->receives, err, &v);
+        }
+        verdict_apply(leaders[i], &v);
+    }
+}
+
+/* One round trip for the batch's keys. A failure gives every job back (the
+ * store at fault: claim_store_fault), or claims each alone (claim_singly). */
+static void
 claim(struct receiver *r, struct twice_job **jobs, size_t n)
 {
     struct wqueue *q = r->q;
@@ -240,7 +287,7 @@ claim(struct receiver *r, struct twice_job **jobs, size_t n)
     struct idem_claim claims[GATHER_MAX];
     size_t nl = split_dups(q, jobs, n, leaders);
     if (nl == 0) {
-        return 0;
+        return;
     }
     int lease = q->cfg->visibility_timeout + q->w->cfg->idempotency.lease_margin;
     memset(claims, 0, nl * sizeof(claims[0]));
@@ -253,19 +300,30 @@ claim(struct receiver *r, struct twice_job **jobs, size_t n)
     char err[512];
     if (idem_claim_batch(r->store, claims, nl, err, sizeof(err)) != 0) {
         metrics_count(MET_PG_ERRORS, "claim", NULL, NULL, 1);
+        int store_fault = claim_store_fault(r);
+        if (!store_fault && nl > 1) {
+            log_warn("queue %s: claiming %zu keys failed though the store takes claims (its "
+                     "claim check passed), claiming each alone: %s",
+                     q->cfg->name, nl, err);
+            claim_singly(r, leaders, claims, nl);
+            return;
+        }
         log_error("queue %s: claiming %zu key%s failed, giving the messages back: %s",
                   q->cfg->name, nl, plural_s(nl), err);
         for (size_t i = 0; i < nl; i++) {
             struct lifecycle_verdict v;
-            lifecycle_on_claim_failed(&q->policy, leaders[i]->receives, err, &v);
+            if (store_fault) {
+                lifecycle_on_failure(LIFECYCLE_CLAIM_STORE, 0, err, &v);
+            } else {
+                lifecycle_on_claim_failed(&q->policy, leaders[i]->receives, err, &v);
+            }
             verdict_apply(leaders[i], &v);
         }
-        return -1;
+        return;
     }
     for (size_t i = 0; i < nl; i++) {
         on_claim(q, leaders[i], &claims[i]);
     }
-    return 0;
 }
 
 /* FIFO: jobs of one group run one at a time, in order, as a chain; once a
@@ -384,18 +442,16 @@ make_jobs(struct receiver *r, struct sqs_message *msgs, size_t n, struct twice_j
     metrics_count(MET_RECEIVED, q->cfg->name, NULL, NULL, n);
 }
 
-/* Claim the gathered jobs in one statement and hand them on. Returns -1
- * when the claim failed. *probe: in, the batch is the breaker's probe; out,
- * a probe job runs. */
-static int
+/* Claim the gathered jobs in one statement and hand them on. *probe: in,
+ * the batch is the breaker's probe; out, a probe job runs. */
+static void
 process_jobs(struct receiver *r, struct twice_job **jobs, size_t nj, int *probe)
 {
     struct wqueue *q = r->q;
-    int rc = 0;
     if (!*probe && breaker_paused(q)) {
         give_back_paused(jobs, nj);
     } else {
-        rc = claim(r, jobs, nj);
+        claim(r, jobs, nj);
     }
     /* Dups travel with their leader from here on. */
     size_t keep = 0;
@@ -406,7 +462,6 @@ process_jobs(struct receiver *r, struct twice_job **jobs, size_t nj, int *probe)
     }
     *probe = *probe && mark_probe(jobs, keep);
     dispatch(q, jobs, keep);
-    return rc;
 }
 
 /* The tick of the receiver's store (idem_set_wait): a claim, or a connect,
@@ -429,21 +484,47 @@ receiver_wait_tick(void *arg)
     return now - r->drain_seen_ms >= RECEIVER_DRAIN_GRACE_MS;
 }
 
-/* Keep the store connected to a server that takes writes; 1 when usable.
- * Outages are logged once. A server that takes no writes (a standby after a
- * failover, default_transaction_read_only) is waited for as an unreachable
- * one: every message received meanwhile would only be given back, a
- * receive nearer its max_receives each time. Each try connects again, which
- * reaches the new primary where the dsn can (target_session_attrs, a moved
- * name). Its claims wait for PostgreSQL's answer as lifecycle_answer_ms
- * says: one given up is a failed claim (claim), its connection ended and
- * made again here. */
+/* Say once what keeps the receiver from receiving (err: why), and again
+ * only when that changes: the store unreachable, or refusing claims with
+ * another SQLSTATE. */
+static void
+store_say(struct receiver *r, const char *err)
+{
+    const char *state = r->refused ? idem_failed_state(r->store) : "-";
+    if (strcmp(state, r->said) == 0) {
+        return;
+    }
+    if (r->refused) {
+        log_error("queue %s: the idempotency store refuses claims (SQLSTATE %s), not receiving "
+                  "until one can be written: %s",
+                  r->q->cfg->name, state, err);
+    } else {
+        log_error("queue %s: idempotency store unreachable, not receiving until it is back: "
+                  "%s",
+                  r->q->cfg->name, err);
+    }
+    snprintf(r->said, sizeof(r->said), "%s", state);
+}
+
+/* Keep the store connected to a server that takes claims; 1 when usable.
+ * Each new connection is asked first with a claim check (idem_claim_check),
+ * and so is the store after a claim it refused while connected (r->refused):
+ * a standby after a failover, default_transaction_read_only, a revoked grant,
+ * a statement_timeout or lock_timeout set for the role, a full disk. Until a
+ * check passes nothing is received, as while the store is unreachable: every
+ * message received meanwhile would only be given back, a receive nearer its
+ * max_receives each time. Each try connects again, which reaches the new
+ * primary where the dsn can (target_session_attrs, a moved name) and takes
+ * up settings changed for the role or database since. What is wrong is said
+ * once (store_say), and that it works again once. Its claims wait for
+ * PostgreSQL's answer as lifecycle_answer_ms says: one given up is a failed
+ * claim (claim), its connection ended and made again here. */
 static int
 store_ok(struct receiver *r)
 {
     struct worker *w = r->q->w;
     char err[512];
-    if (r->store != NULL && idem_connected(r->store) && !r->read_only) {
+    if (r->store != NULL && idem_connected(r->store) && !r->refused) {
         return 1;
     }
     struct idem_wait wait = {.answer_ms = lifecycle_answer_ms(r->q->cfg->visibility_timeout),
@@ -454,23 +535,29 @@ store_ok(struct receiver *r)
                  ? idem_open_waiting(w->cfg->idempotency.dsn, w->cfg->idempotency.table, w->owner,
                                      &wait, &r->store, err, sizeof(err))
                  : idem_reconnect(r->store, err, sizeof(err));
-    if (rc == 0) {
-        rc = idem_read_only(r->store, err, sizeof(err)) != 0 ? -1 : 0;
-        r->read_only = rc != 0;
+    if (rc == 0 && (rc = idem_claim_check(r->store, err, sizeof(err))) != 0) {
+        metrics_count(MET_PG_ERRORS, "claim_check", NULL, NULL, 1);
     }
+    r->refused = rc != 0 && idem_connected(r->store);
     if (rc == 0) {
-        if (r->store_failures > 0) {
+        if (strcmp(r->said, "-") == 0) {
             log_info("queue %s: idempotency store reachable again; receiving", r->q->cfg->name);
+        } else if (r->said[0] != '\0') {
+            log_info("queue %s: the idempotency store takes claims again; receiving",
+                     r->q->cfg->name);
         }
+        r->said[0] = '\0';
         r->store_failures = 0;
         return 1;
     }
-    if (r->store_failures++ == 0) {
-        log_error("queue %s: idempotency store unreachable, not receiving until it is back: "
-                  "%s",
-                  r->q->cfg->name, err);
+    if (r->refused) { /* for /readyz: why the queue does not receive */
+        metrics_gauge_max(MET_CLAIMS_REFUSED, r->q->cfg->name, idem_failed_state(r->store),
+                          (double) time(NULL));
     }
-    nap(w, backoff_delay(500, 15000, r->store_failures));
+    if (!flag_is_up(&w->draining)) {
+        store_say(r, err);
+    }
+    nap(w, backoff_delay(500, 15000, ++r->store_failures));
     return 0;
 }
 
@@ -626,19 +713,13 @@ receive_once(struct receiver *r)
     if (!probe && !q->cfg->fifo && got == (size_t) n) {
         gather_more(r, jobs, &nj);
     }
-    int claimed = nj > 0 ? process_jobs(r, jobs, nj, &probe_ran) : 0;
+    /* A store that failed the claim (claim_store_fault) is store_ok's to wait
+     * for, check and log before the next receive. */
+    if (nj > 0) {
+        process_jobs(r, jobs, nj, &probe_ran);
+    }
     if (probe && !probe_ran) {
         breaker_probe_unused(q);
-    }
-    /* A store that refuses claims while connected (a missing grant, a lock
-     * timeout) is not hammered: each try costs every message of the batch a
-     * receive. A lost connection, and a server that takes no writes (its
-     * refusal is one that passes: idem_unreachable), are store_ok's to wait
-     * for (and to log). */
-    r->claim_failures = claimed == 0 ? 0 : r->claim_failures + 1;
-    r->read_only = claimed != 0 && idem_connected(r->store) && idem_unreachable(r->store);
-    if (r->claim_failures > 0 && idem_connected(r->store) && !r->read_only) {
-        nap(q->w, backoff_delay(500, 15000, r->claim_failures));
     }
     if (got == 0 && q->cfg->wait_time == 0) {
         nap(q->w, EMPTY_SHORT_POLL_NAP_MS);

@@ -710,6 +710,18 @@ class Ctl(twicetest.TwiceTestCase):
         self.ctl(d, "resume", "fresh")
         self.assertEqual(d.stop(), 0)
 
+    def test_an_error_of_the_pause_table_names_that_table(self):
+        # The pause table is twice's too, next to the key table; an error of its own
+        # names it, not the key table (which a DBA would look at in vain).
+        url, dlq, dsn, d = self.setup("pausetbl")
+        with open(os.path.join(self.env.source_dir, "etc", "schema.sql")) as f:
+            self.pg.query(dsn, f.read())
+        self.pg.query(dsn, "ALTER TABLE twice_idempotency_pause ADD CONSTRAINT refused "
+                           "CHECK (false) NOT VALID")
+        r = self.ctl(d, "pause", "pausetbl", code=1)
+        self.assertRegex(r.stderr, r"\(table twice_idempotency_pause\): new row for relation "
+                                   r"\"twice_idempotency_pause\" violates check constraint")
+
     def test_key_errors_name_forget_and_escape_the_key_and_owner(self):
         url, dlq, dsn, d = self.setup("keyesc")
         # No idempotency table yet: the error names the command that was run.

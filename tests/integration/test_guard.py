@@ -5,8 +5,10 @@ key in progress. And a job that finished while PostgreSQL was gone must not run 
 because its worker stopped (SIGTERM, a reload's drain) before the completion could be
 written (its follow-ups then sent straight to SQS, each once), nor because PostgreSQL
 stayed away longer than the acknowledger's tries (a failover) while its worker ran on.
-A server that takes no writes after a failover is waited for, not a reason to
-dead-letter the messages that arrive meanwhile; connections the server ended while
+A server that takes no writes after a failover, and a store that refuses claims while
+its connection stays up (a revoked grant, a statement_timeout set for twiced's role), are
+waited for, not a reason to dead-letter the messages that arrive meanwhile; connections
+the server ended while
 idle are connected again before a job needs them.
 Real PostgreSQL (behind faultproxy.TcpProxy, which can lose one answer after its
 statement committed) and the SQS emulator (behind faultproxy.FaultProxy, to fail
@@ -20,6 +22,7 @@ import signal
 import tempfile
 import threading
 import time
+import urllib.parse
 
 import faultproxy
 import twicetest
@@ -623,25 +626,150 @@ class Guard(twicetest.TwiceTestCase):
         # A receiver may meet it at a claim, or (its connection ended while it waited on
         # SQS) at its reconnect, before it receives.
         d.wait_log(r"queue readonly: (claiming \d keys? failed, giving the messages back: "
-                   r"claim .*read-only transaction|idempotency store unreachable)", since=mark,
-                   timeout=20)
+                   r"claim .*read-only transaction|idempotency store unreachable|the "
+                   r"idempotency store refuses claims)", since=mark, timeout=20)
         time.sleep(4)  # a receiver still receiving would have dead-lettered them by now
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0), "nothing dead-lettered")
         self.assertEqual(self.distinct_effects(dsn), (0, 0))
-        d.wait_log(r"error .*queue readonly: idempotency store unreachable, not receiving "
-                   r"until it is back: the server takes no writes \(transaction_read_only is "
-                   r"on: .*point the dsn at the primary, or reset the setting", since=mark)
+        d.wait_log(r"error .*queue readonly: the idempotency store refuses claims \(SQLSTATE "
+                   r"25006\), not receiving until one can be written: the server takes no "
+                   r"writes \(transaction_read_only is on: .*point the dsn at the primary, or "
+                   r"reset the setting", since=mark)
         failover(False)
         twicetest.wait_until(lambda: self.distinct_effects(dsn)[0] == 3, timeout=30,
                              message="the messages did not run once writes were taken")
-        d.wait_log(r"queue readonly: idempotency store reachable again; receiving", since=mark)
+        d.wait_log(r"queue readonly: the idempotency store takes claims again; receiving",
+                   since=mark)
         self.wait_empty(url)
         self.assertEqual(self.distinct_effects(dsn), (3, 3), "each ran once")
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         log = d.log_text()
-        for said in (r"not receiving until it is back", r"outbox relay: outbox claim .*"
+        for said in (r"refuses claims \(SQLSTATE 25006\)", r"outbox relay: outbox claim .*"
                      r"read-only transaction", r"janitor: purge keys .*read-only transaction"):
             self.assertEqual(len(re.findall(said, log)), 1, "said once: " + said)
+        self.assertEqual(d.stop(), 0)
+
+    def test_claims_refused_on_a_live_connection_are_waited_for_not_dead_lettered(self):
+        # A DBA's change that leaves the connection up but refuses the receiver's claims:
+        # a revoked grant (42501), then a statement_timeout set for twiced's role that a
+        # lock on the table runs its claims into (57014). A receiver that went on receiving
+        # would give every message back after each refusal, a receive nearer max_receives
+        # each time, and dead-letter good messages within minutes (within seconds here:
+        # max_receives 2). It checks that a claim can be written (a claim check, rolled
+        # back) before it receives again, says once what is wrong and what to check (and
+        # /readyz says why the queue does not receive), and runs the messages once a check
+        # passes.
+        role = twicetest.unique_name("refused", limit=40).lower().replace("-", "_")
+        password = "Rf-5c1d0e7b"
+        self.pg.query(self.env.pg_dsn, "CREATE ROLE %s LOGIN PASSWORD '%s'" % (role, password))
+        self.addCleanup(self.pg.query, self.env.pg_dsn, "DROP ROLE IF EXISTS %s" % role)
+        url, dlq = self.queue_pair("refused")
+        dsn = self.new_database("refused")
+        with open(os.path.join(self.env.source_dir, "etc", "schema.sql")) as f:
+            self.pg.query(dsn, f.read())
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        self.pg.query(dsn, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
+                           "public TO %s; GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO %s"
+                           % (role, role))
+        parts = urllib.parse.urlsplit(dsn)
+        as_role = parts._replace(netloc="%s:%s@%s:%d" % (role, password, self.env.pg_host,
+                                                         self.env.pg_port)).geturl()
+        port = tc.free_port()
+        conf = tc.config(self.env, as_role, [tc.queue("refused", url, dlq, "effect-tx",
+                                                      max_attempts=1, max_receives=2)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         metrics_port=port)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+
+        def refused(state, batch, until_fixed, fix, readyz=False):
+            mark = d.mark()
+            self.sqs.send_batch(url, [json.dumps({"id": "%s-%d" % (state, i)})
+                                      for i in range(3)])
+            d.wait_log(r"error .*queue refused: the idempotency store refuses claims "
+                       r"\(SQLSTATE %s\), not receiving until one can be written: claim "
+                       r"\(table twice_idempotency\): %s" % (state, until_fixed), since=mark,
+                       timeout=20)
+            time.sleep(4)  # a receiver still receiving would have dead-lettered them by now
+            self.assertEqual(self.sqs.counts(dlq), (0, 0, 0), "nothing dead-lettered")
+            self.assertEqual(self.distinct_effects(dsn), (batch, batch))
+            if readyz:  # once no receive is recent (2 x (wait_time + 3 s)), it says why
+                why = (r"queue refused: no successful receive for \d+s \(limit 8s\); the "
+                       r"idempotency store refuses its claims \(SQLSTATE %s\)\n" % state)
+                twicetest.wait_until(lambda: (lambda r: r[0] == 503 and re.fullmatch(
+                    why, r[1]))(tc.http_status(port, "/readyz")), timeout=15,
+                    message="/readyz did not say why")
+            fix()
+            twicetest.wait_until(lambda: self.distinct_effects(dsn)[0] == batch + 3, timeout=30,
+                                 message="the messages did not run once claims were taken")
+            d.wait_log(r"queue refused: the idempotency store takes claims again; receiving",
+                       since=mark)
+            if readyz:
+                twicetest.wait_until(lambda: tc.http_status(port, "/readyz")[0] == 200,
+                                     timeout=10, message="/readyz did not say ready again")
+
+        self.pg.query(dsn, "REVOKE INSERT, UPDATE ON twice_idempotency FROM %s" % role)
+        refused("42501", 0, r"permission denied for table twice_idempotency \(grant the role "
+                            r"SELECT, INSERT, UPDATE, DELETE on the tables",
+                lambda: self.pg.query(dsn, "GRANT INSERT, UPDATE ON twice_idempotency TO %s"
+                                      % role), readyz=True)
+
+        # A setting for the role reaches new connections: the DBA's, and the fix alike.
+        self.pg.query(self.env.pg_dsn, "ALTER ROLE %s SET statement_timeout = 300" % role)
+        locker = self.pg.connect(dsn)
+        self.addCleanup(locker.close)
+        locker.cursor().execute("BEGIN; LOCK TABLE twice_idempotency IN ACCESS EXCLUSIVE MODE")
+        self.pg.query(self.env.pg_dsn, "SELECT count(pg_terminate_backend(pid)) FROM "
+                                       "pg_stat_activity WHERE usename = %s", (role,))
+
+        def unlock():
+            locker.cursor().execute("ROLLBACK")
+            self.pg.query(self.env.pg_dsn, "ALTER ROLE %s RESET statement_timeout" % role)
+
+        refused("57014", 3, r"canceling statement due to statement timeout \(cut short by a "
+                            r"statement_timeout", unlock)
+        self.wait_empty(url)
+        self.assertEqual(self.distinct_effects(dsn), (6, 6), "each ran once")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertGreater(tc.metric_sum(tc.scrape(port), "twice_pg_errors_total",
+                                         operation="claim_check"), 0)
+        log = d.log_text()
+        for state in ("42501", "57014"):
+            self.assertEqual(len(re.findall(r"refuses claims \(SQLSTATE %s\)" % state, log)), 1,
+                             "said once: " + state)
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_message_whose_own_claim_fails_is_dead_lettered_and_the_others_run(self):
+        # The other side of waiting for a store that refuses claims: a claim that fails
+        # because of a message's own data, here a key a LATIN1 database cannot hold (the
+        # dsn's client_encoding is UTF8). The claim check passes, so the store is not
+        # waited for: the batch's keys are claimed one by one, the good messages run, and
+        # the bad one goes back until max_receives dead-letters it, not blocking the queue.
+        url, dlq = self.queue_pair("latin1")
+        name = twicetest.unique_name("latin1").lower().replace("-", "_")
+        self.pg.query(self.env.pg_dsn, "CREATE DATABASE \"%s\" ENCODING 'LATIN1' LC_COLLATE 'C' "
+                                       "LC_CTYPE 'C' TEMPLATE template0" % name)
+        dsn = self.pg.dsn(name)
+        self.addCleanup(self.pg.drop_database, dsn)
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        bodies = [json.dumps({"id": i}) for i in ("ok-1", "\u65e5\u672c", "ok-2")]
+        self.sqs.send_batch(url, bodies)
+        conf = tc.config(self.env, dsn + "?client_encoding=UTF8",
+                         [tc.queue("latin1", url, dlq, "effect-tx", max_attempts=1,
+                                   max_receives=2)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))])
+        d = self.start_twiced(conf)
+        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 1, timeout=30,
+                             message="the message whose claim fails was not dead-lettered")
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (2, 2), timeout=20)
+        self.wait_empty(url)
+        self.assertEqual(self.pg.query(dsn, "SELECT key FROM effects ORDER BY key"),
+                         [("effect:ok-1",), ("effect:ok-2",)])
+        log = d.log_text()
+        self.assertRegex(log, r"dead-lettered \(max-receives\): received 3 times "
+                              r"\(max_receives 2\) and its claim failed: claim .*has no "
+                              r"equivalent in encoding")
+        self.assertNotIn("refuses claims", log)
         self.assertEqual(d.stop(), 0)
 
     def test_connections_the_server_ended_while_idle_delay_nothing(self):

@@ -66,9 +66,11 @@ class Ready(twicetest.TwiceTestCase):
         # role with only SELECT, INSERT, UPDATE, DELETE on them and no CREATE on the
         # schema. That is enough to work: no CREATE ... IF NOT EXISTS is run for a table
         # that is there (it needs CREATE on the schema even then). Before the tables
-        # exist, the refusal says what to grant or apply.
-        role = twicetest.unique_name("app", limit=40).lower().replace("-", "_")
-        password = "Nc-7f3e9a2b"
+        # exist, the refusal says what to grant or apply. (The password is short and
+        # part of a word of that refusal, "apply": the password is masked where it stands
+        # whole, not inside other words.)
+        role = twicetest.unique_name("nocreate", limit=40).lower().replace("-", "_")
+        password = "app"
         self.pg.query(self.env.pg_dsn, "CREATE ROLE %s LOGIN PASSWORD '%s'" % (role, password))
         self.addCleanup(self.pg.query, self.env.pg_dsn, "DROP ROLE IF EXISTS %s" % role)
         dsn = self.new_database("nocreate")
@@ -237,6 +239,22 @@ class Ready(twicetest.TwiceTestCase):
         self.assertRegex(r.stderr, r"%s:\d+: queue jobs: dlq_url %s-dlq: GetQueueAttributes: "
                          % (path, re.escape(missing)))
         self.assertNotIn(WRONG_PASSWORD, r.stdout + r.stderr)
+
+    def test_a_database_that_takes_no_writes_is_refused_at_once(self):
+        # default_transaction_read_only set by a DBA for the database (or the role, the
+        # server): no standby, but no key can be written there either. `twiced -t
+        # --connect` and a first start say so with FILE:LINE and exit 1, as for a standby.
+        conf = self.conf("ro-start")
+        self.pg.query(self.env.pg_dsn, 'ALTER DATABASE "%s" SET default_transaction_read_only '
+                                       "= on" % urllib.parse.urlsplit(self.dsn).path.lstrip("/"))
+        d = self.twiced(conf)
+        for args in (["-t", "--connect"], ["-f"]):
+            r = subprocess.run([d.binary, *args, "-c", d.config_path], capture_output=True,
+                               text=True, env=d.process_env, cwd=d.workdir, timeout=30)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertRegex(r.stderr, r"%s:\d+: idempotency.dsn: the server takes no writes "
+                                       r"\(transaction_read_only is on: .*or reset the setting"
+                             % re.escape(d.config_path))
 
     def test_readyz_names_the_running_generation_through_a_failed_reload(self):
         """SQS unreachable, then a reload that cannot get ready (a new queue listed first):

@@ -494,6 +494,8 @@ static const struct failure_row failure_rows[] = {
      0},
     {"paused, a wait given",       F(PAUSED),             3, NULL, {RETURN, 3, NULL, QUIET, NULL},
      0},
+    {"claim refused by the store", F(CLAIM_STORE),        0, "claim (table t): permission "
+     "denied for table t", {RETURN, 0, NULL, QUIET, NULL}, 0},
     {"DLQ refused the letter",     F(DLQ_REFUSED),        0, "(rejected) the dead letter is 9 "
      "bytes", {RETURN, 3600, NULL, TWICE_LOG_ERROR, "the dead-letter queue refused the dead "
      "letter: (rejected) the dead letter is 9 bytes; giving the message back for 3600s instead "

@@ -23,7 +23,7 @@ main(void)
 
     /* jobs received nothing for 30 s (limit 2 x (1 + slack)): the failing code names why. */
     const double stale[] = {970, 990};
-    const char *failing[] = {"CouldNotConnect", ""};
+    const char *failing[] = {"ReceiveMessage fails: CouldNotConnect", ""};
     CHECK_INT(
         httpd_readiness(1, "", "", queues, waits, stale, failing, 2, now, reason, sizeof(reason)),
         0);
@@ -35,7 +35,7 @@ main(void)
     CHECK(strstr(reason, "fails") == NULL);
     /* Never received. */
     const double never[] = {999, 0};
-    const char *second[] = {"", "AccessDenied"};
+    const char *second[] = {"", "ReceiveMessage fails: AccessDenied"};
     httpd_readiness(1, "", "", queues, waits, never, second, 2, now, reason, sizeof(reason));
     CHECK_STR(reason, "queue more has not received yet; ReceiveMessage fails: AccessDenied");
 
