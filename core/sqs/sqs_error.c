@@ -7,6 +7,7 @@
 
 #include "backoff.h"
 #include "cnum.h"
+#include "http.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -208,6 +209,13 @@ sqs_error_passes(const struct sqs_error *e)
            strcmp(e->code, "ProxyAuthRequired") == 0 ||
            (e->transport && strncmp(e->code, "TLS", 3) == 0) ||
            strcmp(e->code, "OutOfMemory") == 0;
+}
+
+int
+sqs_error_cut_mid_answer(const struct sqs_error *e)
+{
+    return e->transport && strcmp(e->code, "Cancelled") == 0 &&
+           strstr(e->message, HTTP_CANCELLED_MID_ANSWER) != NULL;
 }
 
 /* A hint for the errors operators meet, into out (empty when none). */

@@ -38,7 +38,7 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 class FaultProxy:
     """Listen on 127.0.0.1:<port>, forward to target_host:target_port.
 
-    modes: "pass" (forward), "refuse" (the listening socket is closed: connect
+    modes: "pass" (forward; trickle() makes chosen answers drip), "refuse" (the listening socket is closed: connect
     fails), "status" (answer with self.status, self.body and self.headers; only
     the requests of self.only, an SQS action, when it is set: the others pass),
     "hang" (read the request and never answer, until passthrough(): then the
@@ -54,6 +54,10 @@ class FaultProxy:
         self.released = threading.Event()  # ends the hangs of "hang" mode
         self.operations = []  # (X-Amz-Target, request body as JSON) of each request
         self.rewrite = None  # fn(target, request JSON, response bytes) -> response bytes
+        self.trickle_only = None  # trickle(): the SQS action whose answers trickle
+        self.trickle_needle = b""  # ... when they hold these bytes
+        self.trickle_gap = 0.05  # ... one byte every this many seconds
+        self.trickling = threading.Event()  # set once a trickle began
         self.lock = threading.Lock()
         self.port = None
         self._server = None
@@ -116,16 +120,28 @@ class FaultProxy:
                        if k.lower() not in ("connection", "keep-alive", "transfer-encoding",
                                             "content-length")}
                 conn.close()
-                self._answer(r.status, data, out)
+                with proxy.lock:
+                    trickle = (proxy.trickle_only is not None
+                               and target.endswith("." + proxy.trickle_only)
+                               and proxy.trickle_needle in data)
+                self._answer(r.status, data, out, proxy.trickle_gap if trickle else 0)
 
-            def _answer(self, status, data, headers):
+            def _answer(self, status, data, headers, gap=0):
                 try:
                     self.send_response(status)
                     for k, v in headers.items():
                         self.send_header(k, v)
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    if not gap:
+                        self.wfile.write(data)
+                        return
+                    self.wfile.flush()
+                    proxy.trickling.set()
+                    for i in range(len(data)):
+                        self.wfile.write(data[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(gap)
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True  # twiced gave up (a cancelled long poll)
 
@@ -179,6 +195,14 @@ class FaultProxy:
             self.released.clear()
             self.only = only
             self.mode = "hang"
+
+    def trickle(self, only, needle=b"", gap=0.05):
+        """Pass requests through, but send the answers of the action `only` that hold
+        needle one byte every gap seconds, headers first (a slow link, a proxy that
+        drips): trickling is set once one began. None: no more."""
+        with self.lock:
+            self.trickle_only, self.trickle_needle, self.trickle_gap = only, needle, gap
+            self.trickling.clear()
 
     def passthrough(self):
         """Forward to the real emulator again."""

@@ -71,6 +71,41 @@ class SqsFaults(twicetest.TwiceTestCase):
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(again.stop(timeout=30), 0)
 
+    def test_a_receive_answer_that_trickles_does_not_hold_up_a_stop(self):
+        # SQS (or a proxy in between) sends a ReceiveMessage answer one byte every
+        # 50 ms, and SIGTERM comes while it arrives. The receive used to ignore the
+        # stop once a byte had come and hold it until the call's own limit (wait_time
+        # + 10 s: 15 s here, 30 s at the default wait), past drain_timeout (2 s). Now
+        # an answer still arriving a second after the stop is cut: the stop takes
+        # about that second, and the message in the answer is not lost but hidden
+        # until its visibility timeout (3 s) ends, as the log says; it never ran.
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+        url, dlq = self.queue_pair("trickle")
+        dsn = self.new_database("trickle")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        conf = tc.config(self.env, dsn,
+                         [tc.queue("jobs", url, dlq, "effect-tx", visibility_timeout=3,
+                                   wait_time=5)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         workers=1, endpoint=proxy.endpoint, drain_timeout=2)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        proxy.trickle("ReceiveMessage", needle=b"ReceiptHandle")
+        self.sqs.send(url, json.dumps({"id": "drip"}))
+        self.assertTrue(proxy.trickling.wait(15), "no receive answer trickled")
+        time.sleep(0.5)
+        began = time.monotonic()
+        self.assertEqual(d.stop(timeout=30), 0)
+        took = time.monotonic() - began
+        self.assertLess(took, 2 + 3, "the stop waited %.1f s for the trickle" % took)
+        self.assertRegex(d.log_text(), r"queue jobs: ReceiveMessage: its answer was still "
+                                       r"arriving at the stop; the messages in it come back "
+                                       r"after their visibility timeout \(3 s\)")
+        twicetest.wait_until(lambda: self.sqs.receive(url, visibility=30), timeout=15,
+                             message="the message in the cut answer did not come back")
+        self.assertEqual(self.distinct_effects(dsn), (0, 0), "it never ran")
+
     def test_a_delete_that_hangs_does_not_hold_up_the_heartbeat(self):
         # A job runs longer than its visibility timeout (4 s) when SQS stops answering
         # the acknowledger's DeleteMessageBatch of another job (a black-holed
