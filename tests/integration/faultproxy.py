@@ -38,7 +38,8 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 class FaultProxy:
     """Listen on 127.0.0.1:<port>, forward to target_host:target_port.
 
-    modes: "pass" (forward; trickle() makes chosen answers drip), "refuse" (the listening socket is closed: connect
+    modes: "pass" (forward; trickle() makes chosen answers drip, slow() chosen
+    requests wait before they are forwarded), "refuse" (the listening socket is closed: connect
     fails), "status" (answer with self.status, self.body and self.headers; only
     the requests of self.only, an SQS action, when it is set: the others pass),
     "hang" (read the request and never answer, until passthrough(): then the
@@ -58,6 +59,7 @@ class FaultProxy:
         self.trickle_needle = b""  # ... when they hold these bytes
         self.trickle_gap = 0.05  # ... one byte every this many seconds
         self.trickling = threading.Event()  # set once a trickle began
+        self.slow_only, self.slow_s = None, 0  # slow(): the action answered late, by how much
         self.lock = threading.Lock()
         self.port = None
         self._server = None
@@ -108,6 +110,11 @@ class FaultProxy:
                     proxy.released.wait(300)
                     self.close_connection = True
                     return
+                with proxy.lock:
+                    late = proxy.slow_s if proxy.slow_only is not None and \
+                        target.endswith("." + proxy.slow_only) else 0
+                if late:
+                    time.sleep(late)
                 conn = http.client.HTTPConnection(*proxy.target, timeout=60)
                 headers = {k: v for k, v in self.headers.items()
                            if k.lower() not in ("connection", "keep-alive")}
@@ -203,6 +210,12 @@ class FaultProxy:
         with self.lock:
             self.trickle_only, self.trickle_needle, self.trickle_gap = only, needle, gap
             self.trickling.clear()
+
+    def slow(self, only, seconds):
+        """Pass requests through, each of the action `only` after waiting this long
+        (an SQS that answers slowly, but answers). None: no more."""
+        with self.lock:
+            self.slow_only, self.slow_s = only, seconds
 
     def passthrough(self):
         """Forward to the real emulator again."""

@@ -155,6 +155,40 @@ class SqsFaults(twicetest.TwiceTestCase):
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(timeout=30), 0)
 
+    def test_slow_dead_letters_in_one_pass_do_not_starve_the_heartbeat(self):
+        # A long job runs (visibility 4 s, lease 4 + 2 s) when nine jobs are rejected
+        # together and SQS answers each SendMessage to the DLQ in 1.2 s: each call
+        # within the acknowledger's bound (1.5 s here), but one pass of nine took
+        # 11 s without the heartbeat, so the long job's message came back, its lease
+        # lapsed and it ran a second time beside the first. The heartbeat now looks
+        # between the calls.
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+        url, dlq = self.queue_pair("slowpass")
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        port = tc.free_port()
+        conf = tc.config(self.env, self.new_database("slowpass"),
+                         [tc.queue("jobs", url, dlq, "effect-file", concurrency=10,
+                                   visibility_timeout=4, wait_time=1)],
+                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)], workers=1, metrics_port=port,
+                         endpoint=proxy.endpoint)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "long", "sleep_ms": 12000}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight")
+                             == 1, timeout=15, message="the long job never started")
+        proxy.slow("SendMessage", 1.2)
+        self.sqs.send_batch(url, [json.dumps({"id": "r%d" % i, "reject": True})
+                                  for i in range(9)])
+        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 9, timeout=40,
+                             message="the nine dead letters were not sent")
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=30,
+                             message="the queue did not end empty")
+        self.assertEqual(self.lines(effects), ["effect:long"], "the long job ran once")
+        self.assertNotRegex(d.log_text(), r"lease lost while running")
+        self.assertEqual(d.stop(timeout=30), 0)
+
     @staticmethod
     def past_twelve_hours(target, request, data):
         """A FaultProxy rewrite: a ChangeMessageVisibilityBatch of 4 s visibility (the
