@@ -189,6 +189,47 @@ class SqsFaults(twicetest.TwiceTestCase):
         self.assertNotRegex(d.log_text(), r"lease lost while running")
         self.assertEqual(d.stop(timeout=30), 0)
 
+    def test_queue_and_dlq_deleted_mid_run(self):
+        # The DLQ is deleted while twiced runs: a message that must be dead-lettered
+        # meets QueueDoesNotExist. It must not be deleted from its queue (it would be
+        # lost): it is given back for the hour lifecycle.h says, with one line saying
+        # why. Then the queue itself is deleted and re-created: the receiver says so
+        # once, backs off, and receives again from the new queue without a restart.
+        url, dlq = self.queue_pair("gone")
+        dsn = self.new_database("gone")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        conf = tc.config(self.env, dsn,
+                         [tc.queue("jobs", url, dlq, "effect-tx", wait_time=1)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         workers=1)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.delete_queue(dlq)
+        mark = d.mark()
+        self.sqs.send(url, json.dumps({"id": "nodlq", "reject": True}))
+        d.wait_log(r"SendMessage: (AWS\.SimpleQueueService\.NonExistentQueue|QueueDoesNotExist)"
+                   r".*check the queue url and region", timeout=15, since=mark)
+        time.sleep(1)
+        self.assertEqual(self.sqs.counts(url), (0, 1, 0), "the message was kept, hidden")
+        self.assertEqual(self.distinct_effects(dsn), (0, 0))
+        # The queue goes, and comes back (empty, as a re-created queue is).
+        mark = d.mark()
+        self.sqs.delete_queue(url)
+        d.wait_log(r"queue jobs: ReceiveMessage: (AWS\.SimpleQueueService\.NonExistentQueue|"
+                   r"QueueDoesNotExist).*backing off", timeout=15, since=mark)
+        time.sleep(2)
+        name = url.rsplit("/", 1)[1]
+        self.assertEqual(self.sqs.create_queue(name), url)
+        self.sqs.send(url, json.dumps({"id": "back"}))
+        d.wait_log(r"queue jobs: receiving again after \d+ failed attempts", timeout=30,
+                   since=mark)
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (1, 1), timeout=15,
+                             message="the re-created queue's message did not run")
+        log = d.log_text()[mark:]
+        self.assertEqual(len(re.findall(r"queue jobs: ReceiveMessage: .*backing off", log)), 1,
+                         log)
+        self.assertEqual(d.stop(timeout=30), 0)
+
     @staticmethod
     def past_twelve_hours(target, request, data):
         """A FaultProxy rewrite: a ChangeMessageVisibilityBatch of 4 s visibility (the
