@@ -230,6 +230,54 @@ class SqsFaults(twicetest.TwiceTestCase):
                          log)
         self.assertEqual(d.stop(timeout=30), 0)
 
+    def test_connections_reset_mid_answer(self):
+        # The network drops the connection halfway through an answer (headers and
+        # half the body, then a reset), after SQS did the work, once per action:
+        # a ReceiveMessage's messages stay hidden until their visibility timeout
+        # (3 s) and then run, once; a DeleteMessageBatch, and a retry's
+        # ChangeMessageVisibilityBatch, are tried again; a
+        # SendMessage to the DLQ is sent again, and the DLQ gets the letter twice,
+        # both copies with the same twice-source-message-id (README says so). One
+        # line per failing state, and no job runs twice.
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+        url, dlq, dsn, d = self.setup_tx("reset", proxy.endpoint, visibility_timeout=3,
+                                         wait_time=1)
+        mark = d.mark()
+        # Four receives cut in a row: the first hides c1; the SQS client's own
+        # retries (3 attempts) absorb a single reset, so the receiver fails once.
+        proxy.cut("ReceiveMessage", times=4)
+        self.sqs.send(url, json.dumps({"id": "c1"}))
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (1, 1), timeout=20,
+                             message="the message of the cut receive did not run")
+        self.assertEqual(proxy.cuts, 4)
+        proxy.cut("DeleteMessageBatch")
+        self.sqs.send(url, json.dumps({"id": "c2"}))
+        twicetest.wait_until(lambda: proxy.cuts == 5, timeout=15, message="no delete cut")
+        proxy.cut("ChangeMessageVisibilityBatch")
+        self.sqs.send(url, json.dumps({"id": "c4", "fail_until": 2}))
+        twicetest.wait_until(lambda: proxy.cuts == 6, timeout=15,
+                             message="no visibility change cut")
+        proxy.cut("SendMessage")
+        self.sqs.send(url, json.dumps({"id": "c3", "reject": True}))
+        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] >= 2, timeout=20,
+                             message="the dead letter was not sent again")
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20,
+                             message="the queue did not end empty")
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (3, 3), timeout=20,
+                             message="c4 did not run at its second attempt")
+        self.assertEqual(self.distinct_effects(dsn), (3, 3), "c1, c2 and c4 ran, once each")
+        letters = self.sqs.receive(dlq, visibility=60)
+        self.assertEqual(len(letters), 2, letters)
+        ids = {m["MessageAttributes"]["twice-source-message-id"]["StringValue"]
+               for m in letters}
+        self.assertEqual(len(ids), 1, "the copies name the same source message")
+        log = d.log_text()[mark:]
+        self.assertEqual(len(re.findall(r"queue jobs: ReceiveMessage: .*backing off", log)), 1,
+                         log)
+        self.assertRegex(log, r"receiving again after 1 failed attempts")
+        self.assertEqual(d.stop(timeout=30), 0)
+
     @staticmethod
     def past_twelve_hours(target, request, data):
         """A FaultProxy rewrite: a ChangeMessageVisibilityBatch of 4 s visibility (the
