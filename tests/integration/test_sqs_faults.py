@@ -7,6 +7,7 @@ faults, which restart the shared server, are in test_serial_faults.py)."""
 import json
 import os
 import re
+import subprocess
 import tempfile
 import time
 import unittest
@@ -189,47 +190,6 @@ class SqsFaults(twicetest.TwiceTestCase):
         self.assertNotRegex(d.log_text(), r"lease lost while running")
         self.assertEqual(d.stop(timeout=30), 0)
 
-    def test_queue_and_dlq_deleted_mid_run(self):
-        # The DLQ is deleted while twiced runs: a message that must be dead-lettered
-        # meets QueueDoesNotExist. It must not be deleted from its queue (it would be
-        # lost): it is given back for the hour lifecycle.h says, with one line saying
-        # why. Then the queue itself is deleted and re-created: the receiver says so
-        # once, backs off, and receives again from the new queue without a restart.
-        url, dlq = self.queue_pair("gone")
-        dsn = self.new_database("gone")
-        self.pg.query(dsn, tc.EFFECTS_TABLE)
-        conf = tc.config(self.env, dsn,
-                         [tc.queue("jobs", url, dlq, "effect-tx", wait_time=1)],
-                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
-                         workers=1)
-        d = self.start_twiced(conf)
-        d.wait_log(r"ready: generation 1", timeout=20)
-        self.sqs.delete_queue(dlq)
-        mark = d.mark()
-        self.sqs.send(url, json.dumps({"id": "nodlq", "reject": True}))
-        d.wait_log(r"SendMessage: (AWS\.SimpleQueueService\.NonExistentQueue|QueueDoesNotExist)"
-                   r".*check the queue url and region", timeout=15, since=mark)
-        time.sleep(1)
-        self.assertEqual(self.sqs.counts(url), (0, 1, 0), "the message was kept, hidden")
-        self.assertEqual(self.distinct_effects(dsn), (0, 0))
-        # The queue goes, and comes back (empty, as a re-created queue is).
-        mark = d.mark()
-        self.sqs.delete_queue(url)
-        d.wait_log(r"queue jobs: ReceiveMessage: (AWS\.SimpleQueueService\.NonExistentQueue|"
-                   r"QueueDoesNotExist).*backing off", timeout=15, since=mark)
-        time.sleep(2)
-        name = url.rsplit("/", 1)[1]
-        self.assertEqual(self.sqs.create_queue(name), url)
-        self.sqs.send(url, json.dumps({"id": "back"}))
-        d.wait_log(r"queue jobs: receiving again after \d+ failed attempts", timeout=30,
-                   since=mark)
-        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (1, 1), timeout=15,
-                             message="the re-created queue's message did not run")
-        log = d.log_text()[mark:]
-        self.assertEqual(len(re.findall(r"queue jobs: ReceiveMessage: .*backing off", log)), 1,
-                         log)
-        self.assertEqual(d.stop(timeout=30), 0)
-
     def test_connections_reset_mid_answer(self):
         # The network drops the connection halfway through an answer (headers and
         # half the body, then a reset), after SQS did the work, once per action:
@@ -276,6 +236,71 @@ class SqsFaults(twicetest.TwiceTestCase):
         self.assertEqual(len(re.findall(r"queue jobs: ReceiveMessage: .*backing off", log)), 1,
                          log)
         self.assertRegex(log, r"receiving again after 1 failed attempts")
+        self.assertEqual(d.stop(timeout=30), 0)
+
+    def fauxqs(self, port):
+        """A private emulator on port (the run's is shared by other tests), answering."""
+        p = subprocess.Popen(["node", os.path.join(self.env.source_dir, "scripts", "fauxqs.mjs"),
+                              "--port", str(port), "--modules",
+                              os.path.join(self.env.source_dir, "tests", "node_modules")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        sqs = twicetest.Sqs("http://127.0.0.1:%d" % port, self.env.region)
+        twicetest.wait_until(lambda: self._answers(sqs), timeout=20,
+                             message="the private emulator did not start")
+        return p, sqs
+
+    @staticmethod
+    def _answers(sqs):
+        try:
+            sqs.call("ListQueues", {})
+            return True
+        except (OSError, twicetest.SqsError):
+            return False
+
+    def test_emulator_restarted_mid_run(self):
+        # The SQS endpoint restarts: unreachable for a moment, then back without the
+        # queue (the emulator keeps nothing), which comes back a while later, its DLQ
+        # not yet. twiced says each state once, backs off, and receives again without
+        # a restart. A message to dead-letter while its DLQ does not exist
+        # (QueueDoesNotExist) is not deleted from its queue, which would lose it: it
+        # is given back for the hour lifecycle.h says, with one line saying why.
+        port = faultproxy.free_port_now()
+        emu, sqs = self.fauxqs(port)
+        name = twicetest.unique_name("restart")
+        url, dlq = sqs.create_queue_pair(name)
+        dsn = self.new_database("restart")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        conf = tc.config(self.env, dsn, [tc.queue("jobs", url, dlq, "effect-tx", wait_time=1)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))],
+                         workers=1, endpoint="http://127.0.0.1:%d" % port)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        sqs.send(url, json.dumps({"id": "before"}))
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (1, 1), timeout=15)
+        mark = d.mark()
+        emu.kill()
+        emu.wait()
+        d.wait_log(r"queue jobs: ReceiveMessage: CouldNotConnect.*backing off", timeout=15,
+                   since=mark)
+        emu, sqs = self.fauxqs(port)
+        d.wait_log(r"queue jobs: ReceiveMessage: (AWS\.SimpleQueueService\.NonExistentQueue|"
+                   r"QueueDoesNotExist).*backing off", timeout=30, since=mark)
+        self.assertEqual(sqs.create_queue(name), url)
+        sqs.send(url, json.dumps({"id": "after"}))
+        sqs.send(url, json.dumps({"id": "nodlq", "reject": True}))
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (2, 2), timeout=30,
+                             message="nothing ran after the emulator came back")
+        d.wait_log(r"nodlq.*the dead-letter queue refused the dead letter: \(rejected\) "
+                   r"SendMessage: (AWS\.SimpleQueueService\.NonExistentQueue|QueueDoesNotExist)"
+                   r".*giving the message back for 3600s", timeout=15, since=mark)
+        twicetest.wait_until(lambda: sqs.counts(url) == (0, 1, 0), timeout=10,
+                             message="the message to dead-letter was not kept, hidden")
+        log = d.log_text()[mark:]
+        self.assertEqual(len(re.findall(r"queue jobs: ReceiveMessage: .*backing off", log)), 2,
+                         log)
+        self.assertRegex(log, r"queue jobs: receiving again after \d+ failed attempts")
+        self.assertTrue(d.running())
         self.assertEqual(d.stop(timeout=30), 0)
 
     @staticmethod
