@@ -7,6 +7,7 @@
 
 #include "ascii.h"
 #include "atomics.h"
+#include "clock.h"
 #include "version.h"
 
 #include <curl/curl.h>
@@ -31,8 +32,10 @@ struct http_client {
 struct http_transfer {
     struct http_response *resp;
     const struct flag *cancel;
+    long cancel_grace_ms;
+    int64_t cancel_seen_ms; /* when the raised flag was first seen mid-answer; 0: not yet */
     size_t max_response;
-    int got_bytes; /* a byte of the response arrived: cancelling is too late */
+    int got_bytes; /* a byte of the response arrived: cancelling waits cancel_grace_ms */
     int cancelled;
     int too_large;
 };
@@ -215,18 +218,32 @@ http_on_header(char *data, size_t size, size_t n, void *userdata)
     return http_add_header(t->resp, data, size * n) == 0 ? size * n : 0;
 }
 
-/* Called by curl about once a second (and more often while data moves). */
+/* Called by curl about once a second (and more often while data moves). A
+ * raised cancel ends a transfer at once until its answer begins; an answer
+ * that is arriving is worth finishing (a receive's messages are then given
+ * back, not left hidden), but only for cancel_grace_ms: a server or proxy
+ * that trickles its bytes would otherwise hold a stop until timeout_ms. */
 static int
 http_on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                  curl_off_t ulnow)
 {
     struct http_transfer *t = userdata;
     (void) dltotal, (void) dlnow, (void) ultotal, (void) ulnow;
-    if (flag_is_up(t->cancel) && !t->got_bytes) {
-        t->cancelled = 1;
-        return 1;
+    if (!flag_is_up(t->cancel)) {
+        return 0;
     }
-    return 0;
+    if (t->got_bytes) {
+        int64_t now = clock_mono_ms();
+        if (t->cancel_grace_ms <= 0 || t->cancel_seen_ms == 0) {
+            t->cancel_seen_ms = t->cancel_seen_ms == 0 ? now : t->cancel_seen_ms;
+            return 0;
+        }
+        if (now - t->cancel_seen_ms < t->cancel_grace_ms) {
+            return 0;
+        }
+    }
+    t->cancelled = 1;
+    return 1;
 }
 
 /* Short, stable names for curl's errors; transient says whether a retry
@@ -472,7 +489,8 @@ http_perform(struct http_client *c, const struct http_request *req, struct http_
         http_fail(err, "OutOfMemory", "out of memory");
         return -1;
     }
-    struct http_transfer t = {resp, req->cancel, req->max_response, 0, 0, 0};
+    struct http_transfer t = {resp, req->cancel, req->cancel_grace_ms, 0, req->max_response, 0, 0,
+                              0};
     http_setup(c, req, headers, &t);
     CURLcode rc = http_drive(c);
     long connects = 0;
@@ -496,6 +514,9 @@ http_perform(struct http_client *c, const struct http_request *req, struct http_
         if (t.too_large) {
             snprintf(err->message, sizeof err->message, "response too large (more than %zu bytes)",
                      req->max_response);
+        } else if (t.cancelled && t.got_bytes) {
+            snprintf(err->message, sizeof err->message,
+                     HTTP_CANCELLED_MID_ANSWER " (%ld ms after the cancel)", req->cancel_grace_ms);
         } else {
             snprintf(err->message, sizeof err->message, "%s",
                      c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc));

@@ -25,6 +25,9 @@ struct http_request {
     long timeout_ms;           /* whole transfer; 0: no limit */
     long connect_timeout_ms;   /* 0: curl's default (300 s) */
     const struct flag *cancel; /* abort once raised, until a response byte arrives */
+    long cancel_grace_ms;      /* an answer already arriving when cancel is raised may
+                                  take this long more (ms) before it is aborted too
+                                  (a trickle); 0: it runs to timeout_ms */
     size_t max_response;       /* abort when the body grows past this; 0: no limit */
     int no_proxy;              /* 1: never use a proxy, whatever the environment says */
 };
@@ -52,6 +55,10 @@ struct http_error {
     char message[256]; /* curl's message, with the URL's host where curl gave it */
     int transient;     /* a later retry may succeed (not for Cancelled, TooLarge, TLS) */
 };
+
+/* How a Cancelled error's message starts when the answer had begun to arrive
+ * (cancel_grace_ms ran out): a receive's messages in it stay hidden. */
+#define HTTP_CANCELLED_MID_ANSWER "cancelled while its answer was still arriving"
 
 struct http_client;
 

@@ -115,8 +115,9 @@ struct twice_job {
 
     struct timespec received_at; /* monotonic */
     struct timespec extended_at; /* monotonic: visibility last set (acker thread) */
-    int lease_owed; /* acker thread: its visibility was extended, its lease not yet: the
-                       heartbeat extends it at its next look between the acker's passes */
+    int lease_owed;     /* acker thread: its visibility was extended, its lease not yet: the
+                           heartbeat extends it at its next look between the acker's passes */
+    int sqs_limit_said; /* acker thread: the heartbeat said it reached SQS's 12 hours */
     struct timespec started_at; /* monotonic: handle() began */
 
     /* A run's time limit (worker/timeout.c). run_ms: atomic, the handler's thread

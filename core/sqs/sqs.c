@@ -30,6 +30,9 @@
 #define SQS_CALL_TIMEOUT_MS      30000L
 #define SQS_CONNECT_TIMEOUT_MS   5000L
 #define SQS_LONG_POLL_SLACK_MS   10000L
+/* How long an answer already arriving when the cancel flag is raised may take
+ * to end (what a working server needs); a trickle is cut then. */
+#define SQS_CANCEL_GRACE_MS      1000L
 /* A response other than ReceiveMessage's is small (a policy at most). */
 #define SQS_MAX_RESPONSE         (4u << 20)
 /* The largest receive even if the server escaped every byte 3x (\u00e9
@@ -273,6 +276,7 @@ sqs_attempt(struct sqs_client *c, const char *op, const char *body, size_t len,
         .timeout_ms = lim->timeout_ms,
         .connect_timeout_ms = lim->connect_ms,
         .cancel = c->cancel,
+        .cancel_grace_ms = SQS_CANCEL_GRACE_MS,
         .max_response = o->max_response,
     };
     struct http_error herr;

@@ -56,10 +56,12 @@ struct sqs_client *sqs_client_new(const struct sqs_endpoint *ep, struct creds_ch
 void sqs_client_free(struct sqs_client *c);
 
 /*
- * Make the next and current calls give up early once flag is raised,
- * as long as no byte of the response has arrived (so a long poll in
- * progress can be abandoned at shutdown without losing a response). The
- * call then fails with code "Cancelled". flag is borrowed; NULL clears it.
+ * Make the next and current calls give up early once flag is raised: at
+ * once while no byte of the response has arrived (so a long poll in
+ * progress can be abandoned at shutdown), else after a second more (a
+ * response already arriving is worth having, a trickle is not worth a stop:
+ * sqs_error_cut_mid_answer then). The call fails with code "Cancelled".
+ * flag is borrowed; NULL clears it.
  */
 void sqs_client_set_cancel(struct sqs_client *c, const struct flag *flag);
 

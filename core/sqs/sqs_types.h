@@ -45,6 +45,11 @@ void sqs_error_describe(const struct sqs_error *e, const char *action, char *out
  */
 int sqs_error_passes(const struct sqs_error *e);
 
+/* Whether e is a call cancelled while its answer was arriving (see
+ * sqs_client_set_cancel): a receive's messages in it stay hidden until
+ * their visibility timeout ends. Pure. */
+int sqs_error_cut_mid_answer(const struct sqs_error *e);
+
 /* A message attribute (String, Number or Binary, and custom subtypes such
  * as "Number.float"). Received ones point into their batch's memory;
  * attributes to send point wherever their sender keeps them. */

@@ -300,21 +300,37 @@ stop_gives_up(struct acker *a, const struct timespec *now)
     return timed && job_elapsed(&at, now) >= 0;
 }
 
+/* The heartbeat's visibility extensions, when a look is due (their leases
+ * wait for the end of the pass): from inside the acker's waits for
+ * PostgreSQL (acker_wait_tick) and before each SQS call of a pass. Each SQS
+ * call is bounded (heartbeat_call_budget_ms), but a pass makes many (a dead
+ * letter is a call of its own, deletes and visibility changes one per ten
+ * messages and queue): calls each slow yet within the bound added up and held
+ * the heartbeat past the running jobs' visibility timeouts, so their messages
+ * came back and, once their leases lapsed, ran a second time beside them.
+ * With a look between the calls, a pass holds the heartbeat for one call at
+ * the most. *now is set to the time after the look. */
+static void
+acker_keep_hidden(struct acker *a, struct timespec *now)
+{
+    now_mono(now);
+    if (job_elapsed(&a->hb.last_look, now) >= a->hb.interval) {
+        heartbeat_keep_hidden(&a->hb, now);
+        now_mono(now);
+    }
+}
+
 /* Called every ACKER_TICK_MS while the acker waits for PostgreSQL to answer
  * (idem_set_wait), on its thread: the heartbeat's visibility extensions go on
- * (their leases wait for the store), so that a server that stopped answering
- * on an established connection does not let the running jobs' messages come
- * back. Nonzero: give the statement up (stop_gives_up). */
+ * (acker_keep_hidden), so that a server that stopped answering on an
+ * established connection does not let the running jobs' messages come back.
+ * Nonzero: give the statement up (stop_gives_up). */
 static int
 acker_wait_tick(void *arg)
 {
     struct acker *a = arg;
     struct timespec now;
-    now_mono(&now);
-    if (job_elapsed(&a->hb.last_look, &now) >= a->hb.interval) {
-        heartbeat_keep_hidden(&a->hb, &now);
-        now_mono(&now);
-    }
+    acker_keep_hidden(a, &now);
     return stop_gives_up(a, &now);
 }
 
@@ -436,6 +452,8 @@ send_follow_up_batch(struct acker *a, const char *queue, const struct followup *
 {
     struct sqs_batch_result res[SQS_BATCH_MAX];
     struct sqs_error e;
+    struct timespec now;
+    acker_keep_hidden(a, &now);
     int rc = followup_send_batch(a->sqs, f, n, res, &e);
     metrics_count(MET_SQS_REQUESTS, "SendMessageBatch", rc == 0 ? "ok" : "error", NULL, 1);
     if (rc != 0) {
@@ -629,6 +647,8 @@ send_dead_letters(struct acker *a, struct twice_job *list)
         }
         struct sqs_error e;
         struct dlq_fit fit = {.max_bytes = j->queue->dlq_max_bytes};
+        struct timespec now;
+        acker_keep_hidden(a, &now);
         int rc = send_letter(a->sqs, j, &fit, &e);
         j->queue->dlq_max_bytes = fit.max_bytes;
         int failed = fit.calls - (rc == 0);
@@ -898,6 +918,8 @@ sqs_batch(struct acker *a, struct twice_job **jobs, size_t n, int del)
     }
     struct sqs_error err;
     const char *url = jobs[0]->queue->cfg->url;
+    struct timespec now;
+    acker_keep_hidden(a, &now);
     int rc = del ? sqs_delete_batch(a->sqs, url, e, n, r, &err)
                  : sqs_change_visibility_batch(a->sqs, url, e, n, r, &err);
     metrics_count(MET_SQS_REQUESTS, action, rc == 0 ? "ok" : "error", NULL, 1);

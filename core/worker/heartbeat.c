@@ -68,10 +68,11 @@ refused_entries(struct heartbeat *hb, struct twice_job **jobs, size_t m,
     }
 }
 
-/* Set visibility for up to n jobs of one queue, a batch per call. Returns how
- * many calls failed as a whole. */
+/* Set visibility for up to n jobs of one queue, a batch per call: vis, or
+ * each[i] for jobs[i] when each is given. Returns how many calls failed as a
+ * whole. */
 static int
-set_visibility(struct heartbeat *hb, struct twice_job **jobs, size_t n, int vis)
+set_visibility(struct heartbeat *hb, struct twice_job **jobs, size_t n, int vis, const int *each)
 {
     int failures = 0;
     for (size_t at = 0; at < n; at += SQS_BATCH_MAX) {
@@ -81,7 +82,7 @@ set_visibility(struct heartbeat *hb, struct twice_job **jobs, size_t n, int vis)
         for (size_t i = 0; i < m; i++) {
             e[i].id = sqs_batch_id(i);
             e[i].receipt_handle = jobs[at + i]->msg.receipt_handle;
-            e[i].visibility_timeout = vis;
+            e[i].visibility_timeout = each != NULL ? each[at + i] : vis;
         }
         struct sqs_error err;
         if (sqs_change_visibility_batch(hb->sqs, jobs[0]->queue->cfg->url, e, m, r, &err) != 0) {
@@ -158,18 +159,54 @@ extend_leases(struct heartbeat *hb, struct twice_job **jobs, size_t n)
     free(extended);
 }
 
-/* Extend the visibility of one queue's jobs[0..n) chosen at this look: their
- * leases are owed from now (extend_leases). */
+/* A job whose message has been hidden for SQS's 12 hours: said once, as
+ * nothing more can keep its message hidden. */
+static void
+at_sqs_limit(struct twice_job *j)
+{
+    if (!j->sqs_limit_said) {
+        j->sqs_limit_said = 1;
+        log_warn("queue %s: key %s: its job has kept message %s hidden for 12 hours, the most "
+                 "SQS allows: the message may be received again while the job runs; the key's "
+                 "lease keeps it from running twice",
+                 j->queue->cfg->name, j->key, j->msg.message_id);
+    }
+}
+
+/* Extend the visibility of one queue's jobs[0..n) chosen at this look, each
+ * by as much as SQS's 12 hours leave it (heartbeat_capped_visibility; jobs
+ * [0..n) are reordered, those at the limit last and left out of the call):
+ * their leases are owed from now (extend_leases), at the limit too. */
 static void
 extend_visibility(struct heartbeat *hb, struct twice_job **jobs, size_t n,
                   const struct timespec *now)
 {
-    set_visibility(hb, jobs, n, jobs[0]->queue->cfg->visibility_timeout);
+    int vis = jobs[0]->queue->cfg->visibility_timeout;
+    int *each = malloc(n * sizeof(*each));
+    size_t m = 0;
+    for (size_t i = 0; i < n && each != NULL; i++) {
+        int v = heartbeat_capped_visibility(vis, job_elapsed(&jobs[i]->received_at, now));
+        if (v == 0) {
+            at_sqs_limit(jobs[i]);
+            continue;
+        }
+        struct twice_job *t = jobs[m];
+        jobs[m] = jobs[i];
+        jobs[i] = t;
+        each[m++] = v;
+    }
+    if (each == NULL) {
+        m = n; /* no memory to cut with: the queue's timeout, as before */
+    }
+    if (m > 0) {
+        set_visibility(hb, jobs, m, vis, each);
+    }
+    free(each);
     for (size_t i = 0; i < n; i++) {
         jobs[i]->extended_at = *now;
         jobs[i]->lease_owed = 1;
     }
-    metrics_count(MET_EXTENSIONS, jobs[0]->queue->cfg->name, NULL, NULL, n);
+    metrics_count(MET_EXTENSIONS, jobs[0]->queue->cfg->name, NULL, NULL, m);
 }
 
 /* The jobs in flight (see registry_snapshot); -1, reported, without memory. */
@@ -203,6 +240,16 @@ heartbeat_due_after(int visibility_timeout, double interval)
     double latest = visibility_timeout - interval - HEARTBEAT_SLACK_S;
     double due = latest < half ? latest : half;
     return due > 0 ? due : 0;
+}
+
+int
+heartbeat_capped_visibility(int visibility_timeout, double since_receive)
+{
+    double left = SQS_VISIBILITY_MAX - HEARTBEAT_LIMIT_MARGIN_S - since_receive;
+    if (left < 1) {
+        return 0;
+    }
+    return left < visibility_timeout ? (int) left : visibility_timeout;
 }
 
 long
@@ -473,10 +520,10 @@ give_back_queue(struct heartbeat *hb, struct wqueue *q, struct twice_job **jobs,
     }
     free(keys);
     if (nn > 0) {
-        set_visibility(hb, jobs, nn, deadline_delay(0));
+        set_visibility(hb, jobs, nn, deadline_delay(0), NULL);
     }
     if (n > nn) {
-        set_visibility(hb, jobs + nn, n - nn, deadline_delay(1));
+        set_visibility(hb, jobs + nn, n - nn, deadline_delay(1), NULL);
     }
     for (size_t i = 0; i < n; i++) {
         jobs[i]->given_back = 1; /* for the acker's count, should it finish after all */

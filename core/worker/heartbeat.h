@@ -32,6 +32,11 @@ struct worker;
  * acker's wait and its pass in progress, the SQS call itself. */
 #define HEARTBEAT_SLACK_S 1.0
 
+/* How much earlier than twice SQS may have started counting a message's 12
+ * hours (its receive's answer on the way, clocks): an extension stops short
+ * of the limit by this much (seconds). */
+#define HEARTBEAT_LIMIT_MARGIN_S 10
+
 /* The heartbeat's state, owned by the acknowledger. */
 struct heartbeat {
     struct worker *w;
@@ -60,6 +65,14 @@ double heartbeat_interval(const struct worker *w);
  * than one interval and HEARTBEAT_SLACK_S for the extension to land; 0 (at
  * every look) for a timeout too short for that. Pure. */
 double heartbeat_due_after(int visibility_timeout, double interval);
+
+/* The visibility an extension asks for, `since_receive` seconds after its
+ * message was received: the queue's visibility timeout, cut so that the
+ * message is hidden no longer than SQS's 12 hours (SQS_VISIBILITY_MAX, less
+ * HEARTBEAT_LIMIT_MARGIN_S) from its receive, which SQS refuses past
+ * (InvalidParameterValue, the whole extension lost); 0 when nothing is left
+ * to extend by. Pure. */
+int heartbeat_capped_visibility(int visibility_timeout, double since_receive);
 
 /* How long one SQS call on the acknowledger's thread may take, retries
  * included (ms). The heartbeat runs on that thread between passes, so a

@@ -580,6 +580,20 @@ receive_failed(struct receiver *r, const struct sqs_error *e)
     nap(r->q->w, backoff_delay(1000, 20000, r->recv_failures));
 }
 
+/* A receive cut at the drain while its answer was still arriving (a
+ * trickle, see sqs_client_set_cancel): the messages SQS put in it stay
+ * hidden, and come back once their visibility timeout ends. Said once per
+ * receive, as it is the one case where a stop leaves messages hidden. */
+static void
+receive_cut(struct receiver *r, const struct sqs_error *e)
+{
+    if (sqs_error_cut_mid_answer(e)) {
+        log_warn("queue %s: ReceiveMessage: its answer was still arriving at the stop; the "
+                 "messages in it come back after their visibility timeout (%d s)",
+                 r->q->cfg->name, r->q->cfg->visibility_timeout);
+    }
+}
+
 static void
 random_attempt_id(char out[33])
 {
@@ -663,6 +677,7 @@ gather_more(struct receiver *r, struct twice_job **jobs, size_t *nj)
         size_t got;
         struct sqs_error e;
         if (receive_call(r, n, 0, &msgs, &got, &e) != 0) {
+            receive_cut(r, &e);
             return;
         }
         make_jobs(r, msgs, got, jobs, nj);
@@ -693,6 +708,8 @@ receive_once(struct receiver *r)
         }
         if (!flag_is_up(&q->w->draining)) {
             receive_failed(r, &e);
+        } else {
+            receive_cut(r, &e);
         }
         return;
     }

@@ -26,6 +26,7 @@ import http.server
 import json
 import socket
 import socketserver
+import struct
 import threading
 import time
 
@@ -38,7 +39,8 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 class FaultProxy:
     """Listen on 127.0.0.1:<port>, forward to target_host:target_port.
 
-    modes: "pass" (forward), "refuse" (the listening socket is closed: connect
+    modes: "pass" (forward; trickle() makes chosen answers drip, slow() chosen
+    requests wait before they are forwarded, cut() resets chosen answers halfway), "refuse" (the listening socket is closed: connect
     fails), "status" (answer with self.status, self.body and self.headers; only
     the requests of self.only, an SQS action, when it is set: the others pass),
     "hang" (read the request and never answer, until passthrough(): then the
@@ -54,6 +56,13 @@ class FaultProxy:
         self.released = threading.Event()  # ends the hangs of "hang" mode
         self.operations = []  # (X-Amz-Target, request body as JSON) of each request
         self.rewrite = None  # fn(target, request JSON, response bytes) -> response bytes
+        self.trickle_only = None  # trickle(): the SQS action whose answers trickle
+        self.trickle_needle = b""  # ... when they hold these bytes
+        self.trickle_gap = 0.05  # ... one byte every this many seconds
+        self.trickling = threading.Event()  # set once a trickle began
+        self.slow_only, self.slow_s = None, 0  # slow(): the action answered late, by how much
+        self.cut_only, self.cut_left = None, 0  # cut(): the action whose answers are cut, how many
+        self.cuts = 0  # answers cut so far
         self.lock = threading.Lock()
         self.port = None
         self._server = None
@@ -104,6 +113,11 @@ class FaultProxy:
                     proxy.released.wait(300)
                     self.close_connection = True
                     return
+                with proxy.lock:
+                    late = proxy.slow_s if proxy.slow_only is not None and \
+                        target.endswith("." + proxy.slow_only) else 0
+                if late:
+                    time.sleep(late)
                 conn = http.client.HTTPConnection(*proxy.target, timeout=60)
                 headers = {k: v for k, v in self.headers.items()
                            if k.lower() not in ("connection", "keep-alive")}
@@ -116,16 +130,53 @@ class FaultProxy:
                        if k.lower() not in ("connection", "keep-alive", "transfer-encoding",
                                             "content-length")}
                 conn.close()
-                self._answer(r.status, data, out)
+                with proxy.lock:
+                    trickle = (proxy.trickle_only is not None
+                               and target.endswith("." + proxy.trickle_only)
+                               and proxy.trickle_needle in data)
+                    cut = (proxy.cut_left > 0 and r.status == 200
+                           and target.endswith("." + proxy.cut_only))
+                    if cut:
+                        proxy.cut_left -= 1
+                        proxy.cuts += 1
+                if cut:
+                    self._cut(data, out)
+                    return
+                self._answer(r.status, data, out, proxy.trickle_gap if trickle else 0)
 
-            def _answer(self, status, data, headers):
+            def _cut(self, data, headers):
+                """The answer's headers and half its body, then a reset (RST)."""
+                self.close_connection = True
+                try:
+                    self.send_response(200)
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data[:len(data) // 2])
+                    self.wfile.flush()
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                               struct.pack("ii", 1, 0))
+                    self.connection.close()
+                except OSError:
+                    pass
+
+            def _answer(self, status, data, headers, gap=0):
                 try:
                     self.send_response(status)
                     for k, v in headers.items():
                         self.send_header(k, v)
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    if not gap:
+                        self.wfile.write(data)
+                        return
+                    self.wfile.flush()
+                    proxy.trickling.set()
+                    for i in range(len(data)):
+                        self.wfile.write(data[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(gap)
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True  # twiced gave up (a cancelled long poll)
 
@@ -179,6 +230,27 @@ class FaultProxy:
             self.released.clear()
             self.only = only
             self.mode = "hang"
+
+    def trickle(self, only, needle=b"", gap=0.05):
+        """Pass requests through, but send the answers of the action `only` that hold
+        needle one byte every gap seconds, headers first (a slow link, a proxy that
+        drips): trickling is set once one began. None: no more."""
+        with self.lock:
+            self.trickle_only, self.trickle_needle, self.trickle_gap = only, needle, gap
+            self.trickling.clear()
+
+    def slow(self, only, seconds):
+        """Pass requests through, each of the action `only` after waiting this long
+        (an SQS that answers slowly, but answers). None: no more."""
+        with self.lock:
+            self.slow_only, self.slow_s = only, seconds
+
+    def cut(self, only, times=1):
+        """Pass requests through, but cut the next `times` answers of the action `only`
+        (after the emulator did the work): headers and half the body, then a
+        connection reset, as a network that drops a connection mid-answer."""
+        with self.lock:
+            self.cut_only, self.cut_left = only, times
 
     def passthrough(self):
         """Forward to the real emulator again."""

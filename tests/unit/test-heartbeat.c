@@ -9,6 +9,7 @@
 #include "config.h"
 #include "heartbeat.h"
 #include "job.h"
+#include "sqs_limits.h"
 #include "worker.h"
 
 #include <string.h>
@@ -29,6 +30,29 @@ test_usual_timeouts_at_half(void)
     CHECK(heartbeat_due_after(43200, 1.0) == 21600.0);
     CHECK(heartbeat_due_after(4, 1.0) == 2.0);
     CHECK(heartbeat_due_after(5, 1.0) == 2.5);
+}
+
+static void
+test_extensions_stop_at_sqs_twelve_hours(void)
+{
+    /* SQS refuses an extension that would keep a message hidden past 12 hours
+     * from its receive (the whole entry, InvalidParameterValue): the last ones
+     * are cut to what is left, less the margin, and then there is none. */
+    int limit = SQS_VISIBILITY_MAX - HEARTBEAT_LIMIT_MARGIN_S;
+    CHECK(heartbeat_capped_visibility(30, 0) == 30);
+    CHECK(heartbeat_capped_visibility(30, 3600) == 30);
+    CHECK(heartbeat_capped_visibility(43200, 0) == limit);
+    CHECK(heartbeat_capped_visibility(300, limit - 100) == 100);
+    CHECK(heartbeat_capped_visibility(300, limit - 100.5) == 100);
+    CHECK(heartbeat_capped_visibility(30, limit - 1) == 1);
+    CHECK(heartbeat_capped_visibility(30, limit - 0.5) == 0);
+    CHECK(heartbeat_capped_visibility(30, limit) == 0);
+    CHECK(heartbeat_capped_visibility(30, 50000) == 0);
+    for (double t = 0; t < 50000; t += 7.3) {
+        int v = heartbeat_capped_visibility(120, t);
+        CHECK(v >= 0 && v <= 120 &&
+              (v == 0 || t + v <= SQS_VISIBILITY_MAX - HEARTBEAT_LIMIT_MARGIN_S));
+    }
 }
 
 static void
@@ -370,6 +394,7 @@ main(void)
     test_many_due_together_are_spread();
     test_usual_timeouts_at_half();
     test_short_timeouts_land_in_time();
+    test_extensions_stop_at_sqs_twelve_hours();
     test_interval_follows_the_shortest_queue();
     test_call_budget_ends_before_the_lease();
     return check_done("test-heartbeat");

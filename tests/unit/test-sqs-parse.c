@@ -140,8 +140,22 @@ test_describe_hints(void)
               "20150830T123600Z is now earlier than 20150830T124100Z\"}",
               NULL, &e);
     sqs_error_describe(&e, "SendMessage", text, sizeof text);
-    CHECK_CONTAINS(text, "(clock skew: check the system clock)");
+    CHECK_CONTAINS(text, "(clock skew: this host's clock is off; sync it with NTP (chrony, "
+                         "systemd-timesyncd))");
     CHECK_INT(e.retryable, 0);
+    /* the expected canonical request quoted holds the session token: never kept */
+    parse_err(403,
+              "{\"__type\":\"#SignatureDoesNotMatch\",\"message\":\"The request signature we "
+              "calculated does not match the signature you provided.\\n\\nThe Canonical String "
+              "for this request should have been\\n'POST\\n/\\n\\nhost:sqs\\n"
+              "x-amz-security-token:SECRETTOKEN\\n'\\n\\nThe String-to-Sign should have "
+              "been\\n'AWS4-HMAC-SHA256'\"}",
+              NULL, &e);
+    sqs_error_describe(&e, "SendMessage", text, sizeof text);
+    CHECK_STR(text, "SendMessage: SignatureDoesNotMatch: The request signature we calculated "
+                    "does not match the signature you provided. (check the AWS credentials and "
+                    "the system clock)");
+    CHECK(strstr(e.message, "SECRETTOKEN") == NULL);
     parse_err(403, "{\"__type\":\"#SignatureDoesNotMatch\",\"message\":\"no\"}", NULL, &e);
     sqs_error_describe(&e, "SendMessage", text, sizeof text);
     CHECK_CONTAINS(text, "credentials and the system clock");
@@ -228,10 +242,12 @@ test_passes(void)
               "current: 20261205T063000Z is still later than 20261205T062000Z\"}",
               NULL, &e);
     sqs_error_describe(&e, "SendMessageBatch", text, sizeof text);
-    CHECK_CONTAINS(text, "(clock skew: check the system clock)");
+    CHECK_CONTAINS(text, "(clock skew: this host's clock is off; sync it with NTP (chrony, "
+                         "systemd-timesyncd))");
     parse_err(403, "{\"__type\":\"#RequestTimeTooSkewed\"}", NULL, &e);
     sqs_error_describe(&e, "SendMessageBatch", text, sizeof text);
-    CHECK_CONTAINS(text, "(clock skew: check the system clock)");
+    CHECK_CONTAINS(text, "(clock skew: this host's clock is off; sync it with NTP (chrony, "
+                         "systemd-timesyncd))");
 }
 
 static void
