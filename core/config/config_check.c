@@ -74,6 +74,16 @@ config_check_user(struct config_at *at)
     return 0;
 }
 
+/* pid_file: where it is set, so that twiced -t can point at the line when
+ * the start could not use it (the master resolves the path, as -p may
+ * override it). */
+int
+config_check_pid_file(struct config_at *at)
+{
+    note_where(at, &at->c->pid_file_src, &at->c->pid_file_line);
+    return 0;
+}
+
 /* log.file: absolute from the configuration's directory, and where it is
  * set, so that twiced -t can point at the line if it cannot be written. */
 int
