@@ -66,12 +66,16 @@ sqs_queue_url_problem(const char *url)
 /* url's scheme and host[:port] in the form sqs_queue_url_same compares, into
  * out (cap bytes): lowercase, without a default port, the legacy AWS host as
  * the current one. *path is set to the rest (from its first '/'). 0, or -1
- * when it does not fit (then compared as written). */
+ * when it has no scheme or does not fit (then compared as written: the
+ * checks may compare a URL that was refused already). */
 static int
 queue_url_origin(const char *url, char *out, size_t cap, const char **path)
 {
     const char *host = strstr(url, "://");
-    host = host != NULL ? host + 3 : url;
+    if (host == NULL) {
+        return -1;
+    }
+    host += 3;
     *path = host + strcspn(host, "/");
     size_t n = (size_t) (*path - url);
     if (n >= cap) {
