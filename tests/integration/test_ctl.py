@@ -347,6 +347,11 @@ class Ctl(twicetest.TwiceTestCase):
         st = json.loads(self.ctl(d, "status", "--json").stdout)
         self.assertEqual(st, [{"queue": "status", "url": url, "visible": 2, "in_flight": 1,
                                "delayed": 1, "dlq_url": dlq, "dlq": 2, "paused": None}])
+        # The queue's URL written another way (the scheme's and host's case) is
+        # that queue, as twiced -t takes it; it was "no queue named ...".
+        other = url.replace("http://", "HTTP://", 1)
+        self.assertEqual(self.ctl(d, "status", other).stdout.splitlines()[1].split()[0],
+                         "status")
 
     # ------------------------------------------------------------------ dlq
 
