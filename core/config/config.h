@@ -162,6 +162,8 @@ struct config {
     int drain_timeout;      /* seconds to finish in-flight jobs on stop/reload (default 30) */
     char *user;             /* run workers as this user (needs a restart to change); NULL */
     char *pid_file;         /* the master's pid file; NULL: none (-p overrides it) */
+    char *pid_file_src;     /* where it is set (NULL when not set) */
+    int pid_file_line;      /* its line, 0 when not set */
     int ready_timeout;      /* seconds a generation has to get ready (default 60) */
     char *user_file;        /* where it is set (NULL when not set) */
     int user_line;          /* its line, 0 when not set */

@@ -74,6 +74,16 @@ config_check_user(struct config_at *at)
     return 0;
 }
 
+/* pid_file: where it is set, so that twiced -t can point at the line when
+ * the start could not use it (the master resolves the path, as -p may
+ * override it). */
+int
+config_check_pid_file(struct config_at *at)
+{
+    note_where(at, &at->c->pid_file_src, &at->c->pid_file_line);
+    return 0;
+}
+
 /* log.file: absolute from the configuration's directory, and where it is
  * set, so that twiced -t can point at the line if it cannot be written. */
 int
@@ -478,7 +488,7 @@ config_check_queue_url(struct config_at *at)
         return -1;
     }
     for (const struct config_queue *o = at->c->queues; o < q; o++) {
-        if (o->url != NULL && o->name != NULL && strcmp(o->url, q->url) == 0) {
+        if (o->url != NULL && o->name != NULL && sqs_queue_url_same(o->url, q->url)) {
             config_problem(at->x, at->s,
                            "%surl: queue '%s' (line %d) polls it already; to send one queue's "
                            "messages to several plugins, use route_by and routes",
@@ -648,7 +658,7 @@ check_urls(struct config_at *at)
     }
     const config_setting_t *s = config_setting_get_member(at->s, "dlq_url");
     const char *pfx = at->sc->pfx;
-    if (strcmp(q->url, q->dlq_url) == 0) {
+    if (sqs_queue_url_same(q->url, q->dlq_url)) {
         config_problem(at->x, s, "%sdlq_url: must be another queue than url", pfx);
     } else if (q->fifo && !config_has_suffix(q->dlq_url, ".fifo")) {
         config_problem(at->x, s, "%sdlq_url: must be a FIFO queue (ending in .fifo) like url",

@@ -12,6 +12,7 @@
 /* A path without a leading / is made absolute from the configuration's directory. */
 config_check_fn config_check_rel_path;
 config_check_fn config_check_user;
+config_check_fn config_check_pid_file;
 config_check_fn config_check_log_file;
 config_check_fn config_check_http_url;
 config_check_fn config_check_sqs_endpoint;

@@ -181,6 +181,7 @@ config_free(struct config *c)
     free(c->file);
     free(c->dir);
     free(c->user_file);
+    free(c->pid_file_src);
     free(c->log.file_src);
     free(c->idempotency.table_src);
     free(c->idempotency.dsn_src);

@@ -68,11 +68,12 @@ const struct config_row config_rows[] = {
             "GetQueueAttributes. At start, twiced then exits 1 with the reason (systemctl start "
             "fails; keep it below TimeoutStartSec); on reload, the running generation stays."},
     {ROW("", "pid_file", CONFIG_STR, C(pid_file)), .flags = CONFIG_UNSET,
-     .doc_default = "none (twiced -p FILE overrides it)",
+     .check = config_check_pid_file, .doc_default = "none (twiced -p FILE overrides it)",
      .doc = "The master writes its pid here (also with -d) and removes it when it exits; a "
             "second twiced refuses a pid file a running one holds. twiced -s reload|stop|quit "
             "signals the master it names. A relative path is taken from the configuration "
-            "file's directory. Changing it needs a restart."},
+            "file's directory. A symbolic link there is not followed: twiced -t and the start "
+            "refuse one, and a directory. Changing it needs a restart."},
     {ROW("", "max_message_bytes", CONFIG_INT, C(max_message_bytes)), .lo = 1024,
      .hi = SQS_MESSAGE_MAX_BYTES, .def = SQS_MESSAGE_MAX_BYTES,
      .doc = "Largest message body handled, in bytes. Larger bodies go to the dead-letter queue "

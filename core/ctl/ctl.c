@@ -17,6 +17,7 @@
 #include "idem.h"
 #include "s3.h"
 #include "sqs.h"
+#include "sqsname.h"
 #include "utf8.h"
 
 #include <errno.h>
@@ -252,8 +253,9 @@ ctl_queue(struct ctl *c, const char *name_or_url, int dlq)
     }
     for (size_t i = 0; i < cfg->nqueues; i++) {
         const struct config_queue *q = &cfg->queues[i];
-        if (strcmp(q->name, name_or_url) == 0 || strcmp(q->url, name_or_url) == 0 ||
-            (dlq && strcmp(q->dlq_url, name_or_url) == 0)) {
+        /* a URL as the console or another SDK writes it is the same queue */
+        if (strcmp(q->name, name_or_url) == 0 || sqs_queue_url_same(q->url, name_or_url) ||
+            (dlq && sqs_queue_url_same(q->dlq_url, name_or_url))) {
             return q;
         }
     }

@@ -152,11 +152,10 @@ key_show(struct ctl *c, int argc, char **argv)
     if (found < 0) {
         return ctl_fail("%s", err);
     }
-    if (found == 0) {
-        struct buf b = BUF_INIT;
-        rc = ctl_fail("key show: no key '%s' in table %s", esc(&b, argv[optind]), table_name(c));
-        buf_free(&b);
-        return rc;
+    if (found == 0) { /* the argument, not a key: cut as any repeated one */
+        char shown[CTL_ARG_SIZE];
+        return ctl_fail("key show: no key '%s' in table %s", ctl_arg(shown, argv[optind]),
+                        table_name(c));
     }
     if (c->json) {
         rc = ctl_print_json(record_json(&r));
@@ -275,11 +274,10 @@ key_forget(struct ctl *c, int argc, char **argv)
     }
     const char *key = argv[optind];
     struct buf b = BUF_INIT, o = BUF_INIT;
+    char shown[CTL_ARG_SIZE];
     if (!yes) {
-        rc = ctl_usage_error("key forget", "this lets the job of '%s' run again; add --yes",
-                             esc(&b, key));
-        buf_free(&b);
-        return rc;
+        return ctl_usage_error("key forget", "this lets the job of '%s' run again; add --yes",
+                               ctl_arg(shown, key));
     }
     struct idem_store *s = ctl_store_table(c, "key forget", "");
     struct idem_record r;
@@ -304,7 +302,7 @@ key_forget(struct ctl *c, int argc, char **argv)
     if (deleted < 0) {
         rc = ctl_fail("%s", err);
     } else if (deleted == 0) {
-        rc = ctl_fail("key forget: no key '%s' in table %s", esc(&b, key), table_name(c));
+        rc = ctl_fail("key forget: no key '%s' in table %s", ctl_arg(shown, key), table_name(c));
     } else {
         printf("forgot key %s: the next message with this key runs its job again\n", esc(&b, key));
         rc = CTL_OK;

@@ -37,6 +37,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -911,6 +912,23 @@ check_user(const struct config *c, struct diag *d)
     return 1;
 }
 
+/* twiced -t: pid_file must be one the start can use (pidfile_check: a
+ * directory or a symbolic link is refused there). 1 when it added a problem
+ * to d. */
+static int
+check_pid_file(const struct config *c, struct diag *d)
+{
+    char err[PATH_MAX + 256];
+    char *path = c->pid_file != NULL ? pidfile_configured(c->file, c->pid_file) : NULL;
+    int bad = path != NULL && pidfile_check(path, err, sizeof(err)) != 0;
+    if (bad) {
+        diag_add(d, c->pid_file_src != NULL ? c->pid_file_src : c->file, c->pid_file_line, "%s",
+                 err);
+    }
+    free(path);
+    return bad;
+}
+
 /* twiced -t: what does not fail the check but would surprise the operator
  * (tracing off in every worker), on stderr as "warning: ...". */
 static void
@@ -937,6 +955,9 @@ master_check(const char *path, int connect)
         rc = 1;
     }
     if (g != NULL && check_user(g->cfg, &d)) {
+        rc = 1;
+    }
+    if (g != NULL && check_pid_file(g->cfg, &d)) {
         rc = 1;
     }
     if (g != NULL && envcheck_aws(g->cfg, &d) > 0) {

@@ -73,6 +73,37 @@ take(int fd, const char *path, char *err, size_t errlen)
     return 1;
 }
 
+/* Why path cannot be opened (errno err): O_NOFOLLOW's ELOOP said plainly. */
+static const char *
+open_why(int err)
+{
+    return err == ELOOP ? "a symbolic link (twiced does not follow one here: set pid_file to "
+                          "the file it points to)"
+                        : cnum_strerror(err);
+}
+
+int
+pidfile_check(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    size_t n = strlen(path);
+    int why = 0;
+    if (n > 0 && path[n - 1] == '/') {
+        why = EISDIR;
+    } else if (lstat(path, &st) != 0) {
+        why = errno == ENOENT ? 0 : errno;
+    } else if (S_ISDIR(st.st_mode)) {
+        why = EISDIR;
+    } else if (S_ISLNK(st.st_mode)) {
+        why = ELOOP;
+    }
+    if (why != 0) {
+        snprintf(err, errlen, "pid_file %s: %s", path, open_why(why));
+        return -1;
+    }
+    return 0;
+}
+
 char *
 pidfile_absolute(const char *path)
 {
@@ -100,7 +131,7 @@ pidfile_acquire(const char *path, struct pidfile **out, char *err, size_t errlen
     for (int tries = 0; tries < 5; tries++) {
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0) {
-            snprintf(err, errlen, "pid_file %s: %s", path, cnum_strerror(errno));
+            snprintf(err, errlen, "pid_file %s: %s", path, open_why(errno));
             return -1;
         }
         struct stat held, now;

@@ -22,6 +22,15 @@ struct pidfile;
  */
 int pidfile_acquire(const char *path, struct pidfile **out, char *err, size_t errlen);
 
+/*
+ * twiced -t: -1 with err (as pidfile_acquire would say it) when path is one
+ * the start certainly refuses: a directory (or a name ending in /), a
+ * symbolic link (never followed), a path through a file. 0 otherwise, also
+ * when it does not exist yet (systemd makes its directory at the start).
+ * Creates, opens and locks nothing.
+ */
+int pidfile_check(const char *path, char *err, size_t errlen);
+
 /* Write the calling process's pid into it. 0, or -1 with err. */
 int pidfile_write(struct pidfile *p, char *err, size_t errlen);
 

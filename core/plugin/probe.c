@@ -30,9 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Progress lines start with '#': the parent uses them to name a plugin that
- * crashed the probe; every other line is a problem. The report goes to out,
- * never to stdout, which the plugin's own output may use. */
+/* Progress lines start with '#' ("#plugin NAME LINE FILE": names have no
+ * spaces): the parent uses them to name a plugin that crashed the probe, at
+ * its entry's FILE:LINE; every other line is a problem. The report goes to
+ * out, never to stdout, which the plugin's own output may use. */
 static int
 check_plugin(const struct config *c, const struct config_plugin *cp, int fd, FILE *out)
 {
@@ -45,7 +46,7 @@ check_plugin(const struct config *c, const struct config_plugin *cp, int fd, FIL
     if (fd < 0) {
         return 0; /* the master could not open it and has said why */
     }
-    fprintf(out, "#plugin %s\n", cp->name);
+    fprintf(out, "#plugin %s %d %s\n", cp->name, cp->line, file);
     fflush(out);
     if (loader_open_fd(cp->path, fd, &p.lp, NULL, err, sizeof(err)) != 0) {
         fprintf(out, "%s:%d: plugin '%s': %s\n", file, cp->line, cp->name, err);
@@ -228,6 +229,29 @@ reap_by(pid_t pid, time_t deadline, const sigset_t *stop_on, int *status)
     }
 }
 
+/* The plugin of the last progress line (current: "NAME LINE FILE", split
+ * in place) and where its entry is; path and 0 when the line says no more. */
+struct probe_at {
+    const char *name, *file;
+    int line;
+};
+
+static struct probe_at
+probe_at(char *current, const char *path)
+{
+    struct probe_at at = {current, path, 0};
+    char *sp = strchr(current, ' '), *end;
+    if (sp != NULL) {
+        *sp = '\0';
+        long line = strtol(sp + 1, &end, 10);
+        if (end != sp + 1 && *end == ' ' && line > 0 && line < 1000000000) {
+            at.line = (int) line;
+            at.file = end + 1;
+        }
+    }
+    return at;
+}
+
 int
 probe_run(const char *path, const char *text, size_t len, const int *plugin_fds, size_t nfds,
           int timeout, const sigset_t *stop_on, struct diag *d)
@@ -252,7 +276,7 @@ probe_run(const char *path, const char *text, size_t len, const int *plugin_fds,
         diag_add(d, NULL, 0, "cannot start the plugin check: %s", err);
         return -1;
     }
-    char current[128] = "";
+    char current[4096 + 128] = "";
     size_t before = d->n;
     time_t deadline = time(NULL) + timeout;
     int status = 0;
@@ -269,15 +293,18 @@ probe_run(const char *path, const char *text, size_t len, const int *plugin_fds,
     if (waited > 0) {
         return 1;
     }
+    struct probe_at at = probe_at(current, path);
     if (waited < 0) {
-        diag_add(d, path, 0, "plugin '%s': the check did not finish within %ds (init hangs?)",
-                 current, timeout);
+        diag_add(d, at.file, at.line,
+                 "plugin '%s': the check did not finish within %ds (init hangs?)", at.name,
+                 timeout);
     } else if (WIFSIGNALED(status)) {
-        diag_add(d, path, 0, "plugin '%s': crashed the check with signal %d (%s)", current,
-                 WTERMSIG(status), cnum_strsignal(WTERMSIG(status)));
+        diag_add(d, at.file, at.line, "plugin '%s': crashed the check with signal %d (%s)",
+                 at.name, WTERMSIG(status), cnum_strsignal(WTERMSIG(status)));
     } else if (WEXITSTATUS(status) != 0 && d->n == before && current[0] != '\0') {
-        diag_add(d, path, 0, "plugin '%s': exited the check with code %d (exit() in its init?)",
-                 current, WEXITSTATUS(status));
+        diag_add(d, at.file, at.line,
+                 "plugin '%s': exited the check with code %d (exit() in its init?)", at.name,
+                 WEXITSTATUS(status));
     } else if (WEXITSTATUS(status) != 0 && d->n == before) {
         diag_add(d, path, 0, "plugin check failed with exit code %d", WEXITSTATUS(status));
     }

@@ -7,6 +7,7 @@
 #include "ascii.h"
 #include "url.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /*
@@ -60,4 +61,66 @@ sqs_queue_url_problem(const char *url)
                "a FIFO queue)";
     }
     return NULL;
+}
+
+/* url's scheme and host[:port] in the form sqs_queue_url_same compares, into
+ * out (cap bytes): lowercase, without a default port, the legacy AWS host as
+ * the current one. *path is set to the rest (from its first '/'). 0, or -1
+ * when it has no scheme or does not fit (then compared as written: the
+ * checks may compare a URL that was refused already). */
+static int
+queue_url_origin(const char *url, char *out, size_t cap, const char **path)
+{
+    const char *host = strstr(url, "://");
+    if (host == NULL) {
+        return -1;
+    }
+    host += 3;
+    *path = host + strcspn(host, "/");
+    size_t n = (size_t) (*path - url);
+    if (n >= cap) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        out[i] = (char) ascii_tolower((unsigned char) url[i]);
+    }
+    out[n] = '\0';
+    static const char *const defaults[] = {"http://", ":80", "https://", ":443"};
+    for (size_t i = 0; i < 4; i += 2) {
+        size_t s = strlen(defaults[i]), p = strlen(defaults[i + 1]);
+        if (strncmp(out, defaults[i], s) == 0 && n > s + p &&
+            strcmp(out + n - p, defaults[i + 1]) == 0) {
+            out[n -= p] = '\0';
+        }
+    }
+    const char *h = strstr(out, "://") + 3;
+    static const char legacy[] = ".queue.amazonaws.com";
+    size_t hl = strlen(h), ll = strlen(legacy);
+    char region[64];
+    if (strcmp(h, "queue.amazonaws.com") == 0) {
+        snprintf(region, sizeof(region), "us-east-1");
+    } else if (hl > ll && hl - ll < sizeof(region) && strcmp(h + hl - ll, legacy) == 0 &&
+               memchr(h, '.', hl - ll) == NULL) {
+        snprintf(region, sizeof(region), "%.*s", (int) (hl - ll), h);
+    } else {
+        return 0;
+    }
+    size_t scheme = (size_t) (h - out);
+    if (snprintf(out + scheme, cap - scheme, "sqs.%s.amazonaws.com", region) >=
+        (int) (cap - scheme)) {
+        return -1;
+    }
+    return 0;
+}
+
+int
+sqs_queue_url_same(const char *a, const char *b)
+{
+    char oa[512], ob[512];
+    const char *pa, *pb;
+    if (queue_url_origin(a, oa, sizeof(oa), &pa) != 0 ||
+        queue_url_origin(b, ob, sizeof(ob), &pb) != 0) {
+        return strcmp(a, b) == 0;
+    }
+    return strcmp(oa, ob) == 0 && strcmp(pa, pb) == 0;
 }

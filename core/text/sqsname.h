@@ -24,4 +24,13 @@ int sqs_attr_name_ok(const char *name, size_t n);
  * of A-Z a-z 0-9 _ -, with .fifo for a FIFO queue). */
 const char *sqs_queue_url_problem(const char *url);
 
+/*
+ * 1 when the queue URLs a and b (both passing sqs_queue_url_problem) name the
+ * same queue as far as their text tells: the scheme and host compared without
+ * case, a default port (:80 for http, :443 for https) as if left out, AWS's
+ * legacy host REGION.queue.amazonaws.com (queue.amazonaws.com: us-east-1) as
+ * sqs.REGION.amazonaws.com, and the path exactly (queue names have case).
+ */
+int sqs_queue_url_same(const char *a, const char *b);
+
 #endif

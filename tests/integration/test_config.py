@@ -78,6 +78,40 @@ queues = ( { name = "q"; url = "http://127.0.0.1:1/0/q"; dlq_url = "http://127.0
                          % re.escape(path))
         self.assertNotIn("OK", r.stdout)
 
+    def test_a_pid_file_the_start_refuses_fails_the_check_at_its_line(self):
+        """`twiced -t` said OK to `pid_file = "/run/twice"` (the directory) and to a
+        symbolic link, and then twiced refused to start ("not starting: pid_file
+        /run/twice: Is a directory"). A pid file not there yet is fine: systemd makes
+        /run/twice at the start."""
+        path = self.write(self.base().encode())
+        top = os.path.dirname(path)
+        os.mkdir(os.path.join(top, "run"))
+        os.symlink(os.path.join(top, "elsewhere.pid"), os.path.join(top, "link.pid"))
+        cases = [('"run"', "%s/run: Is a directory" % top),
+                 ('"run/"', "%s/run/: Is a directory" % top),
+                 ('"link.pid"', "%s/link.pid: a symbolic link (twiced does not follow one"
+                  % top),
+                 ('"twice.conf/x.pid"', "%s/twice.conf/x.pid: Not a directory" % top)]
+        for value, why in cases:
+            with open(path, "w") as f:
+                f.write(self.base() + "pid_file = %s;\n" % value)
+            r = self.check(path)
+            self.assertEqual(r.returncode, 1, value + r.stdout + r.stderr)
+            self.assertIn("%s:5: pid_file %s" % (path, why), r.stderr, value)
+            self.assertNotIn("OK", r.stdout)
+        # In an included file, its line there; a file still to be made is fine.
+        inc = os.path.join(top, "pid.inc")
+        with open(inc, "w") as f:
+            f.write('workers = 1;\npid_file = "run";\n')
+        with open(path, "w") as f:
+            f.write(self.base() + '@include "pid.inc"\n')
+        r = self.check(path)
+        self.assertIn("%s:2: pid_file %s/run: Is a directory" % (inc, top), r.stderr)
+        with open(inc, "w") as f:
+            f.write('pid_file = "run/twiced.pid";\n')
+        r = self.check(path)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
     def test_the_region_and_endpoints_of_the_environment_are_checked(self):
         """A region from AWS_REGION or the profile, and an endpoint from AWS_ENDPOINT_URL*,
         passed `twiced -t` unread and failed every worker's first request as a signing or

@@ -347,6 +347,11 @@ class Ctl(twicetest.TwiceTestCase):
         st = json.loads(self.ctl(d, "status", "--json").stdout)
         self.assertEqual(st, [{"queue": "status", "url": url, "visible": 2, "in_flight": 1,
                                "delayed": 1, "dlq_url": dlq, "dlq": 2, "paused": None}])
+        # The queue's URL written another way (the scheme's and host's case) is
+        # that queue, as twiced -t takes it; it was "no queue named ...".
+        other = url.replace("http://", "HTTP://", 1)
+        self.assertEqual(self.ctl(d, "status", other).stdout.splitlines()[1].split()[0],
+                         "status")
 
     # ------------------------------------------------------------------ dlq
 
@@ -791,6 +796,15 @@ class Ctl(twicetest.TwiceTestCase):
         r = self.ctl(d, "status", "Q" * 100000, code=1)
         self.assertIn("no queue named '%s...'" % ("Q" * 200), r.stderr)
         self.assertLess(len(r.stderr), 1000)
+        # So is a key that is not there (one pasted with the rest of a log line):
+        # key show and key forget printed all 100 kB back.
+        with open(os.path.join(self.env.source_dir, "etc", "schema.sql")) as f:
+            self.pg.query(dsn, f.read())
+        for args, code in ((("key", "show"), 1), (("key", "forget"), 2),
+                           (("key", "forget", "--yes"), 1)):
+            r = self.ctl(d, *(args + ("K" * 100000,)), code=code)
+            self.assertIn("'%s...'" % ("K" * 200), r.stderr, args)
+            self.assertLess(len(r.stderr), 1000, args)
 
     # ------------------------------------------------------------------ plugins
 

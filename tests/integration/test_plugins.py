@@ -365,11 +365,15 @@ class BundledPlugins(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
         self.assertIn("hello from init", r.stderr)
         self.assertNotIn("hello from init", r.stdout)
 
-        d, _, _ = self.blame_config('    exit = 3;')
-        r = d.check_config()
-        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertIn("%s: plugin 'blamer': exited the check with code 3" % d.config_path,
-                      r.stdout + r.stderr)
+        # At the plugin entry's FILE:LINE, an @include'd file's too (it said only
+        # the main file, without a line).
+        for include in (None, "blamer.inc"):
+            d, path, text = self.blame_config('    exit = 3;', include=include)
+            line = text[:text.index('{ name = "blamer"')].count("\n") + 1
+            r = d.check_config()
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("%s:%d: plugin 'blamer': exited the check with code 3"
+                          % (path, line), r.stdout + r.stderr)
 
     def check_sync_refused(self, settings, setting, want):
         """sync with these settings is refused for setting SETTING with WANT at the line

@@ -693,6 +693,47 @@ test_queue_rules(void)
     expect_one("queues = ( { name = \"s\"; url = \"http://h/0/s\";\n"
                "  dlq_url = \"http://h/0/s\"; plugin = \"welcome-email\"; } );\n",
                "dlq_url", "queue 's': dlq_url: must be another queue than url");
+    /* One queue written two ways is still one queue: the host's case, a
+     * default port, AWS's legacy host. Each went through and both entries
+     * polled it, its messages going to either entry's plugin. */
+    static const char *const same[][2] = {
+        {"https://sqs.eu-west-1.amazonaws.com/1/a", "HTTPS://SQS.EU-WEST-1.amazonaws.com/1/a"},
+        {"https://sqs.eu-west-1.amazonaws.com/1/a", "https://sqs.eu-west-1.amazonaws.com:443/1/a"},
+        {"http://h/1/a", "http://H:80/1/a"},
+        {"https://sqs.eu-west-1.amazonaws.com/1/a", "https://eu-west-1.queue.amazonaws.com/1/a"},
+        {"https://sqs.us-east-1.amazonaws.com/1/a", "https://queue.amazonaws.com/1/a"},
+    };
+    char text[1024];
+    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+        snprintf(text, sizeof(text),
+                 "queues = ( { name = \"a\"; url = \"%s\"; dlq_url = \"http://h/1/d\";\n"
+                 "  plugin = \"welcome-email\"; },\n"
+                 "  { name = \"b\"; url = \"%s\"; dlq_url = \"http://h/1/d\";\n"
+                 "  plugin = \"welcome-email\"; } );\n",
+                 same[i][0], same[i][1]);
+        expect_one(text, "{ name = \"b\"",
+                   "queue 'b': url: queue 'a' (line 4) polls it already; to send one queue's "
+                   "messages to several plugins, use route_by and routes");
+        snprintf(text, sizeof(text),
+                 "queues = ( { name = \"s\"; url = \"%s\";\n"
+                 "  dlq_url = \"%s\"; plugin = \"welcome-email\"; } );\n",
+                 same[i][0], same[i][1]);
+        expect_one(text, "dlq_url", "queue 's': dlq_url: must be another queue than url");
+    }
+    /* Other queues: another region, another port, a name in another case. */
+    static const char *const other[][2] = {
+        {"https://sqs.eu-west-1.amazonaws.com/1/a", "https://sqs.us-east-1.amazonaws.com/1/a"},
+        {"http://h/1/a", "http://h:8080/1/a"},
+        {"http://h:80/1/a", "https://h:80/1/a"},
+        {"https://sqs.eu-west-1.amazonaws.com/1/a", "https://sqs.eu-west-1.amazonaws.com/1/A"},
+    };
+    for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+        snprintf(text, sizeof(text),
+                 "queues = ( { name = \"s\"; url = \"%s\";\n"
+                 "  dlq_url = \"%s\"; plugin = \"welcome-email\"; } );\n",
+                 other[i][0], other[i][1]);
+        expect_ok(text);
+    }
     expect_one("queues = ( { url = \"http://h/0/s\";\n"
                "  dlq_url = \"http://h/0/s-dlq\"; plugin = \"welcome-email\"; } );\n",
                "{ url", "queue 1: missing required setting 'name'");
