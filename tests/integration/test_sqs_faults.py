@@ -107,6 +107,28 @@ class SqsFaults(twicetest.TwiceTestCase):
                              message="the message in the cut answer did not come back")
         self.assertEqual(self.distinct_effects(dsn), (0, 0), "it never ran")
 
+    def long_job_behind_proxy(self, prefix, concurrency, sleep_ms):
+        """twiced running effect_file on a new queue pair (visibility 4 s) through a
+        FaultProxy, with one job that sleeps sleep_ms already running. Returns (proxy,
+        url, dlq, effects file, metrics port, twiced)."""
+        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
+        self.addCleanup(proxy.close)
+        url, dlq = self.queue_pair(prefix)
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        port = tc.free_port()
+        conf = tc.config(self.env, self.new_database(prefix),
+                         [tc.queue("jobs", url, dlq, "effect-file", concurrency=concurrency,
+                                   visibility_timeout=4, wait_time=1)],
+                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)], workers=1, metrics_port=port,
+                         endpoint=proxy.endpoint)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        self.sqs.send(url, json.dumps({"id": "long", "sleep_ms": sleep_ms}))
+        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight")
+                             == 1, timeout=15, message="the long job never started")
+        return proxy, url, dlq, effects, port, d
+
     def test_a_delete_that_hangs_does_not_hold_up_the_heartbeat(self):
         # A job runs longer than its visibility timeout (4 s) when SQS stops answering
         # the acknowledger's DeleteMessageBatch of another job (a black-holed
@@ -118,22 +140,7 @@ class SqsFaults(twicetest.TwiceTestCase):
         # spare; the delete is tried again after the heartbeat has run. Then SQS
         # refuses the heartbeat's extensions entry by entry (HTTP 200, Failed), as past
         # a message's 12 hours: that used to go unsaid.
-        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
-        self.addCleanup(proxy.close)
-        url, dlq = self.queue_pair("hangdel")
-        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
-        port = tc.free_port()
-        conf = tc.config(self.env, self.new_database("hangdel"),
-                         [tc.queue("jobs", url, dlq, "effect-file", concurrency=3,
-                                   visibility_timeout=4, wait_time=1)],
-                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
-                                    file=effects)], workers=1, metrics_port=port,
-                         endpoint=proxy.endpoint)
-        d = self.start_twiced(conf)
-        d.wait_log(r"ready: generation 1", timeout=20)
-        self.sqs.send(url, json.dumps({"id": "long", "sleep_ms": 20000}))
-        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight")
-                             == 1, timeout=15, message="the long job never started")
+        proxy, url, dlq, effects, port, d = self.long_job_behind_proxy("hangdel", 3, 20000)
         proxy.hang(only="DeleteMessageBatch")
         self.sqs.send(url, json.dumps({"id": "short"}))
         twicetest.wait_until(lambda: proxy.seen["hang"] > 0, timeout=15,
@@ -163,22 +170,7 @@ class SqsFaults(twicetest.TwiceTestCase):
         # 11 s without the heartbeat, so the long job's message came back, its lease
         # lapsed and it ran a second time beside the first. The heartbeat now looks
         # between the calls.
-        proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
-        self.addCleanup(proxy.close)
-        url, dlq = self.queue_pair("slowpass")
-        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
-        port = tc.free_port()
-        conf = tc.config(self.env, self.new_database("slowpass"),
-                         [tc.queue("jobs", url, dlq, "effect-file", concurrency=10,
-                                   visibility_timeout=4, wait_time=1)],
-                         [tc.plugin("effect-file", tc.test_plugin(self.env, "effect_file"),
-                                    file=effects)], workers=1, metrics_port=port,
-                         endpoint=proxy.endpoint)
-        d = self.start_twiced(conf)
-        d.wait_log(r"ready: generation 1", timeout=20)
-        self.sqs.send(url, json.dumps({"id": "long", "sleep_ms": 12000}))
-        twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight")
-                             == 1, timeout=15, message="the long job never started")
+        proxy, url, dlq, effects, port, d = self.long_job_behind_proxy("slowpass", 10, 12000)
         proxy.slow("SendMessage", 1.2)
         self.sqs.send_batch(url, [json.dumps({"id": "r%d" % i, "reject": True})
                                   for i in range(9)])
