@@ -149,6 +149,9 @@ error_reason(const char *xml, const char *end, char *why, size_t whylen)
     const char *e_end = NULL, *e = element(xml, end, "Error", &e_end);
     char *code = e != NULL ? element_text(e, e_end, "Code") : NULL;
     char *msg = e != NULL ? element_text(e, e_end, "Message") : NULL;
+    if (msg != NULL) {
+        sigv4_cut_quoted_signing(msg); /* its session token, were it quoted */
+    }
     int has_msg = msg != NULL && msg[0] != '\0';
 
     if (code != NULL && code[0] != '\0') {

@@ -1,7 +1,8 @@
 /*
  * sigv4.c - AWS Signature Version 4 for the Authorization header (sigv4.h).
  * Pure computation with OpenSSL; not for presigned URLs, SigV4a or
- * S3's chunked payload signing, and it never reads the clock.
+ * S3's chunked payload signing, and it never reads the clock. Also what
+ * AWS quotes back of a signature it refused, cut before it reaches a log.
  */
 #include "sigv4.h"
 
@@ -586,5 +587,27 @@ sigv4_amz_date(long long t, char out[17])
 
     if (gmtime_r(&tt, &tm) == NULL || strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm) != 16) {
         out[0] = '\0';
+    }
+}
+
+void
+sigv4_cut_quoted_signing(char *message)
+{
+    static const char *const quotes[] = {"The Canonical String for this request",
+                                         "The String-to-Sign",
+                                         "StringToSign",
+                                         "CanonicalRequest",
+                                         "x-amz-security-token",
+                                         "X-Amz-Security-Token",
+                                         NULL};
+    for (size_t i = 0; quotes[i] != NULL; i++) {
+        char *at = strstr(message, quotes[i]);
+        if (at != NULL) {
+            *at = '\0';
+        }
+    }
+    size_t n = strlen(message);
+    while (n > 0 && (message[n - 1] == '\n' || message[n - 1] == ' ' || message[n - 1] == '\r')) {
+        message[--n] = '\0';
     }
 }

@@ -86,4 +86,12 @@ int sigv4_authorization_cached(const struct sigv4_request *r, const struct creds
 /* "YYYYMMDDTHHMMSSZ" for t (UTC) into out[17]. */
 void sigv4_amz_date(long long t, char out[17]);
 
+/* Cut, in place, an AWS error message where it quotes the canonical request
+ * or the string to sign it expected (a SignatureDoesNotMatch of AWS's older
+ * front ends, or of a proxy that signs in between), and the blank space
+ * before the quote: the quoted headers hold the session token
+ * (x-amz-security-token), which must not reach a log line. For SQS's and
+ * STS's errors alike. */
+void sigv4_cut_quoted_signing(char *message);
+
 #endif

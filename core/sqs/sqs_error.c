@@ -8,6 +8,7 @@
 #include "backoff.h"
 #include "cnum.h"
 #include "http.h"
+#include "sigv4.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -79,33 +80,6 @@ sqs_error_classify(struct sqs_error *e)
     e->retryable = e->throttled || transient;
 }
 
-/* A SignatureDoesNotMatch (AWS's older front ends, a proxy signing in between)
- * may quote the canonical request and the string to sign it expected: their
- * headers hold the session token (x-amz-security-token), which would reach
- * the log with the message. Cut the message where that quote begins, and the
- * blank lines before it. */
-static void
-sqs_error_cut_signing_text(char *message)
-{
-    static const char *const quotes[] = {"The Canonical String for this request",
-                                         "The String-to-Sign",
-                                         "StringToSign",
-                                         "CanonicalRequest",
-                                         "x-amz-security-token",
-                                         "X-Amz-Security-Token",
-                                         NULL};
-    for (size_t i = 0; quotes[i] != NULL; i++) {
-        char *at = strstr(message, quotes[i]);
-        if (at != NULL) {
-            *at = '\0';
-        }
-    }
-    size_t n = strlen(message);
-    while (n > 0 && (message[n - 1] == '\n' || message[n - 1] == ' ' || message[n - 1] == '\r')) {
-        message[--n] = '\0';
-    }
-}
-
 /* "com.amazonaws.sqs#QueueDoesNotExist:http://..." -> "QueueDoesNotExist" */
 static void
 sqs_error_code_from_type(const char *type, char *out, size_t len)
@@ -152,7 +126,7 @@ sqs_parse_error(long status, const char *body, size_t len, const char *query_err
     }
     if (msg != NULL) {
         snprintf(e->message, sizeof e->message, "%s", msg);
-        sqs_error_cut_signing_text(e->message);
+        sigv4_cut_quoted_signing(e->message);
     }
     if (query_error != NULL) {
         size_t n = strcspn(query_error, ";");

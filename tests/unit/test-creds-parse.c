@@ -165,6 +165,19 @@ test_sts_errors(void)
 
     CHECK_INT(creds_sts_parse(err, strlen(err), "web-identity", &c, why, sizeof(why)), 0);
     CHECK_STR(why, "InvalidIdentityToken: Incorrect token audience & issuer");
+    /* A SignatureDoesNotMatch that quotes the canonical request: its
+     * headers hold the session token, which must not reach the log. */
+    const char *quoted = "<ErrorResponse><Error><Code>SignatureDoesNotMatch</Code><Message>The "
+                         "request signature we calculated does not match.\n\nThe Canonical "
+                         "String for this request should have been\n'POST\n/\n\n"
+                         "x-amz-security-token:SECRETTOKEN\n'</Message></Error></ErrorResponse>";
+    CHECK_INT(creds_sts_parse(quoted, strlen(quoted), "assume-role", &c, why, sizeof(why)), 0);
+    CHECK_STR(why, "SignatureDoesNotMatch: The request signature we calculated does not match.");
+    const char *token_only = "<ErrorResponse><Error><Code>SignatureDoesNotMatch</Code><Message>"
+                             "x-amz-security-token:SECRETTOKEN</Message></Error></ErrorResponse>";
+    CHECK_INT(creds_sts_parse(token_only, strlen(token_only), "assume-role", &c, why, sizeof(why)),
+              0);
+    CHECK(strstr(why, "SECRETTOKEN") == NULL);
     CHECK_INT(creds_sts_parse(partial, strlen(partial), "web-identity", &c, why, sizeof(why)), 0);
     CHECK_CONTAINS(why, "lack AccessKeyId, SecretAccessKey, SessionToken or Expiration");
     CHECK_INT(creds_sts_parse(badent, strlen(badent), "web-identity", &c, why, sizeof(why)), 0);
