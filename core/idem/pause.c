@@ -31,13 +31,19 @@ pause_sql(struct idem_store *s, const char *tmpl, int nparams, const char *const
 /* Look first: CREATE TABLE IF NOT EXISTS needs CREATE on the schema even
  * when the table is there, and a DBA may give twiced's role none once the
  * tables exist (etc/schema.sql applied by their owner). 1 when the table is
- * there, 0 when not, -1 with err. */
+ * there, 0 when not, -1 with err (naming the pause table). */
 static int
 pause_table_exists(struct idem_store *s, char *err, size_t errlen)
 {
     const char *params[] = {idem_pause_table(s)};
-    return idem_ask(s, "SELECT to_regclass($1) IS NOT NULL", 1, params, "look for the pause table",
-                    err, errlen);
+    PGresult *res = pause_sql(s, "SELECT to_regclass($1) IS NOT NULL", 1, params, PGRES_TUPLES_OK,
+                              "look for the pause table", err, errlen);
+    if (res == NULL) {
+        return -1;
+    }
+    int yes = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    return yes;
 }
 
 int
