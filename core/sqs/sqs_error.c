@@ -244,6 +244,8 @@ sqs_error_hint(const struct sqs_error *e, const char *action, char *out, size_t 
     static const char *const md5[] = {"BodyMD5Mismatch", "AttributesMD5Mismatch", NULL};
     static const char *const skew[] = {"RequestExpired", "RequestTimeTooSkewed", NULL};
     static const char *const token[] = {"ExpiredToken", "ExpiredTokenException", NULL};
+    /* reached, then cut: not a question of reachability (http.c's names) */
+    static const char *const broken[] = {"SendError", "RecvError", "EmptyReply", NULL};
     int expired = strstr(e->message, "Signature expired") != NULL ||
                   strstr(e->message, "Signature not yet current") != NULL || sqs_error_is(e, skew);
     out[0] = '\0';
@@ -278,6 +280,10 @@ sqs_error_hint(const struct sqs_error *e, const char *action, char *out, size_t 
         snprintf(out, len,
                  "the endpoint's certificate is not trusted: check aws.ca_file, or "
                  "the system CA store");
+    } else if (sqs_error_is(e, broken)) {
+        snprintf(out, len,
+                 "the connection broke mid-call: the endpoint restarting, or a proxy or "
+                 "load balancer ending it; twice tries again");
     } else if (e->transport && strcmp(e->code, "Cancelled") != 0 &&
                strcmp(e->code, "TooLarge") != 0) {
         snprintf(out, len, "is the endpoint reachable?");

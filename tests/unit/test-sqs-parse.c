@@ -111,6 +111,11 @@ test_transient(void)
     sqs_error_describe(&e, "ReceiveMessage", text, sizeof text);
     CHECK_STR(text, "ReceiveMessage: CouldNotConnect: http://127.0.0.1:9: Failed to connect "
                     "(is the endpoint reachable?)");
+    sqs_error_transport(&e, "RecvError", "Connection reset by peer", 1);
+    sqs_error_describe(&e, "DeleteMessageBatch", text, sizeof text);
+    CHECK_STR(text, "DeleteMessageBatch: RecvError: Connection reset by peer (the connection "
+                    "broke mid-call: the endpoint restarting, or a proxy or load balancer "
+                    "ending it; twice tries again)");
     sqs_error_transport(&e, "Cancelled", "cancelled", 0);
     CHECK_INT(e.retryable, 0);
     sqs_error_describe(&e, "ReceiveMessage", text, sizeof text);
