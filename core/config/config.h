@@ -184,6 +184,8 @@ struct config {
         char *s3_endpoint; /* NULL: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, then AWS's */
         char *profile;     /* NULL: AWS_PROFILE or "default" */
         char *ca_file;     /* NULL: the system CA store */
+        char *ca_file_src; /* where it is set (NULL when not set) */
+        int ca_file_line;  /* its line, 0 when not set */
     } aws;
 
     struct {

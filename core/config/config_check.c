@@ -84,6 +84,15 @@ config_check_pid_file(struct config_at *at)
     return 0;
 }
 
+/* aws.ca_file: absolute from the configuration's directory, and where it
+ * is set, so that twiced -t can point at the line if it cannot be read. */
+int
+config_check_ca_file(struct config_at *at)
+{
+    note_where(at, &at->c->aws.ca_file_src, &at->c->aws.ca_file_line);
+    return config_check_rel_path(at);
+}
+
 /* log.file: absolute from the configuration's directory, and where it is
  * set, so that twiced -t can point at the line if it cannot be written. */
 int

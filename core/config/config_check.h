@@ -14,6 +14,7 @@ config_check_fn config_check_rel_path;
 config_check_fn config_check_user;
 config_check_fn config_check_pid_file;
 config_check_fn config_check_log_file;
+config_check_fn config_check_ca_file;
 config_check_fn config_check_http_url;
 config_check_fn config_check_sqs_endpoint;
 config_check_fn config_check_s3_endpoint;

@@ -182,6 +182,7 @@ config_free(struct config *c)
     free(c->dir);
     free(c->user_file);
     free(c->pid_file_src);
+    free(c->aws.ca_file_src);
     free(c->log.file_src);
     free(c->idempotency.table_src);
     free(c->idempotency.dsn_src);

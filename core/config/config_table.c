@@ -150,7 +150,7 @@ const struct config_row config_rows[] = {
      .doc_default = "AWS_PROFILE, then \"default\"",
      .doc = "Profile of the shared config and credentials files."},
     {ROW("aws", "ca_file", CONFIG_STR, C(aws.ca_file)), .flags = CONFIG_UNSET,
-     .check = config_check_rel_path, .doc_default = "the system CA store",
+     .check = config_check_ca_file, .doc_default = "the system CA store",
      .doc = "CA bundle for TLS. A relative path is taken from the configuration file's "
             "directory."},
 

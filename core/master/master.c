@@ -45,6 +45,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define RESPAWN_BASE_MS  500   /* first respawn delay */
@@ -929,6 +930,38 @@ check_pid_file(const struct config *c, struct diag *d)
     return bad;
 }
 
+/* twiced -t: aws.ca_file must be a file twiced can read; with a missing one
+ * (or a directory) every https call to AWS fails its certificate check and
+ * the workers never become ready. Checked here, not at every load: a bundle
+ * being replaced as a worker starts must not stop it. 1 when it added a
+ * problem to d. */
+static int
+check_ca_file(const struct config *c, struct diag *d)
+{
+    const char *path = c->aws.ca_file;
+    if (path == NULL) {
+        return 0;
+    }
+    const char *why = NULL;
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        why = cnum_strerror(errno);
+    } else if (fstat(fd, &st) != 0) {
+        why = cnum_strerror(errno);
+    } else if (!S_ISREG(st.st_mode)) {
+        why = "not a regular file";
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (why != NULL) {
+        diag_add(d, c->aws.ca_file_src != NULL ? c->aws.ca_file_src : c->file, c->aws.ca_file_line,
+                 "aws.ca_file %s: %s (no https endpoint could be verified)", path, why);
+    }
+    return why != NULL;
+}
+
 /* twiced -t: what does not fail the check but would surprise the operator
  * (tracing off in every worker), on stderr as "warning: ...". */
 static void
@@ -958,6 +991,9 @@ master_check(const char *path, int connect)
         rc = 1;
     }
     if (g != NULL && check_pid_file(g->cfg, &d)) {
+        rc = 1;
+    }
+    if (g != NULL && check_ca_file(g->cfg, &d)) {
         rc = 1;
     }
     if (g != NULL && envcheck_aws(g->cfg, &d) > 0) {

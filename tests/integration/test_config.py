@@ -112,6 +112,30 @@ queues = ( { name = "q"; url = "http://127.0.0.1:1/0/q"; dlq_url = "http://127.0
         r = self.check(path)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
+    def test_a_ca_file_twiced_cannot_read_fails_the_check_at_its_line(self):
+        """aws.ca_file naming a file not there, or a directory, passed `twiced -t`;
+        then every https call to AWS failed its certificate check and the workers
+        never became ready. A relative path is taken from the file's directory."""
+        path = self.write(self.base().encode())
+        top = os.path.dirname(path)
+        os.mkdir(os.path.join(top, "certs"))
+        with open(os.path.join(top, "ca.pem"), "w") as f:
+            f.write("-----BEGIN CERTIFICATE-----\n")  # read by libcurl, not by the check
+        cases = [('"missing.pem"', "%s/missing.pem: No such file or directory" % top),
+                 ('"certs"', "%s/certs: not a regular file" % top)]
+        for value, why in cases:
+            with open(path, "w") as f:
+                f.write(self.base() + "aws = { ca_file = %s; };\n" % value)
+            r = self.check(path)
+            self.assertEqual(r.returncode, 1, value + r.stdout + r.stderr)
+            self.assertIn("%s:5: aws.ca_file %s (no https endpoint could be verified)"
+                          % (path, why), r.stderr, value)
+            self.assertNotIn("OK", r.stdout)
+        with open(path, "w") as f:
+            f.write(self.base() + 'aws = { ca_file = "ca.pem"; };\n')
+        r = self.check(path)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
     def test_the_region_and_endpoints_of_the_environment_are_checked(self):
         """A region from AWS_REGION or the profile, and an endpoint from AWS_ENDPOINT_URL*,
         passed `twiced -t` unread and failed every worker's first request as a signing or
