@@ -620,8 +620,8 @@ class Guard(twicetest.TwiceTestCase):
             self.pg.query(self.env.pg_dsn, "SELECT count(pg_terminate_backend(pid)) FROM "
                                            "pg_stat_activity WHERE datname = %s", (db,))
 
+        mark = d.mark()  # before: a receiver may meet it at once, reconnecting
         failover(True)
-        mark = d.mark()
         self.sqs.send_batch(url, [json.dumps({"id": "ro-%d" % i}) for i in range(3)])
         # A receiver may meet it at a claim, or (its connection ended while it waited on
         # SQS) at its reconnect, before it receives.
@@ -682,8 +682,9 @@ class Guard(twicetest.TwiceTestCase):
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
 
-        def refused(state, batch, until_fixed, fix, readyz=False):
-            mark = d.mark()
+        def refused(mark, state, batch, until_fixed, fix, readyz=False):
+            # mark: taken before the refusal was set up, which a receiver may meet at once
+            # (its first connection's claim check, before it has received at all)
             self.sqs.send_batch(url, [json.dumps({"id": "%s-%d" % (state, i)})
                                       for i in range(3)])
             d.wait_log(r"error .*queue refused: the idempotency store refuses claims "
@@ -696,8 +697,9 @@ class Guard(twicetest.TwiceTestCase):
             if readyz:  # once no receive is recent (2 x (wait_time + 3 s)), it says why
                 # (a store check of the master's slowed by a loaded machine may speak first
                 # for a while: it is the cause that must come)
-                why = (r"queue refused: no successful receive for \d+s \(limit 8s\); the "
-                       r"idempotency store refuses its claims \(SQLSTATE %s\)\n" % state)
+                why = (r"queue refused(: no successful receive for \d+s \(limit 8s\)| has "
+                       r"not received yet); the idempotency store refuses its claims "
+                       r"\(SQLSTATE %s\)\n" % state)
                 seen = []
                 try:
                     twicetest.wait_until(lambda: (lambda r: seen.append(r) or r[0] == 503 and
@@ -714,13 +716,15 @@ class Guard(twicetest.TwiceTestCase):
                 twicetest.wait_until(lambda: tc.http_status(port, "/readyz")[0] == 200,
                                      timeout=20, message="/readyz did not say ready again")
 
+        mark = d.mark()
         self.pg.query(dsn, "REVOKE INSERT, UPDATE ON twice_idempotency FROM %s" % role)
-        refused("42501", 0, r"permission denied for table twice_idempotency \(grant the role "
+        refused(mark, "42501", 0, r"permission denied for table twice_idempotency \(grant the role "
                             r"SELECT, INSERT, UPDATE, DELETE on the tables",
                 lambda: self.pg.query(dsn, "GRANT INSERT, UPDATE ON twice_idempotency TO %s"
                                       % role), readyz=True)
 
         # A setting for the role reaches new connections: the DBA's, and the fix alike.
+        mark = d.mark()
         self.pg.query(self.env.pg_dsn, "ALTER ROLE %s SET statement_timeout = 300" % role)
         locker = self.pg.connect(dsn)
         self.addCleanup(locker.close)
@@ -732,7 +736,7 @@ class Guard(twicetest.TwiceTestCase):
             locker.cursor().execute("ROLLBACK")
             self.pg.query(self.env.pg_dsn, "ALTER ROLE %s RESET statement_timeout" % role)
 
-        refused("57014", 3, r"canceling statement due to statement timeout \(cut short by a "
+        refused(mark, "57014", 3, r"canceling statement due to statement timeout \(cut short by a "
                             r"statement_timeout", unlock)
         self.wait_empty(url)
         self.assertEqual(self.distinct_effects(dsn), (6, 6), "each ran once")
