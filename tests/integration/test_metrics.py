@@ -406,7 +406,9 @@ class OldestAge(twicetest.TwiceTestCase):
         tc.wait_metric(port, "twice_messages_received_total", 1, queue="jobs")
         twicetest.wait_until(lambda: self.oldest(port), timeout=5, interval=0.05,
                              message="the received message's age never showed")
-        self.assert_tracks(port, sent_at, 5)
+        # ahead up to 1 s: CI's ASan stage (four tests at once on two cores) read it
+        # 0.61 s ahead once; the gauge is the master's reading, carried between readings
+        self.assert_tracks(port, sent_at, 5, ahead=1.0)
         self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_messages_received_total",
                                        queue="jobs"), 1, "the slot stayed busy")
         self.assertEqual(d.stop(), 0)
