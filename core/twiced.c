@@ -8,6 +8,7 @@
 #include "fileopen.h"
 #include "log.h"
 #include "master.h"
+#include "pid1.h"
 #include "pidfile.h"
 #include "probe.h"
 #include "proctitle.h"
@@ -250,7 +251,7 @@ main(int argc, char **argv)
         return 2;
     }
     /* An absolute path: children re-read it, and twiced changes directory. */
-    char *abs = realpath(config, NULL), *pid_abs = NULL;
+    char *abs = realpath(config, NULL), *pid_abs = NULL, err[256];
     const char *path = abs != NULL ? abs : config;
     int rc;
     if (signal_name == NULL && abs != NULL &&
@@ -261,6 +262,9 @@ main(int argc, char **argv)
     } else if (test) {
         log_set_role("twiced -t");
         rc = master_check(path, connect);
+    } else if (pid1_init_if_needed(err, sizeof(err)) != 0) {
+        diag_print_line(stderr, "twiced: %s", err);
+        rc = 1;
     } else {
         opts.detach = detach ? daemonize : NULL;
         opts.started = report_started;

@@ -54,6 +54,27 @@ def children(parent):
     return out
 
 
+def _descendants(root):
+    """(pid, stat fields after the name) of every descendant of process root, zombies
+    included."""
+    procs = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    procs[int(entry)] = f.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+    out, todo = [], [root]
+    while todo:
+        parent = todo.pop()
+        for pid, st in procs.items():
+            if int(st[1]) == parent:
+                out.append((pid, st))
+                todo.append(pid)
+    return out
+
+
 def handler_pids(parent):
     """Pids of the running children of process parent (a worker's handlers), without
     each one's guard (twice-guard: it kills the handler's group when the worker dies)."""
@@ -258,6 +279,58 @@ class ExecPlugin(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
         self.assertNotIn("did not answer", d.log_text())
         self.assertNotIn("key=k:2 attempt=2", d.log_text())
         self.assertEqual(d.stop(), 0)
+
+    def pid1_wrapper(self):
+        """A script that runs twiced as PID 1 of a new PID namespace, as a container
+        without an init does (the namespace's init killed with it); None where this
+        machine cannot make one."""
+        cmd = ["unshare"] + ([] if os.getuid() == 0 else ["--user", "--map-root-user"])
+        cmd += ["--pid", "--fork", "--mount-proc", "--kill-child"]
+        if subprocess.run(cmd + ["true"], capture_output=True).returncode != 0:
+            return None
+        wrapper = os.path.join(self.dir, "pid1.sh")
+        with open(wrapper, "w") as f:
+            f.write('#!/bin/sh\nexec %s -- %s "$@"\n' % (" ".join(cmd),
+                                                        self.env.binary("twiced")))
+        os.chmod(wrapper, 0o755)
+        return wrapper
+
+    def test_as_pid_1_orphans_are_reaped_and_signals_reach_the_master(self):
+        """twiced as a container's PID 1 (etc/kubernetes runs it so): the helper a
+        handler leaves behind when it exits is reparented to PID 1 and killed with the
+        handler's group; it must be reaped, not left a zombie (zombies fill a pod's PID
+        limit until no fork works). SIGHUP and SIGTERM sent to PID 1 reach the master:
+        a reload, then a clean stop with exit status 0."""
+        wrapper = self.pid1_wrapper()
+        if wrapper is None:
+            self.skipTest("this machine cannot make a PID namespace (unshare)")
+        url, dlq, dsn, conf = self.config(self.plugin("python3 -u " + self.behave, key="k:{id}",
+                                                      start_timeout=0), "pid1", concurrency=1)
+        d = self.start_twiced(conf, binary=wrapper)
+        d.wait_log(r"ready: generation 1", timeout=30)
+        init = [pid for pid, _ in children(d.pid)]
+        self.assertEqual(len(init), 1, "unshare's one child is the namespace's PID 1")
+        init = init[0]
+        effects = os.path.join(self.dir, "effects")
+        self.sqs.send(url, json.dumps({"id": 1, "effect": effects, "exit_after": True,
+                                       "background": 60,
+                                       "child_pid_file": os.path.join(self.dir, "child")}))
+        d.wait_log(r"exec handler \d+ exited with status 0 while idle", timeout=30)
+        self.drained(url)
+
+        def zombies():
+            return ["pid %d, parent %s" % (pid, st[1]) for pid, st in _descendants(d.pid)
+                    if st[0] == "Z"]
+
+        twicetest.wait_until(lambda: not zombies(), timeout=10,
+                             message="zombies under PID 1 reaped: %s" % (zombies(),))
+        self.assertEqual(self.lines("effects"), ["k:1"])
+        mark = d.mark()
+        os.kill(init, signal.SIGHUP)
+        d.wait_log(r"reload done: generation 2 ready", since=mark, timeout=30)
+        os.kill(init, signal.SIGTERM)
+        self.assertEqual(d.proc.wait(timeout=30), 0, d.log_tail())
+        self.assertRegex(d.log_text()[mark:], r"worker \d+ \(generation 2\) drained and exited")
 
     def test_a_handler_with_its_stderr_redirected_is_kept(self):
         """A wrapper sends the handler's stderr to its own file: the closed pipe is no
