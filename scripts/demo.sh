@@ -16,7 +16,9 @@ keep=0
 cd "$root"
 bash "$here/deps.sh"
 echo "demo: building in build/"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# The build test.sh makes too (Debug), so that running one after the other
+# does not rebuild everything.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build -j2 >/dev/null
 
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/twice-demo.XXXXXX")
