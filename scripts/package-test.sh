@@ -242,6 +242,11 @@ rpm -qpR "$rpm_dev" | grep -qx "twice = $pkgversion" ||
     fail "twice-devel.rpm does not require twice = $pkgversion"
 rpm -qp --scripts "$rpm_run" | grep -q systemd-sysusers ||
     fail "twice.rpm does not create its user"
+# %pre's useradd (shadow-utils; shadow on SUSE), which a minimal image may lack: rpm
+# must install it before it runs %pre (Requires(pre)).
+rpm -qp --qf '[%{REQUIREFLAGS:deptype} %{REQUIRENAME}\n]' "$rpm_run" |
+    grep -qx 'pre (shadow-utils or shadow)' ||
+    fail "twice.rpm has no Requires(pre): (shadow-utils or shadow) for the useradd of its %pre"
 # %pre feeds systemd-sysusers the line of the sysusers.d file it installs: the same user.
 sysusers_line=$(grep -v '^#' "$root/packaging/sysusers.d/twice.conf")
 rpm -qp --scripts "$rpm_run" | grep -qF "echo '$sysusers_line' | systemd-sysusers -" ||
