@@ -256,7 +256,7 @@ main(int argc, char **argv)
     int rc;
     if (signal_name == NULL && abs != NULL &&
         enter_config_dir(abs, &opts.pid_file, &pid_abs) != 0) {
-        rc = 1;
+        rc = test ? 1 : MASTER_EXIT_CONFIG; /* a start: starting again meets it too */
     } else if (signal_name != NULL) {
         rc = pidfile_signal(path, opts.pid_file, signal_name);
     } else if (test) {

@@ -242,6 +242,11 @@ rpm -qpR "$rpm_dev" | grep -qx "twice = $pkgversion" ||
     fail "twice-devel.rpm does not require twice = $pkgversion"
 rpm -qp --scripts "$rpm_run" | grep -q systemd-sysusers ||
     fail "twice.rpm does not create its user"
+# %pre's useradd (shadow-utils; shadow on SUSE), which a minimal image may lack: rpm
+# must install it before it runs %pre (Requires(pre)).
+rpm -qp --qf '[%{REQUIREFLAGS:deptype} %{REQUIRENAME}\n]' "$rpm_run" |
+    grep -qx 'pre (shadow-utils or shadow)' ||
+    fail "twice.rpm has no Requires(pre): (shadow-utils or shadow) for the useradd of its %pre"
 # %pre feeds systemd-sysusers the line of the sysusers.d file it installs: the same user.
 sysusers_line=$(grep -v '^#' "$root/packaging/sysusers.d/twice.conf")
 rpm -qp --scripts "$rpm_run" | grep -qF "echo '$sysusers_line' | systemd-sysusers -" ||
@@ -339,9 +344,26 @@ else
     fail "systemd-analyze verify $unit"
 fi
 for k in Type=notify "ExecStart=/usr/sbin/twiced -f -c /etc/twice/twice.conf" User=twice \
-    KillMode=mixed NoNewPrivileges=yes ProtectSystem=strict; do
+    KillMode=mixed NoNewPrivileges=yes ProtectSystem=strict Restart=on-failure; do
     grep -qx "$k" "$unit" || fail "$unit lacks $k"
 done
+# systemctl reload: the check of the file ExecStart runs first (systemd runs ExecReload=
+# lines in order and stops at the first that fails, so a broken file fails the reload with
+# its FILE:LINE in systemctl status), then the SIGHUP; nothing else.
+reloads=$(sed -n 's/^ExecReload=//p' "$unit")
+[ "$reloads" = "$(printf '%s\n' '/usr/sbin/twiced -t -c /etc/twice/twice.conf' \
+    "/bin/kill -HUP \$MAINPID")" ] ||
+    fail "$unit: ExecReload= is not twiced -t on twice.conf, then kill -HUP: $reloads"
+# A start the configuration refuses exits 78 (EX_CONFIG), which the unit does not restart
+# (every RestartSec for ever otherwise); the installed twiced on the broken copy says so.
+prevent=$(sed -n 's/^RestartPreventExitStatus=//p' "$unit")
+code=0
+twiced -f -c "$work/bad.conf" >"$work/bad-start.out" 2>&1 || code=$?
+if [ "$code" != 78 ] || [ "$prevent" != 78 ]; then
+    cat "$work/bad-start.out" >&2
+    fail "a start on a broken configuration exits $code; $unit: RestartPreventExitStatus=$prevent" \
+        "(both must be 78)"
+fi
 # The exec plugin's handlers inherit the unit's sandbox: under MemoryDenyWriteExecute=yes a
 # JIT runtime (node, the example of twice-exec(7)) aborts at its first compiled function.
 ! grep -q '^MemoryDenyWriteExecute=yes' "$unit" ||

@@ -68,6 +68,7 @@ struct master {
     int ready_announced;
     int start_failed; /* the first generation never got ready: exit 1 */
     int early_stop;   /* the stop signal that came before the loop ran, or 0 */
+    int start_status; /* exit status of a start refused in prepare() */
     const struct master_opts *opts;
     struct pidfile *pidfile;
     char *pid_path; /* the pid file in use (owned), NULL: none */
@@ -1027,25 +1028,59 @@ master_check(const char *path, int connect)
     return rc;
 }
 
-/* Everything before the first generation: the configuration and plugins,
- * the workers' user, the pid file, detaching, the shared region. Returns the
- * generation to start, or NULL (logged) when twiced must not start; NULL
- * with m->early_stop set when a stop signal came first (not logged). */
+/* The first generation's configuration and plugins, the environment's AWS
+ * settings, and whether its store takes writes. NULL (the problems printed)
+ * when twiced must not start; m->start_status is MASTER_EXIT_CONFIG then
+ * unless the store was the cause (a standby may be promoted: retried). */
 static struct generation *
-prepare(struct master *m)
+load_first(struct master *m)
 {
-    char err[512];
     struct diag d = DIAG_INIT;
     sigset_t stop_on;
     stop_signals(&stop_on);
     struct generation *g = gen_load(m->path, &stop_on, &d);
-    if (g != NULL &&
-        (envcheck_aws(g->cfg, &d) > 0 || storecheck_start(g->cfg, stop_pending, &d) > 0)) {
+    if (g == NULL || envcheck_aws(g->cfg, &d) > 0) {
+        m->start_status = MASTER_EXIT_CONFIG;
+        gen_free(g);
+        g = NULL;
+    } else if (storecheck_start(g->cfg, stop_pending, &d) > 0) {
         gen_free(g);
         g = NULL;
     }
     print_problems(&d);
     diag_free(&d);
+    return g;
+}
+
+/* The workers' user and the pid file, for the start. 0, or -1 with err and
+ * m->start_status: MASTER_EXIT_CONFIG for what twiced -t reports (no such
+ * user, a pid_file that is a directory or a symbolic link), 1 for a pid file
+ * a running twiced holds (it may be stopping: a restart may take it). */
+static int
+take_user_and_pid_file(struct master *m, const struct config *c, char *err, size_t cap)
+{
+    if (spawn_resolve_user(c->user, &m->user, err, cap) != 0 ||
+        (m->pid_path != NULL && pidfile_check(m->pid_path, err, cap) != 0)) {
+        m->start_status = MASTER_EXIT_CONFIG;
+        return -1;
+    }
+    if (m->pid_path != NULL && pidfile_acquire(m->pid_path, &m->pidfile, err, cap) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* Everything before the first generation: the configuration and plugins,
+ * the workers' user, the pid file, detaching, the shared region. Returns the
+ * generation to start, or NULL (logged, m->start_status the exit status)
+ * when twiced must not start; NULL with m->early_stop set when a stop
+ * signal came first (not logged). */
+static struct generation *
+prepare(struct master *m)
+{
+    char err[512];
+    struct diag d = DIAG_INIT;
+    struct generation *g = load_first(m);
     if (g == NULL && stopped_early(m)) {
         return NULL; /* the probe was cut short, or its problems no longer matter */
     }
@@ -1067,14 +1102,13 @@ prepare(struct master *m)
         log_file_problem(g->cfg, why, &d); /* its FILE:LINE, as twiced -t says it */
         print_problems(&d);
         diag_free(&d);
+        m->start_status = MASTER_EXIT_CONFIG;
         log_error("not starting: log.file %s: %s", g->cfg->log.file,
                   log_open_why(g->cfg->log.file, why));
         gen_free(g);
         return NULL;
     }
-    if (spawn_resolve_user(g->cfg->user, &m->user, err, sizeof(err)) != 0 ||
-        (m->pid_path != NULL &&
-         pidfile_acquire(m->pid_path, &m->pidfile, err, sizeof(err)) != 0)) {
+    if (take_user_and_pid_file(m, g->cfg, err, sizeof(err)) != 0) {
         log_error("not starting: %s", err);
         gen_free(g);
         return NULL;
@@ -1139,6 +1173,7 @@ master_run(const char *path, const struct master_opts *o)
     memset(&m, 0, sizeof(m));
     m.path = path;
     m.opts = o;
+    m.start_status = 1; /* prepare says when the configuration is the cause */
     childargs_instance(m.instance, sizeof(m.instance));
     log_set_role("master");
     hold_early();
@@ -1154,7 +1189,7 @@ master_run(const char *path, const struct master_opts *o)
         started(&m, 0, "configuration, plugins or pid file (see the log)");
         pidfile_release(m.pidfile);
         free(m.pid_path);
-        return 1;
+        return m.start_status;
     }
     proctitle_set("twiced: master");
     metrics_set_proc(-1);

@@ -18,7 +18,20 @@ struct master_opts {
     const char *pid_file;
 };
 
-/* Run until stopped; returns the exit code (0 after a clean drain). */
+/*
+ * A start refused for what `twiced -t` reports (the configuration, a plugin,
+ * log.file, user, a pid_file that is a directory or a symbolic link, the AWS
+ * settings of the environment) exits with this status, sysexits.h's
+ * EX_CONFIG: starting again meets the same problem, so
+ * twice.service does not restart it (RestartPreventExitStatus=78). What may
+ * pass by itself exits 1 and is retried: the store or a queue not ready
+ * within ready_timeout, a standby or read-only store, the pid file held by a
+ * running twiced, a resource the system lacked.
+ */
+#define MASTER_EXIT_CONFIG 78
+
+/* Run until stopped; returns the exit code (0 after a clean drain, 1 after
+ * a failure, MASTER_EXIT_CONFIG when the configuration refused the start). */
 int master_run(const char *config_path, const struct master_opts *o);
 
 /* `twiced -t`: check the configuration and, in a child, every plugin;

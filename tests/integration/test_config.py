@@ -2,7 +2,8 @@
 disk, /dev/zero, a runaway generated file) are refused at once with FILE:LINE by
 `twiced -t`, by the daemon at reload (the running workers stay), and by twicectl;
 a file with hundreds of problems prints a bounded list that says how many were left
-out. Uses the fixtures echo_ok and effect_file."""
+out. A start refused for its configuration exits 78 (EX_CONFIG), one whose store is
+not ready exits 1. Uses the fixtures echo_ok, effect_file and newer_major."""
 
 import json
 import os
@@ -181,7 +182,7 @@ queues = ( { name = "q"; url = "http://127.0.0.1:1/0/q"; dlq_url = "http://127.0
         d = twicetest.Twiced(self.env, self.base(), extra_env={"AWS_REGION": "us east 1",
                                                                 "AWS_CONFIG_FILE": nofile})
         d.start()
-        self.assertNotEqual(d.proc.wait(timeout=AT_ONCE), 0)
+        self.assertEqual(d.proc.wait(timeout=AT_ONCE), 78)  # EX_CONFIG, as for the file
         with open(d.log_path) as f:
             self.assertIn("AWS_REGION=us east 1: " + rule, f.read())
 
@@ -246,6 +247,47 @@ alerts = { webhook = { url = "https:///hook?token=secret"; }; };
         for line in lines[:50]:
             self.assertTrue(line.startswith(path + ":"), line)
         self.assertEqual(lines[50], "... 250 more problems not shown")
+
+    def start(self, path, mode="-f"):
+        """A start of twiced on path, as twice.service's ExecStart runs it (or -d)."""
+        return subprocess.run([self.env.binary("twiced"), mode, "-c", path],
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=AT_ONCE, errors="replace")
+
+    def test_a_start_the_configuration_refuses_exits_78(self):
+        """A start refused for its configuration, a plugin, its user or pid_file exited 1,
+        as one whose store is not ready in time does, and twice.service
+        (Restart=on-failure, RestartSec=5) started it again every 5 s for ever, filling
+        the journal. It exits 78 (EX_CONFIG), which the unit does not restart
+        (RestartPreventExitStatus=78), also from -d's foreground process; a store not
+        ready within ready_timeout still exits 1, so that systemd tries again while the
+        database comes up."""
+        base = self.base() + "workers = 1;\n"
+        cases = [
+            ("syntax", base.replace("workers = 1;", 'workers = "two";'),
+             r"(?m)^%s:5: workers: expected an integer"),
+            ("plugin", base.replace(tc.test_plugin(self.env, "echo_ok"),
+                                    tc.test_plugin(self.env, "newer_major")),
+             r"(?m)^%s:2: plugin 'p': .*built for ABI 2\.0"),
+            ("user", base + 'user = "twice-no-such-user";\n',
+             r"not starting: user twice-no-such-user: no such user"),
+            ("pid_file", base + 'pid_file = "run/";\n',
+             r"not starting: pid_file \S*/run/: Is a directory"),
+        ]
+        for what, text, want in cases:
+            path = self.write(text.encode())
+            for mode in ("-f", "-d") if what == "syntax" else ("-f",):
+                r = self.start(path, mode)
+                self.assertEqual(r.returncode, 78, "%s %s: %s" % (what, mode, r.stderr))
+                self.assertRegex(r.stderr, want % re.escape(path) if "%s" in want else want)
+                self.assertIn("not starting", r.stderr)
+        # The control: a good file whose store does not answer (the database still
+        # starting) fails at ready_timeout with 1, which the unit restarts.
+        path = self.write((base + "ready_timeout = 1;\n").encode())
+        self.assertEqual(self.check(path).returncode, 0)
+        r = self.start(path)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("not started: generation 1 was not ready within ready_timeout", r.stderr)
 
 
 class ReloadRefused(twicetest.TwiceTestCase):

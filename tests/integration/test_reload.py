@@ -572,7 +572,7 @@ class SystemdNotify(twicetest.TwiceTestCase):
         r = subprocess.run([d.binary, "-d", "-c", d.config_path], stdin=subprocess.DEVNULL,
                            capture_output=True, text=True, env=d.process_env, cwd=d.workdir,
                            timeout=60)
-        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.returncode, 78, r.stderr)  # EX_CONFIG: not worth a restart
         self.assertIn("%s:%d: unknown setting 'bogus'" % (d.config_path, line), r.stderr)
 
 

@@ -146,11 +146,11 @@ class Secrets(twicetest.TwiceTestCase):
         conf, _, _ = self.config(dsn)
         d, _ = self.daemon(conf)
         d.start()
-        # A master that refuses its configuration exits 1 by itself. Waiting for
+        # A master that refuses its configuration exits 78 by itself. Waiting for
         # that (rather than sending SIGTERM as soon as the error is logged) also
         # keeps the signal from landing in the sanitizer's exit-time leak check,
         # whose helper process would outlive the master for a moment.
-        self.assertEqual(d.proc.wait(timeout=30), 1, "twiced refused to start")
+        self.assertEqual(d.proc.wait(timeout=30), 78, "twiced refused to start (EX_CONFIG)")
         self.assertRegex(d.log_text(), r"not a valid libpq connection string")
         d.stop()
         self.assert_no_secret("twiced's log", d.log_text())

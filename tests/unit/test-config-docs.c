@@ -4,14 +4,16 @@
  * only fails here), the table's rows are consistent (defaults in range,
  * fields inside their structs), and twiced --help, twicectl --help, the man
  * pages and the systemd unit print one default configuration path, this
- * build's; the unit provides the log.file's directory twice.conf suggests.
- * Not for what the settings do (test-config.c).
+ * build's; the unit provides the log.file's directory twice.conf suggests,
+ * does not restart a start the configuration refused, and checks the file
+ * before a reload. Not for what the settings do (test-config.c).
  */
 #include "check.h"
 #include "config.h"
 #include "config_doc.h"
 #include "config_table.h"
 #include "diag.h"
+#include "master.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -401,6 +403,30 @@ test_suggested_log_file(void)
     free(rotate);
 }
 
+/* The packaged unit does not restart twiced after a start the configuration
+ * or a plugin refused (exit MASTER_EXIT_CONFIG), which Restart=on-failure
+ * did every RestartSec for ever, and a reload checks the file ExecStart
+ * runs before it signals the master (ExecReload= lines run in order and
+ * stop at the first that fails): a broken file fails systemctl reload,
+ * where the SIGHUP alone reported success. */
+static void
+test_unit_restart_and_reload(void)
+{
+    char *unit = slurp("TWICE_SOURCE_DIR", "../..", "etc/twice.service");
+    CHECK(unit != NULL);
+    if (unit == NULL) {
+        return;
+    }
+    char want[64];
+    snprintf(want, sizeof(want), "\nRestartPreventExitStatus=%d\n", MASTER_EXIT_CONFIG);
+    CHECK_CONTAINS(unit, want);
+    CHECK_CONTAINS(unit, "\nRestart=on-failure\n");
+    CHECK_CONTAINS(unit, "\nExecStart=/usr/sbin/twiced -f -c /etc/twice/twice.conf\n");
+    CHECK_CONTAINS(unit, "\nExecReload=/usr/sbin/twiced -t -c /etc/twice/twice.conf\n"
+                         "ExecReload=/bin/kill -HUP $MAINPID\n");
+    free(unit);
+}
+
 int
 main(void)
 {
@@ -409,5 +435,6 @@ main(void)
     test_man_page();
     test_default_path();
     test_suggested_log_file();
+    test_unit_restart_and_reload();
     return check_done("test-config-docs");
 }
