@@ -12,6 +12,13 @@
 
 #define MSGAGE_BATCH 16 /* a receive brings at most 10 */
 
+/* The least a received message puts in the master's window: SentTimestamp's
+ * millisecond. An age that counts 0 (this host's clock behind SQS's, or a
+ * receive within the millisecond) left the window at 0, which the master
+ * takes for nothing received: it then grew the last age every interval, as
+ * for messages waiting unreceived, while the queue drained. */
+#define MSGAGE_RECEIVED 0.001
+
 void
 msgage_observe(const char *queue, const struct sqs_message *msgs, size_t n)
 {
@@ -29,7 +36,8 @@ msgage_observe(const char *queue, const struct sqs_message *msgs, size_t n)
         }
         if (k == MSGAGE_BATCH || (i + 1 == n && k > 0)) {
             metrics_observe_many(MET_MESSAGE_AGE, queue, NULL, ages, k);
-            metrics_gauge_max(MET_AGE_WINDOW, queue, NULL, oldest);
+            metrics_gauge_max(MET_AGE_WINDOW, queue, NULL,
+                              oldest > MSGAGE_RECEIVED ? oldest : MSGAGE_RECEIVED);
             k = 0;
         }
     }

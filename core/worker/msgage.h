@@ -13,7 +13,8 @@
 struct sqs_message;
 
 /* Observe now - SentTimestamp of msgs[0..n) of queue (a message without
- * SentTimestamp is not observed; a clock behind the sender's counts 0). */
+ * SentTimestamp is not observed; a clock behind the sender's counts 0, and
+ * the master's window a millisecond, so that it reads received). */
 void msgage_observe(const char *queue, const struct sqs_message *msgs, size_t n);
 
 /* A long poll of queue came back empty: it had no visible message then, so

@@ -287,6 +287,7 @@ class TcpProxy:
         self.conns = []
         self._listener = None
         self._cut_marker = None  # bytes: the request whose answer is to be lost
+        self._cut_down = False  # cut_answer(then_down): down() at that cut
         self.cuts = 0  # answers lost so far
         self.hanging = False  # hang(): new connections are held, never answered
         self.connect_delay = 0  # slow_connects(): seconds before a new one is forwarded
@@ -310,14 +311,17 @@ class TcpProxy:
         with self.lock:
             self._hold_marker = marker
 
-    def cut_answer(self, marker):
+    def cut_answer(self, marker, then_down=False):
         """Lose the answer of the next request (client to server bytes) that holds
         marker: the request reaches PostgreSQL and runs to its end (ReadyForQuery,
         after the commit), and then both sides of that connection are cut instead of
         the answer being forwarded. Once; self.cuts counts the cuts done. None: no
-        more."""
+        more. then_down: the proxy goes down() at that cut, before self.cuts counts
+        it, so nothing else reaches PostgreSQL after that commit (a test's own down()
+        comes tens of ms later on a loaded machine: time for the outbox relay, woken
+        by the commit's NOTIFY, to claim, send and delete what it wrote)."""
         with self.lock:
-            self._cut_marker = marker
+            self._cut_marker, self._cut_down = marker, then_down
 
     def up(self):
         """Listen (again, on the same port); nothing to do when listening."""
@@ -431,6 +435,10 @@ class TcpProxy:
         armed.swallowed = swallowed
         if _READY_FOR_QUERY not in swallowed:
             return None  # swallowed, keep reading
+        with self.lock:
+            down, self._cut_down = self._cut_down, False
+        if down:
+            self.down()
         with self.lock:
             self.cuts += 1
         return False

@@ -48,6 +48,17 @@ queues = ( { name = "q"; url = "http://127.0.0.1:1/0/q"; dlq_url = "http://127.0
                               capture_output=True, text=True, timeout=AT_ONCE,
                               errors="replace", env=penv)
 
+    def assert_each_refused(self, path, setting, cases, said):
+        """For each (value, why) of cases, path holding the base and then setting % value
+        (line 5) fails `twiced -t`, which says so at that line: said % why."""
+        for value, why in cases:
+            with open(path, "w") as f:
+                f.write(self.base() + setting % value + "\n")
+            r = self.check(path)
+            self.assertEqual(r.returncode, 1, value + r.stdout + r.stderr)
+            self.assertIn("%s:5: %s" % (path, said % why), r.stderr, value)
+            self.assertNotIn("OK", r.stdout)
+
     def test_nul_between_settings_is_refused_at_its_line(self):
         # As reported: a valid file, a NUL, then a setting that was ignored.
         path = self.write(self.base().encode() + b"\0workers = 999;\n")
@@ -93,13 +104,7 @@ queues = ( { name = "q"; url = "http://127.0.0.1:1/0/q"; dlq_url = "http://127.0
                  ('"link.pid"', "%s/link.pid: a symbolic link (twiced does not follow one"
                   % top),
                  ('"twice.conf/x.pid"', "%s/twice.conf/x.pid: Not a directory" % top)]
-        for value, why in cases:
-            with open(path, "w") as f:
-                f.write(self.base() + "pid_file = %s;\n" % value)
-            r = self.check(path)
-            self.assertEqual(r.returncode, 1, value + r.stdout + r.stderr)
-            self.assertIn("%s:5: pid_file %s" % (path, why), r.stderr, value)
-            self.assertNotIn("OK", r.stdout)
+        self.assert_each_refused(path, "pid_file = %s;", cases, "pid_file %s")
         # In an included file, its line there; a file still to be made is fine.
         inc = os.path.join(top, "pid.inc")
         with open(inc, "w") as f:
@@ -124,14 +129,8 @@ queues = ( { name = "q"; url = "http://127.0.0.1:1/0/q"; dlq_url = "http://127.0
             f.write("-----BEGIN CERTIFICATE-----\n")  # read by libcurl, not by the check
         cases = [('"missing.pem"', "%s/missing.pem: No such file or directory" % top),
                  ('"certs"', "%s/certs: not a regular file" % top)]
-        for value, why in cases:
-            with open(path, "w") as f:
-                f.write(self.base() + "aws = { ca_file = %s; };\n" % value)
-            r = self.check(path)
-            self.assertEqual(r.returncode, 1, value + r.stdout + r.stderr)
-            self.assertIn("%s:5: aws.ca_file %s (no https endpoint could be verified)"
-                          % (path, why), r.stderr, value)
-            self.assertNotIn("OK", r.stdout)
+        self.assert_each_refused(path, "aws = { ca_file = %s; };", cases,
+                                 "aws.ca_file %s (no https endpoint could be verified)")
         with open(path, "w") as f:
             f.write(self.base() + 'aws = { ca_file = "ca.pem"; };\n')
         r = self.check(path)

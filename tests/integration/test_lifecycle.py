@@ -300,14 +300,15 @@ class Lifecycle(twicetest.TwiceTestCase):
         return url, dsn, port, conf, d
 
     def test_sigterm_with_20_in_flight_loses_nothing(self):
-        url, dsn, port, conf, d = self._started_for_drain("term", 20, 2)
-        # Ten finish within the drain timeout, ten do not and must be given back. Sent in
-        # two batches, and the short ones 1 s: twenty sends one by one on a loaded machine
-        # (CI's sanitizer stages) took long enough for 500 ms jobs to end before the last
-        # began, and 20 were never in flight at once.
+        url, dsn, port, conf, d = self._started_for_drain("term", 20, 5)
+        # Ten finish within the drain timeout, ten do not and must be given back. The
+        # short ones must outlast the spread of the twenty starts: each handler's first
+        # job waits for its own PostgreSQL connection (effect_tx is transactional), and
+        # under ASan with three other tests the twenty, received in 0.2 s, started over
+        # 1.5 to 2.2 s (1 s jobs: 19 at most in flight). 3.5 s, ended within the drain.
         for b in range(2):
             self.sqs.send_batch(url, [json.dumps({"id": "t%d" % i,
-                                                  "sleep_ms": 1000 if i % 2 == 0 else 8000})
+                                                  "sleep_ms": 3500 if i % 2 == 0 else 8000})
                                       for i in range(b * 10, b * 10 + 10)])
         twicetest.wait_until(lambda: tc.metric_sum(tc.scrape(port), "twice_jobs_in_flight")
                              == 20, timeout=15, message="20 jobs never ran at once")
@@ -324,7 +325,7 @@ class Lifecycle(twicetest.TwiceTestCase):
         self.assertGreaterEqual(len(done), 10)
         self.assertEqual(self.sqs.counts(url)[0], 0)
         # A job can be both: given back at the deadline while its COMMIT was on its
-        # way (a slow machine: a 1 s job still committing at 2 s), or sent just
+        # way (a slow machine: a short job still committing at 5 s), or sent just
         # before the worker exited, which the server then commits. The guarantee is
         # not "one or the other" but one effect: such a message comes back once and
         # the next start deletes it as a duplicate of its completed key.
