@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # package-test.sh: the packaging check. Builds the packages (twice and twice-dev as .deb,
 # twice and twice-devel as .rpm) in build-pkg/, runs lintian on the .debs (no errors, no
-# warnings), compares the package contents with packaging/expected/, then installs the .debs
-# on this machine and checks what a user gets: twiced --version, twiced -t on the installed
-# configuration with a DSN and queue URLs filled in, the system user, the systemd unit
-# (systemd-analyze verify), the man pages, pkg-config, the example plugin built out of tree
-# and loaded with twicectl plugin check, a unit test against the mock host, an upgrade from
-# a previous package (an edited conffile, an admin's plugin, the enablement and logs kept);
-# at last it removes and purges the packages and checks that nothing is left. The README's commands
-# for building the packages, installing them and writing a plugin are read from README.md
-# and run as written (sudo is the user's own: the script runs as root), so the README
-# cannot go stale. Needs root (apt-get, dpkg) and Debian; idempotent (a leftover install is
-# purged first). Not for: development builds or ctest (scripts/test.sh), or installing twice
-# for real.
+# warnings), compares the package contents with packaging/expected/, checks the maintainer
+# scripts and rpm scriptlets the packages carry (sh -n, shellcheck -s sh), then installs the
+# .debs on this machine and checks what a user gets: twiced --version, twiced -t on the
+# installed configuration with a DSN and queue URLs filled in, the system user, the systemd
+# unit (systemd-analyze verify), the man pages, pkg-config, the example plugin built out of
+# tree and loaded with twicectl plugin check, a unit test against the mock host, an upgrade
+# from a previous package (an edited conffile, an admin's plugin, the enablement and logs
+# kept); at last it removes and purges the packages and checks that nothing is left. The
+# README's commands for building the packages, installing them and writing a plugin are
+# read from README.md and run as written (sudo is the user's own: the script runs as root),
+# so the README cannot go stale. Needs root (apt-get, dpkg) and Debian; idempotent (a
+# leftover install is purged first). Not for: development builds or ctest (scripts/test.sh),
+# or installing twice for real.
 #
 #   scripts/package-test.sh [--keep] [--update-expected]
 #     --keep              leave the packages installed (and the work directory) afterwards
@@ -66,7 +67,7 @@ start=$SECONDS
 need=()
 for tool in cmake:cmake cc:gcc lintian:lintian rpm:rpm rpmbuild:rpm dpkg-shlibdeps:dpkg-dev \
     dpkg-architecture:dpkg-dev systemd-analyze:systemd man:man-db pkg-config:pkg-config \
-    strip:binutils logrotate:logrotate; do
+    strip:binutils logrotate:logrotate shellcheck:shellcheck; do
     command -v "${tool%%:*}" >/dev/null || need+=("${tool#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -252,6 +253,30 @@ sysusers_line=$(grep -v '^#' "$root/packaging/sysusers.d/twice.conf")
 rpm -qp --scripts "$rpm_run" | grep -qF "echo '$sysusers_line' | systemd-sysusers -" ||
     fail "twice.rpm's %pre does not create the user of sysusers.d/twice.conf ($sysusers_line)"
 ok "dependencies, conffile, %config(noreplace), scripts"
+
+# The maintainer scripts and scriptlets as the packages carry them, each run by /bin/sh
+# (dash on Debian, bash on Fedora; on a minimal image neither systemd nor a shell beyond
+# sh): POSIX sh syntax, and shellcheck's sh dialect. The .rpm's run only where rpm is the
+# package manager, so a mistake in them shows nowhere else on this machine.
+step "maintainer scripts and scriptlets: sh -n, shellcheck -s sh"
+scripts=$work/scripts
+mkdir -p "$scripts"
+before=$failures
+dpkg-deb --ctrl-tarfile "$deb_run" | tar -xf - -C "$scripts" ./postinst ./prerm ./postrm
+for s in PREIN POSTIN PREUN POSTUN; do
+    [ "$(rpm -qp --qf "%{${s}PROG}" "$rpm_run")" = /bin/sh ] ||
+        fail "twice.rpm's $s scriptlet is not run by /bin/sh"
+    rpm -qp --qf "%{$s}" "$rpm_run" >"$scripts/rpm-$s"
+done
+for s in "$scripts"/*; do
+    if ! sh -n "$s" 2>"$work/sh-n.log" ||
+        ! shellcheck -s sh "$s" >"$work/shellcheck.log" 2>&1; then
+        cat "$work/sh-n.log" "$work/shellcheck.log" >&2
+        fail "the package script ${s##*/} (sh -n, shellcheck -s sh)"
+    fi
+done
+[ "$failures" != "$before" ] ||
+    ok "postinst, prerm, postrm and %pre, %post, %preun, %postun: sh -n and shellcheck clean"
 
 # ---- lintian ----
 step "lintian"
