@@ -88,6 +88,14 @@ spawn_child(const struct childargs *a, int stdout_fd, const struct spawn_user *u
             size_t errlen)
 {
     struct childargs_argv args;
+    /* The child re-executes this very file through /proc: without /proc (a
+     * chroot or container that did not mount it) it could only exit 127. */
+    if (access("/proc/self/exe", X_OK) != 0) {
+        snprintf(err, errlen,
+                 "cannot re-execute twiced through /proc/self/exe (%s): is /proc mounted?",
+                 cnum_strerror(errno));
+        return -1;
+    }
     if (childargs_build(a, &args) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;

@@ -247,6 +247,24 @@ alerts = { webhook = { url = "https:///hook?token=secret"; }; };
             self.assertTrue(line.startswith(path + ":"), line)
         self.assertEqual(lines[50], "... 250 more problems not shown")
 
+    def test_without_proc_the_plugin_check_says_why(self):
+        """twiced re-executes itself through /proc/self/exe for its probe and workers; in
+        a chroot or container without /proc mounted the plugin check only said "plugin
+        check failed with exit code 127". It says what is missing."""
+        cmd = ["unshare"] + ([] if os.getuid() == 0 else ["--user", "--map-root-user"])
+        cmd += ["--mount", "--propagation", "private"]
+        if subprocess.run(cmd + ["true"], capture_output=True).returncode != 0:
+            self.skipTest("this machine cannot make a mount namespace (unshare)")
+        path = self.write(self.base().encode())
+        r = subprocess.run(cmd + ["sh", "-c", 'mount -t tmpfs none /proc && exec "$0" -t -c "$1"',
+                                  self.env.binary("twiced"), path],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=AT_ONCE, errors="replace")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("cannot re-execute twiced through /proc/self/exe (No such file or "
+                      "directory): is /proc mounted?", r.stderr)
+        self.assertNotIn("exit code 127", r.stderr)
+
     def start(self, path, mode="-f"):
         """A start of twiced on path, as twice.service's ExecStart runs it (or -d)."""
         return subprocess.run([self.env.binary("twiced"), mode, "-c", path],
