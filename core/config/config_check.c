@@ -224,15 +224,63 @@ config_check_listen(struct config_at *at)
     return -1;
 }
 
-/* Missing or empty (not mistyped: that was reported); or more handler
- * threads than a worker keeps a record of (each worker runs every queue,
- * and the master lays a crash at the message a thread was running). */
+/* The queue of c that polls q's dead-letter queue, or NULL. */
+static const struct config_queue *
+dlq_poller(const struct config *c, const struct config_queue *q)
+{
+    for (size_t i = 0; q->dlq_url != NULL && i < c->nqueues; i++) {
+        const char *url = c->queues[i].url;
+        if (url != NULL && sqs_queue_url_same(url, q->dlq_url)) {
+            return &c->queues[i];
+        }
+    }
+    return NULL;
+}
+
+/* Queues whose dead letters go round: each one's dlq_url another's url,
+ * back to the first (a's DLQ polled as b, b's as a). A message that fails
+ * in all of them would be dead-lettered from one to the next for ever; a
+ * queue that is its own DLQ is check_urls'. Reported once, at the dlq_url
+ * of the cycle's first queue in the file. -1 when there was one. */
+static int
+check_dlq_cycles(struct config_at *at)
+{
+    const struct config *c = at->c;
+    int found = 0;
+    for (size_t i = 0; i < c->nqueues; i++) {
+        const struct config_queue *q = &c->queues[i], *p = dlq_poller(c, q), *first = q;
+        size_t steps = 0;
+        for (; p != NULL && p != q && steps < c->nqueues; p = dlq_poller(c, p), steps++) {
+            first = p < first ? p : first;
+        }
+        if (p != q || first != q || steps == 0 || q->name == NULL) {
+            continue;
+        }
+        const config_setting_t *e = at->s != NULL ? config_setting_get_elem(at->s, (int) i) : NULL;
+        const config_setting_t *s = e != NULL ? config_setting_get_member(e, "dlq_url") : NULL;
+        config_problem(at->x, s != NULL ? s : at->s,
+                       "queue '%s': dlq_url: its dead letters go round: it is the url of queue "
+                       "'%s', whose dead letters come back here; end the chain at a queue no "
+                       "entry polls",
+                       q->name, dlq_poller(c, q)->name != NULL ? dlq_poller(c, q)->name : "?");
+        found = 1;
+    }
+    return found ? -1 : 0;
+}
+
+/* Missing or empty (not mistyped: that was reported); dead letters that go
+ * round; or more handler threads than a worker keeps a record of (each
+ * worker runs every queue, and the master lays a crash at the message a
+ * thread was running). */
 int
 config_check_queues(struct config_at *at)
 {
     if (at->c->nqueues == 0 && (at->s == NULL || config_setting_length(at->s) == 0)) {
         config_problem(at->x, at->s != NULL ? at->s : at->grp,
                        "queues: at least one queue is required");
+        return -1;
+    }
+    if (check_dlq_cycles(at) != 0) {
         return -1;
     }
     long threads = 0;
@@ -753,9 +801,20 @@ check_payload_bucket(struct config_at *at)
     }
 }
 
+/* The line of entry g's member name, 0 when it is not there. */
+static int
+member_line(const config_setting_t *g, const char *name)
+{
+    const config_setting_t *m = config_setting_get_member(g, name);
+    return m != NULL ? config_setting_source_line(m) : 0;
+}
+
 int
 config_queue_check(struct config_at *at)
 {
+    struct config_queue *q = at->base;
+    q->url_line = member_line(at->s, "url");
+    q->dlq_url_line = member_line(at->s, "dlq_url");
     check_handler(at);
     check_urls(at);
     check_fifo_claims(at);

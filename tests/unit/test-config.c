@@ -785,6 +785,67 @@ test_queue_rules(void)
                "may delete (a message's pointer could name any other)");
 }
 
+/* A queue that polls another queue's DLQ is accepted with a warning at its
+ * url (a redrive handler does that on purpose); dead letters that would go
+ * round between queues are refused at the dlq_url of the first. Both were
+ * accepted silently. */
+static void
+test_dlq_chains(void)
+{
+    static const char redrive[] =
+        "queues = ( { name = \"a\"; url = \"http://h/1/a\"; dlq_url = \"http://h/1/a-dlq\";\n"
+        "  plugin = \"welcome-email\"; },\n"
+        "  { name = \"redrive\"; url = \"http://H:80/1/a-dlq\";\n"
+        "  dlq_url = \"http://h/1/r-dlq\"; plugin = \"welcome-email\"; } );\n";
+    struct diag d = DIAG_INIT, w = DIAG_INIT;
+    struct config *c = NULL;
+    char text[4096];
+    snprintf(text, sizeof(text), "%s%s", MINIMAL_HEAD, redrive);
+    CHECK_INT(load_extra(redrive, &d, &c), 0);
+    CHECK_INT(d.n, 0);
+    CHECK(c != NULL);
+    CHECK_INT(c != NULL ? (int) config_warnings(c, &w) : -1, 1);
+    char msg[512];
+    snprintf(msg, sizeof(msg),
+             "queue 'redrive': url is the dlq_url of queue 'a' (line %d): twiced will run 'a's "
+             "dead letters through this queue's plugin; right for a redrive handler, otherwise "
+             "set url to another queue",
+             line_of(text, "dlq_url = \"http://h/1/a-dlq"));
+    CHECK(has(&w, path_in(tmpdir, "t.conf"), line_of(text, "url = \"http://H:80"), msg));
+    config_free(c);
+    diag_free(&w);
+    diag_free(&d);
+    /* No warning without such a queue; a DLQ shared by two queues is fine. */
+    c = NULL;
+    CHECK_INT(load_extra(QUEUE_JOBS("plugin = \"welcome-email\";"), &d, &c), 0);
+    CHECK_INT(c != NULL ? (int) config_warnings(c, &w) : -1, 0);
+    config_free(c);
+    diag_free(&w);
+    diag_free(&d);
+    /* a's dead letters go to b, b's back to a. */
+    expect_one("queues = ( { name = \"a\"; url = \"http://h/1/a\";\n"
+               "  dlq_url = \"http://h/1/b\"; plugin = \"welcome-email\"; },\n"
+               "  { name = \"b\"; url = \"http://h/1/b\"; dlq_url = \"http://h/1/a\";\n"
+               "  plugin = \"welcome-email\"; } );\n",
+               "dlq_url = \"http://h/1/b",
+               "queue 'a': dlq_url: its dead letters go round: it is the url of queue 'b', "
+               "whose dead letters come back here; end the chain at a queue no entry polls");
+    /* Three queues round, in another order; and a chain that ends is fine. */
+    expect_one("queues = ( { name = \"c\"; url = \"http://h/1/c\";\n"
+               "  dlq_url = \"http://h/1/a\"; plugin = \"welcome-email\"; },\n"
+               "  { name = \"a\"; url = \"http://h/1/a\"; dlq_url = \"http://h/1/b\";\n"
+               "  plugin = \"welcome-email\"; },\n"
+               "  { name = \"b\"; url = \"http://h/1/b\"; dlq_url = \"http://h/1/c\";\n"
+               "  plugin = \"welcome-email\"; } );\n",
+               "dlq_url = \"http://h/1/a",
+               "queue 'c': dlq_url: its dead letters go round: it is the url of queue 'a', "
+               "whose dead letters come back here; end the chain at a queue no entry polls");
+    expect_ok("queues = ( { name = \"a\"; url = \"http://h/1/a\";\n"
+              "  dlq_url = \"http://h/1/b\"; plugin = \"welcome-email\"; },\n"
+              "  { name = \"b\"; url = \"http://h/1/b\"; dlq_url = \"http://h/1/c\";\n"
+              "  plugin = \"welcome-email\"; } );\n");
+}
+
 static void
 test_plugin_rules(void)
 {
@@ -1440,6 +1501,7 @@ main(void)
     test_many_errors();
     test_single_errors();
     test_queue_rules();
+    test_dlq_chains();
     test_plugin_rules();
     test_name_lengths();
     test_payload_bucket_name();
