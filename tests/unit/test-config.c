@@ -1188,13 +1188,36 @@ test_syntax_errors(void)
                    "plugin = \"welcome-email\";"),
                "log = {", "syntax error: duplicate setting name");
     /* In an @include file, named from that file's line. */
-    const char *inc = path_in(tmpdir, "dup.inc");
+    char inc[512];
+    snprintf(inc, sizeof(inc), "%s", path_in(tmpdir, "dup.inc"));
     write_file(inc, "# tuning\nworkers = 2;\nworkers = 4;\n");
     struct diag di = DIAG_INIT;
     CHECK_INT(load_extra("@include \"dup.inc\"\n" QUEUE_JOBS(""), &di, NULL), -1);
     CHECK_INT(di.n, 1);
     CHECK(has(&di, inc, 3, "setting 'workers' appears twice in its group (remove or rename one)"));
     diag_free(&di);
+    /* An @include file that ends inside a comment, a string or a group:
+     * libconfig read on into the main file, so the comment silently took
+     * its next settings (here an unknown one) and the others were a
+     * "syntax error" at a line of the main file. Named where they open. */
+    static const char *const ends[][2] = {
+        {"workers = 2; /* tuning\n", "a /* comment"},
+        {"workers = 2;\nlog = { file = \"x\n", "a string"},
+        {"workers = 2;\nlog = { level = \"info\";\n", "a group ('{')"},
+    };
+    for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+        char want[256];
+        write_file(inc, ends[i][0]);
+        snprintf(want, sizeof(want),
+                 "%s starts here and is not closed before the end of this @include file (each "
+                 "@include file must hold whole settings)",
+                 ends[i][1]);
+        CHECK_INT(load_extra("@include \"dup.inc\"\nbogus = 1; /* */\n" QUEUE_JOBS(""), &di, NULL),
+                  -1);
+        CHECK_INT(di.n, 1);
+        CHECK(has(&di, inc, i == 0 ? 1 : 2, want));
+        diag_free(&di);
+    }
     unlink(inc);
     /* An unreadable file is one line, without a line number. */
     struct diag d = DIAG_INIT;
