@@ -13,6 +13,7 @@
 #include "escape.h"
 #include "keytmpl.h"
 #include "listen.h"
+#include "mailaddr.h"
 #include "regionname.h"
 #include "s3name.h"
 #include "sqsname.h"
@@ -210,6 +211,44 @@ int
 config_check_smtp_url(struct config_at *at)
 {
     return url_report(at, url_problem(str_of(at), URL_SMTP), "a usable SMTP URL");
+}
+
+/* One address of alerts.smtp (e: its string setting; entry > 0: its place
+ * in the to list), refused at its line when SMTP would refuse it, or when
+ * it would put a line break into the SMTP session. */
+static int
+mail_addr(struct config_at *at, const config_setting_t *e, int entry)
+{
+    const char *addr = config_setting_get_string(e), *why = mailaddr_problem(addr);
+    char tmp[64], pos[32] = "";
+    if (why == NULL) {
+        return 0;
+    }
+    if (entry > 0) {
+        snprintf(pos, sizeof(pos), " entry %d", entry);
+    }
+    config_problem(at->x, e, "%s%s:%s \"%s\" is not an address SMTP takes: %s", at->sc->pfx,
+                   at->row->name, pos, config_shown(addr, tmp), why);
+    return -1;
+}
+
+int
+config_check_mail_from(struct config_at *at)
+{
+    return mail_addr(at, at->s, 0);
+}
+
+int
+config_check_mail_to(struct config_at *at)
+{
+    if (config_setting_type(at->s) == CONFIG_TYPE_STRING) {
+        return mail_addr(at, at->s, 0);
+    }
+    int rc = 0;
+    for (int i = 0; i < config_setting_length(at->s); i++) {
+        rc |= mail_addr(at, config_setting_get_elem(at->s, (unsigned) i), i + 1);
+    }
+    return rc;
 }
 
 int

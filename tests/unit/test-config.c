@@ -5,6 +5,7 @@
  */
 #include "check.h"
 #include "config.h"
+#include "mailaddr.h"
 #include "regionname.h"
 #include "sqsname.h"
 #include "url.h"
@@ -846,6 +847,67 @@ test_dlq_chains(void)
               "  plugin = \"welcome-email\"; } );\n");
 }
 
+/* alerts.smtp.from and .to go to the SMTP server as they are (MAIL FROM,
+ * RCPT TO): a CR/LF in one was a second SMTP command in the session, a
+ * display name, a list in one string or a missing '@' were refused by the
+ * server at the first alert. Each is refused at its line. */
+#define SMTP_HEAD(from, to)                                                                       \
+    "alerts = { smtp = { url = \"smtp://127.0.0.1:25\"; from = \"" from "\";\n"                   \
+    "  to = " to "; }; };\n" QUEUE_JOBS("plugin = \"welcome-email\";")
+static void
+test_mail_addresses(void)
+{
+    static const char *const ok[] = {
+        "ops@example.com",
+        "o.p+s-1@mail.example.co",
+        "x@[192.0.2.1]",
+        "!#$%&'*+/=?^_`{|}~@h",
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        CHECK(mailaddr_problem(ok[i]) == NULL);
+    }
+    static const char *const bad[][2] = {
+        {"ops@x.test\r\nRCPT TO:<evil@x.test>", "a control character (a CR or LF"},
+        {"Ops <ops@x.test>", "an address only, without a name or <>"},
+        {"<ops@x.test>", "an address only"},
+        {"a@x.test, b@x.test", "one address per string"},
+        {"a@x.test;b@x.test", "one address per string"},
+        {"ops", "no '@'"},
+        {"@x.test", "the part before '@'"},
+        {"a..b@x.test", "the part before '@'"},
+        {"\"a b\"@x.test", "one address per string"},
+        {"\"ab\"@x.test", "a quoted local part"},
+        {"ops@", "the domain after '@'"},
+        {"ops@x..test", "the domain after '@'"},
+        {"ops@x_y.test", "the domain after '@'"},
+        {"ops@b\xc3\xbc"
+         "ro.test",
+         "not ASCII"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *why = mailaddr_problem(bad[i][0]);
+        CHECK(why != NULL && strstr(why, bad[i][1]) == why);
+        if (why == NULL || strstr(why, bad[i][1]) != why) {
+            fprintf(stderr, "  %s: got %s\n", bad[i][0], why != NULL ? why : "(ok)");
+        }
+    }
+    expect_ok(SMTP_HEAD("twice@example.com", "(\"ops@example.com\", \"oncall@example.com\")"));
+    expect_one(SMTP_HEAD("twice@example.com", "\"ops@x.test\\r\\nRCPT TO:<evil@x.test>\""), "to =",
+               "alerts.smtp.to: \"ops@x.test\\r\\nRCPT TO:<evil@x.test>\" is not an address SMTP "
+               "takes: a control character (a CR or LF would end the SMTP command)");
+    expect_one(SMTP_HEAD("twice@example.com", "[\"ops@x.test\",\n  \"a@x.test, b@x.test\"]"),
+               "\"a@x.test,",
+               "alerts.smtp.to: entry 2 \"a@x.test, b@x.test\" is not an address SMTP takes: "
+               "one address per string: several recipients are a list, to = "
+               "[\"a@example.com\", \"b@example.com\"]");
+    expect_one(SMTP_HEAD("Twice <twice@x.test>", "\"ops@x.test\""), "from =",
+               "alerts.smtp.from: \"Twice <twice@x.test>\" is not an address SMTP takes: an "
+               "address only, without a name or <>: like alerts@example.com");
+    expect_one(SMTP_HEAD("", "\"ops@x.test\""), "from =", "alerts.smtp.from: must not be empty");
+    expect_one(SMTP_HEAD("twice@x.test", "\"\""),
+               "to =", "alerts.smtp.to: entry 1 must be a non-empty string");
+}
+
 static void
 test_plugin_rules(void)
 {
@@ -1525,6 +1587,7 @@ main(void)
     test_single_errors();
     test_queue_rules();
     test_dlq_chains();
+    test_mail_addresses();
     test_plugin_rules();
     test_name_lengths();
     test_payload_bucket_name();
