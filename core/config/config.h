@@ -261,6 +261,9 @@ void config_free(struct config *c);
 
 const struct config_plugin *config_find_plugin(const struct config *c, const char *name);
 const struct config_queue *config_find_queue(const struct config *c, const char *name);
+/* "SETTING of queue 'NAME' at FILE:LINE" for setting url or dlq_url (the
+ * entry's line for another), for a message that says which line to fix. */
+void config_queue_where(const struct config_queue *q, const char *setting, char *out, size_t cap);
 
 /*
  * What a configuration accepts but the operator should hear about (today: a

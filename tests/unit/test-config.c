@@ -813,6 +813,18 @@ test_dlq_chains(void)
              "set url to another queue",
              line_of(text, "dlq_url = \"http://h/1/a-dlq"));
     CHECK(has(&w, path_in(tmpdir, "t.conf"), line_of(text, "url = \"http://H:80"), msg));
+    /* The line of each URL, for the hints that name one (config_queue_where). */
+    char where[512], want[600];
+    if (c != NULL && c->nqueues == 2) {
+        config_queue_where(&c->queues[1], "dlq_url", where, sizeof(where));
+        snprintf(want, sizeof(want), "dlq_url of queue 'redrive' at %s:%d",
+                 path_in(tmpdir, "t.conf"), line_of(text, "dlq_url = \"http://h/1/r-dlq"));
+        CHECK_STR(where, want);
+        config_queue_where(&c->queues[1], "url", where, sizeof(where));
+        snprintf(want, sizeof(want), "url of queue 'redrive' at %s:%d", path_in(tmpdir, "t.conf"),
+                 line_of(text, "url = \"http://H:80"));
+        CHECK_STR(where, want);
+    }
     config_free(c);
     diag_free(&w);
     diag_free(&d);
