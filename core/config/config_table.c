@@ -332,7 +332,10 @@ const struct config_row config_rows[] = {
     {ROW("queues", "dlq_url", CONFIG_STR, Q(dlq_url)), .flags = CONFIG_REQUIRED,
      .check = config_check_queue_dlq_url,
      .doc = "Where rejected and exhausted messages go, with the reason as message attributes: "
-            "a queue URL as url. A FIFO queue needs a FIFO dead-letter queue."},
+            "a queue URL as url. A FIFO queue needs a FIFO dead-letter queue. Not the queue's "
+            "own url, nor one whose dead letters come back here through other entries; an "
+            "entry that polls another's dead-letter queue (a redrive handler) gets a warning "
+            "from twiced -t and at the start."},
     {ROW("queues", "plugin", CONFIG_STR, Q(plugin)), .check = config_check_queue_plugin,
      .doc_default = "none: route_by and routes instead",
      .doc = "The plugin that handles every message of the queue."},
