@@ -263,47 +263,67 @@ config_check_listen(struct config_at *at)
     return -1;
 }
 
-/* The queue of c that polls q's dead-letter queue, or NULL. */
-static const struct config_queue *
-dlq_poller(const struct config *c, const struct config_queue *q)
+/* The index of the queue of c that polls queue i's dead-letter queue, or
+ * c->nqueues for none. */
+static size_t
+dlq_poller(const struct config *c, size_t i)
 {
-    for (size_t i = 0; q->dlq_url != NULL && i < c->nqueues; i++) {
-        const char *url = c->queues[i].url;
-        if (url != NULL && sqs_queue_url_same(url, q->dlq_url)) {
-            return &c->queues[i];
+    const char *dlq = c->queues[i].dlq_url;
+    for (size_t k = 0; dlq != NULL && k < c->nqueues; k++) {
+        const char *url = c->queues[k].url;
+        if (url != NULL && sqs_queue_url_same(url, dlq)) {
+            return k;
         }
     }
-    return NULL;
+    return c->nqueues;
+}
+
+/* Report the cycle that starts at queue i (its first in the file), whose
+ * dead letters go to queue next. */
+static void
+report_cycle(struct config_at *at, size_t i, size_t next)
+{
+    const struct config *c = at->c;
+    const config_setting_t *e = at->s != NULL ? config_setting_get_elem(at->s, (int) i) : NULL;
+    const config_setting_t *s = e != NULL ? config_setting_get_member(e, "dlq_url") : NULL;
+    const char *to = c->queues[next].name;
+    config_problem(at->x, s != NULL ? s : at->s,
+                   "queue '%s': dlq_url: its dead letters go round: it is the url of queue '%s', "
+                   "whose dead letters come back here; end the chain at a queue no entry polls",
+                   c->queues[i].name, to != NULL ? to : "?");
 }
 
 /* Queues whose dead letters go round: each one's dlq_url another's url,
  * back to the first (a's DLQ polled as b, b's as a). A message that fails
  * in all of them would be dead-lettered from one to the next for ever; a
  * queue that is its own DLQ is check_urls'. Reported once, at the dlq_url
- * of the cycle's first queue in the file. -1 when there was one. */
+ * of the cycle's first queue in the file. The pollers are found once
+ * (n^2 comparisons, as config_check_queue_url's), then each walk is at
+ * most n steps. -1 when there was one. */
 static int
 check_dlq_cycles(struct config_at *at)
 {
     const struct config *c = at->c;
+    size_t n = c->nqueues, *next = calloc(n > 0 ? n : 1, sizeof(*next));
     int found = 0;
-    for (size_t i = 0; i < c->nqueues; i++) {
-        const struct config_queue *q = &c->queues[i], *p = dlq_poller(c, q), *first = q;
-        size_t steps = 0;
-        for (; p != NULL && p != q && steps < c->nqueues; p = dlq_poller(c, p), steps++) {
+    if (next == NULL) {
+        config_problem(at->x, at->s, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        next[i] = dlq_poller(c, i);
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t p = next[i], first = i, steps = 0;
+        for (; p < n && p != i && steps < n; p = next[p], steps++) {
             first = p < first ? p : first;
         }
-        if (p != q || first != q || steps == 0 || q->name == NULL) {
-            continue;
+        if (p == i && first == i && steps > 0 && c->queues[i].name != NULL) {
+            report_cycle(at, i, next[i]);
+            found = 1;
         }
-        const config_setting_t *e = at->s != NULL ? config_setting_get_elem(at->s, (int) i) : NULL;
-        const config_setting_t *s = e != NULL ? config_setting_get_member(e, "dlq_url") : NULL;
-        config_problem(at->x, s != NULL ? s : at->s,
-                       "queue '%s': dlq_url: its dead letters go round: it is the url of queue "
-                       "'%s', whose dead letters come back here; end the chain at a queue no "
-                       "entry polls",
-                       q->name, dlq_poller(c, q)->name != NULL ? dlq_poller(c, q)->name : "?");
-        found = 1;
     }
+    free(next);
     return found ? -1 : 0;
 }
 
