@@ -276,11 +276,18 @@ class ReloadRefused(twicetest.TwiceTestCase):
         workers = d.worker_pids()
         self.assertEqual(len(workers), 2)
         text = d.config_text
+        # an @include file that ends inside a comment took the next settings for comment
+        inc = os.path.join(os.path.dirname(d.config_path), "tuning.inc")
+        with open(inc, "w") as f:
+            f.write("drain_timeout = 5;\n/* workers = 1;\n")
         cases = [
             (text.encode() + b"\0workers = 7;\n",
              r"reload: %s:\d+: %s" % (re.escape(d.config_path), NUL)),
             (text.encode() + b"#" * (5 * 1024 * 1024) + b"\n",
              r"reload: %s: %s" % (re.escape(d.config_path), TOO_LARGE)),
+            (text.encode() + b'@include "tuning.inc"\nworkers = 7; /* */\n',
+             r"reload: %s:2: a /\* comment starts here and is not closed before the end of "
+             r"this @include file" % re.escape(inc)),
         ]
         sent = 0
         for data, expect in cases:
