@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const struct config_plugin *
@@ -15,6 +16,16 @@ config_find_plugin(const struct config *c, const char *name)
         }
     }
     return NULL;
+}
+
+void
+config_queue_where(const struct config_queue *q, const char *setting, char *out, size_t cap)
+{
+    int line = strcmp(setting, "dlq_url") == 0 ? q->dlq_url_line
+               : strcmp(setting, "url") == 0   ? q->url_line
+                                               : 0;
+    snprintf(out, cap, "%s of queue '%s' at %s:%d", setting, q->name != NULL ? q->name : "?",
+             q->file != NULL ? q->file : "?", line > 0 ? line : q->line);
 }
 
 const struct config_queue *

@@ -125,6 +125,8 @@ struct config_queue {
     int delete_payload;     /* delete a payload kept in S3 once its job is done */
     char *payload_bucket;   /* twicectl send: where bodies over the limit go, or NULL */
     int key_line;           /* where key is written, 0 when not set */
+    int url_line;           /* where url is written (in file), 0 when not read */
+    int dlq_url_line;       /* where dlq_url is written (in file), 0 when not read */
 
     /* The circuit breaker (worker/breaker.c); failures 0: off. */
     int breaker_failures; /* transient failures that open it */
@@ -259,6 +261,18 @@ void config_free(struct config *c);
 
 const struct config_plugin *config_find_plugin(const struct config *c, const char *name);
 const struct config_queue *config_find_queue(const struct config *c, const char *name);
+/* "SETTING of queue 'NAME' at FILE:LINE" for setting url or dlq_url (the
+ * entry's line for another), for a message that says which line to fix. */
+void config_queue_where(const struct config_queue *q, const char *setting, char *out, size_t cap);
+
+/*
+ * What a configuration accepts but the operator should hear about (today: a
+ * queue whose url is another queue's dlq_url, so twiced consumes that
+ * queue's dead letters: right for a redrive handler, a mistake otherwise).
+ * Adds one "FILE:LINE: message" per warning to w and returns how many;
+ * twiced -t prints them and the start logs them, neither fails for them.
+ */
+size_t config_warnings(const struct config *c, struct diag *w);
 
 /*
  * Settings a running master cannot change on reload (today: user). Adds one

@@ -13,6 +13,7 @@
 #include "escape.h"
 #include "keytmpl.h"
 #include "listen.h"
+#include "mailaddr.h"
 #include "regionname.h"
 #include "s3name.h"
 #include "sqsname.h"
@@ -212,6 +213,44 @@ config_check_smtp_url(struct config_at *at)
     return url_report(at, url_problem(str_of(at), URL_SMTP), "a usable SMTP URL");
 }
 
+/* One address of alerts.smtp (e: its string setting; entry > 0: its place
+ * in the to list), refused at its line when SMTP would refuse it, or when
+ * it would put a line break into the SMTP session. */
+static int
+mail_addr(struct config_at *at, const config_setting_t *e, int entry)
+{
+    const char *addr = config_setting_get_string(e), *why = mailaddr_problem(addr);
+    char tmp[64], pos[32] = "";
+    if (why == NULL) {
+        return 0;
+    }
+    if (entry > 0) {
+        snprintf(pos, sizeof(pos), " entry %d", entry);
+    }
+    config_problem(at->x, e, "%s%s:%s \"%s\" is not an address SMTP takes: %s", at->sc->pfx,
+                   at->row->name, pos, config_shown(addr, tmp), why);
+    return -1;
+}
+
+int
+config_check_mail_from(struct config_at *at)
+{
+    return mail_addr(at, at->s, 0);
+}
+
+int
+config_check_mail_to(struct config_at *at)
+{
+    if (config_setting_type(at->s) == CONFIG_TYPE_STRING) {
+        return mail_addr(at, at->s, 0);
+    }
+    int rc = 0;
+    for (int i = 0; i < config_setting_length(at->s); i++) {
+        rc |= mail_addr(at, config_setting_get_elem(at->s, (unsigned) i), i + 1);
+    }
+    return rc;
+}
+
 int
 config_check_listen(struct config_at *at)
 {
@@ -224,15 +263,83 @@ config_check_listen(struct config_at *at)
     return -1;
 }
 
-/* Missing or empty (not mistyped: that was reported); or more handler
- * threads than a worker keeps a record of (each worker runs every queue,
- * and the master lays a crash at the message a thread was running). */
+/* The index of the queue of c that polls queue i's dead-letter queue, or
+ * c->nqueues for none. */
+static size_t
+dlq_poller(const struct config *c, size_t i)
+{
+    const char *dlq = c->queues[i].dlq_url;
+    for (size_t k = 0; dlq != NULL && k < c->nqueues; k++) {
+        const char *url = c->queues[k].url;
+        if (url != NULL && sqs_queue_url_same(url, dlq)) {
+            return k;
+        }
+    }
+    return c->nqueues;
+}
+
+/* Report the cycle that starts at queue i (its first in the file), whose
+ * dead letters go to queue next. */
+static void
+report_cycle(struct config_at *at, size_t i, size_t next)
+{
+    const struct config *c = at->c;
+    const config_setting_t *e = at->s != NULL ? config_setting_get_elem(at->s, (int) i) : NULL;
+    const config_setting_t *s = e != NULL ? config_setting_get_member(e, "dlq_url") : NULL;
+    const char *to = c->queues[next].name;
+    config_problem(at->x, s != NULL ? s : at->s,
+                   "queue '%s': dlq_url: its dead letters go round: it is the url of queue '%s', "
+                   "whose dead letters come back here; end the chain at a queue no entry polls",
+                   c->queues[i].name, to != NULL ? to : "?");
+}
+
+/* Queues whose dead letters go round: each one's dlq_url another's url,
+ * back to the first (a's DLQ polled as b, b's as a). A message that fails
+ * in all of them would be dead-lettered from one to the next for ever; a
+ * queue that is its own DLQ is check_urls'. Reported once, at the dlq_url
+ * of the cycle's first queue in the file. The pollers are found once
+ * (n^2 comparisons, as config_check_queue_url's), then each walk is at
+ * most n steps. -1 when there was one. */
+static int
+check_dlq_cycles(struct config_at *at)
+{
+    const struct config *c = at->c;
+    size_t n = c->nqueues, *next = calloc(n > 0 ? n : 1, sizeof(*next));
+    int found = 0;
+    if (next == NULL) {
+        config_problem(at->x, at->s, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        next[i] = dlq_poller(c, i);
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t p = next[i], first = i, steps = 0;
+        for (; p < n && p != i && steps < n; p = next[p], steps++) {
+            first = p < first ? p : first;
+        }
+        if (p == i && first == i && steps > 0 && c->queues[i].name != NULL) {
+            report_cycle(at, i, next[i]);
+            found = 1;
+        }
+    }
+    free(next);
+    return found ? -1 : 0;
+}
+
+/* Missing or empty (not mistyped: that was reported); dead letters that go
+ * round; or more handler threads than a worker keeps a record of (each
+ * worker runs every queue, and the master lays a crash at the message a
+ * thread was running). */
 int
 config_check_queues(struct config_at *at)
 {
     if (at->c->nqueues == 0 && (at->s == NULL || config_setting_length(at->s) == 0)) {
         config_problem(at->x, at->s != NULL ? at->s : at->grp,
                        "queues: at least one queue is required");
+        return -1;
+    }
+    if (check_dlq_cycles(at) != 0) {
         return -1;
     }
     long threads = 0;
@@ -753,9 +860,20 @@ check_payload_bucket(struct config_at *at)
     }
 }
 
+/* The line of entry g's member name, 0 when it is not there. */
+static int
+member_line(const config_setting_t *g, const char *name)
+{
+    const config_setting_t *m = config_setting_get_member(g, name);
+    return m != NULL ? config_setting_source_line(m) : 0;
+}
+
 int
 config_queue_check(struct config_at *at)
 {
+    struct config_queue *q = at->base;
+    q->url_line = member_line(at->s, "url");
+    q->dlq_url_line = member_line(at->s, "dlq_url");
     check_handler(at);
     check_urls(at);
     check_fifo_claims(at);

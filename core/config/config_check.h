@@ -24,6 +24,9 @@ config_check_fn config_check_dsn;
 config_check_fn config_check_table;
 config_check_fn config_check_header;
 config_check_fn config_check_smtp_url;
+/* alerts.smtp.from and each of .to: an address SMTP takes (mailaddr.h). */
+config_check_fn config_check_mail_from;
+config_check_fn config_check_mail_to;
 config_check_fn config_check_listen;
 config_check_fn config_check_queues;
 

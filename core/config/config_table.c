@@ -226,10 +226,12 @@ const struct config_row config_rows[] = {
             "the start), a host and an optional port (1-65535), in printable ASCII without "
             "spaces."},
     {ROW("alerts.smtp", "from", CONFIG_STR, C(alerts.smtp.from)), .flags = CONFIG_REQUIRED,
-     .doc = "The sender's address."},
+     .check = config_check_mail_from,
+     .doc = "The sender's address, local@domain in ASCII, without a display name or <>."},
     {ROW("alerts.smtp", "to", CONFIG_STRLIST, C(alerts.smtp.to)), .flags = CONFIG_REQUIRED,
-     COUNT(struct config, alerts.smtp.nto), .noun = "address",
-     .doc = "The recipients: one address or a list of them."},
+     COUNT(struct config, alerts.smtp.nto), .noun = "address", .check = config_check_mail_to,
+     .doc = "The recipients: one address or a list of them, each as from (several in one "
+            "string, \"a@x, b@y\", are refused)."},
     {ROW("alerts.smtp", "username", CONFIG_STR, C(alerts.smtp.username)), .flags = CONFIG_UNSET,
      .doc_default = "none", .doc = "The login's user name."},
     {ROW("alerts.smtp", "password", CONFIG_STR, C(alerts.smtp.password)),
@@ -330,7 +332,10 @@ const struct config_row config_rows[] = {
     {ROW("queues", "dlq_url", CONFIG_STR, Q(dlq_url)), .flags = CONFIG_REQUIRED,
      .check = config_check_queue_dlq_url,
      .doc = "Where rejected and exhausted messages go, with the reason as message attributes: "
-            "a queue URL as url. A FIFO queue needs a FIFO dead-letter queue."},
+            "a queue URL as url. A FIFO queue needs a FIFO dead-letter queue. Not the queue's "
+            "own url, nor one whose dead letters come back here through other entries; an "
+            "entry that polls another's dead-letter queue (a redrive handler) gets a warning "
+            "from twiced -t and at the start."},
     {ROW("queues", "plugin", CONFIG_STR, Q(plugin)), .check = config_check_queue_plugin,
      .doc_default = "none: route_by and routes instead",
      .doc = "The plugin that handles every message of the queue."},

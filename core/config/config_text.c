@@ -157,10 +157,12 @@ config_text_read_file(const char *path, char **text, size_t *len, struct diag *d
 struct scan {
     struct config_ctx *x;
     enum { LEX_CODE, LEX_COMMENT, LEX_STRING } lex;
-    int level; /* groups and lists open; 0: the top level, a group */
+    int lex_line; /* where the comment or string being read starts */
+    int level;    /* groups and lists open; 0: the top level, a group */
     struct {
         char open; /* '{', '(' or '[' */
         int count; /* '=' in a group, ',' in a list or array */
+        int line;  /* where it opens */
     } levels[SCAN_LEVELS];
     int settings; /* '=' in groups so far, in every file */
     int too_many; /* a count was reported */
@@ -223,12 +225,13 @@ count(struct scan *sc, const struct src *f, char what)
 }
 
 static void
-nest(struct scan *sc, char ch)
+nest(struct scan *sc, const struct src *f, char ch)
 {
     if (ch == '{' || ch == '(' || ch == '[') {
         if (++sc->level < SCAN_LEVELS) {
             sc->levels[sc->level].open = ch;
             sc->levels[sc->level].count = 0;
+            sc->levels[sc->level].line = f->line;
         }
     } else if (sc->level > 0) {
         sc->level--;
@@ -236,6 +239,35 @@ nest(struct scan *sc, char ch)
 }
 
 static void scan_text(struct scan *sc, struct src *f);
+
+/* After the @include file inc, scanned from level `level`: a comment, a
+ * string, a group or a list it leaves open. libconfig reads on into the
+ * file around it, so an unclosed comment silently took that file's next
+ * settings for comment, and an unclosed string or group failed as a
+ * "syntax error" at a line of the other file. Reported where it opens in
+ * inc, and closed there for the rest of the scan. */
+static void
+check_include_end(struct scan *sc, struct src *inc, int level)
+{
+    const char *what = sc->lex == LEX_COMMENT  ? "a /* comment"
+                       : sc->lex == LEX_STRING ? "a string"
+                                               : NULL;
+    if (what != NULL) {
+        inc->line = sc->lex_line;
+    } else if (sc->level > level && level + 1 < SCAN_LEVELS) {
+        char open = sc->levels[level + 1].open;
+        what = open == '{' ? "a group ('{')" : open == '(' ? "a list ('(')" : "an array ('[')";
+        inc->line = sc->levels[level + 1].line;
+    } else {
+        return;
+    }
+    scan_problem(sc, inc,
+                 "%s starts here and is not closed before the end of this @include file (each "
+                 "@include file must hold whole settings)",
+                 what);
+    sc->lex = LEX_CODE;
+    sc->level = level;
+}
 
 /* Read one @include file as libconfig will: include_dir + "/" + name, and
  * scan it. One it cannot open is left to libconfig to report; one that could
@@ -307,7 +339,9 @@ scan_include(struct scan *sc, const struct src *f, const char *name)
         } else {
             sc->bytes += b.len;
             sc->lex = LEX_CODE;
+            int level = sc->level;
             scan_text(sc, &inc);
+            check_include_end(sc, &inc, level);
         }
         buf_free(&path);
     }
@@ -436,6 +470,7 @@ scan_code(struct scan *sc, struct src *f, size_t i, int bol)
     }
     if (ch == '/' && next == '*') {
         sc->lex = LEX_COMMENT;
+        sc->lex_line = f->line;
         return 2;
     }
     if (ch == '#' || (ch == '/' && next == '/')) {
@@ -448,10 +483,11 @@ scan_code(struct scan *sc, struct src *f, size_t i, int bol)
     }
     if (ch == '"') {
         sc->lex = LEX_STRING;
+        sc->lex_line = f->line;
     } else if (ch == '=' || ch == ':' || ch == ',') {
         count(sc, f, ch == ',' ? ',' : '=');
     } else if (strchr("{([])}", ch) != NULL && ch != '\0') {
-        nest(sc, ch);
+        nest(sc, f, ch);
     }
     return 1;
 }

@@ -35,6 +35,7 @@
 struct watched {
     char *name;
     char *dlq_url;
+    char *where; /* "dlq_url of queue 'NAME' at FILE:LINE", for a missing queue's hint */
     struct alert_rule rule;
     long depth;                 /* this check's, -1 unknown */
     int failing;                /* the depth could not be read last time (logged once) */
@@ -70,8 +71,8 @@ read_depth(struct dlqmon *m, struct watched *w)
     }
     if (sqs_queue_counts(m->sqs, w->dlq_url, counts, &err) != 0) {
         if (!w->failing && !flag_is_up(&m->stop)) {
-            char what[800];
-            sqs_error_describe(&err, "GetQueueAttributes", what, sizeof(what));
+            char what[1280];
+            sqs_error_describe_at(&err, "GetQueueAttributes", w->where, what, sizeof(what));
             log_warn("dlq monitor: queue %s: dead-letter queue: %s (will retry)", w->name, what);
         }
         w->failing = 1;
@@ -308,6 +309,7 @@ dlqmon_free(struct dlqmon *m)
 {
     for (size_t i = 0; i < m->nq; i++) {
         free(m->q[i].name);
+        free(m->q[i].where);
         free(m->q[i].dlq_url);
     }
     free(m->q);
@@ -364,7 +366,10 @@ dlqmon_new(const struct config *c)
         w->rule = init;
         w->name = strdup(c->queues[m->nq].name);
         w->dlq_url = strdup(c->queues[m->nq].dlq_url);
-        if (w->name == NULL || w->dlq_url == NULL) {
+        char where[512];
+        config_queue_where(&c->queues[m->nq], "dlq_url", where, sizeof(where));
+        w->where = strdup(where);
+        if (w->name == NULL || w->dlq_url == NULL || w->where == NULL) {
             m->nq++;
             dlqmon_free(m);
             return NULL;

@@ -555,6 +555,18 @@ log_reload_problems(const struct diag *d)
     }
 }
 
+/* The start and a reload: config_warnings as warnings in the log. */
+static void
+log_config_warnings(const struct config *c, const char *pfx)
+{
+    struct diag warn = DIAG_INIT;
+    config_warnings(c, &warn);
+    for (size_t i = 0; i < warn.n; i++) {
+        log_warn("%s%s", pfx, warn.lines[i]);
+    }
+    diag_free(&warn);
+}
+
 /* A reload: the new configuration checked (its plugins in a probe, cut
  * short by a stop signal, which the loop then takes: a stop does not wait
  * for a plugin's slow init), then started beside the running generation. */
@@ -601,6 +613,7 @@ reload(struct master *m)
         return;
     }
     diag_free(&d);
+    log_config_warnings(g->cfg, "reload: ");
     if (config_restart_needed(m->cur->cfg, g->cfg, &d) > 0) {
         for (size_t i = 0; i < d.n; i++) {
             log_warn("reload: %s", d.lines[i]);
@@ -964,19 +977,21 @@ check_ca_file(const struct config *c, struct diag *d)
 }
 
 /* twiced -t: what does not fail the check but would surprise the operator
- * (tracing off in every worker), on stderr as "warning: ...". */
+ * (tracing off in every worker, a queue that polls another's DLQ), on
+ * stderr as "warning: ...". */
 static void
 print_warnings(const struct config *c)
 {
     char why[768];
+    struct diag warn = DIAG_INIT; /* escaped for the terminal by diag_add */
+    config_warnings(c, &warn);
     if (envcheck_tracing(c, why, sizeof(why)) != 0) {
-        struct diag warn = DIAG_INIT; /* escaped for the terminal by diag_add */
         diag_add(&warn, NULL, 0, "%s", why);
-        for (size_t i = 0; i < warn.n; i++) {
-            fprintf(stderr, "warning: %s\n", warn.lines[i]);
-        }
-        diag_free(&warn);
     }
+    for (size_t i = 0; i < warn.n; i++) {
+        fprintf(stderr, "warning: %s\n", warn.lines[i]);
+    }
+    diag_free(&warn);
 }
 
 int
@@ -1121,6 +1136,7 @@ prepare(struct master *m)
     if (envcheck_tracing(g->cfg, why, sizeof(why)) != 0) {
         log_warn("%s", why);
     }
+    log_config_warnings(g->cfg, "");
     if (m->opts->detach != NULL && g->cfg->log.file == NULL) {
         /* said while stderr is still the terminal: after it, nothing is */
         log_warn("log.file is not set: the daemon's log lines (-d) are discarded; set "

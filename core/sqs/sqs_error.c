@@ -220,9 +220,11 @@ sqs_error_cut_mid_answer(const struct sqs_error *e)
            strstr(e->message, HTTP_CANCELLED_MID_ANSWER) != NULL;
 }
 
-/* A hint for the errors operators meet, into out (empty when none). */
+/* A hint for the errors operators meet, into out (empty when none); where
+ * names the setting of a missing queue (sqs_error_describe_at), or NULL. */
 static void
-sqs_error_hint(const struct sqs_error *e, const char *action, char *out, size_t len)
+sqs_error_hint(const struct sqs_error *e, const char *action, const char *where, char *out,
+               size_t len)
 {
     static const char *const denied[] = {"AccessDenied", "AccessDeniedException", NULL};
     static const char *const missing[] = {"QueueDoesNotExist", "NonExistentQueue",
@@ -253,6 +255,8 @@ sqs_error_hint(const struct sqs_error *e, const char *action, char *out, size_t 
         snprintf(out, len, "the queue is being throttled; twice backs off");
     } else if (sqs_error_is(e, denied)) {
         snprintf(out, len, "check the IAM policy allows sqs:%s on this queue", action);
+    } else if (sqs_error_is(e, missing) && where != NULL) {
+        snprintf(out, len, "check %s, and the region", where);
     } else if (sqs_error_is(e, missing)) {
         snprintf(out, len, "check the queue url and region");
     } else if (sqs_error_is(e, creds)) {
@@ -291,10 +295,17 @@ sqs_error_hint(const struct sqs_error *e, const char *action, char *out, size_t 
 }
 
 void
-sqs_error_describe(const struct sqs_error *e, const char *action, char *out, size_t len)
+sqs_error_describe_at(const struct sqs_error *e, const char *action, const char *where, char *out,
+                      size_t len)
 {
-    char hint[160];
-    sqs_error_hint(e, action, hint, sizeof hint);
+    char hint[640];
+    sqs_error_hint(e, action, where, hint, sizeof hint);
     snprintf(out, len, "%s: %s%s%s%s%s%s", action, e->code, e->message[0] ? ": " : "", e->message,
              hint[0] ? " (" : "", hint, hint[0] ? ")" : "");
+}
+
+void
+sqs_error_describe(const struct sqs_error *e, const char *action, char *out, size_t len)
+{
+    sqs_error_describe_at(e, action, NULL, out, len);
 }

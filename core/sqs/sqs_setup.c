@@ -42,12 +42,13 @@ sqs_check_queues(struct sqs_client *sqs, const struct config *c, size_t max,
         const char *urls[2] = {q->url, q->dlq_url};
         for (int k = 0; k < 2 && found < max; k++) {
             struct sqs_error e;
-            char desc[768], what[1024];
+            char desc[1024], what[1536], where[512];
             size_t *size = k == 1 && dlq_max_bytes != NULL ? &dlq_max_bytes[i] : NULL;
             if (urls[k] == NULL || sqs_check_queue(sqs, urls[k], size, &e) == 0) {
                 continue;
             }
-            sqs_error_describe(&e, "GetQueueAttributes", desc, sizeof(desc));
+            config_queue_where(q, k == 0 ? "url" : "dlq_url", where, sizeof(where));
+            sqs_error_describe_at(&e, "GetQueueAttributes", where, desc, sizeof(desc));
             snprintf(what, sizeof(what), "queue %s: %s %s: %s", q->name,
                      k == 0 ? "url" : "dlq_url", urls[k], desc);
             problem(arg, q, what);

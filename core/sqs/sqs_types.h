@@ -30,6 +30,15 @@ struct sqs_error {
 void sqs_error_describe(const struct sqs_error *e, const char *action, char *out, size_t len);
 
 /*
+ * The same for a call on the queue one setting names: a missing queue's
+ * hint names that setting and where it is written ("check dlq_url of queue
+ * 'jobs' at /etc/twice/twice.conf:12, and the region"), where is its
+ * "SETTING of queue 'NAME' at FILE:LINE" (NULL: sqs_error_describe's).
+ */
+void sqs_error_describe_at(const struct sqs_error *e, const char *action, const char *where,
+                           char *out, size_t len);
+
+/*
  * Whether a request that failed with e could succeed later as it is: 1 for
  * what is no fault of the request and passes with time or a fix on the
  * sender's side: what is retryable (throttling, SQS's 5xx, an unreachable

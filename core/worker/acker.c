@@ -656,11 +656,12 @@ send_dead_letters(struct acker *a, struct twice_job *list)
             metrics_count(MET_SQS_REQUESTS, "SendMessage", "error", NULL, failed);
         }
         if (rc != 0) {
-            char desc[1280];
+            char desc[1280], where[512];
             if (strcmp(e.code, DLQ_TOO_LARGE_CODE) == 0) {
                 snprintf(desc, sizeof(desc), "%s", e.message);
             } else {
-                sqs_error_describe(&e, "SendMessage", desc, sizeof(desc));
+                config_queue_where(j->queue->cfg, "dlq_url", where, sizeof(where));
+                sqs_error_describe_at(&e, "SendMessage", where, desc, sizeof(desc));
             }
             if (!try_again(&e)) {
                 give_back_unsent(j, LIFECYCLE_DLQ_REFUSED, desc);

@@ -566,8 +566,9 @@ store_ok(struct receiver *r)
 static void
 receive_failed(struct receiver *r, const struct sqs_error *e)
 {
-    char desc[768];
-    sqs_error_describe(e, "ReceiveMessage", desc, sizeof(desc));
+    char desc[1024], where[512];
+    config_queue_where(r->q->cfg, "url", where, sizeof(where));
+    sqs_error_describe_at(e, "ReceiveMessage", where, desc, sizeof(desc));
     metrics_count(MET_SQS_ERRORS, "ReceiveMessage", e->code, NULL, 1);
     metrics_gauge_max(MET_RECEIVE_FAILED, r->q->cfg->name, e->code, (double) time(NULL));
     if (r->recv_failures++ == 0) {

@@ -40,7 +40,8 @@ struct xjob {
     long long deadline; /* CLOCK_MONOTONIC ms */
     char *answer;       /* EXEC_ANSWER_MAX + 1 bytes */
     size_t alen;
-    int err_open; /* its stderr has not reached EOF */
+    int err_open;  /* its stderr has not reached EOF */
+    short revents; /* of the socket, at wait_io's last return of 1 */
 };
 
 static long long
@@ -84,9 +85,9 @@ drain_stderr(struct xjob *x)
 }
 
 /* Wait until the socket is ready for `events` (or stderr has something),
- * logging stderr. 1 ready, 0 at the deadline, -1 on a poll error or when
- * the process has ended with nothing more to read: a child it started may
- * hold its stdout open, and no EOF would come before the deadline. */
+ * logging stderr; which events it had goes to x->revents. 1 ready, 0 at the deadline, -1 on a poll
+ * error or when the process has ended with nothing more to read: a child it started may hold its
+ * stdout open, and no EOF would come before the deadline. */
 static int
 wait_io(struct xjob *x, short events)
 {
@@ -106,6 +107,7 @@ wait_io(struct xjob *x, short events)
             drain_stderr(x);
         }
         if (rc > 0 && fds[0].revents != 0) {
+            x->revents = fds[0].revents;
             return 1;
         }
         if (rc > 0 && fds[2].revents != 0) {
@@ -164,14 +166,25 @@ unread(const struct exec_proc *p)
     return ioctl(p->io, SIOCOUTQ, &queued) == 0 && queued > 0;
 }
 
+/* Send the request line: 1 when all of it was sent, 0 at the deadline, -1
+ * when the process ended, -3 when it is gone with the request not (all)
+ * sent, -4 when it wrote to its stdout before reading all of it: a handler
+ * that never reads its stdin and answers (or writes a long line) at once
+ * would otherwise wait, both sides writing, until the job's timeout, and
+ * be said not to have answered. */
 static int
 send_request(struct xjob *x, const char *req, size_t len)
 {
     size_t sent = 0;
     while (sent < len) {
-        int ready = wait_io(x, POLLOUT);
+        int ready = wait_io(x, POLLOUT | POLLIN);
         if (ready <= 0) {
             return ready == 0 ? 0 : -1;
+        }
+        char b;
+        ssize_t peek = (x->revents & POLLIN) ? recv(x->p->io, &b, 1, MSG_PEEK | MSG_DONTWAIT) : -1;
+        if (peek >= 0) {
+            return peek > 0 ? -4 : -3; /* output, or EOF: it closed its end */
         }
         ssize_t n = send(x->p->io, req + sent, len - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0 && errno != EAGAIN && errno != EINTR) {
@@ -313,7 +326,7 @@ exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const c
         l.start = 0; /* started long ago */
     }
     long long seconds = (long long) l.timeout + l.start;
-    struct xjob x = {api, job, p, now_ms() + seconds * 1000, NULL, 0, p->err >= 0};
+    struct xjob x = {api, job, p, now_ms() + seconds * 1000, NULL, 0, p->err >= 0, 0};
     int extra = 0, rc;
     char limit[160], what[EXEC_SHOWN * 2 + 160];
     if (exec_proc_ended(p)) {
@@ -333,7 +346,12 @@ exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const c
     if (rc == 1) {
         rc = read_answer(&x, &extra);
     }
-    if (rc == -3 || (rc == -1 && unread(p))) {
+    if (rc == -4) {
+        rc = failed(&x,
+                    "wrote to its stdout before reading its whole request (a handler reads "
+                    "the request's line, then answers; restarted)",
+                    why, cap);
+    } else if (rc == -3 || (rc == -1 && unread(p))) {
         /* it never saw the job (a child of its may still hold the socket) */
         failed_when(&x, NULL, " before reading the request (restarted)", why, cap);
         rc = -2;

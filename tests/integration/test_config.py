@@ -207,6 +207,21 @@ alerts = { webhook = { url = "https:///hook?token=secret"; }; };
             "to 65535" % path])
         self.assertNotIn("secret", r.stderr)
 
+    def test_a_queue_that_polls_another_queues_dlq_is_a_warning(self):
+        """A redrive handler polls another queue's DLQ on purpose; a url copied from the
+        wrong line does it by mistake. twiced -t says so at the url's line and passes."""
+        second = """  plugin = "p"; },
+  { name = "redrive"; url = "http://127.0.0.1:1/0/q-dlq";
+  dlq_url = "http://127.0.0.1:1/0/r-dlq"; plugin = "p"; } );
+"""
+        path = self.write(self.base().replace('  plugin = "p"; } );\n', second).encode())
+        r = self.check(path)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("warning: %s:5: queue 'redrive': url is the dlq_url of queue 'q' (line 3): "
+                      "twiced will run 'q's dead letters through this queue's plugin; right for "
+                      "a redrive handler, otherwise set url to another queue" % path, r.stderr)
+        self.assertIn("OK", r.stdout)
+
     def test_dev_zero_ends_at_once(self):
         r = self.check("/dev/zero")
         self.assertEqual(r.returncode, 1)
@@ -320,11 +335,18 @@ class ReloadRefused(twicetest.TwiceTestCase):
         workers = d.worker_pids()
         self.assertEqual(len(workers), 2)
         text = d.config_text
+        # an @include file that ends inside a comment took the next settings for comment
+        inc = os.path.join(os.path.dirname(d.config_path), "tuning.inc")
+        with open(inc, "w") as f:
+            f.write("drain_timeout = 5;\n/* workers = 1;\n")
         cases = [
             (text.encode() + b"\0workers = 7;\n",
              r"reload: %s:\d+: %s" % (re.escape(d.config_path), NUL)),
             (text.encode() + b"#" * (5 * 1024 * 1024) + b"\n",
              r"reload: %s: %s" % (re.escape(d.config_path), TOO_LARGE)),
+            (text.encode() + b'@include "tuning.inc"\nworkers = 7; /* */\n',
+             r"reload: %s:2: a /\* comment starts here and is not closed before the end of "
+             r"this @include file" % re.escape(inc)),
         ]
         sent = 0
         for data, expect in cases:

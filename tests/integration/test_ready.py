@@ -127,6 +127,15 @@ class Ready(twicetest.TwiceTestCase):
         self.sqs.send(self.url, '{"id": "later"}')
         twicetest.wait_until(lambda: self.pg.query(dsn, "SELECT key FROM effects") ==
                              [("effect:later",)], timeout=30)
+        # A dead-letter queue deleted while twiced runs: the dead letter's error names
+        # the setting to fix and its line (it said "check the queue url").
+        self.sqs.delete_queue(self.dlq)
+        self.sqs.send(self.url, '{"no": "id"}')
+        with open(d.config_path) as f:
+            line = next(i for i, t in enumerate(f, 1) if "dlq_url" in t)
+        d.wait_log(r"the dead-letter queue refused the dead letter: .*QueueDoesNotExist.*"
+                   r"\(check dlq_url of queue 'jobs' at %s:%d, and the region\)"
+                   % (re.escape(d.config_path), line), timeout=30)
         self.assertEqual(d.stop(), 0)
 
     def test_systemd_hears_no_ready_and_the_daemon_exits_1(self):

@@ -5,6 +5,7 @@
  */
 #include "check.h"
 #include "config.h"
+#include "mailaddr.h"
 #include "regionname.h"
 #include "sqsname.h"
 #include "url.h"
@@ -785,6 +786,140 @@ test_queue_rules(void)
                "may delete (a message's pointer could name any other)");
 }
 
+/* A queue that polls another queue's DLQ is accepted with a warning at its
+ * url (a redrive handler does that on purpose); dead letters that would go
+ * round between queues are refused at the dlq_url of the first. Both were
+ * accepted silently. */
+static void
+test_dlq_chains(void)
+{
+    static const char redrive[] =
+        "queues = ( { name = \"a\"; url = \"http://h/1/a\"; dlq_url = \"http://h/1/a-dlq\";\n"
+        "  plugin = \"welcome-email\"; },\n"
+        "  { name = \"redrive\"; url = \"http://H:80/1/a-dlq\";\n"
+        "  dlq_url = \"http://h/1/r-dlq\"; plugin = \"welcome-email\"; } );\n";
+    struct diag d = DIAG_INIT, w = DIAG_INIT;
+    struct config *c = NULL;
+    char text[4096];
+    snprintf(text, sizeof(text), "%s%s", MINIMAL_HEAD, redrive);
+    CHECK_INT(load_extra(redrive, &d, &c), 0);
+    CHECK_INT(d.n, 0);
+    CHECK(c != NULL);
+    CHECK_INT(c != NULL ? (int) config_warnings(c, &w) : -1, 1);
+    char msg[512];
+    snprintf(msg, sizeof(msg),
+             "queue 'redrive': url is the dlq_url of queue 'a' (line %d): twiced will run 'a's "
+             "dead letters through this queue's plugin; right for a redrive handler, otherwise "
+             "set url to another queue",
+             line_of(text, "dlq_url = \"http://h/1/a-dlq"));
+    CHECK(has(&w, path_in(tmpdir, "t.conf"), line_of(text, "url = \"http://H:80"), msg));
+    /* The line of each URL, for the hints that name one (config_queue_where). */
+    char where[512], want[600];
+    if (c != NULL && c->nqueues == 2) {
+        config_queue_where(&c->queues[1], "dlq_url", where, sizeof(where));
+        snprintf(want, sizeof(want), "dlq_url of queue 'redrive' at %s:%d",
+                 path_in(tmpdir, "t.conf"), line_of(text, "dlq_url = \"http://h/1/r-dlq"));
+        CHECK_STR(where, want);
+        config_queue_where(&c->queues[1], "url", where, sizeof(where));
+        snprintf(want, sizeof(want), "url of queue 'redrive' at %s:%d", path_in(tmpdir, "t.conf"),
+                 line_of(text, "url = \"http://H:80"));
+        CHECK_STR(where, want);
+    }
+    config_free(c);
+    diag_free(&w);
+    diag_free(&d);
+    /* No warning without such a queue; a DLQ shared by two queues is fine. */
+    c = NULL;
+    CHECK_INT(load_extra(QUEUE_JOBS("plugin = \"welcome-email\";"), &d, &c), 0);
+    CHECK_INT(c != NULL ? (int) config_warnings(c, &w) : -1, 0);
+    config_free(c);
+    diag_free(&w);
+    diag_free(&d);
+    /* a's dead letters go to b, b's back to a. */
+    expect_one("queues = ( { name = \"a\"; url = \"http://h/1/a\";\n"
+               "  dlq_url = \"http://h/1/b\"; plugin = \"welcome-email\"; },\n"
+               "  { name = \"b\"; url = \"http://h/1/b\"; dlq_url = \"http://h/1/a\";\n"
+               "  plugin = \"welcome-email\"; } );\n",
+               "dlq_url = \"http://h/1/b",
+               "queue 'a': dlq_url: its dead letters go round: it is the url of queue 'b', "
+               "whose dead letters come back here; end the chain at a queue no entry polls");
+    /* Three queues round, in another order; and a chain that ends is fine. */
+    expect_one("queues = ( { name = \"c\"; url = \"http://h/1/c\";\n"
+               "  dlq_url = \"http://h/1/a\"; plugin = \"welcome-email\"; },\n"
+               "  { name = \"a\"; url = \"http://h/1/a\"; dlq_url = \"http://h/1/b\";\n"
+               "  plugin = \"welcome-email\"; },\n"
+               "  { name = \"b\"; url = \"http://h/1/b\"; dlq_url = \"http://h/1/c\";\n"
+               "  plugin = \"welcome-email\"; } );\n",
+               "dlq_url = \"http://h/1/a",
+               "queue 'c': dlq_url: its dead letters go round: it is the url of queue 'a', "
+               "whose dead letters come back here; end the chain at a queue no entry polls");
+    expect_ok("queues = ( { name = \"a\"; url = \"http://h/1/a\";\n"
+              "  dlq_url = \"http://h/1/b\"; plugin = \"welcome-email\"; },\n"
+              "  { name = \"b\"; url = \"http://h/1/b\"; dlq_url = \"http://h/1/c\";\n"
+              "  plugin = \"welcome-email\"; } );\n");
+}
+
+/* alerts.smtp.from and .to go to the SMTP server as they are (MAIL FROM,
+ * RCPT TO): a CR/LF in one was a second SMTP command in the session, a
+ * display name, a list in one string or a missing '@' were refused by the
+ * server at the first alert. Each is refused at its line. */
+#define SMTP_HEAD(from, to)                                                                       \
+    "alerts = { smtp = { url = \"smtp://127.0.0.1:25\"; from = \"" from "\";\n"                   \
+    "  to = " to "; }; };\n" QUEUE_JOBS("plugin = \"welcome-email\";")
+static void
+test_mail_addresses(void)
+{
+    static const char *const ok[] = {
+        "ops@example.com",
+        "o.p+s-1@mail.example.co",
+        "x@[192.0.2.1]",
+        "!#$%&'*+/=?^_`{|}~@h",
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        CHECK(mailaddr_problem(ok[i]) == NULL);
+    }
+    static const char *const bad[][2] = {
+        {"ops@x.test\r\nRCPT TO:<evil@x.test>", "a control character (a CR or LF"},
+        {"Ops <ops@x.test>", "an address only, without a name or <>"},
+        {"<ops@x.test>", "an address only"},
+        {"a@x.test, b@x.test", "one address per string"},
+        {"a@x.test;b@x.test", "one address per string"},
+        {"ops", "no '@'"},
+        {"@x.test", "the part before '@'"},
+        {"a..b@x.test", "the part before '@'"},
+        {"\"a b\"@x.test", "one address per string"},
+        {"\"ab\"@x.test", "a quoted local part"},
+        {"ops@", "the domain after '@'"},
+        {"ops@x..test", "the domain after '@'"},
+        {"ops@x_y.test", "the domain after '@'"},
+        {"ops@b\xc3\xbc"
+         "ro.test",
+         "not ASCII"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *why = mailaddr_problem(bad[i][0]);
+        CHECK(why != NULL && strstr(why, bad[i][1]) == why);
+        if (why == NULL || strstr(why, bad[i][1]) != why) {
+            fprintf(stderr, "  %s: got %s\n", bad[i][0], why != NULL ? why : "(ok)");
+        }
+    }
+    expect_ok(SMTP_HEAD("twice@example.com", "(\"ops@example.com\", \"oncall@example.com\")"));
+    expect_one(SMTP_HEAD("twice@example.com", "\"ops@x.test\\r\\nRCPT TO:<evil@x.test>\""), "to =",
+               "alerts.smtp.to: \"ops@x.test\\r\\nRCPT TO:<evil@x.test>\" is not an address SMTP "
+               "takes: a control character (a CR or LF would end the SMTP command)");
+    expect_one(SMTP_HEAD("twice@example.com", "[\"ops@x.test\",\n  \"a@x.test, b@x.test\"]"),
+               "\"a@x.test,",
+               "alerts.smtp.to: entry 2 \"a@x.test, b@x.test\" is not an address SMTP takes: "
+               "one address per string: several recipients are a list, to = "
+               "[\"a@example.com\", \"b@example.com\"]");
+    expect_one(SMTP_HEAD("Twice <twice@x.test>", "\"ops@x.test\""), "from =",
+               "alerts.smtp.from: \"Twice <twice@x.test>\" is not an address SMTP takes: an "
+               "address only, without a name or <>: like alerts@example.com");
+    expect_one(SMTP_HEAD("", "\"ops@x.test\""), "from =", "alerts.smtp.from: must not be empty");
+    expect_one(SMTP_HEAD("twice@x.test", "\"\""),
+               "to =", "alerts.smtp.to: entry 1 must be a non-empty string");
+}
+
 static void
 test_plugin_rules(void)
 {
@@ -1127,13 +1262,36 @@ test_syntax_errors(void)
                    "plugin = \"welcome-email\";"),
                "log = {", "syntax error: duplicate setting name");
     /* In an @include file, named from that file's line. */
-    const char *inc = path_in(tmpdir, "dup.inc");
+    char inc[512];
+    snprintf(inc, sizeof(inc), "%s", path_in(tmpdir, "dup.inc"));
     write_file(inc, "# tuning\nworkers = 2;\nworkers = 4;\n");
     struct diag di = DIAG_INIT;
     CHECK_INT(load_extra("@include \"dup.inc\"\n" QUEUE_JOBS(""), &di, NULL), -1);
     CHECK_INT(di.n, 1);
     CHECK(has(&di, inc, 3, "setting 'workers' appears twice in its group (remove or rename one)"));
     diag_free(&di);
+    /* An @include file that ends inside a comment, a string or a group:
+     * libconfig read on into the main file, so the comment silently took
+     * its next settings (here an unknown one) and the others were a
+     * "syntax error" at a line of the main file. Named where they open. */
+    static const char *const ends[][2] = {
+        {"workers = 2; /* tuning\n", "a /* comment"},
+        {"workers = 2;\nlog = { file = \"x\n", "a string"},
+        {"workers = 2;\nlog = { level = \"info\";\n", "a group ('{')"},
+    };
+    for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+        char want[256];
+        write_file(inc, ends[i][0]);
+        snprintf(want, sizeof(want),
+                 "%s starts here and is not closed before the end of this @include file (each "
+                 "@include file must hold whole settings)",
+                 ends[i][1]);
+        CHECK_INT(load_extra("@include \"dup.inc\"\nbogus = 1; /* */\n" QUEUE_JOBS(""), &di, NULL),
+                  -1);
+        CHECK_INT(di.n, 1);
+        CHECK(has(&di, inc, i == 0 ? 1 : 2, want));
+        diag_free(&di);
+    }
     unlink(inc);
     /* An unreadable file is one line, without a line number. */
     struct diag d = DIAG_INIT;
@@ -1440,6 +1598,8 @@ main(void)
     test_many_errors();
     test_single_errors();
     test_queue_rules();
+    test_dlq_chains();
+    test_mail_addresses();
     test_plugin_rules();
     test_name_lengths();
     test_payload_bucket_name();

@@ -40,6 +40,18 @@ test_reference_error(void)
     sqs_error_describe(&e, "ReceiveMessage", text, sizeof text);
     CHECK_STR(text, "ReceiveMessage: QueueDoesNotExist: The specified queue does not exist. "
                     "(check the queue url and region)");
+    /* A call on the queue a setting names says which setting, and where:
+     * a dead letter's SendMessage said "the queue url" of its DLQ. */
+    sqs_error_describe_at(&e, "SendMessage", "dlq_url of queue 'jobs' at /etc/twice.conf:12", text,
+                          sizeof text);
+    CHECK_STR(text, "SendMessage: QueueDoesNotExist: The specified queue does not exist. "
+                    "(check dlq_url of queue 'jobs' at /etc/twice.conf:12, and the region)");
+    /* other errors keep their hints */
+    snprintf(e.code, sizeof(e.code), "AccessDenied");
+    sqs_error_describe_at(&e, "SendMessage", "dlq_url of queue 'jobs' at /etc/twice.conf:12", text,
+                          sizeof text);
+    CHECK_STR(text, "SendMessage: AccessDenied: The specified queue does not exist. "
+                    "(check the IAM policy allows sqs:SendMessage on this queue)");
 }
 
 static void

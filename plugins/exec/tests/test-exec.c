@@ -675,6 +675,51 @@ test_two_lines_without_echo(void)
 /* A handler whose stderr is redirected by its wrapper (`exec python3
  * h.py 2>>own.log`): EOF on the stderr pipe is no death. Its jobs run in
  * one process, with time between them for the supervisor to look. */
+/* A handler that never reads its standard input: it answers at once (or
+ * writes a line longer than any answer) while a request larger than the
+ * socket's buffers is still being sent, or exits. Nothing may wait on
+ * the other for ever, and the job is never taken as done. */
+static void
+test_never_reads(void)
+{
+    static const char *const cmds[] = {
+        "[\"/bin/sh\", \"-c\", \"sleep 0.2; echo '{\\\"status\\\":\\\"done\\\"}'; exec sleep "
+        "30\"]",
+        "[\"/bin/sh\", \"-c\", \"head -c 300000 /dev/zero | tr '\\\\\\\\0' x; exec sleep 30\"]",
+        "[\"/bin/sh\", \"-c\", \"exit 0\"]",
+    };
+    static const char *const wants[] = {
+        "wrote to its stdout before reading its whole request (a handler reads the request's "
+        "line, then answers; restarted)",
+        "wrote to its stdout before reading its whole request",
+        "exited with status 0 before reading the request (restarted)",
+    };
+    size_t n = 2 * 1024 * 1024;
+    char *body = malloc(n + 64);
+    CHECK(body != NULL);
+    if (body == NULL) {
+        return;
+    }
+    int off = snprintf(body, 64, "{\"id\":1,\"pad\":\"");
+    memset(body + off, 'p', n);
+    snprintf(body + off + n, 64, "\"}");
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+        twice_mock *m = new_mock(cmds[i]);
+        twice_mock_set(m, "timeout", "3");
+        twice_mock_set(m, "start_timeout", "0");
+        CHECK_INT(twice_mock_init(m), 0);
+        twice_mock_job *j;
+        twice_status st = plugin_run(m, body, &j);
+        CHECK_INT(st, TWICE_RETRY);
+        CHECK_CONTAINS(twice_mock_job_error(j), wants[i]);
+        CHECK(twice_mock_job_error(j) == NULL ||
+              strstr(twice_mock_job_error(j), "did not answer within") == NULL);
+        twice_mock_job_free(j);
+        twice_mock_free(m);
+    }
+    free(body);
+}
+
 static void
 test_stderr_redirected(void)
 {
@@ -987,6 +1032,7 @@ main(void)
     test_one_shot();
     test_two_lines_without_echo();
     test_stderr_redirected();
+    test_never_reads();
     test_one_job_one_process();
     test_example("python3 " EXAMPLES "/exec-handler.py");
     if (access("/usr/bin/node", X_OK) == 0) {
