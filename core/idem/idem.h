@@ -230,6 +230,17 @@ int idem_standby(struct idem_store *s, char *err, size_t errlen);
 int idem_read_only(struct idem_store *s, char *err, size_t errlen);
 
 /*
+ * Whether s reaches a server that takes writes: the one check of a dsn's
+ * server before twiced relies on it (the start, a reload, `twiced -t
+ * --connect`, a worker's readiness), so that all refuse the same servers.
+ * 0 when it does; 1 when it is a standby in recovery (err IDEM_STANDBY_WHY)
+ * or its transactions take no writes for another reason
+ * (default_transaction_read_only: err IDEM_READ_ONLY_WHY); -1 with err when
+ * it was not answered.
+ */
+int idem_takes_writes(struct idem_store *s, char *err, size_t errlen);
+
+/*
  * Whether a claim can be written now (a claim check): the claim statement
  * run for a key no message has, inside a transaction that is rolled back,
  * so that everything a claim needs is asked at once (the role's grants, a

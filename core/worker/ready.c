@@ -1,6 +1,6 @@
 /*
  * ready.c - a worker's readiness checks before it tells the master "ready"
- * (see ready.h): the store (one that takes writes: not a standby), then
+ * (see ready.h): the store (one that takes writes: idem_takes_writes), then
  * every queue. The store check is the one a worker needs anyway
  * (idem_migrate), on a connection of its own that is closed again; the
  * receivers open theirs afterwards. A stop signal gives the check up at
@@ -55,15 +55,14 @@ check_once(struct worker *w, struct sqs_client *sqs, char *why)
     const struct config *c = w->cfg;
     struct idem_store *s = NULL;
     char err[768];
-    int standby = 0;
     struct idem_wait wait = {.answer_ms = 0, .tick_ms = 100, .tick = stop_pending, .arg = NULL};
     if (idem_open_waiting(c->idempotency.dsn, c->idempotency.table, w->owner, &wait, &s, err,
                           sizeof(err)) != 0 ||
-        (standby = idem_standby(s, err, sizeof(err))) != 0 ||
-        idem_migrate(s, err, sizeof(err)) != 0) {
-        /* a standby: waited on like an outage (a failover promotes it), with
-         * the reason its migration's read-only error would not say as plainly */
-        snprintf(why, READY_WHY, "idempotency store: %s", standby > 0 ? IDEM_STANDBY_WHY : err);
+        idem_takes_writes(s, err, sizeof(err)) != 0 || idem_migrate(s, err, sizeof(err)) != 0) {
+        /* a server that takes no writes: waited on like an outage (a failover
+         * promotes it), with the reason its migration's read-only error would
+         * not say as plainly */
+        snprintf(why, READY_WHY, "idempotency store: %s", err);
         idem_close(s);
         return -1;
     }
