@@ -14,6 +14,7 @@ Real PostgreSQL (behind faultproxy.TcpProxy, which can lose one answer after its
 statement committed) and the SQS emulator (behind faultproxy.FaultProxy, to fail
 SendMessage); effects are lines (effect_file) or rows (effect_tx) that the tests count."""
 
+import datetime
 import hashlib
 import json
 import os
@@ -75,6 +76,11 @@ class Guard(twicetest.TwiceTestCase):
         rows = self.pg.query(dsn, "SELECT state, owner IS NULL, attempts FROM twice_idempotency"
                                   " WHERE idempotency_key = %s", (key,))
         return rows[0] if rows else None
+
+    @staticmethod
+    def log_time(stamp):
+        """Seconds of a log line's timestamp (2026-12-06T08:56:10.598Z)."""
+        return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
 
     def wait_empty(self, url, timeout=20):
         twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=timeout,
@@ -755,6 +761,8 @@ class Guard(twicetest.TwiceTestCase):
         # dsn's client_encoding is UTF8). The claim check passes, so the store is not
         # waited for: the batch's keys are claimed one by one, the good messages run, and
         # the bad one goes back until max_receives dead-letters it, not blocking the queue.
+        # It goes back for the RETRY backoff (base 1 s here), not at once: it would only
+        # fail again, its receives spent in a tight loop.
         url, dlq = self.queue_pair("latin1")
         name = twicetest.unique_name("latin1").lower().replace("-", "_")
         self.pg.query(self.env.pg_dsn, "CREATE DATABASE \"%s\" ENCODING 'LATIN1' LC_COLLATE 'C' "
@@ -780,6 +788,18 @@ class Guard(twicetest.TwiceTestCase):
                               r"\(max_receives 2\) and its claim failed: claim .*has no "
                               r"equivalent in encoding")
         self.assertNotIn("refuses claims", log)
+        # each give-back waited its delay before the next receive met the message
+        stamp = r"^(\S+) \w+ worker\[\d+\] "
+        backs = re.findall(stamp + r".*its claim failed alone, giving it back for (\d+) s: ",
+                           log, re.M)
+        dead = re.findall(stamp + r".*dead-lettered \(max-receives\)", log, re.M)
+        self.assertEqual(len(backs), 2, "given back twice, each for a delay: %r" % backs)
+        self.assertEqual(len(dead), 1)
+        times = [self.log_time(t) for t, _ in backs] + [self.log_time(dead[0])]
+        for (_, delay), at, then in zip(backs, times, times[1:]):
+            self.assertIn(int(delay), (1, 2), "the RETRY backoff's: at least 1 s, at most "
+                                              "base * 2^(receives-1)")
+            self.assertGreaterEqual(then - at, int(delay) - 0.05, "back only after its delay")
         self.assertEqual(d.stop(), 0)
 
     def test_connections_the_server_ended_while_idle_delay_nothing(self):
