@@ -4,7 +4,8 @@ queue answered a GetQueueAttributes; a start that does not get there within
 ready_timeout fails with the reason (exit 1, also under -d and systemd).
 `twiced -t --connect` asks the same servers on demand. Real servers; the failures are
 real ones: a wrong password, a database that does not exist yet, queues that do not, a
-role without CREATE on the schema (enough once the tables exist)."""
+role without CREATE on the schema (enough once the tables exist), or without the grants a
+claim needs."""
 
 import json
 import os
@@ -87,14 +88,23 @@ class Ready(twicetest.TwiceTestCase):
         with open(os.path.join(self.env.source_dir, "etc", "schema.sql")) as f:
             self.pg.query(dsn, f.read())
         self.pg.query(dsn, tc.EFFECTS_TABLE)
-        self.pg.query(dsn, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
-                           "public TO %s; GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO %s"
-                           % (role, role))
+        # Granted all but INSERT and UPDATE: the tables are there, but no key could be
+        # claimed. Ready means able to work, so a worker is not ready until a claim is
+        # (a claim check, rolled back), and says what to grant; once granted, it is.
+        self.pg.query(dsn, "GRANT SELECT, DELETE ON ALL TABLES IN SCHEMA public TO %s; GRANT "
+                           "USAGE ON ALL SEQUENCES IN SCHEMA public TO %s" % (role, role))
         d = self.start_twiced(conf)
+        d.wait_log(r"not ready: idempotency store: claim \(table twice_idempotency\): "
+                   r"permission denied for table twice_idempotency \(grant the role SELECT, "
+                   r"INSERT, UPDATE, DELETE on the tables", timeout=20)
+        self.assertNotIn("ready: generation", d.log_text())
+        self.pg.query(dsn, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
+                           "public TO %s" % role)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        mark = d.mark()
         self.sqs.send_batch(self.url, [json.dumps({"id": "nc-%d" % i}) for i in range(3)])
         twicetest.wait_until(lambda: self.distinct_effects(dsn) == (3, 3), timeout=20)
-        self.assertNotIn("permission denied", d.log_text())
+        self.assertNotIn("permission denied", d.log_text()[mark:])
         self.assertEqual(d.stop(), 0)
 
     def test_queues_that_do_not_exist_are_named(self):
