@@ -79,6 +79,18 @@ void idem_close(struct idem_store *s);
 
 /* Whether the connection is usable; after any -1, check and reconnect. */
 int idem_connected(const struct idem_store *s);
+/*
+ * The one rule of every connection that is kept: use it as it is (1), or
+ * reconnect first (0): it is not connected, or a statement on it failed
+ * through the store's fault while it stayed up (a statement_timeout or
+ * lock_timeout, a revoked grant, a server or role that takes no writes, a
+ * full disk; not an error of the statement's own data). A new connection
+ * takes up the role's and the database's settings as they are now, which an
+ * old one keeps from its start (ALTER ROLE ... RESET statement_timeout reaches
+ * only new connections). A reconnect (idem_reconnect, idem_reconnect_poll)
+ * makes it usable again.
+ */
+int idem_usable(const struct idem_store *s);
 /* After a call on s failed (or s is NULL: never connected): 1 when the store
  * could not be reached or was failing over (no connection, the connection
  * lost or ended by the server, a server gone read-only), so the same call

@@ -540,7 +540,7 @@ store_ok(struct receiver *r)
 {
     struct worker *w = r->q->w;
     char err[512];
-    if (r->store != NULL && idem_connected(r->store) && !r->refused) {
+    if (r->store != NULL && idem_usable(r->store) && !r->refused) {
         return 1;
     }
     struct idem_wait wait = {.answer_ms = lifecycle_answer_ms(r->q->cfg->visibility_timeout),

@@ -837,6 +837,78 @@ class Guard(twicetest.TwiceTestCase):
             self.assertNotIn(unwanted, log)
         self.assertEqual(d.stop(), 0)
 
+    STALE_FAULT = """
+        CREATE SEQUENCE stale_tries; CREATE SEQUENCE stale_first; CREATE SEQUENCE stale_last;
+        CREATE FUNCTION stale_fault() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NEW.state = 'completed' AND OLD.state IS DISTINCT FROM 'completed' THEN
+                PERFORM setval('stale_last', pg_backend_pid());
+                IF nextval('stale_tries') = 1 THEN
+                    PERFORM setval('stale_first', pg_backend_pid());
+                    RAISE EXCEPTION 'canceling statement due to statement timeout'
+                        USING ERRCODE = 'query_canceled';
+                END IF;
+            END IF;
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER stale_fault BEFORE UPDATE ON twice_idempotency
+            FOR EACH ROW EXECUTE FUNCTION stale_fault();"""
+
+    def test_a_completion_that_fails_through_the_store_is_retried_on_a_new_connection(self):
+        # A connection keeps the role's settings from its start: after ALTER ROLE ...
+        # RESET statement_timeout a connection opened while it was set still cuts
+        # statements short, and only a new one is rid of it. So every connection twiced
+        # keeps follows one rule: a statement that fails through the store's fault
+        # (57014 here, which a trigger raises on the first completion, as a stale
+        # statement_timeout would) while the connection stays up makes it again before
+        # its next use: a transactional handler's (its job retried) and the
+        # acknowledger's (its completion tried again). Sequences, which no rollback
+        # undoes, record the backend of the failed completion and of the last one.
+        url_tx, dlq_tx = self.queue_pair("stale-tx")
+        url_ack, dlq_ack = self.queue_pair("stale-ack")
+        dsn = self.new_database("stale")
+        with open(os.path.join(self.env.source_dir, "etc", "schema.sql")) as f:
+            self.pg.query(dsn, f.read())
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        self.pg.query(dsn, self.STALE_FAULT)
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        conf = tc.config(self.env, dsn,
+                         [tc.queue("stale-tx", url_tx, dlq_tx, "effect-tx", concurrency=1,
+                                   max_attempts=2, backoff=(1, 1)),
+                          tc.queue("stale-ack", url_ack, dlq_ack, PLUGIN, max_attempts=1)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx")),
+                          tc.plugin(PLUGIN, tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)])
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+
+        def backends():
+            return self.pg.query(dsn, "SELECT (SELECT last_value FROM stale_first), "
+                                      "(SELECT last_value FROM stale_last), "
+                                      "(SELECT last_value FROM stale_tries)")[0]
+
+        self.sqs.send(url_tx, json.dumps({"id": "tx"}))
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (1, 1), timeout=20,
+                             message="the transactional job did not run again")
+        d.wait_log(r"commit failed, nothing was applied: .*statement timeout", timeout=5)
+        first, last, tries = backends()
+        self.assertEqual(tries, 2, "its completion failed once, then committed")
+        self.assertNotEqual(first, last, "the handler's retry ran on a new connection")
+
+        self.pg.query(dsn, "SELECT setval('stale_tries', 1, false)")
+        self.sqs.send(url_ack, json.dumps({"id": "ack"}))
+        twicetest.wait_until(lambda: (self.key_row(dsn, "effect:ack") or ("",))[0] ==
+                             "completed", timeout=20, message="the completion was not written")
+        first, last, tries = backends()
+        self.assertEqual(tries, 2, "its completion failed once, then was written")
+        self.assertNotEqual(first, last, "the acknowledger's retry ran on a new connection")
+        self.assertEqual(len(self.lines(effects)), 1, "it ran once")
+        for url, dlq in ((url_tx, dlq_tx), (url_ack, dlq_ack)):
+            self.wait_empty(url)
+            self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertNotIn("unreachable", d.log_text())
+        self.assertEqual(d.stop(), 0)
+
     def setup_sender(self, prefix, drain_timeout, fifo=False):
         """A queue run by outbox_sender (visibility timeout 4 s, lease 6 s), a queue its
         follow-ups go to (FIFO when fifo) that nobody consumes, a database reached
