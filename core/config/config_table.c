@@ -430,7 +430,9 @@ const struct config_row config_rows[] = {
             "with a 1 s floor, a whole number of seconds drawn uniformly from 0 to min(cap, "
             "base * 2^(attempt-1)), then raised to at least 1. A duplicate that meets another "
             "job's live lease is hidden for 2^(receives-1) seconds instead (1 on its first "
-            "delivery, doubling with each), never past the end of that lease plus 2 seconds."},
+            "delivery, doubling with each), never past the end of that lease plus 2 seconds. "
+            "A message whose own data fails its claim waits the RETRY backoff, its receives "
+            "counted as attempts."},
     {ROW("queues.backoff", "base", CONFIG_INT, Q(backoff_base)), .lo = 0, .hi = CONFIG_NO_MAX,
      .def = 2, .doc = "Seconds."},
     {ROW("queues.backoff", "cap", CONFIG_INT, Q(backoff_cap)), .lo = 0, .hi = CONFIG_NO_MAX,

@@ -317,6 +317,9 @@ idem_note_failure(struct idem_store *s, const PGresult *res)
 {
     const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     snprintf(s->failed_state, sizeof(s->failed_state), "%s", state != NULL ? state : "-");
+    if (idem_state_stale(s->failed_state) && PQstatus(s->conn) == CONNECTION_OK) {
+        s->stale = 1;
+    }
 }
 
 int
@@ -689,6 +692,22 @@ idem_state_passes(const char *state)
            strcmp(state, "25006") == 0;
 }
 
+int
+idem_state_stale(const char *state)
+{
+    if (state[0] == '\0' || state[0] == '-' || strcmp(state, "25P02") == 0) {
+        return 0;
+    }
+    return strncmp(state, "22", 2) != 0 && strncmp(state, "23", 2) != 0 &&
+           strncmp(state, "40", 2) != 0;
+}
+
+int
+idem_usable(const struct idem_store *s)
+{
+    return idem_connected(s) && !s->stale;
+}
+
 /* A store that cannot take statements now but may soon: no connection, or
  * its last failed statement failed as idem_state_passes says. */
 int
@@ -760,6 +779,7 @@ idem_reconnect(struct idem_store *s, char *err, size_t errlen)
         return idem_reconnect_ticking(s, err, errlen);
     }
     s->connecting = 0; /* PQreset starts over whatever idem_reconnect_poll began */
+    s->stale = 0;
     idem_stmts_forget(s->stmts);
     PQreset(s->conn);
     PQsetNoticeProcessor(s->conn, idem_quiet_notices, NULL);

@@ -79,6 +79,18 @@ void idem_close(struct idem_store *s);
 
 /* Whether the connection is usable; after any -1, check and reconnect. */
 int idem_connected(const struct idem_store *s);
+/*
+ * The one rule of every connection that is kept: use it as it is (1), or
+ * reconnect first (0): it is not connected, or a statement on it failed
+ * through the store's fault while it stayed up (a statement_timeout or
+ * lock_timeout, a revoked grant, a server or role that takes no writes, a
+ * full disk; not an error of the statement's own data). A new connection
+ * takes up the role's and the database's settings as they are now, which an
+ * old one keeps from its start (ALTER ROLE ... RESET statement_timeout reaches
+ * only new connections). A reconnect (idem_reconnect, idem_reconnect_poll)
+ * makes it usable again.
+ */
+int idem_usable(const struct idem_store *s);
 /* After a call on s failed (or s is NULL: never connected): 1 when the store
  * could not be reached or was failing over (no connection, the connection
  * lost or ended by the server, a server gone read-only), so the same call
@@ -228,6 +240,17 @@ int idem_standby(struct idem_store *s, char *err, size_t errlen);
  * and the store noted as failed as a read-only statement is (SQLSTATE
  * 25006: idem_unreachable); -1 with err when it was not answered. */
 int idem_read_only(struct idem_store *s, char *err, size_t errlen);
+
+/*
+ * Whether s reaches a server that takes writes: the one check of a dsn's
+ * server before twiced relies on it (the start, a reload, `twiced -t
+ * --connect`, a worker's readiness), so that all refuse the same servers.
+ * 0 when it does; 1 when it is a standby in recovery (err IDEM_STANDBY_WHY)
+ * or its transactions take no writes for another reason
+ * (default_transaction_read_only: err IDEM_READ_ONLY_WHY); -1 with err when
+ * it was not answered.
+ */
+int idem_takes_writes(struct idem_store *s, char *err, size_t errlen);
 
 /*
  * Whether a claim can be written now (a claim check): the claim statement

@@ -53,6 +53,7 @@ void
 idem_connect_begun(struct idem_store *s)
 {
     s->connecting = 1;
+    s->stale = 0;              /* a new connection: the settings as they are now */
     s->connect_wants_read = 0; /* libpq: first wait until the socket is writable */
     s->connect_ms = idem_attempt_ms(s->conn);
     s->connect_deadline = clock_mono_ms() + s->connect_ms;

@@ -73,6 +73,17 @@ idem_read_only(struct idem_store *s, char *err, size_t errlen)
     return read_only;
 }
 
+int
+idem_takes_writes(struct idem_store *s, char *err, size_t errlen)
+{
+    int standby = idem_standby(s, err, errlen);
+    if (standby > 0) {
+        idem_set_err(err, errlen, "%s", IDEM_STANDBY_WHY);
+        return 1;
+    }
+    return standby < 0 ? -1 : idem_read_only(s, err, errlen);
+}
+
 /* The key of a claim check: it begins with a control character, which no
  * key may hold (keytmpl_check_derived), so no message's key is ever it. */
 #define CLAIM_CHECK_KEY "\001twice claim check"

@@ -39,6 +39,9 @@ struct idem_store {
     struct idem_stmts *stmts; /* the hot-path statements (idem_stmt.c) */
     char failed_state[6];     /* the SQLSTATE of the last failed statement, "-" when it had
                                  none (no answer came), "" before any: idem_unreachable */
+    int stale;                /* a statement failed through the store's fault on the live
+                                 connection (idem_state_stale): idem_usable is 0 until a
+                                 reconnect */
     /* A reconnect idem_reconnect_poll began and has not finished (idem_conn.c). */
     int connecting;
     int connect_wants_read;     /* what PQresetPoll last asked to wait for */
@@ -108,6 +111,20 @@ void idem_note_failure(struct idem_store *s, const PGresult *res);
  * failover) or gone read-only (25006: the old primary, now a standby). Not an
  * SQL error the same statement meets again. Pure. */
 int idem_state_passes(const char *state);
+
+/* Whether a statement that failed with SQLSTATE state on a connection that
+ * stays up failed through the store's fault rather than its data: its
+ * settings or grants (a statement_timeout or lock_timeout, a revoked grant,
+ * default_transaction_read_only, a search_path), its resources (a full
+ * disk), an administrator's cancel. Those a new connection may not meet (it
+ * takes up the role's and database's settings as they are now), so the
+ * connection is made again before its next use (idem_usable). Not a data
+ * exception (22), an integrity violation (23), a transaction rolled back
+ * for contention (40: serialization, deadlock), nor a statement in a
+ * transaction an earlier error aborted (25P02: that error was the
+ * caller's); "" and "-" (no answer: the connection is gone anyway) neither.
+ * Pure. */
+int idem_state_stale(const char *state);
 
 /* vsnprintf into err (nothing when err is NULL or errlen 0). */
 void idem_set_err(char *err, size_t errlen, const char *fmt, ...)

@@ -125,19 +125,15 @@ outbox_staged_clear(struct outbox_staged *st)
     memset(st, 0, sizeof(*st));
 }
 
-/* "outbox WHAT (table T_outbox): message" on one line; clears res; -1. */
+/* "outbox WHAT (table T_outbox): message (hint)" on one line, as every
+ * store error is said (idem_pg_fail_on: the SQLSTATE's hint, the password
+ * masked); clears res; -1. */
 static int
-fail(struct idem_store *s, PGresult *res, const char *table, const char *what, char *err,
-     size_t errlen)
+fail(struct idem_store *s, PGresult *res, const char *what, char *err, size_t errlen)
 {
-    const char *msg = idem_failure_text(s, res);
-    idem_note_failure(s, res);
-    idem_set_err(err, errlen, "outbox %s (table %s_outbox): %s", what, table, msg);
-    if (err != NULL && errlen > 0) {
-        idem_flatten(err);
-    }
-    PQclear(res);
-    return -1;
+    char outbox_what[96];
+    snprintf(outbox_what, sizeof(outbox_what), "outbox %s", what);
+    return idem_pg_fail_on(s, "_outbox", res, outbox_what, err, errlen);
 }
 
 /* The quoted name of table with suffix; owned by the caller (PQfreemem). */
@@ -190,7 +186,7 @@ run(struct idem_store *s, const char *table, const char *tmpl, int nparams,
     PGresult *res = idem_exec(s, buf_str(&sql), nparams, params);
     buf_free(&sql);
     if (PQresultStatus(res) != want) {
-        fail(s, res, table, what, err, errlen);
+        fail(s, res, what, err, errlen);
         return NULL;
     }
     return res;
@@ -205,7 +201,7 @@ outbox_migrate(struct idem_store *s, const char *table, char *err, size_t errlen
     PQfreemem(x);
     PQfreemem(p);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-        return fail(s, res, table, "migrate: inspect", err, errlen);
+        return fail(s, res, "migrate: inspect", err, errlen);
     }
     int done = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
     PQclear(res);
@@ -223,7 +219,7 @@ outbox_migrate(struct idem_store *s, const char *table, char *err, size_t errlen
     res = idem_exec(s, buf_str(&sql), 0, NULL);
     buf_free(&sql);
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-        return fail(s, res, table, "migrate", err, errlen);
+        return fail(s, res, "migrate", err, errlen);
     }
     PQclear(res);
     return 0;
@@ -306,11 +302,11 @@ outbox_insert(struct idem_store *s, const char *table, const struct outbox_job *
 
 /* One statement of a transaction without a result worth keeping. */
 static int
-exec_simple(struct idem_store *s, const char *sql, const char *table, char *err, size_t errlen)
+exec_simple(struct idem_store *s, const char *sql, char *err, size_t errlen)
 {
     PGresult *res = idem_exec(s, sql, 0, NULL);
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-        return fail(s, res, table, sql, err, errlen);
+        return fail(s, res, sql, err, errlen);
     }
     PQclear(res);
     return 0;
@@ -326,7 +322,7 @@ outbox_complete_batch(struct idem_store *s, const char *table, const char *const
         idem_set_err(err, errlen, "outbox complete: out of memory");
         return -1;
     }
-    int rc = exec_simple(s, "BEGIN", table, err, errlen);
+    int rc = exec_simple(s, "BEGIN", err, errlen);
     if (rc == 0) {
         rc = idem_complete_batch(s, keys, attempts, n, done, err, errlen);
     }
@@ -345,7 +341,7 @@ outbox_complete_batch(struct idem_store *s, const char *table, const char *const
         int ok =
             PQresultStatus(res) == PGRES_COMMAND_OK && strcmp(PQcmdStatus(res), "COMMIT") == 0;
         if (!ok) {
-            fail(s, res, table, "complete: COMMIT", err, errlen);
+            fail(s, res, "complete: COMMIT", err, errlen);
             memset(done, 0, n * sizeof(*done));
             return -2; /* it may have committed, its answer lost */
         }
@@ -431,7 +427,7 @@ outbox_listen(struct idem_store *s, char *err, size_t errlen)
 {
     PGresult *res = idem_exec(s, "LISTEN " OUTBOX_CHANNEL, 0, NULL);
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-        return fail(s, res, "(any)", "LISTEN", err, errlen);
+        return fail(s, res, "LISTEN", err, errlen);
     }
     PQclear(res);
     return 0;

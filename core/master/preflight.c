@@ -31,6 +31,8 @@ queue_problem(void *arg, const struct config_queue *q, const char *what)
     diag_add(f->d, f->c->file, q->line, "%s", what);
 }
 
+/* The store connects and takes writes (idem_takes_writes: what the start
+ * and a reload refuse, refused here too). */
 static int
 check_store(const struct config *c, struct diag *d)
 {
@@ -38,17 +40,13 @@ check_store(const struct config *c, struct diag *d)
     char err[768];
     int rc = idem_open_bounded(c->idempotency.dsn, c->idempotency.table, "twiced -t", 0, &s, err,
                                sizeof(err));
-    int standby = rc == 0 ? idem_standby(s, err, sizeof(err)) : -1;
-    /* 1 with err IDEM_READ_ONLY_WHY: takes no writes, though no standby */
-    int read_only = standby == 0 ? idem_read_only(s, err, sizeof(err)) : 0;
-    idem_close(s);
-    const char *file = c->idempotency.dsn_src != NULL ? c->idempotency.dsn_src : c->file;
-    if (rc != 0 || standby < 0 || read_only != 0) {
-        diag_add(d, file, c->idempotency.dsn_line, "idempotency.dsn: %s", err);
-        return 1;
+    if (rc == 0) {
+        rc = idem_takes_writes(s, err, sizeof(err));
     }
-    if (standby) {
-        diag_add(d, file, c->idempotency.dsn_line, "idempotency.dsn: %s", IDEM_STANDBY_WHY);
+    idem_close(s);
+    if (rc != 0) {
+        const char *file = c->idempotency.dsn_src != NULL ? c->idempotency.dsn_src : c->file;
+        diag_add(d, file, c->idempotency.dsn_line, "idempotency.dsn: %s", err);
         return 1;
     }
     return 0;

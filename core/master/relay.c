@@ -98,7 +98,7 @@ static struct idem_store *
 relay_store(struct relay *r)
 {
     char err[512];
-    if (r->store != NULL && idem_connected(r->store) && r->listening) {
+    if (r->store != NULL && idem_usable(r->store) && r->listening) {
         return r->store;
     }
     r->listening = 0;

@@ -34,7 +34,7 @@ int
 stopwait_ensure(struct idem_store **s, const char *dsn, const char *table, const char *owner,
                 int *fresh, int (*tick)(void *arg), void *arg, char *err, size_t errlen)
 {
-    int renew = *s == NULL || !idem_connected(*s);
+    int renew = *s == NULL || !idem_usable(*s);
     if (fresh != NULL) {
         *fresh = renew;
     }

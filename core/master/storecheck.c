@@ -49,12 +49,13 @@ open_checked(const char *dsn, const char *table, const char *owner, int (*stop_a
     return idem_open_waiting(dsn, table, owner, &w, s, err, cap);
 }
 
-/* Connect to dsn just long enough to read what it reaches, and (standby not
- * NULL) whether that is a standby in recovery, within STORECHECK_MS, given
- * up at once when stop_asked (may be NULL) says so. 0, or -1 with err. */
+/* Connect to dsn just long enough to read what it reaches, and (no_writes
+ * not NULL) whether that server takes no writes (idem_takes_writes: 1 with
+ * why in no_why, no_cap bytes), within STORECHECK_MS, given up at once when
+ * stop_asked (may be NULL) says so. 0, or -1 with err. */
 static int
 identity_of(const char *dsn, const char *table, int (*stop_asked)(void), struct idem_identity *out,
-            int *standby, char *err, size_t cap)
+            int *no_writes, char *err, size_t cap)
 {
     struct check_wait cw;
     struct idem_store *s = NULL;
@@ -62,9 +63,9 @@ identity_of(const char *dsn, const char *table, int (*stop_asked)(void), struct 
     if (rc == 0) {
         rc = idem_identity(s, out, err, cap);
     }
-    if (rc == 0 && standby != NULL) {
-        *standby = idem_standby(s, err, cap);
-        rc = *standby < 0 ? -1 : 0;
+    if (rc == 0 && no_writes != NULL) {
+        *no_writes = idem_takes_writes(s, err, cap);
+        rc = *no_writes < 0 ? -1 : 0;
     }
     idem_close(s);
     if (rc != 0 && clock_mono_ms() >= cw.until) {
@@ -138,8 +139,8 @@ storecheck_reload(const struct config *was, const struct config *now, struct hea
     int same = strcmp(was->idempotency.dsn, now->idempotency.dsn) == 0;
     struct idem_identity old_id, new_id;
     char err[768], why[512], msg[1600];
-    int standby = 0;
-    if (identity_of(now->idempotency.dsn, now->idempotency.table, stop_asked, &new_id, &standby,
+    int no_writes = 0;
+    if (identity_of(now->idempotency.dsn, now->idempotency.table, stop_asked, &new_id, &no_writes,
                     err, sizeof(err)) != 0) {
         if (same) {
             return 0; /* the store is down: the new generation waits for it, as the old does */
@@ -150,14 +151,15 @@ storecheck_reload(const struct config *was, const struct config *now, struct hea
                  err, gen);
         return refuse(now, d, msg);
     }
-    if (standby) {
-        /* Its workers could never migrate or claim: the generation would only
-         * fail at ready_timeout. Written as before too: the old workers wait for
-         * a promotion, as for an outage, and a reload can wait with them. */
+    if (no_writes) {
+        /* A standby, or default_transaction_read_only: its workers could never
+         * migrate or claim, and the generation would only fail at ready_timeout.
+         * Written as before too: the old workers wait for a promotion or the
+         * setting's reset, as for an outage, and a reload can wait with them. */
         snprintf(msg, sizeof(msg),
                  "%s (a generation started on it could never be ready); generation %d keeps "
-                 "running; reload again once it is promoted",
-                 IDEM_STANDBY_WHY, gen);
+                 "running; reload again once it takes writes",
+                 err, gen);
         return refuse(now, d, msg);
     }
     if (!running_identity(was, running, same, stop_asked, &old_id, err, sizeof(err))) {
@@ -182,19 +184,11 @@ storecheck_start(const struct config *c, int (*stop_asked)(void), struct diag *d
     struct check_wait cw;
     struct idem_store *s = NULL;
     char err[512];
-    int standby = 0, read_only = 0;
+    int no_writes = 0;
     if (open_checked(c->idempotency.dsn, c->idempotency.table, "twiced start", stop_asked, &cw, &s,
                      err, sizeof(err)) == 0) {
-        standby = idem_standby(s, err, sizeof(err));
-        /* default_transaction_read_only: no standby, and as unable to take keys */
-        read_only = standby == 0 && idem_read_only(s, err, sizeof(err)) > 0;
+        no_writes = idem_takes_writes(s, err, sizeof(err));
     }
     idem_close(s);
-    if (standby > 0) {
-        return refuse(c, d, IDEM_STANDBY_WHY);
-    }
-    if (read_only) {
-        return refuse(c, d, IDEM_READ_ONLY_WHY);
-    }
-    return 0;
+    return no_writes > 0 ? refuse(c, d, err) : 0;
 }

@@ -26,9 +26,11 @@ struct health;
  * asked again once the store answers. A dsn written as before is checked as well
  * (a service file or a host name may have changed what it reaches), but
  * only when both sides can be known: a store that is down does not refuse
- * it. A dsn that reaches a standby in recovery (pg_is_in_recovery()) is
- * refused at once, written as before or not: no generation could get ready
- * on it. gen is the running generation, for the message.
+ * it. A dsn that reaches a server that takes no writes (idem_takes_writes:
+ * a standby in recovery, or default_transaction_read_only on for the
+ * server, database or role) is refused at once, written as before or not, as
+ * the start and `twiced -t --connect` refuse it: no generation could get
+ * ready on it. gen is the running generation, for the message.
  */
 int storecheck_reload(const struct config *was, const struct config *now, struct health *running,
                       int gen, int (*stop_asked)(void), struct diag *d);

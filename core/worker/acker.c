@@ -230,7 +230,10 @@ pname(const struct twice_job *j)
 
 static int acker_wait_tick(void *arg);
 
-/* The acker's store connection, (re)connected on demand. A reconnect never
+/* The acker's store connection, (re)connected on demand: when lost, and when
+ * a statement failed on it through the store's fault (idem_usable: a
+ * completion cut short by a statement_timeout the role no longer has is
+ * tried again on a new connection). A reconnect never
  * holds the thread for longer than ACKER_CONNECT_WAIT_MS at the start of an
  * outage, and ACKER_CONNECT_STEP_MS a call while it lasts: it goes on
  * between the calls (idem_reconnect_poll; acker_main calls at every turn of
@@ -243,7 +246,7 @@ static struct idem_store *
 acker_store(struct acker *a)
 {
     char err[512];
-    if (a->store != NULL && idem_connected(a->store)) {
+    if (a->store != NULL && idem_usable(a->store)) {
         return a->store;
     }
     if (a->last_call && a->store_down) {

@@ -68,7 +68,10 @@ give_back(struct twice_job *j, enum lifecycle_failure why, int wait_left, const 
     verdict_apply(j, &v);
 }
 
-/* The thread's connection for transactional plugins; NULL while down. A
+/* The thread's connection for transactional plugins; NULL while down. Made
+ * again when it is not idem_usable: lost, or a statement of ours failed on it
+ * through the store's fault (a stale statement_timeout, a revoked grant), so
+ * that the next job runs on the role's settings as they are now. A
  * statement of ours on it that PostgreSQL does not answer within
  * LIFECYCLE_ANSWER_MAX_MS fails as one whose connection dropped (the run's
  * job is given back, or its COMMIT looked up: commit_landed). */
@@ -77,7 +80,7 @@ handler_store(struct handler *h)
 {
     const struct config *c = h->q->w->cfg;
     char err[512];
-    if (h->store != NULL && idem_connected(h->store)) {
+    if (h->store != NULL && idem_usable(h->store)) {
         return h->store;
     }
     /* our own statements bounded (the plugin's, on idem_pgconn, are its own) */

@@ -237,9 +237,19 @@ lifecycle_answer_ms(int visibility_timeout)
                                           : ms;
 }
 
+/* The RETRY backoff's wait for attempt (or receives, for a message that
+ * cannot run): full jitter drawn with random, at least one second. */
+static int
+backoff_wait(const struct lifecycle_queue *q, int attempt, uint64_t random)
+{
+    uint64_t d = backoff_full_jitter((uint64_t) q->backoff_base, (uint64_t) q->backoff_cap,
+                                     attempt, random);
+    return d > LIFECYCLE_MAX_DELAY ? LIFECYCLE_MAX_DELAY : clamp_delay((long long) d, 1);
+}
+
 enum job_action
-lifecycle_on_claim_failed(const struct lifecycle_queue *q, int receives, const char *error,
-                          struct lifecycle_verdict *out)
+lifecycle_on_claim_failed(const struct lifecycle_queue *q, int receives, uint64_t random,
+                          const char *error, struct lifecycle_verdict *out)
 {
     verdict_init(out);
     if (receives > q->max_receives) {
@@ -249,7 +259,10 @@ lifecycle_on_claim_failed(const struct lifecycle_queue *q, int receives, const c
              q->max_receives);
         d->arg = error != NULL ? error : "";
     } else {
+        /* its own data fails the claim: it would fail again at once, so not
+         * in a tight loop of receives, but after the RETRY backoff */
         out->action = JOB_ACT_RETURN;
+        out->delay = backoff_wait(q, receives, random);
     }
     return out->action;
 }
@@ -290,9 +303,7 @@ retry_delay(const struct lifecycle_queue *q, const struct lifecycle_run *r)
     if (r->retry_after >= 0) {
         return clamp_delay(r->retry_after, 0);
     }
-    uint64_t d = backoff_full_jitter((uint64_t) q->backoff_base, (uint64_t) q->backoff_cap,
-                                     r->attempt, r->random);
-    return d > LIFECYCLE_MAX_DELAY ? LIFECYCLE_MAX_DELAY : clamp_delay((long long) d, 1);
+    return backoff_wait(q, r->attempt, r->random);
 }
 
 enum job_action

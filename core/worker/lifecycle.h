@@ -40,8 +40,11 @@
  *                                  clamped to 1..43200: a duplicate of a job that ends
  *                                  soon is looked at again soon, and one behind a long job
  *                                  costs a receive per lease at most
- * A claim that failed (lifecycle_on_claim_failed) gives the message back at once
- * (not counted); past max receives it is dead-lettered "max-receives" with the error.
+ * A claim that failed through the message's own data (lifecycle_on_claim_failed: its
+ * claim failed alone, and a claim check passed) gives the message back (not counted)
+ * for the RETRY backoff below, receives standing for the attempt: it would fail again
+ * at once, so it comes back after a growing wait, not in a tight loop of receives;
+ * past max receives it is dead-lettered "max-receives" with the error.
  * When the store was at fault (LIFECYCLE_CLAIM_STORE: it could not be reached, or a
  * claim check failed as well: a revoked grant, a server or role that takes no
  * writes, a timeout, a full disk) it is given back at once whatever its receives:
@@ -299,10 +302,12 @@ enum lifecycle_failure {
  * the inputs (or are static): keep the inputs alive while *out is used. */
 enum job_action lifecycle_on_claim(const struct lifecycle_queue *q,
                                    const struct lifecycle_claim *c, struct lifecycle_verdict *out);
-/* The batch's claim did not reach the store (error: why, may be NULL);
- * receives: the message's ApproximateReceiveCount. */
+/* The message's claim failed through its own data (error: why, may be NULL);
+ * receives: the message's ApproximateReceiveCount; random: a draw for the
+ * backoff's jitter (backoff_random()). */
 enum job_action lifecycle_on_claim_failed(const struct lifecycle_queue *q, int receives,
-                                          const char *error, struct lifecycle_verdict *out);
+                                          uint64_t random, const char *error,
+                                          struct lifecycle_verdict *out);
 enum job_action lifecycle_on_payload_failed(const struct lifecycle_queue *q, int receives,
                                             const char *error, struct lifecycle_verdict *out);
 enum job_action lifecycle_on_handled(const struct lifecycle_queue *q,

@@ -1,8 +1,9 @@
 /*
  * ready.c - a worker's readiness checks before it tells the master "ready"
- * (see ready.h): the store (one that takes writes: not a standby), then
- * every queue. The store check is the one a worker needs anyway
- * (idem_migrate), on a connection of its own that is closed again; the
+ * (see ready.h): the store (one that takes writes: idem_takes_writes, and
+ * a claim: idem_claim_check, one rolled-back claim), then every queue. The
+ * store check is the one a worker needs anyway (idem_migrate) and the
+ * receivers' claim check, on a connection of its own that is closed again; the
  * receivers open theirs afterwards. A stop signal gives the check up at
  * once, whatever PostgreSQL does (it may take the connection and say
  * nothing).
@@ -55,15 +56,17 @@ check_once(struct worker *w, struct sqs_client *sqs, char *why)
     const struct config *c = w->cfg;
     struct idem_store *s = NULL;
     char err[768];
-    int standby = 0;
     struct idem_wait wait = {.answer_ms = 0, .tick_ms = 100, .tick = stop_pending, .arg = NULL};
     if (idem_open_waiting(c->idempotency.dsn, c->idempotency.table, w->owner, &wait, &s, err,
                           sizeof(err)) != 0 ||
-        (standby = idem_standby(s, err, sizeof(err))) != 0 ||
-        idem_migrate(s, err, sizeof(err)) != 0) {
-        /* a standby: waited on like an outage (a failover promotes it), with
-         * the reason its migration's read-only error would not say as plainly */
-        snprintf(why, READY_WHY, "idempotency store: %s", standby > 0 ? IDEM_STANDBY_WHY : err);
+        idem_takes_writes(s, err, sizeof(err)) != 0 || idem_migrate(s, err, sizeof(err)) != 0 ||
+        idem_claim_check(s, err, sizeof(err)) != 0) {
+        /* a server that takes no writes: waited on like an outage (a failover
+         * promotes it), with the reason its migration's read-only error would
+         * not say as plainly; a store that refuses claims (a revoked grant, a
+         * statement_timeout, a full disk: the receivers' claim check) is no
+         * more able to work than one that is down */
+        snprintf(why, READY_WHY, "idempotency store: %s", err);
         idem_close(s);
         return -1;
     }

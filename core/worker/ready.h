@@ -1,8 +1,9 @@
 /*
  * ready.h - when a worker may say "ready": ready means able to work, so it
  * waits until PostgreSQL accepts it (the idempotency table created or
- * migrated) and every queue and dead-letter queue of the configuration has
- * answered a GetQueueAttributes.
+ * migrated, and a claim checked: written and rolled back, so that a role
+ * whose grant was revoked is not ready) and every queue and dead-letter queue of the configuration
+ * has answered a GetQueueAttributes.
  */
 #ifndef TWICE_READY_H
 #define TWICE_READY_H

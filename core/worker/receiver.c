@@ -252,10 +252,27 @@ claim_store_fault(struct receiver *r)
     return 1;
 }
 
+/* j's own claim failed while the store takes claims (its check passed):
+ * its data is at fault, so it is given back for the RETRY backoff, not to
+ * come straight back (or dead-lettered past max_receives: lifecycle.c). */
+static void
+own_claim_failed(struct receiver *r, struct twice_job *j, const char *err)
+{
+    struct lifecycle_verdict v;
+    lifecycle_on_claim_failed(&r->q->policy, j->receives, backoff_random(), err, &v);
+    if (v.action == JOB_ACT_RETURN) {
+        job_log(TWICE_LOG_ERROR, j, "its claim failed alone, giving it back for %d s: %s", v.delay,
+                err);
+    } else {
+        job_log(TWICE_LOG_ERROR, j, "its claim failed alone: %s", err);
+    }
+    verdict_apply(j, &v);
+}
+
 /* The batch's claim failed while the store takes claims (its check passed):
  * claim each key alone, so that only a message whose own claim fails is
- * given back (and dead-lettered past max_receives: lifecycle.c), not the
- * good ones received with it. One round trip per key, on this path only. */
+ * given back (own_claim_failed), not the good ones received with it. One
+ * round trip per key, on this path only. */
 static void
 claim_singly(struct receiver *r, struct twice_job **leaders, struct idem_claim *claims, size_t nl)
 {
@@ -266,13 +283,13 @@ claim_singly(struct receiver *r, struct twice_job **leaders, struct idem_claim *
             continue;
         }
         metrics_count(MET_PG_ERRORS, "claim", NULL, NULL, 1);
+        if (!idem_unreachable(r->store)) {
+            own_claim_failed(r, leaders[i], err);
+            continue;
+        }
         job_log(TWICE_LOG_ERROR, leaders[i], "its claim failed alone, giving it back: %s", err);
         struct lifecycle_verdict v;
-        if (idem_unreachable(r->store)) {
-            lifecycle_on_failure(LIFECYCLE_CLAIM_STORE, 0, err, &v);
-        } else {
-            lifecycle_on_claim_failed(&r->q->policy, leaders[i]->receives, err, &v);
-        }
+        lifecycle_on_failure(LIFECYCLE_CLAIM_STORE, 0, err, &v);
         verdict_apply(leaders[i], &v);
     }
 }
@@ -300,8 +317,11 @@ claim(struct receiver *r, struct twice_job **jobs, size_t n)
     char err[512];
     if (idem_claim_batch(r->store, claims, nl, err, sizeof(err)) != 0) {
         metrics_count(MET_PG_ERRORS, "claim", NULL, NULL, 1);
-        int store_fault = claim_store_fault(r);
-        if (!store_fault && nl > 1) {
+        if (!claim_store_fault(r)) {
+            if (nl == 1) {
+                own_claim_failed(r, leaders[0], err);
+                return;
+            }
             log_warn("queue %s: claiming %zu keys failed though the store takes claims (its "
                      "claim check passed), claiming each alone: %s",
                      q->cfg->name, nl, err);
@@ -312,11 +332,7 @@ claim(struct receiver *r, struct twice_job **jobs, size_t n)
                   q->cfg->name, nl, plural_s(nl), err);
         for (size_t i = 0; i < nl; i++) {
             struct lifecycle_verdict v;
-            if (store_fault) {
-                lifecycle_on_failure(LIFECYCLE_CLAIM_STORE, 0, err, &v);
-            } else {
-                lifecycle_on_claim_failed(&q->policy, leaders[i]->receives, err, &v);
-            }
+            lifecycle_on_failure(LIFECYCLE_CLAIM_STORE, 0, err, &v);
             verdict_apply(leaders[i], &v);
         }
         return;
@@ -524,7 +540,7 @@ store_ok(struct receiver *r)
 {
     struct worker *w = r->q->w;
     char err[512];
-    if (r->store != NULL && idem_connected(r->store) && !r->refused) {
+    if (r->store != NULL && idem_usable(r->store) && !r->refused) {
         return 1;
     }
     struct idem_wait wait = {.answer_ms = lifecycle_answer_ms(r->q->cfg->visibility_timeout),

@@ -121,7 +121,7 @@ lease(struct worker *w, struct throttle *t, long long now)
     char err[512] = "";
     int granted = 0, rc = -1;
     pthread_mutex_lock(&ts->mu);
-    if (ts->store != NULL && !idem_connected(ts->store)) {
+    if (ts->store != NULL && !idem_usable(ts->store)) {
         rc = idem_reconnect(ts->store, err, sizeof(err));
     } else if (ts->store == NULL) {
         /* a lease unanswered fails as a lost connection: its jobs wait, not for ever */

@@ -14,6 +14,7 @@ Real PostgreSQL (behind faultproxy.TcpProxy, which can lose one answer after its
 statement committed) and the SQS emulator (behind faultproxy.FaultProxy, to fail
 SendMessage); effects are lines (effect_file) or rows (effect_tx) that the tests count."""
 
+import datetime
 import hashlib
 import json
 import os
@@ -75,6 +76,11 @@ class Guard(twicetest.TwiceTestCase):
         rows = self.pg.query(dsn, "SELECT state, owner IS NULL, attempts FROM twice_idempotency"
                                   " WHERE idempotency_key = %s", (key,))
         return rows[0] if rows else None
+
+    @staticmethod
+    def log_time(stamp):
+        """Seconds of a log line's timestamp (2026-12-06T08:56:10.598Z)."""
+        return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
 
     def wait_empty(self, url, timeout=20):
         twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=timeout,
@@ -644,8 +650,12 @@ class Guard(twicetest.TwiceTestCase):
         self.assertEqual(self.distinct_effects(dsn), (3, 3), "each ran once")
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         log = d.log_text()
-        for said in (r"refuses claims \(SQLSTATE 25006\)", r"outbox relay: outbox claim .*"
-                     r"read-only transaction", r"janitor: purge keys .*read-only transaction"):
+        # the outbox's errors are said as the keys' are: the table, and what to do
+        hint = r" \(the server takes no writes: a standby, or default_transaction_read_only is on"
+        for said in (r"refuses claims \(SQLSTATE 25006\)",
+                     r"outbox relay: outbox claim \(table twice_idempotency_outbox\): .*"
+                     r"read-only transaction" + hint,
+                     r"janitor: purge keys .*read-only transaction" + hint):
             self.assertEqual(len(re.findall(said, log)), 1, "said once: " + said)
         self.assertEqual(d.stop(), 0)
 
@@ -755,6 +765,8 @@ class Guard(twicetest.TwiceTestCase):
         # dsn's client_encoding is UTF8). The claim check passes, so the store is not
         # waited for: the batch's keys are claimed one by one, the good messages run, and
         # the bad one goes back until max_receives dead-letters it, not blocking the queue.
+        # It goes back for the RETRY backoff (base 1 s here), not at once: it would only
+        # fail again, its receives spent in a tight loop.
         url, dlq = self.queue_pair("latin1")
         name = twicetest.unique_name("latin1").lower().replace("-", "_")
         self.pg.query(self.env.pg_dsn, "CREATE DATABASE \"%s\" ENCODING 'LATIN1' LC_COLLATE 'C' "
@@ -780,6 +792,18 @@ class Guard(twicetest.TwiceTestCase):
                               r"\(max_receives 2\) and its claim failed: claim .*has no "
                               r"equivalent in encoding")
         self.assertNotIn("refuses claims", log)
+        # each give-back waited its delay before the next receive met the message
+        stamp = r"^(\S+) \w+ worker\[\d+\] "
+        backs = re.findall(stamp + r".*its claim failed alone, giving it back for (\d+) s: ",
+                           log, re.M)
+        dead = re.findall(stamp + r".*dead-lettered \(max-receives\)", log, re.M)
+        self.assertEqual(len(backs), 2, "given back twice, each for a delay: %r" % backs)
+        self.assertEqual(len(dead), 1)
+        times = [self.log_time(t) for t, _ in backs] + [self.log_time(dead[0])]
+        for (_, delay), at, then in zip(backs, times, times[1:]):
+            self.assertIn(int(delay), (1, 2), "the RETRY backoff's: at least 1 s, at most "
+                                              "base * 2^(receives-1)")
+            self.assertGreaterEqual(then - at, int(delay) - 0.05, "back only after its delay")
         self.assertEqual(d.stop(), 0)
 
     def test_connections_the_server_ended_while_idle_delay_nothing(self):
@@ -811,6 +835,78 @@ class Guard(twicetest.TwiceTestCase):
         log = d.log_text()
         for unwanted in ("releasing", "taking over", "held by a live lease", "unreachable"):
             self.assertNotIn(unwanted, log)
+        self.assertEqual(d.stop(), 0)
+
+    STALE_FAULT = """
+        CREATE SEQUENCE stale_tries; CREATE SEQUENCE stale_first; CREATE SEQUENCE stale_last;
+        CREATE FUNCTION stale_fault() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NEW.state = 'completed' AND OLD.state IS DISTINCT FROM 'completed' THEN
+                PERFORM setval('stale_last', pg_backend_pid());
+                IF nextval('stale_tries') = 1 THEN
+                    PERFORM setval('stale_first', pg_backend_pid());
+                    RAISE EXCEPTION 'canceling statement due to statement timeout'
+                        USING ERRCODE = 'query_canceled';
+                END IF;
+            END IF;
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER stale_fault BEFORE UPDATE ON twice_idempotency
+            FOR EACH ROW EXECUTE FUNCTION stale_fault();"""
+
+    def test_a_completion_that_fails_through_the_store_is_retried_on_a_new_connection(self):
+        # A connection keeps the role's settings from its start: after ALTER ROLE ...
+        # RESET statement_timeout a connection opened while it was set still cuts
+        # statements short, and only a new one is rid of it. So every connection twiced
+        # keeps follows one rule: a statement that fails through the store's fault
+        # (57014 here, which a trigger raises on the first completion, as a stale
+        # statement_timeout would) while the connection stays up makes it again before
+        # its next use: a transactional handler's (its job retried) and the
+        # acknowledger's (its completion tried again). Sequences, which no rollback
+        # undoes, record the backend of the failed completion and of the last one.
+        url_tx, dlq_tx = self.queue_pair("stale-tx")
+        url_ack, dlq_ack = self.queue_pair("stale-ack")
+        dsn = self.new_database("stale")
+        with open(os.path.join(self.env.source_dir, "etc", "schema.sql")) as f:
+            self.pg.query(dsn, f.read())
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        self.pg.query(dsn, self.STALE_FAULT)
+        effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
+        conf = tc.config(self.env, dsn,
+                         [tc.queue("stale-tx", url_tx, dlq_tx, "effect-tx", concurrency=1,
+                                   max_attempts=2, backoff=(1, 1)),
+                          tc.queue("stale-ack", url_ack, dlq_ack, PLUGIN, max_attempts=1)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx")),
+                          tc.plugin(PLUGIN, tc.test_plugin(self.env, "effect_file"),
+                                    file=effects)])
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+
+        def backends():
+            return self.pg.query(dsn, "SELECT (SELECT last_value FROM stale_first), "
+                                      "(SELECT last_value FROM stale_last), "
+                                      "(SELECT last_value FROM stale_tries)")[0]
+
+        self.sqs.send(url_tx, json.dumps({"id": "tx"}))
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (1, 1), timeout=20,
+                             message="the transactional job did not run again")
+        d.wait_log(r"commit failed, nothing was applied: .*statement timeout", timeout=5)
+        first, last, tries = backends()
+        self.assertEqual(tries, 2, "its completion failed once, then committed")
+        self.assertNotEqual(first, last, "the handler's retry ran on a new connection")
+
+        self.pg.query(dsn, "SELECT setval('stale_tries', 1, false)")
+        self.sqs.send(url_ack, json.dumps({"id": "ack"}))
+        twicetest.wait_until(lambda: (self.key_row(dsn, "effect:ack") or ("",))[0] ==
+                             "completed", timeout=20, message="the completion was not written")
+        first, last, tries = backends()
+        self.assertEqual(tries, 2, "its completion failed once, then was written")
+        self.assertNotEqual(first, last, "the acknowledger's retry ran on a new connection")
+        self.assertEqual(len(self.lines(effects)), 1, "it ran once")
+        for url, dlq in ((url_tx, dlq_tx), (url_ack, dlq_ack)):
+            self.wait_empty(url)
+            self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertNotIn("unreachable", d.log_text())
         self.assertEqual(d.stop(), 0)
 
     def setup_sender(self, prefix, drain_timeout, fifo=False):

@@ -4,7 +4,8 @@ queue answered a GetQueueAttributes; a start that does not get there within
 ready_timeout fails with the reason (exit 1, also under -d and systemd).
 `twiced -t --connect` asks the same servers on demand. Real servers; the failures are
 real ones: a wrong password, a database that does not exist yet, queues that do not, a
-role without CREATE on the schema (enough once the tables exist)."""
+role without CREATE on the schema (enough once the tables exist), or without the grants a
+claim needs."""
 
 import json
 import os
@@ -87,14 +88,23 @@ class Ready(twicetest.TwiceTestCase):
         with open(os.path.join(self.env.source_dir, "etc", "schema.sql")) as f:
             self.pg.query(dsn, f.read())
         self.pg.query(dsn, tc.EFFECTS_TABLE)
-        self.pg.query(dsn, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
-                           "public TO %s; GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO %s"
-                           % (role, role))
+        # Granted all but INSERT and UPDATE: the tables are there, but no key could be
+        # claimed. Ready means able to work, so a worker is not ready until a claim is
+        # (a claim check, rolled back), and says what to grant; once granted, it is.
+        self.pg.query(dsn, "GRANT SELECT, DELETE ON ALL TABLES IN SCHEMA public TO %s; GRANT "
+                           "USAGE ON ALL SEQUENCES IN SCHEMA public TO %s" % (role, role))
         d = self.start_twiced(conf)
+        d.wait_log(r"not ready: idempotency store: claim \(table twice_idempotency\): "
+                   r"permission denied for table twice_idempotency \(grant the role SELECT, "
+                   r"INSERT, UPDATE, DELETE on the tables", timeout=20)
+        self.assertNotIn("ready: generation", d.log_text())
+        self.pg.query(dsn, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
+                           "public TO %s" % role)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        mark = d.mark()
         self.sqs.send_batch(self.url, [json.dumps({"id": "nc-%d" % i}) for i in range(3)])
         twicetest.wait_until(lambda: self.distinct_effects(dsn) == (3, 3), timeout=20)
-        self.assertNotIn("permission denied", d.log_text())
+        self.assertNotIn("permission denied", d.log_text()[mark:])
         self.assertEqual(d.stop(), 0)
 
     def test_queues_that_do_not_exist_are_named(self):
@@ -251,19 +261,31 @@ class Ready(twicetest.TwiceTestCase):
 
     def test_a_database_that_takes_no_writes_is_refused_at_once(self):
         # default_transaction_read_only set by a DBA for the database (or the role, the
-        # server): no standby, but no key can be written there either. `twiced -t
-        # --connect` and a first start say so with FILE:LINE and exit 1, as for a standby.
+        # server): no standby, but no key can be written there either. A reload refuses
+        # it at once (its generation could never be ready), the running one kept; `twiced
+        # -t --connect` and a first start say so with FILE:LINE and exit 1, as for a
+        # standby: the three ask the same question (idem_takes_writes).
         conf = self.conf("ro-start")
+        refusal = (r"%s:\d+: idempotency.dsn: the server takes no writes \(transaction_read_only "
+                   r"is on: .*or reset the setting")
+        running = self.start_twiced(conf)
+        running.wait_log(r"ready: generation 1: 1/1", timeout=20)
         self.pg.query(self.env.pg_dsn, 'ALTER DATABASE "%s" SET default_transaction_read_only '
                                        "= on" % urllib.parse.urlsplit(self.dsn).path.lstrip("/"))
+        mark = running.mark()
+        running.signal(signal.SIGHUP)  # the dsn written as before: its server is asked all the same
+        running.wait_log(r"reload: " + refusal % re.escape(running.config_path) + r" \(a "
+                         r"generation started on it could never be ready\); generation 1 keeps "
+                         r"running; reload again once it takes writes", since=mark, timeout=15)
+        running.wait_log(r"reload refused .*generation 1 keeps running", since=mark, timeout=5)
+        self.assertNotIn("generation 2", running.log_text())
+        self.assertEqual(running.stop(), 0)
         d = self.twiced(conf)
         for args in (["-t", "--connect"], ["-f"]):
             r = subprocess.run([d.binary, *args, "-c", d.config_path], capture_output=True,
                                text=True, env=d.process_env, cwd=d.workdir, timeout=30)
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-            self.assertRegex(r.stderr, r"%s:\d+: idempotency.dsn: the server takes no writes "
-                                       r"\(transaction_read_only is on: .*or reset the setting"
-                             % re.escape(d.config_path))
+            self.assertRegex(r.stderr, refusal % re.escape(d.config_path))
 
     def test_readyz_names_the_running_generation_through_a_failed_reload(self):
         """SQS unreachable, then a reload that cannot get ready (a new queue listed first):

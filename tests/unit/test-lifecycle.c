@@ -698,8 +698,10 @@ test_completion_waits(void)
     CHECK_INT(lifecycle_completion_waits(0, 25.0), 0);
 }
 
-/* A claim that failed: given back, never counted; dead-lettered only past
- * max_receives, with the store's error. */
+/* A claim that failed through the message's own data: given back for the
+ * RETRY backoff (full jitter over min(cap, base * 2^(receives-1)), at least
+ * 1 s), never counted; dead-lettered only past max_receives, with the
+ * store's error. */
 static void
 test_claim_failed(void)
 {
@@ -707,15 +709,27 @@ test_claim_failed(void)
         const char *name;
         const struct lifecycle_queue *q;
         int receives;
+        uint64_t random;
         const char *error;
         struct expect want;
     } rows[] = {
-        {"first receive", &STD, 1, "boom", {RETURN, 0, NULL, QUIET, NULL}},
-        {"past max_attempts", &STD, 6, "boom", {RETURN, 0, NULL, QUIET, NULL}},
-        {"at max_receives", &STD, 50, "boom", {RETURN, 0, NULL, QUIET, NULL}},
+        {"first receive, no wait drawn", &STD, 1, 0, "boom", {RETURN, 1, NULL, QUIET, NULL}},
+        {"first receive, the most", &STD, 1, 2, "boom", {RETURN, 2, NULL, QUIET, NULL}},
+        {"third receive, the most", &STD, 3, 8, "boom", {RETURN, 8, NULL, QUIET, NULL}},
+        {"third receive, jitter", &STD, 3, 9 + 5, "boom", {RETURN, 5, NULL, QUIET, NULL}},
+        {"past max_attempts", &STD, 6, 63, "boom", {RETURN, 63, NULL, QUIET, NULL}},
+        {"at max_receives, capped", &STD, 50, 300, "boom", {RETURN, 300, NULL, QUIET, NULL}},
+        {"a zero backoff", &ZERO, 4, 7, "boom", {RETURN, 1, NULL, QUIET, NULL}},
+        {"past SQS's 12 h",
+         &BIG,
+         5,
+         99999,
+         "boom",
+         {RETURN, LIFECYCLE_MAX_DELAY, NULL, QUIET, NULL}},
         {"past max_receives",
          &STD,
          51,
+         5,
          "permission denied for table t",
          {DLQ, 0, "max-receives", QUIET,
           "received 51 times (max_receives 50) and its claim failed: permission denied for "
@@ -723,14 +737,15 @@ test_claim_failed(void)
         {"no error text",
          &ONE,
          2,
+         5,
          NULL,
          {DLQ, 0, "max-receives", QUIET,
           "received 2 times (max_receives 1) and its claim failed: "}},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         struct lifecycle_verdict v;
-        enum job_action got =
-            lifecycle_on_claim_failed(rows[i].q, rows[i].receives, rows[i].error, &v);
+        enum job_action got = lifecycle_on_claim_failed(rows[i].q, rows[i].receives,
+                                                        rows[i].random, rows[i].error, &v);
         check_verdict(rows[i].name, got, &v, &rows[i].want);
         CHECK_INT(v.counted + v.runs + v.attempt, 0);
     }
