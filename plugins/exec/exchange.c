@@ -228,14 +228,18 @@ read_answer(struct xjob *x, int *extra)
     }
 }
 
-/* Output waiting before the request was sent: the process is out of step
- * (or gone). */
+/* What its stdout holds before the request is sent: 1 output (the process
+ * is out of step), -1 its end (it closed it: ended, or ending), 0 nothing. */
 static int
-stale(struct exec_proc *p)
+before_request(struct exec_proc *p)
 {
     char b;
     struct pollfd fd = {p->io, POLLIN, 0};
-    return poll(&fd, 1, 0) > 0 && recv(p->io, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
+    if (poll(&fd, 1, 0) <= 0) {
+        return 0;
+    }
+    ssize_t n = recv(p->io, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n > 0 ? 1 : n == 0 ? -1 : 0;
 }
 
 /* Bytes waiting on its stdout now (not EOF): right after an answer line,
@@ -329,11 +333,15 @@ exec_exchange(const twice_api *api, twice_job *job, struct exec_proc *p, const c
     struct xjob x = {api, job, p, now_ms() + seconds * 1000, NULL, 0, p->err >= 0, 0};
     int extra = 0, rc;
     char limit[160], what[EXEC_SHOWN * 2 + 160];
-    if (exec_proc_ended(p)) {
-        failed(&x, "had ended before the request (restarted)", why, cap);
+    /* A process that ended (or closed its stdout) before the request is
+     * said as one that ends while it is sent: which of the two a fast exit
+     * meets is only timing. */
+    int early = exec_proc_ended(p) ? -1 : before_request(p);
+    if (early < 0) {
+        failed_when(&x, NULL, " before reading the request (restarted)", why, cap);
         return -2;
     }
-    if (stale(p)) {
+    if (early > 0) {
         failed(&x, "was out of step (output before the request; restarted)", why, cap);
         return -2;
     }
