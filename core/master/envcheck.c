@@ -33,19 +33,27 @@ check_endpoint(const char *setting, const char *service, const char *label, unsi
     return 1;
 }
 
-/* AWS_ENDPOINT_URL_STS, whenever it is set: the credential chain's
- * web-identity and assume-role sources call STS, and whether one will run is
- * known only when it does (AWS_ENDPOINT_URL is checked with SQS's). 1 with a
- * problem in d when it is not a usable URL. */
+/* STS's endpoint from the environment, whenever one is set: the credential
+ * chain's web-identity and assume-role sources call STS, and whether one
+ * will run is known only when it does. AWS_ENDPOINT_URL is STS's too when
+ * AWS_ENDPOINT_URL_STS is not set; it is left to check_endpoint when SQS
+ * reads it as well (no aws.endpoint, no AWS_ENDPOINT_URL_SQS), so that one
+ * bad URL is said once. 1 with a problem in d when it is not a usable URL. */
 static int
-check_sts(struct diag *d)
+check_sts(const struct config *c, struct diag *d)
 {
-    const char *name = NULL, *v = awsconfig_endpoint_env("sts", &name), *why;
-    if (v == NULL || strcmp(name, "AWS_ENDPOINT_URL_STS") != 0 ||
-        (why = url_problem(v, URL_NO_QUERY)) == NULL) {
+    const char *name = NULL, *why;
+    const char *v = awsconfig_endpoint_env("sts", &name);
+    int generic = v != NULL && strcmp(name, "AWS_ENDPOINT_URL") == 0;
+    if (v == NULL || (generic && (c->aws.endpoint == NULL || c->aws.endpoint[0] == '\0') &&
+                      awsconfig_env("AWS_ENDPOINT_URL_SQS") == NULL)) {
         return 0;
     }
-    diag_add(d, NULL, 0, "%s: not a usable STS endpoint URL: %s", name, why);
+    if ((why = url_problem(v, URL_NO_QUERY)) == NULL) {
+        return 0;
+    }
+    diag_add(d, NULL, 0, "%s: not a usable STS endpoint URL: %s",
+             generic ? "AWS_ENDPOINT_URL" : "AWS_ENDPOINT_URL_STS", why);
     return 1;
 }
 
@@ -62,7 +70,7 @@ envcheck_aws(const struct config *c, struct diag *d)
         free(region);
     }
     n += check_endpoint(c->aws.endpoint, "sqs", "SQS", URL_NO_QUERY, d);
-    n += check_sts(d);
+    n += check_sts(c, d);
     int s3 = 0; /* S3 is used for the payloads of queues that keep them there only */
     for (size_t i = 0; i < c->nqueues; i++) {
         s3 |= c->queues[i].payload_bucket != NULL;

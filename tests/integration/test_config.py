@@ -169,6 +169,14 @@ queues = ( { name = "q"; url = "http://127.0.0.1:1/0/q"; dlq_url = "http://127.0
         r = self.check(path, dict(bad, AWS_ENDPOINT_URL_STS="sts.local:4566"))
         self.assertEqual(r.stderr.strip(), "AWS_ENDPOINT_URL_STS: not a usable STS endpoint "
                          "URL: must start with http:// or https://")
+        # STS reads AWS_ENDPOINT_URL too: checked when SQS does not (aws.endpoint set)
+        own = self.write((self.base() + 'aws = { endpoint = "http://127.0.0.1:1"; };\n').encode())
+        r = self.check(own, dict(bad, AWS_ENDPOINT_URL="sts.local:4566"))
+        self.assertEqual(r.stderr.strip(), "AWS_ENDPOINT_URL: not a usable STS endpoint "
+                         "URL: must start with http:// or https://")
+        r = self.check(path, dict(bad, AWS_ENDPOINT_URL="sts.local:4566"))
+        self.assertEqual(r.stderr.strip(), "AWS_ENDPOINT_URL: not a usable SQS endpoint "
+                         "URL: must start with http:// or https://")  # said once
         s3 = self.write(self.base().replace('plugin = "p";',
                                             'plugin = "p"; payload_bucket = "payloads";').encode())
         r = self.check(s3, bad)
