@@ -372,6 +372,20 @@ int idem_tx_rollback(struct idem_store *s, char *err, size_t errlen);
  * callers expect, whatever idem_set_wait did). Its statements are the
  * plugin's: no answer limit applies to them. Borrowed. */
 void *idem_pgconn(struct idem_store *s);
+/*
+ * Watch the statements run on idem_pgconn(s) from now (a transactional
+ * plugin's handle()), which twiced does not see: their results go to the
+ * plugin, and a statement after one that failed answers only that the
+ * transaction is aborted (25P02). libpq's event callback sees each result as
+ * the connection makes it. idem_watch_end stops watching and answers the
+ * SQLSTATE of the first that failed through the store's fault as
+ * idem_usable says (a statement_timeout, a revoked grant, a full disk: not
+ * 22, 23, 40 nor 25P02), "" when none did (borrowed from s); after one, s
+ * is no longer idem_usable, as after such a failure of twiced's own, so that
+ * it is made again before its next use.
+ */
+void idem_watch_begin(struct idem_store *s);
+const char *idem_watch_end(struct idem_store *s);
 
 /* Janitor: delete at most `limit` completed keys (idem_purge_completed) or
  * free ones (released, crashed, interrupted: idem_purge_free) whose state
