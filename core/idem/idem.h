@@ -265,6 +265,21 @@ int idem_takes_writes(struct idem_store *s, char *err, size_t errlen);
  */
 int idem_claim_check(struct idem_store *s, char *err, size_t errlen);
 
+/*
+ * The claim check of a start (the master's first, `twiced -t --connect`):
+ * whether s's role may write claims into the key table, asked before any
+ * worker runs, so that a missing grant stops the start with what to grant
+ * instead of leaving every worker not ready until ready_timeout. Only a
+ * refused grant (42501) is judged: a table not there yet (the workers
+ * create it), or a claim that fails otherwise (a table of an older twice
+ * that the workers migrate first) is the workers' to meet. 1 with err ("role R
+ * may not write claims into table T (it lacks P on it; ...): GRANT P ON T TO
+ * R"; the claim check's error when the role lacks none of them on the table);
+ * 0 when a claim can be written or this cannot judge it; -1 with err when the
+ * server did not answer. Up to five round trips.
+ */
+int idem_claim_allowed(struct idem_store *s, char *err, size_t errlen);
+
 /* The SQLSTATE of the last failed statement on s: "-" when none came (the
  * connection lost, the answer given up), "" before any failure or for s
  * NULL. Borrowed from s. */
@@ -372,6 +387,20 @@ int idem_tx_rollback(struct idem_store *s, char *err, size_t errlen);
  * callers expect, whatever idem_set_wait did). Its statements are the
  * plugin's: no answer limit applies to them. Borrowed. */
 void *idem_pgconn(struct idem_store *s);
+/*
+ * Watch the statements run on idem_pgconn(s) from now (a transactional
+ * plugin's handle()), which twiced does not see: their results go to the
+ * plugin, and a statement after one that failed answers only that the
+ * transaction is aborted (25P02). libpq's event callback sees each result as
+ * the connection makes it. idem_watch_end stops watching and answers the
+ * SQLSTATE of the first that failed through the store's fault as
+ * idem_usable says (a statement_timeout, a revoked grant, a full disk: not
+ * 22, 23, 40 nor 25P02), "" when none did (borrowed from s); after one, s
+ * is no longer idem_usable, as after such a failure of twiced's own, so that
+ * it is made again before its next use.
+ */
+void idem_watch_begin(struct idem_store *s);
+const char *idem_watch_end(struct idem_store *s);
 
 /* Janitor: delete at most `limit` completed keys (idem_purge_completed) or
  * free ones (released, crashed, interrupted: idem_purge_free) whose state

@@ -121,6 +121,56 @@ idem_claim_check(struct idem_store *s, char *err, size_t errlen)
     return rc;
 }
 
+/* The privileges a worker needs on the key table (claim, complete, release). */
+#define CLAIM_GRANTS "SELECT, INSERT, UPDATE, DELETE"
+
+/* A claim check refused a grant (42501): name the role, the privileges it
+ * lacks on the key table and the GRANT that gives them, in err. 1; -1 with
+ * err when that could not be asked; the claim check's own error (left in err)
+ * stands when the role lacks none of them (a grant elsewhere: the schema). */
+static int
+claim_refused(struct idem_store *s, char *err, size_t errlen)
+{
+    char why[768];
+    PGresult *res = idem_ask_about_table(
+        s, "",
+        "SELECT pg_catalog.quote_ident(current_user),"
+        " coalesce(pg_catalog.string_agg(p, ', ' ORDER BY o), '')"
+        " FROM pg_catalog.unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE'])"
+        "  WITH ORDINALITY AS g(p, o)"
+        " WHERE NOT pg_catalog.has_table_privilege(pg_catalog.to_regclass($1), p)",
+        "ask which grants the role lacks", why, sizeof(why));
+    if (res == NULL) {
+        idem_set_err(err, errlen, "%s", why);
+        return -1;
+    }
+    const char *role = PQgetvalue(res, 0, 0), *lacks = PQgetvalue(res, 0, 1);
+    if (lacks[0] != '\0') {
+        idem_set_err(err, errlen,
+                     "role %s may not write claims into table %s (it lacks %s on it; twiced's "
+                     "workers need " CLAIM_GRANTS "): GRANT %s ON %s TO %s",
+                     role, s->name, lacks, lacks, s->table, role);
+    }
+    PQclear(res);
+    return 1;
+}
+
+int
+idem_claim_allowed(struct idem_store *s, char *err, size_t errlen)
+{
+    int exists = idem_table_exists(s, "", NULL, err, errlen);
+    if (exists <= 0) {
+        return exists; /* not there yet: the workers make it (or say why they cannot) */
+    }
+    if (idem_claim_check(s, err, errlen) == 0) {
+        return 0;
+    }
+    if (strcmp(s->failed_state, "42501") == 0) {
+        return claim_refused(s, err, errlen);
+    }
+    return s->failed_state[0] == '-' ? -1 : 0;
+}
+
 const char *
 idem_failed_state(const struct idem_store *s)
 {

@@ -1,9 +1,9 @@
 /*
  * idem_internal.h - what idem.c shares with idem_schema.c, idem_janitor.c,
- * idem_keys.c, idem_stmt.c, idem_conn.c, idem_wait.c and outbox.c and nobody else: the store
- * itself, running SQL written against its table, errors in its words, array literals, the hot-path
- * statements prepared on demand, and the outbox's part of the migration. Not part of the store's
- * contract (idem.h); never include it outside idem*.c and outbox.c.
+ * idem_keys.c, idem_stmt.c, idem_conn.c, idem_wait.c, idem_watch.c and outbox.c and nobody else:
+ * the store itself, running SQL written against its table, errors in its words, array literals,
+ * the hot-path statements prepared on demand, and the outbox's part of the migration. Not part of
+ * the store's contract (idem.h); never include it outside idem*.c and outbox.c.
  */
 #ifndef TWICE_IDEM_INTERNAL_H
 #define TWICE_IDEM_INTERNAL_H
@@ -42,6 +42,10 @@ struct idem_store {
     int stale;                /* a statement failed through the store's fault on the live
                                  connection (idem_state_stale): idem_usable is 0 until a
                                  reconnect */
+    /* The plugin's statements watched (idem_watch.c). */
+    int watch_registered;  /* its libpq event callback is on the connection */
+    int watching;          /* between idem_watch_begin and idem_watch_end */
+    char watched_state[6]; /* the first SQLSTATE of a store fault among them, "" none */
     /* A reconnect idem_reconnect_poll began and has not finished (idem_conn.c). */
     int connecting;
     int connect_wants_read;     /* what PQresetPoll last asked to wait for */

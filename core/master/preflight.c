@@ -31,8 +31,9 @@ queue_problem(void *arg, const struct config_queue *q, const char *what)
     diag_add(f->d, f->c->file, q->line, "%s", what);
 }
 
-/* The store connects and takes writes (idem_takes_writes: what the start
- * and a reload refuse, refused here too). */
+/* The store connects, takes writes (idem_takes_writes: what the start and
+ * a reload refuse, refused here too) and its role may write claims
+ * (idem_claim_allowed, as the start asks). */
 static int
 check_store(const struct config *c, struct diag *d)
 {
@@ -42,6 +43,9 @@ check_store(const struct config *c, struct diag *d)
                                sizeof(err));
     if (rc == 0) {
         rc = idem_takes_writes(s, err, sizeof(err));
+    }
+    if (rc == 0) {
+        rc = idem_claim_allowed(s, err, sizeof(err));
     }
     idem_close(s);
     if (rc != 0) {

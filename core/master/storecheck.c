@@ -183,11 +183,14 @@ storecheck_start(const struct config *c, int (*stop_asked)(void), struct diag *d
 {
     struct check_wait cw;
     struct idem_store *s = NULL;
-    char err[512];
+    char err[768];
     int no_writes = 0;
     if (open_checked(c->idempotency.dsn, c->idempotency.table, "twiced start", stop_asked, &cw, &s,
                      err, sizeof(err)) == 0) {
         no_writes = idem_takes_writes(s, err, sizeof(err));
+        if (no_writes == 0) {
+            no_writes = idem_claim_allowed(s, err, sizeof(err));
+        }
     }
     idem_close(s);
     return no_writes > 0 ? refuse(c, d, err) : 0;

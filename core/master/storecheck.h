@@ -39,7 +39,9 @@ int storecheck_reload(const struct config *was, const struct config *now, struct
  * At the first start: 1 with one "FILE:LINE: idempotency.dsn: ..." in d when
  * c's dsn reaches a standby in recovery, or a server whose transactions take
  * no writes (default_transaction_read_only on for it, the database or the
- * role), whose workers could never claim (twiced does not start); else 0, also when the store does
+ * role), or a key table its role may not write claims into (idem_claim_allowed:
+ * a missing grant, named with the GRANT that gives it), whose workers could
+ * never claim (twiced does not start); else 0, also when the store does
  * not answer within 5 s, its connect included (the workers wait for it, bounded by ready_timeout),
  * or a stop signal came (stop_asked, may be NULL: the check is given up at once).
  */

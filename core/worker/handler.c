@@ -150,6 +150,54 @@ commit_landed(struct handler *h, struct twice_job *j)
     return completed;
 }
 
+/* The completion of a transactional run that ended DONE: the follow-ups
+ * staged and the key completed with the plugin's work, in one COMMIT.
+ * Returns 1 when that committed (or the job's verdict is set otherwise: the
+ * store lost or refusing, not the job's fault), 0 when it failed through the
+ * job's own data (err says why): a RETRY, counted. */
+static int
+complete_transactional(struct handler *h, struct twice_job *j, struct idem_store *s, char *err,
+                       size_t errlen)
+{
+    if (stage_outbox(h, s, j, err, errlen) == 0 &&
+        idem_tx_complete(s, j->key, j->attempt, err, errlen) == 0) {
+        j->key_completed = 1;
+        shared_int_set(&j->claimed, 0);
+        return 1;
+    }
+    metrics_count(MET_PG_ERRORS, "tx_commit", NULL, NULL, 1);
+    struct lifecycle_verdict v;
+    if (!idem_connected(s)) {
+        /* The database went away: it comes back when the store does,
+         * unless its COMMIT landed before the connection went. */
+        if (lifecycle_on_commit_unknown(commit_landed(h, j), err, &v) == JOB_ACT_COMPLETE) {
+            j->key_completed = 1;
+            shared_int_set(&j->claimed, 0);
+        }
+    } else if (!idem_usable(s)) {
+        /* refused through the store's fault on a live connection */
+        lifecycle_on_commit_refused(&j->queue->policy, j->receives, j->attempt, backoff_random(),
+                                    err, &v);
+    } else {
+        return 0;
+    }
+    verdict_apply(j, &v);
+    return 1;
+}
+
+/* A statement of the plugin's failed through the store's fault (state, its
+ * SQLSTATE, "" none): idem_watch_end has marked the connection, say so. */
+static void
+plugin_store_fault(struct twice_job *j, const char *state)
+{
+    if (state[0] != '\0') {
+        job_log(TWICE_LOG_WARN, j,
+                "a statement of the plugin failed through the store's fault (SQLSTATE %s): "
+                "the handler's connection is made again before its next job",
+                state);
+    }
+}
+
 /* handle() inside the transaction that completes the key, on the thread's
  * connection s (NULL while down). Returns decide()'s answer (0 when the job
  * was given back or left alone). */
@@ -169,35 +217,20 @@ run_transactional(struct handler *h, struct twice_job *j, struct idem_store *s)
         return 0;
     }
     j->db = s;
+    idem_watch_begin(s);
     twice_status st = hostapi_handle(j->plugin, j);
+    plugin_store_fault(j, idem_watch_end(s));
     j->db = NULL;
     if (st == TWICE_DONE) {
-        int committed = stage_outbox(h, s, j, err, sizeof(err)) == 0 &&
-                        idem_tx_complete(s, j->key, j->attempt, err, sizeof(err)) == 0;
-        if (!committed && !idem_connected(s)) {
-            /* The database went away: not the job's fault, and not an attempt
-             * to count against it. It comes back when the store does, unless
-             * its COMMIT landed before the connection went. */
-            metrics_count(MET_PG_ERRORS, "tx_commit", NULL, NULL, 1);
-            struct lifecycle_verdict v;
-            committed =
-                lifecycle_on_commit_unknown(commit_landed(h, j), err, &v) == JOB_ACT_COMPLETE;
-            verdict_apply(j, &v);
-            if (!committed) {
-                outbox_staged_clear(&j->outbox);
-                return 0;
-            }
+        int settled = complete_transactional(h, j, s, err, sizeof(err));
+        outbox_staged_clear(&j->outbox); /* committed with the key, or dropped with the run */
+        if (settled) {
+            return j->key_completed ? decide(j, st) : 0;
         }
-        if (committed) {
-            j->key_completed = 1;
-            shared_int_set(&j->claimed, 0);
-        } else {
-            metrics_count(MET_PG_ERRORS, "tx_commit", NULL, NULL, 1);
-            free(j->error);
-            j->error = strdup(err);
-            st = TWICE_RETRY;
-            job_log(TWICE_LOG_ERROR, j, "commit failed, nothing was applied: %s", err);
-        }
+        free(j->error);
+        j->error = strdup(err);
+        st = TWICE_RETRY;
+        job_log(TWICE_LOG_ERROR, j, "commit failed, nothing was applied: %s", err);
     } else if (tx_lost(s, j, st, err, sizeof(err))) {
         metrics_count(MET_PG_ERRORS, "tx_run", NULL, NULL, 1);
         give_back(j, LIFECYCLE_TX_LOST, 0, j->error);

@@ -440,6 +440,22 @@ lifecycle_on_commit_unknown(int completed_by_it, const char *error, struct lifec
                                   out);
 }
 
+enum job_action
+lifecycle_on_commit_refused(const struct lifecycle_queue *q, int receives, int attempt,
+                            uint64_t random, const char *error, struct lifecycle_verdict *out)
+{
+    verdict_init(out);
+    out->action = JOB_ACT_RETURN;
+    out->delay = backoff_wait(q, receives, random);
+    struct lifecycle_text *t = say(out, TWICE_LOG_WARN);
+    part(t->before, sizeof(t->before), "the store refused its completion (");
+    t->arg = error != NULL ? error : "";
+    part(t->after, sizeof(t->after),
+         "): its work was rolled back with it; given back for %ds, attempt %d not counted",
+         out->delay, attempt);
+    return out->action;
+}
+
 int
 lifecycle_stop_sends(size_t staged, int outbox_unsure)
 {

@@ -117,6 +117,15 @@
  * as above. The same for a transactional job whose COMMIT lost its connection
  * (lifecycle_on_commit_unknown): completed by its message, it is done; otherwise (or when
  * the store cannot say) it is given back as "store lost at commit" above.
+ * A transactional job whose completion the store refused on a connection that stayed
+ * up (lifecycle_on_commit_refused: its COMMIT, its completion or its outbox rows failed
+ * through the store's fault as idem_usable says, a statement_timeout, a server short
+ * of disk, a revoked grant; or a statement of the plugin's did, aborting its
+ * transaction) had its work rolled back with it, so nothing ran to effect: given back
+ * for the RETRY backoff of its receives, the run not counted, with a warning; its
+ * connection is made again first. One its own data fails (22, 23: a deferred
+ * constraint at COMMIT; 40: a serialization failure) is the job's: a RETRY, counted,
+ * logged as an error ("commit failed, nothing was applied").
  *
  * A DONE job whose completion cannot be written before its worker must exit
  * (lifecycle_on_stop_unwritten: a stop's or a reload's drain, the store unreachable
@@ -328,6 +337,22 @@ enum job_action lifecycle_on_complete_missed(int answer_lost, int completed_by_i
  * completed_by_it: on a new connection the key reads completed by the job's
  * message. */
 enum job_action lifecycle_on_commit_unknown(int completed_by_it, const char *error,
+                                            struct lifecycle_verdict *out);
+/*
+ * A transactional job that ended DONE, whose completion failed in its
+ * transaction through the store's fault on a connection that stayed up (the
+ * COMMIT, the completion or the outbox's statement refused as idem_usable
+ * says: a statement_timeout, a server short of disk, a revoked grant; or a
+ * statement of the plugin's that did, aborting the transaction: idem_watch_end):
+ * the plugin's work was rolled back with it, so nothing ran to effect. Not the
+ * job's fault: given back after the RETRY backoff for its receives (as a claim
+ * its own data fails: it grows while the store keeps refusing, and
+ * max_receives ends it at its claim), run number attempt not counted (error:
+ * why, may be NULL). A completion its own data fails (22, 23: a deferred
+ * constraint at COMMIT; 40) is the job's: lifecycle_on_handled with RETRY.
+ */
+enum job_action lifecycle_on_commit_refused(const struct lifecycle_queue *q, int receives,
+                                            int attempt, uint64_t random, const char *error,
                                             struct lifecycle_verdict *out);
 /* A DONE job whose completion could not be written before its worker must
  * exit, and what became of its follow-ups. */

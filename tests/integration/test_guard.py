@@ -854,6 +854,40 @@ class Guard(twicetest.TwiceTestCase):
         CREATE TRIGGER stale_fault BEFORE UPDATE ON twice_idempotency
             FOR EACH ROW EXECUTE FUNCTION stale_fault();"""
 
+    # A completion its own data fails (a deferred constraint at its COMMIT) once, for
+    # key effect:data; and a statement of the plugin's own (its effect's INSERT) that
+    # fails through the store (57014, as a stale statement_timeout would) once, for key
+    # effect:plugin; sequences record the backends.
+    DATA_AND_PLUGIN_FAULTS = """
+        CREATE SEQUENCE data_tries;
+        CREATE FUNCTION data_fault() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NEW.idempotency_key = 'effect:data' AND NEW.state = 'completed'
+               AND OLD.state IS DISTINCT FROM 'completed' AND nextval('data_tries') = 1 THEN
+                RAISE EXCEPTION 'the effect breaks a rule of its data'
+                    USING ERRCODE = 'check_violation';
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE CONSTRAINT TRIGGER data_fault AFTER UPDATE ON twice_idempotency
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION data_fault();
+        CREATE SEQUENCE plugin_tries; CREATE SEQUENCE plugin_first;
+        CREATE SEQUENCE plugin_last;
+        CREATE FUNCTION plugin_fault() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NEW.key = 'effect:plugin' THEN
+                PERFORM setval('plugin_last', pg_backend_pid());
+                IF nextval('plugin_tries') = 1 THEN
+                    PERFORM setval('plugin_first', pg_backend_pid());
+                    RAISE EXCEPTION 'canceling statement due to statement timeout'
+                        USING ERRCODE = 'query_canceled';
+                END IF;
+            END IF;
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER plugin_fault BEFORE INSERT ON effects
+            FOR EACH ROW EXECUTE FUNCTION plugin_fault();"""
+
     def test_a_completion_that_fails_through_the_store_is_retried_on_a_new_connection(self):
         # A connection keeps the role's settings from its start: after ALTER ROLE ...
         # RESET statement_timeout a connection opened while it was set still cuts
@@ -864,6 +898,11 @@ class Guard(twicetest.TwiceTestCase):
         # its next use: a transactional handler's (its job retried) and the
         # acknowledger's (its completion tried again). Sequences, which no rollback
         # undoes, record the backend of the failed completion and of the last one.
+        # The transactional job's work was rolled back with its refused completion, so
+        # that run is not counted: it runs again as attempt 1. A completion its own data
+        # fails at COMMIT is the job's fault and counts (attempt 2). A statement of the
+        # plugin's own that fails through the store (read through libpq's events) marks
+        # the connection the same way: the plugin's retry runs on a new one.
         url_tx, dlq_tx = self.queue_pair("stale-tx")
         url_ack, dlq_ack = self.queue_pair("stale-ack")
         dsn = self.new_database("stale")
@@ -871,6 +910,7 @@ class Guard(twicetest.TwiceTestCase):
             self.pg.query(dsn, f.read())
         self.pg.query(dsn, tc.EFFECTS_TABLE)
         self.pg.query(dsn, self.STALE_FAULT)
+        self.pg.query(dsn, self.DATA_AND_PLUGIN_FAULTS)
         effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
         conf = tc.config(self.env, dsn,
                          [tc.queue("stale-tx", url_tx, dlq_tx, "effect-tx", concurrency=1,
@@ -882,18 +922,46 @@ class Guard(twicetest.TwiceTestCase):
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
 
-        def backends():
-            return self.pg.query(dsn, "SELECT (SELECT last_value FROM stale_first), "
-                                      "(SELECT last_value FROM stale_last), "
-                                      "(SELECT last_value FROM stale_tries)")[0]
+        def backends(prefix="stale"):
+            return self.pg.query(dsn, "SELECT (SELECT last_value FROM {0}_first), "
+                                      "(SELECT last_value FROM {0}_last), "
+                                      "(SELECT last_value FROM {0}_tries)".format(prefix))[0]
+
+        def attempts(key):
+            return (self.pg.query(dsn, "SELECT attempt FROM effects WHERE key = %s",
+                                  ("effect:" + key,)),
+                    self.key_row(dsn, "effect:" + key))
 
         self.sqs.send(url_tx, json.dumps({"id": "tx"}))
         twicetest.wait_until(lambda: self.distinct_effects(dsn) == (1, 1), timeout=20,
                              message="the transactional job did not run again")
-        d.wait_log(r"commit failed, nothing was applied: .*statement timeout", timeout=5)
+        d.wait_log(r"warn .*key=effect:tx .*the store refused its completion \(tx complete "
+                   r".*statement timeout.*\): its work was rolled back with it; given back "
+                   r"for \d+s, attempt 1 not counted", timeout=5)
         first, last, tries = backends()
         self.assertEqual(tries, 2, "its completion failed once, then committed")
         self.assertNotEqual(first, last, "the handler's retry ran on a new connection")
+        self.assertEqual(attempts("tx"), ([(1,)], ("completed", True, 1)),
+                         "the refused run was not counted: it ran again as attempt 1")
+
+        self.sqs.send(url_tx, json.dumps({"id": "data"}))
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (2, 2), timeout=20,
+                             message="the job whose data failed its COMMIT did not run again")
+        d.wait_log(r"error .*key=effect:data .*commit failed, nothing was applied: .*the "
+                   r"effect breaks a rule of its data", timeout=5)
+        self.assertEqual(attempts("data"), ([(2,)], ("completed", True, 2)),
+                         "a COMMIT its own data failed counts")
+
+        self.sqs.send(url_tx, json.dumps({"id": "plugin"}))
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (3, 3), timeout=20,
+                             message="the job whose statement the store refused did not run "
+                                     "again")
+        d.wait_log(r"warn .*key=effect:plugin .*a statement of the plugin failed through the "
+                   r"store's fault \(SQLSTATE 57014\): the handler's connection is made "
+                   r"again before its next job", timeout=5)
+        first, last, tries = backends("plugin")
+        self.assertEqual(tries, 2, "its insert failed once, then was made")
+        self.assertNotEqual(first, last, "the plugin's retry ran on a new connection")
 
         self.pg.query(dsn, "SELECT setval('stale_tries', 1, false)")
         self.sqs.send(url_ack, json.dumps({"id": "ack"}))

@@ -7,8 +7,9 @@ message are counted with pg_stat_statements; batches are packed by the size SQS 
 attributes included; a slow SQS does not let another host's relay send again what one
 relay claimed; bad input is refused at the call; a queue SQS refuses keeps its
 messages (counted, alerted, listed and retried by twicectl), and a queue refusing or
-failing is logged once per reason, not once per message or retry; errors of the
-sender's credentials or clock keep messages pending and each is sent once after."""
+failing is logged once per reason, not once per message or retry (and a store error
+of the outbox with the dsn's password masked); errors of the sender's credentials or
+clock keep messages pending and each is sent once after."""
 
 import hashlib
 import json
@@ -424,8 +425,27 @@ class Outbox(twicetest.TwiceTestCase):
         # SendMessageBatch answers 500 for a while: the messages stay pending, their
         # error listed; the relay says why once, not on each retry every 5 s, and once
         # that the queue takes messages again.
+        # Before that, PostgreSQL refuses the first outbox insert with an error that
+        # echoes the dsn (as an extension's error may): the completion is tried again,
+        # and the outbox's error is logged with the dsn's password masked.
         proxy = faultproxy.FaultProxy(*faultproxy.split_endpoint(self.env.sqs_endpoint))
         self.addCleanup(proxy.close)
+        password = self.env.pg_password
+        self.assertGreaterEqual(len(password), 8, "a password the log could not hold by chance")
+        with open(os.path.join(self.env.source_dir, "etc", "schema.sql")) as f:
+            self.pg.query(self.dsn, f.read())
+        self.pg.query(self.dsn, """
+            CREATE SEQUENCE echo_tries;
+            CREATE FUNCTION echo_dsn() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF nextval('echo_tries') = 1 THEN
+                    RAISE EXCEPTION 'could not reach postgresql://twice_test:%%@127.0.0.1/x',
+                        '%s';
+                END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER echo_dsn BEFORE INSERT ON twice_idempotency_outbox
+                FOR EACH ROW EXECUTE FUNCTION echo_dsn();""" % password)
         src, src_dlq, sink, queues, plugins = self.sender_queues()
         d = self.start(tc.config(self.env, self.dsn, queues, plugins, metrics_port=self.port,
                                  endpoint=proxy.endpoint))
@@ -453,6 +473,11 @@ class Outbox(twicetest.TwiceTestCase):
         self.assertEqual(len(re.findall(r"not sent for now", d.log_text())), 1)
         twicetest.wait_until(lambda: self.outbox_rows() == [], timeout=10)
         d.stop()
+        log = d.log_text()
+        self.assertRegex(log, r"outbox insert \(table twice_idempotency_outbox\): could not "
+                              r"reach postgresql://twice_test:\*{%d}@127\.0\.0\.1/x"
+                         % len(password))
+        self.assertNotIn(password, log)
 
     def test_credential_and_clock_errors_keep_messages_pending_and_send_each_once(self):
         # SQS refuses SendMessageBatch for reasons that are the sender's and pass with

@@ -89,18 +89,36 @@ class Ready(twicetest.TwiceTestCase):
             self.pg.query(dsn, f.read())
         self.pg.query(dsn, tc.EFFECTS_TABLE)
         # Granted all but INSERT and UPDATE: the tables are there, but no key could be
-        # claimed. Ready means able to work, so a worker is not ready until a claim is
-        # (a claim check, rolled back), and says what to grant; once granted, it is.
+        # claimed. A first start and `twiced -t --connect` write a claim (a claim check,
+        # rolled back) and refuse at once, naming the role, what it lacks and the GRANT.
         self.pg.query(dsn, "GRANT SELECT, DELETE ON ALL TABLES IN SCHEMA public TO %s; GRANT "
                            "USAGE ON ALL SEQUENCES IN SCHEMA public TO %s" % (role, role))
+        d = self.twiced(conf)
+        for args in (["-t", "--connect"], ["-f"]):
+            r = subprocess.run([d.binary, *args, "-c", d.config_path], capture_output=True,
+                               text=True, env=d.process_env, cwd=d.workdir, timeout=30)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertRegex(r.stderr, r"%s:\d+: idempotency.dsn: role %s may not write claims "
+                                       r"into table twice_idempotency \(it lacks INSERT, UPDATE "
+                                       r"on it; twiced's workers need SELECT, INSERT, UPDATE, "
+                                       r"DELETE\): GRANT INSERT, UPDATE ON \"twice_idempotency\" "
+                                       r"TO %s\n" % (re.escape(d.config_path), role, role))
+        self.pg.query(dsn, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
+                      "public TO %s" % role)
         d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        # A grant revoked once twiced runs: ready means able to work, so a reload's
+        # workers are not ready until a claim can be written (readiness runs the claim
+        # check), and say what to grant; once granted, they are.
+        self.pg.query(dsn, "REVOKE INSERT, UPDATE ON ALL TABLES IN SCHEMA public FROM %s" % role)
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
         d.wait_log(r"not ready: idempotency store: claim \(table twice_idempotency\): "
                    r"permission denied for table twice_idempotency \(grant the role SELECT, "
-                   r"INSERT, UPDATE, DELETE on the tables", timeout=20)
-        self.assertNotIn("ready: generation", d.log_text())
+                   r"INSERT, UPDATE, DELETE on the tables", timeout=20, since=mark)
         self.pg.query(dsn, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
                            "public TO %s" % role)
-        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        d.wait_log(r"reload done: generation 2 ready", timeout=20, since=mark)
         mark = d.mark()
         self.sqs.send_batch(self.url, [json.dumps({"id": "nc-%d" % i}) for i in range(3)])
         twicetest.wait_until(lambda: self.distinct_effects(dsn) == (3, 3), timeout=20)

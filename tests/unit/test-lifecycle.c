@@ -751,6 +751,51 @@ test_claim_failed(void)
     }
 }
 
+/* A transactional job's completion the store refused on a live connection
+ * (lifecycle_on_commit_refused): its work rolled back with it, so given back
+ * for the RETRY backoff of its receives, never counted, whatever its attempt
+ * (the last one too: it is not dead-lettered for it), the store's error in
+ * the warning. */
+static void
+test_commit_refused(void)
+{
+    static const struct {
+        const char *name;
+        int receives, attempt;
+        uint64_t random;
+        const char *error;
+        struct expect want;
+    } rows[] = {
+        {"first receive",
+         1,
+         1,
+         2,
+         "tx complete: canceling statement due to statement timeout",
+         {RETURN, 2, NULL, WARN,
+          "the store refused its completion (tx complete: canceling statement due to statement "
+          "timeout): its work was rolled back with it; given back for 2s, attempt 1 not "
+          "counted"}},
+        {"third receive, jitter", 3, 1, 9 + 5, "x", {RETURN, 5, NULL, WARN, NULL}},
+        {"the last attempt", 4, 5, 7, "x", {RETURN, 7, NULL, WARN, NULL}},
+        {"capped", 40, 2, 300, "x", {RETURN, 300, NULL, WARN, NULL}},
+        {"no error text",
+         1,
+         2,
+         0,
+         NULL,
+         {RETURN, 1, NULL, WARN,
+          "the store refused its completion (): its work was rolled back with it; given back "
+          "for 1s, attempt 2 not counted"}},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct lifecycle_verdict v;
+        enum job_action got = lifecycle_on_commit_refused(&STD, rows[i].receives, rows[i].attempt,
+                                                          rows[i].random, rows[i].error, &v);
+        check_verdict(rows[i].name, got, &v, &rows[i].want);
+        CHECK_INT(v.counted + v.runs + v.attempt + v.in_place, 0);
+    }
+}
+
 /* A claim's answer limit: a third of the visibility timeout, at least 2 s (a
  * queue of a few seconds), at most the acker's 30 s (the default queue's is 10 s). */
 static void
@@ -957,6 +1002,7 @@ main(void)
     test_completion_waits();
     test_breaker_open_runs();
     test_claim_failed();
+    test_commit_refused();
     test_answer_ms();
     test_long_error_is_not_cut();
     test_timeout();
