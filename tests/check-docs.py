@@ -33,7 +33,8 @@ and .EX/.EE blocks with the man escapes undone) and checks each by its kind:
 - output the docs show that needs no server (OUTPUTS): made again with this build and
   compared, `...` in the doc standing for any text and FILE:LINE for any file and line.
 - a list of the bundled plugin files names them all; a packaged path the docs name is in a
-  package's expected contents (packaging/expected/).
+  package's expected contents (packaging/expected/); a repository path (core/..., tests/...)
+  they name exists.
 
 A block that is deliberately wrong says so just before it: `<!-- check-docs: error TEXT -->`
 in Markdown, `.\\" check-docs: error TEXT` in a man page; `twiced -t` must then fail with
@@ -764,6 +765,21 @@ def check_packaged_paths(path, text):
                         "%s is in no package (packaging/expected/)" % p)
 
 
+REPO_PATH = re.compile(r"(?<![\w./-])((?:core|tests|scripts|bench|etc|packaging|sdk|plugins|docs)"
+                       r"/[\w./*<>-]*[\w*>]/?)")
+
+
+def check_repo_paths(path, text):
+    """A file of the repository the docs name is there (FILE.c, NAME/ placeholders aside)."""
+    for n, line in enumerate(unman(text).split("\n"), 1):
+        for p in REPO_PATH.findall(line):
+            if re.search(r"[A-Z]{2,}|(?<![a-z])X(?![a-z])|[*<]", p):
+                continue
+            if not os.path.exists(os.path.join(ROOT, p)):
+                problem("%s:%d" % (os.path.relpath(path, ROOT), n),
+                        "%s: no such file in the repository" % p)
+
+
 # ---------------------------------------------------------------------------
 
 
@@ -797,6 +813,7 @@ def main():
         text = open(path, encoding="utf-8").read()
         check_bundled_lists(path, text)
         check_packaged_paths(path, text)
+        check_repo_paths(path, text)
         for n, cmd in inline_commands(path, text, path in man):
             check_command("%s:%d" % (os.path.relpath(path, ROOT), n), cmd)
         for n, span in inline_settings(text, path in man):
