@@ -9,12 +9,14 @@ and .EX/.EE blocks with the man escapes undone) and checks each by its kind:
 - twice.conf (a block with `name = value;` lines, etc/twice.conf, an example's entry): goes
   through this build's `twiced -t -c` (no --connect: nothing is asked of a server). A fragment
   is wrapped in the smallest complete configuration: one line before it sets `plugin_dir` to
-  the build's plugins and whichever of `idempotency` it lacks; after it come the `plugins`
-  it lacks (each plugin its queues name becomes the http plugin under that name, keyed) and
-  the `queues` it lacks (one queue for its first plugin). A line that is only `...` (the
-  rest of a list) is dropped with the comma before it; a plugin path is replaced by this
-  build's file of that name (hello.so: the SDK's example, built here as the README builds
-  it); an exec handler's `directory` by one that exists.
+  the build's plugins (or its own plugin_dir is pointed there) and `idempotency` if it lacks
+  it; after it come the `plugins` it lacks (each plugin its queues name becomes the http
+  plugin under that name, keyed) and the `queues` it lacks (one queue for its first plugin).
+  A line that is only `...` (the rest of a list) is dropped with the comma before it; a
+  plugin path is replaced by this build's file of that name (hello.so: the SDK's example,
+  built here as the README builds it); an exec handler's `directory` by one that exists.
+- etc/twice.conf also with every commented example in force at once (uncommented(): the
+  `#name = value;` lines and the commented blocks; STAND_INS for the files they name).
 - inline settings (`rate_limit = { ... }`, `tracing.exporter = "otlp"`): a span naming a
   setting of twice.conf(5) with a value must fit in a queue, at the top, or in a top-level
   group that has a setting of its name (COMPANIONS adds what a setting needs beside it);
@@ -224,9 +226,10 @@ def complete(conf, where):
     # an exec handler's directory is the user's: one that exists here stands for it
     conf = re.sub(r'(\bdirectory\s*=\s*)"[^"]*"', r'\1"%s"' % SCRATCH.name, conf)
     names = top_level_names(conf)
-    head = ['plugin_dir = "%s";' % env_dir("TWICE_PLUGIN_BUILD_DIR", "plugins")]
-    if "plugin_dir" in names:
-        problem(where, "sets plugin_dir: the check cannot point it at the build")
+    plugin_dir = '"%s"' % env_dir("TWICE_PLUGIN_BUILD_DIR", "plugins")
+    head = [] if "plugin_dir" in names else ["plugin_dir = %s;" % plugin_dir]
+    conf = re.sub(r'^(\s*plugin_dir\s*=\s*)"[^"]*"', lambda m: m.group(1) + plugin_dir, conf,
+                  flags=re.M)
     if "idempotency" not in names:
         head.append('idempotency = { dsn = "host=127.0.0.1 dbname=twice user=twice"; };')
     tail = []
@@ -253,7 +256,7 @@ def twiced_test(conf, name="twice.conf"):
         r = subprocess.run([os.path.join(os.environ["TWICE_BIN_DIR"], "twiced"), "-t", "-c",
                             path], capture_output=True, text=True, timeout=60, cwd=d,
                            env=dict(os.environ, AWS_EC2_METADATA_DISABLED="true",
-                                    AWS_REGION="eu-west-1"))
+                                    AWS_REGION="eu-west-1", **STAND_IN_ENV))
         return r.returncode, (r.stdout + r.stderr).replace(path, name).strip()
 
 
@@ -271,6 +274,55 @@ def check_conf(block, conf):
             # line 1 is the wrapper; the snippet starts on line 2
             problem(block.where(int(m.group(1)) - 2) if m else block.where(),
                     "twiced -t: %s" % (m.group(2) if m else line))
+
+
+# Files and variables etc/twice.conf's commented examples name that a user has and this
+# machine need not: what stands for them when the examples are uncommented.
+STAND_INS = {
+    "/usr/share/twice/templates/": os.path.join(ROOT, "etc", "templates") + "/",
+    "/etc/twice/orders-ca.pem": "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/twice/orders.token": os.path.join(SCRATCH.name, "orders.token"),
+    "/var/log/twice/": SCRATCH.name + "/",
+}
+with open(os.open(STAND_INS["/etc/twice/orders.token"], os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+    f.write("docs-token\n")
+STAND_IN_ENV = {"CRM_TOKEN": "docs"}
+
+
+def uncommented(text):
+    """etc/twice.conf with every commented example in force: `#name = value;` lines and the
+    commented blocks (`#webhook = {`, `#, {` ... `#}`, their lines `#    ...`), each replacing
+    a setting of its name in force in the same group (`listen = "";` then `#listen = ...`)."""
+    for _ in range(2):  # twice: a block's own `#name` lines are examples in the example
+        lines, out, active, stack, nextid, block = text.split("\n"), [], {}, [0], 1, 0
+        for line in lines:
+            m = re.match(r"^(\s*)#(?![ #!~-])(.*)$", line)
+            if not m and block > 0:
+                m = re.match(r"^(\s*)#((?:    |[})]).*)$", line)
+            new = m.group(1) + m.group(2) if m else line
+            code = re.sub(r'"(\\.|[^"\\])*"', '""', new).split("#")[0]
+            if m or block > 0:
+                block = max(0, block + code.count("{") + code.count("(") - code.count("}") -
+                            code.count(")"))
+            name = re.match(r"\s*([a-z_][a-z0-9_]*)\s*=", code) if m or not line.lstrip(
+                ).startswith("#") else None
+            if name:
+                key = (stack[-1], name.group(1))
+                if m and key in active and not out[active[key]].lstrip().startswith("#"):
+                    j = active[key]
+                    out[j] = re.sub(r"^(\s*)", r"\1#~", out[j])  # not an example
+                active[key] = len(out)
+            out.append(new)
+            for ch in code:
+                if ch in "{(":
+                    stack.append(nextid)
+                    nextid += 1
+                elif ch in "})" and len(stack) > 1:
+                    stack.pop()
+        text = "\n".join(out)
+    for a, b in STAND_INS.items():
+        text = text.replace(a, b)
+    return text
 
 
 def settings_table():
@@ -822,7 +874,9 @@ def main():
     check_etc()
     check_sdk_examples()
     ref = os.path.join(ROOT, "etc", "twice.conf")
-    check_conf(Block(ref, 1, "", None), complete(open(ref, encoding="utf-8").read(), ref))
+    text = open(ref, encoding="utf-8").read()
+    check_conf(Block(ref, 1, "", None), complete(text, ref))
+    check_conf(Block(ref, 1, "", None), complete(uncommented(text), ref + " (uncommented)"))
     check_outputs()
     for p in problems:
         print(p)
