@@ -465,26 +465,26 @@ def check_c(block):
 # ---------------------------------------------------------------------------
 # Command lines
 
-_help_cache = {}
+_runs = {}
 
 
 def run(argv):
-    if argv[0] in ("twiced", "twicectl"):
-        argv = [os.path.join(os.environ["TWICE_BIN_DIR"], argv[0])] + argv[1:]
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=30,
-                       env=dict(os.environ, AWS_EC2_METADATA_DISABLED="true"))
-    return r.returncode, r.stdout + r.stderr
+    """(exit code, output) of this build's twiced or twicectl with argv; each once."""
+    if tuple(argv) not in _runs:
+        path = [os.path.join(os.environ["TWICE_BIN_DIR"], argv[0])] + argv[1:]
+        r = subprocess.run(path, capture_output=True, text=True, timeout=30,
+                           env=dict(os.environ, AWS_EC2_METADATA_DISABLED="true"))
+        _runs[tuple(argv)] = (r.returncode, r.stdout + r.stderr)
+    return _runs[tuple(argv)]
 
 
 def help_of(*words):
-    if words not in _help_cache:
-        if words[0] == "twiced":
-            _help_cache[words] = run(["twiced", "--help"])
-        elif len(words) == 1:
-            _help_cache[words] = run(["twicectl", "--help"])
-        else:
-            _help_cache[words] = run(["twicectl", "help"] + list(words[1:]))
-    return _help_cache[words]
+    """The help text of twiced, of twicectl, or of a twicectl command [subcommand]."""
+    if words[0] == "twiced":
+        return run(["twiced", "--help"])
+    if len(words) == 1:
+        return run(["twicectl", "--help"])
+    return run(["twicectl", "help"] + list(words[1:]))
 
 
 def options_in(text):
