@@ -34,6 +34,8 @@ and .EX/.EE blocks with the man escapes undone) and checks each by its kind:
   every command, subcommand and option the help lists has its entry in the man page.
 - output the docs show that needs no server (OUTPUTS): made again with this build and
   compared, `...` in the doc standing for any text and FILE:LINE for any file and line.
+- twice-http(7) and twice-exec(7) document exactly the settings (and defaults) the plugins
+  declare.
 - a list of the bundled plugin files names them all; a packaged path the docs name is in a
   package's expected contents (packaging/expected/); a repository path (core/..., tests/...)
   they name exists.
@@ -616,6 +618,19 @@ def inline_commands(path, text, man):
     return out
 
 
+def roff_text(line):
+    """A man page line as printed: .B and .I join their arguments with blanks, .BR, .IR,
+    .RB ... with nothing between them (roff's alternating fonts)."""
+    m = re.match(r"^\.([BIR]{1,2})\s+(.*)$", line)
+    if not m:
+        return unman(line).strip()
+    try:
+        args = shlex.split(m.group(2).replace("\\", "\\\\"), posix=True)
+    except ValueError:
+        args = m.group(2).split()
+    return unman(("" if len(m.group(1)) == 2 else " ").join(args)).strip()
+
+
 def man_heads(path, section):
     """The .TP heads of a man page's section, as (line, text)."""
     lines = open(path, encoding="utf-8").read().split("\n")
@@ -624,10 +639,37 @@ def man_heads(path, section):
         if line.startswith(".SH"):
             inside = line.strip() == ".SH " + section
         elif inside and line.startswith(".TP") and n + 1 < len(lines):
-            head = re.sub(r"^\.B[RI]? ", "", lines[n + 1])
-            head = re.sub(r"\\fI(.*?)\\f[RBP]", lambda m: m.group(1).upper(), head)
-            out.append((n + 2, unman(head).replace('"', "")))
+            head = re.sub(r"\\fI(.*?)\\f[RBP]", lambda m: m.group(1).upper(), lines[n + 1])
+            out.append((n + 2, roff_text(head)))
     return out
+
+
+def check_plugin_pages():
+    """twice-http(7) and twice-exec(7) name, in SETTINGS, exactly the settings their plugin
+    declares (`twicectl --json plugin check`), with the defaults it declares."""
+    for page, so, needed in (("twice-http.7", "http.so", "url=http://127.0.0.1:9/"),
+                             ("twice-exec.7", "exec.so", "command=/bin/cat")):
+        path = os.path.join(ROOT, "packaging", "man", page)
+        rc, out = run(["twicectl", "--json", "plugin", "check",
+                       os.path.join(os.environ["TWICE_PLUGIN_BUILD_DIR"], so), needed])
+        try:
+            declared = {d["name"]: d["default"] for d in json.loads(out)["settings"]}
+        except (ValueError, KeyError) as e:
+            problem("packaging/man/" + page, "twicectl plugin check %s: %s: %s" % (so, e, out))
+            continue
+        shown = set()
+        for n, head in man_heads(path, "SETTINGS"):
+            m = re.match(r"(.*?)(?: \(default (.*)\))?$", head)
+            for name in m.group(1).split(", "):
+                shown.add(name)
+                if name not in declared:
+                    problem("packaging/man/%s:%d" % (page, n),
+                            "%s declares no setting %s" % (so, name))
+                elif m.group(2) is not None and m.group(2) != declared[name]:
+                    problem("packaging/man/%s:%d" % (page, n), "%s: default %s, %s declares %s"
+                            % (name, m.group(2), so, declared[name]))
+        for name in sorted(set(declared) - shown):
+            problem("packaging/man/" + page, "SETTINGS has no entry for %s's %s" % (so, name))
 
 
 def check_etc():
@@ -703,7 +745,9 @@ def check_man_synopses():
     for path, prog in ((ctl, "twicectl"), (daemon, "twiced")):
         opts = man_heads(path, "OPTIONS")
         for n, head in opts:
-            check_command("%s:%d" % (os.path.relpath(path, ROOT), n), prog + " " + head)
+            for alternative in head.split(", "):  # -c, --config FILE
+                check_command("%s:%d" % (os.path.relpath(path, ROOT), n),
+                              prog + " " + alternative)
         documented = options_in(" ".join(h for _, h in opts))
         for opt in sorted(options_in(help_of(prog)[1].split("\n\n", 1)[-1]) - documented):
             problem(os.path.relpath(path, ROOT), "OPTIONS has no entry for %s (%s --help)"
@@ -872,6 +916,7 @@ def main():
             check_inline_setting("%s:%d" % (os.path.relpath(path, ROOT), n), span, table)
     check_man_synopses()
     check_etc()
+    check_plugin_pages()
     check_sdk_examples()
     ref = os.path.join(ROOT, "etc", "twice.conf")
     text = open(ref, encoding="utf-8").read()
