@@ -20,7 +20,8 @@ and .EX/.EE blocks with the man escapes undone) and checks each by its kind:
 - inline settings (`rate_limit = { ... }`, `tracing.exporter = "otlp"`): a span naming a
   setting of twice.conf(5) with a value must fit in a queue, at the top, or in a top-level
   group that has a setting of its name (COMPANIONS adds what a setting needs beside it);
-  a `group.name` of a top-level group without a value must be a setting twice.conf(5) lists.
+  a `group.name` of a top-level group without a value must be a setting twice.conf(5) lists,
+  and so must the name of a `name = value` span (FOREIGN lists other programs' settings).
 - C (cc -std=c11 -Wall -Wextra -Werror against sdk/include and sdk/mock, no scaffolding: a
   snippet is a whole file): a plugin is built and loaded by `twicectl plugin check`, a test
   against the mock host is linked with the build's libtwice-mock.a and run beside hello.so
@@ -366,11 +367,12 @@ def placements(name, assignment, table):
         groups = name.split(".")[:-1]
         group = nest(groups, assignment[len(".".join(groups)) + 1:])
         return [(group, "")] if groups[0] in TOP_GROUPS else [("", group)]
-    tries = [("", assignment), (assignment, "")]  # in the queue, at the top
+    tries = []
     for path in sorted(table):  # in a top-level group with a setting of that name
         if path.endswith("." + name) and path.split(".")[0] in TOP_GROUPS:
             tries.append((nest(path.split(".")[:-1], assignment), ""))
-    return tries
+    plain = [("", assignment), (assignment, "")]  # in the queue, at the top
+    return plain + tries if name in table else tries + plain
 
 
 # Queue settings that do not stand alone: what else the queue of the check gets with them.
@@ -380,7 +382,26 @@ COMPANIONS = {
 }
 
 
+_inline_seen = {}
+
+
 def check_inline_setting(where, span, table):
+    """An inline `name = value` fits a twice.conf (placements()); the same span once."""
+    if span in _inline_seen:
+        if _inline_seen[span]:
+            problem(where, _inline_seen[span])
+        return
+    before = len(problems)
+    check_one_setting(where, span, table)
+    _inline_seen[span] = problems[-1].split(": ", 1)[1] if len(problems) > before else None
+
+
+# `name = value` spans the docs show that are not twice.conf's: AWS's shared config,
+# PostgreSQL's, a test fixture plugin's setting.
+FOREIGN = {"credential_process", "synchronous_commit", "locale"}
+
+
+def check_one_setting(where, span, table):
     m = re.match(r"([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)(\s*=\s*(.+?))?;?$", span)
     if not m:
         return
@@ -391,7 +412,13 @@ def check_inline_setting(where, span, table):
             if name not in table:
                 problem(where, "no setting %s (twice.conf(5))" % name)
             return
-    elif not m.group(2) or name not in lasts:
+    elif not m.group(2) or name in FOREIGN:
+        return
+    elif name not in lasts:
+        if " = " not in span:  # a label or a libpq keyword (via="relay", gssencmode=disable)
+            return
+        problem(where, "`%s`: no twice.conf setting %s (twice.conf(5); another program's "
+                "setting goes in tests/check-docs.py FOREIGN)" % (span, name))
         return
     counts["inline"] += 1
     assignment = "%s = %s;" % (name, m.group(3))
