@@ -35,6 +35,8 @@ and .EX/.EE blocks with the man escapes undone) and checks each by its kind:
   every command, subcommand and option the help lists has its entry in the man page.
 - output the docs show that needs no server (OUTPUTS): made again with this build and
   compared, `...` in the doc standing for any text and FILE:LINE for any file and line.
+- `api->name`, twice_mock_*, TWICE_DONE and the like the docs name are in the SDK's headers;
+  twice-plugin(3) lists every host API function with its number of parameters.
 - twice-http(7) and twice-exec(7) document exactly the settings (and defaults) the plugins
   declare.
 - a list of the bundled plugin files names them all; a packaged path the docs name is in a
@@ -849,6 +851,80 @@ def check_outputs():
 
 
 # ---------------------------------------------------------------------------
+# Names of the SDK
+
+
+def sdk_names():
+    """The host API's functions (twice_api's members) and every identifier of the SDK's
+    public headers (plugin.h, mock.h)."""
+    headers = glob.glob(os.path.join(ROOT, "sdk", "include", "twice", "*.h")) + \
+        glob.glob(os.path.join(ROOT, "sdk", "mock", "twice", "*.h"))
+    text = "".join(open(h, encoding="utf-8").read() for h in headers)
+    return set(re.findall(r"\(\*(\w+)\)\s*\(", text)), set(re.findall(r"\w+", text))
+
+
+SDK_CONSTANT = re.compile(r"\bTWICE_(?:DONE|RETRY|REJECT|LOG_\w+|FLAG_\w+|SETTING_\w+|ABI_\w+|"
+                          r"KEY_\w+|API_\w+|PLUGIN\w*|STATUS_\w+)\b|\btwice_mock_\w+|"
+                          r"\btwice_[a-z_]+_t\b")
+
+
+def check_sdk_names(path, text, names):
+    """`api->name` is a function of the host API; twice_mock_*, TWICE_DONE ... are in the
+    SDK's headers: a renamed function or constant in a doc fails here."""
+    api, idents = names
+    for n, line in enumerate(unman(text).split("\n"), 1):
+        where = "%s:%d" % (os.path.relpath(path, ROOT), n)
+        for fn in re.findall(r"\bapi->(\w+)", line):
+            if fn not in api:
+                problem(where, "api->%s: no such function in twice_api (sdk/include)" % fn)
+        for m in SDK_CONSTANT.finditer(line):
+            if m.group(0) not in idents and not m.group(0).startswith("TWICE_PLUGIN_"):
+                problem(where, "%s: not in the SDK's headers" % m.group(0))
+
+
+def struct_functions(header, struct):
+    """{member: number of parameters} of a struct's function pointers in a header."""
+    text = open(header, encoding="utf-8").read()
+    body = re.search(r"typedef struct %s \{(.*?)\n\} %s;" % (struct, struct), text, re.S)
+    out = {}
+    for m in re.finditer(r"\(\*(\w+)\)\s*\(([^;]*?)\)\s*(?:TWICE_\w+\([^)]*\))?\s*;",
+                         body.group(1) if body else "", re.S):
+        out[m.group(1)] = len([a for a in m.group(2).split(",") if a.strip()])
+    return out
+
+
+def check_plugin_page():
+    """twice-plugin(3)'s \"The host API\" has an entry for every function of twice_api, each
+    with the header's number of parameters, and no other; \"The descriptor\"'s entries are
+    fields of twice_plugin."""
+    header = os.path.join(ROOT, "sdk", "include", "twice", "plugin.h")
+    path = os.path.join(ROOT, "packaging", "man", "twice-plugin.3")
+    api = struct_functions(header, "twice_api")
+    lines = open(path, encoding="utf-8").read().split("\n")
+    sub, shown = "", set()
+    fields = set(re.findall(r"\b(\w+)\s*(?:;|\)\s*\()",
+                            re.search(r"typedef struct twice_plugin \{(.*?)\n\} twice_plugin;",
+                                      open(header, encoding="utf-8").read(), re.S).group(1)))
+    for n, line in enumerate(lines):
+        if line.startswith((".SS", ".SH")):
+            sub = line
+        if not line.startswith(".TP") or n + 1 >= len(lines):
+            continue
+        head, where = roff_text(lines[n + 1]), "packaging/man/twice-plugin.3:%d" % (n + 2)
+        if sub == ".SS The host API":
+            for fn, args in re.findall(r"(\w+)\(([^)]*)\)", head):
+                shown.add(fn)
+                if fn not in api:
+                    problem(where, "%s: twice_api has no such function (plugin.h)" % fn)
+                elif len(args.split(",")) != api[fn]:
+                    problem(where, "%s(%s): plugin.h gives it %d parameters" % (fn, args, api[fn]))
+        elif sub == ".SS The descriptor" and head.split()[0] not in fields:
+            problem(where, "%s: no field of twice_plugin (plugin.h)" % head.split()[0])
+    for fn in sorted(set(api) - shown):
+        problem("packaging/man/twice-plugin.3", "The host API has no entry for %s()" % fn)
+
+
+# ---------------------------------------------------------------------------
 # Lists of what the packages install
 
 
@@ -930,6 +1006,7 @@ def main():
             return 1
     md, man = doc_files()
     table = settings_table()
+    names = sdk_names()
     for path in md + man:
         for block in (markdown_blocks(path) if path in md else man_blocks(path)):
             check_block(block)
@@ -937,6 +1014,7 @@ def main():
         check_bundled_lists(path, text)
         check_packaged_paths(path, text)
         check_repo_paths(path, text)
+        check_sdk_names(path, text, names)
         for n, cmd in inline_commands(path, text, path in man):
             check_command("%s:%d" % (os.path.relpath(path, ROOT), n), cmd)
         for n, span in inline_settings(text, path in man):
@@ -944,6 +1022,7 @@ def main():
     check_man_synopses()
     check_etc()
     check_plugin_pages()
+    check_plugin_page()
     check_sdk_examples()
     ref = os.path.join(ROOT, "etc", "twice.conf")
     text = open(ref, encoding="utf-8").read()
