@@ -37,6 +37,7 @@ and .EX/.EE blocks with the man escapes undone) and checks each by its kind:
   compared, `...` in the doc standing for any text and FILE:LINE for any file and line.
 - `api->name`, twice_mock_*, TWICE_DONE and the like the docs name are in the SDK's headers;
   twice-plugin(3) lists every host API function with its number of parameters.
+- a metric the docs name is one twiced exports.
 - twice-http(7) and twice-exec(7) document exactly the settings (and defaults) the plugins
   declare.
 - a list of the bundled plugin files names them all; a packaged path the docs name is in a
@@ -924,6 +925,29 @@ def check_plugin_page():
         problem("packaging/man/twice-plugin.3", "The host API has no entry for %s()" % fn)
 
 
+def exported_metrics():
+    """The metric names core/proc/metrics.c renders (as tests/check-kubernetes.py reads them)."""
+    with open(os.path.join(ROOT, "core", "proc", "metrics.c"), encoding="utf-8") as f:
+        names = set(re.findall(r'"(twice_[a-z0-9_]+)"', f.read()))
+    return {n for n in names if not n.startswith("twice_internal_")} | {"twice_build_info"}
+
+
+# twice_* names in the docs that are no metric: SDK names aside (the headers'), the package
+# file's twice_0.1.0, table and statement names, the test harness's role and layer probe.
+NOT_METRICS = re.compile(r"twice_(0|test|layer|idem_\w+|claim_|add_plugin|idempotency)$")
+
+
+def check_metric_names(path, text, exported, sdk_idents):
+    """Any other twice_* name the docs use is a metric twiced exports."""
+    for n, line in enumerate(unman(text).split("\n"), 1):
+        for name in re.findall(r"\b(twice_[a-z0-9_]+)", line):
+            if name in sdk_idents or name.startswith("twice_mock") or NOT_METRICS.match(name):
+                continue
+            if re.sub(r"_(bucket|sum|count)$", "", name) not in exported:
+                problem("%s:%d" % (os.path.relpath(path, ROOT), n),
+                        "%s is not a metric twiced exports (core/proc/metrics.c)" % name)
+
+
 # ---------------------------------------------------------------------------
 # Lists of what the packages install
 
@@ -1007,6 +1031,7 @@ def main():
     md, man = doc_files()
     table = settings_table()
     names = sdk_names()
+    metrics = exported_metrics()
     for path in md + man:
         for block in (markdown_blocks(path) if path in md else man_blocks(path)):
             check_block(block)
@@ -1015,6 +1040,7 @@ def main():
         check_packaged_paths(path, text)
         check_repo_paths(path, text)
         check_sdk_names(path, text, names)
+        check_metric_names(path, text, metrics, names[1])
         for n, cmd in inline_commands(path, text, path in man):
             check_command("%s:%d" % (os.path.relpath(path, ROOT), n), cmd)
         for n, span in inline_settings(text, path in man):
@@ -1026,6 +1052,9 @@ def main():
     check_sdk_examples()
     ref = os.path.join(ROOT, "etc", "twice.conf")
     text = open(ref, encoding="utf-8").read()
+    check_packaged_paths(ref, text)
+    check_repo_paths(ref, text)
+    check_metric_names(ref, text, metrics, names[1])
     check_conf(Block(ref, 1, "", None), complete(text, ref))
     check_conf(Block(ref, 1, "", None), complete(uncommented(text), ref + " (uncommented)"))
     check_outputs()
