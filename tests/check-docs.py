@@ -73,6 +73,9 @@ def problem(where, text):
 
 
 class Block:
+    """A code block of a doc: its file, first line, text (as the reader sees it) and the
+    check-docs marker before it, if any."""
+
     def __init__(self, path, line, text, marker, kind_hint=""):
         self.path, self.line, self.text = path, line, text
         self.marker, self.kind_hint = marker, kind_hint
@@ -266,7 +269,8 @@ def twiced_test(conf, name="twice.conf"):
         return r.returncode, (r.stdout + r.stderr).replace(path, name).strip()
 
 
-def check_conf(block, conf):
+def check_conf(block, conf, note=""):
+    """twiced -t on a completed snippet: passes, or fails with the marker's text."""
     counts["conf"] += 1
     rc, out = twiced_test(conf)
     if block.marker and block.marker[0] == "error":
@@ -279,7 +283,7 @@ def check_conf(block, conf):
             m = re.match(r"twice\.conf:(\d+): (.*)", line)
             # line 1 is the wrapper; the snippet starts on line 2
             problem(block.where(int(m.group(1)) - 2) if m else block.where(),
-                    "twiced -t: %s" % (m.group(2) if m else line))
+                    "twiced -t%s: %s" % (note, m.group(2) if m else line))
 
 
 # Files and variables etc/twice.conf's commented examples name that a user has and this
@@ -1023,40 +1027,53 @@ def check_block(block):
             check_command(block.where(k), line)
 
 
+def check_doc(path, man, known):
+    """One Markdown file or man page: its blocks, then what it names inline."""
+    table, names, metrics = known
+    for block in (man_blocks(path) if man else markdown_blocks(path)):
+        check_block(block)
+    text = open(path, encoding="utf-8").read()
+    check_names(path, text, names, metrics)
+    check_bundled_lists(path, text)
+    for n, cmd in inline_commands(path, text, man):
+        check_command("%s:%d" % (os.path.relpath(path, ROOT), n), cmd)
+    for n, span in inline_settings(text, man):
+        check_inline_setting("%s:%d" % (os.path.relpath(path, ROOT), n), span, table)
+
+
+def check_names(path, text, names, metrics):
+    """The files, SDK names and metrics a text names exist."""
+    check_packaged_paths(path, text)
+    check_repo_paths(path, text)
+    check_sdk_names(path, text, names)
+    check_metric_names(path, text, metrics, names[1])
+
+
+def check_reference(names, metrics):
+    """etc/twice.conf as it is and with its commented examples in force."""
+    ref = os.path.join(ROOT, "etc", "twice.conf")
+    text = open(ref, encoding="utf-8").read()
+    check_names(ref, text, names, metrics)
+    check_conf(Block(ref, 1, "", None), complete(text, ref))
+    check_conf(Block(ref, 1, "", None), complete(uncommented(text), ref),
+               " (its commented examples in force)")
+
+
 def main():
     for var in ("TWICE_BIN_DIR", "TWICE_PLUGIN_BUILD_DIR"):
         if not os.environ.get(var):
             print("check-docs: %s is not set (ctest sets it)" % var)
             return 1
     md, man = doc_files()
-    table = settings_table()
-    names = sdk_names()
-    metrics = exported_metrics()
+    known = (settings_table(), sdk_names(), exported_metrics())
     for path in md + man:
-        for block in (markdown_blocks(path) if path in md else man_blocks(path)):
-            check_block(block)
-        text = open(path, encoding="utf-8").read()
-        check_bundled_lists(path, text)
-        check_packaged_paths(path, text)
-        check_repo_paths(path, text)
-        check_sdk_names(path, text, names)
-        check_metric_names(path, text, metrics, names[1])
-        for n, cmd in inline_commands(path, text, path in man):
-            check_command("%s:%d" % (os.path.relpath(path, ROOT), n), cmd)
-        for n, span in inline_settings(text, path in man):
-            check_inline_setting("%s:%d" % (os.path.relpath(path, ROOT), n), span, table)
+        check_doc(path, path in man, known)
     check_man_synopses()
     check_etc()
     check_plugin_pages()
     check_plugin_page()
     check_sdk_examples()
-    ref = os.path.join(ROOT, "etc", "twice.conf")
-    text = open(ref, encoding="utf-8").read()
-    check_packaged_paths(ref, text)
-    check_repo_paths(ref, text)
-    check_metric_names(ref, text, metrics, names[1])
-    check_conf(Block(ref, 1, "", None), complete(text, ref))
-    check_conf(Block(ref, 1, "", None), complete(uncommented(text), ref + " (uncommented)"))
+    check_reference(known[1], known[2])
     check_outputs()
     for p in problems:
         print(p)
