@@ -37,7 +37,8 @@ and .EX/.EE blocks with the man escapes undone) and checks each by its kind:
   compared, `...` in the doc standing for any text and FILE:LINE for any file and line.
 - `api->name`, twice_mock_*, TWICE_DONE and the like the docs name are in the SDK's headers;
   twice-plugin(3) lists every host API function with its number of parameters.
-- a metric the docs name is one twiced exports.
+- a metric the docs name is one twiced exports; a man page they name (twice-http(7),
+  `man twiced`) is one packaging/man has.
 - twice-http(7) and twice-exec(7) document exactly the settings (and defaults) the plugins
   declare.
 - a list of the bundled plugin files names them all; a packaged path the docs name is in a
@@ -1042,11 +1043,28 @@ def check_doc(path, man, known):
 
 
 def check_names(path, text, names, metrics):
-    """The files, SDK names and metrics a text names exist."""
+    """The files, SDK names, metrics and man pages a text names exist."""
     check_packaged_paths(path, text)
     check_repo_paths(path, text)
     check_sdk_names(path, text, names)
     check_metric_names(path, text, metrics, names[1])
+    check_man_refs(path, text)
+
+
+def check_man_refs(path, text):
+    """`man [N] twice...` and twice...(N) name a page packaging/man has, in that section."""
+    pages = {re.sub(r"\.in$", "", os.path.basename(p)) for p in
+             glob.glob(os.path.join(ROOT, "packaging", "man", "*"))}
+    for n, line in enumerate(unman(text).split("\n"), 1):
+        refs = re.findall(r"\bman (?:(\d) )?(twice[\w.-]*\w)", line)
+        refs += [(sec, name) for name, sec in
+                 re.findall(r"\b(twice[\w.-]*\w)\s?\((\d)\)", line)]
+        for sec, name in refs:
+            if not any(p == "%s.%s" % (name, sec) if sec else p.startswith(name + ".")
+                       for p in pages):
+                problem("%s:%d" % (os.path.relpath(path, ROOT), n),
+                        "%s%s: no such man page in packaging/man" % (
+                            name, "(%s)" % sec if sec else ""))
 
 
 def check_reference(names, metrics):
