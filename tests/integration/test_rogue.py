@@ -1,0 +1,53 @@
+"""C plugins that misbehave against the process they run in (the rogue fixture),
+run by twiced against PostgreSQL and the SQS emulator: whatever handle() does to its
+worker, no message runs for ever, none is lost, and the log says which plugin and which
+message. Not for: crashes and exit() inside handle() (test_attempts.py), hostile message
+content (test_hostile.py), the exec plugin's handlers (test_exec_plugin.py)."""
+
+import json
+import unittest
+
+import twicetest
+import twiceconf as tc
+
+PLUGIN = "rogue"
+
+
+class RoguePlugin(twicetest.TwiceTestCase):
+    def setup_queue(self, prefix, **queue_options):
+        """A queue pair and a database, twiced running rogue on them once ready.
+        Returns (daemon, url, dlq, dsn)."""
+        url, dlq = self.queue_pair(prefix)
+        dsn = self.new_database(prefix)
+        conf = tc.config(self.env, dsn, [tc.queue(prefix, url, dlq, PLUGIN, **queue_options)],
+                         [tc.plugin(PLUGIN, tc.test_plugin(self.env, "rogue"))])
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        return d, url, dlq, dsn
+
+    def key_row(self, dsn, key):
+        """(state, attempts) of a key, None when it has no row."""
+        rows = self.pg.query(dsn, "SELECT state, attempts FROM twice_idempotency "
+                                  "WHERE idempotency_key = %s", (key,))
+        return rows[0] if rows else None
+
+    def test_a_fork_returning_twice_is_ended_in_the_copy(self):
+        # fork() in handle(), returning in both processes: the copy was a second
+        # worker with one thread, which outlived twiced (no parent-death signal)
+        # holding its connections. It is ended where it returns, and said; the job
+        # itself is done once, by the worker.
+        d, url, dlq, dsn = self.setup_queue("rogue", concurrency=2, visibility_timeout=3,
+                                            max_attempts=2)
+        forker = self.sqs.send(url, json.dumps({"id": "forker", "do": "fork"}))
+        twicetest.wait_until(lambda: self.key_row(dsn, "rogue:forker") == ("completed", 1),
+                             timeout=20, message="the forking job was not completed")
+        line = d.wait_log(r"msg=%s plugin=rogue key=rogue:forker attempt=1: handle\(\) "
+                          r"returned in a child process the plugin forked \(pid (\d+), a copy "
+                          r"of pid (\d+)\)" % forker, timeout=10)
+        self.assertEqual(d.worker_pids(), [int(line.group(2))], "the worker went on")
+
+        self.assertEqual(d.stop(), 0, "no copy of the worker is left behind")
+
+
+if __name__ == "__main__":
+    unittest.main()
