@@ -5,6 +5,7 @@ message. Not for: crashes and exit() inside handle() (test_attempts.py), hostile
 content (test_hostile.py), the exec plugin's handlers (test_exec_plugin.py)."""
 
 import json
+import re
 import unittest
 
 import twicetest
@@ -31,7 +32,7 @@ class RoguePlugin(twicetest.TwiceTestCase):
                                   "WHERE idempotency_key = %s", (key,))
         return rows[0] if rows else None
 
-    def test_a_fork_returning_twice_is_ended_in_the_copy(self):
+    def test_a_fork_returning_twice_and_an_exit_0_end_as_they_should(self):
         # fork() in handle(), returning in both processes: the copy was a second
         # worker with one thread, which outlived twiced (no parent-death signal)
         # holding its connections. It is ended where it returns, and said; the job
@@ -46,6 +47,20 @@ class RoguePlugin(twicetest.TwiceTestCase):
                           r"of pid (\d+)\)" % forker, timeout=10)
         self.assertEqual(d.worker_pids(), [int(line.group(2))], "the worker went on")
 
+        # _exit(0) in handle(): a worker leaves with 0 only when asked to stop, so this
+        # is a death like any other exit code (it was taken for a clean exit: the
+        # message was never counted, and killed a worker every delivery, for ever).
+        quitter = self.sqs.send(url, json.dumps({"id": "quitter", "do": "_exit0"}))
+        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 1, timeout=60,
+                             message="the _exit(0) job never reached the DLQ")
+        [letter] = self.sqs.drain(dlq, visibility=60)
+        attrs = {k: v["StringValue"] for k, v in letter["MessageAttributes"].items()}
+        self.assertEqual(attrs["twice-reason"], "worker-crashed")
+        self.assertEqual(attrs["twice-source-message-id"], quitter)
+        self.assertEqual(attrs["twice-attempts"], "2")
+        deaths = re.findall(r"exited with code 0 with in flight: plugin rogue on message "
+                            r"(\S+) \(queue rogue\)", d.log_text())
+        self.assertEqual(deaths, [quitter, quitter])
         self.assertEqual(d.stop(), 0, "no copy of the worker is left behind")
 
 
