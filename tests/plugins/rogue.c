@@ -14,6 +14,7 @@
  *   "status"                      returns 7, not a twice_status
  *   "leak"                        keeps 8 MiB per job, touched
  * Setting `init`: "sleep" (init() takes 30 s), "block" (it never returns),
+ * "block-if:PATH" (it never returns while PATH exists),
  * "locale" (setlocale de_DE and setenv TZ), or "" (nothing).
  * Used by: test_rogue.py.
  */
@@ -51,6 +52,10 @@ init(const twice_api *a, const twice_settings *s, void **state)
     } else if (mode != NULL && strcmp(mode, "block") == 0) {
         for (;;) {
             pause();
+        }
+    } else if (mode != NULL && strncmp(mode, "block-if:", 9) == 0) {
+        while (access(mode + 9, F_OK) == 0) {
+            sleep_ms(100);
         }
     } else if (mode != NULL && strcmp(mode, "locale") == 0) {
         setlocale(LC_ALL, "de_DE.UTF-8");
