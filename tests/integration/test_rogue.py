@@ -80,6 +80,14 @@ class RoguePlugin(twicetest.TwiceTestCase):
         d.wait_log(slow, timeout=20)
         d.wait_log(r"plugin 'rogue': init\(\) did not return within ready_timeout \(5 s\): "
                    r"this worker exits, and the master starts another in its place", timeout=10)
+        # The check of twiced -t (and of a start or reload) runs init() too: it gives
+        # it ready_timeout as well (a fixed 60 s before, without a word until then).
+        check = d.check_config(timeout=20)
+        self.assertEqual(check.returncode, 1)
+        self.assertIn("plugin 'rogue': its check (settings, init(), fini()) has run for",
+                      check.stderr)
+        self.assertRegex(check.stderr, r"twice\.conf:\d+: plugin 'rogue': the check did not "
+                                       r"finish within 5s \(init hangs\?\)")
         twicetest.wait_until(lambda: len(re.findall(slow, d.log_text())) == 2, timeout=40,
                              message="no second worker in a slow init()")
         # within stop()'s 15 s, and no copy of the worker is left behind
