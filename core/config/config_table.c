@@ -66,7 +66,11 @@ const struct config_row config_rows[] = {
      .doc = "Seconds a generation of workers has to get ready: connected to PostgreSQL (the "
             "table created or migrated) and every queue and dead-letter queue answered "
             "GetQueueAttributes. At start, twiced then exits 1 with the reason (systemctl start "
-            "fails; keep it below TimeoutStartSec); on reload, the running generation stays."},
+            "fails; keep it below TimeoutStartSec); on reload, the running generation stays. "
+            "Each plugin's init() gets as long: in the check of twiced -t, a start and a reload "
+            "(at least 5 s; longer is refused as hanging), and in every worker, one started in "
+            "another's place too (it exits, the log naming the plugin, and the master starts "
+            "another)."},
     {ROW("", "pid_file", CONFIG_STR, C(pid_file)), .flags = CONFIG_UNSET,
      .check = config_check_pid_file, .doc_default = "none (twiced -p FILE overrides it)",
      .doc = "The master writes its pid here (also with -d) and removes it when it exits; a "

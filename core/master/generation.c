@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PROBE_TIMEOUT 60 /* seconds a plugin check may take */
+#define PROBE_MIN_S 5 /* seconds a plugin check gets, however short ready_timeout is */
 
 void
 gen_free(struct generation *g)
@@ -140,8 +140,11 @@ gen_load(const char *path, const sigset_t *stop_on, struct diag *d)
         return NULL;
     }
     int opened = gen_open_plugins(g, d);
-    if (probe_run(path, g->text, g->len, g->plugin_fds, g->nplugin_fds, PROBE_TIMEOUT, stop_on,
-                  d) != 0 ||
+    /* Each plugin's check runs its init(): it gets what a worker's init()
+     * gets, ready_timeout, but at least PROBE_MIN_S (the check also starts a
+     * process and loads the plugin). */
+    int limit = g->cfg->ready_timeout > PROBE_MIN_S ? g->cfg->ready_timeout : PROBE_MIN_S;
+    if (probe_run(path, g->text, g->len, g->plugin_fds, g->nplugin_fds, limit, stop_on, d) != 0 ||
         opened != 0) {
         gen_free(g);
         return NULL;

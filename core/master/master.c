@@ -283,19 +283,25 @@ describe_death(int slot, const struct jobnames *names, int status, char *out, si
 
 /* The jobs that crashed the worker in slot, their message ids pointing into
  * the shared table (read before the slot is reset): the job whose thread
- * faulted when the worker could say; else, when it died on its own (a signal
- * or an exit code, not a drain or stop), every job it had inside handle().
- * None when it exited cleanly or was stopped: its jobs were cut short, not at
- * fault. Returns how many. */
+ * faulted when the worker could say; else, when it died on its own, every
+ * job it had inside handle(). On its own: a signal or any exit code, 0
+ * included, that no stop signal asked for (stopped: the master's; stopped_by:
+ * another process's, after which it drains and exits 0). A worker leaves
+ * with 0 only when told to, so a 0 nobody asked for is plugin code's
+ * _exit(0) (exit(0) on a job's thread names its job): not counting it would
+ * run that message, and kill its worker, for ever. None when it was
+ * stopped: its jobs were cut short, not at fault. Returns how many. */
 static size_t
-crash_culprits(int slot, int status, int stopped, struct idem_culprit out[SHM_JOBS])
+crash_culprits(int slot, int status, int stopped, int stopped_by,
+               struct idem_culprit out[SHM_JOBS])
 {
     struct shm_proc *p = &shm_region()->procs[slot];
     struct shm_job *jobs = shm_region()->jobs[slot].job;
     int crashed = __atomic_load_n(&p->crashed_job, __ATOMIC_ACQUIRE);
     int known = crashed >= 0 && crashed < SHM_JOBS &&
                 __atomic_load_n(&jobs[crashed].used, __ATOMIC_ACQUIRE) == 2;
-    int on_its_own = !(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !stopped;
+    int clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    int on_its_own = !stopped && !(clean && stopped_by > 0);
     size_t n = 0;
     for (int i = 0, count = shm_jobs_count(slot); i < count; i++) {
         struct shm_job *j = &jobs[i];
@@ -404,7 +410,8 @@ reap(struct master *m)
         char owner[CHILDARGS_OWNER_MAX];
         struct idem_culprit culprits[SHM_JOBS];
         childargs_owner(owner, sizeof(owner), pid, p->gen, m->instance);
-        size_t nculprits = crash_culprits(slot, status, p->draining || m->stopping, culprits);
+        size_t nculprits =
+            crash_culprits(slot, status, p->draining || m->stopping, stopped_by, culprits);
         janitor_expire_owner(m->janitor, owner, culprits, nculprits);
         metrics_forget_proc(slot);
         jobnames_drop(p->names);

@@ -23,10 +23,13 @@
 #include "tracectx.h"
 #include "send.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The plugin whose code runs on this thread: names log lines without a job. */
 static _Thread_local const char *current_plugin;
@@ -384,6 +387,41 @@ static const twice_api host_api = {
     .setting_error = api_setting_error,
 };
 
+/* Seconds a forked copy gets to write its one log line (left_in_child). */
+#define CHILD_LINE_SECONDS 5
+
+/*
+ * A plugin that fork()ed and returned from fn in the child as well (it
+ * meant to exec or _exit there): the child is a copy of the worker with
+ * one thread, the plugin's, and would go on as one: a job answered twice,
+ * then a process that waits for ever for work no thread of it brings, with
+ * the worker's connections open and no parent-death signal. caller: the
+ * pid that made the call. In the copy, say so once and end it; the worker
+ * that made the call goes on as if nothing happened. The line is bounded
+ * by an alarm: a lock another thread held at the fork stays held here.
+ */
+static void
+left_in_child(pid_t caller, const char *plugin, const char *fn, const struct twice_job *j)
+{
+    if (getpid() == caller) {
+        return;
+    }
+    sigset_t alarm_only;
+    sigemptyset(&alarm_only);
+    sigaddset(&alarm_only, SIGALRM);
+    signal(SIGALRM, SIG_DFL);
+    pthread_sigmask(SIG_UNBLOCK, &alarm_only, NULL);
+    alarm(CHILD_LINE_SECONDS);
+    struct log_job ctx;
+    api_log_ctx(j, &ctx);
+    ctx.plugin = plugin;
+    log_job(TWICE_LOG_ERROR, &ctx,
+            "%s() returned in a child process the plugin forked (pid %d, a copy of pid %d): a "
+            "plugin's child must exec or _exit(), so the copy is ended here and pid %d goes on",
+            fn, (int) getpid(), (int) caller, (int) caller);
+    _exit(70);
+}
+
 /* Where an init() failure sends the operator: the blamed setting's line,
  * its settings group's when the value is the declared default, else the
  * plugin's entry. conf_file stands in for a file the config does not name. */
@@ -421,7 +459,9 @@ hostapi_init(struct plugin_instance *p, const char *conf_file, char *err, size_t
         init_cause_level = TWICE_LOG_WARN;
         init_setting = NULL;
         live_settings = &settings;
+        pid_t self = getpid();
         rc = d->init(&host_api, &settings, &p->lp.state);
+        left_in_child(self, p->name, "init", NULL);
         live_settings = NULL;
         init_capture = 0;
         current_plugin = NULL;
@@ -462,7 +502,9 @@ hostapi_fini(struct plugin_instance *p)
 {
     if (p->lp.initialized && p->lp.desc->fini != NULL) {
         current_plugin = p->name;
+        pid_t self = getpid();
         p->lp.desc->fini(p->lp.state);
+        left_in_child(self, p->name, "fini", NULL);
         current_plugin = NULL;
     }
     p->lp.initialized = 0;
@@ -477,7 +519,9 @@ derive_with_plugin(const struct plugin_instance *p, struct twice_job *j, struct 
     struct buf why = BUF_INIT;
     current_plugin = p->name;
     deriving_key = 1;
+    pid_t self = getpid();
     int n = p->lp.desc->derive_key(p->lp.state, j, key, sizeof(key));
+    left_in_child(self, p->name, "derive_key", j);
     deriving_key = 0;
     current_plugin = NULL;
     enum keytmpl_result r = keytmpl_check_derived(key, n, j->error, &why);
@@ -552,7 +596,9 @@ hostapi_describe(const struct loaded_plugin *lp, const struct config_plugin *cp,
     buf[0] = '\0';
     current_plugin = cp->name;
     live_settings = &settings;
+    pid_t self = getpid();
     int rc = describe(&host_api, &settings, buf, cap);
+    left_in_child(self, cp->name, "describe", NULL);
     live_settings = NULL;
     current_plugin = NULL;
     buf[cap - 1] = '\0';
@@ -565,7 +611,9 @@ hostapi_handle(const struct plugin_instance *p, struct twice_job *j)
     outbox_staged_clear(&j->outbox); /* a run stages afresh, from index 0 */
     j->send_refused = 0;
     current_plugin = p->name;
+    pid_t self = getpid();
     twice_status st = p->lp.desc->handle(p->lp.state, j);
+    left_in_child(self, p->name, "handle", j);
     current_plugin = NULL;
     if (st != TWICE_DONE && st != TWICE_RETRY && st != TWICE_REJECT) {
         api_error(j, "handle() returned %d, not DONE, RETRY or REJECT", (int) st);

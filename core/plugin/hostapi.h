@@ -2,7 +2,8 @@
  * hostapi.h - the host side of the plugin ABI: the function table handed to
  * every plugin, and the only places core calls into plugin code (init,
  * derive_key, handle, fini). Calls are bracketed so that a plugin's log
- * lines without a job still carry the plugin's name.
+ * lines without a job still carry the plugin's name, and so that a copy of
+ * the process the plugin forked and returned in is said and ended there.
  */
 #ifndef TWICE_HOSTAPI_H
 #define TWICE_HOSTAPI_H

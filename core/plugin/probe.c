@@ -151,32 +151,70 @@ stop_pending(const sigset_t *stop_on)
     return !sigisemptyset(&both);
 }
 
+/* A check that runs this long is said while it runs (half the limit when
+ * that is less): a hanging init() otherwise held twiced -t, a start or a
+ * reload for the whole limit without a word. */
+#define PROBE_SLOW_MS 10000
+
+/* How long the check may run, and whether its slowness was said. */
+struct probe_clock {
+    struct timespec start;
+    int timeout;  /* seconds */
+    long slow_ms; /* when to say it */
+    int said;
+};
+
+static long
+since_ms(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long) (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Once the check has run for slow_ms: which plugin it is at (current:
+ * "NAME LINE FILE", the last progress line) and how long it is given. */
+static void
+say_slow(struct probe_clock *clk, const char *current)
+{
+    long ran = since_ms(&clk->start);
+    if (clk->said || ran < clk->slow_ms || current[0] == '\0') {
+        return;
+    }
+    clk->said = 1;
+    int len = (int) strcspn(current, " ");
+    log_warn("plugin '%.*s': its check (settings, init(), fini()) has run for %.1f s; it is given "
+             "%d s before it is refused as hanging",
+             len, current, (double) ran / 1000, clk->timeout);
+}
+
 /* Read the child's lines until EOF (0), the deadline (-1) or a pending
  * signal of stop_on (1). Problems go to d; the last "#plugin" progress line
- * is remembered in current. */
+ * is remembered in current, and starts that plugin's time (clk). */
 static int
-collect(int fd, time_t deadline, const sigset_t *stop_on, struct diag *d, char *current,
+collect(int fd, struct probe_clock *clk, const sigset_t *stop_on, struct diag *d, char *current,
         size_t cap)
 {
     char buf[4096];
     size_t used = 0;
     for (;;) {
-        int left = (int) (deadline - time(NULL));
+        long left = (long) clk->timeout * 1000 - since_ms(&clk->start);
         if (left <= 0) {
             return -1;
         }
         if (stop_pending(stop_on)) {
             return 1;
         }
+        say_slow(clk, current);
         struct pollfd pfd = {fd, POLLIN, 0};
-        int rc = poll(&pfd, 1, stop_on != NULL ? STOP_CHECK_MS : left * 1000);
-        if (rc == 0 && stop_on != NULL) {
+        int rc = poll(&pfd, 1, stop_on != NULL ? STOP_CHECK_MS : left < 100 ? (int) left : 100);
+        if (rc == 0) {
             continue;
         }
         if (rc < 0 && errno == EINTR) {
             continue;
         }
-        if (rc <= 0) {
+        if (rc < 0) {
             return -1;
         }
         ssize_t n = read(fd, buf + used, sizeof(buf) - 1 - used);
@@ -193,6 +231,8 @@ collect(int fd, time_t deadline, const sigset_t *stop_on, struct diag *d, char *
             *nl = '\0';
             if (strncmp(line, "#plugin ", 8) == 0) {
                 snprintf(current, cap, "%s", line + 8);
+                clock_gettime(CLOCK_MONOTONIC, &clk->start); /* each plugin its own time */
+                clk->said = 0;
             } else if (line[0] != '\0') {
                 diag_add(d, NULL, 0, "%s", line);
             }
@@ -278,11 +318,14 @@ probe_run(const char *path, const char *text, size_t len, const int *plugin_fds,
     }
     char current[4096 + 128] = "";
     size_t before = d->n;
-    time_t deadline = time(NULL) + timeout;
+    struct probe_clock clk = {.timeout = timeout};
+    clock_gettime(CLOCK_MONOTONIC, &clk.start);
+    clk.slow_ms = (long) timeout * 500 < PROBE_SLOW_MS ? (long) timeout * 500 : PROBE_SLOW_MS;
     int status = 0;
-    int waited = collect(pipefd[0], deadline, stop_on, d, current, sizeof(current));
+    int waited = collect(pipefd[0], &clk, stop_on, d, current, sizeof(current));
     if (waited == 0) {
-        waited = reap_by(pid, deadline, stop_on, &status);
+        waited =
+            reap_by(pid, time(NULL) + timeout - since_ms(&clk.start) / 1000, stop_on, &status);
     }
     close(pipefd[0]);
     if (waited != 0) { /* the deadline or a stop: the child goes, now */

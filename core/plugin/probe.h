@@ -16,7 +16,8 @@ int probe_main(int argc, char **argv);
 /* The parent: check the plugins of configuration `text` (read from path) in
  * a child, loading each from plugin_fds[i] (loader_file_open; -1: skipped,
  * its problem is known already); its problem lines, a crash or a hang
- * (timeout seconds) are added to d. 0 when there were none, else -1.
+ * (timeout seconds for one plugin's check; said at half that, 10 s at
+ * most, while it runs) are added to d. 0 when there were none, else -1.
  * stop_on (NULL: none): signals the caller keeps blocked; once one of them
  * is pending the check is cut short (the child killed and reaped; what it
  * said until then stays in d) and 1 is returned, the signal still pending

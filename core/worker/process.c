@@ -15,6 +15,7 @@
 #include "creds.h"
 #include "handler.h"
 #include "hostapi.h"
+#include "initwatch.h"
 #include "instance.h"
 #include "jobspan.h"
 #include "keying.h"
@@ -83,7 +84,8 @@ install_fatal_handlers(int slot)
  * (a->plugin_fds): what the generation checked, even when a file has been
  * replaced on disk since. The descriptors are closed once mapped. */
 static int
-load_plugins(struct worker *w, const struct childargs *a, char *err, size_t errlen)
+load_plugins(struct worker *w, const struct childargs *a, struct initwatch *watch, char *err,
+             size_t errlen)
 {
     const struct config *c = w->cfg;
     w->plugins = calloc(c->nplugins ? c->nplugins : 1, sizeof(*w->plugins));
@@ -121,7 +123,10 @@ load_plugins(struct worker *w, const struct childargs *a, char *err, size_t errl
             return -1;
         }
         diag_free(&d);
-        if (hostapi_init(p, c->file, err, errlen) != 0) {
+        initwatch_enter(watch, p->name);
+        rc = hostapi_init(p, c->file, err, errlen);
+        initwatch_enter(watch, NULL);
+        if (rc != 0) {
             return -1;
         }
     }
@@ -190,9 +195,9 @@ setup_queue(struct worker *w, struct wqueue *q, const struct config_queue *qc, c
     return 0;
 }
 
-/* Everything that needs no server: endpoint, plugins (init), queues. */
 static int
-prepare(struct worker *w, const struct childargs *a, char *err, size_t errlen)
+prepare_watched(struct worker *w, const struct childargs *a, struct initwatch *watch, char *err,
+                size_t errlen)
 {
     const struct config *c = w->cfg;
     w->endpoint = calloc(1, sizeof(*w->endpoint));
@@ -201,7 +206,7 @@ prepare(struct worker *w, const struct childargs *a, char *err, size_t errlen)
         return -1;
     }
     if (sqs_setup(c, w->endpoint, &w->creds, err, errlen) != 0 ||
-        load_plugins(w, a, err, errlen) != 0) {
+        load_plugins(w, a, watch, err, errlen) != 0) {
         return -1;
     }
     w->queues = calloc(c->nqueues, sizeof(*w->queues));
@@ -215,6 +220,23 @@ prepare(struct worker *w, const struct childargs *a, char *err, size_t errlen)
         }
     }
     return 0;
+}
+
+/* Everything that needs no server: endpoint, plugins (init, watched: a stop
+ * signal ends the worker, a hanging init() is said and bounded), queues. */
+static int
+prepare(struct worker *w, const struct childargs *a, char *err, size_t errlen)
+{
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGINT);
+    sigaddset(&stops, SIGQUIT);
+    struct initwatch *watch =
+        initwatch_start(&stops, w->slot, a->master_pid, w->cfg->ready_timeout);
+    int rc = prepare_watched(w, a, watch, err, errlen);
+    initwatch_stop(watch);
+    return rc;
 }
 
 /* The threads, once the store and the queues answer (ready_wait). */

@@ -1,0 +1,100 @@
+"""C plugins that misbehave against the process they run in (the rogue fixture),
+run by twiced against PostgreSQL and the SQS emulator: whatever handle() does to its
+worker, no message runs for ever, none is lost, and the log says which plugin and which
+message. Not for: crashes and exit() inside handle() (test_attempts.py), hostile message
+content (test_hostile.py), the exec plugin's handlers (test_exec_plugin.py)."""
+
+import json
+import os
+import re
+import signal
+import unittest
+
+import twicetest
+import twiceconf as tc
+
+PLUGIN = "rogue"
+
+
+class RoguePlugin(twicetest.TwiceTestCase):
+    def setup_queue(self, prefix, settings, extra="", **queue_options):
+        """A queue pair and a database, twiced running rogue (with settings) on them
+        once ready. Returns (daemon, url, dlq, dsn)."""
+        url, dlq = self.queue_pair(prefix)
+        dsn = self.new_database(prefix)
+        conf = tc.config(self.env, dsn, [tc.queue(prefix, url, dlq, PLUGIN, **queue_options)],
+                         [tc.plugin(PLUGIN, tc.test_plugin(self.env, "rogue"), **settings)],
+                         extra=extra)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        return d, url, dlq, dsn
+
+    def key_row(self, dsn, key):
+        """(state, attempts) of a key, None when it has no row."""
+        rows = self.pg.query(dsn, "SELECT state, attempts FROM twice_idempotency "
+                                  "WHERE idempotency_key = %s", (key,))
+        return rows[0] if rows else None
+
+    def test_fork_exit_0_and_a_hanging_init_end_as_they_should(self):
+        # fork() in handle(), returning in both processes: the copy was a second
+        # worker with one thread, which outlived twiced (no parent-death signal)
+        # holding its connections. It is ended where it returns, and said; the job
+        # itself is done once, by the worker.
+        hang = os.path.join(self.env.run_dir, "rogue-hang-%d" % os.getpid())
+        self.addCleanup(lambda: os.path.exists(hang) and os.unlink(hang))
+        d, url, dlq, dsn = self.setup_queue("rogue", {"init": "block-if:" + hang},
+                                            extra="ready_timeout = 5;", concurrency=2,
+                                            visibility_timeout=3, max_attempts=2)
+        forker = self.sqs.send(url, json.dumps({"id": "forker", "do": "fork"}))
+        twicetest.wait_until(lambda: self.key_row(dsn, "rogue:forker") == ("completed", 1),
+                             timeout=20, message="the forking job was not completed")
+        line = d.wait_log(r"msg=%s plugin=rogue key=rogue:forker attempt=1: handle\(\) "
+                          r"returned in a child process the plugin forked \(pid (\d+), a copy "
+                          r"of pid (\d+)\)" % forker, timeout=10)
+        self.assertEqual(d.worker_pids(), [int(line.group(2))], "the worker went on")
+
+        # _exit(0) in handle(): a worker leaves with 0 only when asked to stop, so this
+        # is a death like any other exit code (it was taken for a clean exit: the
+        # message was never counted, and killed a worker every delivery, for ever).
+        quitter = self.sqs.send(url, json.dumps({"id": "quitter", "do": "_exit0"}))
+        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 1, timeout=60,
+                             message="the _exit(0) job never reached the DLQ")
+        [letter] = self.sqs.drain(dlq, visibility=60)
+        attrs = {k: v["StringValue"] for k, v in letter["MessageAttributes"].items()}
+        self.assertEqual(attrs["twice-reason"], "worker-crashed")
+        self.assertEqual(attrs["twice-source-message-id"], quitter)
+        self.assertEqual(attrs["twice-attempts"], "2")
+        deaths = re.findall(r"exited with code 0 with in flight: plugin rogue on message "
+                            r"(\S+) \(queue rogue\)", d.log_text())
+        self.assertEqual(deaths, [quitter, quitter])
+
+        # init() hangs in a worker started in another's place: it held that worker
+        # silently for ever (ready_timeout bounds only a generation's start), deaf to
+        # stop signals until the master killed it at drain_timeout + 15 s. Now it is
+        # said, the worker ends at ready_timeout (another is started), and a stop ends
+        # a worker still in init() at once.
+        open(hang, "w").close()
+        os.kill(d.worker_pids()[0], signal.SIGKILL)
+        slow = r"plugin 'rogue': init\(\) has not returned after 2\.5 s: this worker is not " \
+               r"ready until it does \(it exits at ready_timeout, 5 s\)"
+        d.wait_log(slow, timeout=20)
+        d.wait_log(r"plugin 'rogue': init\(\) did not return within ready_timeout \(5 s\): "
+                   r"this worker exits, and the master starts another in its place", timeout=10)
+        # The check of twiced -t (and of a start or reload) runs init() too: it gives
+        # it ready_timeout as well (a fixed 60 s before, without a word until then).
+        check = d.check_config(timeout=20)
+        self.assertEqual(check.returncode, 1)
+        self.assertIn("plugin 'rogue': its check (settings, init(), fini()) has run for",
+                      check.stderr)
+        self.assertRegex(check.stderr, r"twice\.conf:\d+: plugin 'rogue': the check did not "
+                                       r"finish within 5s \(init hangs\?\)")
+        twicetest.wait_until(lambda: len(re.findall(slow, d.log_text())) == 2, timeout=40,
+                             message="no second worker in a slow init()")
+        # within stop()'s 15 s, and no copy of the worker is left behind
+        self.assertEqual(d.stop(), 0)
+        self.assertRegex(d.log_text(), r"stopped before it was ready, while plugin 'rogue' "
+                                       r"init\(\) ran")
+
+
+if __name__ == "__main__":
+    unittest.main()

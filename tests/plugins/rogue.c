@@ -1,0 +1,52 @@
+/*
+ * rogue.c - fixture: a handler plugin that misbehaves against the process
+ * it runs in, as a careless team's plugin would. Key "rogue:{id}"; the
+ * body's "do" says what handle() does: "fork" (fork() and return DONE in
+ * both processes), "_exit0" (_exit(0) mid-job); anything else returns
+ * DONE. Setting `init`: "block-if:PATH" makes init() wait for as long as
+ * PATH exists (a server it waits for that never comes).
+ * Used by: test_rogue.py.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <twice/plugin.h>
+
+static const twice_api *api;
+
+static int
+init(const twice_api *a, const twice_settings *s, void **state)
+{
+    api = a;
+    *state = NULL;
+    const char *mode = a->setting(s, "init");
+    if (mode != NULL && strncmp(mode, "block-if:", 9) == 0) {
+        while (access(mode + 9, F_OK) == 0) {
+            struct timespec tick = {0, 100 * 1000000L};
+            nanosleep(&tick, NULL);
+        }
+    }
+    return 0;
+}
+
+static twice_status
+handle(void *state, twice_job *job)
+{
+    (void) state;
+    const char *what = api->field(job, "do", NULL);
+    if (what != NULL && strcmp(what, "fork") == 0) {
+        fork(); /* and no exec or _exit in the child */
+    } else if (what != NULL && strcmp(what, "_exit0") == 0) {
+        _exit(0);
+    }
+    return TWICE_DONE;
+}
+
+static const twice_setting settings[] = {
+    {"init", TWICE_SETTING_STRING, 0, "", "what init() does wrong"},
+    {NULL, 0, 0, NULL, NULL},
+};
+
+TWICE_PLUGIN(.name = "rogue", .version = "1", .key_template = "rogue:{id}", .settings = settings,
+             .init = init, .handle = handle)
