@@ -3,7 +3,7 @@
  * shipped it (git show 46ff997:sdk/include/twice/plugin.h), kept verbatim but for
  * this comment and clang-format, so that fixtures are built against the header
  * users of that ABI have. Never edit it to follow today's header.
- * Used by: old_abi_1_0.c.
+ * Used by: old_abi_1_0.c, tests/check-abi-prefix.py.
  */
 /*
  * twice/plugin.h - the plugin ABI of twice, the idempotent SQS job worker.
