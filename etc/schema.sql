@@ -39,9 +39,13 @@ ALTER TABLE twice_idempotency
 
 -- The states. Older versions checked only in_progress and completed, under a
 -- name PostgreSQL chose: drop every check of the column that lacks the newest
--- state, then add the current one.
+-- state, then add the current one. Those versions counted claims in attempts,
+-- the current one among them, where this one counts runs that ended: a key in
+-- progress at the upgrade gives its current claim back (once: the next run
+-- finds no old check), so that taking over its lapsed lease costs no attempt.
 DO $twice$
 DECLARE c name;
+        claims boolean := false;
 BEGIN
     FOR c IN SELECT k.conname FROM pg_constraint k
              JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attname = 'state'
@@ -49,7 +53,12 @@ BEGIN
                AND k.conkey = ARRAY[a.attnum]
                AND pg_get_constraintdef(k.oid) NOT LIKE '%interrupted%' LOOP
         EXECUTE format('ALTER TABLE twice_idempotency DROP CONSTRAINT %I', c);
+        claims := true;
     END LOOP;
+    IF claims THEN
+        UPDATE twice_idempotency SET attempts = greatest(attempts - 1, 0)
+            WHERE state = 'in_progress';
+    END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_constraint k
                    JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attname = 'state'
                    WHERE k.conrelid = 'twice_idempotency'::regclass AND k.contype = 'c'

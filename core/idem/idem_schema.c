@@ -22,14 +22,25 @@
  * and add the current one, named <table>_state_check. A DO block, because
  * PostgreSQL chose the old check's name; the table (@N) and the new name
  * (@C) come in as settings of the transaction, never spliced into its code.
+ *
+ * Those versions counted claims in attempts, the current one among them;
+ * this one counts runs that ended. So when an old check goes, an in-progress
+ * row (a job an older worker was running at the upgrade) gives its current
+ * claim back: taken over once its lease lapses, that run is not counted, as
+ * for any lapsed lease, instead of costing the job an attempt it may not
+ * have (a queue with max_attempts 1 would dead-letter it unrun). Once only:
+ * the next migration finds no old check.
  */
 #define SQL_STATE_CHECK                                                                           \
     "DO $twice$ DECLARE t regclass := current_setting('twice.idem_table')::regclass; c name;"     \
+    " claims boolean := false;"                                                                   \
     " BEGIN FOR c IN SELECT k.conname FROM pg_constraint k JOIN pg_attribute a"                   \
     " ON a.attrelid = k.conrelid AND a.attname = 'state' WHERE k.conrelid = t"                    \
     " AND k.contype = 'c' AND k.conkey = ARRAY[a.attnum]"                                         \
     " AND pg_get_constraintdef(k.oid) NOT LIKE '%interrupted%' LOOP"                              \
-    " EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', t, c); END LOOP;"                       \
+    " EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', t, c); claims := true; END LOOP;"       \
+    " IF claims THEN EXECUTE format('UPDATE %s SET attempts = greatest(attempts - 1, 0)"          \
+    " WHERE state = ''in_progress''', t); END IF;"                                                \
     " IF NOT EXISTS (SELECT 1 FROM pg_constraint k JOIN pg_attribute a"                           \
     " ON a.attrelid = k.conrelid AND a.attname = 'state' WHERE k.conrelid = t"                    \
     " AND k.contype = 'c' AND k.conkey = ARRAY[a.attnum]) THEN"                                   \

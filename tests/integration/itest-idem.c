@@ -240,6 +240,22 @@ read_file(const char *path)
     return buf_steal(&b);
 }
 
+/* etc/schema.sql's path. ctest sets TWICE_SOURCE_DIR; run by hand, it is
+ * found from this file's. */
+static const char *
+schema_sql_path(void)
+{
+    static char path[1024];
+    const char *src = getenv("TWICE_SOURCE_DIR");
+    if (src != NULL) {
+        snprintf(path, sizeof(path), "%s/etc/schema.sql", src);
+    } else {
+        snprintf(path, sizeof(path), "%.*s/etc/schema.sql",
+                 (int) (strlen(__FILE__) - strlen("/tests/integration/itest-idem.c")), __FILE__);
+    }
+    return path;
+}
+
 /* idem_migrate on an empty database, twice; etc/schema.sql in another
  * database gives the same table; migrate after schema.sql is a no-op. */
 static void
@@ -267,16 +283,7 @@ test_migrate_and_schema_sql(struct ctx *c)
     idem_close(s);
 
     PGconn *db2 = PQconnectdb(c->dsn2);
-    /* ctest sets TWICE_SOURCE_DIR; run by hand, find it from this file */
-    const char *src = getenv("TWICE_SOURCE_DIR");
-    char path[1024];
-    if (src != NULL) {
-        snprintf(path, sizeof(path), "%s/etc/schema.sql", src);
-    } else {
-        snprintf(path, sizeof(path), "%.*s/etc/schema.sql",
-                 (int) (strlen(__FILE__) - strlen("/tests/integration/itest-idem.c")), __FILE__);
-    }
-    char *ddl = read_file(path);
+    char *ddl = read_file(schema_sql_path());
     CHECK(ddl != NULL);
     if (ddl != NULL) {
         sql(db2, ddl);
@@ -418,7 +425,7 @@ test_migrate_older_version(struct ctx *c)
     CHECK_INT(claim1(s, "old-done", "m", 1, 30).state, IDEM_COMPLETED);
     struct idem_claim r = claim1(s, "old-running", "m", 1, 30);
     CHECK_INT(r.state, IDEM_TAKEN_OVER);
-    CHECK_INT(r.attempts, 1);
+    CHECK_INT(r.attempts, 0); /* that version's count of claims held its own */
     CHECK_INT(release1(s, "old-running", 2), 1);
     CHECK_INT(sql_long(c->db, "SELECT count(*) FROM old_keys WHERE state = 'released'"), 1);
     CHECK_INT(idem_migrate(s, err, sizeof(err)), 0); /* nothing left to do */
@@ -438,6 +445,222 @@ test_migrate_older_version(struct ctx *c)
     free(new_shape);
     idem_close(fresh);
     idem_close(s);
+}
+
+/*
+ * The keys table as each older twice left it (etc/schema.sql's and
+ * idem_migrate's history; test_migrate_classic and test_migrate_older_version
+ * cover the classic table and caab968's), with what a dead older worker
+ * left in it: today's store migrates it, never runs a completed key again,
+ * leaves a live lease alone and takes a lease over once it lapses, keeps
+ * the counts of free keys, and needs nothing more at the next start.
+ */
+struct shape {
+    const char *rev;  /* the first commit that created tables of this shape */
+    const char *ddl;  /* %1$s: the table */
+    int five_states;  /* its check knows released, crashed and interrupted */
+    int lease_layout; /* one index of lease_until (db5d0ed), not partial ones */
+};
+
+static const struct shape shapes[] = {
+    /* the first idem_migrate (schema.sql a0bd220): a check of two states, and a
+     * janitor index of (state, processed_at) under today's janitor index's name */
+    {"0dfc068",
+     "CREATE TABLE %1$s (idempotency_key TEXT PRIMARY KEY,"
+     " processed_at TIMESTAMPTZ NOT NULL DEFAULT now());"
+     "ALTER TABLE %1$s ADD COLUMN state TEXT NOT NULL DEFAULT 'completed'"
+     " CHECK (state IN ('in_progress', 'completed')), ADD COLUMN owner TEXT,"
+     " ADD COLUMN lease_until TIMESTAMPTZ, ADD COLUMN payload_sha256 BYTEA,"
+     " ADD COLUMN message_id TEXT, ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1,"
+     " ADD COLUMN created_at TIMESTAMPTZ NOT NULL DEFAULT now();"
+     "CREATE INDEX %1$s_janitor_idx ON %1$s (state, processed_at);",
+     0, 0},
+    /* e9c1b06: and an owner index of in-progress keys, on owner alone */
+    {"e9c1b06",
+     "CREATE TABLE %1$s (idempotency_key TEXT PRIMARY KEY,"
+     " processed_at TIMESTAMPTZ NOT NULL DEFAULT now());"
+     "ALTER TABLE %1$s ADD COLUMN state TEXT NOT NULL DEFAULT 'completed'"
+     " CHECK (state IN ('in_progress', 'completed')), ADD COLUMN owner TEXT,"
+     " ADD COLUMN lease_until TIMESTAMPTZ, ADD COLUMN payload_sha256 BYTEA,"
+     " ADD COLUMN message_id TEXT, ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1,"
+     " ADD COLUMN created_at TIMESTAMPTZ NOT NULL DEFAULT now();"
+     "CREATE INDEX %1$s_janitor_idx ON %1$s (state, processed_at);"
+     "CREATE INDEX %1$s_owner_idx ON %1$s (owner) WHERE state = 'in_progress';",
+     0, 0},
+    /* f015354: five states under a named check, the three partial indexes */
+    {"f015354",
+     "CREATE TABLE %1$s (idempotency_key TEXT PRIMARY KEY,"
+     " processed_at TIMESTAMPTZ NOT NULL DEFAULT now());"
+     "ALTER TABLE %1$s ADD COLUMN state TEXT NOT NULL DEFAULT 'completed',"
+     " ADD COLUMN owner TEXT, ADD COLUMN lease_until TIMESTAMPTZ,"
+     " ADD COLUMN payload_sha256 BYTEA, ADD COLUMN message_id TEXT,"
+     " ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1,"
+     " ADD COLUMN created_at TIMESTAMPTZ NOT NULL DEFAULT now();"
+     "ALTER TABLE %1$s ADD CONSTRAINT %1$s_state_check CHECK (state IN ('in_progress',"
+     " 'released', 'crashed', 'interrupted', 'completed'));"
+     "CREATE INDEX %1$s_janitor_idx ON %1$s (processed_at) WHERE state = 'completed';"
+     "CREATE INDEX %1$s_owner_idx ON %1$s (owner, idempotency_key)"
+     " WHERE state = 'in_progress';"
+     "CREATE INDEX %1$s_free_idx ON %1$s (processed_at)"
+     " WHERE state IN ('released', 'crashed', 'interrupted');",
+     1, 0},
+    /* db5d0ed: the lease layout */
+    {"db5d0ed",
+     "CREATE TABLE %1$s (idempotency_key TEXT PRIMARY KEY,"
+     " processed_at TIMESTAMPTZ NOT NULL DEFAULT now()) WITH (fillfactor = 50);"
+     "ALTER TABLE %1$s ADD COLUMN state TEXT NOT NULL DEFAULT 'completed',"
+     " ADD COLUMN owner TEXT, ADD COLUMN lease_until TIMESTAMPTZ,"
+     " ADD COLUMN payload_sha256 BYTEA, ADD COLUMN message_id TEXT,"
+     " ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1,"
+     " ADD COLUMN created_at TIMESTAMPTZ NOT NULL DEFAULT now();"
+     "ALTER TABLE %1$s ADD CONSTRAINT %1$s_state_check CHECK (state IN ('in_progress',"
+     " 'released', 'crashed', 'interrupted', 'completed'));"
+     "CREATE INDEX %1$s_lease_idx ON %1$s (lease_until);",
+     1, 1},
+};
+
+/* The rows a worker of that version left: completed keys (an hour old, as
+ * the janitor sees them), a lapsed and a live lease of a worker that has
+ * gone, and for five-state tables free keys with their counts. */
+static void
+fill_old_table(PGconn *db, const char *table, const struct shape *sh)
+{
+    char q[2048];
+    snprintf(q, sizeof(q),
+             "INSERT INTO %1$s (idempotency_key, state, owner, lease_until, payload_sha256,"
+             " message_id, attempts, processed_at) VALUES"
+             " ('done-1', 'completed', NULL, NULL, NULL, 'm-old', 1, now() - interval '1 hour'),"
+             " ('done-2', 'completed', NULL, now() - interval '1 hour', decode(repeat('07', 32),"
+             " 'hex'), 'm-old', 2, now() - interval '1 hour'),"
+             " ('lapsed', 'in_progress', 'old-host:4242', now() - interval '1 minute', NULL,"
+             " 'm-old', 1, now() - interval '2 minutes'),"
+             " ('live', 'in_progress', 'old-host:4242', now() + interval '1 hour', NULL,"
+             " 'm-old', 1, now())",
+             table);
+    sql(db, q);
+    if (sh->five_states) {
+        snprintf(q, sizeof(q),
+                 "INSERT INTO %1$s (idempotency_key, state, lease_until, attempts) VALUES"
+                 " ('freed', 'released', now(), 2), ('crashed', 'crashed', now(), 3)",
+                 table);
+        sql(db, q);
+    }
+}
+
+static long
+index_count(PGconn *db, const char *table, const char *suffix)
+{
+    char q[256];
+    snprintf(q, sizeof(q), "SELECT count(*) FROM pg_indexes WHERE indexname = '%s%s'", table,
+             suffix);
+    return sql_long(db, q);
+}
+
+static void
+test_migrate_shape(struct ctx *c, const struct shape *sh)
+{
+    char table[32], q[4096];
+    snprintf(table, sizeof(table), "keys_%s", sh->rev);
+    snprintf(q, sizeof(q), sh->ddl, table);
+    sql(c->db, q);
+    fill_old_table(c->db, table, sh);
+    struct idem_store *s = open_store(c->dsn, table, "new-host:1");
+    CHECK_INT(idem_migrate(s, err, sizeof(err)), 0);
+    if (err[0] != '\0') {
+        fprintf(stderr, "  %s: migrate: %s\n", sh->rev, err);
+    }
+    /* every layout's indexes are there: nothing to do at the next start */
+    CHECK_INT(index_count(c->db, table, "_lease_idx"), sh->lease_layout);
+    CHECK_INT(index_count(c->db, table, "_owner_idx") + index_count(c->db, table, "_free_idx"),
+              sh->lease_layout ? 0 : 2);
+    snprintf(q, sizeof(q),
+             "SELECT count(*) FROM pg_constraint WHERE conrelid = '%s'::regclass"
+             " AND contype = 'c' AND pg_get_constraintdef(oid) LIKE '%%interrupted%%'",
+             table);
+    CHECK_INT(sql_long(c->db, q), 1);
+    CHECK_INT(idem_migrate(s, err, sizeof(err)), 0);
+
+    /* completed keys are duplicates, with what they stored */
+    struct idem_claim r = claim1(s, "done-1", "m-new", 7, 30);
+    CHECK_INT(r.state, IDEM_COMPLETED);
+    CHECK_INT(r.has_stored_sha256, 0);
+    r = claim1(s, "done-2", "m-new", 7, 30);
+    CHECK_INT(r.state, IDEM_COMPLETED);
+    CHECK_INT(r.has_stored_sha256, 1);
+    CHECK_INT(r.attempts, 2);
+    /* a live lease of the old worker stays its own until it lapses */
+    CHECK_INT(claim1(s, "live", "m-new", 7, 30).state, IDEM_BUSY);
+    /* the leases' count: a version counting claims counted the lapsed one,
+     * given back once (the second migrate above did not take another) */
+    r = claim1(s, "lapsed", "m-new", 7, 30);
+    CHECK_INT(r.state, IDEM_TAKEN_OVER);
+    CHECK_INT(r.attempts, sh->five_states ? 1 : 0);
+    CHECK_INT(complete1(s, "lapsed"), 1);
+    CHECK_INT(claim1(s, "lapsed", "m-again", 7, 30).state, IDEM_COMPLETED);
+    snprintf(q, sizeof(q),
+             "UPDATE %s SET lease_until = now() - interval '1 second'"
+             " WHERE idempotency_key = 'live'",
+             table);
+    sql(c->db, q);
+    r = claim1(s, "live", "m-new", 7, 30);
+    CHECK_INT(r.state, IDEM_TAKEN_OVER);
+    CHECK_INT(r.attempts, sh->five_states ? 1 : 0);
+    CHECK_INT(release1(s, "live", 1), 1); /* a state the old check did not know */
+    if (sh->five_states) {
+        r = claim1(s, "freed", "m-new", 7, 30);
+        CHECK_INT(r.state, IDEM_CLAIMED);
+        CHECK_INT(r.attempts, 2);
+        r = claim1(s, "crashed", "m-new", 7, 30);
+        CHECK_INT(r.state, IDEM_CRASHED);
+        CHECK_INT(r.attempts, 3);
+    }
+    /* the janitor finds the old completed keys past the retention */
+    long deleted = 0;
+    CHECK_INT(idem_purge_completed(s, 600, 100, &deleted, err, sizeof(err)), 0);
+    CHECK_INT(deleted, 2);
+    idem_close(s);
+}
+
+/* etc/schema.sql, run by a DBA on the first twice's table (in a schema of
+ * its own, which the file's unqualified names then mean), does what
+ * idem_migrate does to it: the current check, and the claims given back. */
+static void
+test_schema_sql_on_first_table(struct ctx *c)
+{
+    char q[4096];
+    sql(c->db, "SET client_min_messages = warning; CREATE SCHEMA dba; SET search_path = dba");
+    snprintf(q, sizeof(q), shapes[0].ddl, "twice_idempotency");
+    sql(c->db, q);
+    sql(c->db, "INSERT INTO twice_idempotency (idempotency_key, state, owner, lease_until,"
+               " attempts) VALUES ('running', 'in_progress', 'old:1', now(), 3),"
+               " ('done', 'completed', NULL, NULL, 2)");
+    char *ddl = read_file(schema_sql_path());
+    CHECK(ddl != NULL);
+    if (ddl != NULL) {
+        sql(c->db, ddl);
+        sql(c->db, ddl); /* again: nothing more */
+    }
+    CHECK_INT(sql_long(c->db, "SELECT attempts FROM twice_idempotency"
+                              " WHERE idempotency_key = 'running'"),
+              2);
+    CHECK_INT(sql_long(c->db, "SELECT attempts FROM twice_idempotency"
+                              " WHERE idempotency_key = 'done'"),
+              2);
+    CHECK_INT(sql_long(c->db, "SELECT count(*) FROM pg_constraint WHERE conrelid ="
+                              " 'twice_idempotency'::regclass AND contype = 'c'"
+                              " AND pg_get_constraintdef(oid) LIKE '%interrupted%'"),
+              1);
+    free(ddl);
+    sql(c->db, "DROP SCHEMA dba CASCADE; RESET search_path; RESET client_min_messages");
+}
+
+static void
+test_migrate_shapes(struct ctx *c)
+{
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        test_migrate_shape(c, &shapes[i]);
+    }
+    test_schema_sql_on_first_table(c);
 }
 
 /* CLAIMED, then BUSY for another owner with the holder's lease and message. */
@@ -1633,6 +1856,7 @@ main(void)
     test_migrate_concurrently(&c);
     test_migrate_classic(&c);
     test_migrate_older_version(&c);
+    test_migrate_shapes(&c);
     test_claim_busy(&c);
     test_claim_race_names_the_holder(&c, "in_progress", "race-busy");
     test_claim_race_names_the_holder(&c, "completed", "race-done");

@@ -371,6 +371,55 @@ class Lifecycle(twicetest.TwiceTestCase):
         self.assertIn("duplicate: key completed by message (migrated)", d.log_text())
         self.assertEqual(d.stop(), 0)
 
+    def test_first_twiced_table_with_a_dead_workers_leases_is_taken_over(self):
+        # The keys table as the first twiced made it (a check of two states, a
+        # janitor index of (state, processed_at)), left by a worker that died: a
+        # completed key, a lease that has lapsed and one that lapses in 3 s. Today's
+        # twiced migrates it, deletes the completed key's message unrun, runs the
+        # lapsed one at once and the live one only after its lease, and retries a
+        # new job (a released key, which the old check did not allow) (itest-idem's
+        # test_migrate_shapes covers every other shape of the table's history).
+        url, dlq, dsn, port, conf = self.setup_tx("firsttable")
+        self.pg.query(dsn, "CREATE TABLE twice_idempotency (idempotency_key TEXT PRIMARY KEY, "
+                           "processed_at TIMESTAMPTZ NOT NULL DEFAULT now()); "
+                           "ALTER TABLE twice_idempotency ADD COLUMN state TEXT NOT NULL "
+                           "DEFAULT 'completed' CHECK (state IN ('in_progress', 'completed')), "
+                           "ADD COLUMN owner TEXT, ADD COLUMN lease_until TIMESTAMPTZ, "
+                           "ADD COLUMN payload_sha256 BYTEA, ADD COLUMN message_id TEXT, "
+                           "ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1, "
+                           "ADD COLUMN created_at TIMESTAMPTZ NOT NULL DEFAULT now(); "
+                           "CREATE INDEX twice_idempotency_janitor_idx "
+                           "ON twice_idempotency (state, processed_at)")
+        self.pg.query(dsn, "INSERT INTO twice_idempotency (idempotency_key, state, owner, "
+                           "lease_until, message_id) VALUES "
+                           "('effect:done', 'completed', NULL, NULL, 'm-old'), "
+                           "('effect:lapsed', 'in_progress', 'old:1', now() - interval '1 minute',"
+                           " 'm-old'), "
+                           "('effect:live', 'in_progress', 'old:1', now() + interval '3 seconds',"
+                           " 'm-old')")
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        for job in ("done", "lapsed", "live"):
+            self.sqs.send(url, json.dumps({"id": job}))
+        # a new key's first run fails: released, a state the old check refused
+        self.sqs.send(url, json.dumps({"id": "retried", "fail_until": 2}))
+        self.wait_empty(url)
+        self.assertEqual(sorted(r[0] for r in self.effects(dsn)),
+                         ["effect:lapsed", "effect:live", "effect:retried"])
+        states = dict(self.pg.query(dsn, "SELECT idempotency_key, state FROM twice_idempotency"))
+        self.assertEqual(states, {"effect:done": "completed", "effect:lapsed": "completed",
+                                  "effect:live": "completed", "effect:retried": "completed"})
+        log = d.log_text()
+        self.assertRegex(log, r"key=effect:done: duplicate: key completed by message m-old")
+        # that version counted claims, the lapsed one among them: given back by the
+        # migration, so the takeover is the job's first counted attempt, as for any
+        # lapsed lease (it was attempt 2, and a queue with max_attempts 1 dead-lettered
+        # the job unrun)
+        self.assertRegex(log, r"key=effect:lapsed attempt=1: taking over")
+        self.assertRegex(log, r"key=effect:live: key held by a live lease \(message m-old\)")
+        self.assertRegex(log, r"key=effect:live attempt=1: taking over")
+        self.assertEqual(d.stop(), 0)
+
     def test_janitor_deletes_expired_completed_keys(self):
         url, dlq, dsn, port, conf = self.setup_tx("janitor")
         d = self.start_twiced(conf)

@@ -1,11 +1,14 @@
 """The bundled plugins (welcome-email, match-recompute, sync) run by twiced against
 the real SMTP sink, PostgreSQL, the HTTP receiver and the SQS emulator, each absorbing
 duplicates by intent; etc/twice.conf passes `twiced -t` with all three; a bad sync
-setting is refused at the line that sets it."""
+setting is refused at the line that sets it. Plugins built against the header of every
+shipped ABI minor load and run; newer ABIs are refused by name (OldPlugins)."""
 
 import json
 import os
 import re
+import signal
+import tempfile
 import time
 import unittest
 
@@ -397,3 +400,98 @@ class BundledPlugins(settingcheck.SettingRefusal, twicetest.TwiceTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class OldPlugins(twicetest.TwiceTestCase):
+    """Plugins users built against an older SDK header keep working after an upgrade.
+
+    old_abi_1_0, old_abi_1_1 and old_abi_1_2 are built against the plugin header as each
+    ABI minor first shipped (tests/plugins/abi/plugin-1.X.h, copied from git history) and
+    hand twiced their descriptor from the end of a mapped page: a host that read one field
+    past the size they were built with would crash the probe or the worker. Each runs a
+    job, its key derived as it declares (a template in 1.0, a key setting in 1.1,
+    derive_key in 1.2). Plugins of an ABI this host does not support (newer_minor: 1.3,
+    newer_major: 2.0) are refused by name with both versions at `twiced -t`, at a reload
+    (the running workers stay and keep working) and at the start."""
+
+    MINORS = (("old_abi_1_0", "old10"), ("old_abi_1_1", "old11"), ("old_abi_1_2", "old12"))
+
+    def conf(self, dsn, queues, paths):
+        plugins = [tc.plugin(name.replace("_", "-"), paths.get(name, tc.test_plugin(self.env,
+                                                                                      name)),
+                             file=self.effects_path)
+                   for name, _ in self.MINORS]
+        return tc.config(self.env, dsn, queues, plugins, workers=1)
+
+    def effects(self):
+        try:
+            with open(self.effects_path, encoding="utf-8") as f:
+                return sorted(f.read().splitlines())
+        except FileNotFoundError:
+            return []
+
+    def expected(self, job_id):
+        return sorted("%s %s:%s %s" % (name, prefix, job_id,
+                                       "-" if prefix == "old10" else "old-" + name[-3:])
+                      for name, prefix in self.MINORS)
+
+    def send_all(self, urls, job_id):
+        for url in urls:
+            self.sqs.send(url, json.dumps({"id": job_id}))
+
+    def test_plugins_of_every_shipped_abi_load_and_newer_ones_are_refused(self):
+        dsn = self.new_database("oldabi")
+        self.effects_path = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects")
+        queues, urls = [], []
+        for name, _ in self.MINORS:
+            url, dlq = self.queue_pair("oldabi")
+            urls.append(url)
+            queues.append(tc.queue("old-" + name[-3:], url, dlq, name.replace("_", "-")))
+        d = self.twiced(self.conf(dsn, queues, {}))
+        r = d.check_config()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        d.start()
+        d.wait_log(r"ready: generation 1", timeout=20)
+        workers = d.worker_pids()
+        self.send_all(urls, "a1")
+        twicetest.wait_until(lambda: len(self.effects()) == 3, timeout=20,
+                             message="the old plugins did not all run their job")
+        self.assertEqual(self.effects(), self.expected("a1"))
+        keys = self.pg.query(dsn, "SELECT idempotency_key, state FROM twice_idempotency"
+                                  " ORDER BY 1")
+        self.assertEqual([tuple(k) for k in keys],
+                         [("old10:a1", "completed"), ("old11:a1", "completed"),
+                          ("old12:a1", "completed")])
+
+        # Newer ABIs in place of two of them: refused by name, with both versions.
+        minor = tc.test_plugin(self.env, "newer_minor")
+        major = tc.test_plugin(self.env, "newer_major")
+        newer = self.conf(dsn, queues, {"old_abi_1_0": minor, "old_abi_1_2": major})
+        refusals = [r"%s: built for ABI 1\.3, host supports 1\.0-1\.2" % re.escape(minor),
+                    r"%s: built for ABI 2\.0, host supports 1\.0-1\.2" % re.escape(major)]
+        with open(d.config_path, "w", encoding="utf-8") as f:
+            f.write(newer.replace("$$", "$"))
+        r = d.check_config()
+        self.assertEqual(r.returncode, 1, r.stderr)
+        for refusal in refusals:
+            self.assertRegex(r.stderr, r"%s:\d+: plugin 'old-abi-1-\d': %s"
+                             % (re.escape(d.config_path), refusal))
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload refused", since=mark, timeout=30)
+        for refusal in refusals:
+            d.wait_log(refusal, since=mark, timeout=5)
+        self.send_all(urls, "a2")
+        twicetest.wait_until(lambda: len(self.effects()) == 6, timeout=20,
+                             message="generation 1 stopped working after the refused reload")
+        self.assertEqual(self.effects(), sorted(self.expected("a1") + self.expected("a2")))
+        self.assertEqual(d.worker_pids(), workers, "the workers were replaced")
+        self.assertNotIn("generation 2", d.log_text())
+        self.assertEqual(d.stop(), 0)
+
+        started = self.twiced(newer)
+        started.start()
+        started.proc.wait(30)
+        self.assertNotEqual(started.proc.returncode, 0)
+        for refusal in refusals:
+            self.assertRegex(started.log_text(), refusal)

@@ -1,7 +1,8 @@
 /*
  * newer_major.c - fixture: built for the next ABI major, which this host
  * cannot read. Must be refused naming both versions.
- * Used by: test-loader.c, test_basic.py, test_config.py, test_ctl.py, test_reload.py.
+ * Used by: test-loader.c, test_basic.py, test_config.py, test_ctl.py, test_plugins.py,
+ * test_reload.py.
  */
 #include <twice/plugin.h>
 

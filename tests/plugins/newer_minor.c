@@ -2,7 +2,7 @@
  * newer_minor.c - fixture: built for a newer minor of this major, whose
  * appended fields the host does not know. Must be refused naming both
  * versions. The descriptor is one pointer longer, as a newer minor's is.
- * Used by: test-loader.c.
+ * Used by: test-loader.c, test_plugins.py.
  */
 #include <twice/plugin.h>
 

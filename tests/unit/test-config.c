@@ -83,7 +83,7 @@ teardown(void)
 {
     static const char *const confs[] = {
         "t.conf",     "full.conf", "syntax.conf", "include-main.conf", "include-queues.inc",
-        "twice.conf", NULL};
+        "twice.conf", "old.conf",  NULL};
     for (const char *const *p = fake_plugins; *p != NULL; p++) {
         unlink(path_in(plugdir, *p));
     }
@@ -1588,6 +1588,48 @@ test_malformed_dsn(void)
     diag_free(&d);
 }
 
+/*
+ * Configurations users wrote for older versions keep working after an
+ * upgrade: copies of test-config's full.conf (every setting of its day set)
+ * and of etc/twice.conf as they were (tests/unit/data/config/old/), read by
+ * today's reader next to a plugins/ directory, must give no problem at all.
+ * A renamed or removed setting, a narrowed range or a dropped choice fails
+ * here; if one is ever meant, the old name must still be read (with a
+ * warning) or refused naming the new one, and this list says so.
+ */
+static void
+test_older_confs(void)
+{
+    static const char *const olds[] = {"full-43d49e3.conf", "full-f21e5d1.conf",
+                                       "twice-6e70ef3.conf", NULL};
+    const char *file = path_in(tmpdir, "old.conf");
+    for (const char *const *o = olds; *o != NULL; o++) {
+        char source[256];
+        snprintf(source, sizeof(source), "tests/unit/data/config/old/%s", *o);
+        char *text = read_source(source);
+        CHECK(text != NULL);
+        if (text == NULL) {
+            continue;
+        }
+        size_t n = strlen(text);
+        if (strstr(text, "\nplugin_dir = ") == NULL) { /* the reference's is commented out */
+            snprintf(text + n, (1 << 20) - n, "\nplugin_dir = \"%s\";\n", plugdir);
+        }
+        write_file(file, text);
+        struct diag d = DIAG_INIT;
+        struct config *c = NULL;
+        CHECK_INT(config_load(file, NULL, &c, &d), 0);
+        CHECK_INT(d.n, 0);
+        for (size_t i = 0; i < d.n; i++) {
+            fprintf(stderr, "  %s: %s\n", *o, d.lines[i]);
+        }
+        CHECK(c != NULL && c->nplugins == 3 && c->nqueues >= 3);
+        config_free(c);
+        diag_free(&d);
+        free(text);
+    }
+}
+
 int
 main(void)
 {
@@ -1616,6 +1658,7 @@ main(void)
     test_tracing();
     test_restart_needed();
     test_reference_conf();
+    test_older_confs();
     test_malformed_dsn();
     teardown();
     return check_done("test-config");

@@ -1,0 +1,339 @@
+/*
+ * plugin-1.1.h - tests/plugins/abi: sdk/include/twice/plugin.h as ABI 1.1 first
+ * shipped it (git show e2d0b10:sdk/include/twice/plugin.h), kept verbatim but for
+ * this comment and clang-format, so that fixtures are built against the header
+ * users of that ABI have. Never edit it to follow today's header.
+ * Used by: old_abi_1_1.c, tests/check-abi-prefix.py.
+ */
+/*
+ * twice/plugin.h - the plugin ABI of twice, the idempotent SQS job worker.
+ *
+ * This is the only header a handler plugin includes. It depends on nothing
+ * but <stddef.h> and <stdint.h>, and it is C99. A plugin is a shared object
+ * exporting exactly one function, twice_plugin_entry(), which returns a
+ * pointer to a constant descriptor. Write both with TWICE_PLUGIN(...):
+ *
+ *     #include <twice/plugin.h>
+ *
+ *     static twice_status
+ *     handle(void *state, twice_job *job)
+ *     {
+ *         ...
+ *         return TWICE_DONE;
+ *     }
+ *
+ *     TWICE_PLUGIN(.name = "welcome-email", .version = "1.0.0",
+ *                  .key_template = "welcome-email:{candidateId}",
+ *                  .init = init, .handle = handle, .fini = fini)
+ *
+ * Build it out of tree with:
+ *
+ *     cc -shared -fPIC -fvisibility=hidden \
+ *        $(pkg-config --cflags twice-plugin) -o x.so x.c
+ *
+ * Versioning. The descriptor starts with a magic cookie, the ABI major and
+ * minor it was built against and its own size; those fields protect the
+ * rest. The host loads a plugin when the magic is equal, the major is equal,
+ * the plugin's minor is not newer than the host's, and the size is at least
+ * the minimum for that minor. A refused plugin is named with both versions:
+ * "x.so: built for ABI 2.3, host supports 1.0-1.4".
+ *
+ * Minors only ever append: fields at the end of struct twice_plugin and
+ * functions at the end of struct twice_api. Nothing is removed, reordered or
+ * retyped without a new major. A plugin that wants a function added in a
+ * later minor tests for it with TWICE_API_HAS(api, fn).
+ *
+ * Ownership. Everything the host hands to a plugin (strings, the job, the
+ * API table, the database connection) is borrowed: valid for the duration
+ * of the call it was handed to, unless a function says otherwise, and never
+ * freed by the plugin. Plugin state comes from init() and is freed by fini().
+ * No allocator crosses the boundary: the plugin never frees host memory and
+ * the host never frees plugin memory.
+ *
+ * Threads. handle() and derive_key() are called from several threads at
+ * once (the queue's `concurrency`) with the same state; they must be
+ * thread-safe. init() and fini() are called once, on one thread, with no
+ * handle() running.
+ *
+ * Changelog of ABI minors (newest last):
+ *   1.0  2026-12-02  First stable ABI: descriptor (magic, major, minor,
+ *                    size, flags, name, version, key_template, settings,
+ *                    init, handle, fini, derive_key) and the host API table
+ *                    (log, body, field, field_json, attr, key, attempt,
+ *                    message_id, group_id, setting, db, retry_after, error).
+ *   1.1  2026-12-02  Descriptor: key_setting (the key template is the value
+ *                    of one of the plugin's settings) and describe (what a
+ *                    plugin does with a job, for `twicectl plugin check`).
+ *                    Host API: traceparent, queue, attr_name.
+ *                    attempt() counts the handler's runs, not SQS
+ *                    deliveries, and is 0 in derive_key (hosts of 1.0 too).
+ */
+#ifndef TWICE_PLUGIN_H
+#define TWICE_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "TWCE" as a little-endian 32-bit integer. */
+#define TWICE_ABI_MAGIC 0x45435754u
+#define TWICE_ABI_MAJOR 1
+#define TWICE_ABI_MINOR 1
+
+/* Symbol visibility: plugins build with -fvisibility=hidden; this makes the
+ * entry point the one exported symbol. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TWICE_EXPORT            __attribute__((visibility("default")))
+#define TWICE_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define TWICE_EXPORT
+#define TWICE_PRINTF(fmt, args)
+#endif
+
+/* The longest idempotency key the host accepts, in bytes, without the NUL. */
+#define TWICE_KEY_MAX 512
+
+/* A job: one received message being handled. Opaque; only the API table
+ * reads it. Valid until handle() (or derive_key()) returns. */
+typedef struct twice_job twice_job;
+
+/* A plugin instance's settings, read with api->setting() during init(). */
+typedef struct twice_settings twice_settings;
+
+/* What handle() decides. */
+typedef enum twice_status {
+    TWICE_DONE = 0,  /* success: the key is completed and the message deleted */
+    TWICE_RETRY = 1, /* transient failure: release the key, back off, try again */
+    TWICE_REJECT = 2 /* permanent failure: to the dead-letter queue now */
+} twice_status;
+
+typedef enum twice_log_level {
+    TWICE_LOG_ERROR = 0,
+    TWICE_LOG_WARN = 1,
+    TWICE_LOG_INFO = 2,
+    TWICE_LOG_DEBUG = 3
+} twice_log_level;
+
+/* Descriptor flags. */
+#define TWICE_FLAG_TRANSACTIONAL                                                                  \
+    0x1u /* handle() runs inside the transaction                                                  \
+            that completes the key; api->db() works */
+
+/* The type of a declared setting. */
+typedef enum twice_setting_type {
+    TWICE_SETTING_STRING = 0,
+    TWICE_SETTING_INT = 1,
+    TWICE_SETTING_BOOL = 2
+} twice_setting_type;
+
+/* One setting a plugin accepts in its `settings` group in twice.conf. This
+ * struct is frozen for ABI major 1 (arrays of it have no stride field). The
+ * host refuses settings the plugin does not declare, values of the wrong
+ * type and missing required ones, with FILE:LINE, before init() runs.
+ * An array of these ends with an entry whose name is NULL. */
+typedef struct twice_setting {
+    const char *name;
+    twice_setting_type type;
+    int required;              /* nonzero: the setting must be given */
+    const char *default_value; /* as text; NULL for none */
+    const char *description;   /* one line, shown by `twicectl plugin check` */
+} twice_setting;
+
+/*
+ * The host's function table, handed to init(). The plugin keeps the pointer
+ * for its lifetime (the table outlives every call into the plugin). The
+ * table starts with its own size and is append-only; test for a function
+ * added after 1.0 with TWICE_API_HAS(api, fn).
+ */
+typedef struct twice_api {
+    uint32_t size;      /* sizeof(struct twice_api) as the host built it */
+    uint16_t abi_major; /* the host's ABI version */
+    uint16_t abi_minor;
+
+    /* --- 1.0 --- */
+
+    /* Write one log line. job may be NULL (in init/fini); the host prefixes
+     * the plugin's name and, with a job, its queue, message id, key and
+     * attempt. The text is escaped by the host; any bytes are safe. */
+    void (*log)(const twice_job *job, twice_log_level level, const char *fmt, ...)
+        TWICE_PRINTF(3, 4);
+
+    /* The message body, NUL-terminated (SQS bodies cannot contain NUL);
+     * its length in *len when len is not NULL. Borrowed. */
+    const char *(*body)(const twice_job *job, size_t *len);
+
+    /* A scalar field of the JSON body by dotted path ("a.b", "items.0.id"):
+     * a string's text, an integer in decimal, a real in the shortest form
+     * that reads back the same (1.0 gives "1"), "true"/"false". NULL when the
+     * body is not JSON, the path is missing, or the value is null, an object
+     * or an array. Borrowed until handle() returns; NUL-terminated. */
+    const char *(*field)(const twice_job *job, const char *path, size_t *len);
+
+    /* Any field (object, array or scalar) serialised as compact JSON; ""
+     * path for the whole body. NULL when missing. Borrowed until handle()
+     * returns. */
+    const char *(*field_json)(const twice_job *job, const char *path, size_t *len);
+
+    /* A message attribute's string value (String and Number types). NULL
+     * when absent or binary. Borrowed. */
+    const char *(*attr)(const twice_job *job, const char *name, size_t *len);
+
+    /* The job's idempotency key (at most TWICE_KEY_MAX bytes). Pass it on to
+     * downstream systems as their idempotency key. Borrowed. */
+    const char *(*key)(const twice_job *job);
+
+    /* This run's number: 1 on the job's first run, then one more for each
+     * run before it that twice counted (a RETRY, a run that crashed its
+     * worker). Deliveries that the host caused itself (a duplicate hidden
+     * behind a live lease, a message given back at a reload or drain, a
+     * claim the database could not take) do not count, so it can be lower
+     * than SQS's ApproximateReceiveCount. The run that reaches the queue's
+     * max_attempts and returns TWICE_RETRY is dead-lettered. 0 outside
+     * handle() (in derive_key, before the key is claimed). */
+    int (*attempt)(const twice_job *job);
+
+    /* The SQS MessageId. Borrowed. */
+    const char *(*message_id)(const twice_job *job);
+
+    /* The FIFO MessageGroupId, or NULL on a standard queue. Borrowed. */
+    const char *(*group_id)(const twice_job *job);
+
+    /* A setting's value as text (ints in decimal, bools "true"/"false"), the
+     * declared default when not given, or NULL. Only valid during init()
+     * and describe(); copy what you keep. */
+    const char *(*setting)(const twice_settings *settings, const char *name);
+
+    /* The worker's PostgreSQL connection (a libpq PGconn *) for plugins
+     * flagged TWICE_FLAG_TRANSACTIONAL, inside the open transaction that
+     * will also complete the job's key; NULL otherwise. Use it with
+     * parameters only; never COMMIT, ROLLBACK or close it: returning DONE
+     * commits, RETRY and REJECT roll back. Borrowed until handle() returns. */
+    void *(*db)(const twice_job *job);
+
+    /* With TWICE_RETRY: wait this many seconds before the next attempt
+     * instead of the queue's backoff (capped at 43200, SQS's limit). */
+    void (*retry_after)(twice_job *job, unsigned seconds);
+
+    /* Say why the job failed; recorded with RETRY and sent with the message
+     * to the dead-letter queue with REJECT (as the twice-error attribute).
+     * The last call wins. The host copies the text. */
+    void (*error)(twice_job *job, const char *fmt, ...) TWICE_PRINTF(2, 3);
+
+    /* --- 1.1 --- */
+
+    /* The job's W3C trace context, the value of a `traceparent` header
+     * ("00-<trace id>-<span id>-<flags>"), or NULL when the host has none.
+     * Borrowed until handle() returns. Thread-safe like every function
+     * taking a job. */
+    const char *(*traceparent)(const twice_job *job);
+
+    /* The name of the queue the job came from, as configured (`name` in
+     * its queue group). Borrowed until handle() returns. */
+    const char *(*queue)(const twice_job *job);
+
+    /* The name of the job's i-th message attribute (0-based, in the order
+     * SQS gave them), or NULL past the last one: with attr(), a plugin can
+     * pass every attribute on. Binary attributes are named too (attr() is
+     * NULL for them). Borrowed until handle() returns. */
+    const char *(*attr_name)(const twice_job *job, size_t i);
+} twice_api;
+
+/* Nonzero when the host's table has function fn and it is set. */
+#define TWICE_API_HAS(api, fn)                                                                    \
+    ((api)->size >= offsetof(twice_api, fn) + sizeof((api)->fn) && (api)->fn != NULL)
+
+/*
+ * The descriptor. Never fill it by hand: TWICE_PLUGIN() sets the version
+ * fields. The host reads it by the plugin's `size`, never by its own sizeof.
+ */
+typedef struct twice_plugin {
+    uint32_t magic;     /* TWICE_ABI_MAGIC */
+    uint16_t abi_major; /* TWICE_ABI_MAJOR the plugin was built against */
+    uint16_t abi_minor; /* TWICE_ABI_MINOR the plugin was built against */
+    uint32_t size;      /* sizeof(struct twice_plugin) as the plugin built it */
+    uint32_t flags;     /* TWICE_FLAG_* */
+
+    /* --- 1.0 --- */
+    const char *name;    /* short name, [a-z0-9_-]; shown in logs */
+    const char *version; /* the plugin's own version, free text */
+
+    /* How the idempotency key is derived from the message's intent, e.g.
+     * "welcome-email:{candidateId}". {a.b} is a JSON body path (strings and
+     * numbers), {attr:Name} a message attribute, {msg:group} the FIFO group
+     * id; "{{" and "}}" are literal braces. Never a random id: two messages
+     * meaning the same action must collide. Set exactly one of
+     * key_template, derive_key and key_setting (1.1). A queue's `key` in
+     * twice.conf overrides whichever the plugin sets. */
+    const char *key_template;
+
+    /* The settings this plugin accepts (ends with a NULL name), or NULL for
+     * none. */
+    const twice_setting *settings;
+
+    /* Optional. Called once per worker process before any handle(). Read
+     * settings with api->setting(settings, name); store what you need in
+     * *state (passed to every later call). Return 0, or nonzero after
+     * logging why (the plugin then does not start and `twiced -t` fails). */
+    int (*init)(const twice_api *api, const twice_settings *settings, void **state);
+
+    /* Required. Do the job. See twice_status; say why with api->error(). */
+    twice_status (*handle)(void *state, twice_job *job);
+
+    /* Optional. Free what init() made. Called at a graceful worker exit. */
+    void (*fini)(void *state);
+
+    /* Optional, for keys a template cannot express. Write the key (without
+     * a NUL terminator is fine) into buf, at most cap bytes, and return its
+     * length; return -1 after api->error() when the message has no valid
+     * key (the message goes to the dead-letter queue). Set exactly one of
+     * key_template, derive_key and key_setting. */
+    int (*derive_key)(void *state, const twice_job *job, char *buf, size_t cap);
+
+    /* --- 1.1 --- */
+
+    /* For plugins whose keys depend on the deployment (bridges such as the
+     * bundled http and exec): the name of one of the plugin's declared
+     * string settings whose value is the key template. The host compiles
+     * it like key_template and reports a bad one at the setting's
+     * FILE:LINE. Declare the setting not required, without a default, to
+     * let every queue using the plugin set its own `key` instead (the host
+     * then refuses a queue that does not). Set exactly one of
+     * key_template, derive_key and key_setting. */
+    const char *key_setting;
+
+    /* Optional. Say in a few lines of text what the plugin does with a job
+     * and how its outcomes map to DONE, RETRY and REJECT under these
+     * settings (read with api->setting), for `twicectl plugin check`.
+     * Write at most cap bytes, NUL included, into buf; return 0, or -1
+     * when the settings are unusable (buf then says why). Called in a
+     * throwaway process without init(): no effects, no connections. */
+    int (*describe)(const twice_api *api, const twice_settings *settings, char *buf, size_t cap);
+} twice_plugin;
+
+/* The one exported function of a plugin. */
+typedef const twice_plugin *(*twice_plugin_entry_fn)(void);
+#define TWICE_PLUGIN_ENTRY "twice_plugin_entry"
+
+/* Define the descriptor and the entry point. Arguments are designated
+ * initializers for the fields after `flags` (and `.flags` itself). */
+#define TWICE_PLUGIN(...)                                                                         \
+    static const twice_plugin twice_plugin_descriptor_ = {.magic = TWICE_ABI_MAGIC,               \
+                                                          .abi_major = TWICE_ABI_MAJOR,           \
+                                                          .abi_minor = TWICE_ABI_MINOR,           \
+                                                          .size =                                 \
+                                                              (uint32_t) sizeof(twice_plugin),    \
+                                                          __VA_ARGS__};                           \
+    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void);                                    \
+    TWICE_EXPORT const twice_plugin *twice_plugin_entry(void)                                     \
+    {                                                                                             \
+        return &twice_plugin_descriptor_;                                                         \
+    }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TWICE_PLUGIN_H */
