@@ -28,19 +28,6 @@
 
 /* ---- the load rule ---- */
 
-#define FIELD_END(type, field) (offsetof(type, field) + sizeof(((type *) 0)->field))
-
-/* The smallest descriptor of each minor: the end of its last field. Minors
- * only append, so a new minor adds one line here. */
-#define MIN_SIZE_1_0 FIELD_END(twice_plugin, derive_key)
-#define MIN_SIZE_1_1 FIELD_END(twice_plugin, describe)
-#define MIN_SIZE_1_2 MIN_SIZE_1_1 /* 1.2 added to the host's table only */
-static const size_t min_size[] = {MIN_SIZE_1_0, MIN_SIZE_1_1, MIN_SIZE_1_2};
-
-_Static_assert(sizeof(min_size) / sizeof(min_size[0]) == TWICE_ABI_MINOR + 1,
-               "min_size needs one entry per ABI minor");
-_Static_assert(MIN_SIZE_1_1 == sizeof(twice_plugin), "the 1.1 descriptor ends with describe");
-
 /* A field of minor 1 exists when the plugin was built for 1.1 or later:
  * the load rule has then checked that its size covers every 1.1 field. */
 #define HAS_1_1(d) ((d)->abi_minor >= 1)
@@ -79,9 +66,9 @@ loader_check_descriptor(const char *path, const twice_plugin *d, char *err, size
                  minor, TWICE_ABI_MAJOR, TWICE_ABI_MAJOR, TWICE_ABI_MINOR);
         return -1;
     }
-    if (size < min_size[minor]) {
+    if (size < plugdecl_min_size(minor)) {
         snprintf(err, errlen, "%s: descriptor size %u is too small for ABI %u.%u (needs %zu)",
-                 path, (unsigned) size, major, minor, min_size[minor]);
+                 path, (unsigned) size, major, minor, plugdecl_min_size(minor));
         return -1;
     }
     return 0;

@@ -11,9 +11,28 @@
 #include "keytmpl.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define FIELD_END(type, field) (offsetof(type, field) + sizeof(((type *) 0)->field))
+
+/* The smallest descriptor of each minor. A new minor adds one line here. */
+#define MIN_SIZE_1_0 FIELD_END(twice_plugin, derive_key)
+#define MIN_SIZE_1_1 FIELD_END(twice_plugin, describe)
+#define MIN_SIZE_1_2 MIN_SIZE_1_1 /* 1.2 added to the host's table only */
+static const size_t min_size[] = {MIN_SIZE_1_0, MIN_SIZE_1_1, MIN_SIZE_1_2};
+
+_Static_assert(sizeof(min_size) / sizeof(min_size[0]) == TWICE_ABI_MINOR + 1,
+               "min_size needs one entry per ABI minor");
+_Static_assert(MIN_SIZE_1_1 == sizeof(twice_plugin), "the 1.1 descriptor ends with describe");
+
+size_t
+plugdecl_min_size(unsigned minor)
+{
+    return min_size[minor <= TWICE_ABI_MINOR ? minor : TWICE_ABI_MINOR];
+}
 
 const char *
 plugdecl_key_setting(const twice_plugin *d)

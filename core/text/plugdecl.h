@@ -5,7 +5,8 @@
  * and yajl); the daemon's loader (plugin/loader.c) and the SDK's mock host
  * share it, so a plugin the mock accepts is one twiced loads. Not the load
  * rule itself (magic, versions, size) nor the settings a configuration
- * gives.
+ * gives, except the one part of the load rule both must also agree on:
+ * how large a descriptor of each minor is at least (plugdecl_min_size).
  */
 #ifndef TWICE_PLUGDECL_H
 #define TWICE_PLUGDECL_H
@@ -17,6 +18,11 @@ struct keytmpl;
 
 /* The longest plugin and setting name. */
 #define PLUGDECL_NAME_MAX 64
+
+/* The smallest descriptor of ABI minor `minor` (not newer than the
+ * header's): the end of its last field. Minors only append, so a plugin
+ * whose size covers its minor's fields has every one of them. */
+size_t plugdecl_min_size(unsigned minor);
 
 /* The key setting of a descriptor that passed the load rule: its 1.1
  * field, NULL for a 1.0 descriptor (which has no such field). */

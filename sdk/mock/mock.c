@@ -18,13 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The smallest descriptor of the plugin's minor (loader.c's rule). */
-static size_t
-min_size(const twice_plugin *d)
-{
-    return d->abi_minor >= 1 ? sizeof(twice_plugin) : offsetof(twice_plugin, key_setting);
-}
-
 /* The host's load rule (plugin.h): magic, equal major, a minor not newer
  * than ours, and at least that minor's size; then the descriptor's fields
  * by the daemon's own check (text/plugdecl.c): name, flags, handle,
@@ -43,9 +36,9 @@ check_descriptor(const twice_plugin *d, struct keytmpl **tmpl, char *err, size_t
         snprintf(err, errlen, "built for ABI %u.%u, mock host supports %d.0-%d.%d",
                  (unsigned) d->abi_major, (unsigned) d->abi_minor, TWICE_ABI_MAJOR,
                  TWICE_ABI_MAJOR, TWICE_ABI_MINOR);
-    } else if (d->size < min_size(d)) {
+    } else if (d->size < plugdecl_min_size(d->abi_minor)) {
         snprintf(err, errlen, "descriptor of %u bytes is smaller than ABI 1.%u's %zu",
-                 (unsigned) d->size, (unsigned) d->abi_minor, min_size(d));
+                 (unsigned) d->size, (unsigned) d->abi_minor, plugdecl_min_size(d->abi_minor));
     } else {
         return plugdecl_check(d, tmpl, err, errlen);
     }
