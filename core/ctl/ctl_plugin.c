@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <twice/plugin.h>
 
@@ -248,6 +249,12 @@ child(const char *path, char **kv, size_t n, int json)
     char err[1024];
     if (loader_open(path, &p, err, sizeof(err)) != 0 || s == NULL) {
         fputs(s == NULL ? "out of memory" : err, stdout);
+        if (s != NULL && strchr(path, '/') == NULL && access(path, F_OK) != 0) {
+            /* twiced takes a bare name from plugin_dir, which this check does not read */
+            fputs(" (a FILE without '/' is looked for in the current directory; twiced looks "
+                  "for it in plugin_dir: give the file's path)",
+                  stdout);
+        }
         fflush(stdout);
         _exit(EXIT_REFUSED);
     }

@@ -850,6 +850,10 @@ class Ctl(twicetest.TwiceTestCase):
         r = self.ctl(d, "plugin", "check", path("newer_major"), code=1)
         self.assertIn("newer_major.so: built for ABI 2.0, host supports 1.0-1.2", r.stderr)
         self.assertEqual(r.stdout, "")
+        # a bare name is a file of the current directory here, of plugin_dir for twiced
+        r = self.ctl(d, "plugin", "check", "echo_ok.so", code=1)
+        self.assertIn("echo_ok.so: No such file or directory (a FILE without '/' is looked for "
+                      "in the current directory; twiced looks for it in plugin_dir", r.stderr)
         r = self.ctl(d, "plugin", "check", path("no_entry"), code=1)
         self.assertIn("no_entry.so: no entry point", r.stderr)
         r = self.ctl(d, "plugin", "check", path("abort_on_load"), code=1)
