@@ -7,6 +7,7 @@
 #include "metrics.h"
 
 #include "buf.h"
+#include "log.h"
 #include "shm.h"
 #include "utf8.h"
 #include "version.h"
@@ -342,6 +343,23 @@ take_over(struct shm_series *s, const struct labels *ls)
     return 1;
 }
 
+/* A new series found no slot: counted, and said once for the whole
+ * instance (by the process that counted first). The table holds every
+ * series ever made but the dropped ones metrics_gauge_only reuses: those of
+ * queue and plugin names a reload removed keep their slots until twiced
+ * restarts, so an instance renamed hundreds of times fills it. */
+static void
+table_full(struct shm_region *r)
+{
+    if (__atomic_fetch_add(&r->series_unrecorded, 1, __ATOMIC_RELAXED) == 0) {
+        log_warn("metrics: the series table is full (%d series): updates of new series are "
+                 "not recorded (twice_metric_series_unrecorded_total counts them); the series "
+                 "of queue and plugin names no longer configured keep their slots until "
+                 "twiced restarts",
+                 SHM_SERIES);
+    }
+}
+
 /* The series for (m, labels, proc), created when absent if create; NULL
  * when absent (and not created), the table is full or not mapped. A new
  * series of a one[m] gauge takes over a dropped one of its first label
@@ -403,7 +421,13 @@ find_series(int m, int proc, const char *l1, const char *l2, const char *l3, int
             sibling = s; /* taken over if the series turns out absent */
         }
     }
-    return sibling != NULL && take_over(sibling, &ls) ? sibling : NULL; /* a full table */
+    if (sibling != NULL && take_over(sibling, &ls)) {
+        return sibling;
+    }
+    if (create) {
+        table_full(r);
+    }
+    return NULL;
 }
 
 static struct shm_series *
@@ -800,6 +824,14 @@ metrics_render(struct buf *out)
                "# TYPE twice_build_info gauge\n"
                "twice_build_info{version=\"%s\",abi=\"%d.%d\"} 1\n",
                TWICE_VERSION, TWICE_ABI_MAJOR, TWICE_ABI_MINOR);
+    if (r != NULL) {
+        static const char unrecorded[] = "twice_metric_series_unrecorded_total";
+        buf_printf(out,
+                   "# HELP %s Updates of new metric series not recorded: the instance's series "
+                   "table (%d) is full.\n# TYPE %s counter\n%s %llu\n",
+                   unrecorded, SHM_SERIES, unrecorded, unrecorded,
+                   (unsigned long long) __atomic_load_n(&r->series_unrecorded, __ATOMIC_RELAXED));
+    }
     for (int m = 0; m < MET_COUNT_ && r != NULL; m++) {
         if (defs[m].kind == INTERNAL) {
             continue;

@@ -137,7 +137,9 @@ struct shm_region {
      * it, so they touch the pages of the series that exist, not 2.5 MB. */
     int series_listed;
     int series_order[SHM_SERIES];
-    uint64_t dlq_next; /* atomic: sequence number of the last event written */
+    uint64_t series_unrecorded; /* atomic: updates of a new series the full table had no
+                                   slot for (twice_metric_series_unrecorded_total) */
+    uint64_t dlq_next;          /* atomic: sequence number of the last event written */
     struct shm_dlq_event dlq[SHM_DLQ_EVENTS];
     struct shm_advice advice[SHM_ADVICE];
     struct shm_limit limits[SHM_LIMITS];

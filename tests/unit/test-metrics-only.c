@@ -3,7 +3,8 @@
  * (metrics_gauge_only, as twice_queue_paused{queue,reason}): setting one
  * reason drops the queue's other reasons from /metrics and from reads,
  * leaves other queues alone, and a dropped series comes back when set;
- * however many reasons a queue shows over time, it holds two series slots.
+ * however many reasons a queue shows over time, it holds two series slots;
+ * a full table counts what it could not record.
  * One process, a real shared region (shm_create).
  */
 #include "buf.h"
@@ -12,6 +13,7 @@
 #include "shm.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* How many twice_queue_paused samples /metrics shows. */
@@ -56,6 +58,36 @@ test_reasons_bounded(struct buf *out)
     CHECK_CONTAINS(buf_str(out), "twice_messages_received_total{queue=\"jobs\"} 3\n");
 }
 
+/* A table with no slot left: a new series is not made, each update of one
+ * is counted on /metrics (twice_metric_series_unrecorded_total), and the
+ * series that exist still count. Last: it fills the region. */
+static void
+test_full_table_is_counted(struct buf *out)
+{
+    char queue[32];
+    for (int i = 0; i < SHM_SERIES; i++) {
+        snprintf(queue, sizeof(queue), "q%d", i);
+        metrics_count(MET_RECEIVED, queue, NULL, NULL, 1);
+    }
+    buf_reset(out);
+    CHECK_INT(metrics_render(out), 0);
+    static const char name[] = "\ntwice_metric_series_unrecorded_total ";
+    const char *line = strstr(buf_str(out), name);
+    CHECK(line != NULL);
+    long before = line != NULL ? strtol(line + strlen(name), NULL, 10) : -1;
+    CHECK(before > 0); /* the series made before this test took some of the slots */
+    metrics_count(MET_RECEIVED, "one more", NULL, NULL, 1);
+    metrics_count(MET_RECEIVED, "one more", NULL, NULL, 1);
+    metrics_count(MET_RECEIVED, "jobs", NULL, NULL, 1);
+    buf_reset(out);
+    CHECK_INT(metrics_render(out), 0);
+    char want[96];
+    snprintf(want, sizeof(want), "\ntwice_metric_series_unrecorded_total %ld\n", before + 2);
+    CHECK_CONTAINS(buf_str(out), want);
+    CHECK(strstr(buf_str(out), "queue=\"one more\"") == NULL);
+    CHECK_CONTAINS(buf_str(out), "twice_messages_received_total{queue=\"jobs\"} 4\n");
+}
+
 int
 main(void)
 {
@@ -91,6 +123,7 @@ main(void)
     CHECK_INT(metrics_gauge_get(MET_QUEUE_PAUSED, "jobs", "first"), 1);
     CHECK_INT(paused_lines(&out), 2);
     test_reasons_bounded(&out);
+    test_full_table_is_counted(&out);
     buf_free(&out);
     return check_done("test-metrics-only");
 }
