@@ -490,7 +490,7 @@ def check_c(block):
     if "twice/mock.h" in block.text and re.search(r"^main\(", block.text, re.M) and \
             os.path.exists(mock) and example_plugin():
         exe = os.path.join(SCRATCH.name, "snippet-test")
-        if cc(block, ["-o", exe, "SRC", mock, "-lyajl", "-ldl", "-pthread"]):
+        if cc(block, ["-o", exe, "SRC", mock, "-lyajl", "-ldl", "-pthread"] + LINK_FLAGS):
             r = subprocess.run([exe], capture_output=True, text=True, timeout=60,
                                cwd=SCRATCH.name)
             if r.returncode != 0:
@@ -1077,7 +1077,17 @@ def check_reference(names, metrics):
                " (its commented examples in force)")
 
 
+# --link-flag=FLAG arguments: what a sanitizer build's mock library needs at the link
+# (tests/CMakeLists.txt passes the sanitizer's flag, as to tests/sdk/check-cxx.py).
+LINK_FLAGS = []
+
+
 def main():
+    for arg in sys.argv[1:]:
+        if not arg.startswith("--link-flag="):
+            print("usage: check-docs.py [--link-flag=FLAG]...")
+            return 2
+        LINK_FLAGS.append(arg[len("--link-flag="):])
     for var in ("TWICE_BIN_DIR", "TWICE_PLUGIN_BUILD_DIR"):
         if not os.environ.get(var):
             print("check-docs: %s is not set (ctest sets it)" % var)
