@@ -390,20 +390,45 @@ static const twice_api host_api = {
 /* Seconds a forked copy gets to write its one log line (left_in_child). */
 #define CHILD_LINE_SECONDS 5
 
+/* Set in the child of every fork() of this process (pthread_atfork): what
+ * tells a copy the plugin forked from the process that called it, without a
+ * system call around each plugin call. The host's own children exec. */
+static volatile sig_atomic_t forked_copy;
+static pthread_once_t fork_watch = PTHREAD_ONCE_INIT;
+
+static void
+on_fork_child(void)
+{
+    forked_copy = 1;
+}
+
+static void
+watch_forks(void)
+{
+    pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+/* Before a call into plugin code: forks are watched from the first. */
+static void
+before_plugin_call(void)
+{
+    pthread_once(&fork_watch, watch_forks);
+}
+
 /*
- * A plugin that fork()ed and returned from fn in the child as well (it
- * meant to exec or _exit there): the child is a copy of the worker with
- * one thread, the plugin's, and would go on as one: a job answered twice,
- * then a process that waits for ever for work no thread of it brings, with
- * the worker's connections open and no parent-death signal. caller: the
- * pid that made the call. In the copy, say so once and end it; the worker
- * that made the call goes on as if nothing happened. The line is bounded
- * by an alarm: a lock another thread held at the fork stays held here.
+ * After fn returned: a plugin that fork()ed and returned from fn in the
+ * child as well (it meant to exec or _exit there) made a copy of the worker
+ * with one thread, the plugin's, which would go on as one: a job answered
+ * twice, then a process that waits for ever for work no thread of it
+ * brings, with the worker's connections open and no parent-death signal.
+ * In the copy, say so once and end it; the worker that made the call goes
+ * on as if nothing happened. The line is bounded by an alarm: a lock
+ * another thread held at the fork stays held here.
  */
 static void
-left_in_child(pid_t caller, const char *plugin, const char *fn, const struct twice_job *j)
+left_in_child(const char *plugin, const char *fn, const struct twice_job *j)
 {
-    if (getpid() == caller) {
+    if (!forked_copy) {
         return;
     }
     sigset_t alarm_only;
@@ -415,6 +440,7 @@ left_in_child(pid_t caller, const char *plugin, const char *fn, const struct twi
     struct log_job ctx;
     api_log_ctx(j, &ctx);
     ctx.plugin = plugin;
+    pid_t caller = getppid();
     log_job(TWICE_LOG_ERROR, &ctx,
             "%s() returned in a child process the plugin forked (pid %d, a copy of pid %d): a "
             "plugin's child must exec or _exit(), so the copy is ended here and pid %d goes on",
@@ -459,9 +485,9 @@ hostapi_init(struct plugin_instance *p, const char *conf_file, char *err, size_t
         init_cause_level = TWICE_LOG_WARN;
         init_setting = NULL;
         live_settings = &settings;
-        pid_t self = getpid();
+        before_plugin_call();
         rc = d->init(&host_api, &settings, &p->lp.state);
-        left_in_child(self, p->name, "init", NULL);
+        left_in_child(p->name, "init", NULL);
         live_settings = NULL;
         init_capture = 0;
         current_plugin = NULL;
@@ -502,9 +528,9 @@ hostapi_fini(struct plugin_instance *p)
 {
     if (p->lp.initialized && p->lp.desc->fini != NULL) {
         current_plugin = p->name;
-        pid_t self = getpid();
+        before_plugin_call();
         p->lp.desc->fini(p->lp.state);
-        left_in_child(self, p->name, "fini", NULL);
+        left_in_child(p->name, "fini", NULL);
         current_plugin = NULL;
     }
     p->lp.initialized = 0;
@@ -519,9 +545,9 @@ derive_with_plugin(const struct plugin_instance *p, struct twice_job *j, struct 
     struct buf why = BUF_INIT;
     current_plugin = p->name;
     deriving_key = 1;
-    pid_t self = getpid();
+    before_plugin_call();
     int n = p->lp.desc->derive_key(p->lp.state, j, key, sizeof(key));
-    left_in_child(self, p->name, "derive_key", j);
+    left_in_child(p->name, "derive_key", j);
     deriving_key = 0;
     current_plugin = NULL;
     enum keytmpl_result r = keytmpl_check_derived(key, n, j->error, &why);
@@ -596,9 +622,9 @@ hostapi_describe(const struct loaded_plugin *lp, const struct config_plugin *cp,
     buf[0] = '\0';
     current_plugin = cp->name;
     live_settings = &settings;
-    pid_t self = getpid();
+    before_plugin_call();
     int rc = describe(&host_api, &settings, buf, cap);
-    left_in_child(self, cp->name, "describe", NULL);
+    left_in_child(cp->name, "describe", NULL);
     live_settings = NULL;
     current_plugin = NULL;
     buf[cap - 1] = '\0';
@@ -611,9 +637,9 @@ hostapi_handle(const struct plugin_instance *p, struct twice_job *j)
     outbox_staged_clear(&j->outbox); /* a run stages afresh, from index 0 */
     j->send_refused = 0;
     current_plugin = p->name;
-    pid_t self = getpid();
+    before_plugin_call();
     twice_status st = p->lp.desc->handle(p->lp.state, j);
-    left_in_child(self, p->name, "handle", j);
+    left_in_child(p->name, "handle", j);
     current_plugin = NULL;
     if (st != TWICE_DONE && st != TWICE_RETRY && st != TWICE_REJECT) {
         api_error(j, "handle() returned %d, not DONE, RETRY or REJECT", (int) st);

@@ -10,6 +10,7 @@
 #include "probe.h"
 
 #include "childargs.h"
+#include "clock.h"
 #include "cnum.h"
 #include "config.h"
 #include "hostapi.h"
@@ -158,26 +159,18 @@ stop_pending(const sigset_t *stop_on)
 
 /* How long the check may run, and whether its slowness was said. */
 struct probe_clock {
-    struct timespec start;
-    int timeout;  /* seconds */
-    long slow_ms; /* when to say it */
+    int64_t start; /* clock_mono_ms */
+    int timeout;   /* seconds */
+    long slow_ms;  /* when to say it */
     int said;
 };
-
-static long
-since_ms(const struct timespec *t0)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (long) (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
-}
 
 /* Once the check has run for slow_ms: which plugin it is at (current:
  * "NAME LINE FILE", the last progress line) and how long it is given. */
 static void
 say_slow(struct probe_clock *clk, const char *current)
 {
-    long ran = since_ms(&clk->start);
+    long ran = (long) (clock_mono_ms() - clk->start);
     if (clk->said || ran < clk->slow_ms || current[0] == '\0') {
         return;
     }
@@ -198,7 +191,7 @@ collect(int fd, struct probe_clock *clk, const sigset_t *stop_on, struct diag *d
     char buf[4096];
     size_t used = 0;
     for (;;) {
-        long left = (long) clk->timeout * 1000 - since_ms(&clk->start);
+        long left = (long) clk->timeout * 1000 - (long) (clock_mono_ms() - clk->start);
         if (left <= 0) {
             return -1;
         }
@@ -231,7 +224,7 @@ collect(int fd, struct probe_clock *clk, const sigset_t *stop_on, struct diag *d
             *nl = '\0';
             if (strncmp(line, "#plugin ", 8) == 0) {
                 snprintf(current, cap, "%s", line + 8);
-                clock_gettime(CLOCK_MONOTONIC, &clk->start); /* each plugin its own time */
+                clk->start = clock_mono_ms(); /* each plugin its own time */
                 clk->said = 0;
             } else if (line[0] != '\0') {
                 diag_add(d, NULL, 0, "%s", line);
@@ -318,14 +311,13 @@ probe_run(const char *path, const char *text, size_t len, const int *plugin_fds,
     }
     char current[4096 + 128] = "";
     size_t before = d->n;
-    struct probe_clock clk = {.timeout = timeout};
-    clock_gettime(CLOCK_MONOTONIC, &clk.start);
+    struct probe_clock clk = {.start = clock_mono_ms(), .timeout = timeout};
     clk.slow_ms = (long) timeout * 500 < PROBE_SLOW_MS ? (long) timeout * 500 : PROBE_SLOW_MS;
     int status = 0;
     int waited = collect(pipefd[0], &clk, stop_on, d, current, sizeof(current));
     if (waited == 0) {
-        waited =
-            reap_by(pid, time(NULL) + timeout - since_ms(&clk.start) / 1000, stop_on, &status);
+        waited = reap_by(pid, time(NULL) + timeout - (long) (clock_mono_ms() - clk.start) / 1000,
+                         stop_on, &status);
     }
     close(pipefd[0]);
     if (waited != 0) { /* the deadline or a stop: the child goes, now */

@@ -5,12 +5,12 @@
  */
 #include "initwatch.h"
 
+#include "clock.h"
 #include "log.h"
 #include "signals.h"
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 /* When a slow init() is said: after this long, or half the limit if less. */
@@ -29,14 +29,6 @@ struct initwatch {
     int warned;         /* under mu: its slowness was said */
     int done;           /* under mu */
 };
-
-static long long
-mono_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long) t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 /* A stop signal before the worker is ready: no job has run and no
  * connection is open, so the worker just ends (as ready_wait does). */
@@ -79,7 +71,7 @@ watch_main(void *arg)
         int sig = worker_signal_wait(&w->stops, INITWATCH_STEP_MS, &si);
         pthread_mutex_lock(&w->mu);
         const char *plugin = w->plugin;
-        long long ran = plugin != NULL ? mono_ms() - w->since : 0;
+        long long ran = plugin != NULL ? clock_mono_ms() - w->since : 0;
         int done = w->done,
             say = plugin != NULL && (ran >= w->limit_ms || (ran >= w->warn_ms && !w->warned));
         if (say) {
@@ -127,7 +119,7 @@ initwatch_enter(struct initwatch *w, const char *plugin)
     }
     pthread_mutex_lock(&w->mu);
     w->plugin = plugin;
-    w->since = mono_ms();
+    w->since = clock_mono_ms();
     w->warned = 0;
     pthread_mutex_unlock(&w->mu);
 }
