@@ -195,6 +195,9 @@ setup_queue(struct worker *w, struct wqueue *q, const struct config_queue *qc, c
     return 0;
 }
 
+/* prepare()'s work while the init watch runs: the SQS endpoint, the plugins
+ * (their init() under the watch) and each queue's state. On failure err says
+ * why, and the worker exits with what it set up. */
 static int
 prepare_watched(struct worker *w, const struct childargs *a, struct initwatch *watch, char *err,
                 size_t errlen)
