@@ -54,6 +54,7 @@ TWICE_BIN_DIR, TWICE_PLUGIN_BUILD_DIR, TWICE_BUILD_DIR and TWICE_TEST_PLUGIN_DIR
 import glob
 import json
 import os
+import pwd
 import re
 import shlex
 import subprocess
@@ -298,6 +299,12 @@ STAND_INS = {
 with open(os.open(STAND_INS["/etc/twice/orders.token"], os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
     f.write("docs-token\n")
 STAND_IN_ENV = {"CRM_TOKEN": "docs"}
+# The packages create the user `twice`; before they are installed (a fresh machine, or
+# `scripts/test.sh --quick`), the user running the check stands for it.
+try:
+    USER_STAND_IN = pwd.getpwnam("twice").pw_name
+except KeyError:
+    USER_STAND_IN = pwd.getpwuid(os.getuid()).pw_name
 
 
 def uncommented(text):
@@ -333,7 +340,7 @@ def uncommented(text):
         text = "\n".join(out)
     for a, b in STAND_INS.items():
         text = text.replace(a, b)
-    return text
+    return re.sub(r'^(\s*user\s*=\s*)"twice"', r'\1"%s"' % USER_STAND_IN, text, flags=re.M)
 
 
 def settings_table():
