@@ -266,13 +266,14 @@ int idem_takes_writes(struct idem_store *s, char *err, size_t errlen);
 int idem_claim_check(struct idem_store *s, char *err, size_t errlen);
 
 /*
- * The claim check of a start (the master's first, `twiced -t --connect`):
- * whether s's role may write claims into the key table, asked before any
- * worker runs, so that a missing grant stops the start with what to grant
- * instead of leaving every worker not ready until ready_timeout. Only a
- * refused grant (42501) is judged: a table not there yet (the workers
- * create it), or a claim that fails otherwise (a table of an older twice
- * that the workers migrate first) is the workers' to meet. 1 with err ("role R
+ * The claim check of a start (the master's first, a reload's, `twiced -t
+ * --connect`): whether s's role may write claims into the key table, asked
+ * before any worker runs, so that a missing grant stops the start (refuses
+ * the reload) with what to grant instead of leaving every worker not ready
+ * until ready_timeout. Only a refused grant (42501) is judged: a table not
+ * there yet (the workers create it), or a claim that fails otherwise (a
+ * table of an older twice that the workers migrate first) is the workers'
+ * to meet. 1 with err ("role R
  * may not write claims into table T (it lacks P on it; ...): GRANT P ON T TO
  * R"; the claim check's error when the role lacks none of them on the table);
  * 0 when a claim can be written or this cannot judge it; -1 with err when the

@@ -49,13 +49,33 @@ open_checked(const char *dsn, const char *table, const char *owner, int (*stop_a
     return idem_open_waiting(dsn, table, owner, &w, s, err, cap);
 }
 
-/* Connect to dsn just long enough to read what it reaches, and (no_writes
- * not NULL) whether that server takes no writes (idem_takes_writes: 1 with
- * why in no_why, no_cap bytes), within STORECHECK_MS, given up at once when
+/* Why a store's workers could never claim (what the start refuses too). */
+enum no_claims {
+    CLAIMS_OK = 0,
+    CLAIMS_NO_WRITES,  /* idem_takes_writes: a standby, or default_transaction_read_only */
+    CLAIMS_NOT_GRANTED /* idem_claim_allowed: the role lacks a grant on the key table */
+};
+
+/* Whether s's workers could claim: CLAIMS_OK, another enum no_claims with
+ * why in err, or -1 with err when that could not be asked. */
+static int
+claims_possible(struct idem_store *s, char *err, size_t cap)
+{
+    int rc = idem_takes_writes(s, err, cap);
+    if (rc != 0) {
+        return rc > 0 ? CLAIMS_NO_WRITES : -1;
+    }
+    rc = idem_claim_allowed(s, err, cap);
+    return rc > 0 ? CLAIMS_NOT_GRANTED : rc;
+}
+
+/* Connect to dsn just long enough to read what it reaches, and (no_claims
+ * not NULL) whether its workers could claim (claims_possible: an enum
+ * no_claims with why in err), within STORECHECK_MS, given up at once when
  * stop_asked (may be NULL) says so. 0, or -1 with err. */
 static int
 identity_of(const char *dsn, const char *table, int (*stop_asked)(void), struct idem_identity *out,
-            int *no_writes, char *err, size_t cap)
+            int *no_claims, char *err, size_t cap)
 {
     struct check_wait cw;
     struct idem_store *s = NULL;
@@ -63,9 +83,9 @@ identity_of(const char *dsn, const char *table, int (*stop_asked)(void), struct 
     if (rc == 0) {
         rc = idem_identity(s, out, err, cap);
     }
-    if (rc == 0 && no_writes != NULL) {
-        *no_writes = idem_takes_writes(s, err, cap);
-        rc = *no_writes < 0 ? -1 : 0;
+    if (rc == 0 && no_claims != NULL) {
+        *no_claims = claims_possible(s, err, cap);
+        rc = *no_claims < 0 ? -1 : 0;
     }
     idem_close(s);
     if (rc != 0 && clock_mono_ms() >= cw.until) {
@@ -139,8 +159,8 @@ storecheck_reload(const struct config *was, const struct config *now, struct hea
     int same = strcmp(was->idempotency.dsn, now->idempotency.dsn) == 0;
     struct idem_identity old_id, new_id;
     char err[768], why[512], msg[1600];
-    int no_writes = 0;
-    if (identity_of(now->idempotency.dsn, now->idempotency.table, stop_asked, &new_id, &no_writes,
+    int no_claims = CLAIMS_OK;
+    if (identity_of(now->idempotency.dsn, now->idempotency.table, stop_asked, &new_id, &no_claims,
                     err, sizeof(err)) != 0) {
         if (same) {
             return 0; /* the store is down: the new generation waits for it, as the old does */
@@ -151,15 +171,17 @@ storecheck_reload(const struct config *was, const struct config *now, struct hea
                  err, gen);
         return refuse(now, d, msg);
     }
-    if (no_writes) {
-        /* A standby, or default_transaction_read_only: its workers could never
+    if (no_claims != CLAIMS_OK) {
+        /* A standby, default_transaction_read_only, or a role without the
+         * grants a claim needs (the start's check): its workers could never
          * migrate or claim, and the generation would only fail at ready_timeout.
-         * Written as before too: the old workers wait for a promotion or the
-         * setting's reset, as for an outage, and a reload can wait with them. */
+         * Written as before too: the old workers wait for a promotion, the
+         * setting's reset or the grant, as for an outage, and a reload can
+         * wait with them. */
         snprintf(msg, sizeof(msg),
                  "%s (a generation started on it could never be ready); generation %d keeps "
-                 "running; reload again once it takes writes",
-                 err, gen);
+                 "running; reload again once %s",
+                 err, gen, no_claims == CLAIMS_NO_WRITES ? "it takes writes" : "it is granted");
         return refuse(now, d, msg);
     }
     if (!running_identity(was, running, same, stop_asked, &old_id, err, sizeof(err))) {
@@ -184,14 +206,11 @@ storecheck_start(const struct config *c, int (*stop_asked)(void), struct diag *d
     struct check_wait cw;
     struct idem_store *s = NULL;
     char err[768];
-    int no_writes = 0;
+    int no_claims = CLAIMS_OK;
     if (open_checked(c->idempotency.dsn, c->idempotency.table, "twiced start", stop_asked, &cw, &s,
                      err, sizeof(err)) == 0) {
-        no_writes = idem_takes_writes(s, err, sizeof(err));
-        if (no_writes == 0) {
-            no_writes = idem_claim_allowed(s, err, sizeof(err));
-        }
+        no_claims = claims_possible(s, err, sizeof(err));
     }
     idem_close(s);
-    return no_writes > 0 ? refuse(c, d, err) : 0;
+    return no_claims > 0 ? refuse(c, d, err) : 0;
 }

@@ -28,9 +28,11 @@ struct health;
  * only when both sides can be known: a store that is down does not refuse
  * it. A dsn that reaches a server that takes no writes (idem_takes_writes:
  * a standby in recovery, or default_transaction_read_only on for the
- * server, database or role) is refused at once, written as before or not, as
- * the start and `twiced -t --connect` refuse it: no generation could get
- * ready on it. gen is the running generation, for the message.
+ * server, database or role), or a key table its role may not write claims
+ * into (idem_claim_allowed: named with the GRANT that gives it), is refused
+ * at once, written as before or not, as the start and `twiced -t --connect`
+ * refuse it: no generation could get ready on it. gen is the running
+ * generation, for the message.
  */
 int storecheck_reload(const struct config *was, const struct config *now, struct health *running,
                       int gen, int (*stop_asked)(void), struct diag *d);

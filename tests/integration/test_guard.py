@@ -855,17 +855,26 @@ class Guard(twicetest.TwiceTestCase):
             FOR EACH ROW EXECUTE FUNCTION stale_fault();"""
 
     # A completion its own data fails (a deferred constraint at its COMMIT) once, for
-    # key effect:data; and a statement of the plugin's own (its effect's INSERT) that
-    # fails through the store (57014, as a stale statement_timeout would) once, for key
-    # effect:plugin; sequences record the backends.
+    # key effect:data; a COMMIT the store fails (53100, a server out of disk, raised by a
+    # deferred trigger at COMMIT itself) once, for key effect:commit; and a statement of
+    # the plugin's own (its effect's INSERT) that fails through the store (57014, as a
+    # stale statement_timeout would) once, for key effect:plugin; sequences record the
+    # backends.
     DATA_AND_PLUGIN_FAULTS = """
-        CREATE SEQUENCE data_tries;
+        CREATE SEQUENCE data_tries; CREATE SEQUENCE commit_tries;
         CREATE FUNCTION data_fault() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            IF NEW.idempotency_key = 'effect:data' AND NEW.state = 'completed'
-               AND OLD.state IS DISTINCT FROM 'completed' AND nextval('data_tries') = 1 THEN
-                RAISE EXCEPTION 'the effect breaks a rule of its data'
-                    USING ERRCODE = 'check_violation';
+            IF NEW.state = 'completed' AND OLD.state IS DISTINCT FROM 'completed' THEN
+                IF NEW.idempotency_key = 'effect:data' AND nextval('data_tries') = 1 THEN
+                    RAISE EXCEPTION 'the effect breaks a rule of its data'
+                        USING ERRCODE = 'check_violation';
+                END IF;
+                IF NEW.idempotency_key = 'effect:commit' THEN
+                    IF nextval('commit_tries') = 1 THEN
+                        RAISE EXCEPTION 'could not extend file: No space left on device'
+                            USING ERRCODE = 'disk_full';
+                    END IF;
+                END IF;
             END IF;
             RETURN NULL;
         END $$;
@@ -952,8 +961,22 @@ class Guard(twicetest.TwiceTestCase):
         self.assertEqual(attempts("data"), ([(2,)], ("completed", True, 2)),
                          "a COMMIT its own data failed counts")
 
-        self.sqs.send(url_tx, json.dumps({"id": "plugin"}))
+        # A COMMIT the store refuses (53100 at COMMIT itself, not at a statement before
+        # it) rolled the work back with it: given back uncounted, it runs again as
+        # attempt 1 and completes once.
+        self.sqs.send(url_tx, json.dumps({"id": "commit"}))
         twicetest.wait_until(lambda: self.distinct_effects(dsn) == (3, 3), timeout=20,
+                             message="the job whose COMMIT the store refused did not run again")
+        d.wait_log(r"warn .*key=effect:commit .*the store refused its completion \(tx "
+                   r"complete: COMMIT .*No space left on device.*\): its work was rolled back "
+                   r"with it; given back for \d+s, attempt 1 not counted", timeout=5)
+        self.assertEqual(self.pg.query(dsn, "SELECT last_value FROM commit_tries"), [(2,)],
+                         "its COMMIT failed once, then committed")
+        self.assertEqual(attempts("commit"), ([(1,)], ("completed", True, 1)),
+                         "the refused COMMIT was not counted: it ran again as attempt 1")
+
+        self.sqs.send(url_tx, json.dumps({"id": "plugin"}))
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (4, 4), timeout=20,
                              message="the job whose statement the store refused did not run "
                                      "again")
         d.wait_log(r"warn .*key=effect:plugin .*a statement of the plugin failed through the "

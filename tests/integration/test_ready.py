@@ -74,6 +74,9 @@ class Ready(twicetest.TwiceTestCase):
         password = "app"
         self.pg.query(self.env.pg_dsn, "CREATE ROLE %s LOGIN PASSWORD '%s'" % (role, password))
         self.addCleanup(self.pg.query, self.env.pg_dsn, "DROP ROLE IF EXISTS %s" % role)
+        other = role + "_b"  # for a reload to a role without the grants
+        self.pg.query(self.env.pg_dsn, "CREATE ROLE %s LOGIN PASSWORD '%s'" % (other, password))
+        self.addCleanup(self.pg.query, self.env.pg_dsn, "DROP ROLE IF EXISTS %s" % other)
         dsn = self.new_database("nocreate")
         self.pg.query(dsn, "REVOKE CREATE ON SCHEMA public FROM PUBLIC")
         parts = urllib.parse.urlsplit(dsn)
@@ -107,22 +110,44 @@ class Ready(twicetest.TwiceTestCase):
                       "public TO %s" % role)
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
-        # A grant revoked once twiced runs: ready means able to work, so a reload's
-        # workers are not ready until a claim can be written (readiness runs the claim
-        # check), and say what to grant; once granted, they are.
+        # A reload checks the store as the start does: a grant revoked before it, or a
+        # dsn changed to a role without one, is refused at once naming the GRANT (not a
+        # generation that stays not ready until ready_timeout), the running workers stay
+        # and work; once granted, a reload is taken.
+        refusal = (r"reload: %s:\d+: idempotency.dsn: role {0} may not write claims into "
+                   r"table twice_idempotency \(it lacks INSERT, UPDATE on it; [^)]*\): GRANT "
+                   r"INSERT, UPDATE ON \"twice_idempotency\" TO {0} \(a generation started on "
+                   r"it could never be ready\); generation 1 keeps running; reload again once "
+                   r"it is granted\n" % re.escape(d.config_path))
         self.pg.query(dsn, "REVOKE INSERT, UPDATE ON ALL TABLES IN SCHEMA public FROM %s" % role)
         mark = d.mark()
         d.signal(signal.SIGHUP)
-        d.wait_log(r"not ready: idempotency store: claim \(table twice_idempotency\): "
-                   r"permission denied for table twice_idempotency \(grant the role SELECT, "
-                   r"INSERT, UPDATE, DELETE on the tables", timeout=20, since=mark)
+        d.wait_log(refusal.format(role), timeout=20, since=mark)
+        d.wait_log(r"reload refused \(1 problem\); generation 1 keeps running", timeout=5,
+                   since=mark)
         self.pg.query(dsn, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "
                            "public TO %s" % role)
-        d.wait_log(r"reload done: generation 2 ready", timeout=20, since=mark)
+        self.pg.query(dsn, "GRANT SELECT, DELETE ON ALL TABLES IN SCHEMA public TO %s; GRANT "
+                           "USAGE ON ALL SEQUENCES IN SCHEMA public TO %s" % (other, other))
+        as_other = as_role.replace("%s:%s@" % (role, password), "%s:%s@" % (other, password))
+        with open(d.config_path, "w") as f:
+            f.write(conf.replace(as_role, as_other))
         mark = d.mark()
+        d.signal(signal.SIGHUP)
+        d.wait_log(refusal.format(other), timeout=20, since=mark)
+        d.wait_log(r"reload refused \(1 problem\); generation 1 keeps running", timeout=5,
+                   since=mark)
         self.sqs.send_batch(self.url, [json.dumps({"id": "nc-%d" % i}) for i in range(3)])
-        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (3, 3), timeout=20)
-        self.assertNotIn("permission denied", d.log_text()[mark:])
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (3, 3), timeout=20,
+                             message="the running workers did not handle the messages")
+        self.pg.query(dsn, "GRANT INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO %s" % other)
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"reload done: generation 2 ready", timeout=20, since=mark)
+        self.sqs.send_batch(self.url, [json.dumps({"id": "ok-%d" % i}) for i in range(3)])
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (6, 6), timeout=20)
+        log = d.log_text()[mark:]
+        self.assertNotIn("permission denied", log)
+        self.assertNotIn("not ready", log)
         self.assertEqual(d.stop(), 0)
 
     def test_queues_that_do_not_exist_are_named(self):
