@@ -365,8 +365,8 @@ table_full(struct shm_region *r)
 {
     if (__atomic_fetch_add(&r->series_unrecorded, 1, __ATOMIC_RELAXED) == 0) {
         log_warn("metrics: the series table is full (%d series): updates of new series are "
-                 "not recorded (twice_metric_series_unrecorded_total counts them); too many "
-                 "queues, plugins or label values are configured at once",
+                 "not recorded (twice_metric_series_unrecorded_total counts them): more series "
+                 "are in use at once than it holds",
                  SHM_SERIES);
     }
 }
@@ -446,9 +446,12 @@ probe(struct shm_region *r, uint64_t h, int m, int proc, const struct labels *ls
                 return NULL;
             }
             int expected = SHM_SLOT_DROPPED;
-            __atomic_compare_exchange_n(&s->state, &expected, 2, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE);
-            return s;
+            if (__atomic_compare_exchange_n(&s->state, &expected, 2, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE) ||
+                expected == 2) {
+                return s;
+            }
+            continue; /* freed meanwhile (metrics_drop_unnamed): not this series' any more */
         }
         if (end->sibling == NULL && create && dropped_sibling(s, st, m, proc, ls)) {
             end->sibling = s; /* taken over if the series turns out absent */
@@ -529,7 +532,7 @@ create_series(struct shm_region *r, uint64_t h, int m, int proc, const struct la
  * series of a one[m] gauge takes over a dropped one of its first label
  * met on the way, so each of those holds at most two slots (the value shown
  * and the one before, dropped), however many values it shows over time.
- * A series that exists is found without a lock (the comment above probe). */
+ * A series that exists is found without a lock (How the table is shared). */
 static struct shm_series *
 find_series(int m, int proc, const char *l1, const char *l2, const char *l3, int create)
 {
@@ -843,7 +846,7 @@ metrics_drop_unnamed(metrics_live_fn live, void *arg)
         return 0;
     }
     pthread_rwlock_wrlock(&walk); /* no walker reads a slot freed under it */
-    if (lock_series(r) != 0) {    /* no series made meanwhile (the comment above probe) */
+    if (lock_series(r) != 0) {    /* no series made meanwhile (How the table is shared) */
         pthread_rwlock_unlock(&walk);
         return -1;
     }

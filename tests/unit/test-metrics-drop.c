@@ -4,7 +4,8 @@
  * the series of live names are still found however their probe chains ran
  * through the freed slots, freed slots take new series, and an instance
  * renamed at every reload, far more names than the table holds, never
- * fills it. One process, a real shared region (shm_create).
+ * fills it, also while other processes make and update series. A real
+ * shared region (shm_create).
  */
 #include "buf.h"
 #include "check.h"
@@ -14,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* Live names: those starting with the prefix arg points at (plugins and
  * queues alike). */
@@ -137,6 +141,89 @@ test_renames_never_fill(struct buf *out)
     CHECK(listed() < SHM_SERIES);
 }
 
+enum { KIDS = 3, CYCLES = 300, LIVE = 20 };
+
+/* Each child's cycles done (shared): its churn names of earlier cycles are
+ * no longer updated, and only those may be freed (metrics_drop_unnamed's
+ * contract). */
+static int *progress;
+
+static int
+live_or_done(void *arg, const char *name, int plugin)
+{
+    (void) arg;
+    (void) plugin;
+    int kid, cycle;
+    if (sscanf(name, "churn-%d-%d", &kid, &cycle) == 2) {
+        return cycle >= __atomic_load_n(&progress[kid], __ATOMIC_ACQUIRE);
+    }
+    return strncmp(name, "live-", 5) == 0 || strncmp(name, "keep-", 5) == 0;
+}
+
+/* Processes that count the same live series and make new ones, the same
+ * ones at once too, while the master frees the old: no count is lost or
+ * split between two series of one name, and each shows once. */
+static void
+test_concurrent_makers_and_frees(struct buf *out)
+{
+    progress =
+        mmap(NULL, sizeof(int) * KIDS, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(progress != MAP_FAILED);
+    memset(progress, 0, sizeof(int) * KIDS);
+    pid_t kids[KIDS];
+    char name[32];
+    for (int k = 0; k < KIDS; k++) {
+        kids[k] = fork();
+        if (kids[k] == 0) {
+            for (int c = 0; c < CYCLES; c++) {
+                for (int i = 0; i < LIVE; i++) {
+                    snprintf(name, sizeof(name), "live-%d", i);
+                    metrics_count(MET_RECEIVED, name, NULL, NULL, 1);
+                }
+                snprintf(name, sizeof(name), "keep-%d", c); /* made by all at once */
+                metrics_count(MET_RECEIVED, name, NULL, NULL, 1);
+                for (int i = 0; i < 10; i++) {
+                    snprintf(name, sizeof(name), "churn-%d-%d", k, c);
+                    metrics_count(MET_FINISHED, name, "p", i % 2 ? "done" : "retry", 1);
+                }
+                __atomic_store_n(&progress[k], c + 1, __ATOMIC_RELEASE);
+            }
+            _exit(0);
+        }
+    }
+    int running = KIDS;
+    while (running > 0) {
+        CHECK(metrics_drop_unnamed(live_or_done, NULL) >= 0);
+        running = 0;
+        for (int k = 0; k < KIDS; k++) {
+            running += __atomic_load_n(&progress[k], __ATOMIC_ACQUIRE) < CYCLES;
+        }
+    }
+    for (int k = 0; k < KIDS; k++) {
+        int status;
+        CHECK(waitpid(kids[k], &status, 0) == kids[k] && WIFEXITED(status) &&
+              WEXITSTATUS(status) == 0);
+    }
+    const char *text = render(out);
+    CHECK_CONTAINS(text, "\ntwice_metric_series_unrecorded_total 0\n");
+    char want[96];
+    for (int i = 0; i < LIVE; i++) {
+        snprintf(want, sizeof(want), "twice_messages_received_total{queue=\"live-%d\"} ", i);
+        const char *line = strstr(text, want);
+        CHECK(line != NULL && strstr(line + 1, want) == NULL); /* one series */
+        CHECK(line != NULL && strtol(line + strlen(want), NULL, 10) == KIDS * CYCLES);
+    }
+    int split = 0;
+    for (int c = 0; c < CYCLES; c++) {
+        snprintf(want, sizeof(want), "twice_messages_received_total{queue=\"keep-%d\"} ", c);
+        const char *line = strstr(text, want);
+        split += line == NULL || strstr(line + 1, want) != NULL ||
+                 strtol(line + strlen(want), NULL, 10) != KIDS;
+    }
+    CHECK_INT(split, 0);
+    munmap(progress, sizeof(int) * KIDS);
+}
+
 int
 main(void)
 {
@@ -148,6 +235,7 @@ main(void)
     test_chains_survive(&out);
     test_what_is_named(&out);
     test_renames_never_fill(&out);
+    test_concurrent_makers_and_frees(&out);
     buf_free(&out);
     return check_done("test-metrics-drop");
 }
