@@ -275,7 +275,7 @@ label_is(const char *stored, const char *want)
     return memcmp(stored, want, n) == 0 && stored[n] == '\0';
 }
 
-static int
+static inline __attribute__((always_inline)) int
 same_series(const struct shm_series *s, int m, int proc, const struct labels *ls)
 {
     if (__atomic_load_n(&s->metric, __ATOMIC_RELAXED) != m ||
@@ -399,7 +399,7 @@ table_full(struct shm_region *r)
  * between two reads of relabels, which a maker giving the slot new labels
  * holds odd meanwhile (above). Plain reads of the labels: those of a ready
  * slot change only after it was freed, which this check catches. */
-static int
+static inline __attribute__((always_inline)) int
 lookup_match(const struct shm_series *s, int m, int proc, const struct labels *ls)
 {
     int seq = __atomic_load_n(&s->relabels, __ATOMIC_ACQUIRE);
@@ -409,6 +409,11 @@ lookup_match(const struct shm_series *s, int m, int proc, const struct labels *l
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     return (seq & 1) == 0 && __atomic_load_n(&s->relabels, __ATOMIC_RELAXED) == seq;
 }
+
+/* probe, lookup_match and same_series are forced inline: they are every
+ * update's path, and out of line (probe has two callers) they cost ~70
+ * instructions more per update than the single loop they replaced (~520);
+ * inline, ~18 (valgrind, 400,000 counts of 500 series). */
 
 /* Where a probe chain ended: the first free or freed slot met (where the
  * series would be made), and the first dropped sibling (take_over). */
@@ -420,7 +425,7 @@ struct probe_end {
 /* The series (m, proc, ls) on its probe chain from h, or NULL when absent
  * (*end says where it would go). A series metrics_gauge_only dropped is
  * absent for a read, and ready again when create. */
-static struct shm_series *
+static inline __attribute__((always_inline)) struct shm_series *
 probe(struct shm_region *r, uint64_t h, int m, int proc, const struct labels *ls, int create,
       struct probe_end *end)
 {
