@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct jobnames {
     int holds;
@@ -70,4 +71,25 @@ jobnames_get(const struct jobnames *n, int queue, int plugin, uint32_t check,
     *queue_name = n->name[queue];
     *plugin_name = n->name[n->nqueues + (size_t) plugin];
     return 1;
+}
+
+int
+jobnames_has(const struct jobnames *n, const char *name, int plugin)
+{
+    if (n == NULL) {
+        return 0;
+    }
+    size_t from = plugin ? n->nqueues : 0, to = plugin ? n->nqueues + n->nplugins : n->nqueues;
+    for (size_t i = from; i < to; i++) {
+        if (strcmp(n->name[i], name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int
+jobnames_checks(const struct jobnames *n, uint32_t check)
+{
+    return n != NULL && n->check == check;
 }

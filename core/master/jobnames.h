@@ -30,4 +30,10 @@ void jobnames_drop(struct jobnames *n);
 int jobnames_get(const struct jobnames *n, int queue, int plugin, uint32_t check,
                  const char **queue_name, const char **plugin_name);
 
+/* Whether n (NULL: no) has a plugin (plugin) or queue named name, and
+ * whether check (a worker's word, struct shm_proc's names) is n's own: for
+ * freeing the metric series of names no live configuration has. */
+int jobnames_has(const struct jobnames *n, const char *name, int plugin);
+int jobnames_checks(const struct jobnames *n, uint32_t check);
+
 #endif

@@ -68,6 +68,7 @@ struct master {
     int ready_announced;
     int start_failed; /* the first generation never got ready: exit 1 */
     int early_stop;   /* the stop signal that came before the loop ran, or 0 */
+    int series_due;   /* a worker of an older generation exited: drop_unnamed_series */
     int start_status; /* exit status of a start refused in prepare() */
     const struct master_opts *opts;
     struct pidfile *pidfile;
@@ -414,6 +415,9 @@ reap(struct master *m)
             crash_culprits(slot, status, p->draining || m->stopping, stopped_by, culprits);
         janitor_expire_owner(m->janitor, owner, culprits, nculprits);
         metrics_forget_proc(slot);
+        if (g == NULL) {
+            m->series_due = 1; /* its names' series may be freed once its peers are gone */
+        }
         jobnames_drop(p->names);
         int was_ready = p->ready, draining = p->draining;
         struct proc dead = *p;
@@ -665,6 +669,47 @@ request_reload(struct master *m)
     m->reload_pending = 1;
 }
 
+/* Whether a queue's or plugin's name is in the running generation's
+ * configuration or in that of the one a reload starts. */
+static int
+live_name(void *arg, const char *name, int plugin)
+{
+    const struct master *m = arg;
+    return jobnames_has(m->cur->names, name, plugin) ||
+           (m->next != NULL && jobnames_has(m->next->names, name, plugin));
+}
+
+/* Once the workers of generations before the running one and the one a
+ * reload starts have all exited (series_due: one did since the last time),
+ * the metric series of queue and plugin names neither configuration has are
+ * freed (metrics_drop_unnamed): nothing can update them any more, as the
+ * master's threads run one of those two configurations. Not while a live
+ * worker's names are not its generation's (a respawned worker read changed
+ * @include files, or has not said yet): tried again on the next pass. */
+static void
+drop_unnamed_series(struct master *m)
+{
+    if (!m->series_due || m->cur == NULL || m->cur->names == NULL ||
+        (m->next != NULL && m->next->names == NULL)) {
+        return;
+    }
+    for (int slot = 0; slot < SHM_PROCS; slot++) {
+        const struct proc *p = &m->procs[slot];
+        uint32_t said = __atomic_load_n(&shm_region()->procs[slot].names, __ATOMIC_ACQUIRE);
+        int ours = p->gen == m->cur->id || (m->next != NULL && p->gen == m->next->id);
+        if (p->pid > 0 && (!ours || !jobnames_checks(p->names, said))) {
+            return;
+        }
+    }
+    int freed = metrics_drop_unnamed(live_name, m);
+    if (freed >= 0) {
+        m->series_due = 0;
+    }
+    if (freed > 0) {
+        log_info("metrics: %d series of queues and plugins no longer configured freed", freed);
+    }
+}
+
 /* Workers that asked to be replaced (a handler ran past its time limit and
  * grace, and a thread cannot be stopped): start the replacement now, then let
  * the old one drain; its other jobs finish or are given back, not counted. */
@@ -827,6 +872,7 @@ loop_once(struct master *m, const sigset_t *wait_mask)
         respawn_due(m);
         check_generations(m);
         say_written(m);
+        drop_unnamed_series(m);
     }
     if (m->reload_pending && m->next == NULL && !m->stopping) {
         m->reload_pending = 0;

@@ -93,6 +93,21 @@ double metrics_gauge_take(enum metric m, const char *l1, const char *l2);
  * (MET_CLAIMS_REFUSED). */
 int metrics_gauge_latest(enum metric m, const char *l1, char *l2, size_t cap, double *value);
 
+/* Whether a name is one some live configuration has: a plugin's when
+ * plugin, else a queue's (metrics_drop_unnamed). */
+typedef int (*metrics_live_fn)(void *arg, const char *name, int plugin);
+
+/* Master: free the series whose queue or plugin label (a rate limit's
+ * "plugin:NAME" or "queue:NAME" too) names a name live() does not know:
+ * they leave /metrics and their slots take new series, so an instance
+ * whose names change at each reload does not fill the table. Only once no
+ * process can update such a series any more: every process whose
+ * configuration had the name is gone (the master's threads are restarted
+ * with the running configuration, workers of older generations exited).
+ * A name configured again later starts its counters from 0, as after a
+ * restart. Returns how many were freed, or -1 (the lock was not taken). */
+int metrics_drop_unnamed(metrics_live_fn live, void *arg);
+
 /* Master: forget a dead process's per-process gauges. */
 void metrics_forget_proc(int proc_slot);
 /* A gauge's current value (0 when absent): for readiness checks and tests. */

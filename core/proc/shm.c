@@ -35,6 +35,22 @@ shm_create(void)
     for (int i = 0; i < SHM_PROCS; i++) {
         region->procs[i].crashed_job = -1;
     }
+    /* Robust: a process that dies holding it (a crash while it makes a
+     * series) leaves it to the next taker, not locked for good. */
+    pthread_mutexattr_t attr;
+    int rc = pthread_mutexattr_init(&attr);
+    if (rc == 0) {
+        rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+        rc = rc != 0 ? rc : pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+        rc = rc != 0 ? rc : pthread_mutex_init(&region->series_lock, &attr);
+        pthread_mutexattr_destroy(&attr);
+    }
+    if (rc != 0) {
+        munmap(region, sizeof(struct shm_region));
+        region = NULL;
+        close(fd);
+        return -1;
+    }
     return fd;
 }
 

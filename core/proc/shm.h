@@ -8,6 +8,7 @@
 #ifndef TWICE_SHM_H
 #define TWICE_SHM_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,10 +62,11 @@ struct shm_proc_jobs {
 };
 
 struct shm_series {
-    int state; /* atomic: 0 free, 1 being written, 2 ready, SHM_SLOT_DROPPED */
-    int metric;
+    int state;    /* atomic: 0 free, 1 being written, 2 ready, SHM_SLOT_DROPPED, SHM_SLOT_FREED */
+    int metric;   /* written before state turns 2, by the slot's creator under series_lock */
     int proc;     /* per-process gauges: the process slot; -1 otherwise */
-    int relabels; /* atomic: odd while a dropped slot takes new labels (metrics.c) */
+    int relabels; /* atomic: odd while the slot takes new labels: a dropped slot given to
+                     a sibling, or a freed one to a new series (metrics.c) */
     char labels[3][SHM_LABEL];
     uint64_t value; /* atomic: a counter, or a double's bits for gauges/sums */
 };
@@ -134,9 +136,14 @@ struct shm_region {
     /* The series in the order they were made: series_listed (atomic) of
      * them, series_order[k] (atomic) the slot of the k-th plus 1, 0 while
      * being written. Whole-table walks (a scrape, a worker's exit) go through
-     * it, so they touch the pages of the series that exist, not 2.5 MB. */
+     * it, so they touch the pages of the series that exist, not 2.5 MB. A
+     * slot is listed once, the first time it is used: a freed slot given to
+     * a new series keeps its place in the order. */
     int series_listed;
     int series_order[SHM_SERIES];
+    /* Held (process-shared, robust) by whoever makes a series or frees
+     * series: lookups of series that exist never take it (metrics.c). */
+    pthread_mutex_t series_lock;
     uint64_t series_unrecorded; /* atomic: updates of a new series the full table had no
                                    slot for (twice_metric_series_unrecorded_total) */
     uint64_t dlq_next;          /* atomic: sequence number of the last event written */
@@ -155,6 +162,10 @@ struct shm_region {
  * again when it is set again, or given to the next new series of its
  * metric and first label (metrics.c), never to another's. */
 #define SHM_SLOT_DROPPED   4
+/* A series metrics_drop_unnamed freed (a queue or plugin no live
+ * configuration names): a tombstone that lookups probe past and the next
+ * new series on its probe chain takes (metrics.c). */
+#define SHM_SLOT_FREED     5
 int shm_slot_state(int *state);
 
 /* Master: create and map; returns the fd to pass to children, or -1. */

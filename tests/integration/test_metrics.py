@@ -99,6 +99,45 @@ class Metrics(twicetest.TwiceTestCase):
         self.assertEqual(restarts, 1)
         self.assertEqual(d.stop(), 0)
 
+    def test_series_of_names_a_reload_removed_leave_once_their_workers_exit(self):
+        """A queue and a plugin whose names carry the deploy's version: after each reload,
+        once the old generation's worker has exited, /metrics shows the new names and no
+        longer the old ones: no ghost still reporting, no series piling up."""
+        url, dlq = self.queue_pair("rename")
+        dsn = self.new_database("rename")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        port = tc.free_port()
+        path = tc.test_plugin(self.env, "effect_tx")
+
+        def conf(v):
+            return tc.config(self.env, dsn, [tc.queue("jobs-v%d" % v, url, dlq, "fx-v%d" % v)],
+                             [tc.plugin("fx-v%d" % v, path)], metrics_port=port)
+
+        def done(v):
+            return tc.metric_sum(tc.scrape(port), "twice_jobs_finished_total",
+                                 queue="jobs-v%d" % v, plugin="fx-v%d" % v, outcome="done")
+
+        def versions():  # of the names any series of /metrics has
+            return {int(m.group(1)) for (_, labels) in tc.scrape(port) for _, val in labels
+                    for m in [re.fullmatch(r"(?:jobs|fx)-v(\d+)", val)] if m}
+
+        d = self.start_twiced(conf(1))
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        for v in range(1, 5):
+            if v > 1:
+                with open(d.config_path, "w") as f:
+                    f.write(conf(v).replace("$$", "$"))
+                mark = d.mark()
+                d.signal(signal.SIGHUP)
+                d.wait_log(r"\(generation %d\) drained and exited" % (v - 1), since=mark,
+                           timeout=30)
+            self.sqs.send(url, json.dumps({"id": "v%d" % v}))
+            twicetest.wait_until(lambda: done(v) == 1, timeout=20,
+                                 message="jobs-v%d's job was never counted" % v)
+            twicetest.wait_until(lambda: versions() == {v}, timeout=10,
+                                 message="/metrics shows versions %s" % versions())
+        self.assertEqual(d.stop(), 0)
+
     def test_a_long_poll_cut_short_by_a_reload_is_cancelled_not_an_error(self):
         url, dlq, dsn, port, d = self.start("cancel", wait_time=20)
         time.sleep(1.5)  # every receiver is inside its 20 s long poll when the reload comes
