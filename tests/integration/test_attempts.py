@@ -37,10 +37,12 @@ class Attempts(twicetest.TwiceTestCase):
                          lease_margin=lease_margin, drain_timeout=drain_timeout)
         return url, dlq, dsn, port, conf
 
-    def setup_file(self, prefix, queue_name=None, plugin_name="effect-file", **queue_options):
+    def setup_file(self, prefix, queue_name=None, plugin_name="effect-file", extra="",
+                   **queue_options):
         """A queue pair, a database and a config running effect_file, whose effects are
         lines in a file; the queue is named queue_name (default: prefix), the plugin
-        plugin_name. Returns (url, dlq, dsn, metrics_port, effects file, config)."""
+        plugin_name; extra: more top-level settings. Returns (url, dlq, dsn,
+        metrics_port, effects file, config)."""
         url, dlq = self.queue_pair(prefix)
         dsn = self.new_database(prefix)
         effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
@@ -48,7 +50,7 @@ class Attempts(twicetest.TwiceTestCase):
         conf = tc.config(self.env, dsn, [tc.queue(queue_name or prefix, url, dlq, plugin_name,
                                                   **queue_options)],
                          [tc.plugin(plugin_name, tc.test_plugin(self.env, "effect_file"),
-                                    file=effects)], metrics_port=port)
+                                    file=effects)], metrics_port=port, extra=extra)
         return url, dlq, dsn, port, effects, conf
 
     @staticmethod
@@ -380,6 +382,44 @@ class Attempts(twicetest.TwiceTestCase):
         self.check_only_culprit_counted(d, url, dlq, effects, poison,
                                         ["effect:b%d" % k for k in range(100)],
                                         r"killed by signal 11 \(Segmentation fault\)")
+
+    def test_a_worker_past_worker_max_rss_is_recycled_without_costing_an_attempt(self):
+        # A plugin that leaks 1 MiB a job, 4 jobs at a time, and a limit a worker
+        # (13-15 MB before any job) passes within a second or two: each worker past it
+        # stops receiving, finishes its running jobs and exits, the master starting
+        # another at once. Every message is done once, as attempt 1; nothing is
+        # dead-lettered and the master sees no crash (the OOM killer would have counted
+        # an attempt against every job inside handle()).
+        url, dlq, _, port, effects, conf = self.setup_file(
+            "recycle", concurrency=4, visibility_timeout=30, max_attempts=1,
+            extra='worker_max_rss = "40M";')
+        d = self.start(conf)
+        ids = ["r%d" % k for k in range(100)]
+        for i in range(0, len(ids), 10):
+            self.sqs.send_batch(url, [json.dumps({"id": k, "leak_kb": 1024, "sleep_ms": 50})
+                                      for k in ids[i:i + 10]])
+        twicetest.wait_until(lambda: len(self.file_effects(effects)) >= len(ids), timeout=60,
+                             message="the messages were not all handled")
+        self.wait_empty(url)
+        done = self.file_effects(effects)
+        self.assertEqual(sorted(k for k, _, _ in done), sorted("effect:" + k for k in ids),
+                         "every message handled exactly once")
+        self.assertEqual({a for _, _, a in done}, {"1"}, "no job ran as attempt 2")
+        self.assertEqual(self.sqs.counts(dlq)[0], 0, "nothing dead-lettered")
+        log = d.log_text()
+        recycled = re.findall(r"worker (\d+): resident memory [\d.]+ MiB is past "
+                              r"worker_max_rss \(40\.0 MiB\): recycling it", log)
+        self.assertTrue(recycled, "no worker was recycled")
+        samples = tc.scrape(port)
+        self.assertEqual(tc.metric_sum(samples, "twice_worker_recycled_total", reason="rss"),
+                         len(recycled))
+        self.assertEqual(tc.metric_sum(samples, "twice_worker_restarts_total"), 0)
+        ready = re.findall(r"worker\[(\d+)\]: worker ready", log)
+        self.assertEqual(len(set(ready)), len(recycled) + 1, "a new worker took over each time")
+        for pid in recycled:
+            self.assertRegex(log, r"worker %s \(generation 1\) drained and exited" % pid)
+        self.assertNotRegex(log, r" error master\[", "the master logged no crash")
+        self.assertEqual(d.stop(), 0)
 
     def test_a_plugin_calling_exit_is_laid_at_its_own_job(self):
         # exit() inside handle() ends the worker as a crash does: only the run of the
