@@ -99,6 +99,12 @@ const struct config_row config_rows[] = {
             "the out-of-memory killer, whose kill counts an attempt against every job the "
             "worker was running. Each worker reads its RSS about once a second; one already "
             "past the limit once ready is not recycled (a warning says so). 0: no limit."},
+    {ROW("", "worker_max_jobs", CONFIG_INT, C(worker_max_jobs)), .lo = 0, .hi = 2147483647LL,
+     .def = 0,
+     .doc = "Handler runs after which a worker is recycled as worker_max_rss recycles it, "
+            "each worker drawing its own count within 10% of this, so that workers started "
+            "together are not recycled together. For plugins whose growth is easier to bound "
+            "by jobs than by memory. 0: never."},
     {ROW("", "log", CONFIG_GROUP, C(log)), .doc = "Logging: one line per event."},
     {ROW("", "aws", CONFIG_GROUP, C(aws)),
      .doc = "Where SQS is. Credentials are never written here: see twiced(8)."},

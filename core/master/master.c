@@ -682,10 +682,10 @@ replace_asked(struct master *m)
         struct generation *g = m->cur != NULL && p->gen == m->cur->id     ? m->cur
                                : m->next != NULL && p->gen == m->next->id ? m->next
                                                                           : NULL;
-        if (why == SHM_REPLACE_RSS) {
+        if (why == SHM_REPLACE_RSS || why == SHM_REPLACE_JOBS) {
             log_info("worker %d (generation %d) recycles: starting another in its place",
                      (int) p->pid, p->gen);
-            metrics_count(MET_RECYCLED, "rss", NULL, NULL, 1);
+            metrics_count(MET_RECYCLED, why == SHM_REPLACE_RSS ? "rss" : "jobs", NULL, NULL, 1);
         } else {
             log_warn("worker %d (generation %d): a handler ran past its timeout; replacing the "
                      "worker",

@@ -111,7 +111,7 @@ static const struct {
                       COUNTER,
                       {"reason"},
                       "Workers recycled: replaced at once and drained, not crashed, by "
-                      "reason (rss: past worker_max_rss)."},
+                      "reason (rss: past worker_max_rss; jobs: worker_max_jobs run)."},
     [MET_RELOADS] = {"twice_reloads_total",
                      COUNTER,
                      {"result"},

@@ -194,7 +194,8 @@ void shm_mark_job_crash(int proc_slot, int idx);
 enum shm_replace {
     SHM_REPLACE_NONE = 0,
     SHM_REPLACE_TIMEOUT = 1, /* a handler thread that cannot be stopped ran past its limit */
-    SHM_REPLACE_RSS = 2      /* recycled: its resident memory passed worker_max_rss */
+    SHM_REPLACE_RSS = 2,     /* recycled: its resident memory passed worker_max_rss */
+    SHM_REPLACE_JOBS = 3     /* recycled: it ran its share of worker_max_jobs */
 };
 /* Worker: ask the master to start a replacement for this worker at once and
  * let it drain, as a reload drains the old generation: no job it holds is

@@ -461,7 +461,7 @@ worker_main(int argc, char **argv)
     enum worker_ask ask = WORKER_IGNORE;
     siginfo_t si;
     struct recycle rc;
-    recycle_start(&rc, &w);
+    recycle_start(&rc, &w, (int) a.master_pid);
     while (ask == WORKER_IGNORE) {
         if (worker_signal_wait(&set, recycle_wait_ms(&rc), &si) > 0) {
             ask = worker_signal_judge(&si, a.slot, a.master_pid);
