@@ -171,6 +171,8 @@ struct config {
     int user_line;          /* its line, 0 when not set */
     long max_message_bytes; /* larger bodies go to the DLQ as too-large (default 1 MiB) */
     long max_payload_bytes; /* largest payload fetched from S3 (default 64 MiB; 0: none) */
+    long worker_max_rss;    /* resident bytes past which a worker is recycled (0: no limit) */
+    int worker_max_jobs;    /* handler runs after which a worker is recycled, ±10% (0: none) */
 
     struct {
         twice_log_level level;  /* default info */

@@ -97,6 +97,8 @@ put_range(struct buf *b, const struct config_row *r)
         buf_printf(b, ", at least %lld", r->lo);
     } else if (r->kind == CONFIG_INT) {
         buf_printf(b, ", %lld\\(en%lld", r->lo, r->hi);
+    } else if (r->kind == CONFIG_SIZE) {
+        buf_printf(b, ", 0 or %lldM\\(en%lldG", r->lo >> 20, r->hi >> 30);
     } else if (r->kind == CONFIG_STR && r->hi > 0) {
         buf_printf(b, " of %lld\\(en%lld bytes", r->lo, r->hi);
     } else if (r->kind == CONFIG_LIST && r->lo > 0) {
@@ -113,7 +115,9 @@ put_facts(struct buf *b, const struct config_row *r)
                                         [CONFIG_STRLIST] = "A string or a list of strings",
                                         [CONFIG_GROUP] = "A group",
                                         [CONFIG_LIST] = "A list of groups",
-                                        [CONFIG_BOOL] = "A boolean (true or false)"};
+                                        [CONFIG_BOOL] = "A boolean (true or false)",
+                                        [CONFIG_SIZE] = "A size: bytes, or a number with K, M "
+                                                        "or G (1024-based) such as 512M"};
     if (r->kind == CONFIG_ENUM) {
         buf_puts(b, "One of");
         for (const struct config_choice *ch = r->choices; ch->name != NULL; ch++) {
@@ -129,7 +133,7 @@ put_facts(struct buf *b, const struct config_row *r)
     }
     const char *lit = NULL;
     char num[32];
-    if (r->kind == CONFIG_INT) {
+    if (r->kind == CONFIG_INT || r->kind == CONFIG_SIZE) {
         snprintf(num, sizeof(num), "%lld", r->def);
         lit = num;
     } else if (r->kind == CONFIG_ENUM) {

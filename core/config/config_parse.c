@@ -129,6 +129,59 @@ parse_int(struct config_at *at)
     return 0;
 }
 
+/* "512M" into *out bytes: digits, then at most one of K, M, G (either case,
+ * 1024-based). 0, or -1 when it is not that or does not fit 63 bits. */
+static int
+size_read(const char *s, long long *out)
+{
+    long long v = 0;
+    const char *p = s;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (LLONG_MAX - (*p - '0')) / 10) {
+            return -1;
+        }
+        v = v * 10 + (*p - '0');
+    }
+    const char *units = "KkMmGg";
+    const char *u = *p != '\0' ? strchr(units, *p) : NULL;
+    int shift = u != NULL ? 10 * (1 + (int) (u - units) / 2) : 0;
+    if (p == s || (*p != '\0' && (u == NULL || p[1] != '\0')) || v > (LLONG_MAX >> shift)) {
+        return -1;
+    }
+    *out = v << shift;
+    return 0;
+}
+
+/* An amount of memory: an integer of bytes or a string such as "512M"; 0
+ * (none) or within the row's range. */
+static int
+parse_size(struct config_at *at)
+{
+    const struct config_row *r = at->row;
+    int t = config_setting_type(at->s);
+    long long v = 0;
+    char shown[64];
+    if (t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64) {
+        v = config_setting_get_int64(at->s);
+    } else if (t != CONFIG_TYPE_STRING) {
+        config_problem(at->x, at->s, "%s%s: expected a size (\"512M\") or an integer, got %s",
+                       at->sc->pfx, r->name, config_kind_name(t));
+        return -1;
+    } else if (size_read(config_setting_get_string(at->s), &v) != 0) {
+        config_problem(
+            at->x, at->s, "%s%s: '%s' is not a size (bytes, or a number with K, M or G: \"512M\")",
+            at->sc->pfx, r->name, config_shown(config_setting_get_string(at->s), shown));
+        return -1;
+    }
+    if (v != 0 && (v < r->lo || v > r->hi)) {
+        config_problem(at->x, at->s, "%s%s: %lld bytes is out of range (0, or %lldM-%lldG)",
+                       at->sc->pfx, r->name, v, r->lo >> 20, r->hi >> 30);
+        return -1;
+    }
+    store_int(config_field(at), r->field.size, v);
+    return 0;
+}
+
 static int
 parse_bool(struct config_at *at)
 {
@@ -394,6 +447,9 @@ parse_row(const struct config_at *in, const struct config_row *r)
     case CONFIG_BOOL:
         rc = parse_bool(&at);
         break;
+    case CONFIG_SIZE:
+        rc = parse_size(&at);
+        break;
     case CONFIG_STRLIST:
         rc = parse_strlist(&at);
         break;
@@ -442,7 +498,8 @@ config_defaults(const char *path, void *base)
             continue;
         }
         void *field = (char *) base + r->field.offset;
-        if (r->kind == CONFIG_INT || r->kind == CONFIG_ENUM || r->kind == CONFIG_BOOL) {
+        if (r->kind == CONFIG_INT || r->kind == CONFIG_ENUM || r->kind == CONFIG_BOOL ||
+            r->kind == CONFIG_SIZE) {
             store_int(field, r->field.size, r->def);
         } else if (r->kind == CONFIG_STR && r->def_str != NULL) {
             if ((*(char **) field = strdup(r->def_str)) == NULL) {

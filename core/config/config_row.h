@@ -18,7 +18,8 @@ enum config_kind {
     CONFIG_GROUP,   /* a group whose members are the rows of group "PATH" */
     CONFIG_LIST,    /* a list of groups: an array of entry_size structs and a size_t count */
     CONFIG_CUSTOM,  /* read and freed by the row's parse and free functions */
-    CONFIG_BOOL     /* true or false, stored in an int (def: 0 or 1) */
+    CONFIG_BOOL,    /* true or false, stored in an int (def: 0 or 1) */
+    CONFIG_SIZE     /* bytes in a long: an integer or "512M" (K, M, G: 1024-based); 0 or lo..hi */
 };
 
 /* flags */
@@ -62,9 +63,10 @@ struct config_row {
     enum config_kind kind;
     unsigned flags;
     struct config_field field;
-    long long lo, hi;    /* CONFIG_INT: the range; CONFIG_STR: its length when hi > 0 (for the
-                            row's check and the manual); CONFIG_LIST: lo, the fewest entries */
-    long long def;       /* CONFIG_INT and CONFIG_ENUM: the default */
+    long long lo, hi;    /* CONFIG_INT, CONFIG_SIZE: the range; CONFIG_STR: its length when
+                            hi > 0 (for the row's check and the manual); CONFIG_LIST: lo, the
+                            fewest entries */
+    long long def;       /* CONFIG_INT, CONFIG_SIZE and CONFIG_ENUM: the default */
     const char *def_str; /* CONFIG_STR: the default (copied); NULL: not set */
     const struct config_choice *choices; /* CONFIG_ENUM */
     const char *noun;                    /* ENUM: "unknown NOUN 'x'"; STRLIST: "at least one NOUN";

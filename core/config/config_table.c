@@ -89,6 +89,22 @@ const struct config_row config_rows[] = {
             "this is ever read; a larger one goes to the dead-letter queue as payload-too-large. "
             "Each receiver holds up to batch_size of them at once. 0: pointers are not followed "
             "(bad-payload-pointer)."},
+    {ROW("", "worker_max_rss", CONFIG_SIZE, C(worker_max_rss)), .lo = 1LL << 20,
+     .hi = 1024LL << 30, .def = 0,
+     .doc = "Resident memory (RSS) past which a worker is recycled: it stops receiving, "
+            "finishes and acknowledges the jobs it holds (as a reload's old generation does, "
+            "within drain_timeout), and exits, while the master starts another in its place at "
+            "once. No job is counted as an attempt or dead-lettered for it. For plugins whose "
+            "memory only grows (a library that leaks, a cache without a bound), instead of "
+            "the out-of-memory killer, whose kill counts an attempt against every job the "
+            "worker was running. Each worker reads its RSS about once a second; one already "
+            "past the limit once ready is not recycled (a warning says so). 0: no limit."},
+    {ROW("", "worker_max_jobs", CONFIG_INT, C(worker_max_jobs)), .lo = 0, .hi = 2147483647LL,
+     .def = 0,
+     .doc = "Handler runs after which a worker is recycled as worker_max_rss recycles it, "
+            "each worker drawing its own count within 10% of this, so that workers started "
+            "together are not recycled together. For plugins whose growth is easier to bound "
+            "by jobs than by memory. 0: never."},
     {ROW("", "log", CONFIG_GROUP, C(log)), .doc = "Logging: one line per event."},
     {ROW("", "aws", CONFIG_GROUP, C(aws)),
      .doc = "Where SQS is. Credentials are never written here: see twiced(8)."},
@@ -519,8 +535,9 @@ const struct config_row config_rows[] = {
  * Adding a setting (these rows are the only list of settings there is):
  *   1. Its field in config.h: in struct config, or struct config_queue for a
  *      per-queue setting (config_plugin, config_route); an int or a long for
- *      an integer, an int for a choice, a char * for a string (the table
- *      frees it; nothing to add to config_free).
+ *      an integer, a long for an amount of memory (CONFIG_SIZE: "512M"), an
+ *      int for a choice, a char * for a string (the table frees it; nothing
+ *      to add to config_free).
  *   2. Its row above, in its group, where twice.conf(5) should list it:
  *        {ROW("queues", "wait_time", CONFIG_INT, Q(wait_time)), .lo = 0, .hi = 20,
  *         .def = 20, .doc = "Long-poll seconds."},

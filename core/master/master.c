@@ -711,23 +711,32 @@ drop_unnamed_series(struct master *m)
 }
 
 /* Workers that asked to be replaced (a handler ran past its time limit and
- * grace, and a thread cannot be stopped): start the replacement now, then let
- * the old one drain; its other jobs finish or are given back, not counted. */
+ * grace, and a thread cannot be stopped; or one recycled, past worker_max_rss,
+ * which said so itself): start the replacement now, not after a crash's
+ * backoff, then let the old one drain as a reload does (draining: its exit is
+ * no crash); its other jobs finish or are given back, not counted. */
 static void
 replace_asked(struct master *m)
 {
     for (int slot = 0; slot < SHM_PROCS; slot++) {
         struct proc *p = &m->procs[slot];
-        if (p->pid <= 0 || !shm_take_replace(slot) || p->draining) {
+        enum shm_replace why;
+        if (p->pid <= 0 || (why = shm_take_replace(slot)) == SHM_REPLACE_NONE || p->draining) {
             continue;
         }
         struct generation *g = m->cur != NULL && p->gen == m->cur->id     ? m->cur
                                : m->next != NULL && p->gen == m->next->id ? m->next
                                                                           : NULL;
-        log_warn("worker %d (generation %d): a handler ran past its timeout; replacing the "
-                 "worker",
-                 (int) p->pid, p->gen);
-        metrics_count(MET_RESTARTS, "timeout", NULL, NULL, 1);
+        if (why == SHM_REPLACE_RSS || why == SHM_REPLACE_JOBS) {
+            log_info("worker %d (generation %d) recycles: starting another in its place",
+                     (int) p->pid, p->gen);
+            metrics_count(MET_RECYCLED, why == SHM_REPLACE_RSS ? "rss" : "jobs", NULL, NULL, 1);
+        } else {
+            log_warn("worker %d (generation %d): a handler ran past its timeout; replacing the "
+                     "worker",
+                     (int) p->pid, p->gen);
+            metrics_count(MET_RESTARTS, "timeout", NULL, NULL, 1);
+        }
         kill(p->pid, SIGTERM);
         p->draining = 1;
         if (g != NULL && spawn_worker(m, g, p->index) != 0) {

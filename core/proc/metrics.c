@@ -118,6 +118,11 @@ static const struct {
                       COUNTER,
                       {"cause"},
                       "Worker processes restarted, by cause."},
+    [MET_RECYCLED] = {"twice_worker_recycled_total",
+                      COUNTER,
+                      {"reason"},
+                      "Workers recycled: replaced at once and drained, not crashed, by "
+                      "reason (rss: past worker_max_rss; jobs: worker_max_jobs run)."},
     [MET_RELOADS] = {"twice_reloads_total",
                      COUNTER,
                      {"result"},

@@ -28,6 +28,7 @@ enum metric {
     MET_DLQ_DEPTH,           /* gauge (master): queue */
     MET_ALERTS,              /* counter: sink, result sent|failed */
     MET_RESTARTS,            /* counter: cause */
+    MET_RECYCLED,            /* counter (master): reason rss|jobs */
     MET_RELOADS,             /* counter: result ok|failed */
     MET_INFLIGHT,            /* gauge, per process: queue, plugin */
     MET_DURATION,            /* histogram: queue, plugin */

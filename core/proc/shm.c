@@ -182,19 +182,20 @@ shm_mark_job_crash(int proc_slot, int idx)
 }
 
 void
-shm_ask_replace(int proc_slot)
+shm_ask_replace(int proc_slot, enum shm_replace why)
 {
     struct shm_proc *p = proc_at(proc_slot);
     if (p != NULL) {
-        __atomic_store_n(&p->replace, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&p->replace, (int) why, __ATOMIC_RELEASE);
     }
 }
 
-int
+enum shm_replace
 shm_take_replace(int proc_slot)
 {
     struct shm_proc *p = proc_at(proc_slot);
-    return p != NULL && __atomic_exchange_n(&p->replace, 0, __ATOMIC_ACQ_REL) != 0;
+    return p != NULL ? (enum shm_replace) __atomic_exchange_n(&p->replace, 0, __ATOMIC_ACQ_REL)
+                     : SHM_REPLACE_NONE;
 }
 
 void

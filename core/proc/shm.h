@@ -46,7 +46,7 @@ struct shm_proc {
     int pid;         /* atomic; 0 when the slot is free */
     int jobs;        /* atomic: job records [0, jobs) in use: the worker's handler threads */
     int crashed_job; /* atomic: index of the job whose thread faulted, -1 */
-    int replace;     /* atomic: 1 when the worker asks the master to replace it */
+    int replace;     /* atomic: enum shm_replace, why the worker asks to be replaced */
     int stopped_by;  /* atomic: pid that sent the worker a stop signal, not the master; 0 */
     uint32_t names;  /* atomic: shm_names_of the worker's configuration, 0 until it says: a
                         respawned worker read its @include files again, and they may have
@@ -201,11 +201,19 @@ int shm_thread_job(void);
 /* Worker: the job at idx (shm_job_begin) is to count as having crashed the
  * process when it ends (a transactional handler past its time limit). */
 void shm_mark_job_crash(int proc_slot, int idx);
-/* Worker: ask the master to start a replacement for this worker and let it
- * drain (a handler thread that cannot be stopped ran past its time limit).
- * Master: take such a request (1 once per request, else 0). */
-void shm_ask_replace(int proc_slot);
-int shm_take_replace(int proc_slot);
+/* Why a worker asks to be replaced (struct shm_proc's replace). */
+enum shm_replace {
+    SHM_REPLACE_NONE = 0,
+    SHM_REPLACE_TIMEOUT = 1, /* a handler thread that cannot be stopped ran past its limit */
+    SHM_REPLACE_RSS = 2,     /* recycled: its resident memory passed worker_max_rss */
+    SHM_REPLACE_JOBS = 3     /* recycled: it ran its share of worker_max_jobs */
+};
+/* Worker: ask the master to start a replacement for this worker at once and
+ * let it drain, as a reload drains the old generation: no job it holds is
+ * counted against (it is not a crash).
+ * Master: take such a request (its reason once per request, else NONE). */
+void shm_ask_replace(int proc_slot, enum shm_replace why);
+enum shm_replace shm_take_replace(int proc_slot);
 
 /* Whether this process should give the (queue, plugin) warning now: 1 when
  * none was given in the last `every` seconds by any process (and records

@@ -267,6 +267,7 @@ run_handler(struct handler *h, struct twice_job *j)
     }
 
     shm_job_end(q->w->slot, shm_idx);
+    __atomic_add_fetch(&q->w->runs, 1, __ATOMIC_RELAXED); /* worker_max_jobs: recycle.c */
     struct timespec end;
     clock_gettime(CLOCK_MONOTONIC, &end);
     double seconds = job_elapsed(&j->started_at, &end);

@@ -4,6 +4,7 @@
  * acker, the handlers and a receiver per queue, tell the master it is
  * ready, and on SIGTERM drain: stop receiving, let running jobs finish up
  * to drain_timeout, give back the rest, exit 0. It never dlcloses a plugin.
+ * Past worker_max_rss it asks the master for that TERM itself (recycle.h).
  */
 #include "process.h"
 
@@ -25,6 +26,7 @@
 #include "proctitle.h"
 #include "ready.h"
 #include "receiver.h"
+#include "recycle.h"
 #include "shm.h"
 #include "signals.h"
 #include "sqs.h"
@@ -461,9 +463,14 @@ worker_main(int argc, char **argv)
 
     enum worker_ask ask = WORKER_IGNORE;
     siginfo_t si;
+    struct recycle rc;
+    recycle_start(&rc, &w, (int) a.master_pid);
     while (ask == WORKER_IGNORE) {
-        if (worker_signal_wait(&set, -1, &si) > 0) {
+        if (worker_signal_wait(&set, recycle_wait_ms(&rc), &si) > 0) {
             ask = worker_signal_judge(&si, a.slot, a.master_pid);
+        }
+        if (ask == WORKER_IGNORE) {
+            recycle_check(&rc, &w); /* past worker_max_rss: the master's TERM follows */
         }
     }
     log_info("%s (SIG%s)",

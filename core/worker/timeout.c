@@ -118,7 +118,7 @@ ask_replace(struct worker *w, struct twice_job *j, long long state)
         shm_mark_job_crash(w->slot, j->shm_idx);
     }
     flag_raise(&w->draining); /* receive no more: the replacement will (the master drains us) */
-    shm_ask_replace(w->slot);
+    shm_ask_replace(w->slot, SHM_REPLACE_TIMEOUT);
 }
 
 void

@@ -75,6 +75,7 @@ struct worker {
     struct wqueue *queues;
     size_t nqueues;
     int handler_threads; /* started so far, every queue's: the shm job records in use */
+    long long runs;      /* atomic: handle() runs ended, for worker_max_jobs (recycle.h) */
 
     struct sqs_endpoint *endpoint;
     struct creds_chain *creds;

@@ -37,10 +37,12 @@ class Attempts(twicetest.TwiceTestCase):
                          lease_margin=lease_margin, drain_timeout=drain_timeout)
         return url, dlq, dsn, port, conf
 
-    def setup_file(self, prefix, queue_name=None, plugin_name="effect-file", **queue_options):
+    def setup_file(self, prefix, queue_name=None, plugin_name="effect-file", extra="",
+                   **queue_options):
         """A queue pair, a database and a config running effect_file, whose effects are
         lines in a file; the queue is named queue_name (default: prefix), the plugin
-        plugin_name. Returns (url, dlq, dsn, metrics_port, effects file, config)."""
+        plugin_name; extra: more top-level settings. Returns (url, dlq, dsn,
+        metrics_port, effects file, config)."""
         url, dlq = self.queue_pair(prefix)
         dsn = self.new_database(prefix)
         effects = os.path.join(tempfile.mkdtemp(dir=self.env.run_dir), "effects.txt")
@@ -48,7 +50,7 @@ class Attempts(twicetest.TwiceTestCase):
         conf = tc.config(self.env, dsn, [tc.queue(queue_name or prefix, url, dlq, plugin_name,
                                                   **queue_options)],
                          [tc.plugin(plugin_name, tc.test_plugin(self.env, "effect_file"),
-                                    file=effects)], metrics_port=port)
+                                    file=effects)], metrics_port=port, extra=extra)
         return url, dlq, dsn, port, effects, conf
 
     @staticmethod
@@ -380,6 +382,84 @@ class Attempts(twicetest.TwiceTestCase):
         self.check_only_culprit_counted(d, url, dlq, effects, poison,
                                         ["effect:b%d" % k for k in range(100)],
                                         r"killed by signal 11 \(Segmentation fault\)")
+
+    def test_a_worker_past_worker_max_rss_is_recycled_without_costing_an_attempt(self):
+        # A plugin that leaks 2 MiB a job, 4 jobs at a time, and a limit a worker (12 MiB
+        # before any job, 35 under ASan) passes within a second or two: each worker past it
+        # stops receiving, finishes its running jobs and exits, the master starting
+        # another at once. Every message is done once, as attempt 1; nothing is
+        # dead-lettered and the master sees no crash (the OOM killer would have counted
+        # an attempt against every job inside handle()).
+        url, dlq, _, port, effects, conf = self.setup_file(
+            "recycle", concurrency=4, visibility_timeout=30, max_attempts=1,
+            extra='worker_max_rss = "64M";')
+        d = self.start(conf)
+        ids = ["r%d" % k for k in range(100)]
+        for i in range(0, len(ids), 10):
+            self.sqs.send_batch(url, [json.dumps({"id": k, "leak_kb": 2048, "sleep_ms": 50})
+                                      for k in ids[i:i + 10]])
+        twicetest.wait_until(lambda: len(self.file_effects(effects)) >= len(ids), timeout=60,
+                             message="the messages were not all handled")
+        self.wait_empty(url)
+        done = self.file_effects(effects)
+        self.assertEqual(sorted(k for k, _, _ in done), sorted("effect:" + k for k in ids),
+                         "every message handled exactly once")
+        self.assertEqual({a for _, _, a in done}, {"1"}, "no job ran as attempt 2")
+        self.assertEqual(self.sqs.counts(dlq)[0], 0, "nothing dead-lettered")
+
+        def settled():
+            """Each recycle logged is counted, drained and followed by a new worker
+            (one the last jobs caused may still be under way)."""
+            log = d.log_text()
+            recycled = re.findall(r"worker (\d+): resident memory [\d.]+ MiB is past "
+                                  r"worker_max_rss \(64\.0 MiB\): recycling it", log)
+            ready = set(re.findall(r"worker\[(\d+)\]: worker ready", log))
+            counted = tc.metric_sum(tc.scrape(port), "twice_worker_recycled_total", reason="rss")
+            drained = all(re.search(r"worker %s \(generation 1\) drained and exited" % pid, log)
+                          for pid in recycled)
+            return (recycled and counted == len(recycled) and len(ready) == len(recycled) + 1
+                    and drained and log)
+
+        log = twicetest.wait_until(settled, timeout=15, message="the recycles did not add up")
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_worker_restarts_total"), 0)
+        self.assertNotRegex(log, r" error master\[", "the master logged no crash")
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_worker_is_recycled_after_its_share_of_worker_max_jobs(self):
+        # worker_max_jobs 10: each worker draws its share within 10% (9-11) and, once
+        # it ran that many (looked at once a second), is recycled as worker_max_rss
+        # recycles it: replaced at once, drained, every message done once as attempt 1.
+        url, dlq, _, port, effects, conf = self.setup_file(
+            "recyclejobs", concurrency=2, visibility_timeout=30, max_attempts=1,
+            extra="worker_max_jobs = 10;")
+        d = self.start(conf)
+        ids = ["j%d" % k for k in range(40)]
+        for i in range(0, len(ids), 10):
+            self.sqs.send_batch(url, [json.dumps({"id": k, "sleep_ms": 100})
+                                      for k in ids[i:i + 10]])
+        twicetest.wait_until(lambda: len(self.file_effects(effects)) >= len(ids), timeout=60,
+                             message="the messages were not all handled")
+        self.wait_empty(url)
+        done = self.file_effects(effects)
+        self.assertEqual(sorted(k for k, _, _ in done), sorted("effect:" + k for k in ids))
+        self.assertEqual({a for _, _, a in done}, {"1"}, "no job ran as attempt 2")
+        self.assertEqual(self.sqs.counts(dlq)[0], 0, "nothing dead-lettered")
+
+        def counted():
+            """The recycles logged, once the metric counts each."""
+            recycled = re.findall(r"worker (\d+): (\d+) jobs run, its share of "
+                                  r"worker_max_jobs \(10, within 10%: (\d+)\): recycling it",
+                                  d.log_text())
+            n = tc.metric_sum(tc.scrape(port), "twice_worker_recycled_total", reason="jobs")
+            return recycled if recycled and n == len(recycled) else None
+
+        recycled = twicetest.wait_until(counted, timeout=15, message="no recycle counted")
+        for _, runs, share in recycled:
+            self.assertTrue(9 <= int(share) <= 11 and int(runs) >= int(share), recycled)
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_worker_restarts_total"), 0)
+        log = d.log_text()
+        self.assertNotRegex(log, r" error master\[", "the master logged no crash")
+        self.assertEqual(d.stop(), 0)
 
     def test_a_plugin_calling_exit_is_laid_at_its_own_job(self):
         # exit() inside handle() ends the worker as a crash does: only the run of the

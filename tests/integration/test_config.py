@@ -215,6 +215,20 @@ alerts = { webhook = { url = "https:///hook?token=secret"; }; };
             "to 65535" % path])
         self.assertNotIn("secret", r.stderr)
 
+    def test_worker_max_rss_takes_a_size_and_refuses_others_at_its_line(self):
+        path = self.write(b"")
+        for ok in ('"512M"', '"2G"', "268435456", "0"):
+            with open(path, "w") as f:
+                f.write(self.base() + "worker_max_rss = %s;\n" % ok)
+            r = self.check(path)
+            self.assertEqual(r.returncode, 0, ok + r.stdout + r.stderr)
+        self.assert_each_refused(
+            path, "worker_max_rss = %s;",
+            [('"512MB"', "'512MB' is not a size (bytes, or a number with K, M or G: \"512M\")"),
+             ("512", "512 bytes is out of range (0, or 1M-1024G)"),
+             ("true", 'expected a size ("512M") or an integer, got a boolean')],
+            "worker_max_rss: %s")
+
     def test_a_queue_that_polls_another_queues_dlq_is_a_warning(self):
         """A redrive handler polls another queue's DLQ on purpose; a url copied from the
         wrong line does it by mistake. twiced -t says so at the url's line and passes."""

@@ -2,7 +2,8 @@
  * effect_file.c - fixture: a non-transactional plugin whose effect is one
  * line "key message_id attempt" appended to a file (setting `file`), as an
  * outside effect such as an email would be. Body as for effect_tx, plus
- * "exit": true (exit(3) inside handle()).
+ * "exit": true (exit(3) inside handle()) and "leak_kb": N (N KiB allocated,
+ * written and never freed by each run, as a leaking library would).
  * Used by: test_attempts.py, test_basic.py, test_breaker.py, test_config.py, test_guard.py,
  * test_lifecycle.py, test_limits.py, test_operator.py, test_reload.py, test_shapes.py,
  * test_sqs_faults.py, test_tracing.py.
@@ -18,6 +19,7 @@
 
 static const twice_api *api;
 static char path[512];
+static void *leaked; /* leak_kb blocks, chained */
 
 static int
 init(const twice_api *a, const twice_settings *s, void **state)
@@ -51,6 +53,15 @@ handle(void *state, twice_job *job)
     const char *quit = api->field(job, "exit", NULL);
     if (quit != NULL && strcmp(quit, "true") == 0) {
         exit(3); /* a library that gives up on the whole process */
+    }
+    long leak = number(job, "leak_kb");
+    if (leak > 0) {
+        char *lost = malloc((size_t) leak * 1024);
+        if (lost != NULL) {
+            memset(lost, 1, (size_t) leak * 1024); /* resident, not just reserved */
+            *(void **) lost = leaked;              /* kept, so no compiler drops it */
+            leaked = lost;
+        }
     }
     const char *reject = api->field(job, "reject", NULL);
     if (reject != NULL && strcmp(reject, "true") == 0) {

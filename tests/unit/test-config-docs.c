@@ -311,6 +311,8 @@ test_rows(void)
             CHECK(strlen(r->def_str) >= (size_t) r->lo && strlen(r->def_str) <= (size_t) r->hi);
         } else if (r->kind == CONFIG_LIST) {
             CHECK(r->entry_size > 0 && r->noun != NULL);
+        } else if (r->kind == CONFIG_SIZE) {
+            CHECK(r->def == 0 && r->lo > 0 && r->hi >= r->lo && r->field.size == sizeof(long));
         } else if (r->kind == CONFIG_CUSTOM) {
             CHECK(r->parse != NULL && r->free != NULL && r->doc_type != NULL);
         }

@@ -669,6 +669,47 @@ test_single_errors(void)
                "unknown setting 'idempotency2' (did you mean 'idempotency'?)");
 }
 
+/* worker_max_rss: bytes, or a number with K, M or G; 0 or 1M-1024G; refused
+ * at its line otherwise. */
+static void
+test_worker_max_rss(void)
+{
+    static const struct {
+        const char *text;
+        long want;
+    } ok[] = {{"worker_max_rss = \"512M\";\n", 512L << 20},
+              {"worker_max_rss = \"2g\";\n", 2L << 30},
+              {"worker_max_rss = \"65536k\";\n", 64L << 20},
+              {"worker_max_rss = 1048576;\n", 1L << 20},
+              {"worker_max_rss = 0;\n", 0},
+              {"worker_max_rss = \"0\";\n", 0},
+              {"", 0}};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char text[512];
+        struct diag d = DIAG_INIT;
+        struct config *c = NULL;
+        snprintf(text, sizeof(text), "%s%s", ok[i].text,
+                 QUEUE_JOBS("plugin = \"welcome-email\";"));
+        CHECK_INT(load_extra(text, &d, &c), 0);
+        CHECK(c != NULL && c->worker_max_rss == ok[i].want);
+        config_free(c);
+        diag_free(&d);
+    }
+#define RSS_BAD(v, msg)                                                                           \
+    expect_one("worker_max_rss = " v ";\n" QUEUE_JOBS("plugin = \"welcome-email\";"),             \
+               "worker_max_rss", "worker_max_rss: " msg)
+    RSS_BAD("\"512MB\"", "'512MB' is not a size (bytes, or a number with K, M or G: \"512M\")");
+    RSS_BAD("\"M\"", "'M' is not a size (bytes, or a number with K, M or G: \"512M\")");
+    RSS_BAD("\" 5M\"", "' 5M' is not a size (bytes, or a number with K, M or G: \"512M\")");
+    RSS_BAD("\"99999999999999999999\"",
+            "'99999999999999999999' is not a size (bytes, or a number with K, M or G: \"512M\")");
+    RSS_BAD("512", "512 bytes is out of range (0, or 1M-1024G)");
+    RSS_BAD("\"2048G\"", "2199023255552 bytes is out of range (0, or 1M-1024G)");
+    RSS_BAD("-1", "-1 bytes is out of range (0, or 1M-1024G)");
+    RSS_BAD("1.5", "expected a size (\"512M\") or an integer, got a float");
+#undef RSS_BAD
+}
+
 static void
 test_queue_rules(void)
 {
@@ -1639,6 +1680,7 @@ main(void)
     test_rate_limits();
     test_many_errors();
     test_single_errors();
+    test_worker_max_rss();
     test_queue_rules();
     test_dlq_chains();
     test_mail_addresses();
