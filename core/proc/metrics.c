@@ -400,6 +400,30 @@ table_full(struct shm_region *r)
  *   after it was given to another series.
  */
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define METRICS_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define METRICS_TSAN 1
+#endif
+
+/* relabels read again after a lookup compared a slot's labels, the compare
+ * ordered before it. ThreadSanitizer does not model fences (GCC refuses
+ * them under -fsanitize=thread): its builds read it with a read-modify-write
+ * of 0, which orders the same reads, a store only those builds pay. */
+static inline __attribute__((always_inline)) int
+relabels_after(const struct shm_series *s)
+{
+#ifdef METRICS_TSAN
+    return __atomic_fetch_add((int *) &s->relabels, 0, __ATOMIC_ACQ_REL);
+#else
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return __atomic_load_n(&s->relabels, __ATOMIC_RELAXED);
+#endif
+}
+
 /* Whether s, read as ready, is the series (m, proc, ls): its labels compared
  * between two reads of relabels, which a maker giving the slot new labels
  * holds odd meanwhile (above). Plain reads of the labels: those of a ready
@@ -411,8 +435,7 @@ lookup_match(const struct shm_series *s, int m, int proc, const struct labels *l
     if (!same_series(s, m, proc, ls)) {
         return 0;
     }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return (seq & 1) == 0 && __atomic_load_n(&s->relabels, __ATOMIC_RELAXED) == seq;
+    return (seq & 1) == 0 && relabels_after(s) == seq;
 }
 
 /* probe, lookup_match and same_series are forced inline: they are every
