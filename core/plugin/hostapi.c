@@ -10,6 +10,7 @@
 #include "config.h"
 #include "envelope.h"
 #include "escape.h"
+#include "fdguard.h"
 #include "idem.h"
 #include "instance.h"
 #include "job.h"
@@ -26,6 +27,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -448,6 +450,50 @@ left_in_child(const char *plugin, const char *fn, const struct twice_job *j)
     _exit(70);
 }
 
+/* What the process does once a plugin closed its descriptors (besides the
+ * line): NULL, nothing. Set once before any plugin call. */
+static void (*descriptors_closed_hook)(void);
+/* The plugin whose init() or handle() was called last, by any thread: the
+ * one a close of the descriptors found later is put down to. */
+static _Atomic(const char *) last_called;
+
+/* Note p as the plugin called last: a compare, a store only when it changes. */
+static void
+note_called(const char *plugin)
+{
+    if (atomic_load_explicit(&last_called, memory_order_relaxed) != plugin) {
+        atomic_store_explicit(&last_called, plugin, memory_order_relaxed);
+    }
+}
+
+/* fdguard's: the descriptors were found closed (fdguard.h). Said once each
+ * time, naming the plugin called last; the store's connections and the
+ * HTTP clients make theirs again at their next use. */
+static void
+descriptors_closed(void)
+{
+    const char *plugin = atomic_load_explicit(&last_called, memory_order_relaxed);
+    if (plugin != NULL) {
+        log_warn("plugin '%s' (the plugin called last) closed twiced's descriptors (a daemonising "
+                 "library, a closefrom(3)?): the worker's connections and log file are made "
+                 "again; fix the plugin, which must close only descriptors it opened",
+                 plugin);
+    } else {
+        log_warn("a plugin closed twiced's descriptors (a daemonising library, a closefrom(3)?): "
+                 "the worker's connections and log file are made again");
+    }
+    if (descriptors_closed_hook != NULL) {
+        descriptors_closed_hook();
+    }
+}
+
+void
+hostapi_on_descriptors_closed(void (*fn)(void))
+{
+    descriptors_closed_hook = fn;
+    fdguard_on_closed(descriptors_closed);
+}
+
 /* Where an init() failure sends the operator: the blamed setting's line,
  * its settings group's when the value is the declared default, else the
  * plugin's entry. conf_file stands in for a file the config does not name. */
@@ -486,8 +532,10 @@ hostapi_init(struct plugin_instance *p, const char *conf_file, char *err, size_t
         init_setting = NULL;
         live_settings = &settings;
         before_plugin_call();
+        note_called(p->name);
         rc = d->init(&host_api, &settings, &p->lp.state);
         left_in_child(p->name, "init", NULL);
+        (void) fdguard_check(); /* once per plugin at start: worth its system call */
         live_settings = NULL;
         init_capture = 0;
         current_plugin = NULL;
@@ -638,6 +686,7 @@ hostapi_handle(const struct plugin_instance *p, struct twice_job *j)
     j->send_refused = 0;
     current_plugin = p->name;
     before_plugin_call();
+    note_called(p->name);
     twice_status st = p->lp.desc->handle(p->lp.state, j);
     left_in_child(p->name, "handle", j);
     current_plugin = NULL;

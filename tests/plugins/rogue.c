@@ -2,10 +2,11 @@
  * rogue.c - fixture: a handler plugin that misbehaves against the process
  * it runs in, as a careless team's plugin would. Key "rogue:{id}"; the
  * body's "do" says what handle() does: "fork" (fork() and return DONE in
- * both processes), "_exit0" (_exit(0) mid-job); anything else returns
- * DONE. Setting `init`: "block-if:PATH" makes init() wait for as long as
- * PATH exists (a server it waits for that never comes).
- * Used by: test_rogue.py.
+ * both processes), "_exit0" (_exit(0) mid-job), "closefds" (close every
+ * descriptor from 3 to 1024, as a daemonising library or a careless
+ * closefrom(3) would); anything else returns DONE. Setting `init`: "block-if:PATH" makes init()
+ * wait for as long as PATH exists (a server it waits for that never comes). Used by:
+ * test_rogue.py.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,10 @@ handle(void *state, twice_job *job)
         fork(); /* and no exec or _exit in the child */
     } else if (what != NULL && strcmp(what, "_exit0") == 0) {
         _exit(0);
+    } else if (what != NULL && strcmp(what, "closefds") == 0) {
+        for (int fd = 3; fd <= 1024; fd++) {
+            close(fd);
+        }
     }
     return TWICE_DONE;
 }
