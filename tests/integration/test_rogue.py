@@ -131,6 +131,23 @@ class RoguePlugin(twicetest.TwiceTestCase):
         self.assertEqual(d.worker_pids(), pid)
         self.assertEqual(d.stop(timeout=8), 0)
 
+    def test_a_job_kept_after_handle_returned_is_refused(self):
+        # handle() keeps its job and a thread of the plugin's calls api->field() and
+        # api->log() on it after handle() returned: that read freed memory (a worker
+        # dead of "signal 11", naming no plugin). Now the calls are refused, said once
+        # each naming the plugin and the function, and the worker goes on.
+        d, url, dlq, dsn = self.setup_queue("rogue-keep", {})
+        pid = d.worker_pids()
+        self.sqs.send(url, json.dumps({"id": "keeper", "do": "keep"}))
+        for fn in ("field", "log"):
+            d.wait_log(r"worker\[%d\]: plugin 'rogue' \(the plugin called last\) called "
+                       r"api->%s\(\) with a job that is not running on its thread \(kept after "
+                       r"handle\(\) returned, or used from another thread\): refused" % (pid[0], fn))
+        d.wait_log(r"worker\[%d\]: kept job's id: \(refused\)" % pid[0])
+        self.assertEqual(self.key_row(dsn, "rogue:keeper"), ("completed", 1))
+        self.assertEqual(d.worker_pids(), pid)
+        self.assertEqual(d.stop(timeout=8), 0)
+
 
 if __name__ == "__main__":
     unittest.main()
