@@ -19,6 +19,20 @@ static atomic_ullong guard_dev; /* the sentinel's, changed only under guard_mu *
 static atomic_ullong guard_ino;
 static atomic_uint guard_epoch;
 static void (*guard_hook)(void);
+/* fdguard_keep's handles, under guard_mu. */
+#define GUARD_KEPT_MAX 64
+static void *guard_kept[GUARD_KEPT_MAX];
+static size_t guard_nkept;
+
+void
+fdguard_keep(void *p)
+{
+    pthread_mutex_lock(&guard_mu);
+    if (p != NULL && guard_nkept < GUARD_KEPT_MAX) {
+        guard_kept[guard_nkept++] = p;
+    }
+    pthread_mutex_unlock(&guard_mu);
+}
 
 void
 fdguard_on_closed(void (*fn)(void))

@@ -31,4 +31,10 @@ void fdguard_on_closed(void (*fn)(void));
  * descriptors that noted an older epoch makes them again. One atomic load. */
 unsigned fdguard_epoch(void);
 
+/* Keep p, a handle left alone because its descriptors were closed (a PGconn,
+ * a curl handle: freeing it would close numbers that may be another's by
+ * now): never freed, but reachable, so a leak checker does not report the
+ * deliberate leak. Past a few dozen, p is just dropped. Thread-safe. */
+void fdguard_keep(void *p);
+
 #endif

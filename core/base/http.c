@@ -138,6 +138,8 @@ http_handles_remake(struct http_client *c)
     if (http_socket_ours(c, c->sock_fd)) {
         close(c->sock_fd); /* made since the descriptors were closed: ours to close */
     }
+    fdguard_keep(c->curl);
+    fdguard_keep(c->multi);
     c->curl = NULL;
     c->multi = NULL;
     if (http_handles_new(c) == 0) {
@@ -161,7 +163,9 @@ http_client_free(struct http_client *c)
         return;
     }
     if (http_handles_stale(c)) {
-        c->curl = NULL; /* left alone: http_handles_remake says why */
+        fdguard_keep(c->curl); /* left alone: http_handles_remake says why */
+        fdguard_keep(c->multi);
+        c->curl = NULL;
         c->multi = NULL;
     }
     if (c->curl != NULL) {
@@ -561,6 +565,8 @@ http_drive(struct http_client *c)
             /* A plugin closed the descriptors under the transfer (a long poll
              * would wait on a number that is not its socket any more): given
              * up, its handles left as they are (http_handles_remake). */
+            fdguard_keep(c->curl);
+            fdguard_keep(c->multi);
             c->curl = NULL;
             c->multi = NULL;
             return CURLE_RECV_ERROR;

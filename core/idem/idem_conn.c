@@ -9,6 +9,7 @@
 #include "idem.h"
 
 #include "clock.h"
+#include "fdguard.h"
 
 #include <errno.h>
 #include <libpq-fe.h>
@@ -93,7 +94,8 @@ idem_conn_replace(struct idem_store *s, int start_only, char *err, size_t errlen
         idem_set_err(err, errlen, "cannot connect to PostgreSQL: out of memory");
         return -1;
     }
-    s->conn = conn; /* the old one is left alone: see idem_internal.h */
+    fdguard_keep(s->conn); /* left alone: see idem_internal.h */
+    s->conn = conn;
     s->sock_known = 0;
     s->watch_registered = 0; /* its event callback was on the old one */
     PQsetNoticeProcessor(s->conn, idem_quiet_notices, NULL);
