@@ -8,6 +8,7 @@
 #include "ascii.h"
 #include "atomics.h"
 #include "clock.h"
+#include "fdguard.h"
 #include "version.h"
 
 #include <curl/curl.h>
@@ -15,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* A response rarely has more; past this, headers are dropped (bounded memory). */
 #define HTTP_MAX_HEADERS 256
@@ -24,6 +27,11 @@ struct http_client {
     CURLM *multi; /* drives curl (http_drive); holds the kept-alive connections */
     char *ca_file;
     long connects;
+    unsigned fd_epoch; /* fdguard_epoch when curl and multi were made */
+    /* The socket curl opened last for this client (http_on_socket), told
+     * from a number a plugin closed: fd -1 none. */
+    int sock_fd;
+    unsigned long long sock_dev, sock_ino;
     int shape; /* http_shape of the last transfer that went well; 0: none */
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -49,6 +57,33 @@ http_global_init(void)
     http_global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+static int http_handles_new(struct http_client *c);
+
+/* curl's CURLOPT_SOCKOPTFUNCTION: note the socket curl just made. */
+static int
+http_on_socket(void *arg, curl_socket_t fd, curlsocktype purpose)
+{
+    struct http_client *c = arg;
+    struct stat st;
+    (void) purpose;
+    if (fstat(fd, &st) == 0) {
+        c->sock_fd = fd;
+        c->sock_dev = (unsigned long long) st.st_dev;
+        c->sock_ino = (unsigned long long) st.st_ino;
+    }
+    return CURL_SOCKOPT_OK;
+}
+
+/* Whether fd is the socket curl opened last for c, still open. */
+static int
+http_socket_ours(const struct http_client *c, curl_socket_t fd)
+{
+    struct stat st;
+    return fd != CURL_SOCKET_BAD && fd == c->sock_fd && fstat(fd, &st) == 0 &&
+           (unsigned long long) st.st_dev == c->sock_dev &&
+           (unsigned long long) st.st_ino == c->sock_ino;
+}
+
 struct http_client *
 http_client_new(const char *ca_file)
 {
@@ -60,16 +95,65 @@ http_client_new(const char *ca_file)
     if (c == NULL) {
         return NULL;
     }
-    c->curl = curl_easy_init();
-    c->multi = curl_multi_init();
-    if (c->curl == NULL || c->multi == NULL ||
-        (ca_file != NULL && (c->ca_file = strdup(ca_file)) == NULL)) {
+    if (http_handles_new(c) != 0 || (ca_file != NULL && (c->ca_file = strdup(ca_file)) == NULL)) {
         http_client_free(c);
         return NULL;
     }
+    return c;
+}
+
+/* The easy handle and the multi handle that drives it, new. 0, or -1. */
+static int
+http_handles_new(struct http_client *c)
+{
+    c->fd_epoch = fdguard_epoch();
+    c->sock_fd = -1;
+    c->curl = curl_easy_init();
+    c->multi = curl_multi_init();
+    c->shape = 0;
+    if (c->curl == NULL || c->multi == NULL) {
+        return -1;
+    }
     /* the connection cache curl_easy_perform's own multi handle would have */
     curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 5L);
-    return c;
+    return 0;
+}
+
+/* Whether a plugin closed the process's descriptors since c's handles were
+ * made (fdguard.h): their kept-alive connections' sockets and the multi
+ * handle's wake-up pair are gone, or their numbers another's by now. */
+static int
+http_handles_stale(const struct http_client *c)
+{
+    return c->fd_epoch != fdguard_epoch();
+}
+
+/* Make c's handles again after a plugin closed the descriptors: the old ones
+ * are left as they are, never cleaned up, which would close (and first write
+ * to) numbers that may be another file's or socket's by now; a few kilobytes
+ * lost each time it happens. 0, or -1 (out of memory). */
+static int
+http_handles_remake(struct http_client *c)
+{
+    if (http_socket_ours(c, c->sock_fd)) {
+        close(c->sock_fd); /* made since the descriptors were closed: ours to close */
+    }
+    fdguard_keep(c->curl);
+    fdguard_keep(c->multi);
+    c->curl = NULL;
+    c->multi = NULL;
+    if (http_handles_new(c) == 0) {
+        return 0;
+    }
+    if (c->curl != NULL) {
+        curl_easy_cleanup(c->curl);
+    }
+    if (c->multi != NULL) {
+        curl_multi_cleanup(c->multi);
+    }
+    c->curl = NULL;
+    c->multi = NULL;
+    return -1;
 }
 
 void
@@ -77,6 +161,12 @@ http_client_free(struct http_client *c)
 {
     if (c == NULL) {
         return;
+    }
+    if (http_handles_stale(c)) {
+        fdguard_keep(c->curl); /* left alone: http_handles_remake says why */
+        fdguard_keep(c->multi);
+        c->curl = NULL;
+        c->multi = NULL;
     }
     if (c->curl != NULL) {
         curl_easy_cleanup(c->curl);
@@ -387,6 +477,8 @@ http_setup_all(struct http_client *c, const struct http_request *req, struct cur
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) req->body_len);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body != NULL ? req->body : "");
     }
+    curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, http_on_socket);
+    curl_easy_setopt(h, CURLOPT_SOCKOPTDATA, c);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, t);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, http_on_header);
@@ -444,6 +536,17 @@ http_setup(struct http_client *c, const struct http_request *req, struct curl_sl
  * spin). The handle leaves the multi handle again before this returns; its
  * connection stays in the multi handle's cache for the next request.
  */
+/* On handles made before a plugin closed the descriptors: whether the
+ * running transfer goes on, on a socket curl opened since (a kept-alive one
+ * from before was found dead and replaced), not one closed under it (whose
+ * number is closed or another's: not the socket curl opened last).
+ * CURLINFO_ACTIVESOCKET says nothing until a transfer ends. */
+static int
+http_transfer_survives(const struct http_client *c)
+{
+    return http_socket_ours(c, c->sock_fd);
+}
+
 static CURLcode
 http_drive(struct http_client *c)
 {
@@ -458,9 +561,28 @@ http_drive(struct http_client *c)
         if (mc != CURLM_OK || running == 0) {
             break;
         }
-        mc = curl_multi_poll(c->multi, NULL, 0, 1000, NULL);
+        if (http_handles_stale(c) && !http_transfer_survives(c)) {
+            /* A plugin closed the descriptors under the transfer (a long poll
+             * would wait on a number that is not its socket any more): given
+             * up, its handles left as they are (http_handles_remake). */
+            fdguard_keep(c->curl);
+            fdguard_keep(c->multi);
+            c->curl = NULL;
+            c->multi = NULL;
+            return CURLE_RECV_ERROR;
+        }
+        /* the multi handle's wake-up pair is gone with the descriptors:
+         * curl_multi_wait does not poll it */
+        int ready = 1;
+        mc = http_handles_stale(c) ? curl_multi_wait(c->multi, NULL, 0, 100, NULL)
+                                   : curl_multi_poll(c->multi, NULL, 0, 1000, &ready);
         if (mc != CURLM_OK) {
             break;
+        }
+        if (ready == 0) {
+            /* a second of a long poll without a word: were the descriptors
+             * closed under it (its number may now be another's idle socket)? */
+            (void) fdguard_check();
         }
     }
     if (mc != CURLM_OK) {
@@ -480,6 +602,10 @@ http_perform(struct http_client *c, const struct http_request *req, struct http_
 {
     memset(err, 0, sizeof *err);
     http_response_reset(resp);
+    if ((http_handles_stale(c) || c->curl == NULL) && http_handles_remake(c) != 0) {
+        http_fail(err, "OutOfMemory", "out of memory");
+        return -1;
+    }
     if (flag_is_up(req->cancel)) {
         http_fail(err, "Cancelled", "cancelled before the request was sent");
         return -1;
@@ -494,19 +620,24 @@ http_perform(struct http_client *c, const struct http_request *req, struct http_
     http_setup(c, req, headers, &t);
     CURLcode rc = http_drive(c);
     long connects = 0;
-    if (curl_easy_getinfo(c->curl, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK) {
+    if (c->curl != NULL &&
+        curl_easy_getinfo(c->curl, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK) {
         c->connects += connects;
     }
-    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
+    if (c->curl != NULL) { /* NULL: given up with the descriptors (http_drive) */
+        curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
+    }
     free(headers);
     if (resp->body.failed || (rc == CURLE_OK && http_headers_index(resp) != 0)) {
         rc = CURLE_OUT_OF_MEMORY;
     }
     if (rc != CURLE_OK) {
-        c->shape = 0; /* the next transfer starts from scratch */
+        c->shape = 0;           /* the next transfer starts from scratch */
+        (void) fdguard_check(); /* closed under it by a plugin? the next one remakes them */
         http_name_error(rc, &t, err);
         long proxy_status = 0;
-        if (curl_easy_getinfo(c->curl, CURLINFO_HTTP_CONNECTCODE, &proxy_status) == CURLE_OK &&
+        if (c->curl != NULL &&
+            curl_easy_getinfo(c->curl, CURLINFO_HTTP_CONNECTCODE, &proxy_status) == CURLE_OK &&
             proxy_status == 407) {
             /* an https request's CONNECT refused by an HTTP(S)_PROXY: not the endpoint */
             http_fail(err, "ProxyAuthRequired", "");

@@ -37,6 +37,11 @@ static char log_role[32] = "twiced";
  * NULL for stderr. Only the thread that calls log_open (a process's main
  * thread) touches it. */
 static char *log_path;
+/* The file log_fd was pointed at last (fstat), when it is not stderr: a
+ * reopen writes over log_fd only while it is still that file, not after a
+ * plugin closed it (its number may be another's by now). Main thread only. */
+static dev_t log_dev;
+static ino_t log_ino;
 /* Lines log.file refused (a full disk, an I/O error) since it last took
  * one: the first refusal is said once on stderr, the count once the file
  * takes lines again. */
@@ -144,6 +149,14 @@ log_nofollow(const char *path)
     return !trusted;
 }
 
+/* Whether fd is still the file log_open last opened (log_dev, log_ino). */
+static int
+log_fd_still_ours(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_dev == log_dev && st.st_ino == log_ino;
+}
+
 int
 log_open(const char *path)
 {
@@ -156,13 +169,23 @@ log_open(const char *path)
     free(log_path);
     log_path = copy; /* asked for, opened or not: log_reopen tries it again */
     int fd = 2;
+    int cur = shared_int_get(&log_fd);
+    int ours = cur != 2 && log_fd_still_ours(cur); /* before the new file can take its number */
     /* never waits: a named pipe no process reads fails at once (ENXIO) */
     if (want && (fd = fileopen_append(path, 0640, log_nofollow(path))) < 0) {
         return -1;
     }
-    int cur = shared_int_get(&log_fd);
+    struct stat st;
+    if (fd != 2 && fstat(fd, &st) == 0) {
+        log_dev = st.st_dev;
+        log_ino = st.st_ino;
+    }
     if (cur == 2) {
         shared_int_set(&log_fd, fd);
+        return 0;
+    }
+    if (!ours) {
+        shared_int_set(&log_fd, fd); /* cur is left alone: closed, or another's now */
         return 0;
     }
     int rc = dup3(fd, cur, O_CLOEXEC);
@@ -503,7 +526,11 @@ log_vjob(twice_log_level level, const struct log_job *job, const char *fmt, va_l
     buf_vprintf(&text, fmt, ap);
     int fd = shared_int_get(&log_fd);
     int rc = text.failed ? ENOMEM : emit(fd, level, job, buf_str(&text));
-    if (fd != 2) {
+    if (fd != 2 && rc == EBADF) {
+        /* log.file's descriptor was closed under it (a plugin closed
+         * twiced's): the line goes to stderr until it is opened again */
+        emit(2, level, job, buf_str(&text));
+    } else if (fd != 2) {
         file_outcome(fd, rc);
     }
     buf_free(&text);

@@ -8,6 +8,8 @@
  */
 #include "idem.h"
 
+#include "fdguard.h"
+
 #include <libpq-fe.h>
 
 #include <poll.h>
@@ -496,8 +498,8 @@ check_dsn(const char *dsn, char *err, size_t errlen)
  * 15 minutes. A server that is up but does not answer (frozen) keeps both
  * alive: the acker gives its statements up itself (idem_set_wait). The dsn
  * setting's documentation (config_table.c) lists these. */
-static PGconn *
-connect_dsn(const char *dsn, int start_only)
+PGconn *
+idem_connect_dsn(const char *dsn, int start_only)
 {
     static const char *const keys[] = {
         "connect_timeout",     "keepalives",       "keepalives_idle",
@@ -565,7 +567,7 @@ open_store(const char *dsn, const char *table, const char *owner, int start_only
     struct idem_store *s = calloc(1, sizeof(*s));
     int rc = 0;
     if (s == NULL || (s->name = strdup(table)) == NULL || (s->owner = strdup(owner)) == NULL ||
-        (s->conn = connect_dsn(dsn, start_only)) == NULL) {
+        (s->dsn = strdup(dsn)) == NULL || (s->conn = idem_connect_dsn(dsn, start_only)) == NULL) {
         goto oom;
     }
     PQsetNoticeProcessor(s->conn, idem_quiet_notices, NULL);
@@ -573,6 +575,8 @@ open_store(const char *dsn, const char *table, const char *owner, int start_only
     if (PQstatus(s->conn) == CONNECTION_BAD ||
         (!start_only && PQstatus(s->conn) != CONNECTION_OK)) {
         rc = idem_connect_error(s, err, errlen);
+    } else if (!start_only) {
+        idem_socket_note(s);
     }
     if ((s->table = quote_ident(s->conn, table, "")) == NULL ||
         (s->index = quote_ident(s->conn, table, "_janitor_idx")) == NULL ||
@@ -638,9 +642,13 @@ idem_close(struct idem_store *s)
     if (s == NULL) {
         return;
     }
-    if (s->conn != NULL) {
-        PQfinish(s->conn);
+    if (s->conn != NULL && idem_socket_ours(s)) {
+        PQfinish(s->conn); /* else left: it would close another's descriptor */
     }
+    if (s->dsn != NULL) {
+        explicit_bzero(s->dsn, strlen(s->dsn)); /* it may hold the password */
+    }
+    free(s->dsn);
     free(s->name);
     free(s->table);
     free(s->index);
@@ -680,6 +688,10 @@ idem_connected(const struct idem_store *s)
 {
     if (s == NULL || s->conn == NULL || PQstatus(s->conn) != CONNECTION_OK) {
         return 0;
+    }
+    if (!idem_socket_ours(s)) {
+        (void) fdguard_check(); /* a plugin closed the descriptors? said there */
+        return 0;               /* lost, though libpq does not know it */
     }
     notice_server_gone(s->conn);
     return PQstatus(s->conn) == CONNECTION_OK;
@@ -781,11 +793,18 @@ idem_reconnect(struct idem_store *s, char *err, size_t errlen)
     s->connecting = 0; /* PQreset starts over whatever idem_reconnect_poll began */
     s->stale = 0;
     idem_stmts_forget(s->stmts);
-    PQreset(s->conn);
+    if (!idem_socket_ours(s)) {
+        if (idem_conn_replace(s, 0, err, errlen) != 0) {
+            return -1;
+        }
+    } else {
+        PQreset(s->conn);
+    }
     PQsetNoticeProcessor(s->conn, idem_quiet_notices, NULL);
     if (PQstatus(s->conn) != CONNECTION_OK) {
         return idem_connect_error(s, err, errlen);
     }
+    idem_socket_note(s);
     return 0;
 }
 

@@ -77,7 +77,10 @@ int idem_open(const char *dsn, const char *table, const char *owner, struct idem
               char *err, size_t errlen);
 void idem_close(struct idem_store *s);
 
-/* Whether the connection is usable; after any -1, check and reconnect. */
+/* Whether the connection is usable; after any -1, check and reconnect. A
+ * connection whose socket was closed under it (a plugin that closes every
+ * descriptor) is not, though libpq says CONNECTION_OK: one fstat tells, and
+ * the reconnect puts a new connection in its place (idem_conn.c). */
 int idem_connected(const struct idem_store *s);
 /*
  * The one rule of every connection that is kept: use it as it is (1), or

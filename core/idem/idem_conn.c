@@ -2,18 +2,21 @@
  * idem_conn.c - connecting a store again when its connection dropped
  * without waiting as libpq does for the server: a reset (or a first connect:
  * idem_open_waiting, idem_open_polled) carried on by polls
- * (idem_reconnect_poll), the store's tick asked meanwhile.
+ * (idem_reconnect_poll), the store's tick asked meanwhile; a connection whose
+ * socket a plugin closed told from a live one, and replaced (idem_socket_ours).
  * Not the connection itself: idem.c.
  */
 #include "idem.h"
 
 #include "clock.h"
+#include "fdguard.h"
 
 #include <errno.h>
 #include <libpq-fe.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "idem_internal.h"
 
@@ -53,18 +56,66 @@ void
 idem_connect_begun(struct idem_store *s)
 {
     s->connecting = 1;
+    s->sock_known = 0;         /* a new socket, noted when the connect succeeds */
     s->stale = 0;              /* a new connection: the settings as they are now */
     s->connect_wants_read = 0; /* libpq: first wait until the socket is writable */
     s->connect_ms = idem_attempt_ms(s->conn);
     s->connect_deadline = clock_mono_ms() + s->connect_ms;
 }
 
-/* Begin a reconnect of s: 0, or -1 with err. */
+void
+idem_socket_note(struct idem_store *s)
+{
+    struct stat st;
+    s->sock_fd = PQsocket(s->conn);
+    s->sock_known = s->sock_fd >= 0 && fstat(s->sock_fd, &st) == 0;
+    s->sock_dev = s->sock_known ? (unsigned long long) st.st_dev : 0;
+    s->sock_ino = s->sock_known ? (unsigned long long) st.st_ino : 0;
+}
+
+int
+idem_socket_ours(const struct idem_store *s)
+{
+    struct stat st;
+    int fd = PQsocket(s->conn);
+    if (!s->sock_known || fd < 0) {
+        return 1; /* none noted, or libpq closed it itself: resetting it is safe */
+    }
+    return fd == s->sock_fd && fstat(s->sock_fd, &st) == 0 &&
+           (unsigned long long) st.st_dev == s->sock_dev &&
+           (unsigned long long) st.st_ino == s->sock_ino;
+}
+
+int
+idem_conn_replace(struct idem_store *s, int start_only, char *err, size_t errlen)
+{
+    PGconn *conn = idem_connect_dsn(s->dsn, start_only);
+    if (conn == NULL) {
+        idem_set_err(err, errlen, "cannot connect to PostgreSQL: out of memory");
+        return -1;
+    }
+    fdguard_keep(s->conn); /* left alone: see idem_internal.h */
+    s->conn = conn;
+    s->sock_known = 0;
+    s->watch_registered = 0; /* its event callback was on the old one */
+    PQsetNoticeProcessor(s->conn, idem_quiet_notices, NULL);
+    if (PQstatus(s->conn) == CONNECTION_BAD) {
+        return idem_connect_error(s, err, errlen);
+    }
+    return 0;
+}
+
+/* Begin a reconnect of s: 0, or -1 with err. A connection whose socket is
+ * not ours is not reset (that would close another's descriptor) but replaced. */
 static int
 begin(struct idem_store *s, char *err, size_t errlen)
 {
     idem_stmts_forget(s->stmts); /* the new server connection knows none of them */
-    if (!PQresetStart(s->conn)) {
+    if (!idem_socket_ours(s)) {
+        if (idem_conn_replace(s, 1, err, errlen) != 0) {
+            return -1;
+        }
+    } else if (!PQresetStart(s->conn)) {
         return idem_connect_error(s, err, errlen);
     }
     idem_connect_begun(s);
@@ -117,6 +168,7 @@ idem_reconnect_poll(struct idem_store *s, int wait_ms, char *err, size_t errlen)
         if (st == PGRES_POLLING_OK) {
             s->connecting = 0;
             PQsetNoticeProcessor(s->conn, idem_quiet_notices, NULL);
+            idem_socket_note(s);
             return 1;
         }
         if (st == PGRES_POLLING_FAILED) {

@@ -27,6 +27,7 @@ enum idem_layout {
 
 struct idem_store {
     PGconn *conn;             /* never NULL once idem_open has returned a store */
+    char *dsn;                /* as configured, for a new connection (idem_conn_replace) */
     char *name;               /* the table name as configured, for error texts */
     char *table;              /* quoted with PQescapeIdentifier */
     char *index;              /* quoted name of the janitor index */
@@ -46,6 +47,11 @@ struct idem_store {
     int watch_registered;  /* its libpq event callback is on the connection */
     int watching;          /* between idem_watch_begin and idem_watch_end */
     char watched_state[6]; /* the first SQLSTATE of a store fault among them, "" none */
+    /* The socket of the connection made last (idem_socket_note), to tell it from
+     * a descriptor a plugin closed, or closed and opened again (idem_socket_ours). */
+    int sock_known;
+    int sock_fd;
+    unsigned long long sock_dev, sock_ino;
     /* A reconnect idem_reconnect_poll began and has not finished (idem_conn.c). */
     int connecting;
     int connect_wants_read;     /* what PQresetPoll last asked to wait for */
@@ -80,6 +86,24 @@ int idem_await(struct idem_store *s, long long deadline);
 PGresult *idem_exec(struct idem_store *s, const char *sql, int nparams, const char *const *params);
 PGresult *idem_exec_prepared(struct idem_store *s, const char *name, int nparams,
                              const char *const *params);
+/* A new connection to dsn with twiced's parameters: begun (start_only: carried on
+ * by idem_reconnect_poll) or made. NULL when out of memory. */
+PGconn *idem_connect_dsn(const char *dsn, int start_only);
+/* A connect of s has just succeeded: note which socket it has. */
+void idem_socket_note(struct idem_store *s);
+/* Whether s's connection still has the socket idem_socket_note saw (1 too
+ * when none was noted): 0 when the descriptor was closed under it (a plugin
+ * that closes every descriptor above 2), or closed and given since to
+ * another file or socket. libpq does not notice the first (its reads fail
+ * with EBADF, the connection stays CONNECTION_OK) and would talk to the
+ * second. One fstat. */
+int idem_socket_ours(const struct idem_store *s);
+/* Put a new connection in place of s's, whose socket is not ours: begun
+ * (start_only) or made. The old PGconn is left as it is, never reset nor
+ * finished: both would write to and close its descriptor's number, which
+ * may be another file's or socket's by now (a few kilobytes lost for each
+ * time a plugin closed twiced's descriptors). 0, or -1 with err. */
+int idem_conn_replace(struct idem_store *s, int start_only, char *err, size_t errlen);
 /* How long one connect of conn may take (ms): its connect_timeout (10 s
  * when none) for each host it names, as a blocking connect would wait. */
 long long idem_attempt_ms(PGconn *conn);

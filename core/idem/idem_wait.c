@@ -66,9 +66,10 @@ give_up(struct idem_store *s, enum idem_gave_up why)
                  "connection is closed (what the statement did is unknown)");
     }
     int fd = PQsocket(s->conn);
-    if (fd >= 0) {
-        shutdown(fd, SHUT_RDWR);
+    if (fd < 0 || !idem_socket_ours(s)) {
+        return -1; /* closed under libpq: its number is not to be touched (idem_conn.c) */
     }
+    shutdown(fd, SHUT_RDWR);
     /* Reads what was there, then the end; never blocks once shut down. */
     while (PQstatus(s->conn) != CONNECTION_BAD && PQconsumeInput(s->conn) == 1) {
     }

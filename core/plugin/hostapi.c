@@ -10,6 +10,7 @@
 #include "config.h"
 #include "envelope.h"
 #include "escape.h"
+#include "fdguard.h"
 #include "idem.h"
 #include "instance.h"
 #include "job.h"
@@ -26,6 +27,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +56,68 @@ static _Thread_local const struct twice_settings *live_settings;
  * key template spells them, so keys made by plugins never change either. */
 static _Thread_local int deriving_key;
 
+/* The job whose handle() or derive_key() runs on this thread: the only one
+ * the API's job functions take (plugin.h: a job is valid during that call,
+ * on that thread). A handle kept and used later, or from another thread,
+ * is told by one compare, without reading the job it points to (freed by
+ * then). What cannot be told: a kept pointer that happens to equal the job
+ * now running on the same thread (its memory reused): that call reads a
+ * live job, the wrong one, and does not crash. */
+static _Thread_local const struct twice_job *live_job;
+
+/* The API functions that take a job, for dead_job's lines said once. */
+enum job_fn {
+    FN_LOG,
+    FN_BODY,
+    FN_FIELD,
+    FN_FIELD_JSON,
+    FN_ATTR,
+    FN_KEY,
+    FN_ATTEMPT,
+    FN_MESSAGE_ID,
+    FN_GROUP_ID,
+    FN_DB,
+    FN_RETRY_AFTER,
+    FN_ERROR,
+    FN_TRACEPARENT,
+    FN_QUEUE,
+    FN_ATTR_NAME,
+    FN_DOWNSTREAM,
+    FN_SEND
+};
+static const char *const job_fn_names[] = {
+    "log",         "body",  "field",       "field_json",
+    "attr",        "key",   "attempt",     "message_id",
+    "group_id",    "db",    "retry_after", "error",
+    "traceparent", "queue", "attr_name",   "downstream_unavailable",
+    "send"};
+static atomic_uint dead_job_said; /* a bit per enum job_fn: said already */
+
+static const char *called_last(void);
+
+/* Whether job is not the one running on this thread (live_job): then the
+ * call is refused, and said once per function for the process, naming the
+ * plugin on this thread, else the plugin called last (a plugin's own
+ * thread runs none). One compare when the job is live. */
+static int
+dead_job(const twice_job *job, enum job_fn fn)
+{
+    if (job == live_job && job != NULL) {
+        return 0;
+    }
+    unsigned bit = 1u << fn;
+    if ((atomic_fetch_or(&dead_job_said, bit) & bit) == 0) {
+        const char *plugin = current_plugin != NULL ? current_plugin : called_last();
+        log_error("plugin '%s'%s called api->%s() with a job that is not running on its thread "
+                  "(kept after handle() returned, or used from another thread): refused; a job "
+                  "is valid only during handle() or derive_key(), on the thread that runs it "
+                  "(said once)",
+                  plugin != NULL ? plugin : "?",
+                  current_plugin != NULL ? "" : " (the plugin called last)", job_fn_names[fn]);
+    }
+    return 1;
+}
+
 struct twice_settings {
     const struct config_plugin *cfg;
     const twice_setting *decl;
@@ -80,6 +144,9 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
     if ((int) level < TWICE_LOG_ERROR || level > TWICE_LOG_DEBUG) {
         level = TWICE_LOG_INFO;
     }
+    if (job != NULL && dead_job(job, FN_LOG)) {
+        job = NULL; /* the line, without the job it cannot read */
+    }
     api_log_ctx(job, &ctx);
     va_list ap;
     va_start(ap, fmt);
@@ -99,6 +166,9 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
 static const char *
 api_body(const twice_job *job, size_t *len)
 {
+    if (dead_job(job, FN_BODY)) {
+        return NULL;
+    }
     size_t n;
     const char *text = job_view(job, &n);
     if (len != NULL) {
@@ -120,6 +190,9 @@ mutable_job(const twice_job *job)
 static const char *
 api_field(const twice_job *job, const char *path, size_t *len)
 {
+    if (dead_job(job, FN_FIELD)) {
+        return NULL;
+    }
     struct twice_job *j = mutable_job(job);
     const struct jsondoc_value *v = jsonpath_get(job_body(j), path);
     struct buf b = BUF_INIT;
@@ -140,6 +213,9 @@ api_field(const twice_job *job, const char *path, size_t *len)
 static const char *
 api_field_json(const twice_job *job, const char *path, size_t *len)
 {
+    if (dead_job(job, FN_FIELD_JSON)) {
+        return NULL;
+    }
     struct twice_job *j = mutable_job(job);
     struct jsondoc *d = job_body(j);
     const struct jsondoc_value *v = jsonpath_get(d, path);
@@ -158,6 +234,9 @@ api_field_json(const twice_job *job, const char *path, size_t *len)
 static const char *
 api_attr(const twice_job *job, const char *name, size_t *len)
 {
+    if (dead_job(job, FN_ATTR)) {
+        return NULL;
+    }
     const struct sqs_attr *a = job_attr(job, name);
     if (a == NULL || a->string_value == NULL) {
         return NULL;
@@ -171,24 +250,36 @@ api_attr(const twice_job *job, const char *name, size_t *len)
 static const char *
 api_key(const twice_job *job)
 {
+    if (dead_job(job, FN_KEY)) {
+        return "";
+    }
     return job->key != NULL ? job->key : "";
 }
 
 static int
 api_attempt(const twice_job *job)
 {
+    if (dead_job(job, FN_ATTEMPT)) {
+        return 0;
+    }
     return job->attempt;
 }
 
 static const char *
 api_message_id(const twice_job *job)
 {
+    if (dead_job(job, FN_MESSAGE_ID)) {
+        return "";
+    }
     return job->msg.message_id != NULL ? job->msg.message_id : "";
 }
 
 static const char *
 api_group_id(const twice_job *job)
 {
+    if (dead_job(job, FN_GROUP_ID)) {
+        return NULL;
+    }
     return job->msg.group_id;
 }
 
@@ -271,12 +362,18 @@ api_setting_error(const twice_settings *s, const char *name, const char *fmt, ..
 static void *
 api_db(const twice_job *job)
 {
+    if (dead_job(job, FN_DB)) {
+        return NULL;
+    }
     return job->db != NULL ? idem_pgconn(job->db) : NULL;
 }
 
 static void
 api_retry_after(twice_job *job, unsigned seconds)
 {
+    if (dead_job(job, FN_RETRY_AFTER)) {
+        return;
+    }
     job->retry_after = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
 }
 
@@ -284,6 +381,9 @@ api_retry_after(twice_job *job, unsigned seconds)
 static void
 api_downstream_unavailable(twice_job *job, unsigned seconds)
 {
+    if (dead_job(job, FN_DOWNSTREAM)) {
+        return;
+    }
     job->downstream = 1;
     job->downstream_secs = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
     if (job->retry_after < 0 && seconds > 0) {
@@ -292,13 +392,10 @@ api_downstream_unavailable(twice_job *job, unsigned seconds)
 }
 
 static void
-api_error(twice_job *job, const char *fmt, ...)
+set_error_v(struct twice_job *job, const char *fmt, va_list ap)
 {
     struct buf b = BUF_INIT;
-    va_list ap;
-    va_start(ap, fmt);
     buf_vprintf(&b, fmt, ap);
-    va_end(ap);
     char *text = buf_steal(&b);
     if (text != NULL) {
         free(job->error);
@@ -306,11 +403,36 @@ api_error(twice_job *job, const char *fmt, ...)
     }
 }
 
+/* The job's error, set by the host itself (outside the plugin's call too). */
+static void __attribute__((format(printf, 2, 3)))
+host_error(struct twice_job *job, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set_error_v(job, fmt, ap);
+    va_end(ap);
+}
+
+static void
+api_error(twice_job *job, const char *fmt, ...)
+{
+    if (dead_job(job, FN_ERROR)) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    set_error_v(job, fmt, ap);
+    va_end(ap);
+}
+
 /* The job's span when it has one; else the message's valid traceparent,
  * kept with the job (see plugin.h for why it is passed on). */
 static const char *
 api_traceparent(const twice_job *job)
 {
+    if (dead_job(job, FN_TRACEPARENT)) {
+        return NULL;
+    }
     if (job->span != NULL) {
         return job->span->traceparent;
     }
@@ -330,12 +452,18 @@ api_traceparent(const twice_job *job)
 static const char *
 api_queue(const twice_job *job)
 {
+    if (job != NULL && dead_job(job, FN_QUEUE)) {
+        return "";
+    }
     return job != NULL && job->qcfg != NULL && job->qcfg->name != NULL ? job->qcfg->name : "";
 }
 
 static const char *
 api_attr_name(const twice_job *job, size_t i)
 {
+    if (dead_job(job, FN_ATTR_NAME)) {
+        return NULL;
+    }
     const struct sqs_attr *a = job_attr_at(job, i);
     return a != NULL ? a->name : NULL;
 }
@@ -346,6 +474,9 @@ static int
 api_send(twice_job *job, const char *queue, const char *body, size_t len, int delay_seconds,
          const char *group_id, const char *const *attrs)
 {
+    if (dead_job(job, FN_SEND)) {
+        return -1;
+    }
     struct outbox_msg m;
     char why[600];
     int rc = send_prepare(job->cfg, api_key(job), job->outbox.n, queue, body, len, delay_seconds,
@@ -357,7 +488,7 @@ api_send(twice_job *job, const char *queue, const char *body, size_t len, int de
     }
     if (rc != 0) {
         job->send_refused = 1;
-        api_error(job, "%s", why);
+        host_error(job, "%s", why);
     }
     return rc;
 }
@@ -448,6 +579,56 @@ left_in_child(const char *plugin, const char *fn, const struct twice_job *j)
     _exit(70);
 }
 
+/* What the process does once a plugin closed its descriptors (besides the
+ * line): NULL, nothing. Set once before any plugin call. */
+static void (*descriptors_closed_hook)(void);
+/* The plugin whose init() or handle() was called last, by any thread: the
+ * one a close of the descriptors found later is put down to. */
+static _Atomic(const char *) last_called;
+
+/* Note p as the plugin called last: a compare, a store only when it changes. */
+static void
+note_called(const char *plugin)
+{
+    if (atomic_load_explicit(&last_called, memory_order_relaxed) != plugin) {
+        atomic_store_explicit(&last_called, plugin, memory_order_relaxed);
+    }
+}
+
+static const char *
+called_last(void)
+{
+    return atomic_load_explicit(&last_called, memory_order_relaxed);
+}
+
+/* fdguard's: the descriptors were found closed (fdguard.h). Said once each
+ * time, naming the plugin called last; the store's connections and the
+ * HTTP clients make theirs again at their next use. */
+static void
+descriptors_closed(void)
+{
+    const char *plugin = called_last();
+    if (plugin != NULL) {
+        log_warn("plugin '%s' (the plugin called last) closed twiced's descriptors (a daemonising "
+                 "library, a closefrom(3)?): the worker's connections and log file are made "
+                 "again; fix the plugin, which must close only descriptors it opened",
+                 plugin);
+    } else {
+        log_warn("a plugin closed twiced's descriptors (a daemonising library, a closefrom(3)?): "
+                 "the worker's connections and log file are made again");
+    }
+    if (descriptors_closed_hook != NULL) {
+        descriptors_closed_hook();
+    }
+}
+
+void
+hostapi_on_descriptors_closed(void (*fn)(void))
+{
+    descriptors_closed_hook = fn;
+    fdguard_on_closed(descriptors_closed);
+}
+
 /* Where an init() failure sends the operator: the blamed setting's line,
  * its settings group's when the value is the declared default, else the
  * plugin's entry. conf_file stands in for a file the config does not name. */
@@ -486,8 +667,10 @@ hostapi_init(struct plugin_instance *p, const char *conf_file, char *err, size_t
         init_setting = NULL;
         live_settings = &settings;
         before_plugin_call();
+        note_called(p->name);
         rc = d->init(&host_api, &settings, &p->lp.state);
         left_in_child(p->name, "init", NULL);
+        (void) fdguard_check(); /* once per plugin at start: worth its system call */
         live_settings = NULL;
         init_capture = 0;
         current_plugin = NULL;
@@ -546,7 +729,9 @@ derive_with_plugin(const struct plugin_instance *p, struct twice_job *j, struct 
     current_plugin = p->name;
     deriving_key = 1;
     before_plugin_call();
+    live_job = j;
     int n = p->lp.desc->derive_key(p->lp.state, j, key, sizeof(key));
+    live_job = NULL;
     left_in_child(p->name, "derive_key", j);
     deriving_key = 0;
     current_plugin = NULL;
@@ -638,11 +823,14 @@ hostapi_handle(const struct plugin_instance *p, struct twice_job *j)
     j->send_refused = 0;
     current_plugin = p->name;
     before_plugin_call();
+    note_called(p->name);
+    live_job = j;
     twice_status st = p->lp.desc->handle(p->lp.state, j);
+    live_job = NULL;
     left_in_child(p->name, "handle", j);
     current_plugin = NULL;
     if (st != TWICE_DONE && st != TWICE_RETRY && st != TWICE_REJECT) {
-        api_error(j, "handle() returned %d, not DONE, RETRY or REJECT", (int) st);
+        host_error(j, "handle() returned %d, not DONE, RETRY or REJECT", (int) st);
         st = TWICE_RETRY;
     }
     if (st == TWICE_DONE && j->send_refused) {

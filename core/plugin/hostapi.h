@@ -26,6 +26,11 @@ struct buf;
  * the last error, else warning, it logged (at the plugin's entry).
  * conf_file: the file to name when the configuration names none. */
 int hostapi_init(struct plugin_instance *p, const char *conf_file, char *err, size_t errlen);
+/* A close of twiced's descriptors found (fdguard.h) is said, naming the
+ * plugin called last, and fn called then (on the thread that found it): the
+ * worker asks itself to reopen its log file. Set once, before any plugin
+ * call; until then nothing is said. */
+void hostapi_on_descriptors_closed(void (*fn)(void));
 /* Call fini() if init() succeeded. */
 void hostapi_fini(struct plugin_instance *p);
 

@@ -12,6 +12,7 @@
 #include "advice.h"
 #include "childargs.h"
 #include "cnum.h"
+#include "fdguard.h"
 #include "config.h"
 #include "creds.h"
 #include "handler.h"
@@ -384,6 +385,16 @@ take_reopen_signal(void)
     signal(SIGUSR1, SIG_DFL);
 }
 
+/* A plugin closed twiced's descriptors (hostapi_on_descriptors_closed): the
+ * log file's among them, it is opened again by the main thread, which alone
+ * opens it, as on the master's SIGUSR1 (log_reopen takes a number that is no
+ * longer the file's without writing over it). */
+static void
+reopen_log_soon(void)
+{
+    kill(getpid(), SIGUSR1);
+}
+
 static void
 notify_ready(int fd)
 {
@@ -417,6 +428,14 @@ worker_main(int argc, char **argv)
     if (cfg->log.file != NULL && log_open(cfg->log.file) != 0) {
         log_error("log.file %s: %s", cfg->log.file, log_open_why(cfg->log.file, errno));
     }
+    /* a plugin that closes twiced's descriptors is told from here on; the
+     * log file is then opened again as on the master's SIGUSR1 */
+    if (fdguard_open() != 0) {
+        log_warn("cannot open the descriptor sentinel (%s): a plugin that closes twiced's "
+                 "descriptors is not told",
+                 cnum_strerror(errno));
+    }
+    hostapi_on_descriptors_closed(reopen_log_soon);
     if (a.shm_fd >= 0 && shm_attach(a.shm_fd) != 0) {
         log_error("cannot map the shared region: %s", cnum_strerror(errno));
         return 3;

@@ -17,14 +17,14 @@ PLUGIN = "rogue"
 
 
 class RoguePlugin(twicetest.TwiceTestCase):
-    def setup_queue(self, prefix, settings, extra="", **queue_options):
+    def setup_queue(self, prefix, settings, extra="", log_file=None, **queue_options):
         """A queue pair and a database, twiced running rogue (with settings) on them
-        once ready. Returns (daemon, url, dlq, dsn)."""
+        once ready (log_file: log.file). Returns (daemon, url, dlq, dsn)."""
         url, dlq = self.queue_pair(prefix)
         dsn = self.new_database(prefix)
         conf = tc.config(self.env, dsn, [tc.queue(prefix, url, dlq, PLUGIN, **queue_options)],
                          [tc.plugin(PLUGIN, tc.test_plugin(self.env, "rogue"), **settings)],
-                         extra=extra)
+                         extra=extra, log_file=log_file)
         d = self.start_twiced(conf)
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
         return d, url, dlq, dsn
@@ -94,6 +94,59 @@ class RoguePlugin(twicetest.TwiceTestCase):
         self.assertEqual(d.stop(), 0)
         self.assertRegex(d.log_text(), r"stopped before it was ready, while plugin 'rogue' "
                                        r"init\(\) ran")
+
+    def test_a_plugin_that_closes_twiceds_descriptors(self):
+        # handle() closes every descriptor above 2 (a daemonising library, a careless
+        # closefrom(3)): the worker's connections to PostgreSQL lost their sockets, which
+        # libpq does not take for a lost connection (EBADF leaves it CONNECTION_OK), so
+        # every completion failed for ever, keys stayed in progress and a stop ended at
+        # the drain's kill. Now the connections are made again, said once, and the jobs
+        # that follow are done once and deleted. log.file is the harness's own log
+        # (relative: beside the configuration), whose descriptor went too: it is
+        # opened again.
+        d, url, dlq, dsn = self.setup_queue("rogue-fds", {}, log_file="twiced.log",
+                                            visibility_timeout=3)
+        pid = d.worker_pids()
+        self.sqs.send(url, json.dumps({"id": "closer", "do": "closefds"}))
+        twicetest.wait_until(lambda: self.key_row(dsn, "rogue:closer") == ("completed", 1),
+                             timeout=20, message="the job that closed the descriptors was "
+                                                 "not completed")
+        for i in range(5):
+            self.sqs.send(url, json.dumps({"id": "after%d" % i}))
+        # (a long poll whose socket was closed may have taken one: it comes back after
+        # the visibility timeout, 3 s)
+        twicetest.wait_until(lambda: all(self.key_row(dsn, "rogue:after%d" % i) ==
+                                         ("completed", 1) for i in range(5)),
+                             timeout=20, message="the jobs after it were not completed once")
+        twicetest.wait_until(lambda: self.sqs.counts(url) == (0, 0, 0), timeout=20,
+                             message="the messages were not deleted")
+        self.assertEqual(self.sqs.counts(dlq)[0], 0)
+        # said once, naming the plugin called last (no system call per job to tell
+        # more: it is seen where a descriptor is found wrong)
+        said = re.findall(r"worker\[\d+\]: plugin 'rogue' \(the plugin called last\) closed "
+                          r"twiced's descriptors", d.log_text())
+        self.assertEqual(len(said), 1)
+        d.wait_log(r"worker\[%d\]: log file reopened" % pid[0])
+        # the same worker goes on: its connections were made again
+        self.assertEqual(d.worker_pids(), pid)
+        self.assertEqual(d.stop(timeout=8), 0)
+
+    def test_a_job_kept_after_handle_returned_is_refused(self):
+        # handle() keeps its job and a thread of the plugin's calls api->field() and
+        # api->log() on it after handle() returned: that read freed memory (a worker
+        # dead of "signal 11", naming no plugin). Now the calls are refused, said once
+        # each naming the plugin and the function, and the worker goes on.
+        d, url, dlq, dsn = self.setup_queue("rogue-keep", {})
+        pid = d.worker_pids()
+        self.sqs.send(url, json.dumps({"id": "keeper", "do": "keep"}))
+        for fn in ("field", "log"):
+            d.wait_log(r"worker\[%d\]: plugin 'rogue' \(the plugin called last\) called "
+                       r"api->%s\(\) with a job that is not running on its thread \(kept after "
+                       r"handle\(\) returned, or used from another thread\): refused" % (pid[0], fn))
+        d.wait_log(r"worker\[%d\]: kept job's id: \(refused\)" % pid[0])
+        self.assertEqual(self.key_row(dsn, "rogue:keeper"), ("completed", 1))
+        self.assertEqual(d.worker_pids(), pid)
+        self.assertEqual(d.stop(timeout=8), 0)
 
 
 if __name__ == "__main__":

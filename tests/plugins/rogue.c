@@ -2,11 +2,15 @@
  * rogue.c - fixture: a handler plugin that misbehaves against the process
  * it runs in, as a careless team's plugin would. Key "rogue:{id}"; the
  * body's "do" says what handle() does: "fork" (fork() and return DONE in
- * both processes), "_exit0" (_exit(0) mid-job); anything else returns
- * DONE. Setting `init`: "block-if:PATH" makes init() wait for as long as
- * PATH exists (a server it waits for that never comes).
- * Used by: test_rogue.py.
+ * both processes), "_exit0" (_exit(0) mid-job), "closefds" (close every
+ * descriptor from 3 to 1024, as a daemonising library or a careless
+ * closefrom(3) would), "keep" (keep the job and, from a thread of its own,
+ * call api->field() and api->log() on it 200 ms after handle() returned);
+ * anything else returns DONE. Setting `init`: "block-if:PATH" makes init()
+ * wait for as long as PATH exists (a server it waits for that never comes). Used by:
+ * test_rogue.py.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,6 +34,18 @@ init(const twice_api *a, const twice_settings *s, void **state)
     return 0;
 }
 
+/* "keep": the job handle used after handle() returned, from another thread. */
+static void *
+use_kept_job(void *arg)
+{
+    twice_job *job = arg;
+    struct timespec later = {0, 200 * 1000000L};
+    nanosleep(&later, NULL);
+    const char *id = api->field(job, "id", NULL);
+    api->log(job, TWICE_LOG_INFO, "kept job's id: %s", id != NULL ? id : "(refused)");
+    return NULL;
+}
+
 static twice_status
 handle(void *state, twice_job *job)
 {
@@ -39,6 +55,15 @@ handle(void *state, twice_job *job)
         fork(); /* and no exec or _exit in the child */
     } else if (what != NULL && strcmp(what, "_exit0") == 0) {
         _exit(0);
+    } else if (what != NULL && strcmp(what, "keep") == 0) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, use_kept_job, job) == 0) {
+            pthread_detach(t);
+        }
+    } else if (what != NULL && strcmp(what, "closefds") == 0) {
+        for (int fd = 3; fd <= 1024; fd++) {
+            close(fd);
+        }
     }
     return TWICE_DONE;
 }

@@ -48,6 +48,11 @@
  * thread-safe. init() and fini() are called once, on one thread, with no
  * handle() running.
  *
+ * Descriptors. A plugin closes only the descriptors it opened: the worker's
+ * connections, log file and SQS clients share the process. One that closes
+ * them all (a daemonising library, closefrom(3)) costs the worker its
+ * connections, which it makes again, and is named in a warning.
+ *
  * Locale. twiced never calls setlocale(): every call runs in the "C"
  * locale unless a plugin (or a library it uses) changes it. setlocale()
  * changes the whole worker process, every thread and every other plugin in
@@ -108,7 +113,10 @@ extern "C" {
 #define TWICE_KEY_MAX 512
 
 /* A job: one received message being handled. Opaque; only the API table
- * reads it. Valid until handle() (or derive_key()) returns. */
+ * reads it. Valid until handle() (or derive_key()) returns, on the thread
+ * that runs it: a job kept and passed to the table later, or from another
+ * thread, is refused (the function's "none" answer: NULL, "", 0, -1, or
+ * nothing done; an error line names the function once) rather than read. */
 typedef struct twice_job twice_job;
 
 /* A plugin instance's settings, read with api->setting() during init(). */
