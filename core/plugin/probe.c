@@ -181,61 +181,98 @@ say_slow(struct probe_clock *clk, const char *current)
              len, current, (double) ran / 1000, clk->timeout);
 }
 
+/* The child's report as it is read: the unfinished last line, the problems
+ * (d), the last "#plugin" progress line (current) and that plugin's time. */
+struct report {
+    char buf[4096];
+    size_t used;
+    struct probe_clock *clk;
+    struct diag *d;
+    char *current;
+    size_t cap;
+};
+
+/* Take the complete lines read into r->buf. */
+static void
+take_lines(struct report *r)
+{
+    char *line = r->buf, *nl;
+    while ((nl = strchr(line, '\n')) != NULL) {
+        *nl = '\0';
+        if (strncmp(line, "#plugin ", 8) == 0) {
+            snprintf(r->current, r->cap, "%s", line + 8);
+            r->clk->start = clock_mono_ms(); /* each plugin its own time */
+            r->clk->said = 0;
+        } else if (line[0] != '\0') {
+            diag_add(r->d, NULL, 0, "%s", line);
+        }
+        line = nl + 1;
+    }
+    r->used = strlen(line);
+    memmove(r->buf, line, r->used);
+    if (r->used == sizeof(r->buf) - 1) {
+        diag_add(r->d, NULL, 0, "%s", r->buf); /* an overlong line, as it is */
+        r->used = 0;
+    }
+}
+
+/* One read of the child's output into r: bytes read (lines taken), 0 at
+ * EOF, -1 on EINTR or an error (errno). */
+static ssize_t
+read_report(int fd, struct report *r)
+{
+    ssize_t n = read(fd, r->buf + r->used, sizeof(r->buf) - 1 - r->used);
+    if (n > 0) {
+        r->used += (size_t) n;
+        r->buf[r->used] = '\0';
+        take_lines(r);
+    }
+    return n;
+}
+
+/* What the child has written so far, taken without waiting: a stop
+ * abandons the check, but what it found by then is still said. */
+static void
+take_written(int fd, struct report *r)
+{
+    struct pollfd pfd = {fd, POLLIN, 0};
+    while (poll(&pfd, 1, 0) > 0 && read_report(fd, r) > 0) {
+    }
+}
+
 /* Read the child's lines until EOF (0), the deadline (-1) or a pending
- * signal of stop_on (1). Problems go to d; the last "#plugin" progress line
- * is remembered in current, and starts that plugin's time (clk). */
+ * signal of stop_on (1; what it had written by then taken). Problems go to
+ * d; the last "#plugin" progress line is remembered in current, and starts
+ * that plugin's time (clk). */
 static int
 collect(int fd, struct probe_clock *clk, const sigset_t *stop_on, struct diag *d, char *current,
         size_t cap)
 {
-    char buf[4096];
-    size_t used = 0;
+    struct report r = {.used = 0, .clk = clk, .d = d, .current = current, .cap = cap};
     for (;;) {
         long left = (long) clk->timeout * 1000 - (long) (clock_mono_ms() - clk->start);
         if (left <= 0) {
             return -1;
         }
         if (stop_pending(stop_on)) {
+            take_written(fd, &r);
             return 1;
         }
         say_slow(clk, current);
         struct pollfd pfd = {fd, POLLIN, 0};
         int rc = poll(&pfd, 1, stop_on != NULL ? STOP_CHECK_MS : left < 100 ? (int) left : 100);
-        if (rc == 0) {
-            continue;
-        }
-        if (rc < 0 && errno == EINTR) {
+        if (rc == 0 || (rc < 0 && errno == EINTR)) {
             continue;
         }
         if (rc < 0) {
             return -1;
         }
-        ssize_t n = read(fd, buf + used, sizeof(buf) - 1 - used);
+        ssize_t n = read_report(fd, &r);
         if (n < 0 && errno == EINTR) {
             continue;
         }
         if (n <= 0) {
             return 0;
-        }
-        used += (size_t) n;
-        buf[used] = '\0';
-        char *line = buf, *nl;
-        while ((nl = strchr(line, '\n')) != NULL) {
-            *nl = '\0';
-            if (strncmp(line, "#plugin ", 8) == 0) {
-                snprintf(current, cap, "%s", line + 8);
-                clk->start = clock_mono_ms(); /* each plugin its own time */
-                clk->said = 0;
-            } else if (line[0] != '\0') {
-                diag_add(d, NULL, 0, "%s", line);
-            }
-            line = nl + 1;
-        }
-        used = strlen(line);
-        memmove(buf, line, used);
-        if (used == sizeof(buf) - 1) {
-            diag_add(d, NULL, 0, "%s", buf); /* an overlong line, as it is */
-            used = 0;
         }
     }
 }

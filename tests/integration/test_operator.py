@@ -18,6 +18,15 @@ import twicetest
 import twiceconf as tc
 
 
+def maps(pid):
+    """The files pid has mapped (/proc/PID/maps), or "" when it is gone."""
+    try:
+        with open("/proc/%d/maps" % pid, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def title(pid):
     """What ps shows for pid (its command line), or None when it is gone."""
     try:
@@ -298,6 +307,10 @@ class Operator(twicetest.TwiceTestCase):
         [probe] = twicetest.wait_until(
             lambda: [p for p in d.worker_pids() if title(p) == "twiced: probe"], timeout=10,
             message="the reload's probe did not start")
+        # The stop comes once the probe has checked ghost (its problem written) and is in
+        # the slow plugin's init: the plugin it checks second is mapped by then.
+        twicetest.wait_until(lambda: "effect_tx" in maps(probe), timeout=10,
+                             message="the probe did not reach the slow plugin")
         d.signal(signal.SIGTERM)
         self.assertEqual(d.proc.wait(timeout=15), 0, d.log_tail())
         log = d.log_text()
