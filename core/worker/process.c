@@ -12,9 +12,9 @@
 #include "advice.h"
 #include "childargs.h"
 #include "cnum.h"
-#include "fdguard.h"
 #include "config.h"
 #include "creds.h"
+#include "fdguard.h"
 #include "handler.h"
 #include "hostapi.h"
 #include "initwatch.h"
@@ -461,6 +461,7 @@ worker_main(int argc, char **argv)
     memset(&w, 0, sizeof(w));
     w.cfg = cfg;
     w.slot = a.slot;
+    w.master_pid = a.master_pid;
     w.generation = a.generation;
     childargs_owner(w.owner, sizeof(w.owner), getpid(), w.generation, a.instance);
     if (prepare(&w, &a, err, sizeof(err)) != 0) {
@@ -483,7 +484,7 @@ worker_main(int argc, char **argv)
     enum worker_ask ask = WORKER_IGNORE;
     siginfo_t si;
     struct recycle rc;
-    recycle_start(&rc, &w, (int) a.master_pid);
+    recycle_start(&rc, &w);
     while (ask == WORKER_IGNORE) {
         if (worker_signal_wait(&set, recycle_wait_ms(&rc), &si) > 0) {
             ask = worker_signal_judge(&si, a.slot, a.master_pid);

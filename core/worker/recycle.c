@@ -69,9 +69,8 @@ rss_now(void)
 }
 
 void
-recycle_start(struct recycle *r, const struct worker *w, int master)
+recycle_start(struct recycle *r, const struct worker *w)
 {
-    r->master = master;
     r->rss_limit = w->cfg->worker_max_rss;
     r->max_runs = recycle_jobs_share(w->cfg->worker_max_jobs, backoff_random());
     r->asked = 0;
@@ -132,10 +131,16 @@ recycle_check(struct recycle *r, struct worker *w)
         return 0;
     }
     r->asked = 1;
+    recycle_ask_replace(w, why);
+    return 1;
+}
+
+void
+recycle_ask_replace(struct worker *w, enum shm_replace why)
+{
     flag_raise(&w->draining); /* receive no more: the replacement will (the master drains us) */
     shm_ask_replace(w->slot, why);
-    if (r->master > 1 && getppid() == r->master) {
-        kill(r->master, SIGCHLD); /* "a child changed": its loop takes the request now */
+    if (w->master_pid > 1 && getppid() == w->master_pid) {
+        kill(w->master_pid, SIGCHLD); /* "a child changed": its loop takes the request now */
     }
-    return 1;
 }

@@ -10,6 +10,8 @@
 #ifndef TWICE_RECYCLE_H
 #define TWICE_RECYCLE_H
 
+#include "shm.h"
+
 #include <stdint.h>
 
 struct worker;
@@ -19,7 +21,6 @@ struct recycle {
     long long max_runs;  /* this worker's share of worker_max_jobs; 0: none */
     long long next_ms;   /* clock_mono_ms of the next look */
     int asked;           /* asked the master already: no more looks */
-    int master;          /* the master's pid, woken when asking */
 };
 
 /* The resident bytes in the text of /proc/self/statm (its second field, in
@@ -31,19 +32,23 @@ int recycle_statm_rss(const char *text, long page, long long *out);
  * together are not all recycled at once. 0 when n is 0. */
 long long recycle_jobs_share(long long n, uint64_t r);
 
-/* At ready: the limits from w's configuration; master: the master's pid. A
- * worker already past worker_max_rss (plugins that load that much) would be
- * recycled for ever: it is told in a warning and not recycled for memory. */
-void recycle_start(struct recycle *r, const struct worker *w, int master);
+/* At ready: the limits from w's configuration. A worker already past worker_max_rss (plugins that
+ * load that much) would be recycled for ever: it is told in a warning and not recycled for memory.
+ */
+void recycle_start(struct recycle *r, const struct worker *w);
 
 /* How long the main thread may wait for a signal before recycle_check is
  * due: milliseconds, or -1 (no limit, or asked already). */
 int recycle_wait_ms(const struct recycle *r);
 
 /* Main thread, after each wait: when a look is due and a limit is passed,
- * log it (warn), stop receiving and ask the master for the replacement,
- * waking it with a SIGCHLD (its loop otherwise looks once a second, and
- * this worker receives nothing meanwhile). 1 when it asked now, else 0. */
+ * log it (warn) and recycle_ask_replace. 1 when it asked now, else 0. */
 int recycle_check(struct recycle *r, struct worker *w);
+
+/* Any thread: w receives no more and asks the master (shm.h, why) to start
+ * its replacement at once and drain it, waking the master with a SIGCHLD
+ * (its loop otherwise looks once a second, and w receives nothing
+ * meanwhile). A recycle, or a handler past its timeout (timeout.c). */
+void recycle_ask_replace(struct worker *w, enum shm_replace why);
 
 #endif

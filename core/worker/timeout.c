@@ -14,6 +14,7 @@
 #include "job.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "recycle.h"
 #include "shm.h"
 #include "worker.h"
 
@@ -117,8 +118,7 @@ ask_replace(struct worker *w, struct twice_job *j, long long state)
     if (tx) {
         shm_mark_job_crash(w->slot, j->shm_idx);
     }
-    flag_raise(&w->draining); /* receive no more: the replacement will (the master drains us) */
-    shm_ask_replace(w->slot, SHM_REPLACE_TIMEOUT);
+    recycle_ask_replace(w, SHM_REPLACE_TIMEOUT);
 }
 
 void

@@ -20,6 +20,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "lifecycle.h"
 
@@ -66,7 +67,8 @@ struct wqueue {
 
 struct worker {
     const struct config *cfg;
-    int slot; /* in the master's table */
+    int slot;         /* in the master's table */
+    pid_t master_pid; /* the master that started it: woken by recycle_ask_replace */
     int generation;
     char owner[160]; /* lease owner: host:pid:generation:random */
 
