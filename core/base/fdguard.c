@@ -25,6 +25,27 @@ static void *guard_kept[GUARD_KEPT_MAX];
 static size_t guard_nkept;
 
 void
+fdguard_note(struct fdguard_id *id, int fd)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        *id = FDGUARD_ID_NONE;
+        return;
+    }
+    id->fd = fd;
+    id->dev = (unsigned long long) st.st_dev;
+    id->ino = (unsigned long long) st.st_ino;
+}
+
+int
+fdguard_same(const struct fdguard_id *id, int fd)
+{
+    struct stat st;
+    return id->fd >= 0 && fd == id->fd && fstat(fd, &st) == 0 &&
+           (unsigned long long) st.st_dev == id->dev && (unsigned long long) st.st_ino == id->ino;
+}
+
+void
 fdguard_keep(void *p)
 {
     pthread_mutex_lock(&guard_mu);

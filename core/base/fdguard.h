@@ -31,6 +31,24 @@ void fdguard_on_closed(void (*fn)(void));
  * descriptors that noted an older epoch makes them again. One atomic load. */
 unsigned fdguard_epoch(void);
 
+/* Which file a descriptor number held when its owner noted it: what tells
+ * the owner's own descriptor from that number closed under it (a plugin
+ * that closes every descriptor) and perhaps given to another file since.
+ * fd -1: none noted (FDGUARD_ID_NONE). */
+struct fdguard_id {
+    int fd;
+    unsigned long long dev, ino;
+};
+#define FDGUARD_ID_NONE ((struct fdguard_id){-1, 0, 0})
+
+/* Note which file fd is (one fstat); none (fd -1) when fd < 0 or fstat
+ * fails. */
+void fdguard_note(struct fdguard_id *id, int fd);
+
+/* Whether fd is id's number and still the file noted there (one fstat); 0
+ * when none was noted. */
+int fdguard_same(const struct fdguard_id *id, int fd);
+
 /* Keep p, a handle left alone because its descriptors were closed (a PGconn,
  * a curl handle: freeing it would close numbers that may be another's by
  * now): never freed, but reachable, so a leak checker does not report the

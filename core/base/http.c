@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* A response rarely has more; past this, headers are dropped (bounded memory). */
@@ -30,8 +29,7 @@ struct http_client {
     unsigned fd_epoch; /* fdguard_epoch when curl and multi were made */
     /* The socket curl opened last for this client (http_on_socket), told
      * from a number a plugin closed: fd -1 none. */
-    int sock_fd;
-    unsigned long long sock_dev, sock_ino;
+    struct fdguard_id sock;
     int shape; /* http_shape of the last transfer that went well; 0: none */
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -64,24 +62,9 @@ static int
 http_on_socket(void *arg, curl_socket_t fd, curlsocktype purpose)
 {
     struct http_client *c = arg;
-    struct stat st;
     (void) purpose;
-    if (fstat(fd, &st) == 0) {
-        c->sock_fd = fd;
-        c->sock_dev = (unsigned long long) st.st_dev;
-        c->sock_ino = (unsigned long long) st.st_ino;
-    }
+    fdguard_note(&c->sock, fd);
     return CURL_SOCKOPT_OK;
-}
-
-/* Whether fd is the socket curl opened last for c, still open. */
-static int
-http_socket_ours(const struct http_client *c, curl_socket_t fd)
-{
-    struct stat st;
-    return fd != CURL_SOCKET_BAD && fd == c->sock_fd && fstat(fd, &st) == 0 &&
-           (unsigned long long) st.st_dev == c->sock_dev &&
-           (unsigned long long) st.st_ino == c->sock_ino;
 }
 
 struct http_client *
@@ -107,7 +90,7 @@ static int
 http_handles_new(struct http_client *c)
 {
     c->fd_epoch = fdguard_epoch();
-    c->sock_fd = -1;
+    c->sock = FDGUARD_ID_NONE;
     c->curl = curl_easy_init();
     c->multi = curl_multi_init();
     c->shape = 0;
@@ -135,8 +118,8 @@ http_handles_stale(const struct http_client *c)
 static int
 http_handles_remake(struct http_client *c)
 {
-    if (http_socket_ours(c, c->sock_fd)) {
-        close(c->sock_fd); /* made since the descriptors were closed: ours to close */
+    if (fdguard_same(&c->sock, c->sock.fd)) {
+        close(c->sock.fd); /* made since the descriptors were closed: ours to close */
     }
     fdguard_keep(c->curl);
     fdguard_keep(c->multi);
@@ -544,7 +527,7 @@ http_setup(struct http_client *c, const struct http_request *req, struct curl_sl
 static int
 http_transfer_survives(const struct http_client *c)
 {
-    return http_socket_ours(c, c->sock_fd);
+    return fdguard_same(&c->sock, c->sock.fd);
 }
 
 static CURLcode

@@ -9,6 +9,7 @@
 #include "cnum.h"
 #include "cut.h"
 #include "escape.h"
+#include "fdguard.h"
 #include "fileopen.h"
 #include "utf8.h"
 
@@ -37,11 +38,10 @@ static char log_role[32] = "twiced";
  * NULL for stderr. Only the thread that calls log_open (a process's main
  * thread) touches it. */
 static char *log_path;
-/* The file log_fd was pointed at last (fstat), when it is not stderr: a
- * reopen writes over log_fd only while it is still that file, not after a
- * plugin closed it (its number may be another's by now). Main thread only. */
-static dev_t log_dev;
-static ino_t log_ino;
+/* The file log_fd was pointed at last, when it is not stderr: a reopen
+ * writes over log_fd only while it is still that file, not after a plugin
+ * closed it (its number may be another's by now). Main thread only. */
+static struct fdguard_id log_id = FDGUARD_ID_NONE;
 /* Lines log.file refused (a full disk, an I/O error) since it last took
  * one: the first refusal is said once on stderr, the count once the file
  * takes lines again. */
@@ -149,14 +149,6 @@ log_nofollow(const char *path)
     return !trusted;
 }
 
-/* Whether fd is still the file log_open last opened (log_dev, log_ino). */
-static int
-log_fd_still_ours(int fd)
-{
-    struct stat st;
-    return fstat(fd, &st) == 0 && st.st_dev == log_dev && st.st_ino == log_ino;
-}
-
 int
 log_open(const char *path)
 {
@@ -170,26 +162,22 @@ log_open(const char *path)
     log_path = copy; /* asked for, opened or not: log_reopen tries it again */
     int fd = 2;
     int cur = shared_int_get(&log_fd);
-    int ours = cur != 2 && log_fd_still_ours(cur); /* before the new file can take its number */
+    int ours = cur != 2 && fdguard_same(&log_id, cur); /* before the new file can take it */
     /* never waits: a named pipe no process reads fails at once (ENXIO) */
     if (want && (fd = fileopen_append(path, 0640, log_nofollow(path))) < 0) {
         return -1;
     }
-    struct stat st;
-    if (fd != 2 && fstat(fd, &st) == 0) {
-        log_dev = st.st_dev;
-        log_ino = st.st_ino;
-    }
-    if (cur == 2) {
+    if (cur == 2 || !ours) {
+        /* cur (not stderr) is left alone: closed, or another's now */
+        fdguard_note(&log_id, fd != 2 ? fd : -1);
         shared_int_set(&log_fd, fd);
-        return 0;
-    }
-    if (!ours) {
-        shared_int_set(&log_fd, fd); /* cur is left alone: closed, or another's now */
         return 0;
     }
     int rc = dup3(fd, cur, O_CLOEXEC);
     int saved = errno;
+    if (rc >= 0) { /* else cur is still the file noted before */
+        fdguard_note(&log_id, fd != 2 ? cur : -1);
+    }
     if (fd != 2) {
         close(fd);
     }

@@ -566,6 +566,9 @@ open_store(const char *dsn, const char *table, const char *owner, int start_only
     }
     struct idem_store *s = calloc(1, sizeof(*s));
     int rc = 0;
+    if (s != NULL) {
+        s->sock = FDGUARD_ID_NONE; /* noted once connected (idem_socket_note) */
+    }
     if (s == NULL || (s->name = strdup(table)) == NULL || (s->owner = strdup(owner)) == NULL ||
         (s->dsn = strdup(dsn)) == NULL || (s->conn = idem_connect_dsn(dsn, start_only)) == NULL) {
         goto oom;

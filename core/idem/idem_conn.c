@@ -16,7 +16,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "idem_internal.h"
 
@@ -56,7 +55,7 @@ void
 idem_connect_begun(struct idem_store *s)
 {
     s->connecting = 1;
-    s->sock_known = 0;         /* a new socket, noted when the connect succeeds */
+    s->sock = FDGUARD_ID_NONE; /* a new socket, noted when the connect succeeds */
     s->stale = 0;              /* a new connection: the settings as they are now */
     s->connect_wants_read = 0; /* libpq: first wait until the socket is writable */
     s->connect_ms = idem_attempt_ms(s->conn);
@@ -66,24 +65,17 @@ idem_connect_begun(struct idem_store *s)
 void
 idem_socket_note(struct idem_store *s)
 {
-    struct stat st;
-    s->sock_fd = PQsocket(s->conn);
-    s->sock_known = s->sock_fd >= 0 && fstat(s->sock_fd, &st) == 0;
-    s->sock_dev = s->sock_known ? (unsigned long long) st.st_dev : 0;
-    s->sock_ino = s->sock_known ? (unsigned long long) st.st_ino : 0;
+    fdguard_note(&s->sock, PQsocket(s->conn));
 }
 
 int
 idem_socket_ours(const struct idem_store *s)
 {
-    struct stat st;
     int fd = PQsocket(s->conn);
-    if (!s->sock_known || fd < 0) {
+    if (s->sock.fd < 0 || fd < 0) {
         return 1; /* none noted, or libpq closed it itself: resetting it is safe */
     }
-    return fd == s->sock_fd && fstat(s->sock_fd, &st) == 0 &&
-           (unsigned long long) st.st_dev == s->sock_dev &&
-           (unsigned long long) st.st_ino == s->sock_ino;
+    return fdguard_same(&s->sock, fd);
 }
 
 int
@@ -96,7 +88,7 @@ idem_conn_replace(struct idem_store *s, int start_only, char *err, size_t errlen
     }
     fdguard_keep(s->conn); /* left alone: see idem_internal.h */
     s->conn = conn;
-    s->sock_known = 0;
+    s->sock = FDGUARD_ID_NONE;
     s->watch_registered = 0; /* its event callback was on the old one */
     PQsetNoticeProcessor(s->conn, idem_quiet_notices, NULL);
     if (PQstatus(s->conn) == CONNECTION_BAD) {

@@ -8,6 +8,8 @@
 #ifndef TWICE_IDEM_INTERNAL_H
 #define TWICE_IDEM_INTERNAL_H
 
+#include "fdguard.h"
+
 #include <libpq-fe.h>
 #include <stddef.h>
 
@@ -49,9 +51,7 @@ struct idem_store {
     char watched_state[6]; /* the first SQLSTATE of a store fault among them, "" none */
     /* The socket of the connection made last (idem_socket_note), to tell it from
      * a descriptor a plugin closed, or closed and opened again (idem_socket_ours). */
-    int sock_known;
-    int sock_fd;
-    unsigned long long sock_dev, sock_ino;
+    struct fdguard_id sock;
     /* A reconnect idem_reconnect_poll began and has not finished (idem_conn.c). */
     int connecting;
     int connect_wants_read;     /* what PQresetPoll last asked to wait for */
