@@ -230,13 +230,18 @@ read_report(int fd, struct report *r)
     return n;
 }
 
+/* How much of what the child wrote a stop still takes: a check's problems
+ * are a few lines; a child that keeps writing does not hold the stop. */
+#define TAKE_WRITTEN_READS 16
+
 /* What the child has written so far, taken without waiting: a stop
  * abandons the check, but what it found by then is still said. */
 static void
 take_written(int fd, struct report *r)
 {
     struct pollfd pfd = {fd, POLLIN, 0};
-    while (poll(&pfd, 1, 0) > 0 && read_report(fd, r) > 0) {
+    for (int i = 0; i < TAKE_WRITTEN_READS && poll(&pfd, 1, 0) > 0 && read_report(fd, r) > 0;
+         i++) {
     }
 }
 
