@@ -8,6 +8,7 @@
 #include "buf.h"
 #include "cnum.h"
 #include "config.h"
+#include "deadjob.h"
 #include "envelope.h"
 #include "escape.h"
 #include "fdguard.h"
@@ -65,33 +66,7 @@ static _Thread_local int deriving_key;
  * live job, the wrong one, and does not crash. */
 static _Thread_local const struct twice_job *live_job;
 
-/* The API functions that take a job, for dead_job's lines said once. */
-enum job_fn {
-    FN_LOG,
-    FN_BODY,
-    FN_FIELD,
-    FN_FIELD_JSON,
-    FN_ATTR,
-    FN_KEY,
-    FN_ATTEMPT,
-    FN_MESSAGE_ID,
-    FN_GROUP_ID,
-    FN_DB,
-    FN_RETRY_AFTER,
-    FN_ERROR,
-    FN_TRACEPARENT,
-    FN_QUEUE,
-    FN_ATTR_NAME,
-    FN_DOWNSTREAM,
-    FN_SEND
-};
-static const char *const job_fn_names[] = {
-    "log",         "body",  "field",       "field_json",
-    "attr",        "key",   "attempt",     "message_id",
-    "group_id",    "db",    "retry_after", "error",
-    "traceparent", "queue", "attr_name",   "downstream_unavailable",
-    "send"};
-static atomic_uint dead_job_said; /* a bit per enum job_fn: said already */
+static atomic_uint dead_job_said; /* a bit per enum deadjob_fn: said already */
 
 static const char *called_last(void);
 
@@ -100,20 +75,17 @@ static const char *called_last(void);
  * plugin on this thread, else the plugin called last (a plugin's own
  * thread runs none). One compare when the job is live. */
 static int
-dead_job(const twice_job *job, enum job_fn fn)
+dead_job(const twice_job *job, enum deadjob_fn fn)
 {
     if (job == live_job && job != NULL) {
         return 0;
     }
     unsigned bit = 1u << fn;
     if ((atomic_fetch_or(&dead_job_said, bit) & bit) == 0) {
+        char line[512]; /* the words, shared with the SDK's mock host (text/deadjob.c) */
         const char *plugin = current_plugin != NULL ? current_plugin : called_last();
-        log_error("plugin '%s'%s called api->%s() with a job that is not running on its thread "
-                  "(kept after handle() returned, or used from another thread): refused; a job "
-                  "is valid only during handle() or derive_key(), on the thread that runs it "
-                  "(said once)",
-                  plugin != NULL ? plugin : "?",
-                  current_plugin != NULL ? "" : " (the plugin called last)", job_fn_names[fn]);
+        deadjob_line(line, sizeof(line), plugin, current_plugin == NULL, fn);
+        log_error("%s", line);
     }
     return 1;
 }
@@ -144,7 +116,7 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
     if ((int) level < TWICE_LOG_ERROR || level > TWICE_LOG_DEBUG) {
         level = TWICE_LOG_INFO;
     }
-    if (job != NULL && dead_job(job, FN_LOG)) {
+    if (job != NULL && dead_job(job, DEADJOB_LOG)) {
         job = NULL; /* the line, without the job it cannot read */
     }
     api_log_ctx(job, &ctx);
@@ -166,7 +138,7 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
 static const char *
 api_body(const twice_job *job, size_t *len)
 {
-    if (dead_job(job, FN_BODY)) {
+    if (dead_job(job, DEADJOB_BODY)) {
         return NULL;
     }
     size_t n;
@@ -190,7 +162,7 @@ mutable_job(const twice_job *job)
 static const char *
 api_field(const twice_job *job, const char *path, size_t *len)
 {
-    if (dead_job(job, FN_FIELD)) {
+    if (dead_job(job, DEADJOB_FIELD)) {
         return NULL;
     }
     struct twice_job *j = mutable_job(job);
@@ -213,7 +185,7 @@ api_field(const twice_job *job, const char *path, size_t *len)
 static const char *
 api_field_json(const twice_job *job, const char *path, size_t *len)
 {
-    if (dead_job(job, FN_FIELD_JSON)) {
+    if (dead_job(job, DEADJOB_FIELD_JSON)) {
         return NULL;
     }
     struct twice_job *j = mutable_job(job);
@@ -234,7 +206,7 @@ api_field_json(const twice_job *job, const char *path, size_t *len)
 static const char *
 api_attr(const twice_job *job, const char *name, size_t *len)
 {
-    if (dead_job(job, FN_ATTR)) {
+    if (dead_job(job, DEADJOB_ATTR)) {
         return NULL;
     }
     const struct sqs_attr *a = job_attr(job, name);
@@ -250,7 +222,7 @@ api_attr(const twice_job *job, const char *name, size_t *len)
 static const char *
 api_key(const twice_job *job)
 {
-    if (dead_job(job, FN_KEY)) {
+    if (dead_job(job, DEADJOB_KEY)) {
         return "";
     }
     return job->key != NULL ? job->key : "";
@@ -259,7 +231,7 @@ api_key(const twice_job *job)
 static int
 api_attempt(const twice_job *job)
 {
-    if (dead_job(job, FN_ATTEMPT)) {
+    if (dead_job(job, DEADJOB_ATTEMPT)) {
         return 0;
     }
     return job->attempt;
@@ -268,7 +240,7 @@ api_attempt(const twice_job *job)
 static const char *
 api_message_id(const twice_job *job)
 {
-    if (dead_job(job, FN_MESSAGE_ID)) {
+    if (dead_job(job, DEADJOB_MESSAGE_ID)) {
         return "";
     }
     return job->msg.message_id != NULL ? job->msg.message_id : "";
@@ -277,7 +249,7 @@ api_message_id(const twice_job *job)
 static const char *
 api_group_id(const twice_job *job)
 {
-    if (dead_job(job, FN_GROUP_ID)) {
+    if (dead_job(job, DEADJOB_GROUP_ID)) {
         return NULL;
     }
     return job->msg.group_id;
@@ -362,7 +334,7 @@ api_setting_error(const twice_settings *s, const char *name, const char *fmt, ..
 static void *
 api_db(const twice_job *job)
 {
-    if (dead_job(job, FN_DB)) {
+    if (dead_job(job, DEADJOB_DB)) {
         return NULL;
     }
     return job->db != NULL ? idem_pgconn(job->db) : NULL;
@@ -371,7 +343,7 @@ api_db(const twice_job *job)
 static void
 api_retry_after(twice_job *job, unsigned seconds)
 {
-    if (dead_job(job, FN_RETRY_AFTER)) {
+    if (dead_job(job, DEADJOB_RETRY_AFTER)) {
         return;
     }
     job->retry_after = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
@@ -381,7 +353,7 @@ api_retry_after(twice_job *job, unsigned seconds)
 static void
 api_downstream_unavailable(twice_job *job, unsigned seconds)
 {
-    if (dead_job(job, FN_DOWNSTREAM)) {
+    if (dead_job(job, DEADJOB_DOWNSTREAM)) {
         return;
     }
     job->downstream = 1;
@@ -416,7 +388,7 @@ host_error(struct twice_job *job, const char *fmt, ...)
 static void
 api_error(twice_job *job, const char *fmt, ...)
 {
-    if (dead_job(job, FN_ERROR)) {
+    if (dead_job(job, DEADJOB_ERROR)) {
         return;
     }
     va_list ap;
@@ -430,7 +402,7 @@ api_error(twice_job *job, const char *fmt, ...)
 static const char *
 api_traceparent(const twice_job *job)
 {
-    if (dead_job(job, FN_TRACEPARENT)) {
+    if (dead_job(job, DEADJOB_TRACEPARENT)) {
         return NULL;
     }
     if (job->span != NULL) {
@@ -452,7 +424,7 @@ api_traceparent(const twice_job *job)
 static const char *
 api_queue(const twice_job *job)
 {
-    if (job != NULL && dead_job(job, FN_QUEUE)) {
+    if (job != NULL && dead_job(job, DEADJOB_QUEUE)) {
         return "";
     }
     return job != NULL && job->qcfg != NULL && job->qcfg->name != NULL ? job->qcfg->name : "";
@@ -461,7 +433,7 @@ api_queue(const twice_job *job)
 static const char *
 api_attr_name(const twice_job *job, size_t i)
 {
-    if (dead_job(job, FN_ATTR_NAME)) {
+    if (dead_job(job, DEADJOB_ATTR_NAME)) {
         return NULL;
     }
     const struct sqs_attr *a = job_attr_at(job, i);
@@ -474,7 +446,7 @@ static int
 api_send(twice_job *job, const char *queue, const char *body, size_t len, int delay_seconds,
          const char *group_id, const char *const *attrs)
 {
-    if (dead_job(job, FN_SEND)) {
+    if (dead_job(job, DEADJOB_SEND)) {
         return -1;
     }
     struct outbox_msg m;

@@ -5,6 +5,7 @@
  * mockapi.c, keys in mockkey.c; nothing here talks to a server.
  */
 #include "buf.h"
+#include "deadjob.h"
 #include "escape.h"
 #include "keytmpl.h"
 #include "mock_internal.h"
@@ -125,6 +126,7 @@ twice_mock_free(twice_mock *m)
         m->plugin->fini(m->state);
         mockapi_set_current(NULL);
     }
+    mockapi_forget(m);
     for (size_t i = 0; i < m->nsettings; i++) {
         free(m->settings[i].name);
         free(m->settings[i].value);
@@ -358,6 +360,23 @@ twice_mock_log_text(const twice_mock *m, size_t i, twice_log_level *level)
     }
     pthread_mutex_unlock(&mm->lock);
     return text;
+}
+
+size_t
+twice_mock_refused(const twice_mock *m, const char *fn)
+{
+    twice_mock *mm = (twice_mock *) m;
+    int only = fn != NULL ? deadjob_fn_find(fn) : -1;
+    size_t n = 0;
+    if (fn != NULL && only < 0) {
+        return 0; /* not a function that takes a job */
+    }
+    pthread_mutex_lock(&mm->lock);
+    for (int i = 0; i < DEADJOB_NFNS; i++) {
+        n += only < 0 || i == only ? m->refused[i] : 0;
+    }
+    pthread_mutex_unlock(&mm->lock);
+    return n;
 }
 
 void

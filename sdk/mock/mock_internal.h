@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "deadjob.h"
 #include "jsonpath.h"
 #include "mocklog.h"
 #include "twice/mock.h"
@@ -41,9 +42,13 @@ struct twice_mock {
     char setting_error[480]; /* init()'s api->setting_error(): "setting 'x': why" */
     char init_cause[400];    /* init()'s last error (else warning) line, as twiced keeps it */
     int init_cause_level;
-    pthread_mutex_t lock; /* guards log and next_id (jobs run on many threads) */
+    pthread_mutex_t lock; /* guards log, next_id and refused (jobs run on many threads) */
     struct mock_log log;  /* lines without a job */
     unsigned long next_id;
+    /* Calls of each job function refused (a job not running on the calling
+     * thread), and a bit per function whose refusal line was said. */
+    unsigned long refused[DEADJOB_NFNS];
+    unsigned refused_said;
     struct mock_kv *queues; /* twice_mock_queue's: name -> URL (owned) */
     size_t nqueues;
 };

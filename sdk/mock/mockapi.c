@@ -2,13 +2,15 @@
  * mockapi.c - the twice_api table the mock host hands to plugins, with the
  * semantics plugin.h documents: body paths, attributes and settings read
  * as the host reads them (jsonpath.c is the daemon's own), log lines
- * captured. Fake jobs themselves are mockjob.c's.
+ * captured; a job that is not the one running on the calling thread
+ * refused, as twiced refuses it. Fake jobs themselves are mockjob.c's.
  */
 #include "mockapi.h"
 
 #include "buf.h"
 #include "cnum.h"
 #include "cut.h"
+#include "deadjob.h"
 #include "escape.h"
 #include "jsonpath.h"
 #include "mock_internal.h"
@@ -19,6 +21,7 @@
 #include "sendcheck.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +29,102 @@
 
 static _Thread_local struct twice_mock *current_mock;
 static _Thread_local int deriving_key;
+static _Thread_local const struct twice_job *live_job; /* mockapi_set_job's */
+
+/* The mock whose plugin was called last, by any thread: a refusal said on
+ * a thread that runs no plugin call (the plugin's own) goes to its log, as
+ * twiced names "the plugin called last". Written under called_lock, which
+ * a line said into it holds too, so twice_mock_free (mockapi_forget) never
+ * frees it under that line; read without the lock only to skip a store. */
+static pthread_mutex_t called_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(struct twice_mock *) called_last;
 
 void
 mockapi_set_current(struct twice_mock *m)
 {
     current_mock = m;
+    if (m != NULL && atomic_load_explicit(&called_last, memory_order_relaxed) != m) {
+        pthread_mutex_lock(&called_lock);
+        atomic_store_explicit(&called_last, m, memory_order_relaxed);
+        pthread_mutex_unlock(&called_lock);
+    }
+}
+
+void
+mockapi_set_job(const struct twice_job *j)
+{
+    live_job = j;
+}
+
+void
+mockapi_forget(struct twice_mock *m)
+{
+    pthread_mutex_lock(&called_lock);
+    if (atomic_load_explicit(&called_last, memory_order_relaxed) == m) {
+        atomic_store_explicit(&called_last, NULL, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&called_lock);
+}
+
+/* The mock a line said on this thread without a job belongs to: the one
+ * whose plugin call runs here, else the one called last (then *held: the
+ * lock is held until let_go, so it is not freed meanwhile), or NULL. */
+static struct twice_mock *
+hold_mock(int *held)
+{
+    *held = current_mock == NULL;
+    if (!*held) {
+        return current_mock;
+    }
+    pthread_mutex_lock(&called_lock);
+    return atomic_load_explicit(&called_last, memory_order_relaxed);
+}
+
+static void
+let_go(int held)
+{
+    if (held) {
+        pthread_mutex_unlock(&called_lock);
+    }
+}
+
+/* A refusal's line where no mock takes it (every mock freed): stderr, once
+ * per function for the process. */
+static atomic_uint refused_said_nowhere;
+
+/* Whether job is not the one running on this thread (live_job): then the
+ * call is refused, counted for twice_mock_refused, and said once per
+ * function per mock in twiced's words (text/deadjob.c), naming the plugin
+ * on this thread, else the plugin called last. Compares the pointer only:
+ * a kept job is freed by then. */
+static int
+dead_job(const twice_job *job, enum deadjob_fn fn)
+{
+    if (job == live_job && job != NULL) {
+        return 0;
+    }
+    int held;
+    struct twice_mock *m = hold_mock(&held);
+    char line[512];
+    deadjob_line(line, sizeof(line), m != NULL ? m->plugin->name : NULL, held, fn);
+    unsigned bit = 1u << fn;
+    if (m != NULL) {
+        pthread_mutex_lock(&m->lock);
+        m->refused[fn]++;
+        int say = (m->refused_said & bit) == 0;
+        m->refused_said |= bit;
+        if (say) {
+            mocklog_add(&m->log, TWICE_LOG_ERROR, line);
+        }
+        pthread_mutex_unlock(&m->lock);
+        if (say && m->echo) {
+            fprintf(stderr, "[error] %s: %s\n", m->plugin->name, line);
+        }
+    } else if ((atomic_fetch_or(&refused_said_nowhere, bit) & bit) == 0) {
+        fprintf(stderr, "twice-mock: %s\n", line);
+    }
+    let_go(held);
+    return 1;
 }
 
 void
@@ -42,8 +136,6 @@ mockapi_set_deriving(int on)
 /* ---- the API table ---- */
 
 static const char *level_names[] = {"error", "warn", "info", "debug"};
-
-static const char *api_queue(const twice_job *job);
 
 /* The bytes twiced's text line puts around a message of this call (time,
  * level, "worker[PID]", the job's fields, ": " and the newline), so the
@@ -57,7 +149,7 @@ line_around(const twice_job *job, const struct twice_mock *m, twice_log_level le
     buf_put_int(&b, (long long) getpid());
     buf_putc(&b, ']');
     if (job != NULL) {
-        escape_field(&b, "queue", api_queue(job));
+        escape_field(&b, "queue", job->queue != NULL ? job->queue : "");
         escape_field(&b, "msg", job->message_id);
     }
     escape_field(&b, "plugin", m != NULL ? m->plugin->name : NULL);
@@ -115,7 +207,9 @@ shown_text(const twice_job *job, const struct twice_mock *m, twice_log_level lev
  * control bytes and invalid UTF-8 escaped by text/escape.c, a message too
  * long for a line cut as text/cut.c cuts it, so a test
  * matches the line production shows. init()'s cause keeps the raw text:
- * twiced escapes it when it reports it (mock.c does the same). */
+ * twiced escapes it when it reports it (mock.c does the same). A job not
+ * running on this thread is refused, and the line said without it, as
+ * twiced does: into the mock the refusal went to. */
 static void
 api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
 {
@@ -127,9 +221,17 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
     if ((int) level < TWICE_LOG_ERROR || level > TWICE_LOG_DEBUG) {
         level = TWICE_LOG_INFO;
     }
-    struct twice_mock *m = job != NULL ? job->mock : current_mock;
+    int held = 0;
+    struct twice_mock *m = current_mock;
+    if (job != NULL && dead_job(job, DEADJOB_LOG)) {
+        job = NULL; /* the line, without the job it cannot read */
+        m = hold_mock(&held);
+    } else if (job != NULL) {
+        m = job->mock;
+    }
     char *text = n == 0 ? shown_text(job, m, level, buf_str(&b)) : NULL;
     if (text == NULL) {
+        let_go(held);
         buf_free(&b);
         return;
     }
@@ -153,6 +255,7 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
     if (m != NULL && m->echo) {
         fprintf(stderr, "[%s] %s: %s\n", level_names[level], m->plugin->name, text);
     }
+    let_go(held);
     free(text);
     buf_free(&b);
 }
@@ -160,6 +263,9 @@ api_log(const twice_job *job, twice_log_level level, const char *fmt, ...)
 static const char *
 api_body(const twice_job *job, size_t *len)
 {
+    if (dead_job(job, DEADJOB_BODY)) {
+        return NULL;
+    }
     if (len != NULL) {
         *len = job->body_len;
     }
@@ -197,6 +303,9 @@ keep(const twice_job *job, char *s, size_t n, size_t *len)
 static const char *
 api_field(const twice_job *job, const char *path, size_t *len)
 {
+    if (dead_job(job, DEADJOB_FIELD)) {
+        return NULL;
+    }
     const struct jsondoc_value *v = jsonpath_get(job->root, path);
     struct buf text = BUF_INIT;
     int rc = deriving_key ? jsonpath_key_text(v, &text) : jsonpath_field_text(v, &text);
@@ -212,6 +321,9 @@ api_field(const twice_job *job, const char *path, size_t *len)
 static const char *
 api_field_json(const twice_job *job, const char *path, size_t *len)
 {
+    if (dead_job(job, DEADJOB_FIELD_JSON)) {
+        return NULL;
+    }
     const struct jsondoc_value *v = jsonpath_get(job->root, path);
     if (v == NULL) {
         return NULL;
@@ -241,7 +353,7 @@ mockapi_attr(const struct twice_job *j, const char *name)
  * body's repeated member: SQS never delivers a repeat, an SNS envelope's
  * JSON may hold one. A Binary one has no text, whatever came before it. */
 static const char *
-api_attr(const twice_job *job, const char *name, size_t *len)
+attr_text(const twice_job *job, const char *name, size_t *len)
 {
     const struct mock_attr *a = mockapi_attr(job, name);
     if (a == NULL || strncmp(a->type, "Binary", 6) == 0) {
@@ -254,8 +366,20 @@ api_attr(const twice_job *job, const char *name, size_t *len)
 }
 
 static const char *
+api_attr(const twice_job *job, const char *name, size_t *len)
+{
+    if (dead_job(job, DEADJOB_ATTR)) {
+        return NULL;
+    }
+    return attr_text(job, name, len);
+}
+
+static const char *
 api_key(const twice_job *job)
 {
+    if (dead_job(job, DEADJOB_KEY)) {
+        return "";
+    }
     return job->key != NULL ? job->key : "";
 }
 
@@ -264,18 +388,27 @@ api_key(const twice_job *job)
 static int
 api_attempt(const twice_job *job)
 {
+    if (dead_job(job, DEADJOB_ATTEMPT)) {
+        return 0;
+    }
     return deriving_key ? 0 : job->attempt;
 }
 
 static const char *
 api_message_id(const twice_job *job)
 {
+    if (dead_job(job, DEADJOB_MESSAGE_ID)) {
+        return "";
+    }
     return job->message_id;
 }
 
 static const char *
 api_group_id(const twice_job *job)
 {
+    if (dead_job(job, DEADJOB_GROUP_ID)) {
+        return NULL;
+    }
     return job->group_id;
 }
 
@@ -361,12 +494,18 @@ api_setting_error(const twice_settings *s, const char *name, const char *fmt, ..
 static void *
 api_db(const twice_job *job)
 {
+    if (dead_job(job, DEADJOB_DB)) {
+        return NULL;
+    }
     return (job->mock->plugin->flags & TWICE_FLAG_TRANSACTIONAL) != 0 ? job->db : NULL;
 }
 
 static void
 api_retry_after(twice_job *job, unsigned seconds)
 {
+    if (dead_job(job, DEADJOB_RETRY_AFTER)) {
+        return;
+    }
     job->retry_after = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
 }
 
@@ -374,6 +513,9 @@ api_retry_after(twice_job *job, unsigned seconds)
 static void
 api_downstream_unavailable(twice_job *job, unsigned seconds)
 {
+    if (dead_job(job, DEADJOB_DOWNSTREAM)) {
+        return;
+    }
     int s = seconds > SQS_VISIBILITY_MAX ? SQS_VISIBILITY_MAX : (int) seconds;
     job->downstream_unavailable = s;
     if (job->retry_after < 0 && s > 0) {
@@ -382,18 +524,36 @@ api_downstream_unavailable(twice_job *job, unsigned seconds)
 }
 
 static void
-api_error(twice_job *job, const char *fmt, ...)
+set_error_v(struct twice_job *job, const char *fmt, va_list ap)
 {
     struct buf b = BUF_INIT;
-    va_list ap;
-    va_start(ap, fmt);
     buf_vprintf(&b, fmt, ap);
-    va_end(ap);
     char *text = buf_steal(&b);
     if (text != NULL) {
         free(job->error);
         job->error = text;
     }
+}
+
+void
+mockapi_job_error(struct twice_job *j, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set_error_v(j, fmt, ap);
+    va_end(ap);
+}
+
+static void
+api_error(twice_job *job, const char *fmt, ...)
+{
+    if (dead_job(job, DEADJOB_ERROR)) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    set_error_v(job, fmt, ap);
+    va_end(ap);
 }
 
 /* As twiced: the span context (the test's), else the message's own valid
@@ -402,10 +562,13 @@ static const char *
 api_traceparent(const twice_job *job)
 {
     struct tracectx c;
+    if (dead_job(job, DEADJOB_TRACEPARENT)) {
+        return NULL;
+    }
     if (job->traceparent != NULL) {
         return job->traceparent;
     }
-    const char *v = api_attr(job, "traceparent", NULL);
+    const char *v = attr_text(job, "traceparent", NULL);
     if (v == NULL || tracectx_parse_traceparent(v, strlen(v), &c, NULL) != 0) {
         return NULL;
     }
@@ -421,12 +584,18 @@ api_traceparent(const twice_job *job)
 static const char *
 api_queue(const twice_job *job)
 {
+    if (job != NULL && dead_job(job, DEADJOB_QUEUE)) {
+        return "";
+    }
     return job != NULL && job->queue != NULL ? job->queue : "";
 }
 
 static const char *
 api_attr_name(const twice_job *job, size_t i)
 {
+    if (dead_job(job, DEADJOB_ATTR_NAME)) {
+        return NULL;
+    }
     return i < job->nattrs ? job->attrs[i].name : NULL;
 }
 
@@ -451,10 +620,13 @@ api_send(twice_job *job, const char *queue, const char *body, size_t len, int de
          const char *group_id, const char *const *attrs)
 {
     char why[400];
+    if (dead_job(job, DEADJOB_SEND)) {
+        return -1;
+    }
     const char *url = sendcheck_resolve(queue, body, mock_queue_url, job->mock, why, sizeof(why));
     if (url == NULL) {
         job->send_refused = 1;
-        api_error(job, "%s", why); /* twiced's words: twice_mock_queue names the queues */
+        mockapi_job_error(job, "%s", why); /* twiced's words: twice_mock_queue names the queues */
         return -1;
     }
     struct mock_sent s = {0};
@@ -481,8 +653,8 @@ api_send(twice_job *job, const char *queue, const char *body, size_t len, int de
     free(s.group_id);
     free(s.attrs_json);
     job->send_refused = 1;
-    api_error(job, "send to queue %.200s: %s", queue != NULL ? queue : "",
-              rc == 0 ? "out of memory" : why);
+    mockapi_job_error(job, "send to queue %.200s: %s", queue != NULL ? queue : "",
+                      rc == 0 ? "out of memory" : why);
     return -1;
 }
 

@@ -210,7 +210,7 @@ twice_mock_run(twice_mock_job *mj)
     struct twice_mock *m = j->mock;
     clear_results(j);
     if (!m->initialized && m->plugin->init != NULL) {
-        mockapi_table()->error(j, "twice_mock_run before a successful twice_mock_init");
+        mockapi_job_error(j, "twice_mock_run before a successful twice_mock_init");
         return TWICE_RETRY;
     }
     if (mockkey_derive(j) != 0) {
@@ -218,11 +218,14 @@ twice_mock_run(twice_mock_job *mj)
     }
     j->handled = 1;
     mockapi_set_current(m);
+    mockapi_set_job(j);
     twice_status st = m->plugin->handle(m->state, j);
+    mockapi_set_job(NULL);
     mockapi_set_current(NULL);
     if (st != TWICE_DONE && st != TWICE_RETRY && st != TWICE_REJECT) {
-        /* the host says it the same way, through its own api->error */
-        mockapi_table()->error(j, "handle() returned %d, not DONE, RETRY or REJECT", (int) st);
+        /* the host says it the same way, as its own error (not api->error:
+         * the job's handle() has returned) */
+        mockapi_job_error(j, "handle() returned %d, not DONE, RETRY or REJECT", (int) st);
         st = TWICE_RETRY;
     }
     if (st == TWICE_DONE && j->send_refused) {

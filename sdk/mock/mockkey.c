@@ -73,7 +73,9 @@ derive_with_plugin(struct twice_job *j, struct buf *out, struct buf *why)
     char key[TWICE_KEY_MAX + 1];
     mockapi_set_current(j->mock);
     mockapi_set_deriving(1);
+    mockapi_set_job(j);
     int n = m->plugin->derive_key(m->state, j, key, sizeof(key));
+    mockapi_set_job(NULL);
     mockapi_set_deriving(0);
     mockapi_set_current(NULL);
     enum keytmpl_result r = keytmpl_check_derived(key, n, j->error, why);

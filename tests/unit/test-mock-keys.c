@@ -4,6 +4,8 @@
  * template of one table: the daemon through hostapi_derive_key (the path
  * twiced's receiver takes), the mock through twice_mock_run and
  * twice_mock_expand_key. A few rows also say what the answer must be.
+ * And a job kept past derive_key(): both refuse it, with the same answers
+ * and the same words.
  */
 #include "buf.h"
 #include "check.h"
@@ -12,11 +14,13 @@
 #include "instance.h"
 #include "job.h"
 #include "keytmpl.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <twice/mock.h>
+#include <unistd.h>
 
 struct attr {
     const char *name, *type, *value;
@@ -549,6 +553,170 @@ test_settings_after_init(void)
     twice_mock_free(m);
 }
 
+/* A plugin that keeps the job of its first derive_key() and, in the next,
+ * calls every API function that takes a job with the kept one: what they
+ * answered goes to kept_answers. */
+static twice_job *kept_job;
+static char kept_answers[512];
+
+static int
+kept_derive(void *state, const twice_job *job, char *out, size_t cap)
+{
+    const twice_api *api = state;
+    twice_job *k = kept_job;
+    if (k == NULL) {
+        kept_job = (twice_job *) job;
+        return snprintf(out, cap, "first");
+    }
+    size_t len = 99;
+    const char *body = api->body(k, &len), *field = api->field(k, "id", NULL);
+    const char *json = api->field_json(k, "", NULL), *attr = api->attr(k, "Tenant", NULL);
+    const char *key = api->key(k);
+    int attempt = api->attempt(k);
+    const char *msg = api->message_id(k), *group = api->group_id(k);
+    void *db = api->db(k);
+    const char *tp = api->traceparent(k), *queue = api->queue(k);
+    const char *name = api->attr_name(k, 0);
+    api->retry_after(k, 5);
+    api->downstream_unavailable(k, 5);
+    api->error(k, "from the kept job");
+    int sent = api->send(k, "https://sqs.eu-west-1.amazonaws.com/123456789012/q", "{}",
+                         (size_t) -1, 0, NULL, NULL);
+    api->log(k, TWICE_LOG_INFO, "said with the kept job");
+    snprintf(kept_answers, sizeof(kept_answers),
+             "body=%s len=%zu field=%s json=%s attr=%s key='%s' attempt=%d msg='%s' group=%s "
+             "db=%s tp=%s queue='%s' attr_name=%s send=%d",
+             body ? body : "(null)", len, field ? field : "(null)", json ? json : "(null)",
+             attr ? attr : "(null)", key, attempt, msg, group ? group : "(null)",
+             db ? "(db)" : "(null)", tp ? tp : "(null)", queue, name ? name : "(null)", sent);
+    return snprintf(out, cap, "second");
+}
+
+/* The daemon: two jobs through hostapi_derive_key; the kept one is still
+ * in memory here, refused all the same (the pointer is compared). Its
+ * log, with the refusal lines, goes to the file log_path. */
+static void
+daemon_kept(const char *log_path)
+{
+    twice_plugin d = descriptor(NULL);
+    d.derive_key = kept_derive;
+    d.flags = TWICE_FLAG_TRANSACTIONAL;
+    struct plugin_instance p = {.name = "agree"};
+    char err[512];
+    p.lp.desc = &d;
+    CHECK_INT(hostapi_init(&p, "twice.conf", err, sizeof(err)), 0);
+    struct sqs_attr tenant = {(char *) "Tenant", (char *) "String", (char *) "acme", NULL, 0};
+    struct twice_job j[2] = {{.retry_after = -1}, {.retry_after = -1}};
+    for (int i = 0; i < 2; i++) {
+        j[i].msg.body = (char *) "{\"id\":1}";
+        j[i].msg.body_len = strlen(j[i].msg.body);
+        j[i].msg.attrs = &tenant;
+        j[i].msg.nattrs = 1;
+    }
+    struct buf key = BUF_INIT;
+    kept_job = NULL;
+    CHECK_INT(log_open(log_path), 0);
+    CHECK_INT(hostapi_derive_key(&p, NULL, &j[0], &key), 0);
+    CHECK_INT(hostapi_derive_key(&p, NULL, &j[1], &key), 0);
+    CHECK_INT(log_open(NULL), 0);
+    CHECK_STR(buf_str(&key), "firstsecond");
+    for (int i = 0; i < 2; i++) { /* error(), retry_after() & co. did nothing */
+        CHECK(j[i].error == NULL);
+        CHECK_INT(j[i].retry_after, -1);
+        CHECK_INT(j[i].downstream, 0);
+        jsondoc_free(j[i].body);
+        arena_free(&j[i].scratch);
+    }
+    buf_free(&key);
+}
+
+/* The mock: the kept job is freed before the next runs (ASan: not read).
+ * The mock borrows d: it outlives the mock. */
+static void
+mock_kept(twice_plugin *d, twice_mock **out)
+{
+    *d = descriptor(NULL);
+    d->derive_key = kept_derive;
+    d->flags = TWICE_FLAG_TRANSACTIONAL;
+    twice_mock *m = twice_mock_new(d);
+    CHECK(m != NULL);
+    CHECK_INT(twice_mock_init(m), 0);
+    twice_mock_job *j[2];
+    for (int i = 0; i < 2; i++) {
+        j[i] = twice_mock_job_new(m, "{\"id\":1}");
+        twice_mock_job_attr(j[i], "Tenant", NULL, "acme");
+        twice_mock_job_db(j[i], (void *) m);
+    }
+    kept_job = NULL;
+    CHECK_INT(twice_mock_run(j[0]), TWICE_DONE);
+    twice_mock_job_free(j[0]);
+    CHECK_INT(twice_mock_run(j[1]), TWICE_DONE);
+    CHECK_STR(twice_mock_job_key(j[1]), "second");
+    CHECK(twice_mock_job_error(j[1]) == NULL);
+    CHECK_INT(twice_mock_job_retry_after(j[1]), -1);
+    twice_mock_job_free(j[1]);
+    *out = m;
+}
+
+/* Whether the file holds a line that ends with text (a log line's
+ * message, after twiced's time, level and fields). */
+static int
+file_has_line(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    int found = 0;
+    size_t n = strlen(text);
+    while (f != NULL && !found && fgets(line, sizeof(line), f) != NULL) {
+        size_t len = strcspn(line, "\n");
+        found = len >= n && memcmp(line + len - n, text, n) == 0;
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return found;
+}
+
+/* A job used after its derive_key() returned: the daemon and the mock give
+ * every function the same "none" answer and say each refusal in the same
+ * words (text/deadjob.c), once per function. */
+static void
+test_kept_job(void)
+{
+    char path[] = "/tmp/test-mock-keys-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0) {
+        return;
+    }
+    close(fd);
+    daemon_kept(path);
+    char daemon_answers[sizeof(kept_answers)];
+    memcpy(daemon_answers, kept_answers, sizeof(kept_answers));
+    twice_plugin d;
+    twice_mock *m;
+    mock_kept(&d, &m);
+    const char *none = "body=(null) len=99 field=(null) json=(null) attr=(null) key='' "
+                       "attempt=0 msg='' group=(null) db=(null) tp=(null) queue='' "
+                       "attr_name=(null) send=-1";
+    CHECK_STR(daemon_answers, none);
+    CHECK_STR(kept_answers, none);
+    CHECK_INT(twice_mock_refused(m, NULL), 17);
+    CHECK_INT(twice_mock_log_count(m), 18); /* a line per function, and the plugin's */
+    for (size_t i = 0; i < twice_mock_log_count(m); i++) {
+        const char *line = twice_mock_log_text(m, i, NULL);
+        if (!file_has_line(path, line)) {
+            fprintf(stderr, "test-mock-keys: the daemon's log has no line \"%s\"\n", line);
+            CHECK(0);
+        }
+    }
+    CHECK_CONTAINS(twice_mock_log_text(m, 0, NULL),
+                   "plugin 'agree' called api->body() with a job that is not running on its "
+                   "thread");
+    twice_mock_free(m);
+    unlink(path);
+}
+
 /* An init() that fails with a long error line (the euro sign, with a 'x'
  * before: a byte cut falls mid-character), or with none. */
 static int
@@ -621,6 +789,7 @@ main(void)
     }
     test_derive_key();
     test_settings_after_init();
+    test_kept_job();
     test_init_failure();
     twice_mock_free(any);
     return check_done("test-mock-keys");

@@ -116,7 +116,8 @@ extern "C" {
  * reads it. Valid until handle() (or derive_key()) returns, on the thread
  * that runs it: a job kept and passed to the table later, or from another
  * thread, is refused (the function's "none" answer: NULL, "", 0, -1, or
- * nothing done; an error line names the function once) rather than read. */
+ * nothing done; an error line names the function once) rather than read.
+ * The SDK's mock host refuses it alike, so a plugin's unit test shows it. */
 typedef struct twice_job twice_job;
 
 /* A plugin instance's settings, read with api->setting() during init(). */

@@ -2,7 +2,8 @@
  * test-mock.c - the SDK mock host, tested with a small plugin linked into
  * this test ("probe") and one loaded from a .so (tiny_plugin.c): settings
  * checks, init/fini, every API function's documented answer, key
- * templates and derive_key, captured logs, and runs on several threads.
+ * templates and derive_key, captured logs, runs on several threads, and
+ * a job used after its handle() returned or from another thread refused.
  */
 #include "check.h"
 
@@ -694,6 +695,178 @@ test_descriptor_fields(void)
     twice_mock_free(m);
 }
 
+/* ---- a job kept past its handle(), or handed to a thread ---- */
+
+static twice_job *kept; /* the "keep" run's job: freed before "use" runs */
+
+/* Every API function that takes a job, called with job; what came back,
+ * as one line, in out. */
+static void
+call_all(twice_job *job, char *out, size_t cap)
+{
+    size_t len = 99;
+    const char *body = api->body(job, &len), *field = api->field(job, "id", NULL);
+    const char *json = api->field_json(job, "", NULL), *attr = api->attr(job, "Tenant", NULL);
+    const char *key = api->key(job);
+    int attempt = api->attempt(job);
+    const char *msg = api->message_id(job), *group = api->group_id(job);
+    void *db = api->db(job);
+    const char *tp = api->traceparent(job), *queue = api->queue(job);
+    const char *name = api->attr_name(job, 0);
+    api->retry_after(job, 5);
+    api->downstream_unavailable(job, 5);
+    api->error(job, "from call_all");
+    int sent = api->send(job, "https://sqs.eu-west-1.amazonaws.com/123456789012/q", "{}",
+                         (size_t) -1, 0, NULL, NULL);
+    api->log(job, TWICE_LOG_INFO, "said with the job");
+    snprintf(out, cap,
+             "body=%s len=%zu field=%s json=%s attr=%s key='%s' attempt=%d msg='%s' group=%s "
+             "db=%s tp=%s queue='%s' attr_name=%s send=%d",
+             body ? "(text)" : "(null)", len, field ? field : "(null)", json ? json : "(null)",
+             attr ? attr : "(null)", key, attempt, msg, group ? group : "(null)",
+             db ? "(db)" : "(null)", tp ? tp : "(null)", queue, name ? name : "(null)", sent);
+}
+
+struct call {
+    twice_job *job;
+    char out[512];
+};
+
+static void *
+call_main(void *arg)
+{
+    struct call *c = arg;
+    call_all(c->job, c->out, sizeof(c->out));
+    return NULL;
+}
+
+/* "keep": keeps the job; "use": calls the API with the kept one; "thread":
+ * with its own job, from a thread it starts (and joins); "well": with its
+ * own job, as a plugin should. The answers are logged with the job. */
+static twice_status
+keeper_handle(void *state, twice_job *job)
+{
+    (void) state;
+    const char *action = api->field(job, "action", NULL);
+    struct call c = {job, ""};
+    pthread_t t;
+    if (strcmp(action, "keep") == 0) {
+        kept = job;
+        return TWICE_DONE;
+    }
+    if (strcmp(action, "use") == 0) {
+        call_all(kept, c.out, sizeof(c.out));
+    } else if (strcmp(action, "thread") == 0 && pthread_create(&t, NULL, call_main, &c) == 0) {
+        pthread_join(t, NULL);
+    } else {
+        call_all(job, c.out, sizeof(c.out));
+    }
+    api->log(job, TWICE_LOG_INFO, "%s", c.out);
+    return TWICE_DONE;
+}
+
+static const twice_plugin keeper = {.magic = TWICE_ABI_MAGIC,
+                                    .abi_major = TWICE_ABI_MAJOR,
+                                    .abi_minor = TWICE_ABI_MINOR,
+                                    .size = sizeof(twice_plugin),
+                                    .name = "keeper",
+                                    .key_template = "keeper:{id}",
+                                    .init = init_11,
+                                    .handle = keeper_handle};
+
+/* What every function answers a refused job (plugin.h's "none"). */
+#define NONE_ANSWERS                                                                              \
+    "body=(null) len=99 field=(null) json=(null) attr=(null) key='' attempt=0 msg='' "            \
+    "group=(null) db=(null) tp=(null) queue='' attr_name=(null) send=-1"
+
+/* The API functions in call_all's order, as the refusal lines name them. */
+static const char *const called[] = {"body",        "field",
+                                     "field_json",  "attr",
+                                     "key",         "attempt",
+                                     "message_id",  "group_id",
+                                     "db",          "traceparent",
+                                     "queue",       "attr_name",
+                                     "retry_after", "downstream_unavailable",
+                                     "error",       "send",
+                                     "log"};
+#define NCALLED (sizeof(called) / sizeof(called[0]))
+
+/* m's log from line `from`: one refusal line per function of call_all, in
+ * twiced's words (who: "'keeper'" or "'keeper' (the plugin called last)"),
+ * then the line the plugin said with the refused job, without it. */
+static void
+expect_refusals(twice_mock *m, size_t from, const char *who)
+{
+    CHECK_INT(twice_mock_log_count(m), from + NCALLED + 1);
+    for (size_t i = 0; i < NCALLED; i++) {
+        char want[512];
+        snprintf(want, sizeof(want),
+                 "plugin %s called api->%s() with a job that is not running on its thread "
+                 "(kept after handle() returned, or used from another thread): refused; a job "
+                 "is valid only during handle() or derive_key(), on the thread that runs it "
+                 "(said once)",
+                 who, called[i]);
+        twice_log_level level = TWICE_LOG_DEBUG;
+        CHECK_STR(twice_mock_log_text(m, from + i, &level), want);
+        CHECK_INT(level, TWICE_LOG_ERROR);
+        CHECK_INT(twice_mock_refused(m, called[i]), 1);
+    }
+    CHECK_STR(twice_mock_log_text(m, from + NCALLED, NULL), "said with the job");
+}
+
+/* The mock refuses what twiced refuses: a job kept after handle() returned
+ * (freed by then: ASan shows it is never read) and a job used from the
+ * plugin's own thread get the "none" answers, a line per function and a
+ * count; the run that made the calls is not touched. */
+static void
+test_job_rule(void)
+{
+    twice_mock *m = twice_mock_new(&keeper);
+    CHECK_INT(twice_mock_init(m), 0);
+    twice_mock_job *j;
+    CHECK_INT(run_body(m, "{\"id\":1,\"action\":\"well\"}", &j), TWICE_DONE);
+    CHECK_CONTAINS(job_line(j, "body="), "body=(text) len=24 field=1 json={\"id\":1,");
+    CHECK_CONTAINS(job_line(j, "body="), " key='keeper:1' attempt=1 msg='mock-message-1' ");
+    CHECK_CONTAINS(job_line(j, "body="), " send=0");
+    CHECK_STR(job_line(j, "said "), "said with the job");
+    CHECK_INT(twice_mock_refused(m, NULL), 0);
+    CHECK_INT(twice_mock_log_count(m), 0);
+    twice_mock_job_free(j);
+
+    twice_mock_job *keep = twice_mock_job_new(m, "{\"id\":2,\"action\":\"keep\"}");
+    CHECK_INT(twice_mock_run(keep), TWICE_DONE);
+    j = twice_mock_job_new(m, "{\"id\":3,\"action\":\"use\"}");
+    twice_mock_job_attr(j, "Tenant", NULL, "acme");
+    twice_mock_job_free(keep); /* the plugin's kept pointer now points at freed memory */
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    CHECK_STR(job_line(j, "body="), NONE_ANSWERS);
+    CHECK(twice_mock_job_error(j) == NULL); /* error(), retry_after() & co. did nothing */
+    CHECK_INT(twice_mock_job_retry_after(j), -1);
+    CHECK_INT(twice_mock_job_downstream_unavailable(j), -1);
+    CHECK_INT(twice_mock_job_sent_count(j), 0);
+    CHECK_STR(twice_mock_job_key(j), "keeper:3"); /* the test's own reads work after the run */
+    CHECK_INT(twice_mock_refused(m, NULL), NCALLED);
+    CHECK_INT(twice_mock_refused(m, "setting"), 0); /* takes no job */
+    expect_refusals(m, 0, "'keeper'");
+    /* said once per function, each call counted */
+    CHECK_INT(twice_mock_run(j), TWICE_DONE);
+    CHECK_INT(twice_mock_refused(m, NULL), 2 * NCALLED);
+    CHECK_INT(twice_mock_refused(m, "send"), 2);
+    CHECK_INT(twice_mock_log_count(m), NCALLED + 2);
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+
+    m = twice_mock_new(&keeper);
+    CHECK_INT(twice_mock_init(m), 0);
+    CHECK_INT(run_body(m, "{\"id\":4,\"action\":\"thread\"}", &j), TWICE_DONE);
+    CHECK_STR(job_line(j, "body="), NONE_ANSWERS);
+    CHECK(twice_mock_job_error(j) == NULL);
+    CHECK_INT(twice_mock_refused(m, NULL), NCALLED);
+    expect_refusals(m, 0, "'keeper' (the plugin called last)");
+    twice_mock_job_free(j);
+    twice_mock_free(m);
+}
+
 int
 main(void)
 {
@@ -708,5 +881,6 @@ main(void)
     test_key_setting();
     test_descriptor_fields();
     test_as_twiced();
+    test_job_rule();
     return check_done("test-mock");
 }

@@ -35,6 +35,21 @@
  * where a plugin's settings live only for init() and describe(): read
  * later, the mock answers NULL and logs an error, as twiced does.
  *
+ * A job is valid only during the plugin's handle() or derive_key(), on the
+ * thread that runs it (twice/plugin.h), and the mock holds the plugin to
+ * that as twiced does: a job-taking API function called with any other
+ * job (a twice_job kept in a static and used in a later run, or used from
+ * a thread the plugin started) is refused without being read, with the
+ * function's "none" answer (NULL; "" for key, message_id and queue; 0 for
+ * attempt; -1 for send; nothing done for error, retry_after and
+ * downstream_unavailable; log writes the line without the job). The first
+ * refusal of each function is an error line of the mock's log
+ * (twice_mock_log_text) in twiced's words, "plugin 'x' called api->field()
+ * with a job that is not running on its thread ...", and every one is
+ * counted (twice_mock_refused), so a test can assert its plugin keeps the
+ * rule. The test's own calls (twice_mock_job_*) are not API calls: they
+ * read a job at any time until it is freed.
+ *
  * Ownership: every string the mock returns is owned by the mock or the job
  * and lives until the object is freed (or, for a job's results, until the
  * next twice_mock_run of that job). Strings passed in are copied.
@@ -110,10 +125,21 @@ int twice_mock_queue(twice_mock *m, const char *name, const char *url);
  * no reason)". */
 const char *twice_mock_error(const twice_mock *m);
 
-/* Log lines written without a job (in init, fini, or with job NULL).
+/* Log lines written without a job (in init, fini, or with job NULL, or
+ * with a job refused: see the top of this file) and the mock's own
+ * refusal lines, in the order said.
  * twice_mock_log_text returns NULL past the end; level may be NULL. */
 size_t twice_mock_log_count(const twice_mock *m);
 const char *twice_mock_log_text(const twice_mock *m, size_t i, twice_log_level *level);
+
+/* How many API calls with a job not running on the calling thread this
+ * mock refused (see the top of this file), since twice_mock_new: of the
+ * function fn ("field", "log", "send", ... as the twice_api member is
+ * named), or of all of them with fn NULL; 0 for a name that is not a
+ * job-taking function. A refusal on a thread that runs no plugin call (one
+ * of the plugin's own) is counted by the mock whose plugin was called
+ * last, as twiced names "the plugin called last". Thread-safe. */
+size_t twice_mock_refused(const twice_mock *m, const char *fn);
 
 /* Echo every captured log line to stderr as well (for debugging a test);
  * also on when the environment has TWICE_MOCK_ECHO=1. */
