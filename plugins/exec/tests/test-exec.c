@@ -900,11 +900,13 @@ test_slow_start(void)
     twice_mock_job_free(j);
     twice_mock_free(m);
 
-    /* A new process that overruns timeout + start_timeout: killed, and said so. */
-    m = slow_start_mock("2");
+    /* A new process that overruns timeout + start_timeout: killed, and said so.
+     * 4 s, not 2: it writes its pid after its 2 s start, and on a loaded
+     * machine a kill at 3 s could come before it wrote it. */
+    m = slow_start_mock("4");
     CHECK_INT(run_pid(m, "\"do\":\"sleep\",\"seconds\":30", &pid, &j), TWICE_RETRY);
     CHECK_CONTAINS(twice_mock_job_error(j),
-                   "did not answer within 3 s (timeout 1 s + start_timeout 2 s of a new "
+                   "did not answer within 5 s (timeout 1 s + start_timeout 4 s of a new "
                    "process; killed)");
     CHECK(gone(pid));
     twice_mock_job_free(j);
