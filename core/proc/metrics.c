@@ -447,6 +447,13 @@ metrics_drop_unnamed(metrics_live_fn live, void *arg)
 }
 
 int
+metrics_series_alarm(int *warned)
+{
+    int used = series_in_use();
+    return series_use_alarm(warned, used, SHM_SERIES) ? used : -1;
+}
+
+int
 metrics_gauge_latest(enum metric m, const char *l1, char *l2, size_t cap, double *value)
 {
     struct shm_region *r = shm_region();
@@ -633,6 +640,29 @@ render_plain(struct buf *out, const struct shm_region *r, int m)
     }
 }
 
+/* The series table's own gauges and counter, from the region's counters:
+ * they take no slot, so they show even when the table is full. */
+static void
+render_table_use(struct buf *out, const struct shm_region *r)
+{
+    static const char unrecorded[] = "twice_metric_series_unrecorded_total";
+    static const char used[] = "twice_metric_series";
+    static const char capacity[] = "twice_metric_series_capacity";
+    buf_printf(out,
+               "# HELP %s Updates of new metric series not recorded: the instance's series "
+               "table (%d) is full.\n# TYPE %s counter\n%s %llu\n",
+               unrecorded, SHM_SERIES, unrecorded, unrecorded,
+               (unsigned long long) __atomic_load_n(&r->series_unrecorded, __ATOMIC_RELAXED));
+    buf_printf(out,
+               "# HELP %s Slots of the instance's series table in use: series made and not "
+               "freed.\n# TYPE %s gauge\n%s %d\n",
+               used, used, used, series_in_use());
+    buf_printf(out,
+               "# HELP %s Slots the instance's series table has: past it, new series go "
+               "unrecorded.\n# TYPE %s gauge\n%s %d\n",
+               capacity, capacity, capacity, SHM_SERIES);
+}
+
 int
 metrics_render(struct buf *out)
 {
@@ -645,12 +675,7 @@ metrics_render(struct buf *out)
                "twice_build_info{version=\"%s\",abi=\"%d.%d\"} 1\n",
                TWICE_VERSION, TWICE_ABI_MAJOR, TWICE_ABI_MINOR);
     if (r != NULL) {
-        static const char unrecorded[] = "twice_metric_series_unrecorded_total";
-        buf_printf(out,
-                   "# HELP %s Updates of new metric series not recorded: the instance's series "
-                   "table (%d) is full.\n# TYPE %s counter\n%s %llu\n",
-                   unrecorded, SHM_SERIES, unrecorded, unrecorded,
-                   (unsigned long long) __atomic_load_n(&r->series_unrecorded, __ATOMIC_RELAXED));
+        render_table_use(out, r);
     }
     series_walk_begin();
     for (int m = 0; m < MET_COUNT_ && r != NULL; m++) {

@@ -326,6 +326,7 @@ make_series(struct shm_region *r, struct shm_series *hole, int m, int proc,
                                      __ATOMIC_ACQUIRE)) {
         return NULL; /* not possible under the lock; said as a full table */
     }
+    __atomic_add_fetch(&r->series_used, 1, __ATOMIC_RELAXED); /* counted while state 1 too */
     /* Never made before: relabels still 0 (clear_tombstones may have set a
      * used slot's state back to 0, and it is listed already). */
     int fresh = __atomic_fetch_add(&hole->relabels, 1, __ATOMIC_ACQ_REL) == 0;
@@ -477,6 +478,7 @@ series_free_if(series_dead_fn dead, void *arg)
         if ((st == 2 || st == SHM_SLOT_DROPPED) && dead(arg, s) &&
             __atomic_compare_exchange_n(&s->state, &st, SHM_SLOT_FREED, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {
+            __atomic_sub_fetch(&r->series_used, 1, __ATOMIC_RELAXED);
             freed++;
         }
     }
@@ -484,4 +486,28 @@ series_free_if(series_dead_fn dead, void *arg)
     pthread_mutex_unlock(&r->series_lock);
     pthread_rwlock_unlock(&walk);
     return freed;
+}
+
+int
+series_in_use(void)
+{
+    struct shm_region *r = shm_region();
+    return r != NULL ? __atomic_load_n(&r->series_used, __ATOMIC_RELAXED) : 0;
+}
+
+/* Past 90%, a few more names fill the table (a queue's and plugin's
+ * histograms alone take 35 slots); below 80% again before a second warning,
+ * so that a use that hovers around the mark is said once, not at each pass. */
+int
+series_use_alarm(int *warned, int in_use, int capacity)
+{
+    long long used = in_use, cap = capacity;
+    if (!*warned && used * 10 > cap * 9) {
+        *warned = 1;
+        return 1;
+    }
+    if (*warned && used * 10 < cap * 8) {
+        *warned = 0;
+    }
+    return 0;
 }

@@ -69,4 +69,14 @@ typedef int (*series_dead_fn)(void *arg, const struct shm_series *s);
  * table's lock was not taken). */
 int series_free_if(series_dead_fn dead, void *arg);
 
+/* The slots in use: series made and not freed (dropped and abandoned ones
+ * included, tombstones not); 0 before the region is mapped. A counter kept
+ * where series are made and freed: no scan, nothing on the update path. */
+int series_in_use(void);
+
+/* Whether the warning of a table nearly full is due now, given in_use of
+ * capacity slots: 1 when use passed 90% and *warned was 0 (which it sets);
+ * *warned goes back to 0 once use fell below 80%. Pure. */
+int series_use_alarm(int *warned, int in_use, int capacity);
+
 #endif

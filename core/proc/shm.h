@@ -146,6 +146,8 @@ struct shm_region {
     pthread_mutex_t series_lock;
     uint64_t series_unrecorded; /* atomic: updates of a new series the full table had no
                                    slot for (twice_metric_series_unrecorded_total) */
+    int series_used;            /* atomic, changed under series_lock: slots of series made
+                                   and not freed (twice_metric_series), tombstones not */
     uint64_t dlq_next;          /* atomic: sequence number of the last event written */
     struct shm_dlq_event dlq[SHM_DLQ_EVENTS];
     struct shm_advice advice[SHM_ADVICE];
