@@ -680,7 +680,8 @@ class Dashboard(twicetest.TwiceTestCase):
             dash = json.load(f)
         exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
         titles = " ".join(p["title"] for p in dash["panels"]).lower()
-        for word in ("outcome", "duplicates", "dlq depth", "p99", "in flight"):
+        for word in ("outcome", "duplicates", "dlq depth", "p99", "in flight", "recycled",
+                     "series table"):
             self.assertIn(word, titles)
         url, dlq = self.queue_pair("dash")
         dsn = self.new_database("dash")
