@@ -69,6 +69,7 @@ struct master {
     int start_failed; /* the first generation never got ready: exit 1 */
     int early_stop;   /* the stop signal that came before the loop ran, or 0 */
     int series_due;   /* a worker of an older generation exited: drop_unnamed_series */
+    int series_warn;  /* the series table's use was said past 90%: warn_series_use */
     int start_status; /* exit status of a start refused in prepare() */
     const struct master_opts *opts;
     struct pidfile *pidfile;
@@ -710,6 +711,25 @@ drop_unnamed_series(struct master *m)
     }
 }
 
+/* The series table past 90% full, said once (again only after it fell
+ * below 80%: metrics_series_alarm), while there is time to act: once it is
+ * full, new series go unrecorded. What fills it is names: each queue and
+ * plugin name takes its series, and an older generation's are freed only
+ * once its workers have exited (drop_unnamed_series). */
+static void
+warn_series_use(struct master *m)
+{
+    int used = metrics_series_alarm(&m->series_warn);
+    if (used >= 0) {
+        log_warn("metrics: the series table is %d%% full (%d of %d series, "
+                 "twice_metric_series): once full, updates of new series are not recorded; "
+                 "configure fewer distinct queue and plugin names (a version in a name makes "
+                 "new series at every deploy), or restart twiced if workers of an older "
+                 "generation still run and keep their names' series",
+                 (int) ((long long) used * 100 / SHM_SERIES), used, SHM_SERIES);
+    }
+}
+
 /* Workers that asked to be replaced (a handler ran past its time limit and
  * grace, and a thread cannot be stopped; or one recycled, past worker_max_rss,
  * which said so itself): start the replacement now, not after a crash's
@@ -882,6 +902,7 @@ loop_once(struct master *m, const sigset_t *wait_mask)
         check_generations(m);
         say_written(m);
         drop_unnamed_series(m);
+        warn_series_use(m);
     }
     if (m->reload_pending && m->next == NULL && !m->stopping) {
         m->reload_pending = 0;

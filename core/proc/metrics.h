@@ -109,6 +109,12 @@ typedef int (*metrics_live_fn)(void *arg, const char *name, int plugin);
  * restart. Returns how many were freed, or -1 (the lock was not taken). */
 int metrics_drop_unnamed(metrics_live_fn live, void *arg);
 
+/* Master, each pass of its loop: the series table's slots in use (series
+ * made and not freed, twice_metric_series) when that passed 90% of its
+ * SHM_SERIES and the warning is due, else -1: due once, and again only after
+ * use fell below 80%. *warned is the caller's state (0 at the start). */
+int metrics_series_alarm(int *warned);
+
 /* Master: forget a dead process's per-process gauges. */
 void metrics_forget_proc(int proc_slot);
 /* A gauge's current value (0 when absent): for readiness checks and tests. */

@@ -1,6 +1,6 @@
 /*
  * shm.c - creating, mapping and the process table of the shared region
- * (see shm.h). Metrics series are managed by metrics.c.
+ * (see shm.h). Metrics series are managed by series.c.
  */
 #include "shm.h"
 

@@ -66,7 +66,7 @@ struct shm_series {
     int metric;   /* written before state turns 2, by the slot's creator under series_lock */
     int proc;     /* per-process gauges: the process slot; -1 otherwise */
     int relabels; /* atomic: odd while the slot takes new labels: a dropped slot given to
-                     a sibling, or a freed one to a new series (metrics.c) */
+                     a sibling, or a freed one to a new series (series.c) */
     char labels[3][SHM_LABEL];
     uint64_t value; /* atomic: a counter, or a double's bits for gauges/sums */
 };
@@ -142,10 +142,12 @@ struct shm_region {
     int series_listed;
     int series_order[SHM_SERIES];
     /* Held (process-shared, robust) by whoever makes a series or frees
-     * series: lookups of series that exist never take it (metrics.c). */
+     * series: lookups of series that exist never take it (series.c). */
     pthread_mutex_t series_lock;
     uint64_t series_unrecorded; /* atomic: updates of a new series the full table had no
                                    slot for (twice_metric_series_unrecorded_total) */
+    int series_used;            /* atomic, changed under series_lock: slots of series made
+                                   and not freed (twice_metric_series), tombstones not */
     uint64_t dlq_next;          /* atomic: sequence number of the last event written */
     struct shm_dlq_event dlq[SHM_DLQ_EVENTS];
     struct shm_advice advice[SHM_ADVICE];
@@ -160,11 +162,11 @@ struct shm_region {
 #define SHM_SLOT_ABANDONED 3
 /* A series metrics_gauge_only dropped: neither rendered nor read, ready
  * again when it is set again, or given to the next new series of its
- * metric and first label (metrics.c), never to another's. */
+ * metric and first label (series.c), never to another's. */
 #define SHM_SLOT_DROPPED   4
 /* A series metrics_drop_unnamed freed (a queue or plugin no live
  * configuration names): a tombstone that lookups probe past and the next
- * new series on its probe chain takes (metrics.c). */
+ * new series on its probe chain takes (series.c). */
 #define SHM_SLOT_FREED     5
 int shm_slot_state(int *state);
 

@@ -102,7 +102,8 @@ class Metrics(twicetest.TwiceTestCase):
     def test_series_of_names_a_reload_removed_leave_once_their_workers_exit(self):
         """A queue and a plugin whose names carry the deploy's version: after each reload,
         once the old generation's worker has exited, /metrics shows the new names and no
-        longer the old ones: no ghost still reporting, no series piling up."""
+        longer the old ones: no ghost still reporting, no series piling up, and the series
+        table's use (twice_metric_series) falls as their slots are freed."""
         url, dlq = self.queue_pair("rename")
         dsn = self.new_database("rename")
         self.pg.query(dsn, tc.EFFECTS_TABLE)
@@ -121,16 +122,25 @@ class Metrics(twicetest.TwiceTestCase):
             return {int(m.group(1)) for (_, labels) in tc.scrape(port) for _, val in labels
                     for m in [re.fullmatch(r"(?:jobs|fx)-v(\d+)", val)] if m}
 
+        def in_use():  # slots of the instance's series table
+            return tc.metric_sum(tc.scrape(port), "twice_metric_series")
+
         d = self.start_twiced(conf(1))
         d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        self.assertEqual(tc.metric_sum(tc.scrape(port), "twice_metric_series_capacity"), 8192)
         for v in range(1, 5):
             if v > 1:
+                before = in_use()  # ~24, v - 1's names' among them: its job's, the gauges
                 with open(d.config_path, "w") as f:
                     f.write(conf(v).replace("$$", "$"))
                 mark = d.mark()
                 d.signal(signal.SIGHUP)
                 d.wait_log(r"\(generation %d\) drained and exited" % (v - 1), since=mark,
                            timeout=30)
+                d.wait_log(r"metrics: \d+ series of queues and plugins no longer configured "
+                           r"freed", since=mark, timeout=10)
+                # Fewer, though v's queue already has the master's gauges: no job ran yet.
+                self.assertLess(in_use(), before, "v%d's series were freed" % (v - 1))
             self.sqs.send(url, json.dumps({"id": "v%d" % v}))
             twicetest.wait_until(lambda: done(v) == 1, timeout=20,
                                  message="jobs-v%d's job was never counted" % v)
@@ -670,7 +680,8 @@ class Dashboard(twicetest.TwiceTestCase):
             dash = json.load(f)
         exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
         titles = " ".join(p["title"] for p in dash["panels"]).lower()
-        for word in ("outcome", "duplicates", "dlq depth", "p99", "in flight"):
+        for word in ("outcome", "duplicates", "dlq depth", "p99", "in flight", "recycled",
+                     "series table"):
             self.assertIn(word, titles)
         url, dlq = self.queue_pair("dash")
         dsn = self.new_database("dash")

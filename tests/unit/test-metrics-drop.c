@@ -4,12 +4,15 @@
  * the series of live names are still found however their probe chains ran
  * through the freed slots, freed slots take new series, and an instance
  * renamed at every reload, far more names than the table holds, never
- * fills it, also while other processes make and update series. A real
+ * fills it, also while other processes make and update series. The slots
+ * in use (twice_metric_series) are counted as a scan of the table finds
+ * them, and the warning of a table nearly full has its hysteresis. A real
  * shared region (shm_create).
  */
 #include "buf.h"
 #include "check.h"
 #include "metrics.h"
+#include "series.h"
 #include "shm.h"
 
 #include <stdio.h>
@@ -43,6 +46,29 @@ listed(void)
     return __atomic_load_n(&shm_region()->series_listed, __ATOMIC_ACQUIRE);
 }
 
+/* The slots a scan of the whole table finds in use: made and not freed
+ * (ready, dropped, being written or abandoned), tombstones not. */
+static long
+scanned_in_use(void)
+{
+    const struct shm_region *r = shm_region();
+    long n = 0;
+    for (int i = 0; i < SHM_SERIES; i++) {
+        int st = __atomic_load_n(&r->series[i].state, __ATOMIC_ACQUIRE);
+        n += st != 0 && st != SHM_SLOT_FREED;
+    }
+    return n;
+}
+
+/* twice_metric_series as /metrics shows it; -1 when it does not. */
+static long
+shown_in_use(struct buf *out)
+{
+    static const char name[] = "\ntwice_metric_series ";
+    const char *line = strstr(render(out), name);
+    return line != NULL ? strtol(line + strlen(name), NULL, 10) : -1;
+}
+
 /* Most of the table full, a series of a name to keep and one of a name to
  * free taking turns, so that the chains of the kept ones run through slots
  * that are freed: after the drop every kept series is found with its value,
@@ -53,13 +79,21 @@ test_chains_survive(struct buf *out)
 {
     enum { N = 3500 }; /* 7000 of the 8192 slots */
     char name[32];
+    int warned = 0;
+    CHECK_INT(shown_in_use(out), 0); /* a new region: rendering takes no slot */
+    CHECK_CONTAINS(render(out), "\ntwice_metric_series_capacity 8192\n");
     for (int i = 0; i < N; i++) {
         snprintf(name, sizeof(name), "keep-%d", i);
         metrics_gauge_set(MET_DLQ_DEPTH, name, NULL, i + 1);
         snprintf(name, sizeof(name), "old-%d", i);
         metrics_gauge_set(MET_DLQ_DEPTH, name, NULL, i + 1);
     }
+    CHECK_INT(shown_in_use(out), 2 * N);
+    CHECK_INT(scanned_in_use(), 2 * N);
+    CHECK_INT(metrics_series_alarm(&warned), -1); /* 85%: not yet */
     CHECK_INT(metrics_drop_unnamed(live_prefix, "keep-"), N);
+    CHECK_INT(shown_in_use(out), N);
+    CHECK_INT(scanned_in_use(), N);
     int lost = 0;
     for (int i = 0; i < N; i++) {
         snprintf(name, sizeof(name), "keep-%d", i);
@@ -78,6 +112,10 @@ test_chains_survive(struct buf *out)
     }
     CHECK_CONTAINS(render(out), "\ntwice_metric_series_unrecorded_total 0\n");
     CHECK(listed() <= SHM_SERIES);
+    CHECK_INT(shown_in_use(out), N + NEW); /* 8000: freed slots taken again */
+    CHECK_INT(scanned_in_use(), N + NEW);
+    CHECK_INT(metrics_series_alarm(&warned), N + NEW); /* past 90%: said */
+    CHECK_INT(metrics_series_alarm(&warned), -1);      /* once */
     for (int i = 0; i < N; i++) {
         snprintf(name, sizeof(name), "keep-%d", i);
         lost += metrics_gauge_get(MET_DLQ_DEPTH, name, NULL) != i + 1;
@@ -91,6 +129,10 @@ test_chains_survive(struct buf *out)
     CHECK_INT(lost, 0);
     CHECK_INT(metrics_drop_unnamed(live_prefix, "none"), N + NEW);
     CHECK(strstr(render(out), "twice_dlq_depth{") == NULL);
+    CHECK_INT(shown_in_use(out), 0);
+    CHECK_INT(scanned_in_use(), 0);
+    CHECK_INT(metrics_series_alarm(&warned), -1);
+    CHECK_INT(warned, 0); /* below 80% again: the next pass past 90% is said */
 }
 
 /* What a label names: a plugin's series go with the plugin, a rate limit's
@@ -114,6 +156,7 @@ test_what_is_named(struct buf *out)
     CHECK_CONTAINS(text, "twice_outbox_sent_total{queue=\"gone-target\",via=\"relay\"} 3\n");
     metrics_count(MET_FINISHED, "live-q", "gone-p", "done", 1);
     CHECK_CONTAINS(render(out), "{queue=\"live-q\",plugin=\"gone-p\",outcome=\"done\"} 1\n");
+    CHECK_INT(shown_in_use(out), scanned_in_use());
 }
 
 /* An instance whose queue and plugin carry a version that changes at every
@@ -139,6 +182,9 @@ test_renames_never_fill(struct buf *out)
     CHECK_CONTAINS(text, "twice_messages_received_total{queue=\"jobs-v599\"} 1\n");
     CHECK(strstr(text, "jobs-v598\"") == NULL);
     CHECK(listed() < SHM_SERIES);
+    long used = shown_in_use(out);
+    CHECK_INT(used, scanned_in_use());
+    CHECK(used > 0 && used < 100); /* v599's and test_what_is_named's live series */
 }
 
 enum { KIDS = 3, CYCLES = 300, LIVE = 20 };
@@ -221,7 +267,31 @@ test_concurrent_makers_and_frees(struct buf *out)
                  strtol(line + strlen(want), NULL, 10) != KIDS;
     }
     CHECK_INT(split, 0);
+    CHECK_INT(shown_in_use(out), scanned_in_use());       /* made and freed by four processes */
+    CHECK(metrics_drop_unnamed(live_or_done, NULL) >= 0); /* every churn name done */
+    CHECK_INT(shown_in_use(out), scanned_in_use());
     munmap(progress, sizeof(int) * KIDS);
+}
+
+/* The warning of a table nearly full: past 90% once, again only after use
+ * fell below 80%, so that a use hovering around the mark is said once. */
+static void
+test_use_alarm(void)
+{
+    int warned = 0;
+    CHECK_INT(series_use_alarm(&warned, 90, 100), 0); /* at 90%, not past it */
+    CHECK_INT(series_use_alarm(&warned, 91, 100), 1);
+    CHECK_INT(warned, 1);
+    CHECK_INT(series_use_alarm(&warned, 100, 100), 0); /* said already */
+    CHECK_INT(series_use_alarm(&warned, 80, 100), 0);  /* not below 80% */
+    CHECK_INT(series_use_alarm(&warned, 95, 100), 0);
+    CHECK_INT(warned, 1);
+    CHECK_INT(series_use_alarm(&warned, 79, 100), 0);
+    CHECK_INT(warned, 0);
+    CHECK_INT(series_use_alarm(&warned, 91, 100), 1); /* past 90% again: said again */
+    warned = 0;
+    CHECK_INT(series_use_alarm(&warned, 7372, SHM_SERIES), 0); /* 89.99% of the table */
+    CHECK_INT(series_use_alarm(&warned, 7373, SHM_SERIES), 1);
 }
 
 int
@@ -236,6 +306,7 @@ main(void)
     test_what_is_named(&out);
     test_renames_never_fill(&out);
     test_concurrent_makers_and_frees(&out);
+    test_use_alarm();
     buf_free(&out);
     return check_done("test-metrics-drop");
 }
