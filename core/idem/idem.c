@@ -1341,7 +1341,9 @@ idem_tx_begin(struct idem_store *s, const char *key, char *err, size_t errlen)
     return idem_tx_rollback(s, err, errlen) == 0 ? 0 : -1;
 }
 
-/* Why the handler's transaction cannot be completed, before we try. */
+/* Why the handler's transaction cannot be completed, before we try. One a
+ * statement of the plugin's aborted is named by that statement's SQLSTATE
+ * and message (idem_watch.c), not by the 25P02 of what followed it. */
 static int
 tx_check_open(struct idem_store *s, char *err, size_t errlen)
 {
@@ -1350,9 +1352,16 @@ tx_check_open(struct idem_store *s, char *err, size_t errlen)
         return 0;
     case PQTRANS_INERROR:
         rollback_quietly(s);
-        idem_set_err(err, errlen,
-                     "tx complete: a statement of the handler failed, so the "
-                     "transaction was rolled back");
+        if (s->watch_abort_text[0] != '\0') {
+            idem_set_err(err, errlen,
+                         "tx complete: a statement of the plugin failed (%s), so its "
+                         "transaction was rolled back",
+                         s->watch_abort_text);
+        } else {
+            idem_set_err(err, errlen,
+                         "tx complete: a statement of the handler failed, so the "
+                         "transaction was rolled back");
+        }
         return -1;
     case PQTRANS_IDLE:
         idem_set_err(err, errlen, "tx complete: no transaction is open (did the handler end it?)");

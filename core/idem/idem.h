@@ -396,15 +396,24 @@ void *idem_pgconn(struct idem_store *s);
  * plugin's handle()), which twiced does not see: their results go to the
  * plugin, and a statement after one that failed answers only that the
  * transaction is aborted (25P02). libpq's event callback sees each result as
- * the connection makes it. idem_watch_end stops watching and answers the
- * SQLSTATE of the first that failed through the store's fault as
- * idem_usable says (a statement_timeout, a revoked grant, a full disk: not
- * 22, 23, 40 nor 25P02), "" when none did (borrowed from s); after one, s
- * is no longer idem_usable, as after such a failure of twiced's own, so that
- * it is made again before its next use.
+ * the connection makes it. idem_watch_end stops watching and says what they
+ * told in *out (its strings borrowed from s until the next idem_watch_begin).
+ * After one that failed through the store's fault (a statement_timeout, a
+ * revoked grant, a full disk: idem_plugin_state_stale), s is no longer
+ * idem_usable, as after such a failure of twiced's own, so that it is made
+ * again before its next use; a failure of the plugin's own (its SQL, its
+ * data, a RAISE) leaves it usable.
  */
+struct idem_watched {
+    const char *store_fault; /* the SQLSTATE of the first that failed through the store's
+                                fault, "" none */
+    int aborted;             /* the transaction ended aborted by a statement of the plugin's
+                                (the last that failed: not rolled back to a savepoint) */
+    int by_store;            /* aborted, and that statement failed through the store's fault */
+    const char *error;       /* aborted: that statement's "SQLSTATE S: message", else "" */
+};
 void idem_watch_begin(struct idem_store *s);
-const char *idem_watch_end(struct idem_store *s);
+void idem_watch_end(struct idem_store *s, struct idem_watched *out);
 
 /* Janitor: delete at most `limit` completed keys (idem_purge_completed) or
  * free ones (released, crashed, interrupted: idem_purge_free) whose state

@@ -46,9 +46,12 @@ struct idem_store {
                                  connection (idem_state_stale): idem_usable is 0 until a
                                  reconnect */
     /* The plugin's statements watched (idem_watch.c). */
-    int watch_registered;  /* its libpq event callback is on the connection */
-    int watching;          /* between idem_watch_begin and idem_watch_end */
-    char watched_state[6]; /* the first SQLSTATE of a store fault among them, "" none */
+    int watch_registered;       /* its libpq event callback is on the connection */
+    int watching;               /* between idem_watch_begin and idem_watch_end */
+    char watched_state[6];      /* the first SQLSTATE of a store fault among them, "" none */
+    char watch_abort_state[6];  /* the last that failed but 25P02 (the one that aborted
+                                   the transaction, if it ended aborted), "" none */
+    char watch_abort_text[256]; /* ... as "SQLSTATE S: message", one line, cut */
     /* The socket of the connection made last (idem_socket_note), to tell it from
      * a descriptor a plugin closed, or closed and opened again (idem_socket_ours). */
     struct fdguard_id sock;
@@ -153,6 +156,22 @@ int idem_state_passes(const char *state);
  * caller's); "" and "-" (no answer: the connection is gone anyway) neither.
  * Pure. */
 int idem_state_stale(const char *state);
+
+/* Whether a transactional plugin's own statement (on idem_pgconn, watched by
+ * idem_watch_begin) that failed with SQLSTATE state failed through the
+ * store's or its operator's fault rather than the plugin's: the connection
+ * or the server (08, 57: a cancel, statement_timeout, a shutdown; 58, XX),
+ * its resources (53), its settings (55 but 55P02 and 55P04: lock_timeout,
+ * an object in use; 25006 read-only, 25P03 and 25P04 the idle-in-transaction
+ * and transaction timeouts, 72000 snapshot too old), its configuration
+ * files (F0), a foreign server (HV), authorization (28, 3D000), and, on
+ * purpose, a revoked grant (42501) and a missing table (42P01: a migration
+ * window, a search_path) so that an operator's mistake dead-letters no good
+ * message. Everything else is the plugin's: its SQL (42 but those two), its
+ * data (22, 23), its functions' RAISE (P0), contention (40), ... Narrower
+ * than idem_state_stale, which judges twiced's own statements, whose SQL
+ * cannot be wrong unless the table changed under it. "" is no fault. Pure. */
+int idem_plugin_state_stale(const char *state);
 
 /* vsnprintf into err (nothing when err is NULL or errlen 0). */
 void idem_set_err(char *err, size_t errlen, const char *fmt, ...)

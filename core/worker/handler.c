@@ -154,10 +154,13 @@ commit_landed(struct handler *h, struct twice_job *j)
  * staged and the key completed with the plugin's work, in one COMMIT.
  * Returns 1 when that committed (or the job's verdict is set otherwise: the
  * store lost or refusing, not the job's fault), 0 when it failed through the
- * job's own data (err says why): a RETRY, counted. */
+ * job's own data (err says why): a RETRY, counted. own: a statement of the
+ * plugin's aborted the transaction through the plugin's fault, which stays
+ * the job's though an earlier one, rolled back to a savepoint, marked the
+ * connection. */
 static int
-complete_transactional(struct handler *h, struct twice_job *j, struct idem_store *s, char *err,
-                       size_t errlen)
+complete_transactional(struct handler *h, struct twice_job *j, struct idem_store *s, int own,
+                       char *err, size_t errlen)
 {
     if (stage_outbox(h, s, j, err, errlen) == 0 &&
         idem_tx_complete(s, j->key, j->attempt, err, errlen) == 0) {
@@ -174,7 +177,7 @@ complete_transactional(struct handler *h, struct twice_job *j, struct idem_store
             j->key_completed = 1;
             shared_int_set(&j->claimed, 0);
         }
-    } else if (!idem_usable(s)) {
+    } else if (!idem_usable(s) && !own) {
         /* refused through the store's fault on a live connection */
         lifecycle_on_commit_refused(&j->queue->policy, j->receives, j->attempt, backoff_random(),
                                     err, &v);
@@ -185,17 +188,42 @@ complete_transactional(struct handler *h, struct twice_job *j, struct idem_store
     return 1;
 }
 
-/* A statement of the plugin's failed through the store's fault (state, its
- * SQLSTATE, "" none): idem_watch_end has marked the connection, say so. */
+/* What the plugin's statements told (idem_watch_end): one that failed
+ * through the store's fault has marked the connection, say so; and a run
+ * the plugin's own statement aborted with no error of the plugin's says
+ * that statement's SQLSTATE and message (its DLQ reason, its log line). */
 static void
-plugin_store_fault(struct twice_job *j, const char *state)
+plugin_statements(struct twice_job *j, const struct idem_watched *w)
 {
-    if (state[0] != '\0') {
+    if (w->store_fault[0] != '\0') {
         job_log(TWICE_LOG_WARN, j,
                 "a statement of the plugin failed through the store's fault (SQLSTATE %s): "
                 "the handler's connection is made again before its next job",
-                state);
+                w->store_fault);
     }
+    if (w->aborted && !w->by_store && (j->error == NULL || j->error[0] == '\0')) {
+        char *e = NULL;
+        if (asprintf(&e, "a statement of the plugin failed (%s)", w->error) >= 0) {
+            free(j->error);
+            j->error = e; /* else the plugin's empty word stands */
+        }
+    }
+}
+
+/* A run that did not end DONE, whose transaction a statement of the
+ * plugin's aborted through the store's fault (w->by_store): rolled back and
+ * given back uncounted (lifecycle_on_store_aborted). */
+static void
+store_aborted(struct twice_job *j, struct idem_store *s, twice_status st,
+              const struct idem_watched *w)
+{
+    (void) idem_tx_rollback(s, NULL, 0); /* a failure shows in idem_usable */
+    metrics_count(MET_PG_ERRORS, "tx_run", NULL, NULL, 1);
+    struct lifecycle_verdict v;
+    lifecycle_on_store_aborted(&j->queue->policy, st, j->receives, j->attempt, backoff_random(),
+                               w->error, &v);
+    verdict_apply(j, &v);
+    outbox_staged_clear(&j->outbox);
 }
 
 /* handle() inside the transaction that completes the key, on the thread's
@@ -219,10 +247,16 @@ run_transactional(struct handler *h, struct twice_job *j, struct idem_store *s)
     j->db = s;
     idem_watch_begin(s);
     twice_status st = hostapi_handle(j->plugin, j);
-    plugin_store_fault(j, idem_watch_end(s));
+    struct idem_watched w;
+    idem_watch_end(s, &w);
+    plugin_statements(j, &w);
     j->db = NULL;
+    if (st != TWICE_DONE && w.by_store) {
+        store_aborted(j, s, st, &w);
+        return 0;
+    }
     if (st == TWICE_DONE) {
-        int settled = complete_transactional(h, j, s, err, sizeof(err));
+        int settled = complete_transactional(h, j, s, w.aborted && !w.by_store, err, sizeof(err));
         outbox_staged_clear(&j->outbox); /* committed with the key, or dropped with the run */
         if (settled) {
             return j->key_completed ? decide(j, st) : 0;

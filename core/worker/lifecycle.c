@@ -440,19 +440,46 @@ lifecycle_on_commit_unknown(int completed_by_it, const char *error, struct lifec
                                   out);
 }
 
-enum job_action
-lifecycle_on_commit_refused(const struct lifecycle_queue *q, int receives, int attempt,
-                            uint64_t random, const char *error, struct lifecycle_verdict *out)
+/* A transactional run whose work the store rolled back: given back, not
+ * counted, after the RETRY backoff of its receives (it grows while the store
+ * keeps failing; max_receives ends it at its claim). The warning's parts are
+ * then filled by the caller. */
+static struct lifecycle_text *
+store_rolled_back(const struct lifecycle_queue *q, int receives, uint64_t random,
+                  struct lifecycle_verdict *out)
 {
     verdict_init(out);
     out->action = JOB_ACT_RETURN;
     out->delay = backoff_wait(q, receives, random);
-    struct lifecycle_text *t = say(out, TWICE_LOG_WARN);
+    return say(out, TWICE_LOG_WARN);
+}
+
+enum job_action
+lifecycle_on_commit_refused(const struct lifecycle_queue *q, int receives, int attempt,
+                            uint64_t random, const char *error, struct lifecycle_verdict *out)
+{
+    struct lifecycle_text *t = store_rolled_back(q, receives, random, out);
     part(t->before, sizeof(t->before), "the store refused its completion (");
     t->arg = error != NULL ? error : "";
     part(t->after, sizeof(t->after),
          "): its work was rolled back with it; given back for %ds, attempt %d not counted",
          out->delay, attempt);
+    return out->action;
+}
+
+enum job_action
+lifecycle_on_store_aborted(const struct lifecycle_queue *q, twice_status status, int receives,
+                           int attempt, uint64_t random, const char *error,
+                           struct lifecycle_verdict *out)
+{
+    struct lifecycle_text *t = store_rolled_back(q, receives, random, out);
+    part(t->before, sizeof(t->before),
+         "a statement of the plugin failed through the store's fault (");
+    t->arg = error != NULL ? error : "";
+    part(t->after, sizeof(t->after),
+         "), aborting its transaction, so its %s is not the job's: given back for %ds, "
+         "attempt %d not counted",
+         status == TWICE_REJECT ? "REJECT" : "RETRY", out->delay, attempt);
     return out->action;
 }
 

@@ -126,6 +126,15 @@
  * connection is made again first. One its own data fails (22, 23: a deferred
  * constraint at COMMIT; 40: a serialization failure) is the job's: a RETRY, counted,
  * logged as an error ("commit failed, nothing was applied").
+ * A transactional run whose plugin answered RETRY or REJECT after a statement of its
+ * own failed through the store's fault (idem_plugin_state_stale), aborting its
+ * transaction (lifecycle_on_store_aborted), is the store's the same way: given back
+ * for the RETRY backoff of its receives, not counted, with a warning naming the
+ * statement's SQLSTATE. A statement of the plugin's that fails through its own fault
+ * (its SQL: a syntax error, an undefined column or function; its data; a RAISE of
+ * its function; contention) is the job's: a DONE after it is a RETRY, counted, the
+ * job's error naming that statement's SQLSTATE and message, and its RETRY or REJECT
+ * stand; its connection is kept.
  *
  * A DONE job whose completion cannot be written before its worker must exit
  * (lifecycle_on_stop_unwritten: a stop's or a reload's drain, the store unreachable
@@ -354,6 +363,24 @@ enum job_action lifecycle_on_commit_unknown(int completed_by_it, const char *err
 enum job_action lifecycle_on_commit_refused(const struct lifecycle_queue *q, int receives,
                                             int attempt, uint64_t random, const char *error,
                                             struct lifecycle_verdict *out);
+/*
+ * A transactional job that answered anything but DONE (status: RETRY, REJECT)
+ * after a statement of the plugin's failed through the store's fault
+ * (idem_plugin_state_stale: a statement_timeout, a lock_timeout, a server
+ * gone read-only or short of disk, a revoked grant) and aborted its
+ * transaction (idem_watch_end's by_store): nothing it did landed, and its
+ * answer was most likely to that failure, so the run is the store's, as a
+ * DONE whose COMMIT the store refused (lifecycle_on_commit_refused): given
+ * back after the RETRY backoff for its receives, run number attempt not
+ * counted, with a warning naming error (the statement's "SQLSTATE S:
+ * message", may be NULL). A REJECT too: dead-lettering at once what a
+ * store's incident failed would walk good messages to the DLQ. A failure of
+ * the plugin's own statement (its SQL, its data, a RAISE) is the job's:
+ * lifecycle_on_handled.
+ */
+enum job_action lifecycle_on_store_aborted(const struct lifecycle_queue *q, twice_status status,
+                                           int receives, int attempt, uint64_t random,
+                                           const char *error, struct lifecycle_verdict *out);
 /* A DONE job whose completion could not be written before its worker must
  * exit, and what became of its follow-ups. */
 struct lifecycle_unwritten {

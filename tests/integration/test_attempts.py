@@ -547,6 +547,43 @@ class Attempts(twicetest.TwiceTestCase):
         d.wait_log(r"msg=%s .*attempt=1: retry in 3s \(attempt 1 of 5" % again, timeout=20)
         self.assertEqual(d.stop(), 0)
 
+    def test_a_transactional_plugins_own_sql_error_counts_and_names_its_sqlstate(self):
+        # A transactional plugin's own statement that fails through its own fault (a
+        # syntax error, 42601; a RAISE of a function, P0001), the plugin answering DONE
+        # all the same: nothing of the run landed (its transaction aborted), and the
+        # store is fine, so each run is an attempt of the job's, retried with the
+        # backoff and dead-lettered as max-attempts after max_attempts (2), the reason
+        # naming the statement's SQLSTATE and message (not the 25P02 of what followed
+        # it). The store is not marked (no "store's fault"): its connection is kept.
+        url, dlq, dsn, port, conf = self.setup_tx("plugsql", max_attempts=2, backoff=(1, 1))
+        self.pg.query(dsn, "CREATE FUNCTION effect_rule() RETURNS void LANGUAGE plpgsql AS "
+                           "$$ BEGIN RAISE EXCEPTION 'the rule says no'; END $$")
+        d = self.start(conf)
+        sent = {self.sqs.send(url, json.dumps({"id": "syntax", "bad_sql": "syntax"})):
+                ("syntax", r'SQLSTATE 42601: syntax error at or near "SELEC"'),
+                self.sqs.send(url, json.dumps({"id": "rule", "bad_sql": "raise"})):
+                ("rule", "SQLSTATE P0001: the rule says no")}
+        twicetest.wait_until(lambda: self.sqs.counts(dlq)[0] == 2, timeout=30,
+                             message="the two jobs were not dead-lettered")
+        letters = self.letters(dlq)
+        self.assertEqual(len(letters), 2)
+        log = d.log_text()
+        for letter in letters:
+            key, sqlstate = sent[self.attr(letter, "twice-source-message-id")]
+            self.assertEqual(self.attr(letter, "twice-reason"), "max-attempts")
+            self.assertEqual(self.attr(letter, "twice-attempts"), "2")
+            error = self.attr(letter, "twice-error")
+            self.assertIn("attempt 2 of 2 failed: ", error)
+            self.assertIn("a statement of the plugin failed (%s)" % sqlstate, error)
+            self.assertNotIn("25P02", error)
+            self.assertRegex(log, r"key=effect:%s .*attempt=1: retry in \d+s \(attempt 1 of 2"
+                             % key)
+        self.assertEqual(self.effects(dsn), [], "nothing of the runs landed")
+        self.assertNotIn("store's fault", log)
+        self.assertNotIn("not counted", log)
+        self.wait_empty(url)
+        self.assertEqual(d.stop(), 0)
+
 
 if __name__ == "__main__":
     unittest.main()

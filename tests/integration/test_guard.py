@@ -860,7 +860,8 @@ class Guard(twicetest.TwiceTestCase):
     # key effect:data; a COMMIT the store fails (53100, a server out of disk, raised by a
     # deferred trigger at COMMIT itself) once, for key effect:commit; and a statement of
     # the plugin's own (its effect's INSERT) that fails through the store (57014, as a
-    # stale statement_timeout would) once, for key effect:plugin; sequences record the
+    # stale statement_timeout would) once, for key effect:plugin (the plugin answers
+    # RETRY) and for key effect:reject (it answers REJECT); sequences record the
     # backends.
     DATA_AND_PLUGIN_FAULTS = """
         CREATE SEQUENCE data_tries; CREATE SEQUENCE commit_tries;
@@ -883,9 +884,13 @@ class Guard(twicetest.TwiceTestCase):
         CREATE CONSTRAINT TRIGGER data_fault AFTER UPDATE ON twice_idempotency
             DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION data_fault();
         CREATE SEQUENCE plugin_tries; CREATE SEQUENCE plugin_first;
-        CREATE SEQUENCE plugin_last;
+        CREATE SEQUENCE plugin_last; CREATE SEQUENCE reject_tries;
         CREATE FUNCTION plugin_fault() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
+            IF NEW.key = 'effect:reject' AND nextval('reject_tries') = 1 THEN
+                RAISE EXCEPTION 'canceling statement due to statement timeout'
+                    USING ERRCODE = 'query_canceled';
+            END IF;
             IF NEW.key = 'effect:plugin' THEN
                 PERFORM setval('plugin_last', pg_backend_pid());
                 IF nextval('plugin_tries') = 1 THEN
@@ -913,7 +918,9 @@ class Guard(twicetest.TwiceTestCase):
         # that run is not counted: it runs again as attempt 1. A completion its own data
         # fails at COMMIT is the job's fault and counts (attempt 2). A statement of the
         # plugin's own that fails through the store (read through libpq's events) marks
-        # the connection the same way: the plugin's retry runs on a new one.
+        # the connection the same way: the plugin's retry runs on a new one, and that
+        # run, aborted by the store, is not counted whatever the plugin answered (RETRY
+        # or REJECT): it runs again as attempt 1, and a REJECT dead-letters nothing.
         url_tx, dlq_tx = self.queue_pair("stale-tx")
         url_ack, dlq_ack = self.queue_pair("stale-ack")
         dsn = self.new_database("stale")
@@ -984,9 +991,25 @@ class Guard(twicetest.TwiceTestCase):
         d.wait_log(r"warn .*key=effect:plugin .*a statement of the plugin failed through the "
                    r"store's fault \(SQLSTATE 57014\): the handler's connection is made "
                    r"again before its next job", timeout=5)
+        d.wait_log(r"warn .*key=effect:plugin .*a statement of the plugin failed through the "
+                   r"store's fault \(SQLSTATE 57014: canceling statement due to statement "
+                   r"timeout\), aborting its transaction, so its RETRY is not the job's: given "
+                   r"back for \d+s, attempt 1 not counted", timeout=5)
         first, last, tries = backends("plugin")
         self.assertEqual(tries, 2, "its insert failed once, then was made")
         self.assertNotEqual(first, last, "the plugin's retry ran on a new connection")
+        self.assertEqual(attempts("plugin"), ([(1,)], ("completed", True, 1)),
+                         "the run the store aborted was not counted: it ran again as attempt 1")
+
+        self.sqs.send(url_tx, json.dumps({"id": "reject", "sql_reject": True}))
+        twicetest.wait_until(lambda: self.distinct_effects(dsn) == (5, 5), timeout=20,
+                             message="the job that rejected after the store's fault did not "
+                                     "run again")
+        d.wait_log(r"warn .*key=effect:reject .*\(SQLSTATE 57014: .*\), aborting its "
+                   r"transaction, so its REJECT is not the job's: given back for \d+s, "
+                   r"attempt 1 not counted", timeout=5)
+        self.assertEqual(attempts("reject"), ([(1,)], ("completed", True, 1)),
+                         "a REJECT after the store's fault was not counted nor dead-lettered")
 
         self.pg.query(dsn, "SELECT setval('stale_tries', 1, false)")
         self.sqs.send(url_ack, json.dumps({"id": "ack"}))

@@ -9,8 +9,12 @@
  * fail_until RETRY, after sleeping fail_sleep_ms and asking for retry_after
  * seconds when given; attempts from reject_from on REJECT, from crash_from
  * on crash (when given); crash_until crashes the worker while the attempt
- * is below it. Integration tests count rows per key: exactly one per
- * distinct key proves exactly-once.
+ * is below it. "bad_sql": "syntax" runs a statement with a syntax error
+ * (42601), "raise" calls the function effect_rule() the test created (its
+ * RAISE: P0001), then answers DONE as a plugin that ignores the failure
+ * would; "sql_reject": true answers REJECT when its insert fails (else
+ * RETRY). Integration tests count rows per key: exactly one per distinct
+ * key proves exactly-once.
  * Used by: test_alerts.py, test_attempts.py, test_breaker.py, test_claims.py, test_creds.py,
  * test_ctl.py, test_fifo.py, test_guard.py, test_hostile.py, test_limits.py, test_lifecycle.py,
  * test_metrics.py, test_operator.py, test_outbox.py, test_pause.py, test_pgbouncer.py,
@@ -93,6 +97,12 @@ handle(void *state, twice_job *job)
         api->error(job, "failing until attempt %ld", number(job, "fail_until"));
         return TWICE_RETRY;
     }
+    const char *bad = api->field(job, "bad_sql", NULL);
+    if (bad != NULL) {
+        PQclear(
+            PQexec(api->db(job), strcmp(bad, "raise") == 0 ? "SELECT effect_rule()" : "SELEC 1"));
+        return TWICE_DONE; /* the failure ignored: the host must still tell */
+    }
     char sql[256], attempt[16];
     snprintf(sql, sizeof(sql),
              "INSERT INTO %s (key, message_id, version, attempt) VALUES ($1, $2, $3, $4)", table);
@@ -108,7 +118,7 @@ handle(void *state, twice_job *job)
         api->error(job, "failing after the insert (must be rolled back)");
         return TWICE_RETRY;
     }
-    return ok ? TWICE_DONE : TWICE_RETRY;
+    return ok ? TWICE_DONE : flag(job, "sql_reject") ? TWICE_REJECT : TWICE_RETRY;
 }
 
 static const twice_setting settings[] = {

@@ -796,6 +796,77 @@ test_commit_refused(void)
     }
 }
 
+/* A transactional run that answered RETRY or REJECT after a statement of the
+ * plugin's failed through the store's fault and aborted its transaction
+ * (lifecycle_on_store_aborted): nothing it did landed, so the run is the
+ * store's: given back for the RETRY backoff of its receives, never counted nor
+ * dead-lettered, whatever its attempt (the last one too) or its answer, the
+ * statement's SQLSTATE and message and the plugin's answer in the warning. */
+static void
+test_store_aborted(void)
+{
+    static const struct {
+        const char *name;
+        twice_status status;
+        int receives, attempt;
+        uint64_t random;
+        const char *error;
+        struct expect want;
+    } rows[] = {
+        {"a RETRY",
+         TWICE_RETRY,
+         1,
+         1,
+         2,
+         "SQLSTATE 57014: canceling statement due to statement timeout",
+         {RETURN, 2, NULL, WARN,
+          "a statement of the plugin failed through the store's fault (SQLSTATE 57014: "
+          "canceling statement due to statement timeout), aborting its transaction, so its "
+          "RETRY is not the job's: given back for 2s, attempt 1 not counted"}},
+        {"a REJECT, not dead-lettered",
+         TWICE_REJECT,
+         2,
+         3,
+         0,
+         "SQLSTATE 25006: cannot execute INSERT in a read-only transaction",
+         {RETURN, 1, NULL, WARN,
+          "a statement of the plugin failed through the store's fault (SQLSTATE 25006: cannot "
+          "execute INSERT in a read-only transaction), aborting its transaction, so its REJECT "
+          "is not the job's: given back for 1s, attempt 3 not counted"}},
+        {"the last attempt, not dead-lettered",
+         TWICE_RETRY,
+         4,
+         5,
+         7,
+         "x",
+         {RETURN, 7, NULL, WARN, NULL}},
+        {"third receive, jitter", TWICE_RETRY, 3, 1, 9 + 5, "x", {RETURN, 5, NULL, WARN, NULL}},
+        {"capped", TWICE_RETRY, 40, 2, 300, "x", {RETURN, 300, NULL, WARN, NULL}},
+        {"no error text",
+         TWICE_RETRY,
+         1,
+         2,
+         0,
+         NULL,
+         {RETURN, 1, NULL, WARN,
+          "a statement of the plugin failed through the store's fault (), aborting its "
+          "transaction, so its RETRY is not the job's: given back for 1s, attempt 2 not "
+          "counted"}},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct lifecycle_verdict v;
+        enum job_action got =
+            lifecycle_on_store_aborted(&STD, rows[i].status, rows[i].receives, rows[i].attempt,
+                                       rows[i].random, rows[i].error, &v);
+        check_verdict(rows[i].name, got, &v, &rows[i].want);
+        CHECK_INT(v.counted + v.runs + v.attempt + v.in_place, 0);
+    }
+    /* the same run on the last attempt, answered by the plugin alone: dead-lettered */
+    struct lifecycle_run run = {.status = TWICE_RETRY, .attempt = 5, .retry_after = -1};
+    struct lifecycle_verdict v;
+    CHECK_INT(lifecycle_on_handled(&STD, &run, &v), DLQ);
+}
+
 /* A claim's answer limit: a third of the visibility timeout, at least 2 s (a
  * queue of a few seconds), at most the acker's 30 s (the default queue's is 10 s). */
 static void
@@ -1003,6 +1074,7 @@ main(void)
     test_breaker_open_runs();
     test_claim_failed();
     test_commit_refused();
+    test_store_aborted();
     test_answer_ms();
     test_long_error_is_not_cut();
     test_timeout();

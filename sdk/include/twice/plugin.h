@@ -249,7 +249,14 @@ typedef struct twice_api {
      * flagged TWICE_FLAG_TRANSACTIONAL, inside the open transaction that
      * will also complete the job's key; NULL otherwise. Use it with
      * parameters only; never COMMIT, ROLLBACK or close it: returning DONE
-     * commits, RETRY and REJECT roll back. Borrowed until handle() returns. */
+     * commits, RETRY and REJECT roll back. A statement that fails through
+     * the store's fault (a statement_timeout, a full disk, a revoked grant:
+     * twice-plugin(3) has the list) and aborts the transaction makes the
+     * run the store's: whatever handle() answers, the message is given back
+     * and the attempt not counted. One that fails through the plugin's own
+     * (its SQL, its data, a RAISE) is the job's: DONE after it is a failed
+     * attempt whose error names the statement's SQLSTATE and message.
+     * Borrowed until handle() returns. */
     void *(*db)(const twice_job *job);
 
     /* With TWICE_RETRY: wait this many seconds before the next attempt
