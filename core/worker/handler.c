@@ -117,12 +117,13 @@ stage_outbox(struct handler *h, struct idem_store *s, struct twice_job *j, char 
     return -1;
 }
 
-/* Roll back a transactional run that did not end DONE (st). Returns 1 when
- * the connection was gone: the run's statements failed with it, so a RETRY
- * is the store's fault and not an attempt to count against the job (a
- * REJECT is the plugin's verdict on the data and stands). */
+/* Roll back a transactional run that did not end DONE. Returns 1 when the
+ * connection was gone: the run's statements failed with it, so its RETRY or
+ * REJECT (most often the plugin's answer to the error it got) is the
+ * store's fault and not the job's: given back, not counted, as after a
+ * statement that failed through the store's fault (store_aborted). */
 static int
-tx_lost(struct idem_store *s, struct twice_job *j, twice_status st, char *err, size_t errlen)
+tx_lost(struct idem_store *s, struct twice_job *j, char *err, size_t errlen)
 {
     int gone = !idem_connected(s);
     if (!gone && idem_tx_rollback(s, err, errlen) == 0) {
@@ -131,7 +132,7 @@ tx_lost(struct idem_store *s, struct twice_job *j, twice_status st, char *err, s
     if (!gone) {
         job_log(TWICE_LOG_WARN, j, "rollback failed (the connection is reset): %s", err);
     }
-    return st != TWICE_REJECT && !idem_connected(s);
+    return !idem_connected(s);
 }
 
 /* The connection went during j's COMMIT: whether that COMMIT landed, the key
@@ -265,7 +266,7 @@ run_transactional(struct handler *h, struct twice_job *j, struct idem_store *s)
         j->error = strdup(err);
         st = TWICE_RETRY;
         job_log(TWICE_LOG_ERROR, j, "commit failed, nothing was applied: %s", err);
-    } else if (tx_lost(s, j, st, err, sizeof(err))) {
+    } else if (tx_lost(s, j, err, sizeof(err))) {
         metrics_count(MET_PG_ERRORS, "tx_run", NULL, NULL, 1);
         give_back(j, LIFECYCLE_TX_LOST, 0, j->error);
         outbox_staged_clear(&j->outbox);

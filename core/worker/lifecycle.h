@@ -101,9 +101,9 @@
  * (JOB_ACT_RETURN) without counting its run: FIFO group blocked 0 s, transaction could
  * not begin 5 s, store lost at commit 5 s, the queue's breaker opened before it started
  * (the cooldown left, at least 1 s), its queue paused while it was being received
- * (the wait given, 0 s), a transactional run that answered anything but DONE or
- * REJECT after the store dropped its connection 5 s (its statements failed with the
- * connection: the store's fault, not the job's), draining 0 s, drain deadline 0 s (3 s
+ * (the wait given, 0 s), a transactional run that answered RETRY or REJECT after the
+ * store dropped its connection 5 s (its statements failed with the connection: the
+ * store's fault, not the job's, whatever the plugin answered), draining 0 s, drain deadline 0 s (3 s
  * for a transactional job, so that the master ends its lease first); a drain during a
  * FIFO retry's wait gives it back for the wait left, its last run counted. A lease lost
  * before a transactional handler started, or before a completion (another worker took

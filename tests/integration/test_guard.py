@@ -108,6 +108,43 @@ class Guard(twicetest.TwiceTestCase):
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)
 
+    def test_a_reject_after_postgresql_dropped_the_connection_is_not_counted(self):
+        # A transactional plugin whose statement failed because PostgreSQL ended its
+        # connection mid-run (a failover, pg_terminate_backend), and which answers that
+        # failure with REJECT: its statements failed with the connection, so the run is
+        # the store's, not the job's. The message is given back uncounted and runs again
+        # once, as attempt 1. It used to be dead-lettered at once (max_attempts 1 here),
+        # a good message lost to the DLQ by a failover.
+        url, dlq = self.queue_pair("lostreject")
+        dsn = self.new_database("lostreject")
+        self.pg.query(dsn, tc.EFFECTS_TABLE)
+        db = dsn.rsplit("/", 1)[1]
+        conf = tc.config(self.env, dsn, [tc.queue("lostreject", url, dlq, "effect-tx",
+                                                  max_attempts=1)],
+                         [tc.plugin("effect-tx", tc.test_plugin(self.env, "effect_tx"))])
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        mark = d.mark()
+        self.sqs.send(url, json.dumps({"id": "lostreject-1", "sleep_ms": 1500,
+                                       "sql_reject": True}))
+
+        def in_transaction():  # the handler's, open while the plugin sleeps
+            return self.pg.query(self.env.pg_dsn, "SELECT count(*) FROM pg_stat_activity "
+                                 "WHERE datname = %s AND state = 'idle in transaction'",
+                                 (db,))[0][0] > 0
+        twicetest.wait_until(in_transaction, timeout=10,
+                             message="the handler's transaction did not begin")
+        self.pg.query(self.env.pg_dsn, "SELECT count(pg_terminate_backend(pid)) FROM "
+                                       "pg_stat_activity WHERE datname = %s", (db,))
+        d.wait_log(r"transaction lost with the connection \(.*\); giving the message back "
+                   r"\(not counted\)", since=mark, timeout=15)
+        twicetest.wait_until(lambda: self.distinct_effects(dsn)[0] == 1, timeout=20,
+                             message="the job did not run again after its lost transaction")
+        self.wait_empty(url)
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0), "nothing dead-lettered")
+        self.assertEqual(self.key_row(dsn, "effect:lostreject-1"), ("completed", True, 1))
+        self.assertEqual(d.stop(), 0)
+
     def test_a_claim_answered_but_not_committed_is_not_taken(self):
         # The claim runs on PostgreSQL and its rows are on their way, but its
         # implicit transaction commits only at the Sync that follows it, and the
