@@ -103,11 +103,11 @@
  * (the cooldown left, at least 1 s), its queue paused while it was being received
  * (the wait given, 0 s), a transactional run that answered RETRY or REJECT after the
  * store dropped its connection 5 s (its statements failed with the connection: the
- * store's fault, not the job's, whatever the plugin answered), draining 0 s, drain deadline 0 s (3
- * s for a transactional job, so that the master ends its lease first); a drain during a FIFO
- * retry's wait gives it back for the wait left, its last run counted. A lease lost before a
- * transactional handler started, or before a completion (another worker took the key over), leaves
- * the message alone for the key's new holder.
+ * store's fault, not the job's, whatever the plugin answered), draining 0 s, drain
+ * deadline 0 s (3 s for a transactional job, so that the master ends its lease first); a
+ * drain during a FIFO retry's wait gives it back for the wait left, its last run counted.
+ * A lease lost before a transactional handler started, or before a completion (another
+ * worker took the key over), leaves the message alone for the key's new holder.
  *
  * A completion that finds its key no longer ours (lifecycle_on_complete_missed) after an
  * earlier completion of the job went out and failed (it may have committed, its answer
