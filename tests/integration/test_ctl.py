@@ -403,8 +403,10 @@ class Ctl(twicetest.TwiceTestCase):
         self.assertEqual(d.stop(), 0)
 
     def test_dlq_redrive_after_fixing_the_cause_runs_once(self):
-        # The plugin writes to a table that does not exist yet: every attempt fails
-        # (RETRY) until max_attempts sends the message to the DLQ.
+        # The plugin writes to a table that does not exist yet (deployed before its
+        # migration): every run fails with 42P01, the operator's to fix, so its RETRY is
+        # given back uncounted (idem_plugin_state_stale) until max_receives (ten times
+        # max_attempts) sends the message to the DLQ.
         url, dlq, dsn, d = self.setup("fix", table="effects_later", create_table=False,
                                       max_attempts=2, backoff=(1, 1))
         d.start()
@@ -412,7 +414,7 @@ class Ctl(twicetest.TwiceTestCase):
         self.ctl(d, "send", "fix", '{"id":"fixme"}')
         self.wait_dlq(dlq, 1)
         letters = json.loads(self.ctl(d, "--json", "dlq", "list", "fix").stdout)
-        self.assertEqual([m["reason"] for m in letters], ["max-attempts"])
+        self.assertEqual([m["reason"] for m in letters], ["max-receives"])
         # Fix the cause, then send it back.
         self.pg.query(dsn, tc.EFFECTS_TABLE.replace("effects", "effects_later", 1))
         r = self.ctl(d, "dlq", "redrive", "fix", "--all")
@@ -429,7 +431,9 @@ class Ctl(twicetest.TwiceTestCase):
         # A follow-up message (the relay's twice-outbox-id on it) on a queue keyed
         # {attr:twice-outbox-id}, dead-lettered while its plugin cannot work: the letter
         # keeps that attribute and the redrive sends it back, so the job runs once under
-        # the same key (without it, the redriven message has no key and dies again).
+        # the same key (without it, the redriven message has no key and dies again). Its
+        # table is missing, the operator's fault: max_receives dead-letters it, not
+        # max_attempts (test_dlq_redrive_after_fixing_the_cause_runs_once).
         url, dlq, dsn, d = self.setup("oid", table="effects_later", create_table=False,
                                       max_attempts=2, backoff=(1, 1),
                                       key="{attr:twice-outbox-id}")
@@ -440,7 +444,7 @@ class Ctl(twicetest.TwiceTestCase):
         self.wait_dlq(dlq, 1)
         letters = json.loads(self.ctl(d, "--json", "dlq", "list", "oid").stdout)
         self.assertEqual([(m["reason"], m["key"]) for m in letters],
-                         [("max-attempts", "signup:42#0")])
+                         [("max-receives", "signup:42#0")])
         self.pg.query(dsn, tc.EFFECTS_TABLE.replace("effects", "effects_later", 1))
         self.assertIn("redriven 1, failed 0, skipped 0",
                       self.ctl(d, "dlq", "redrive", "oid", "--all").stdout)
