@@ -2,7 +2,7 @@
  * ctl_pause.c - `twicectl pause QUEUE [--for DURATION] [--reason TEXT]` and
  * `twicectl resume QUEUE`: write a queue's pause to the table every twiced
  * host sharing the idempotency database reads (idem/pause.h), and the pause
- * column of `twicectl status`. Not the hosts' reaction: master/pausewatch.c.
+ * column of `twicectl status`. Not the hosts' reaction: duty/pausewatch.c.
  */
 #include "config.h"
 #include "ctl.h"

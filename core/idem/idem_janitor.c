@@ -3,7 +3,7 @@
  * for each layout of the table (idem_schema.c says why there are two):
  * deleting keys older than the retention, and freeing the keys of a worker
  * that has gone, counting the run of the job that crashed it. Not when to
- * run them: master/janitor.c.
+ * run them: duty/janitor.c.
  */
 #include "idem.h"
 

@@ -3,7 +3,7 @@
  * that rides in a job's completing transaction, and the relay's and
  * twicectl's statements. Every statement takes parameters only; the table
  * name from the configuration is quoted as an identifier. Not the sending
- * (master/relay.c) nor the staging rules of api->send (plugin/hostapi.c).
+ * (duty/relay.c) nor the staging rules of api->send (plugin/hostapi.c).
  */
 #include "outbox.h"
 

@@ -2,7 +2,7 @@
  * outbox.h - the transactional outbox in PostgreSQL: follow-up messages that
  * handlers staged with api->send(), written in the transaction that completes
  * their job's key, claimed and deleted in batches by the relay
- * (master/relay.c), listed and retried by `twicectl outbox`.
+ * (duty/relay.c), listed and retried by `twicectl outbox`.
  *
  * The table is the idempotency table's name with "_outbox" appended. A row
  * is pending (waiting for the relay, or claimed by one until claimed_until)

@@ -4,7 +4,7 @@
  * sharing the database stops and starts together and a restart keeps the
  * state. An operator pauses with twicectl; a queue's circuit breaker pauses
  * it with kind "breaker" and probes it after the cooldown. Not the reading
- * loop nor the alerts (master/pausewatch.c), nor the workers' view of it
+ * loop nor the alerts (duty/pausewatch.c), nor the workers' view of it
  * (proc/flow.h).
  *
  * A row's life: paused (an operator's, or a breaker's) --resume--> resumed

@@ -8,7 +8,7 @@
  *                            bad-payload-pointer, payload-too-large,
  *                            payload-missing, payload-denied (and, in alerts
  *                            only, outbox-refused: a follow-up SQS refused,
- *                            kept in the outbox, master/relay.c)
+ *                            kept in the outbox, duty/relay.c)
  *   twice-error              the detail (plugin error text, ...)
  *   twice-plugin             the plugin, "-" when none was routed
  *   twice-attempts           the handler runs counted for its key (0: it never

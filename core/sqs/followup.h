@@ -3,7 +3,7 @@
  * as SQS gets it: its attributes plus twice-outbox-id ("<key>#<idx>"), its
  * delay, on a FIFO queue its group and a deduplication id derived from
  * twice-outbox-id, in batches of ten and of 1 MiB as SQS counts them. The
- * outbox relay (master/relay.c) and a stopping worker's acknowledger
+ * outbox relay (duty/relay.c) and a stopping worker's acknowledger
  * (worker/acker.c, when the store cannot take a job's follow-ups) both send
  * with it, so a message is the same message whoever sends it and a
  * receiver keyed on twice-outbox-id dedupes any resend. Not the outbox's

@@ -6,7 +6,7 @@
  * what the receiver may take (nothing while paused or open, one probe job
  * after a cooldown). The state
  * is shared by the host's workers through proc/flow.h; the master records it
- * in PostgreSQL (master/pausewatch.c) so every host follows.
+ * in PostgreSQL (duty/pausewatch.c) so every host follows.
  */
 #ifndef TWICE_BREAKER_H
 #define TWICE_BREAKER_H

@@ -3,7 +3,7 @@
  * sign of falling behind: twice_message_age_seconds (a histogram per
  * queue) and the window of the largest age the master turns into
  * twice_queue_oldest_age_seconds every queue_stats_interval, with the sign
- * that the queue was seen empty (master/qstats.h has the rule).
+ * that the queue was seen empty (duty/qstats.h has the rule).
  */
 #ifndef TWICE_MSGAGE_H
 #define TWICE_MSGAGE_H
