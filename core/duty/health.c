@@ -4,7 +4,9 @@
  * check that hangs (a server that accepts but never answers) is caught too:
  * an answer older than HEALTH_STALE_MS counts as none. Changes of state are
  * logged once each. After each (re)connect it also learns, once, which keys
- * the connection reaches (health_identity), for a reload's check of its dsn.
+ * the connection reaches, for a reload's check of its dsn. What it finds
+ * goes to the shared region (proc/storehealth.c), where /readyz and the
+ * reload's check read it, whatever process they run in.
  */
 #include "health.h"
 
@@ -12,7 +14,9 @@
 #include "clock.h"
 #include "idem.h"
 #include "log.h"
+#include "shm.h"
 #include "stopwait.h"
+#include "storehealth.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -20,12 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#define HEALTH_EVERY_MS 3000 /* between checks */
-/* No answer for this long, three checks' time: not healthy. A store that froze
- * mid-run shows within it, about when the workers' claims on the default queue
- * (10 s: lifecycle_answer_ms) give up; a SELECT 1 or a connect (connect_timeout
- * is 10 s) that takes this long is not a server a worker can do its job with. */
-#define HEALTH_STALE_MS 9000
+#define HEALTH_EVERY_MS 3000 /* between checks; storehealth.h has when no answer is stale */
 
 struct health {
     pthread_t thread;
@@ -34,14 +33,10 @@ struct health {
     int stop;
     char *dsn;
     char *table;
-    /* Under mu: the last check's outcome. */
-    int ok;
-    char why[512];
-    long long answered_ms;   /* monotonic ms of the last answer; the start until then */
-    struct idem_identity id; /* what the connection reached, once id_known */
-    int id_known;
-    int relearn; /* health_relearn asked */
+    uint64_t key; /* storehealth_key(dsn, table): its record in the shared region */
     /* The thread's own. */
+    int ok;                  /* the last check's outcome, for the log of its changes */
+    struct idem_identity id; /* what the connection reached, once learned */
     struct idem_store *store;
     int id_asked; /* the identity was read on this connection */
     struct stopwait wait;
@@ -66,8 +61,8 @@ health_wait_tick(void *arg)
     return stopwait_over(&h->wait, stopping(h), 0);
 }
 
-/* Read what a new connection reaches and keep it for health_identity. 0,
- * or -1 when it could not be read: what was known is kept, and the next
+/* Read what a new connection reaches and publish it (storehealth_identity).
+ * 0, or -1 when it could not be read: what was known is kept, and the next
  * check asks again. */
 static int
 learn_identity(struct health *h)
@@ -77,10 +72,9 @@ learn_identity(struct health *h)
     if (idem_identity(h->store, &id, err, sizeof(err)) != 0) {
         return -1;
     }
-    pthread_mutex_lock(&h->mu);
+    _Static_assert(sizeof(id) <= SHM_STORE_ID_MAX, "the shared record holds an identity");
     h->id = id;
-    h->id_known = 1;
-    pthread_mutex_unlock(&h->mu);
+    storehealth_learned(h->key, &id, sizeof(id));
     return 0;
 }
 
@@ -107,19 +101,19 @@ check(struct health *h, char *why, size_t cap)
         rc = idem_ping(h->store, err, sizeof(err));
         fresh = 1;
     }
-    pthread_mutex_lock(&h->mu);
-    if (fresh || (h->relearn && h->id.table_oid[0] == '\0')) {
+    if (storehealth_take_relearn() && h->id.table_oid[0] == '\0') {
+        fresh = 1; /* a generation got ready: the keys table its workers made is known */
+    }
+    if (fresh) {
         h->id_asked = 0; /* a new connection may reach another server (failover) */
     }
-    h->relearn = 0;
-    pthread_mutex_unlock(&h->mu);
     if (rc != 0) {
         snprintf(why, cap, "%s", err);
     } else if (!h->id_asked) {
         /* Once per connection, not at every check until the keys table exists
          * (the first workers create it after this connect, or never: a role
          * without CREATE, a standby); once more when a generation got ready
-         * (health_relearn), so that a table they created is known. */
+         * (storehealth_relearn), so that a table they created is known. */
         h->id_asked = learn_identity(h) == 0;
     }
     return rc;
@@ -128,14 +122,9 @@ check(struct health *h, char *why, size_t cap)
 static void
 record(struct health *h, int ok, const char *why)
 {
-    pthread_mutex_lock(&h->mu);
     int was = h->ok;
     h->ok = ok;
-    snprintf(h->why, sizeof(h->why), "%s", ok ? "" : why);
-    if (ok) {
-        h->answered_ms = clock_mono_ms();
-    }
-    pthread_mutex_unlock(&h->mu);
+    storehealth_record(h->key, ok, why);
     if (was && !ok) {
         log_warn("the idempotency store does not answer: %s; /readyz says 503 until it does", why);
     } else if (!was && ok) {
@@ -176,7 +165,8 @@ health_start(const char *dsn, const char *table)
         return NULL;
     }
     h->ok = 1; /* until a check says otherwise: the workers' readiness covers the start */
-    h->answered_ms = clock_mono_ms();
+    h->key = storehealth_key(dsn, table);
+    storehealth_begin(h->key);
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     if (pthread_create(&h->thread, NULL, health_main, h) != 0) {
@@ -222,48 +212,4 @@ health_stop(struct health *h)
     buf_free_secret(h->dsn); /* it may hold the password */
     free(h->table);
     free(h);
-}
-
-int
-health_store_ok(struct health *h, char *out, size_t cap)
-{
-    if (h == NULL) {
-        return 1;
-    }
-    pthread_mutex_lock(&h->mu);
-    long long quiet = clock_mono_ms() - h->answered_ms;
-    int ok = h->ok && quiet < HEALTH_STALE_MS;
-    if (!h->ok) {
-        snprintf(out, cap, "idempotency store does not answer: %s", h->why);
-    } else if (!ok) {
-        snprintf(out, cap, "idempotency store has not answered for %llds", quiet / 1000);
-    }
-    pthread_mutex_unlock(&h->mu);
-    return ok;
-}
-
-int
-health_identity(struct health *h, struct idem_identity *out)
-{
-    if (h == NULL) {
-        return -1;
-    }
-    pthread_mutex_lock(&h->mu);
-    int known = h->id_known;
-    if (known) {
-        *out = h->id;
-    }
-    pthread_mutex_unlock(&h->mu);
-    return known ? 0 : -1;
-}
-
-void
-health_relearn(struct health *h)
-{
-    if (h == NULL) {
-        return;
-    }
-    pthread_mutex_lock(&h->mu);
-    h->relearn = 1;
-    pthread_mutex_unlock(&h->mu);
 }

@@ -6,8 +6,8 @@
 
 #include "config.h"
 #include "diag.h"
-#include "health.h"
 #include "idem.h"
+#include "storehealth.h"
 
 #include "clock.h"
 
@@ -111,10 +111,11 @@ refuse(const struct config *now, struct diag *d, const char *what)
  * after the master's first connect), asked of was's dsn now, unless it is
  * the new one too. 1 when known, else 0 with err. */
 static int
-running_identity(const struct config *was, struct health *running, int same,
-                 int (*stop_asked)(void), struct idem_identity *out, char *err, size_t cap)
+running_identity(const struct config *was, int same, int (*stop_asked)(void),
+                 struct idem_identity *out, char *err, size_t cap)
 {
-    int known = health_identity(running, out) == 0;
+    uint64_t store = storehealth_key(was->idempotency.dsn, was->idempotency.table);
+    int known = storehealth_identity(store, out, sizeof(*out)) == 0;
     if ((known && out->table_oid[0] != '\0') || same) {
         snprintf(err, cap, "%s", known ? "" : "not learned yet");
         return known;
@@ -153,8 +154,8 @@ refuse_moved(const struct config *now, struct diag *d, int same, const char *why
 }
 
 int
-storecheck_reload(const struct config *was, const struct config *now, struct health *running,
-                  int gen, int (*stop_asked)(void), struct diag *d)
+storecheck_reload(const struct config *was, const struct config *now, int gen,
+                  int (*stop_asked)(void), struct diag *d)
 {
     int same = strcmp(was->idempotency.dsn, now->idempotency.dsn) == 0;
     struct idem_identity old_id, new_id;
@@ -184,7 +185,7 @@ storecheck_reload(const struct config *was, const struct config *now, struct hea
                  err, gen, no_claims == CLAIMS_NO_WRITES ? "it takes writes" : "it is granted");
         return refuse(now, d, msg);
     }
-    if (!running_identity(was, running, same, stop_asked, &old_id, err, sizeof(err))) {
+    if (!running_identity(was, same, stop_asked, &old_id, err, sizeof(err))) {
         if (same) {
             return 0; /* nothing learned to compare with; asking again would say the same */
         }

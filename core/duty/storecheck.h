@@ -11,12 +11,10 @@
 
 struct config;
 struct diag;
-struct health;
-
 /*
  * 0 when now's dsn reaches the keys was's does; else 1 with one "FILE:LINE:
  * idempotency.dsn: ..." in d. The running store's identity is the one
- * running (the master's health check of was's store) learned, else asked
+ * the health check of was's store learned (storehealth.h), else asked
  * now; each store's check, its connect included, is given up after 5 s
  * (the master's loop waits for it, as it does for the probe), and at once
  * when stop_asked (may be NULL) says a stop signal came. A changed dsn that
@@ -34,8 +32,8 @@ struct health;
  * refuse it: no generation could get ready on it. gen is the running
  * generation, for the message.
  */
-int storecheck_reload(const struct config *was, const struct config *now, struct health *running,
-                      int gen, int (*stop_asked)(void), struct diag *d);
+int storecheck_reload(const struct config *was, const struct config *now, int gen,
+                      int (*stop_asked)(void), struct diag *d);
 
 /*
  * At the first start: 1 with one "FILE:LINE: idempotency.dsn: ..." in d when

@@ -30,6 +30,7 @@
 #include "pidfile.h"
 #include "preflight.h"
 #include "storecheck.h"
+#include "storehealth.h"
 #include "proctable.h"
 #include "proctitle.h"
 #include "shm.h"
@@ -490,7 +491,7 @@ check_generations(struct master *m)
                      old->id);
             metrics_count(MET_RELOADS, "ok", NULL, NULL, 1);
             follow_running(m, m->cur->cfg);
-            health_relearn(m->health); /* a new table's workers created it */
+            storehealth_relearn(); /* a new table's workers created it */
             gen_free(old);
             status_line(m, status, sizeof(status));
             notify_ready(status);
@@ -509,14 +510,18 @@ check_generations(struct master *m)
     }
     httpd_set_ready(m->httpd, all_ready, why);
     char store[600] = "";
-    health_store_ok(m->health, store, sizeof(store));
+    if (m->cur != NULL) {
+        storehealth_ok(
+            storehealth_key(m->cur->cfg->idempotency.dsn, m->cur->cfg->idempotency.table), store,
+            sizeof(store));
+    }
     httpd_set_store(m->httpd, store);
     if (!m->ready_announced && !all_ready && m->cur != NULL && time(NULL) > m->cur->deadline) {
         fail_start(m, why);
     }
     if (!m->ready_announced && all_ready) {
         m->ready_announced = 1;
-        health_relearn(m->health); /* its workers created the keys table */
+        storehealth_relearn(); /* its workers created the keys table */
         status_line(m, status, sizeof(status));
         log_info("ready: %s", status);
         notify_ready(status);
@@ -599,9 +604,8 @@ reload(struct master *m)
         diag_free(&d);
         return;
     }
-    if (g != NULL &&
-        (config_reload_refused(m->cur->cfg, g->cfg, &d) > 0 ||
-         storecheck_reload(m->cur->cfg, g->cfg, m->health, m->cur->id, stop_pending, &d) > 0)) {
+    if (g != NULL && (config_reload_refused(m->cur->cfg, g->cfg, &d) > 0 ||
+                      storecheck_reload(m->cur->cfg, g->cfg, m->cur->id, stop_pending, &d) > 0)) {
         gen_free(g);
         g = NULL;
     }

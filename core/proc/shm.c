@@ -35,7 +35,7 @@ shm_create(void)
     for (int i = 0; i < SHM_PROCS; i++) {
         region->procs[i].crashed_job = -1;
     }
-    /* Robust: a process that dies holding it (a crash while it makes a
+    /* Robust: a process that dies holding one (a crash while it makes a
      * series) leaves it to the next taker, not locked for good. */
     pthread_mutexattr_t attr;
     int rc = pthread_mutexattr_init(&attr);
@@ -43,6 +43,7 @@ shm_create(void)
         rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
         rc = rc != 0 ? rc : pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
         rc = rc != 0 ? rc : pthread_mutex_init(&region->series_lock, &attr);
+        rc = rc != 0 ? rc : pthread_mutex_init(&region->storehealth.lock, &attr);
         pthread_mutexattr_destroy(&attr);
     }
     if (rc != 0) {

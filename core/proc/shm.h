@@ -107,6 +107,23 @@ struct shm_limit {
     long long next_lease; /* atomic: the bucket was empty, ask again from then */
 };
 
+/* The idempotency store's health as its check last saw it (storehealth.h
+ * says how), under lock (process-shared, robust), held for a copy at a time
+ * and waited for at most a moment: a holder stopped or dead leaves readers
+ * knowing nothing, never waiting. */
+#define SHM_STORE_WHY    512 /* bytes of the last failed check's reason */
+#define SHM_STORE_ID_MAX 384 /* bytes of the identity learned (idem.h's, opaque here) */
+struct storehealth_region {
+    pthread_mutex_t lock;
+    uint64_t store;        /* storehealth_key of what is checked; 0: nothing */
+    int ok;                /* the last check's outcome */
+    long long answered_ms; /* CLOCK_MONOTONIC ms (every process's) of the last answer */
+    char why[SHM_STORE_WHY];
+    size_t id_len; /* 0: no identity learned yet */
+    unsigned char id[SHM_STORE_ID_MAX];
+    int relearn; /* the identity is to be learned again (storehealth_relearn) */
+};
+
 /* Each queue's flow: pauses and circuit breakers (flow.h says how). */
 #define FLOW_QUEUES  256 /* queues tracked (names, reused across reloads) */
 #define FLOW_BUCKETS 60  /* the failure window, in this many buckets */
@@ -152,7 +169,8 @@ struct shm_region {
     struct shm_dlq_event dlq[SHM_DLQ_EVENTS];
     struct shm_advice advice[SHM_ADVICE];
     struct shm_limit limits[SHM_LIMITS];
-    struct flow_region flow; /* queue pauses and breakers: flow.h */
+    struct flow_region flow;               /* queue pauses and breakers: flow.h */
+    struct storehealth_region storehealth; /* the store's health for /readyz: storehealth.h */
 };
 
 /* A slot's state (0 free, 1 being written, 2 ready) once its writer is
