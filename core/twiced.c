@@ -4,8 +4,10 @@
  * checks); the last two are started by the master re-executing this binary.
  */
 #include "cnum.h"
+#include "config.h"
 #include "diag.h"
 #include "fileopen.h"
+#include "idem.h"
 #include "log.h"
 #include "master.h"
 #include "pid1.h"
@@ -181,6 +183,7 @@ int
 main(int argc, char **argv)
 {
     proctitle_init(argc, argv);
+    config_set_dsn_check(idem_dsn_parses); /* every mode reads a configuration */
     if (argc > 1 && strcmp(argv[1], "--worker") == 0) {
         return worker_main(argc, argv);
     }

@@ -245,6 +245,17 @@ struct config {
 int config_load(const char *file, const char *text, struct config **out, struct diag *d);
 
 /*
+ * How config_load judges idempotency.dsn's syntax: libpq's own parser, which
+ * this layer does not link (a process that never connects, a lean master,
+ * need not load libpq to read its configuration). Each program that links
+ * libpq installs it before it loads a configuration (idem_dsn_parses); with
+ * none installed a dsn is not judged here, and a bad one is found where it
+ * is parsed to connect. fn: 1 when dsn parses, else 0.
+ */
+typedef int (*config_dsn_check_fn)(const char *dsn);
+void config_set_dsn_check(config_dsn_check_fn fn);
+
+/*
  * The one reader of a configuration's text, for the master (the file), the
  * workers and probes (the master's snapshot, a memfd) and twicectl. Reads
  * fd from offset 0 without moving a shared offset (pread; a pipe is read in

@@ -4,7 +4,9 @@
  * subcommand does lives in its own ctl_*.c file; nothing here talks to SQS
  * or PostgreSQL.
  */
+#include "config.h"
 #include "ctl.h"
+#include "idem.h"
 #include "version.h"
 
 #include <getopt.h>
@@ -98,6 +100,7 @@ main(int argc, char **argv)
     };
     struct ctl c;
     memset(&c, 0, sizeof(c));
+    config_set_dsn_check(idem_dsn_parses);
     opterr = 0;
     int opt;
     while ((opt = getopt_long(argc, argv, "+:c:hV", longopts, NULL)) != -1) {

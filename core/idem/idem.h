@@ -77,6 +77,11 @@ int idem_open(const char *dsn, const char *table, const char *owner, struct idem
               char *err, size_t errlen);
 void idem_close(struct idem_store *s);
 
+/* 1 when dsn is a connection string or URI libpq parses, else 0: the
+ * judge config_load uses (config_set_dsn_check), installed by each program
+ * that links libpq. */
+int idem_dsn_parses(const char *dsn);
+
 /* Whether the connection is usable; after any -1, check and reconnect. A
  * connection whose socket was closed under it (a plugin that closes every
  * descriptor) is not, though libpq says CONNECTION_OK: one fstat tells, and

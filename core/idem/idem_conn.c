@@ -3,8 +3,9 @@
  * without waiting as libpq does for the server: a reset (or a first connect:
  * idem_open_waiting, idem_open_polled) carried on by polls
  * (idem_reconnect_poll), the store's tick asked meanwhile; a connection whose
- * socket a plugin closed told from a live one, and replaced (idem_socket_ours).
- * Not the connection itself: idem.c.
+ * socket a plugin closed told from a live one, and replaced (idem_socket_ours);
+ * whether a dsn parses at all (idem_dsn_parses). Not the connection itself:
+ * idem.c.
  */
 #include "idem.h"
 
@@ -23,6 +24,16 @@
  * are 2; 0 or none, which libpq waits on forever, is our default 10 here: a
  * reconnect that never ends would leave the store down for good). */
 #define CONN_DEFAULT_TIMEOUT_S 10
+
+int
+idem_dsn_parses(const char *dsn)
+{
+    char *msg = NULL; /* not shown: it can quote the dsn, password included */
+    PQconninfoOption *opts = PQconninfoParse(dsn, &msg);
+    PQconninfoFree(opts);
+    PQfreemem(msg);
+    return opts != NULL;
+}
 
 long long
 idem_attempt_ms(PGconn *conn)

@@ -5,6 +5,7 @@
  */
 #include "check.h"
 #include "config.h"
+#include "idem.h"
 #include "mailaddr.h"
 #include "regionname.h"
 #include "sqsname.h"
@@ -1627,6 +1628,24 @@ test_malformed_dsn(void)
         CHECK(strstr(d.lines[i], "hunter2") == NULL);
     }
     diag_free(&d);
+#define BAD_DSN_CONF                                                                              \
+    "idempotency = { dsn = \"host=db password=hunter2 broken\"; };\n"                             \
+    "plugin_dir = \"plugins\";\n"                                                                 \
+    "plugins = ( { name = \"welcome-email\"; path = \"welcome_email.so\"; } );\n" QUEUE_JOBS(     \
+        "plugin = \"welcome-email\";")
+    d = (struct diag) DIAG_INIT;
+    CHECK_INT(load(BAD_DSN_CONF, 0, &c, &d), -1); /* that dsn is the only problem */
+    CHECK_INT(d.n, 1);
+    diag_free(&d);
+    /* A program that installs no judge (one that never connects) reads the
+     * configuration; its dsn is judged where it is parsed to connect. */
+    config_set_dsn_check(NULL);
+    d = (struct diag) DIAG_INIT;
+    CHECK_INT(load(BAD_DSN_CONF, 0, &c, &d), 0);
+    config_free(c);
+    diag_free(&d);
+#undef BAD_DSN_CONF
+    config_set_dsn_check(idem_dsn_parses);
 }
 
 /*
@@ -1674,6 +1693,7 @@ test_older_confs(void)
 int
 main(void)
 {
+    config_set_dsn_check(idem_dsn_parses); /* as twiced and twicectl do */
     setup();
     test_full();
     test_defaults();
