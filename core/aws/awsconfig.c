@@ -10,8 +10,6 @@
 #include "fileopen.h"
 #include "url.h"
 
-#include <openssl/crypto.h>
-
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -312,7 +310,7 @@ awsconfig_read_file(const char *path, size_t max, size_t *len)
 fail:;
     int saved = errno;
     if (text != NULL) {
-        OPENSSL_cleanse(text, got);
+        explicit_bzero(text, got);
     }
     free(text);
     close(fd);
@@ -356,7 +354,7 @@ awsconfig_read_profile(const char *path, enum awsconfig_kind kind, const char *p
     }
 out:
     awsconfig_section_free(st.out);
-    OPENSSL_cleanse(text, len);
+    explicit_bzero(text, len);
     free(text);
     return rc;
 }
