@@ -51,7 +51,9 @@ struct alert_count {
 };
 
 /* One notice about one queue's DLQ. Self-contained (no pointers), so it can
- * be copied into a delivery queue and outlive the configuration. */
+ * be copied into a delivery queue and outlive the configuration, and be
+ * carried across a reload as bytes in the shared region (proc/dlqcarry.h:
+ * a change of its layout bumps DLQCARRY_VERSION). */
 struct alert_notice {
     enum alert_kind kind;
     char queue[CONFIG_MAX_NAME + 1];
@@ -129,24 +131,27 @@ enum alert_kind alert_rule_step(struct alert_rule *r, long depth, long letters, 
 /* ---- delivery (alert_sink.c) ---- */
 
 struct alert_sender;
-struct alert_pending; /* notices not delivered yet, carried across a reload */
+struct dlqcarry; /* proc/dlqcarry.h: notices not delivered yet, carried across a reload */
 
 /*
  * Start the delivery thread for the sinks of c.alerts (copied). carried
- * (may be NULL; taken over) are notices an earlier sender had not
- * delivered: those for a sink c still has are queued first. Returns NULL
- * when c configures no sink (carried is then freed), or on failure (logged).
+ * (may be NULL; an open record, dlqcarry_open) holds the notices an earlier
+ * sender had not delivered: those for a sink c still has are queued first,
+ * with their attempts, and tried at once (a reload may have mended the
+ * sink). Returns NULL when c configures no sink, or on failure (logged).
  */
-struct alert_sender *alert_sender_start(const struct config *c, struct alert_pending *carried);
+struct alert_sender *alert_sender_start(const struct config *c, const struct dlqcarry *carried);
 
 /* Queue n (copied) for every sink. Never blocks on delivery; when a sink's
  * queue is full its oldest waiting notice is dropped (logged). */
 void alert_sender_post(struct alert_sender *s, const struct alert_notice *n);
 
-/* Stop at once (a delivery in progress is abandoned) and free; returns what
- * was not delivered (for the next alert_sender_start), or NULL. */
-struct alert_pending *alert_sender_stop(struct alert_sender *s);
-void alert_pending_free(struct alert_pending *p);
+/* Stop at once (a delivery in progress is abandoned) and free (s may be
+ * NULL). What was not delivered is put in carry, a record being written
+ * (dlqcarry_begin), for the next alert_sender_start: the newest
+ * DLQCARRY_PER_SINK of each sink (the others dropped, logged); carry NULL:
+ * dropped. */
+void alert_sender_stop(struct alert_sender *s, struct dlqcarry *carry);
 
 /* The delay before retry number `attempt` (1-based) of a failed delivery:
  * 1, 2, 4, ... seconds, at most ALERT_RETRY_CAP. */

@@ -12,6 +12,7 @@
 #include "atomics.h"
 #include "clock.h"
 #include "config.h"
+#include "dlqcarry.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
@@ -26,7 +27,12 @@
 #define SINK_QUEUE_MAX    100 /* notices waiting per sink; beyond, the oldest waiting go */
 #define SINK_MAX_RESPONSE 65536
 
-enum { SINK_WEBHOOK = 0, SINK_SMTP, SINK_COUNT };
+/* The numbers are the sinks' identity in the record carried across a reload
+ * (proc/dlqcarry.h): never renumbered. */
+enum { SINK_WEBHOOK = 0, SINK_SMTP = 1, SINK_COUNT };
+_Static_assert(SINK_COUNT <= DLQCARRY_SINKS, "a carried record has room for every sink");
+_Static_assert(sizeof(struct alert_notice) <= DLQCARRY_NOTICE_BYTES,
+               "a carried record has room for a notice");
 static const char *const sink_names[SINK_COUNT] = {"webhook", "smtp"};
 
 enum outcome { SENT = 0, RETRY, GIVE_UP, STOPPED };
@@ -37,10 +43,6 @@ struct delivery {
     int attempts;   /* made so far */
     int64_t due_ms; /* monotonic time of the next attempt */
     struct alert_notice notice;
-};
-
-struct alert_pending {
-    struct delivery *head;
 };
 
 struct sink_queue {
@@ -74,15 +76,6 @@ free_list(struct delivery *d)
         struct delivery *next = d->next;
         free(d);
         d = next;
-    }
-}
-
-void
-alert_pending_free(struct alert_pending *p)
-{
-    if (p != NULL) {
-        free_list(p->head);
-        free(p);
     }
 }
 
@@ -416,27 +409,40 @@ append(struct sink_queue *q, struct delivery *d)
     q->n++;
 }
 
-/* Queue what an earlier sender left, for the sinks we still have. */
+/* Queue what an earlier sender left in carried (an open record, or NULL),
+ * for the sinks we still have (s NULL: none), due at once. */
 static void
-adopt(struct alert_sender *s, struct alert_pending *carried)
+adopt(struct alert_sender *s, const struct dlqcarry *carried)
 {
-    size_t dropped = 0;
-    struct delivery *d = carried != NULL ? carried->head : NULL;
-    while (d != NULL) {
-        struct delivery *next = d->next;
-        if (s != NULL && s->q[d->sink].enabled) {
+    size_t gone = 0, nomem = 0;
+    for (int i = 0; carried != NULL && i < SINK_COUNT; i++) {
+        size_t n = dlqcarry_notices(carried, i);
+        for (size_t k = 0; k < n; k++) {
+            const struct dlqcarry_notice *c = dlqcarry_notice_at(carried, i, k);
+            if (s == NULL || !s->q[i].enabled) {
+                gone++;
+                continue;
+            }
+            struct delivery *d = malloc(sizeof(*d));
+            if (d == NULL) {
+                nomem++;
+                continue;
+            }
+            d->sink = i;
+            d->attempts = c->attempts < 0                    ? 0
+                          : c->attempts > ALERT_MAX_ATTEMPTS ? ALERT_MAX_ATTEMPTS
+                                                             : c->attempts;
             d->due_ms = clock_mono_ms();
-            append(&s->q[d->sink], d);
-        } else {
-            dropped++;
-            free(d);
+            memcpy(&d->notice, c->notice, sizeof(d->notice));
+            append(&s->q[i], d);
         }
-        d = next;
     }
-    free(carried);
-    if (dropped > 0) {
+    if (gone > 0) {
         log_warn("alert: %zu undelivered notices dropped: their sink is no longer configured",
-                 dropped);
+                 gone);
+    }
+    if (nomem > 0) {
+        log_warn("alert: %zu undelivered notices dropped: out of memory", nomem);
     }
 }
 
@@ -463,7 +469,7 @@ sender_new(const struct config *c)
 }
 
 struct alert_sender *
-alert_sender_start(const struct config *c, struct alert_pending *carried)
+alert_sender_start(const struct config *c, const struct dlqcarry *carried)
 {
     if (c->alerts.webhook.url == NULL && c->alerts.smtp.url == NULL) {
         adopt(NULL, carried);
@@ -525,11 +531,28 @@ alert_sender_post(struct alert_sender *s, const struct alert_notice *n)
     }
 }
 
-struct alert_pending *
-alert_sender_stop(struct alert_sender *s)
+/* The waiting notices of s, into carry (being written), oldest first. */
+static void
+leave(struct alert_sender *s, struct dlqcarry *carry)
+{
+    size_t dropped = 0;
+    for (int i = 0; i < SINK_COUNT; i++) {
+        for (const struct delivery *d = s->q[i].head; d != NULL; d = d->next) {
+            dropped += dlqcarry_put_notice(carry, i, d->attempts, d->due_ms, &d->notice) != 0;
+        }
+    }
+    if (dropped > 0) {
+        log_warn("alert: %zu undelivered notices dropped: the next monitor takes the newest %d "
+                 "of each sink",
+                 dropped, DLQCARRY_PER_SINK);
+    }
+}
+
+void
+alert_sender_stop(struct alert_sender *s, struct dlqcarry *carry)
 {
     if (s == NULL) {
-        return NULL;
+        return;
     }
     pthread_mutex_lock(&s->mu);
     flag_raise(&s->stop);
@@ -538,19 +561,8 @@ alert_sender_stop(struct alert_sender *s)
     pthread_join(s->thread, NULL);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
-    struct alert_pending *p = calloc(1, sizeof(*p));
-    struct delivery **tail = p != NULL ? &p->head : NULL;
-    for (int i = 0; p != NULL && i < SINK_COUNT; i++) {
-        *tail = s->q[i].head;
-        while (*tail != NULL) {
-            tail = &(*tail)->next;
-        }
-        s->q[i].head = s->q[i].tail = NULL;
+    if (carry != NULL) {
+        leave(s, carry);
     }
     sender_free(s);
-    if (p != NULL && p->head == NULL) {
-        free(p);
-        p = NULL;
-    }
-    return p;
 }

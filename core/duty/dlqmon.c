@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "config.h"
 #include "creds.h"
+#include "dlqcarry.h"
 #include "log.h"
 #include "metrics.h"
 #include "qstats.h"
@@ -241,66 +242,65 @@ dlqmon_main(void *arg)
 
 /* ---- start and stop ---- */
 
-/* The carried rule of a DLQ, if the previous monitor watched it. */
-static void
-restore(struct dlqmon *m, const struct dlqmon_carry *carry)
+/* Carry on from what the previous monitor left in carry (NULL: nothing):
+ * its cursor and the rule of each DLQ it watched too. Returns carry when
+ * it was taken (its notices are for the sender to adopt, then the caller
+ * clears it), else NULL; a record that cannot be trusted is dropped, and
+ * the log says so. */
+static struct dlqcarry *
+restore(struct dlqmon *m, struct dlqcarry *carry)
 {
-    if (!carry->valid) {
-        return;
+    enum dlqcarry_found found =
+        carry != NULL ? dlqcarry_open(carry, sizeof(struct alert_notice)) : DLQCARRY_NONE;
+    if (found == DLQCARRY_TORN || found == DLQCARRY_OTHER_KIND) {
+        log_warn("dlq monitor: the previous monitor's state %s: starting afresh (a DLQ that is "
+                 "not empty is announced again; notices it had not delivered are lost)",
+                 found == DLQCARRY_TORN ? "was left half-written" : "is of another version");
     }
-    m->cursor = carry->cursor;
+    if (found != DLQCARRY_OK) {
+        return NULL;
+    }
+    m->cursor = dlqcarry_cursor(carry);
     for (size_t i = 0; i < m->nq; i++) {
-        for (size_t j = 0; j < carry->n; j++) {
-            if (strcmp(carry->dlq_urls[j], m->q[i].dlq_url) == 0) {
-                m->q[i].rule = carry->rules[j];
-            }
+        int64_t depth, last_sent;
+        if (dlqcarry_get_rule(carry, m->q[i].dlq_url, &depth, &last_sent)) {
+            m->q[i].rule.depth = (long) depth;
+            m->q[i].rule.last_sent = last_sent;
         }
     }
-}
-
-/* The rules and the cursor, not the pending notices. */
-static void
-carry_forget(struct dlqmon_carry *carry)
-{
-    for (size_t i = 0; i < carry->n; i++) {
-        free(carry->dlq_urls[i]);
-    }
-    free(carry->dlq_urls);
-    free(carry->rules);
-    carry->dlq_urls = NULL;
-    carry->rules = NULL;
-    carry->n = 0;
-    carry->valid = 0;
+    return carry;
 }
 
 void
-dlqmon_carry_clear(struct dlqmon_carry *carry)
+dlqmon_carry_clear(struct dlqcarry *carry)
 {
-    carry_forget(carry);
-    alert_pending_free(carry->pending);
-    carry->pending = NULL;
+    if (carry != NULL) {
+        dlqcarry_clear(carry);
+    }
 }
 
-/* Remember the rules and the cursor of a stopping monitor (best effort:
- * without memory, the next monitor starts afresh). */
+/* Stop the sender and leave the cursor, the rules and the undelivered
+ * notices in carry for the next monitor (NULL: dropped). */
 static void
-save(const struct dlqmon *m, struct dlqmon_carry *carry)
+save(struct dlqmon *m, struct dlqcarry *carry)
 {
-    carry_forget(carry);
-    carry->valid = 1;
-    carry->cursor = m->cursor;
-    carry->dlq_urls = calloc(m->nq ? m->nq : 1, sizeof(*carry->dlq_urls));
-    carry->rules = calloc(m->nq ? m->nq : 1, sizeof(*carry->rules));
-    if (carry->dlq_urls == NULL || carry->rules == NULL) {
+    if (carry == NULL) {
+        alert_sender_stop(m->sender, NULL);
+        m->sender = NULL;
         return;
     }
+    dlqcarry_begin(carry, m->cursor, sizeof(struct alert_notice));
+    size_t left = 0;
     for (size_t i = 0; i < m->nq; i++) {
-        carry->dlq_urls[i] = strdup(m->q[i].dlq_url);
-        if (carry->dlq_urls[i] == NULL) {
-            return;
-        }
-        carry->rules[i] = m->q[i].rule;
-        carry->n++;
+        const struct alert_rule *r = &m->q[i].rule;
+        left += dlqcarry_put_rule(carry, m->q[i].dlq_url, r->depth, r->last_sent) != 0;
+    }
+    alert_sender_stop(m->sender, carry);
+    m->sender = NULL;
+    dlqcarry_end(carry);
+    if (left > 0) {
+        log_warn("dlq monitor: %zu DLQs' state not carried over (more than %d queues)", left,
+                 DLQCARRY_RULES);
     }
 }
 
@@ -390,19 +390,21 @@ dlqmon_post(struct dlqmon *m, const struct alert_notice *n)
 }
 
 struct dlqmon *
-dlqmon_start(const struct config *c, struct dlqmon_carry *carry)
+dlqmon_start(const struct config *c, struct dlqcarry *carry)
 {
     struct dlqmon *m = dlqmon_new(c);
     if (m == NULL) {
         log_error("dlq monitor: cannot start: out of memory (no DLQ alerts)");
         return NULL;
     }
-    restore(m, carry);
-    m->sender = alert_sender_start(c, carry->pending);
-    carry->pending = NULL;
+    struct dlqcarry *taken = restore(m, carry);
+    m->sender = alert_sender_start(c, taken);
+    if (taken != NULL) {
+        dlqcarry_clear(taken);
+    }
     if (pthread_create(&m->thread, NULL, dlqmon_main, m) != 0) {
         log_error("dlq monitor: cannot start its thread (no DLQ alerts)");
-        carry->pending = alert_sender_stop(m->sender);
+        save(m, carry); /* what it took, for the next start */
         dlqmon_free(m);
         return NULL;
     }
@@ -422,7 +424,7 @@ dlqmon_ask_stop(struct dlqmon *m)
 }
 
 void
-dlqmon_stop(struct dlqmon *m, struct dlqmon_carry *carry)
+dlqmon_stop(struct dlqmon *m, struct dlqcarry *carry)
 {
     if (m == NULL) {
         return;
@@ -430,7 +432,5 @@ dlqmon_stop(struct dlqmon *m, struct dlqmon_carry *carry)
     dlqmon_ask_stop(m);
     pthread_join(m->thread, NULL);
     save(m, carry);
-    alert_pending_free(carry->pending);
-    carry->pending = alert_sender_stop(m->sender);
     dlqmon_free(m);
 }

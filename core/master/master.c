@@ -79,8 +79,7 @@ struct master {
     struct health *health; /* the store's health, for /readyz */
     struct dlqmon *dlqmon;
     struct pausewatch *pausewatch;
-    struct dlqmon_carry dlq_carry; /* from one DLQ monitor to the next */
-    struct relay *relay;           /* the outbox relay: one per host */
+    struct relay *relay; /* the outbox relay: one per host */
     struct httpd *httpd;
 };
 
@@ -220,9 +219,9 @@ restart_threads(struct master *m, const struct config *c)
     m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table, c->idempotency.retention,
                                c->idempotency.janitor_interval, c->idempotency.janitor_batch);
     janitor_stop(old, m->janitor);
-    pausewatch_stop(m->pausewatch);        /* it posts through the monitor */
-    dlqmon_stop(m->dlqmon, &m->dlq_carry); /* then start: its state carries over */
-    m->dlqmon = dlqmon_start(c, &m->dlq_carry);
+    pausewatch_stop(m->pausewatch);          /* it posts through the monitor */
+    dlqmon_stop(m->dlqmon, shm_dlq_carry()); /* then start: its state carries over */
+    m->dlqmon = dlqmon_start(c, shm_dlq_carry());
     m->pausewatch = pausewatch_start(c, m->dlqmon);
     relay_stop(m->relay); /* rows it had claimed are sent again once their claim lapses */
     m->relay = relay_start(c);
@@ -1312,8 +1311,8 @@ master_run(const char *path, const struct master_opts *o)
     relay_stop(m.relay);
     health_stop(m.health);
     pausewatch_stop(m.pausewatch);
-    dlqmon_stop(m.dlqmon, &m.dlq_carry);
-    dlqmon_carry_clear(&m.dlq_carry);
+    dlqmon_stop(m.dlqmon, NULL);
+    dlqmon_carry_clear(shm_dlq_carry());
     janitor_stop(m.janitor, NULL);
     gen_free(m.cur);
     gen_free(m.next);

@@ -21,6 +21,12 @@ shm_region(void)
     return region;
 }
 
+struct dlqcarry *
+shm_dlq_carry(void)
+{
+    return region != NULL ? &region->dlq_carry : NULL;
+}
+
 int
 shm_create(void)
 {

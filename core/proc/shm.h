@@ -1,7 +1,8 @@
 /*
  * shm.h - the one shared memory region of a twiced instance: a table of
  * processes (what each worker is running right now, so the master can say
- * which message a crashed worker was on) and the metrics series. Created
+ * which message a crashed worker was on), the metrics series, and what one
+ * DLQ monitor leaves to the next. Created
  * by the master as a memfd before any worker exists, inherited by workers.
  * Every field written by more than one process is accessed atomically.
  */
@@ -13,6 +14,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "dlqcarry.h"
 
 /* The job table, SHM_PROCS * SHM_JOBS records for the largest configuration
  * allowed, is most of the region (88 of 92 MB): virtual only. A memfd's
@@ -171,6 +173,9 @@ struct shm_region {
     struct shm_limit limits[SHM_LIMITS];
     struct flow_region flow;               /* queue pauses and breakers: flow.h */
     struct storehealth_region storehealth; /* the store's health for /readyz: storehealth.h */
+    /* What a stopped DLQ monitor leaves to the next (dlqcarry.h): 634 KiB,
+     * resident only where a reload wrote it, and freed once read. */
+    struct dlqcarry dlq_carry;
 };
 
 /* A slot's state (0 free, 1 being written, 2 ready) once its writer is
@@ -194,6 +199,9 @@ int shm_create(void);
 int shm_attach(int fd);
 /* The mapped region, or NULL before create/attach (everything then no-ops). */
 struct shm_region *shm_region(void);
+
+/* The DLQ monitors' carried record (dlqcarry.h), or NULL without a region. */
+struct dlqcarry *shm_dlq_carry(void);
 
 /* Worker: handler threads [0, n) exist (their job records may be in use):
  * called before each thread starts. 0, or -1 when n exceeds SHM_JOBS. */

@@ -171,6 +171,30 @@ class Alerts(twicetest.TwiceTestCase):
         self.assertTrue(d.running())
         self.assertEqual(d.stop(), 0)
 
+    def test_an_alert_undelivered_at_a_reload_reaches_the_mended_webhook_once(self):
+        hook = self.http_receiver()
+        closed = "http://127.0.0.1:%d/hook" % tc.free_port()  # nobody listens: refused
+        url, dlq, dsn, port, d = self.start("carried", alerts_block(webhook=closed),
+                                            metrics=False)
+        mid = self.sqs.send(url, json.dumps({"id": "c1", "reject": True}))
+        d.wait_log(r"alert: alert about queue carried: webhook to http://127\.0\.0\.1:\d+ "
+                   r"failed: .*\(attempt 1 of 12", timeout=15)
+
+        # The operator mends the URL and reloads: the waiting alert goes there at once,
+        # as it was made before the reload, and is not made again.
+        with open(d.config_path, "w") as f:
+            f.write(d.config_text.replace(closed, hook.url + "/hook"))
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        alert = self.wait_notice(hook, "alert", timeout=10)
+        self.assertEqual((alert["previous_depth"], alert["dlq_depth"]), (0, 1))
+        self.assertEqual([x["message_id"] for x in alert["dead_letters"]], [mid])
+        d.wait_log(r"reload done", timeout=30, since=mark)
+        time.sleep(2 * INTERVAL + 0.5)
+        self.assertEqual([n["kind"] for n in self.notices(hook)], ["alert"])
+        self.assertEqual(len(hook.requests()), 1)
+        self.assertEqual(d.stop(), 0)
+
     def test_email_alert_reaches_the_mailbox_without_a_metrics_listener(self):
         to = twicetest.unique_name("oncall").lower() + "@example.com"
         smtp = {"url": "smtp://%s:%d" % (self.env.smtp_host, self.env.smtp_port),
