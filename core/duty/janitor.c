@@ -1,9 +1,10 @@
 /*
  * janitor.c - the master's database chores (see janitor.h): deleting
  * expired completed keys every janitor_interval, and ending the leases of
- * worker processes that have gone, as soon as the master reaps them. One
- * connection, opened on demand; an unreachable database is logged when it
- * starts and stops being so, not on every try.
+ * worker processes that have gone, as soon as the master reaps them (it
+ * queues them in the shared region, proc/gone.h). One connection, opened on
+ * demand; an unreachable database is logged when it starts and stops being
+ * so, not on every try.
  */
 #include "janitor.h"
 
@@ -11,21 +12,23 @@
 #include "buf.h"
 #include "clock.h"
 #include "dbdown.h"
+#include "gone.h"
 #include "idem.h"
 #include "log.h"
 #include "plural.h"
 #include "metrics.h"
-#include "shm.h"
 #include "stopwait.h"
 
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define JANITOR_OWNERS        256      /* gone workers waiting for their leases to end */
-#define JANITOR_CULPRITS      SHM_JOBS /* jobs of one worker counted for its crash */
+/* How often (ms) it looks at the queue of gone workers when nothing woke
+ * it: janitor_wake wakes it at once in the master's process; the look is
+ * what a janitor in another process (which janitor_wake cannot reach)
+ * relies on, and what takes over owners a reload's old janitor left. */
+#define JANITOR_POLL_MS       250
 /* A statement in flight at a stop, such as the last pass's expiries of gone
  * workers (their keys are freed now rather than when their leases lapse),
  * gets this long (ms) before it is given up. */
@@ -41,13 +44,6 @@ struct janitor {
     int retention;
     int interval;
     int batch;
-    struct gone {
-        char owner[160];
-        char *culprits;  /* owned: the jobs that crashed it, one a line ("RUN MESSAGE-ID");
-                            NULL: none (it exited, or was stopped) */
-        int64_t gone_ms; /* clock_mono_ms() when the master learnt it was gone */
-    } owners[JANITOR_OWNERS];
-    int nowners;
 
     /* The thread's own. */
     struct idem_store *store;
@@ -122,38 +118,31 @@ sweep(struct janitor *j)
     }
 }
 
-/* Free the keys of one gone worker. Returns 0, or -1 to try again later. */
+/* Free the keys of one gone worker (gone_drain's expire). Returns 0, or -1
+ * to try again later. */
 static int
-expire(struct janitor *j, const struct gone *g)
+expire(void *arg, const struct gone_owner *g)
 {
+    struct janitor *j = arg;
     char err[512];
     long n = 0;
     struct idem_store *s = store(j);
     if (s == NULL) {
         return -1;
     }
-    /* Split the culprits into the array idem_expire_owner takes. */
-    struct idem_culprit c[JANITOR_CULPRITS];
-    size_t nids = 0;
-    char *copy = g->culprits != NULL ? strdup(g->culprits) : NULL;
-    for (char *save = NULL, *line = copy != NULL ? strtok_r(copy, "\n", &save) : NULL;
-         line != NULL && nids < JANITOR_CULPRITS; line = strtok_r(NULL, "\n", &save)) {
-        char *id = strchr(line, ' ');
-        if (id != NULL) {
-            c[nids].attempt = atoi(line);
-            c[nids++].message_id = id + 1;
-        }
+    struct idem_culprit c[SHM_GONE_CULPRITS];
+    size_t nids = g->n < SHM_GONE_CULPRITS ? g->n : SHM_GONE_CULPRITS;
+    for (size_t i = 0; i < nids; i++) {
+        const struct shm_gone_culprit *k = gone_culprit(g, i);
+        c[i] = (struct idem_culprit){.message_id = k->message_id, .attempt = k->attempt};
     }
-    int rc = 0;
-    if (g->culprits != NULL && copy == NULL) {
-        log_warn("janitor: out of memory");
-        rc = -1;
-    } else if (idem_expire_owner(s, g->owner, (int) ((clock_mono_ms() - g->gone_ms) / 1000), c,
-                                 nids, &n, err, sizeof(err)) != 0) {
+    if (idem_expire_owner(s, g->owner, (int) ((clock_mono_ms() - g->gone_ms) / 1000), c, nids, &n,
+                          err, sizeof(err)) != 0) {
         metrics_count(MET_PG_ERRORS, "expire", NULL, NULL, 1);
         log_warn("janitor: %s", err);
-        rc = -1;
-    } else if (n > 0 && nids == 1) {
+        return -1;
+    }
+    if (n > 0 && nids == 1) {
         log_info("freed %ld key%s of gone worker %s: their jobs run on their next delivery; "
                  "only the run of message %s counts (the worker crashed while running it)",
                  n, plural_s(n), g->owner, c[0].message_id);
@@ -167,32 +156,7 @@ expire(struct janitor *j, const struct gone *g)
                  "their cut-short runs not counted",
                  n, plural_s(n), g->owner);
     }
-    free(copy);
-    return rc;
-}
-
-/* Work through the queued owners (the lock is dropped around each query).
- * Returns 0, or -1 when the database refused one (the rest wait). */
-static int
-expire_queued(struct janitor *j)
-{
-    int rc = 0;
-    struct gone g;
-    pthread_mutex_lock(&j->mu);
-    while (j->nowners > 0) {
-        g = j->owners[0];
-        pthread_mutex_unlock(&j->mu);
-        rc = expire(j, &g);
-        pthread_mutex_lock(&j->mu);
-        if (rc != 0) {
-            break; /* the database is down: the next round tries again */
-        }
-        free(j->owners[0].culprits);
-        memmove(&j->owners[0], &j->owners[1], (size_t) (j->nowners - 1) * sizeof(j->owners[0]));
-        j->nowners--;
-    }
-    pthread_mutex_unlock(&j->mu);
-    return rc;
+    return 0;
 }
 
 static void *
@@ -201,16 +165,21 @@ janitor_main(void *arg)
     struct janitor *j = arg;
     time_t next_sweep = time(NULL) + j->interval;
     int failures = 0; /* expiries refused in a row: they are retried with backoff */
+    int busy = 0;     /* another janitor (a reload's old one) was at the queue */
     pthread_mutex_lock(&j->mu);
     for (;;) {
-        if (!j->stop && (j->nowners == 0 || failures > 0)) {
-            uint64_t ms = failures > 0 ? backoff_ceiling(1000, 30000, failures) : 1000;
+        /* gone_pending is looked at under mu, which janitor_wake takes: a
+         * push after the look wakes the wait. */
+        if (!j->stop && (failures > 0 || busy || !gone_pending())) {
+            uint64_t ms = failures > 0 ? backoff_ceiling(1000, 30000, failures) : JANITOR_POLL_MS;
             struct timespec until = clock_after_ms(CLOCK_REALTIME, (int64_t) ms);
             pthread_cond_timedwait(&j->cv, &j->mu, &until);
         }
         int stop = j->stop;
         pthread_mutex_unlock(&j->mu);
-        failures = expire_queued(j) != 0 ? failures + 1 : 0;
+        int rc = gone_drain(expire, j);
+        failures = rc < 0 ? failures + 1 : 0;
+        busy = rc > 0;
         if (!stop && time(NULL) >= next_sweep) {
             sweep(j);
             next_sweep = time(NULL) + j->interval;
@@ -225,42 +194,15 @@ janitor_main(void *arg)
     return NULL;
 }
 
-/* The culprits as one string, one "RUN MESSAGE-ID" a line (owned by the
- * caller); NULL when there are none, or out of memory (then counted as
- * none: logged). */
-static char *
-join_culprits(const struct idem_culprit *culprits, size_t n)
-{
-    struct buf b = BUF_INIT;
-    for (size_t i = 0; i < n; i++) {
-        buf_printf(&b, "%s%d %s", i > 0 ? "\n" : "", culprits[i].attempt, culprits[i].message_id);
-    }
-    if (b.failed) {
-        log_warn("janitor: out of memory: the crash is not counted");
-        buf_free(&b);
-    }
-    return b.len > 0 ? buf_steal(&b) : NULL;
-}
-
 void
-janitor_expire_owner(struct janitor *j, const char *owner, const struct idem_culprit *culprits,
-                     size_t n)
+janitor_wake(struct janitor *j)
 {
     if (j == NULL) {
         return;
     }
-    char *joined = join_culprits(culprits, n);
     pthread_mutex_lock(&j->mu);
-    if (j->nowners < JANITOR_OWNERS) {
-        struct gone *g = &j->owners[j->nowners++];
-        snprintf(g->owner, sizeof(g->owner), "%s", owner);
-        g->culprits = joined;
-        g->gone_ms = clock_mono_ms();
-        joined = NULL;
-        pthread_cond_signal(&j->cv);
-    }
+    pthread_cond_signal(&j->cv);
     pthread_mutex_unlock(&j->mu);
-    free(joined);
 }
 
 struct janitor *
@@ -288,29 +230,6 @@ janitor_start(const char *dsn, const char *table, int retention, int interval, i
     return j;
 }
 
-/* Hand queued owners over to a successor (a reload's new janitor), or drop
- * them (none: the master is stopping). */
-static void
-hand_over(struct janitor *from, struct janitor *to)
-{
-    pthread_mutex_lock(&from->mu);
-    for (int i = 0; i < from->nowners; i++) {
-        struct gone *g = &from->owners[i];
-        if (to != NULL) {
-            pthread_mutex_lock(&to->mu);
-            if (to->nowners < JANITOR_OWNERS) {
-                to->owners[to->nowners++] = *g;
-                g->culprits = NULL;
-                pthread_cond_signal(&to->cv);
-            }
-            pthread_mutex_unlock(&to->mu);
-        }
-        free(g->culprits);
-    }
-    from->nowners = 0;
-    pthread_mutex_unlock(&from->mu);
-}
-
 void
 janitor_ask_stop(struct janitor *j)
 {
@@ -324,14 +243,13 @@ janitor_ask_stop(struct janitor *j)
 }
 
 void
-janitor_stop(struct janitor *j, struct janitor *successor)
+janitor_stop(struct janitor *j)
 {
     if (j == NULL) {
         return;
     }
     janitor_ask_stop(j);
     pthread_join(j->thread, NULL);
-    hand_over(j, successor);
     pthread_cond_destroy(&j->cv);
     pthread_mutex_destroy(&j->mu);
     buf_free_secret(j->dsn);

@@ -6,13 +6,17 @@
  * worker's keys at once (idem_expire_owner) so its jobs are claimed on their
  * next delivery instead of waiting out the lease, counting the run of the
  * jobs that crashed it.
+ *
+ * The gone workers reach it through the shared region, not through this
+ * API: the master queues each (gone_push, proc/gone.h) and wakes the
+ * janitor (janitor_wake), which works through the queue on each wake-up and
+ * at least every 250 ms (so a janitor in another process, which no
+ * janitor_wake reaches, still finds them), retrying with backoff while
+ * PostgreSQL refuses. An owner leaves the queue only once its keys are freed,
+ * so a janitor that stops (a reload replaces it) leaves the rest to the next.
  */
 #ifndef TWICE_JANITOR_H
 #define TWICE_JANITOR_H
-
-#include <stddef.h>
-
-#include "idem.h"
 
 struct janitor;
 
@@ -21,18 +25,15 @@ struct janitor;
 struct janitor *janitor_start(const char *dsn, const char *table, int retention, int interval,
                               int batch);
 
-/* Queue a gone worker's lease owner (see childargs_owner) and the jobs that
- * crashed it (culprits[0..n), copied; none when it exited or was stopped;
- * see idem_expire_owner). Never blocks. */
-void janitor_expire_owner(struct janitor *j, const char *owner,
-                          const struct idem_culprit *culprits, size_t n);
+/* Look at the queue of gone workers now (the master queued one). Never
+ * blocks for longer than the janitor's own check of its queue. */
+void janitor_wake(struct janitor *j);
 
-/* Stop (after one last try at the queued owners) and free; owners still
- * queued move to successor when given (a reload's new janitor). */
-void janitor_stop(struct janitor *j, struct janitor *successor);
+/* Stop (after one last try at the queued gone workers) and free. Those it
+ * could not free stay queued, for the next janitor. */
+void janitor_stop(struct janitor *j);
 /* Tell it to begin its last try and stop, without waiting (janitor_stop
- * waits): relay_ask_stop says why. Owners queued after it may miss the last
- * try; janitor_stop still hands them over. */
+ * waits): relay_ask_stop says why. */
 void janitor_ask_stop(struct janitor *j);
 
 #endif

@@ -18,6 +18,7 @@
 #include "envcheck.h"
 #include "generation.h"
 #include "health.h"
+#include "gone.h"
 #include "jobnames.h"
 #include "relay.h"
 #include "httpd.h"
@@ -218,8 +219,8 @@ restart_threads(struct master *m, const struct config *c)
     struct janitor *old = m->janitor;
     m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table, c->idempotency.retention,
                                c->idempotency.janitor_interval, c->idempotency.janitor_batch);
-    janitor_stop(old, m->janitor);
-    pausewatch_stop(m->pausewatch);          /* it posts through the monitor */
+    janitor_stop(old);              /* gone workers it leaves are the new one's (gone.h) */
+    pausewatch_stop(m->pausewatch); /* it posts through the monitor */
     dlqmon_stop(m->dlqmon, shm_dlq_carry()); /* then start: its state carries over */
     m->dlqmon = dlqmon_start(c, shm_dlq_carry());
     m->pausewatch = pausewatch_start(c, m->dlqmon);
@@ -283,8 +284,8 @@ describe_death(int slot, const struct jobnames *names, int status, char *out, si
     }
 }
 
-/* The jobs that crashed the worker in slot, their message ids pointing into
- * the shared table (read before the slot is reset): the job whose thread
+/* The jobs that crashed the worker in slot, their records in the shared
+ * table (read, and queued, before the slot is reset): the job whose thread
  * faulted when the worker could say; else, when it died on its own, every
  * job it had inside handle(). On its own: a signal or any exit code, 0
  * included, that no stop signal asked for (stopped: the master's; stopped_by:
@@ -295,7 +296,7 @@ describe_death(int slot, const struct jobnames *names, int status, char *out, si
  * stopped: its jobs were cut short, not at fault. Returns how many. */
 static size_t
 crash_culprits(int slot, int status, int stopped, int stopped_by,
-               struct idem_culprit out[SHM_JOBS])
+               const struct shm_job *out[SHM_JOBS])
 {
     struct shm_proc *p = &shm_region()->procs[slot];
     struct shm_job *jobs = shm_region()->jobs[slot].job;
@@ -309,10 +310,33 @@ crash_culprits(int slot, int status, int stopped, int stopped_by,
         struct shm_job *j = &jobs[i];
         int culprit = known ? i == crashed : on_its_own;
         if (culprit && __atomic_load_n(&j->used, __ATOMIC_ACQUIRE) == 2) {
-            out[n++] = (struct idem_culprit){.message_id = j->message_id, .attempt = j->attempt};
+            out[n++] = j;
         }
     }
     return n;
+}
+
+/* Queue a gone worker's owner and culprits for the janitor (proc/gone.h)
+ * and wake it. Never blocks: a full queue loses the owner (its leases lapse
+ * on their own, its crash uncounted), which is said. */
+static void
+hand_to_janitor(struct master *m, const char *owner, const struct shm_job *const *culprits,
+                size_t n)
+{
+    int kept = gone_push(owner, clock_mono_ms(), culprits, n);
+    if (kept < 0) {
+        log_error("gone worker %s: %d gone workers wait for the janitor already (is PostgreSQL "
+                  "down?): its keys wait out their leases%s",
+                  owner, SHM_GONE,
+                  n > 0 ? ", and the run of the job that crashed it is not counted "
+                          "(max_receives still bounds its deliveries)"
+                        : "");
+    } else if ((size_t) kept < n) {
+        log_error("gone worker %s: no room for %zu of the %zu jobs that crashed it: their runs "
+                  "are not counted (max_receives still bounds their deliveries)",
+                  owner, n - (size_t) kept, n);
+    }
+    janitor_wake(m->janitor);
 }
 
 static void
@@ -410,11 +434,11 @@ reap(struct master *m)
         }
         free(p->waiting);
         char owner[CHILDARGS_OWNER_MAX];
-        struct idem_culprit culprits[SHM_JOBS];
+        const struct shm_job *culprits[SHM_JOBS];
         childargs_owner(owner, sizeof(owner), pid, p->gen, m->instance);
         size_t nculprits =
             crash_culprits(slot, status, p->draining || m->stopping, stopped_by, culprits);
-        janitor_expire_owner(m->janitor, owner, culprits, nculprits);
+        hand_to_janitor(m, owner, culprits, nculprits);
         metrics_forget_proc(slot);
         if (g == NULL) {
             m->series_due = 1; /* its names' series may be freed once its peers are gone */
@@ -1313,7 +1337,7 @@ master_run(const char *path, const struct master_opts *o)
     pausewatch_stop(m.pausewatch);
     dlqmon_stop(m.dlqmon, NULL);
     dlqmon_carry_clear(shm_dlq_carry());
-    janitor_stop(m.janitor, NULL);
+    janitor_stop(m.janitor);
     gen_free(m.cur);
     gen_free(m.next);
     log_info("stopped");

@@ -27,6 +27,24 @@ shm_dlq_carry(void)
     return region != NULL ? &region->dlq_carry : NULL;
 }
 
+/* A lock of the region, process-shared and robust: a process that dies
+ * holding it (a crash while it makes a series, a janitor's process dying
+ * mid-way through the gone workers) leaves it to the next taker, not locked
+ * for good. 0, or an errno value. */
+static int
+robust_init(pthread_mutex_t *mu)
+{
+    pthread_mutexattr_t attr;
+    int rc = pthread_mutexattr_init(&attr);
+    if (rc == 0) {
+        rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+        rc = rc != 0 ? rc : pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+        rc = rc != 0 ? rc : pthread_mutex_init(mu, &attr);
+        pthread_mutexattr_destroy(&attr);
+    }
+    return rc;
+}
+
 int
 shm_create(void)
 {
@@ -41,18 +59,8 @@ shm_create(void)
     for (int i = 0; i < SHM_PROCS; i++) {
         region->procs[i].crashed_job = -1;
     }
-    /* Robust: a process that dies holding one (a crash while it makes a
-     * series) leaves it to the next taker, not locked for good. */
-    pthread_mutexattr_t attr;
-    int rc = pthread_mutexattr_init(&attr);
-    if (rc == 0) {
-        rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-        rc = rc != 0 ? rc : pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-        rc = rc != 0 ? rc : pthread_mutex_init(&region->series_lock, &attr);
-        rc = rc != 0 ? rc : pthread_mutex_init(&region->storehealth.lock, &attr);
-        pthread_mutexattr_destroy(&attr);
-    }
-    if (rc != 0) {
+    if (robust_init(&region->series_lock) != 0 || robust_init(&region->gone.consumer) != 0 ||
+        robust_init(&region->storehealth.lock) != 0) {
         munmap(region, sizeof(struct shm_region));
         region = NULL;
         close(fd);

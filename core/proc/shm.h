@@ -148,6 +148,45 @@ struct flow_region {
     struct flow_queue queues[FLOW_QUEUES];
 };
 
+/* Gone workers on their way to the janitor (gone.h says how): a queue of
+ * owners, written by the master alone and read by one janitor at a time,
+ * and a pool of their culprits. The culprits are a ring of their own, an
+ * owner pointing at its run of them, so that most owners (a worker that
+ * exited, or one whose crash is laid at one job) cost no culprit at all,
+ * and the worst (one that died running every job of its SHM_JOBS) no more
+ * than the pool holds: 256 owners and 512 culprits, 115 KB of the region,
+ * where SHM_JOBS culprits in each owner would be 34 MB. */
+#define SHM_GONE          256 /* gone workers waiting for the janitor (its queue held 256) */
+#define SHM_GONE_CULPRITS 512 /* culprits of those */
+#define SHM_GONE_OWNER    160 /* a lease owner, NUL included (CHILDARGS_OWNER_MAX) */
+
+/* A job that crashed its worker: its run's number and message, as the job
+ * record said (struct shm_job). */
+struct shm_gone_culprit {
+    int attempt;
+    char message_id[128];
+};
+
+/* A gone worker. Written by the master before the queue's tail passes it. */
+struct shm_gone {
+    char owner[SHM_GONE_OWNER];
+    int64_t gone_ms; /* clock_mono_ms() when the master reaped it */
+    uint64_t first;  /* its culprits: pool records first .. first + n - 1, modulo the pool */
+    uint32_t n;      /* culprits kept (those the pool had no room for are not counted) */
+};
+
+struct shm_gone_queue {
+    uint64_t head;    /* atomic: owners done with (removed), by the janitor under consumer */
+    uint64_t tail;    /* atomic: owners written, by the master */
+    uint64_t written; /* culprits written, by the master (its alone) */
+    /* Held (process-shared, robust) by the janitor working through the
+     * queue: one at a time, though a reload's old and new janitors overlap.
+     * The master never takes it. */
+    pthread_mutex_t consumer;
+    struct shm_gone gone[SHM_GONE];
+    struct shm_gone_culprit culprit[SHM_GONE_CULPRITS];
+};
+
 struct shm_region {
     struct shm_proc procs[SHM_PROCS];
     struct shm_proc_jobs jobs[SHM_PROCS]; /* by the same slot */
@@ -172,6 +211,7 @@ struct shm_region {
     struct shm_advice advice[SHM_ADVICE];
     struct shm_limit limits[SHM_LIMITS];
     struct flow_region flow;               /* queue pauses and breakers: flow.h */
+    struct shm_gone_queue gone;            /* gone workers for the janitor: gone.h */
     struct storehealth_region storehealth; /* the store's health for /readyz: storehealth.h */
     /* What a stopped DLQ monitor leaves to the next (dlqcarry.h): 634 KiB,
      * resident only where a reload wrote it, and freed once read. */
