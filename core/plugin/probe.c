@@ -418,12 +418,12 @@ probe_at(char *current, const char *path)
 }
 
 /* How the check of the store or SQS ended, the child having reached it
- * (waited and status as probe_run has them): check->result, and a crash,
- * a hang or an exit that said nothing in check->d. */
+ * (waited and status as probe_run has them; before: check->d's lines when
+ * the child started): check->result, and a crash, a hang or an exit that
+ * said nothing in check->d. */
 static void
-check_ended(struct probe_check *check, const char *path, int waited, int status)
+check_ended(struct probe_check *check, const char *path, int waited, int status, size_t before)
 {
-    size_t before = check->d->n;
     check->result = PROBE_CHECK_REFUSED;
     if (waited > 0) {
         check->result = PROBE_CHECK_CUT;
@@ -469,6 +469,7 @@ probe_run(const char *path, const char *text, size_t len, const int *plugin_fds,
     char current[4096 + 128] = "";
     size_t before = d->n;
     struct probe_clock clk = {.start = clock_mono_ms(), .timeout = timeout, .check = check};
+    size_t check_before = check != NULL ? check->d->n : 0;
     if (check != NULL) {
         check->result = PROBE_CHECK_NOT_RUN;
     }
@@ -487,7 +488,7 @@ probe_run(const char *path, const char *text, size_t len, const int *plugin_fds,
         }
     }
     if (clk.checking) {
-        check_ended(check, path, waited, status);
+        check_ended(check, path, waited, status, check_before);
         return waited > 0 ? 1 : d->n == before ? 0 : -1;
     }
     if (waited > 0) {
