@@ -75,8 +75,10 @@ oneshot_timeout(enum oneshot_kind kind, const struct config *c)
         return 2 * store_s + MARGIN_S; /* the new store, and maybe the running one */
     }
     /* preflight: the store's connect and statements (connect_timeout, 10 s
-     * by default, each), 10 s per queue and DLQ call, S3's 60 s per bucket */
-    int s = 30 + MARGIN_S;
+     * by default, each, but a dsn may raise it: a person waits on twiced -t
+     * and can Ctrl-C it, so the bound is generous), 10 s per queue and DLQ
+     * call, S3's 60 s per bucket */
+    int s = 120 + MARGIN_S;
     for (size_t i = 0; i < c->nqueues; i++) {
         s += 20 + (c->queues[i].payload_bucket != NULL ? 65 : 0);
     }
