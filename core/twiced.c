@@ -1,7 +1,8 @@
 /*
  * twiced.c - the daemon's command line. What runs is in master/master.c
  * (supervision), worker/process.c (jobs) and plugin/probe.c (plugin
- * checks); the last two are started by the master re-executing this binary.
+ * checks, then the store and SQS checks of duty/oneshot.c); the last two
+ * are started by the master re-executing this binary.
  */
 #include "cnum.h"
 #include "config.h"
@@ -10,6 +11,7 @@
 #include "idem.h"
 #include "log.h"
 #include "master.h"
+#include "oneshot.h"
 #include "pid1.h"
 #include "pidfile.h"
 #include "probe.h"
@@ -188,7 +190,7 @@ main(int argc, char **argv)
         return worker_main(argc, argv);
     }
     if (argc > 1 && strcmp(argv[1], "--probe") == 0) {
-        return probe_main(argc, argv);
+        return probe_main(argc, argv, oneshot_child);
     }
     fileopen_std_fds(); /* the master's children get theirs from spawn.c */
     static const struct option longopts[] = {

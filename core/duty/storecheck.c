@@ -7,17 +7,11 @@
 #include "config.h"
 #include "diag.h"
 #include "idem.h"
-#include "storehealth.h"
 
 #include "clock.h"
 
 #include <stdio.h>
 #include <string.h>
-
-/* How long one store's check may take, its connect included (ms): a check,
- * not a wait; a server that does not answer in that time is judged as one
- * that cannot be reached. */
-#define STORECHECK_MS 5000
 
 /* One check's wait (the tick of its store's statements and connect): the
  * tick alone bounds the whole check, connect and statements together. */
@@ -106,16 +100,19 @@ refuse(const struct config *now, struct diag *d, const char *what)
     return 1;
 }
 
-/* What the running store reaches, into *out: what the health check learned,
- * or, when that is nothing or has no keys table yet (the workers create it
- * after the master's first connect), asked of was's dsn now, unless it is
- * the new one too. 1 when known, else 0 with err. */
+/* What the running store reaches, into *out: what the health check learned
+ * (running, NULL: nothing), or, when that is nothing or has no keys table
+ * yet (the workers create it after the health check's first connect), asked
+ * of was's dsn now, unless it is the new one too. 1 when known, else 0 with
+ * err. */
 static int
-running_identity(const struct config *was, int same, int (*stop_asked)(void),
-                 struct idem_identity *out, char *err, size_t cap)
+running_identity(const struct config *was, const struct idem_identity *running, int same,
+                 int (*stop_asked)(void), struct idem_identity *out, char *err, size_t cap)
 {
-    uint64_t store = storehealth_key(was->idempotency.dsn, was->idempotency.table);
-    int known = storehealth_identity(store, out, sizeof(*out)) == 0;
+    int known = running != NULL;
+    if (known) {
+        *out = *running;
+    }
     if ((known && out->table_oid[0] != '\0') || same) {
         snprintf(err, cap, "%s", known ? "" : "not learned yet");
         return known;
@@ -154,8 +151,9 @@ refuse_moved(const struct config *now, struct diag *d, int same, const char *why
 }
 
 int
-storecheck_reload(const struct config *was, const struct config *now, int gen,
-                  int (*stop_asked)(void), struct diag *d)
+storecheck_reload(const struct config *was, const struct config *now,
+                  const struct idem_identity *running, int gen, int (*stop_asked)(void),
+                  struct diag *d)
 {
     int same = strcmp(was->idempotency.dsn, now->idempotency.dsn) == 0;
     struct idem_identity old_id, new_id;

@@ -11,12 +11,20 @@
 
 struct config;
 struct diag;
+struct idem_identity;
+
+/* How long one store's check may take, its connect included (ms): a check,
+ * not a wait; a server that does not answer in that time is judged as one
+ * that cannot be reached. A reload's check may ask two stores. */
+#define STORECHECK_MS 5000
+
 /*
  * 0 when now's dsn reaches the keys was's does; else 1 with one "FILE:LINE:
- * idempotency.dsn: ..." in d. The running store's identity is the one
- * the health check of was's store learned (storehealth.h), else asked
- * now; each store's check, its connect included, is given up after 5 s
- * (the master's loop waits for it, as it does for the probe), and at once
+ * idempotency.dsn: ..." in d. The running store's identity is running (what
+ * the health check of was's store learned, storehealth_identity; NULL: nothing
+ * yet), else asked now; each store's check, its connect included, is given
+ * up after 5 s (it runs in the probe child, oneshot.h, which the master's
+ * loop waits for), and at once
  * when stop_asked (may be NULL) says a stop signal came. A changed dsn that
  * does not connect or answer in that time (a server or pooler that takes
  * the connection and says nothing), or whose running store was never seen
@@ -32,8 +40,9 @@ struct diag;
  * refuse it: no generation could get ready on it. gen is the running
  * generation, for the message.
  */
-int storecheck_reload(const struct config *was, const struct config *now, int gen,
-                      int (*stop_asked)(void), struct diag *d);
+int storecheck_reload(const struct config *was, const struct config *now,
+                      const struct idem_identity *running, int gen, int (*stop_asked)(void),
+                      struct diag *d);
 
 /*
  * At the first start: 1 with one "FILE:LINE: idempotency.dsn: ..." in d when

@@ -120,10 +120,8 @@ gen_open_plugins(struct generation *g, struct diag *d)
     return d->n == before ? 0 : -1;
 }
 
-/* Read and validate a configuration and open its plugin files (checked, with
- * their settings, init and fini, in a probe child). Problems are added to d. */
 struct generation *
-gen_load(const char *path, const sigset_t *stop_on, struct diag *d)
+gen_read(const char *path, struct diag *d)
 {
     struct generation *g = calloc(1, sizeof(*g));
     if (g == NULL) {
@@ -131,23 +129,27 @@ gen_load(const char *path, const sigset_t *stop_on, struct diag *d)
         return NULL;
     }
     g->config_fd = -1;
-    if (config_text_read_file(path, &g->text, &g->len, d) != 0) {
+    if (config_text_read_file(path, &g->text, &g->len, d) != 0 ||
+        config_load(path, g->text, &g->cfg, d) != 0) {
         gen_free(g);
         return NULL;
     }
-    if (config_load(path, g->text, &g->cfg, d) != 0) {
-        gen_free(g);
-        return NULL;
-    }
-    int opened = gen_open_plugins(g, d);
+    g->unopened = gen_open_plugins(g, d) != 0;
+    return g;
+}
+
+int
+gen_probe(struct generation *g, const char *path, struct probe_check *check,
+          const sigset_t *stop_on, struct diag *d)
+{
     /* Each plugin's check runs its init(): it gets what a worker's init()
      * gets, ready_timeout, but at least PROBE_MIN_S (the check also starts a
      * process and loads the plugin). */
     int limit = g->cfg->ready_timeout > PROBE_MIN_S ? g->cfg->ready_timeout : PROBE_MIN_S;
-    if (probe_run(path, g->text, g->len, g->plugin_fds, g->nplugin_fds, limit, stop_on, d) != 0 ||
-        opened != 0) {
-        gen_free(g);
-        return NULL;
+    int rc =
+        probe_run(path, g->text, g->len, g->plugin_fds, g->nplugin_fds, limit, check, stop_on, d);
+    if (rc != 0 || g->unopened) {
+        return rc > 0 ? 1 : -1;
     }
     g->nworkers = g->cfg->workers;
     g->failures = calloc((size_t) g->nworkers, sizeof(*g->failures));
@@ -156,8 +158,7 @@ gen_load(const char *path, const sigset_t *stop_on, struct diag *d)
     g->names = jobnames_new(g->cfg); /* NULL: deaths are named without them */
     if (g->failures == NULL || g->respawn_at == NULL || g->config_fd < 0) {
         diag_add(d, path, 0, "cannot prepare the workers: %s", cnum_strerror(errno));
-        gen_free(g);
-        return NULL;
+        return -1;
     }
-    return g;
+    return 0;
 }

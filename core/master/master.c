@@ -19,6 +19,7 @@
 #include "generation.h"
 #include "health.h"
 #include "gone.h"
+#include "idem.h"
 #include "jobnames.h"
 #include "relay.h"
 #include "httpd.h"
@@ -28,9 +29,9 @@
 #include "plural.h"
 #include "metrics.h"
 #include "notify.h"
+#include "oneshot.h"
 #include "pidfile.h"
-#include "preflight.h"
-#include "storecheck.h"
+#include "probe.h"
 #include "storehealth.h"
 #include "proctable.h"
 #include "proctitle.h"
@@ -136,9 +137,9 @@ spawn_worker(struct master *m, struct generation *g, int index)
         log_error("cannot start a worker: pipe: %s", cnum_strerror(errno));
         return -1;
     }
-    struct childargs a = {CHILD_WORKER, g->config_fd,  m->path,       m->shm_fd,
-                          ctl[1],       slot,          g->id,         getpid(),
-                          m->instance,  g->plugin_fds, g->nplugin_fds};
+    struct childargs a = {CHILD_WORKER, g->config_fd,  m->path,        m->shm_fd,
+                          ctl[1],       slot,          g->id,          getpid(),
+                          m->instance,  g->plugin_fds, g->nplugin_fds, -1};
     shm_reset_slot(slot, -1);
     pid_t pid = spawn_child(&a, -1, &m->user, err, sizeof(err));
     close(ctl[1]);
@@ -578,11 +579,75 @@ pending_stop(void)
                                                  : 0;
 }
 
-/* pending_stop as a check's stop_asked (storecheck.h). */
-static int
-stop_pending(void)
+/* Each of from's problems added to to, after to's own. */
+static void
+take_problems(struct diag *to, const struct diag *from)
 {
-    return pending_stop() != 0;
+    for (size_t i = 0; i < from->n; i++) {
+        diag_add(to, NULL, 0, "%s", from->lines[i]);
+    }
+}
+
+/*
+ * Check g's plugins in the probe child (gen_probe) and then, kind not 0,
+ * the store or SQS (oneshot.h; was, running and gen for a reload) in the
+ * same child, so that the master runs no PostgreSQL or SQS code for them:
+ * the check's outcome in chk->result, its problems in chk->d (set by the
+ * caller). gen_probe's return value.
+ */
+static int
+probe_and_check(struct generation *g, const char *path, int kind, const struct config *was,
+                const struct idem_identity *running, int gen, const sigset_t *stop_on,
+                struct diag *d, struct probe_check *chk)
+{
+    chk->fd = kind != 0 ? oneshot_request_fd(kind, was, running, gen) : -1;
+    chk->timeout = kind != 0 ? oneshot_timeout(kind, g->cfg) : 0;
+    int asked = chk->fd >= 0, why = errno;
+    int rc = gen_probe(g, path, asked ? chk : NULL, stop_on, d);
+    if (asked) {
+        close(chk->fd);
+    } else {
+        chk->result = PROBE_CHECK_NOT_RUN;
+    }
+    if (kind != 0 && !asked && rc == 0) {
+        diag_add(chk->d, path, 0, "cannot ask for the check of PostgreSQL and SQS: %s",
+                 cnum_strerror(why));
+        chk->result = PROBE_CHECK_REFUSED;
+    }
+    return rc;
+}
+
+/* A reload's configuration, checked: its plugins (in the probe child), what
+ * a reload may not change (config_reload_refused), then, when that passed,
+ * whether its store is the running one (storecheck_reload, in the same
+ * child). NULL when refused or cut short by a stop; every problem in d, in
+ * that order. *probed: the plugins passed (or the stop came after them,
+ * during the store check: chk->result PROBE_CHECK_CUT). */
+static struct generation *
+reload_load(struct master *m, const sigset_t *stop_on, struct diag *d, struct probe_check *chk,
+            int *probed)
+{
+    struct diag refused = DIAG_INIT;
+    struct idem_identity running;
+    int known = storehealth_identity(
+                    storehealth_key(m->cur->cfg->idempotency.dsn, m->cur->cfg->idempotency.table),
+                    &running, sizeof(running)) == 0;
+    struct generation *g = gen_read(m->path, d);
+    int bad = g != NULL && config_reload_refused(m->cur->cfg, g->cfg, &refused) > 0;
+    int rc = g == NULL ? -1
+                       : probe_and_check(g, m->path, bad ? 0 : ONESHOT_RELOAD, m->cur->cfg,
+                                         known ? &running : NULL, m->cur->id, stop_on, d, chk);
+    *probed = rc == 0 || chk->result == PROBE_CHECK_CUT;
+    if (rc == 0) {
+        take_problems(d, &refused);
+        take_problems(d, chk->d);
+    }
+    if (rc != 0 || bad || chk->result != PROBE_CHECK_PASSED) {
+        gen_free(g);
+        g = NULL;
+    }
+    diag_free(&refused);
+    return g;
 }
 
 /* What a reload's check found wrong (FILE:LINE: ...), one error line each:
@@ -615,22 +680,20 @@ reload(struct master *m)
 {
     notify_reloading();
     log_info("reloading %s", m->path);
-    struct diag d = DIAG_INIT;
+    struct diag d = DIAG_INIT, store = DIAG_INIT;
+    struct probe_check chk = {.d = &store};
     sigset_t stop_on;
     stop_signals(&stop_on);
-    struct generation *g = gen_load(m->path, &stop_on, &d);
-    if (g == NULL && pending_stop() != 0) {
+    int probed = 0;
+    struct generation *g = reload_load(m, &stop_on, &d, &chk, &probed);
+    diag_free(&store); /* taken into d */
+    if (!probed && pending_stop() != 0) {
         log_reload_problems(&d); /* a stop does not hide what was wrong */
         log_warn("reload abandoned: a stop signal came while its plugins were checked; "
                  "generation %d stops unchanged",
                  m->cur->id);
         diag_free(&d);
         return;
-    }
-    if (g != NULL && (config_reload_refused(m->cur->cfg, g->cfg, &d) > 0 ||
-                      storecheck_reload(m->cur->cfg, g->cfg, m->cur->id, stop_pending, &d) > 0)) {
-        gen_free(g);
-        g = NULL;
     }
     if (pending_stop() != 0) {
         log_reload_problems(&d);
@@ -1107,8 +1170,14 @@ print_warnings(const struct config *c)
 int
 master_check(const char *path, int connect)
 {
-    struct diag d = DIAG_INIT;
-    struct generation *g = gen_load(path, NULL, &d);
+    struct diag d = DIAG_INIT, conn = DIAG_INIT;
+    struct probe_check chk = {.d = &conn};
+    struct generation *g = gen_read(path, &d);
+    if (g != NULL && probe_and_check(g, path, connect ? ONESHOT_CONNECT : 0, NULL, NULL, 0, NULL,
+                                     &d, &chk) != 0) {
+        gen_free(g);
+        g = NULL;
+    }
     int rc = g != NULL ? 0 : 1;
     if (g != NULL && check_log_file(g->cfg, &d)) {
         rc = 1;
@@ -1125,7 +1194,8 @@ master_check(const char *path, int connect)
     if (g != NULL && envcheck_aws(g->cfg, &d) > 0) {
         rc = 1;
     }
-    if (g != NULL && connect && preflight_connect(g->cfg, &d) > 0) {
+    if (g != NULL && connect && chk.result != PROBE_CHECK_PASSED) {
+        take_problems(&d, &conn); /* preflight_connect's, in the probe child */
         rc = 1;
     }
     print_problems(&d);
@@ -1148,31 +1218,48 @@ master_check(const char *path, int connect)
             putchar('\n');
         }
     }
+    diag_free(&conn);
     diag_free(&d);
     gen_free(g);
     return rc;
 }
 
 /* The first generation's configuration and plugins, the environment's AWS
- * settings, and whether its store takes writes. NULL (the problems printed)
+ * settings, and whether its store takes writes (the plugins and the store
+ * in the probe child). NULL (the problems printed)
  * when twiced must not start; m->start_status is MASTER_EXIT_CONFIG then
  * unless the store was the cause (a standby may be promoted: retried). */
 static struct generation *
 load_first(struct master *m)
 {
-    struct diag d = DIAG_INIT;
+    struct diag d = DIAG_INIT, env = DIAG_INIT, store = DIAG_INIT;
+    struct probe_check chk = {.d = &store};
     sigset_t stop_on;
     stop_signals(&stop_on);
-    struct generation *g = gen_load(m->path, &stop_on, &d);
-    if (g == NULL || envcheck_aws(g->cfg, &d) > 0) {
-        m->start_status = MASTER_EXIT_CONFIG;
+    struct generation *g = gen_read(m->path, &d);
+    /* The environment is asked first (said after the plugins' problems): the
+     * store is checked, in the probe child, only when it has none. */
+    int env_bad = g != NULL && envcheck_aws(g->cfg, &env) > 0;
+    if (g != NULL && probe_and_check(g, m->path, env_bad ? 0 : ONESHOT_START, NULL, NULL, 0,
+                                     &stop_on, &d, &chk) != 0) {
         gen_free(g);
         g = NULL;
-    } else if (storecheck_start(g->cfg, stop_pending, &d) > 0) {
+    }
+    if (g == NULL || env_bad) {
+        m->start_status = MASTER_EXIT_CONFIG;
+        if (g != NULL) {
+            take_problems(&d, &env);
+        }
+        gen_free(g);
+        g = NULL;
+    } else if (chk.result != PROBE_CHECK_PASSED) { /* retried: a standby may be promoted */
+        take_problems(&d, &store);
         gen_free(g);
         g = NULL;
     }
     print_problems(&d);
+    diag_free(&store);
+    diag_free(&env);
     diag_free(&d);
     return g;
 }

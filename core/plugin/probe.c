@@ -5,10 +5,14 @@
  * loads each plugin (ABI, entry point, key template), checks its settings
  * against its declaration (a key setting's template too) and that every
  * queue using it has a key, runs init with them and fini, and prints one
- * line per problem. It never runs a job.
+ * line per problem. It never runs a job. When every plugin passed, it runs
+ * the check of the store or SQS the parent asked for (probe_check_fn: the
+ * daemon's is duty/oneshot.c), so that the master needs no PostgreSQL or
+ * SQS code for it.
  */
 #include "probe.h"
 
+#include "buf.h"
 #include "childargs.h"
 #include "clock.h"
 #include "cnum.h"
@@ -100,8 +104,72 @@ report_stream(void)
     return f;
 }
 
+/* The child's exit code when every plugin passed and the check of the
+ * store or SQS refused (1: a plugin's problem, or the configuration's). */
+#define PROBE_EXIT_REFUSED 3
+
+/* Progress line before the check of the store or SQS: what the child says
+ * after it is the check's. */
+#define CHECK_LINE "#check"
+
+/* The request of a check (a memfd the master wrote; fd -1: none) read into
+ * *req before any plugin runs: a plugin that closes descriptors it does not
+ * own cannot take it away. 0 (NULL without one), or -1. */
+static int
+read_check(int fd, char **req, size_t *len)
+{
+    struct buf b = BUF_INIT;
+    char chunk[4096];
+    ssize_t n;
+    *req = NULL;
+    *len = 0;
+    if (fd < 0) {
+        return 0;
+    }
+    while ((n = pread(fd, chunk, sizeof(chunk), (off_t) b.len)) > 0 || (n < 0 && errno == EINTR)) {
+        buf_append(&b, chunk, n > 0 ? (size_t) n : 0);
+    }
+    close(fd);
+    if (n < 0 || b.failed) {
+        buf_free_wipe(&b);
+        return -1;
+    }
+    *len = b.len;
+    *req = buf_steal(&b);
+    return *req != NULL ? 0 : -1;
+}
+
+/* Free a check's request, wiped first: a reload's holds the running dsn. */
+static void
+free_check(char *req, size_t len)
+{
+    if (req != NULL) {
+        explicit_bzero(req, len);
+    }
+    free(req);
+}
+
+/* Run the check of req once the plugins passed (problems 0, every file
+ * opened): CHECK_LINE, then its lines. 1 when it refuses. */
+static int
+run_check(const struct config *c, const struct childargs *a, int problems, probe_check_fn check,
+          const char *req, size_t len, FILE *out)
+{
+    for (size_t i = 0; i < a->nplugin_fds; i++) {
+        problems += a->plugin_fds[i] < 0;
+    }
+    if (req == NULL || check == NULL || problems > 0) {
+        return 0;
+    }
+    fprintf(out, CHECK_LINE "\n");
+    fflush(out);
+    int refused = check(c, req, len, out);
+    fflush(out);
+    return refused;
+}
+
 int
-probe_main(int argc, char **argv)
+probe_main(int argc, char **argv, probe_check_fn check)
 {
     struct childargs a;
     char err[1024];
@@ -114,14 +182,24 @@ probe_main(int argc, char **argv)
         return 2;
     }
     proctitle_set("twiced: probe");
+    char *req = NULL;
+    size_t req_len = 0;
+    if (read_check(a.check_fd, &req, &req_len) != 0) {
+        fprintf(out, "probe: cannot read the request of the store check: %s\n",
+                cnum_strerror(errno));
+        fflush(out);
+        childargs_release(&a);
+        return 2;
+    }
     struct config *c = NULL;
     if (childargs_load_config(&a, &c, err, sizeof(err)) != 0) {
         fprintf(out, "%s\n", err);
         fflush(out);
+        free_check(req, req_len);
         childargs_release(&a);
         return 1;
     }
-    int problems = 0;
+    int problems = 0, refused = 0;
     if (a.nplugin_fds != c->nplugins) {
         fprintf(out, "probe: %zu plugin files for %zu plugins\n", a.nplugin_fds, c->nplugins);
         problems = 1;
@@ -129,12 +207,15 @@ probe_main(int argc, char **argv)
         for (size_t i = 0; i < c->nplugins; i++) {
             problems += check_plugin(c, &c->plugins[i], a.plugin_fds[i], out);
         }
+        fflush(out);
+        refused = run_check(c, &a, problems, check, req, req_len, out);
     }
     fflush(out);
     fflush(stdout);
+    free_check(req, req_len);
     config_free(c);
     childargs_release(&a);
-    return problems > 0 ? 1 : 0;
+    return problems > 0 ? 1 : refused ? PROBE_EXIT_REFUSED : 0;
 }
 
 #define STOP_CHECK_MS 50 /* how often a wait looks for a pending stop signal */
@@ -157,12 +238,16 @@ stop_pending(const sigset_t *stop_on)
  * reload for the whole limit without a word. */
 #define PROBE_SLOW_MS 10000
 
-/* How long the check may run, and whether its slowness was said. */
+/* How long the check may run, whether its slowness was said, and whether
+ * the child is at the check of the store or SQS (after CHECK_LINE: its own
+ * time, check->timeout, and no plugin named when it is slow). */
 struct probe_clock {
     int64_t start; /* clock_mono_ms */
     int timeout;   /* seconds */
     long slow_ms;  /* when to say it */
     int said;
+    struct probe_check *check; /* NULL: none asked */
+    int checking;
 };
 
 /* Once the check has run for slow_ms: which plugin it is at (current:
@@ -203,8 +288,13 @@ take_lines(struct report *r)
             snprintf(r->current, r->cap, "%s", line + 8);
             r->clk->start = clock_mono_ms(); /* each plugin its own time */
             r->clk->said = 0;
+        } else if (strcmp(line, CHECK_LINE) == 0 && r->clk->check != NULL) {
+            r->current[0] = '\0'; /* no plugin is slow from here */
+            r->clk->start = clock_mono_ms();
+            r->clk->timeout = r->clk->check->timeout;
+            r->clk->checking = 1;
         } else if (line[0] != '\0') {
-            diag_add(r->d, NULL, 0, "%s", line);
+            diag_add(r->clk->checking ? r->clk->check->d : r->d, NULL, 0, "%s", line);
         }
         line = nl + 1;
     }
@@ -327,9 +417,33 @@ probe_at(char *current, const char *path)
     return at;
 }
 
+/* How the check of the store or SQS ended, the child having reached it
+ * (waited and status as probe_run has them; before: check->d's lines when
+ * the child started): check->result, and a crash, a hang or an exit that
+ * said nothing in check->d. */
+static void
+check_ended(struct probe_check *check, const char *path, int waited, int status, size_t before)
+{
+    check->result = PROBE_CHECK_REFUSED;
+    if (waited > 0) {
+        check->result = PROBE_CHECK_CUT;
+    } else if (waited < 0) {
+        diag_add(check->d, path, 0, "the check of PostgreSQL and SQS did not finish within %d s",
+                 check->timeout);
+    } else if (WIFSIGNALED(status)) {
+        diag_add(check->d, path, 0, "the check of PostgreSQL and SQS crashed with signal %d (%s)",
+                 WTERMSIG(status), cnum_strsignal(WTERMSIG(status)));
+    } else if (WEXITSTATUS(status) == 0) {
+        check->result = PROBE_CHECK_PASSED;
+    } else if (WEXITSTATUS(status) != PROBE_EXIT_REFUSED || check->d->n == before) {
+        diag_add(check->d, path, 0, "the check of PostgreSQL and SQS failed with exit code %d",
+                 WEXITSTATUS(status));
+    }
+}
+
 int
 probe_run(const char *path, const char *text, size_t len, const int *plugin_fds, size_t nfds,
-          int timeout, const sigset_t *stop_on, struct diag *d)
+          int timeout, struct probe_check *check, const sigset_t *stop_on, struct diag *d)
 {
     int pipefd[2] = {-1, -1};
     int cfd = childargs_memfd(text, len);
@@ -341,8 +455,9 @@ probe_run(const char *path, const char *text, size_t len, const int *plugin_fds,
         }
         return -1;
     }
-    struct childargs a = {CHILD_PROBE, cfd,      path,    -1,         -1,  0,
-                          0,           getpid(), "probe", plugin_fds, nfds};
+    struct childargs a = {CHILD_PROBE, cfd,        path, -1,
+                          -1,          0,          0,    getpid(),
+                          "probe",     plugin_fds, nfds, check != NULL ? check->fd : -1};
     pid_t pid = spawn_child(&a, pipefd[1], NULL, err, sizeof(err));
     close(pipefd[1]);
     close(cfd);
@@ -353,19 +468,28 @@ probe_run(const char *path, const char *text, size_t len, const int *plugin_fds,
     }
     char current[4096 + 128] = "";
     size_t before = d->n;
-    struct probe_clock clk = {.start = clock_mono_ms(), .timeout = timeout};
+    struct probe_clock clk = {.start = clock_mono_ms(), .timeout = timeout, .check = check};
+    size_t check_before = check != NULL ? check->d->n : 0;
+    if (check != NULL) {
+        check->result = PROBE_CHECK_NOT_RUN;
+    }
     clk.slow_ms = (long) timeout * 500 < PROBE_SLOW_MS ? (long) timeout * 500 : PROBE_SLOW_MS;
     int status = 0;
     int waited = collect(pipefd[0], &clk, stop_on, d, current, sizeof(current));
     if (waited == 0) {
-        waited = reap_by(pid, time(NULL) + timeout - (long) (clock_mono_ms() - clk.start) / 1000,
-                         stop_on, &status);
+        waited =
+            reap_by(pid, time(NULL) + clk.timeout - (long) (clock_mono_ms() - clk.start) / 1000,
+                    stop_on, &status);
     }
     close(pipefd[0]);
     if (waited != 0) { /* the deadline or a stop: the child goes, now */
         kill(pid, SIGKILL);
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
+    }
+    if (clk.checking) {
+        check_ended(check, path, waited, status, check_before);
+        return waited > 0 ? 1 : d->n == before ? 0 : -1;
     }
     if (waited > 0) {
         return 1;

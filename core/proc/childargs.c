@@ -48,11 +48,13 @@ childargs_build(const struct childargs *a, struct childargs_argv *out)
     NUM("--slot", a->slot);
     NUM("--generation", a->generation);
     NUM("--master-pid", a->master_pid);
-#undef NUM
     argv[n++] = "--config-path";
     argv[n++] = (char *) a->config_path;
     argv[n++] = "--instance";
     argv[n++] = (char *) a->instance;
+    if (a->mode == CHILD_PROBE && a->check_fd >= 0) {
+        NUM("--check-fd", a->check_fd);
+    }
     if (a->nplugin_fds > 0) {
         if ((out->fds = fd_list(a->plugin_fds, a->nplugin_fds)) == NULL) {
             return -1;
@@ -60,6 +62,7 @@ childargs_build(const struct childargs *a, struct childargs_argv *out)
         argv[n++] = "--plugin-fds";
         argv[n++] = out->fds;
     }
+#undef NUM
     argv[n] = NULL;
     return 0;
 }
@@ -171,6 +174,8 @@ parse_args(int argc, char **argv, struct childargs *out, char *err, size_t errle
             out->generation = n;
         } else if (strcmp(a, "--master-pid") == 0) {
             out->master_pid = (pid_t) n;
+        } else if (strcmp(a, "--check-fd") == 0) {
+            out->check_fd = n;
         } else {
             snprintf(err, errlen, "unknown option %s", a);
             return -1;
@@ -188,7 +193,7 @@ int
 childargs_parse(int argc, char **argv, struct childargs *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    out->config_fd = out->shm_fd = out->ctl_fd = -1;
+    out->config_fd = out->shm_fd = out->ctl_fd = out->check_fd = -1;
     if (parse_args(argc, argv, out, err, errlen) != 0) {
         childargs_release(out);
         return -1;

@@ -28,6 +28,8 @@ struct childargs {
     const char *instance;  /* the master's random id (lease owners) */
     const int *plugin_fds; /* one open file per configured plugin, in order; NULL: none */
     size_t nplugin_fds;
+    int check_fd; /* CHILD_PROBE only: the request of a store or SQS check (plugin/probe.h),
+                     -1: none; ignored for a worker */
 };
 
 #define CHILDARGS_MAX 24

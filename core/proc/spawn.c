@@ -71,6 +71,9 @@ child_exec(const struct childargs *a, int stdout_fd, const struct spawn_user *us
     keep_fd(a->config_fd);
     keep_fd(a->shm_fd);
     keep_fd(a->ctl_fd);
+    if (a->mode == CHILD_PROBE) {
+        keep_fd(a->check_fd);
+    }
     for (size_t i = 0; i < a->nplugin_fds; i++) {
         keep_fd(a->plugin_fds[i]);
     }

@@ -261,6 +261,31 @@ class Reload(ReloadSetup, twicetest.TwiceTestCase):
         self.assertNotIn("secret", d.log_text())
         self.assertEqual(d.stop(), 0)
 
+    def test_a_stop_during_a_reloads_store_check_is_not_held_by_a_frozen_store(self):
+        # A reload's store check (in the probe child) waits up to 5 s for a server
+        # that took the connection and says nothing. A stop signal then abandons the
+        # reload at once: twiced drains and exits without waiting the check out, and
+        # says nothing against the dsn, which the check never judged.
+        conf = self.setup("stopcheck", workers=1)
+        d = self.start_twiced(conf)
+        d.wait_log(r"ready: generation 1", timeout=20)
+        proxy = faultproxy.TcpProxy(self.env.pg_host, self.env.pg_port)
+        self.addCleanup(proxy.close)
+        proxy.freeze_on(b"current_database()")
+        self.write_config(d, conf.replace(":%d/" % self.env.pg_port, ":%d/" % proxy.port))
+        mark = d.mark()
+        d.signal(signal.SIGHUP)
+        twicetest.wait_until(lambda: proxy.frozen, timeout=10,
+                             message="the reload's check did not reach the frozen server")
+        began = time.monotonic()
+        self.assertEqual(d.stop(timeout=10), 0)
+        self.assertLess(time.monotonic() - began, 3, "the stop waited for the store check")
+        log = d.log_text()[mark:]
+        self.assertRegex(log, r"reload abandoned: a stop signal came while it was checked; "
+                              r"generation 1 stops unchanged")
+        self.assertNotIn("idempotency.dsn", log)
+        self.assertNotIn("reload refused", log)
+
     def test_a_dsn_that_reaches_a_standby_is_refused_at_once(self):
         # A standby in recovery is the same database of the same cluster (its keys
         # table too), so the identity check takes it; but nothing can be written

@@ -46,8 +46,8 @@ static void
 round_trip(void)
 {
     int fds[] = {7, -1, 9}; /* -1: a file the master could not open */
-    struct childargs a = {CHILD_WORKER, 5, "/etc/twice/twice.conf", 6, 8, 3, 4, 1234, "abcd",
-                          fds,          3};
+    struct childargs a = {
+        CHILD_WORKER, 5, "/etc/twice/twice.conf", 6, 8, 3, 4, 1234, "abcd", fds, 3, 11};
     struct childargs_argv args;
     CHECK_INT(childargs_build(&a, &args), 0);
     int argc = 0;
@@ -71,6 +71,7 @@ round_trip(void)
     for (size_t i = 0; i < 3 && i < b.nplugin_fds; i++) {
         CHECK_INT(b.plugin_fds[i], fds[i]);
     }
+    CHECK_INT(b.check_fd, -1); /* a worker is given no check */
     childargs_release(&b);
     childargs_argv_free(&args);
 
@@ -84,10 +85,35 @@ round_trip(void)
     CHECK(strstr(err, "bad descriptor list 5,-2") != NULL);
 }
 
+/* A probe's request of a store or SQS check (its memfd) comes back, and
+ * a probe without one has -1. */
+static void
+probe_round_trip(void)
+{
+    for (int fd = -1; fd <= 11; fd += 12) {
+        struct childargs a = {CHILD_PROBE, 5, "/x.conf", -1, -1, 0, 0, 1234, "probe", NULL, 0, fd};
+        struct childargs_argv args;
+        CHECK_INT(childargs_build(&a, &args), 0);
+        int argc = 0;
+        while (args.argv[argc] != NULL) {
+            argc++;
+        }
+        CHECK(argc < CHILDARGS_MAX);
+        struct childargs b;
+        char err[128] = "";
+        CHECK_INT(childargs_parse(argc, args.argv, &b, err, sizeof(err)), 0);
+        CHECK_INT(b.mode, CHILD_PROBE);
+        CHECK_INT(b.check_fd, fd);
+        childargs_release(&b);
+        childargs_argv_free(&args);
+    }
+}
+
 int
 main(void)
 {
     round_trip();
+    probe_round_trip();
     char *text = malloc(TEXT + 1);
     CHECK(text != NULL);
     for (size_t i = 0; i < TEXT; i++) {
