@@ -183,7 +183,7 @@ storecheck_reload(const struct config *was, const struct config *now,
                  err, gen, no_claims == CLAIMS_NO_WRITES ? "it takes writes" : "it is granted");
         return refuse(now, d, msg);
     }
-    if (!running_identity(was, same, stop_asked, &old_id, err, sizeof(err))) {
+    if (!running_identity(was, running, same, stop_asked, &old_id, err, sizeof(err))) {
         if (same) {
             return 0; /* nothing learned to compare with; asking again would say the same */
         }
