@@ -251,7 +251,7 @@ main(int argc, char **argv)
     const char *path = abs != NULL ? abs : config;
     int rc;
     /* Before the directory changes: the path twiced was run by may be relative. */
-    if (signal_name == NULL && spawn_open_worker(err, sizeof(err)) != 0) {
+    if (signal_name == NULL && spawn_open_worker(TWICE_WORKER_DIR, err, sizeof(err)) != 0) {
         diag_print_line(stderr, "twiced: %s", err);
         rc = 1;
     } else if (signal_name == NULL && abs != NULL &&

@@ -1,6 +1,6 @@
 /*
  * spawn.c - fork and exec of the master's children (see spawn.h). Their
- * executable, twiced-worker next to twiced's own file, is opened once, when
+ * executable, twiced-worker, is opened once, when
  * the master starts, and every child is exec'd from that descriptor: it
  * always runs the version the master started with, even if the package was
  * upgraded under it.
@@ -48,38 +48,59 @@ own_directory(char dir[PATH_MAX])
     return 0;
 }
 
-int
-spawn_open_worker(char *err, size_t errlen)
+/* Open dir/twiced-worker into *fd, judged (a regular executable file, not
+ * writable by group or others). 0; -1 with errno ENOENT when it is not
+ * there; else -1 with why. */
+static int
+open_worker_in(const char *dir, int *fd, const char **why)
 {
     char path[PATH_MAX + sizeof("/" SPAWN_WORKER_NAME)];
-    char dir[PATH_MAX];
     struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", dir, SPAWN_WORKER_NAME);
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0) {
+        *why = cnum_strerror(errno);
+        return -1;
+    }
+    *why = fstat(*fd, &st) != 0       ? cnum_strerror(errno)
+           : !S_ISREG(st.st_mode)     ? "not a regular file"
+           : (st.st_mode & 0111) == 0 ? "not executable"
+           : (st.st_mode & 0022) != 0 ? "writable by group or others (chmod go-w)"
+                                      : NULL;
+    if (*why != NULL) {
+        close(*fd);
+        *fd = -1;
+        errno = EACCES;
+        return -1;
+    }
+    return 0;
+}
+
+int
+spawn_open_worker(const char *installed, char *err, size_t errlen)
+{
+    char dir[PATH_MAX];
+    const char *why = NULL;
     if (worker_exe >= 0) {
         return 0;
     }
-    if (own_directory(dir) != 0) {
-        snprintf(err, errlen, "cannot tell which directory twiced runs from (%s)",
-                 cnum_strerror(errno));
-        return -1;
+    /* Next to twiced's own file first (a build tree, a tarball's bin/), then
+     * where the packages install it. */
+    int rc = own_directory(dir);
+    if (rc == 0) {
+        rc = open_worker_in(dir, &worker_exe, &why);
     }
-    snprintf(path, sizeof(path), "%s/%s", dir, SPAWN_WORKER_NAME);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    const char *why = fd < 0 || fstat(fd, &st) != 0 ? cnum_strerror(errno)
-                      : !S_ISREG(st.st_mode)        ? "not a regular file"
-                      : (st.st_mode & 0111) == 0    ? "not executable"
-                      : (st.st_mode & 0022) != 0    ? "writable by group or others"
-                                                    : NULL;
-    if (why != NULL) {
+    if (rc != 0 && errno == ENOENT && installed != NULL) {
+        snprintf(dir, sizeof(dir), "%s", installed);
+        rc = open_worker_in(dir, &worker_exe, &why);
+    }
+    if (rc != 0) {
         snprintf(err, errlen,
-                 "%s: %s (twiced runs its workers and plugin checks from it: it comes with "
-                 "twiced, in the same directory, not writable by group or others)",
-                 path, why);
-        if (fd >= 0) {
-            close(fd);
-        }
+                 "%s/%s: %s (twiced runs its workers and plugin checks from it: it comes with "
+                 "twiced, in the same package)",
+                 dir, SPAWN_WORKER_NAME, why != NULL ? why : cnum_strerror(errno));
         return -1;
     }
-    worker_exe = fd;
     return 0;
 }
 
@@ -157,7 +178,8 @@ spawn_child(const struct childargs *a, int stdout_fd, const struct spawn_user *u
             size_t errlen)
 {
     struct childargs_argv args;
-    if (spawn_open_worker(err, errlen) != 0) {
+    if (worker_exe < 0) {
+        snprintf(err, errlen, "twiced-worker was not opened (spawn_open_worker)");
         return -1;
     }
     if (childargs_build(a, &args) != 0) {
