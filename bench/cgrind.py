@@ -40,7 +40,7 @@ def wait_settled(ctx, dsn, p, connections=2, timeout=120):
 
 
 def callgrind(ctx, concurrency=CALLGRIND_CONCURRENCY, n=CALLGRIND_MESSAGES):
-    """Instructions one twiced worker executes per message: a worker process (twiced
+    """Instructions one twiced worker executes per message: a worker process (twiced-worker
     --worker, as the master would start it, without a master) runs under callgrind with
     instrumentation off until it is ready; then it is switched on, n messages are sent and
     drained, and switched off again before the worker stops. Returns the figures as a
@@ -62,8 +62,11 @@ def callgrind(ctx, concurrency=CALLGRIND_CONCURRENCY, n=CALLGRIND_MESSAGES):
                                   ctx.endpoint, visibility=CALLGRIND_VISIBILITY))
     fd = os.open(conf, os.O_RDONLY)
     plugin_fd = os.open(ctx.noop, os.O_RDONLY)  # as the master hands a worker its plugins
+    # the worker's own executable (twiced-worker, beside twiced), or twiced itself in
+    # the trees before the split (a --baseline build)
+    worker = ctx.twiced + "-worker" if os.path.exists(ctx.twiced + "-worker") else ctx.twiced
     cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=" + out,
-           ctx.twiced, "--worker", "--config-fd", str(fd), "--shm-fd", "-1", "--ctl-fd", "-1",
+           worker, "--worker", "--config-fd", str(fd), "--shm-fd", "-1", "--ctl-fd", "-1",
            "--slot", "0", "--generation", "1", "--master-pid", str(os.getpid()),
            "--config-path", conf, "--instance", "0123456789abcdef",
            "--plugin-fds", str(plugin_fd)]

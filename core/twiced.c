@@ -1,27 +1,25 @@
 /*
- * twiced.c - the daemon's command line. What runs is in master/master.c
- * (supervision), worker/process.c (jobs) and plugin/probe.c (plugin
- * checks, then the store and SQS checks of duty/oneshot.c); the last two
- * are started by the master re-executing this binary.
+ * twiced.c - the daemon's command line and its master (master/master.c:
+ * supervision). Its children, workers (worker/process.c) and the probe
+ * that checks plugins and the store (plugin/probe.c), are another
+ * executable, twiced-worker.c, which the master execs: twiced links
+ * neither libcurl, libpq nor OpenSSL, so the master stays small.
  */
 #include "cnum.h"
-#include "config.h"
 #include "diag.h"
 #include "fileopen.h"
-#include "idem.h"
 #include "log.h"
 #include "master.h"
-#include "oneshot.h"
 #include "pid1.h"
 #include "pidfile.h"
-#include "probe.h"
 #include "proctitle.h"
-#include "process.h"
+#include "spawn.h"
 #include "version.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,13 +183,6 @@ int
 main(int argc, char **argv)
 {
     proctitle_init(argc, argv);
-    config_set_dsn_check(idem_dsn_parses); /* every mode reads a configuration */
-    if (argc > 1 && strcmp(argv[1], "--worker") == 0) {
-        return worker_main(argc, argv);
-    }
-    if (argc > 1 && strcmp(argv[1], "--probe") == 0) {
-        return probe_main(argc, argv, oneshot_child);
-    }
     fileopen_std_fds(); /* the master's children get theirs from spawn.c */
     static const struct option longopts[] = {
         {"config", required_argument, NULL, 'c'}, {"pid-file", required_argument, NULL, 'p'},
@@ -256,11 +247,15 @@ main(int argc, char **argv)
         return 2;
     }
     /* An absolute path: children re-read it, and twiced changes directory. */
-    char *abs = realpath(config, NULL), *pid_abs = NULL, err[256];
+    char *abs = realpath(config, NULL), *pid_abs = NULL, err[PATH_MAX + 256];
     const char *path = abs != NULL ? abs : config;
     int rc;
-    if (signal_name == NULL && abs != NULL &&
-        enter_config_dir(abs, &opts.pid_file, &pid_abs) != 0) {
+    /* Before the directory changes: the path twiced was run by may be relative. */
+    if (signal_name == NULL && spawn_open_worker(TWICE_WORKER_DIR, err, sizeof(err)) != 0) {
+        diag_print_line(stderr, "twiced: %s", err);
+        rc = 1;
+    } else if (signal_name == NULL && abs != NULL &&
+               enter_config_dir(abs, &opts.pid_file, &pid_abs) != 0) {
         rc = test ? 1 : MASTER_EXIT_CONFIG; /* a start: starting again meets it too */
     } else if (signal_name != NULL) {
         rc = pidfile_signal(path, opts.pid_file, signal_name);

@@ -42,6 +42,11 @@ static char *log_path;
  * writes over log_fd only while it is still that file, not after a plugin
  * closed it (its number may be another's by now). Main thread only. */
 static struct fdguard_id log_id = FDGUARD_ID_NONE;
+/* The same file's identity for the threads that write lines (atomic): a
+ * line goes to log_fd only while it is that file. After a plugin closed
+ * twiced's descriptors its number is the next open's (a thread's new
+ * connection to PostgreSQL, say), which must not get log lines. */
+static _Atomic unsigned long long log_file_dev, log_file_ino;
 /* Lines log.file refused (a full disk, an I/O error) since it last took
  * one: the first refusal is said once on stderr, the count once the file
  * takes lines again. */
@@ -149,6 +154,23 @@ log_nofollow(const char *path)
     return !trusted;
 }
 
+/* log_id's file, for still_log_file. */
+static void
+note_log_file(void)
+{
+    atomic_store(&log_file_dev, log_id.dev);
+    atomic_store(&log_file_ino, log_id.ino);
+}
+
+/* Whether fd is still the file log_open pointed it at (one fstat). */
+static int
+still_log_file(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && (unsigned long long) st.st_dev == atomic_load(&log_file_dev) &&
+           (unsigned long long) st.st_ino == atomic_load(&log_file_ino);
+}
+
 int
 log_open(const char *path)
 {
@@ -170,6 +192,7 @@ log_open(const char *path)
     if (cur == 2 || !ours) {
         /* cur (not stderr) is left alone: closed, or another's now */
         fdguard_note(&log_id, fd != 2 ? fd : -1);
+        note_log_file();
         shared_int_set(&log_fd, fd);
         return 0;
     }
@@ -177,6 +200,7 @@ log_open(const char *path)
     int saved = errno;
     if (rc >= 0) { /* else cur is still the file noted before */
         fdguard_note(&log_id, fd != 2 ? cur : -1);
+        note_log_file();
     }
     if (fd != 2) {
         close(fd);
@@ -513,12 +537,14 @@ log_vjob(twice_log_level level, const struct log_job *job, const char *fmt, va_l
     struct buf text = BUF_INIT;
     buf_vprintf(&text, fmt, ap);
     int fd = shared_int_get(&log_fd);
-    int rc = text.failed ? ENOMEM : emit(fd, level, job, buf_str(&text));
-    if (fd != 2 && rc == EBADF) {
-        /* log.file's descriptor was closed under it (a plugin closed
-         * twiced's): the line goes to stderr until it is opened again */
+    /* log.file's descriptor closed under it (a plugin closed twiced's), or
+     * its number taken since by another file or socket: the line goes to
+     * stderr until the file is opened again */
+    int gone = fd != 2 && !still_log_file(fd);
+    int rc = text.failed ? ENOMEM : emit(gone ? 2 : fd, level, job, buf_str(&text));
+    if (fd != 2 && !gone && rc == EBADF) {
         emit(2, level, job, buf_str(&text));
-    } else if (fd != 2) {
+    } else if (fd != 2 && !gone) {
         file_outcome(fd, rc);
     }
     buf_free(&text);

@@ -1,36 +1,22 @@
 /*
- * oneshot.c - the one-shot checks of the store and SQS in the probe child
- * (see oneshot.h): the request the master writes, read back by the child,
- * which runs the check and prints its problems. The request is private to
- * one twiced binary (the master only execs itself): its fields are
- * NUL-terminated strings, in the order of enum field.
+ * oneshot.c - the master's side of the one-shot checks of the store and SQS
+ * (see oneshot.h): the request it writes for the probe child, and how long
+ * the child may take. The child's side is oneshot_child.c, so that twiced,
+ * which links this file, links no check and no libpq or libcurl. The
+ * request is private to one twiced installation: its fields are
+ * NUL-terminated strings, in the order of enum oneshot_field.
  */
 #include "oneshot.h"
 
 #include "buf.h"
 #include "childargs.h"
 #include "config.h"
-#include "diag.h"
 #include "idem.h"
-#include "preflight.h"
 #include "storecheck.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum field {
-    F_KIND,
-    F_GEN,
-    F_KNOWN, /* "1": the running identity follows */
-    F_CLUSTER,
-    F_DATABASE,
-    F_TABLE_OID,
-    F_TABLE,
-    F_WAS_DSN,
-    F_WAS_TABLE,
-    F_COUNT
-};
 
 #define MARGIN_S 5 /* a process to start and libraries to load, on top */
 
@@ -83,67 +69,4 @@ oneshot_timeout(enum oneshot_kind kind, const struct config *c)
         s += 20 + (c->queues[i].payload_bucket != NULL ? 65 : 0);
     }
     return s;
-}
-
-/* Point f at the fields of the request text (len bytes). 0, or -1 when it
- * is not one. */
-static int
-split_request(const char *text, size_t len, const char *f[F_COUNT])
-{
-    size_t at = 0;
-    for (int i = 0; i < F_COUNT; i++) {
-        const char *end = at < len ? memchr(text + at, '\0', len - at) : NULL;
-        if (end == NULL) {
-            return -1;
-        }
-        f[i] = text + at;
-        at = (size_t) (end - text) + 1;
-    }
-    return 0;
-}
-
-/* The reload's check with the running store of request f. */
-static int
-check_reload(const struct config *c, const char *f[F_COUNT], struct diag *d)
-{
-    struct idem_identity running;
-    memset(&running, 0, sizeof(running));
-    snprintf(running.cluster, sizeof(running.cluster), "%s", f[F_CLUSTER]);
-    snprintf(running.database, sizeof(running.database), "%s", f[F_DATABASE]);
-    snprintf(running.table_oid, sizeof(running.table_oid), "%s", f[F_TABLE_OID]);
-    snprintf(running.table, sizeof(running.table), "%s", f[F_TABLE]);
-    /* storecheck_reload reads no more of the running configuration than this */
-    struct config was;
-    memset(&was, 0, sizeof(was));
-    was.idempotency.dsn = (char *) f[F_WAS_DSN];
-    was.idempotency.table = (char *) f[F_WAS_TABLE];
-    return storecheck_reload(&was, c, strcmp(f[F_KNOWN], "1") == 0 ? &running : NULL,
-                             atoi(f[F_GEN]), NULL, d);
-}
-
-int
-oneshot_child(const struct config *c, const char *req, size_t len, FILE *out)
-{
-    const char *f[F_COUNT];
-    if (split_request(req, len, f) != 0) {
-        fprintf(out, "probe: the request of the store check cannot be read\n");
-        return 1;
-    }
-    struct diag d = DIAG_INIT;
-    int rc, kind = atoi(f[F_KIND]);
-    if (kind == ONESHOT_START) {
-        rc = storecheck_start(c, NULL, &d) > 0;
-    } else if (kind == ONESHOT_RELOAD) {
-        rc = check_reload(c, f, &d) > 0;
-    } else if (kind == ONESHOT_CONNECT) {
-        rc = preflight_connect(c, &d) > 0;
-    } else {
-        diag_add(&d, NULL, 0, "probe: unknown store check %d", kind);
-        rc = 1;
-    }
-    for (size_t i = 0; i < d.n; i++) {
-        fprintf(out, "%s\n", d.lines[i]);
-    }
-    diag_free(&d);
-    return rc;
 }

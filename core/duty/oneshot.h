@@ -15,6 +15,21 @@
 struct config;
 struct idem_identity;
 
+/* The request's fields, NUL-terminated strings in this order (oneshot.c
+ * writes them, oneshot_child.c reads them). */
+enum oneshot_field {
+    ONESHOT_F_KIND,
+    ONESHOT_F_GEN,
+    ONESHOT_F_KNOWN, /* "1": the running identity follows */
+    ONESHOT_F_CLUSTER,
+    ONESHOT_F_DATABASE,
+    ONESHOT_F_TABLE_OID,
+    ONESHOT_F_TABLE,
+    ONESHOT_F_WAS_DSN,
+    ONESHOT_F_WAS_TABLE,
+    ONESHOT_F_COUNT
+};
+
 enum oneshot_kind {
     ONESHOT_START = 1, /* storecheck_start: a store problem is retried, not a config error */
     ONESHOT_RELOAD,    /* storecheck_reload against the running store */

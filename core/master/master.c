@@ -14,17 +14,13 @@
 #include "clock.h"
 #include "cnum.h"
 #include "config.h"
-#include "dlqmon.h"
 #include "envcheck.h"
 #include "generation.h"
-#include "health.h"
 #include "gone.h"
 #include "idem.h"
 #include "jobnames.h"
-#include "relay.h"
+#include "leader.h"
 #include "httpd.h"
-#include "janitor.h"
-#include "pausewatch.h"
 #include "log.h"
 #include "plural.h"
 #include "metrics.h"
@@ -77,11 +73,6 @@ struct master {
     const struct master_opts *opts;
     struct pidfile *pidfile;
     char *pid_path; /* the pid file in use (owned), NULL: none */
-    struct janitor *janitor;
-    struct health *health; /* the store's health, for /readyz */
-    struct dlqmon *dlqmon;
-    struct pausewatch *pausewatch;
-    struct relay *relay; /* the outbox relay: one per host */
     struct httpd *httpd;
 };
 
@@ -175,58 +166,22 @@ start_gen(struct master *m, struct generation *g)
     }
 }
 
-/* /readyz judges the generation that runs (c is its configuration): its
- * queues and its idempotency store, not those of one a reload is still
- * starting, which may be abandoned (a reload that fails while SQS is
- * unreachable would otherwise name the new store or a queue that never
- * ran, not the outage). Called on start, on every reload and at the switch. */
+/* The generation that runs (c is its configuration) is the one /readyz
+ * judges, its queues and its idempotency store (not those of one a reload
+ * is still starting, which may be abandoned: a reload that fails while SQS
+ * is unreachable would otherwise name the new store or a queue that never
+ * ran, not the outage), and the one whose workers run the host's duties
+ * (leader.h): a worker of it takes them over from the last generation's.
+ * Called on start, on every reload and at the switch. */
 static void
 follow_running(struct master *m, const struct config *c)
 {
-    if (!health_is_for(m->health, c->idempotency.dsn, c->idempotency.table)) {
-        health_stop(m->health); /* asked already when it was going (restart_threads) */
-        m->health = health_start(c->idempotency.dsn, c->idempotency.table);
-    }
     if (httpd_set_queues(m->httpd, c) != 0) {
         log_error("metrics: out of memory for the queues of /readyz (it judges those before)");
     }
-}
-
-/* Tell the master's threads on PostgreSQL and SQS to stop, all of them
- * before any is waited for: each gives a statement a frozen server never
- * answers a grace after it sees its stop (stopwait.h), and told together
- * their graces overlap instead of adding up. health_going: the health check
- * is going too (follow_running replaces it). */
-static void
-ask_threads_to_stop(struct master *m, int health_going)
-{
-    relay_ask_stop(m->relay);
-    pausewatch_ask_stop(m->pausewatch);
-    dlqmon_ask_stop(m->dlqmon);
-    janitor_ask_stop(m->janitor);
-    if (health_going) {
-        health_ask_stop(m->health);
+    if (m->cur != NULL) {
+        leader_set_generation(m->cur->id);
     }
-}
-
-/* A start's or reload's threads from c: the old ones told to stop together
- * (ask_threads_to_stop), then each waited for and replaced. */
-static void
-restart_threads(struct master *m, const struct config *c)
-{
-    const struct config *runs = m->cur != NULL ? m->cur->cfg : c;
-    ask_threads_to_stop(m,
-                        !health_is_for(m->health, runs->idempotency.dsn, runs->idempotency.table));
-    struct janitor *old = m->janitor;
-    m->janitor = janitor_start(c->idempotency.dsn, c->idempotency.table, c->idempotency.retention,
-                               c->idempotency.janitor_interval, c->idempotency.janitor_batch);
-    janitor_stop(old);              /* gone workers it leaves are the new one's (gone.h) */
-    pausewatch_stop(m->pausewatch); /* it posts through the monitor */
-    dlqmon_stop(m->dlqmon, shm_dlq_carry()); /* then start: its state carries over */
-    m->dlqmon = dlqmon_start(c, shm_dlq_carry());
-    m->pausewatch = pausewatch_start(c, m->dlqmon);
-    relay_stop(m->relay); /* rows it had claimed are sent again once their claim lapses */
-    m->relay = relay_start(c);
 }
 
 /* Master-owned settings take effect on start and on every reload. */
@@ -243,7 +198,6 @@ apply_master_settings(struct master *m, const struct config *c)
         log_error("log.file %s: %s (logging to stderr)", c->log.file,
                   log_open_why(c->log.file, why));
     }
-    restart_threads(m, c);
     char err[512];
     if (httpd_apply(&m->httpd, c, err, sizeof(err)) != 0) {
         log_error("metrics: %s", err);
@@ -318,11 +272,10 @@ crash_culprits(int slot, int status, int stopped, int stopped_by,
 }
 
 /* Queue a gone worker's owner and culprits for the janitor (proc/gone.h)
- * and wake it. Never blocks: a full queue loses the owner (its leases lapse
- * on their own, its crash uncounted), which is said. */
+ * (the leader's janitor looks every 250 ms). Never blocks: a full queue loses the owner (its
+ * leases lapse on their own, its crash uncounted), which is said. */
 static void
-hand_to_janitor(struct master *m, const char *owner, const struct shm_job *const *culprits,
-                size_t n)
+hand_to_janitor(const char *owner, const struct shm_job *const *culprits, size_t n)
 {
     int kept = gone_push(owner, clock_mono_ms(), culprits, n);
     if (kept < 0) {
@@ -337,7 +290,6 @@ hand_to_janitor(struct master *m, const char *owner, const struct shm_job *const
                   "are not counted (max_receives still bounds their deliveries)",
                   owner, n - (size_t) kept, n);
     }
-    janitor_wake(m->janitor);
 }
 
 static void
@@ -439,7 +391,8 @@ reap(struct master *m)
         childargs_owner(owner, sizeof(owner), pid, p->gen, m->instance);
         size_t nculprits =
             crash_culprits(slot, status, p->draining || m->stopping, stopped_by, culprits);
-        hand_to_janitor(m, owner, culprits, nculprits);
+        hand_to_janitor(owner, culprits, nculprits);
+        leader_gone(pid); /* if it ran the host's duties, another worker takes them */
         metrics_forget_proc(slot);
         if (g == NULL) {
             m->series_due = 1; /* its names' series may be freed once its peers are gone */
@@ -1414,17 +1367,11 @@ master_run(const char *path, const struct master_opts *o)
              g->cfg->nplugins, plural_s(g->cfg->nplugins));
     m.cur = g;
     start_gen(&m, g);
+    leader_set_generation(g->id); /* one of its workers runs the host's duties */
     while (!m.stopping || proc_count(m.procs, -1, 0) > 0) {
         loop_once(&m, &wait_mask);
     }
     httpd_stop(m.httpd);
-    ask_threads_to_stop(&m, 1);
-    relay_stop(m.relay);
-    health_stop(m.health);
-    pausewatch_stop(m.pausewatch);
-    dlqmon_stop(m.dlqmon, NULL);
-    dlqmon_carry_clear(shm_dlq_carry());
-    janitor_stop(m.janitor);
     gen_free(m.cur);
     gen_free(m.next);
     log_info("stopped");

@@ -13,6 +13,15 @@
 struct config;
 struct diag;
 
+/* The child's exit code when every plugin passed and the check of the
+ * store or SQS refused (1: a plugin's problem, or the configuration's). */
+#define PROBE_EXIT_REFUSED 3
+
+/* Progress line before the check of the store or SQS: what the child says
+ * after it is the check's (probe_child.c writes it, probe.c reads it, as
+ * its "#plugin NAME LINE FILE" lines). */
+#define PROBE_CHECK_LINE "#check"
+
 /*
  * A check of the store or SQS that the child runs once every plugin passed
  * (duty/oneshot.h: the start's, a reload's, `twiced -t --connect`'s), so

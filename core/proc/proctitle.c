@@ -64,7 +64,7 @@ proctitle_init(int argc, char **argv)
 void
 proctitle_set(const char *fmt, ...)
 {
-    prctl(PR_SET_NAME, "twiced", 0, 0, 0); /* workers are exec'd as /proc/self/exe */
+    prctl(PR_SET_NAME, "twiced", 0, 0, 0); /* workers are exec'd as twiced-worker */
     if (area == NULL || area_len < 2) {
         return;
     }

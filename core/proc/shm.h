@@ -126,6 +126,12 @@ struct storehealth_region {
     int relearn; /* the identity is to be learned again (storehealth_relearn) */
 };
 
+/* Which worker runs the host's duties (leader.h says how): both atomic. */
+struct leader_region {
+    int gen;    /* the generation whose workers may lead; 0: none yet (the master's) */
+    int holder; /* the pid of the worker that leads; 0: none */
+};
+
 /* Each queue's flow: pauses and circuit breakers (flow.h says how). */
 #define FLOW_QUEUES  256 /* queues tracked (names, reused across reloads) */
 #define FLOW_BUCKETS 60  /* the failure window, in this many buckets */
@@ -213,6 +219,7 @@ struct shm_region {
     struct flow_region flow;               /* queue pauses and breakers: flow.h */
     struct shm_gone_queue gone;            /* gone workers for the janitor: gone.h */
     struct storehealth_region storehealth; /* the store's health for /readyz: storehealth.h */
+    struct leader_region leader;           /* who runs the host's duties: leader.h */
     /* What a stopped DLQ monitor leaves to the next (dlqcarry.h): 634 KiB,
      * resident only where a reload wrote it, and freed once read. */
     struct dlqcarry dlq_carry;

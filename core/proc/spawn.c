@@ -1,7 +1,9 @@
 /*
- * spawn.c - fork and exec of the master's children (see spawn.h). The
- * binary is /proc/self/exe, so a child always runs the master's own
- * version even if the package was upgraded under it.
+ * spawn.c - fork and exec of the master's children (see spawn.h). Their
+ * executable, twiced-worker, is opened once, when
+ * the master starts, and every child is exec'd from that descriptor: it
+ * always runs the version the master started with, even if the package was
+ * upgraded under it.
  */
 #include "spawn.h"
 
@@ -11,11 +13,96 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* The children's executable (spawn_open_worker); -1: not opened. */
+static int worker_exe = -1;
+
+/* The directory of this process's own file, into dir: from the path it was
+ * executed by (no /proc needed), else /proc/self/exe. 0, or -1 with errno. */
+static int
+own_directory(char dir[PATH_MAX])
+{
+    const char *self = (const char *) getauxval(AT_EXECFN);
+    if (self == NULL || realpath(self, dir) == NULL) {
+        ssize_t n = readlink("/proc/self/exe", dir, PATH_MAX - 1);
+        if (n <= 0) {
+            return -1;
+        }
+        dir[n] = '\0';
+    }
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL) {
+        errno = ENOENT;
+        return -1;
+    }
+    *slash = '\0';
+    return 0;
+}
+
+/* Open dir/twiced-worker into *fd, judged (a regular executable file, not
+ * writable by group or others). 0; -1 with errno ENOENT when it is not
+ * there; else -1 with why. */
+static int
+open_worker_in(const char *dir, int *fd, const char **why)
+{
+    char path[PATH_MAX + sizeof("/" SPAWN_WORKER_NAME)];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/%s", dir, SPAWN_WORKER_NAME);
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0) {
+        *why = cnum_strerror(errno);
+        return -1;
+    }
+    *why = fstat(*fd, &st) != 0       ? cnum_strerror(errno)
+           : !S_ISREG(st.st_mode)     ? "not a regular file"
+           : (st.st_mode & 0111) == 0 ? "not executable"
+           : (st.st_mode & 0022) != 0 ? "writable by group or others (chmod go-w)"
+                                      : NULL;
+    if (*why != NULL) {
+        close(*fd);
+        *fd = -1;
+        errno = EACCES;
+        return -1;
+    }
+    return 0;
+}
+
+int
+spawn_open_worker(const char *installed, char *err, size_t errlen)
+{
+    char dir[PATH_MAX];
+    const char *why = NULL;
+    if (worker_exe >= 0) {
+        return 0;
+    }
+    /* Next to twiced's own file first (a build tree, a tarball's bin/), then
+     * where the packages install it. */
+    int rc = own_directory(dir);
+    if (rc == 0) {
+        rc = open_worker_in(dir, &worker_exe, &why);
+    }
+    if (rc != 0 && errno == ENOENT && installed != NULL) {
+        snprintf(dir, sizeof(dir), "%s", installed);
+        rc = open_worker_in(dir, &worker_exe, &why);
+    }
+    if (rc != 0) {
+        snprintf(err, errlen,
+                 "%s/%s: %s (twiced runs its workers and plugin checks from it: it comes with "
+                 "twiced, in the same package)",
+                 dir, SPAWN_WORKER_NAME, why != NULL ? why : cnum_strerror(errno));
+        return -1;
+    }
+    return 0;
+}
 
 int
 spawn_resolve_user(const char *name, struct spawn_user *out, char *err, size_t errlen)
@@ -82,7 +169,7 @@ child_exec(const struct childargs *a, int stdout_fd, const struct spawn_user *us
             _exit(126);
         }
     }
-    execv("/proc/self/exe", argv);
+    fexecve(worker_exe, argv, environ);
     _exit(127);
 }
 
@@ -91,12 +178,8 @@ spawn_child(const struct childargs *a, int stdout_fd, const struct spawn_user *u
             size_t errlen)
 {
     struct childargs_argv args;
-    /* The child re-executes this very file through /proc: without /proc (a
-     * chroot or container that did not mount it) it could only exit 127. */
-    if (access("/proc/self/exe", X_OK) != 0) {
-        snprintf(err, errlen,
-                 "cannot re-execute twiced through /proc/self/exe (%s): is /proc mounted?",
-                 cnum_strerror(errno));
+    if (worker_exe < 0) {
+        snprintf(err, errlen, "twiced-worker was not opened (spawn_open_worker)");
         return -1;
     }
     if (childargs_build(a, &args) != 0) {

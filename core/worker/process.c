@@ -21,6 +21,7 @@
 #include "instance.h"
 #include "jobspan.h"
 #include "keying.h"
+#include "leadership.h"
 #include "log.h"
 #include "plural.h"
 #include "metrics.h"
@@ -456,6 +457,9 @@ worker_main(int argc, char **argv)
     if (getppid() != a.master_pid) {
         return 0; /* the master died before we could ask it to die with us */
     }
+    /* From here (before the plugins load) a worker may lead the host's
+     * duties, so they run while workers wait for their store or queues. */
+    struct leadership *lead = leadership_start(cfg, a.generation);
 
     struct worker w;
     memset(&w, 0, sizeof(w));
@@ -470,6 +474,7 @@ worker_main(int argc, char **argv)
     }
     enum worker_ask early = ready_wait(&w, a.ctl_fd, &set, a.master_pid);
     if (early != WORKER_IGNORE) {
+        leadership_stop(lead);
         log_info("stopped before it was ready");
         _exit(0); /* no thread runs; plugins were only initialised */
     }
@@ -496,8 +501,10 @@ worker_main(int argc, char **argv)
     log_info("%s (SIG%s)",
              ask == WORKER_QUIT ? "quitting: finishing every running job" : "draining",
              sigabbrev_np(si.si_signo));
+    leadership_ask_stop(lead); /* the duties go to the next generation's worker, or stop */
     struct timespec ack_by;
     int clean = drain(&w, &set, ask, a.master_pid, &ack_by);
+    leadership_stop(lead);
     /* The handlers first: the drain's idle test can pass while a handler,
      * its job popped or run, has yet to hand that job to the acker, which
      * must still be there (acker_stop frees it). */

@@ -285,9 +285,11 @@ alerts = { webhook = { url = "https:///hook?token=secret"; }; };
         self.assertEqual(lines[50], "... 250 more problems not shown")
 
     def test_without_proc_the_plugin_check_says_why(self):
-        """twiced re-executes itself through /proc/self/exe for its probe and workers; in
-        a chroot or container without /proc mounted the plugin check only said "plugin
-        check failed with exit code 127". It says what is missing."""
+        """In a chroot or container without /proc mounted the plugin check only said
+        "plugin check failed with exit code 127". twiced now starts its probe from the
+        twiced-worker it opened (no /proc needed), and the probe loads each plugin from
+        the descriptor its generation keeps, through /proc/self/fd: that is what is
+        missing, and it is said at the plugin's line."""
         cmd = ["unshare"] + ([] if os.getuid() == 0 else ["--user", "--map-root-user"])
         cmd += ["--mount", "--propagation", "private"]
         if subprocess.run(cmd + ["true"], capture_output=True).returncode != 0:
@@ -298,8 +300,8 @@ alerts = { webhook = { url = "https:///hook?token=secret"; }; };
                            stdin=subprocess.DEVNULL, capture_output=True, text=True,
                            timeout=AT_ONCE, errors="replace")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertIn("cannot re-execute twiced through /proc/self/exe (No such file or "
-                      "directory): is /proc mounted?", r.stderr)
+        self.assertRegex(r.stderr, r"^%s:\d+: plugin 'p': .*: /proc/self/fd/\d+: No such file "
+                                   r"or directory \(is /proc mounted\?\)" % re.escape(path))
         self.assertNotIn("exit code 127", r.stderr)
 
     def start(self, path, mode="-f"):

@@ -494,11 +494,12 @@ class Guard(twicetest.TwiceTestCase):
         # PostgreSQL froze here: its connections stay open and the completion, sent on
         # one, is never answered. The acknowledger gives it up once the drain gives up
         # on the job (drain_timeout, 1 s); it used to wait for the answer for ever, and
-        # the worker never exited. The master's own threads on PostgreSQL (janitor,
-        # pause watch, health check, outbox relay) give theirs up too, within a grace
-        # after the stop (at most 2 s, the janitor's): the master used to wait for the
-        # thaw, with its pid file left and no "stopped" line (systemd would have killed
-        # it at its stop timeout).
+        # the worker never exited. The threads of the host's duties on PostgreSQL
+        # (janitor, pause watch, health check, outbox relay; the master's, before they
+        # moved into the leading worker) give theirs up too, within a grace after the
+        # stop (at most 2 s, the janitor's): they used to wait for the thaw, with the
+        # pid file left and no "stopped" line (systemd would have killed twiced at its
+        # stop timeout).
         url, dlq, dsn, proxy, effects, d = self.finish_unwritten("stopdone", 1000, 1,
                                                                  fault="freeze")
         began = time.monotonic()
@@ -507,7 +508,6 @@ class Guard(twicetest.TwiceTestCase):
         d.wait_log(r"worker \d+ \(generation 1\) drained and exited", timeout=25, since=mark)
         self.assertLess(time.monotonic() - began, 20, "within drain_timeout + 10 s")
         self.assertRegex(d.log_text(), self.STOP_UNWRITTEN % "stopdone-1")
-        self.assertTrue(os.path.exists(self.pid_file))
         twicetest.wait_until(lambda: d.proc.poll() is not None, timeout=8,
                              message="the master did not exit while PostgreSQL was frozen")
         self.assertEqual(d.stop(), 0)

@@ -152,9 +152,10 @@ def check_cmake(core, layers, problems):
         if name == "name":  # the function's own definition
             continue
         built[name] = set(re.findall(r"twice_(\w+)", args)) - {"sdk"}
-    m = re.search(r"target_link_libraries\(twiced PRIVATE([^)]*)\)", text)
-    if m:
-        built["twiced.c"] = set(re.findall(r"twice_(\w+)", m.group(1)))
+    for prog in ("twiced", "twiced-worker"):  # the executables' mains, core/PROG.c
+        m = re.search(r"target_link_libraries\(%s PRIVATE([^)]*)\)" % re.escape(prog), text)
+        if m:
+            built[prog + ".c"] = set(re.findall(r"twice_(\w+)", m.group(1)))
     for name, uses in sorted(layers.items()):
         if name not in built:
             problems.append(f"core/CMakeLists.txt: no library for {name}")
