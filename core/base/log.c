@@ -42,11 +42,16 @@ static char *log_path;
  * writes over log_fd only while it is still that file, not after a plugin
  * closed it (its number may be another's by now). Main thread only. */
 static struct fdguard_id log_id = FDGUARD_ID_NONE;
-/* The same file's identity for the threads that write lines (atomic): a
- * line goes to log_fd only while it is that file. After a plugin closed
- * twiced's descriptors its number is the next open's (a thread's new
- * connection to PostgreSQL, say), which must not get log lines. */
-static _Atomic unsigned long long log_file_dev, log_file_ino;
+/* The same file's identity for the threads that write lines (atomic), and
+ * during a reopen that of the file it is being pointed at (dup3 swaps them
+ * in one step, between the stores here): a line goes to log_fd only while
+ * it is one of them. After a plugin closed twiced's descriptors its number
+ * is the next open's (a thread's new connection to PostgreSQL, say), which
+ * must not get log lines. */
+static _Atomic unsigned long long log_file_dev, log_file_ino, log_next_dev, log_next_ino;
+/* The file before the last reopen: a thread that looked at the descriptor
+ * just before the swap still writes to a file of the log's. */
+static _Atomic unsigned long long log_prev_dev, log_prev_ino;
 /* Lines log.file refused (a full disk, an I/O error) since it last took
  * one: the first refusal is said once on stderr, the count once the file
  * takes lines again. */
@@ -158,17 +163,35 @@ log_nofollow(const char *path)
 static void
 note_log_file(void)
 {
+    atomic_store(&log_prev_dev, atomic_load(&log_file_dev));
+    atomic_store(&log_prev_ino, atomic_load(&log_file_ino));
     atomic_store(&log_file_dev, log_id.dev);
     atomic_store(&log_file_ino, log_id.ino);
 }
 
-/* Whether fd is still the file log_open pointed it at (one fstat). */
+/* A reopen is about to point log_fd at fd's file (0: it is over). */
+static void
+note_next_file(int fd)
+{
+    struct stat st;
+    int known = fd >= 0 && fstat(fd, &st) == 0;
+    atomic_store(&log_next_dev, known ? (unsigned long long) st.st_dev : 0);
+    atomic_store(&log_next_ino, known ? (unsigned long long) st.st_ino : 0);
+}
+
+/* Whether fd is still the file log_open pointed it at, the one before it
+ * or the one a reopen is pointing it at: a file of the log's (one fstat). */
 static int
 still_log_file(int fd)
 {
     struct stat st;
-    return fstat(fd, &st) == 0 && (unsigned long long) st.st_dev == atomic_load(&log_file_dev) &&
-           (unsigned long long) st.st_ino == atomic_load(&log_file_ino);
+    if (fstat(fd, &st) != 0) {
+        return 0;
+    }
+    unsigned long long dev = (unsigned long long) st.st_dev, ino = (unsigned long long) st.st_ino;
+    return (dev == atomic_load(&log_file_dev) && ino == atomic_load(&log_file_ino)) ||
+           (ino != 0 && dev == atomic_load(&log_next_dev) && ino == atomic_load(&log_next_ino)) ||
+           (ino != 0 && dev == atomic_load(&log_prev_dev) && ino == atomic_load(&log_prev_ino));
 }
 
 int
@@ -196,12 +219,14 @@ log_open(const char *path)
         shared_int_set(&log_fd, fd);
         return 0;
     }
+    note_next_file(fd); /* lines written while dup3 swaps the files go to either */
     int rc = dup3(fd, cur, O_CLOEXEC);
     int saved = errno;
     if (rc >= 0) { /* else cur is still the file noted before */
         fdguard_note(&log_id, fd != 2 ? cur : -1);
         note_log_file();
     }
+    note_next_file(-1);
     if (fd != 2) {
         close(fd);
     }
