@@ -1,8 +1,8 @@
 /*
- * janitor.c - the master's database chores (see janitor.h): deleting
+ * janitor.c - the host's database chores (see janitor.h): deleting
  * expired completed keys every janitor_interval, and ending the leases of
- * worker processes that have gone, as soon as the master reaps them (it
- * queues them in the shared region, proc/gone.h). One connection, opened on
+ * worker processes that have gone, within JANITOR_POLL_MS of the master
+ * reaping them (it queues them in the shared region, proc/gone.h). One connection, opened on
  * demand; an unreachable database is logged when it starts and stops being
  * so, not on every try.
  */
@@ -24,10 +24,9 @@
 #include <string.h>
 #include <time.h>
 
-/* How often (ms) it looks at the queue of gone workers when nothing woke
- * it: janitor_wake wakes it at once in the master's process; the look is
- * what a janitor in another process (which janitor_wake cannot reach)
- * relies on, and what takes over owners a reload's old janitor left. */
+/* How often (ms) it looks at the queue of gone workers: the master, in
+ * another process, cannot wake it; the look also takes over owners a
+ * reload's old janitor left. */
 #define JANITOR_POLL_MS       250
 /* A statement in flight at a stop, such as the last pass's expiries of gone
  * workers (their keys are freed now rather than when their leases lapse),
@@ -168,8 +167,6 @@ janitor_main(void *arg)
     int busy = 0;     /* another janitor (a reload's old one) was at the queue */
     pthread_mutex_lock(&j->mu);
     for (;;) {
-        /* gone_pending is looked at under mu, which janitor_wake takes: a
-         * push after the look wakes the wait. */
         if (!j->stop && (failures > 0 || busy || !gone_pending())) {
             uint64_t ms = failures > 0 ? backoff_ceiling(1000, 30000, failures) : JANITOR_POLL_MS;
             struct timespec until = clock_after_ms(CLOCK_REALTIME, (int64_t) ms);
@@ -192,17 +189,6 @@ janitor_main(void *arg)
     pthread_mutex_unlock(&j->mu);
     idem_close(j->store);
     return NULL;
-}
-
-void
-janitor_wake(struct janitor *j)
-{
-    if (j == NULL) {
-        return;
-    }
-    pthread_mutex_lock(&j->mu);
-    pthread_cond_signal(&j->cv);
-    pthread_mutex_unlock(&j->mu);
 }
 
 struct janitor *

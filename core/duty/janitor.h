@@ -1,18 +1,15 @@
 /*
- * janitor.h - the master's database chores, in a thread of the master that
- * only ever talks to PostgreSQL: every janitor_interval seconds it deletes
- * completed and free keys older than `retention`, in small batches so it
- * never holds long locks; and when a worker process has gone, it frees that
- * worker's keys at once (idem_expire_owner) so its jobs are claimed on their
- * next delivery instead of waiting out the lease, counting the run of the
- * jobs that crashed it.
+ * janitor.h - the host's database chores, in a thread of the worker that
+ * leads the host's duties (duties.h), which only ever talks to PostgreSQL: every janitor_interval
+ * seconds it deletes completed and free keys older than `retention`, in small batches so it never
+ * holds long locks; and when a worker process has gone, it frees that worker's keys at once
+ * (idem_expire_owner) so its jobs are claimed on their next delivery instead of waiting out the
+ * lease, counting the run of the jobs that crashed it.
  *
  * The gone workers reach it through the shared region, not through this
- * API: the master queues each (gone_push, proc/gone.h) and wakes the
- * janitor (janitor_wake), which works through the queue on each wake-up and
- * at least every 250 ms (so a janitor in another process, which no
- * janitor_wake reaches, still finds them), retrying with backoff while
- * PostgreSQL refuses. An owner leaves the queue only once its keys are freed,
+ * API: the master queues each (gone_push, proc/gone.h), and the janitor,
+ * in another process, looks at the queue every 250 ms, retrying with
+ * backoff while PostgreSQL refuses. An owner leaves the queue only once its keys are freed,
  * so a janitor that stops (a reload replaces it) leaves the rest to the next.
  */
 #ifndef TWICE_JANITOR_H
@@ -24,10 +21,6 @@ struct janitor;
  * NULL on failure (logged). */
 struct janitor *janitor_start(const char *dsn, const char *table, int retention, int interval,
                               int batch);
-
-/* Look at the queue of gone workers now (the master queued one). Never
- * blocks for longer than the janitor's own check of its queue. */
-void janitor_wake(struct janitor *j);
 
 /* Stop (after one last try at the queued gone workers) and free. Those it
  * could not free stay queued, for the next janitor. */

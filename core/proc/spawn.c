@@ -86,13 +86,17 @@ spawn_open_worker(const char *installed, char *err, size_t errlen)
     }
     /* Next to twiced's own file first (a build tree, a tarball's bin/), then
      * where the packages install it. */
-    int rc = own_directory(dir);
-    if (rc == 0) {
+    int known = own_directory(dir) == 0;
+    int rc = known ? open_worker_in(dir, &worker_exe, &why) : -1;
+    if (rc != 0 && (!known || errno == ENOENT) && installed != NULL) {
+        snprintf(dir, sizeof(dir), "%s", installed);
+        known = 1;
         rc = open_worker_in(dir, &worker_exe, &why);
     }
-    if (rc != 0 && errno == ENOENT && installed != NULL) {
-        snprintf(dir, sizeof(dir), "%s", installed);
-        rc = open_worker_in(dir, &worker_exe, &why);
+    if (rc != 0 && !known) {
+        snprintf(err, errlen, "cannot tell which directory twiced runs from (%s)",
+                 cnum_strerror(errno));
+        return -1;
     }
     if (rc != 0) {
         snprintf(err, errlen,
