@@ -58,7 +58,8 @@ struct dlqmon {
     struct sqs_client *sqs; /* NULL when no endpoint could be resolved */
     uint64_t cursor;        /* shm dead-letter events read so far */
     struct alert_sender *sender;
-    struct qstats *stats; /* the queue gauges, refreshed on this thread; NULL: off */
+    struct qstats *stats;    /* the queue gauges, refreshed on this thread; NULL: off */
+    struct dlqcarry *record; /* the shared record kept after each check (NULL: none) */
 };
 
 /* Every message in the DLQ, or -1 (logged when it starts failing). */
@@ -208,6 +209,33 @@ check(struct dlqmon *m)
     }
 }
 
+/* Begin carry over with the cursor and the rule of each DLQ; how many
+ * rules did not fit. */
+static size_t
+put_rules(struct dlqmon *m, struct dlqcarry *carry)
+{
+    dlqcarry_begin(carry, m->cursor, sizeof(struct alert_notice));
+    size_t left = 0;
+    for (size_t i = 0; i < m->nq; i++) {
+        const struct alert_rule *r = &m->q[i].rule;
+        left += dlqcarry_put_rule(carry, m->q[i].dlq_url, r->depth, r->last_sent) != 0;
+    }
+    return left;
+}
+
+/* After each check: the cursor and the rules in the record, so that a
+ * monitor whose process dies (the leading worker, killed or crashed) leaves
+ * what it knew and the next does not announce again a DLQ it had announced.
+ * Its undelivered notices are carried only by a monitor that stops. */
+static void
+keep(struct dlqmon *m)
+{
+    if (m->record != NULL) {
+        put_rules(m, m->record);
+        dlqcarry_end(m->record);
+    }
+}
+
 static void *
 dlqmon_main(void *arg)
 {
@@ -229,6 +257,7 @@ dlqmon_main(void *arg)
         }
         if (now >= next) {
             check(m);
+            keep(m);
             next += (int64_t) m->interval * 1000;
             if (next < clock_mono_ms()) { /* a slow check: do not catch up in a burst */
                 next = clock_mono_ms() + (int64_t) m->interval * 1000;
@@ -289,12 +318,7 @@ save(struct dlqmon *m, struct dlqcarry *carry)
         m->sender = NULL;
         return;
     }
-    dlqcarry_begin(carry, m->cursor, sizeof(struct alert_notice));
-    size_t left = 0;
-    for (size_t i = 0; i < m->nq; i++) {
-        const struct alert_rule *r = &m->q[i].rule;
-        left += dlqcarry_put_rule(carry, m->q[i].dlq_url, r->depth, r->last_sent) != 0;
-    }
+    size_t left = put_rules(m, carry);
     alert_sender_stop(m->sender, carry);
     m->sender = NULL;
     dlqcarry_end(carry);
@@ -397,6 +421,7 @@ dlqmon_start(const struct config *c, struct dlqcarry *carry)
         log_error("dlq monitor: cannot start: out of memory (no DLQ alerts)");
         return NULL;
     }
+    m->record = carry;
     struct dlqcarry *taken = restore(m, carry);
     m->sender = alert_sender_start(c, taken);
     if (taken != NULL) {

@@ -5,6 +5,7 @@ sink fails, while jobs keep being processed. Real SQS emulator, PostgreSQL, HTTP
 SMTP servers; the poison is the effect_tx fixture's {"reject": true}."""
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -193,6 +194,26 @@ class Alerts(twicetest.TwiceTestCase):
         time.sleep(2 * INTERVAL + 0.5)
         self.assertEqual([n["kind"] for n in self.notices(hook)], ["alert"])
         self.assertEqual(len(hook.requests()), 1)
+        self.assertEqual(d.stop(), 0)
+
+    def test_a_killed_leader_does_not_make_its_successor_announce_again(self):
+        # The DLQ monitor runs in the worker that leads the host's duties. One that
+        # dies (SIGKILL, the OOM killer, a plugin's crash) writes nothing as it stops:
+        # its successor started afresh and announced the same non-empty DLQ again, at
+        # every respawn of a crash loop. The monitor keeps what it knew in the shared
+        # region after each check, and the next one carries on from it.
+        hook = self.http_receiver()
+        url, dlq, dsn, port, d = self.start("killed", alerts_block(webhook=hook.url + "/hook"),
+                                            metrics=False)
+        self.sqs.send(url, json.dumps({"id": "k1", "reject": True}))
+        self.wait_notice(hook, "alert", timeout=15)
+        time.sleep(2 * INTERVAL + 0.5)  # a check after the alert: what it knew is kept
+        pid = d.worker_pids()[0]
+        mark = d.mark()
+        os.kill(pid, signal.SIGKILL)
+        d.wait_log(r"worker\[\d+\]: leading this host's duties", timeout=20, since=mark)
+        time.sleep(3 * INTERVAL + 0.5)  # the successor's checks
+        self.assertEqual([n["kind"] for n in self.notices(hook)], ["alert"])
         self.assertEqual(d.stop(), 0)
 
     def test_email_alert_reaches_the_mailbox_without_a_metrics_listener(self):
