@@ -75,7 +75,9 @@ class RoguePlugin(twicetest.TwiceTestCase):
         # a worker still in init() at once.
         open(hang, "w").close()
         os.kill(d.worker_pids()[0], signal.SIGKILL)
-        slow = r"plugin 'rogue': init\(\) has not returned after 2\.5 s: this worker is not " \
+        # (the time is measured: 2.6 s on a loaded machine, where 9bcb852's CI under
+        # ASan counted no second worker for the second's 2.6)
+        slow = r"plugin 'rogue': init\(\) has not returned after 2\.\d s: this worker is not " \
                r"ready until it does \(it exits at ready_timeout, 5 s\)"
         d.wait_log(slow, timeout=20)
         d.wait_log(r"plugin 'rogue': init\(\) did not return within ready_timeout \(5 s\): "
