@@ -12,6 +12,7 @@
  */
 #include "alert.h"
 #include "check.h"
+#include "resident.h"
 #include "clock.h"
 #include "config.h"
 #include "dlqcarry.h"
@@ -178,26 +179,6 @@ test_bounds(struct dlqcarry *r)
     snprintf(last, sizeof(last), "q-%d", DLQCARRY_PER_SINK + 4);
     CHECK_STR(queue_at(r, 1, DLQCARRY_PER_SINK - 1), last);
     dlqcarry_clear(r);
-}
-
-/* Pages of [p, p + len) resident in memory (test-shm-pages.c's). */
-static long
-resident_pages(const void *p, size_t len)
-{
-    long page = sysconf(_SC_PAGESIZE);
-    uintptr_t start = (uintptr_t) p & ~((uintptr_t) page - 1);
-    size_t n = ((uintptr_t) p + len - start + (size_t) page - 1) / (size_t) page;
-    unsigned char *vec = malloc(n);
-    if (vec == NULL || mincore((void *) start, n * (size_t) page, vec) != 0) {
-        free(vec);
-        return -1;
-    }
-    long count = 0;
-    for (size_t i = 0; i < n; i++) {
-        count += vec[i] & 1;
-    }
-    free(vec);
-    return count;
 }
 
 /* In the region: untouched, it costs nothing; written, the pages of what

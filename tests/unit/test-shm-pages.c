@@ -9,6 +9,7 @@
  */
 #include "buf.h"
 #include "check.h"
+#include "resident.h"
 #include "metrics.h"
 #include "shm.h"
 #include "utf8.h"
@@ -17,26 +18,6 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-/* Pages of [p, p + len) resident in memory. */
-static long
-resident_pages(const void *p, size_t len)
-{
-    long page = sysconf(_SC_PAGESIZE);
-    uintptr_t start = (uintptr_t) p & ~((uintptr_t) page - 1);
-    size_t n = ((uintptr_t) p + len - start + (size_t) page - 1) / (size_t) page;
-    unsigned char *vec = malloc(n);
-    if (vec == NULL || mincore((void *) start, n * (size_t) page, vec) != 0) {
-        free(vec);
-        return -1;
-    }
-    long count = 0;
-    for (size_t i = 0; i < n; i++) {
-        count += vec[i] & 1;
-    }
-    free(vec);
-    return count;
-}
 
 static void
 test_fresh_region(const struct shm_region *r)
