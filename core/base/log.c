@@ -511,18 +511,25 @@ cut_line(struct buf *line, const char *ts, twice_log_level level, const struct l
     buf_free(&cut);
 }
 
+/* One line as of now, cut to LOG_LINE_MAX (line->failed: out of memory). */
+static void
+build_line(struct buf *line, twice_log_level level, const struct log_job *job, const char *text)
+{
+    char ts[40];
+    timestamp(ts);
+    format_line(line, ts, level, job, text);
+    if (line->len > LOG_LINE_MAX) {
+        cut_line(line, ts, level, job, text);
+    }
+}
+
 /* Format one line and write it to fd; 0, or the errno of the failure (ENOMEM
  * when the line could not be built). */
 static int
 emit(int fd, twice_log_level level, const struct log_job *job, const char *text)
 {
-    char ts[40];
     struct buf line = BUF_INIT;
-    timestamp(ts);
-    format_line(&line, ts, level, job, text);
-    if (line.len > LOG_LINE_MAX) {
-        cut_line(&line, ts, level, job, text);
-    }
+    build_line(&line, level, job, text);
     int rc = line.failed ? ENOMEM : write_all(fd, line.data, line.len);
     buf_free(&line);
     return rc;
@@ -583,6 +590,38 @@ log_job(twice_log_level level, const struct log_job *job, const char *fmt, ...)
     va_start(ap, fmt);
     log_vjob(level, job, fmt, ap);
     va_end(ap);
+}
+
+char *
+log_build_job(twice_log_level level, const struct log_job *job, const char *fmt, ...)
+{
+    if (!log_enabled(level)) {
+        return NULL;
+    }
+    int saved_errno = errno;
+    struct buf text = BUF_INIT, line = BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&text, fmt, ap);
+    va_end(ap);
+    char *built = NULL;
+    if (!text.failed) {
+        build_line(&line, level, job, buf_str(&text));
+        built = buf_steal(&line); /* NULL, and line freed, when it failed */
+    }
+    buf_free(&text);
+    errno = saved_errno;
+    return built;
+}
+
+void
+log_write_built(const char *line)
+{
+    int fd = shared_int_get(&log_fd);
+    if (fd != 2 && !still_log_file(fd)) {
+        fd = 2;
+    }
+    (void) write_all(fd, line, strlen(line));
 }
 
 void

@@ -78,6 +78,16 @@ void log_msg(twice_log_level level, const char *fmt, ...) __attribute__((format(
 void log_job(twice_log_level level, const struct log_job *job, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void log_vjob(twice_log_level level, const struct log_job *job, const char *fmt, va_list ap);
+/* The line log_job would write now, for log_write_built to write later
+ * from a process that may take no lock and allocate nothing: a fork()ed
+ * copy of a threaded process, where a lock another thread held at the fork
+ * (malloc's, the time zone's) is held for ever. NULL when the level is off
+ * or memory ran out; the caller frees it. */
+char *log_build_job(twice_log_level level, const struct log_job *job, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Write a line from log_build_job where log lines go, with fstat() and
+ * write() only: async-signal-safe. */
+void log_write_built(const char *line);
 
 #define log_error(...) log_msg(TWICE_LOG_ERROR, __VA_ARGS__)
 #define log_warn(...)  log_msg(TWICE_LOG_WARN, __VA_ARGS__)

@@ -498,6 +498,39 @@ static const twice_api host_api = {
  * system call around each plugin call. The host's own children exec. */
 static volatile sig_atomic_t forked_copy;
 static pthread_once_t fork_watch = PTHREAD_ONCE_INIT;
+/* The plugin function this thread is in (with current_plugin and live_job):
+ * what a copy forked from it says it returned from. */
+static _Thread_local const char *current_fn;
+/* The line a copy writes when it returns into the host, built by the thread
+ * that forks, just before the fork: in the copy, a lock another thread held
+ * at the fork (malloc's; the time zone's, which the SQS client's signing
+ * takes) is held for ever, so the copy may only write and exit. */
+static _Thread_local char *copy_line;
+
+/* Before any fork() by this thread: in a plugin call, the copy's line. */
+static void
+on_fork_prepare(void)
+{
+    if (current_fn == NULL || copy_line != NULL) {
+        return;
+    }
+    struct log_job ctx;
+    api_log_ctx(live_job, &ctx);
+    int pid = (int) getpid();
+    copy_line = log_build_job(TWICE_LOG_ERROR, &ctx,
+                              "%s() returned in a child process the plugin forked (a copy of pid "
+                              "%d): a plugin's child must exec or _exit(), so the copy is ended "
+                              "here and pid %d goes on",
+                              current_fn, pid, pid);
+}
+
+/* In the process that forked: the copy's line is the copy's. */
+static void
+on_fork_parent(void)
+{
+    free(copy_line);
+    copy_line = NULL;
+}
 
 static void
 on_fork_child(void)
@@ -508,29 +541,32 @@ on_fork_child(void)
 static void
 watch_forks(void)
 {
-    pthread_atfork(NULL, NULL, on_fork_child);
+    pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
 }
 
-/* Before a call into plugin code: forks are watched from the first. */
+/* Before a call into plugin code (fn, the function called): forks are
+ * watched from the first. */
 static void
-before_plugin_call(void)
+before_plugin_call(const char *fn)
 {
     pthread_once(&fork_watch, watch_forks);
+    current_fn = fn;
 }
 
 /*
- * After fn returned: a plugin that fork()ed and returned from fn in the
- * child as well (it meant to exec or _exit there) made a copy of the worker
- * with one thread, the plugin's, which would go on as one: a job answered
- * twice, then a process that waits for ever for work no thread of it
- * brings, with the worker's connections open and no parent-death signal.
- * In the copy, say so once and end it; the worker that made the call goes
- * on as if nothing happened. The line is bounded by an alarm: a lock
- * another thread held at the fork stays held here.
+ * After a plugin function returned: a plugin that fork()ed and returned in
+ * the child as well (it meant to exec or _exit there) made a copy of the
+ * worker with one thread, the plugin's, which would go on as one: a job
+ * answered twice, then a process that waits for ever for work no thread of
+ * it brings, with the worker's connections open and no parent-death
+ * signal. In the copy, say so once (the line built before the fork) and end
+ * it; the worker that made the call goes on as if nothing happened. The
+ * write is bounded by an alarm: a log pipe nobody reads.
  */
 static void
-left_in_child(const char *plugin, const char *fn, const struct twice_job *j)
+left_in_child(void)
 {
+    current_fn = NULL;
     if (!forked_copy) {
         return;
     }
@@ -540,14 +576,9 @@ left_in_child(const char *plugin, const char *fn, const struct twice_job *j)
     signal(SIGALRM, SIG_DFL);
     pthread_sigmask(SIG_UNBLOCK, &alarm_only, NULL);
     alarm(CHILD_LINE_SECONDS);
-    struct log_job ctx;
-    api_log_ctx(j, &ctx);
-    ctx.plugin = plugin;
-    pid_t caller = getppid();
-    log_job(TWICE_LOG_ERROR, &ctx,
-            "%s() returned in a child process the plugin forked (pid %d, a copy of pid %d): a "
-            "plugin's child must exec or _exit(), so the copy is ended here and pid %d goes on",
-            fn, (int) getpid(), (int) caller, (int) caller);
+    if (copy_line != NULL) {
+        log_write_built(copy_line);
+    }
     _exit(70);
 }
 
@@ -638,10 +669,10 @@ hostapi_init(struct plugin_instance *p, const char *conf_file, char *err, size_t
         init_cause_level = TWICE_LOG_WARN;
         init_setting = NULL;
         live_settings = &settings;
-        before_plugin_call();
+        before_plugin_call("init");
         note_called(p->name);
         rc = d->init(&host_api, &settings, &p->lp.state);
-        left_in_child(p->name, "init", NULL);
+        left_in_child();
         (void) fdguard_check(); /* once per plugin at start: worth its system call */
         live_settings = NULL;
         init_capture = 0;
@@ -683,9 +714,9 @@ hostapi_fini(struct plugin_instance *p)
 {
     if (p->lp.initialized && p->lp.desc->fini != NULL) {
         current_plugin = p->name;
-        before_plugin_call();
+        before_plugin_call("fini");
         p->lp.desc->fini(p->lp.state);
-        left_in_child(p->name, "fini", NULL);
+        left_in_child();
         current_plugin = NULL;
     }
     p->lp.initialized = 0;
@@ -700,11 +731,11 @@ derive_with_plugin(const struct plugin_instance *p, struct twice_job *j, struct 
     struct buf why = BUF_INIT;
     current_plugin = p->name;
     deriving_key = 1;
-    before_plugin_call();
+    before_plugin_call("derive_key");
     live_job = j;
     int n = p->lp.desc->derive_key(p->lp.state, j, key, sizeof(key));
     live_job = NULL;
-    left_in_child(p->name, "derive_key", j);
+    left_in_child();
     deriving_key = 0;
     current_plugin = NULL;
     enum keytmpl_result r = keytmpl_check_derived(key, n, j->error, &why);
@@ -779,9 +810,9 @@ hostapi_describe(const struct loaded_plugin *lp, const struct config_plugin *cp,
     buf[0] = '\0';
     current_plugin = cp->name;
     live_settings = &settings;
-    before_plugin_call();
+    before_plugin_call("describe");
     int rc = describe(&host_api, &settings, buf, cap);
-    left_in_child(cp->name, "describe", NULL);
+    left_in_child();
     live_settings = NULL;
     current_plugin = NULL;
     buf[cap - 1] = '\0';
@@ -794,12 +825,12 @@ hostapi_handle(const struct plugin_instance *p, struct twice_job *j)
     outbox_staged_clear(&j->outbox); /* a run stages afresh, from index 0 */
     j->send_refused = 0;
     current_plugin = p->name;
-    before_plugin_call();
+    before_plugin_call("handle");
     note_called(p->name);
     live_job = j;
     twice_status st = p->lp.desc->handle(p->lp.state, j);
     live_job = NULL;
-    left_in_child(p->name, "handle", j);
+    left_in_child();
     current_plugin = NULL;
     if (st != TWICE_DONE && st != TWICE_RETRY && st != TWICE_REJECT) {
         host_error(j, "handle() returned %d, not DONE, RETRY or REJECT", (int) st);

@@ -49,9 +49,22 @@ class RoguePlugin(twicetest.TwiceTestCase):
         twicetest.wait_until(lambda: self.key_row(dsn, "rogue:forker") == ("completed", 1),
                              timeout=20, message="the forking job was not completed")
         line = d.wait_log(r"msg=%s plugin=rogue key=rogue:forker attempt=1: handle\(\) "
-                          r"returned in a child process the plugin forked \(pid (\d+), a copy "
+                          r"returned in a child process the plugin forked \(a copy "
                           r"of pid (\d+)\)" % forker, timeout=10)
-        self.assertEqual(d.worker_pids(), [int(line.group(2))], "the worker went on")
+        self.assertEqual(d.worker_pids(), [int(line.group(1))], "the worker went on")
+
+        # The same while another thread of the worker holds the time zone lock
+        # (the SQS client's signing takes it, as every localtime_r() does): the
+        # copy's line waited for it for ever, and the alarm ended the copy
+        # without a word. What the copy writes is built before the fork.
+        for i in range(2):
+            key = "rogue:tz%d" % i
+            sent = self.sqs.send(url, json.dumps({"id": "tz%d" % i, "do": "fork-tz"}))
+            twicetest.wait_until(lambda: self.key_row(dsn, key) == ("completed", 1),
+                                 timeout=20, message="the fork-tz job was not completed")
+            d.wait_log(r"msg=%s plugin=rogue key=%s attempt=1: handle\(\) returned in a child "
+                       r"process the plugin forked \(a copy of pid %d\)"
+                       % (sent, key, d.worker_pids()[0]), timeout=10)
 
         # _exit(0) in handle(): a worker leaves with 0 only when asked to stop, so this
         # is a death like any other exit code (it was taken for a clean exit: the
