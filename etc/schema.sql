@@ -113,10 +113,11 @@ CREATE TABLE IF NOT EXISTS twice_idempotency_pause (
 
 -- The outbox (core/idem/outbox.c, outbox_migrate): follow-up messages that
 -- handlers staged with send(), written in the transaction that completes
--- their job's key, sent and deleted by the master's relay. pending rows wait
--- for the relay (claimed_until: a relay holds them until then); refused ones
--- were refused by SQS for good and stay until `twicectl outbox retry` (or
--- `twicectl outbox delete`).
+-- their job's key, sent and deleted by the outbox relay (run by the worker
+-- leading a host's duties). pending rows wait for the relay (claimed_until: a
+-- relay holds them until then; claimed_by: the worker whose relay did, so
+-- that its claims end when it does); refused ones were refused by SQS for
+-- good and stay until `twicectl outbox retry` (or `twicectl outbox delete`).
 CREATE TABLE IF NOT EXISTS twice_idempotency_outbox (
     id BIGSERIAL PRIMARY KEY,
     source_key TEXT NOT NULL,      -- the staging job's key: twice-outbox-id is key#idx
@@ -133,8 +134,11 @@ CREATE TABLE IF NOT EXISTS twice_idempotency_outbox (
     error TEXT,
     tries INTEGER NOT NULL DEFAULT 0,
     claimed_until TIMESTAMPTZ,
-    created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    claimed_by TEXT
 );
+-- A table created by an older twice gets the column it lacks.
+ALTER TABLE twice_idempotency_outbox ADD COLUMN IF NOT EXISTS claimed_by TEXT;
 
 -- For the relay, which claims the oldest pending rows.
 CREATE INDEX IF NOT EXISTS twice_idempotency_outbox_pending

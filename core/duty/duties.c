@@ -26,7 +26,7 @@ struct duties {
 };
 
 struct duties *
-duties_start(const struct config *c)
+duties_start(const struct config *c, const char *owner)
 {
     struct duties *d = calloc(1, sizeof(*d));
     if (d == NULL) {
@@ -39,7 +39,7 @@ duties_start(const struct config *c)
     d->health = health_start(c->idempotency.dsn, c->idempotency.table);
     d->dlqmon = dlqmon_start(c, shm_dlq_carry());
     d->pausewatch = pausewatch_start(c, d->dlqmon);
-    d->relay = relay_start(c);
+    d->relay = relay_start(c, owner);
     return d;
 }
 
@@ -54,8 +54,8 @@ duties_stop(struct duties *d)
     dlqmon_ask_stop(d->dlqmon);
     janitor_ask_stop(d->janitor);
     health_ask_stop(d->health);
-    relay_stop(d->relay); /* rows it had claimed are sent again once their claim lapses */
-    pausewatch_stop(d->pausewatch);          /* it posts through the monitor */
+    relay_stop(d->relay);           /* rows it had claimed: sent again once their claim lapses */
+    pausewatch_stop(d->pausewatch); /* it posts through the monitor */
     dlqmon_stop(d->dlqmon, shm_dlq_carry()); /* its state, for the next monitor */
     janitor_stop(d->janitor);                /* gone workers it leaves are the next one's */
     health_stop(d->health);

@@ -14,9 +14,11 @@
 struct config;
 struct duties;
 
-/* Start every duty for c (copied as each needs). A duty that cannot start
- * is logged and left out; NULL only when out of memory (logged). */
-struct duties *duties_start(const struct config *c);
+/* Start every duty for c (copied as each needs), in the process whose lease
+ * owner is owner (idem_open's): the relay claims rows as it, so that they
+ * are freed when the process is gone. A duty that cannot start is logged
+ * and left out; NULL only when out of memory (logged). */
+struct duties *duties_start(const struct config *c, const char *owner);
 
 /* Stop them all (told together, so the graces they give a statement of a
  * server that stopped answering overlap: stopwait.h) and free. NULL: no-op. */

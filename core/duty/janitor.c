@@ -17,6 +17,7 @@
 #include "log.h"
 #include "plural.h"
 #include "metrics.h"
+#include "outbox.h"
 #include "stopwait.h"
 
 #include <pthread.h>
@@ -117,8 +118,8 @@ sweep(struct janitor *j)
     }
 }
 
-/* Free the keys of one gone worker (gone_drain's expire). Returns 0, or -1
- * to try again later. */
+/* Free the keys of one gone worker, and the outbox rows its relay had
+ * claimed (gone_drain's expire). Returns 0, or -1 to try again later. */
 static int
 expire(void *arg, const struct gone_owner *g)
 {
@@ -134,6 +135,17 @@ expire(void *arg, const struct gone_owner *g)
     for (size_t i = 0; i < nids; i++) {
         const struct shm_gone_culprit *k = gone_culprit(g, i);
         c[i] = (struct idem_culprit){.message_id = k->message_id, .attempt = k->attempt};
+    }
+    long released = 0; /* rows its relay had claimed, were it the leading worker */
+    if (outbox_release_owner(s, j->table, g->owner, &released, err, sizeof(err)) != 0) {
+        metrics_count(MET_PG_ERRORS, "expire", NULL, NULL, 1);
+        log_warn("janitor: %s", err);
+        return -1;
+    }
+    if (released > 0) {
+        log_info("released %ld follow-up message%s the outbox relay of gone worker %s had "
+                 "claimed: they are sent now, not when the claim lapses",
+                 released, plural_s(released), g->owner);
     }
     if (idem_expire_owner(s, g->owner, (int) ((clock_mono_ms() - g->gone_ms) / 1000), c, nids, &n,
                           err, sizeof(err)) != 0) {

@@ -56,6 +56,7 @@ struct relay {
     struct flag stop; /* raised by relay_stop */
     char *dsn;
     char *table;
+    char *owner; /* what its claims are marked with (outbox_claim) */
     struct sqs_endpoint ep;
     struct creds_chain *creds;
     struct sqs_client *sqs; /* NULL when no endpoint could be resolved */
@@ -405,7 +406,8 @@ cycle(struct relay *r, struct idem_store *s, struct verdicts *v)
     size_t n = 0;
     char err[512];
     int64_t until = clock_mono_ms() + RELAY_SEND_MS;
-    int rc = outbox_claim(s, r->table, RELAY_BATCH, RELAY_LEASE, &rows, &n, err, sizeof(err));
+    int rc =
+        outbox_claim(s, r->table, RELAY_BATCH, RELAY_LEASE, r->owner, &rows, &n, err, sizeof(err));
     if (dbdown_note(&r->refused, rc, "outbox relay", "outbox_claim", err,
                     "will retry; follow-up messages wait in the outbox") != 0) {
         return -1;
@@ -470,16 +472,17 @@ relay_free(struct relay *r)
     creds_chain_free(r->creds);
     free(r->dsn);
     free(r->table);
+    free(r->owner);
     free(r);
 }
 
 struct relay *
-relay_start(const struct config *c)
+relay_start(const struct config *c, const char *owner)
 {
     struct relay *r = calloc(1, sizeof(*r));
     char err[512];
     if (r == NULL || (r->dsn = strdup(c->idempotency.dsn)) == NULL ||
-        (r->table = strdup(c->idempotency.table)) == NULL) {
+        (r->table = strdup(c->idempotency.table)) == NULL || (r->owner = strdup(owner)) == NULL) {
         log_error("outbox relay: cannot start: out of memory (follow-up messages wait)");
         if (r != NULL) {
             relay_free(r);

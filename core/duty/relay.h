@@ -30,10 +30,12 @@ struct relay;
 #define RELAY_SEND_MS   20000
 #define RELAY_CALL_MS   20000
 
-/* Start the relay for c (everything needed is copied). Never fails the
- * caller: NULL when it cannot start (logged); relay_stop(NULL) is a no-op.
- * On reload: relay_stop(old), then relay_start(new). */
-struct relay *relay_start(const struct config *c);
+/* Start the relay for c (everything needed is copied), claiming rows as
+ * owner (the process's lease owner: a janitor frees them once the process
+ * is gone). Never fails the caller: NULL when it cannot start (logged);
+ * relay_stop(NULL) is a no-op. On reload: relay_stop(old), then
+ * relay_start(new). */
+struct relay *relay_start(const struct config *c, const char *owner);
 /* Stop (an SQS call in progress is abandoned: its rows are sent again
  * after their claim lapses) and free. */
 void relay_stop(struct relay *r);

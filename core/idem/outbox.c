@@ -22,8 +22,13 @@
 /* Rows per INSERT statement: 9 parameters each, well under libpq's 65535. */
 #define INSERT_CHUNK 1000
 
+/* Nothing to migrate: the table, its index and claimed_by (added since the
+ * relay runs in a worker that can die: outbox_release_owner). ALTER TABLE
+ * locks the table even when the column exists, so look first. */
 static const char sql_check[] =
-    "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL";
+    "SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL"
+    " AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1)"
+    " AND attname = 'claimed_by' AND attnum > 0 AND NOT attisdropped)";
 
 /* "@X" the quoted outbox table, "@P" its index of pending rows, "@L" the
  * advisory lock of the migration. Keep in sync with etc/schema.sql. */
@@ -36,12 +41,14 @@ static const char sql_migrate[] =
     " attributes TEXT, state TEXT NOT NULL DEFAULT 'pending'"
     " CHECK (state IN ('pending', 'refused')), error TEXT,"
     " tries INTEGER NOT NULL DEFAULT 0, claimed_until TIMESTAMPTZ,"
-    " created_at TIMESTAMPTZ NOT NULL DEFAULT now());"
+    " created_at TIMESTAMPTZ NOT NULL DEFAULT now(), claimed_by TEXT);"
+    "SELECT set_config('lock_timeout', '10s', true);"
+    "ALTER TABLE @X ADD COLUMN IF NOT EXISTS claimed_by TEXT;"
     "CREATE INDEX IF NOT EXISTS @P ON @X (id) WHERE state = 'pending';";
 
 static const char sql_claim[] =
     "UPDATE @X o SET claimed_until = now() + $2::int * interval '1 second',"
-    " tries = o.tries + 1"
+    " claimed_by = $3, tries = o.tries + 1"
     " FROM (SELECT id FROM @X WHERE state = 'pending'"
     " AND (claimed_until IS NULL OR claimed_until < now())"
     " ORDER BY id LIMIT $1::int FOR UPDATE SKIP LOCKED) c WHERE o.id = c.id"
@@ -80,6 +87,12 @@ static const char sql_retry[] =
     " WHERE state = 'refused' AND ($1::bigint[] IS NULL OR id = ANY ($1::bigint[]))"
     " RETURNING id) SELECT count(*), " SQL_NOT_REFUSED("u") ", pg_notify('" OUTBOX_CHANNEL
                                                             "', '') FROM u";
+
+/* $1 the gone owner: its live claims lapse now, and the relay is woken. */
+static const char sql_release[] =
+    "WITH u AS (UPDATE @X SET claimed_until = NULL, claimed_by = NULL"
+    " WHERE state = 'pending' AND claimed_by = $1 AND claimed_until > now() RETURNING 1)"
+    " SELECT count(*), pg_notify('" OUTBOX_CHANNEL "', '') FROM u";
 
 /* Only refused rows: a pending one belongs to the relay. */
 static const char sql_delete[] =
@@ -434,17 +447,33 @@ outbox_listen(struct idem_store *s, char *err, size_t errlen)
 }
 
 int
-outbox_claim(struct idem_store *s, const char *table, int limit, int lease,
+outbox_claim(struct idem_store *s, const char *table, int limit, int lease, const char *owner,
              struct outbox_row **rows, size_t *n, char *err, size_t errlen)
 {
     char l[16], t[16];
     snprintf(l, sizeof(l), "%d", limit);
     snprintf(t, sizeof(t), "%d", lease);
-    const char *params[] = {l, t};
+    const char *params[] = {l, t, owner};
     *rows = NULL;
     *n = 0;
-    PGresult *res = run(s, table, sql_claim, 2, params, PGRES_TUPLES_OK, "claim", err, errlen);
+    PGresult *res = run(s, table, sql_claim, 3, params, PGRES_TUPLES_OK, "claim", err, errlen);
     return res != NULL ? read_rows(res, rows, n, err, errlen) : -1;
+}
+
+int
+outbox_release_owner(struct idem_store *s, const char *table, const char *owner, long *released,
+                     char *err, size_t errlen)
+{
+    const char *params[] = {owner};
+    *released = 0;
+    PGresult *res =
+        run(s, table, sql_release, 1, params, PGRES_TUPLES_OK, "release claims", err, errlen);
+    if (res == NULL) {
+        return -1;
+    }
+    *released = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    return 0;
 }
 
 /* ids as a bigint[] literal into b. */

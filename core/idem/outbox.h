@@ -108,10 +108,18 @@ int outbox_listen(struct idem_store *s, char *err, size_t errlen);
 /*
  * Claim up to limit pending rows nobody has claimed (or whose claim lapsed),
  * oldest first, for lease seconds, FOR UPDATE SKIP LOCKED: relays of several
- * hosts never take the same row. One statement. *rows owned by the caller.
+ * hosts never take the same row. owner: the claiming process's lease owner
+ * (idem_open's), so that its claims end with it (outbox_release_owner).
+ * One statement. *rows owned by the caller.
  */
-int outbox_claim(struct idem_store *s, const char *table, int limit, int lease,
+int outbox_claim(struct idem_store *s, const char *table, int limit, int lease, const char *owner,
                  struct outbox_row **rows, size_t *n, char *err, size_t errlen);
+
+/* The process owner is gone (a killed leading worker, whose relay it ran):
+ * the rows it had claimed are free at once, not when the claim lapses, and
+ * the relay is woken. *released gets their count. */
+int outbox_release_owner(struct idem_store *s, const char *table, const char *owner,
+                         long *released, char *err, size_t errlen);
 
 /* What the relay did with claimed rows. Arrays borrowed. */
 struct outbox_outcome {

@@ -19,6 +19,7 @@ struct leadership {
     pthread_cond_t cv;
     int stop; /* under mu */
     const struct config *cfg;
+    const char *owner; /* the worker's lease owner, which the relay claims as */
     int generation;
     pid_t self;
     struct duties *duties; /* the thread's: running while this worker leads */
@@ -32,7 +33,7 @@ tick(struct leadership *l)
     if (lead && l->duties == NULL) {
         log_info("leading this host's duties (key janitor, store health check, DLQ monitor, "
                  "pause watch, outbox relay)");
-        l->duties = duties_start(l->cfg);
+        l->duties = duties_start(l->cfg, l->owner);
         if (l->duties == NULL) {
             leader_release(l->self); /* another worker may manage */
         }
@@ -67,7 +68,7 @@ leadership_main(void *arg)
 }
 
 struct leadership *
-leadership_start(const struct config *cfg, int gen)
+leadership_start(const struct config *cfg, int gen, const char *owner)
 {
     struct leadership *l = calloc(1, sizeof(*l));
     if (l == NULL) {
@@ -75,6 +76,7 @@ leadership_start(const struct config *cfg, int gen)
         return NULL;
     }
     l->cfg = cfg;
+    l->owner = owner;
     l->generation = gen;
     l->self = getpid();
     pthread_mutex_init(&l->mu, NULL);

@@ -16,10 +16,10 @@ struct leadership;
  * leader after the running generation changed or its leader died. */
 #define LEADERSHIP_EVERY_MS 1000
 
-/* Start asking, for a worker of generation gen running cfg (which must
- * outlive it). NULL when the thread cannot start (logged): this worker
- * then never leads, and another may. */
-struct leadership *leadership_start(const struct config *cfg, int gen);
+/* Start asking, for a worker of generation gen running cfg (both cfg and
+ * owner, the worker's lease owner, must outlive it). NULL when the thread
+ * cannot start (logged): this worker then never leads, and another may. */
+struct leadership *leadership_start(const struct config *cfg, int gen, const char *owner);
 
 /* Stop asking: the duties, if this worker runs them, are stopped first,
  * then the place is given up; leadership_stop waits for that and frees,

@@ -459,8 +459,6 @@ worker_main(int argc, char **argv)
     }
     /* From here (before the plugins load) a worker may lead the host's
      * duties, so they run while workers wait for their store or queues. */
-    struct leadership *lead = leadership_start(cfg, a.generation);
-
     struct worker w;
     memset(&w, 0, sizeof(w));
     w.cfg = cfg;
@@ -468,6 +466,7 @@ worker_main(int argc, char **argv)
     w.master_pid = a.master_pid;
     w.generation = a.generation;
     childargs_owner(w.owner, sizeof(w.owner), getpid(), w.generation, a.instance);
+    struct leadership *lead = leadership_start(cfg, a.generation, w.owner);
     if (prepare(&w, &a, err, sizeof(err)) != 0) {
         log_error("worker not started: %s", err);
         _exit(3);
