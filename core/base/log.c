@@ -180,7 +180,11 @@ note_next_file(int fd)
 }
 
 /* Whether fd is still the file log_open pointed it at, the one before it
- * or the one a reopen is pointing it at: a file of the log's (one fstat). */
+ * or the one a reopen is pointing it at: a file of the log's (one fstat).
+ * Read in the reverse of the order a reopen writes them (next, then the
+ * file and the one before it, then next cleared): a line whose fstat saw
+ * the new file finds it in next or, once next is cleared, in the file; one
+ * that saw the old finds it in the file or, once that moved on, in prev. */
 static int
 still_log_file(int fd)
 {
@@ -189,8 +193,8 @@ still_log_file(int fd)
         return 0;
     }
     unsigned long long dev = (unsigned long long) st.st_dev, ino = (unsigned long long) st.st_ino;
-    return (dev == atomic_load(&log_file_dev) && ino == atomic_load(&log_file_ino)) ||
-           (ino != 0 && dev == atomic_load(&log_next_dev) && ino == atomic_load(&log_next_ino)) ||
+    return (ino != 0 && dev == atomic_load(&log_next_dev) && ino == atomic_load(&log_next_ino)) ||
+           (dev == atomic_load(&log_file_dev) && ino == atomic_load(&log_file_ino)) ||
            (ino != 0 && dev == atomic_load(&log_prev_dev) && ino == atomic_load(&log_prev_ino));
 }
 
