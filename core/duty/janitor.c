@@ -1,10 +1,10 @@
 /*
  * janitor.c - the host's database chores (see janitor.h): deleting
  * expired completed keys every janitor_interval, and ending the leases of
- * worker processes that have gone, within JANITOR_POLL_MS of the master
- * reaping them (it queues them in the shared region, proc/gone.h). One connection, opened on
- * demand; an unreachable database is logged when it starts and stops being
- * so, not on every try.
+ * worker processes that have gone (and their relay's outbox claims), within
+ * JANITOR_POLL_MS of the master reaping them (it queues them in the shared
+ * region, proc/gone.h). One connection, opened on demand; an unreachable
+ * database is logged when it starts and stops being so, not on every try.
  */
 #include "janitor.h"
 

@@ -457,8 +457,6 @@ worker_main(int argc, char **argv)
     if (getppid() != a.master_pid) {
         return 0; /* the master died before we could ask it to die with us */
     }
-    /* From here (before the plugins load) a worker may lead the host's
-     * duties, so they run while workers wait for their store or queues. */
     struct worker w;
     memset(&w, 0, sizeof(w));
     w.cfg = cfg;
@@ -466,6 +464,9 @@ worker_main(int argc, char **argv)
     w.master_pid = a.master_pid;
     w.generation = a.generation;
     childargs_owner(w.owner, sizeof(w.owner), getpid(), w.generation, a.instance);
+    /* From here (before the plugins load) a worker may lead the host's
+     * duties, so they run while workers wait for their store or queues. Its
+     * relay claims outbox rows as w.owner, which outlives the leadership. */
     struct leadership *lead = leadership_start(cfg, a.generation, w.owner);
     if (prepare(&w, &a, err, sizeof(err)) != 0) {
         log_error("worker not started: %s", err);
