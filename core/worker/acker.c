@@ -81,6 +81,13 @@
  * that does not is left to the acker's thread, so that the start, and the
  * stop signals it leaves pending, are not held for a connect_timeout. */
 #define ACKER_FIRST_CONNECT_MS 2000
+/* How long a reconnect may go unanswered before the store is said to be
+ * unreachable (ms). Acknowledgements wait from the first failure, but a
+ * server that takes its time over a new connection (a loaded one, TLS and
+ * SCRAM over a long link: hundreds of ms) is not an outage, and an error line
+ * for it would page someone for nothing. A connect that fails outright is
+ * said at once. */
+#define ACKER_QUIET_CONNECT_MS 2000
 /* Seconds before a stop's deadline when the last pass settles what the store
  * could not take: time enough for its deletes before SQS calls are cut. */
 #define ACKER_LAST_CALL        3
@@ -117,7 +124,9 @@ struct acker {
     struct s3_client *s3; /* payloads to delete; made on first use */
     struct idem_store *store;
     struct twice_job *later; /* deferred jobs */
-    int store_down;          /* to log state changes, not every failure */
+    int store_down;          /* the store is not usable: acknowledgements wait */
+    int down_said;           /* ... and that was logged (acker_store_failed) */
+    int64_t down_since_ms;   /* CLOCK_MONOTONIC: when it stopped being usable */
     time_t defer_logged;     /* when deferrals were last reported */
     time_t release_logged;   /* when failed releases were last reported */
     int deferrals;           /* deferrals since then */
@@ -229,6 +238,7 @@ pname(const struct twice_job *j)
 }
 
 static int acker_wait_tick(void *arg);
+static void acker_store_failed(struct acker *a, int pending, const char *err);
 
 /* The acker's store connection, (re)connected on demand: when lost, and when
  * a statement failed on it through the store's fault (idem_usable: a
@@ -240,8 +250,8 @@ static int acker_wait_tick(void *arg);
  * its loop while the store is down), so that the heartbeat keeps extending
  * the running jobs' visibility while a server that accepts and never
  * answers makes each connect last its connect_timeout. NULL while not
- * connected. Outages are logged when they begin and end, not on every
- * failure. */
+ * connected. An outage is logged once it is sure (acker_store_failed) and
+ * when it ends, not on every failure. */
 static struct idem_store *
 acker_store(struct acker *a)
 {
@@ -261,26 +271,47 @@ acker_store(struct acker *a)
                               &a->store, err, sizeof(err));
         wait_ms = ACKER_FIRST_CONNECT_MS;
     }
+    int pending = 0; /* the new connection is still being made */
     if (a->store != NULL && rc == 0) {
         int got = idem_reconnect_poll(a->store, wait_ms, err, sizeof(err));
-        if (got == 0) {
-            snprintf(err, sizeof(err),
-                     "a new connection is not answered within %d ms (still trying)", wait_ms);
-        }
+        pending = got == 0;
         rc = got == 1 ? 0 : -1;
     }
     if (rc != 0) {
-        if (!a->store_down) {
-            log_error("idempotency store unreachable (acknowledgements wait): %s", err);
-        }
-        a->store_down = 1;
+        acker_store_failed(a, pending, err);
         return NULL;
     }
-    if (a->store_down) {
+    if (a->down_said) {
         log_info("idempotency store reachable again");
     }
     a->store_down = 0;
+    a->down_said = 0;
     return a->store;
+}
+
+/* The store is not usable (acker_store): acknowledgements wait. Said once an
+ * outage is sure: at once when connecting failed, after
+ * ACKER_QUIET_CONNECT_MS while the new connection is still unanswered
+ * (pending). err: why it failed. */
+static void
+acker_store_failed(struct acker *a, int pending, const char *err)
+{
+    int64_t now = clock_mono_ms();
+    if (!a->store_down) {
+        a->down_since_ms = now;
+    }
+    a->store_down = 1;
+    if (a->down_said || (pending && now - a->down_since_ms < ACKER_QUIET_CONNECT_MS)) {
+        return;
+    }
+    if (pending) {
+        log_error("idempotency store unreachable (acknowledgements wait): a new connection "
+                  "is not answered after %lld ms (still trying)",
+                  (long long) (now - a->down_since_ms));
+    } else {
+        log_error("idempotency store unreachable (acknowledgements wait): %s", err);
+    }
+    a->down_said = 1;
 }
 
 /* Whether the statement the acker waits for is to be given up: the stop's
@@ -884,6 +915,29 @@ release_keys(struct acker *a, struct twice_job *list)
     }
 }
 
+/* While the store's new connection is still being made and no outage is
+ * said yet (acker_store_failed's quiet window), the jobs whose next step
+ * needs the store wait for it in a later pass, with no try counted and no
+ * failure reported: a server slow to take a connection is not failing. The
+ * last call settles what it can at once. */
+static void
+wait_for_connect(struct acker *a, struct twice_job *list)
+{
+    int needs = 0;
+    for (const struct twice_job *j = list; j != NULL && !needs; j = j->next) {
+        needs = needs_complete(j) || needs_release(j);
+    }
+    if (!needs || a->last_call || acker_store(a) != NULL || a->down_said) {
+        return;
+    }
+    for (struct twice_job *j = list; j != NULL; j = j->next) {
+        if (needs_complete(j) || needs_release(j)) {
+            j->deferred = 1;
+            now_mono(&j->not_before);
+        }
+    }
+}
+
 /* What step 4 does with a job's message: delete it (-1), set its
  * visibility (>= 0), or nothing (-2). */
 static int
@@ -1082,6 +1136,7 @@ static void
 pass(struct acker *a, struct twice_job *list)
 {
     send_dead_letters(a, list);
+    wait_for_connect(a, list);
     complete_keys(a, list);
     release_keys(a, list);
     sqs_acks(a, list);

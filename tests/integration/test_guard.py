@@ -879,6 +879,46 @@ class Guard(twicetest.TwiceTestCase):
             self.assertNotIn(unwanted, log)
         self.assertEqual(d.stop(), 0)
 
+    def test_a_server_slow_to_take_new_connections_is_not_said_to_be_unreachable(self):
+        # A loaded server, or TLS and SCRAM over a long link, may take a second to
+        # answer a new connection: that is no outage. The server ends twiced's idle
+        # connections (idle_session_timeout 1 s) and each is made again through a
+        # proxy that holds new ones 1 s: every job runs once, and no line says the
+        # store is unreachable (the acknowledger said so, an error line that pages
+        # someone, of any reconnect not answered within 250 ms). A server that does
+        # not answer for longer is still said to be unreachable, and back.
+        url, dlq, dsn, proxy, effects, port = self.conf_proxied("slowconn", max_attempts=1)
+        self.pg.query(self.env.pg_dsn, 'ALTER DATABASE "%s" SET idle_session_timeout = 1000'
+                      % dsn.rsplit("/", 1)[1])
+        d = self.start_twiced(self.conf)
+        d.wait_log(r"ready: generation 1: 1/1", timeout=20)
+        proxy.slow_connects(1.0)
+        for rnd in range(3):
+            time.sleep(1.5)  # every connection idle past the timeout: ended by the server
+            self.sqs.send_batch(url, [json.dumps({"id": "slow-%d-%d" % (rnd, i)})
+                                      for i in range(3)])
+            twicetest.wait_until(lambda: len(self.lines(effects)) == 3 * (rnd + 1),
+                                 timeout=15, message="round %d did not run" % rnd)
+        self.wait_empty(url)
+        self.assertEqual(sorted(k for k, _, _ in self.lines(effects)),
+                         sorted("effect:slow-%d-%d" % (r, i) for r in range(3) for i in range(3)),
+                         "each ran once")
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertNotIn("unreachable", d.log_text())
+
+        mark = d.mark()
+        proxy.slow_connects(6.0)
+        time.sleep(1.5)
+        self.sqs.send(url, json.dumps({"id": "slower"}))
+        d.wait_log(r"error .*\]: idempotency store unreachable \(acknowledgements wait\): a "
+                   r"new connection is not answered after \d+ ms \(still trying\)",
+                   since=mark, timeout=20)
+        d.wait_log(r"info .*\]: idempotency store reachable again", since=mark, timeout=20)
+        self.wait_empty(url)
+        self.assertEqual(self.key_row(dsn, "effect:slower"), ("completed", True, 1))
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertEqual(d.stop(), 0)
+
     STALE_FAULT = """
         CREATE SEQUENCE stale_tries; CREATE SEQUENCE stale_first; CREATE SEQUENCE stale_last;
         CREATE FUNCTION stale_fault() RETURNS trigger LANGUAGE plpgsql AS $$
