@@ -68,7 +68,11 @@
  *   extension changes the difference: a key that another job of this worker
  *   holds stays BUSY. What the row was before the first run (released,
  *   crashed...) is lost with its answer: it reads as claimed, its count of
- *   runs kept.
+ *   runs kept. A claim whose answer was lost again (or that could not be
+ *   sent again) gives its messages back; its token goes into the worker's
+ *   idem_lost, which later claims pass as $7 and take as their own: a key
+ *   it took is taken back at once when its message comes again, not after
+ *   its lease. No claim draws a token that is in idem_lost.
  * - seen reads the rows of old from the snapshot: a key neither inserted
  *   nor claimed is COMPLETED if the snapshot says so (completed is final
  *   until the janitor deletes it), else BUSY, including a row that is newer
@@ -81,14 +85,19 @@
     " OR (t.state = 'in_progress' AND t.lease_until < now()) OR " OWN_ROW ")"
 
 /* A row this statement (its owner $5, its token $6) claimed before, for the
- * same message o.m: the claim sent again after its answer was lost. */
+ * same message o.m: the claim sent again after its answer was lost; or one
+ * that a claim of this worker whose answer was lost for good claimed (a
+ * token of $7, idem_lost): no job of the worker runs it, its message was
+ * given back and is here again. */
 #define OWN_ROW                                                                                   \
     "(t.state = 'in_progress' AND t.owner = $5 AND t.message_id = o.m"                            \
-    " AND t.lease_until - t.processed_at = " LEASE_EXPR ")"
+    " AND t.lease_until - t.processed_at = ANY (" LEASES_EXPR "))"
 
-/* What lease_until - processed_at is in a row the claim with token $6 wrote
- * for input o. */
-#define LEASE_EXPR "(o.l * interval '1 second' + $6::int * interval '1 microsecond')"
+/* What lease_until - processed_at is in a row a claim with token x wrote for
+ * input o, for this statement's token $6 and the lost ones $7. */
+#define LEASES_EXPR                                                                               \
+    "ARRAY(SELECT o.l * interval '1 second' + x * interval '1 microsecond'"                       \
+    " FROM unnest($6::int || $7::int[]) x)"
 /* The processed_at a claim writes: now() less its token. */
 #define CLAIMED_AT "now() - $6::int * interval '1 microsecond'"
 
@@ -1070,16 +1079,17 @@ connection_lost(const struct idem_store *s, const PGresult *res)
  * up unanswered). The result, or NULL with err.
  */
 static PGresult *
-claim_run(struct idem_store *s, const char *const *params, char *err, size_t errlen)
+claim_run(struct idem_store *s, const char *const *params, int *unsure, char *err, size_t errlen)
 {
     int idle = PQtransactionStatus(s->conn) == PQTRANS_IDLE;
-    PGresult *res = idem_stmts_exec(s, STMT_CLAIM, 6, params);
+    PGresult *res = idem_stmts_exec(s, STMT_CLAIM, 7, params);
     if (PQresultStatus(res) == PGRES_TUPLES_OK) {
         return res;
     }
     /* Given up unanswered (idem_set_wait): the server did not answer the
      * connection it had, and a new one would wait as long again. */
-    int lost = idle && connection_lost(s, res) && s->gave_up == IDEM_ANSWERED;
+    *unsure = connection_lost(s, res); /* it may have committed */
+    int lost = idle && *unsure && s->gave_up == IDEM_ANSWERED;
     idem_pg_fail(s, res, "claim", err, errlen);
     if (!lost) {
         return NULL;
@@ -1089,12 +1099,35 @@ claim_run(struct idem_store *s, const char *const *params, char *err, size_t err
     if (idem_reconnect(s, err, errlen) != 0) {
         return NULL;
     }
-    res = run_prepared(s, STMT_CLAIM, 6, params, PGRES_TUPLES_OK, "claim", err, errlen);
+    res = run_prepared(s, STMT_CLAIM, 7, params, PGRES_TUPLES_OK, "claim", err, errlen);
     if (res == NULL && err != NULL && errlen > 0) {
         size_t used = strlen(err);
         snprintf(err + used, errlen - used, " (on a new connection, after: %s)", first);
     }
     return res;
+}
+
+/* A claim's token (sql_claim): 1 to 999999, not one of lost's, so that a
+ * key this claim takes is never one a later claim takes back as lost. */
+static int
+claim_token(struct idem_lost *lost)
+{
+    int tok;
+    do {
+        tok = (int) (backoff_random() % 999999) + 1;
+    } while (idem_lost_has(lost, tok));
+    return tok;
+}
+
+/* The longest lease of the batch, in seconds. */
+static int
+claims_lease(const struct idem_claim *claims, size_t n)
+{
+    int lease = 0;
+    for (size_t i = 0; i < n; i++) {
+        lease = claims[i].lease_seconds > lease ? claims[i].lease_seconds : lease;
+    }
+    return lease;
 }
 
 int
@@ -1121,12 +1154,23 @@ idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, char
         idem_set_err(err, errlen, "claim: out of memory");
         goto out;
     }
-    char token[16];
-    snprintf(token, sizeof(token), "%d", (int) (backoff_random() % 999999) + 1);
-    const char *params[] = {buf_str(&arr[0]), buf_str(&arr[1]), buf_str(&arr[2]),
-                            buf_str(&arr[3]), s->owner,         token};
-    PGresult *res = claim_run(s, params, err, errlen);
+    int tok = claim_token(s->lost);
+    char token[16], lost[IDEM_LOST_TEXT];
+    snprintf(token, sizeof(token), "%d", tok);
+    idem_lost_text(s->lost, lost);
+    const char *params[] = {buf_str(&arr[0]),
+                            buf_str(&arr[1]),
+                            buf_str(&arr[2]),
+                            buf_str(&arr[3]),
+                            s->owner,
+                            token,
+                            lost};
+    int unsure = 0;
+    PGresult *res = claim_run(s, params, &unsure, err, errlen);
     if (res == NULL) {
+        if (unsure) {
+            idem_lost_note(s->lost, tok, claims_lease(claims, n));
+        }
         goto out;
     }
     if ((size_t) PQntuples(res) != n) {

@@ -336,10 +336,26 @@ struct idem_claim {
  * reconnects and sends the same statement once more at once: it is
  * idempotent, so keys the lost one claimed (it may have committed) are
  * answered as claimed, not as held by a live lease of ours. -1 when that
- * fails too (the store is then left to reconnect).
+ * fails too (the store is then left to reconnect); a statement that may
+ * have committed is then noted in the store's shared idem_lost, so that the
+ * worker's next claim of those messages takes their keys back at once.
  */
 int idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, char *err,
                      size_t errlen);
+
+/*
+ * A worker's claims whose answers were lost for good (idem_claim_batch): the
+ * keys such a claim may have taken are in progress under the worker's owner
+ * with no job of it running them, and their messages were given back. Shared
+ * by the stores of the worker's receivers (idem_share_lost), so that
+ * whichever receives a message again takes its key back at once, not after
+ * its lease. Thread-safe; the worker owns it and frees it after its stores.
+ */
+struct idem_lost;
+struct idem_lost *idem_lost_new(void); /* NULL when out of memory */
+void idem_lost_free(struct idem_lost *l);
+/* s's claims use l (borrowed; NULL: none). */
+void idem_share_lost(struct idem_store *s, struct idem_lost *l);
 
 /*
  * Mark keys we hold as completed, in one round trip, recording attempts[i]

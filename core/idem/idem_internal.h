@@ -67,6 +67,7 @@ struct idem_store {
     void *tick_arg;            /* tick's argument, borrowed */
     enum idem_gave_up gave_up; /* the last statement's: its failure is told so */
     char gave_up_text[160];    /* ... in these words */
+    struct idem_lost *lost;    /* borrowed (idem_share_lost), or NULL */
 };
 
 struct buf;
@@ -267,6 +268,15 @@ void idem_stmts_forget(struct idem_stmts *st);
  * work). The result is the caller's (NULL: connection lost or no memory).
  */
 PGresult *idem_stmts_exec(struct idem_store *s, size_t i, int nparams, const char *const *params);
+
+/* idem_lost (idem_lost.c): a claim with this token, whose keys' leases are
+ * lease_s long, may have committed and its answer is lost for good. */
+void idem_lost_note(struct idem_lost *l, int token, int lease_s);
+/* Whether token is a live one of l (a new claim draws another). */
+int idem_lost_has(struct idem_lost *l, int token);
+/* The live tokens as a PostgreSQL int[] literal ("{}" when none, or l NULL). */
+#define IDEM_LOST_TEXT 512
+void idem_lost_text(struct idem_lost *l, char out[IDEM_LOST_TEXT]);
 
 /* The pause table's name, quoted (for to_regclass). Borrowed from s. */
 const char *idem_pause_table(const struct idem_store *s);

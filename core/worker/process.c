@@ -17,6 +17,7 @@
 #include "fdguard.h"
 #include "handler.h"
 #include "hostapi.h"
+#include "idem.h"
 #include "initwatch.h"
 #include "instance.h"
 #include "jobspan.h"
@@ -252,6 +253,11 @@ start(struct worker *w, char *err, size_t errlen)
 {
     jobspan_start(w->cfg);
     if (throttle_setup(w, err, errlen) != 0) {
+        return -1;
+    }
+    w->lost_claims = idem_lost_new();
+    if (w->lost_claims == NULL) {
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
     w->acker = acker_start(w, err, errlen);
@@ -524,6 +530,7 @@ worker_main(int argc, char **argv)
         loader_release(&w.plugins[i].lp);
     }
     throttle_free(&w);
+    idem_lost_free(w.lost_claims); /* the receivers, its users, were joined in drain */
     log_info("worker stopped");
     _exit(0);
 }

@@ -551,6 +551,9 @@ store_ok(struct receiver *r)
                  ? idem_open_waiting(w->cfg->idempotency.dsn, w->cfg->idempotency.table, w->owner,
                                      &wait, &r->store, err, sizeof(err))
                  : idem_reconnect(r->store, err, sizeof(err));
+    if (r->store != NULL) {
+        idem_share_lost(r->store, w->lost_claims);
+    }
     if (rc == 0 && (rc = idem_claim_check(r->store, err, sizeof(err))) != 0) {
         metrics_count(MET_PG_ERRORS, "claim_check", NULL, NULL, 1);
     }

@@ -29,6 +29,7 @@ struct advice_window;
 struct config;
 struct config_queue;
 struct creds_chain;
+struct idem_lost;
 struct keytmpl;
 struct plugin_instance;
 struct sqs_endpoint;
@@ -82,7 +83,8 @@ struct worker {
     struct sqs_endpoint *endpoint;
     struct creds_chain *creds;
     struct acker *acker;
-    struct throttles *throttles; /* the rate limits (throttle.c) */
+    struct throttles *throttles;   /* the rate limits (throttle.c) */
+    struct idem_lost *lost_claims; /* the receivers' claims whose answers were lost (idem.h) */
 
     struct flag draining; /* stop receiving; read by receivers and cancel flags */
     struct flag abandon;  /* the drain deadline passed */

@@ -288,6 +288,7 @@ class TcpProxy:
         self._listener = None
         self._cut_marker = None  # bytes: the request whose answer is to be lost
         self._cut_down = False  # cut_answer(then_down): down() at that cut
+        self._cut_left = 0  # cut_answer(times): requests left to cut
         self.cuts = 0  # answers lost so far
         self.hanging = False  # hang(): new connections are held, never answered
         self.connect_delay = 0  # slow_connects(): seconds before a new one is forwarded
@@ -311,17 +312,19 @@ class TcpProxy:
         with self.lock:
             self._hold_marker = marker
 
-    def cut_answer(self, marker, then_down=False):
+    def cut_answer(self, marker, then_down=False, times=1):
         """Lose the answer of the next request (client to server bytes) that holds
         marker: the request reaches PostgreSQL and runs to its end (ReadyForQuery,
         after the commit), and then both sides of that connection are cut instead of
-        the answer being forwarded. Once; self.cuts counts the cuts done. None: no
-        more. then_down: the proxy goes down() at that cut, before self.cuts counts
-        it, so nothing else reaches PostgreSQL after that commit (a test's own down()
-        comes tens of ms later on a loaded machine: time for the outbox relay, woken
-        by the commit's NOTIFY, to claim, send and delete what it wrote)."""
+        the answer being forwarded. Once, or for the next `times` such requests;
+        self.cuts counts the cuts done. None: no more. then_down: the proxy goes
+        down() at that cut, before self.cuts counts it, so nothing else reaches
+        PostgreSQL after that commit (a test's own down() comes tens of ms later on a
+        loaded machine: time for the outbox relay, woken by the commit's NOTIFY, to
+        claim, send and delete what it wrote)."""
         with self.lock:
             self._cut_marker, self._cut_down = marker, then_down
+            self._cut_left = times
 
     def up(self):
         """Listen (again, on the same port); nothing to do when listening."""
@@ -422,7 +425,9 @@ class TcpProxy:
                 self.sync_held.set()
                 return data[:-len(_SYNC)]
             if self._cut_marker is not None and self._cut_marker in data:
-                self._cut_marker = None
+                self._cut_left -= 1
+                if self._cut_left <= 0:
+                    self._cut_marker = None
                 armed.set()
         return True
 

@@ -108,6 +108,38 @@ class Guard(twicetest.TwiceTestCase):
         self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
         self.assertEqual(d.stop(), 0)
 
+    def test_a_claim_whose_answer_was_lost_twice_runs_when_its_message_comes_back(self):
+        # The claim commits and its answer is lost, and so is the answer of the same
+        # claim sent again on a new connection (a flapping link): the receiver gives
+        # the messages back, their keys in progress under this worker with no job
+        # running them. When a message comes back, the worker's claim names the lost
+        # claim's token and takes its key back at once: the job runs once, as attempt
+        # 1, within seconds - it used to wait for its own lease (30 s here). A copy of
+        # a message whose job runs is still not run beside it (the first test of
+        # test_attempts covers a copy received while its job runs).
+        url, dlq, dsn, proxy, effects, port, d = self.setup_proxied(
+            "lost2claim", visibility_timeout=30)
+        for n in (1, 2):
+            proxy.cut_answer(b"effect:lost2claim-%d" % n, times=2)
+            began = time.monotonic()
+            self.sqs.send(url, json.dumps({"id": "lost2claim-%d" % n}))
+            twicetest.wait_until(lambda: len(self.lines(effects)) == n, timeout=15,
+                                 message="job %d did not run within 15 s of its lost "
+                                         "claims" % n)
+            self.assertLess(time.monotonic() - began, 15)
+            self.assertEqual(proxy.cuts, 2 * n, "both answers of claim %d were lost" % n)
+        d.wait_log(r"queue lost2claim: claiming 1 key failed, giving the messages back: "
+                   r"claim .*\(on a new connection, after: claim ", timeout=5)
+        self.wait_empty(url)
+        self.assertEqual([(k, a) for k, _, a in self.lines(effects)],
+                         [("effect:lost2claim-1", "1"), ("effect:lost2claim-2", "1")])
+        for n in (1, 2):
+            self.assertEqual(self.key_row(dsn, "effect:lost2claim-%d" % n),
+                             ("completed", True, 1))
+        self.assertEqual(self.sqs.counts(dlq), (0, 0, 0))
+        self.assertNotIn("held by a live lease", d.log_text())
+        self.assertEqual(d.stop(), 0)
+
     def test_a_reject_after_postgresql_dropped_the_connection_is_not_counted(self):
         # A transactional plugin whose statement failed because PostgreSQL ended its
         # connection mid-run (a failover, pg_terminate_backend), and which answers that
