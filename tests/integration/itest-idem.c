@@ -1362,16 +1362,17 @@ test_completed_by(struct ctx *c)
 static char *prepared_named(PGconn *conn, const char *prefix, char **text);
 
 /* The first column (the answer's letter) of the claim statement text run
- * on conn for one key of message m with owner-a's token; "" on error (caller
- * frees). */
+ * on conn for one key of message m with owner-a's token and its lost ones
+ * (an int[] literal); "" on error (caller frees). */
 static char *
-claim_letter(PGconn *conn, const char *text, const char *key, const char *m, const char *token)
+claim_letter_lost(PGconn *conn, const char *text, const char *key, const char *m,
+                  const char *token, const char *lost)
 {
     char keys[128], msgs[128];
     snprintf(keys, sizeof(keys), "{%s}", key);
     snprintf(msgs, sizeof(msgs), "{%s}", m);
-    const char *params[] = {keys, "{NULL}", msgs, "{30}", "owner-a", token};
-    PGresult *res = PQexecParams(conn, text, 6, NULL, params, NULL, NULL, 0);
+    const char *params[] = {keys, "{NULL}", msgs, "{30}", "owner-a", token, lost};
+    PGresult *res = PQexecParams(conn, text, 7, NULL, params, NULL, NULL, 0);
     int ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1;
     CHECK(ok);
     if (!ok) {
@@ -1382,12 +1383,22 @@ claim_letter(PGconn *conn, const char *text, const char *key, const char *m, con
     return letter;
 }
 
+/* claim_letter_lost with no lost tokens. */
+static char *
+claim_letter(PGconn *conn, const char *text, const char *key, const char *m, const char *token)
+{
+    return claim_letter_lost(conn, text, key, m, token, "{}");
+}
+
 /*
  * A claim is idempotent (idem.c, sql_claim): the same statement sent again
  * - its answer lost with its connection, though it committed - answers
  * claimed (C) for the keys it took, whatever their row was before, and keeps
  * their count; any other claim of the same owner (another token), or of the
- * same statement for another message, still finds the key busy (B).
+ * same statement for another message, still finds the key busy (B). A claim
+ * that names a token among its lost ones (idem_lost: a claim whose answer was
+ * lost for good) takes the key that token's claim took for the same
+ * message, and only that.
  */
 static void
 test_claim_is_idempotent(struct ctx *c)
@@ -1412,6 +1423,17 @@ test_claim_is_idempotent(struct ctx *c)
     for (int i = 0; i < 2; i++) {
         char *got = claim_letter(c->db, text, "ip-1", "m-3", "77");
         CHECK_STR(got, "C");
+        free(got);
+    }
+    check_row(c->db, "ip-1", "in_progress 2 owner-a");
+    static const char *const lost[][4] = {
+        /* token, lost tokens, message: answer */
+        {"88", "{}", "m-3", "B"},     {"88", "{5,78}", "m-3", "B"}, {"88", "{5,77}", "m-4", "B"},
+        {"88", "{5,77}", "m-3", "C"}, {"99", "{77}", "m-3", "B"},   {"99", "{88}", "m-3", "C"},
+    };
+    for (size_t i = 0; i < sizeof(lost) / sizeof(lost[0]); i++) {
+        char *got = claim_letter_lost(c->db, text, "ip-1", lost[i][2], lost[i][0], lost[i][1]);
+        CHECK_STR(got, lost[i][3]);
         free(got);
     }
     check_row(c->db, "ip-1", "in_progress 2 owner-a");
@@ -1700,7 +1722,7 @@ claim_buffers(PGconn *conn, const char *name, int round)
     }
     snprintf(q + n, sizeof(q) - (size_t) n,
              "}', '{NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL,NULL}', '{m,m,m,m,m,m,m,m,m,m}',"
-             " '{30,30,30,30,30,30,30,30,30,30}', 'owner-a', 1)");
+             " '{30,30,30,30,30,30,30,30,30,30}', 'owner-a', 1, '{}')");
     char *plan = sql_value(conn, q);
     const char *params[] = {plan};
     PGresult *res = PQexecParams(conn,
