@@ -13,7 +13,8 @@ it asserts no timings.
 Stdlib and psycopg2 only; runs on Debian's /usr/bin/python3 with the variables of
 scripts/testenv.sh's env.sh in its environment. The parts: common.py (SQS client, message
 plan, PostgreSQL), sysstat.py (/proc), dbwork.py (PostgreSQL's counters), cgrind.py
-(callgrind), report.py (the text), latency-proxy.mjs (the proxy).
+(callgrind), report.py (the text), startcost.py (a start's own cost), latency-proxy.mjs
+(the proxy).
 """
 
 import argparse
@@ -34,6 +35,7 @@ from common import (HERE, PREFILL_PREFIX, ROOT, BenchError, Pg, Sqs, clean_env, 
 import cgrind
 import dbwork
 import report
+import startcost
 import sysstat
 from sysstat import HZ, descendants, pss_kib, rss_kib, tree_ticks
 
@@ -820,6 +822,9 @@ def parse_args():
     ap.add_argument("--no-callgrind", action="store_true")
     ap.add_argument("--no-pg-stat-statements", action="store_true",
                     help="do not load pg_stat_statements (statements are then not counted)")
+    ap.add_argument("--start-cost", action="store_true",
+                    help="also measure what one start of each contender costs, apart "
+                         "from its messages (startcost.py; standard mode)")
     ap.add_argument("--quick", action="store_true",
                     help="no tuning (default settings) and a short callgrind run")
     ap.add_argument("--log-level", default="info", help="twiced's log level (default info)")
@@ -873,6 +878,10 @@ def run(ctx, args):
         log("callgrind: one worker, %d messages" % n_cg)
         cg = cgrind.callgrind(ctx, n=n_cg)
     text = report.render(info, keys, med, ratios, rounds, cg)
+    if mode == "standard" and args.start_cost:
+        log("start-up: each contender %d times, on an empty queue" % args.rounds)
+        text += "\n\n" + startcost.run(ctx, Clocks, [r[:3] for r in runs if r[1] is not Bare],
+                                        args.rounds, args.n)
     print(text)
     if args.out:
         with open(args.out, "w") as f:

@@ -7,7 +7,7 @@
 #
 #   bench/run.sh [N] [--quick] [--rounds R] [--twiced W:C[:R[:I:G]]] [--consumer P:C]
 #                [--latency P50:P99] [--hosts N] [--no-callgrind]
-#                [--no-pg-stat-statements] [--keep]
+#                [--no-pg-stat-statements] [--start-cost] [--keep]
 #     N               messages per run (default 20000, 5000 with --latency alone; 10% of
 #                     them are duplicates)
 #     --quick         check the harness: N=2000, 1 round, no tuning, a short callgrind run
@@ -26,6 +26,8 @@
 #     --baseline-build DIR  the same with a build directory made elsewhere
 #     --no-callgrind  skip the instructions-per-message figure (standard mode only)
 #     --no-pg-stat-statements  do not load pg_stat_statements (no statement counts)
+#     --start-cost    also start each contender R times on an empty queue and report
+#                     what one start costs (CPU, PostgreSQL CPU), apart from its messages
 #     --keep          keep RUN_DIR (logs, configs, callgrind output) after the run
 # The report is printed and written to build-bench/bench-results.txt (+ .json).
 set -euo pipefail
@@ -51,7 +53,7 @@ while [ $# -gt 0 ]; do
         bench_args+=("$1" "$2")
         shift
         ;;
-    --no-callgrind | --no-pg-stat-statements) bench_args+=("$1") ;;
+    --no-callgrind | --no-pg-stat-statements | --start-cost) bench_args+=("$1") ;;
     -h | --help)
         sed -n '2,/^set /p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
         exit 0
