@@ -57,9 +57,9 @@
  *   and answers the state each had.
  * - The claim is idempotent, so that one whose answer was lost with its
  *   connection can be sent again as it was (idem_claim_batch): each claim
- *   statement carries a token ($6, a random number of microseconds from 1 to
- *   999999) that it takes off the processed_at it writes (the lease stays
- *   exact; an in-progress row's processed_at is only shown), so a row it
+ *   statement carries a token ($6, a number of microseconds from 1 to 999999,
+ *   the worker's claims drawing them in turn: idem_lost_token) that it takes off the processed_at
+ * it writes (the lease stays exact; an in-progress row's processed_at is only shown), so a row it
  *   claimed has lease_until - processed_at (both from the same now()) = its
  *   lease + the token. free also takes a row in progress under this owner, for this
  *   message, with exactly that difference: this very statement claimed it
@@ -72,7 +72,8 @@
  *   sent again) gives its messages back; its token goes into the worker's
  *   idem_lost, which later claims pass as $7 and take as their own: a key
  *   it took is taken back at once when its message comes again, not after
- *   its lease. No claim draws a token that is in idem_lost.
+ *   its lease. No claim draws a token that is in idem_lost, nor one that
+ *   another claim of the worker holds.
  * - seen reads the rows of old from the snapshot: a key neither inserted
  *   nor claimed is COMPLETED if the snapshot says so (completed is final
  *   until the janitor deletes it), else BUSY, including a row that is newer
@@ -1107,18 +1108,6 @@ claim_run(struct idem_store *s, const char *const *params, int *unsure, char *er
     return res;
 }
 
-/* A claim's token (sql_claim): 1 to 999999, not one of lost's, so that a
- * key this claim takes is never one a later claim takes back as lost. */
-static int
-claim_token(struct idem_lost *lost)
-{
-    int tok;
-    do {
-        tok = (int) (backoff_random() % 999999) + 1;
-    } while (idem_lost_has(lost, tok));
-    return tok;
-}
-
 /* The longest lease of the batch, in seconds. */
 static int
 claims_lease(const struct idem_claim *claims, size_t n)
@@ -1154,7 +1143,7 @@ idem_claim_batch(struct idem_store *s, struct idem_claim *claims, size_t n, char
         idem_set_err(err, errlen, "claim: out of memory");
         goto out;
     }
-    int tok = claim_token(s->lost);
+    int tok = idem_lost_token(s->lost);
     char token[16], lost[IDEM_LOST_TEXT];
     snprintf(token, sizeof(token), "%d", tok);
     idem_lost_text(s->lost, lost);

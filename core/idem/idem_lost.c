@@ -9,6 +9,7 @@
 #include "idem.h"
 #include "idem_internal.h"
 
+#include "backoff.h"
 #include "clock.h"
 
 #include <pthread.h>
@@ -20,10 +21,15 @@
  * its keys left to their leases as before. */
 #define LOST_MAX 64
 
+/* A claim's token is a number of microseconds it takes off its processed_at
+ * (idem.c, CLAIMED_AT): 1 to TOKEN_MAX. */
+#define TOKEN_MAX 999999
+
 struct idem_lost {
     pthread_mutex_t mu;
     int token[LOST_MAX];
     int64_t until_ms[LOST_MAX]; /* CLOCK_MONOTONIC: its keys' leases have ended; 0: free */
+    int last;                   /* the token drawn last (idem_lost_token) */
 };
 
 struct idem_lost *
@@ -70,20 +76,52 @@ idem_lost_note(struct idem_lost *l, int token, int lease_s)
     pthread_mutex_unlock(&l->mu);
 }
 
+/* Whether token is live in l at now; the caller holds l->mu. */
+static int
+has_locked(const struct idem_lost *l, int token, int64_t now)
+{
+    for (size_t i = 0; i < LOST_MAX; i++) {
+        if (l->until_ms[i] > now && l->token[i] == token) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int
 idem_lost_has(struct idem_lost *l, int token)
 {
     if (l == NULL) {
         return 0;
     }
-    int64_t now = clock_mono_ms();
-    int has = 0;
     pthread_mutex_lock(&l->mu);
-    for (size_t i = 0; i < LOST_MAX && !has; i++) {
-        has = l->until_ms[i] > now && l->token[i] == token;
-    }
+    int has = has_locked(l, token, clock_mono_ms());
     pthread_mutex_unlock(&l->mu);
     return has;
+}
+
+/*
+ * The worker's claims draw their tokens in turn, so that two that run at
+ * once (two receivers) never share one: a claim naming a lost token takes
+ * back only the keys of the claim that lost it, never a key another claim
+ * of the worker holds for a job still running. A token comes round again
+ * after TOKEN_MAX claims, long after any claim of the same turn has been
+ * answered. Without a list (a store outside a worker): a random token.
+ */
+int
+idem_lost_token(struct idem_lost *l)
+{
+    if (l == NULL) {
+        return (int) (backoff_random() % TOKEN_MAX) + 1;
+    }
+    pthread_mutex_lock(&l->mu);
+    int64_t now = clock_mono_ms();
+    do { /* at most LOST_MAX are live: this ends */
+        l->last = l->last % TOKEN_MAX + 1;
+    } while (has_locked(l, l->last, now));
+    int token = l->last;
+    pthread_mutex_unlock(&l->mu);
+    return token;
 }
 
 void
