@@ -1296,6 +1296,11 @@ acker_start(struct worker *w, char *err, size_t errlen)
         .interval = heartbeat_interval(w),
     };
     now_mono(&a->hb.last_look);
+    if (w->ready_store != NULL) { /* the readiness check's connection (ready.c) */
+        a->store = w->ready_store;
+        w->ready_store = NULL;
+        idem_set_wait(a->store, ACKER_ANSWER_MS, ACKER_TICK_MS, acker_wait_tick, a);
+    }
     acker_store(a); /* a failure is logged and retried on use */
     int rc = pthread_create(&a->thread, NULL, acker_main, a);
     if (rc != 0) {

@@ -480,6 +480,7 @@ worker_main(int argc, char **argv)
     }
     enum worker_ask early = ready_wait(&w, a.ctl_fd, &set, a.master_pid);
     if (early != WORKER_IGNORE) {
+        idem_close(w.ready_store);
         leadership_stop(lead);
         log_info("stopped before it was ready");
         _exit(0); /* no thread runs; plugins were only initialised */

@@ -3,8 +3,8 @@
  * (see ready.h): the store (one that takes writes: idem_takes_writes, and
  * a claim: idem_claim_check, one rolled-back claim), then every queue. The
  * store check is the one a worker needs anyway (idem_migrate) and the
- * receivers' claim check, on a connection of its own that is closed again; the
- * receivers open theirs afterwards. A stop signal gives the check up at
+ * receivers' claim check, on a connection that the acknowledger then takes
+ * over (w->ready_store); the receivers open theirs afterwards. A stop signal gives the check up at
  * once, whatever PostgreSQL does (it may take the connection and say
  * nothing).
  */
@@ -49,7 +49,10 @@ first_problem(void *arg, const struct config_queue *q, const char *what)
 
 /* 0 when the store and every queue answer, else -1 with why (READY_WHY
  * bytes). Each DLQ's MaximumMessageSize, told by the same call, goes to its
- * queue (wqueue.dlq_max_bytes): dead letters are built to fit it. */
+ * queue (wqueue.dlq_max_bytes): dead letters are built to fit it. On 0 the
+ * store's connection is kept in w->ready_store for the acknowledger, which
+ * would otherwise open one more right after (each costs the server a
+ * backend's start, and the client a SCRAM exchange). */
 static int
 check_once(struct worker *w, struct sqs_client *sqs, char *why)
 {
@@ -70,10 +73,10 @@ check_once(struct worker *w, struct sqs_client *sqs, char *why)
         idem_close(s);
         return -1;
     }
-    idem_close(s);
     size_t *sizes = calloc(c->nqueues > 0 ? c->nqueues : 1, sizeof(*sizes));
     if (sizes == NULL) {
         snprintf(why, READY_WHY, "out of memory");
+        idem_close(s);
         return -1;
     }
     int rc = sqs_check_queues(sqs, c, 1, first_problem, why, sizes) == 0 ? 0 : -1;
@@ -81,6 +84,12 @@ check_once(struct worker *w, struct sqs_client *sqs, char *why)
         w->queues[i].dlq_max_bytes = sizes[i];
     }
     free(sizes);
+    if (rc == 0) {
+        idem_close(w->ready_store);
+        w->ready_store = s;
+    } else {
+        idem_close(s);
+    }
     return rc;
 }
 

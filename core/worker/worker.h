@@ -83,8 +83,10 @@ struct worker {
     struct sqs_endpoint *endpoint;
     struct creds_chain *creds;
     struct acker *acker;
-    struct throttles *throttles;   /* the rate limits (throttle.c) */
-    struct idem_lost *lost_claims; /* the receivers' claims whose answers were lost (idem.h) */
+    struct idem_store *ready_store; /* the readiness check's connection, kept for the acker
+                                       (ready.c, acker_start); NULL once taken */
+    struct throttles *throttles;    /* the rate limits (throttle.c) */
+    struct idem_lost *lost_claims;  /* the receivers' claims whose answers were lost (idem.h) */
 
     struct flag draining; /* stop receiving; read by receivers and cancel flags */
     struct flag abandon;  /* the drain deadline passed */

@@ -290,6 +290,7 @@ class TcpProxy:
         self._cut_down = False  # cut_answer(then_down): down() at that cut
         self._cut_left = 0  # cut_answer(times): requests left to cut
         self.cuts = 0  # answers lost so far
+        self.accepted = 0  # connections accepted so far
         self.hanging = False  # hang(): new connections are held, never answered
         self.connect_delay = 0  # slow_connects(): seconds before a new one is forwarded
         self.greeting = None  # greet(): bytes every new connection gets instead of the server
@@ -354,6 +355,7 @@ class TcpProxy:
             except OSError:
                 return  # closed by down()
             with self.lock:
+                self.accepted += 1
                 if self.hanging or self.frozen:
                     self.held.append(client)
                     continue
