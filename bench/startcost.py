@@ -77,10 +77,10 @@ def run(ctx, clocks, contenders, rounds, n):
              "| contender | CPU s | PostgreSQL CPU s | ready after, s | connections |"
              " in a run of %d messages: CPU s / 10k, PostgreSQL CPU s / 10k |" % n,
              "| --- | ---: | ---: | ---: | ---: | --- |"]
-    for key, _, _ in contenders:
+    for key, cls, _ in contenders:
         med = {f: statistics.median(r[f] for r in got[key])
                for f in ("cpu_s", "pg_cpu_s", "ready_s", "backends")}
-        counted = key.startswith("twiced")
+        counted = not cls.gated  # spawned at the start of its run figures
         lines.append("| %s | %.2f | %.2f | %.2f | %d | %s |" % (
             key, med["cpu_s"], med["pg_cpu_s"], med["ready_s"], med["backends"],
             "%.2f, %.2f (counted in its figures)" % (med["cpu_s"] * per10k,

@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "ascii.h"
-#include "backoff.h"
 #include "buf.h"
 #include "cnum.h"
 #include "config.h"
@@ -57,11 +56,12 @@
  *   and answers the state each had.
  * - The claim is idempotent, so that one whose answer was lost with its
  *   connection can be sent again as it was (idem_claim_batch): each claim
- *   statement carries a token ($6, a number of microseconds from 1 to 999999,
- *   the worker's claims drawing them in turn: idem_lost_token) that it takes off the processed_at
- * it writes (the lease stays exact; an in-progress row's processed_at is only shown), so a row it
- *   claimed has lease_until - processed_at (both from the same now()) = its
- *   lease + the token. free also takes a row in progress under this owner, for this
+ *   statement carries a token ($6, a number of microseconds from 1 to
+ *   999999, which the worker's claims draw in turn: idem_lost_token) that
+ *   it takes off the processed_at it writes (the lease stays exact; an
+ *   in-progress row's processed_at is only shown), so a row it claimed has
+ *   lease_until - processed_at (both from the same now()) = its lease + the
+ *   token. free also takes a row in progress under this owner, for this
  *   message, with exactly that difference: this very statement claimed it
  *   (and committed) before, so it is claimed again and answered as claimed.
  *   Another claim of this worker (another receiver, another token) or an

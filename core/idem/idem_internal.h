@@ -272,8 +272,6 @@ PGresult *idem_stmts_exec(struct idem_store *s, size_t i, int nparams, const cha
 /* idem_lost (idem_lost.c): a claim with this token, whose keys' leases are
  * lease_s long, may have committed and its answer is lost for good. */
 void idem_lost_note(struct idem_lost *l, int token, int lease_s);
-/* Whether token is a live one of l. */
-int idem_lost_has(struct idem_lost *l, int token);
 /* A new claim's token, 1 to 999999: the next in turn of l that is not a live
  * one of it, so that no two claims of the worker hold the same token at once
  * (random when l is NULL). */

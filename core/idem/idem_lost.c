@@ -88,18 +88,6 @@ has_locked(const struct idem_lost *l, int token, int64_t now)
     return 0;
 }
 
-int
-idem_lost_has(struct idem_lost *l, int token)
-{
-    if (l == NULL) {
-        return 0;
-    }
-    pthread_mutex_lock(&l->mu);
-    int has = has_locked(l, token, clock_mono_ms());
-    pthread_mutex_unlock(&l->mu);
-    return has;
-}
-
 /*
  * The worker's claims draw their tokens in turn, so that two that run at
  * once (two receivers) never share one: a claim naming a lost token takes

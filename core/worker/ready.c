@@ -4,9 +4,9 @@
  * a claim: idem_claim_check, one rolled-back claim), then every queue. The
  * store check is the one a worker needs anyway (idem_migrate) and the
  * receivers' claim check, on a connection that the acknowledger then takes
- * over (w->ready_store); the receivers open theirs afterwards. A stop signal gives the check up at
- * once, whatever PostgreSQL does (it may take the connection and say
- * nothing).
+ * over (w->ready_store); the receivers open theirs afterwards. A stop
+ * signal gives the check up at once, whatever PostgreSQL does (it may take
+ * the connection and say nothing).
  */
 #include "ready.h"
 
